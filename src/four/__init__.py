@@ -1,0 +1,86 @@
+"""four: an LLM agent as a loop of four typed functions.
+
+    G (invoke)  : history -> Result[Reply, ModelError]
+    V1 (parse)  : Reply   -> Result[actions, FormatError | Submitted]
+    V2 (execute): Action  -> Result[Observation, Submitted | ExecutionError]
+    emit        : (history, Outcome) -> T
+
+``import four`` never imports litellm.
+"""
+
+from four._loop import run
+from four._outcomes import (
+    CostLimitReached,
+    Crashed,
+    ExecutionFailed,
+    Finished,
+    Interrupted,
+    ModelFailed,
+    Outcome,
+    RepeatedFormatError,
+    StepsExhausted,
+)
+from four._types import (
+    Action,
+    Assistant,
+    Emit,
+    Execute,
+    ExecutionError,
+    FormatError,
+    Invoke,
+    Message,
+    ModelError,
+    ModelErrorKind,
+    Observation,
+    Parse,
+    Rejected,
+    Reply,
+    Submitted,
+    System,
+    ToolCall,
+    ToolResult,
+    Usage,
+    User,
+)
+from four.invoke import replay_invoke, scripted_invoke
+from four.trajectory import Trajectory, load_trajectory, save_trajectory
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Action",
+    "Assistant",
+    "CostLimitReached",
+    "Crashed",
+    "Emit",
+    "Execute",
+    "ExecutionError",
+    "ExecutionFailed",
+    "Finished",
+    "FormatError",
+    "Interrupted",
+    "Invoke",
+    "Message",
+    "ModelError",
+    "ModelErrorKind",
+    "ModelFailed",
+    "Observation",
+    "Outcome",
+    "Parse",
+    "RepeatedFormatError",
+    "Rejected",
+    "Reply",
+    "StepsExhausted",
+    "Submitted",
+    "System",
+    "ToolCall",
+    "ToolResult",
+    "Trajectory",
+    "Usage",
+    "User",
+    "load_trajectory",
+    "replay_invoke",
+    "run",
+    "save_trajectory",
+    "scripted_invoke",
+]

@@ -1,0 +1,225 @@
+"""run(): the evaluator. (G -> V1 -> V2*)* -> emit, and nothing else."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import TypeAlias, TypeVar
+
+from returns.result import Failure, Result, Success
+
+from four._describe import describe
+from four._history import unanswered
+from four._outcomes import (
+    CostLimitReached,
+    Crashed,
+    ExecutionFailed,
+    Finished,
+    Interrupted,
+    ModelFailed,
+    Outcome,
+    RepeatedFormatError,
+    StepsExhausted,
+)
+from four._types import (
+    NO_USAGE,
+    Action,
+    Closeable,
+    Emit,
+    Execute,
+    ExecutionError,
+    FormatError,
+    Invoke,
+    Message,
+    ModelError,
+    ModelErrorKind,
+    Parse,
+    Recorder,
+    Rejected,
+    Reply,
+    RunInfo,
+    RunStats,
+    Sink,
+    Submitted,
+    System,
+    ToolResult,
+    User,
+)
+
+T = TypeVar("T")
+_Add: TypeAlias = Callable[[Message], None]
+Halt: TypeAlias = Outcome | FormatError
+"""Why a turn stopped early: the run ends (an Outcome) or the model gets feedback."""
+
+CUT_OFF = FormatError(
+    "Your reply was cut off at the token limit, so nothing in it was executed. "
+    "Reply again, shorter."
+)
+_SKIPPED = "Not executed: the run ended at an earlier call of this turn."
+
+
+def run(
+    G: Invoke,
+    V1: Parse,
+    V2: Execute,
+    emit: Emit[T],
+    system: str = "",
+    prompt: str = "",
+    max_steps: int = 100,
+    max_format_errors: int = 3,
+    *,
+    resume: Sequence[Message] = (),
+) -> T:
+    """Run the loop until the agent submits, a component fails, or ``max_steps`` G calls.
+
+    Returns what ``emit`` returns. ``resume`` continues an earlier history (then
+    ``prompt``, if given, is appended as a new user turn). A format error goes back
+    to the model as a user message (or as the result of each tool call of that
+    turn); ``max_format_errors`` in a row end the run (0 disables the cap). An
+    exception or Ctrl-C in any component is recorded as the outcome and emitted
+    before it propagates. An environment with ``close()`` is closed at the end.
+
+    >>> from four import scripted_invoke, regex_parse, local_env, save_trajectory
+    >>> path = run(scripted_invoke(["```bash\\necho hi\\n```", "done"]), regex_parse(),
+    ...            local_env(), save_trajectory("/tmp/four-doc"), prompt="say hi")
+    """
+    history: list[Message] = list(resume)
+    if not resume:
+        history.append(System(system))
+    if prompt or not resume:
+        history.append(User(prompt))
+    info = RunInfo(
+        {"G": describe(G), "V1": describe(V1), "V2": describe(V2), "emit": describe(emit)},
+        max_steps,
+        max_format_errors,
+        time.time(),
+        resumed_from=len(resume),
+    )
+    sink: Sink[T] = emit.open(info) if isinstance(emit, Recorder) else _Plain(emit)
+    for message in history:
+        sink.append(message)
+    usage, steps, format_errors, where = NO_USAGE, 0, 0, "G"
+
+    def add(message: Message) -> None:
+        history.append(message)
+        sink.append(message)
+
+    def invoke() -> Result[Reply, Halt]:
+        nonlocal usage, steps, where
+        where, steps = "G", steps + 1
+        return G(history).map(received).alt(model_failed)
+
+    def received(reply: Reply) -> Reply:
+        nonlocal usage
+        usage += reply.usage or NO_USAGE
+        add(reply)
+        return reply
+
+    def model_failed(error: ModelError) -> Halt:
+        nonlocal usage
+        usage += error.usage or NO_USAGE
+        if error.kind is ModelErrorKind.BUDGET:
+            return CostLimitReached(error.message)
+        return ModelFailed(str(error))
+
+    def parse(reply: Reply) -> Result[Sequence[Action | Rejected], Halt]:
+        nonlocal where
+        where = "V1"
+        if reply.truncated:  # never run half a command
+            return Failure(CUT_OFF)
+        return V1(reply).alt(submitted_or_feedback)
+
+    def execute(actions: Sequence[Action | Rejected]) -> Result[None, Halt]:
+        nonlocal where
+        where = "V2"
+        for action in actions:
+            if isinstance(action, Rejected):
+                add(ToolResult(action.call_id, action.error))
+                continue
+            result = V2(action).alt(submitted_or_failed)
+            if isinstance(result, Failure):
+                end = result.failure()
+                if action.call_id:
+                    add(ToolResult(action.call_id, end.output if isinstance(end, Finished) else end.text))
+                return Failure(end)
+            observation = result.unwrap()
+            add(
+                ToolResult(action.call_id, observation.content)
+                if action.call_id
+                else User(observation.content)
+            )
+        return Success(None)
+
+    outcome: Outcome = StepsExhausted()
+    try:
+        while steps < max_steps:
+            turn = invoke().bind(parse).bind(execute)
+            if isinstance(turn, Success):
+                format_errors = 0
+                continue
+            halt = turn.failure()
+            if not isinstance(halt, FormatError):
+                outcome = halt
+                break
+            format_errors += 1
+            if 0 < max_format_errors <= format_errors:
+                outcome = RepeatedFormatError(halt.feedback)
+                break
+            _feedback(history, halt.feedback, add)
+    except BaseException as exc:
+        outcome = (
+            Interrupted(type(exc).__name__)
+            if isinstance(exc, KeyboardInterrupt)
+            else Crashed(where, f"{type(exc).__name__}: {exc}")
+        )
+        _finish(history, add, V2)
+        sink.close(history, outcome, RunStats(steps, usage, info.started_at, time.time()))
+        raise
+    _finish(history, add, V2)
+    return sink.close(
+        history, outcome, RunStats(steps, usage, info.started_at, time.time(), format_errors)
+    )
+
+
+def submitted_or_feedback(error: FormatError | Submitted) -> Halt:
+    return Finished(error.output) if isinstance(error, Submitted) else error
+
+
+def submitted_or_failed(error: Submitted | ExecutionError) -> Halt:
+    if isinstance(error, Submitted):
+        return Finished(error.output)
+    return ExecutionFailed(error.message)
+
+
+def _feedback(history: list[Message], text: str, add: _Add) -> None:
+    """Show the model its format error: as each open tool call's result, else as a user turn."""
+    pending = unanswered(history)
+    for call in pending:
+        add(ToolResult(call.id, text, call.name))
+    if not pending:
+        add(User(text))
+
+
+def _finish(history: list[Message], add: _Add, V2: Execute) -> None:
+    """Leave a valid history (every tool call answered), then release the environment."""
+    try:
+        for call in unanswered(history):
+            add(ToolResult(call.id, _SKIPPED, call.name))
+    finally:
+        if isinstance(V2, Closeable):
+            V2.close()
+
+
+class _Plain(Sink[T]):
+    """A plain ``(messages, outcome) -> T`` emit: nothing to record until the end."""
+
+    __slots__ = ("_emit",)
+
+    def __init__(self, emit: Emit[T]) -> None:
+        self._emit = emit
+
+    def append(self, message: Message, /) -> None:
+        pass
+
+    def close(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> T:
+        return self._emit(messages, outcome)

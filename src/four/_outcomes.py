@@ -1,0 +1,142 @@
+"""How a run ends: a closed union of frozen records, each with a stable text form.
+
+The text forms of the seed stay: ``exit:task_complete``, ``model_error: ...``,
+``repeated_format_error: ...`` and ``max_steps_reached``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, TypeAlias
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """The agent submitted; ``output`` is its final submission."""
+
+    output: str = ""
+    tag: ClassVar[str] = "exit:task_complete"
+
+    @property
+    def text(self) -> str:
+        return self.tag
+
+
+@dataclass(frozen=True, slots=True)
+class ModelFailed:
+    """G returned an error that retries (if any) did not cure."""
+
+    error: str
+    tag: ClassVar[str] = "model_error"
+
+    @property
+    def text(self) -> str:
+        return f"model_error: {self.error}"
+
+
+@dataclass(frozen=True, slots=True)
+class RepeatedFormatError:
+    """``max_format_errors`` replies in a row could not be read."""
+
+    error: str
+    tag: ClassVar[str] = "repeated_format_error"
+
+    @property
+    def text(self) -> str:
+        return f"repeated_format_error: {self.error}"
+
+
+@dataclass(frozen=True, slots=True)
+class StepsExhausted:
+    """G was called ``max_steps`` times without the run ending."""
+
+    tag: ClassVar[str] = "max_steps_reached"
+
+    @property
+    def text(self) -> str:
+        return self.tag
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionFailed:
+    """V2 could not go on (its environment broke)."""
+
+    error: str
+    tag: ClassVar[str] = "execution_error"
+
+    @property
+    def text(self) -> str:
+        return f"execution_error: {self.error}"
+
+
+@dataclass(frozen=True, slots=True)
+class CostLimitReached:
+    """A cost or token budget was spent."""
+
+    detail: str
+    tag: ClassVar[str] = "cost_limit_reached"
+
+    @property
+    def text(self) -> str:
+        return f"cost_limit_reached: {self.detail}"
+
+
+@dataclass(frozen=True, slots=True)
+class Interrupted:
+    """Ctrl-C, or a signal, stopped the run."""
+
+    reason: str = "KeyboardInterrupt"
+    tag: ClassVar[str] = "interrupted"
+
+    @property
+    def text(self) -> str:
+        return f"interrupted: {self.reason}"
+
+
+@dataclass(frozen=True, slots=True)
+class Crashed:
+    """A component raised. The exception still propagates after the trajectory is saved."""
+
+    component: str
+    error: str
+    tag: ClassVar[str] = "crashed"
+
+    @property
+    def text(self) -> str:
+        return f"crashed: {self.component}: {self.error}"
+
+
+Outcome: TypeAlias = (
+    Finished
+    | ModelFailed
+    | RepeatedFormatError
+    | StepsExhausted
+    | ExecutionFailed
+    | CostLimitReached
+    | Interrupted
+    | Crashed
+)
+
+OUTCOME_TAGS: tuple[str, ...] = tuple(
+    cls.tag
+    for cls in (
+        Finished,
+        ModelFailed,
+        RepeatedFormatError,
+        StepsExhausted,
+        ExecutionFailed,
+        CostLimitReached,
+        Interrupted,
+        Crashed,
+    )
+)
+
+
+def outcome_tag(text: str) -> str:
+    """The kind of an outcome from its text form, for grouping saved runs.
+
+    >>> outcome_tag("model_error: rate_limit: slow down")
+    'model_error'
+    """
+    head = text.split(":", 1)[0] if not text.startswith("exit:") else text
+    return head if head in OUTCOME_TAGS else text

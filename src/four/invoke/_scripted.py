@@ -1,0 +1,74 @@
+"""Deterministic G doubles: a scripted model and a replay of a saved run."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TypeAlias
+
+from returns.result import Failure, Result, Success
+
+from four._types import Assistant, Message, ModelError, ModelErrorKind, Reply, Usage
+
+Scripted: TypeAlias = "str | Assistant | ModelError | Callable[[Sequence[Message]], str | Assistant]"
+_FREE = Usage(0, 0, 0.0)
+
+
+@dataclass(eq=False, slots=True)
+class ScriptedInvoke:
+    """G from a fixed list of replies, consumed in order (thread-safe)."""
+
+    replies: tuple[Scripted, ...]
+    name: str = "scripted"
+    position: int = field(default=0, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
+        with self._lock:
+            index, self.position = self.position, self.position + 1
+        if index >= len(self.replies):
+            return Failure(
+                ModelError(
+                    ModelErrorKind.OTHER, f"{self.name} exhausted after {len(self.replies)} replies"
+                )
+            )
+        item = self.replies[index]
+        if isinstance(item, ModelError):
+            return Failure(item)
+        reply = item(messages) if callable(item) else item
+        if isinstance(reply, str):
+            return Success(Assistant(reply, usage=_FREE, model=self.name))
+        return Success(reply)
+
+
+def scripted_invoke(replies: Sequence[Scripted]) -> ScriptedInvoke:
+    """A deterministic G: each call returns the next reply of the script.
+
+    An item is a text, a whole ``Assistant`` (with tool calls), a ``ModelError`` to
+    return as Err, or a function of the history (to react to feedback). After the
+    last item every call is Err ("exhausted").
+
+    >>> G = scripted_invoke(["```bash\\nls\\n```"])
+    >>> G([]).unwrap().content
+    '```bash\\nls\\n```'
+    """
+    return ScriptedInvoke(tuple(replies))
+
+
+def replay_invoke(trajectory: str | os.PathLike[str] | Sequence[Message]) -> ScriptedInvoke:
+    """G that replays the assistant turns of a saved run (ours or mini-swe-agent's).
+
+    >>> from four._types import User
+    >>> replay_invoke([User("hi"), Assistant("done")])([]).unwrap().content
+    'done'
+    """
+    if isinstance(trajectory, str | os.PathLike):
+        from four.trajectory import load_trajectory
+
+        messages: Sequence[Message] = load_trajectory(trajectory).messages
+    else:
+        messages = trajectory
+    turns = tuple(m for m in messages if isinstance(m, Assistant))
+    return ScriptedInvoke(turns, name="replay")

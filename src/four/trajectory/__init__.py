@@ -1,0 +1,14 @@
+"""emit: saving and loading trajectories."""
+
+from four.trajectory._load import Trajectory, TrajectoryError, load_trajectory
+from four.trajectory._save import FORMAT, TrajectorySink, TrajectoryWriter, save_trajectory
+
+__all__ = [
+    "FORMAT",
+    "Trajectory",
+    "TrajectoryError",
+    "TrajectorySink",
+    "TrajectoryWriter",
+    "load_trajectory",
+    "save_trajectory",
+]

@@ -1,0 +1,138 @@
+"""emit: trajectories written as the run goes, then sealed as one JSON document."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from four._outcomes import Outcome
+from four._types import JSON, NO_USAGE, Message, RunInfo, RunStats
+from four.trajectory._codec import message_to_json, usage_to_json
+
+FORMAT = "four.trajectory/1"
+
+
+@dataclass(frozen=True, slots=True)
+class TrajectoryWriter:
+    """The emit made by ``save_trajectory``. One writer may serve many runs at once."""
+
+    output_dir: Path
+
+    def __call__(self, messages: Sequence[Message], outcome: Outcome, /) -> Path:
+        """Save a finished history with no streaming record (plain emit use)."""
+        now = time.time()
+        info = RunInfo({}, 0, 0, now)
+        sink = self.open(info)
+        for message in messages:
+            sink.append(message)
+        return sink.close(messages, outcome, RunStats(0, NO_USAGE, now, now))
+
+    def open(self, info: RunInfo, /) -> TrajectorySink:
+        return TrajectorySink(self.output_dir, info)
+
+
+class TrajectorySink:
+    """One run's files: ``<stem>.jsonl`` grows a line per message (flushed), and
+    ``<stem>.json`` is written atomically when the run ends."""
+
+    __slots__ = ("_info", "_stream", "_times", "jsonl", "path")
+
+    def __init__(self, directory: Path, info: RunInfo) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(info.started_at))
+        stem = f"{stamp}-{uuid.uuid4().hex[:12]}"  # unique without looking at the folder
+        self.jsonl = directory / f"{stem}.jsonl"
+        self.path = directory / f"{stem}.json"
+        self._info = info
+        self._times: list[float] = []
+        self._stream: IO[str] = open(self.jsonl, "x", encoding="utf-8")  # noqa: SIM115
+        self._line({"type": "start", "format": FORMAT, "info": _info_json(info)})
+
+    def append(self, message: Message, /) -> None:
+        t = round(time.time() - self._info.started_at, 6)
+        self._times.append(t)
+        self._line({"type": "message", "t": t, "message": message_to_json(message)})
+
+    def close(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> Path:
+        document: dict[str, JSON] = {
+            "format": FORMAT,
+            "outcome": outcome.text,
+            "outcome_detail": _outcome_json(outcome),
+            "messages": [message_to_json(m) for m in messages],
+            "timestamps": list(self._times) if len(self._times) == len(messages) else [],
+            "info": _info_json(self._info),
+            "stats": _stats_json(stats),
+            "stream": self.jsonl.name,
+        }
+        if not self._stream.closed:
+            self._line({"type": "end", "outcome": outcome.text, "stats": _stats_json(stats)})
+            self._stream.close()
+        _write_atomic(self.path, json.dumps(document, indent=1) + "\n")
+        return self.path
+
+    def _line(self, record: dict[str, JSON]) -> None:
+        self._stream.write(json.dumps(record) + "\n")
+        self._stream.flush()
+
+
+def save_trajectory(output_dir: str | os.PathLike[str] = "trajectories") -> TrajectoryWriter:
+    """The standard emit: a JSON Lines log while the run goes, one JSON document at its end.
+
+    Each run gets its own ``<UTC time>-<random id>`` name, so many runs can share a
+    folder. A killed process leaves the ``.jsonl`` with every completed message.
+
+    >>> emit = save_trajectory("/tmp/four-doc-runs")
+    >>> emit.output_dir.name
+    'four-doc-runs'
+    """
+    return TrajectoryWriter(Path(output_dir).expanduser())
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _outcome_json(outcome: Outcome) -> dict[str, JSON]:
+    detail: dict[str, JSON] = {"kind": outcome.tag}
+    for name in outcome.__slots__:
+        value = getattr(outcome, name)
+        detail[name] = value if isinstance(value, str | int | float | bool) else str(value)
+    return detail
+
+
+def _info_json(info: RunInfo) -> dict[str, JSON]:
+    return {
+        "components": dict(info.components),
+        "max_steps": info.max_steps,
+        "max_format_errors": info.max_format_errors,
+        "started_at": info.started_at,
+        "resumed_from": info.resumed_from,
+    }
+
+
+def _stats_json(stats: RunStats) -> dict[str, JSON]:
+    return {
+        "steps": stats.steps,
+        "format_errors": stats.format_errors,
+        "usage": usage_to_json(stats.usage),
+        "started_at": stats.started_at,
+        "ended_at": stats.ended_at,
+        "wall_time": round(stats.wall_time, 6),
+        **stats.extra,
+    }
