@@ -140,7 +140,11 @@ def run(
             if isinstance(result, Failure):
                 end = result.failure()
                 if action.call_id:
-                    add(ToolResult(action.call_id, end.output if isinstance(end, Finished) else end.text))
+                    add(
+                        ToolResult(
+                            action.call_id, end.output if isinstance(end, Finished) else end.text
+                        )
+                    )
                 return Failure(end)
             observation = result.unwrap()
             add(

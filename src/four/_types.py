@@ -20,7 +20,7 @@ from returns.result import Result
 
 from four._outcomes import Outcome
 
-JSON: TypeAlias = "None | bool | int | float | str | list[JSON] | dict[str, JSON]"
+JSON: TypeAlias = "bool | int | float | str | list[JSON] | dict[str, JSON] | None"
 
 # --- usage -------------------------------------------------------------------
 

@@ -12,7 +12,9 @@ from returns.result import Failure, Result, Success
 
 from four._types import Assistant, Message, ModelError, ModelErrorKind, Reply, Usage
 
-Scripted: TypeAlias = "str | Assistant | ModelError | Callable[[Sequence[Message]], str | Assistant]"
+Scripted: TypeAlias = (
+    "str | Assistant | ModelError | Callable[[Sequence[Message]], str | Assistant]"
+)
 _FREE = Usage(0, 0, 0.0)
 
 

@@ -78,7 +78,9 @@ def message_from_json(data: Mapping[str, JSON]) -> Message | None:
     if role == "user":
         return User(content)
     if role == "tool":
-        return ToolResult(str(data.get("tool_call_id") or ""), content, str(data.get("name") or "bash"))
+        return ToolResult(
+            str(data.get("tool_call_id") or ""), content, str(data.get("name") or "bash")
+        )
     if role != "assistant":
         return None  # e.g. mini-swe-agent's final {"role": "exit"}
     usage = data.get("usage")
@@ -113,9 +115,7 @@ def _text(value: JSON) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, list):
-        return "".join(
-            str(part.get("text", "")) for part in value if isinstance(part, dict)
-        )
+        return "".join(str(part.get("text", "")) for part in value if isinstance(part, dict))
     return "" if value is None else str(value)
 
 
