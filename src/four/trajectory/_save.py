@@ -92,7 +92,7 @@ def save_trajectory(output_dir: str | os.PathLike[str] = "trajectories") -> Traj
     >>> emit.output_dir.name
     'four-doc-runs'
     """
-    return TrajectoryWriter(Path(output_dir).expanduser())
+    return TrajectoryWriter(Path(output_dir).expanduser().absolute())
 
 
 def _write_atomic(path: Path, text: str) -> None:

@@ -1,0 +1,297 @@
+"""The evaluator: every way a run ends, history validity, feedback, resume, crashes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from returns.result import Failure, Success
+
+from four import (
+    Assistant,
+    Crashed,
+    ExecutionFailed,
+    Finished,
+    Interrupted,
+    Message,
+    ModelError,
+    ModelErrorKind,
+    ModelFailed,
+    Outcome,
+    RepeatedFormatError,
+    StepsExhausted,
+    System,
+    ToolCall,
+    ToolResult,
+    User,
+    load_trajectory,
+    run,
+    save_trajectory,
+    scripted_invoke,
+)
+from four._outcomes import CostLimitReached
+from four._types import Usage
+from tests._doubles import FakeEnv, line_parse
+
+
+def keep(messages: Sequence[Message], outcome: Outcome) -> tuple[list[Message], Outcome]:
+    return list(messages), outcome
+
+
+def test_finishes_when_environment_submits_and_keeps_final_output() -> None:
+    env = FakeEnv()
+    history, outcome = run(
+        scripted_invoke(["$ ls", "$ submit the answer"]),
+        line_parse,
+        env,
+        keep,
+        system="sys",
+        prompt="task",
+    )
+    assert outcome == Finished("the answer")
+    assert outcome.text == "exit:task_complete"
+    assert env.seen == ["ls", "submit the answer"]
+    assert history[:2] == [System("sys"), User("task")]
+    assert history[3] == User("ran ls")
+
+
+def test_parser_submission_ends_the_run() -> None:
+    _, outcome = run(scripted_invoke(["DONE result"]), line_parse, FakeEnv(), keep, "s", "p")
+    assert outcome == Finished("result")
+
+
+def test_model_error_outcome_text() -> None:
+    G = scripted_invoke([ModelError(ModelErrorKind.AUTHENTICATION, "bad key", status=401)])
+    _, outcome = run(G, line_parse, FakeEnv(), keep, "s", "p")
+    assert outcome == ModelFailed("authentication: bad key")
+    assert outcome.text == "model_error: authentication: bad key"
+
+
+def test_budget_error_is_its_own_outcome() -> None:
+    G = scripted_invoke([ModelError(ModelErrorKind.BUDGET, "cost 2.00 > 1.00")])
+    _, outcome = run(G, line_parse, FakeEnv(), keep, "s", "p")
+    assert outcome == CostLimitReached("cost 2.00 > 1.00")
+
+
+def test_steps_exhausted_counts_every_G_call() -> None:
+    calls: list[int] = []
+
+    def G(messages: Sequence[Message]) -> Success[Assistant]:
+        calls.append(len(messages))
+        return Success(Assistant("no commands here"))
+
+    _, outcome = run(G, line_parse, FakeEnv(), keep, "s", "p", max_steps=5, max_format_errors=0)
+    assert outcome == StepsExhausted() and outcome.text == "max_steps_reached"
+    assert len(calls) == 5
+
+
+def test_format_error_is_fed_back_then_repeated_error_ends_run() -> None:
+    history, outcome = run(
+        scripted_invoke(["hello", "still prose", "more prose"]),
+        line_parse,
+        FakeEnv(),
+        keep,
+        "s",
+        "p",
+    )
+    assert isinstance(outcome, RepeatedFormatError)
+    assert outcome.text.startswith("repeated_format_error: Format error: write commands")
+    feedback = [m for m in history if isinstance(m, User) and m.content.startswith("Format error")]
+    assert len(feedback) == 2  # the third error ends the run instead of being shown
+
+
+def test_format_error_counter_resets_after_a_good_turn() -> None:
+    _, outcome = run(
+        scripted_invoke(["x", "y", "$ ok", "x", "y", "DONE z"]),
+        line_parse,
+        FakeEnv(),
+        keep,
+        "s",
+        "p",
+    )
+    assert outcome == Finished("z")
+
+
+def test_truncated_reply_is_feedback_not_execution() -> None:
+    env = FakeEnv()
+    history, outcome = run(
+        scripted_invoke([Assistant("$ rm -rf /tm", finish_reason="length"), "DONE ok"]),
+        line_parse,
+        env,
+        keep,
+        "s",
+        "p",
+    )
+    assert env.seen == [] and outcome == Finished("ok")
+    assert any(isinstance(m, User) and "cut off" in m.content for m in history)
+
+
+def test_execution_error_ends_run() -> None:
+    _, outcome = run(scripted_invoke(["$ die"]), line_parse, FakeEnv(), keep, "s", "p")
+    assert outcome == ExecutionFailed("container gone")
+    assert outcome.text == "execution_error: container gone"
+
+
+def call(i: int, name: str = "bash", arguments: str = "ls") -> ToolCall:
+    return ToolCall(f"call_{i}", name, arguments)
+
+
+def paired(history: Sequence[Message]) -> bool:
+    """Every tool call is answered exactly once, right after its turn."""
+    open_ids: list[str] = []
+    for m in history:
+        if isinstance(m, Assistant):
+            if open_ids:
+                return False
+            open_ids = [c.id for c in m.tool_calls]
+        elif isinstance(m, ToolResult):
+            if m.tool_call_id not in open_ids:
+                return False
+            open_ids.remove(m.tool_call_id)
+        elif open_ids:
+            return False
+    return not open_ids
+
+
+def test_tool_calls_are_each_answered_by_id_including_rejected_and_skipped() -> None:
+    turn1 = Assistant("", (call(1), call(2, "python", "{}"), call(3, arguments="echo")))
+    turn2 = Assistant("", (call(4, arguments="submit all done"), call(5)))
+    env = FakeEnv()
+    history, outcome = run(scripted_invoke([turn1, turn2]), line_parse, env, keep, "s", "p")
+    assert outcome == Finished("all done")
+    assert paired(history)
+    results = {m.tool_call_id: m.content for m in history if isinstance(m, ToolResult)}
+    assert results["call_2"] == "unknown tool"
+    assert results["call_4"] == "all done"
+    assert "Not executed" in results["call_5"]
+    assert env.seen == ["ls", "echo", "submit all done"]
+
+
+def test_format_error_on_a_tool_call_turn_answers_each_call() -> None:
+    def fail_parse(reply: Assistant) -> Failure[object]:
+        return Failure(line_parse(Assistant("prose")).failure())
+
+    turn = Assistant("", (call(1), call(2)))
+    history, _ = run(scripted_invoke([turn]), fail_parse, FakeEnv(), keep, "s", "p")  # type: ignore[arg-type]
+    assert paired(history)
+    assert [m.tool_call_id for m in history if isinstance(m, ToolResult)] == ["call_1", "call_2"]
+
+
+@pytest.mark.parametrize(
+    ("script", "component"),
+    [(["$ raise"], "V2"), (["boom"], "V1")],
+)
+def test_exception_in_a_component_is_emitted_then_propagates(
+    tmp_path: Path, script: list[str], component: str
+) -> None:
+    def V1(reply: Assistant):  # type: ignore[no-untyped-def]
+        if reply.content == "boom":
+            raise ValueError("parser bug")
+        return line_parse(reply)
+
+    env = FakeEnv()
+    with pytest.raises((RuntimeError, ValueError)):
+        run(scripted_invoke(script), V1, env, save_trajectory(tmp_path), "s", "p")
+    (saved,) = tmp_path.glob("*.json")
+    data = json.loads(saved.read_text())
+    assert data["outcome"].startswith(f"crashed: {component}: ")
+    assert env.closed == 1
+
+
+def test_exception_in_G_is_recorded_as_G() -> None:
+    def G(messages: Sequence[Message]) -> Success[Assistant]:
+        raise ConnectionError("socket closed")
+
+    seen: list[Outcome] = []
+
+    def emit(messages: Sequence[Message], outcome: Outcome) -> None:
+        seen.append(outcome)
+
+    with pytest.raises(ConnectionError):
+        run(G, line_parse, FakeEnv(), emit, "s", "p")
+    assert seen == [Crashed("G", "ConnectionError: socket closed")]
+
+
+def test_ctrl_c_saves_trajectory_and_propagates(tmp_path: Path) -> None:
+    env = FakeEnv()
+    with pytest.raises(KeyboardInterrupt):
+        run(
+            scripted_invoke(["$ ls", "$ interrupt"]),
+            line_parse,
+            env,
+            save_trajectory(tmp_path),
+            "s",
+            "p",
+        )
+    trajectory = load_trajectory(next(tmp_path.glob("*.json")))
+    assert trajectory.outcome == Interrupted().text == "interrupted: KeyboardInterrupt"
+    assert User("ran ls") in trajectory.messages
+    assert env.closed == 1
+
+
+def test_environment_closed_once_on_normal_end() -> None:
+    env = FakeEnv()
+    run(scripted_invoke(["DONE"]), line_parse, env, keep, "s", "p")
+    assert env.closed == 1
+
+
+def test_resume_continues_an_earlier_history(tmp_path: Path) -> None:
+    first = run(
+        scripted_invoke(["$ one"]),
+        line_parse,
+        FakeEnv(),
+        save_trajectory(tmp_path),
+        "s",
+        "p",
+        max_steps=1,
+    )
+    earlier = load_trajectory(first)
+    assert earlier.outcome == "max_steps_reached"
+    history, outcome = run(
+        scripted_invoke(["$ two", "DONE fine"]),
+        line_parse,
+        FakeEnv(),
+        keep,
+        prompt="carry on",
+        resume=earlier.messages,
+    )
+    assert outcome == Finished("fine")
+    assert history[: len(earlier.messages)] == list(earlier.messages)
+    assert history[len(earlier.messages)] == User("carry on")
+    assert sum(isinstance(m, System) for m in history) == 1
+
+
+def test_usage_is_accumulated_into_the_trajectory(tmp_path: Path) -> None:
+    replies = [
+        Assistant("$ a", usage=Usage(10, 2, 0.5)),
+        Assistant("DONE", usage=Usage(5, 1, None)),
+    ]
+    path = run(scripted_invoke(replies), line_parse, FakeEnv(), save_trajectory(tmp_path), "s", "p")
+    stats = load_trajectory(path).stats
+    assert stats["usage"] == {
+        "prompt_tokens": 15,
+        "completion_tokens": 3,
+        "cost": 0.5,
+        "calls": 2,
+        "cost_unknown_calls": 1,
+    }
+    assert stats["steps"] == 2
+
+
+def test_seed_example_runs_verbatim_given_a_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    G = scripted_invoke(["```bash\nfind /tmp -name '*.py' | head -3\n```", "Done."])
+    path = run(
+        G=G,
+        V1=line_parse,
+        V2=FakeEnv(),
+        emit=save_trajectory(),
+        system="You are a helpful assistant that executes bash commands.",
+        prompt="Find all Python files in /tmp and count lines in each",
+        max_steps=50,
+    )
+    assert path.parent == tmp_path / "trajectories"
