@@ -107,9 +107,8 @@ def test_killed_process_leaves_every_completed_step(tmp_path: Path) -> None:
     trajectory = load_trajectory(stream)
     assert trajectory.outcome is None
     assert User("ran one") in trajectory.messages and User("ran two") in trajectory.messages
-    assert trajectory.messages[-1] == Assistant(
-        "$ kill", usage=trajectory.messages[-1].usage, model="scripted"
-    )  # type: ignore[union-attr]
+    last = trajectory.messages[-1]
+    assert isinstance(last, Assistant) and last.content == "$ kill"
 
 
 def test_a_half_written_last_line_is_ignored(tmp_path: Path) -> None:
