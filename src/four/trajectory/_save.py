@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,7 +45,7 @@ class TrajectorySink:
     def __init__(self, directory: Path, info: RunInfo) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(info.started_at))
-        stem = f"{stamp}-{uuid.uuid4().hex[:12]}"  # unique without looking at the folder
+        stem = f"{stamp}-{os.urandom(6).hex()}"  # unique without looking at the folder
         self.jsonl = directory / f"{stem}.jsonl"
         self.path = directory / f"{stem}.json"
         self._info = info
@@ -65,16 +63,15 @@ class TrajectorySink:
             "format": FORMAT,
             "outcome": outcome.text,
             "outcome_detail": _outcome_json(outcome),
-            "messages": [message_to_json(m) for m in messages],
-            "timestamps": list(self._times) if len(self._times) == len(messages) else [],
             "info": _info_json(self._info),
             "stats": _stats_json(stats),
             "stream": self.jsonl.name,
+            "timestamps": list(self._times) if len(self._times) == len(messages) else [],
         }
         if not self._stream.closed:
             self._line({"type": "end", "outcome": outcome.text, "stats": _stats_json(stats)})
             self._stream.close()
-        _write_atomic(self.path, json.dumps(document, indent=1) + "\n")
+        _write_atomic(self.path, _render(document, messages))
         return self.path
 
     def _line(self, record: dict[str, JSON]) -> None:
@@ -95,16 +92,23 @@ def save_trajectory(output_dir: str | os.PathLike[str] = "trajectories") -> Traj
     return TrajectoryWriter(Path(output_dir).expanduser().absolute())
 
 
+def _render(document: dict[str, JSON], messages: Sequence[Message]) -> str:
+    """One key, and one message, per line: readable, and json's C encoder does the work
+    (``indent=`` would switch to the pure-Python encoder, 10x slower)."""
+    lines = [f"{json.dumps(k)}: {json.dumps(v)}" for k, v in document.items()]
+    body = ",\n".join(json.dumps(message_to_json(m)) for m in messages)
+    lines.append(f'"messages": [\n{body}\n]')
+    return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
 def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = path.with_name(f".{path.name}.tmp")  # the stem is already unique to this run
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
+        with open(tmp, "x", encoding="utf-8") as f:
+            f.write(text)  # no fsync: rename is atomic against a dying process, the risk here
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 

@@ -1,0 +1,89 @@
+"""`import four` time, and the loop's own cost per step with trajectory saving on.
+
+python bench/run.py core
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from returns.result import Result, Success
+
+ROOT = Path(__file__).resolve().parents[1]
+IMPORT_PROBE = (
+    "import sys, time; t = time.perf_counter(); import {mod}; d = time.perf_counter() - t; "
+    "print(d * 1000, 'litellm' in sys.modules)"
+)
+
+
+def import_ms(module: str, runs: int = 15) -> tuple[float, float, bool]:
+    """Median and min of in-process import time in fresh interpreters."""
+    times, leaked = [], False
+    for _ in range(runs):
+        out = subprocess.run(
+            [sys.executable, "-c", IMPORT_PROBE.format(mod=module)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={"PYTHONPATH": str(ROOT / "src")},
+        ).stdout.split()
+        times.append(float(out[0]))
+        leaked |= out[1] == "True"
+    return statistics.median(times), min(times), leaked
+
+
+def loop_us_per_step(steps: int, repeats: int) -> float:
+    from four import (
+        Action,
+        Assistant,
+        ExecutionError,
+        FormatError,
+        Observation,
+        Rejected,
+        Submitted,
+        run,
+        save_trajectory,
+        scripted_invoke,
+    )
+
+    def parse(reply: Assistant) -> Result[Sequence[Action | Rejected], FormatError | Submitted]:
+        return Success([Action(reply.content)])
+
+    def execute(action: Action) -> Result[Observation, Submitted | ExecutionError]:
+        return Success(Observation("<returncode>0</returncode>\n<output>\nok\n</output>", 0))
+
+    samples = []
+    with tempfile.TemporaryDirectory() as tmp:
+        emit = save_trajectory(tmp)
+        for _ in range(repeats):
+            G = scripted_invoke(["echo step"] * steps)
+            t = time.perf_counter()
+            run(G, parse, execute, emit, "system", "task", max_steps=steps)
+            samples.append((time.perf_counter() - t) / steps * 1e6)
+    return statistics.median(samples)
+
+
+def main() -> None:
+    four_med, four_min, leaked = import_ms("four")
+    base_med, _, _ = import_ms("json")
+    print("| measure | value |\n|---|---|")
+    print(
+        f"| `import four`, median of 15 fresh interpreters | {four_med:.1f} ms (min {four_min:.1f}) |"
+    )
+    print(f"| `import json` in the same run, for scale | {base_med:.1f} ms |")
+    print(f"| litellm imported by `import four` | {'YES (bug)' if leaked else 'no'} |")
+    per = {n: loop_us_per_step(n, r) for n, r in ((10, 200), (100, 40), (1000, 6))}
+    for n, us in per.items():
+        print(f"| loop + saving, {n} steps | {us:.1f} us/step |")
+    print(f"| 1000-step / 10-step cost per step | {per[1000] / per[10]:.2f}x |")
+
+
+if __name__ == "__main__":
+    sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
+    main()
