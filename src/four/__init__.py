@@ -8,6 +8,9 @@
 ``import four`` never imports litellm.
 """
 
+import importlib
+from typing import TYPE_CHECKING
+
 from four._loop import run
 from four._outcomes import (
     CostLimitReached,
@@ -42,10 +45,34 @@ from four._types import (
     Usage,
     User,
 )
-from four.invoke import replay_invoke, scripted_invoke
-from four.trajectory import Trajectory, load_trajectory, save_trajectory
+
+if TYPE_CHECKING:  # components load on first use, so `import four` stays cheap
+    from four.invoke import replay_invoke, scripted_invoke
+    from four.trajectory import Trajectory, load_trajectory, save_trajectory
 
 __version__ = "0.1.0"
+
+_LAZY = {
+    "replay_invoke": "four.invoke",
+    "scripted_invoke": "four.invoke",
+    "Trajectory": "four.trajectory",
+    "load_trajectory": "four.trajectory",
+    "save_trajectory": "four.trajectory",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'four' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __all__ = [
     "Action",

@@ -114,7 +114,7 @@ def _write_atomic(path: Path, text: str) -> None:
 
 def _outcome_json(outcome: Outcome) -> dict[str, JSON]:
     detail: dict[str, JSON] = {"kind": outcome.tag}
-    for name in outcome.__slots__:
+    for name in outcome.__match_args__:
         value = getattr(outcome, name)
         detail[name] = value if isinstance(value, str | int | float | bool) else str(value)
     return detail
