@@ -107,6 +107,42 @@ class Crashed:
         return f"crashed: {self.component}: {self.error}"
 
 
+@record
+class Accepted:
+    """A check judged the agent's submission and said YES."""
+
+    output: str = ""
+    tag: ClassVar[str] = "accepted"
+
+    @property
+    def text(self) -> str:
+        return self.tag
+
+
+@record
+class Held:
+    """The verdicts could not go on: a repeated or inadmissible reason, a spent budget."""
+
+    reason: str
+    tag: ClassVar[str] = "held"
+
+    @property
+    def text(self) -> str:
+        return f"held: {self.reason}"
+
+
+@record
+class Blocked:
+    """The submission is correct only if a dependency holds, and nothing resolved it."""
+
+    dependency: str
+    tag: ClassVar[str] = "blocked"
+
+    @property
+    def text(self) -> str:
+        return f"blocked: {self.dependency}"
+
+
 Outcome: TypeAlias = (
     Finished
     | ModelFailed
@@ -116,6 +152,9 @@ Outcome: TypeAlias = (
     | CostLimitReached
     | Interrupted
     | Crashed
+    | Accepted
+    | Held
+    | Blocked
 )
 
 OUTCOME_TAGS: tuple[str, ...] = tuple(
@@ -129,6 +168,9 @@ OUTCOME_TAGS: tuple[str, ...] = tuple(
         CostLimitReached,
         Interrupted,
         Crashed,
+        Accepted,
+        Held,
+        Blocked,
     )
 )
 

@@ -18,7 +18,7 @@ from typing import Protocol, TypeAlias, TypeVar, runtime_checkable
 
 from returns.result import Result
 
-from four._outcomes import Outcome
+from four._outcomes import Finished, Outcome
 from four._record import record
 
 JSON: TypeAlias = "bool | int | float | str | list[JSON] | dict[str, JSON] | None"
@@ -222,6 +222,15 @@ class ModelError:
         return f"{self.kind}: {self.message}"
 
 
+@record
+class Feedback:
+    """A judgement that the run goes on: ``text`` goes to the model, and ``steps`` more
+    G calls are allowed (more work admitted)."""
+
+    text: str
+    steps: int = 0
+
+
 ParseError: TypeAlias = FormatError | Submitted
 ExecuteError: TypeAlias = Submitted | ExecutionError
 
@@ -298,6 +307,22 @@ class Recorder(Protocol[T_co]):
     def __call__(self, messages: Sequence[Message], outcome: Outcome, /) -> T_co: ...
 
     def open(self, info: RunInfo, /) -> Sink[T_co]: ...
+
+
+class Judge(Protocol):
+    """One run's judge of the agent's submissions (made by a ``Verify``)."""
+
+    def __call__(self, history: Sequence[Message], claim: Finished, /) -> Outcome | Feedback: ...
+
+    def record(self) -> Mapping[str, JSON]:
+        """What the judging left, for the trajectory (verdicts, receipts, their head)."""
+        ...
+
+
+class Verify(Protocol):
+    """The ``check=`` of ``run``: makes a fresh judge for each run, over its environment."""
+
+    def open(self, env: Execute, /) -> Judge: ...
 
 
 @runtime_checkable
