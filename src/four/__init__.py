@@ -13,10 +13,13 @@ from typing import TYPE_CHECKING
 
 from four._loop import run
 from four._outcomes import (
+    Accepted,
+    Blocked,
     CostLimitReached,
     Crashed,
     ExecutionFailed,
     Finished,
+    Held,
     Interrupted,
     ModelFailed,
     Outcome,
@@ -29,6 +32,7 @@ from four._types import (
     Emit,
     Execute,
     ExecutionError,
+    Feedback,
     FormatError,
     Invoke,
     Message,
@@ -47,6 +51,7 @@ from four._types import (
 )
 
 if TYPE_CHECKING:  # components load on first use, so `import four` stays cheap
+    from four.checks import Claim, all_of, audit, command_check, file_check, verify
     from four.invoke import replay_invoke, scripted_invoke
     from four.trajectory import Trajectory, load_trajectory, save_trajectory
 
@@ -58,6 +63,12 @@ _LAZY = {
     "Trajectory": "four.trajectory",
     "load_trajectory": "four.trajectory",
     "save_trajectory": "four.trajectory",
+    "Claim": "four.checks",
+    "all_of": "four.checks",
+    "audit": "four.checks",
+    "command_check": "four.checks",
+    "file_check": "four.checks",
+    "verify": "four.checks",
 }
 
 
@@ -75,16 +86,21 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "Accepted",
     "Action",
     "Assistant",
+    "Blocked",
+    "Claim",
     "CostLimitReached",
     "Crashed",
     "Emit",
     "Execute",
     "ExecutionError",
     "ExecutionFailed",
+    "Feedback",
     "Finished",
     "FormatError",
+    "Held",
     "Interrupted",
     "Invoke",
     "Message",
@@ -105,9 +121,14 @@ __all__ = [
     "Trajectory",
     "Usage",
     "User",
+    "all_of",
+    "audit",
+    "command_check",
+    "file_check",
     "load_trajectory",
     "replay_invoke",
     "run",
     "save_trajectory",
     "scripted_invoke",
+    "verify",
 ]

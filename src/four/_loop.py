@@ -84,7 +84,7 @@ def run(
     exception or Ctrl-C in any component is recorded as the outcome and emitted
     before it propagates. An environment with ``close()`` is closed at the end.
 
-    With ``check`` (see ``four.verify``), a submission is not the end: the check judges
+    With ``check`` (see ``four.checks``), a submission is not the end: the check judges
     it, and the run ends ``accepted``, ``held`` or ``blocked``, or goes on with the
     check's feedback; the verdicts' receipts are stored in the trajectory.
 

@@ -71,8 +71,12 @@ _VERSION_TAG: Final = b"four.quaternary/1"
 _RUNNING: Final = ControllerStatus.RUNNING
 _HELD: Final = ControllerStatus.HELD
 _RANK_CONSUMING: Final = frozenset(
-    {ControllerAction.EXCLUDE_RETRY, ControllerAction.ADMIT_NEXT, ControllerAction.GATHER,
-     ControllerAction.BIND}
+    {
+        ControllerAction.EXCLUDE_RETRY,
+        ControllerAction.ADMIT_NEXT,
+        ControllerAction.GATHER,
+        ControllerAction.BIND,
+    }
 )
 
 
@@ -102,8 +106,11 @@ def rank(config: QICTConfig, state: ControllerState) -> int:
     failures = config.failure_alphabet
     excluded = _count(raw_state(state)[0], failures)
     return (
-        len(failures) - excluded
-        + state.evidence_budget + state.compute_budget + state.dependency_budget
+        len(failures)
+        - excluded
+        + state.evidence_budget
+        + state.compute_budget
+        + state.dependency_budget
     )
 
 
@@ -128,7 +135,8 @@ def admissible_rank(config: QICTConfig, state: ControllerState) -> int:
     compute = config.compute_alphabet
     used = raw_used(state.dependencies)
     return (
-        len(admissible) - _count(excl, admissible)
+        len(admissible)
+        - _count(excl, admissible)
         + min(state.evidence_budget, len(evidence) - _count(evid, evidence))
         + min(state.compute_budget, len(compute) - _count(comp, compute))
         + min(state.dependency_budget, len(deps_ok) - _count(used, deps_ok))
@@ -141,8 +149,19 @@ def admissible_rank(config: QICTConfig, state: ControllerState) -> int:
 def _hold_base(state: ControllerState, index: int, reason: str) -> ControllerState:
     excl, evid, comp = raw_state(state)
     return make_state(
-        excl, evid, comp, state.dependencies, state.evidence_budget, state.compute_budget,
-        state.dependency_budget, _HELD, None, index, state.clock, None, reason,
+        excl,
+        evid,
+        comp,
+        state.dependencies,
+        state.evidence_budget,
+        state.compute_budget,
+        state.dependency_budget,
+        _HELD,
+        None,
+        index,
+        state.clock,
+        None,
+        reason,
     )
 
 
@@ -164,18 +183,44 @@ def _evaluation_transition(
     clock = state.clock
     if verdict == Verdict.YES:
         return ControllerAction.EXIT_ACCEPT, make_state(
-            excl, evid, comp, deps, eb, cb, db, ControllerStatus.ACCEPTED,
-            CandidateDisposition.TERMINALLY_ACCEPTED, index, clock, None, None,
+            excl,
+            evid,
+            comp,
+            deps,
+            eb,
+            cb,
+            db,
+            ControllerStatus.ACCEPTED,
+            CandidateDisposition.TERMINALLY_ACCEPTED,
+            index,
+            clock,
+            None,
+            None,
         )
     if verdict == Verdict.NO:
         reason = payload
         admissible = config.admissible_failures
         assert admissible is not None
         prefix = set_prefix(excl)
-        if reason in config.failure_alphabet and not prefix.contains(reason) and reason in admissible:
+        if (
+            reason in config.failure_alphabet
+            and not prefix.contains(reason)
+            and reason in admissible
+        ):
             return ControllerAction.EXCLUDE_RETRY, make_state(
-                prefix.added(reason), evid, comp, deps, eb, cb, db, _RUNNING, None, index,
-                clock, None, None,
+                prefix.added(reason),
+                evid,
+                comp,
+                deps,
+                eb,
+                cb,
+                db,
+                _RUNNING,
+                None,
+                index,
+                clock,
+                None,
+                None,
             )
         return ControllerAction.HOLD, _hold_base(
             state, index, f"inadmissible or repeated failure: {reason}"
@@ -185,11 +230,23 @@ def _evaluation_transition(
             need = payload.evidence
             prefix = set_prefix(evid)
             if need in config.evidence_alphabet and not prefix.contains(need) and eb > 0:
-                lease = Lease(f"evidence:{need}:{index}", LeaseKind.EVIDENCE, need,
-                              clock + config.lease_ticks)
+                lease = Lease(
+                    f"evidence:{need}:{index}", LeaseKind.EVIDENCE, need, clock + config.lease_ticks
+                )
                 return ControllerAction.GATHER, make_state(
-                    excl, prefix.added(need), comp, deps, eb - 1, cb, db, _RUNNING, None, index,
-                    clock, lease, None,
+                    excl,
+                    prefix.added(need),
+                    comp,
+                    deps,
+                    eb - 1,
+                    cb,
+                    db,
+                    _RUNNING,
+                    None,
+                    index,
+                    clock,
+                    lease,
+                    None,
                 )
             return ControllerAction.HOLD, _hold_base(
                 state, index, f"inadmissible or repeated evidence need: {need}"
@@ -199,8 +256,19 @@ def _evaluation_transition(
             prefix = set_prefix(comp)
             if step in config.compute_alphabet and not prefix.contains(step) and cb > 0:
                 return ControllerAction.ADMIT_NEXT, make_state(
-                    excl, evid, prefix.added(step), deps, eb, cb - 1, db, _RUNNING,
-                    CandidateDisposition.SOURCE_ADMISSIBLE, index, clock, None, None,
+                    excl,
+                    evid,
+                    prefix.added(step),
+                    deps,
+                    eb,
+                    cb - 1,
+                    db,
+                    _RUNNING,
+                    CandidateDisposition.SOURCE_ADMISSIBLE,
+                    index,
+                    clock,
+                    None,
+                    None,
                 )
             return ControllerAction.HOLD, _hold_base(
                 state, index, f"inadmissible or repeated compute need: {step}"
@@ -231,10 +299,26 @@ def _evaluation_transition(
             except ValueError as exc:
                 return ControllerAction.HOLD, _hold_base(state, index, str(exc))
         record = make_record(used.added(dependency), unresolved, relation, raw_outcomes(deps))
-        lease = Lease(f"dependency:{dependency}:{index}", LeaseKind.DEPENDENCY, dependency,
-                      clock + config.lease_ticks)
+        lease = Lease(
+            f"dependency:{dependency}:{index}",
+            LeaseKind.DEPENDENCY,
+            dependency,
+            clock + config.lease_ticks,
+        )
         return ControllerAction.BIND, make_state(
-            excl, evid, comp, record, eb, cb, db - 1, _RUNNING, None, index, clock, lease, None,
+            excl,
+            evid,
+            comp,
+            record,
+            eb,
+            cb,
+            db - 1,
+            _RUNNING,
+            None,
+            index,
+            clock,
+            lease,
+            None,
         )
     return ControllerAction.HOLD, _hold_base(
         state, index, f"inadmissible or repeated dependency: {dependency}"
@@ -244,9 +328,19 @@ def _evaluation_transition(
 def _event_hold(state: ControllerState, reason: str, clock: int | None = None) -> ControllerState:
     excl, evid, comp = raw_state(state)
     return make_state(
-        excl, evid, comp, state.dependencies, state.evidence_budget, state.compute_budget,
-        state.dependency_budget, _HELD, state.candidate_disposition, state.evaluation_count,
-        state.clock if clock is None else clock, None, reason,
+        excl,
+        evid,
+        comp,
+        state.dependencies,
+        state.evidence_budget,
+        state.compute_budget,
+        state.dependency_budget,
+        _HELD,
+        state.candidate_disposition,
+        state.evaluation_count,
+        state.clock if clock is None else clock,
+        None,
+        reason,
     )
 
 
@@ -259,9 +353,19 @@ def _with_lease(
 ) -> ControllerState:
     excl, evid, comp = raw_state(state)
     return make_state(
-        excl, evid, comp, record, state.evidence_budget, state.compute_budget,
-        state.dependency_budget, state.status, disposition, state.evaluation_count, clock,
-        lease, state.held_reason,
+        excl,
+        evid,
+        comp,
+        record,
+        state.evidence_budget,
+        state.compute_budget,
+        state.dependency_budget,
+        state.status,
+        disposition,
+        state.evaluation_count,
+        clock,
+        lease,
+        state.held_reason,
     )
 
 
@@ -309,7 +413,10 @@ def _event_transition(
         if lease.kind != LeaseKind.DEPENDENCY or event.outcome is None:
             return hold, _event_hold(state, "invalid dependency resolution event")
         return ControllerAction.REEVALUATE, _with_lease(
-            state, None, state.clock, CandidateDisposition.SOURCE_ADMISSIBLE,
+            state,
+            None,
+            state.clock,
+            CandidateDisposition.SOURCE_ADMISSIBLE,
             _resolved(state.dependencies, lease.obligation, event.outcome),
         )
     return hold, _event_hold(state, "unsupported controller event")
@@ -398,11 +505,19 @@ def _enc_state(state: ControllerState, out: list[bytes]) -> None:
     lease = state.pending_lease
     _enc(
         (
-            state.exclusions, state.used_evidence, state.used_compute,
+            state.exclusions,
+            state.used_evidence,
+            state.used_compute,
             (deps.used, deps.unresolved, deps.relation, deps.outcomes),
-            state.evidence_budget, state.compute_budget, state.dependency_budget,
-            state.status, state.candidate_disposition, state.evaluation_count, state.clock,
-            None if lease is None
+            state.evidence_budget,
+            state.compute_budget,
+            state.dependency_budget,
+            state.status,
+            state.candidate_disposition,
+            state.evaluation_count,
+            state.clock,
+            None
+            if lease is None
             else (lease.lease_id, lease.kind, lease.obligation, lease.deadline),
             state.held_reason,
         ),
@@ -419,11 +534,16 @@ def fingerprint(config: QICTConfig) -> bytes:
     out = [b"C"]
     _enc(
         (
-            frozenset(config.failure_alphabet), frozenset(config.evidence_alphabet),
-            frozenset(config.compute_alphabet), frozenset(config.dependency_alphabet),
-            config.evidence_budget, config.compute_budget, config.dependency_budget,
+            frozenset(config.failure_alphabet),
+            frozenset(config.evidence_alphabet),
+            frozenset(config.compute_alphabet),
+            frozenset(config.dependency_alphabet),
+            config.evidence_budget,
+            config.compute_budget,
+            config.dependency_budget,
             frozenset(config.admissible_failures or ()),
-            frozenset(config.admissible_dependencies or ()), config.lease_ticks,
+            frozenset(config.admissible_dependencies or ()),
+            config.lease_ticks,
         ),
         out,
     )
@@ -470,9 +590,14 @@ def receipt_digest(prev: bytes, receipt: EvaluationReceipt | EventReceipt) -> by
     Raises `TypeError` for a value that has no canonical encoding.
     """
     if isinstance(receipt, EvaluationReceipt):
-        return _evaluation_digest(prev, receipt.verdict, receipt.payload,
-                                  receipt.dependency_arcs, receipt.action,
-                                  receipt.evaluation_index)
+        return _evaluation_digest(
+            prev,
+            receipt.verdict,
+            receipt.payload,
+            receipt.dependency_arcs,
+            receipt.action,
+            receipt.evaluation_index,
+        )
     return _event_digest(prev, receipt.event, receipt.action)
 
 
@@ -605,5 +730,6 @@ def audit_result(config: QICTConfig, cursor: AuditCursor, head: bytes | None) ->
     else:
         errors.append("the last after-state is not a ControllerState")
         final_rank = -1
-    return AuditResult(not errors, tuple(errors), cursor.evaluations, cursor.initial_rank,
-                       final_rank, end)
+    return AuditResult(
+        not errors, tuple(errors), cursor.evaluations, cursor.initial_rank, final_rank, end
+    )

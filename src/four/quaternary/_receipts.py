@@ -59,8 +59,15 @@ __all__ = ["FORMAT", "dump_receipts", "load_receipts"]
 
 FORMAT: Final = "four.quaternary.receipts"
 _SCALARS: Final = (
-    "evidence_budget", "compute_budget", "dependency_budget", "status",
-    "candidate_disposition", "evaluation_count", "clock", "pending_lease", "held_reason",
+    "evidence_budget",
+    "compute_budget",
+    "dependency_budget",
+    "status",
+    "candidate_disposition",
+    "evaluation_count",
+    "clock",
+    "pending_lease",
+    "held_reason",
 )
 _E = TypeVar("_E", bound=Enum)
 
@@ -128,15 +135,23 @@ def _member(enum: type[_E], data: Any) -> _E | Any:
 def _lease(lease: Lease | None) -> Any:
     if lease is None:
         return None
-    return {"lease_id": _value(lease.lease_id), "kind": _value(lease.kind),
-            "obligation": _value(lease.obligation), "deadline": _value(lease.deadline)}
+    return {
+        "lease_id": _value(lease.lease_id),
+        "kind": _value(lease.kind),
+        "obligation": _value(lease.obligation),
+        "deadline": _value(lease.deadline),
+    }
 
 
 def _unlease(data: Any) -> Lease | None:
     if data is None:
         return None
-    return Lease(_unvalue(data["lease_id"]), _member(LeaseKind, data["kind"]),
-                 _unvalue(data["obligation"]), _unvalue(data["deadline"]))
+    return Lease(
+        _unvalue(data["lease_id"]),
+        _member(LeaseKind, data["kind"]),
+        _unvalue(data["obligation"]),
+        _unvalue(data["deadline"]),
+    )
 
 
 def _scalar(name: str, value: object) -> Any:
@@ -236,8 +251,7 @@ def _outcome_delta(old: Any, new: Any) -> dict[str, Any] | None:
         if old.n == new.n:
             return None
         log = new.log
-        return {"add": _pairs(zip(log.keys[old.n : new.n], log.values[old.n : new.n],
-                                  strict=True))}
+        return {"add": _pairs(zip(log.keys[old.n : new.n], log.values[old.n : new.n], strict=True))}
     before = old.as_outcomes() if type(old) is _Prefix else old
     after = new.as_outcomes() if type(new) is _Prefix else new
     return None if before == after else {"replace": _pairs(after)}
@@ -258,8 +272,12 @@ def _apply_outcomes(raw: Any, delta: dict[str, Any] | None) -> Any:
 
 def _delta(before: ControllerState, after: ControllerState) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for name, old, new in zip(("exclusions", "used_evidence", "used_compute"),
-                              raw_state(before), raw_state(after), strict=True):
+    for name, old, new in zip(
+        ("exclusions", "used_evidence", "used_compute"),
+        raw_state(before),
+        raw_state(after),
+        strict=True,
+    ):
         change = _set_delta(old, new)
         if change is not None:
             out[name] = change
@@ -376,7 +394,8 @@ def dump_receipts(receipts: Iterable[TransitionReceipt]) -> str:
         previous = receipt.after
     return json.dumps(
         {"format": FORMAT, "version": FORMAT_VERSION, "receipts": entries},
-        ensure_ascii=True, separators=(",", ":"),
+        ensure_ascii=True,
+        separators=(",", ":"),
     )
 
 
@@ -404,17 +423,26 @@ def load_receipts(text: str) -> list[TransitionReceipt]:
             action = _member(ControllerAction, entry["action"])
             digest = bytes.fromhex(entry["digest"])
             if entry["type"] == "evaluation":
-                receipts.append(EvaluationReceipt(
-                    before, _member(Verdict, entry["verdict"]), _unvalue(entry["payload"]),
-                    frozenset(_unvalue(v) for v in entry["arcs"]), action, after,
-                    _unvalue(entry["index"]), digest,
-                ))
+                receipts.append(
+                    EvaluationReceipt(
+                        before,
+                        _member(Verdict, entry["verdict"]),
+                        _unvalue(entry["payload"]),
+                        frozenset(_unvalue(v) for v in entry["arcs"]),
+                        action,
+                        after,
+                        _unvalue(entry["index"]),
+                        digest,
+                    )
+                )
             elif entry["type"] == "event":
                 data = entry["event"]
                 event = ControllerEvent(
-                    _member(ControllerEventKind, data["kind"]), _unvalue(data["lease_id"]),
+                    _member(ControllerEventKind, data["kind"]),
+                    _unvalue(data["lease_id"]),
                     _member(ResolutionOutcome, data["outcome"]),
-                    _unvalue(data["dependency"]), _unvalue(data["clock"]),
+                    _unvalue(data["dependency"]),
+                    _unvalue(data["clock"]),
                 )
                 receipts.append(EventReceipt(before, event, action, after, digest))
             else:

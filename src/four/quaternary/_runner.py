@@ -78,10 +78,7 @@ def _detect_contradictions(exclusions: list[str]) -> list[tuple[str, str]] | Non
     duplicate exclusions give duplicate pairs, and an empty result is None.
     """
     pairs = [
-        (a, b)
-        for i, a in enumerate(exclusions)
-        for b in exclusions[i + 1 :]
-        if _negates(a, b)
+        (a, b) for i, a in enumerate(exclusions) for b in exclusions[i + 1 :] if _negates(a, b)
     ]
     return pairs or None
 
@@ -182,7 +179,9 @@ def run(
             if on_blocked is not None:
                 on_blocked(output, dep)
             return finish(LoopStatus.BLOCKED, output, round_num, blocked_by=dep)
-        raise ValueError(f"unknown verdict: {verdict!r}")  # pragma: no cover - CheckResult validates
+        raise ValueError(
+            f"unknown verdict: {verdict!r}"
+        )  # pragma: no cover - CheckResult validates
     return finish(LoopStatus.EXHAUSTED, None, max_rounds)
 
 

@@ -166,7 +166,9 @@ class _Prefix:
             log = self.log
             base: tuple[tuple[str, ResolutionOutcome], ...] = log.base
             if self.n:
-                pairs = list(base) + list(zip(log.keys[: self.n], log.values[: self.n], strict=True))
+                pairs = list(base) + list(
+                    zip(log.keys[: self.n], log.values[: self.n], strict=True)
+                )
                 pairs.sort(key=_pair_name)
                 self.frozen = tuple(pairs)
             else:
@@ -424,14 +426,21 @@ _RAW_COMPUTE: Final = _COMP_SLOT.__get__
 _RAW_USED: Final = _USED_SLOT.__get__
 _RAW_OUTCOMES: Final = _OUTCOMES_SLOT.__get__
 
-_LAZY_SLOTS: Final = {"exclusions": _EXCL_SLOT, "used_evidence": _EVID_SLOT,
-                      "used_compute": _COMP_SLOT}
+_LAZY_SLOTS: Final = {
+    "exclusions": _EXCL_SLOT,
+    "used_evidence": _EVID_SLOT,
+    "used_compute": _COMP_SLOT,
+}
 _STATE_SETTERS: Final = tuple(
     (_LAZY_SLOTS[name] if name in _LAZY_SLOTS else ControllerState.__dict__[name]).__set__
     for name in ControllerState.__slots__
 )
-_RECORD_SLOTS: Final = (_USED_SLOT, DependencyRecord.__dict__["unresolved"],
-                        DependencyRecord.__dict__["relation"], _OUTCOMES_SLOT)
+_RECORD_SLOTS: Final = (
+    _USED_SLOT,
+    DependencyRecord.__dict__["unresolved"],
+    DependencyRecord.__dict__["relation"],
+    _OUTCOMES_SLOT,
+)
 
 
 def raw_state(state: ControllerState) -> tuple[Any, Any, Any]:
@@ -532,11 +541,17 @@ class QICTConfig:
 
     def __post_init__(self) -> None:
         put = object.__setattr__
-        for name in ("failure_alphabet", "evidence_alphabet", "compute_alphabet",
-                     "dependency_alphabet"):
+        for name in (
+            "failure_alphabet",
+            "evidence_alphabet",
+            "compute_alphabet",
+            "dependency_alphabet",
+        ):
             put(self, name, _frozen_alphabet(name, getattr(self, name)))
-        for name, alphabet in (("admissible_failures", self.failure_alphabet),
-                               ("admissible_dependencies", self.dependency_alphabet)):
+        for name, alphabet in (
+            ("admissible_failures", self.failure_alphabet),
+            ("admissible_dependencies", self.dependency_alphabet),
+        ):
             value = getattr(self, name)
             put(self, name, alphabet if value is None else _frozen_alphabet(name, value))
         assert self.admissible_failures is not None
@@ -634,8 +649,15 @@ class AuditResult:
 class AuditCursor:
     """The running position of an (incremental) audit over one trace."""
 
-    __slots__ = ("errors", "evaluations", "initial_rank", "initial_state", "position", "prev",
-                 "state")
+    __slots__ = (
+        "errors",
+        "evaluations",
+        "initial_rank",
+        "initial_state",
+        "position",
+        "prev",
+        "state",
+    )
 
     def __init__(self, initial_state: ControllerState, initial_rank: int) -> None:
         self.initial_state = initial_state
@@ -645,4 +667,3 @@ class AuditCursor:
         self.errors: list[str] = []
         self.evaluations = 0
         self.position = 0
-
