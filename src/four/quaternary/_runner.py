@@ -28,22 +28,22 @@ class GenerateFn(Protocol):
 
 @runtime_checkable
 class CheckFn(Protocol):
-    def __call__(self, output: Any) -> CheckResult: ...
+    def __call__(self, output: Any, /) -> CheckResult: ...
 
 
 @runtime_checkable
 class GatherFn(Protocol):
-    def __call__(self, needed: str) -> Any: ...
+    def __call__(self, needed: str, /) -> Any: ...
 
 
 @runtime_checkable
 class RecheckFn(Protocol):
-    def __call__(self, output: Any, evidence: Any = None) -> CheckResult: ...
+    def __call__(self, output: Any, evidence: Any = ..., /) -> CheckResult: ...
 
 
 @runtime_checkable
 class DepCheckFn(Protocol):
-    def __call__(self, dependency: str) -> bool: ...
+    def __call__(self, dependency: str, /) -> bool: ...
 
 
 @dataclass
