@@ -70,7 +70,9 @@ class ShellEnv:
     _pidfd: int = field(default=-1, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _pids: list[int] = field(default_factory=list, repr=False)
-    _finalizer: weakref.finalize[[str, list[int]], ShellEnv] | None = field(default=None, repr=False)
+    _finalizer: weakref.finalize[[str, list[int]], ShellEnv] | None = field(
+        default=None, repr=False
+    )
 
     # --- lifecycle ---------------------------------------------------------------
 
