@@ -9,9 +9,17 @@ import sys
 import tempfile
 from pathlib import Path
 
-from four import Assistant, ToolResult, User, load_trajectory, run, save_trajectory, scripted_invoke
-from four.execute import local_env
-from four.parse import regex_parse
+from four import (
+    Assistant,
+    ToolResult,
+    User,
+    load_trajectory,
+    local_env,
+    regex_parse,
+    run,
+    save_trajectory,
+    scripted_invoke,
+)
 
 SCRIPT = [
     "Let me look around first.\n\n```bash\nmkdir -p demo && cd demo && printf 'a\\nb\\nc\\n' > x.py && "
