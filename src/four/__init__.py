@@ -24,7 +24,9 @@ from four._outcomes import (
     ModelFailed,
     Outcome,
     RepeatedFormatError,
+    Stalled,
     StepsExhausted,
+    TimeLimitReached,
 )
 from four._types import (
     Action,
@@ -120,9 +122,11 @@ __all__ = [
     "Rejected",
     "RepeatedFormatError",
     "Reply",
+    "Stalled",
     "StepsExhausted",
     "Submitted",
     "System",
+    "TimeLimitReached",
     "ToolCall",
     "ToolResult",
     "Trajectory",
