@@ -1,5 +1,23 @@
-"""G: invokes that turn a history into the model's reply."""
+"""G: invokes that turn a history into the model's reply.
 
+The litellm-based invokes import litellm at their first call, never at import.
+"""
+
+from four.invoke._convert import BASH_TOOL, to_chat, to_responses_input
+from four.invoke._litellm import LitellmInvoke, litellm_invoke, litellm_toolcall_invoke
+from four.invoke._retry import RetryInvoke, retry_invoke
 from four.invoke._scripted import ScriptedInvoke, replay_invoke, scripted_invoke
 
-__all__ = ["ScriptedInvoke", "replay_invoke", "scripted_invoke"]
+__all__ = [
+    "BASH_TOOL",
+    "LitellmInvoke",
+    "RetryInvoke",
+    "ScriptedInvoke",
+    "litellm_invoke",
+    "litellm_toolcall_invoke",
+    "replay_invoke",
+    "retry_invoke",
+    "scripted_invoke",
+    "to_chat",
+    "to_responses_input",
+]
