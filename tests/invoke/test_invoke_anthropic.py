@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from four import Assistant, Finished, System, ToolCall, ToolResult, User, run
+from four import Assistant, Finished, Message, System, ToolCall, ToolResult, User, run
 from four.invoke import litellm_toolcall_invoke
 from tests._doubles import FakeEnv
 from tests._server import JSON, MESSAGES, LoopbackServer, anthropic, anthropic_problems
@@ -97,7 +97,7 @@ def test_cache_control_marks_system_and_last_messages(server: LoopbackServer) ->
     G = litellm_toolcall_invoke(
         MODEL, api_base=server.root, api_key="x", max_tokens=100, cache_control=True
     )
-    history = [
+    history: list[Message] = [
         System("sys"),
         User("task"),
         Assistant("a", (ToolCall("toolu_1", "bash", '{"command": "ls"}'),)),
