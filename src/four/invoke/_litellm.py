@@ -192,7 +192,7 @@ def read_chat(
 def cost(prompt_tokens: int, completion_tokens: int, prices: Prices) -> float:
     """USD for a call at ``prices`` (per prompt token, per completion token).
 
-    >>> cost(1000, 100, (3e-06, 1.5e-05))
+    >>> round(cost(1000, 100, (3e-06, 1.5e-05)), 6)
     0.0045
     """
     return prompt_tokens * prices[0] + completion_tokens * prices[1]
