@@ -416,7 +416,7 @@ def openai_history_problems(messages: Sequence[JSON]) -> list[str]:
         if open_calls:
             problems.append(f"message {i}: tool calls {sorted(open_calls)} unanswered before it")
             open_calls = set()
-        extra = set(raw) - {"role", "content", "tool_calls", "name", "thinking_blocks"}
+        extra = set(raw) - {"role", "content", "tool_calls", "name"}
         if extra:
             problems.append(f"message {i}: unexpected keys {sorted(extra)}")
         content = raw.get("content")

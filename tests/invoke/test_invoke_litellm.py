@@ -12,6 +12,7 @@ from returns.result import Failure, Success
 from four import (
     Assistant,
     Finished,
+    Message,
     ModelErrorKind,
     ModelFailed,
     System,
@@ -371,3 +372,18 @@ def test_empty_system_message_is_not_sent(server: LoopbackServer) -> None:
     server.push(chat("ok"))
     litellm_invoke("openai/m", api_base=server.url, api_key="x")([System(""), User("hi")])
     assert server.bodies()[0]["messages"] == [{"role": "user", "content": "hi"}]
+
+
+def test_thinking_blocks_go_only_to_providers_that_sign_them(server: LoopbackServer) -> None:
+    """An OpenAI-compatible server never sees thinking blocks unless asked to."""
+    block = {"type": "thinking", "thinking": "t", "signature": "s"}
+    history: list[Message] = [User("q"), Assistant("a", thinking=(block,)), User("b")]
+    server.push(chat("ok"), chat("ok"))
+    litellm_invoke("openai/m", api_base=server.url, api_key="x")(history)
+    litellm_invoke("openai/m", api_base=server.url, api_key="x", send_thinking=True)(history)
+    first, forced = (cast(list[dict[str, JSON]], b["messages"])[1] for b in server.bodies())
+    assert first == {"role": "assistant", "content": "a"}
+    assert forced["thinking_blocks"] == [block]
+    assert litellm_invoke("anthropic/claude-x").sends_thinking
+    assert litellm_invoke("claude-3-5-sonnet").sends_thinking
+    assert not litellm_invoke("hosted_vllm/qwen").sends_thinking

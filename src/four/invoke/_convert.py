@@ -32,13 +32,17 @@ BASH_TOOL: Mapping[str, JSON] = {
 """The default tool of the tool-call invokes (chat-completions shape)."""
 
 
-def to_chat(messages: Sequence[Message], cache_control: bool = False) -> list[JSONDict]:
+def to_chat(
+    messages: Sequence[Message], cache_control: bool = False, thinking: bool = True
+) -> list[JSONDict]:
     """A history as chat-completions ``messages`` (OpenAI's shape; litellm converts it).
 
     Empty system messages are left out. An assistant turn's tool calls go in
     ``tool_calls`` (content ``None`` when it has no text); each ``ToolResult``
     becomes a ``tool`` message with its call's id. With ``cache_control``, the system
     message and the last two messages with text get an Anthropic cache breakpoint.
+    With ``thinking``, an assistant's thinking blocks go along, in order, as
+    ``thinking_blocks`` (litellm's key, for Anthropic-style providers).
 
     >>> to_chat([System("be brief"), User("hi")])
     [{'role': 'system', 'content': 'be brief'}, {'role': 'user', 'content': 'hi'}]
@@ -55,13 +59,13 @@ def to_chat(messages: Sequence[Message], cache_control: bool = False) -> list[JS
                 {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
             )
         else:
-            out.append(_assistant(message))
+            out.append(_assistant(message, thinking))
     if cache_control:
         _mark_cache(out)
     return out
 
 
-def _assistant(message: Assistant) -> JSONDict:
+def _assistant(message: Assistant, thinking: bool) -> JSONDict:
     content: str | None = message.content
     if not content and message.tool_calls:
         content = None
@@ -75,7 +79,7 @@ def _assistant(message: Assistant) -> JSONDict:
             }
             for call in message.tool_calls
         ]
-    if message.thinking:
+    if thinking and message.thinking:
         out["thinking_blocks"] = [dict(block) for block in message.thinking]
     return out
 

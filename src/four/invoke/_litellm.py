@@ -17,6 +17,8 @@ from four.invoke._lazy import litellm_module
 DEFAULT_TIMEOUT: Final = 600.0
 """Seconds per request (litellm's own default is 6000); the OpenAI SDK's default too."""
 
+_THINKING_PROVIDERS = frozenset({"anthropic", "bedrock", "vertex_ai", "vertex_ai_beta"})
+
 Prices = tuple[float, float]
 """USD per prompt token and per completion token."""
 
@@ -40,6 +42,16 @@ class LitellmInvoke:
     kwargs: Mapping[str, object] = field(default_factory=dict)
     api_key: str | None = field(default=None, repr=False)
     secrets: Mapping[str, object] = field(default_factory=dict, repr=False)
+    send_thinking: bool | None = None
+
+    @property
+    def sends_thinking(self) -> bool:
+        """Whether thinking blocks go back: ``send_thinking``, or by default for providers
+        that sign them (Anthropic, Bedrock, Vertex AI): others may reject the unknown key."""
+        if self.send_thinking is not None:
+            return self.send_thinking
+        provider = self.model.split("/", 1)[0] if "/" in self.model else ""
+        return provider in _THINKING_PROVIDERS or self.model.startswith("claude")
 
     def request(self, messages: Sequence[Message]) -> dict[str, object]:
         """The keyword arguments of the ``litellm.completion`` call for ``messages``."""
@@ -47,7 +59,7 @@ class LitellmInvoke:
             **self.kwargs,
             **self.secrets,
             "model": self.model,
-            "messages": to_chat(messages, self.cache_control),
+            "messages": to_chat(messages, self.cache_control, self.sends_thinking),
             "timeout": self.timeout,
             "max_retries": 0,  # the OpenAI SDK's retries
             "num_retries": 0,  # litellm's own
@@ -91,6 +103,7 @@ def litellm_invoke(
     timeout: float = DEFAULT_TIMEOUT,
     prices: Prices | None = None,
     cache_control: bool = False,
+    send_thinking: bool | None = None,
     **kwargs: object,
 ) -> LitellmInvoke:
     """G for plain text replies, through litellm (imported at the first call).
@@ -100,7 +113,9 @@ def litellm_invoke(
     ``openai/<name>`` with ``api_base``. ``timeout`` is seconds per request. ``prices``
     (USD per prompt token, per completion token) override litellm's price map; a model
     missing from it costs "unknown" (``Usage.cost is None``). ``cache_control`` marks
-    Anthropic cache breakpoints. Other keywords (``temperature``, ``max_tokens``, ...)
+    Anthropic cache breakpoints. A reply's thinking blocks are sent back, in order,
+    to Anthropic, Bedrock and Vertex AI models (``send_thinking`` forces it either
+    way); its ``reasoning`` text is never sent. Other keywords (``temperature``, ``max_tokens``, ...)
     go to ``litellm.completion``; secret-looking ones (``*key*``, ``*token``, headers)
     are kept out of the trajectory's record.
 
@@ -111,14 +126,14 @@ def litellm_invoke(
     public, secret = _split(kwargs)
     return LitellmInvoke(
         model,
-        (),
-        api_base,
-        timeout,
-        prices,
-        cache_control,
-        public,
-        api_key,
-        secret,
+        api_base=api_base,
+        timeout=timeout,
+        prices=prices,
+        cache_control=cache_control,
+        kwargs=public,
+        api_key=api_key,
+        secrets=secret,
+        send_thinking=send_thinking,
     )
 
 
@@ -132,6 +147,7 @@ def litellm_toolcall_invoke(
     timeout: float = DEFAULT_TIMEOUT,
     prices: Prices | None = None,
     cache_control: bool = False,
+    send_thinking: bool | None = None,
     **kwargs: object,
 ) -> LitellmInvoke:
     """G for tool-call replies: the calls land in ``Assistant.tool_calls``, text kept.
@@ -150,13 +166,14 @@ def litellm_toolcall_invoke(
     return LitellmInvoke(
         model,
         with_bash(tools) if bash_tool else tuple(tools),
-        api_base,
-        timeout,
-        prices,
-        cache_control,
-        public,
-        api_key,
-        secret,
+        api_base=api_base,
+        timeout=timeout,
+        prices=prices,
+        cache_control=cache_control,
+        kwargs=public,
+        api_key=api_key,
+        secrets=secret,
+        send_thinking=send_thinking,
     )
 
 
