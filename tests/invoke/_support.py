@@ -1,13 +1,27 @@
-"""Small V1/emit doubles for driving real invokes through ``run``."""
+"""Small V1/emit doubles for driving real invokes through ``run``, and valid histories."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
 
+from hypothesis import strategies as st
 from returns.result import Failure, Result, Success
 
-from four import Action, FormatError, Message, Outcome, Rejected, Reply, Submitted
+from four import (
+    Action,
+    Assistant,
+    FormatError,
+    Message,
+    Outcome,
+    Rejected,
+    Reply,
+    Submitted,
+    System,
+    ToolCall,
+    ToolResult,
+    User,
+)
 
 
 def keep(messages: Sequence[Message], outcome: Outcome) -> tuple[list[Message], Outcome]:
@@ -33,3 +47,19 @@ def bash_parse(reply: Reply) -> Result[Sequence[Action | Rejected], FormatError 
     if not commands:
         return Failure(FormatError("Write commands as lines starting with '$ '."))
     return Success([Action(c) for c in commands])
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[Message]:
+    """A history the loop could build: system, task, then whole turns."""
+    out: list[Message] = [System("sys"), User("the task")]
+    ids = iter(range(10_000))
+    for _ in range(draw(st.integers(0, 12))):
+        text = draw(st.text("abc ", max_size=20))
+        n = draw(st.integers(0, 3))
+        calls = tuple(ToolCall(f"c{next(ids)}", "bash", '{"command": "ls"}') for _ in range(n))
+        out.append(Assistant(text, calls))
+        out.extend(ToolResult(c.id, draw(st.text("xyz", max_size=20))) for c in calls)
+        if not calls:
+            out.append(User(draw(st.text("uvw", max_size=20))))
+    return out

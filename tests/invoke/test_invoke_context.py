@@ -44,25 +44,7 @@ from tests._server import (
     chat,
     openai_history_problems,
 )
-from tests.invoke._support import bash_parse, keep
-
-# --- valid histories ------------------------------------------------------------
-
-
-@st.composite
-def histories(draw: st.DrawFn) -> list[Message]:
-    """A history the loop could build: system, task, then whole turns."""
-    out: list[Message] = [System("sys"), User("the task")]
-    ids = iter(range(10_000))
-    for _ in range(draw(st.integers(0, 12))):
-        text = draw(st.text("abc ", max_size=20))
-        n = draw(st.integers(0, 3))
-        calls = tuple(ToolCall(f"c{next(ids)}", "bash", '{"command": "ls"}') for _ in range(n))
-        out.append(Assistant(text, calls))
-        out.extend(ToolResult(c.id, draw(st.text("xyz", max_size=20))) for c in calls)
-        if not calls:
-            out.append(User(draw(st.text("uvw", max_size=20))))
-    return out
+from tests.invoke._support import bash_parse, histories, keep
 
 
 def chars(messages: Sequence[Message]) -> int:
