@@ -6,7 +6,13 @@ import pytest
 
 from four import ModelErrorKind, User
 from four.invoke import litellm_invoke
-from four.invoke._errors import kind_of_status, kind_of_transport, retry_after
+from four.invoke._errors import (
+    classify_litellm,
+    headers_of,
+    kind_of_status,
+    kind_of_transport,
+    retry_after,
+)
 from tests._server import LoopbackServer, error
 
 K = ModelErrorKind
@@ -89,3 +95,18 @@ def test_transport_errors_are_found_in_the_cause_chain() -> None:
         assert kind_of_transport(outer) is K.CONNECTION
     assert kind_of_transport(TimeoutError()) is K.TIMEOUT
     assert kind_of_transport(ValueError()) is None
+
+
+def test_unreadable_headers_are_no_headers() -> None:
+    class Odd(Exception):
+        @property
+        def response(self) -> object:
+            raise RuntimeError("no response attached")
+
+    assert headers_of(Odd()) == {}
+    assert headers_of(ValueError()) == {}
+
+
+def test_non_litellm_exception_is_other_unless_it_is_network() -> None:
+    assert classify_litellm(ValueError("bad argument")).kind is K.OTHER
+    assert classify_litellm(TimeoutError()).kind is K.TIMEOUT

@@ -121,11 +121,14 @@ def _status(exc: BaseException) -> int | None:
 
 def headers_of(exc: BaseException) -> Mapping[str, str]:
     """The HTTP response headers an exception carries, lower-cased ({} if none)."""
-    for source in (exc, getattr(exc, "response", None)):
-        for name in ("litellm_response_headers", "headers"):
-            headers = getattr(source, name, None)
-            if headers is not None and hasattr(headers, "items"):
-                return {str(k).lower(): str(v) for k, v in headers.items()}
+    try:  # exception attributes are the provider SDK's: read defensively
+        for source in (exc, getattr(exc, "response", None)):
+            for name in ("litellm_response_headers", "headers"):
+                headers = getattr(source, name, None)
+                if headers is not None and hasattr(headers, "items"):
+                    return {str(k).lower(): str(v) for k, v in headers.items()}
+    except Exception:
+        pass
     return {}
 
 
