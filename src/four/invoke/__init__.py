@@ -1,6 +1,16 @@
 """G: invokes that turn a history into the model's reply.
 
-The litellm-based invokes import litellm at their first call, never at import.
+Models: ``litellm_invoke`` (text), ``litellm_toolcall_invoke`` (tool calls), both over
+litellm, which they import at their first call, never at import; and
+``http_response_invoke`` (the Responses API over httpx). Wrappers, each a G of a G:
+``retry_invoke``, ``budget_invoke``, ``summarizing_invoke``, ``context_aware_invoke``.
+A typical stack, outermost first (budget outermost: it reads the spend from the full
+history; retry outside summarizing: one retry layer covers both model calls)::
+
+    G = budget_invoke(
+        retry_invoke(summarizing_invoke(litellm_toolcall_invoke(model), threshold=80_000)),
+        cost_limit=3.0,
+    )
 """
 
 from four.invoke._budget import BudgetInvoke, budget_invoke, spent

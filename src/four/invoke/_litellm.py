@@ -78,7 +78,8 @@ class LitellmInvoke:
             response = litellm.completion(**self.request(messages))
         except Exception as exc:
             return Failure(classify_litellm(exc))
-        return read_chat(response, self.model, self.prices, keep_tool_calls=bool(self.tools))
+        offered = bool(self.tools) or "tools" in self.kwargs
+        return read_chat(response, self.model, self.prices, keep_tool_calls=offered)
 
 
 _SECRET_PARTS = ("key", "secret", "password", "credential", "auth", "header")
