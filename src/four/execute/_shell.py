@@ -190,7 +190,7 @@ class ShellEnv:
         )
         output = OutputBuffer(self.max_output, self.exit_signal)
         fd = self._proc.stdout.fileno()
-        marker = f"\n{token} ".encode()
+        marker = f"{token} ".encode()
         pending = b""
         deadline = start + self.timeout
         with selectors.DefaultSelector() as selector:
@@ -200,13 +200,16 @@ class ShellEnv:
                 data, exited = _read(selector, fd, left)
                 if data:
                     pending += data
-                    found = pending.find(marker)
+                    # Look for the rare token, not "\n" + token: "\n" is everywhere.
+                    found = pending.find(marker, 1) - 1
+                    if found >= 0 and pending[found] != 0x0A:
+                        found = -1  # the token, not at a line start: no sentinel
                     if found >= 0:
-                        end = pending.find(b"\n", found + len(marker))
+                        end = pending.find(b"\n", found + 1 + len(marker))
                         if end >= 0:
                             output.feed(pending[:found])
                             output.finish()
-                            code = int(pending[found + len(marker) : end])
+                            code = int(pending[found + 1 + len(marker) : end])
                             return Ran(code, output, time.monotonic() - start, notes=notes)
                         continue
                     keep = max(len(pending) - _TAIL, 0)
