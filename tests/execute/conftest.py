@@ -18,7 +18,7 @@ from returns.result import Result
 
 from four import Action, ExecutionError, Observation, Submitted
 from four.execute import local_env, shell_env
-from four.execute._docker import docker_env
+from four.execute._docker import LABEL, docker_env
 from four.execute._sandbox import sandbox_env
 
 TEST_IMAGE = os.environ.get("FOUR_TEST_IMAGE", "four-test:latest")
@@ -115,6 +115,13 @@ def shared_container() -> Iterator[str]:
     with docker_env(TEST_IMAGE) as env:
         assert env.container is not None
         yield env.container
+    left = subprocess.run(
+        ["docker", "ps", "-a", "-q", "--filter", f"label={LABEL}={os.getpid()}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout.split()
+    assert left == [], f"containers left behind: {left}"
 
 
 @pytest.fixture(params=ENVS)

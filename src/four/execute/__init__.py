@@ -16,6 +16,7 @@ from four.execute._local import LocalEnv, local_env, shell_env, super_env
 from four.execute._output import (
     DEFAULT_INHERIT,
     EXIT_SIGNAL,
+    QUIET_ENV,
     SECRET_PATTERNS,
     TIMEOUT_RETURNCODE,
     OutputBuffer,
@@ -26,6 +27,7 @@ from four.execute._shell import ShellEnv
 __all__ = [
     "DEFAULT_INHERIT",
     "EXIT_SIGNAL",
+    "QUIET_ENV",
     "SECRET_PATTERNS",
     "TIMEOUT_RETURNCODE",
     "LocalEnv",

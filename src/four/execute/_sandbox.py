@@ -141,7 +141,9 @@ class SandboxEnv:
                 args += ["--ro-bind", path, path]
         for path in self.ro_binds:
             args += ["--ro-bind", path, path]
-        args += ["--bind", folder, folder, "--chdir", folder, "--clearenv"]
+        # The sandbox's own root is a tmpfs: make it read-only too, so only /tmp and the
+        # work folder take writes.
+        args += ["--bind", folder, folder, "--remount-ro", "/", "--chdir", folder, "--clearenv"]
         variables = command_env(self.inherit, self.deny, {"HOME": folder, **self.env})
         for name, value in variables.items():
             args += ["--setenv", name, value]

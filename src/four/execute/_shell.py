@@ -69,8 +69,8 @@ class ShellEnv:
     _dir: str | None = field(default=None, repr=False)
     _pidfd: int = field(default=-1, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
-    _pids: list[int] = field(default_factory=list, repr=False)
-    _finalizer: weakref.finalize[[str, list[int]], ShellEnv] | None = field(
+    _procs: list[subprocess.Popen[bytes]] = field(default_factory=list, repr=False)
+    _finalizer: weakref.finalize[[str, list[subprocess.Popen[bytes]]], ShellEnv] | None = field(
         default=None, repr=False
     )
 
@@ -105,7 +105,7 @@ class ShellEnv:
         if self._dir is None:
             self._dir = tempfile.mkdtemp(prefix="four-shell-")
             # The last resort if nobody closes us: the folder goes, the shell is killed.
-            self._finalizer = weakref.finalize(self, _cleanup, self._dir, self._pids)
+            self._finalizer = weakref.finalize(self, _cleanup, self._dir, self._procs)
         proc = subprocess.Popen(
             [self.shell, "--noprofile", "--norc"],
             stdin=subprocess.PIPE,
@@ -119,7 +119,7 @@ class ShellEnv:
         assert proc.stdout is not None
         os.set_blocking(proc.stdout.fileno(), False)
         self._proc, self._pidfd = proc, os.pidfd_open(proc.pid)
-        self._pids.append(proc.pid)
+        self._procs.append(proc)
         state = os.path.join(self._dir, "state")
         if os.path.exists(state):  # a restart: come back where the last command left us
             self._send(f"source {shlex.quote(state)} >/dev/null 2>&1\n")
@@ -128,13 +128,8 @@ class ShellEnv:
         proc, self._proc = self._proc, None
         if proc is None:
             return
-        kill_group(proc.pid)
-        self._pids.remove(proc.pid)  # before the wait: a reaped pid may be reused
-        for stream in (proc.stdin, proc.stdout):
-            with contextlib.suppress(OSError):
-                if stream is not None:
-                    stream.close()
-        proc.wait()
+        self._procs.remove(proc)
+        _end(proc)
         os.close(self._pidfd)
         self._pidfd = -1
 
@@ -280,7 +275,17 @@ def _read(selector: selectors.BaseSelector, fd: int, wait: float) -> tuple[bytes
     return data, exited
 
 
-def _cleanup(folder: str, pids: list[int]) -> None:
-    for pid in pids:
-        kill_group(pid)
+def _end(proc: subprocess.Popen[bytes]) -> None:
+    """Kill a shell's process group (before reaping it: a reaped pid may be reused)."""
+    kill_group(proc.pid)
+    for stream in (proc.stdin, proc.stdout):
+        with contextlib.suppress(OSError):
+            if stream is not None:
+                stream.close()
+    proc.wait()
+
+
+def _cleanup(folder: str, procs: list[subprocess.Popen[bytes]]) -> None:
+    while procs:
+        _end(procs.pop())
     shutil.rmtree(folder, ignore_errors=True)
