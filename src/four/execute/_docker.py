@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import subprocess
 import threading
 import weakref
@@ -108,7 +107,7 @@ class DockerEnv:
                     )
                 self._container = self.container_name
                 return Success(self._container)
-            name = f"four-{secrets.token_hex(6)}"
+            name = f"four-{os.urandom(6).hex()}"
             argv = [
                 self.docker,
                 "run",
@@ -169,7 +168,7 @@ class DockerEnv:
         if isinstance(started, Failure):
             return started
         name = started.unwrap()
-        token = secrets.token_hex(8)
+        token = os.urandom(8).hex()
         variables = command_env((), self.deny, self.env)
         argv = [self.docker, "exec", "-w", self.cwd]
         for key, value in {**variables, "FOUR_RUN": token}.items():

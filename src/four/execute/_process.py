@@ -119,10 +119,11 @@ def run_captured(
             if exited:
                 selector.unregister(pidfd)
                 exited_at = time.monotonic()
-        if proc.poll() is None:  # the output closed, the process goes on
-            try:
-                proc.wait(max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
+        if exited_at is None and not timed_out:
+            # The output closed; wait for the exit on the pidfd (Popen.wait with a timeout
+            # polls with sleeps, a millisecond or more too late).
+            selector.unregister(fd)
+            if not selector.select(max(0.0, deadline - time.monotonic())):
                 timed_out = True
                 _timed_out(proc, on_timeout)
         completed = True
