@@ -182,3 +182,21 @@ def test_syntax_error_is_an_observation(make_env: MakeEnv) -> None:
     observation = observe(env, 'echo "unbalanced')
     assert observation.returncode == 2
     assert output_of(observe(env, "echo fine")) == "fine\n"
+
+
+def test_timeout_kills_processes_that_left_the_process_group(make_env: MakeEnv) -> None:
+    env = make_env(timeout=1.0)
+    token = f"four-{secrets.token_hex(6)}"
+    # `set -m` puts each background job in a process group of its own; the double fork
+    # leaves a daemon whose parent is gone.
+    command = (
+        f'set -m; bash -c "exec -a {token}-group sleep 30" &\n'
+        f"( ( exec -a {token}-daemon sleep 30 & ) & )\n"
+        "sleep 30\n"
+    )
+    observation = observe(env, command)
+    assert observation.timed_out
+    deadline = time.monotonic() + 2
+    while alive(token) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert alive(token) == []

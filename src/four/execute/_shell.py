@@ -36,7 +36,7 @@ from four.execute._output import (
     command_env,
     conclude,
 )
-from four.execute._process import CHUNK, DRAIN, kill_group
+from four.execute._process import CHUNK, DRAIN, MARK, kill_group, kill_marked, new_mark
 
 _TAIL = 64  # bytes kept back while scanning: a sentinel line may straddle two reads
 
@@ -80,10 +80,11 @@ class ShellEnv:
     _selector: selectors.BaseSelector | None = field(default=None, repr=False)
     _marker: bytes = field(default=b"", repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
-    _procs: list[subprocess.Popen[bytes]] = field(default_factory=list, repr=False)
-    _finalizer: weakref.finalize[[str, list[subprocess.Popen[bytes]]], ShellEnv] | None = field(
-        default=None, repr=False
-    )
+    _procs: list[tuple[subprocess.Popen[bytes], str]] = field(default_factory=list, repr=False)
+    _mark: str = field(default="", repr=False)
+    _finalizer: (
+        weakref.finalize[[str, list[tuple[subprocess.Popen[bytes], str]]], ShellEnv] | None
+    ) = field(default=None, repr=False)
 
     # --- lifecycle ---------------------------------------------------------------
 
@@ -117,20 +118,24 @@ class ShellEnv:
             self._dir = tempfile.mkdtemp(prefix="four-shell-", dir=_scratch())
             # The last resort if nobody closes us: the folder goes, the shell is killed.
             self._finalizer = weakref.finalize(self, _cleanup, self._dir, self._procs)
+        # Every process the shell starts inherits the mark: a timeout or close() finds
+        # them all, even those that left the process group.
+        mark = new_mark()
         proc = subprocess.Popen(
             [self.shell, "--noprofile", "--norc"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             cwd=self.cwd,
-            env=command_env(self.inherit, self.deny, self.env),
+            env={**command_env(self.inherit, self.deny, self.env), MARK: mark},
             start_new_session=True,
             close_fds=True,
         )
         assert proc.stdout is not None
         os.set_blocking(proc.stdout.fileno(), False)
         self._proc, self._pidfd = proc, os.pidfd_open(proc.pid)
-        self._procs.append(proc)
+        self._procs.append((proc, mark))
+        self._mark = mark
         self._selector = selectors.DefaultSelector()
         self._selector.register(proc.stdout.fileno(), selectors.EVENT_READ)
         self._selector.register(self._pidfd, selectors.EVENT_READ)
@@ -148,8 +153,8 @@ class ShellEnv:
         proc, self._proc = self._proc, None
         if proc is None:
             return
-        self._procs.remove(proc)
-        _end(proc)
+        self._procs.remove((proc, self._mark))
+        _end(proc, self._mark)
         if self._selector is not None:
             self._selector.close()
             self._selector = None
@@ -258,6 +263,7 @@ class ShellEnv:
     def _drain_and_stop(self, output: OutputBuffer) -> None:
         assert self._proc is not None and self._proc.stdout is not None
         kill_group(self._proc.pid)
+        kill_marked(self._mark)
         fd = self._proc.stdout.fileno()
         end = time.monotonic() + DRAIN
         with selectors.DefaultSelector() as selector:
@@ -295,9 +301,10 @@ def _read(selector: selectors.BaseSelector, fd: int, wait: float) -> tuple[bytes
     return data, exited
 
 
-def _end(proc: subprocess.Popen[bytes]) -> None:
-    """Kill a shell's process group (before reaping it: a reaped pid may be reused)."""
+def _end(proc: subprocess.Popen[bytes], mark: str) -> None:
+    """Kill a shell and all it started (before reaping it: a reaped pid may be reused)."""
     kill_group(proc.pid)
+    kill_marked(mark)
     for stream in (proc.stdin, proc.stdout):
         with contextlib.suppress(OSError):
             if stream is not None:
@@ -305,7 +312,7 @@ def _end(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
-def _cleanup(folder: str, procs: list[subprocess.Popen[bytes]]) -> None:
+def _cleanup(folder: str, procs: list[tuple[subprocess.Popen[bytes], str]]) -> None:
     while procs:
-        _end(procs.pop())
+        _end(*procs.pop())
     shutil.rmtree(folder, ignore_errors=True)
