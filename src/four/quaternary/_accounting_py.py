@@ -410,12 +410,29 @@ def _enc_state(state: ControllerState, out: list[bytes]) -> None:
     )
 
 
+_FINGERPRINTS: dict[int, tuple[QICTConfig, bytes]] = {}
+_FINGERPRINT_CACHE_SIZE: Final = 16
+
+
 def fingerprint(config: QICTConfig) -> bytes:
     """BLAKE2b-256 of the canonical encoding of the config's ten resolved fields.
+
+    O(alphabet size); the last few configs (immutable) are cached by identity.
 
     >>> len(fingerprint(QICTConfig()))
     32
     """
+    cached = _FINGERPRINTS.get(id(config))
+    if cached is not None and cached[0] is config:
+        return cached[1]
+    result = _fingerprint(config)
+    if len(_FINGERPRINTS) >= _FINGERPRINT_CACHE_SIZE:
+        _FINGERPRINTS.pop(next(iter(_FINGERPRINTS)))
+    _FINGERPRINTS[id(config)] = (config, result)
+    return result
+
+
+def _fingerprint(config: QICTConfig) -> bytes:
     out = [b"C"]
     _enc(
         (
