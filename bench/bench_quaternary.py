@@ -18,6 +18,7 @@ runs up to ``--verdict4-max`` receipts and under ``--timeout`` seconds).
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import resource
@@ -40,15 +41,11 @@ def _rss_kb() -> int:
 
 def child(impl: str, experiment: str, n: int) -> dict[str, Any]:
     """Run one measurement in this process and return it (stdlib only: runs in both venvs)."""
-    if impl == "verdict4":
-        import quaternary as q  # type: ignore[import-not-found, unused-ignore]
-    else:
-        import four.quaternary as q
-        from four.quaternary import _accounting
-
-        expected = impl == "four-c"
-        if expected != _accounting.USE_EXTENSIONS:
-            raise SystemExit(f"{impl}: USE_EXTENSIONS is {_accounting.USE_EXTENSIONS}")
+    q: Any = importlib.import_module("quaternary" if impl == "verdict4" else "four.quaternary")
+    if impl != "verdict4":
+        accounting = importlib.import_module("four.quaternary._accounting")
+        if (impl == "four-c") != accounting.USE_EXTENSIONS:
+            raise SystemExit(f"{impl}: USE_EXTENSIONS is {accounting.USE_EXTENSIONS}")
     config = q.QICTConfig(failure_alphabet={f"reason {i}" for i in range(n)})
     results = [q.no(f"reason {i}") for i in range(n)]
     base = _rss_kb()
