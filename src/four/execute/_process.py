@@ -15,6 +15,7 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 
+from four.execute._interrupt import running
 from four.execute._output import OutputBuffer, Ran
 
 CHUNK = 1 << 16
@@ -135,6 +136,8 @@ def run_captured(
     timed_out = False
     notes: list[str] = []
     completed = False
+    # Under a supervisor (four.batch), another thread may kill this command.
+    command = running(proc.pid, mark, _bind(on_timeout, proc))
     try:
         while True:
             now = time.monotonic()
@@ -170,6 +173,8 @@ def run_captured(
             kill_group(proc.pid)
             if mark is not None:
                 kill_marked(mark)
+        if command is not None:
+            command.release()
         returncode = proc.wait()
     output.finish()
     return Ran(
@@ -180,6 +185,12 @@ def run_captured(
         timeout,
         tuple(notes),
     )
+
+
+def _bind(
+    on_timeout: Callable[[subprocess.Popen[bytes]], None] | None, proc: subprocess.Popen[bytes]
+) -> Callable[[], None] | None:
+    return None if on_timeout is None else lambda: on_timeout(proc)
 
 
 def _timed_out(

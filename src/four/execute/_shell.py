@@ -27,6 +27,7 @@ from types import TracebackType
 from returns.result import Failure, Result, Success
 
 from four._types import Action, ExecutionError, Observation, Submitted
+from four.execute._interrupt import running
 from four.execute._output import (
     DEFAULT_INHERIT,
     EXIT_SIGNAL,
@@ -184,7 +185,14 @@ class ShellEnv:
                     notes = (RESTARTED.format(why=f" because it had exited with code {code}"),)
                 if self._proc is None:
                     self._start()
-                ran = self._run(action.command, notes)
+                assert self._proc is not None
+                # Under a supervisor (four.batch), another thread may kill the shell.
+                command = running(self._proc.pid, self._mark)
+                try:
+                    ran = self._run(action.command, notes)
+                finally:
+                    if command is not None:
+                        command.release()
             except OSError as exc:
                 self._stop()
                 return Failure(ExecutionError(f"the shell {self.shell} failed: {exc}"))

@@ -1,0 +1,155 @@
+"""One attempt at one item, in the worker that runs it: ``make_run`` under supervision."""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeAlias
+
+from four._outcomes import Crashed, Outcome
+from four._types import Invoke, Watch
+from four.batch._items import Item, folder_name
+from four.batch._result import RunResult, Saved, read_saved
+from four.batch._supervisor import Metered, RunWatch, Supervisor
+from four.execute._interrupt import interruptible
+
+
+@dataclass(frozen=True, slots=True)
+class RunContext:
+    """What ``make_run`` gets for one item: the item, a folder for its trajectory, and
+    the supervisor's ``watch`` to pass to ``four.run``.
+
+    ``output_dir`` is ``DIR/runs/<id>/`` (the same for every attempt at the item).
+    ``attempt`` is 1, or 2 when the run is tried again after its worker died.
+
+    >>> from four import run, save_trajectory
+    >>> def make_run(ctx: RunContext):  # doctest: +SKIP
+    ...     return run(ctx.meter(G), V1, V2, save_trajectory(ctx.output_dir),
+    ...                prompt=ctx.task, watch=ctx.watch)
+    """
+
+    item: Item
+    output_dir: Path
+    watch: Watch
+    attempt: int = 1
+
+    @property
+    def id(self) -> str:
+        return self.item.id
+
+    @property
+    def task(self) -> str:
+        return self.item.task
+
+    def meter(self, G: Invoke) -> Invoke:
+        """G whose usage the batch sees while the run goes (for the batch's cost budget
+        and progress). Without it, a run's cost counts once the run has ended."""
+        return Metered(G, self.watch) if isinstance(self.watch, RunWatch) else G
+
+
+MakeRun: TypeAlias = Callable[[RunContext], "str | os.PathLike[str] | Outcome | None"]
+"""Runs one item: usually ``four.run(..., save_trajectory(ctx.output_dir), watch=ctx.watch)``.
+
+Returns the trajectory's path (what ``save_trajectory`` gives back), or an outcome, or
+None (then the newest trajectory in ``ctx.output_dir`` is read). An exception is the
+run's failure: the result says ``crashed: ...``, with the trajectory ``four.run`` saved.
+"""
+
+NODE = platform.node()
+
+
+def run_attempt(
+    make_run: MakeRun,
+    item: Item,
+    root: Path,
+    supervisor: Supervisor,
+    attempt: int = 1,
+    node: str = NODE,
+) -> RunResult:
+    """Run one item under ``supervisor`` and read what it left; never raises an Exception."""
+    folder = root / "runs" / folder_name(item.id)
+    key = f"{item.id}#{attempt}#{uuid.uuid4().hex[:8]}"
+    returned: object = None
+    error: str | None = None
+    start = time.monotonic()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        before = _streams(folder)
+    except OSError as exc:
+        return RunResult(
+            item.id, Crashed("batch", f"cannot make {folder}: {exc}").text, error=str(exc),
+            attempts=attempt, final=False, node=node, fields=item.fields,
+        )  # fmt: skip
+    watch = supervisor.open(key)
+    try:
+        with interruptible(key):
+            returned = make_run(RunContext(item, folder, watch, attempt))
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    finally:
+        supervisor.done(watch)
+    wall = round(time.monotonic() - start, 6)
+    saved = _saved(returned, folder, before)
+    if saved is not None and saved.outcome is not None:
+        outcome = saved.outcome
+    elif isinstance(returned, Outcome):
+        outcome = returned.text
+    elif error is not None:
+        outcome = Crashed("make_run", error).text
+    elif watch.stop is not None:
+        outcome = watch.stop.text
+    else:
+        outcome = Crashed("batch", f"make_run saved no trajectory in {folder}").text
+    stop = watch.stop
+    final = not (watch.by_batch and stop is not None and outcome.startswith(stop.tag))
+    return RunResult(
+        item.id,
+        outcome,
+        saved.path if saved is not None else None,
+        saved.steps if saved is not None else 0,
+        saved.prompt_tokens if saved is not None else watch.usage.prompt_tokens,
+        saved.completion_tokens if saved is not None else watch.usage.completion_tokens,
+        saved.cost if saved is not None else watch.usage.known_cost,
+        wall,
+        error,
+        attempt,
+        final,
+        node,
+        item.fields,
+    )
+
+
+def _streams(folder: Path) -> set[str]:
+    return {p.name for p in folder.glob("*.jsonl")}
+
+
+def _saved(returned: object, folder: Path, before: set[str]) -> Saved | None:
+    """The trajectory of this attempt: the path make_run returned, else the newest one
+    that appeared in its folder (the sealed ``.json``, or the ``.jsonl`` of a run cut short)."""
+    if isinstance(returned, str | os.PathLike):
+        path = Path(returned)
+        saved = read_saved(path) if path.suffix in (".json", ".jsonl") else None
+        if saved is not None:
+            return saved
+    try:
+        new = [folder / n for n in _streams(folder) - before]
+    except OSError:
+        return None
+    for stream in sorted(new, key=_mtime, reverse=True):
+        sealed = stream.with_suffix(".json")
+        saved = read_saved(sealed if sealed.is_file() else stream)
+        if saved is not None:
+            return saved
+    return None
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0

@@ -1,0 +1,320 @@
+"""iter_runs and run_many: many runs at once, recorded, resumable, within budgets."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
+from dataclasses import dataclass
+from pathlib import Path
+
+from four._outcomes import CostLimitReached, Interrupted, Outcome, TimeLimitReached
+from four._types import JSON
+from four.batch._attempt import MakeRun
+from four.batch._items import Item, item_from_json
+from four.batch._manifest import ManifestWriter, read_results
+from four.batch._pool import Pool, Session, Spec, ThreadPool
+from four.batch._result import RunResult
+
+TICK = 0.25
+"""Seconds between looks at the budgets (and progress calls) while no run ends."""
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """Where a batch stands, as ``on_progress`` is told.
+
+    ``total`` is the number of items when known; ``skipped`` were finished by an earlier
+    invocation; ``done`` have finished in this one, ``failed`` of them without a
+    submission; ``cost`` is the whole batch's so far (earlier invocations and running
+    runs' metered calls included); ``stopping`` says why no new run starts, if so.
+
+    >>> Progress(total=10, skipped=0, done=4, failed=1, running=2, cost=0.5, elapsed=8.0).eta
+    12.0
+    """
+
+    total: int | None
+    skipped: int
+    done: int
+    failed: int
+    running: int
+    cost: float
+    elapsed: float
+    stopping: str | None = None
+
+    @property
+    def eta(self) -> float | None:
+        """Seconds left at the pace so far (None until a run has finished)."""
+        if self.total is None or not self.done or self.stopping is not None:
+            return None
+        left = max(0, self.total - self.skipped - self.done)
+        return left * self.elapsed / self.done
+
+
+def iter_runs(
+    make_run: MakeRun,
+    items: Iterable[Item | Mapping[str, JSON]],
+    output_dir: str | os.PathLike[str] = "batch",
+    *,
+    pool: Pool | None = None,
+    max_concurrency: int = 32,
+    time_limit: float | None = None,
+    stall_timeout: float | None = None,
+    max_cost: float | None = None,
+    max_wall_time: float | None = None,
+    resume: bool = True,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> Iterator[RunResult]:
+    """Run ``make_run`` on every item, at most ``max_concurrency`` at once, and yield
+    one ``RunResult`` per item as its run finishes.
+
+    ``make_run(ctx)`` runs one item (see ``RunContext``): typically
+    ``four.run(G, V1, V2, save_trajectory(ctx.output_dir), prompt=ctx.task,
+    watch=ctx.watch)``. A run that fails, even by raising, comes back as a result with
+    its outcome (``crashed: ...``); nothing a run does stops the batch.
+
+    Each result is appended to ``output_dir/manifest.jsonl`` as it comes. With
+    ``resume`` (the default), items whose latest manifest line is final are skipped:
+    run the same batch again and it picks up where it stopped. Items are ``Item``s or
+    JSON objects with ``id`` and ``task``.
+
+    Per run: ``time_limit`` seconds of wall clock, and ``stall_timeout`` seconds with
+    no model call or command finished; past either the run ends ``time_limit_reached``
+    or ``stalled``, its running commands are killed and its trajectory is kept. A model
+    call blocked in a socket read is not interrupted: the model's request timeout
+    bounds it.
+
+    For the batch: once ``max_cost`` USD are spent (counting the manifest's earlier
+    runs, and running runs' calls made through ``ctx.meter(G)``) or ``max_wall_time``
+    seconds have passed, no new run starts and the running ones end at their next step
+    (``cost_limit_reached`` / ``time_limit_reached``, recorded as not final); the
+    iterator ends when they have.
+
+    Ctrl-C (KeyboardInterrupt), or closing the iterator early, stops scheduling, ends
+    every running run (``interrupted: batch interrupted``), kills their commands, waits
+    for them to save their trajectories, writes their manifest lines, then re-raises
+    (a second Ctrl-C stops the waiting). ``pool`` is ``ThreadPool()`` (the default) or
+    ``RayPool(...)``; ``on_progress`` is called with a ``Progress`` after each result
+    and every quarter second.
+
+    >>> from four import run, scripted_invoke, regex_parse, local_env, save_trajectory
+    >>> def make_run(ctx):
+    ...     G = scripted_invoke(["```bash\\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\\n```"])
+    ...     return run(G, regex_parse(), local_env(), save_trajectory(ctx.output_dir),
+    ...                prompt=ctx.task, watch=ctx.watch)
+    >>> import tempfile
+    >>> out = tempfile.mkdtemp()
+    >>> [(r.id, r.outcome, r.steps) for r in iter_runs(make_run, [Item("a", "say hi")], out)]
+    [('a', 'exit:task_complete', 1)]
+    >>> list(iter_runs(make_run, [Item("a", "compute")], out))  # finished: skipped
+    []
+    """
+    if max_concurrency < 1:
+        raise ValueError(f"max_concurrency must be at least 1, not {max_concurrency}")
+    for name, value in (("max_cost", max_cost), ("max_wall_time", max_wall_time)):
+        if value is not None and value < 0:
+            raise ValueError(f"{name} must not be negative, not {value}")
+    spec = Spec(
+        make_run, Path(output_dir).expanduser().absolute(), max_concurrency, time_limit,
+        stall_timeout,
+    )  # fmt: skip
+    batch = _Batch(
+        spec,
+        pool if pool is not None else ThreadPool(),
+        resume,
+        len(items) if isinstance(items, Sized) else None,
+        max_cost,
+        max_wall_time,
+        on_progress,
+    )
+    return batch.results(iter(items))
+
+
+def run_many(
+    make_run: MakeRun,
+    items: Iterable[Item | Mapping[str, JSON]],
+    output_dir: str | os.PathLike[str] = "batch",
+    *,
+    pool: Pool | None = None,
+    max_concurrency: int = 32,
+    time_limit: float | None = None,
+    stall_timeout: float | None = None,
+    max_cost: float | None = None,
+    max_wall_time: float | None = None,
+    resume: bool = True,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> list[RunResult]:
+    """``iter_runs``, collected: the results of this invocation, in the order runs ended.
+
+    Ctrl-C re-raises after the running runs are saved; the manifest has every result.
+
+    >>> from four import Finished
+    >>> import tempfile
+    >>> [r.outcome for r in run_many(lambda ctx: Finished(), [{"id": "x"}], tempfile.mkdtemp())]
+    ['exit:task_complete']
+    """
+    return list(
+        iter_runs(
+            make_run,
+            items,
+            output_dir,
+            pool=pool,
+            max_concurrency=max_concurrency,
+            time_limit=time_limit,
+            stall_timeout=stall_timeout,
+            max_cost=max_cost,
+            max_wall_time=max_wall_time,
+            resume=resume,
+            on_progress=on_progress,
+        )
+    )
+
+
+class _Batch:
+    """The scheduling loop of one invocation (the generator behind ``iter_runs``)."""
+
+    writer: ManifestWriter
+    session: Session
+
+    def __init__(
+        self,
+        spec: Spec,
+        pool: Pool,
+        resume: bool,
+        total: int | None,
+        max_cost: float | None,
+        max_wall_time: float | None,
+        on_progress: Callable[[Progress], None] | None,
+    ) -> None:
+        self.spec = spec
+        self.pool = pool
+        self.resume = resume
+        self.total = total
+        self.max_cost = max_cost
+        self.max_wall_time = max_wall_time
+        self.on_progress = on_progress
+        self.started = time.monotonic()
+        self.stopping: Outcome | None = None
+        self.skipped = self.done = self.failed = 0
+        self.spent = 0.0
+        self.seen: set[str] = set()
+        self.finished: set[str] = set()
+
+    def results(self, source: Iterator[Item | Mapping[str, JSON]]) -> Iterator[RunResult]:
+        self.writer = writer = ManifestWriter(self.spec.output_dir)
+        try:
+            earlier = read_results(writer.path)
+            self.spent = sum(r.cost for r in earlier)
+            if self.resume:
+                latest = {r.id: r for r in earlier}
+                self.finished = {i for i, r in latest.items() if r.final}
+            self.session = self.pool.open(self.spec)
+        except BaseException:
+            writer.close()
+            raise
+        self.started = time.monotonic()
+        try:
+            yield from self._loop(source)
+        finally:
+            self.session.close()
+            writer.close()
+
+    def _loop(self, source: Iterator[Item | Mapping[str, JSON]]) -> Iterator[RunResult]:
+        session = self.session
+        exhausted = False
+        try:
+            while True:
+                self._check_budgets()
+                while (
+                    self.stopping is None and not exhausted and session.running < session.capacity
+                ):
+                    item = self._next(source)
+                    if item is None:
+                        exhausted = True
+                    elif item.id in self.finished:
+                        self.skipped += 1
+                    else:
+                        session.submit(item)
+                if session.running == 0 and (exhausted or self.stopping is not None):
+                    break
+                for result in session.wait(TICK):
+                    self._record(result)
+                    yield result
+                self._progress()
+            self._progress()
+        except BaseException as exc:
+            self._wind_down(exc)
+            raise
+
+    def _next(self, source: Iterator[Item | Mapping[str, JSON]]) -> Item | None:
+        raw = next(source, None)
+        if raw is None:
+            return None
+        item = raw if isinstance(raw, Item) else item_from_json(raw)
+        if item.id in self.seen:
+            raise ValueError(f"the item id {item.id!r} appears twice in the batch")
+        self.seen.add(item.id)
+        return item
+
+    def _record(self, result: RunResult) -> None:
+        self.writer.write(result)
+        self.spent += result.cost
+        self.done += 1
+        self.failed += not result.submitted
+
+    def _check_budgets(self) -> None:
+        if self.stopping is not None:
+            return
+        if self.max_wall_time is not None:
+            elapsed = time.monotonic() - self.started
+            if elapsed >= self.max_wall_time:
+                self._stop(
+                    TimeLimitReached(f"the batch's wall-clock limit of {self.max_wall_time:g} s"),
+                    kill=True,
+                )
+                return
+        if self.max_cost is not None and self._cost() >= self.max_cost:
+            self._stop(
+                CostLimitReached(f"the batch's cost limit of {self.max_cost:g} USD"), kill=False
+            )
+
+    def _stop(self, outcome: Outcome, *, kill: bool) -> None:
+        self.stopping = outcome
+        self.session.stop(outcome, kill=kill)
+
+    def _cost(self) -> float:
+        return self.spent + self.session.live_usage().known_cost
+
+    def _progress(self) -> None:
+        if self.on_progress is None:
+            return
+        self.on_progress(
+            Progress(
+                self.total,
+                self.skipped,
+                self.done,
+                self.failed,
+                self.session.running,
+                self._cost(),
+                time.monotonic() - self.started,
+                self.stopping.text if self.stopping is not None else None,
+            )
+        )
+
+    def _wind_down(self, exc: BaseException) -> None:
+        """End the running runs cooperatively, kill their commands, and record them."""
+        if isinstance(exc, KeyboardInterrupt):
+            reason = "batch interrupted"
+        elif isinstance(exc, GeneratorExit):
+            reason = "batch closed"
+        else:
+            reason = f"batch stopped by {type(exc).__name__}"
+        self.stopping = Interrupted(reason)
+        self.session.stop(self.stopping, kill=True)
+        try:
+            while self.session.running:
+                for result in self.session.wait(TICK):
+                    self._record(result)
+                self._progress()
+        except KeyboardInterrupt:  # a second Ctrl-C: stop waiting
+            self.session.close(wait=False)

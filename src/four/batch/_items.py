@@ -1,0 +1,103 @@
+"""The items of a batch: an id, a task, and whatever else the caller keeps with them."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from four._types import JSON
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One task of a batch. ``id`` is unique in the batch; ``task`` is usually the prompt;
+    ``fields`` holds anything else (a repository, an image...), copied to the manifest.
+
+    >>> Item("django-1", "Fix the bug", {"image": "python:3.11"}).fields["image"]
+    'python:3.11'
+    """
+
+    id: str
+    task: str = ""
+    fields: Mapping[str, JSON] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not self.id:
+            raise ValueError(f"an item id must be a non-empty string, not {self.id!r}")
+
+
+def item_from_json(data: Mapping[str, JSON], where: str = "item") -> Item:
+    """An item from a JSON object with ``id`` and ``task``; other keys become ``fields``.
+
+    A number id is taken as its text.
+
+    >>> item_from_json({"id": 7, "task": "t", "repo": "r"})
+    Item(id='7', task='t', fields={'repo': 'r'})
+    """
+    raw_id = data.get("id")
+    if isinstance(raw_id, bool) or not isinstance(raw_id, str | int) or raw_id == "":
+        raise ValueError(f"{where}: needs an \"id\" (a string or a number), got {raw_id!r}")
+    task = data.get("task", "")
+    if not isinstance(task, str):
+        raise ValueError(f"{where}: \"task\" must be a string, got {type(task).__name__}")
+    rest = {k: v for k, v in data.items() if k not in ("id", "task")}
+    return Item(str(raw_id), task, rest)
+
+
+def read_items(path: str | os.PathLike[str]) -> list[Item]:
+    """Read a JSON Lines file of tasks: one object per line with ``id`` and ``task``.
+
+    Blank lines are skipped. A line that is not such an object, or an id seen before,
+    raises ValueError naming the line.
+
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "tasks.jsonl"
+    >>> _ = p.write_text('{"id": "a", "task": "say hi"}\\n{"id": "b", "task": "say bye"}\\n')
+    >>> [item.id for item in read_items(p)]
+    ['a', 'b']
+    """
+    items: list[Item] = []
+    seen: set[str] = set()
+    for number, line in _lines(Path(path)):
+        where = f"{path}:{number}"
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{where}: not JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"{where}: not a JSON object")
+        item = item_from_json(data, where)
+        if item.id in seen:
+            raise ValueError(f"{where}: the id {item.id!r} appears twice")
+        seen.add(item.id)
+        items.append(item)
+    return items
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            if line.strip():
+                yield number, line
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def folder_name(item_id: str) -> str:
+    """A folder name for an id: the id itself when it is safe, else a cleaned form with a
+    short hash (so two ids never share a folder).
+
+    >>> folder_name("astropy__astropy-12907"), folder_name("a/b")
+    ('astropy__astropy-12907', 'a_b-c14cddc0')
+    """
+    clean = _UNSAFE.sub("_", item_id)[:100]
+    if clean == item_id and clean not in (".", ".."):
+        return clean
+    digest = hashlib.sha256(item_id.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{clean}-{digest}"

@@ -1,0 +1,197 @@
+"""What one run of a batch came to: a record read from its saved trajectory."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from four._outcomes import outcome_tag
+from four._types import JSON
+
+SUBMITTED = frozenset({"exit:task_complete", "accepted"})
+"""Outcome tags of a run that ended with the agent's submission (accepted, if checked)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """One finished item of a batch, as its manifest line records it.
+
+    ``outcome`` is the run's outcome text (``exit:task_complete``, ``stalled: ...``,
+    ``crashed: make_run: ValueError: ...``). ``trajectory`` is the saved run (None when
+    ``make_run`` failed before saving one). ``cost`` counts known prices only
+    (USD). ``wall_time`` is the seconds ``make_run`` took, setup included. ``error`` is
+    the exception that ended ``make_run``, if any. ``attempts`` is 2 when the run's
+    worker died and the run was tried again. ``final`` is False when the batch, not the
+    run, ended it (Ctrl-C, a batch budget, a worker lost twice): a resumed batch runs it
+    again. ``node`` says where it ran; ``fields`` are the item's other fields.
+
+    >>> RunResult("a", "stalled: no progress for 60 s").tag
+    'stalled'
+    """
+
+    id: str
+    outcome: str
+    trajectory: Path | None = None
+    steps: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    wall_time: float = 0.0
+    error: str | None = None
+    attempts: int = 1
+    final: bool = True
+    node: str = ""
+    fields: Mapping[str, JSON] = field(default_factory=dict)
+
+    @property
+    def tag(self) -> str:
+        """The kind of outcome (``stalled``, ``exit:task_complete``...)."""
+        return outcome_tag(self.outcome)
+
+    @property
+    def submitted(self) -> bool:
+        """The agent submitted (and a check, if any, accepted)."""
+        return self.tag in SUBMITTED
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def to_json(self) -> dict[str, JSON]:
+        """The manifest line of this result (a JSON object).
+
+        >>> RunResult("a", "exit:task_complete", steps=3).to_json()["steps"]
+        3
+        """
+        return {
+            "id": self.id,
+            "outcome": self.outcome,
+            "trajectory": str(self.trajectory) if self.trajectory is not None else None,
+            "steps": self.steps,
+            "tokens": self.tokens,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cost": self.cost,
+            "wall_time": round(self.wall_time, 6),
+            "error": self.error,
+            "attempts": self.attempts,
+            "final": self.final,
+            "node": self.node,
+            "fields": dict(self.fields),
+        }
+
+    @staticmethod
+    def from_json(data: Mapping[str, JSON]) -> RunResult:
+        """Read a manifest line back (missing keys take their defaults).
+
+        >>> r = RunResult("a", "stalled: x", cost=0.5, final=False)
+        >>> RunResult.from_json(r.to_json()) == r
+        True
+        """
+        trajectory = data.get("trajectory")
+        error = data.get("error")
+        fields = data.get("fields")
+        return RunResult(
+            str(data.get("id", "")),
+            str(data.get("outcome", "")),
+            Path(trajectory) if isinstance(trajectory, str) else None,
+            _int(data.get("steps")),
+            _int(data.get("prompt_tokens")),
+            _int(data.get("completion_tokens")),
+            _float(data.get("cost")),
+            _float(data.get("wall_time")),
+            error if isinstance(error, str) else None,
+            max(1, _int(data.get("attempts", 1))),
+            data.get("final", True) is not False,
+            str(data.get("node") or ""),
+            fields if isinstance(fields, dict) else {},
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Saved:
+    """What a saved trajectory says of its run. ``outcome`` is None for a run cut short
+    (a ``.jsonl`` with no end record)."""
+
+    path: Path
+    outcome: str | None
+    steps: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+
+
+def read_saved(path: str | os.PathLike[str]) -> Saved | None:
+    """Outcome, steps and usage of a trajectory of ours (``.json``, or the ``.jsonl`` of a
+    run cut short); None when the file cannot be read as one. Reads no message objects."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    if p.suffix == ".jsonl":
+        return _from_stream(p, text)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("stats"), dict):
+        return None
+    outcome = data.get("outcome")
+    return _with_stats(p, outcome if isinstance(outcome, str) else None, data["stats"])
+
+
+def _with_stats(path: Path, outcome: str | None, stats: Mapping[str, JSON]) -> Saved:
+    usage = stats.get("usage")
+    u = usage if isinstance(usage, dict) else {}
+    return Saved(
+        path,
+        outcome,
+        _int(stats.get("steps")),
+        _int(u.get("prompt_tokens")),
+        _int(u.get("completion_tokens")),
+        _float(u.get("cost")),
+    )
+
+
+def _from_stream(path: Path, text: str) -> Saved | None:
+    started = False
+    steps = prompt = completion = 0
+    cost = 0.0
+    for line in text.splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            break  # the line in flight when the process died
+        if not isinstance(record, dict):
+            continue
+        kind = record.get("type")
+        if kind == "start":
+            started = True
+        elif kind == "end" and isinstance(record.get("stats"), dict):
+            outcome = record.get("outcome")
+            return _with_stats(path, outcome if isinstance(outcome, str) else None, record["stats"])
+        elif kind == "message":
+            message = record.get("message")
+            if isinstance(message, dict) and message.get("role") == "assistant":
+                steps += 1
+                usage = message.get("usage")
+                if isinstance(usage, dict):
+                    prompt += _int(usage.get("prompt_tokens"))
+                    completion += _int(usage.get("completion_tokens"))
+                    cost += _float(usage.get("cost"))
+    return Saved(path, None, steps, prompt, completion, cost) if started else None
+
+
+def _int(value: JSON) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _float(value: JSON) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0.0
+    return float(value) if math.isfinite(value) else 0.0

@@ -1,0 +1,212 @@
+"""The supervisor of a batch's runs in one process: one watchdog thread for all of them.
+
+Each run gets a ``RunWatch`` (the ``watch=`` of ``four.run``). The loop calls
+``beat()`` after every model call and every command, and asks ``stopped()`` before
+each model call and each action. The watchdog thread looks at every run's clock: a run
+past its wall-clock limit, or with no beat for ``stall_timeout`` seconds, is marked
+stopped (``time_limit_reached``, ``stalled``) and its running commands are killed
+(``four.execute``'s ``interrupt``), so a blocked command returns and the run ends at
+its next step, its trajectory saved. A model call blocked in a socket read cannot be
+interrupted: the run ends when that call returns (bound it with the model's request
+timeout).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+from returns.result import Result, Success
+
+from four._outcomes import Outcome, Stalled, TimeLimitReached
+from four._types import NO_USAGE, Invoke, Message, ModelError, Reply, Usage
+from four.execute._interrupt import interrupt
+
+
+class RunWatch:
+    """One run's view of the supervisor: implements ``four``'s ``Watch`` protocol.
+
+    ``stop`` is the outcome the run is to end with (None while it may go on); ``by_batch``
+    says the batch, not the run, asked for it (Ctrl-C, a batch budget). ``usage`` is
+    what the run's metered model calls have used so far (see ``RunContext.meter``).
+    """
+
+    __slots__ = ("by_batch", "key", "last", "started", "stop", "usage")
+
+    def __init__(self, key: str, now: float) -> None:
+        self.key = key
+        self.started = now
+        self.last = now
+        self.stop: Outcome | None = None
+        self.by_batch = False
+        self.usage: Usage = NO_USAGE
+
+    def beat(self) -> None:
+        """A model call or a command finished."""
+        self.last = time.monotonic()
+
+    def stopped(self) -> Outcome | None:
+        """The outcome to end with now, or None to go on."""
+        return self.stop
+
+
+class Metered:
+    """A G that adds what each call used to its run's live usage (see ``RunContext.meter``)."""
+
+    __slots__ = ("G", "watch")
+
+    def __init__(self, G: Invoke, watch: RunWatch) -> None:
+        self.G = G
+        self.watch = watch
+
+    def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
+        result = self.G(messages)
+        used = result.unwrap().usage if isinstance(result, Success) else result.failure().usage
+        if used is not None:
+            self.watch.usage += used
+        return result
+
+
+class Supervisor:
+    """Watches the runs of one process (a thread pool, or one Ray actor).
+
+    ``time_limit``: seconds of wall clock per run; ``stall_timeout``: seconds without a
+    beat. Either may be None. The watchdog thread starts with the first run that needs
+    it and ends at ``close()``.
+
+    >>> s = Supervisor(time_limit=None, stall_timeout=None)
+    >>> w = s.open("run-1"); w.stopped() is None
+    True
+    >>> s.stop(TimeLimitReached("batch wall time spent"), kill=False)
+    >>> w.stopped().text
+    'time_limit_reached: batch wall time spent'
+    >>> s.done(w); s.close()
+    """
+
+    def __init__(
+        self,
+        time_limit: float | None = None,
+        stall_timeout: float | None = None,
+        *,
+        killer: Callable[[str], object] = interrupt,
+    ) -> None:
+        for name, value in (("time_limit", time_limit), ("stall_timeout", stall_timeout)):
+            if value is not None and value <= 0:
+                raise ValueError(f"{name} must be positive, not {value}")
+        self.time_limit = time_limit
+        self.stall_timeout = stall_timeout
+        self._kill = killer
+        self._lock = threading.Lock()
+        self._watches: dict[str, RunWatch] = {}
+        self._all: tuple[Outcome, bool] | None = None  # a stop for runs opened later too
+        self._closed = threading.Event()
+        self._thread: threading.Thread | None = None
+        limits = [v for v in (time_limit, stall_timeout) if v is not None]
+        # Check ten times per limit, within [10 ms, 1 s].
+        self._tick = min(1.0, max(0.01, min(limits) / 10)) if limits else 1.0
+
+    def open(self, key: str) -> RunWatch:
+        """Start watching a run; ``key`` is unique among the runs being watched."""
+        watch = RunWatch(key, time.monotonic())
+        with self._lock:
+            if key in self._watches:
+                raise ValueError(f"the run {key!r} is already watched")
+            self._watches[key] = watch
+            if self._all is not None:
+                watch.stop, watch.by_batch = self._all
+            self._start()
+        return watch
+
+    def done(self, watch: RunWatch) -> None:
+        """Stop watching a run (it ended)."""
+        with self._lock:
+            self._watches.pop(watch.key, None)
+
+    def stop(self, outcome: Outcome, *, kill: bool, keys: Sequence[str] | None = None) -> None:
+        """End runs with ``outcome`` (all of them, and any opened later, when ``keys`` is
+        None), at their next step; with ``kill``, their running commands are killed now.
+
+        A run already stopped keeps its first outcome. Thread-safe.
+        """
+        with self._lock:
+            if keys is None:
+                self._all = (outcome, True)
+                targets = list(self._watches.values())
+            else:
+                targets = [w for k in keys if (w := self._watches.get(k)) is not None]
+            stopped = [w for w in targets if w.stop is None]
+            for watch in stopped:
+                watch.stop, watch.by_batch = outcome, True
+        if kill:
+            self._kill_all([w.key for w in targets])
+
+    def live_usage(self) -> Usage:
+        """What the metered model calls of the runs being watched have used so far."""
+        with self._lock:
+            watches = list(self._watches.values())
+        total = NO_USAGE
+        for watch in watches:
+            total += watch.usage
+        return total
+
+    @property
+    def running(self) -> int:
+        with self._lock:
+            return len(self._watches)
+
+    def close(self) -> None:
+        """End the watchdog thread (runs still watched are left as they are)."""
+        self._closed.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=5)
+
+    # --- the watchdog --------------------------------------------------------------
+
+    def _start(self) -> None:
+        if self._thread is not None or self._closed.is_set():
+            return
+        if self.time_limit is None and self.stall_timeout is None:
+            return
+        self._thread = threading.Thread(target=self._watchdog, name="four-supervisor", daemon=True)
+        self._thread.start()
+
+    def _watchdog(self) -> None:
+        while not self._closed.wait(self._tick):
+            self.check(time.monotonic())
+
+    def check(self, now: float) -> list[str]:
+        """Stop the runs over a limit at ``now`` (what the watchdog does every tick);
+        returns their keys."""
+        over: list[RunWatch] = []
+        with self._lock:
+            for watch in self._watches.values():
+                if watch.stop is not None:
+                    continue
+                reason = self._over(watch, now)
+                if reason is not None:
+                    watch.stop = reason
+                    over.append(watch)
+        if over:
+            self._kill_all([w.key for w in over])
+        return [w.key for w in over]
+
+    def _over(self, watch: RunWatch, now: float) -> Outcome | None:
+        if self.time_limit is not None and now - watch.started >= self.time_limit:
+            return TimeLimitReached(f"the run's wall-clock limit of {self.time_limit:g} s")
+        if self.stall_timeout is not None and now - watch.last >= self.stall_timeout:
+            return Stalled(f"no model call or command finished for {self.stall_timeout:g} s")
+        return None
+
+    def _kill_all(self, keys: list[str]) -> None:
+        """Kill the runs' commands in a thread of its own: a container's kill can take a
+        while, and the watchdog must not wait for it."""
+        if not keys:
+            return
+
+        def kill() -> None:
+            for key in keys:
+                self._kill(key)
+
+        threading.Thread(target=kill, name="four-supervisor-kill", daemon=True).start()

@@ -1,0 +1,120 @@
+"""Killing a run's running command from another thread: a supervisor's switch.
+
+A supervisor (``four.batch``) runs each run in a thread of its own, inside
+``interruptible(key)``. Every command an environment of this package starts in that
+thread is registered under ``key`` while it runs: its process group, its ``FOUR_RUN``
+mark, and what the environment does at a timeout (Docker kills inside the container).
+``interrupt(key)`` from any thread kills them all, so a blocked V2 returns (the model
+sees the kill as the command's end), and kills at once any command the run starts
+later. Outside ``interruptible`` nothing is registered and nothing changes.
+
+    >>> import threading
+    >>> from four import Action, local_env
+    >>> def work() -> None:
+    ...     with interruptible("run-1"):
+    ...         print(local_env()(Action("sleep 30")).unwrap().returncode)
+    >>> t = threading.Thread(target=work); t.start()
+    >>> import time; time.sleep(0.5)
+    >>> interrupt("run-1") >= 0
+    True
+    >>> t.join()
+    -9
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Hashable, Iterator
+
+_local = threading.local()
+_lock = threading.Lock()
+_running: dict[Hashable, set[Command]] = {}
+_stopped: set[Hashable] = set()
+
+
+class Command:
+    """One running command as the registry knows it (see ``running``)."""
+
+    __slots__ = ("_done", "_lock", "key", "mark", "on_kill", "pgid")
+
+    def __init__(
+        self, key: Hashable, pgid: int, mark: str | None, on_kill: Callable[[], None] | None
+    ) -> None:
+        self.key = key
+        self.pgid = pgid
+        self.mark = mark
+        self.on_kill = on_kill
+        self._lock = threading.Lock()
+        self._done = False
+
+    def kill(self) -> None:
+        """Kill the command (not once it is done: its process group id may be reused)."""
+        from four.execute._process import kill_group, kill_marked  # _process imports us
+
+        with self._lock:
+            if self._done:
+                return
+            if self.on_kill is not None:
+                with contextlib.suppress(Exception):
+                    self.on_kill()
+            kill_group(self.pgid)
+            if self.mark is not None:
+                kill_marked(self.mark)
+
+    def release(self) -> None:
+        """The command is over: take it out of the registry. Call before reaping it."""
+        with self._lock:
+            self._done = True
+        with _lock:
+            group = _running.get(self.key)
+            if group is not None:
+                group.discard(self)
+
+
+@contextlib.contextmanager
+def interruptible(key: Hashable) -> Iterator[None]:
+    """Register the commands this thread starts in the block under ``key``.
+
+    ``key`` must be unique to one run while the block lasts.
+    """
+    previous = getattr(_local, "key", None)
+    _local.key = key
+    try:
+        yield
+    finally:
+        _local.key = previous
+        with _lock:
+            _running.pop(key, None)
+            _stopped.discard(key)
+
+
+def interrupt(key: Hashable) -> int:
+    """Kill every command now running under ``key`` and, until its block ends, every
+    command started under it later. Returns how many were running. Thread-safe."""
+    with _lock:
+        _stopped.add(key)
+        commands = list(_running.get(key, ()))
+    for command in commands:
+        command.kill()
+    return len(commands)
+
+
+def running(
+    pgid: int, mark: str | None = None, on_kill: Callable[[], None] | None = None
+) -> Command | None:
+    """Register a command just started by this thread (None outside ``interruptible``).
+
+    Call ``release()`` on what it returns when the command is over, before reaping it.
+    A command started under an interrupted key is killed at once.
+    """
+    key = getattr(_local, "key", None)
+    if key is None:
+        return None
+    command = Command(key, pgid, mark, on_kill)
+    with _lock:
+        _running.setdefault(key, set()).add(command)
+        stopped = key in _stopped
+    if stopped:
+        command.kill()
+    return command

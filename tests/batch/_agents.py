@@ -1,0 +1,169 @@
+"""make_run functions and a model for the batch tests: a loopback server whose agent
+takes a fixed number of steps, and scripted agents that stall, loop or crash."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from returns.result import Failure, Result, Success
+
+from four import Assistant, Message, ModelError, ModelErrorKind, Reply, Usage, run
+from four._outcomes import Outcome
+from four.batch import RunContext
+from four.execute import local_env
+from four.parse import regex_parse
+from four.trajectory import save_trajectory
+from tests._server import Answer, LoopbackServer, Request, chat, responses
+
+SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+
+
+def bash(command: str) -> str:
+    return f"```bash\n{command}\n```"
+
+
+@dataclass
+class StepModel:
+    """The loopback server's default answer: ``steps - 1`` commands, then a submission.
+
+    Each command echoes the run's marker (from the prompt), so the test can look for
+    leftover processes. Counts requests in flight to check the concurrency cap.
+    """
+
+    steps: int = 5
+    delay: float = 0.0
+    in_flight: int = 0
+    peak: int = 0
+    calls: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, request: Request) -> Answer:
+        with self._lock:
+            self.in_flight += 1
+            self.calls += 1
+            self.peak = max(self.peak, self.in_flight)
+        try:
+            if self.delay:
+                time.sleep(self.delay)
+            body = request.json()
+            items = body.get("messages", body.get("input"))
+            assert isinstance(items, list)
+            said = [m for m in items if isinstance(m, dict)]
+            done = sum(1 for m in said if m.get("role") == "assistant")
+            task = next((str(m.get("content")) for m in said if m.get("role") == "user"), "")
+            answer = chat if request.path.endswith("/chat/completions") else _responses
+            if done + 1 >= self.steps:
+                return answer(bash(f"echo {SUBMIT}; echo {task}"))
+            return answer(bash(f"echo step {done} {task}"))
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+
+def serve_many(default: StepModel) -> LoopbackServer:
+    """The loopback server with a listen backlog for a hundred clients at once (the
+    default of 5 resets connections at 50 concurrent clients)."""
+    server = LoopbackServer(default)
+    server._httpd.socket.listen(512)  # Linux takes a second listen() as a new backlog
+    return server
+
+
+def _responses(text: str) -> Answer:
+    return responses(text)
+
+
+def server_run(base: str) -> Callable[[RunContext], Path]:
+    """make_run: the Responses API over httpx against the loopback server (litellm's
+    ~8 ms of CPU per call would make 1,000 calls a slow test), regex parse, local bash."""
+    from four.invoke import http_response_invoke
+
+    G = http_response_invoke("test-model", base, "x", bash_tool=False, timeout=30)
+
+    def make_run(ctx: RunContext) -> Path:
+        if ctx.item.fields.get("fail"):
+            raise RuntimeError(f"setup failed for {ctx.id}")
+        return run(
+            ctx.meter(G),
+            regex_parse(),
+            local_env(timeout=30),
+            save_trajectory(ctx.output_dir),
+            prompt=ctx.task,
+            max_steps=20,
+            watch=ctx.watch,
+        )
+
+    return make_run
+
+
+@dataclass
+class Scripted:
+    """A G of fixed replies (the last one repeats), each after ``delay`` s, costing ``cost``."""
+
+    replies: Sequence[str]
+    delay: float = 0.0
+    cost: float = 0.0
+
+    def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
+        if self.delay:
+            time.sleep(self.delay)
+        done = sum(1 for m in messages if isinstance(m, Assistant))
+        if not self.replies:
+            return Failure(ModelError(ModelErrorKind.OTHER, "no replies"))
+        text = self.replies[min(done, len(self.replies) - 1)]
+        return Success(Assistant(text, usage=Usage(10, 5, self.cost)))
+
+
+def scripted_run(
+    replies: Sequence[str],
+    *,
+    delay: float = 0.0,
+    cost: float = 0.0,
+    env: Callable[[], object] | None = None,
+    max_steps: int = 50,
+) -> Callable[[RunContext], Path]:
+    """make_run with a scripted model and (by default) local bash."""
+
+    def make_run(ctx: RunContext) -> Path:
+        V2 = env() if env is not None else local_env(timeout=60)
+        return run(
+            ctx.meter(Scripted([r.replace("{id}", ctx.id) for r in replies], delay, cost)),
+            regex_parse(),
+            V2,  # type: ignore[arg-type]
+            save_trajectory(ctx.output_dir),
+            prompt=ctx.task,
+            max_steps=max_steps,
+            watch=ctx.watch,
+        )
+
+    return make_run
+
+
+def outcome_run(outcome: Outcome) -> Callable[[RunContext], Outcome]:
+    return lambda ctx: outcome
+
+
+def alive(token: str) -> list[int]:
+    """Pids of processes whose command line holds ``token``."""
+    found = []
+    mark = token.encode()
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                if mark in f.read():
+                    found.append(int(name))
+        except OSError:
+            continue
+    return found
+
+
+def manifest_lines(folder: Path) -> list[dict[str, object]]:
+    text = (folder / "manifest.jsonl").read_text()
+    return [json.loads(line) for line in text.splitlines() if line.strip()]

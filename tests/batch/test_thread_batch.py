@@ -1,0 +1,111 @@
+"""The thread pool end to end: 200 runs against the loopback model server, resume,
+failures as values, the manifest."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from four.batch import Item, Progress, RunResult, iter_runs, read_manifest, run_many
+from four.trajectory import load_trajectory
+from tests.batch._agents import StepModel, alive, manifest_lines, serve_many, server_run
+
+
+def test_200_runs_of_5_steps_through_the_thread_pool(tmp_path: Path) -> None:
+    model = StepModel(steps=5, delay=0.02)
+    marker = f"batch200-{time.monotonic_ns()}"
+    items = [
+        Item(f"task-{i:03d}", f"{marker}-{i}", {"fail": True} if i % 50 == 7 else {"n": i})
+        for i in range(200)
+    ]
+    seen: list[Progress] = []
+    with serve_many(model) as server:
+        results = run_many(
+            server_run(server.url), items, tmp_path, max_concurrency=50, on_progress=seen.append
+        )
+    assert len(results) == 200
+    assert 10 <= model.peak <= 50
+    by_id = {r.id: r for r in results}
+    assert set(by_id) == {i.id for i in items}
+    failed = {i for i, r in by_id.items() if not r.submitted}
+    assert failed == {"task-007", "task-057", "task-107", "task-157"}
+    for key in failed:
+        r = by_id[key]
+        assert r.outcome == f"crashed: make_run: RuntimeError: setup failed for {key}"
+        assert r.trajectory is None and r.final
+    for item in items:
+        r = by_id[item.id]
+        if item.id in failed:
+            continue
+        assert r.outcome == "exit:task_complete", r
+        assert r.steps == 5 and r.prompt_tokens == 50 and r.completion_tokens == 25
+        assert r.fields == {"n": item.fields["n"]}
+        assert r.trajectory is not None and r.trajectory.parent == tmp_path / "runs" / item.id
+        saved = load_trajectory(r.trajectory)
+        assert saved.outcome == "exit:task_complete"
+        assert item.task in saved.messages[-1].content
+    lines = manifest_lines(tmp_path)
+    assert len(lines) == 200 and {line["id"] for line in lines} == set(by_id)
+    assert read_manifest(tmp_path) == by_id
+    assert seen[-1].done == 200 and seen[-1].failed == 4 and seen[-1].running == 0
+    assert max(p.running for p in seen) <= 50
+    assert alive(marker) == []
+
+
+def test_a_second_invocation_skips_finished_items_and_reruns_the_others(tmp_path: Path) -> None:
+    model = StepModel(steps=2)
+    items = [Item(f"t{i}", f"task {i}") for i in range(6)]
+    with serve_many(model) as server:
+        first = run_many(server_run(server.url), items[:4], tmp_path, max_concurrency=3)
+        assert len(first) == 4
+        # Mark t1 as cut short by its batch: a later invocation runs it again.
+        lines = (tmp_path / "manifest.jsonl").read_text().splitlines()
+        edited = [json.loads(line) for line in lines]
+        for line in edited:
+            if line["id"] == "t1":
+                line["final"] = False
+        (tmp_path / "manifest.jsonl").write_text(
+            "".join(json.dumps(line) + "\n" for line in edited) + '{"id": "t9", "outc'
+        )
+        calls = model.calls
+        second = run_many(server_run(server.url), items, tmp_path, max_concurrency=3)
+    assert sorted(r.id for r in second) == ["t1", "t4", "t5"]
+    assert model.calls - calls == 3 * 2
+    latest = read_manifest(tmp_path)
+    assert sorted(latest) == [f"t{i}" for i in range(6)]  # the torn line is ignored
+    assert all(r.final and r.submitted for r in latest.values())
+    assert len(list((tmp_path / "runs" / "t1").glob("*.json"))) == 2  # both kept
+
+
+def test_resume_false_runs_everything_again(tmp_path: Path) -> None:
+    from four import Finished
+
+    items = [Item("a"), Item("b")]
+    assert len(run_many(lambda ctx: Finished(), items, tmp_path)) == 2
+    assert run_many(lambda ctx: Finished(), items, tmp_path) == []
+    assert len(run_many(lambda ctx: Finished(), items, tmp_path, resume=False)) == 2
+    assert len(manifest_lines(tmp_path)) == 4
+
+
+def test_items_may_be_json_objects_and_ids_must_be_unique(tmp_path: Path) -> None:
+    from four import Finished
+
+    out = run_many(lambda ctx: Finished(ctx.task), [{"id": 1, "task": "t", "x": [1]}], tmp_path)
+    assert out[0].id == "1" and out[0].fields == {"x": [1]}
+    with pytest.raises(ValueError, match="appears twice"):
+        run_many(lambda ctx: Finished(), [Item("a"), Item("b"), Item("a")], tmp_path / "2")
+    with pytest.raises(ValueError, match="max_concurrency"):
+        run_many(lambda ctx: Finished(), [], tmp_path, max_concurrency=0)
+
+
+def test_two_batches_cannot_write_one_folder(tmp_path: Path) -> None:
+    from four import Finished
+
+    first = iter_runs(lambda ctx: Finished(), [Item("a"), Item("b")], tmp_path, max_concurrency=1)
+    assert isinstance(next(first), RunResult)
+    with pytest.raises(RuntimeError, match="another batch"):
+        run_many(lambda ctx: Finished(), [Item("c")], tmp_path)
+    assert len(list(first)) == 1
