@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sized
 from dataclasses import dataclass
 from pathlib import Path
 
-from four._outcomes import CostLimitReached, Interrupted, Outcome, TimeLimitReached
+from four._outcomes import Interrupted, Outcome, TimeLimitReached
 from four._types import JSON
 from four.batch._attempt import MakeRun
 from four.batch._items import Item, item_from_json
 from four.batch._manifest import ManifestWriter, read_results
 from four.batch._pool import Pool, Session, Spec, ThreadPool
 from four.batch._result import RunResult
+from four.batch._supervisor import cost_limit_reached
 
 TICK = 0.25
 """Seconds between looks at the budgets (and progress calls) while no run ends."""
@@ -64,7 +65,7 @@ def iter_runs(
     max_wall_time: float | None = None,
     resume: bool = True,
     on_progress: Callable[[Progress], None] | None = None,
-) -> Iterator[RunResult]:
+) -> Generator[RunResult, None, None]:
     """Run ``make_run`` on every item, at most ``max_concurrency`` at once, and yield
     one ``RunResult`` per item as its run finishes.
 
@@ -116,7 +117,7 @@ def iter_runs(
             raise ValueError(f"{name} must not be negative, not {value}")
     spec = Spec(
         make_run, Path(output_dir).expanduser().absolute(), max_concurrency, time_limit,
-        stall_timeout,
+        stall_timeout, max_cost,
     )  # fmt: skip
     batch = _Batch(
         spec,
@@ -200,7 +201,9 @@ class _Batch:
         self.seen: set[str] = set()
         self.finished: set[str] = set()
 
-    def results(self, source: Iterator[Item | Mapping[str, JSON]]) -> Iterator[RunResult]:
+    def results(
+        self, source: Iterator[Item | Mapping[str, JSON]]
+    ) -> Generator[RunResult, None, None]:
         self.writer = writer = ManifestWriter(self.spec.output_dir)
         try:
             earlier = read_results(writer.path)
@@ -209,6 +212,7 @@ class _Batch:
                 latest = {r.id: r for r in earlier}
                 self.finished = {i for i, r in latest.items() if r.final}
             self.session = self.pool.open(self.spec)
+            self.session.spent(self.spent)
         except BaseException:
             writer.close()
             raise
@@ -259,10 +263,14 @@ class _Batch:
     def _record(self, result: RunResult) -> None:
         self.writer.write(result)
         self.spent += result.cost
+        self.session.spent(self.spent)
         self.done += 1
         self.failed += not result.submitted
 
     def _check_budgets(self) -> None:
+        if self.stopping is not None:
+            return
+        self.stopping = self.session.stopping()  # the session's own cost check
         if self.stopping is not None:
             return
         if self.max_wall_time is not None:
@@ -274,9 +282,7 @@ class _Batch:
                 )
                 return
         if self.max_cost is not None and self._cost() >= self.max_cost:
-            self._stop(
-                CostLimitReached(f"the batch's cost limit of {self.max_cost:g} USD"), kill=False
-            )
+            self._stop(cost_limit_reached(self.max_cost), kill=False)
 
     def _stop(self, outcome: Outcome, *, kill: bool) -> None:
         self.stopping = outcome

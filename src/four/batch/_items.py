@@ -41,10 +41,10 @@ def item_from_json(data: Mapping[str, JSON], where: str = "item") -> Item:
     """
     raw_id = data.get("id")
     if isinstance(raw_id, bool) or not isinstance(raw_id, str | int) or raw_id == "":
-        raise ValueError(f"{where}: needs an \"id\" (a string or a number), got {raw_id!r}")
+        raise ValueError(f'{where}: needs an "id" (a string or a number), got {raw_id!r}')
     task = data.get("task", "")
     if not isinstance(task, str):
-        raise ValueError(f"{where}: \"task\" must be a string, got {type(task).__name__}")
+        raise ValueError(f'{where}: "task" must be a string, got {type(task).__name__}')
     rest = {k: v for k, v in data.items() if k not in ("id", "task")}
     return Item(str(raw_id), task, rest)
 

@@ -29,6 +29,7 @@ class Spec:
     max_concurrency: int
     time_limit: float | None = None
     stall_timeout: float | None = None
+    max_cost: float | None = None
 
 
 class Session(Protocol):
@@ -61,6 +62,16 @@ class Session(Protocol):
         """What the running runs' metered model calls have used so far."""
         ...
 
+    def spent(self, cost: float) -> None:
+        """What the batch has spent on runs that ended (earlier invocations included):
+        with ``spec.max_cost``, the session stops its runs once that plus their live
+        cost reaches the budget."""
+        ...
+
+    def stopping(self) -> Outcome | None:
+        """The outcome the session ended every run with on its own (its cost budget), or None."""
+        ...
+
     def close(self, wait: bool = True) -> None:
         """Release the workers (with ``wait``, after the running runs end)."""
         ...
@@ -90,7 +101,7 @@ class ThreadPool:
 class _ThreadSession:
     def __init__(self, spec: Spec) -> None:
         self._spec = spec
-        self._supervisor = Supervisor(spec.time_limit, spec.stall_timeout)
+        self._supervisor = Supervisor(spec.time_limit, spec.stall_timeout, max_cost=spec.max_cost)
         self._executor = cf.ThreadPoolExecutor(spec.max_concurrency, thread_name_prefix="four-run")
         self._futures: dict[cf.Future[RunResult], Item] = {}
 
@@ -130,6 +141,12 @@ class _ThreadSession:
 
     def live_usage(self) -> Usage:
         return self._supervisor.live_usage()
+
+    def spent(self, cost: float) -> None:
+        self._supervisor.spent = cost
+
+    def stopping(self) -> Outcome | None:
+        return self._supervisor.stopping
 
     def close(self, wait: bool = True) -> None:
         self._executor.shutdown(wait=wait, cancel_futures=True)

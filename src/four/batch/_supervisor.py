@@ -19,9 +19,14 @@ from collections.abc import Callable, Sequence
 
 from returns.result import Result, Success
 
-from four._outcomes import Outcome, Stalled, TimeLimitReached
+from four._outcomes import CostLimitReached, Outcome, Stalled, TimeLimitReached
 from four._types import NO_USAGE, Invoke, Message, ModelError, Reply, Usage
 from four.execute._interrupt import interrupt
+
+
+def cost_limit_reached(max_cost: float) -> CostLimitReached:
+    """The outcome of runs stopped by the batch's cost budget."""
+    return CostLimitReached(f"the batch's cost limit of {max_cost:g} USD")
 
 
 class RunWatch:
@@ -32,10 +37,11 @@ class RunWatch:
     what the run's metered model calls have used so far (see ``RunContext.meter``).
     """
 
-    __slots__ = ("by_batch", "key", "last", "started", "stop", "usage")
+    __slots__ = ("by_batch", "key", "last", "started", "stop", "supervisor", "usage")
 
-    def __init__(self, key: str, now: float) -> None:
+    def __init__(self, key: str, now: float, supervisor: Supervisor | None = None) -> None:
         self.key = key
+        self.supervisor = supervisor
         self.started = now
         self.last = now
         self.stop: Outcome | None = None
@@ -49,6 +55,12 @@ class RunWatch:
     def stopped(self) -> Outcome | None:
         """The outcome to end with now, or None to go on."""
         return self.stop
+
+    def charge(self, used: Usage) -> None:
+        """A model call of the run used ``used`` (the batch's cost budget hears of it)."""
+        self.usage += used
+        if self.supervisor is not None:
+            self.supervisor.charged()
 
 
 class Metered:
@@ -64,7 +76,7 @@ class Metered:
         result = self.G(messages)
         used = result.unwrap().usage if isinstance(result, Success) else result.failure().usage
         if used is not None:
-            self.watch.usage += used
+            self.watch.charge(used)
         return result
 
 
@@ -89,6 +101,7 @@ class Supervisor:
         time_limit: float | None = None,
         stall_timeout: float | None = None,
         *,
+        max_cost: float | None = None,
         killer: Callable[[str], object] = interrupt,
     ) -> None:
         for name, value in (("time_limit", time_limit), ("stall_timeout", stall_timeout)):
@@ -96,6 +109,9 @@ class Supervisor:
                 raise ValueError(f"{name} must be positive, not {value}")
         self.time_limit = time_limit
         self.stall_timeout = stall_timeout
+        self.max_cost = max_cost
+        self.spent = 0.0
+        """What the batch spent outside the runs watched here (finished runs, earlier ones)."""
         self._kill = killer
         self._lock = threading.Lock()
         self._watches: dict[str, RunWatch] = {}
@@ -108,7 +124,7 @@ class Supervisor:
 
     def open(self, key: str) -> RunWatch:
         """Start watching a run; ``key`` is unique among the runs being watched."""
-        watch = RunWatch(key, time.monotonic())
+        watch = RunWatch(key, time.monotonic(), self)
         with self._lock:
             if key in self._watches:
                 raise ValueError(f"the run {key!r} is already watched")
@@ -140,6 +156,20 @@ class Supervisor:
                 watch.stop, watch.by_batch = outcome, True
         if kill:
             self._kill_all([w.key for w in targets])
+
+    @property
+    def stopping(self) -> Outcome | None:
+        """The outcome every run is to end with (a batch-wide stop), or None."""
+        stop = self._all
+        return stop[0] if stop is not None else None
+
+    def charged(self) -> None:
+        """A metered call finished: stop every run once the batch's cost budget is spent
+        (each run can so go over by at most the call it was making)."""
+        if self.max_cost is None or self._all is not None:
+            return
+        if self.spent + self.live_usage().known_cost >= self.max_cost:
+            self.stop(cost_limit_reached(self.max_cost), kill=False)
 
     def live_usage(self) -> Usage:
         """What the metered model calls of the runs being watched have used so far."""

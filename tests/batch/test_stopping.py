@@ -1,0 +1,147 @@
+"""Stopping a batch: its budgets, Ctrl-C, closing the iterator. Running runs end with
+an outcome of their own, their commands killed, and everything is recorded."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from four.batch import Item, iter_runs, read_manifest, run_many
+from four.trajectory import load_trajectory
+from tests.batch._agents import alive, bash, manifest_lines, scripted_run
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _token() -> str:
+    return f"four-stop-{os.getpid()}-{time.monotonic_ns()}"
+
+
+def test_the_cost_budget_stops_new_runs_and_ends_running_ones(tmp_path: Path) -> None:
+    make_run = scripted_run([bash("sleep 0.05")], cost=0.1, max_steps=100)
+    items = [Item(f"c{i}") for i in range(10)]
+    results = run_many(make_run, items, tmp_path, max_concurrency=2, max_cost=1.0)
+    assert len(results) == 2
+    assert {r.outcome for r in results} == {"cost_limit_reached: the batch's cost limit of 1 USD"}
+    assert not any(r.final for r in results)
+    total = sum(r.cost for r in results)
+    assert 1.0 <= total <= 1.0 + 2 * 0.1 + 1e-9  # at most one more call per running run
+    # The money is spent: a second invocation with the same budget starts nothing...
+    assert run_many(make_run, items, tmp_path, max_concurrency=2, max_cost=1.0) == []
+    # ... and the stopped runs are not final: with more budget they run again.
+    finish = scripted_run([bash("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")], cost=0.1)
+    again = run_many(finish, items, tmp_path, max_concurrency=2, max_cost=10)
+    assert len(again) == 10 and all(r.submitted for r in again)
+
+
+def test_the_wall_clock_budget_kills_running_commands(tmp_path: Path) -> None:
+    token = _token()
+    make_run = scripted_run([bash(f"sleep 30; echo {token}")])
+    start = time.monotonic()
+    results = run_many(
+        make_run, [Item(f"w{i}") for i in range(5)], tmp_path, max_concurrency=3, max_wall_time=1
+    )
+    assert time.monotonic() - start < 10
+    assert len(results) == 3
+    assert {r.outcome for r in results} == {
+        "time_limit_reached: the batch's wall-clock limit of 1 s"
+    }
+    assert alive(token) == []
+
+
+def test_closing_the_iterator_early_ends_and_records_the_running_runs(tmp_path: Path) -> None:
+    token = _token()
+    quick = Item("quick", "q")
+    slow = [Item(f"s{i}", "s") for i in range(3)]
+
+    def make_run(ctx):  # type: ignore[no-untyped-def]
+        replies = (
+            [bash("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")]
+            if ctx.task == "q"
+            else [bash(f"sleep 30; echo {token}")]
+        )
+        return scripted_run(replies)(ctx)
+
+    runs = iter_runs(make_run, [quick, *slow, Item("never")], tmp_path, max_concurrency=4)
+    first = next(runs)
+    assert first.id == "quick"
+    time.sleep(0.3)
+    runs.close()
+    assert alive(token) == []
+    latest = read_manifest(tmp_path)
+    assert sorted(latest) == ["quick", "s0", "s1", "s2"]
+    for i in range(3):
+        r = latest[f"s{i}"]
+        assert r.outcome == "interrupted: batch closed" and not r.final
+        assert r.trajectory is not None
+        assert load_trajectory(r.trajectory).outcome == "interrupted: batch closed"
+
+
+DRIVER = """
+import signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a background shell ignores it
+from four.batch import Item, run_many
+from tests.batch._agents import bash, scripted_run
+token, out, mode = sys.argv[1:4]
+command = f"sleep 60; echo {token}" if mode == "slow" else "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+try:
+    run_many(scripted_run([bash(command)]), [Item(f"i{n}") for n in range(6)], out,
+             max_concurrency=3)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    raise
+print("done", flush=True)
+"""
+
+
+def test_ctrl_c_ends_running_runs_kills_their_commands_and_records_them(tmp_path: Path) -> None:
+    token = _token()
+    out = tmp_path / "batch"
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}"}
+    script = tmp_path / "driver.py"
+    script.write_text(textwrap.dedent(DRIVER))
+    proc = subprocess.Popen(
+        [sys.executable, str(script), token, str(out), "slow"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while len(alive(f"echo {token}")) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(alive(f"echo {token}")) == 3, proc.stderr and proc.poll()
+        start = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=30)
+        assert time.monotonic() - start < 10
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode != 0
+    assert stdout.strip() == "interrupted", stderr
+    assert "KeyboardInterrupt" in stderr
+    assert alive(token) == []
+    lines = manifest_lines(out)
+    assert len(lines) == 3
+    for line in lines:
+        assert line["outcome"] == "interrupted: batch interrupted" and line["final"] is False
+        saved = load_trajectory(str(line["trajectory"]))
+        assert saved.outcome == "interrupted: batch interrupted"
+    # Run again: the interrupted items and those never started run; nothing is lost.
+    done = subprocess.run(
+        [sys.executable, str(script), token, str(out), "quick"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.stdout.strip() == "done", done.stderr
+    latest = read_manifest(out)
+    assert sorted(latest) == [f"i{n}" for n in range(6)]
+    assert all(r.submitted and r.final for r in latest.values())
+    assert len(manifest_lines(out)) == 9
