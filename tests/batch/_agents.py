@@ -3,6 +3,7 @@ takes a fixed number of steps, and scripted agents that stall, loop or crash."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
@@ -13,13 +14,13 @@ from pathlib import Path
 
 from returns.result import Failure, Result, Success
 
-from four import Assistant, Message, ModelError, ModelErrorKind, Reply, Usage, run
+from four import Assistant, Invoke, Message, ModelError, ModelErrorKind, Reply, Usage, run
 from four._outcomes import Outcome
 from four.batch import RunContext
 from four.execute import local_env
 from four.parse import regex_parse
 from four.trajectory import save_trajectory
-from tests._server import Answer, LoopbackServer, Request, chat, responses
+from tests._server import Answer, LoopbackServer, Request, chat, error, responses
 
 SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 
@@ -51,9 +52,13 @@ class StepModel:
         try:
             if self.delay:
                 time.sleep(self.delay)
-            body = request.json()
+            try:
+                body = request.json()
+            except ValueError:  # a client killed mid-request
+                return error(400, "bad request body")
             items = body.get("messages", body.get("input"))
-            assert isinstance(items, list)
+            if not isinstance(items, list):
+                return error(400, "no messages")
             said = [m for m in items if isinstance(m, dict)]
             done = sum(1 for m in said if m.get("role") == "assistant")
             task = next((str(m.get("content")) for m in said if m.get("role") == "user"), "")
@@ -80,25 +85,35 @@ def _responses(text: str) -> Answer:
 
 def server_run(base: str) -> Callable[[RunContext], Path]:
     """make_run: the Responses API over httpx against the loopback server (litellm's
-    ~8 ms of CPU per call would make 1,000 calls a slow test), regex parse, local bash."""
+    ~8 ms of CPU per call would make 1,000 calls a slow test), regex parse, local bash.
+    Picklable (for Ray): the model client is made once per process."""
+    return ServerRun(base)
+
+
+@functools.cache
+def _model(base: str) -> Invoke:
     from four.invoke import http_response_invoke
 
-    G = http_response_invoke("test-model", base, "x", bash_tool=False, timeout=30)
+    return http_response_invoke("test-model", base, "x", bash_tool=False, timeout=30)
 
-    def make_run(ctx: RunContext) -> Path:
+
+@dataclass(frozen=True)
+class ServerRun:
+    base: str
+    max_steps: int = 20
+
+    def __call__(self, ctx: RunContext) -> Path:
         if ctx.item.fields.get("fail"):
             raise RuntimeError(f"setup failed for {ctx.id}")
         return run(
-            ctx.meter(G),
+            ctx.meter(_model(self.base)),
             regex_parse(),
             local_env(timeout=30),
             save_trajectory(ctx.output_dir),
             prompt=ctx.task,
-            max_steps=20,
+            max_steps=self.max_steps,
             watch=ctx.watch,
         )
-
-    return make_run
 
 
 @dataclass

@@ -183,9 +183,6 @@ class RayPool:
     init: Mapping[str, object] = field(default_factory=dict)
 
     def open(self, spec: Spec) -> Session:
-        import importlib
+        from four.batch._ray import RaySession  # Ray is imported here, and only here
 
-        # Ray is imported here, and only here (and not by mypy unless it is installed).
-        ray_module = importlib.import_module("four.batch._ray")
-        session: Session = ray_module.RaySession(self, spec)
-        return session
+        return RaySession(self, spec)

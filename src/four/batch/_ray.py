@@ -1,0 +1,349 @@
+"""RayPool's session: runs as calls on threaded Ray actors, a window of calls in flight.
+
+Imported only by ``RayPool.open``. Each actor holds ``make_run`` (shipped once, at its
+creation), a ``Supervisor`` (one watchdog thread for its runs) and ``max_concurrency``
+threads for runs, plus one control thread (a concurrency group of its own) that takes
+stop requests and status polls while every run thread is busy. Ray's own retries are
+off: a run whose actor dies is tried once more here, on a live actor, so a half-done
+run is never replayed silently; its partial trajectory stays where it was written.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, cast
+
+import ray
+import ray.exceptions
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from four._outcomes import Crashed, Outcome
+from four._types import NO_USAGE, Usage
+from four.batch._attempt import MakeRun, run_attempt
+from four.batch._items import Item
+from four.batch._result import RunResult
+from four.batch._supervisor import Supervisor
+
+if TYPE_CHECKING:
+    from four.batch._pool import RayPool, Spec
+
+STATUS_EVERY = 0.5
+"""Seconds between polls of the actors' live cost (for the budget and the progress)."""
+
+SUBREAPER = "RAY_kill_child_processes_on_worker_exit_with_raylet_subreaper"
+"""Set for a cluster this process starts: the raylet then also kills the commands of a
+dead actor, which run in sessions of their own (Ray's default kill misses those)."""
+
+
+class _Actor:
+    """The actor class (made remote in ``_remote_actor``)."""
+
+    def __init__(
+        self,
+        make_run: MakeRun,
+        root: str,
+        time_limit: float | None,
+        stall_timeout: float | None,
+        max_cost: float | None,
+    ) -> None:
+        self.make_run = make_run
+        self.root = Path(root)
+        self.supervisor = Supervisor(time_limit, stall_timeout, max_cost=max_cost)
+        self.node = cast(Callable[[], str], ray.util.get_node_ip_address)()
+
+    def run(self, item: Item, attempt: int) -> RunResult:
+        return run_attempt(self.make_run, item, self.root, self.supervisor, attempt, self.node)
+
+    def stop(self, outcome: Outcome, kill: bool) -> None:
+        self.supervisor.stop(outcome, kill=kill)
+
+    def status(self, spent: float) -> tuple[Usage, Outcome | None]:
+        self.supervisor.spent = spent
+        return self.supervisor.live_usage(), self.supervisor.stopping
+
+    def where(self) -> tuple[str, int]:
+        return self.node, os.getpid()
+
+
+class _Method(Protocol):
+    def remote(self, *args: object) -> ray.ObjectRef[object]: ...
+
+
+class _Handle(Protocol):
+    """What the session uses of an actor handle (Ray's own types are dynamic)."""
+
+    run: _Method
+    stop: _Method
+    status: _Method
+    where: _Method
+
+
+def _remote_actor() -> object:
+    control = ray.method(concurrency_group="control")
+    for name in ("stop", "status", "where"):
+        setattr(_Actor, name, control(getattr(_Actor, name)))
+    remote = cast(Callable[..., Callable[[type], object]], ray.remote)  # its overloads omit it
+    return remote(concurrency_groups={"control": 1})(_Actor)
+
+
+_ACTOR: object | None = None
+
+
+@dataclass
+class _Slot:
+    """One actor as the session sees it."""
+
+    handle: _Handle
+    capacity: int
+    node_id: str | None
+    running: int = 0
+    healthy: bool = True
+    probe: ray.ObjectRef[object] | None = None  # a `where` call after a failure
+    usage: Usage = NO_USAGE
+    status: ray.ObjectRef[object] | None = None
+    where: tuple[str, int] | None = None
+
+
+@dataclass
+class _Call:
+    slot: _Slot
+    item: Item
+    attempt: int
+    errors: list[str] = field(default_factory=list)
+
+
+class RaySession:
+    """A batch on Ray (see ``RayPool``)."""
+
+    def __init__(self, pool: RayPool, spec: Spec) -> None:
+        global _ACTOR
+        self._spec = spec
+        self._started_ray = False
+        if not ray.is_initialized():
+            os.environ.setdefault(SUBREAPER, "true")
+            cast(Callable[..., object], ray.init)(address=pool.address, **dict(pool.init))
+            self._started_ray = True
+        if _ACTOR is None:
+            _ACTOR = _remote_actor()
+        listed = cast(Callable[[], list[dict[str, object]]], ray.nodes)()
+        nodes = [n for n in listed if n.get("Alive")]
+        count = pool.actors if pool.actors is not None else max(1, len(nodes))
+        per_actor = max(1, math.ceil(spec.max_concurrency / count))
+        self._slots: list[_Slot] = []
+        for i in range(count):
+            node_id = str(nodes[i]["NodeID"]) if pool.actors is None and nodes else None
+            options: dict[str, object] = {
+                "num_cpus": 0,
+                "max_concurrency": per_actor,
+                "max_restarts": pool.max_restarts,
+                "max_task_retries": 0,
+            }
+            if node_id is not None:  # one per node, pinned (soft placement may stack them)
+                options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node_id, soft=False)
+            handle = cast(
+                _Handle,
+                cast(_Remote, _ACTOR)
+                .options(**options)
+                .remote(
+                    spec.make_run,
+                    str(spec.output_dir),
+                    spec.time_limit,
+                    spec.stall_timeout,
+                    spec.max_cost,
+                ),
+            )
+            self._slots.append(_Slot(handle, per_actor, node_id))
+        self._calls: dict[ray.ObjectRef[object], _Call] = {}
+        self._queue: deque[tuple[Item, int, list[str]]] = deque()
+        self._ready: list[RunResult] = []
+        self._stop: Outcome | None = None
+        self._stopping: Outcome | None = None
+        self._spent = 0.0
+        self._polled = 0.0
+
+    # --- Session ---------------------------------------------------------------------
+
+    @property
+    def capacity(self) -> int:
+        return self._spec.max_concurrency
+
+    @property
+    def running(self) -> int:
+        return len(self._calls) + len(self._queue) + len(self._ready)
+
+    def submit(self, item: Item) -> None:
+        self._queue.append((item, 1, []))
+        self._dispatch()
+
+    def wait(self, timeout: float) -> list[RunResult]:
+        self._poll_status()
+        if not self._ready:
+            refs = [*self._calls, *self._probes()]
+            if refs:
+                ready, _ = ray.wait(refs, num_returns=1, timeout=timeout)
+                if ready:  # and whatever else is done by now
+                    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
+                for ref in ready:
+                    self._collect(ref)
+            elif self._queue:
+                time.sleep(min(timeout, 0.05))
+        self._dispatch()
+        ready_results, self._ready = self._ready, []
+        return ready_results
+
+    def stop(self, outcome: Outcome, *, kill: bool) -> None:
+        self._stop = outcome
+        for slot in self._slots:
+            if slot.healthy:
+                slot.handle.stop.remote(outcome, kill)
+        while self._queue:  # queued runs never start
+            item, attempt, errors = self._queue.popleft()
+            self._ready.append(self._lost(item, attempt, errors, outcome.text))
+
+    def live_usage(self) -> Usage:
+        total = NO_USAGE
+        for slot in self._slots:
+            total += slot.usage
+        return total
+
+    def spent(self, cost: float) -> None:
+        self._spent = cost
+
+    def stopping(self) -> Outcome | None:
+        return self._stopping
+
+    def close(self, wait: bool = True) -> None:
+        if self._started_ray:
+            ray.shutdown()
+            return
+        for slot in self._slots:
+            cast(Callable[..., None], ray.kill)(slot.handle, no_restart=True)
+
+    # --- inner workings ----------------------------------------------------------------
+
+    def _dispatch(self) -> None:
+        while self._queue and self._stop is None:
+            free = [s for s in self._slots if s.healthy and s.running < s.capacity]
+            if not free:
+                if not any(s.healthy or s.probe is not None for s in self._slots):
+                    item, attempt, errors = self._queue.popleft()
+                    text = Crashed("batch", "no Ray actor is left to run it").text
+                    self._ready.append(self._lost(item, attempt, errors, text))
+                    continue
+                return
+            slot = min(free, key=lambda s: s.running / s.capacity)
+            item, attempt, errors = self._queue.popleft()
+            ref = slot.handle.run.remote(item, attempt)
+            slot.running += 1
+            self._calls[ref] = _Call(slot, item, attempt, errors)
+
+    def _collect(self, ref: ray.ObjectRef[object]) -> None:
+        call = self._calls.pop(ref, None)
+        if call is None:
+            self._probed(ref)
+            return
+        call.slot.running -= 1
+        try:
+            result = ray.get(ref)
+        except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError) as exc:
+            self._actor_failed(call, exc)
+            return
+        except ray.exceptions.RayError as exc:
+            text = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1:]}"
+            self._ready.append(self._lost(call.item, call.attempt, call.errors, text, final=True))
+            return
+        assert isinstance(result, RunResult)
+        if call.errors:
+            from dataclasses import replace
+
+            error = "; ".join([*call.errors, *([result.error] if result.error else [])])
+            result = replace(result, error=error)
+        self._ready.append(result)
+
+    def _actor_failed(self, call: _Call, exc: Exception) -> None:
+        """The actor died (or could not be reached) with the run in flight."""
+        slot = call.slot
+        if slot.healthy:
+            slot.healthy = False
+            slot.probe = slot.handle.where.remote()  # answers once the actor is back
+        errors = [*call.errors, f"attempt {call.attempt}: {_first_line(exc)}"]
+        if call.attempt >= 2 or self._stop is not None:
+            reason = self._stop.text if self._stop is not None else None
+            text = reason or Crashed("batch", f"its Ray actor died twice: {errors[-1]}").text
+            self._ready.append(self._lost(call.item, call.attempt, errors, text))
+            return
+        self._queue.appendleft((call.item, call.attempt + 1, errors))
+
+    def _probes(self) -> list[ray.ObjectRef[object]]:
+        return [s.probe for s in self._slots if s.probe is not None]
+
+    def _probed(self, ref: ray.ObjectRef[object]) -> None:
+        for slot in self._slots:
+            if slot.probe is not None and slot.probe == ref:
+                slot.probe = None
+                try:
+                    where = ray.get(ref)
+                except ray.exceptions.RayError:
+                    return  # gone for good (its node is dead, or no restart is left)
+                slot.healthy = True
+                slot.where = cast(tuple[str, int], where)
+                if self._stop is not None:
+                    slot.handle.stop.remote(self._stop, True)
+                return
+
+    def _poll_status(self) -> None:
+        now = time.monotonic()
+        for slot in self._slots:
+            if slot.status is None:
+                continue
+            ready, _ = ray.wait([slot.status], timeout=0)
+            if not ready:
+                continue
+            try:
+                usage, stopping = cast(tuple[Usage, Outcome | None], ray.get(slot.status))
+            except ray.exceptions.RayError:
+                usage, stopping = NO_USAGE, None
+            slot.status, slot.usage = None, usage
+            if stopping is not None and self._stopping is None:
+                self._stopping = stopping  # one actor's cost check stops them all
+                self.stop(stopping, kill=False)
+        if now - self._polled < STATUS_EVERY:
+            return
+        self._polled = now
+        for slot in self._slots:
+            if slot.healthy and slot.status is None:
+                slot.status = slot.handle.status.remote(self._spent)
+
+    def _lost(
+        self, item: Item, attempt: int, errors: list[str], outcome: str, *, final: bool = False
+    ) -> RunResult:
+        return RunResult(
+            item.id,
+            outcome,
+            error="; ".join(errors) or None,
+            attempts=attempt,
+            final=final,
+            fields=item.fields,
+        )
+
+    def nodes(self) -> list[tuple[str, int]]:
+        """Where each live actor is (node address, pid): for tests and diagnostics."""
+        refs = [s.handle.where.remote() for s in self._slots if s.healthy]
+        return [cast(tuple[str, int], w) for w in ray.get(refs)]
+
+
+class _Remote(Protocol):
+    def options(self, **kwargs: object) -> _Remote: ...
+
+    def remote(self, *args: object) -> object: ...
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"
