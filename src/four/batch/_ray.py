@@ -251,12 +251,12 @@ class RaySession:
         call.slot.running -= 1
         try:
             result = ray.get(ref)
-        except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError) as exc:
-            self._actor_failed(call, exc)
-            return
-        except ray.exceptions.RayError as exc:
-            text = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1:]}"
+        except ray.exceptions.RayTaskError as exc:  # raised in the actor (run_attempt does not)
+            text = Crashed("batch", _first_line(exc.cause or exc)).text
             self._ready.append(self._lost(call.item, call.attempt, call.errors, text, final=True))
+            return
+        except ray.exceptions.RayError as exc:  # the actor died, or cannot be placed again
+            self._actor_failed(call, exc)
             return
         assert isinstance(result, RunResult)
         if call.errors:

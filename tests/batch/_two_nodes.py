@@ -1,0 +1,65 @@
+"""A two-node Ray cluster on this host (nodes on 127.0.0.2 and 127.0.0.3), run as a
+subprocess by test_ray_cluster.py: one process can join only one cluster.
+
+Runs 40 items over ``RayPool()`` (one actor pinned to each node); after 8 results the
+second node is removed, and its runs must finish on the first. Prints one JSON object:
+the results, and the nodes seen before the removal.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+
+from tests.batch.conftest import WORKER_PATH  # sets RAY_AUTH_MODE and usage stats first
+
+
+def main() -> None:
+    from ray.cluster_utils import Cluster
+
+    from four.batch import Item, RayPool, iter_runs
+    from tests.batch._agents import StepModel, serve_many, server_run
+
+    small = {"num_cpus": 1, "object_store_memory": 80 * 2**20}
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={**small, "node_ip_address": "127.0.0.2", "include_dashboard": False},
+    )
+    second = cluster.add_node(**small, node_ip_address="127.0.0.3")
+    import ray
+
+    ray.init(
+        address=cluster.address,
+        log_to_driver=False,
+        runtime_env={"env_vars": {"PYTHONPATH": WORKER_PATH}},
+    )
+    out: dict[str, object] = {"nodes": sorted(n["NodeManagerAddress"] for n in ray.nodes())}
+    results = []
+    try:
+        with serve_many(StepModel(steps=5, delay=0.05)) as server:
+            items = [Item(f"n{i:02d}", f"two-nodes-{i}") for i in range(40)]
+            runs = iter_runs(
+                server_run(server.url),
+                items,
+                sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(),
+                pool=RayPool(),
+                max_concurrency=8,
+            )
+            for result in runs:
+                results.append(result)
+                if len(results) == 8:
+                    out["before"] = sorted({r.node for r in results})
+                    cluster.remove_node(second)
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+    out["results"] = [
+        {"id": r.id, "outcome": r.outcome, "node": r.node, "attempts": r.attempts, "error": r.error}
+        for r in results
+    ]
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
