@@ -21,12 +21,17 @@ def main() -> None:
     from four.batch import Item, RayPool, iter_runs
     from tests.batch._agents import StepModel, serve_many, server_run
 
-    small = {"num_cpus": 1, "object_store_memory": 80 * 2**20}
+    store = 80 * 2**20
     cluster = Cluster(
         initialize_head=True,
-        head_node_args={**small, "node_ip_address": "127.0.0.2", "include_dashboard": False},
+        head_node_args={
+            "num_cpus": 1,
+            "object_store_memory": store,
+            "node_ip_address": "127.0.0.2",
+            "include_dashboard": False,
+        },
     )
-    second = cluster.add_node(**small, node_ip_address="127.0.0.3")
+    second = cluster.add_node(num_cpus=1, object_store_memory=store, node_ip_address="127.0.0.3")
     import ray
 
     ray.init(
@@ -34,7 +39,8 @@ def main() -> None:
         log_to_driver=False,
         runtime_env={"env_vars": {"PYTHONPATH": WORKER_PATH}},
     )
-    out: dict[str, object] = {"nodes": sorted(n["NodeManagerAddress"] for n in ray.nodes())}
+    nodes = ray.nodes()  # type: ignore[no-untyped-call]
+    out: dict[str, object] = {"nodes": sorted(n["NodeManagerAddress"] for n in nodes)}
     results = []
     try:
         with serve_many(StepModel(steps=5, delay=0.05)) as server:
@@ -53,7 +59,7 @@ def main() -> None:
                     cluster.remove_node(second)
     finally:
         ray.shutdown()
-        cluster.shutdown()
+        cluster.shutdown()  # type: ignore[no-untyped-call]
     out["results"] = [
         {"id": r.id, "outcome": r.outcome, "node": r.node, "attempts": r.attempts, "error": r.error}
         for r in results
