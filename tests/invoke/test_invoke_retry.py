@@ -168,3 +168,13 @@ def test_described_with_its_settings_and_the_wrapped_g() -> None:
 def test_max_attempts_must_be_positive() -> None:
     with pytest.raises(ValueError, match="max_attempts"):
         retry_invoke(scripted_invoke([]), max_attempts=0)
+
+
+def test_evolve_copies_records_with_changes() -> None:
+    """Copy-with-changes works on the @record value classes (not dataclasses)."""
+    from four.invoke._evolve import evolve
+
+    error = ModelError(K.SERVER, "x", 500, 1.0, 2, Usage(1, 1, None))
+    assert evolve(error, attempts=5) == ModelError(K.SERVER, "x", 500, 1.0, 5, Usage(1, 1, None))
+    with pytest.raises(TypeError, match="no fields"):
+        evolve(error, nope=1)
