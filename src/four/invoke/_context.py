@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TypeAlias
 
 from returns.result import Failure, Result, Success
@@ -27,8 +27,8 @@ from four._types import (
     Usage,
     User,
 )
+from four.invoke._billing import add_error_usage, add_usage
 from four.invoke._convert import to_chat
-from four.invoke._evolve import add_error_usage, add_usage, evolve
 from four.invoke._lazy import litellm_module
 
 Counter: TypeAlias = Callable[[Sequence[Message]], int]
@@ -285,7 +285,7 @@ class SummarizingInvoke:
         result = summarizer([System(SUMMARIZER_SYSTEM), User(prompt)])
         if isinstance(result, Failure):
             error = result.failure()
-            return Failure(evolve(error, message=f"summarizer: {error.message}"))
+            return Failure(replace(error, message=f"summarizer: {error.message}"))
         reply = result.unwrap()
         text = reply.content.strip()
         if not text:

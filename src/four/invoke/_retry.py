@@ -5,12 +5,12 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from returns.result import Failure, Result, Success
 
 from four._types import NO_USAGE, Invoke, Message, ModelError, Reply, Usage
-from four.invoke._evolve import add_usage, evolve
+from four.invoke._billing import add_usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +59,7 @@ class RetryInvoke:
                 done = True
             if done:
                 usage: Usage | None = billed if billed.calls else error.usage
-                return Failure(evolve(error, attempts=tried, usage=usage))
+                return Failure(replace(error, attempts=tried, usage=usage))
             self.sleep(wait)
 
 
