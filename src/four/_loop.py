@@ -28,11 +28,14 @@ from four._types import (
     Emit,
     Execute,
     ExecutionError,
+    Feedback,
     FormatError,
     Invoke,
+    Judge,
     Message,
     ModelError,
     ModelErrorKind,
+    Observation,
     Parse,
     Recorder,
     Rejected,
@@ -43,12 +46,15 @@ from four._types import (
     Submitted,
     System,
     ToolResult,
+    Usage,
     User,
+    Verify,
+    Watch,
 )
 
 T = TypeVar("T")
 _Add: TypeAlias = Callable[[Message], None]
-Halt: TypeAlias = Outcome | FormatError
+Halt: TypeAlias = Outcome | FormatError | Feedback
 """Why a turn stopped early: the run ends (an Outcome) or the model gets feedback."""
 
 CUT_OFF = FormatError(
@@ -69,6 +75,8 @@ def run(
     max_format_errors: int = 3,
     *,
     resume: Sequence[Message] = (),
+    check: Verify | None = None,
+    watch: Watch | None = None,
 ) -> T:
     """Run the loop until the agent submits, a component fails, or ``max_steps`` G calls.
 
@@ -78,6 +86,12 @@ def run(
     turn); ``max_format_errors`` in a row end the run (0 disables the cap). An
     exception or Ctrl-C in any component is recorded as the outcome and emitted
     before it propagates. An environment with ``close()`` is closed at the end.
+
+    With ``check`` (see ``four.checks``), a submission is not the end: the check judges
+    it, and the run ends ``accepted``, ``held`` or ``blocked``, or goes on with the
+    check's feedback; the verdicts' receipts are stored in the trajectory. With
+    ``watch``, a supervisor hears of every model call and command that finishes and can
+    stop the run (``stalled``, ``time_limit_reached``, ...) before the next one.
 
     >>> from four import scripted_invoke, regex_parse, local_env, save_trajectory
     >>> path = run(scripted_invoke(["```bash\\necho hi\\n```", "done"]), regex_parse(),
@@ -99,6 +113,8 @@ def run(
     for message in history:
         sink.append(message)
     usage, steps, format_errors, where = NO_USAGE, 0, 0, "G"
+    budget, judge = max_steps, check.open(V2) if check is not None else None
+    guard = watch if watch is not None else _UNWATCHED
 
     def add(message: Message) -> None:
         history.append(message)
@@ -113,6 +129,7 @@ def run(
         nonlocal usage
         usage += reply.usage or NO_USAGE
         add(reply)
+        guard.beat()
         return reply
 
     def model_failed(error: ModelError) -> Halt:
@@ -136,32 +153,34 @@ def run(
             if isinstance(action, Rejected):
                 add(ToolResult(action.call_id, action.error))
                 continue
+            if (stop := guard.stopped()) is not None:
+                return Failure(stop)
             result = V2(action).alt(submitted_or_failed)
+            guard.beat()
+            if (answer := _answer(action, result)) is not None:
+                add(answer)
             if isinstance(result, Failure):
-                end = result.failure()
-                if action.call_id:
-                    add(
-                        ToolResult(
-                            action.call_id, end.output if isinstance(end, Finished) else end.text
-                        )
-                    )
-                return Failure(end)
-            observation = result.unwrap()
-            add(
-                ToolResult(action.call_id, observation.content)
-                if action.call_id
-                else User(observation.content)
-            )
+                return Failure(result.failure())
         return Success(None)
 
     outcome: Outcome = StepsExhausted()
     try:
-        while steps < max_steps:
+        while steps < budget:
+            if (stop := guard.stopped()) is not None:
+                outcome = stop
+                break
             turn = invoke().bind(parse).bind(execute)
             if isinstance(turn, Success):
                 format_errors = 0
                 continue
             halt = turn.failure()
+            if isinstance(halt, Finished) and judge is not None:
+                where = "check"
+                halt = judge(history, halt)
+            if isinstance(halt, Feedback):
+                budget, format_errors = budget + halt.steps, 0
+                _feedback(history, halt.text, add)
+                continue
             if not isinstance(halt, FormatError):
                 outcome = halt
                 break
@@ -177,22 +196,41 @@ def run(
             else Crashed(where, f"{type(exc).__name__}: {exc}")
         )
         _finish(history, add, V2)
-        sink.close(history, outcome, RunStats(steps, usage, info.started_at, time.time()))
+        sink.close(history, outcome, _stats(steps, usage, info, format_errors, judge))
         raise
     _finish(history, add, V2)
-    return sink.close(
-        history, outcome, RunStats(steps, usage, info.started_at, time.time(), format_errors)
-    )
+    return sink.close(history, outcome, _stats(steps, usage, info, format_errors, judge))
+
+
+def _stats(
+    steps: int, usage: Usage, info: RunInfo, format_errors: int, judge: Judge | None
+) -> RunStats:
+    extra = {"verdicts": dict(judge.record())} if judge is not None else {}
+    return RunStats(steps, usage, info.started_at, time.time(), format_errors, extra)
 
 
 def submitted_or_feedback(error: FormatError | Submitted) -> Halt:
     return Finished(error.output) if isinstance(error, Submitted) else error
 
 
-def submitted_or_failed(error: Submitted | ExecutionError) -> Halt:
+def submitted_or_failed(error: Submitted | ExecutionError) -> Finished | ExecutionFailed:
     if isinstance(error, Submitted):
         return Finished(error.output)
     return ExecutionFailed(error.message)
+
+
+def _answer(
+    action: Action, result: Result[Observation, Finished | ExecutionFailed]
+) -> Message | None:
+    """What goes back to the model for one action (a tool call is always answered)."""
+    if isinstance(result, Success):
+        content = result.unwrap().content
+    elif action.call_id:
+        end = result.failure()
+        content = end.output if isinstance(end, Finished) else end.text
+    else:
+        return None
+    return ToolResult(action.call_id, content) if action.call_id else User(content)
 
 
 def _feedback(history: list[Message], text: str, add: _Add) -> None:
@@ -212,6 +250,19 @@ def _finish(history: list[Message], add: _Add, V2: Execute) -> None:
     finally:
         if isinstance(V2, Closeable):
             V2.close()
+
+
+class _Unwatched:
+    __slots__ = ()
+
+    def beat(self) -> None:
+        pass
+
+    def stopped(self) -> Outcome | None:
+        return None
+
+
+_UNWATCHED = _Unwatched()
 
 
 class _Plain(Sink[T]):
