@@ -399,9 +399,38 @@ def receipt_digest(bytes prev not None, receipt):
 # ------------------------------------------------------------------ rank
 
 
+cdef object _count(object raw, object alphabet):
+    """Members of a set field that belong to `alphabet`; `_Log.count_in` run in C."""
+    cdef object log, entry, cumulative, keys
+    cdef Py_ssize_t i, n, total
+    if type(raw) is not T_PREFIX:
+        return _py._count(raw, alphabet)
+    log = _get(raw, P_LOG)
+    n = _get(raw, P_N)
+    counts = log.counts
+    entry = counts.get(id(alphabet))
+    if entry is None or entry[0] is not alphabet:
+        return log.count_in(alphabet, n)  # builds the cache entry exactly as the pure code
+    cumulative = <list>entry[2]
+    keys = _get(log, G_KEYS)
+    i = len(cumulative) - 1
+    if i < n:
+        total = cumulative[i]
+        while i < n:
+            if keys[i] in alphabet:
+                total += 1
+            cumulative.append(total)
+            i += 1
+    return entry[1] + cumulative[n]
+
+
 def rank(config, state):
     """rho = |F minus E| + B_G + B_K + B_I (verdict4's formula)."""
-    return _py.rank(config, state)
+    if type(state) is not T_STATE:
+        return _py.rank(config, state)
+    failures = config.failure_alphabet
+    return (len(failures) - _count(_get(state, S_EXCL), failures) + _get(state, S_EB)
+            + _get(state, S_CB) + _get(state, S_DB))
 
 
 def admissible_rank(config, state):
@@ -426,9 +455,77 @@ cdef object _new_evaluation(object before, object verdict, object payload, objec
     return receipt
 
 
+cdef Py_ssize_t S_ALL[13]
+S_ALL[:] = [S_EXCL, S_EVID, S_COMP, S_DEPS, S_EB, S_CB, S_DB, S_STATUS, S_DISP, S_COUNT,
+            S_CLOCK, S_LEASE, S_HELD]
+
+
+cdef object _copy_state(object before):
+    """A new ControllerState sharing every raw slot value of `before` (no validation)."""
+    cdef Py_ssize_t i
+    after = object.__new__(T_STATE)
+    for i in range(13):
+        _put(after, S_ALL[i], _get(before, S_ALL[i]))
+    return after
+
+
+cdef bint _prefix_lacks(object prefix, object key) except -1:
+    """`not prefix.contains(key)` for a `_Prefix`, in C."""
+    cdef object log = _get(prefix, P_LOG)
+    cdef PyObject *position
+    if key in _get(log, G_BASE_KEYS):
+        return False
+    position = PyDict_GetItem(_get(log, G_INDEX), key)
+    return position is NULL or not (<object>position < _get(prefix, P_N))
+
+
+cdef object _fast_transition(object config, object state, object verdict, object payload):
+    """(action, after) for a continuing NO / compute MAYBE or a YES; None for the rest."""
+    cdef object raw, key, after
+    if type(state) is not T_STATE or _get(state, S_STATUS) is not RUNNING:
+        return None
+    if _get(state, S_LEASE) is not None:
+        return None
+    if verdict is V_NO and type(payload) is str:
+        raw = _get(state, S_EXCL)
+        if (type(raw) is not T_PREFIX or payload not in config.failure_alphabet
+                or payload not in config.admissible_failures or not _prefix_lacks(raw, payload)):
+            return None
+        after = _copy_state(state)
+        _put(after, S_EXCL, raw.added(payload))
+        action = A_EXCLUDE
+    elif verdict is V_MAYBE and type(payload) is T_COMPUTE:
+        key = _get(payload, N_STEP)
+        raw = _get(state, S_COMP)
+        if (type(raw) is not T_PREFIX or key not in config.compute_alphabet
+                or not _get(state, S_CB) > 0 or not _prefix_lacks(raw, key)):
+            return None
+        after = _copy_state(state)
+        _put(after, S_COMP, raw.added(key))
+        _put(after, S_CB, _get(state, S_CB) - 1)
+        _put(after, S_DISP, SOURCE_ADMISSIBLE)
+        action = A_ADMIT
+    elif verdict is V_YES:
+        after = _copy_state(state)
+        _put(after, S_STATUS, ACCEPTED)
+        _put(after, S_DISP, TERMINALLY_ACCEPTED)
+        action = A_ACCEPT
+    else:
+        return None
+    if verdict is not V_YES:
+        _put(after, S_DISP, None if action is A_EXCLUDE else SOURCE_ADMISSIBLE)
+    _put(after, S_COUNT, _get(state, S_COUNT) + 1)
+    _put(after, S_HELD, None)
+    return action, after
+
+
 def evaluate(config, state, verdict, payload, arcs, bytes prev not None):
     """One evaluation step from `state`, as a receipt chained to `prev`."""
-    action, after = _py._evaluation_transition(config, state, verdict, payload, arcs)
+    fast = _fast_transition(config, state, verdict, payload)
+    if fast is None:
+        action, after = _py._evaluation_transition(config, state, verdict, payload, arcs)
+    else:
+        action, after = fast
     index = after.evaluation_count
     digest = _evaluation_digest(prev, verdict, payload, arcs, action, index)
     return _new_evaluation(state, verdict, payload, arcs, action, after, index, digest)
