@@ -14,6 +14,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_FromStri
 from cpython.list cimport PyList_GET_SIZE
 from libc.string cimport memcpy, memcmp
 from libc.stdlib cimport realloc, free
+from libc.limits cimport LLONG_MIN
 
 import types
 
@@ -594,7 +595,9 @@ cdef bint _fast_evaluation(_Alphabets config, object receipt, object state, byte
     cdef object before = _get(receipt, R_BEFORE)
     cdef object after = _get(receipt, R_AFTER)
     cdef object verdict, payload, action, index, claimed, key
-    cdef object e0, g0, k0, e1, g1, k1
+    cdef object e0, g0, k0, e1, g1, k1, count
+    cdef long long number
+    cdef int overflow = 0
     if before is not state or type(before) is not T_STATE or type(after) is not T_STATE:
         return False
     if _get(before, S_STATUS) is not RUNNING or _get(before, S_LEASE) is not None:
@@ -603,7 +606,13 @@ cdef bint _fast_evaluation(_Alphabets config, object receipt, object state, byte
     payload = _get(receipt, R_PAYLOAD)
     action = _get(receipt, R_ACTION)
     index = _get(receipt, R_INDEX)
-    if type(index) is not int or index != _get(before, S_COUNT) + 1:
+    count = _get(before, S_COUNT)
+    if type(index) is not int or type(count) is not int:
+        return False
+    number = PyLong_AsLongLongAndOverflow(index, &overflow)
+    if overflow or number == LLONG_MIN:
+        return False
+    if PyLong_AsLongLongAndOverflow(count, &overflow) != number - 1 or overflow:
         return False
     if _get(after, S_COUNT) is not index and _get(after, S_COUNT) != index:
         return False
