@@ -44,7 +44,12 @@ cdef extern from *:
         {0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15}, {14,10,4,8,9,15,13,6,1,12,0,2,11,7,5,3}};
     static inline uint64_t four_rotr64(uint64_t x, int n) { return (x >> n) | (x << (64 - n)); }
     static inline uint64_t four_load64(const uint8_t *p) {
-        uint64_t v = 0; int i; for (i = 7; i >= 0; i--) v = (v << 8) | p[i]; return v; }
+    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        uint64_t v; memcpy(&v, p, 8); return v;
+    #else
+        uint64_t v = 0; int i; for (i = 7; i >= 0; i--) v = (v << 8) | p[i]; return v;
+    #endif
+    }
     #define FOUR_B2G(a,b,c,d,x,y) do { \
         v[a] = v[a] + v[b] + (x); v[d] = four_rotr64(v[d] ^ v[a], 32); \
         v[c] = v[c] + v[d];       v[b] = four_rotr64(v[b] ^ v[c], 24); \
@@ -56,13 +61,16 @@ cdef extern from *:
         for (i = 0; i < 8; i++) { v[i] = h[i]; v[i + 8] = four_b2_iv[i]; }
         v[12] ^= t;
         if (last) v[14] = ~v[14];
-        for (r = 0; r < 12; r++) {
-            const uint8_t *s = four_b2_sigma[r];
-            FOUR_B2G(0, 4,  8, 12, m[s[0]],  m[s[1]]);  FOUR_B2G(1, 5,  9, 13, m[s[2]],  m[s[3]]);
-            FOUR_B2G(2, 6, 10, 14, m[s[4]],  m[s[5]]);  FOUR_B2G(3, 7, 11, 15, m[s[6]],  m[s[7]]);
-            FOUR_B2G(0, 5, 10, 15, m[s[8]],  m[s[9]]);  FOUR_B2G(1, 6, 11, 12, m[s[10]], m[s[11]]);
-            FOUR_B2G(2, 7,  8, 13, m[s[12]], m[s[13]]); FOUR_B2G(3, 4,  9, 14, m[s[14]], m[s[15]]);
-        }
+        #define FOUR_B2ROUND(r) do { const uint8_t *s = four_b2_sigma[r]; \
+            FOUR_B2G(0, 4,  8, 12, m[s[0]],  m[s[1]]);  FOUR_B2G(1, 5,  9, 13, m[s[2]],  m[s[3]]); \
+            FOUR_B2G(2, 6, 10, 14, m[s[4]],  m[s[5]]);  FOUR_B2G(3, 7, 11, 15, m[s[6]],  m[s[7]]); \
+            FOUR_B2G(0, 5, 10, 15, m[s[8]],  m[s[9]]);  FOUR_B2G(1, 6, 11, 12, m[s[10]], m[s[11]]); \
+            FOUR_B2G(2, 7,  8, 13, m[s[12]], m[s[13]]); FOUR_B2G(3, 4,  9, 14, m[s[14]], m[s[15]]); \
+        } while (0)
+        (void)r;
+        FOUR_B2ROUND(0); FOUR_B2ROUND(1); FOUR_B2ROUND(2); FOUR_B2ROUND(3);
+        FOUR_B2ROUND(4); FOUR_B2ROUND(5); FOUR_B2ROUND(6); FOUR_B2ROUND(7);
+        FOUR_B2ROUND(8); FOUR_B2ROUND(9); FOUR_B2ROUND(10); FOUR_B2ROUND(11);
         for (i = 0; i < 8; i++) h[i] ^= v[i] ^ v[i + 8];
     }
     /* BLAKE2b with a 32-byte digest, no key, no salt or personalisation. */
