@@ -9,7 +9,6 @@ build failure of the extension) is not fatal: the extension is optional and
 import os
 
 from setuptools import Extension, setup
-from setuptools.command.build_py import build_py as _build_py
 
 PYX = "src/four/quaternary/_accounting_c.pyx"
 C_SOURCE = "src/four/quaternary/_accounting_c.c"
@@ -32,14 +31,4 @@ for ext in ext_modules:
     ext.optional = True  # set after cythonize(), which drops it
 
 
-
-class build_py(_build_py):
-    """Keep Cython sources out of wheels: pyproject's exclude-package-data only names the
-    top-level package, so the generated .c and the .pyx of subpackages are dropped here."""
-
-    def find_data_files(self, package: str, src_dir: str) -> list[str]:
-        files: list[str] = super().find_data_files(package, src_dir)
-        return [f for f in files if not f.endswith((".c", ".pyx"))]
-
-
-setup(ext_modules=ext_modules, cmdclass={"build_py": build_py})
+setup(ext_modules=ext_modules)
