@@ -13,7 +13,10 @@ ROOT = Path(__file__).resolve().parents[1]
 def mypy(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "mypy", "--no-incremental", "--cache-dir", os.devnull, *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
 
 
@@ -35,7 +38,10 @@ def test_wrong_compositions_are_reported() -> None:
 def test_import_four_does_not_import_litellm() -> None:
     code = "import sys, four, four.invoke, four.trajectory; print(sorted(m for m in sys.modules if 'litellm' in m))"
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True,
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
         env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
     ).stdout
     assert out.strip() == "[]"

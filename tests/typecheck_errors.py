@@ -30,7 +30,9 @@ def wrong_input() -> object:
     return V1(User("not a reply"))  # E
 
 
-def wrong_error_type(messages: Sequence[Message]) -> Result[Sequence[Action | Rejected], ModelError]:
+def wrong_error_type(
+    messages: Sequence[Message],
+) -> Result[Sequence[Action | Rejected], ModelError]:
     return G(messages).bind(V1)  # E
 
 

@@ -8,12 +8,18 @@
 ``import four`` never imports litellm.
 """
 
+import importlib
+from typing import TYPE_CHECKING
+
 from four._loop import run
 from four._outcomes import (
+    Accepted,
+    Blocked,
     CostLimitReached,
     Crashed,
     ExecutionFailed,
     Finished,
+    Held,
     Interrupted,
     ModelFailed,
     Outcome,
@@ -26,6 +32,7 @@ from four._types import (
     Emit,
     Execute,
     ExecutionError,
+    Feedback,
     FormatError,
     Invoke,
     Message,
@@ -42,22 +49,58 @@ from four._types import (
     Usage,
     User,
 )
-from four.invoke import replay_invoke, scripted_invoke
-from four.trajectory import Trajectory, load_trajectory, save_trajectory
+
+if TYPE_CHECKING:  # components load on first use, so `import four` stays cheap
+    from four.checks import Claim, all_of, audit, command_check, file_check, verify
+    from four.invoke import replay_invoke, scripted_invoke
+    from four.trajectory import Trajectory, load_trajectory, save_trajectory
 
 __version__ = "0.1.0"
 
+_LAZY = {
+    "replay_invoke": "four.invoke",
+    "scripted_invoke": "four.invoke",
+    "Trajectory": "four.trajectory",
+    "load_trajectory": "four.trajectory",
+    "save_trajectory": "four.trajectory",
+    "Claim": "four.checks",
+    "all_of": "four.checks",
+    "audit": "four.checks",
+    "command_check": "four.checks",
+    "file_check": "four.checks",
+    "verify": "four.checks",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'four' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
 __all__ = [
+    "Accepted",
     "Action",
     "Assistant",
+    "Blocked",
+    "Claim",
     "CostLimitReached",
     "Crashed",
     "Emit",
     "Execute",
     "ExecutionError",
     "ExecutionFailed",
+    "Feedback",
     "Finished",
     "FormatError",
+    "Held",
     "Interrupted",
     "Invoke",
     "Message",
@@ -78,9 +121,14 @@ __all__ = [
     "Trajectory",
     "Usage",
     "User",
+    "all_of",
+    "audit",
+    "command_check",
+    "file_check",
     "load_trajectory",
     "replay_invoke",
     "run",
     "save_trajectory",
     "scripted_invoke",
+    "verify",
 ]

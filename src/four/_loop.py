@@ -28,8 +28,10 @@ from four._types import (
     Emit,
     Execute,
     ExecutionError,
+    Feedback,
     FormatError,
     Invoke,
+    Judge,
     Message,
     ModelError,
     ModelErrorKind,
@@ -43,12 +45,14 @@ from four._types import (
     Submitted,
     System,
     ToolResult,
+    Usage,
     User,
+    Verify,
 )
 
 T = TypeVar("T")
 _Add: TypeAlias = Callable[[Message], None]
-Halt: TypeAlias = Outcome | FormatError
+Halt: TypeAlias = Outcome | FormatError | Feedback
 """Why a turn stopped early: the run ends (an Outcome) or the model gets feedback."""
 
 CUT_OFF = FormatError(
@@ -69,6 +73,7 @@ def run(
     max_format_errors: int = 3,
     *,
     resume: Sequence[Message] = (),
+    check: Verify | None = None,
 ) -> T:
     """Run the loop until the agent submits, a component fails, or ``max_steps`` G calls.
 
@@ -78,6 +83,10 @@ def run(
     turn); ``max_format_errors`` in a row end the run (0 disables the cap). An
     exception or Ctrl-C in any component is recorded as the outcome and emitted
     before it propagates. An environment with ``close()`` is closed at the end.
+
+    With ``check`` (see ``four.checks``), a submission is not the end: the check judges
+    it, and the run ends ``accepted``, ``held`` or ``blocked``, or goes on with the
+    check's feedback; the verdicts' receipts are stored in the trajectory.
 
     >>> from four import scripted_invoke, regex_parse, local_env, save_trajectory
     >>> path = run(scripted_invoke(["```bash\\necho hi\\n```", "done"]), regex_parse(),
@@ -99,6 +108,7 @@ def run(
     for message in history:
         sink.append(message)
     usage, steps, format_errors, where = NO_USAGE, 0, 0, "G"
+    budget, judge = max_steps, check.open(V2) if check is not None else None
 
     def add(message: Message) -> None:
         history.append(message)
@@ -156,12 +166,19 @@ def run(
 
     outcome: Outcome = StepsExhausted()
     try:
-        while steps < max_steps:
+        while steps < budget:
             turn = invoke().bind(parse).bind(execute)
             if isinstance(turn, Success):
                 format_errors = 0
                 continue
             halt = turn.failure()
+            if isinstance(halt, Finished) and judge is not None:
+                where = "check"
+                halt = judge(history, halt)
+            if isinstance(halt, Feedback):
+                budget, format_errors = budget + halt.steps, 0
+                _feedback(history, halt.text, add)
+                continue
             if not isinstance(halt, FormatError):
                 outcome = halt
                 break
@@ -177,12 +194,17 @@ def run(
             else Crashed(where, f"{type(exc).__name__}: {exc}")
         )
         _finish(history, add, V2)
-        sink.close(history, outcome, RunStats(steps, usage, info.started_at, time.time()))
+        sink.close(history, outcome, _stats(steps, usage, info, format_errors, judge))
         raise
     _finish(history, add, V2)
-    return sink.close(
-        history, outcome, RunStats(steps, usage, info.started_at, time.time(), format_errors)
-    )
+    return sink.close(history, outcome, _stats(steps, usage, info, format_errors, judge))
+
+
+def _stats(
+    steps: int, usage: Usage, info: RunInfo, format_errors: int, judge: Judge | None
+) -> RunStats:
+    extra = {"verdicts": dict(judge.record())} if judge is not None else {}
+    return RunStats(steps, usage, info.started_at, time.time(), format_errors, extra)
 
 
 def submitted_or_feedback(error: FormatError | Submitted) -> Halt:

@@ -6,11 +6,12 @@ The text forms of the seed stay: ``exit:task_complete``, ``model_error: ...``,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar, TypeAlias
 
+from four._record import record
 
-@dataclass(frozen=True, slots=True)
+
+@record
 class Finished:
     """The agent submitted; ``output`` is its final submission."""
 
@@ -22,7 +23,7 @@ class Finished:
         return self.tag
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ModelFailed:
     """G returned an error that retries (if any) did not cure."""
 
@@ -34,7 +35,7 @@ class ModelFailed:
         return f"model_error: {self.error}"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RepeatedFormatError:
     """``max_format_errors`` replies in a row could not be read."""
 
@@ -46,7 +47,7 @@ class RepeatedFormatError:
         return f"repeated_format_error: {self.error}"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class StepsExhausted:
     """G was called ``max_steps`` times without the run ending."""
 
@@ -57,7 +58,7 @@ class StepsExhausted:
         return self.tag
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ExecutionFailed:
     """V2 could not go on (its environment broke)."""
 
@@ -69,7 +70,7 @@ class ExecutionFailed:
         return f"execution_error: {self.error}"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CostLimitReached:
     """A cost or token budget was spent."""
 
@@ -81,7 +82,7 @@ class CostLimitReached:
         return f"cost_limit_reached: {self.detail}"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Interrupted:
     """Ctrl-C, or a signal, stopped the run."""
 
@@ -93,7 +94,7 @@ class Interrupted:
         return f"interrupted: {self.reason}"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Crashed:
     """A component raised. The exception still propagates after the trajectory is saved."""
 
@@ -106,6 +107,42 @@ class Crashed:
         return f"crashed: {self.component}: {self.error}"
 
 
+@record
+class Accepted:
+    """A check judged the agent's submission and said YES."""
+
+    output: str = ""
+    tag: ClassVar[str] = "accepted"
+
+    @property
+    def text(self) -> str:
+        return self.tag
+
+
+@record
+class Held:
+    """The verdicts could not go on: a repeated or inadmissible reason, a spent budget."""
+
+    reason: str
+    tag: ClassVar[str] = "held"
+
+    @property
+    def text(self) -> str:
+        return f"held: {self.reason}"
+
+
+@record
+class Blocked:
+    """The submission is correct only if a dependency holds, and nothing resolved it."""
+
+    dependency: str
+    tag: ClassVar[str] = "blocked"
+
+    @property
+    def text(self) -> str:
+        return f"blocked: {self.dependency}"
+
+
 Outcome: TypeAlias = (
     Finished
     | ModelFailed
@@ -115,6 +152,9 @@ Outcome: TypeAlias = (
     | CostLimitReached
     | Interrupted
     | Crashed
+    | Accepted
+    | Held
+    | Blocked
 )
 
 OUTCOME_TAGS: tuple[str, ...] = tuple(
@@ -128,6 +168,9 @@ OUTCOME_TAGS: tuple[str, ...] = tuple(
         CostLimitReached,
         Interrupted,
         Crashed,
+        Accepted,
+        Held,
+        Blocked,
     )
 )
 

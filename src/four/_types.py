@@ -13,19 +13,20 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Protocol, TypeAlias, TypeVar, runtime_checkable
 
 from returns.result import Result
 
-from four._outcomes import Outcome
+from four._outcomes import Finished, Outcome
+from four._record import record
 
 JSON: TypeAlias = "bool | int | float | str | list[JSON] | dict[str, JSON] | None"
 
 # --- usage -------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Usage:
     """Tokens and cost of model calls. ``cost`` is None when the price is unknown.
 
@@ -67,17 +68,17 @@ NO_USAGE = Usage(calls=0)
 # --- messages ------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class System:
     content: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class User:
     content: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolCall:
     """One tool call of an assistant turn. ``arguments`` is the JSON text the model wrote."""
 
@@ -86,7 +87,7 @@ class ToolCall:
     arguments: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Assistant:
     """A model reply, as stored in the history.
 
@@ -109,7 +110,7 @@ class Assistant:
         return self.finish_reason == "length"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolResult:
     """The answer to one tool call, paired with it by ``tool_call_id``."""
 
@@ -125,7 +126,7 @@ Reply: TypeAlias = Assistant
 # --- actions and observations --------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Action:
     """A command to execute. ``call_id`` pairs it with the tool call it came from."""
 
@@ -133,7 +134,7 @@ class Action:
     call_id: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Rejected:
     """A tool call V1 could not read. The loop answers it with ``error``; nothing runs."""
 
@@ -141,7 +142,7 @@ class Rejected:
     error: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Observation:
     """What executing an action showed. ``content`` is what the model sees."""
 
@@ -154,21 +155,21 @@ class Observation:
 # --- errors (the Err sides of the arrows) ----------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FormatError:
     """V1 could not read the reply. ``feedback`` goes back to the model verbatim."""
 
     feedback: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Submitted:
     """The agent claims completion; ``output`` is its final submission."""
 
     output: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ExecutionError:
     """V2 cannot go on (a dead container, a missing shell). Ends the run."""
 
@@ -206,7 +207,7 @@ _TRANSIENT = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ModelError:
     """G failed. ``usage`` counts what was billed before the failure."""
 
@@ -219,6 +220,15 @@ class ModelError:
 
     def __str__(self) -> str:
         return f"{self.kind}: {self.message}"
+
+
+@record
+class Feedback:
+    """A judgement that the run goes on: ``text`` goes to the model, and ``steps`` more
+    G calls are allowed (more work admitted)."""
+
+    text: str
+    steps: int = 0
 
 
 ParseError: TypeAlias = FormatError | Submitted
@@ -255,7 +265,7 @@ class Emit(Protocol[T_co]):
     def __call__(self, messages: Sequence[Message], outcome: Outcome, /) -> T_co: ...
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RunInfo:
     """What a run was started with: stored at the head of its trajectory."""
 
@@ -266,7 +276,7 @@ class RunInfo:
     resumed_from: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RunStats:
     """What a run used, known when it ends."""
 
@@ -275,7 +285,7 @@ class RunStats:
     started_at: float
     ended_at: float
     format_errors: int = 0
-    extra: Mapping[str, JSON] = field(default_factory=dict)
+    extra: Mapping[str, JSON] = MappingProxyType({})
 
     @property
     def wall_time(self) -> float:
@@ -297,6 +307,22 @@ class Recorder(Protocol[T_co]):
     def __call__(self, messages: Sequence[Message], outcome: Outcome, /) -> T_co: ...
 
     def open(self, info: RunInfo, /) -> Sink[T_co]: ...
+
+
+class Judge(Protocol):
+    """One run's judge of the agent's submissions (made by a ``Verify``)."""
+
+    def __call__(self, history: Sequence[Message], claim: Finished, /) -> Outcome | Feedback: ...
+
+    def record(self) -> Mapping[str, JSON]:
+        """What the judging left, for the trajectory (verdicts, receipts, their head)."""
+        ...
+
+
+class Verify(Protocol):
+    """The ``check=`` of ``run``: makes a fresh judge for each run, over its environment."""
+
+    def open(self, env: Execute, /) -> Judge: ...
 
 
 @runtime_checkable

@@ -40,7 +40,7 @@ class TrajectorySink:
     """One run's files: ``<stem>.jsonl`` grows a line per message (flushed), and
     ``<stem>.json`` is written atomically when the run ends."""
 
-    __slots__ = ("_info", "_stream", "_times", "jsonl", "path")
+    __slots__ = ("_encoded", "_info", "_stream", "_times", "jsonl", "path")
 
     def __init__(self, directory: Path, info: RunInfo) -> None:
         directory.mkdir(parents=True, exist_ok=True)
@@ -50,13 +50,17 @@ class TrajectorySink:
         self.path = directory / f"{stem}.json"
         self._info = info
         self._times: list[float] = []
+        self._encoded: list[str] = []  # each message's JSON, reused for the final document
         self._stream: IO[str] = open(self.jsonl, "x", encoding="utf-8")  # noqa: SIM115
         self._line({"type": "start", "format": FORMAT, "info": _info_json(info)})
 
     def append(self, message: Message, /) -> None:
         t = round(time.time() - self._info.started_at, 6)
+        encoded = json.dumps(message_to_json(message))
         self._times.append(t)
-        self._line({"type": "message", "t": t, "message": message_to_json(message)})
+        self._encoded.append(encoded)
+        self._stream.write(f'{{"type": "message", "t": {t}, "message": {encoded}}}\n')
+        self._stream.flush()
 
     def close(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> Path:
         document: dict[str, JSON] = {
@@ -71,7 +75,9 @@ class TrajectorySink:
         if not self._stream.closed:
             self._line({"type": "end", "outcome": outcome.text, "stats": _stats_json(stats)})
             self._stream.close()
-        _write_atomic(self.path, _render(document, messages))
+        if len(self._encoded) != len(messages):  # a plain-emit history, or one edited after
+            self._encoded = [json.dumps(message_to_json(m)) for m in messages]
+        _write_atomic(self.path, _render(document, self._encoded))
         return self.path
 
     def _line(self, record: dict[str, JSON]) -> None:
@@ -92,11 +98,11 @@ def save_trajectory(output_dir: str | os.PathLike[str] = "trajectories") -> Traj
     return TrajectoryWriter(Path(output_dir).expanduser().absolute())
 
 
-def _render(document: dict[str, JSON], messages: Sequence[Message]) -> str:
+def _render(document: dict[str, JSON], messages: list[str]) -> str:
     """One key, and one message, per line: readable, and json's C encoder does the work
     (``indent=`` would switch to the pure-Python encoder, 10x slower)."""
     lines = [f"{json.dumps(k)}: {json.dumps(v)}" for k, v in document.items()]
-    body = ",\n".join(json.dumps(message_to_json(m)) for m in messages)
+    body = ",\n".join(messages)
     lines.append(f'"messages": [\n{body}\n]')
     return "{\n" + ",\n".join(lines) + "\n}\n"
 
@@ -114,7 +120,7 @@ def _write_atomic(path: Path, text: str) -> None:
 
 def _outcome_json(outcome: Outcome) -> dict[str, JSON]:
     detail: dict[str, JSON] = {"kind": outcome.tag}
-    for name in outcome.__slots__:
+    for name in outcome.__match_args__:
         value = getattr(outcome, name)
         detail[name] = value if isinstance(value, str | int | float | bool) else str(value)
     return detail

@@ -1,0 +1,52 @@
+"""What a check judges: the agent's claim of completion, and the means to look at it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Protocol, TypeAlias
+
+from four._record import record
+from four._types import Execute, Message
+from four.quaternary import CheckResult
+
+
+@record
+class Claim:
+    """A submission to judge: the final ``output``, the run so far, and its environment
+    (``env``), through which a check can run commands. ``evidence`` holds what was
+    gathered for earlier MAYBE verdicts (need -> text); ``resolved`` the dependencies a
+    resolver decided (dependency -> holds)."""
+
+    output: str
+    messages: tuple[Message, ...]
+    env: Execute
+    evidence: Mapping[str, str] = MappingProxyType({})
+    resolved: Mapping[str, bool] = MappingProxyType({})
+
+    def with_evidence(self, need: str, text: str) -> Claim:
+        return Claim(
+            self.output, self.messages, self.env, {**self.evidence, need: text}, self.resolved
+        )
+
+    def with_resolution(self, dependency: str, holds: bool) -> Claim:
+        return Claim(
+            self.output,
+            self.messages,
+            self.env,
+            self.evidence,
+            {**self.resolved, dependency: holds},
+        )
+
+
+class Check(Protocol):
+    """A deterministic judge of a claim: NO, YES, MAYBE or IFF (a ``CheckResult``)."""
+
+    def __call__(self, claim: Claim, /) -> CheckResult: ...
+
+
+Gatherer: TypeAlias = Callable[[Claim], str]
+"""Fetches the evidence a MAYBE asked for; its text is shown to the check on recheck."""
+
+Resolver: TypeAlias = Callable[[Claim], bool | None]
+"""Decides a dependency of an IFF: holds (True), fails (False) or unknown (None)."""

@@ -1,0 +1,38 @@
+"""V2 environments: run an ``Action`` and return an ``Observation``, or end the run.
+
+    local_env()          each command in a fresh ``bash -c`` on this machine
+    shell_env()          one persistent bash (``cd`` and exports carry over)
+    super_env()          ``local_env`` with larger limits
+    sandbox_env()        each command under bubblewrap: read-only system, one writable folder
+    docker_env(image)    each command in one Docker container, removed at the end
+
+Every environment shares one contract: bash, stdin closed, a timeout that kills every
+process of the command and becomes an observation (return code 124), output decoded
+with replacement and bounded while read, the exit signal, and secrets kept out of the
+command's environment. Environments that hold resources are context managers.
+"""
+
+from four.execute._local import LocalEnv, local_env, shell_env, super_env
+from four.execute._output import (
+    DEFAULT_INHERIT,
+    EXIT_SIGNAL,
+    SECRET_PATTERNS,
+    TIMEOUT_RETURNCODE,
+    OutputBuffer,
+    command_env,
+)
+from four.execute._shell import ShellEnv
+
+__all__ = [
+    "DEFAULT_INHERIT",
+    "EXIT_SIGNAL",
+    "SECRET_PATTERNS",
+    "TIMEOUT_RETURNCODE",
+    "LocalEnv",
+    "OutputBuffer",
+    "ShellEnv",
+    "command_env",
+    "local_env",
+    "shell_env",
+    "super_env",
+]

@@ -1,0 +1,274 @@
+"""Bounded output capture, the exit-signal rule and the observation text, shared by all envs.
+
+Output is decoded as it arrives (UTF-8, bad bytes replaced) and kept as a head and a
+tail of at most ``max_output`` characters in all, so memory stays bounded however much
+a command prints. The middle is counted, not kept.
+"""
+
+from __future__ import annotations
+
+import codecs
+import fnmatch
+import os
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from returns.result import Failure, Result, Success
+
+from four._types import Observation, Submitted
+
+EXIT_SIGNAL = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+"""A command whose output starts with this line, and that exits 0, ends the run."""
+
+TIMEOUT_RETURNCODE = 124
+"""The return code reported for a command killed at its timeout (as GNU ``timeout`` does)."""
+
+MAX_SUBMISSION = 1_000_000
+"""Characters of a submission kept after the exit signal line (the rest is elided)."""
+
+DEFAULT_INHERIT: tuple[str, ...] = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "LC_*",
+    "TZ",
+    "TMPDIR",
+    "TERM",
+)
+"""Host variables passed to commands by default (``fnmatch`` patterns, case-sensitive)."""
+
+SECRET_PATTERNS: tuple[str, ...] = (
+    "*_API_KEY",
+    "*_TOKEN",
+    "*SECRET*",
+    "*PASSWORD*",
+    "*PASSWD*",
+    "*CREDENTIAL*",
+    "*_ACCESS_KEY*",
+    "*PRIVATE_KEY*",
+)
+"""Host variables never passed, even when ``inherit`` allows them (matched case-insensitively)."""
+
+QUIET_ENV: Mapping[str, str] = {
+    # Pagers and progress bars wait for a terminal that is not there.
+    "PAGER": "cat",
+    "GIT_PAGER": "cat",
+    "MANPAGER": "cat",
+    "PIP_PROGRESS_BAR": "off",
+    "TQDM_DISABLE": "1",
+}
+"""Variables set for every command unless ``env`` overrides them."""
+
+
+def command_env(
+    inherit: Iterable[str] = DEFAULT_INHERIT,
+    deny: Iterable[str] = SECRET_PATTERNS,
+    env: Mapping[str, str] | None = None,
+    host: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The environment a command gets.
+
+    The rule: a host variable is passed when its name matches a pattern of ``inherit``
+    and no pattern of ``deny`` (the deny match ignores case); then ``QUIET_ENV`` is added;
+    then ``env`` is applied as given (explicit values always pass, secrets included).
+
+    >>> command_env(host={"PATH": "/bin", "OPENAI_API_KEY": "sk", "HOME": "/h"}, env={"X": "1"})["X"]
+    '1'
+    >>> "OPENAI_API_KEY" in command_env(inherit=["*"], host={"OPENAI_API_KEY": "sk"})
+    False
+    """
+    source = os.environ if host is None else host
+    allow, refuse = tuple(inherit), tuple(p.upper() for p in deny)
+    passed = {
+        name: value
+        for name, value in source.items()
+        if any(fnmatch.fnmatchcase(name, p) for p in allow)
+        and not any(fnmatch.fnmatchcase(name.upper(), p) for p in refuse)
+    }
+    return {**passed, **QUIET_ENV, **(env or {})}
+
+
+class OutputBuffer:
+    """Decoded command output, bounded while it is read: a head, a counted middle, a tail.
+
+    While the first line may still be the exit signal, the head may grow to the signal
+    plus ``MAX_SUBMISSION`` characters so a submission is not cut at ``max_output``.
+
+    >>> b = OutputBuffer(10)
+    >>> b.feed(b"0123456789abcdefghij")
+    >>> b.render()
+    ('01234\\n[... 10 characters elided ...]\\nfghij', 10)
+    """
+
+    __slots__ = (
+        "_decoder",
+        "_head",
+        "_head_cap",
+        "_head_len",
+        "_max_output",
+        "_signal",
+        "_signal_open",
+        "_tail",
+        "_tail_cap",
+        "_tail_len",
+        "total",
+    )
+
+    def __init__(self, max_output: int, exit_signal: str | None = None) -> None:
+        self._max_output = max(0, max_output)
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._signal = exit_signal or None
+        self._signal_open = self._signal is not None
+        self._head_cap = self._max_output - self._max_output // 2
+        if self._signal is not None:
+            self._head_cap = max(self._head_cap, len(self._signal) + 64 + MAX_SUBMISSION)
+        self._tail_cap = self._max_output // 2
+        self._head: list[str] = []
+        self._head_len = 0
+        self._tail: deque[str] = deque()
+        self._tail_len = 0
+        self.total = 0
+
+    def feed(self, data: bytes, final: bool = False) -> None:
+        """Add raw bytes of output."""
+        self._add(self._decoder.decode(data, final))
+
+    def _add(self, text: str) -> None:
+        if not text:
+            return
+        self.total += len(text)
+        room = self._head_cap - self._head_len
+        if room > 0:
+            self._head.append(text[:room])
+            self._head_len += min(room, len(text))
+            text = text[room:]
+            if self._signal_open:
+                self._check_signal()
+        if text and self._tail_cap:
+            self._tail.append(text)
+            self._tail_len += len(text)
+            # Drop whole chunks that lie wholly before the tail window.
+            while self._tail and self._tail_len - len(self._tail[0]) >= self._tail_cap:
+                self._tail_len -= len(self._tail.popleft())
+
+    def _check_signal(self) -> None:
+        """Once the first line is known not to be the signal, shrink the head to its share."""
+        head = "".join(self._head)
+        stripped = head.lstrip()
+        newline = stripped.find("\n")
+        if newline < 0 and len(stripped) <= len(self._signal or ""):
+            return  # the first line is not complete yet
+        first = stripped if newline < 0 else stripped[:newline]
+        self._signal_open = False
+        if first.strip() == self._signal:
+            return  # keep the extended head: it holds the submission
+        cap = self._max_output - self._max_output // 2
+        if len(head) > cap:
+            spill = head[cap:]
+            head = head[:cap]
+            # What the head gives back joins the stream just after it (it precedes the tail).
+            self._tail.appendleft(spill)
+            self._tail_len += len(spill)
+            while self._tail and self._tail_len - len(self._tail[0]) >= self._tail_cap:
+                self._tail_len -= len(self._tail.popleft())
+        self._head, self._head_len, self._head_cap = [head], len(head), cap
+
+    def finish(self) -> None:
+        """Flush a trailing partial UTF-8 sequence (as a replacement character)."""
+        self._add(self._decoder.decode(b"", True))
+
+    def _parts(self) -> tuple[str, str, int]:
+        head = "".join(self._head)
+        tail = "".join(self._tail)
+        kept = len(head) + len(tail)
+        return head, tail, self.total - kept
+
+    def text(self) -> str:
+        """Everything kept (head and tail, with a marker where the middle was dropped)."""
+        head, tail, gap = self._parts()
+        return head + (_marker(gap) if gap else "") + tail
+
+    def render(self) -> tuple[str, int]:
+        """The output cut to ``max_output`` characters (head and tail), and the count elided."""
+        head, tail, gap = self._parts()
+        if not gap and len(head) + len(tail) <= self._max_output:
+            return head + tail, 0
+        head_share = self._max_output - self._max_output // 2
+        tail_share = self._max_output // 2
+        # With a gap, the tail holds at least ``tail_share`` characters (see ``_add``).
+        source = head + tail if not gap else tail
+        shown_head = head[:head_share]
+        shown_tail = source[len(source) - tail_share :] if tail_share else ""
+        elided = self.total - len(shown_head) - len(shown_tail)
+        if self._max_output == 0:
+            return "", elided
+        return shown_head + _marker(elided) + shown_tail, elided
+
+    def submission(self) -> str | None:
+        """The output after the exit-signal line when the output starts with it, else None."""
+        if self._signal is None:
+            return None
+        text = self.text().lstrip()
+        first, _, rest = text.partition("\n")
+        return rest if first.strip() == self._signal else None
+
+
+def _marker(count: int) -> str:
+    return f"\n[... {count} characters elided ...]\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Ran:
+    """What running a command gave, before it becomes an observation or a submission."""
+
+    returncode: int | None
+    output: OutputBuffer
+    duration: float
+    timed_out: bool = False
+    timeout: float = 0.0
+    notes: tuple[str, ...] = ()
+
+
+def conclude(ran: Ran) -> Result[Observation, Submitted]:
+    """The exit-signal rule, then the observation text the model sees.
+
+    The run is submitted when the first non-blank line of the output, stripped, equals
+    the exit signal and the command returned 0; the rest of the output is the submission.
+    """
+    if ran.returncode == 0 and not ran.timed_out:
+        submitted = ran.output.submission()
+        if submitted is not None:
+            return Failure(Submitted(submitted.strip("\n")))
+    return Success(observe(ran))
+
+
+def observe(ran: Ran) -> Observation:
+    """``<returncode>N</returncode>`` then notes (timeout, truncation) then ``<output>``."""
+    shown, elided = ran.output.render()
+    code = TIMEOUT_RETURNCODE if ran.timed_out else ran.returncode
+    lines = [f"<returncode>{code}</returncode>"]
+    if ran.timed_out:
+        lines.append(
+            f"<warning>The command timed out after {ran.timeout:g} s and was killed, "
+            "with every process it started. The output below is what it printed until then.</warning>"
+        )
+    if elided:
+        if shown:
+            lines.append(
+                f"<warning>The output had {ran.output.total} characters; {elided} in the middle "
+                "are not shown. Use head, tail or grep, or redirect the output to a file.</warning>"
+            )
+        else:
+            lines.append(
+                f"<warning>The output had {ran.output.total} characters; "
+                "none are shown (max_output=0).</warning>"
+            )
+    lines.extend(f"<warning>{note}</warning>" for note in ran.notes)
+    body = shown if not shown or shown.endswith("\n") else shown + "\n"
+    lines.append(f"<output>\n{body}</output>")
+    return Observation("\n".join(lines), code, ran.timed_out, ran.duration)

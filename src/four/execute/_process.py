@@ -1,0 +1,198 @@
+"""Run one process to completion with a deadline, reading its output into a bounded buffer.
+
+The process starts in a new session (so its process group holds everything it starts),
+with stdin closed and stderr merged into stdout. Its exit is watched through a pidfd,
+so a background child that keeps the output pipe open cannot stall the read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+
+from four.execute._output import OutputBuffer, Ran
+
+CHUNK = 1 << 16
+LINGER = 0.25
+"""Seconds to wait for the output pipe to close after the command's own process exits."""
+DRAIN = 1.0
+"""Seconds to wait for the pipe to close after a kill (an escaped process may hold it)."""
+
+HELD_OPEN = (
+    "Background processes still writing to the output when the command ended were "
+    "stopped. To keep one running, redirect its output: cmd > log.txt 2>&1 &"
+)
+
+
+def kill_group(pgid: int) -> None:
+    """SIGKILL a whole process group; a group already gone is not an error."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def pipe_holders(pgid: int, fd: int) -> list[int]:
+    """Processes of group ``pgid`` that hold the other end of the pipe read through ``fd``.
+
+    Linux only (it reads /proc); elsewhere, or when /proc cannot be read, returns [].
+    """
+    target = f"pipe:[{os.fstat(fd).st_ino}]"
+    found: list[int] = []
+    try:
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return found
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                stat = f.read()
+            # Fields after the parenthesised command name: state, ppid, pgrp, ...
+            if int(stat[stat.rindex(b")") + 2 :].split()[2]) != pgid:
+                continue
+            fds = os.listdir(f"/proc/{pid}/fd")
+            if any(os.readlink(f"/proc/{pid}/fd/{n}") == target for n in fds):
+                found.append(pid)
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def run_captured(
+    argv: Sequence[str],
+    output: OutputBuffer,
+    timeout: float,
+    *,
+    cwd: str | None = None,
+    env: Mapping[str, str] | None = None,
+    on_timeout: Callable[[subprocess.Popen[bytes]], None] | None = None,
+) -> Ran:
+    """Run ``argv`` and read its output into ``output`` until it ends or ``timeout`` passes.
+
+    At the timeout ``on_timeout`` runs first (a container kills inside itself), then the
+    process group is killed. When the process exits but children still hold the output
+    open, after ``LINGER`` seconds those children are killed and a note says so.
+    Raises OSError when the process cannot start (no such program, no such cwd).
+    """
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        list(argv),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        cwd=cwd,
+        env=dict(env) if env is not None else None,
+        start_new_session=True,
+        close_fds=True,
+    )
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    os.set_blocking(fd, False)
+    pidfd = os.pidfd_open(proc.pid)
+    selector = selectors.DefaultSelector()
+    selector.register(fd, selectors.EVENT_READ)
+    selector.register(pidfd, selectors.EVENT_READ)
+    deadline = start + timeout
+    exited_at: float | None = None
+    timed_out = False
+    notes: list[str] = []
+    completed = False
+    try:
+        while True:
+            now = time.monotonic()
+            until = deadline if exited_at is None else min(deadline, exited_at + LINGER)
+            if now >= until:
+                if exited_at is None:
+                    timed_out = True
+                    _timed_out(proc, on_timeout)
+                else:
+                    notes.append(HELD_OPEN)
+                    _stop_holders(proc.pid, fd)
+                _drain(fd, output, DRAIN)
+                break
+            more, exited = _pump(selector, fd, output, until - now)
+            if not more:
+                break  # end of output
+            if exited:
+                selector.unregister(pidfd)
+                exited_at = time.monotonic()
+        if proc.poll() is None:  # the output closed, the process goes on
+            try:
+                proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _timed_out(proc, on_timeout)
+        completed = True
+    finally:
+        selector.close()
+        os.close(pidfd)
+        proc.stdout.close()
+        if not completed:  # an exception (Ctrl-C): leave nothing running
+            kill_group(proc.pid)
+        returncode = proc.wait()
+    output.finish()
+    return Ran(
+        None if timed_out else returncode,
+        output,
+        time.monotonic() - start,
+        timed_out,
+        timeout,
+        tuple(notes),
+    )
+
+
+def _timed_out(
+    proc: subprocess.Popen[bytes], on_timeout: Callable[[subprocess.Popen[bytes]], None] | None
+) -> None:
+    if on_timeout is not None:
+        on_timeout(proc)
+    kill_group(proc.pid)
+
+
+def _stop_holders(pgid: int, fd: int) -> None:
+    """Kill the processes of the group that keep the pipe open (all of the group if unknown)."""
+    holders = pipe_holders(pgid, fd)
+    for pid in holders:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    if not holders:
+        kill_group(pgid)
+
+
+def _pump(
+    selector: selectors.BaseSelector, fd: int, output: OutputBuffer, wait: float
+) -> tuple[bool, bool]:
+    """Wait up to ``wait`` s and read what is there: (output may go on, the process exited)."""
+    exited = False
+    for key, _ in selector.select(wait):
+        if key.fd != fd:
+            exited = True
+            continue
+        try:
+            data = os.read(fd, CHUNK)
+        except BlockingIOError:
+            continue
+        if not data:
+            return False, exited
+        output.feed(data)
+    return True, exited
+
+
+def _drain(fd: int, output: OutputBuffer, wait: float) -> None:
+    """Read what is left in the pipe until it closes or ``wait`` seconds pass."""
+    end = time.monotonic() + wait
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while (left := end - time.monotonic()) > 0:
+            if not selector.select(left):
+                continue
+            try:
+                data = os.read(fd, CHUNK)
+            except BlockingIOError:
+                continue
+            if not data:
+                return
+            output.feed(data)

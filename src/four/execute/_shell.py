@@ -1,0 +1,283 @@
+"""V2 with one long-lived bash: ``cd`` and exported variables persist between commands.
+
+Protocol: the command is written to a private file and the shell is sent one line,
+``source FILE </dev/null``, followed by a save of ``export -p`` and the working folder,
+and a ``printf`` of a fresh random sentinel with the return code. The reader scans the
+shell's merged output for that sentinel, feeding what precedes it to a bounded buffer.
+A command never reads the protocol: its stdin is /dev/null, and its text never passes
+through the shell's input, so an unbalanced quote in it is only a syntax error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import selectors
+import shlex
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+
+from returns.result import Failure, Result, Success
+
+from four._types import Action, ExecutionError, Observation, Submitted
+from four.execute._output import (
+    DEFAULT_INHERIT,
+    EXIT_SIGNAL,
+    SECRET_PATTERNS,
+    OutputBuffer,
+    Ran,
+    command_env,
+    conclude,
+)
+from four.execute._process import CHUNK, DRAIN, kill_group
+
+_TAIL = 64  # bytes kept back while scanning: a sentinel line may straddle two reads
+
+RESTARTED = (
+    "The shell was restarted{why}: the working directory and exported variables "
+    "of the last finished command were kept; shell functions, aliases and "
+    "unexported variables were lost, and background processes were stopped."
+)
+
+
+@dataclass(eq=False, slots=True, weakref_slot=True)
+class ShellEnv:
+    """V2: one persistent bash. A context manager; ``close()`` ends the shell.
+
+    See ``shell_env`` for the guarantees. ``restarts`` counts shells replaced after a
+    timeout or an exit. Thread-safe: commands run one at a time.
+    """
+
+    timeout: float = 120.0
+    max_output: int = 10_000
+    exit_signal: str = EXIT_SIGNAL
+    cwd: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)
+    inherit: tuple[str, ...] = DEFAULT_INHERIT
+    deny: tuple[str, ...] = SECRET_PATTERNS
+    shell: str = "bash"
+    restarts: int = field(default=0, repr=False)
+    _proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    _dir: str | None = field(default=None, repr=False)
+    _pidfd: int = field(default=-1, repr=False)
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+    _pids: list[int] = field(default_factory=list, repr=False)
+    _finalizer: weakref.finalize[[str, list[int]], ShellEnv] | None = field(
+        default=None, repr=False
+    )
+
+    # --- lifecycle ---------------------------------------------------------------
+
+    def __enter__(self) -> ShellEnv:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """End the shell and everything it started, and delete its private folder."""
+        with self._lock:
+            self._stop()
+            if self._finalizer is not None:
+                self._finalizer()  # removes the folder
+                self._finalizer = None
+            self._dir = None
+
+    @property
+    def pid(self) -> int | None:
+        """The running shell's pid (its process group id too), or None."""
+        return self._proc.pid if self._proc is not None else None
+
+    def _start(self) -> None:
+        if self._dir is None:
+            self._dir = tempfile.mkdtemp(prefix="four-shell-")
+            # The last resort if nobody closes us: the folder goes, the shell is killed.
+            self._finalizer = weakref.finalize(self, _cleanup, self._dir, self._pids)
+        proc = subprocess.Popen(
+            [self.shell, "--noprofile", "--norc"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            cwd=self.cwd,
+            env=command_env(self.inherit, self.deny, self.env),
+            start_new_session=True,
+            close_fds=True,
+        )
+        assert proc.stdout is not None
+        os.set_blocking(proc.stdout.fileno(), False)
+        self._proc, self._pidfd = proc, os.pidfd_open(proc.pid)
+        self._pids.append(proc.pid)
+        state = os.path.join(self._dir, "state")
+        if os.path.exists(state):  # a restart: come back where the last command left us
+            self._send(f"source {shlex.quote(state)} >/dev/null 2>&1\n")
+
+    def _stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        kill_group(proc.pid)
+        self._pids.remove(proc.pid)  # before the wait: a reaped pid may be reused
+        for stream in (proc.stdin, proc.stdout):
+            with contextlib.suppress(OSError):
+                if stream is not None:
+                    stream.close()
+        proc.wait()
+        os.close(self._pidfd)
+        self._pidfd = -1
+
+    def _send(self, line: str) -> None:
+        assert self._proc is not None and self._proc.stdin is not None
+        os.write(self._proc.stdin.fileno(), line.encode())
+
+    # --- running a command -----------------------------------------------------------
+
+    def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]:
+        from four.execute._local import check_command, unrunnable
+
+        problem = check_command(action.command)
+        if problem:
+            return Success(unrunnable(problem))
+        with self._lock:
+            try:
+                notes: tuple[str, ...] = ()
+                if self._proc is not None and self._proc.poll() is not None:
+                    # The shell died between commands (killed from outside, `kill $$ &`...).
+                    code = self._proc.returncode
+                    self._stop()
+                    self.restarts += 1
+                    notes = (RESTARTED.format(why=f" because it had exited with code {code}"),)
+                if self._proc is None:
+                    self._start()
+                ran = self._run(action.command, notes)
+            except OSError as exc:
+                self._stop()
+                return Failure(ExecutionError(f"the shell {self.shell} failed: {exc}"))
+            except BaseException:
+                self._stop()  # Ctrl-C mid-command: nothing of it may live on
+                raise
+        return conclude(ran)
+
+    def _run(self, command: str, notes: tuple[str, ...] = ()) -> Ran:
+        assert self._proc is not None and self._proc.stdout is not None and self._dir
+        start = time.monotonic()
+        folder = shlex.quote(self._dir)
+        script = os.path.join(self._dir, "command")
+        with open(script, "w", encoding="utf-8", errors="surrogateescape") as f:
+            f.write(command)
+            if not command.endswith("\n"):
+                f.write("\n")
+        token = "__FOUR_" + secrets.token_hex(12)
+        self._send(
+            f"builtin source {folder}/command </dev/null\n"
+            # Braces with 2>/dev/null: a user's `set -x` must not trace the protocol;
+            # `builtin`: a user's function named printf must not replace it.
+            f"{{ __four_rc=$?; builtin export -p >{folder}/state; "
+            f'builtin printf "cd -- %q\\n" "$PWD" >>{folder}/state; '
+            f"builtin printf '\\n{token} %d\\n' \"$__four_rc\"; }} 2>/dev/null\n"
+        )
+        output = OutputBuffer(self.max_output, self.exit_signal)
+        fd = self._proc.stdout.fileno()
+        marker = f"\n{token} ".encode()
+        pending = b""
+        deadline = start + self.timeout
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            selector.register(self._pidfd, selectors.EVENT_READ)
+            while (left := deadline - time.monotonic()) > 0:
+                data, exited = _read(selector, fd, left)
+                if data:
+                    pending += data
+                    found = pending.find(marker)
+                    if found >= 0:
+                        end = pending.find(b"\n", found + len(marker))
+                        if end >= 0:
+                            output.feed(pending[:found])
+                            output.finish()
+                            code = int(pending[found + len(marker) : end])
+                            return Ran(code, output, time.monotonic() - start, notes=notes)
+                        continue
+                    keep = max(len(pending) - _TAIL, 0)
+                    output.feed(pending[:keep])
+                    pending = pending[keep:]
+                if exited or data == b"":
+                    return self._died(output, pending, start, notes)
+        # Timeout: the command, the shell and all they started go; a new shell comes later.
+        output.feed(pending)
+        self._drain_and_stop(output)
+        self.restarts += 1
+        output.finish()
+        return Ran(
+            None,
+            output,
+            time.monotonic() - start,
+            timed_out=True,
+            timeout=self.timeout,
+            notes=(*notes, RESTARTED.format(why="")),
+        )
+
+    def _died(
+        self, output: OutputBuffer, pending: bytes, start: float, notes: tuple[str, ...]
+    ) -> Ran:
+        """The shell ended during the command (``exit 3``, ``exec``, a crash)."""
+        assert self._proc is not None
+        output.feed(pending)
+        proc = self._proc
+        self._drain_and_stop(output)
+        self.restarts += 1
+        output.finish()
+        code = proc.returncode
+        return Ran(
+            code,
+            output,
+            time.monotonic() - start,
+            notes=(*notes, RESTARTED.format(why=f" because it exited with code {code}")),
+        )
+
+    def _drain_and_stop(self, output: OutputBuffer) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        kill_group(self._proc.pid)
+        fd = self._proc.stdout.fileno()
+        end = time.monotonic() + DRAIN
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            while (left := end - time.monotonic()) > 0:
+                data, _ = _read(selector, fd, left)
+                if data == b"":
+                    break
+                if data:
+                    output.feed(data)
+        self._stop()
+
+
+def _read(selector: selectors.BaseSelector, fd: int, wait: float) -> tuple[bytes | None, bool]:
+    """Wait for output: (bytes read, b"" at its end, None if none yet; the shell exited)."""
+    data: bytes | None = None
+    exited = False
+    for key, _ in selector.select(wait):
+        if key.fd != fd:
+            exited = True
+            continue
+        try:
+            data = os.read(fd, CHUNK)
+        except BlockingIOError:
+            continue
+    return data, exited
+
+
+def _cleanup(folder: str, pids: list[int]) -> None:
+    for pid in pids:
+        kill_group(pid)
+    shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,23 @@
+"""V1 parsers: a reply to the actions it asks for, a submission, or a format error.
+
+    regex_parse()      shell commands in fenced blocks of a text reply
+    toolcall_parse()   calls of the ``bash`` tool (chat completions or Responses API)
+
+Both share one completion rule (see ``four.parse._finish``): a reply with no action is a
+submission only when a line of it is the exit signal (or, with
+``finish_on_plain_text=True``, when it is plain text with no fence). An empty or
+unreadable reply is a ``FormatError`` whose feedback names the format to use.
+"""
+
+from four.parse._regex import DEFAULT_TAGS, Block, RegexParse, fenced_blocks, regex_parse
+from four.parse._toolcall import ToolcallParse, toolcall_parse
+
+__all__ = [
+    "DEFAULT_TAGS",
+    "Block",
+    "RegexParse",
+    "ToolcallParse",
+    "fenced_blocks",
+    "regex_parse",
+    "toolcall_parse",
+]

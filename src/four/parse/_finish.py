@@ -1,0 +1,70 @@
+"""The completion rule shared by both parsers, for a reply that asks to run nothing.
+
+A reply with no action is a submission only when:
+
+1. a line of its content, stripped, is exactly the exit signal: the submission is
+   the content without that line; or
+2. the parser was made with ``finish_on_plain_text=True`` and the content is
+   non-blank text with no code fence at all: the submission is the whole text.
+
+Anything else (an empty reply, a reply with only a ``python`` block, an unclosed fence,
+prose when plain text does not finish) is a ``FormatError`` fed back to the model.
+``reply.reasoning`` is never read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from returns.result import Failure, Result
+
+from four._types import Action, FormatError, Rejected, Submitted
+
+
+def signal_submission(content: str, exit_signal: str) -> str | None:
+    """The submission if a line of ``content`` is the exit signal, else None.
+
+    >>> signal_submission("All fixed.\\nCOMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")
+    'All fixed.'
+    """
+    if not exit_signal:
+        return None
+    lines = content.splitlines()
+    for index, line in enumerate(lines):
+        if line.strip().strip("`").strip() == exit_signal:
+            return "\n".join(lines[:index] + lines[index + 1 :]).strip()
+    return None
+
+
+def finish_rule(exit_signal: str, finish_on_plain_text: bool) -> str:
+    """How to finish, in the words the model is given."""
+    text = (
+        f"To finish, run a command whose output starts with the line {exit_signal} "
+        f"followed by your final output (echo {exit_signal} && cat result.txt), "
+        f"or reply with {exit_signal} alone on a line"
+    )
+    if finish_on_plain_text:
+        return text + ", or reply with your final answer as plain text and no code block."
+    return text + "."
+
+
+def no_action(
+    content: str,
+    exit_signal: str,
+    finish_on_plain_text: bool,
+    has_fence: bool,
+    problem: str,
+    expected: str,
+) -> Result[Sequence[Action | Rejected], FormatError | Submitted]:
+    """Apply the completion rule to a reply with no action.
+
+    The feedback is ``problem`` (or "empty" for a blank reply), then ``expected``.
+    """
+    submitted = signal_submission(content, exit_signal)
+    if submitted is not None:
+        return Failure(Submitted(submitted))
+    if finish_on_plain_text and content.strip() and not has_fence:
+        return Failure(Submitted(content.strip()))
+    if not content.strip():
+        problem = "Your reply was empty, so nothing was run."
+    return Failure(FormatError(f"{problem}\n\n{expected}"))

@@ -1,0 +1,251 @@
+"""V1 for text replies: shell commands in fenced code blocks.
+
+A line scanner, not one regex over the whole reply: an opening fence is a line of three
+or more backticks (or tildes) with an info string; its closing fence is a later line
+holding only the same character, at least as many times. Inside a shell block,
+here-documents are followed, so a fence line inside ``cat <<'EOF' ... EOF`` does not
+close the block. Text outside fences is prose and never runs.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from returns.result import Failure, Result, Success
+
+from four._types import Action, FormatError, Rejected, Reply, Submitted
+from four.execute._output import EXIT_SIGNAL
+from four.parse._finish import finish_rule, no_action
+
+DEFAULT_TAGS: tuple[str, ...] = ("mswea_bash_command", "bash", "sh", "shell", "console", "zsh")
+"""Info-string tags whose blocks are run (compared in lower case)."""
+
+_OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+# `<<` or `<<-` then a word, optionally quoted; `<<<` (a here-string) is not a heredoc.
+_HEREDOC = re.compile(
+    r"(?<!<)<<(?!<)(?P<dash>-?)[ \t]*"
+    r"(?:'(?P<single>[^'\n]+)'|\"(?P<double>[^\"\n]+)\"|\\?(?P<bare>[A-Za-z_][A-Za-z0-9_]*))"
+)
+_CODE = re.compile(r"<code>(.*?)</code>", re.DOTALL | re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """One fenced block: its tag (lower case, "" if none), body, first and last line (1-based).
+
+    ``last`` is the closing fence's line, or the reply's last line if the block is open.
+    """
+
+    tag: str
+    body: str
+    line: int
+    last: int
+    closed: bool = True
+
+
+def fenced_blocks(text: str, shell_tags: Sequence[str] = DEFAULT_TAGS) -> list[Block]:
+    """The fenced blocks of ``text``, in order; a block left open runs to the end.
+
+    >>> [b.tag for b in fenced_blocks("a\\n```python\\nx\\n```\\nb\\n```bash\\nls\\n```")]
+    ['python', 'bash']
+    """
+    lines = [line.rstrip("\r") for line in text.split("\n")]
+    blocks: list[Block] = []
+    index = 0
+    while index < len(lines):
+        opened = _OPEN.match(lines[index])
+        # A backtick fence's info string cannot hold backticks (```x``` is inline code).
+        if opened is None or (opened["fence"][0] == "`" and "`" in opened["info"]):
+            index += 1
+            continue
+        fence, indent = opened["fence"], len(opened["indent"].expandtabs(4))
+        words = opened["info"].strip().strip("{}").split()
+        tag = words[0].lower().lstrip(".") if words else ""
+        start = index + 1
+        close = _closing(lines, start, fence, heredocs=tag in shell_tags)
+        if close is None and tag in shell_tags:
+            # An unterminated heredoc (or `x << y` arithmetic): scan as plain markdown.
+            close = _closing(lines, start, fence, heredocs=False)
+        end = len(lines) if close is None else close
+        body = "\n".join(_unindent(line, indent) for line in lines[start:end])
+        blocks.append(Block(tag, body, index + 1, min(end + 1, len(lines)), close is not None))
+        index = end + 1
+    return blocks
+
+
+def _closing(lines: Sequence[str], start: int, fence: str, heredocs: bool) -> int | None:
+    pending: list[tuple[str, bool]] = []  # heredoc delimiters still open, tab-stripping
+    for index in range(start, len(lines)):
+        line = lines[index]
+        if pending:
+            delimiter, strip_tabs = pending[0]
+            if (line.lstrip("\t") if strip_tabs else line) == delimiter:
+                pending.pop(0)
+            continue
+        stripped = line.strip()
+        if (
+            len(stripped) >= len(fence)
+            and stripped == stripped[0] * len(stripped)
+            and stripped[0] == fence[0]
+        ):
+            return index
+        if heredocs and "<<" in line:
+            for m in _HEREDOC.finditer(_without_comment(line)):
+                word = m["single"] or m["double"] or m["bare"]
+                pending.append((word, m["dash"] == "-"))
+    return None
+
+
+def _without_comment(line: str) -> str:
+    """The line up to an unquoted ``#`` that starts a comment (good enough for heredocs)."""
+    quote = ""
+    for i, ch in enumerate(line):
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (i == 0 or line[i - 1] in " \t;"):
+            return line[:i]
+    return line
+
+
+def _unindent(line: str, indent: int) -> str:
+    """Remove up to ``indent`` leading spaces (an indented fence indents its body)."""
+    removed = 0
+    while removed < indent and removed < len(line) and line[removed] == " ":
+        removed += 1
+    return line[removed:]
+
+
+def _console(body: str) -> str:
+    """A ``console`` block shows a session: run only its ``$ `` prompt lines, if it has any."""
+    prompts = [line.lstrip()[2:] for line in body.splitlines() if line.lstrip().startswith("$ ")]
+    return "\n".join(prompts) if prompts else body
+
+
+@dataclass(frozen=True, slots=True)
+class RegexParse:
+    """V1 for text replies. See ``regex_parse``."""
+
+    tags: tuple[str, ...] = DEFAULT_TAGS
+    code_tags: bool = False
+    one_action: bool = False
+    finish_on_plain_text: bool = False
+    exit_signal: str = EXIT_SIGNAL
+
+    def expected(self) -> str:
+        """The reply format, as the model is told it after a format error."""
+        tag = "bash" if "bash" in self.tags else self.tags[0] if self.tags else "bash"
+        count = "exactly one fenced block" if self.one_action else "one or more fenced blocks"
+        return (
+            f"Reply with {count} tagged {tag}, holding the shell commands to run, e.g.\n\n"
+            f"```{tag}\nls -la\n```\n\n"
+            "Commands run with bash; text outside the block is not run. "
+            + finish_rule(self.exit_signal, self.finish_on_plain_text)
+        )
+
+    def _error(self, problem: str) -> FormatError:
+        return FormatError(f"{problem}\n\n{self.expected()}")
+
+    def __call__(
+        self, reply: Reply, /
+    ) -> Result[Sequence[Action | Rejected], FormatError | Submitted]:
+        content = reply.content
+        tags = tuple(t.lower() for t in self.tags)
+        blocks = fenced_blocks(content, tags)
+        for block in blocks:
+            if not block.closed and (block.tag in tags or block.body.strip()):
+                what = f"```{block.tag} block" if block.tag else "``` block"
+                return Failure(
+                    self._error(
+                        f"Your {what} that opens on line {block.line} is never closed "
+                        "(no line with only ``` after it), so nothing was run."
+                    )
+                )
+        shell = [b for b in blocks if b.tag in tags]
+        if shell:
+            commands = [
+                (_console(b.body) if b.tag == "console" else b.body).strip("\n") for b in shell
+            ]
+            for block, command in zip(shell, commands, strict=True):
+                if not command.strip():
+                    return Failure(
+                        self._error(
+                            f"The ```{block.tag} block on line {block.line} is empty, "
+                            "so nothing was run."
+                        )
+                    )
+            if self.one_action and len(commands) > 1:
+                return Failure(
+                    self._error(
+                        f"Your reply has {len(commands)} shell blocks (on lines "
+                        f"{', '.join(str(b.line) for b in shell)}); nothing was run."
+                    )
+                )
+            return Success([Action(command) for command in commands])
+        if self.code_tags:
+            prose = _prose(content, blocks)
+            snippets = [html.unescape(m).strip() for m in _CODE.findall(prose)]
+            snippets = [s for s in snippets if s]
+            if snippets and not (self.one_action and len(snippets) > 1):
+                return Success([Action(s) for s in snippets])
+        others = sorted({b.tag or "untagged" for b in blocks if b.body.strip()})
+        if others:
+            problem = (
+                f"Your reply has code blocks ({', '.join(others)}) but no block tagged "
+                f"{' or '.join(tags)}, so nothing was run."
+            )
+        else:
+            problem = "Your reply has no fenced ```bash block, so nothing was run."
+        return no_action(
+            content,
+            self.exit_signal,
+            self.finish_on_plain_text,
+            bool(blocks),
+            problem,
+            self.expected(),
+        )
+
+
+def _prose(content: str, blocks: Sequence[Block]) -> str:
+    """The content outside fenced blocks (for ``<code>`` tags)."""
+    if not blocks:
+        return content
+    lines = content.split("\n")
+    inside = {i for b in blocks for i in range(b.line - 1, b.last)}
+    return "\n".join(line for i, line in enumerate(lines) if i not in inside)
+
+
+def regex_parse(
+    tags: Sequence[str] = DEFAULT_TAGS,
+    *,
+    code_tags: bool = False,
+    one_action: bool = False,
+    finish_on_plain_text: bool = False,
+    exit_signal: str = EXIT_SIGNAL,
+) -> RegexParse:
+    """V1 that reads shell commands from fenced blocks of ``reply.content``.
+
+    Every block tagged with one of ``tags`` (``mswea_bash_command``, ``bash``, ``sh``,
+    ``shell``, ``console``, ``zsh``) is one action, in order; a ``console`` block runs
+    only its ``$ `` lines. Other fences (``python``, untagged) and prose never run.
+    A closing fence is a line holding only backticks, so a backtick inside a command
+    is fine, and a here-document that contains fence lines stays whole. ``<code>``
+    tags are read only with ``code_tags=True``. ``one_action=True`` demands exactly
+    one block per reply.
+
+    Completion rule, when no block asks to run anything: the reply is a submission if a
+    line of it is the ``exit_signal`` (the rest of the text is the output), or, with
+    ``finish_on_plain_text=True``, if it is non-blank text with no fence at all.
+    Everything else (an empty reply, an unclosed fence, only a python block, an empty
+    block) is a ``FormatError`` whose feedback says what was wrong and what to send.
+
+    >>> from four import Assistant
+    >>> regex_parse()(Assistant("Let me look.\\n```bash\\nls -la\\n```")).unwrap()
+    [Action(command='ls -la', call_id=None)]
+    """
+    return RegexParse(tuple(tags), code_tags, one_action, finish_on_plain_text, exit_signal)

@@ -1,0 +1,117 @@
+"""V1 for tool-call replies: one action per good ``bash`` call, one rejection per bad one."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import cast
+
+from returns.result import Result, Success
+
+from four._types import Action, FormatError, Rejected, Reply, Submitted, ToolCall
+from four.execute._output import EXIT_SIGNAL
+from four.parse._finish import finish_rule, no_action
+
+
+@dataclass(frozen=True, slots=True)
+class ToolcallParse:
+    """V1 for tool calls. See ``toolcall_parse``."""
+
+    tool: str = "bash"
+    argument: str = "command"
+    finish_on_plain_text: bool = False
+    exit_signal: str = EXIT_SIGNAL
+
+    def usage(self) -> str:
+        """How to call the tool, in the words the model is given."""
+        return (
+            f'Call the `{self.tool}` tool with arguments {{"{self.argument}": "<shell command>"}}.'
+        )
+
+    def __call__(
+        self, reply: Reply, /
+    ) -> Result[Sequence[Action | Rejected], FormatError | Submitted]:
+        if reply.tool_calls:
+            return Success([self._read(call) for call in reply.tool_calls])
+        has_fence = "```" in reply.content or "~~~" in reply.content
+        return no_action(
+            reply.content,
+            self.exit_signal,
+            self.finish_on_plain_text,
+            has_fence,
+            "Your reply has no tool call, so nothing was run.",
+            self.usage() + " " + finish_rule(self.exit_signal, self.finish_on_plain_text),
+        )
+
+    def _read(self, call: ToolCall) -> Action | Rejected:
+        """The action a call asks for, or why it cannot run (never an exception)."""
+        if call.name != self.tool:
+            return Rejected(
+                call.id, f"There is no tool named {call.name!r}; nothing was run. {self.usage()}"
+            )
+        arguments = _decode(cast(object, call.arguments))
+        if isinstance(arguments, str):
+            return Rejected(call.id, f"{arguments} Nothing was run. {self.usage()}")
+        command = arguments.get(self.argument)
+        if not isinstance(command, str) or not command.strip():
+            got = (
+                f"no {self.argument!r} key (keys: {', '.join(map(repr, arguments)) or 'none'})"
+                if command is None
+                else f"{self.argument!r} is {_kind(command)}, not a non-empty string"
+            )
+            return Rejected(call.id, f"The arguments have {got}. Nothing was run. {self.usage()}")
+        return Action(command, call.id)
+
+
+def _decode(raw: object) -> Mapping[str, object] | str:
+    """The arguments as a mapping, or the problem with them (as text)."""
+    value = raw
+    if isinstance(raw, str):
+        try:
+            value = json.loads(raw)
+            if isinstance(value, str):  # JSON text encoded twice: unwrap once
+                value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            return f"The arguments are not valid JSON ({exc.msg} at character {exc.pos})."
+        except RecursionError:
+            return "The arguments are nested too deeply to read."
+    # Arguments already decoded by the model client are accepted as they are.
+    if isinstance(value, Mapping):
+        return {str(k): v for k, v in cast(Mapping[object, object], value).items()}
+    return f"The arguments must be a JSON object, not {_kind(value)}."
+
+
+def _kind(value: object) -> str:
+    names = {list: "a list", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
+    if value is None:
+        return "null"
+    return names.get(type(value), type(value).__name__)
+
+
+def toolcall_parse(
+    tool: str = "bash",
+    argument: str = "command",
+    *,
+    finish_on_plain_text: bool = False,
+    exit_signal: str = EXIT_SIGNAL,
+) -> ToolcallParse:
+    """V1 that reads ``reply.tool_calls``: one result per call, never a dropped call.
+
+    A call of ``tool`` whose JSON ``arguments`` hold a non-empty string ``argument``
+    becomes ``Action(command, call.id)``. Every other call (an unknown tool, arguments
+    that are not JSON, not an object, or lack the command) becomes
+    ``Rejected(call.id, error)``, which the loop answers with that error as the call's
+    result, so each call id gets a result. Arguments that arrive already decoded (a
+    dict) are accepted; a JSON string holding JSON is unwrapped once.
+
+    A reply with no tool call follows the completion rule of ``regex_parse``: a
+    submission if a line of its content is ``exit_signal``, or (with
+    ``finish_on_plain_text=True``) if it is non-blank text with no fence; otherwise a
+    ``FormatError`` telling the model how to call the tool and how to finish.
+
+    >>> from four import Assistant, ToolCall
+    >>> toolcall_parse()(Assistant("", (ToolCall("c1", "bash", '{"command": "ls"}'),))).unwrap()
+    [Action(command='ls', call_id='c1')]
+    """
+    return ToolcallParse(tool, argument, finish_on_plain_text, exit_signal)

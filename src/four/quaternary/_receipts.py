@@ -1,0 +1,453 @@
+"""Lossless JSON serialisation of receipt traces (schema "four.quaternary.receipts", v1).
+
+Document layout::
+
+    {"format": "four.quaternary.receipts", "version": 1, "receipts": [ENTRY, ...]}
+
+An ENTRY is ``{"type": "evaluation", "verdict": int, "payload": V, "arcs": [V],
+"action": str, "index": int, "after": DELTA, "digest": hex}`` or ``{"type": "event",
+"event": {"kind", "lease_id", "outcome", "dependency", "clock"}, "action": str,
+"after": DELTA, "digest": hex}``. The first entry, and any entry whose before-state
+is not the previous after-state, also has ``"before": STATE`` (a full state); the
+others reuse the previous after-state, so a trace costs O(total changes), not
+O(receipts x state size).
+
+A STATE has the thirteen ControllerState fields (sets as sorted lists, the dependency
+record as an object, the lease as an object or null). A DELTA lists only the fields
+that changed: a set field as ``{"add": [...], "remove": [...]}`` (additions in the
+order the controller made them), outcomes as ``{"add": [[name, outcome], ...]}``
+(merged and re-sorted by name) or ``{"replace": [...]}``, any other field as its new
+value. A value V is JSON null, bool, int or string, or one of ``{"float": repr}``,
+``{"tuple": [V]}``, ``{"set": [V]}``, ``{"evidence": V}``, ``{"compute": V}``.
+String enums are written as their values and read back as members.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from enum import Enum
+from typing import Any, Final, TypeVar
+
+from ._accounting_py import FORMAT_VERSION
+from ._core import ComputeNeed, EvidenceNeed, Verdict
+from ._state import (
+    CandidateDisposition,
+    ControllerAction,
+    ControllerEvent,
+    ControllerEventKind,
+    ControllerState,
+    ControllerStatus,
+    DependencyRecord,
+    EvaluationReceipt,
+    EventReceipt,
+    Lease,
+    LeaseKind,
+    ResolutionOutcome,
+    TransitionReceipt,
+    _Prefix,
+    make_record,
+    make_state,
+    outcome_prefix,
+    raw_outcomes,
+    raw_state,
+    raw_used,
+    set_prefix,
+)
+
+__all__ = ["FORMAT", "dump_receipts", "load_receipts"]
+
+FORMAT: Final = "four.quaternary.receipts"
+_SCALARS: Final = (
+    "evidence_budget",
+    "compute_budget",
+    "dependency_budget",
+    "status",
+    "candidate_disposition",
+    "evaluation_count",
+    "clock",
+    "pending_lease",
+    "held_reason",
+)
+_E = TypeVar("_E", bound=Enum)
+
+
+# --------------------------------------------------------------------------- values
+
+
+def _value(value: object) -> Any:
+    if value is None or isinstance(value, bool | str):
+        return value.value if isinstance(value, Enum) else value
+    if isinstance(value, int):
+        return int(value)
+    if type(value) is float:
+        return {"float": repr(value)}
+    if type(value) is tuple:
+        return {"tuple": [_value(v) for v in value]}
+    if type(value) is frozenset or type(value) is set:
+        return {"set": _sorted_values(value)}
+    if type(value) is EvidenceNeed:
+        return {"evidence": _value(value.evidence)}
+    if type(value) is ComputeNeed:
+        return {"compute": _value(value.step)}
+    raise TypeError(f"{type(value).__name__} values cannot be stored in a receipt document")
+
+
+def _sort_key(item: Any) -> str:
+    return json.dumps(item, sort_keys=True)
+
+
+def _sorted_values(items: Iterable[object]) -> list[Any]:
+    return sorted((_value(v) for v in items), key=_sort_key)
+
+
+def _unvalue(data: Any) -> Any:
+    if data is None or isinstance(data, bool | int | str):
+        return data
+    if isinstance(data, float):
+        return data
+    if isinstance(data, dict) and len(data) == 1:
+        ((tag, inner),) = data.items()
+        if tag == "float":
+            return float(inner)
+        if tag == "tuple":
+            return tuple(_unvalue(v) for v in inner)
+        if tag == "set":
+            return frozenset(_unvalue(v) for v in inner)
+        if tag == "evidence":
+            return EvidenceNeed(_unvalue(inner))
+        if tag == "compute":
+            return ComputeNeed(_unvalue(inner))
+    raise ValueError(f"not a receipt value: {data!r}")
+
+
+def _member(enum: type[_E], data: Any) -> _E | Any:
+    value = _unvalue(data)
+    try:
+        return enum(value)
+    except (ValueError, TypeError):
+        return value
+
+
+# --------------------------------------------------------------------------- states
+
+
+def _lease(lease: Lease | None) -> Any:
+    if lease is None:
+        return None
+    return {
+        "lease_id": _value(lease.lease_id),
+        "kind": _value(lease.kind),
+        "obligation": _value(lease.obligation),
+        "deadline": _value(lease.deadline),
+    }
+
+
+def _unlease(data: Any) -> Lease | None:
+    if data is None:
+        return None
+    return Lease(
+        _unvalue(data["lease_id"]),
+        _member(LeaseKind, data["kind"]),
+        _unvalue(data["obligation"]),
+        _unvalue(data["deadline"]),
+    )
+
+
+def _scalar(name: str, value: object) -> Any:
+    return _lease(value) if name == "pending_lease" else _value(value)  # type: ignore[arg-type]
+
+
+def _unscalar(name: str, data: Any) -> Any:
+    if name == "pending_lease":
+        return _unlease(data)
+    if name == "status":
+        return _member(ControllerStatus, data)
+    if name == "candidate_disposition":
+        return None if data is None else _member(CandidateDisposition, data)
+    return _unvalue(data)
+
+
+def _pairs(pairs: Iterable[tuple[Any, Any]]) -> list[Any]:
+    return [[_value(name), _value(outcome)] for name, outcome in pairs]
+
+
+def _unpairs(data: Any) -> tuple[tuple[Any, Any], ...]:
+    return tuple((_unvalue(n), _member(ResolutionOutcome, o)) for n, o in data)
+
+
+def _full_state(state: ControllerState) -> dict[str, Any]:
+    deps = state.dependencies
+    out: dict[str, Any] = {
+        "exclusions": _sorted_values(state.exclusions),
+        "used_evidence": _sorted_values(state.used_evidence),
+        "used_compute": _sorted_values(state.used_compute),
+        "dependencies": {
+            "used": _sorted_values(deps.used),
+            "unresolved": _sorted_values(deps.unresolved),
+            "relation": _sorted_values(deps.relation),
+            "outcomes": _pairs(deps.outcomes),
+        },
+    }
+    for name in _SCALARS:
+        out[name] = _scalar(name, getattr(state, name))
+    return out
+
+
+def _read_state(data: dict[str, Any]) -> ControllerState:
+    deps = data["dependencies"]
+    record = DependencyRecord(
+        frozenset(_unvalue(v) for v in deps["used"]),
+        frozenset(_unvalue(v) for v in deps["unresolved"]),
+        frozenset(_unvalue(v) for v in deps["relation"]),
+        _unpairs(deps["outcomes"]),
+    )
+    return ControllerState(
+        frozenset(_unvalue(v) for v in data["exclusions"]),
+        frozenset(_unvalue(v) for v in data["used_evidence"]),
+        frozenset(_unvalue(v) for v in data["used_compute"]),
+        record,
+        **{name: _unscalar(name, data[name]) for name in _SCALARS},
+    )
+
+
+def _set_delta(old: Any, new: Any) -> dict[str, Any] | None:
+    if old is new:
+        return None
+    if type(old) is _Prefix and type(new) is _Prefix and old.log is new.log and old.n <= new.n:
+        if old.n == new.n:
+            return None
+        return {"add": [_value(v) for v in new.log.keys[old.n : new.n]]}
+    before = old.as_set() if type(old) is _Prefix else old
+    after = new.as_set() if type(new) is _Prefix else new
+    if before == after:
+        return None
+    delta: dict[str, Any] = {"add": _sorted_values(after - before)}
+    if before - after:
+        delta["remove"] = _sorted_values(before - after)
+    return delta
+
+
+def _apply_set(raw: Any, delta: dict[str, Any] | None) -> Any:
+    if delta is None:
+        return raw
+    added = [_unvalue(v) for v in delta.get("add", ())]
+    if "remove" in delta:
+        current = raw.as_set() if type(raw) is _Prefix else raw
+        removed = frozenset(_unvalue(v) for v in delta["remove"])
+        return (current - removed) | frozenset(added)
+    prefix = set_prefix(raw)
+    for item in added:
+        if prefix.contains(item):
+            raise ValueError(f"receipt document adds a member twice: {item!r}")
+        prefix = prefix.added(item)
+    return prefix
+
+
+def _outcome_delta(old: Any, new: Any) -> dict[str, Any] | None:
+    if old is new:
+        return None
+    if type(old) is _Prefix and type(new) is _Prefix and old.log is new.log and old.n <= new.n:
+        if old.n == new.n:
+            return None
+        log = new.log
+        return {"add": _pairs(zip(log.keys[old.n : new.n], log.values[old.n : new.n], strict=True))}
+    before = old.as_outcomes() if type(old) is _Prefix else old
+    after = new.as_outcomes() if type(new) is _Prefix else new
+    return None if before == after else {"replace": _pairs(after)}
+
+
+def _apply_outcomes(raw: Any, delta: dict[str, Any] | None) -> Any:
+    if delta is None:
+        return raw
+    if "replace" in delta:
+        return _unpairs(delta["replace"])
+    prefix = outcome_prefix(raw)
+    for name, outcome in _unpairs(delta["add"]):
+        if prefix.contains(name):
+            raise ValueError(f"receipt document records an outcome twice: {name!r}")
+        prefix = prefix.added(name, outcome)
+    return prefix
+
+
+def _delta(before: ControllerState, after: ControllerState) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, old, new in zip(
+        ("exclusions", "used_evidence", "used_compute"),
+        raw_state(before),
+        raw_state(after),
+        strict=True,
+    ):
+        change = _set_delta(old, new)
+        if change is not None:
+            out[name] = change
+    old_deps, new_deps = before.dependencies, after.dependencies
+    if old_deps is not new_deps:
+        deps: dict[str, Any] = {}
+        for name, old, new in (
+            ("used", raw_used(old_deps), raw_used(new_deps)),
+            ("unresolved", old_deps.unresolved, new_deps.unresolved),
+            ("relation", old_deps.relation, new_deps.relation),
+        ):
+            change = _set_delta(old, new)
+            if change is not None:
+                deps[name] = change
+        change = _outcome_delta(raw_outcomes(old_deps), raw_outcomes(new_deps))
+        if change is not None:
+            deps["outcomes"] = change
+        if deps:
+            out["dependencies"] = deps
+    for name in _SCALARS:
+        old_value, new_value = getattr(before, name), getattr(after, name)
+        if old_value is not new_value and (
+            type(old_value) is not type(new_value) or old_value != new_value
+        ):
+            out[name] = _scalar(name, new_value)
+    return out
+
+
+def _apply_eager(value: frozenset[Any], delta: dict[str, Any] | None) -> frozenset[Any]:
+    if delta is None:
+        return value
+    removed = frozenset(_unvalue(v) for v in delta.get("remove", ()))
+    return (value - removed) | frozenset(_unvalue(v) for v in delta.get("add", ()))
+
+
+def _apply(before: ControllerState, delta: dict[str, Any]) -> ControllerState:
+    """The after-state: `before` with `delta` applied, sharing its logs where it can.
+
+    Scalar invariants are checked; the dependency record is not re-validated (a
+    tampered document still loads, and its audit reports the inconsistency).
+    """
+    if not delta:
+        return before
+    excl, evid, comp = raw_state(before)
+    record = before.dependencies
+    deps = delta.get("dependencies")
+    if deps:
+        record = make_record(
+            _apply_set(raw_used(record), deps.get("used")),
+            _apply_eager(record.unresolved, deps.get("unresolved")),
+            _apply_eager(record.relation, deps.get("relation")),
+            _apply_outcomes(raw_outcomes(record), deps.get("outcomes")),
+        )
+    scalars = [
+        _unscalar(name, delta[name]) if name in delta else getattr(before, name)
+        for name in _SCALARS
+    ]
+    state = make_state(
+        _apply_set(excl, delta.get("exclusions")),
+        _apply_set(evid, delta.get("used_evidence")),
+        _apply_set(comp, delta.get("used_compute")),
+        record,
+        *scalars,
+    )
+    state.__post_init__()
+    return state
+
+
+# --------------------------------------------------------------------------- documents
+
+
+def dump_receipts(receipts: Iterable[TransitionReceipt]) -> str:
+    """Serialise a trace to a versioned JSON document (see the module docstring).
+
+    >>> from four.quaternary import QICTConfig, QICTController, no
+    >>> controller = QICTController(QICTConfig(failure_alphabet={"a"}))
+    >>> _ = controller.process(no("a"))
+    >>> load_receipts(dump_receipts(controller.receipts)) == controller.receipts
+    True
+    """
+    entries: list[dict[str, Any]] = []
+    previous: ControllerState | None = None
+    for receipt in receipts:
+        if isinstance(receipt, EvaluationReceipt):
+            entry: dict[str, Any] = {
+                "type": "evaluation",
+                "verdict": _value(receipt.verdict),
+                "payload": _value(receipt.payload),
+                "arcs": _sorted_values(receipt.dependency_arcs),
+                "action": _value(receipt.action),
+                "index": _value(receipt.evaluation_index),
+            }
+        elif isinstance(receipt, EventReceipt):
+            event = receipt.event
+            entry = {
+                "type": "event",
+                "event": {
+                    "kind": _value(event.kind),
+                    "lease_id": _value(event.lease_id),
+                    "outcome": _value(event.outcome),
+                    "dependency": _value(event.dependency),
+                    "clock": _value(event.clock),
+                },
+                "action": _value(receipt.action),
+            }
+        else:
+            raise TypeError(f"not a transition receipt: {type(receipt).__name__}")
+        before = receipt.before
+        if previous is None or (before is not previous and before != previous):
+            entry["before"] = _full_state(before)
+        entry["after"] = _delta(before, receipt.after)
+        entry["digest"] = receipt.digest.hex()
+        entries.append(entry)
+        previous = receipt.after
+    return json.dumps(
+        {"format": FORMAT, "version": FORMAT_VERSION, "receipts": entries},
+        ensure_ascii=True,
+        separators=(",", ":"),
+    )
+
+
+def load_receipts(text: str) -> list[TransitionReceipt]:
+    """Read a document written by `dump_receipts` back into receipts (equal to the originals).
+
+    Raises `ValueError` for another format or version, or a malformed document.
+    """
+    document = json.loads(text)
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        raise ValueError("not a four.quaternary receipts document")
+    if document.get("version") != FORMAT_VERSION:
+        raise ValueError(f"unsupported receipts document version: {document.get('version')!r}")
+    receipts: list[TransitionReceipt] = []
+    previous: ControllerState | None = None
+    try:
+        for entry in document["receipts"]:
+            if "before" in entry:
+                before = _read_state(entry["before"])
+            elif previous is None:
+                raise ValueError("the first receipt has no before-state")
+            else:
+                before = previous
+            after = _apply(before, entry["after"])
+            action = _member(ControllerAction, entry["action"])
+            digest = bytes.fromhex(entry["digest"])
+            if entry["type"] == "evaluation":
+                receipts.append(
+                    EvaluationReceipt(
+                        before,
+                        _member(Verdict, entry["verdict"]),
+                        _unvalue(entry["payload"]),
+                        frozenset(_unvalue(v) for v in entry["arcs"]),
+                        action,
+                        after,
+                        _unvalue(entry["index"]),
+                        digest,
+                    )
+                )
+            elif entry["type"] == "event":
+                data = entry["event"]
+                event = ControllerEvent(
+                    _member(ControllerEventKind, data["kind"]),
+                    _unvalue(data["lease_id"]),
+                    _member(ResolutionOutcome, data["outcome"]),
+                    _unvalue(data["dependency"]),
+                    _unvalue(data["clock"]),
+                )
+                receipts.append(EventReceipt(before, event, action, after, digest))
+            else:
+                raise ValueError(f"unknown receipt type: {entry['type']!r}")
+            previous = after
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"malformed receipts document: {exc!r}") from exc
+    return receipts

@@ -1,0 +1,190 @@
+"""The plain quaternary loop `run`: generate, check, and branch on the four verdicts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol, runtime_checkable
+
+from ._core import CheckResult, Verdict
+
+__all__ = ["LoopOutcome", "LoopStatus", "run"]
+
+
+class LoopStatus(StrEnum):
+    """How a `run` ended. A `str` enum, so each member equals its plain string."""
+
+    ACCEPTED = "accepted"
+    HELD = "held"
+    BLOCKED = "blocked"
+    EXHAUSTED = "exhausted"
+
+
+@runtime_checkable
+class GenerateFn(Protocol):
+    def __call__(self, task: Any, *, exclusions: list[str]) -> Any: ...
+
+
+@runtime_checkable
+class CheckFn(Protocol):
+    def __call__(self, output: Any, /) -> CheckResult: ...
+
+
+@runtime_checkable
+class GatherFn(Protocol):
+    def __call__(self, needed: str, /) -> Any: ...
+
+
+@runtime_checkable
+class RecheckFn(Protocol):
+    def __call__(self, output: Any, evidence: Any = ..., /) -> CheckResult: ...
+
+
+@runtime_checkable
+class DepCheckFn(Protocol):
+    def __call__(self, dependency: str, /) -> bool: ...
+
+
+@dataclass
+class LoopOutcome:
+    """The result of `run`. `exclusions` is the runner's own list of NO reasons."""
+
+    status: LoopStatus
+    output: Any | None = None
+    exclusions: list[str] = field(default_factory=list)
+    held_reason: str | None = None
+    blocked_by: str | None = None
+    rounds: int = 0
+    contradiction: list[tuple[str, str]] | None = None
+
+
+_NEGATIONS = ("not ", "no ", "don't ", "do not ", "never ", "avoid ")
+
+
+def _negates(a: str, b: str) -> bool:
+    low_a, low_b = a.lower(), b.lower()
+    return any(
+        (low_a.startswith(p) and low_a[len(p) :].strip() == low_b)
+        or (low_b.startswith(p) and low_b[len(p) :].strip() == low_a)
+        for p in _NEGATIONS
+    )
+
+
+def _detect_contradictions(exclusions: list[str]) -> list[tuple[str, str]] | None:
+    """Flag (a, b) pairs where one exclusion is an English negation of the other.
+
+    Kept exactly as verdict4 0.2.0 does it: only the negated side is stripped,
+    duplicate exclusions give duplicate pairs, and an empty result is None.
+    """
+    pairs = [
+        (a, b) for i, a in enumerate(exclusions) for b in exclusions[i + 1 :] if _negates(a, b)
+    ]
+    return pairs or None
+
+
+def run(
+    task: Any,
+    *,
+    generate: GenerateFn,
+    check: CheckFn,
+    gather: GatherFn | None = None,
+    recheck: RecheckFn | None = None,
+    is_resolved: DepCheckFn | None = None,
+    is_failed: DepCheckFn | None = None,
+    max_rounds: int = 10,
+    on_hold: Callable[[Any, str], None] | None = None,
+    on_blocked: Callable[[Any, str], None] | None = None,
+) -> LoopOutcome:
+    """Run the quaternary loop over user callables (verdict4 0.2.0 compatible).
+
+    Each round generates an output and checks it: YES accepts, NO adds its reason to
+    the exclusions and retries, MAYBE gathers evidence once and rechecks (a second
+    MAYBE holds), IFF rechecks if the dependency is resolved or failed, else blocks.
+
+    Differences from verdict4 0.2.0: `generate` receives a fresh copy of the
+    exclusions each round (mutating it cannot corrupt the runner), `max_rounds < 1`
+    raises `ValueError`, and `status` is a `LoopStatus` (equal to the plain strings).
+    Kept as in verdict4: the IFF branch calls `is_resolved` even without `recheck`,
+    and a typed MAYBE returned by the recheck gives `held_reason=None` while `on_hold`
+    receives "unresolvable".
+
+    >>> from four.quaternary import yes
+    >>> run("t", generate=lambda task, *, exclusions: 42, check=lambda out: yes()).status
+    <LoopStatus.ACCEPTED: 'accepted'>
+    """
+    if isinstance(max_rounds, bool) or not isinstance(max_rounds, int):
+        raise TypeError("max_rounds must be an int.")
+    if max_rounds < 1:
+        raise ValueError("max_rounds must be at least 1.")
+    exclusions: list[str] = []
+
+    def finish(status: LoopStatus, output: Any, rounds: int, **extra: Any) -> LoopOutcome:
+        return LoopOutcome(
+            status,
+            output,
+            exclusions,
+            rounds=rounds,
+            contradiction=_detect_contradictions(exclusions),
+            **extra,
+        )
+
+    for round_num in range(1, max_rounds + 1):
+        output = generate(task, exclusions=list(exclusions))
+        result = check(output)
+        verdict = result.verdict
+        if verdict == Verdict.YES:
+            return finish(LoopStatus.ACCEPTED, output, round_num)
+        if verdict == Verdict.NO:
+            exclusions.append(_reason(result))
+            continue
+        if verdict == Verdict.MAYBE:
+            needed = result.needed
+            if not isinstance(needed, str):
+                reason = "typed MAYBE need requires QICTController"
+                if on_hold is not None:
+                    on_hold(output, reason)
+                return finish(LoopStatus.HELD, output, round_num, held_reason=reason)
+            if gather is None or recheck is None:
+                if on_hold is not None:
+                    on_hold(output, needed)
+                return finish(LoopStatus.HELD, output, round_num, held_reason=needed)
+            evidence = gather(needed)
+            second = recheck(output, evidence)
+            if second.verdict == Verdict.YES:
+                return finish(LoopStatus.ACCEPTED, output, round_num)
+            if second.verdict == Verdict.NO:
+                exclusions.append(_reason(second))
+                continue
+            held = second.needed if isinstance(second.needed, str) and second.needed else None
+            held = held or second.dependency or None
+            if on_hold is not None:
+                on_hold(output, held or "unresolvable")
+            return finish(LoopStatus.HELD, output, round_num, held_reason=held)
+        if verdict == Verdict.IFF:
+            dep = result.dependency
+            assert dep is not None  # CheckResult guarantees it for IFF
+            retry = False
+            for probe in (is_resolved, is_failed):
+                if probe is not None and probe(dep) and recheck is not None:
+                    again = recheck(output)
+                    if again.verdict == Verdict.YES:
+                        return finish(LoopStatus.ACCEPTED, output, round_num)
+                    if again.verdict == Verdict.NO:
+                        exclusions.append(_reason(again))
+                        retry = True
+                        break
+            if retry:
+                continue
+            if on_blocked is not None:
+                on_blocked(output, dep)
+            return finish(LoopStatus.BLOCKED, output, round_num, blocked_by=dep)
+        raise ValueError(
+            f"unknown verdict: {verdict!r}"
+        )  # pragma: no cover - CheckResult validates
+    return finish(LoopStatus.EXHAUSTED, None, max_rounds)
+
+
+def _reason(result: CheckResult) -> str:
+    assert result.reason is not None  # CheckResult guarantees it for NO
+    return result.reason

@@ -1,0 +1,669 @@
+"""Controller data types (verdict4 0.2.0 compatible) and the shared logs behind their sets.
+
+Receipts keep every before- and after-state, as in verdict4, but a state does not own
+copies of its growing sets. A set field that the controller grows holds a `_Prefix`:
+a shared append-only `_Log` plus a length. Reading the field materialises a
+`frozenset` once and caches it; membership, extension, rank counting and equality of
+two prefixes of the same log are O(1). States built by hand hold plain frozensets and
+behave exactly like verdict4's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Final, TypeAlias
+
+from ._core import Needed, Verdict
+
+__all__ = [
+    "AuditResult",
+    "CandidateDisposition",
+    "ControllerAction",
+    "ControllerEvent",
+    "ControllerEventKind",
+    "ControllerState",
+    "ControllerStatus",
+    "DependencyRecord",
+    "EvaluationReceipt",
+    "EventReceipt",
+    "Lease",
+    "LeaseKind",
+    "Payload",
+    "QICTConfig",
+    "ResolutionOutcome",
+    "TransitionReceipt",
+]
+
+
+class ControllerStatus(str, Enum):  # noqa: UP042 - str() and format() as in verdict4
+    RUNNING = "running"
+    ACCEPTED = "accepted"
+    HELD = "held"
+
+
+class CandidateDisposition(str, Enum):  # noqa: UP042 - str() and format() as in verdict4
+    SOURCE_ADMISSIBLE = "source_admissible"
+    TERMINALLY_ACCEPTED = "terminally_accepted"
+
+
+class ControllerAction(str, Enum):  # noqa: UP042 - str() and format() as in verdict4
+    EXIT_ACCEPT = "exit_accept"
+    EXCLUDE_RETRY = "exclude_retry"
+    ADMIT_NEXT = "admit_next"
+    GATHER = "gather"
+    BIND = "bind"
+    REEVALUATE = "reevaluate"
+    WAIT = "wait"
+    EXPIRE = "expire"
+    HOLD = "hold"
+
+
+class LeaseKind(str, Enum):  # noqa: UP042 - str() and format() as in verdict4
+    EVIDENCE = "evidence"
+    DEPENDENCY = "dependency"
+
+
+class ResolutionOutcome(str, Enum):  # noqa: UP042 - str() and format() as in verdict4
+    HOLDS = "holds"
+    FAILS = "fails"
+
+
+class ControllerEventKind(str, Enum):  # noqa: UP042 - str() and format() as in verdict4
+    EVIDENCE_RETURNED = "evidence_returned"
+    DEPENDENCY_RESOLVED = "dependency_resolved"
+    ADVANCE_CLOCK = "advance_clock"
+    EXPIRE = "expire"
+    INVALIDATE_DEPENDENCY = "invalidate_dependency"
+
+
+# --------------------------------------------------------------------------- logs
+
+
+class _Log:
+    """An append-only history shared by every state derived from one starting set.
+
+    `base` is the starting value (a frozenset, or for outcomes a tuple of pairs).
+    `keys[i]` is the i-th added element (for outcomes, the dependency name) and
+    `values[i]` its outcome; `index` maps each added key to its position. Keys are
+    never in the base and never repeat, so a prefix of length n has len(base) + n
+    members.
+    """
+
+    __slots__ = ("base", "base_keys", "counts", "index", "keys", "values")
+
+    def __init__(self, base: Any, base_keys: AbstractSet[Hashable]) -> None:
+        self.base = base
+        self.base_keys = base_keys
+        self.keys: list[Any] = []
+        self.values: list[Any] = []
+        self.index: dict[Any, int] = {}
+        self.counts: dict[int, tuple[AbstractSet[Any], int, list[int]]] = {}
+
+    def count_in(self, alphabet: AbstractSet[Any], n: int) -> int:
+        """How many members of the prefix of length n belong to `alphabet` (amortised O(1))."""
+        entry = self.counts.get(id(alphabet))
+        if entry is None or entry[0] is not alphabet:
+            base_count = sum(1 for k in self.base_keys if k in alphabet)
+            entry = (alphabet, base_count, [0])
+            self.counts[id(alphabet)] = entry
+        cumulative = entry[2]
+        keys = self.keys
+        for i in range(len(cumulative) - 1, n):
+            cumulative.append(cumulative[-1] + (keys[i] in alphabet))
+        return entry[1] + cumulative[n]
+
+
+class _Prefix:
+    """The first `n` additions of a `_Log` on top of its base; immutable once built."""
+
+    __slots__ = ("frozen", "log", "n")
+
+    def __init__(self, log: _Log, n: int) -> None:
+        self.log = log
+        self.n = n
+        self.frozen: Any = None
+
+    def contains(self, key: object) -> bool:
+        log = self.log
+        if key in log.base_keys:
+            return True
+        pos = log.index.get(key)
+        return pos is not None and pos < self.n
+
+    def size(self) -> int:
+        return len(self.log.base_keys) + self.n
+
+    def added(self, key: Hashable, value: object = None) -> _Prefix:
+        """This prefix plus one new key (which must not be a member); O(1) unless forked."""
+        log, n = self.log, self.n
+        keys = log.keys
+        if n == len(keys):
+            keys.append(key)
+            log.values.append(value)
+            log.index[key] = n
+            return _Prefix(log, n + 1)
+        if keys[n] == key and log.values[n] == value:
+            return _Prefix(log, n + 1)  # replaying a step already recorded in this log
+        fork = _Log(log.base, log.base_keys)
+        fork.keys = keys[:n]
+        fork.values = log.values[:n]
+        fork.index = {k: i for i, k in enumerate(fork.keys)}
+        return _Prefix(fork, n).added(key, value)
+
+    def as_set(self) -> frozenset[Any]:
+        if self.frozen is None:
+            log = self.log
+            base: frozenset[Any] = log.base
+            self.frozen = base.union(log.keys[: self.n]) if self.n else base
+        result: frozenset[Any] = self.frozen
+        return result
+
+    def as_outcomes(self) -> tuple[tuple[str, ResolutionOutcome], ...]:
+        if self.frozen is None:
+            log = self.log
+            base: tuple[tuple[str, ResolutionOutcome], ...] = log.base
+            if self.n:
+                pairs = list(base) + list(
+                    zip(log.keys[: self.n], log.values[: self.n], strict=True)
+                )
+                pairs.sort(key=_pair_name)
+                self.frozen = tuple(pairs)
+            else:
+                self.frozen = base
+        result: tuple[tuple[str, ResolutionOutcome], ...] = self.frozen
+        return result
+
+
+def _pair_name(pair: tuple[str, ResolutionOutcome]) -> str:
+    return pair[0]
+
+
+def set_prefix(value: frozenset[Any] | _Prefix) -> _Prefix:
+    """A prefix view of a set field: itself, or a fresh log whose base is the frozenset."""
+    if type(value) is _Prefix:
+        return value
+    assert isinstance(value, frozenset)
+    return _Prefix(_Log(value, value), 0)
+
+
+def outcome_prefix(value: tuple[tuple[str, ResolutionOutcome], ...] | _Prefix) -> _Prefix:
+    """A prefix view of an outcomes field (a tuple of pairs)."""
+    if type(value) is _Prefix:
+        return value
+    assert isinstance(value, tuple)
+    return _Prefix(_Log(value, dict(value).keys()), 0)
+
+
+def _materialise(value: object) -> object:
+    return value.as_set() if type(value) is _Prefix else value
+
+
+def _same(a: object, b: object) -> bool:
+    if a is b:
+        return True
+    if type(a) is _Prefix and type(b) is _Prefix and a.log is b.log:
+        return a.n == b.n
+    return bool(_materialise(a) == _materialise(b))
+
+
+def _same_outcomes(a: object, b: object) -> bool:
+    if a is b:
+        return True
+    if type(a) is _Prefix and type(b) is _Prefix and a.log is b.log:
+        return a.n == b.n
+    left = a.as_outcomes() if type(a) is _Prefix else a
+    right = b.as_outcomes() if type(b) is _Prefix else b
+    return bool(left == right)
+
+
+class _LazySet:
+    """Descriptor over a slot that may hold a `_Prefix`: reads materialise a frozenset."""
+
+    __slots__ = ("slot",)
+
+    def __init__(self, slot: Any) -> None:
+        self.slot = slot
+
+    def __get__(self, obj: object, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        raw = self.slot.__get__(obj, owner)
+        return raw.as_set() if type(raw) is _Prefix else raw
+
+    def __set__(self, obj: object, value: object) -> None:
+        self.slot.__set__(obj, value)
+
+
+class _LazyOutcomes(_LazySet):
+    __slots__ = ()
+
+    def __get__(self, obj: object, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        raw = self.slot.__get__(obj, owner)
+        return raw.as_outcomes() if type(raw) is _Prefix else raw
+
+
+# --------------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True, slots=True)
+class DependencyRecord:
+    """D = (U^I, V, R, Omega): used and unresolved dependencies, arcs, and outcomes."""
+
+    used: frozenset[str] = field(default_factory=frozenset)
+    unresolved: frozenset[str] = field(default_factory=frozenset)
+    relation: frozenset[tuple[str, str]] = field(default_factory=frozenset)
+    outcomes: tuple[tuple[str, ResolutionOutcome], ...] = ()
+
+    def __post_init__(self) -> None:
+        check_record(self.used, self.unresolved, self.relation, self.outcomes)
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, DependencyRecord)
+        return (
+            _same(_RAW_USED(self), _RAW_USED(other))
+            and self.unresolved == other.unresolved
+            and self.relation == other.relation
+            and _same_outcomes(_RAW_OUTCOMES(self), _RAW_OUTCOMES(other))
+        )
+
+    def outcome_for(self, dependency: str) -> ResolutionOutcome | None:
+        """The recorded outcome of `dependency`, or None (O(1)).
+
+        >>> DependencyRecord(used=frozenset({"d"}), outcomes=(("d", ResolutionOutcome.HOLDS),)).outcome_for("d")
+        <ResolutionOutcome.HOLDS: 'holds'>
+        """
+        raw = _RAW_OUTCOMES(self)
+        prefix = raw if type(raw) is _Prefix else None
+        if prefix is None:
+            for name, outcome in raw:
+                if name == dependency:
+                    result: ResolutionOutcome = outcome
+                    return result
+            return None
+        log = prefix.log
+        if dependency in log.base_keys:
+            return dict(log.base).get(dependency)
+        pos = log.index.get(dependency)
+        if pos is not None and pos < prefix.n:
+            found: ResolutionOutcome = log.values[pos]
+            return found
+        return None
+
+
+def check_record(
+    used: AbstractSet[Any],
+    unresolved: AbstractSet[Any],
+    relation: Iterable[Any],
+    outcomes: Iterable[tuple[Any, Any]],
+) -> None:
+    """The DependencyRecord invariants, in verdict4's order, with its messages."""
+    if not unresolved <= used:
+        raise ValueError("Unresolved dependencies must have been bound.")
+    for a, b in relation:
+        if a not in unresolved or b not in unresolved:
+            raise ValueError("Dependency arcs must join unresolved vertices.")
+    names = [name for name, _ in outcomes]
+    if len(set(names)) != len(names):
+        raise ValueError("A dependency may have only one recorded outcome.")
+    if any(name not in used or name in unresolved for name in names):
+        raise ValueError("Outcomes belong only to resolved dependencies.")
+    if not acyclic(relation):
+        raise ValueError("The unresolved dependency relation must be acyclic.")
+
+
+def acyclic(relation: Iterable[tuple[Any, Any]]) -> bool:
+    """Whether the arcs form no cycle (self-loops count); iterative, O(V + E)."""
+    successors: dict[Any, list[Any]] = {}
+    for a, b in relation:
+        successors.setdefault(a, []).append(b)
+        successors.setdefault(b, [])
+    colour: dict[Any, int] = dict.fromkeys(successors, 0)  # 0 new, 1 on stack, 2 done
+    for root in successors:
+        if colour[root]:
+            continue
+        colour[root] = 1
+        stack = [(root, iter(successors[root]))]
+        while stack:
+            node, children = stack[-1]
+            for child in children:
+                if colour[child] == 1:
+                    return False
+                if colour[child] == 0:
+                    colour[child] = 1
+                    stack.append((child, iter(successors[child])))
+                    break
+            else:
+                colour[node] = 2
+                stack.pop()
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A pending obligation with a logical deadline; ids are "<kind>:<obligation>:<i>"."""
+
+    lease_id: str
+    kind: LeaseKind
+    obligation: str
+    deadline: int
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerState:
+    """The controller's accounting state (no candidate data, by type)."""
+
+    exclusions: frozenset[str] = field(default_factory=frozenset)
+    used_evidence: frozenset[str] = field(default_factory=frozenset)
+    used_compute: frozenset[str] = field(default_factory=frozenset)
+    dependencies: DependencyRecord = field(default_factory=DependencyRecord)
+    evidence_budget: int = 0
+    compute_budget: int = 0
+    dependency_budget: int = 0
+    status: ControllerStatus = ControllerStatus.RUNNING
+    candidate_disposition: CandidateDisposition | None = None
+    evaluation_count: int = 0
+    clock: int = 0
+    pending_lease: Lease | None = None
+    held_reason: str | None = None
+
+    def __post_init__(self) -> None:
+        if min(self.evidence_budget, self.compute_budget, self.dependency_budget) < 0:
+            raise ValueError("Controller budgets cannot be negative.")
+        if self.evaluation_count < 0 or self.clock < 0:
+            raise ValueError("Controller indices cannot be negative.")
+        if self.status != ControllerStatus.RUNNING and self.pending_lease is not None:
+            raise ValueError("A terminal controller cannot retain a pending lease.")
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, ControllerState)
+        return (
+            self.evaluation_count == other.evaluation_count
+            and self.evidence_budget == other.evidence_budget
+            and self.compute_budget == other.compute_budget
+            and self.dependency_budget == other.dependency_budget
+            and self.status == other.status
+            and self.candidate_disposition == other.candidate_disposition
+            and self.clock == other.clock
+            and self.pending_lease == other.pending_lease
+            and self.held_reason == other.held_reason
+            and _same(_RAW_EXCLUSIONS(self), _RAW_EXCLUSIONS(other))
+            and _same(_RAW_EVIDENCE(self), _RAW_EVIDENCE(other))
+            and _same(_RAW_COMPUTE(self), _RAW_COMPUTE(other))
+            and self.dependencies == other.dependencies
+        )
+
+
+def _install_lazy(cls: type, names: tuple[str, ...], kind: type[_LazySet]) -> list[Any]:
+    slots = []
+    for name in names:
+        slot = cls.__dict__[name]
+        slots.append(slot)
+        setattr(cls, name, kind(slot))
+    return slots
+
+
+_EXCL_SLOT, _EVID_SLOT, _COMP_SLOT = _install_lazy(
+    ControllerState, ("exclusions", "used_evidence", "used_compute"), _LazySet
+)
+(_USED_SLOT,) = _install_lazy(DependencyRecord, ("used",), _LazySet)
+(_OUTCOMES_SLOT,) = _install_lazy(DependencyRecord, ("outcomes",), _LazyOutcomes)
+_RAW_EXCLUSIONS: Final = _EXCL_SLOT.__get__
+_RAW_EVIDENCE: Final = _EVID_SLOT.__get__
+_RAW_COMPUTE: Final = _COMP_SLOT.__get__
+_RAW_USED: Final = _USED_SLOT.__get__
+_RAW_OUTCOMES: Final = _OUTCOMES_SLOT.__get__
+
+_LAZY_SLOTS: Final = {
+    "exclusions": _EXCL_SLOT,
+    "used_evidence": _EVID_SLOT,
+    "used_compute": _COMP_SLOT,
+}
+_STATE_SETTERS: Final = tuple(
+    (_LAZY_SLOTS[name] if name in _LAZY_SLOTS else ControllerState.__dict__[name]).__set__
+    for name in ControllerState.__slots__
+)
+_RECORD_SLOTS: Final = (
+    _USED_SLOT,
+    DependencyRecord.__dict__["unresolved"],
+    DependencyRecord.__dict__["relation"],
+    _OUTCOMES_SLOT,
+)
+
+
+def raw_state(state: ControllerState) -> tuple[Any, Any, Any]:
+    """The raw (possibly lazy) exclusions, used_evidence and used_compute of a state."""
+    return _RAW_EXCLUSIONS(state), _RAW_EVIDENCE(state), _RAW_COMPUTE(state)
+
+
+def raw_used(record: DependencyRecord) -> Any:
+    return _RAW_USED(record)
+
+
+def raw_outcomes(record: DependencyRecord) -> Any:
+    return _RAW_OUTCOMES(record)
+
+
+def make_state(
+    exclusions: Any,
+    used_evidence: Any,
+    used_compute: Any,
+    dependencies: DependencyRecord,
+    evidence_budget: int,
+    compute_budget: int,
+    dependency_budget: int,
+    status: ControllerStatus,
+    candidate_disposition: CandidateDisposition | None,
+    evaluation_count: int,
+    clock: int,
+    pending_lease: Lease | None,
+    held_reason: str | None,
+) -> ControllerState:
+    """Build a state without re-running validation (the transitions keep the invariants)."""
+    state: ControllerState = object.__new__(ControllerState)
+    s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11, s12 = _STATE_SETTERS
+    s0(state, exclusions)
+    s1(state, used_evidence)
+    s2(state, used_compute)
+    s3(state, dependencies)
+    s4(state, evidence_budget)
+    s5(state, compute_budget)
+    s6(state, dependency_budget)
+    s7(state, status)
+    s8(state, candidate_disposition)
+    s9(state, evaluation_count)
+    s10(state, clock)
+    s11(state, pending_lease)
+    s12(state, held_reason)
+    return state
+
+
+def make_record(used: Any, unresolved: Any, relation: Any, outcomes: Any) -> DependencyRecord:
+    """Build a DependencyRecord without re-running validation."""
+    record: DependencyRecord = object.__new__(DependencyRecord)
+    for slot, value in zip(_RECORD_SLOTS, (used, unresolved, relation, outcomes), strict=True):
+        slot.__set__(record, value)
+    return record
+
+
+# --------------------------------------------------------------------------- config
+
+
+def _frozen_alphabet(name: str, value: object) -> frozenset[str]:
+    if isinstance(value, str):
+        raise TypeError(f"{name} must be a collection of strings, not a single str")
+    if not isinstance(value, Iterable):
+        raise TypeError(f"{name} must be a collection of strings")
+    return value if type(value) is frozenset else frozenset(value)
+
+
+def _check_count(name: str, value: object, *, optional: bool) -> None:
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+
+
+@dataclass(frozen=True, slots=True)
+class QICTConfig:
+    """Finite alphabets, budgets and lease duration of a controller.
+
+    Differences from verdict4 0.2.0 (which silently accepts them): a bare `str` as an
+    alphabet raises `TypeError` instead of becoming a set of characters, and budgets
+    and `lease_ticks` must be ints (not bools or floats).
+
+    >>> QICTConfig(compute_alphabet={"a", "b"}).initial_state().compute_budget
+    2
+    """
+
+    failure_alphabet: AbstractSet[str] = field(default_factory=frozenset)
+    evidence_alphabet: AbstractSet[str] = field(default_factory=frozenset)
+    compute_alphabet: AbstractSet[str] = field(default_factory=frozenset)
+    dependency_alphabet: AbstractSet[str] = field(default_factory=frozenset)
+    evidence_budget: int | None = None
+    compute_budget: int | None = None
+    dependency_budget: int | None = None
+    admissible_failures: AbstractSet[str] | None = None
+    admissible_dependencies: AbstractSet[str] | None = None
+    lease_ticks: int = 1
+
+    def __post_init__(self) -> None:
+        put = object.__setattr__
+        for name in (
+            "failure_alphabet",
+            "evidence_alphabet",
+            "compute_alphabet",
+            "dependency_alphabet",
+        ):
+            put(self, name, _frozen_alphabet(name, getattr(self, name)))
+        for name, alphabet in (
+            ("admissible_failures", self.failure_alphabet),
+            ("admissible_dependencies", self.dependency_alphabet),
+        ):
+            value = getattr(self, name)
+            put(self, name, alphabet if value is None else _frozen_alphabet(name, value))
+        assert self.admissible_failures is not None
+        assert self.admissible_dependencies is not None
+        if not self.admissible_failures <= self.failure_alphabet:
+            raise ValueError("Admissible failures must belong to the failure alphabet.")
+        if not self.admissible_dependencies <= self.dependency_alphabet:
+            raise ValueError("Admissible dependencies must belong to the dependency alphabet.")
+        for name, budget, alphabet in (
+            ("evidence", self.evidence_budget, self.evidence_alphabet),
+            ("compute", self.compute_budget, self.compute_alphabet),
+            ("dependency", self.dependency_budget, self.dependency_alphabet),
+        ):
+            _check_count(f"{name} budget", budget, optional=True)
+            if budget is not None and not 0 <= budget <= len(alphabet):
+                raise ValueError(f"{name} budget must be between zero and its alphabet size.")
+        _check_count("lease_ticks", self.lease_ticks, optional=False)
+        if self.lease_ticks <= 0:
+            raise ValueError("A lease must have a positive finite duration.")
+
+    def initial_state(self) -> ControllerState:
+        """The starting state: empty sets and full budgets.
+
+        >>> QICTConfig(failure_alphabet={"x"}).initial_state().exclusions
+        frozenset()
+        """
+        return ControllerState(
+            evidence_budget=_budget(self.evidence_budget, self.evidence_alphabet),
+            compute_budget=_budget(self.compute_budget, self.compute_alphabet),
+            dependency_budget=_budget(self.dependency_budget, self.dependency_alphabet),
+        )
+
+
+def _budget(value: int | None, alphabet: AbstractSet[str]) -> int:
+    return len(alphabet) if value is None else value
+
+
+# --------------------------------------------------------------------------- receipts
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerEvent:
+    """A logical event delivered to a running controller."""
+
+    kind: ControllerEventKind
+    lease_id: str | None = None
+    outcome: ResolutionOutcome | None = None
+    dependency: str | None = None
+    clock: int | None = None
+
+
+Payload: TypeAlias = str | Needed | None
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluationReceipt:
+    """One evaluation step. `digest` chains it to the previous receipt and the config."""
+
+    before: ControllerState
+    verdict: Verdict
+    payload: Payload
+    dependency_arcs: frozenset[tuple[str, str]]
+    action: ControllerAction
+    after: ControllerState
+    evaluation_index: int
+    digest: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class EventReceipt:
+    """One event step. `digest` chains it to the previous receipt and the config."""
+
+    before: ControllerState
+    event: ControllerEvent
+    action: ControllerAction
+    after: ControllerState
+    digest: bytes = b""
+
+
+TransitionReceipt: TypeAlias = EvaluationReceipt | EventReceipt
+
+
+@dataclass(frozen=True, slots=True)
+class AuditResult:
+    """The verdict of an audit. `head` is the digest the audited trace ends at."""
+
+    valid: bool
+    errors: tuple[str, ...]
+    evaluations: int
+    initial_rank: int
+    final_rank: int
+    head: bytes = b""
+
+
+class AuditCursor:
+    """The running position of an (incremental) audit over one trace."""
+
+    __slots__ = (
+        "errors",
+        "evaluations",
+        "initial_rank",
+        "initial_state",
+        "position",
+        "prev",
+        "state",
+    )
+
+    def __init__(self, initial_state: ControllerState, initial_rank: int) -> None:
+        self.initial_state = initial_state
+        self.initial_rank = initial_rank
+        self.state: object = initial_state
+        self.prev: bytes | None = None
+        self.errors: list[str] = []
+        self.evaluations = 0
+        self.position = 0
