@@ -133,3 +133,24 @@ def cli(
         timeout=timeout,
         check=False,
     )
+
+
+SUBMIT = "```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"
+CHECK = "test -f ok.txt || { echo '<img src=x onerror=alert(1)>'; exit 1; }"
+
+
+def verified_run(directory: Path, workdir: Path) -> Path:
+    """A verified run: a rejected submission, a fix, an accepted submission (real receipts)."""
+    from four.checks import command_check
+    from four.execute import local_env
+    from four.parse import regex_parse
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    return run(
+        scripted_invoke([priced(SUBMIT), priced("```bash\ntouch ok.txt\n```"), priced(SUBMIT)]),
+        regex_parse(),
+        local_env(cwd=str(workdir)),
+        save_trajectory(directory),
+        prompt="make ok.txt",
+        check=command_check(CHECK),
+    )

@@ -14,24 +14,10 @@ from four.cli._steps import load_run
 from tests.cli import _browser
 from tests.cli._runs import cli
 
-RECEIPTS = [
-    {"step": 5, "verdict": "fail", "rank": 0, "detail": "<img src=x onerror=alert(1)>"},
-    {"step": 6, "verdict": "pass", "rank": 1},
-]
-
-
-def with_verdicts(path: Path) -> Path:
-    """The trajectory with a verified loop's record in its stats, as the lead's work stores it."""
-    doc = json.loads(path.read_text())
-    doc["stats"]["verdicts"] = {"receipts": json.dumps(RECEIPTS), "head": "abc123"}
-    out = path.with_name("verified.json")
-    out.write_text(json.dumps(doc))
-    return out
-
 
 def test_view_writes_one_self_contained_page(sample: Path, tmp_path: Path) -> None:
     page = tmp_path / "out" / "page.html"
-    done = cli("view", str(with_verdicts(sample)), "-o", str(page))
+    done = cli("view", str(sample), "-o", str(page))
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(page)
     html = page.read_text()
@@ -42,11 +28,28 @@ def test_view_writes_one_self_contained_page(sample: Path, tmp_path: Path) -> No
     # untrusted text is escaped
     assert "<script>alert(1)</script>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
-    assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
     assert "<b>x</b>" not in html
     assert html.count('<section class="step') == 6
     assert "exit:task_complete" in html and "$0.0070" in html
-    assert 'class="grid receipts"' in html and "abc123" in html
+    assert "Verdicts and receipts" not in html
+
+
+def test_view_shows_verdicts_receipts_and_their_audit(
+    verified: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    page = tmp_path / "verified.html"
+    assert main(["view", str(verified), "-o", str(page)]) == 0
+    html = page.read_text()
+    assert "audit: valid" in html and "2 evaluations" in html
+    assert html.count("<tr><td>") >= 4  # 2 log rows, 2 receipt rows
+    assert ">NO<" in html and ">YES<" in html
+    assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+    doc = json.loads(verified.read_text())
+    doc["stats"]["verdicts"]["receipts"]["receipts"][0]["payload"] = "no:3"
+    tampered = tmp_path / "tampered.json"
+    tampered.write_text(json.dumps(doc))
+    assert main(["view", str(tampered), "-o", str(page)]) == 0
+    assert "audit: invalid" in page.read_text()
 
 
 def test_view_default_output_is_next_to_the_trajectory(
@@ -75,13 +78,13 @@ def _need_chromium() -> None:
 
 
 def test_page_in_headless_chromium(
-    sample: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    sample: Path, verified: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _need_chromium()
-    source = with_verdicts(sample)
-    page = tmp_path / "page.html"
-    assert main(["view", str(source), "-o", str(page)]) == 0
-    run = load_run(source)
+    page, verified_page = tmp_path / "page.html", tmp_path / "verified.html"
+    assert main(["view", str(sample), "-o", str(page)]) == 0
+    assert main(["view", str(verified), "-o", str(verified_page)]) == 0
+    run = load_run(sample)
     failing = sum(1 for s in run.steps if s.failed or s.format_error)
     with _browser.chromium() as browser:
         browser.open(page.as_uri())
@@ -95,7 +98,6 @@ def test_page_in_headless_chromium(
             " scripts: document.scripts.length,"
             " fetched: performance.getEntriesByType('resource').length,"
             " outcome: document.getElementById('outcome').textContent,"
-            " receipts: document.querySelectorAll('table.receipts tr').length,"
             " images: document.images.length"
             "}"
         )
@@ -105,11 +107,18 @@ def test_page_in_headless_chromium(
             ".filter(s => s.getBoundingClientRect().height > 0).length"
         )
         browser.click("#failing")
-        browser.click("#collapse")
         shot = browser.screenshot(tmp_path / "four-view.png")
         console = browser.console()
+        browser.open(verified_page.as_uri())
+        audit = browser.script(
+            "return [document.getElementById('audit').textContent,"
+            " document.querySelectorAll('table.receipts tr').length,"
+            " document.querySelectorAll('section.step').length, document.images.length]"
+        )
+        verified_shot = browser.screenshot(tmp_path / "four-view-verified.png")
+        console += browser.console()
     with capsys.disabled():
-        print(f"\nscreenshot of four view: {shot}")
+        print(f"\nscreenshots of four view: {shot} {verified_shot}")
     assert console == [], console
     assert isinstance(facts, dict)
     assert facts["ready"] == str(len(run.steps))
@@ -117,6 +126,6 @@ def test_page_in_headless_chromium(
     assert facts["visible"] == len(run.steps)
     assert facts["scripts"] == 1 and facts["images"] == 0 and facts["fetched"] == 0
     assert facts["outcome"] == "exit:task_complete"
-    assert facts["receipts"] == 1 + len(RECEIPTS)
+    assert audit == ["audit: valid", 3, 3, 0]
     assert shown == failing == 2
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -22,6 +22,7 @@ body { margin: 0; background: var(--bg); color: var(--fg);
 main { max-width: 1100px; margin: 0 auto; padding: 16px 20px 60px; }
 h1 { font-size: 18px; margin: 0 0 4px; word-break: break-all; }
 h2 { font-size: 15px; margin: 24px 0 8px; }
+h3 { font-size: 13.5px; margin: 14px 0 6px; }
 pre { margin: 4px 0; padding: 8px 10px; background: var(--panel); border: 1px solid var(--line);
   border-radius: 6px; overflow-x: auto; white-space: pre-wrap; word-break: break-word;
   font: 12.5px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }

@@ -8,6 +8,7 @@ fetches nothing, so it can be opened offline, attached to an issue or archived.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import time
 from collections.abc import Iterable, Mapping
@@ -84,7 +85,7 @@ def render_page(run: Run) -> str:
     parts.append(_ending(run))
     verdicts = t.stats.get("verdicts")
     if isinstance(verdicts, dict):
-        parts.append(_verdicts(verdicts))
+        parts.append(_verdicts(run, verdicts))
     parts.append(_fold("Run record (info and stats)", _pretty({"info": t.info, "stats": t.stats})))
     parts.append(f"</main><script>{SCRIPT}</script></body></html>\n")
     return "\n".join(parts)
@@ -209,48 +210,85 @@ def _ending(run: Run) -> str:
     return "\n".join(parts)
 
 
-def _verdicts(verdicts: Mapping[str, JSON]) -> str:
-    parts = ['<h2 id="verdicts">Verdicts and receipts</h2>']
-    for key, value in verdicts.items():
-        if key == "receipts":
-            parts.append(_receipts(value))
-        else:
-            shown = value if isinstance(value, str) else _pretty(value)
-            parts.append(f"<div><b>{escape(key)}</b></div><pre>{escape(shown)}</pre>")
+def _verdicts(run: Run, verdicts: Mapping[str, JSON]) -> str:
+    """The verified loop's record: the audit, the verdict log, the receipts, the config."""
+    parts = ['<h2 id="verdicts">Verdicts and receipts</h2>', _audit(run)]
+    facts = [
+        (key, verdicts[key])
+        for key in ("evaluations", "initial_rank", "head")
+        if isinstance(verdicts.get(key), str | int)
+    ]
+    if facts:
+        body = "".join(f"<tr><td>{escape(k)}</td><td>{escape(str(v))}</td></tr>" for k, v in facts)
+        parts.append(f'<table class="facts">{body}</table>')
+    log = verdicts.get("log")
+    if isinstance(log, list) and log:
+        parts.append(f"<h3>verdict log · {len(log)}</h3>")
+        parts.append(_records(log, "verdict-log"))
+    receipts = verdicts.get("receipts")
+    if isinstance(receipts, str):
+        with contextlib.suppress(json.JSONDecodeError):
+            receipts = json.loads(receipts)
+    if isinstance(receipts, dict) and isinstance(receipts.get("receipts"), list):
+        receipts = receipts["receipts"]
+    if isinstance(receipts, list):
+        parts.append(f"<h3>receipts · {len(receipts)}</h3>")
+        parts.append(_records(receipts, "receipts", _RECEIPT_KEYS))
+        parts.append(_fold("receipts as stored", _pretty(receipts), open_=False))
+    elif receipts is not None:
+        parts.append(_fold("receipts as stored", _pretty(receipts), open_=False))
+    rest = {k: v for k, v in verdicts.items() if k not in ("log", "receipts", *dict(facts))}
+    if rest:
+        parts.append(_fold("verdict record", _pretty(rest), open_=False))
     return "\n".join(parts)
 
 
-def _receipts(value: JSON) -> str:
-    """Receipts as a table when they are a list of records (as text or JSON)."""
-    data = value
-    if isinstance(value, str):
-        try:
-            data = json.loads(value)
-        except json.JSONDecodeError:
-            return f"<div><b>receipts</b></div><pre>{escape(value)}</pre>"
-    if isinstance(data, dict) and isinstance(data.get("receipts"), list):
-        data = data["receipts"]
-    if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
-        return f"<div><b>receipts</b></div><pre>{escape(_pretty(data))}</pre>"
-    records = [r for r in data if isinstance(r, dict)]
+_RECEIPT_KEYS = ("index", "type", "verdict", "payload", "action", "event", "digest")
+_VERDICT_NAMES = {0: "NO", 1: "YES", 2: "MAYBE", 3: "IFF"}  # four.quaternary.Verdict
+
+
+def _audit(run: Run) -> str:
+    """Replay the receipts now, so the page says whether they hold."""
+    from four.checks import audit
+
+    try:
+        result = audit(run.trajectory)
+    except Exception as exc:  # a page is still worth writing when the record is broken
+        return f'<p><span class="badge bad">audit failed</span> {escape(str(exc))}</p>'
+    if result.valid:
+        return (
+            f'<p><span class="badge ok" id="audit">audit: valid</span> {result.evaluations}'
+            f" evaluations, rank {result.initial_rank} → {result.final_rank}</p>"
+        )
+    reasons = "".join(f"<li>{escape(e)}</li>" for e in result.errors)
+    return f'<p><span class="badge bad" id="audit">audit: invalid</span></p><ul>{reasons}</ul>'
+
+
+def _records(items: list[JSON], css: str, preferred: tuple[str, ...] = ()) -> str:
+    """A list of JSON records as a table: the ``preferred`` columns when present, else all."""
+    records = [r for r in items if isinstance(r, dict)]
     keys: list[str] = []
     for record in records:
         keys.extend(k for k in record if k not in keys)
+    if preferred and any(k in keys for k in preferred):
+        keys = [k for k in preferred if k in keys]
     head = "".join(f"<th>{escape(k)}</th>" for k in ["#", *keys])
     rows = []
     for n, record in enumerate(records, 1):
-        cells = "".join(f"<td>{escape(_cell(record.get(k)))}</td>" for k in keys)
+        cells = "".join(f"<td>{escape(_cell(k, record.get(k)))}</td>" for k in keys)
         rows.append(f"<tr><td>{n}</td>{cells}</tr>")
-    return (
-        f"<div><b>receipts</b> · {len(records)}</div>"
-        f'<table class="grid receipts"><tr>{head}</tr>{"".join(rows)}</table>'
-    )
+    return f'<table class="grid {css}"><tr>{head}</tr>{"".join(rows)}</table>'
 
 
-def _cell(value: JSON) -> str:
+def _cell(key: str, value: JSON) -> str:
     if value is None:
         return ""
-    return value if isinstance(value, str) else json.dumps(value)
+    if key == "verdict" and isinstance(value, int) and not isinstance(value, bool):
+        return _VERDICT_NAMES.get(value, str(value))
+    if key == "digest" and isinstance(value, str):
+        return value[:16]
+    text = value if isinstance(value, str) else json.dumps(value)
+    return text if len(text) <= 300 else text[:300] + "…"
 
 
 def _pretty(value: object) -> str:
