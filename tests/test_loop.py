@@ -21,6 +21,7 @@ from four import (
     ModelFailed,
     Outcome,
     RepeatedFormatError,
+    Stalled,
     StepsExhausted,
     System,
     ToolCall,
@@ -295,3 +296,35 @@ def test_seed_example_runs_verbatim_given_a_model(
         max_steps=50,
     )
     assert path.parent == tmp_path / "trajectories"
+
+
+class CountingWatch:
+    """Stops the run (as stalled) once it has heard ``limit`` beats."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.beats = 0
+
+    def beat(self) -> None:
+        self.beats += 1
+
+    def stopped(self) -> Outcome | None:
+        return Stalled("no progress for 5s") if self.beats >= self.limit else None
+
+
+def test_a_watch_can_stop_the_run_between_actions() -> None:
+    turn = Assistant("", (call(1), call(2), call(3)))
+    env = FakeEnv()
+    history, outcome = run(
+        scripted_invoke([turn]), line_parse, env, keep, "s", "p", watch=CountingWatch(3)
+    )
+    assert outcome == Stalled("no progress for 5s")
+    assert outcome.text == "stalled: no progress for 5s"
+    assert env.seen == ["ls", "ls"]  # beats: reply, action 1, action 2 -> stop before action 3
+    assert paired(history)
+
+
+def test_a_watch_is_asked_before_each_model_call() -> None:
+    G = scripted_invoke(["$ a", "$ b", "$ c"])
+    _, outcome = run(G, line_parse, FakeEnv(), keep, "s", "p", watch=CountingWatch(4))
+    assert outcome == Stalled("no progress for 5s") and G.position == 2

@@ -24,7 +24,9 @@ from four._outcomes import (
     ModelFailed,
     Outcome,
     RepeatedFormatError,
+    Stalled,
     StepsExhausted,
+    TimeLimitReached,
 )
 from four._types import (
     Action,
@@ -52,12 +54,19 @@ from four._types import (
 
 if TYPE_CHECKING:  # components load on first use, so `import four` stays cheap
     from four.checks import Claim, all_of, audit, command_check, file_check, verify
+    from four.execute import local_env, shell_env, super_env
     from four.invoke import replay_invoke, scripted_invoke
+    from four.parse import regex_parse, toolcall_parse
     from four.trajectory import Trajectory, load_trajectory, save_trajectory
 
 __version__ = "0.1.0"
 
 _LAZY = {
+    "local_env": "four.execute",
+    "shell_env": "four.execute",
+    "super_env": "four.execute",
+    "regex_parse": "four.parse",
+    "toolcall_parse": "four.parse",
     "replay_invoke": "four.invoke",
     "scripted_invoke": "four.invoke",
     "Trajectory": "four.trajectory",
@@ -113,9 +122,11 @@ __all__ = [
     "Rejected",
     "RepeatedFormatError",
     "Reply",
+    "Stalled",
     "StepsExhausted",
     "Submitted",
     "System",
+    "TimeLimitReached",
     "ToolCall",
     "ToolResult",
     "Trajectory",
@@ -126,9 +137,14 @@ __all__ = [
     "command_check",
     "file_check",
     "load_trajectory",
+    "local_env",
+    "regex_parse",
     "replay_invoke",
     "run",
     "save_trajectory",
     "scripted_invoke",
+    "shell_env",
+    "super_env",
+    "toolcall_parse",
     "verify",
 ]

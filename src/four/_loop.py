@@ -35,6 +35,7 @@ from four._types import (
     Message,
     ModelError,
     ModelErrorKind,
+    Observation,
     Parse,
     Recorder,
     Rejected,
@@ -48,6 +49,7 @@ from four._types import (
     Usage,
     User,
     Verify,
+    Watch,
 )
 
 T = TypeVar("T")
@@ -74,6 +76,7 @@ def run(
     *,
     resume: Sequence[Message] = (),
     check: Verify | None = None,
+    watch: Watch | None = None,
 ) -> T:
     """Run the loop until the agent submits, a component fails, or ``max_steps`` G calls.
 
@@ -86,7 +89,9 @@ def run(
 
     With ``check`` (see ``four.checks``), a submission is not the end: the check judges
     it, and the run ends ``accepted``, ``held`` or ``blocked``, or goes on with the
-    check's feedback; the verdicts' receipts are stored in the trajectory.
+    check's feedback; the verdicts' receipts are stored in the trajectory. With
+    ``watch``, a supervisor hears of every model call and command that finishes and can
+    stop the run (``stalled``, ``time_limit_reached``, ...) before the next one.
 
     >>> from four import scripted_invoke, regex_parse, local_env, save_trajectory
     >>> path = run(scripted_invoke(["```bash\\necho hi\\n```", "done"]), regex_parse(),
@@ -109,6 +114,7 @@ def run(
         sink.append(message)
     usage, steps, format_errors, where = NO_USAGE, 0, 0, "G"
     budget, judge = max_steps, check.open(V2) if check is not None else None
+    guard = watch if watch is not None else _UNWATCHED
 
     def add(message: Message) -> None:
         history.append(message)
@@ -123,6 +129,7 @@ def run(
         nonlocal usage
         usage += reply.usage or NO_USAGE
         add(reply)
+        guard.beat()
         return reply
 
     def model_failed(error: ModelError) -> Halt:
@@ -146,27 +153,22 @@ def run(
             if isinstance(action, Rejected):
                 add(ToolResult(action.call_id, action.error))
                 continue
+            if (stop := guard.stopped()) is not None:
+                return Failure(stop)
             result = V2(action).alt(submitted_or_failed)
+            guard.beat()
+            if (answer := _answer(action, result)) is not None:
+                add(answer)
             if isinstance(result, Failure):
-                end = result.failure()
-                if action.call_id:
-                    add(
-                        ToolResult(
-                            action.call_id, end.output if isinstance(end, Finished) else end.text
-                        )
-                    )
-                return Failure(end)
-            observation = result.unwrap()
-            add(
-                ToolResult(action.call_id, observation.content)
-                if action.call_id
-                else User(observation.content)
-            )
+                return Failure(result.failure())
         return Success(None)
 
     outcome: Outcome = StepsExhausted()
     try:
         while steps < budget:
+            if (stop := guard.stopped()) is not None:
+                outcome = stop
+                break
             turn = invoke().bind(parse).bind(execute)
             if isinstance(turn, Success):
                 format_errors = 0
@@ -211,10 +213,24 @@ def submitted_or_feedback(error: FormatError | Submitted) -> Halt:
     return Finished(error.output) if isinstance(error, Submitted) else error
 
 
-def submitted_or_failed(error: Submitted | ExecutionError) -> Halt:
+def submitted_or_failed(error: Submitted | ExecutionError) -> Finished | ExecutionFailed:
     if isinstance(error, Submitted):
         return Finished(error.output)
     return ExecutionFailed(error.message)
+
+
+def _answer(
+    action: Action, result: Result[Observation, Finished | ExecutionFailed]
+) -> Message | None:
+    """What goes back to the model for one action (a tool call is always answered)."""
+    if isinstance(result, Success):
+        content = result.unwrap().content
+    elif action.call_id:
+        end = result.failure()
+        content = end.output if isinstance(end, Finished) else end.text
+    else:
+        return None
+    return ToolResult(action.call_id, content) if action.call_id else User(content)
 
 
 def _feedback(history: list[Message], text: str, add: _Add) -> None:
@@ -234,6 +250,19 @@ def _finish(history: list[Message], add: _Add, V2: Execute) -> None:
     finally:
         if isinstance(V2, Closeable):
             V2.close()
+
+
+class _Unwatched:
+    __slots__ = ()
+
+    def beat(self) -> None:
+        pass
+
+    def stopped(self) -> Outcome | None:
+        return None
+
+
+_UNWATCHED = _Unwatched()
 
 
 class _Plain(Sink[T]):

@@ -83,6 +83,30 @@ class CostLimitReached:
 
 
 @record
+class Stalled:
+    """A supervisor saw no model call or command finish for too long."""
+
+    detail: str
+    tag: ClassVar[str] = "stalled"
+
+    @property
+    def text(self) -> str:
+        return f"stalled: {self.detail}"
+
+
+@record
+class TimeLimitReached:
+    """A wall-clock limit (of the run, or of its batch) was reached."""
+
+    detail: str
+    tag: ClassVar[str] = "time_limit_reached"
+
+    @property
+    def text(self) -> str:
+        return f"time_limit_reached: {self.detail}"
+
+
+@record
 class Interrupted:
     """Ctrl-C, or a signal, stopped the run."""
 
@@ -150,6 +174,8 @@ Outcome: TypeAlias = (
     | StepsExhausted
     | ExecutionFailed
     | CostLimitReached
+    | Stalled
+    | TimeLimitReached
     | Interrupted
     | Crashed
     | Accepted
@@ -166,6 +192,8 @@ OUTCOME_TAGS: tuple[str, ...] = tuple(
         StepsExhausted,
         ExecutionFailed,
         CostLimitReached,
+        Stalled,
+        TimeLimitReached,
         Interrupted,
         Crashed,
         Accepted,

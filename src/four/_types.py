@@ -319,6 +319,15 @@ class Judge(Protocol):
         ...
 
 
+class Watch(Protocol):
+    """A supervisor's view of a run (see ``four.batch``): told of progress, asked whether
+    to stop. ``stopped`` is asked before each model call and each action."""
+
+    def beat(self) -> None: ...
+
+    def stopped(self) -> Outcome | None: ...
+
+
 class Verify(Protocol):
     """The ``check=`` of ``run``: makes a fresh judge for each run, over its environment."""
 

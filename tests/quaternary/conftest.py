@@ -19,8 +19,13 @@ from hypothesis import HealthCheck, settings
 from four.quaternary import _accounting, _accounting_py
 
 settings.register_profile(
-    "ci", derandomize=True, database=None, deadline=None, max_examples=60,
-    print_blob=True, suppress_health_check=[HealthCheck.too_slow],
+    "ci",
+    derandomize=True,
+    database=None,
+    deadline=None,
+    max_examples=60,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile(
     "dev", max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
@@ -28,13 +33,19 @@ settings.register_profile(
 settings.register_profile(
     "thorough", max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
-settings.load_profile(
-    "ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "dev")
-)
+settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 ACCOUNTING_NAMES = (
-    "FORMAT_VERSION", "admissible_rank", "audit_feed", "audit_result", "evaluate",
-    "fingerprint", "genesis", "handle", "rank", "receipt_digest",
+    "FORMAT_VERSION",
+    "admissible_rank",
+    "audit_feed",
+    "audit_result",
+    "evaluate",
+    "fingerprint",
+    "genesis",
+    "handle",
+    "rank",
+    "receipt_digest",
 )
 
 

@@ -32,8 +32,13 @@ from four.quaternary import (
     yes,
 )
 
-CONFIG = QICTConfig(failure_alphabet={"a", "b"}, evidence_alphabet={"g"},
-                    compute_alphabet={"k"}, dependency_alphabet={"d"}, lease_ticks=2)
+CONFIG = QICTConfig(
+    failure_alphabet={"a", "b"},
+    evidence_alphabet={"g"},
+    compute_alphabet={"k"},
+    dependency_alphabet={"d"},
+    lease_ticks=2,
+)
 
 
 def full_run() -> QICTController:
@@ -69,8 +74,10 @@ def test_tampered_after_state_gives_two_errors() -> None:
     first = receipts[0]
     receipts[0] = dataclasses.replace(first, after=dataclasses.replace(first.after, clock=1))
     errors = audit_trace(CONFIG, receipts).errors
-    assert errors == ("receipt 1: evaluation transition does not replay",
-                      "receipt 2: before-state breaks the receipt chain")
+    assert errors == (
+        "receipt 1: evaluation transition does not replay",
+        "receipt 2: before-state breaks the receipt chain",
+    )
 
 
 def test_action_change_reports_replay_and_rho() -> None:
@@ -88,28 +95,39 @@ def test_rank_consuming_checks() -> None:
     controller = QICTController(CONFIG)
     receipt = controller.process(no("a"))
     terminated = dataclasses.replace(
-        receipt, after=dataclasses.replace(receipt.after, status=ControllerStatus.HELD))
-    assert "receipt 1: rank-consuming transition terminated" in audit_trace(
-        CONFIG, [terminated]).errors
-    flat = dataclasses.replace(receipt, after=dataclasses.replace(receipt.after, exclusions=frozenset()))
-    assert "receipt 1: continuing transition did not reduce rho" in audit_trace(
-        CONFIG, [flat]).errors
+        receipt, after=dataclasses.replace(receipt.after, status=ControllerStatus.HELD)
+    )
+    assert (
+        "receipt 1: rank-consuming transition terminated"
+        in audit_trace(CONFIG, [terminated]).errors
+    )
+    flat = dataclasses.replace(
+        receipt, after=dataclasses.replace(receipt.after, exclusions=frozenset())
+    )
+    assert (
+        "receipt 1: continuing transition did not reduce rho" in audit_trace(CONFIG, [flat]).errors
+    )
 
 
 def test_replay_raised_errors() -> None:
     controller = QICTController(CONFIG)
     receipt = controller.process(no("a"))
     bad = dataclasses.replace(receipt, payload=EvidenceNeed("g"))
-    assert "receipt 1: replay raised receipt payload must be a string" in audit_trace(
-        CONFIG, [bad]).errors
+    assert (
+        "receipt 1: replay raised receipt payload must be a string"
+        in audit_trace(CONFIG, [bad]).errors
+    )
     bad_maybe = dataclasses.replace(receipt, verdict=2, payload=3)  # type: ignore[arg-type]
-    assert "receipt 1: replay raised MAYBE receipt payload has the wrong type" in audit_trace(
-        CONFIG, [bad_maybe]).errors
+    assert (
+        "receipt 1: replay raised MAYBE receipt payload has the wrong type"
+        in audit_trace(CONFIG, [bad_maybe]).errors
+    )
     done = full_run().receipts
     again = dataclasses.replace(done[-1], before=done[-1].after)
     errors = audit_trace(CONFIG, [*done, again]).errors
-    assert errors[-1] == ("receipt 9: replay raised A terminal controller cannot evaluate "
-                          "another candidate.")
+    assert errors[-1] == (
+        "receipt 9: replay raised A terminal controller cannot evaluate another candidate."
+    )
 
 
 def test_evaluation_bound_error() -> None:
@@ -162,7 +180,9 @@ def test_replaced_state_breaks_chain_at_receipt_one() -> None:
     controller.state = dataclasses.replace(controller.state, clock=4)
     controller.process(no("a"))
     assert controller.audit().errors == ("receipt 1: before-state breaks the receipt chain",)
-    assert audit_trace(CONFIG, controller.receipts, initial_state=controller.receipts[0].before).valid
+    assert audit_trace(
+        CONFIG, controller.receipts, initial_state=controller.receipts[0].before
+    ).valid
 
 
 def test_incremental_audit_sees_later_mutation() -> None:
@@ -220,8 +240,9 @@ def test_json_keeps_odd_values_and_chain_breaks() -> None:
     controller.process(maybe(1.5))  # type: ignore[arg-type]
     receipts: list[TransitionReceipt] = list(controller.receipts)
     assert isinstance(receipts[0], EvaluationReceipt)
-    forged = dataclasses.replace(receipts[0], before=ControllerState(clock=2),
-                                 dependency_arcs=frozenset({("x", "y")}))
+    forged = dataclasses.replace(
+        receipts[0], before=ControllerState(clock=2), dependency_arcs=frozenset({("x", "y")})
+    )
     loaded = load_receipts(dump_receipts([forged, *receipts]))
     assert loaded == [forged, *receipts]
     assert type(loaded[1].payload) is float  # type: ignore[union-attr]
@@ -233,7 +254,9 @@ def test_json_rejects_other_documents() -> None:
     with pytest.raises(ValueError, match="unsupported receipts document version"):
         load_receipts('{"format": "four.quaternary.receipts", "version": 99, "receipts": []}')
     with pytest.raises(ValueError, match="malformed"):
-        load_receipts('{"format": "four.quaternary.receipts", "version": 1, "receipts": [{"before": {}}]}')
+        load_receipts(
+            '{"format": "four.quaternary.receipts", "version": 1, "receipts": [{"before": {}}]}'
+        )
 
 
 def test_trace_audited_by_another_process(tmp_path: Path) -> None:
@@ -251,6 +274,9 @@ def test_trace_audited_by_another_process(tmp_path: Path) -> None:
     src = Path(__file__).resolve().parents[2] / "src"
     done = subprocess.run(
         [sys.executable, "-c", script, str(path), controller.head.hex()],
-        capture_output=True, text=True, check=True, env={"PYTHONPATH": str(src)},
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(src)},
     )
     assert done.stdout.strip() == "True"

@@ -56,24 +56,30 @@ def test_config_conversions_and_defaults() -> None:
     assert config.failure_alphabet == {"a", "b"}
     assert config.admissible_failures is config.failure_alphabet
     assert config.admissible_dependencies == {"d"}
-    assert hash(config) == hash(QICTConfig(failure_alphabet={"a", "b"},
-                                           dependency_alphabet={"d"}))
-    state = QICTConfig(evidence_alphabet={"g"}, compute_budget=0, compute_alphabet={"k"}
-                       ).initial_state()
+    assert hash(config) == hash(QICTConfig(failure_alphabet={"a", "b"}, dependency_alphabet={"d"}))
+    state = QICTConfig(
+        evidence_alphabet={"g"}, compute_budget=0, compute_alphabet={"k"}
+    ).initial_state()
     assert (state.evidence_budget, state.compute_budget, state.dependency_budget) == (1, 0, 0)
 
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"failure_alphabet": {"a"}, "admissible_failures": {"b"}},
-         "Admissible failures must belong to the failure alphabet."),
-        ({"admissible_dependencies": {"d"}},
-         "Admissible dependencies must belong to the dependency alphabet."),
+        (
+            {"failure_alphabet": {"a"}, "admissible_failures": {"b"}},
+            "Admissible failures must belong to the failure alphabet.",
+        ),
+        (
+            {"admissible_dependencies": {"d"}},
+            "Admissible dependencies must belong to the dependency alphabet.",
+        ),
         ({"evidence_budget": 1}, "evidence budget must be between zero and its alphabet size."),
         ({"compute_budget": -1}, "compute budget must be between zero and its alphabet size."),
-        ({"dependency_budget": 2, "dependency_alphabet": {"d"}},
-         "dependency budget must be between zero and its alphabet size."),
+        (
+            {"dependency_budget": 2, "dependency_alphabet": {"d"}},
+            "dependency budget must be between zero and its alphabet size.",
+        ),
         ({"lease_ticks": 0}, "A lease must have a positive finite duration."),
     ],
 )
@@ -85,8 +91,12 @@ def test_config_errors(kwargs: dict[str, object], message: str) -> None:
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"failure_alphabet": "abc"}, {"lease_ticks": 0.5}, {"lease_ticks": True},
-     {"evidence_budget": True, "evidence_alphabet": {"g"}}],
+    [
+        {"failure_alphabet": "abc"},
+        {"lease_ticks": 0.5},
+        {"lease_ticks": True},
+        {"evidence_budget": True, "evidence_alphabet": {"g"}},
+    ],
 )
 def test_config_rejects_silent_coercions(kwargs: dict[str, object]) -> None:
     """A str alphabet, bool or float counts are rejected (verdict4 accepted them)."""
@@ -100,8 +110,13 @@ def test_config_rejects_silent_coercions(kwargs: dict[str, object]) -> None:
         ({"evidence_budget": -1}, "Controller budgets cannot be negative."),
         ({"clock": -1}, "Controller indices cannot be negative."),
         ({"evaluation_count": -1}, "Controller indices cannot be negative."),
-        ({"status": ControllerStatus.HELD, "pending_lease": Lease("x", LeaseKind.EVIDENCE, "g", 1)},
-         "A terminal controller cannot retain a pending lease."),
+        (
+            {
+                "status": ControllerStatus.HELD,
+                "pending_lease": Lease("x", LeaseKind.EVIDENCE, "g", 1),
+            },
+            "A terminal controller cannot retain a pending lease.",
+        ),
     ],
 )
 def test_state_invariants(kwargs: dict[str, object], message: str) -> None:
@@ -114,14 +129,27 @@ def test_state_invariants(kwargs: dict[str, object], message: str) -> None:
     ("kwargs", "message"),
     [
         ({"unresolved": frozenset({"a"})}, "Unresolved dependencies must have been bound."),
-        ({"used": frozenset({"a", "b"}), "unresolved": frozenset({"a"}),
-          "relation": frozenset({("a", "b")})}, "Dependency arcs must join unresolved vertices."),
-        ({"used": frozenset({"a"}), "outcomes": (("a", HOLDS), ("a", FAILS))},
-         "A dependency may have only one recorded outcome."),
+        (
+            {
+                "used": frozenset({"a", "b"}),
+                "unresolved": frozenset({"a"}),
+                "relation": frozenset({("a", "b")}),
+            },
+            "Dependency arcs must join unresolved vertices.",
+        ),
+        (
+            {"used": frozenset({"a"}), "outcomes": (("a", HOLDS), ("a", FAILS))},
+            "A dependency may have only one recorded outcome.",
+        ),
         ({"outcomes": (("a", HOLDS),)}, "Outcomes belong only to resolved dependencies."),
-        ({"used": frozenset({"a"}), "unresolved": frozenset({"a"}),
-          "relation": frozenset({("a", "a")})},
-         "The unresolved dependency relation must be acyclic."),
+        (
+            {
+                "used": frozenset({"a"}),
+                "unresolved": frozenset({"a"}),
+                "relation": frozenset({("a", "a")}),
+            },
+            "The unresolved dependency relation must be acyclic.",
+        ),
     ],
 )
 def test_record_invariants(kwargs: dict[str, object], message: str) -> None:
@@ -146,9 +174,20 @@ def test_state_dataclass_compatibility() -> None:
     state = controller.state
     names = [f.name for f in dataclasses.fields(state)]
     assert names == [
-        "exclusions", "used_evidence", "used_compute", "dependencies", "evidence_budget",
-        "compute_budget", "dependency_budget", "status", "candidate_disposition",
-        "evaluation_count", "clock", "pending_lease", "held_reason"]
+        "exclusions",
+        "used_evidence",
+        "used_compute",
+        "dependencies",
+        "evidence_budget",
+        "compute_budget",
+        "dependency_budget",
+        "status",
+        "candidate_disposition",
+        "evaluation_count",
+        "clock",
+        "pending_lease",
+        "held_reason",
+    ]
     assert not {"candidate", "candidate_activation", "hidden_state"} & set(names)
     assert state.exclusions == {"f1"} and isinstance(state.exclusions, frozenset)
     moved = dataclasses.replace(state, clock=5)
@@ -249,9 +288,11 @@ def test_outcomes_stay_sorted() -> None:
 
 @pytest.mark.parametrize(
     ("arcs", "reason"),
-    [([("d1", "d1")], "The unresolved dependency relation must be acyclic."),
-     ([("d1", "d2")], "Dependency arcs must join unresolved vertices."),
-     ([("d1", "d2", "x")], "too many values to unpack (expected 2)")],
+    [
+        ([("d1", "d1")], "The unresolved dependency relation must be acyclic."),
+        ([("d1", "d2")], "Dependency arcs must join unresolved vertices."),
+        ([("d1", "d2", "x")], "too many values to unpack (expected 2)"),
+    ],
 )
 def test_bind_with_arcs_holds(arcs: list[tuple[str, ...]], reason: str) -> None:
     receipt = make().process(iff("d1"), dependency_arcs=arcs)  # type: ignore[arg-type]
@@ -283,12 +324,18 @@ def test_list_arcs_raise_and_leave_state() -> None:
 def test_process_preconditions() -> None:
     controller = make()
     controller.process(maybe(EvidenceNeed("g1")))
-    with pytest.raises(ValueError, match=re.escape("A pending lease must return or expire before re-evaluation.")):
+    with pytest.raises(
+        ValueError, match=re.escape("A pending lease must return or expire before re-evaluation.")
+    ):
         controller.process(yes())
     controller.expire("evidence:g1:1")
-    with pytest.raises(ValueError, match=re.escape("A terminal controller cannot evaluate another candidate.")):
+    with pytest.raises(
+        ValueError, match=re.escape("A terminal controller cannot evaluate another candidate.")
+    ):
         controller.process(yes())
-    with pytest.raises(ValueError, match=re.escape("A terminal controller cannot consume another event.")):
+    with pytest.raises(
+        ValueError, match=re.escape("A terminal controller cannot consume another event.")
+    ):
         controller.advance_clock(9)
     assert len(controller.receipts) == 2
 
@@ -317,10 +364,16 @@ def test_wait_then_expire_by_clock() -> None:
         (lambda c: c.advance_clock(0), A.HOLD, "clock must advance strictly"),
         (lambda c: c.evidence_returned("wrong"), A.HOLD, "controller event names the wrong lease"),
         (lambda c: c.expire("evidence:g1:1"), A.EXPIRE, "lease expired"),
-        (lambda c: c.resolve_dependency("evidence:g1:1", HOLDS), A.HOLD,
-         "invalid dependency resolution event"),
-        (lambda c: c.invalidate_dependency("d1"), A.HOLD,
-         "dependency invalidation has no prior resolution"),
+        (
+            lambda c: c.resolve_dependency("evidence:g1:1", HOLDS),
+            A.HOLD,
+            "invalid dependency resolution event",
+        ),
+        (
+            lambda c: c.invalidate_dependency("d1"),
+            A.HOLD,
+            "dependency invalidation has no prior resolution",
+        ),
     ],
 )
 def test_event_holds_while_gathering(poke: object, action: A, reason: str) -> None:
@@ -354,7 +407,10 @@ def test_evidence_for_dependency_lease_holds() -> None:
 def test_idle_events_hold() -> None:
     """Any event but invalidation needs a pending lease; an idle clock advance holds."""
     pokes: list[Callable[[QICTController], EventReceipt]] = [
-        lambda c: c.advance_clock(1), lambda c: c.evidence_returned("x"), lambda c: c.expire("x")]
+        lambda c: c.advance_clock(1),
+        lambda c: c.evidence_returned("x"),
+        lambda c: c.expire("x"),
+    ]
     for poke in pokes:
         controller = make()
         receipt = poke(controller)
@@ -384,10 +440,15 @@ def test_non_int_clock_is_rejected(clock: object) -> None:
 
 
 def test_rank_formula_and_tighter_rank() -> None:
-    config = QICTConfig(failure_alphabet={"a", "b", "c"}, admissible_failures={"a"},
-                        evidence_alphabet={"g"}, compute_alphabet={"k1", "k2"},
-                        compute_budget=1, dependency_alphabet={"d", "e"},
-                        admissible_dependencies={"d"})
+    config = QICTConfig(
+        failure_alphabet={"a", "b", "c"},
+        admissible_failures={"a"},
+        evidence_alphabet={"g"},
+        compute_alphabet={"k1", "k2"},
+        compute_budget=1,
+        dependency_alphabet={"d", "e"},
+        admissible_dependencies={"d"},
+    )
     state = config.initial_state()
     assert rank(config, state) == 3 + 1 + 1 + 2
     assert admissible_rank(config, state) == 1 + 1 + 1 + 1

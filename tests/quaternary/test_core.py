@@ -11,12 +11,35 @@ import four.quaternary as q
 from four.quaternary import CheckResult, ComputeNeed, EvidenceNeed, Verdict, iff, maybe, no, yes
 
 VERDICT4_NAMES = {
-    "AuditResult", "CandidateDisposition", "CheckResult", "ComputeNeed", "ControllerAction",
-    "ControllerEvent", "ControllerEventKind", "ControllerState", "ControllerStatus",
-    "DependencyRecord", "EvaluationReceipt", "EventReceipt", "EvidenceNeed", "Lease",
-    "LeaseKind", "LoopOutcome", "Needed", "QICTConfig", "QICTController",
-    "ResolutionOutcome", "TransitionReceipt", "Verdict", "audit_trace", "iff", "maybe", "no",
-    "rank", "run", "yes",
+    "AuditResult",
+    "CandidateDisposition",
+    "CheckResult",
+    "ComputeNeed",
+    "ControllerAction",
+    "ControllerEvent",
+    "ControllerEventKind",
+    "ControllerState",
+    "ControllerStatus",
+    "DependencyRecord",
+    "EvaluationReceipt",
+    "EventReceipt",
+    "EvidenceNeed",
+    "Lease",
+    "LeaseKind",
+    "LoopOutcome",
+    "Needed",
+    "QICTConfig",
+    "QICTController",
+    "ResolutionOutcome",
+    "TransitionReceipt",
+    "Verdict",
+    "audit_trace",
+    "iff",
+    "maybe",
+    "no",
+    "rank",
+    "run",
+    "yes",
 }
 ADDITIONS = {"LoopStatus", "admissible_rank", "dump_receipts", "head_digest", "load_receipts"}
 
@@ -52,8 +75,8 @@ def test_needs_are_hashable_and_distinct() -> None:
 
 
 @pytest.mark.parametrize(
-    ("verdict", "word"), [(Verdict.NO, "reason"), (Verdict.MAYBE, "needed"),
-                          (Verdict.IFF, "dependency")]
+    ("verdict", "word"),
+    [(Verdict.NO, "reason"), (Verdict.MAYBE, "needed"), (Verdict.IFF, "dependency")],
 )
 def test_missing_payload_field_raises(verdict: Verdict, word: str) -> None:
     """NO needs a reason, MAYBE needs `needed`, IFF needs a dependency."""
@@ -63,7 +86,9 @@ def test_missing_payload_field_raises(verdict: Verdict, word: str) -> None:
 
 def test_messages_match_verdict4() -> None:
     """The exact messages of verdict4."""
-    with pytest.raises(ValueError, match=re.escape("NO verdict requires a reason. Failure must not be anonymous.")):
+    with pytest.raises(
+        ValueError, match=re.escape("NO verdict requires a reason. Failure must not be anonymous.")
+    ):
         CheckResult(Verdict.NO)
     with pytest.raises(ValueError, match=re.escape("MAYBE verdict requires needed evidence.")):
         CheckResult(Verdict.MAYBE)
@@ -116,4 +141,9 @@ def test_constructors() -> None:
     assert maybe("m").needed == "m"
     assert iff("d").dependency == "d"
     assert [f.name for f in dataclasses.fields(CheckResult)] == [
-        "verdict", "reason", "needed", "dependency", "meta"]
+        "verdict",
+        "reason",
+        "needed",
+        "dependency",
+        "meta",
+    ]

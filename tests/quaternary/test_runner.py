@@ -55,16 +55,26 @@ def test_max_rounds_below_one_is_rejected(rounds: int) -> None:
 
 def test_string_maybe_without_gather_holds() -> None:
     holds: list[tuple[Any, str]] = []
-    outcome = run("t", generate=gen, check=scripted(maybe("schema")), gather=lambda n: 1,
-                  on_hold=lambda o, r: holds.append((o, r)))
+    outcome = run(
+        "t",
+        generate=gen,
+        check=scripted(maybe("schema")),
+        gather=lambda n: 1,
+        on_hold=lambda o, r: holds.append((o, r)),
+    )
     assert (outcome.status, outcome.held_reason) == ("held", "schema")
     assert holds == [(0, "schema")]
 
 
 def test_typed_maybe_holds_without_gather() -> None:
     calls: list[str] = []
-    outcome = run("t", generate=gen, check=scripted(maybe(EvidenceNeed("e"))),
-                  gather=lambda n: calls.append(n), recheck=lambda o, e=None: yes())
+    outcome = run(
+        "t",
+        generate=gen,
+        check=scripted(maybe(EvidenceNeed("e"))),
+        gather=lambda n: calls.append(n),
+        recheck=lambda o, e=None: yes(),
+    )
     assert outcome.held_reason == "typed MAYBE need requires QICTController"
     assert calls == []
 
@@ -76,25 +86,47 @@ def test_gather_then_recheck_outcomes() -> None:
         evidence.append(ev)
         return yes()
 
-    ok = run("t", generate=gen, check=scripted(maybe("m")), gather=lambda n: n + "!",
-             recheck=recheck)
+    ok = run(
+        "t", generate=gen, check=scripted(maybe("m")), gather=lambda n: n + "!", recheck=recheck
+    )
     assert (ok.status, ok.rounds, evidence) == ("accepted", 1, ["m!"])
-    retry = run("t", generate=gen, check=scripted(maybe("m"), yes()), gather=lambda n: 0,
-                recheck=lambda o, e=None: no("bad"))
+    retry = run(
+        "t",
+        generate=gen,
+        check=scripted(maybe("m"), yes()),
+        gather=lambda n: 0,
+        recheck=lambda o, e=None: no("bad"),
+    )
     assert (retry.status, retry.rounds, retry.exclusions) == ("accepted", 2, ["bad"])
 
 
 def test_second_maybe_holds_with_verdict4_reasons() -> None:
     holds: list[str] = []
-    outcome = run("t", generate=gen, check=scripted(maybe("m")), gather=lambda n: 0,
-                  recheck=lambda o, e=None: maybe("m2"), on_hold=lambda o, r: holds.append(r))
+    outcome = run(
+        "t",
+        generate=gen,
+        check=scripted(maybe("m")),
+        gather=lambda n: 0,
+        recheck=lambda o, e=None: maybe("m2"),
+        on_hold=lambda o, r: holds.append(r),
+    )
     assert (outcome.status, outcome.held_reason, holds) == ("held", "m2", ["m2"])
-    typed = run("t", generate=gen, check=scripted(maybe("m")), gather=lambda n: 0,
-                recheck=lambda o, e=None: maybe(EvidenceNeed("x")),
-                on_hold=lambda o, r: holds.append(r))
+    typed = run(
+        "t",
+        generate=gen,
+        check=scripted(maybe("m")),
+        gather=lambda n: 0,
+        recheck=lambda o, e=None: maybe(EvidenceNeed("x")),
+        on_hold=lambda o, r: holds.append(r),
+    )
     assert typed.held_reason is None and holds[-1] == "unresolvable"
-    dep = run("t", generate=gen, check=scripted(maybe("m")), gather=lambda n: 0,
-              recheck=lambda o, e=None: iff("d"))
+    dep = run(
+        "t",
+        generate=gen,
+        check=scripted(maybe("m")),
+        gather=lambda n: 0,
+        recheck=lambda o, e=None: iff("d"),
+    )
     assert dep.held_reason == "d"
 
 
@@ -105,8 +137,14 @@ def test_iff_resolved_rechecks_once_per_probe() -> None:
         calls.append("recheck")
         return maybe("still")
 
-    outcome = run("t", generate=gen, check=scripted(iff("d")), recheck=recheck,
-                  is_resolved=lambda d: True, is_failed=lambda d: True)
+    outcome = run(
+        "t",
+        generate=gen,
+        check=scripted(iff("d")),
+        recheck=recheck,
+        is_resolved=lambda d: True,
+        is_failed=lambda d: True,
+    )
     assert (outcome.status, outcome.blocked_by) == ("blocked", "d")
     assert calls == ["recheck", "recheck"]
 
@@ -119,24 +157,42 @@ def test_iff_probes_called_without_recheck() -> None:
         probed.append(dep)
         return True
 
-    outcome = run("t", generate=gen, check=scripted(iff("d")), is_resolved=resolved,
-                  on_blocked=lambda o, d: blocked.append(d))
+    outcome = run(
+        "t",
+        generate=gen,
+        check=scripted(iff("d")),
+        is_resolved=resolved,
+        on_blocked=lambda o, d: blocked.append(d),
+    )
     assert outcome.status == "blocked" and probed == ["d"] and blocked == ["d"]
 
 
 def test_iff_failed_then_yes_and_no() -> None:
-    ok = run("t", generate=gen, check=scripted(iff("d")), recheck=lambda o, e=None: yes(),
-             is_failed=lambda d: True)
+    ok = run(
+        "t",
+        generate=gen,
+        check=scripted(iff("d")),
+        recheck=lambda o, e=None: yes(),
+        is_failed=lambda d: True,
+    )
     assert ok.status == "accepted"
-    retry = run("t", generate=gen, check=scripted(iff("d"), yes()),
-                recheck=lambda o, e=None: no("x"), is_resolved=lambda d: True)
+    retry = run(
+        "t",
+        generate=gen,
+        check=scripted(iff("d"), yes()),
+        recheck=lambda o, e=None: no("x"),
+        is_resolved=lambda d: True,
+    )
     assert (retry.status, retry.exclusions, retry.rounds) == ("accepted", ["x"], 2)
 
 
 def test_contradictions_flagged_as_verdict4() -> None:
-    outcome = run("t", generate=gen,
-                  check=scripted(no("Don't   use X"), no("use x"), no("use x "), no("notx")),
-                  max_rounds=4)
+    outcome = run(
+        "t",
+        generate=gen,
+        check=scripted(no("Don't   use X"), no("use x"), no("use x "), no("notx")),
+        max_rounds=4,
+    )
     assert outcome.contradiction == [("Don't   use X", "use x")]
     clean = run("t", generate=gen, check=scripted(yes()))
     assert clean.contradiction is None

@@ -55,8 +55,12 @@ FAILURES = ["f0", "f1", "f2", "f3"]
 EVIDENCE = ["g0", "g1"]
 COMPUTE = ["k0", "k1", "k2"]
 DEPENDENCIES = ["d0", "d1", "d2"]
-CONSUMING = {ControllerAction.EXCLUDE_RETRY, ControllerAction.ADMIT_NEXT,
-             ControllerAction.GATHER, ControllerAction.BIND}
+CONSUMING = {
+    ControllerAction.EXCLUDE_RETRY,
+    ControllerAction.ADMIT_NEXT,
+    ControllerAction.GATHER,
+    ControllerAction.BIND,
+}
 
 
 def subsets(items: set[str]) -> st.SearchStrategy[set[str]]:
@@ -74,9 +78,13 @@ def configs(draw: st.DrawFn) -> QICTConfig:
         return draw(st.none() | st.integers(0, len(alphabet)))
 
     return QICTConfig(
-        failure_alphabet=failures, evidence_alphabet=evidence, compute_alphabet=compute,
-        dependency_alphabet=deps, evidence_budget=budget(evidence),
-        compute_budget=budget(compute), dependency_budget=budget(deps),
+        failure_alphabet=failures,
+        evidence_alphabet=evidence,
+        compute_alphabet=compute,
+        dependency_alphabet=deps,
+        evidence_budget=budget(evidence),
+        compute_budget=budget(compute),
+        dependency_budget=budget(deps),
         admissible_failures=draw(st.none() | subsets(failures)),
         admissible_dependencies=draw(st.none() | subsets(deps)),
         lease_ticks=draw(st.integers(1, 3)),
@@ -93,8 +101,7 @@ results = st.one_of(
 )
 arc_sets = st.one_of(
     st.just(()),
-    st.lists(st.tuples(st.sampled_from(DEPENDENCIES), st.sampled_from(DEPENDENCIES)),
-             max_size=2),
+    st.lists(st.tuples(st.sampled_from(DEPENDENCIES), st.sampled_from(DEPENDENCIES)), max_size=2),
 )
 
 
@@ -116,8 +123,11 @@ def changed(value: Any) -> Any:
     if value is None:
         return "x"
     if isinstance(value, frozenset):
-        return value | {("zz", "zz")} if value and isinstance(next(iter(value)), tuple) \
+        return (
+            value | {("zz", "zz")}
+            if value and isinstance(next(iter(value)), tuple)
             else value | {"zz"}
+        )
     if isinstance(value, EvidenceNeed):
         return EvidenceNeed(value.evidence + "!")
     if isinstance(value, ComputeNeed):
@@ -131,11 +141,15 @@ def state_variants(state: ControllerState) -> list[ControllerState]:
     for f in dataclasses.fields(state):
         value = getattr(state, f.name)
         if f.name == "dependencies":
-            new: Any = DependencyRecord(value.used | {"zz"}, value.unresolved, value.relation,
-                                        value.outcomes)
+            new: Any = DependencyRecord(
+                value.used | {"zz"}, value.unresolved, value.relation, value.outcomes
+            )
         elif f.name == "status":
-            new = ControllerStatus.HELD if value == ControllerStatus.RUNNING else \
-                ControllerStatus.RUNNING
+            new = (
+                ControllerStatus.HELD
+                if value == ControllerStatus.RUNNING
+                else ControllerStatus.RUNNING
+            )
         elif f.name == "candidate_disposition":
             new = CandidateDisposition.SOURCE_ADMISSIBLE if value is None else None
         elif f.name == "pending_lease":
