@@ -51,10 +51,12 @@ def _add_env_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--image", help="container image for --env docker [FOUR_IMAGE]")
     p.add_argument("--cwd", help="working directory of the commands (default: here)")
     p.add_argument(
-        "--timeout",
+        "--command-timeout",
         type=_number,
         default=None,
-        help="seconds one command may run; a timeout is an observation [FOUR_TIMEOUT, 60]",
+        metavar="SECONDS",
+        help="seconds one command may run; a timeout is an observation (exit 124) "
+        "[FOUR_COMMAND_TIMEOUT, 120]",
     )
 
 
@@ -93,6 +95,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_env_flags(p)
     p.add_argument(
         "--max-steps", type=_positive_int, help="model calls at most [FOUR_MAX_STEPS, 100]"
+    )
+    p.add_argument(
+        "--timeout",
+        type=_number,
+        metavar="SECONDS",
+        help="wall-clock limit of the whole run, checked before each model call and "
+        "command; 0 = none [FOUR_TIMEOUT, none]",
     )
     p.add_argument(
         "--cost-limit", type=_number, help="stop after this many USD; 0 = none [FOUR_COST_LIMIT, 3]"

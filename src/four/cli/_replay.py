@@ -149,9 +149,9 @@ def _environment(args: argparse.Namespace, recorded: Mapping[str, JSON]) -> Exec
         return value if isinstance(value, str) and value else None
 
     kind = text(args.env, "env") or env.get("FOUR_ENV") or "local"
-    timeout = args.timeout
-    if timeout is None and isinstance(recorded.get("timeout"), int | float):
-        timeout = recorded["timeout"]
+    timeout = args.command_timeout
+    if timeout is None and isinstance(recorded.get("command_timeout"), int | float):
+        timeout = recorded["command_timeout"]
     return make_env(
         kind,
         image=text(args.image, "image") or env.get("FOUR_IMAGE"),

@@ -26,14 +26,15 @@ class Variable:
 VARIABLES: tuple[Variable, ...] = (
     Variable("FOUR_MODEL", "model name for litellm, e.g. openai/gpt-4o-mini (--model)"),
     Variable("FOUR_API_BASE", "base URL of an OpenAI-compatible server (--api-base)"),
-    Variable("FOUR_API_KEY", "API key sent to --api-base (else the provider's own variable)"),
+    Variable("FOUR_API_KEY", "key sent to --api-base (default: none; never the provider's)"),
     Variable("FOUR_OUTPUT_DIR", "where trajectories are saved (-o), default ./trajectories"),
     Variable("FOUR_ENV", "local, persistent, sandbox or docker (--env)"),
     Variable("FOUR_IMAGE", "container image for --env docker (--image)"),
     Variable("FOUR_TOOLCALLS", "1 to use tool calls instead of ```bash blocks (--toolcalls)"),
     Variable("FOUR_MAX_STEPS", "model calls before the run stops (--max-steps)"),
     Variable("FOUR_COST_LIMIT", "USD after which the run stops (--cost-limit)"),
-    Variable("FOUR_TIMEOUT", "seconds one command may run (--timeout)"),
+    Variable("FOUR_TIMEOUT", "wall-clock seconds the whole run may take (--timeout)"),
+    Variable("FOUR_COMMAND_TIMEOUT", "seconds one command may run (--command-timeout)"),
     Variable("FOUR_SYSTEM", "file holding the system prompt (--system)"),
 )
 
