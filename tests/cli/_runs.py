@@ -121,18 +121,27 @@ def cli(
     timeout: float = 60,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``python -m four.cli ARGS`` as a subprocess with the source tree on the path."""
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("FOUR_") and k != "COLUMNS"}
-    environ.update({"PYTHONPATH": str(ROOT / "src"), "COLUMNS": "100", **(env or {})})
     return subprocess.run(
         [sys.executable, "-m", "four.cli", *args],
         capture_output=True,
         text=True,
-        env=environ,
+        env=cli_env(env),
         cwd=cwd,
         input=stdin,
         timeout=timeout,
         check=False,
     )
+
+
+def cli_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for a ``four`` subprocess: no FOUR_* settings, no provider keys."""
+    environ = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("FOUR_") and not k.endswith("_API_KEY") and k != "COLUMNS"
+    }
+    environ.update({"PYTHONPATH": str(ROOT / "src"), "COLUMNS": "100", **(extra or {})})
+    return environ
 
 
 SUBMIT = "```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"

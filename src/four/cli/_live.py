@@ -101,9 +101,15 @@ class Display:
         )
         self._live.start()
 
-    def stop(self) -> None:
-        """Stop redrawing; the last frame stays on the screen."""
+    def stop(self, final: str = "") -> None:
+        """Stop redrawing; the last frame (with ``final`` as its status) stays on screen."""
         if self._live is not None:
+            if final:
+                with self._lock:
+                    self.activity = final
+                    if self.rows and self.rows[-1].seconds is None:
+                        self.rows[-1].note = final
+                self._live.refresh()
             self._live.stop()
             self._live = None
 
@@ -112,7 +118,7 @@ class Display:
     def model_started(self) -> None:
         with self._lock:
             self.step += 1
-            self.activity = "waiting for the model"
+            self.activity = "… waiting for the model"
 
     def model_done(self, result: Result[Reply, ModelError], elapsed: float) -> None:
         with self._lock:
@@ -127,14 +133,14 @@ class Display:
                 error = result.failure()
                 self.usage += error.usage or NO_USAGE
                 note = f"model error: {first_line(str(error), 100)}"
-            self.activity = "reading the reply"
+            self.activity = "… reading the reply"
         if self.model_lines:
             self._line(f"step {self.step} · {note} · total {self._totals()}")
 
     def command_started(self, command: str) -> None:
         with self._lock:
             self.rows.append(Row(self.step, command))
-            self.activity = f"running {first_line(command, 60)}"
+            self.activity = f"… running {first_line(command, 60)}"
 
     def command_done(
         self, result: Result[Observation, Submitted | ExecutionError], elapsed: float
@@ -150,7 +156,7 @@ class Display:
             else:
                 end = result.failure()
                 row.note = "submitted" if isinstance(end, Submitted) else f"env error: {end}"
-            self.activity = "waiting for the model"
+            self.activity = "… waiting for the model"
         code = "" if row.returncode is None else f" · exit {row.returncode}"
         note = f" · {row.note}" if row.note else ""
         self._line(
@@ -189,7 +195,7 @@ class Display:
             table.add_column("exit", justify="right")
             table.add_column("time", justify="right")
             for row in self.rows:
-                code = "…" if row.returncode is None and not row.note else str(row.returncode or "")
+                code = "" if row.returncode is None else str(row.returncode)
                 style = "red" if row.returncode not in (None, 0) else "green"
                 table.add_row(
                     str(row.step),
@@ -197,7 +203,7 @@ class Display:
                     Text(row.note or code, style=style),
                     seconds(row.seconds) if row.seconds is not None else "",
                 )
-            status = Text(f"… {self.activity}", style="dim")
+            status = Text(self.activity, style="dim")
         return Group(head, table, status)
 
 
