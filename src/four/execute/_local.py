@@ -17,7 +17,7 @@ from four.execute._output import (
     command_env,
     conclude,
 )
-from four.execute._process import run_captured
+from four.execute._process import MARK, new_mark, run_captured
 from four.execute._shell import ShellEnv
 
 Executed = Result[Observation, Submitted | ExecutionError]
@@ -58,13 +58,15 @@ class LocalEnv:
         if problem:
             return Success(unrunnable(problem))
         output = OutputBuffer(self.max_output, self.exit_signal)
+        mark = new_mark()
         try:
             ran = run_captured(
                 [self.shell, "-c", action.command],
                 output,
                 self.timeout,
                 cwd=self.cwd,
-                env=command_env(self.inherit, self.deny, self.env),
+                env={**command_env(self.inherit, self.deny, self.env), MARK: mark},
+                mark=mark,
             )
         except OSError as exc:  # no bash, or the working folder is gone
             return Failure(ExecutionError(f"cannot start {self.shell}: {exc}"))

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import codecs
 import fnmatch
+import functools
 import os
+import re
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from returns.result import Failure, Result, Success
@@ -83,14 +85,22 @@ def command_env(
     False
     """
     source = os.environ if host is None else host
-    allow, refuse = tuple(inherit), tuple(p.upper() for p in deny)
+    allow, refuse = _matcher(tuple(inherit), False), _matcher(tuple(deny), True)
     passed = {
         name: value
         for name, value in source.items()
-        if any(fnmatch.fnmatchcase(name, p) for p in allow)
-        and not any(fnmatch.fnmatchcase(name.upper(), p) for p in refuse)
+        if allow(name) is not None and refuse(name) is None
     }
     return {**passed, **QUIET_ENV, **(env or {})}
+
+
+@functools.lru_cache(maxsize=64)
+def _matcher(patterns: tuple[str, ...], ignore_case: bool) -> Callable[[str], object]:
+    """One compiled regex for a set of fnmatch patterns (its ``fullmatch``)."""
+    if not patterns:
+        return lambda name: None
+    joined = "|".join(fnmatch.translate(p) for p in patterns)
+    return re.compile(joined, re.IGNORECASE if ignore_case else 0).match
 
 
 class OutputBuffer:

@@ -35,6 +35,39 @@ def kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
+MARK = "FOUR_RUN"
+"""The variable that tags every process of a command (it is inherited by all it starts)."""
+
+
+def new_mark() -> str:
+    """A fresh random value for ``MARK``."""
+    return os.urandom(8).hex()
+
+
+def kill_marked(mark: str) -> None:
+    """SIGKILL every process whose environment has ``FOUR_RUN=mark``.
+
+    This reaches what a process group does not: children that called setsid or
+    daemonised. Linux only (it reads /proc/*/environ); elsewhere it does nothing.
+    """
+    entry = f"{MARK}={mark}".encode()
+    for _ in range(2):  # a second pass for children forked during the first
+        try:
+            pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+        except OSError:
+            return
+        for pid in pids:
+            if pid == os.getpid():
+                continue
+            try:
+                with open(f"/proc/{pid}/environ", "rb") as f:
+                    if entry not in f.read().split(b"\0"):
+                        continue
+                os.kill(pid, signal.SIGKILL)
+            except (OSError, ValueError):
+                continue
+
+
 def pipe_holders(pgid: int, fd: int) -> list[int]:
     """Processes of group ``pgid`` that hold the other end of the pipe read through ``fd``.
 
@@ -69,11 +102,13 @@ def run_captured(
     cwd: str | None = None,
     env: Mapping[str, str] | None = None,
     on_timeout: Callable[[subprocess.Popen[bytes]], None] | None = None,
+    mark: str | None = None,
 ) -> Ran:
     """Run ``argv`` and read its output into ``output`` until it ends or ``timeout`` passes.
 
     At the timeout ``on_timeout`` runs first (a container kills inside itself), then the
-    process group is killed. When the process exits but children still hold the output
+    process group is killed, and with ``mark`` every process tagged ``FOUR_RUN=mark``
+    (``env`` must carry the tag). When the process exits but children still hold the output
     open, after ``LINGER`` seconds those children are killed and a note says so.
     Raises OSError when the process cannot start (no such program, no such cwd).
     """
@@ -107,7 +142,7 @@ def run_captured(
             if now >= until:
                 if exited_at is None:
                     timed_out = True
-                    _timed_out(proc, on_timeout)
+                    _timed_out(proc, on_timeout, mark)
                 else:
                     notes.append(HELD_OPEN)
                     _stop_holders(proc.pid, fd)
@@ -119,12 +154,13 @@ def run_captured(
             if exited:
                 selector.unregister(pidfd)
                 exited_at = time.monotonic()
-        if proc.poll() is None:  # the output closed, the process goes on
-            try:
-                proc.wait(max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
+        if exited_at is None and not timed_out:
+            # The output closed; wait for the exit on the pidfd (Popen.wait with a timeout
+            # polls with sleeps, a millisecond or more too late).
+            selector.unregister(fd)
+            if not selector.select(max(0.0, deadline - time.monotonic())):
                 timed_out = True
-                _timed_out(proc, on_timeout)
+                _timed_out(proc, on_timeout, mark)
         completed = True
     finally:
         selector.close()
@@ -132,6 +168,8 @@ def run_captured(
         proc.stdout.close()
         if not completed:  # an exception (Ctrl-C): leave nothing running
             kill_group(proc.pid)
+            if mark is not None:
+                kill_marked(mark)
         returncode = proc.wait()
     output.finish()
     return Ran(
@@ -145,11 +183,15 @@ def run_captured(
 
 
 def _timed_out(
-    proc: subprocess.Popen[bytes], on_timeout: Callable[[subprocess.Popen[bytes]], None] | None
+    proc: subprocess.Popen[bytes],
+    on_timeout: Callable[[subprocess.Popen[bytes]], None] | None,
+    mark: str | None,
 ) -> None:
     if on_timeout is not None:
         on_timeout(proc)
     kill_group(proc.pid)
+    if mark is not None:
+        kill_marked(mark)
 
 
 def _stop_holders(pgid: int, fd: int) -> None:

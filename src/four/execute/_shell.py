@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import selectors
 import shlex
 import shutil
@@ -37,9 +36,19 @@ from four.execute._output import (
     command_env,
     conclude,
 )
-from four.execute._process import CHUNK, DRAIN, kill_group
+from four.execute._process import CHUNK, DRAIN, MARK, kill_group, kill_marked, new_mark
 
 _TAIL = 64  # bytes kept back while scanning: a sentinel line may straddle two reads
+
+# Braces with 2>/dev/null: a user's `set -x` must not trace the protocol; `builtin`: a
+# user's function named printf must not replace it. `source` inside a sourced file (not
+# a function) keeps `declare` global.
+_PROTOCOL = (
+    "builtin source {folder}/command </dev/null\n"
+    "{{ __four_rc=$?; builtin export -p >{folder}/state; "
+    'builtin printf "cd -- %q\\n" "$PWD" >>{folder}/state; '
+    "builtin printf '\\n{token} %d\\n' \"$__four_rc\"; }} 2>/dev/null\n"
+)
 
 RESTARTED = (
     "The shell was restarted{why}: the working directory and exported variables "
@@ -68,11 +77,14 @@ class ShellEnv:
     _proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     _dir: str | None = field(default=None, repr=False)
     _pidfd: int = field(default=-1, repr=False)
+    _selector: selectors.BaseSelector | None = field(default=None, repr=False)
+    _marker: bytes = field(default=b"", repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
-    _pids: list[int] = field(default_factory=list, repr=False)
-    _finalizer: weakref.finalize[[str, list[int]], ShellEnv] | None = field(
-        default=None, repr=False
-    )
+    _procs: list[tuple[subprocess.Popen[bytes], str]] = field(default_factory=list, repr=False)
+    _mark: str = field(default="", repr=False)
+    _finalizer: (
+        weakref.finalize[[str, list[tuple[subprocess.Popen[bytes], str]]], ShellEnv] | None
+    ) = field(default=None, repr=False)
 
     # --- lifecycle ---------------------------------------------------------------
 
@@ -103,23 +115,36 @@ class ShellEnv:
 
     def _start(self) -> None:
         if self._dir is None:
-            self._dir = tempfile.mkdtemp(prefix="four-shell-")
+            self._dir = tempfile.mkdtemp(prefix="four-shell-", dir=_scratch())
             # The last resort if nobody closes us: the folder goes, the shell is killed.
-            self._finalizer = weakref.finalize(self, _cleanup, self._dir, self._pids)
+            self._finalizer = weakref.finalize(self, _cleanup, self._dir, self._procs)
+        # Every process the shell starts inherits the mark: a timeout or close() finds
+        # them all, even those that left the process group.
+        mark = new_mark()
         proc = subprocess.Popen(
             [self.shell, "--noprofile", "--norc"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             cwd=self.cwd,
-            env=command_env(self.inherit, self.deny, self.env),
+            env={**command_env(self.inherit, self.deny, self.env), MARK: mark},
             start_new_session=True,
             close_fds=True,
         )
         assert proc.stdout is not None
         os.set_blocking(proc.stdout.fileno(), False)
         self._proc, self._pidfd = proc, os.pidfd_open(proc.pid)
-        self._pids.append(proc.pid)
+        self._procs.append((proc, mark))
+        self._mark = mark
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(proc.stdout.fileno(), selectors.EVENT_READ)
+        self._selector.register(self._pidfd, selectors.EVENT_READ)
+        # One random sentinel per shell: a command cannot print it by chance, and the
+        # shell is replaced after anything that could leave stale output behind.
+        token = "__FOUR_" + os.urandom(12).hex()
+        self._marker = f"{token} ".encode()
+        with open(os.path.join(self._dir, "run"), "w") as f:
+            f.write(_PROTOCOL.format(folder=shlex.quote(self._dir), token=token))
         state = os.path.join(self._dir, "state")
         if os.path.exists(state):  # a restart: come back where the last command left us
             self._send(f"source {shlex.quote(state)} >/dev/null 2>&1\n")
@@ -128,13 +153,11 @@ class ShellEnv:
         proc, self._proc = self._proc, None
         if proc is None:
             return
-        kill_group(proc.pid)
-        self._pids.remove(proc.pid)  # before the wait: a reaped pid may be reused
-        for stream in (proc.stdin, proc.stdout):
-            with contextlib.suppress(OSError):
-                if stream is not None:
-                    stream.close()
-        proc.wait()
+        self._procs.remove((proc, self._mark))
+        _end(proc, self._mark)
+        if self._selector is not None:
+            self._selector.close()
+            self._selector = None
         os.close(self._pidfd)
         self._pidfd = -1
 
@@ -173,47 +196,38 @@ class ShellEnv:
     def _run(self, command: str, notes: tuple[str, ...] = ()) -> Ran:
         assert self._proc is not None and self._proc.stdout is not None and self._dir
         start = time.monotonic()
-        folder = shlex.quote(self._dir)
-        script = os.path.join(self._dir, "command")
-        with open(script, "w", encoding="utf-8", errors="surrogateescape") as f:
-            f.write(command)
-            if not command.endswith("\n"):
-                f.write("\n")
-        token = "__FOUR_" + secrets.token_hex(12)
-        self._send(
-            f"builtin source {folder}/command </dev/null\n"
-            # Braces with 2>/dev/null: a user's `set -x` must not trace the protocol;
-            # `builtin`: a user's function named printf must not replace it.
-            f"{{ __four_rc=$?; builtin export -p >{folder}/state; "
-            f'builtin printf "cd -- %q\\n" "$PWD" >>{folder}/state; '
-            f"builtin printf '\\n{token} %d\\n' \"$__four_rc\"; }} 2>/dev/null\n"
-        )
+        with open(os.path.join(self._dir, "command"), "w", errors="surrogateescape") as f:
+            f.write(command if command.endswith("\n") else command + "\n")
+        # Bash reads a pipe one byte at a time: the protocol is in a file, the line short.
+        self._send(f". {shlex.quote(self._dir)}/run\n")
         output = OutputBuffer(self.max_output, self.exit_signal)
         fd = self._proc.stdout.fileno()
-        marker = f"\n{token} ".encode()
+        marker = self._marker
         pending = b""
         deadline = start + self.timeout
-        with selectors.DefaultSelector() as selector:
-            selector.register(fd, selectors.EVENT_READ)
-            selector.register(self._pidfd, selectors.EVENT_READ)
-            while (left := deadline - time.monotonic()) > 0:
-                data, exited = _read(selector, fd, left)
-                if data:
-                    pending += data
-                    found = pending.find(marker)
-                    if found >= 0:
-                        end = pending.find(b"\n", found + len(marker))
-                        if end >= 0:
-                            output.feed(pending[:found])
-                            output.finish()
-                            code = int(pending[found + len(marker) : end])
-                            return Ran(code, output, time.monotonic() - start, notes=notes)
-                        continue
-                    keep = max(len(pending) - _TAIL, 0)
-                    output.feed(pending[:keep])
-                    pending = pending[keep:]
-                if exited or data == b"":
-                    return self._died(output, pending, start, notes)
+        selector = self._selector
+        assert selector is not None
+        while (left := deadline - time.monotonic()) > 0:
+            data, exited = _read(selector, fd, left)
+            if data:
+                pending += data
+                # Look for the rare token, not "\n" + token: "\n" is everywhere.
+                found = pending.find(marker, 1) - 1
+                if found >= 0 and pending[found] != 0x0A:
+                    found = -1  # the token, not at a line start: no sentinel
+                if found >= 0:
+                    end = pending.find(b"\n", found + 1 + len(marker))
+                    if end >= 0:
+                        output.feed(pending[:found])
+                        output.finish()
+                        code = int(pending[found + 1 + len(marker) : end])
+                        return Ran(code, output, time.monotonic() - start, notes=notes)
+                    continue
+                keep = max(len(pending) - _TAIL, 0)
+                output.feed(pending[:keep])
+                pending = pending[keep:]
+            if exited or data == b"":
+                return self._died(output, pending, start, notes)
         # Timeout: the command, the shell and all they started go; a new shell comes later.
         output.feed(pending)
         self._drain_and_stop(output)
@@ -249,6 +263,7 @@ class ShellEnv:
     def _drain_and_stop(self, output: OutputBuffer) -> None:
         assert self._proc is not None and self._proc.stdout is not None
         kill_group(self._proc.pid)
+        kill_marked(self._mark)
         fd = self._proc.stdout.fileno()
         end = time.monotonic() + DRAIN
         with selectors.DefaultSelector() as selector:
@@ -260,6 +275,15 @@ class ShellEnv:
                 if data:
                     output.feed(data)
         self._stop()
+
+
+def _scratch() -> str | None:
+    """A memory-backed folder for the per-command files, if there is one.
+
+    On ext4, truncating a file costs up to a millisecond; on tmpfs, microseconds.
+    """
+    shm = "/dev/shm"
+    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
 
 
 def _read(selector: selectors.BaseSelector, fd: int, wait: float) -> tuple[bytes | None, bool]:
@@ -277,7 +301,18 @@ def _read(selector: selectors.BaseSelector, fd: int, wait: float) -> tuple[bytes
     return data, exited
 
 
-def _cleanup(folder: str, pids: list[int]) -> None:
-    for pid in pids:
-        kill_group(pid)
+def _end(proc: subprocess.Popen[bytes], mark: str) -> None:
+    """Kill a shell and all it started (before reaping it: a reaped pid may be reused)."""
+    kill_group(proc.pid)
+    kill_marked(mark)
+    for stream in (proc.stdin, proc.stdout):
+        with contextlib.suppress(OSError):
+            if stream is not None:
+                stream.close()
+    proc.wait()
+
+
+def _cleanup(folder: str, procs: list[tuple[subprocess.Popen[bytes], str]]) -> None:
+    while procs:
+        _end(*procs.pop())
     shutil.rmtree(folder, ignore_errors=True)

@@ -1,5 +1,52 @@
-"""G: invokes that turn a history into the model's reply."""
+"""G: invokes that turn a history into the model's reply.
 
+Models: ``litellm_invoke`` (text), ``litellm_toolcall_invoke`` (tool calls), both over
+litellm, which they import at their first call, never at import; and
+``http_response_invoke`` (the Responses API over httpx). Wrappers, each a G of a G:
+``retry_invoke``, ``budget_invoke``, ``summarizing_invoke``, ``context_aware_invoke``.
+A typical stack, outermost first (budget outermost: it reads the spend from the full
+history; retry outside summarizing: one retry layer covers both model calls)::
+
+    G = budget_invoke(
+        retry_invoke(summarizing_invoke(litellm_toolcall_invoke(model), threshold=80_000)),
+        cost_limit=3.0,
+    )
+"""
+
+from four.invoke._budget import BudgetInvoke, budget_invoke, spent
+from four.invoke._context import (
+    ContextAwareInvoke,
+    LitellmCounter,
+    SummarizingInvoke,
+    context_aware_invoke,
+    summarizing_invoke,
+)
+from four.invoke._convert import BASH_TOOL, to_chat, to_responses_input
+from four.invoke._litellm import LitellmInvoke, litellm_invoke, litellm_toolcall_invoke
+from four.invoke._responses import ResponsesInvoke, http_response_invoke
+from four.invoke._retry import RetryInvoke, retry_invoke
 from four.invoke._scripted import ScriptedInvoke, replay_invoke, scripted_invoke
 
-__all__ = ["ScriptedInvoke", "replay_invoke", "scripted_invoke"]
+__all__ = [
+    "BASH_TOOL",
+    "BudgetInvoke",
+    "ContextAwareInvoke",
+    "LitellmCounter",
+    "LitellmInvoke",
+    "ResponsesInvoke",
+    "RetryInvoke",
+    "ScriptedInvoke",
+    "SummarizingInvoke",
+    "budget_invoke",
+    "context_aware_invoke",
+    "http_response_invoke",
+    "litellm_invoke",
+    "litellm_toolcall_invoke",
+    "replay_invoke",
+    "retry_invoke",
+    "scripted_invoke",
+    "spent",
+    "summarizing_invoke",
+    "to_chat",
+    "to_responses_input",
+]

@@ -525,12 +525,29 @@ def _enc_state(state: ControllerState, out: list[bytes]) -> None:
     )
 
 
+_FINGERPRINTS: dict[int, tuple[QICTConfig, bytes]] = {}
+_FINGERPRINT_CACHE_SIZE: Final = 16
+
+
 def fingerprint(config: QICTConfig) -> bytes:
     """BLAKE2b-256 of the canonical encoding of the config's ten resolved fields.
+
+    O(alphabet size); the last few configs (immutable) are cached by identity.
 
     >>> len(fingerprint(QICTConfig()))
     32
     """
+    cached = _FINGERPRINTS.get(id(config))
+    if cached is not None and cached[0] is config:
+        return cached[1]
+    result = _fingerprint(config)
+    if len(_FINGERPRINTS) >= _FINGERPRINT_CACHE_SIZE:
+        _FINGERPRINTS.pop(next(iter(_FINGERPRINTS)))
+    _FINGERPRINTS[id(config)] = (config, result)
+    return result
+
+
+def _fingerprint(config: QICTConfig) -> bytes:
     out = [b"C"]
     _enc(
         (
@@ -561,9 +578,27 @@ def genesis(config: QICTConfig, state: ControllerState) -> bytes:
     return blake2b(b"".join(out), digest_size=32).digest()
 
 
+def _enc_bytes(value: object) -> bytes:
+    out: list[bytes] = []
+    _enc(value, out)
+    return b"".join(out)
+
+
+_VERDICT_BYTES: Final = {v: _enc_bytes(v) for v in Verdict}
+_ACTION_BYTES: Final = {a: _enc_bytes(a) for a in ControllerAction}
+
+
 def _evaluation_digest(
     prev: bytes, verdict: object, payload: object, arcs: object, action: object, index: object
 ) -> bytes:
+    if (
+        type(verdict) is Verdict and type(action) is ControllerAction and type(payload) is str
+        and type(index) is int and type(arcs) is frozenset and not arcs
+    ):  # the common shape, encoded exactly as the general path below would
+        data = payload.encode("utf-8", "surrogatepass")
+        message = b"R%bV%bs%d:%b{0:}%bi%d;" % (
+            prev, _VERDICT_BYTES[verdict], len(data), data, _ACTION_BYTES[action], index)
+        return blake2b(message, digest_size=32).digest()
     out = [b"R", prev, b"V"]
     _enc(verdict, out)
     _enc(payload, out)

@@ -1,0 +1,158 @@
+"""Latency of a trivial command (`true`) per environment, side by side in one run.
+
+    python bench/run.py execute        # or: python bench/bench_execute.py
+
+Rows: four's local_env (a fresh bash per command), four's persistent shell_env, and
+mini-swe-agent's LocalEnvironment (a fresh /bin/sh per command). mini-swe-agent runs in
+its own virtual environment, bench/.venv, made on first use with
+`python -m venv bench/.venv && bench/.venv/bin/pip install mini-swe-agent==2.4.6`
+(set FOUR_BENCH_MSWEA_PYTHON to use another interpreter that has it), and is timed in a
+subprocess with the same loop, so the figures compare like with like.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+VENV = ROOT / "bench" / ".venv"
+MSWEA = "mini-swe-agent==2.4.6"
+WARMUP, RUNS = 50, 2000
+
+# Timed in the subprocess: the same shape of loop as ``timed`` below, one round per line
+# of stdin, so the three environments take turns and share the machine's load alike.
+MSWEA_PROBE = """
+import json, os, sys, time
+os.environ["MSWEA_SILENT_STARTUP"] = "1"
+from minisweagent.environments.local import LocalEnvironment
+env = LocalEnvironment()
+for line in sys.stdin:
+    warmup, runs = map(int, line.split())
+    for _ in range(warmup):
+        env.execute({"command": "true"})
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        env.execute({"command": "true"})
+        times.append(time.perf_counter() - t)
+    print(json.dumps(times), flush=True)
+"""
+
+
+def timed(call: object, warmup: int, runs: int) -> list[float]:
+    from four import Action
+
+    assert callable(call)
+    action = Action("true")
+    for _ in range(warmup):
+        call(action)
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        call(action)
+        times.append(time.perf_counter() - t)
+    return times
+
+
+def mswea_python() -> str | None:
+    """An interpreter with mini-swe-agent: FOUR_BENCH_MSWEA_PYTHON, else bench/.venv (made here)."""
+    given = os.environ.get("FOUR_BENCH_MSWEA_PYTHON")
+    if given:
+        return given
+    python = VENV / "bin" / "python"
+    try:
+        if not python.exists():
+            subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+        probe = [str(python), "-c", "import minisweagent"]
+        if subprocess.run(probe, capture_output=True, env={"MSWEA_SILENT_STARTUP": "1"}).returncode:
+            subprocess.run([str(python), "-m", "pip", "install", "-q", MSWEA], check=True)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        print(f"(mini-swe-agent unavailable: {exc})", file=sys.stderr)
+        return None
+    return str(python)
+
+
+class Mswea:
+    """mini-swe-agent's LocalEnvironment, timed in its own interpreter, round by round."""
+
+    def __init__(self, python: str) -> None:
+        self.proc = subprocess.Popen(
+            [python, "-c", MSWEA_PROBE],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
+
+    def round(self, warmup: int, runs: int) -> list[float]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(f"{warmup} {runs}\n")
+        self.proc.stdin.flush()
+        times: list[float] = json.loads(self.proc.stdout.readline())
+        return times
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+def row(name: str, times: list[float]) -> tuple[str, float, str]:
+    ms = sorted(t * 1000 for t in times)
+    median = statistics.median(ms)
+    q1, q3 = ms[len(ms) // 4], ms[3 * len(ms) // 4]
+    p95 = ms[int(len(ms) * 0.95)]
+    text = f"| {name} | {median:.3f} | {q1:.3f} to {q3:.3f} | {p95:.3f} | {ms[0]:.3f} |"
+    return text, median, name
+
+
+def main() -> None:
+    sys.path.insert(0, str(ROOT / "src"))
+    from four.execute import local_env, shell_env
+
+    runs = int(os.environ.get("FOUR_BENCH_RUNS", RUNS))
+    rounds = 10
+    python = mswea_python()
+    mswea = Mswea(python) if python is not None else None
+    names = ["four local_env (fresh bash)", "four shell_env (persistent bash)"]
+    if mswea is not None:
+        names.append("mini-swe-agent 2.4.6 LocalEnvironment")
+    times: dict[str, list[float]] = {name: [] for name in names}
+    local = local_env()
+    with shell_env() as shell:
+        for r in range(rounds):
+            warmup = WARMUP if r == 0 else 5
+            times[names[0]] += timed(local, warmup, runs // rounds)
+            times[names[1]] += timed(shell, warmup, runs // rounds)
+            if mswea is not None:
+                times[names[2]] += mswea.round(warmup, runs // rounds)
+    if mswea is not None:
+        mswea.close()
+    rows = [row(name, times[name]) for name in names]
+    print(
+        f"`true`, {runs} runs each in {rounds} interleaved rounds after {WARMUP} warm-up, "
+        "milliseconds per command\n"
+    )
+    print("| environment | median | interquartile | p95 | min |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for text, _, _ in rows:
+        print(text)
+    medians = {name: median for _, median, name in rows}
+    shell_ms = medians["four shell_env (persistent bash)"]
+    print()
+    print(f"persistent shell: {shell_ms:.3f} ms a command (target ≤ 1 ms)")
+    if len(rows) == 3:
+        ratio = medians["mini-swe-agent 2.4.6 LocalEnvironment"] / shell_ms
+        print(f"persistent shell vs mini-swe-agent: {ratio:.1f}x faster (target ≥ 3x)")
+
+
+if __name__ == "__main__":
+    main()

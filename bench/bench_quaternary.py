@@ -1,0 +1,156 @@
+"""Benchmark four.quaternary against verdict4 0.2.0, each measurement in its own process.
+
+Two experiments (run both with no arguments):
+
+* ``process``: build a trace of n distinct NO verdicts (failure alphabet of size n),
+  then ``controller.audit()`` it; time both and the peak RSS growth of the process.
+* ``replay``: build the same trace, then time ``audit_trace(config, receipts)`` alone
+  (the replay of every receipt), for n = 10^3 .. 10^6.
+
+Implementations: ``four-c`` (compiled accounting core, if built), ``four-py``
+(``FOUR_NO_EXTENSIONS=1``) and ``verdict4`` (0.2.0 from PyPI, installed on demand into
+``bench/.venv`` and never into the project environment; it is quadratic, so it only
+runs up to ``--verdict4-max`` receipts and under ``--timeout`` seconds).
+
+    python bench/bench_quaternary.py [--experiment process|replay|both] [--sizes ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH_VENV = ROOT / "bench" / ".venv"
+VERDICT4 = "verdict4==0.2.0"
+
+
+def _rss_kb() -> int:
+    with open("/proc/self/statm") as handle:
+        pages = int(handle.read().split()[1])
+    return pages * os.sysconf("SC_PAGE_SIZE") // 1024
+
+
+def child(impl: str, experiment: str, n: int) -> dict[str, Any]:
+    """Run one measurement in this process and return it (stdlib only: runs in both venvs)."""
+    q: Any = importlib.import_module("quaternary" if impl == "verdict4" else "four.quaternary")
+    if impl != "verdict4":
+        accounting = importlib.import_module("four.quaternary._accounting")
+        if (impl == "four-c") != accounting.USE_EXTENSIONS:
+            raise SystemExit(f"{impl}: USE_EXTENSIONS is {accounting.USE_EXTENSIONS}")
+    config = q.QICTConfig(failure_alphabet={f"reason {i}" for i in range(n)})
+    results = [q.no(f"reason {i}") for i in range(n)]
+    base = _rss_kb()
+    start = time.perf_counter()
+    controller = q.QICTController(config)
+    for result in results:
+        controller.process(result)
+    built = time.perf_counter()
+    if experiment == "process":
+        audit = controller.audit()
+    else:
+        audit = q.audit_trace(config, controller.receipts)
+    done = time.perf_counter()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    assert audit.valid and audit.evaluations == n, audit.errors[:3]
+    return {"impl": impl, "experiment": experiment, "n": n, "process_s": built - start,
+            "audit_s": done - built, "peak_mb": (peak - base) / 1024}
+
+
+def ensure_verdict4() -> Path:
+    python = BENCH_VENV / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(BENCH_VENV)], check=True)
+    probe = subprocess.run([str(python), "-c", "import quaternary; print(quaternary.__version__)"],
+                           capture_output=True, text=True)
+    if probe.stdout.strip() != "0.2.0":
+        subprocess.run([str(python), "-m", "pip", "install", "-q", VERDICT4], check=True)
+    return python
+
+
+def measure(impl: str, experiment: str, n: int, timeout: float) -> dict[str, Any] | None:
+    env = dict(os.environ)
+    env.pop("FOUR_NO_EXTENSIONS", None)
+    if impl == "verdict4":
+        python = str(ensure_verdict4())
+        env.pop("PYTHONPATH", None)
+    else:
+        python = sys.executable
+        env["PYTHONPATH"] = str(ROOT / "src")
+        if impl == "four-py":
+            env["FOUR_NO_EXTENSIONS"] = "1"
+    try:
+        done = subprocess.run(
+            [python, __file__, "--child", impl, experiment, str(n)],
+            capture_output=True, text=True, timeout=timeout, env=env, check=True,
+        )
+    except subprocess.TimeoutExpired:
+        return None
+    except subprocess.CalledProcessError as exc:
+        print(f"{impl} {experiment} {n} failed: {exc.stderr.strip()[-400:]}", file=sys.stderr)
+        return None
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def compiled_available() -> bool:
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    env.pop("FOUR_NO_EXTENSIONS", None)
+    probe = subprocess.run(
+        [sys.executable, "-c",
+         "from four.quaternary import _accounting; print(_accounting.USE_EXTENSIONS)"],
+        capture_output=True, text=True, env=env,
+    )
+    return probe.stdout.strip() == "True"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--child", nargs=3, metavar=("IMPL", "EXPERIMENT", "N"))
+    parser.add_argument("--experiment", choices=["process", "replay", "both"], default="both")
+    parser.add_argument("--sizes", type=int, nargs="*")
+    parser.add_argument("--verdict4-max", type=int, default=16_000)
+    parser.add_argument("--pure-max", type=int, default=1_000_000)
+    parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument("--skip-verdict4", action="store_true")
+    args = parser.parse_args()
+    if args.child:
+        impl, experiment, n = args.child
+        print(json.dumps(child(impl, experiment, int(n))))
+        return
+    impls = (["four-c"] if compiled_available() else []) + ["four-py"]
+    if not args.skip_verdict4:
+        impls.append("verdict4")
+    experiments = ["process", "replay"] if args.experiment == "both" else [args.experiment]
+    for experiment in experiments:
+        sizes = args.sizes or (
+            [1_000, 4_000, 16_000] if experiment == "process"
+            else [1_000, 4_000, 16_000, 100_000, 1_000_000]
+        )
+        print(f"\n### {experiment}: n distinct NO verdicts\n")
+        print("| impl | n | process (s) | audit (s) | peak RSS growth (MB) |")
+        print("| --- | ---: | ---: | ---: | ---: |")
+        for n in sizes:
+            for impl in impls:
+                if impl == "verdict4" and n > args.verdict4_max:
+                    continue
+                if impl == "four-py" and n > args.pure_max:
+                    continue
+                row = measure(impl, experiment, n, args.timeout)
+                if row is None:
+                    print(f"| {impl} | {n:,} | timeout | | |", flush=True)
+                    continue
+                print(f"| {impl} | {n:,} | {row['process_s']:.3f} | {row['audit_s']:.4f} | "
+                      f"{row['peak_mb']:.1f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,265 @@
+"""V2 in a Docker container: one container per env, one ``docker exec`` per command.
+
+The container's first process is a small bash loop that reaps orphans, so killed
+commands leave no zombies. Each command carries a random ``FOUR_RUN`` variable; at its
+timeout every process in the container holding that variable is killed from inside
+(the client's death alone would leave them running), then the client is killed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import threading
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+
+from returns.result import Failure, Result, Success
+
+from four._types import Action, ExecutionError, Observation, Submitted
+from four.execute._output import (
+    EXIT_SIGNAL,
+    SECRET_PATTERNS,
+    OutputBuffer,
+    command_env,
+    conclude,
+)
+from four.execute._process import run_captured
+
+LABEL = "four.env"
+"""Every container made by ``docker_env`` has this label (value: the creating pid)."""
+
+_INIT = "trap 'exit 0' TERM; while :; do sleep 86400 & wait $!; done"
+# Run the command, then kill what still holds the output open (as local_env does: a
+# background job left writing to the exec's pipe would keep `docker exec` waiting).
+_WRAP = r"""bash -c "$1"; rc=$?
+for d in /proc/[0-9]*; do
+  [ "${d#/proc/}" = "$$" ] && continue
+  for f in "$d"/fd/*; do
+    [[ "$f" -ef /proc/$$/fd/1 ]] && { kill -9 "${d#/proc/}"; break; }
+  done
+done 2>/dev/null
+exit $rc"""
+# Kill every process (but this one) whose environment holds FOUR_RUN=$1.
+_KILL = r"""t="FOUR_RUN=$1"
+for d in /proc/[0-9]*; do
+  p=${d#/proc/}; [ "$p" = "$$" ] && continue
+  while IFS= read -r -d '' v; do
+    [ "$v" = "$t" ] && { kill -9 "$p"; break; }
+  done < "$d/environ"
+done 2>/dev/null; true"""
+
+
+@dataclass(eq=False, slots=True, weakref_slot=True)
+class DockerEnv:
+    """V2: commands in one Docker container, removed at ``close()``. A context manager.
+
+    See ``docker_env``.
+    """
+
+    image: str
+    timeout: float = 120.0
+    max_output: int = 10_000
+    exit_signal: str = EXIT_SIGNAL
+    cwd: str = "/"
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)
+    network: bool = False
+    run_args: tuple[str, ...] = ()
+    docker: str = "docker"
+    start_timeout: float = 300.0
+    deny: tuple[str, ...] = SECRET_PATTERNS
+    container_name: str | None = None
+    _container: str | None = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _finalizer: weakref.finalize[[str, str], DockerEnv] | None = field(default=None, repr=False)
+
+    def __enter__(self) -> DockerEnv:
+        started = self.start()
+        if isinstance(started, Failure):
+            raise RuntimeError(started.failure().message)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @property
+    def container(self) -> str | None:
+        """The container in use, or None before the first command."""
+        return self._container
+
+    def start(self) -> Result[str, ExecutionError]:
+        """Start the container if it is not running; its name, or why it cannot start."""
+        with self._lock:
+            if self._container is not None:
+                return Success(self._container)
+            if self.container_name is not None:  # someone else's container: use, never remove
+                if not self._running(self.container_name):
+                    return Failure(
+                        ExecutionError(f"the container {self.container_name} is not running")
+                    )
+                self._container = self.container_name
+                return Success(self._container)
+            name = f"four-{os.urandom(6).hex()}"
+            argv = [
+                self.docker,
+                "run",
+                "-d",
+                "--name",
+                name,
+                "--label",
+                f"{LABEL}={os.getpid()}",
+                *(["--network", "none"] if not self.network else []),
+                "-w",
+                self.cwd,
+                *self.run_args,
+                self.image,
+                "bash",
+                "-c",
+                _INIT,
+            ]
+            # Registered before the container exists: an interrupt mid-start still removes it.
+            finalizer = weakref.finalize(self, _remove, self.docker, name)
+            try:
+                done = subprocess.run(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    capture_output=True,
+                    text=True,
+                    errors="replace",
+                    timeout=self.start_timeout,
+                )
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                finalizer()
+                return Failure(ExecutionError(f"cannot start a container of {self.image}: {exc}"))
+            except BaseException:
+                finalizer()
+                raise
+            if done.returncode != 0:
+                finalizer()
+                message = done.stderr.strip() or done.stdout.strip()
+                return Failure(
+                    ExecutionError(f"cannot start a container of {self.image}: {message}")
+                )
+            self._container, self._finalizer = name, finalizer
+            return Success(name)
+
+    def close(self) -> None:
+        """Remove the container (``docker rm -f``) and everything in it, unless it was given."""
+        with self._lock:
+            if self._finalizer is not None:
+                self._finalizer()
+            self._finalizer = self._container = None
+
+    def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]:
+        from four.execute._local import check_command, unrunnable
+
+        problem = check_command(action.command)
+        if problem:
+            return Success(unrunnable(problem))
+        started = self.start()
+        if isinstance(started, Failure):
+            return started
+        name = started.unwrap()
+        token = os.urandom(8).hex()
+        variables = command_env((), self.deny, self.env)
+        argv = [self.docker, "exec", "-w", self.cwd]
+        for key, value in {**variables, "FOUR_RUN": token}.items():
+            argv += ["-e", f"{key}={value}"]
+        argv += [name, "bash", "-c", _WRAP, "four", action.command]
+
+        def kill_inside(_: subprocess.Popen[bytes]) -> None:
+            subprocess.run(
+                [self.docker, "exec", name, "bash", "-c", _KILL, "kill", token],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=30,
+                check=False,
+            )
+
+        output = OutputBuffer(self.max_output, self.exit_signal)
+        try:
+            ran = run_captured(argv, output, self.timeout, on_timeout=kill_inside)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return Failure(ExecutionError(f"docker exec failed: {exc}"))
+        if ran.returncode not in (0, None) and not self._running(name):
+            return Failure(
+                ExecutionError(f"the container {name} is gone: {ran.output.text().strip()[:500]}")
+            )
+        return conclude(ran)
+
+    def _running(self, name: str) -> bool:
+        try:
+            state = subprocess.run(
+                [self.docker, "inspect", "-f", "{{.State.Running}}", name],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+        return state.returncode == 0 and state.stdout.strip() == "true"
+
+
+def docker_env(
+    image: str,
+    timeout: float = 120.0,
+    max_output: int = 10_000,
+    exit_signal: str = EXIT_SIGNAL,
+    cwd: str = "/",
+    *,
+    env: Mapping[str, str] | None = None,
+    network: bool = False,
+    run_args: Sequence[str] = (),
+    docker: str = "docker",
+    container: str | None = None,
+) -> DockerEnv:
+    """V2 that runs each command with bash in one Docker container of ``image``.
+
+    The container starts on first use (or on entering a ``with`` block), with no
+    network unless ``network=True``, and is removed by ``close()``, which ``run``
+    calls however the run ends (also after Ctrl-C or an exception); a finaliser
+    removes it as a last resort. With ``container``, commands run in that running
+    container instead, which is never removed (``image`` is then only recorded).
+    The image must have bash. Host variables are not
+    passed; ``env`` is (``docker exec -e``). The guarantees of ``local_env`` hold;
+    a timeout kills the command's processes inside the container, not just the
+    client. If the container cannot start or dies, the run ends with an
+    ``ExecutionError``.
+
+    >>> from four import Action
+    >>> with docker_env("four-test:latest") as env:  # doctest: +SKIP
+    ...     env(Action("echo hi")).unwrap().content
+    '<returncode>0</returncode>\\n<output>\\nhi\\n</output>'
+    """
+    return DockerEnv(
+        image,
+        timeout,
+        max_output,
+        exit_signal,
+        cwd,
+        dict(env or {}),
+        network,
+        tuple(run_args),
+        docker,
+        container_name=container,
+    )
+
+
+def _remove(docker: str, name: str) -> None:
+    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+        subprocess.run(
+            [docker, "rm", "-f", "-v", name],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )

@@ -1,0 +1,216 @@
+"""V2 under bubblewrap: a read-only system, one writable folder, no network unless asked."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+
+from returns.result import Failure, Result, Success
+
+from four._types import Action, ExecutionError, Observation, Submitted
+from four.execute._output import (
+    EXIT_SIGNAL,
+    SECRET_PATTERNS,
+    OutputBuffer,
+    command_env,
+    conclude,
+)
+from four.execute._process import run_captured
+
+SANDBOX_INHERIT: tuple[str, ...] = ("PATH", "LANG", "LANGUAGE", "LC_*", "TZ", "TERM")
+"""Host variables passed into the sandbox by default (HOME is the work folder)."""
+
+SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt")
+"""Host folders shown read-only (a symlink, as /bin -> usr/bin, is recreated as one)."""
+
+ETC = (
+    "alternatives",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "debian_version",
+    "group",
+    "host.conf",
+    "hostname",
+    "hosts",
+    "inputrc",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "localtime",
+    "mime.types",
+    "nsswitch.conf",
+    "os-release",
+    "passwd",
+    "profile",
+    "protocols",
+    "python3",
+    "python3.11",
+    "resolv.conf",
+    "services",
+    "ssl",
+    "timezone",
+)
+"""Entries of /etc shown read-only; the rest of /etc (shadow, keys, credentials) is not."""
+
+
+@dataclass(eq=False, slots=True, weakref_slot=True)
+class SandboxEnv:
+    """V2: each command in a fresh bubblewrap sandbox. A context manager.
+
+    See ``sandbox_env``. ``close()`` deletes the work folder if the env made it.
+    """
+
+    timeout: float = 120.0
+    max_output: int = 10_000
+    exit_signal: str = EXIT_SIGNAL
+    workdir: str | None = None
+    network: bool = False
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)
+    inherit: tuple[str, ...] = SANDBOX_INHERIT
+    deny: tuple[str, ...] = SECRET_PATTERNS
+    ro_binds: tuple[str, ...] = ()
+    bwrap: str = "bwrap"
+    _folder: str | None = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _finalizer: weakref.finalize[[str], SandboxEnv] | None = field(default=None, repr=False)
+
+    def __enter__(self) -> SandboxEnv:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @property
+    def folder(self) -> str:
+        """The writable folder (made on first use when ``workdir`` is None)."""
+        with self._lock:
+            if self._folder is None:
+                if self.workdir is not None:
+                    self._folder = os.path.abspath(self.workdir)
+                    os.makedirs(self._folder, exist_ok=True)
+                else:
+                    self._folder = tempfile.mkdtemp(prefix="four-sandbox-")
+                    self._finalizer = weakref.finalize(self, _remove, self._folder)
+            return self._folder
+
+    def close(self) -> None:
+        """Delete the work folder if this env made it. Commands leave no process behind."""
+        with self._lock:
+            if self._finalizer is not None:
+                self._finalizer()
+                self._finalizer = None
+            self._folder = None
+
+    def argv(self, command: str) -> list[str]:
+        """The bwrap command line that runs ``command``."""
+        folder = self.folder
+        args = [
+            self.bwrap,
+            "--die-with-parent",
+            "--new-session",  # no TIOCSTI into a terminal outside
+            "--unshare-all",
+            *(["--share-net"] if self.network else []),
+            "--hostname",
+            "sandbox",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--tmpfs",
+            "/tmp",
+        ]
+        for path in SYSTEM:
+            if os.path.islink(path):
+                args += ["--symlink", os.readlink(path), path]
+            elif os.path.exists(path):
+                args += ["--ro-bind", path, path]
+        for name in ETC:
+            path = os.path.join("/etc", name)
+            if os.path.exists(path):
+                args += ["--ro-bind", path, path]
+        for path in self.ro_binds:
+            args += ["--ro-bind", path, path]
+        # The sandbox's own root is a tmpfs: make it read-only too, so only /tmp and the
+        # work folder take writes.
+        args += ["--bind", folder, folder, "--remount-ro", "/", "--chdir", folder, "--clearenv"]
+        variables = command_env(self.inherit, self.deny, {"HOME": folder, **self.env})
+        for name, value in variables.items():
+            args += ["--setenv", name, value]
+        return [*args, "bash", "-c", command]
+
+    def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]:
+        from four.execute._local import check_command, unrunnable
+
+        problem = check_command(action.command)
+        if problem:
+            return Success(unrunnable(problem))
+        output = OutputBuffer(self.max_output, self.exit_signal)
+        try:
+            ran = run_captured(self.argv(action.command), output, self.timeout)
+        except OSError as exc:
+            return Failure(ExecutionError(f"cannot start {self.bwrap}: {exc}"))
+        if (
+            ran.returncode == 1
+            and ran.output.total < 500
+            and ran.output.text().startswith("bwrap:")
+        ):
+            # bwrap itself failed (no user namespaces, a missing path): the env cannot go on.
+            return Failure(ExecutionError(ran.output.text().strip()))
+        return conclude(ran)
+
+
+def sandbox_env(
+    timeout: float = 120.0,
+    max_output: int = 10_000,
+    exit_signal: str = EXIT_SIGNAL,
+    workdir: str | None = None,
+    *,
+    network: bool = False,
+    env: Mapping[str, str] | None = None,
+    inherit: Sequence[str] = SANDBOX_INHERIT,
+    deny: Sequence[str] = SECRET_PATTERNS,
+    ro_binds: Sequence[str] = (),
+) -> SandboxEnv:
+    """V2 that runs each command with bash inside a bubblewrap sandbox (Linux, ``bwrap``).
+
+    The system folders (/usr, /bin, /lib...) and a short list of /etc files are
+    read-only; /tmp is private; ``workdir`` (a fresh temporary folder when None,
+    deleted at ``close()``) is the only writable place, the working directory and
+    HOME. There is no network unless ``network=True``; the command sees its own
+    process, user, IPC and host namespaces. ``ro_binds`` adds host paths read-only.
+    The guarantees of ``local_env`` hold (timeout, kill, bounded output, exit
+    signal, environment filter); every process of a command ends with it, because
+    the sandbox's PID namespace ends. If bwrap cannot start, the run ends with an
+    ``ExecutionError`` carrying bwrap's message.
+
+    >>> from four import Action
+    >>> with sandbox_env() as env:
+    ...     env(Action("touch /usr/x 2>/dev/null || echo read-only")).unwrap().content.splitlines()[2]
+    'read-only'
+    """
+    return SandboxEnv(
+        timeout,
+        max_output,
+        exit_signal,
+        workdir,
+        network,
+        dict(env or {}),
+        tuple(inherit),
+        tuple(deny),
+        tuple(ro_binds),
+    )
+
+
+def _remove(folder: str) -> None:
+    shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,91 @@
+"""budget_invoke: a G that refuses to call the model once a run's cost or tokens are spent."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from returns.result import Failure, Result
+
+from four._types import (
+    NO_USAGE,
+    Assistant,
+    Invoke,
+    Message,
+    ModelError,
+    ModelErrorKind,
+    Reply,
+    Usage,
+)
+
+
+def spent(messages: Sequence[Message]) -> Usage:
+    """The usage recorded on the assistant turns of a history: what the run has used so far.
+
+    >>> spent([Assistant("a", usage=Usage(10, 2, 0.5)), Assistant("b", usage=Usage(5, 1, None))])
+    Usage(prompt_tokens=15, completion_tokens=3, cost=0.5, calls=2, cost_unknown_calls=1)
+    """
+    total = NO_USAGE
+    for message in messages:
+        if isinstance(message, Assistant) and message.usage is not None:
+            total += message.usage
+    return total
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetInvoke:
+    """G that calls ``G`` only while the history's spend is under the limits (see ``budget_invoke``)."""
+
+    G: Invoke
+    cost_limit: float | None = None
+    token_limit: int | None = None
+
+    def exceeded(self, used: Usage) -> str | None:
+        """Why ``used`` has spent the budget, or None while some is left."""
+        unknown = (
+            f" ({used.cost_unknown_calls} calls of unknown cost not counted)"
+            if used.cost_unknown_calls
+            else ""
+        )
+        if self.cost_limit is not None and used.known_cost >= self.cost_limit:
+            return f"cost {used.known_cost:.4f} >= limit {self.cost_limit:.4f}{unknown}"
+        if self.token_limit is not None and used.total_tokens >= self.token_limit:
+            return f"tokens {used.total_tokens} >= limit {self.token_limit}"
+        return None
+
+    def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
+        reason = self.exceeded(spent(messages))
+        if reason is not None:
+            return Failure(ModelError(ModelErrorKind.BUDGET, reason))
+        return self.G(messages)
+
+
+def budget_invoke(
+    G: Invoke, cost_limit: float | None = None, token_limit: int | None = None
+) -> BudgetInvoke:
+    """G that ends the run (``cost_limit_reached: ...``) once its cost or tokens are spent.
+
+    Before each call it adds up the ``usage`` of the assistant turns in the history;
+    if the known cost (USD) has reached ``cost_limit`` or the tokens (prompt plus
+    completion, over all calls) have reached ``token_limit``, it returns a BUDGET
+    ``ModelError`` instead of calling ``G``. A run can so go over by at most one call.
+
+    The rules:
+
+    - Every billed call counts, also replies that failed to parse or were cut off
+      (they are in the history) and failed attempts retried by ``retry_invoke`` or
+      the summaries of ``summarizing_invoke`` (both add them to the reply's usage).
+    - Calls of unknown cost (a model missing from litellm's price map, and no
+      ``prices`` given to the G) count for tokens but not for cost; the message says
+      how many there were. Give ``prices`` to budget such a model by cost.
+    - The spend is read from the history, so one ``budget_invoke`` serves many runs,
+      each with its own budget, and a resumed run continues its earlier spend. Put it
+      outermost: wrappers that shorten the history (``summarizing_invoke``,
+      ``context_aware_invoke``) must sit inside it.
+
+    >>> from four import scripted_invoke, Assistant, Usage
+    >>> G = budget_invoke(scripted_invoke(["hi"]), cost_limit=1.0)
+    >>> G([Assistant("x", usage=Usage(10, 10, 1.5))]).failure().message
+    'cost 1.5000 >= limit 1.0000'
+    """
+    return BudgetInvoke(G, cost_limit, token_limit)

@@ -1,0 +1,339 @@
+"""Context management: route long histories to a large model, window them, or summarise.
+
+The rules every wrapper here keeps: the system message is sent once, the task prompt
+(the first user message) is always sent verbatim, and a cut never separates a tool
+result from its call: what is left out or summarised is a run of whole turns.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TypeAlias
+
+from returns.result import Failure, Result, Success
+
+from four._types import (
+    NO_USAGE,
+    Assistant,
+    Invoke,
+    Message,
+    ModelError,
+    ModelErrorKind,
+    Reply,
+    System,
+    ToolResult,
+    Usage,
+    User,
+)
+from four.invoke._convert import to_chat
+from four.invoke._lazy import litellm_module
+
+Counter: TypeAlias = Callable[[Sequence[Message]], int]
+"""Tokens a history takes in a request."""
+
+
+@dataclass(frozen=True, slots=True)
+class LitellmCounter:
+    """Tokens of a history by ``litellm.token_counter`` for ``model`` ('' for its default).
+
+    >>> from four import User
+    >>> LitellmCounter("gpt-4o")([User("hello world")]) > 0
+    True
+    """
+
+    model: str = ""
+
+    def __call__(self, messages: Sequence[Message], /) -> int:
+        count = litellm_module().token_counter(model=self.model, messages=to_chat(messages))
+        return int(count)
+
+
+def model_of(G: object) -> str:
+    """The model string of a G, looking through wrappers (``.G``); '' if none is found."""
+    for _ in range(8):
+        model = getattr(G, "model", None)
+        if isinstance(model, str):
+            return model
+        G = getattr(G, "G", None)
+        if G is None:
+            break
+    return ""
+
+
+def head_length(messages: Sequence[Message]) -> int:
+    """How many leading messages are the head: the system messages and the task prompt.
+
+    >>> head_length([System("s"), User("task"), Assistant("a"), User("b")])
+    2
+    """
+    for i, message in enumerate(messages):
+        if isinstance(message, User):
+            return i + 1
+        if not isinstance(message, System):
+            return i
+    return len(messages)
+
+
+def clean_cuts(messages: Sequence[Message], start: int, stop: int) -> list[int]:
+    """Indices in [start, stop] where a history may be cut: no tool result is split from its call.
+
+    A cut at ``i`` keeps ``messages[i:]``; it is clean when ``messages[i]`` is not a
+    tool result (in a valid history every call before ``i`` is then answered before ``i``).
+    """
+    return [
+        i
+        for i in range(start, min(stop, len(messages)) + 1)
+        if i == len(messages) or not isinstance(messages[i], ToolResult)
+    ]
+
+
+def omitted_note(count: int) -> User:
+    return User(f"[{count} earlier messages are left out here to fit the context window.]")
+
+
+def window(messages: Sequence[Message], counter: Counter, limit: int) -> list[Message]:
+    """The head plus the longest clean tail of whole turns that fits in ``limit`` tokens.
+
+    If even the shortest clean tail does not fit, that tail is sent (the provider may
+    then refuse it with a context-window error, which is the honest outcome).
+
+    >>> msgs = [System("s"), User("task"), Assistant("a"), User("b"), Assistant("c")]
+    >>> [m.content for m in window(msgs, len, 4)]  # a counter of messages, for the example
+    ['s', 'task', '[2 earlier messages are left out here to fit the context window.]', 'c']
+    """
+    head = list(messages[: head_length(messages)])
+    cuts = clean_cuts(messages, len(head), len(messages))
+
+    def fits(cut: int) -> bool:
+        return counter(_with_note(head, messages, cut)) <= limit
+
+    if not cuts or fits(cuts[0]):
+        return list(messages)
+    lo, hi = 0, len(cuts) - 1  # fits(cuts[hi]) is what we search for; shorter tails fit better
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if fits(cuts[mid]):
+            hi = mid
+        else:
+            lo = mid + 1
+    return _with_note(head, messages, cuts[lo])
+
+
+def _with_note(head: list[Message], messages: Sequence[Message], cut: int) -> list[Message]:
+    left_out = cut - len(head)
+    if left_out <= 0:
+        return list(messages)
+    return [*head, omitted_note(left_out), *messages[cut:]]
+
+
+@dataclass(frozen=True, slots=True)
+class ContextAwareInvoke:
+    """G that picks ``fast`` or ``large`` by the history's size (see ``context_aware_invoke``)."""
+
+    fast: Invoke
+    large: Invoke
+    context_limit: int
+    large_limit: int | None = None
+    counter: Counter | None = field(default=None, repr=False)
+
+    def count(self, messages: Sequence[Message]) -> int:
+        counter = self.counter or LitellmCounter(model_of(self.fast))
+        return counter(messages)
+
+    def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
+        tokens = self.count(messages)
+        if tokens <= self.context_limit:
+            return self.fast(messages)
+        if self.large_limit is None or tokens <= self.large_limit:
+            return self.large(messages)
+        return self.large(window(messages, self.count, self.large_limit))
+
+
+def context_aware_invoke(
+    fast: Invoke,
+    large: Invoke,
+    context_limit: int = 50_000,
+    *,
+    large_limit: int | None = None,
+    counter: Counter | None = None,
+) -> ContextAwareInvoke:
+    """G that sends short histories to ``fast`` and long ones to ``large``.
+
+    Size is counted in tokens by litellm's counter for the fast model (or by
+    ``counter``). Up to ``context_limit`` tokens, ``fast`` gets the history; above,
+    ``large`` does; above ``large_limit`` (if given), ``large`` gets a window: the
+    system message and task prompt, a note of how much was left out, and the
+    longest tail of whole turns that fits (never starting on a tool result).
+
+    >>> from four import scripted_invoke, User
+    >>> G = context_aware_invoke(scripted_invoke(["fast"]), scripted_invoke(["large"]),
+    ...                          context_limit=3, counter=lambda ms: len(ms))
+    >>> G([User("a")] * 5).unwrap().content
+    'large'
+    """
+    return ContextAwareInvoke(fast, large, context_limit, large_limit, counter)
+
+
+# --- summarising -------------------------------------------------------------------
+
+SUMMARIZER_SYSTEM = (
+    "You keep the running notes of an agent that works on a task with shell commands. "
+    "Given the notes so far and the steps since, write the updated notes: what was tried, "
+    "what each command showed that still matters (paths, names, numbers, errors), what "
+    "is done and what is left. Plain text only; call no tools."
+)
+SUMMARY_PREFIX = "Notes on the earlier steps (their full text was condensed to save space):\n"
+
+
+def transcript(messages: Sequence[Message]) -> str:
+    """Messages as plain text for the summariser.
+
+    >>> from four import ToolCall
+    >>> print(transcript([Assistant("look", (ToolCall("c", "bash", '{"command": "ls"}'),)),
+    ...                   ToolResult("c", "a.txt")]))
+    [assistant] look
+    [tool call bash] {"command": "ls"}
+    [tool result] a.txt
+    """
+    lines: list[str] = []
+    for message in messages:
+        if isinstance(message, Assistant):
+            if message.content:
+                lines.append(f"[assistant] {message.content}")
+            lines.extend(f"[tool call {c.name}] {c.arguments}" for c in message.tool_calls)
+        elif isinstance(message, ToolResult):
+            lines.append(f"[tool result] {message.content}")
+        elif isinstance(message, User):
+            lines.append(f"[user] {message.content}")
+        else:
+            lines.append(f"[system] {message.content}")
+    return "\n".join(lines)
+
+
+@dataclass(slots=True)
+class _Memory:
+    """What a summarizing G has condensed so far: ``summary`` covers ``seen``."""
+
+    summary: str = ""
+    seen: tuple[Message, ...] = ()
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def continues(self, messages: Sequence[Message]) -> bool:
+        """Whether ``messages`` extends the history the summary was made from."""
+        if not self.seen or len(messages) < len(self.seen):
+            return False
+        return all(a is b or a == b for a, b in zip(self.seen, messages, strict=False))
+
+
+@dataclass(frozen=True, slots=True)
+class SummarizingInvoke:
+    """G that condenses old turns before calling ``G`` (see ``summarizing_invoke``)."""
+
+    G: Invoke
+    summarizer: Invoke | None = None
+    threshold: int = 100_000
+    keep_recent: int = 8
+    counter: Counter | None = field(default=None, repr=False)
+    _memory: _Memory = field(default_factory=_Memory, repr=False, compare=False)
+
+    def count(self, messages: Sequence[Message]) -> int:
+        counter = self.counter or LitellmCounter(model_of(self.G))
+        return counter(messages)
+
+    def compose(self, messages: Sequence[Message], summary: str, covered: int) -> list[Message]:
+        """What ``G`` is sent: head, the notes, and every message after ``covered``."""
+        if not summary:
+            return list(messages)
+        head = list(messages[: head_length(messages)])
+        return [*head, User(SUMMARY_PREFIX + summary), *messages[covered:]]
+
+    def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
+        memory = self._memory
+        with memory.lock:
+            if not memory.continues(messages):
+                memory.summary, memory.seen = "", ()
+            summary, covered = memory.summary, len(memory.seen)
+        request = self.compose(messages, summary, covered)
+        if self.count(request) <= self.threshold:
+            return self.G(request)
+        start = max(covered, head_length(messages))
+        cuts = clean_cuts(messages, start + 1, len(messages) - self.keep_recent)
+        if not cuts:  # nothing old enough to condense: send it as it is
+            return self.G(request)
+        cut = cuts[-1]
+        condensed = self._summarize(summary, messages[start:cut])
+        if isinstance(condensed, Failure):
+            return condensed
+        summary, spent = condensed.unwrap()
+        with memory.lock:
+            memory.summary, memory.seen = summary, tuple(messages[:cut])
+        result = self.G(self.compose(messages, summary, cut))
+        return result.map(_adding(spent)).alt(_adding_to_error(spent))
+
+    def _summarize(
+        self, summary: str, new: Sequence[Message]
+    ) -> Result[tuple[str, Usage], ModelError]:
+        previous = summary or "(none yet)"
+        prompt = (
+            f"Notes so far:\n{previous}\n\nSteps since:\n{transcript(new)}\n\n"
+            "Write the updated notes."
+        )
+        summarizer = self.summarizer or self.G
+        result = summarizer([System(SUMMARIZER_SYSTEM), User(prompt)])
+        if isinstance(result, Failure):
+            error = result.failure()
+            return Failure(dataclasses.replace(error, message=f"summarizer: {error.message}"))
+        reply = result.unwrap()
+        text = reply.content.strip()
+        if not text:
+            return Failure(
+                ModelError(ModelErrorKind.OTHER, "summarizer returned no text", usage=reply.usage)
+            )
+        return Success((text, reply.usage or NO_USAGE))
+
+
+def _adding(spent: Usage) -> Callable[[Reply], Reply]:
+    def add(reply: Reply) -> Reply:
+        return dataclasses.replace(reply, usage=(reply.usage or NO_USAGE) + spent)
+
+    return add
+
+
+def _adding_to_error(spent: Usage) -> Callable[[ModelError], ModelError]:
+    def add(error: ModelError) -> ModelError:
+        return dataclasses.replace(error, usage=(error.usage or NO_USAGE) + spent)
+
+    return add
+
+
+def summarizing_invoke(
+    G: Invoke,
+    summarizer: Invoke | None = None,
+    threshold: int = 100_000,
+    keep_recent: int = 8,
+    *,
+    counter: Counter | None = None,
+) -> SummarizingInvoke:
+    """G that condenses old turns into notes once the history passes ``threshold`` tokens.
+
+    When the request would be over ``threshold`` tokens (litellm's counter for G's
+    model, or ``counter``), the turns not yet condensed, except the last
+    ``keep_recent`` messages, are given to ``summarizer`` (any G; default: ``G``
+    itself) together with the notes so far, and ``G`` receives: the system message
+    and task prompt verbatim, a user message with the notes, then the rest. Only what
+    was not summarised before is summarised (the notes grow incrementally); cuts fall
+    between whole turns, never between a tool call and its result. The summariser's
+    usage is added to the reply's, so budgets count it. If the summariser fails, its
+    error is returned (wrap it in ``retry_invoke`` to retry). One instance follows one
+    run at a time; on a history that does not continue the last one it starts over.
+
+    >>> from four import scripted_invoke, User, Assistant
+    >>> G = summarizing_invoke(scripted_invoke(["reply"]), scripted_invoke(["notes"]),
+    ...                        threshold=4, keep_recent=2, counter=len)
+    >>> G([User("task"), Assistant("a"), User("b"), Assistant("c"), User("d")]).unwrap().content
+    'reply'
+    """
+    return SummarizingInvoke(G, summarizer, threshold, keep_recent, counter)

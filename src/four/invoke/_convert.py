@@ -1,0 +1,181 @@
+"""Our typed messages to provider request bodies, in one place.
+
+What is never sent: an assistant's ``usage``, ``finish_reason`` and ``model``
+(trajectory metadata), and its ``reasoning`` (kept apart, never content). What is
+sent back as it came: thinking blocks (Anthropic) and reasoning items (Responses),
+in their original order, so a provider can check its own signatures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TypeAlias
+
+from four._types import JSON, Assistant, Message, System, ToolResult, User
+
+JSONDict: TypeAlias = dict[str, JSON]
+
+_EPHEMERAL: JSONDict = {"type": "ephemeral"}
+
+BASH_TOOL: Mapping[str, JSON] = {
+    "type": "function",
+    "function": {
+        "name": "bash",
+        "description": "Run one shell command and see its output and exit code.",
+        "parameters": {
+            "type": "object",
+            "properties": {"command": {"type": "string", "description": "The command to run."}},
+            "required": ["command"],
+        },
+    },
+}
+"""The default tool of the tool-call invokes (chat-completions shape)."""
+
+
+def to_chat(
+    messages: Sequence[Message], cache_control: bool = False, thinking: bool = True
+) -> list[JSONDict]:
+    """A history as chat-completions ``messages`` (OpenAI's shape; litellm converts it).
+
+    Empty system messages are left out. An assistant turn's tool calls go in
+    ``tool_calls`` (content ``None`` when it has no text); each ``ToolResult``
+    becomes a ``tool`` message with its call's id. With ``cache_control``, the system
+    message and the last two messages with text get an Anthropic cache breakpoint.
+    With ``thinking``, an assistant's thinking blocks go along, in order, as
+    ``thinking_blocks`` (litellm's key, for Anthropic-style providers).
+
+    >>> to_chat([System("be brief"), User("hi")])
+    [{'role': 'system', 'content': 'be brief'}, {'role': 'user', 'content': 'hi'}]
+    """
+    out: list[JSONDict] = []
+    for message in messages:
+        if isinstance(message, System):
+            if message.content:
+                out.append({"role": "system", "content": message.content})
+        elif isinstance(message, User):
+            out.append({"role": "user", "content": message.content})
+        elif isinstance(message, ToolResult):
+            out.append(
+                {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+            )
+        else:
+            out.append(_assistant(message, thinking))
+    if cache_control:
+        _mark_cache(out)
+    return out
+
+
+def _assistant(message: Assistant, thinking: bool) -> JSONDict:
+    content: str | None = message.content
+    if not content and message.tool_calls:
+        content = None
+    out: JSONDict = {"role": "assistant", "content": content}
+    if message.tool_calls:
+        out["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments},
+            }
+            for call in message.tool_calls
+        ]
+    if thinking and message.thinking:
+        out["thinking_blocks"] = [dict(block) for block in message.thinking]
+    return out
+
+
+def _mark_cache(out: list[JSONDict]) -> None:
+    """Anthropic allows four breakpoints: the system prompt and the last two texts use three."""
+    marked = 0
+    for message in reversed(out):
+        if marked == 2:
+            break
+        if message["role"] != "system" and _cacheable(message):
+            _to_parts(message)
+            marked += 1
+    for message in out:
+        if message["role"] == "system":
+            _to_parts(message)
+            break
+
+
+def _cacheable(message: JSONDict) -> bool:
+    return isinstance(message.get("content"), str) and bool(message["content"])
+
+
+def _to_parts(message: JSONDict) -> None:
+    text = message["content"]
+    message["content"] = [{"type": "text", "text": text, "cache_control": dict(_EPHEMERAL)}]
+
+
+def to_responses_input(messages: Sequence[Message], reasoning_items: bool = True) -> list[JSONDict]:
+    """A history as Responses-API ``input`` items.
+
+    Messages become message items; each assistant tool call becomes a
+    ``function_call`` item and each ``ToolResult`` a ``function_call_output`` with
+    the same ``call_id``. Reasoning items the provider returned (kept in
+    ``Assistant.thinking``) go back before the turn they belong to.
+
+    >>> from four._types import ToolCall
+    >>> [i.get("type", i.get("role")) for i in to_responses_input(
+    ...     [User("hi"), Assistant("", (ToolCall("c1", "bash", "{}"),)), ToolResult("c1", "ok")])]
+    ['user', 'function_call', 'function_call_output']
+    """
+    out: list[JSONDict] = []
+    for message in messages:
+        if isinstance(message, System):
+            if message.content:
+                out.append({"role": "system", "content": message.content})
+        elif isinstance(message, User):
+            out.append({"role": "user", "content": message.content})
+        elif isinstance(message, ToolResult):
+            out.append(
+                {
+                    "type": "function_call_output",
+                    "call_id": message.tool_call_id,
+                    "output": message.content,
+                }
+            )
+        else:
+            if reasoning_items:
+                out.extend(
+                    dict(item) for item in message.thinking if item.get("type") == "reasoning"
+                )
+            if message.content:
+                out.append({"role": "assistant", "content": message.content})
+            out.extend(
+                {
+                    "type": "function_call",
+                    "call_id": call.id,
+                    "name": call.name,
+                    "arguments": call.arguments,
+                }
+                for call in message.tool_calls
+            )
+    return out
+
+
+def responses_tool(tool: Mapping[str, JSON]) -> JSONDict:
+    """A chat-completions tool definition in the Responses API's flat shape (others unchanged).
+
+    >>> responses_tool(BASH_TOOL)["name"]
+    'bash'
+    """
+    function = tool.get("function")
+    if tool.get("type") == "function" and isinstance(function, dict):
+        return {"type": "function", **function}
+    return dict(tool)
+
+
+def tool_name(tool: Mapping[str, JSON]) -> str:
+    """The name of a tool definition in either shape ('' if it has none)."""
+    function = tool.get("function")
+    name = function.get("name") if isinstance(function, dict) else tool.get("name")
+    return name if isinstance(name, str) else ""
+
+
+def with_bash(tools: Sequence[Mapping[str, JSON]]) -> tuple[Mapping[str, JSON], ...]:
+    """The caller's tools, plus ``BASH_TOOL`` unless one of them is already named bash."""
+    if any(tool_name(t) == "bash" for t in tools):
+        return tuple(tools)
+    return (BASH_TOOL, *tools)

@@ -1,0 +1,29 @@
+"""litellm, imported at the first model call and never at ``import four``.
+
+Importing litellm takes 2-3 s and, unless told otherwise, fetches its price map from
+the network. The first call sets ``LITELLM_LOCAL_MODEL_COST_MAP=True`` (unless the
+user set it either way), imports litellm, and silences its "Give Feedback" banner.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from types import ModuleType
+
+_lock = threading.Lock()
+_module: list[ModuleType] = []
+
+
+def litellm_module() -> ModuleType:
+    """The litellm module, imported once (offline price map unless the user chose otherwise)."""
+    if _module:
+        return _module[0]
+    with _lock:
+        if not _module:
+            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            import litellm
+
+            litellm.suppress_debug_info = True
+            _module.append(litellm)
+    return _module[0]

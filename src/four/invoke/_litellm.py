@@ -1,0 +1,287 @@
+"""G over litellm: any litellm model string, or any OpenAI-compatible server via ``api_base``."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from returns.result import Failure, Result, Success
+
+from four._types import JSON, Assistant, Message, ModelError, ModelErrorKind, Reply, ToolCall, Usage
+from four.invoke._convert import to_chat, with_bash
+from four.invoke._errors import classify_litellm
+from four.invoke._lazy import litellm_module
+
+DEFAULT_TIMEOUT: Final = 600.0
+"""Seconds per request (litellm's own default is 6000); the OpenAI SDK's default too."""
+
+_THINKING_PROVIDERS = frozenset({"anthropic", "bedrock", "vertex_ai", "vertex_ai_beta"})
+
+Prices = tuple[float, float]
+"""USD per prompt token and per completion token."""
+
+
+@dataclass(frozen=True, slots=True)
+class LitellmInvoke:
+    """G that sends the history to ``litellm.completion`` and reads the reply.
+
+    Each call makes exactly one request: litellm's and the SDK's retries are off
+    (wrap with ``retry_invoke`` to retry). Errors come back as ``ModelError`` values
+    classified by exception type. ``tools`` empty means text mode: tool calls in a
+    reply are then ignored, as no tool was offered.
+    """
+
+    model: str
+    tools: tuple[Mapping[str, JSON], ...] = ()
+    api_base: str | None = None
+    timeout: float = DEFAULT_TIMEOUT
+    prices: Prices | None = None
+    cache_control: bool = False
+    kwargs: Mapping[str, object] = field(default_factory=dict)
+    api_key: str | None = field(default=None, repr=False)
+    secrets: Mapping[str, object] = field(default_factory=dict, repr=False)
+    send_thinking: bool | None = None
+
+    @property
+    def sends_thinking(self) -> bool:
+        """Whether thinking blocks go back: ``send_thinking``, or by default for providers
+        that sign them (Anthropic, Bedrock, Vertex AI): others may reject the unknown key."""
+        if self.send_thinking is not None:
+            return self.send_thinking
+        provider = self.model.split("/", 1)[0] if "/" in self.model else ""
+        return provider in _THINKING_PROVIDERS or self.model.startswith("claude")
+
+    def request(self, messages: Sequence[Message]) -> dict[str, object]:
+        """The keyword arguments of the ``litellm.completion`` call for ``messages``."""
+        request: dict[str, object] = {
+            **self.kwargs,
+            **self.secrets,
+            "model": self.model,
+            "messages": to_chat(messages, self.cache_control, self.sends_thinking),
+            "timeout": self.timeout,
+            "max_retries": 0,  # the OpenAI SDK's retries
+            "num_retries": 0,  # litellm's own
+        }
+        if self.tools:
+            request["tools"] = [dict(t) for t in self.tools]
+        if self.api_base is not None:
+            request["api_base"] = self.api_base
+        if self.api_key is not None:
+            request["api_key"] = self.api_key
+        return request
+
+    def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
+        litellm = litellm_module()
+        try:
+            response = litellm.completion(**self.request(messages))
+        except Exception as exc:
+            return Failure(classify_litellm(exc))
+        offered = bool(self.tools) or "tools" in self.kwargs
+        return read_chat(response, self.model, self.prices, keep_tool_calls=offered)
+
+
+_SECRET_PARTS = ("key", "secret", "password", "credential", "auth", "header")
+
+
+def _is_secret(name: str) -> bool:
+    lower = name.lower()
+    return any(part in lower for part in _SECRET_PARTS) or lower.endswith("token")
+
+
+def _split(kwargs: Mapping[str, object]) -> tuple[dict[str, object], dict[str, object]]:
+    public = {k: v for k, v in kwargs.items() if not _is_secret(k)}
+    secret = {k: v for k, v in kwargs.items() if _is_secret(k)}
+    return public, secret
+
+
+def litellm_invoke(
+    model: str,
+    *,
+    api_base: str | None = None,
+    api_key: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    prices: Prices | None = None,
+    cache_control: bool = False,
+    send_thinking: bool | None = None,
+    **kwargs: object,
+) -> LitellmInvoke:
+    """G for plain text replies, through litellm (imported at the first call).
+
+    ``model`` is any litellm model string (``anthropic/claude-sonnet-4-5``,
+    ``openai/gpt-4o``); for an OpenAI-compatible server (vLLM, llama.cpp, Ollama) use
+    ``openai/<name>`` with ``api_base``. ``timeout`` is seconds per request. ``prices``
+    (USD per prompt token, per completion token) override litellm's price map; a model
+    missing from it costs "unknown" (``Usage.cost is None``). ``cache_control`` marks
+    Anthropic cache breakpoints. A reply's thinking blocks are sent back, in order,
+    to Anthropic, Bedrock and Vertex AI models (``send_thinking`` forces it either
+    way); its ``reasoning`` text is never sent. Other keywords (``temperature``, ``max_tokens``, ...)
+    go to ``litellm.completion``; secret-looking ones (``*key*``, ``*token``, headers)
+    are kept out of the trajectory's record.
+
+    >>> G = litellm_invoke("openai/qwen", api_base="http://127.0.0.1:8080/v1", temperature=0)
+    >>> G.kwargs
+    {'temperature': 0}
+    """
+    public, secret = _split(kwargs)
+    return LitellmInvoke(
+        model,
+        api_base=api_base,
+        timeout=timeout,
+        prices=prices,
+        cache_control=cache_control,
+        kwargs=public,
+        api_key=api_key,
+        secrets=secret,
+        send_thinking=send_thinking,
+    )
+
+
+def litellm_toolcall_invoke(
+    model: str,
+    *,
+    tools: Sequence[Mapping[str, JSON]] = (),
+    bash_tool: bool = True,
+    api_base: str | None = None,
+    api_key: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    prices: Prices | None = None,
+    cache_control: bool = False,
+    send_thinking: bool | None = None,
+    **kwargs: object,
+) -> LitellmInvoke:
+    """G for tool-call replies: the calls land in ``Assistant.tool_calls``, text kept.
+
+    Offers a ``bash`` tool (``{"command": ...}``) plus the caller's ``tools`` (a
+    caller's tool named bash replaces ours; ``bash_tool=False`` offers only the
+    caller's). The reply's tool calls keep their provider ids, so the next request
+    pairs each result with its call, for OpenAI and Anthropic alike. Other arguments
+    as ``litellm_invoke``.
+
+    >>> G = litellm_toolcall_invoke("anthropic/claude-sonnet-4-5", max_tokens=4096)
+    >>> [t["function"]["name"] for t in G.tools]
+    ['bash']
+    """
+    public, secret = _split(kwargs)
+    return LitellmInvoke(
+        model,
+        with_bash(tools) if bash_tool else tuple(tools),
+        api_base=api_base,
+        timeout=timeout,
+        prices=prices,
+        cache_control=cache_control,
+        kwargs=public,
+        api_key=api_key,
+        secrets=secret,
+        send_thinking=send_thinking,
+    )
+
+
+# --- reading litellm's reply (Any at the boundary) into our records ---------------
+
+
+def read_chat(
+    response: object, model: str, prices: Prices | None, *, keep_tool_calls: bool = True
+) -> Result[Reply, ModelError]:
+    """A litellm ``ModelResponse`` as our ``Assistant``, or an error if it has no choice."""
+    usage = _usage(response, prices)
+    choices = getattr(response, "choices", None)
+    if not isinstance(choices, list) or not choices:
+        return Failure(ModelError(ModelErrorKind.SERVER, "the reply has no choices", usage=usage))
+    choice = choices[0]
+    message = getattr(choice, "message", None)
+    calls = getattr(message, "tool_calls", None) if keep_tool_calls else None
+    finish = getattr(choice, "finish_reason", None)
+    served = getattr(response, "model", None)
+    return Success(
+        Assistant(
+            _text(getattr(message, "content", None)),
+            tuple(_tool_call(c) for c in calls or ()),
+            _text(getattr(message, "reasoning_content", None)),
+            tuple(_block(b) for b in getattr(message, "thinking_blocks", None) or ()),
+            finish if isinstance(finish, str) else None,
+            usage,
+            served if isinstance(served, str) and served else model,
+        )
+    )
+
+
+def cost(prompt_tokens: int, completion_tokens: int, prices: Prices) -> float:
+    """USD for a call at ``prices`` (per prompt token, per completion token).
+
+    >>> round(cost(1000, 100, (3e-06, 1.5e-05)), 6)
+    0.0045
+    """
+    return prompt_tokens * prices[0] + completion_tokens * prices[1]
+
+
+def _usage(response: object, prices: Prices | None) -> Usage:
+    raw = getattr(response, "usage", None)
+    prompt = _int(getattr(raw, "prompt_tokens", None))
+    completion = _int(getattr(raw, "completion_tokens", None))
+    if raw is None:
+        return Usage(0, 0, None)
+    if prices is not None:
+        return Usage(prompt, completion, cost(prompt, completion, prices))
+    hidden = getattr(response, "_hidden_params", None)
+    known = hidden.get("response_cost") if isinstance(hidden, dict) else None
+    return Usage(prompt, completion, _float(known))
+
+
+def _tool_call(raw: object) -> ToolCall:
+    function = getattr(raw, "function", None)
+    call_id = getattr(raw, "id", None)
+    name = getattr(function, "name", None)
+    arguments = getattr(function, "arguments", None)
+    return ToolCall(
+        call_id if isinstance(call_id, str) and call_id else f"call_{uuid.uuid4().hex[:24]}",
+        name if isinstance(name, str) else "",
+        arguments if isinstance(arguments, str) else _dumps(to_json(arguments)),
+    )
+
+
+def _block(raw: object) -> Mapping[str, JSON]:
+    value = to_json(raw)
+    return value if isinstance(value, dict) else {"type": "unknown", "value": value}
+
+
+def to_json(value: object) -> JSON:
+    """A provider object (dict, list, pydantic model) as plain JSON values."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): to_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_json(v) for v in value]
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return to_json(dump())
+    return str(value)
+
+
+def _text(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):  # content parts
+        texts = (
+            p.get("text") if isinstance(p, Mapping) else getattr(p, "text", None) for p in value
+        )
+        return "".join(t for t in texts if isinstance(t, str))
+    return ""
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _float(value: object) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def _dumps(value: JSON) -> str:
+    import json
+
+    return json.dumps(value)

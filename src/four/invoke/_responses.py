@@ -1,0 +1,257 @@
+"""G over the OpenAI Responses API, posted with httpx (no litellm import).
+
+Why httpx and not ``litellm.responses``: the Responses API is one POST with a small
+JSON schema, servers that speak it (OpenAI, vLLM, llama.cpp) differ little, and a
+direct client keeps the 2-3 s litellm import and its conversions out of the way.
+httpx comes with litellm and is imported at the first call.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from returns.result import Failure, Result, Success
+
+from four._types import JSON, Assistant, Message, ModelError, ModelErrorKind, Reply, ToolCall, Usage
+from four.invoke._convert import responses_tool, to_responses_input, with_bash
+from four.invoke._errors import kind_of_status, kind_of_transport, retry_after
+from four.invoke._litellm import DEFAULT_TIMEOUT, Prices, cost, to_json
+
+if TYPE_CHECKING:
+    import httpx
+
+K = ModelErrorKind
+_CONTEXT_CODES = frozenset({"context_length_exceeded", "string_above_max_length"})
+
+
+class _Client:
+    """One keep-alive httpx client per G, made at the first call."""
+
+    __slots__ = ("_client", "_lock")
+
+    def __init__(self) -> None:
+        self._client: httpx.Client | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> httpx.Client:
+        if self._client is None:
+            with self._lock:
+                if self._client is None:
+                    import httpx
+
+                    self._client = httpx.Client()
+        return self._client
+
+    def close(self) -> None:
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+
+    def __del__(self) -> None:  # a dropped G leaves no open sockets behind
+        if self._client is not None:
+            self._client.close()
+
+
+@dataclass(frozen=True, slots=True)
+class ResponsesInvoke:
+    """G that posts the history to ``{api_base}/responses`` (see ``http_response_invoke``)."""
+
+    model: str
+    api_base: str
+    tools: tuple[Mapping[str, JSON], ...] = ()
+    timeout: float = DEFAULT_TIMEOUT
+    prices: Prices | None = None
+    reasoning_items: bool = True
+    kwargs: Mapping[str, JSON] = field(default_factory=dict)
+    api_key: str | None = field(default=None, repr=False)
+    _client: _Client = field(default_factory=_Client, repr=False, compare=False)
+
+    def request(self, messages: Sequence[Message]) -> dict[str, JSON]:
+        """The JSON body posted for ``messages``."""
+        body: dict[str, JSON] = {
+            **self.kwargs,
+            "model": self.model,
+            "input": list[JSON](to_responses_input(messages, self.reasoning_items)),
+        }
+        if self.tools:
+            body["tools"] = [responses_tool(t) for t in self.tools]
+        return body
+
+    def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        try:
+            response = self._client.get().post(
+                f"{self.api_base.rstrip('/')}/responses",
+                json=self.request(messages),
+                headers=headers,
+                timeout=self.timeout,
+            )
+        except Exception as exc:
+            kind = kind_of_transport(exc) or K.OTHER
+            return Failure(ModelError(kind, f"{type(exc).__name__}: {exc}"))
+        return read_response(
+            response.status_code,
+            response.content,
+            {k.lower(): v for k, v in response.headers.items()},
+            self.model,
+            self.prices,
+        )
+
+    def close(self) -> None:
+        """Close the keep-alive connections (a new call opens them again)."""
+        self._client.close()
+
+
+def http_response_invoke(
+    model: str,
+    api_base: str,
+    api_key: str | None = None,
+    *,
+    tools: Sequence[Mapping[str, JSON]] = (),
+    bash_tool: bool = True,
+    timeout: float = DEFAULT_TIMEOUT,
+    prices: Prices | None = None,
+    reasoning_items: bool = True,
+    **kwargs: JSON,
+) -> ResponsesInvoke:
+    """G for the OpenAI Responses API (OpenAI, vLLM, llama.cpp ``/v1/responses``).
+
+    Sends the whole history as ``input`` items: messages, a ``function_call`` item
+    per assistant tool call and a ``function_call_output`` per ``ToolResult`` with the
+    same ``call_id``; no ``previous_response_id``, so any server works statelessly.
+    Output ``function_call`` items become the reply's ``tool_calls``, message text its
+    ``content``, reasoning items its ``reasoning`` (summaries and reasoning text, kept
+    apart) and, verbatim, its ``thinking``, sent back before the turn's calls unless
+    ``reasoning_items=False``. Tools: ``bash`` plus the caller's (either tool shape),
+    as ``litellm_toolcall_invoke``; ``bash_tool=False`` with no tools is text mode. A
+    response cut at ``max_output_tokens`` has ``finish_reason="length"``.
+
+    Errors are classified by HTTP status and by httpx's exception types (and OpenAI's
+    structured ``error.code`` for a context-window overflow). Cost is known only with
+    ``prices`` (no price map here). Other keywords go into the request body
+    (``max_output_tokens``, ``temperature``, ``reasoning``, ``store``...).
+
+    >>> G = http_response_invoke("gpt-5-mini", "http://127.0.0.1:8080/v1", max_output_tokens=4096)
+    >>> G.request([])["tools"][0]["name"]
+    'bash'
+    """
+    return ResponsesInvoke(
+        model,
+        api_base,
+        with_bash(tools) if bash_tool else tuple(tools),
+        timeout,
+        prices,
+        reasoning_items,
+        dict(kwargs),
+        api_key,
+    )
+
+
+def read_response(
+    status: int,
+    content: bytes,
+    headers: Mapping[str, str],
+    model: str,
+    prices: Prices | None,
+) -> Result[Reply, ModelError]:
+    """An HTTP answer from a Responses endpoint as our reply, or a typed error."""
+    try:
+        data: JSON = json.loads(content)
+    except ValueError:
+        data = None
+    body = data if isinstance(data, dict) else {}
+    if status >= 400:
+        return Failure(_http_error(status, body, content, headers))
+    if not isinstance(data, dict):
+        return Failure(ModelError(K.SERVER, f"the reply is not a JSON object: {content[:200]!r}"))
+    usage = _usage(body.get("usage"), prices)
+    if body.get("status") == "failed":
+        return Failure(
+            ModelError(K.SERVER, f"the response failed: {body.get('error')}", usage=usage)
+        )
+    text: list[str] = []
+    reasoning: list[str] = []
+    thinking: list[Mapping[str, JSON]] = []
+    calls: list[ToolCall] = []
+    output = body.get("output")
+    for item in output if isinstance(output, list) else []:
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type")
+        if kind == "message":
+            text.extend(_texts(item.get("content"), "output_text"))
+        elif kind == "function_call":
+            calls.append(_call(item))
+        elif kind == "reasoning":
+            thinking.append(item)
+            reasoning.extend(_texts(item.get("summary"), "summary_text"))
+            reasoning.extend(_texts(item.get("content"), "reasoning_text"))
+    served = body.get("model")
+    return Success(
+        Assistant(
+            "".join(text),
+            tuple(calls),
+            "\n".join(reasoning),
+            tuple(thinking),
+            _finish(body, bool(calls)),
+            usage,
+            served if isinstance(served, str) and served else model,
+        )
+    )
+
+
+def _http_error(
+    status: int, body: Mapping[str, JSON], content: bytes, headers: Mapping[str, str]
+) -> ModelError:
+    error = body.get("error")
+    detail = error if isinstance(error, dict) else {}
+    message = detail.get("message")
+    kind = kind_of_status(status) or K.OTHER
+    if detail.get("code") in _CONTEXT_CODES:
+        kind = K.CONTEXT_WINDOW
+    text = message if isinstance(message, str) else content[:500].decode("utf-8", "replace")
+    return ModelError(kind, f"HTTP {status}: {text}", status, retry_after(headers))
+
+
+def _finish(body: Mapping[str, JSON], has_calls: bool) -> str:
+    if body.get("status") == "incomplete":
+        details = body.get("incomplete_details")
+        reason = details.get("reason") if isinstance(details, dict) else None
+        return "length" if reason in (None, "max_output_tokens") else str(reason)
+    return "tool_calls" if has_calls else "stop"
+
+
+def _call(item: Mapping[str, JSON]) -> ToolCall:
+    call_id = item.get("call_id") or item.get("id")
+    if not isinstance(call_id, str) or not call_id:
+        call_id = f"call_{uuid.uuid4().hex[:24]}"
+    name = item.get("name")
+    arguments = item.get("arguments")
+    return ToolCall(
+        call_id,
+        name if isinstance(name, str) else "",
+        arguments if isinstance(arguments, str) else json.dumps(to_json(arguments)),
+    )
+
+
+def _texts(parts: JSON, kind: str) -> list[str]:
+    if not isinstance(parts, list):
+        return []
+    found = (p.get("text") for p in parts if isinstance(p, dict) and p.get("type") == kind)
+    return [t for t in found if isinstance(t, str)]
+
+
+def _usage(raw: JSON, prices: Prices | None) -> Usage:
+    if not isinstance(raw, dict):
+        return Usage(0, 0, None)
+    prompt = raw.get("input_tokens")
+    completion = raw.get("output_tokens")
+    p = prompt if isinstance(prompt, int) else 0
+    c = completion if isinstance(completion, int) else 0
+    return Usage(p, c, cost(p, c, prices) if prices is not None else None)

@@ -1,0 +1,87 @@
+"""The compiled accounting core: built when required, selected, and shaped like the pure one."""
+
+from __future__ import annotations
+
+import inspect
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from four.quaternary import QICTConfig, QICTController, _accounting, _accounting_py, no
+
+from .conftest import ACCOUNTING_NAMES, compiled_module
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+def test_extension_built_when_required() -> None:
+    """With FOUR_REQUIRE_EXTENSIONS=1 (set by CI) a missing extension is an error."""
+    if os.environ.get("FOUR_REQUIRE_EXTENSIONS") != "1":
+        pytest.skip("FOUR_REQUIRE_EXTENSIONS is not set")
+    assert compiled_module() is not None, "four.quaternary._accounting_c was not built"
+    if not os.environ.get("FOUR_NO_EXTENSIONS"):
+        assert _accounting.USE_EXTENSIONS
+
+
+def _selected(env_value: str | None) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "FOUR_NO_EXTENSIONS"}
+    env["PYTHONPATH"] = str(SRC)
+    if env_value is not None:
+        env["FOUR_NO_EXTENSIONS"] = env_value
+    done = subprocess.run(
+        [sys.executable, "-c",
+         "from four.quaternary import _accounting as a; print(a.USE_EXTENSIONS, a.rank.__module__)"],
+        capture_output=True, text=True, check=True, env=env,
+    )
+    return done.stdout.strip()
+
+
+def test_selector_honours_no_extensions(accounting: ModuleType) -> None:
+    if accounting is not _accounting_py:
+        pytest.skip("runs once")
+    assert _selected("1") == "False four.quaternary._accounting_py"
+    if compiled_module() is not None:
+        assert _selected(None) == "True four.quaternary._accounting_c"
+
+
+def test_public_functions_mirror_the_pure_module() -> None:
+    module = compiled_module()
+    if module is None:
+        pytest.skip("the compiled accounting core is not built")
+    for name in ACCOUNTING_NAMES:
+        pure, compiled = getattr(_accounting_py, name), getattr(module, name)
+        if callable(pure):
+            assert list(inspect.signature(compiled).parameters) == list(
+                inspect.signature(pure).parameters), name
+        else:
+            assert compiled == pure
+
+
+@pytest.mark.parametrize("size", [0, 1, 40, 41, 80, 127, 128, 129, 255, 256, 1000, 70_000])
+def test_digests_match_hashlib_across_block_boundaries(accounting: ModuleType, size: int) -> None:
+    """The C BLAKE2b agrees with hashlib for messages around the 128-byte block size."""
+    reason = "x" * size
+    controller = QICTController(QICTConfig(failure_alphabet={reason}))
+    receipt = controller.process(no(reason))
+    for prev in (b"", bytes(32), bytes(range(200))):
+        assert accounting.receipt_digest(prev, receipt) == _accounting_py.receipt_digest(
+            prev, receipt)
+
+
+def test_no_silent_coercion_or_overflow(accounting: ModuleType) -> None:
+    """Huge ints, bools and floats keep distinct, exact digests in both implementations."""
+    controller = QICTController(QICTConfig(compute_alphabet={"k"}))
+    receipt = controller.process(no("r"))
+    digests = set()
+    for index in (1, True, 1.0, 2**63, 2**64 + 1, -(2**63), -(2**63) - 1):
+        forged = receipt.__class__(receipt.before, receipt.verdict, receipt.payload,
+                                   receipt.dependency_arcs, receipt.action, receipt.after,
+                                   index)  # type: ignore[arg-type]
+        digest = accounting.receipt_digest(b"", forged)
+        assert digest == _accounting_py.receipt_digest(b"", forged)
+        digests.add(digest)
+    assert len(digests) == 7
