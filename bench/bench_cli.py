@@ -46,11 +46,12 @@ def wall_ms(argv: Sequence[str], runs: int) -> tuple[float, float, float]:
 
 
 def four_command() -> list[str]:
-    """The installed ``four`` script beside this Python, else ``python -m four.cli``."""
+    """The installed ``four`` script beside this Python, else what that script does
+    (``from four.cli import main``; ``python -m`` would add runpy's own imports)."""
     script = Path(sys.executable).with_name("four")
     if script.exists():
         return [str(script)]
-    return [sys.executable, "-m", "four.cli"]
+    return [sys.executable, "-c", "import sys; from four.cli import main; sys.exit(main())"]
 
 
 def imported_by_help() -> set[str]:
@@ -116,7 +117,8 @@ def main() -> None:
             ).stdout
         )
     print("| measure | value |\n|---|---|")
-    print(f"| command timed | `{' '.join(Path(a).name for a in four)}` |")
+    shown = "four" if len(four) == 1 else "python -c 'from four.cli import main; ...'"
+    print(f"| command timed | `{shown}` |")
     print(
         f"| `python -c pass`, for scale (median of 20) | {base_med:.0f} ms (CPU {base_cpu:.0f}) |"
     )

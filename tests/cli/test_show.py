@@ -93,3 +93,19 @@ def test_show_truncated_reply_is_marked(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["show", str(path)]) == 0
     out = capsys.readouterr().out
     assert "cut off" in out and "format error: Your reply was cut off" in out
+
+
+def test_show_a_verified_run(verified: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", str(verified)]) == 0
+    out = capsys.readouterr().out
+    assert "step 1 · " in out and "submitted" in out
+    assert "check\n  Your submission was checked and not accepted" in out
+    assert "format error" not in out.replace("0 format errors", "")
+    assert "verdicts" in out and out.rstrip().endswith("outcome accepted")
+
+
+def test_exit_signal_matches_the_environments() -> None:
+    from four.cli._steps import EXIT_SIGNAL
+    from four.execute import EXIT_SIGNAL as ENV_SIGNAL
+
+    assert EXIT_SIGNAL == ENV_SIGNAL

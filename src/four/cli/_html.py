@@ -42,7 +42,7 @@ nav.timeline a { flex: 1 1 0; min-width: 6px; border-radius: 3px; background: va
   color: #fff; font-size: 11px; text-align: center; line-height: 26px; overflow: hidden;
   text-decoration: none; }
 nav.timeline a.bad { background: var(--bad); } nav.timeline a.fmt { background: var(--fmt); }
-nav.timeline a.none { background: var(--dim); }
+nav.timeline a.none { background: var(--dim); } nav.timeline a.sub { background: var(--accent); }
 .toolbar { display: flex; gap: 8px; align-items: center; margin: 8px 0 16px; flex-wrap: wrap; }
 .toolbar button { font: inherit; padding: 3px 10px; border: 1px solid var(--line);
   border-radius: 6px; background: var(--panel); color: var(--fg); cursor: pointer; }
@@ -51,6 +51,7 @@ section.step { border: 1px solid var(--line); border-left: 4px solid var(--ok);
 section.step.bad { border-left-color: var(--bad); }
 section.step.fmt { border-left-color: var(--fmt); }
 section.step.none { border-left-color: var(--dim); }
+section.step.sub { border-left-color: var(--accent); }
 section.step.current { outline: 2px solid var(--accent); }
 section.step > header { display: flex; gap: 12px; align-items: baseline; flex-wrap: wrap; }
 section.step > header a { font-weight: 700; color: var(--fg); text-decoration: none; }

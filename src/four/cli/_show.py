@@ -8,7 +8,6 @@ from rich.console import Console
 from rich.rule import Rule
 from rich.text import Text
 
-from four._types import ToolResult
 from four.cli._errors import UsageError
 from four.cli._format import fold, seconds, succeeded, tokens, usage_line
 from four.cli._steps import Run, Step, load_run
@@ -105,6 +104,8 @@ def _step(console: Console, step: Step, limit: int) -> None:
             facts.append(f"${usage.cost:.4f}")
     if step.reply.truncated:
         facts.append("cut off")
+    if step.submitted:
+        facts.append("submitted")
     console.print()
     console.print(Rule(Text(" · ".join(facts)), align="left", style="blue"))
     if step.reply.reasoning:
@@ -118,7 +119,7 @@ def _step(console: Console, step: Step, limit: int) -> None:
         return
     for index, observation in enumerate(step.observations):
         code = step.returncodes[index] if index < len(step.returncodes) else None
-        label = "output" if isinstance(observation, ToolResult) else "observation"
+        label = step.label(index)
         status = "" if code is None else f" · exit {code}"
         style = "red" if code not in (None, 0) else "green"
         console.print(Text(f"{label}{status}", style=style))

@@ -18,6 +18,9 @@ from four._types import JSON, Assistant, Message, System, ToolResult, Usage, Use
 from four.trajectory import Trajectory
 from four.trajectory._codec import usage_from_json
 
+EXIT_SIGNAL = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+"""``four.execute.EXIT_SIGNAL`` (and mini-swe-agent's), without importing the environments."""
+
 _FENCE = re.compile(
     r"```(bash|sh|shell|console|zsh|mswea_bash_command)?[ \t]*\n(.*?)\n?```", re.DOTALL
 )
@@ -42,6 +45,8 @@ class Step:
     format_error: str | None
     started: float | None = None
     ended: float | None = None
+    submitted: bool = False
+    """The step claimed completion; what follows it is a check's feedback, if anything."""
 
     @property
     def duration(self) -> float | None:
@@ -49,6 +54,13 @@ class Step:
         if self.started is None or self.ended is None:
             return None
         return max(0.0, self.ended - self.started)
+
+    def label(self, index: int) -> str:
+        """What the ``index``-th observation is: a command's output, or a check's answer."""
+        code = self.returncodes[index] if index < len(self.returncodes) else None
+        if self.submitted and code is None:
+            return "check"
+        return "output" if isinstance(self.observations[index], ToolResult) else "observation"
 
     @property
     def failed(self) -> bool:
@@ -178,10 +190,13 @@ def _step(
     ended: float | None,
 ) -> Step:
     commands = commands_of(reply)
+    submitted = _submits(reply, commands)
     format_error: str | None = None
-    if observations and (reply.truncated or not commands):
+    if submitted or not observations:
+        pass
+    elif reply.truncated or not commands:
         format_error = first_line(observations[0].content)
-    elif reply.tool_calls and observations:
+    elif reply.tool_calls:
         bad = [c for c in reply.tool_calls if _call_command(c.arguments) is None]
         if bad:
             rejected = next(
@@ -194,7 +209,19 @@ def _step(
             )
             format_error = first_line(rejected.content if rejected else "unreadable tool call")
     codes = tuple(returncode_of(o.content) for o in observations) if not format_error else ()
-    return Step(number, reply, commands, observations, codes, format_error, started, ended)
+    return Step(
+        number, reply, commands, observations, codes, format_error, started, ended, submitted
+    )
+
+
+def _submits(reply: Assistant, commands: tuple[str, ...]) -> bool:
+    """The reply claims completion: a command prints the exit signal, or (no command) a
+    line of the reply is the signal."""
+    if commands:
+        return any(EXIT_SIGNAL in command for command in commands)
+    return any(
+        line.strip().strip("`").strip() == EXIT_SIGNAL for line in reply.content.splitlines()
+    )
 
 
 def _usage(trajectory: Trajectory, steps: Sequence[Step]) -> Usage:

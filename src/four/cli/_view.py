@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from html import escape
 from pathlib import Path
 
-from four._types import JSON, ToolResult
+from four._types import JSON
 from four.cli._errors import UsageError
 from four.cli._format import cost, seconds, succeeded, tokens
 from four.cli._html import CSS, POLICY, SCRIPT
@@ -127,6 +127,8 @@ def _kind(step: Step) -> str:
         return "fmt"
     if step.failed:
         return "bad"
+    if step.submitted:
+        return "sub"
     if not step.commands:
         return "none"
     return "ok"
@@ -158,6 +160,8 @@ def _step(step: Step) -> str:
         facts.append(cost(reply.usage))
     if reply.truncated:
         facts.append("cut off at the token limit")
+    if step.submitted:
+        facts.append("submitted")
     parts = [
         f'<section class="step {_kind(step)}" id="step-{step.number}" data-step="{step.number}">',
         f'<header><a href="#step-{step.number}">Step {step.number}</a>'
@@ -174,7 +178,7 @@ def _step(step: Step) -> str:
         )
     for index, observation in enumerate(step.observations):
         code = step.returncodes[index] if index < len(step.returncodes) else None
-        label = "output" if isinstance(observation, ToolResult) else "observation"
+        label = step.label(index)
         if code is not None:
             css = "code-ok" if code == 0 else "code-bad"
             label += f' · <span class="{css}">exit {code}</span>'
