@@ -246,6 +246,20 @@ def test_steps_exhausted_exits_1(
     assert capsys.readouterr().out.startswith("max_steps_reached · 2 steps")
 
 
+def test_cost_limit_with_given_prices(
+    server: LoopbackServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.push(*(chat(f"```bash\necho {i}\n```") for i in range(5)))
+    # 10 prompt + 5 completion tokens a call at $1000/M each: $0.015 a call
+    argv = ["run", "x", *args(server, tmp_path), "--prices", "1000,1000", "--cost-limit", "0.02"]
+    assert main([*argv, "-q"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("cost_limit_reached: ") and "$0.0300" in out
+    assert len(chats(server)) == 2
+    assert main(["run", "x", "--model", "m", "--prices", "cheap"]) == 2
+    assert "give USD per million prompt and completion tokens" in capsys.readouterr().err
+
+
 @pytest.mark.xfail(
     reason="on main, retry_invoke calls dataclasses.replace on the @record ModelError "
     "(TypeError); the CLI then reports a crash, exit 1",

@@ -107,6 +107,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--cost-limit", type=_number, help="stop after this many USD; 0 = none [FOUR_COST_LIMIT, 3]"
     )
     p.add_argument(
+        "--prices",
+        metavar="IN,OUT",
+        help="USD per million prompt and completion tokens, for a model litellm has no "
+        "price for (else its cost is unknown) [FOUR_PRICES]",
+    )
+    p.add_argument(
         "--max-format-errors",
         type=_positive_int,
         default=3,

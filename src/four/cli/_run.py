@@ -48,6 +48,7 @@ class RunOptions:
     timeout: float | None
     max_steps: int
     cost_limit: float | None
+    prices: tuple[float, float] | None
     max_format_errors: int
     check: str | None
     output_dir: str
@@ -118,6 +119,7 @@ def options(args: argparse.Namespace, stdin_tty: bool | None = None) -> RunOptio
         if args.command_timeout is not None
         else env.get_float("FOUR_COMMAND_TIMEOUT", None)
     )
+    prices = args.prices or env.get("FOUR_PRICES")
     toolcalls = args.toolcalls if args.toolcalls is not None else env.get_bool("FOUR_TOOLCALLS")
     tty = sys.stderr.isatty() if stdin_tty is None else stdin_tty
     mode = "quiet" if args.quiet else ("live" if tty and not args.json else "lines")
@@ -137,6 +139,7 @@ def options(args: argparse.Namespace, stdin_tty: bool | None = None) -> RunOptio
             else env.get_int("FOUR_MAX_STEPS", DEFAULT_MAX_STEPS)
         ),
         cost_limit=cost_limit if cost_limit else None,
+        prices=env.parse_prices(prices) if prices else None,
         max_format_errors=int(args.max_format_errors),
         check=args.check,
         output_dir=args.output_dir or env.get("FOUR_OUTPUT_DIR") or DEFAULT_OUTPUT_DIR,
@@ -172,7 +175,7 @@ def build(opts: RunOptions, model: str, key: str | None) -> tuple[Invoke, Parse,
     from four.parse import regex_parse, toolcall_parse
 
     make = litellm_toolcall_invoke if opts.toolcalls else litellm_invoke
-    G: Invoke = retry_invoke(make(model, api_base=opts.api_base, api_key=key))
+    G: Invoke = retry_invoke(make(model, api_base=opts.api_base, api_key=key, prices=opts.prices))
     if opts.cost_limit:
         G = budget_invoke(G, cost_limit=opts.cost_limit)
     V1: Parse = toolcall_parse() if opts.toolcalls else regex_parse()

@@ -33,6 +33,7 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("FOUR_TOOLCALLS", "1 to use tool calls instead of ```bash blocks (--toolcalls)"),
     Variable("FOUR_MAX_STEPS", "model calls before the run stops (--max-steps)"),
     Variable("FOUR_COST_LIMIT", "USD after which the run stops (--cost-limit)"),
+    Variable("FOUR_PRICES", "USD per million prompt,completion tokens (--prices)"),
     Variable("FOUR_TIMEOUT", "wall-clock seconds the whole run may take (--timeout)"),
     Variable("FOUR_COMMAND_TIMEOUT", "seconds one command may run (--command-timeout)"),
     Variable("FOUR_SYSTEM", "file holding the system prompt (--system)"),
@@ -100,3 +101,21 @@ def epilog() -> str:
     width = max(len(v.name) for v in VARIABLES)
     lines = [f"  {v.name.ljust(width)}  {v.help}" for v in VARIABLES]
     return "environment variables:\n" + "\n".join(lines)
+
+
+def parse_prices(text: str) -> tuple[float, float]:
+    """``IN,OUT`` in USD per million tokens, as USD per token (what the invokes take).
+
+    >>> parse_prices("3, 15")
+    (3e-06, 1.5e-05)
+    """
+    parts = text.replace("/", ",").split(",")
+    try:
+        prompt, completion = (float(p) for p in parts)
+    except ValueError:
+        raise UsageError(
+            f"prices {text!r}: give USD per million prompt and completion tokens, e.g. 3,15"
+        ) from None
+    if prompt < 0 or completion < 0:
+        raise UsageError(f"prices {text!r} are negative")
+    return prompt / 1e6, completion / 1e6
