@@ -49,7 +49,11 @@ def _add_env_flags(p: argparse.ArgumentParser) -> None:
         "(persistent), bubblewrap (sandbox) or a container (docker) [FOUR_ENV, local]",
     )
     p.add_argument("--image", help="container image for --env docker [FOUR_IMAGE]")
-    p.add_argument("--cwd", help="working directory of the commands (default: here)")
+    p.add_argument(
+        "--cwd",
+        help="working directory of the commands (default: here; for replay, as recorded; "
+        "for sandbox, a fresh folder)",
+    )
     p.add_argument(
         "--command-timeout",
         type=_number,

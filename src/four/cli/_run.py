@@ -122,7 +122,7 @@ def options(args: argparse.Namespace, stdin_tty: bool | None = None) -> RunOptio
     prices = args.prices or env.get("FOUR_PRICES")
     toolcalls = args.toolcalls if args.toolcalls is not None else env.get_bool("FOUR_TOOLCALLS")
     tty = sys.stderr.isatty() if stdin_tty is None else stdin_tty
-    mode = "quiet" if args.quiet else ("live" if tty and not args.json else "lines")
+    mode = "quiet" if args.quiet else ("live" if tty else "lines")
     return RunOptions(
         task=task,
         model=str(model),
