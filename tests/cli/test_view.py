@@ -129,3 +129,26 @@ def test_page_in_headless_chromium(
     assert audit == ["audit: valid", 3, 3, 0]
     assert shown == failing == 2
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_view_reads_mini_swe_agent_trajectories(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "x.traj.json"
+    messages = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "fix it"},
+        {"role": "assistant", "content": "```mswea_bash_command\nls\n```"},
+        {"role": "user", "content": "<returncode>0</returncode>\n<output>\nsetup.py\n</output>"},
+        {"role": "exit", "content": "", "extra": {"exit_status": "Submitted"}},
+    ]
+    info = {"exit_status": "Submitted", "submission": "diff --git a/x b/x"}
+    path.write_text(
+        json.dumps({"trajectory_format": "mini-swe-agent-1.1", "info": info, "messages": messages})
+    )
+    assert main(["view", str(path)]) == 0
+    page = tmp_path / "x.html"
+    assert capsys.readouterr().out.strip() == str(page)
+    html = page.read_text()
+    assert 'class="badge ok" id="outcome">Submitted<' in html
+    assert "$ ls" in html and "diff --git a/x b/x" in html and "mini-swe-agent-1.1" in html
