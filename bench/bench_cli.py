@@ -1,6 +1,7 @@
 """The `four` command's start-up and its trajectory commands on a long run.
 
 python bench/run.py cli
+FOUR_BENCH_MINI=/tmp/mini-pkgs python bench/run.py cli   # also times mini-swe-agent's `mini --help`
 
 Every figure is wall time of a fresh subprocess (`python -m four.cli`, what the
 `four` script runs), median of N runs. `four --help` must stay under 150 ms and
@@ -52,6 +53,37 @@ def four_command() -> list[str]:
     if script.exists():
         return [str(script)]
     return [sys.executable, "-c", "import sys; from four.cli import main; sys.exit(main())"]
+
+
+MINI_PROBE = "import sys; sys.argv[0] = 'mini'; from minisweagent.run.mini import app; app()"
+
+
+def mini_help_ms(packages: str, runs: int) -> tuple[float, float, float, bool]:
+    """mini-swe-agent's ``mini --help`` from a ``pip install --target`` folder: wall
+    median, min, CPU median, and whether litellm was imported."""
+    environ = {
+        **os.environ,
+        "PYTHONPATH": packages,
+        "MSWEA_SILENT_STARTUP": "1",
+        "XDG_CONFIG_HOME": tempfile.mkdtemp(prefix="four-bench-mini-"),
+    }
+    argv = [sys.executable, "-c", MINI_PROBE, "--help"]
+    times, cpu = [], []
+    for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t = time.perf_counter()
+        subprocess.run(argv, env=environ, capture_output=True, check=True)
+        times.append((time.perf_counter() - t) * 1000)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append((after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000)
+    probe = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", MINI_PROBE, "--help"],
+        env=environ,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return statistics.median(times), min(times), statistics.median(cpu), "litellm" in probe.stderr
 
 
 def imported_by_help() -> set[str]:
@@ -134,6 +166,13 @@ def main() -> None:
     print(f"| `four show`, 200-step run ({traj_kb:.0f} KB), median of 5 | {show_med:.0f} ms |")
     print(f"| `four view`, same run, median of 5 ({page_kb:.0f} KB page) | {view_med:.0f} ms |")
     print(f"| `four stats`, {check['runs']} runs of 20 steps, median of 5 | {stats_med:.0f} ms |")
+    mini = os.environ.get("FOUR_BENCH_MINI")
+    if mini:
+        m_med, m_min, m_cpu, m_lite = mini_help_ms(mini, 20)
+        print(
+            f"| mini-swe-agent `mini --help` (median of 20) | {m_med:.0f} ms (min {m_min:.0f},"
+            f" CPU {m_cpu:.0f}); litellm imported: {'yes' if m_lite else 'no'} |"
+        )
     verdict = "within" if help_med <= HELP_BUDGET_MS and not heavy else "OVER"
     print(f"| `four --help` budget {HELP_BUDGET_MS:.0f} ms, no litellm | {verdict} |")
 

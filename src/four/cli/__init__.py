@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from four.cli import _settings as env
 from four.cli._errors import UsageError
@@ -64,27 +64,33 @@ def _add_env_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The whole command line, with every subcommand (nothing heavy imported).
+_DESCRIPTION = "An LLM agent as a loop of four typed functions, from the terminal."
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line; with ``only``, the other subcommands are named but not filled
+    (``four --help`` and ``four show ...`` need not define every flag of ``four run``).
 
     >>> build_parser().parse_args(["show", "run.json"]).command
     'show'
     """
     parser = argparse.ArgumentParser(
         prog=_PROG,
-        description="An LLM agent as a loop of four typed functions, from the terminal.",
+        description=_DESCRIPTION,
         epilog=env.epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (summary, description, define) in _COMMANDS.items():
+        if only is None or only == name:
+            define(sub.add_parser(name, help=summary, description=description))
+        else:
+            sub.add_parser(name, help=summary, add_help=False)
+    return parser
 
-    p = sub.add_parser(
-        "run",
-        help="run an agent on a task",
-        description="Run an agent on TASK until it submits, and save its trajectory. "
-        "Exit 0 only for a finished (or accepted) run.",
-    )
+
+def _run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("task", metavar="TASK", help="the task; '-' reads it from standard input")
     p.add_argument("-m", "--model", help="litellm model name [FOUR_MODEL]")
     p.add_argument(
@@ -131,13 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--system", metavar="FILE", help="system prompt from FILE [FOUR_SYSTEM]")
     _add_output_flags(p, "the final outcome")
 
-    p = sub.add_parser(
-        "replay",
-        help="run a trajectory's model turns again and compare observations",
-        description="Replay the recorded model turns of TRAJ (ours or mini-swe-agent's) "
-        "against a fresh environment and report the steps whose observations differ. "
-        "Exit 0 when every observation matches, 1 when one differs.",
-    )
+
+def _replay_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("trajectory", metavar="TRAJ")
     _add_env_flags(p)
     p.add_argument("-o", "--output-dir", help="keep the replayed trajectory in this folder")
@@ -149,20 +150,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_output_flags(p, "the comparison")
 
-    p = sub.add_parser(
-        "audit",
-        help="check a verified run's receipts",
-        description="Check the receipts stored in TRAJ. Exit 0 valid, 1 invalid (with the "
-        "reasons), 2 when the run has no receipts to audit or the file cannot be read.",
-    )
+
+def _audit_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("trajectory", metavar="TRAJ")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
-    p = sub.add_parser(
-        "show",
-        help="print a run in the terminal",
-        description="Print the run in TRAJ step by step; long outputs are folded.",
-    )
+
+def _show_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("trajectory", metavar="TRAJ")
     p.add_argument("--full", action="store_true", help="fold nothing")
     p.add_argument(
@@ -171,26 +165,57 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--step", type=_positive_int, help="only this step (1-based)")
     p.add_argument("--system", action="store_true", help="also print the system prompt")
 
-    p = sub.add_parser(
-        "view",
-        help="write a run as one self-contained HTML page",
-        description="Write TRAJ as one HTML file with no outside references: outcome, "
-        "usage and cost, a timeline of the steps, folded outputs, verdicts and receipts.",
-    )
+
+def _view_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("trajectory", metavar="TRAJ")
     p.add_argument("-o", "--output", help="the page to write (default: TRAJ with .html)")
 
-    p = sub.add_parser(
-        "stats",
-        help="summarise many runs",
-        description="Over every trajectory in the folders (searched recursively) or files "
-        "given: counts per outcome, steps and cost distributions, the most frequent "
-        "format errors and failing commands.",
-    )
+
+def _stats_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", metavar="DIR", nargs="+")
     p.add_argument("--top", type=_positive_int, default=5, help="rows in each top list [5]")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
-    return parser
+
+
+_COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]] = {
+    "run": (
+        "run an agent on a task",
+        "Run an agent on TASK until it submits, and save its trajectory. "
+        "Exit 0 only for a finished (or accepted) run.",
+        _run_flags,
+    ),
+    "replay": (
+        "run a trajectory's model turns again and compare observations",
+        "Replay the recorded model turns of TRAJ (ours or mini-swe-agent's) "
+        "against a fresh environment and report the steps whose observations differ. "
+        "Exit 0 when every observation matches, 1 when one differs.",
+        _replay_flags,
+    ),
+    "audit": (
+        "check a verified run's receipts",
+        "Check the receipts stored in TRAJ. Exit 0 valid, 1 invalid (with the "
+        "reasons), 2 when the run has no receipts to audit or the file cannot be read.",
+        _audit_flags,
+    ),
+    "show": (
+        "print a run in the terminal",
+        "Print the run in TRAJ step by step; long outputs are folded.",
+        _show_flags,
+    ),
+    "view": (
+        "write a run as one self-contained HTML page",
+        "Write TRAJ as one HTML file with no outside references: outcome, "
+        "usage and cost, a timeline of the steps, folded outputs, verdicts and receipts.",
+        _view_flags,
+    ),
+    "stats": (
+        "summarise many runs",
+        "Over every trajectory in the folders (searched recursively) or files "
+        "given: counts per outcome, steps and cost distributions, the most frequent "
+        "format errors and failing commands.",
+        _stats_flags,
+    ),
+}
 
 
 def _add_output_flags(p: argparse.ArgumentParser, what: str) -> None:
@@ -206,8 +231,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     four ...
     0
     """
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    chosen = next((w for w in words if not w.startswith("-")), None)
+    parser = build_parser(chosen if chosen in _COMMANDS else None)
+    args = parser.parse_args(words)
     if args.version:
         from four import __version__
 
