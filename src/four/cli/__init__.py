@@ -253,4 +253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `four show x | head`
         sys.stderr.close()
         return 0
+    except KeyboardInterrupt:  # before a run began (a run handles its own)
+        print(f"{_PROG} {command}: interrupted", file=sys.stderr)
+        return 130
     return status

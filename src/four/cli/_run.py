@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import time
@@ -58,9 +59,14 @@ class RunOptions:
 
     def record(self) -> dict[str, JSON]:
         """The settings stored in the trajectory (``info.components.cli``), task aside."""
-        data: dict[str, JSON] = {k: v for k, v in asdict(self).items() if k != "task"}
         from four import __version__
 
+        data: dict[str, JSON] = {
+            k: v for k, v in asdict(self).items() if k not in ("task", "prices", "mode", "json")
+        }
+        data["prices"] = list(self.prices) if self.prices else None
+        if self.cwd is None and self.env in ("local", "persistent"):
+            data["cwd"] = os.getcwd()  # so `four replay` from elsewhere runs in the same place
         data["version"] = __version__
         return data
 
@@ -91,7 +97,7 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, raised as an interrupt so the run saves itself and says ``interrupted``."""
 
 
-def options(args: argparse.Namespace, stdin_tty: bool | None = None) -> RunOptions:
+def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
     """Combine flags, ``FOUR_*`` variables and defaults; a missing or bad value is a
     ``UsageError``."""
     task = str(args.task)
@@ -121,7 +127,7 @@ def options(args: argparse.Namespace, stdin_tty: bool | None = None) -> RunOptio
     )
     prices = args.prices or env.get("FOUR_PRICES")
     toolcalls = args.toolcalls if args.toolcalls is not None else env.get_bool("FOUR_TOOLCALLS")
-    tty = sys.stderr.isatty() if stdin_tty is None else stdin_tty
+    tty = sys.stderr.isatty() if tty is None else tty
     mode = "quiet" if args.quiet else ("live" if tty else "lines")
     return RunOptions(
         task=task,
@@ -254,7 +260,9 @@ def _interrupted(recording: Recording, opts: RunOptions, exc: KeyboardInterrupt)
     code = 143 if isinstance(exc, Terminated) else 130
     path = recording.path
     if opts.json:
-        print(json.dumps({"outcome": f"interrupted: {type(exc).__name__}", "path": str(path)}))
+        outcome = f"interrupted: {type(exc).__name__}"
+        saved = str(path) if path else None
+        print(json.dumps({"outcome": outcome, "success": False, "path": saved}, indent=2))
     else:
         print(f"interrupted · saved {path}" if path else "interrupted before the run began")
     return code
