@@ -281,7 +281,7 @@ def test_usage_is_accumulated_into_the_trajectory(tmp_path: Path) -> None:
     assert stats["steps"] == 2
 
 
-def test_seed_example_runs_verbatim_given_a_model(
+def test_default_trajectory_folder_is_under_the_working_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)

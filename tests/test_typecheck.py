@@ -36,7 +36,7 @@ def test_wrong_compositions_are_reported() -> None:
 
 
 def test_import_four_does_not_import_litellm() -> None:
-    code = "import sys, four, four.invoke, four.trajectory; print(sorted(m for m in sys.modules if 'litellm' in m))"
+    code = "import sys, four, four.invoke, four.trajectory; print(sorted(m for m in sys.modules if m.split('.')[0] == 'litellm'))"
     out = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
@@ -45,3 +45,11 @@ def test_import_four_does_not_import_litellm() -> None:
         env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
     ).stdout
     assert out.strip() == "[]"
+
+
+def test_every_public_name_resolves() -> None:
+    import four
+
+    missing = [name for name in four.__all__ if getattr(four, name, None) is None]
+    assert not missing
+    assert sorted(four.__all__) == sorted(set(four.__all__))

@@ -4,13 +4,15 @@
 (about 1.2 ms each class here); ``import four`` defines some twenty value types and has a
 60 ms budget. A record compiles one small block per class. Type checkers see a frozen
 dataclass (PEP 681). Fields are the class's annotations, in order; ``ClassVar`` ones are
-class constants. Defaults must be immutable.
+class constants. Defaults must be immutable. ``dataclasses.fields``, ``replace`` and
+``asdict`` work on records.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import FrozenInstanceError
-from typing import Any, TypeVar, dataclass_transform
+from typing import Any, TypeVar, cast, dataclass_transform
 
 C = TypeVar("C", bound=type)
 
@@ -26,6 +28,15 @@ def _getstate(self: object) -> tuple[object, ...]:
 def _setstate(self: object, state: tuple[object, ...]) -> None:
     for name, value in zip(self.__slots__, state, strict=True):  # type: ignore[attr-defined]
         object.__setattr__(self, name, value)
+
+
+def _field(name: str, kind: object, defaults: dict[str, object]) -> dataclasses.Field[object]:
+    """A Field as a dataclass would record it, so the dataclasses helpers accept records."""
+    default = defaults.get(name, dataclasses.MISSING)
+    made = cast("dataclasses.Field[object]", dataclasses.field(default=default))
+    made.name, made.type = name, cast(type, kind)
+    made._field_type = dataclasses._FIELD  # type: ignore[attr-defined]
+    return made
 
 
 @dataclass_transform(frozen_default=True, eq_default=True)
@@ -65,6 +76,7 @@ def record(cls: C) -> C:
         scope[method].__qualname__ = f"{cls.__qualname__}.{method}"
         namespace[method] = scope[method]
     namespace.update(
+        __dataclass_fields__={n: _field(n, annotations[n], defaults) for n in names},
         __slots__=names,
         __match_args__=names,
         __setattr__=_frozen,

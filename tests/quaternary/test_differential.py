@@ -24,16 +24,28 @@ from .conftest import compiled_module
 from .test_stateful import arc_sets, configs, receipt_variants, results
 
 events = st.one_of(
-    st.builds(ControllerEvent, st.just(ControllerEventKind.EVIDENCE_RETURNED),
-              st.sampled_from(["lease", "other"])),
-    st.builds(ControllerEvent, st.just(ControllerEventKind.DEPENDENCY_RESOLVED),
-              st.sampled_from(["lease", "other"]),
-              st.sampled_from([*ResolutionOutcome, None])),
-    st.builds(ControllerEvent, st.just(ControllerEventKind.ADVANCE_CLOCK),
-              clock=st.integers(0, 5) | st.just(2**70)),
+    st.builds(
+        ControllerEvent,
+        st.just(ControllerEventKind.EVIDENCE_RETURNED),
+        st.sampled_from(["lease", "other"]),
+    ),
+    st.builds(
+        ControllerEvent,
+        st.just(ControllerEventKind.DEPENDENCY_RESOLVED),
+        st.sampled_from(["lease", "other"]),
+        st.sampled_from([*ResolutionOutcome, None]),
+    ),
+    st.builds(
+        ControllerEvent,
+        st.just(ControllerEventKind.ADVANCE_CLOCK),
+        clock=st.integers(0, 5) | st.just(2**70),
+    ),
     st.builds(ControllerEvent, st.just(ControllerEventKind.EXPIRE), st.just("lease")),
-    st.builds(ControllerEvent, st.just(ControllerEventKind.INVALIDATE_DEPENDENCY),
-              dependency=st.sampled_from(["d0", "d1", "dz"])),
+    st.builds(
+        ControllerEvent,
+        st.just(ControllerEventKind.INVALIDATE_DEPENDENCY),
+        dependency=st.sampled_from(["d0", "d1", "dz"]),
+    ),
 )
 steps = st.lists(st.one_of(st.tuples(results, arc_sets), events), max_size=14)
 
@@ -52,9 +64,11 @@ def build(module: ModuleType, config: QICTConfig, script: list[Any]) -> list[Tra
             else:
                 result, arcs = step
                 payload = {0: result.reason, 1: None, 2: result.needed, 3: result.dependency}[
-                    int(result.verdict)]
-                receipt = module.evaluate(config, state, result.verdict, payload,
-                                          frozenset(arcs), prev)
+                    int(result.verdict)
+                ]
+                receipt = module.evaluate(
+                    config, state, result.verdict, payload, frozenset(arcs), prev
+                )
         except (TypeError, ValueError) as exc:
             receipts.append(exc)  # type: ignore[arg-type]
             continue
@@ -95,7 +109,8 @@ def compare(compiled: ModuleType, config: QICTConfig, script: list[Any]) -> None
     compiled_trace = build(compiled, config, script)
     assert [type(r) for r in pure_trace] == [type(r) for r in compiled_trace]
     assert [str(r) if isinstance(r, Exception) else r for r in pure_trace] == [
-        str(r) if isinstance(r, Exception) else r for r in compiled_trace]
+        str(r) if isinstance(r, Exception) else r for r in compiled_trace
+    ]
     trace = [r for r in pure_trace if not isinstance(r, Exception)]
     other = [r for r in compiled_trace if not isinstance(r, Exception)]
     assert [r.digest for r in trace] == [r.digest for r in other]
@@ -111,4 +126,5 @@ def compare(compiled: ModuleType, config: QICTConfig, script: list[Any]) -> None
             assert not expected.valid
     for cut in range(len(trace)):
         assert audit(compiled, config, trace[:cut], head) == audit(
-            _accounting_py, config, trace[:cut], head)
+            _accounting_py, config, trace[:cut], head
+        )

@@ -33,9 +33,15 @@ def _selected(env_value: str | None) -> str:
     if env_value is not None:
         env["FOUR_NO_EXTENSIONS"] = env_value
     done = subprocess.run(
-        [sys.executable, "-c",
-         "from four.quaternary import _accounting as a; print(a.USE_EXTENSIONS, a.rank.__module__)"],
-        capture_output=True, text=True, check=True, env=env,
+        [
+            sys.executable,
+            "-c",
+            "from four.quaternary import _accounting as a; print(a.USE_EXTENSIONS, a.rank.__module__)",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
     )
     return done.stdout.strip()
 
@@ -56,7 +62,8 @@ def test_public_functions_mirror_the_pure_module() -> None:
         pure, compiled = getattr(_accounting_py, name), getattr(module, name)
         if callable(pure):
             assert list(inspect.signature(compiled).parameters) == list(
-                inspect.signature(pure).parameters), name
+                inspect.signature(pure).parameters
+            ), name
         else:
             assert compiled == pure
 
@@ -69,7 +76,8 @@ def test_digests_match_hashlib_across_block_boundaries(accounting: ModuleType, s
     receipt = controller.process(no(reason))
     for prev in (b"", bytes(32), bytes(range(200))):
         assert accounting.receipt_digest(prev, receipt) == _accounting_py.receipt_digest(
-            prev, receipt)
+            prev, receipt
+        )
 
 
 def test_no_silent_coercion_or_overflow(accounting: ModuleType) -> None:
@@ -78,9 +86,15 @@ def test_no_silent_coercion_or_overflow(accounting: ModuleType) -> None:
     receipt = controller.process(no("r"))
     digests = set()
     for index in (1, True, 1.0, 2**63, 2**64 + 1, -(2**63), -(2**63) - 1):
-        forged = receipt.__class__(receipt.before, receipt.verdict, receipt.payload,
-                                   receipt.dependency_arcs, receipt.action, receipt.after,
-                                   index)  # type: ignore[arg-type]
+        forged = receipt.__class__(
+            receipt.before,
+            receipt.verdict,
+            receipt.payload,
+            receipt.dependency_arcs,
+            receipt.action,
+            receipt.after,
+            index,  # type: ignore[arg-type]
+        )
         digest = accounting.receipt_digest(b"", forged)
         assert digest == _accounting_py.receipt_digest(b"", forged)
         digests.add(digest)

@@ -592,12 +592,22 @@ def _evaluation_digest(
     prev: bytes, verdict: object, payload: object, arcs: object, action: object, index: object
 ) -> bytes:
     if (
-        type(verdict) is Verdict and type(action) is ControllerAction and type(payload) is str
-        and type(index) is int and type(arcs) is frozenset and not arcs
+        type(verdict) is Verdict
+        and type(action) is ControllerAction
+        and type(payload) is str
+        and type(index) is int
+        and type(arcs) is frozenset
+        and not arcs
     ):  # the common shape, encoded exactly as the general path below would
         data = payload.encode("utf-8", "surrogatepass")
         message = b"R%bV%bs%d:%b{0:}%bi%d;" % (
-            prev, _VERDICT_BYTES[verdict], len(data), data, _ACTION_BYTES[action], index)
+            prev,
+            _VERDICT_BYTES[verdict],
+            len(data),
+            data,
+            _ACTION_BYTES[action],
+            index,
+        )
         return blake2b(message, digest_size=32).digest()
     out = [b"R", prev, b"V"]
     _enc(verdict, out)
