@@ -12,13 +12,12 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from four.cli import main
-from tests._server import LoopbackServer, call, chat, error, serve
+from tests._server import LoopbackServer, call, chat, error
 from tests.cli._runs import cli, cli_env
 
 SUBMIT = "```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"
@@ -32,12 +31,6 @@ def no_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith("FOUR_"):
             monkeypatch.delenv(name)
-
-
-@pytest.fixture
-def server() -> Iterator[LoopbackServer]:
-    with serve() as s:
-        yield s
 
 
 def args(server: LoopbackServer, tmp_path: Path, *extra: str) -> list[str]:
@@ -260,11 +253,6 @@ def test_cost_limit_with_given_prices(
     assert "give USD per million prompt and completion tokens" in capsys.readouterr().err
 
 
-@pytest.mark.xfail(
-    reason="on main, retry_invoke calls dataclasses.replace on the @record ModelError "
-    "(TypeError); the CLI then reports a crash, exit 1",
-    strict=False,
-)
 def test_model_error_exits_1(
     server: LoopbackServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
