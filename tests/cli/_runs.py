@@ -27,9 +27,11 @@ from four import (
     save_trajectory,
     scripted_invoke,
 )
+from four.cli._settings import VARIABLES
 from four.invoke._scripted import Scripted
 
 ROOT = Path(__file__).resolve().parents[2]
+SETTINGS = frozenset(v.name for v in VARIABLES)
 _BLOCK = re.compile(r"```bash\n(.*?)\n```", re.DOTALL)
 
 
@@ -134,11 +136,11 @@ def cli(
 
 
 def cli_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment for a ``four`` subprocess: no FOUR_* settings, no provider keys."""
+    """The environment for a ``four`` subprocess: no ``four`` settings, no provider keys."""
     environ = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith("FOUR_") and not k.endswith("_API_KEY") and k != "COLUMNS"
+        if k not in SETTINGS and not k.endswith("_API_KEY") and k != "COLUMNS"
     }
     environ.update({"PYTHONPATH": str(ROOT / "src"), "COLUMNS": "100", **(extra or {})})
     return environ

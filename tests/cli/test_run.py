@@ -8,6 +8,7 @@ rest calls ``four.cli.main`` in this process.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -25,12 +26,11 @@ SUBMIT = "```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"
 
 @pytest.fixture(autouse=True)
 def no_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No FOUR_* variable of the developer's shell leaks into a test."""
-    import os
+    """No setting of the developer's shell (FOUR_MODEL...) leaks into a test."""
+    from four.cli._settings import VARIABLES
 
-    for name in list(os.environ):
-        if name.startswith("FOUR_"):
-            monkeypatch.delenv(name)
+    for variable in VARIABLES:
+        monkeypatch.delenv(variable.name, raising=False)
 
 
 def args(server: LoopbackServer, tmp_path: Path, *extra: str) -> list[str]:
@@ -336,3 +336,32 @@ def test_command_timeout_is_an_observation(
     assert main(argv) == 0
     err = capsys.readouterr().err
     assert "$ sleep 5 · exit 124" in err
+
+
+def test_persistent_shell_keeps_state(
+    server: LoopbackServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.push(
+        chat("```bash\nexport GREETING=kept && mkdir -p sub && cd sub\n```"),
+        chat("```bash\necho $GREETING from $(basename $PWD)\n```"),
+        chat(SUBMIT),
+    )
+    assert main(["run", "x", *args(server, tmp_path), "--env", "persistent", "--json"]) == 0
+    assert "kept from sub" in str(chats(server)[2]["messages"])
+    saved = json.loads(Path(json.loads(capsys.readouterr().out)["path"]).read_text())
+    assert saved["info"]["components"]["cli"]["env"] == "persistent"
+
+
+def test_sandbox_env(
+    server: LoopbackServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+
+    if not shutil.which("bwrap"):
+        if os.environ.get("FOUR_REQUIRE_SERVICES"):
+            pytest.fail("bubblewrap is not installed")
+        pytest.skip("bubblewrap is not installed")
+    server.push(chat("```bash\ntouch /usr/x 2>/dev/null || echo read-only\n```"), chat(SUBMIT))
+    argv = ["run", "x", "--model", "test-model", "--api-base", server.url, "--env", "sandbox"]
+    assert main([*argv, "-o", str(tmp_path), "-q"]) == 0
+    assert "read-only" in str(chats(server)[1]["messages"])
