@@ -73,7 +73,15 @@ def _header(console: Console, run: Run) -> None:
         rows.append(("time", Text(seconds(run.wall_time))))
     verdicts = t.stats.get("verdicts")
     if isinstance(verdicts, dict):
-        rows.append(("verdicts", Text(", ".join(verdicts) or "none")))
+        log = verdicts.get("log")
+        said = (
+            [str(e.get("verdict")) for e in log if isinstance(e, dict)]
+            if isinstance(log, list)
+            else []
+        )
+        rows.append(
+            ("verdicts", Text(f"{' → '.join(said) or 'none'} (receipts: four audit {t.path.name})"))
+        )
     console.print(Text(str(t.path), style="bold underline"), Text(f"  ({t.format})", style="dim"))
     for name, value in rows:
         console.print(Text(f"{name:<9}", style="bold") + value)
