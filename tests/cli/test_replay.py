@@ -112,3 +112,18 @@ def test_normalise_ignores_format() -> None:
     ours = "<returncode>1</returncode>\n<output>\nboom\n</output>"
     theirs = json.dumps({"returncode": 1, "output": "boom\n"})
     assert normalise(ours) == normalise(theirs) == "exit 1\nboom"
+
+
+def test_a_verified_run_replays_with_its_check(
+    verified: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.cli._runs import CHECK
+
+    work = tmp_path / "again"
+    work.mkdir()
+    argv = ["replay", str(verified), "--cwd", str(work), "--check", CHECK, "--json"]
+    assert main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["replayed_outcome"] == report["recorded_outcome"] == "accepted"
+    assert main(["replay", str(verified), "--cwd", str(tmp_path / "again"), "-q"]) == 1
+    assert "step counts differ" in capsys.readouterr().out  # no check: the first claim ends it

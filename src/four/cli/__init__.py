@@ -143,6 +143,11 @@ def _replay_flags(p: argparse.ArgumentParser) -> None:
     _add_env_flags(p)
     p.add_argument("-o", "--output-dir", help="keep the replayed trajectory in this folder")
     p.add_argument(
+        "--check",
+        metavar="CMD",
+        help="judge submissions with CMD, as `four run --check` (default: as recorded)",
+    )
+    p.add_argument(
         "--toolcalls",
         action=argparse.BooleanOptionalAction,
         default=None,

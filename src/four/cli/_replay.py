@@ -174,11 +174,13 @@ def main(args: argparse.Namespace) -> int:
     settings = _settings(recorded)
     V1 = _parser(recorded, args.toolcalls)
     V2 = _environment(args, settings)
+    recorded_check = settings.get("check")
+    command = args.check or (recorded_check if isinstance(recorded_check, str) else None)
     check = None
-    if isinstance(settings.get("check"), str) and settings["check"]:
+    if command:
         from four.checks import command_check
 
-        check = command_check(str(settings["check"]))
+        check = command_check(command)
     G = replay_invoke(turns)
     mode = "quiet" if args.quiet or args.json else "lines"
     display = Display(mode, title="replay", model_lines=False)
@@ -235,16 +237,14 @@ def _print(result: Comparison, *, quiet: bool, saved: str | None) -> None:
             print(f"step {d.step} differs: $ {'; '.join(d.commands) or '(no command)'}")
             for line in d.diff():
                 print(f"  {line}")
-        if result.recorded_steps != result.replayed_steps:
-            print(
-                f"the replay took {result.replayed_steps} steps, the recording "
-                f"{result.recorded_steps}"
-            )
         print(f"outcome: recorded {result.recorded_outcome}, replayed {result.replayed_outcome}")
         if saved:
             print(f"replay saved: {saved}")
     verdict = "same" if result.same else "differs"
-    print(
-        f"{verdict}: {result.compared} steps compared, {len(result.differences)} differ"
-        + ("" if result.same or result.differences else " (step counts differ)")
-    )
+    counts = ""
+    if result.recorded_steps != result.replayed_steps:
+        counts = (
+            f"; step counts differ: {result.recorded_steps} recorded, "
+            f"{result.replayed_steps} replayed"
+        )
+    print(f"{verdict}: {result.compared} steps compared, {len(result.differences)} differ{counts}")
