@@ -65,6 +65,15 @@ def test_stats_text(runs: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert out.startswith("runs: 4  (1 files skipped: not trajectories)")
     assert "repeated_format_error" in out and "25.0%" in out
     assert "median" in out and "p90" in out
+    bars = out.split("steps per run\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert [(b.split()[0], b.split()[-1]) for b in bars] == [
+        ("2-2", "1"),
+        ("3-3", "2"),
+        ("4-4", "0"),
+        ("5-5", "0"),
+        ("6-6", "1"),
+    ]
+    assert bars[1].count("█") == 30 and bars[0].count("█") == 15
     assert "      4  fail x" in out
     assert "fail cannot open" not in out  # --top 1
 

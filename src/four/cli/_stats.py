@@ -130,6 +130,12 @@ def render(summary: Summary, top: int = 5) -> str:
         ["wall time (s)", *_cells(summary.wall_times, "{:.1f}", "{:.1f}")],
     ]
     lines += ["", _table(["", "min", "median", "mean", "p90", "max", "total"], dist_rows)]
+    for title, values, each in (
+        ("steps per run", summary.steps, "{:.0f}"),
+        ("cost per run ($)", summary.costs, "{:.4f}"),
+    ):
+        if len(set(values)) > 1:
+            lines += ["", title, *histogram(values, each)]
     if summary.unpriced_calls:
         lines.append(f"({summary.unpriced_calls} model calls had no known price)")
     for title, counter in (
@@ -140,6 +146,39 @@ def render(summary: Summary, top: int = 5) -> str:
         rows = counter.most_common(top)
         lines += [f"  {n:>5}  {text}" for text, n in rows] or ["  none"]
     return "\n".join(lines)
+
+
+def histogram(
+    values: Sequence[float], each: str = "{:g}", bins: int = 8, width: int = 30
+) -> list[str]:
+    """Text bars: how many values fall in each of at most ``bins`` equal ranges (whole
+    numbers get whole ranges that do not overlap).
+
+    >>> print("\\n".join(histogram([1, 1, 2, 4], bins=2, width=3)))
+      1-2  ███ 3
+      3-4  █   1
+    """
+    low, high = min(values), max(values)
+    size: float
+    if all(float(v).is_integer() for v in values):
+        size = max(1, math.ceil((high - low + 1) / bins))
+        count = math.ceil((high - low + 1) / size)
+        labels = [f"{low + i * size:.0f}-{low + (i + 1) * size - 1:.0f}" for i in range(count)]
+        index = [int((v - low) // size) for v in values]
+    else:
+        size = (high - low) / bins or 1.0
+        count = bins
+        labels = [
+            f"{each.format(low + i * size)}-{each.format(low + (i + 1) * size)}"
+            for i in range(count)
+        ]
+        index = [min(count - 1, int((v - low) / size)) for v in values]
+    counts = [index.count(i) for i in range(count)]
+    pad, top = max(len(label) for label in labels), max(counts)
+    return [
+        f"  {label.rjust(pad)}  {('█' * (round(width * n / top) if n else 0) or '').ljust(width)} {n}"
+        for label, n in zip(labels, counts, strict=True)
+    ]
 
 
 def _outcome_rows(summary: Summary) -> list[list[str]]:
