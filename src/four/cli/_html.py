@@ -37,7 +37,7 @@ table.facts td:first-child { color: var(--dim); }
 table.grid { border-collapse: collapse; font-size: 12.5px; }
 table.grid th, table.grid td { border: 1px solid var(--line); padding: 3px 8px; text-align: left;
   vertical-align: top; }
-nav.timeline { display: flex; gap: 2px; height: 26px; margin: 12px 0 4px; }
+nav.timeline { display: flex; gap: 2px; height: 26px; margin: 12px 0 4px; overflow-x: auto; }
 nav.timeline a { flex: 1 1 0; min-width: 6px; border-radius: 3px; background: var(--ok);
   color: #fff; font-size: 11px; text-align: center; line-height: 26px; overflow: hidden;
   text-decoration: none; }
