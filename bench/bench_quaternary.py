@@ -61,16 +61,25 @@ def child(impl: str, experiment: str, n: int) -> dict[str, Any]:
     done = time.perf_counter()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     assert audit.valid and audit.evaluations == n, audit.errors[:3]
-    return {"impl": impl, "experiment": experiment, "n": n, "process_s": built - start,
-            "audit_s": done - built, "peak_mb": (peak - base) / 1024}
+    return {
+        "impl": impl,
+        "experiment": experiment,
+        "n": n,
+        "process_s": built - start,
+        "audit_s": done - built,
+        "peak_mb": (peak - base) / 1024,
+    }
 
 
 def ensure_verdict4() -> Path:
     python = BENCH_VENV / "bin" / "python"
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(BENCH_VENV)], check=True)
-    probe = subprocess.run([str(python), "-c", "import quaternary; print(quaternary.__version__)"],
-                           capture_output=True, text=True)
+    probe = subprocess.run(
+        [str(python), "-c", "import quaternary; print(quaternary.__version__)"],
+        capture_output=True,
+        text=True,
+    )
     if probe.stdout.strip() != "0.2.0":
         subprocess.run([str(python), "-m", "pip", "install", "-q", VERDICT4], check=True)
     return python
@@ -90,7 +99,11 @@ def measure(impl: str, experiment: str, n: int, timeout: float) -> dict[str, Any
     try:
         done = subprocess.run(
             [python, __file__, "--child", impl, experiment, str(n)],
-            capture_output=True, text=True, timeout=timeout, env=env, check=True,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+            check=True,
         )
     except subprocess.TimeoutExpired:
         return None
@@ -105,9 +118,14 @@ def compiled_available() -> bool:
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     env.pop("FOUR_NO_EXTENSIONS", None)
     probe = subprocess.run(
-        [sys.executable, "-c",
-         "from four.quaternary import _accounting; print(_accounting.USE_EXTENSIONS)"],
-        capture_output=True, text=True, env=env,
+        [
+            sys.executable,
+            "-c",
+            "from four.quaternary import _accounting; print(_accounting.USE_EXTENSIONS)",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
     )
     return probe.stdout.strip() == "True"
 
@@ -132,7 +150,8 @@ def main() -> None:
     experiments = ["process", "replay"] if args.experiment == "both" else [args.experiment]
     for experiment in experiments:
         sizes = args.sizes or (
-            [1_000, 4_000, 16_000] if experiment == "process"
+            [1_000, 4_000, 16_000]
+            if experiment == "process"
             else [1_000, 4_000, 16_000, 100_000, 1_000_000]
         )
         print(f"\n### {experiment}: n distinct NO verdicts\n")
@@ -148,8 +167,11 @@ def main() -> None:
                 if row is None:
                     print(f"| {impl} | {n:,} | timeout | | |", flush=True)
                     continue
-                print(f"| {impl} | {n:,} | {row['process_s']:.3f} | {row['audit_s']:.4f} | "
-                      f"{row['peak_mb']:.1f} |", flush=True)
+                print(
+                    f"| {impl} | {n:,} | {row['process_s']:.3f} | {row['audit_s']:.4f} | "
+                    f"{row['peak_mb']:.1f} |",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":
