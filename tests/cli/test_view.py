@@ -71,7 +71,7 @@ def test_view_cannot_write_is_a_usage_error(sample: Path, tmp_path: Path) -> Non
 def _need_chromium() -> None:
     if _browser.available():
         return
-    message = "chromium and chromedriver are not installed (tests/services.sh installs them)"
+    message = "chromium and chromedriver are not installed (tests/cli/services.sh installs them)"
     if os.environ.get("FOUR_REQUIRE_SERVICES"):
         pytest.fail(message)
     pytest.skip(message)
