@@ -75,14 +75,23 @@ def child(impl: str, experiment: str, n: int) -> dict[str, Any]:
 def _snapshot(state: Any) -> tuple[Any, ...]:
     deps, lease = state.dependencies, state.pending_lease
     return (
-        set(state.exclusions), set(state.used_evidence), set(state.used_compute),
-        set(deps.used), set(deps.unresolved), set(deps.relation),
+        set(state.exclusions),
+        set(state.used_evidence),
+        set(state.used_compute),
+        set(deps.used),
+        set(deps.unresolved),
+        set(deps.relation),
         [(name, str(outcome.value)) for name, outcome in deps.outcomes],
-        state.evidence_budget, state.compute_budget, state.dependency_budget,
-        state.status.value, getattr(state.candidate_disposition, "value", None),
-        state.evaluation_count, state.clock,
-        None if lease is None else (lease.lease_id, lease.kind.value, lease.obligation,
-                                    lease.deadline),
+        state.evidence_budget,
+        state.compute_budget,
+        state.dependency_budget,
+        state.status.value,
+        getattr(state.candidate_disposition, "value", None),
+        state.evaluation_count,
+        state.clock,
+        None
+        if lease is None
+        else (lease.lease_id, lease.kind.value, lease.obligation, lease.deadline),
         state.held_reason,
     )
 
@@ -99,13 +108,11 @@ def _step(m: Any, c: Any, op: int, pick: float, right: bool, shift: int, arcs: A
     if op == 3:
         return c.process(m.maybe(m.ComputeNeed(["k0", "k1", "kz"][int(pick * 3)])))
     if op == 4:
-        return c.process(m.iff(["d0", "d1", "d2"][int(pick * 3)]),
-                         dependency_arcs=arcs)
+        return c.process(m.iff(["d0", "d1", "d2"][int(pick * 3)]), dependency_arcs=arcs)
     if op == 5:
         return c.evidence_returned(lid)
     if op == 6:
-        outcome = [m.ResolutionOutcome.HOLDS, m.ResolutionOutcome.FAILS, None][
-            int(pick * 3)]
+        outcome = [m.ResolutionOutcome.HOLDS, m.ResolutionOutcome.FAILS, None][int(pick * 3)]
         return c.resolve_dependency(lid, outcome)
     if op == 7:
         return c.advance_clock(max(0, c.state.clock + shift))
@@ -140,8 +147,14 @@ def compat_child(trials: int) -> int:
             for module, controller in zip((v4, ours), controllers, strict=True):
                 try:
                     receipt = _step(module, controller, op, pick, right, shift, arcs)
-                    seen.append(("ok", receipt.action.value, _snapshot(receipt.before),
-                                 _snapshot(receipt.after)))
+                    seen.append(
+                        (
+                            "ok",
+                            receipt.action.value,
+                            _snapshot(receipt.before),
+                            _snapshot(receipt.after),
+                        )
+                    )
                 except (TypeError, ValueError) as exc:
                     seen.append(("raised", type(exc).__name__, str(exc)))
             if seen[0] != seen[1]:
@@ -149,8 +162,7 @@ def compat_child(trials: int) -> int:
                 print(f"trial {trial}: {seen}", file=sys.stderr)
                 break
         audits = [c.audit() for c in controllers]
-        fields = [(a.valid, a.errors, a.evaluations, a.initial_rank, a.final_rank)
-                  for a in audits]
+        fields = [(a.valid, a.errors, a.evaluations, a.initial_rank, a.final_rank) for a in audits]
         if fields[0] != fields[1]:
             mismatches += 1
             print(f"trial {trial}: audits {fields}", file=sys.stderr)
@@ -159,8 +171,12 @@ def compat_child(trials: int) -> int:
 
 def check_compat(trials: int) -> None:
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-    done = subprocess.run([str(ensure_verdict4()), __file__, "--compat-child", str(trials)],
-                          env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [str(ensure_verdict4()), __file__, "--compat-child", str(trials)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     print(done.stdout.strip(), done.stderr.strip()[-2000:])
 
 
@@ -232,8 +248,12 @@ def main() -> None:
     parser.add_argument("--pure-max", type=int, default=1_000_000)
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--skip-verdict4", action="store_true")
-    parser.add_argument("--check-compat", type=int, metavar="TRIALS",
-                        help="compare behaviour with verdict4 on random call sequences")
+    parser.add_argument(
+        "--check-compat",
+        type=int,
+        metavar="TRIALS",
+        help="compare behaviour with verdict4 on random call sequences",
+    )
     parser.add_argument("--compat-child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.compat_child is not None:
