@@ -30,4 +30,5 @@ if not os.environ.get("FOUR_NO_EXTENSIONS"):
 for ext in ext_modules:
     ext.optional = True  # set after cythonize(), which drops it
 
+
 setup(ext_modules=ext_modules)

@@ -29,7 +29,7 @@ import litellm  # noqa: E402
 
 from four import Assistant, Message, System, ToolCall, ToolResult, User  # noqa: E402
 from four.invoke import litellm_toolcall_invoke  # noqa: E402
-from four.invoke._litellm import read_chat  # noqa: E402
+from four.invoke._chat import read_chat  # noqa: E402
 from tests._server import Answer, LoopbackServer, Request, call, chat  # noqa: E402
 
 litellm.suppress_debug_info = True

@@ -13,6 +13,7 @@ Implementations: ``four-c`` (compiled accounting core, if built), ``four-py``
 runs up to ``--verdict4-max`` receipts and under ``--timeout`` seconds).
 
     python bench/bench_quaternary.py [--experiment process|replay|both] [--sizes ...]
+    python bench/bench_quaternary.py --check-compat 3000   # behaviour vs verdict4
 """
 
 from __future__ import annotations
@@ -61,16 +62,133 @@ def child(impl: str, experiment: str, n: int) -> dict[str, Any]:
     done = time.perf_counter()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     assert audit.valid and audit.evaluations == n, audit.errors[:3]
-    return {"impl": impl, "experiment": experiment, "n": n, "process_s": built - start,
-            "audit_s": done - built, "peak_mb": (peak - base) / 1024}
+    return {
+        "impl": impl,
+        "experiment": experiment,
+        "n": n,
+        "process_s": built - start,
+        "audit_s": done - built,
+        "peak_mb": (peak - base) / 1024,
+    }
+
+
+def _snapshot(state: Any) -> tuple[Any, ...]:
+    deps, lease = state.dependencies, state.pending_lease
+    return (
+        set(state.exclusions),
+        set(state.used_evidence),
+        set(state.used_compute),
+        set(deps.used),
+        set(deps.unresolved),
+        set(deps.relation),
+        [(name, str(outcome.value)) for name, outcome in deps.outcomes],
+        state.evidence_budget,
+        state.compute_budget,
+        state.dependency_budget,
+        state.status.value,
+        getattr(state.candidate_disposition, "value", None),
+        state.evaluation_count,
+        state.clock,
+        None
+        if lease is None
+        else (lease.lease_id, lease.kind.value, lease.obligation, lease.deadline),
+        state.held_reason,
+    )
+
+
+def _step(m: Any, c: Any, op: int, pick: float, right: bool, shift: int, arcs: Any) -> Any:
+    lease = c.state.pending_lease
+    lid = lease.lease_id if right and lease else "nope"
+    if op == 0:
+        return c.process(m.yes())
+    if op == 1:
+        return c.process(m.no(["f0", "f1", "f2", "zz"][int(pick * 4)]))
+    if op == 2:
+        return c.process(m.maybe(m.EvidenceNeed(["g0", "g1", "gz"][int(pick * 3)])))
+    if op == 3:
+        return c.process(m.maybe(m.ComputeNeed(["k0", "k1", "kz"][int(pick * 3)])))
+    if op == 4:
+        return c.process(m.iff(["d0", "d1", "d2"][int(pick * 3)]), dependency_arcs=arcs)
+    if op == 5:
+        return c.evidence_returned(lid)
+    if op == 6:
+        outcome = [m.ResolutionOutcome.HOLDS, m.ResolutionOutcome.FAILS, None][int(pick * 3)]
+        return c.resolve_dependency(lid, outcome)
+    if op == 7:
+        return c.advance_clock(max(0, c.state.clock + shift))
+    if op == 8:
+        return c.expire(lid)
+    return c.invalidate_dependency(["d0", "d1", "dz"][int(pick * 3)])
+
+
+def compat_child(trials: int) -> int:
+    """Drive verdict4 and four.quaternary with the same random calls; count differences."""
+    import random
+
+    v4: Any = importlib.import_module("quaternary")
+    ours: Any = importlib.import_module("four.quaternary")
+    rng = random.Random(2026)
+    mismatches = 0
+    for trial in range(trials):
+        kwargs = {
+            "failure_alphabet": set(rng.sample(["f0", "f1", "f2"], rng.randint(0, 3))),
+            "evidence_alphabet": set(rng.sample(["g0", "g1"], rng.randint(0, 2))),
+            "compute_alphabet": set(rng.sample(["k0", "k1"], rng.randint(0, 2))),
+            "dependency_alphabet": set(rng.sample(["d0", "d1", "d2"], rng.randint(0, 3))),
+            "lease_ticks": rng.randint(1, 3),
+        }
+        controllers = [m.QICTController(m.QICTConfig(**kwargs)) for m in (v4, ours)]
+        for _ in range(12):
+            op, pick, right = rng.randrange(10), rng.random(), rng.random() < 0.7
+            shift = rng.randint(-1, 3)
+            arcs = rng.choice([(), [("d0", "d1")], [("d0", "d0")], [("a", "b", "c")]])
+
+            seen: list[tuple[Any, ...]] = []
+            for module, controller in zip((v4, ours), controllers, strict=True):
+                try:
+                    receipt = _step(module, controller, op, pick, right, shift, arcs)
+                    seen.append(
+                        (
+                            "ok",
+                            receipt.action.value,
+                            _snapshot(receipt.before),
+                            _snapshot(receipt.after),
+                        )
+                    )
+                except (TypeError, ValueError) as exc:
+                    seen.append(("raised", type(exc).__name__, str(exc)))
+            if seen[0] != seen[1]:
+                mismatches += 1
+                print(f"trial {trial}: {seen}", file=sys.stderr)
+                break
+        audits = [c.audit() for c in controllers]
+        fields = [(a.valid, a.errors, a.evaluations, a.initial_rank, a.final_rank) for a in audits]
+        if fields[0] != fields[1]:
+            mismatches += 1
+            print(f"trial {trial}: audits {fields}", file=sys.stderr)
+    return mismatches
+
+
+def check_compat(trials: int) -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    done = subprocess.run(
+        [str(ensure_verdict4()), __file__, "--compat-child", str(trials)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    print(done.stdout.strip(), done.stderr.strip()[-2000:])
 
 
 def ensure_verdict4() -> Path:
     python = BENCH_VENV / "bin" / "python"
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(BENCH_VENV)], check=True)
-    probe = subprocess.run([str(python), "-c", "import quaternary; print(quaternary.__version__)"],
-                           capture_output=True, text=True)
+    probe = subprocess.run(
+        [str(python), "-c", "import quaternary; print(quaternary.__version__)"],
+        capture_output=True,
+        text=True,
+    )
     if probe.stdout.strip() != "0.2.0":
         subprocess.run([str(python), "-m", "pip", "install", "-q", VERDICT4], check=True)
     return python
@@ -90,7 +208,11 @@ def measure(impl: str, experiment: str, n: int, timeout: float) -> dict[str, Any
     try:
         done = subprocess.run(
             [python, __file__, "--child", impl, experiment, str(n)],
-            capture_output=True, text=True, timeout=timeout, env=env, check=True,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+            check=True,
         )
     except subprocess.TimeoutExpired:
         return None
@@ -105,9 +227,14 @@ def compiled_available() -> bool:
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     env.pop("FOUR_NO_EXTENSIONS", None)
     probe = subprocess.run(
-        [sys.executable, "-c",
-         "from four.quaternary import _accounting; print(_accounting.USE_EXTENSIONS)"],
-        capture_output=True, text=True, env=env,
+        [
+            sys.executable,
+            "-c",
+            "from four.quaternary import _accounting; print(_accounting.USE_EXTENSIONS)",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
     )
     return probe.stdout.strip() == "True"
 
@@ -121,7 +248,21 @@ def main() -> None:
     parser.add_argument("--pure-max", type=int, default=1_000_000)
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--skip-verdict4", action="store_true")
+    parser.add_argument(
+        "--check-compat",
+        type=int,
+        metavar="TRIALS",
+        help="compare behaviour with verdict4 on random call sequences",
+    )
+    parser.add_argument("--compat-child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.compat_child is not None:
+        mismatches = compat_child(args.compat_child)
+        print(f"{args.compat_child} random traces, {mismatches} differences from verdict4")
+        return
+    if args.check_compat is not None:
+        check_compat(args.check_compat)
+        return
     if args.child:
         impl, experiment, n = args.child
         print(json.dumps(child(impl, experiment, int(n))))
@@ -132,7 +273,8 @@ def main() -> None:
     experiments = ["process", "replay"] if args.experiment == "both" else [args.experiment]
     for experiment in experiments:
         sizes = args.sizes or (
-            [1_000, 4_000, 16_000] if experiment == "process"
+            [1_000, 4_000, 16_000]
+            if experiment == "process"
             else [1_000, 4_000, 16_000, 100_000, 1_000_000]
         )
         print(f"\n### {experiment}: n distinct NO verdicts\n")
@@ -148,8 +290,11 @@ def main() -> None:
                 if row is None:
                     print(f"| {impl} | {n:,} | timeout | | |", flush=True)
                     continue
-                print(f"| {impl} | {n:,} | {row['process_s']:.3f} | {row['audit_s']:.4f} | "
-                      f"{row['peak_mb']:.1f} |", flush=True)
+                print(
+                    f"| {impl} | {n:,} | {row['process_s']:.3f} | {row['audit_s']:.4f} | "
+                    f"{row['peak_mb']:.1f} |",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

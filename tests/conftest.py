@@ -1,10 +1,17 @@
-"""Shared test settings: Hypothesis profiles (CI is derandomised and slow-tolerant)."""
+"""Shared test settings: Hypothesis profiles (CI is derandomised and slow-tolerant), a
+loopback model server fixture, and a guard that fails any connection off 127.0.0.0/8."""
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import socket
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import HealthCheck, settings
+
+from tests._server import LoopbackServer
 
 settings.register_profile(
     "ci",
@@ -17,3 +24,42 @@ settings.register_profile(
 )
 settings.register_profile("dev", max_examples=60, deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+@pytest.fixture
+def server() -> Iterator[LoopbackServer]:
+    """A running loopback OpenAI-compatible server; its script starts empty."""
+    with LoopbackServer() as running:
+        yield running
+
+
+def _loopback(host: object) -> bool:
+    if host in ("localhost", None):
+        return True
+    try:
+        return ipaddress.ip_address(str(host)).is_loopback
+    except ValueError:
+        return False
+
+
+@pytest.fixture(autouse=True)
+def loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail any connection or name lookup that would leave the machine."""
+    connect = socket.socket.connect
+    getaddrinfo = socket.getaddrinfo
+
+    def guarded_connect(self: socket.socket, address: object) -> None:
+        host = address[0] if isinstance(address, tuple) else None
+        if self.family in (socket.AF_INET, socket.AF_INET6) and not _loopback(host):
+            raise ConnectionRefusedError(f"test network guard: {address!r} is not loopback")
+        connect(self, address)  # type: ignore[arg-type]
+
+    def guarded_getaddrinfo(host: object, *args: object, **kwargs: object) -> object:
+        if not _loopback(host):
+            raise socket.gaierror(f"test network guard: no lookups of {host!r}")
+        return getaddrinfo(host, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket.socket, "connect", guarded_connect)
+    monkeypatch.setattr(socket, "getaddrinfo", guarded_getaddrinfo)

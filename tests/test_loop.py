@@ -165,6 +165,8 @@ def test_tool_calls_are_each_answered_by_id_including_rejected_and_skipped() -> 
     assert paired(history)
     results = {m.tool_call_id: m.content for m in history if isinstance(m, ToolResult)}
     assert results["call_2"] == "unknown tool"
+    names = {m.tool_call_id: m.name for m in history if isinstance(m, ToolResult)}
+    assert names["call_2"] == "python" and names["call_1"] == "bash"
     assert results["call_4"] == "all done"
     assert "Not executed" in results["call_5"]
     assert env.seen == ["ls", "echo", "submit all done"]
@@ -281,7 +283,7 @@ def test_usage_is_accumulated_into_the_trajectory(tmp_path: Path) -> None:
     assert stats["steps"] == 2
 
 
-def test_seed_example_runs_verbatim_given_a_model(
+def test_default_trajectory_folder_is_under_the_working_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)

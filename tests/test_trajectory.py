@@ -219,3 +219,21 @@ def test_final_write_is_atomic_on_failure(tmp_path: Path, monkeypatch: pytest.Mo
         save_trajectory(tmp_path)([User("x")], Finished())
     assert not list(tmp_path.glob("*.json")) and not list(tmp_path.glob(".*"))
     assert len(list(tmp_path.glob("*.jsonl"))) == 1
+
+
+def test_component_settings_are_recorded_with_secrets_masked() -> None:
+    from dataclasses import dataclass
+
+    from four._describe import describe
+
+    @dataclass(frozen=True)
+    class Model:
+        api_key: str = "sk-123"
+        access_token: str = "t"
+        token_limit: int = 5
+        max_tokens: int = 7
+
+    described = describe(Model())
+    assert isinstance(described, dict)
+    assert described["api_key"] == described["access_token"] == "***"
+    assert described["token_limit"] == 5 and described["max_tokens"] == 7

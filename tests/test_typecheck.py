@@ -45,3 +45,11 @@ def test_import_four_does_not_import_litellm() -> None:
         env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
     ).stdout
     assert out.strip() == "[]"
+
+
+def test_every_public_name_resolves() -> None:
+    import four
+
+    missing = [name for name in four.__all__ if getattr(four, name, None) is None]
+    assert not missing
+    assert sorted(four.__all__) == sorted(set(four.__all__))

@@ -54,14 +54,33 @@ from four._types import (
 
 if TYPE_CHECKING:  # components load on first use, so `import four` stays cheap
     from four.checks import Claim, all_of, audit, command_check, file_check, verify
-    from four.execute import local_env, shell_env, super_env
-    from four.invoke import replay_invoke, scripted_invoke
+    from four.execute import docker_env, local_env, sandbox_env, shell_env, super_env
+    from four.invoke import (
+        budget_invoke,
+        context_aware_invoke,
+        http_response_invoke,
+        litellm_invoke,
+        litellm_toolcall_invoke,
+        replay_invoke,
+        retry_invoke,
+        scripted_invoke,
+        summarizing_invoke,
+    )
     from four.parse import regex_parse, toolcall_parse
     from four.trajectory import Trajectory, load_trajectory, save_trajectory
 
 __version__ = "0.1.0"
 
 _LAZY = {
+    "docker_env": "four.execute",
+    "sandbox_env": "four.execute",
+    "budget_invoke": "four.invoke",
+    "context_aware_invoke": "four.invoke",
+    "http_response_invoke": "four.invoke",
+    "litellm_invoke": "four.invoke",
+    "litellm_toolcall_invoke": "four.invoke",
+    "retry_invoke": "four.invoke",
+    "summarizing_invoke": "four.invoke",
     "local_env": "four.execute",
     "shell_env": "four.execute",
     "super_env": "four.execute",
@@ -134,16 +153,25 @@ __all__ = [
     "User",
     "all_of",
     "audit",
+    "budget_invoke",
     "command_check",
+    "context_aware_invoke",
+    "docker_env",
     "file_check",
+    "http_response_invoke",
+    "litellm_invoke",
+    "litellm_toolcall_invoke",
     "load_trajectory",
     "local_env",
     "regex_parse",
     "replay_invoke",
+    "retry_invoke",
     "run",
+    "sandbox_env",
     "save_trajectory",
     "scripted_invoke",
     "shell_env",
+    "summarizing_invoke",
     "super_env",
     "toolcall_parse",
     "verify",

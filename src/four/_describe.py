@@ -9,7 +9,7 @@ from typing import cast
 
 from four._types import JSON
 
-_SECRET_WORDS = ("key", "token", "secret", "password")
+_SECRET_WORDS = frozenset({"key", "token", "secret", "secrets", "password"})
 
 
 def describe(component: object) -> JSON:
@@ -27,7 +27,7 @@ def describe(component: object) -> JSON:
         if f.name.startswith("_") or not f.repr:
             continue
         value = getattr(component, f.name)
-        hidden = any(word in f.name.lower() for word in _SECRET_WORDS)
+        hidden = f.name.lower().rsplit("_", 1)[-1] in _SECRET_WORDS  # api_key, not token_limit
         settings[f.name] = "***" if hidden and value else _json(value)
     return settings
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TypeAlias, TypeVar
 
 from returns.result import Failure, Result, Success
@@ -115,6 +115,7 @@ def run(
     usage, steps, format_errors, where = NO_USAGE, 0, 0, "G"
     budget, judge = max_steps, check.open(V2) if check is not None else None
     guard = watch if watch is not None else _UNWATCHED
+    tools: dict[str, str] = {}  # the last reply's tool names, by call id
 
     def add(message: Message) -> None:
         history.append(message)
@@ -126,8 +127,9 @@ def run(
         return G(history).map(received).alt(model_failed)
 
     def received(reply: Reply) -> Reply:
-        nonlocal usage
+        nonlocal usage, tools
         usage += reply.usage or NO_USAGE
+        tools = {call.id: call.name for call in reply.tool_calls}
         add(reply)
         guard.beat()
         return reply
@@ -151,13 +153,13 @@ def run(
         where = "V2"
         for action in actions:
             if isinstance(action, Rejected):
-                add(ToolResult(action.call_id, action.error))
+                add(ToolResult(action.call_id, action.error, tools.get(action.call_id, "bash")))
                 continue
             if (stop := guard.stopped()) is not None:
                 return Failure(stop)
             result = V2(action).alt(submitted_or_failed)
             guard.beat()
-            if (answer := _answer(action, result)) is not None:
+            if (answer := _answer(action, result, tools)) is not None:
                 add(answer)
             if isinstance(result, Failure):
                 return Failure(result.failure())
@@ -220,7 +222,9 @@ def submitted_or_failed(error: Submitted | ExecutionError) -> Finished | Executi
 
 
 def _answer(
-    action: Action, result: Result[Observation, Finished | ExecutionFailed]
+    action: Action,
+    result: Result[Observation, Finished | ExecutionFailed],
+    tools: Mapping[str, str],
 ) -> Message | None:
     """What goes back to the model for one action (a tool call is always answered)."""
     if isinstance(result, Success):
@@ -230,7 +234,9 @@ def _answer(
         content = end.output if isinstance(end, Finished) else end.text
     else:
         return None
-    return ToolResult(action.call_id, content) if action.call_id else User(content)
+    if action.call_id:
+        return ToolResult(action.call_id, content, tools.get(action.call_id, "bash"))
+    return User(content)
 
 
 def _feedback(history: list[Message], text: str, add: _Add) -> None:

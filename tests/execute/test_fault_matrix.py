@@ -200,3 +200,17 @@ def test_timeout_kills_processes_that_left_the_process_group(make_env: MakeEnv) 
     while alive(token) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert alive(token) == []
+
+
+def test_a_holder_of_the_output_in_another_process_group_is_found(make_env: MakeEnv) -> None:
+    env = make_env(timeout=20.0)
+    token = f"four-{secrets.token_hex(6)}"
+    start = time.monotonic()
+    observation = observe(env, f'set -m; bash -c "exec -a {token} sleep 30" & echo hi')
+    assert time.monotonic() - start < 3.0
+    assert "hi" in output_of(observation)
+    if make_env.kind != "shell":
+        deadline = time.monotonic() + 2
+        while alive(token) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert alive(token) == []

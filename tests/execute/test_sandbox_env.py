@@ -77,3 +77,9 @@ def test_missing_bwrap_is_an_execution_error() -> None:
     result = env(Action("true"))
     env.close()
     assert isinstance(result, Failure) and isinstance(result.failure(), ExecutionError)
+
+
+def test_a_command_that_looks_like_a_bwrap_error_is_only_an_observation() -> None:
+    with sandbox_env() as env:
+        result = env(Action("echo 'bwrap: pretend'; exit 1"))
+        assert isinstance(result, Success) and result.unwrap().returncode == 1

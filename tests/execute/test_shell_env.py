@@ -50,6 +50,19 @@ def test_restart_after_timeout_keeps_directory_and_exports(tmp_path: object) -> 
         assert env.pid != first and env.restarts == 1
 
 
+def test_a_restarted_shell_still_kills_escaped_processes_at_a_timeout() -> None:
+    token = f"four-shell-restart-escape-{os.urandom(4).hex()}"
+    with shell_env(timeout=0.5) as env:
+        observe(env, "export A=1")  # a finished command: its state is saved
+        observe(env, "sleep 5")  # timeout: the shell is restarted from the saved state
+        observation = observe(env, f'set -m; bash -c "exec -a {token} sleep 30" & sleep 5')
+        assert observation.timed_out
+        deadline = time.monotonic() + 2
+        while alive(token) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert alive(token) == []
+
+
 def test_exit_restarts_the_shell_and_reports_the_code() -> None:
     with shell_env() as env:
         observe(env, "export A=1")
@@ -92,7 +105,7 @@ def test_background_output_after_the_command_shows_up_later() -> None:
 
 
 def test_close_kills_background_processes_and_removes_the_folder() -> None:
-    token = "four-shell-close-test"
+    token = f"four-shell-close-test-{os.urandom(4).hex()}"
     env = shell_env()
     observe(env, f'bash -c "exec -a {token} sleep 30" > /dev/null 2>&1 & sleep 0.1')
     assert alive(token)
@@ -109,7 +122,7 @@ def test_close_kills_background_processes_and_removes_the_folder() -> None:
 
 
 def test_finaliser_is_the_last_resort() -> None:
-    token = "four-shell-finaliser-test"
+    token = f"four-shell-finaliser-test-{os.urandom(4).hex()}"
     env = shell_env()
     observe(env, f'bash -c "exec -a {token} sleep 30" > /dev/null 2>&1 &')
     folder = env._dir

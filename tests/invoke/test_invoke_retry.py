@@ -168,3 +168,13 @@ def test_described_with_its_settings_and_the_wrapped_g() -> None:
 def test_max_attempts_must_be_positive() -> None:
     with pytest.raises(ValueError, match="max_attempts"):
         retry_invoke(scripted_invoke([]), max_attempts=0)
+
+
+def test_records_copy_with_changes() -> None:
+    """dataclasses.replace works on the @record value classes."""
+    from dataclasses import replace
+
+    error = ModelError(K.SERVER, "x", 500, 1.0, 2, Usage(1, 1, None))
+    assert replace(error, attempts=5) == ModelError(K.SERVER, "x", 500, 1.0, 5, Usage(1, 1, None))
+    with pytest.raises(TypeError):
+        replace(error, nope=1)  # type: ignore[call-arg]

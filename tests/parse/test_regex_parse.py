@@ -308,3 +308,27 @@ def test_fenced_blocks_reports_lines() -> None:
         ("bash", 2, 4, True),
         ("py", 5, 6, False),
     ]
+
+
+def test_gpt_style_reply_with_a_diff_and_a_command() -> None:
+    reply = (
+        "### Plan\n\n1. Patch the parser:\n\n```diff\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n"
+        "-old\n+new\n```\n\n2. Apply and test:\n\n```bash\ngit apply fix.patch && pytest -q\n```\n"
+    )
+    assert commands(reply) == ["git apply fix.patch && pytest -q"]
+
+
+def test_submission_command_in_a_block_is_an_action() -> None:
+    reply = f"All tests pass.\n```bash\necho {EXIT_SIGNAL} && git diff\n```"
+    assert commands(reply) == [f"echo {EXIT_SIGNAL} && git diff"]
+
+
+_body_line = st.one_of(
+    _line, st.sampled_from(["```", "```python", "~~~", "````", "  ```", "EOF2", "```bash"])
+).filter(lambda s: s.strip() != "EOF")
+
+
+@given(st.lists(_body_line, max_size=8))
+def test_any_heredoc_body_stays_whole(body: list[str]) -> None:
+    command = "cat > notes.md <<'EOF'\n" + "\n".join(body) + "\nEOF\nwc -l notes.md"
+    assert commands(f"Writing notes.\n```bash\n{command}\n```\nDone.") == [command]

@@ -69,10 +69,12 @@ def kill_marked(mark: str) -> None:
                 continue
 
 
-def pipe_holders(pgid: int, fd: int) -> list[int]:
-    """Processes of group ``pgid`` that hold the other end of the pipe read through ``fd``.
+def pipe_holders(fd: int) -> list[int]:
+    """Other processes that hold the pipe read through ``fd`` (its write end, then).
 
-    Linux only (it reads /proc); elsewhere, or when /proc cannot be read, returns [].
+    The pipe was made for one command, so every holder is that command's: whatever
+    process group or session it moved to. Linux only (it reads /proc); elsewhere, or
+    when /proc cannot be read, returns [].
     """
     target = f"pipe:[{os.fstat(fd).st_ino}]"
     found: list[int] = []
@@ -81,16 +83,13 @@ def pipe_holders(pgid: int, fd: int) -> list[int]:
     except OSError:
         return found
     for pid in pids:
+        if pid == os.getpid():  # we hold the read end
+            continue
         try:
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                stat = f.read()
-            # Fields after the parenthesised command name: state, ppid, pgrp, ...
-            if int(stat[stat.rindex(b")") + 2 :].split()[2]) != pgid:
-                continue
             fds = os.listdir(f"/proc/{pid}/fd")
             if any(os.readlink(f"/proc/{pid}/fd/{n}") == target for n in fds):
                 found.append(pid)
-        except (OSError, ValueError, IndexError):
+        except OSError:
             continue
     return found
 
@@ -206,8 +205,8 @@ def _timed_out(
 
 
 def _stop_holders(pgid: int, fd: int) -> None:
-    """Kill the processes of the group that keep the pipe open (all of the group if unknown)."""
-    holders = pipe_holders(pgid, fd)
+    """Kill the processes that keep the pipe open (the whole group if none is found)."""
+    holders = pipe_holders(fd)
     for pid in holders:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)

@@ -77,6 +77,7 @@ class SandboxEnv:
     ro_binds: tuple[str, ...] = ()
     bwrap: str = "bwrap"
     _folder: str | None = field(default=None, repr=False)
+    _checked: bool = field(default=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _finalizer: weakref.finalize[[str], SandboxEnv] | None = field(default=None, repr=False)
 
@@ -157,16 +158,17 @@ class SandboxEnv:
             return Success(unrunnable(problem))
         output = OutputBuffer(self.max_output, self.exit_signal)
         try:
+            if not self._checked:
+                # Once: can bwrap make this sandbox at all (user namespaces, the binds)?
+                # A failure then is the environment's; later, a command's own.
+                probe = run_captured(self.argv("true"), OutputBuffer(2_000), 60.0)
+                if probe.returncode != 0:
+                    text = probe.output.text().strip()
+                    return Failure(ExecutionError(f"{self.bwrap} cannot run here: {text}"))
+                self._checked = True
             ran = run_captured(self.argv(action.command), output, self.timeout)
         except OSError as exc:
             return Failure(ExecutionError(f"cannot start {self.bwrap}: {exc}"))
-        if (
-            ran.returncode == 1
-            and ran.output.total < 500
-            and ran.output.text().startswith("bwrap:")
-        ):
-            # bwrap itself failed (no user namespaces, a missing path): the env cannot go on.
-            return Failure(ExecutionError(ran.output.text().strip()))
         return conclude(ran)
 
 

@@ -1,11 +1,13 @@
 """V2 with one long-lived bash: ``cd`` and exported variables persist between commands.
 
-Protocol: the command is written to a private file and the shell is sent one line,
-``source FILE </dev/null``, followed by a save of ``export -p`` and the working folder,
-and a ``printf`` of a fresh random sentinel with the return code. The reader scans the
-shell's merged output for that sentinel, feeding what precedes it to a bounded buffer.
-A command never reads the protocol: its stdin is /dev/null, and its text never passes
-through the shell's input, so an unbalanced quote in it is only a syntax error.
+Protocol: the command is written to a private file (on tmpfs when there is one), and
+the shell is sent one short line, ``. FOLDER/run``. That file, written once per shell,
+sources the command with stdin from /dev/null, saves ``export -p`` and the working
+folder (to restore them in a new shell after a timeout or an exit), and prints a random
+per-shell sentinel with the return code. The reader scans the shell's merged output for
+the sentinel, feeding what precedes it to a bounded buffer. A command never reads the
+protocol, and its text never passes through the shell's input, so an unbalanced quote
+in it is only a syntax error.
 """
 
 from __future__ import annotations
@@ -148,7 +150,8 @@ class ShellEnv:
             f.write(_PROTOCOL.format(folder=shlex.quote(self._dir), token=token))
         state = os.path.join(self._dir, "state")
         if os.path.exists(state):  # a restart: come back where the last command left us
-            self._send(f"source {shlex.quote(state)} >/dev/null 2>&1\n")
+            # ... but with this shell's mark, not the saved one of the shell that died.
+            self._send(f"source {shlex.quote(state)} >/dev/null 2>&1; export {MARK}={mark}\n")
 
     def _stop(self) -> None:
         proc, self._proc = self._proc, None

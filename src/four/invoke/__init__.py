@@ -14,6 +14,7 @@ history; retry outside summarizing: one retry layer covers both model calls)::
 """
 
 from four.invoke._budget import BudgetInvoke, budget_invoke, spent
+from four.invoke._chat import LitellmInvoke, litellm_invoke, litellm_toolcall_invoke
 from four.invoke._context import (
     ContextAwareInvoke,
     LitellmCounter,
@@ -22,7 +23,6 @@ from four.invoke._context import (
     summarizing_invoke,
 )
 from four.invoke._convert import BASH_TOOL, to_chat, to_responses_input
-from four.invoke._litellm import LitellmInvoke, litellm_invoke, litellm_toolcall_invoke
 from four.invoke._responses import ResponsesInvoke, http_response_invoke
 from four.invoke._retry import RetryInvoke, retry_invoke
 from four.invoke._scripted import ScriptedInvoke, replay_invoke, scripted_invoke

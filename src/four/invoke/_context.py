@@ -7,10 +7,9 @@ result from its call: what is left out or summarised is a run of whole turns.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TypeAlias
 
 from returns.result import Failure, Result, Success
@@ -28,6 +27,7 @@ from four._types import (
     Usage,
     User,
 )
+from four.invoke._billing import add_error_usage, add_usage
 from four.invoke._convert import to_chat
 from four.invoke._lazy import litellm_module
 
@@ -285,7 +285,7 @@ class SummarizingInvoke:
         result = summarizer([System(SUMMARIZER_SYSTEM), User(prompt)])
         if isinstance(result, Failure):
             error = result.failure()
-            return Failure(dataclasses.replace(error, message=f"summarizer: {error.message}"))
+            return Failure(replace(error, message=f"summarizer: {error.message}"))
         reply = result.unwrap()
         text = reply.content.strip()
         if not text:
@@ -297,14 +297,14 @@ class SummarizingInvoke:
 
 def _adding(spent: Usage) -> Callable[[Reply], Reply]:
     def add(reply: Reply) -> Reply:
-        return dataclasses.replace(reply, usage=(reply.usage or NO_USAGE) + spent)
+        return add_usage(reply, spent)
 
     return add
 
 
 def _adding_to_error(spent: Usage) -> Callable[[ModelError], ModelError]:
     def add(error: ModelError) -> ModelError:
-        return dataclasses.replace(error, usage=(error.usage or NO_USAGE) + spent)
+        return add_error_usage(error, spent)
 
     return add
 

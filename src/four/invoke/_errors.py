@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import email.utils
 import time
 from collections.abc import Callable, Mapping
 from functools import cache
@@ -151,6 +150,8 @@ def retry_after(headers: Mapping[str, str], now: Callable[[], float] = time.time
     seconds = _number(value)
     if seconds is not None:
         return seconds
+    import email.utils  # 20 ms of imports, only for the rare HTTP-date form
+
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):

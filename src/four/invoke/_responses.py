@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 from returns.result import Failure, Result, Success
 
 from four._types import JSON, Assistant, Message, ModelError, ModelErrorKind, Reply, ToolCall, Usage
+from four.invoke._chat import DEFAULT_TIMEOUT, Prices, cost, to_json
 from four.invoke._convert import responses_tool, to_responses_input, with_bash
 from four.invoke._errors import kind_of_status, kind_of_transport, retry_after
-from four.invoke._litellm import DEFAULT_TIMEOUT, Prices, cost, to_json
 
 if TYPE_CHECKING:
     import httpx

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import dataclasses
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from returns.result import Failure, Result, Success
 
 from four._types import NO_USAGE, Invoke, Message, ModelError, Reply, Usage
+from four.invoke._billing import add_usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +49,7 @@ class RetryInvoke:
                 if billed.calls == 0:
                     return result
                 reply = result.unwrap()
-                return Success(dataclasses.replace(reply, usage=(reply.usage or NO_USAGE) + billed))
+                return Success(add_usage(reply, billed))
             error = result.failure()
             billed = billed + (error.usage or NO_USAGE)
             tried += error.attempts
@@ -59,7 +59,7 @@ class RetryInvoke:
                 done = True
             if done:
                 usage: Usage | None = billed if billed.calls else error.usage
-                return Failure(dataclasses.replace(error, attempts=tried, usage=usage))
+                return Failure(replace(error, attempts=tried, usage=usage))
             self.sleep(wait)
 
 

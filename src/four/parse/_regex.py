@@ -137,9 +137,13 @@ class RegexParse:
     finish_on_plain_text: bool = False
     exit_signal: str = EXIT_SIGNAL
 
+    def _tag(self) -> str:
+        """The tag the model is asked to use."""
+        return "bash" if "bash" in self.tags or not self.tags else self.tags[0]
+
     def expected(self) -> str:
         """The reply format, as the model is told it after a format error."""
-        tag = "bash" if "bash" in self.tags else self.tags[0] if self.tags else "bash"
+        tag = self._tag()
         count = "exactly one fenced block" if self.one_action else "one or more fenced blocks"
         return (
             f"Reply with {count} tagged {tag}, holding the shell commands to run, e.g.\n\n"
@@ -194,13 +198,14 @@ class RegexParse:
             if snippets and not (self.one_action and len(snippets) > 1):
                 return Success([Action(s) for s in snippets])
         others = sorted({b.tag or "untagged" for b in blocks if b.body.strip()})
+        tag = self._tag()
         if others:
             problem = (
-                f"Your reply has code blocks ({', '.join(others)}) but no block tagged "
-                f"{' or '.join(tags)}, so nothing was run."
+                f"Your reply has {' and '.join(others)} code blocks but no ```{tag} block, "
+                "so nothing was run (other blocks are never run)."
             )
         else:
-            problem = "Your reply has no fenced ```bash block, so nothing was run."
+            problem = f"Your reply has no fenced ```{tag} block, so nothing was run."
         return no_action(
             content,
             self.exit_signal,

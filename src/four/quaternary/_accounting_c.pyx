@@ -14,6 +14,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_FromStri
 from cpython.list cimport PyList_GET_SIZE
 from libc.string cimport memcpy, memcmp
 from libc.stdlib cimport realloc, free
+from libc.limits cimport LLONG_MIN
 
 import types
 
@@ -43,7 +44,12 @@ cdef extern from *:
         {0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15}, {14,10,4,8,9,15,13,6,1,12,0,2,11,7,5,3}};
     static inline uint64_t four_rotr64(uint64_t x, int n) { return (x >> n) | (x << (64 - n)); }
     static inline uint64_t four_load64(const uint8_t *p) {
-        uint64_t v = 0; int i; for (i = 7; i >= 0; i--) v = (v << 8) | p[i]; return v; }
+    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        uint64_t v; memcpy(&v, p, 8); return v;
+    #else
+        uint64_t v = 0; int i; for (i = 7; i >= 0; i--) v = (v << 8) | p[i]; return v;
+    #endif
+    }
     #define FOUR_B2G(a,b,c,d,x,y) do { \
         v[a] = v[a] + v[b] + (x); v[d] = four_rotr64(v[d] ^ v[a], 32); \
         v[c] = v[c] + v[d];       v[b] = four_rotr64(v[b] ^ v[c], 24); \
@@ -55,13 +61,16 @@ cdef extern from *:
         for (i = 0; i < 8; i++) { v[i] = h[i]; v[i + 8] = four_b2_iv[i]; }
         v[12] ^= t;
         if (last) v[14] = ~v[14];
-        for (r = 0; r < 12; r++) {
-            const uint8_t *s = four_b2_sigma[r];
-            FOUR_B2G(0, 4,  8, 12, m[s[0]],  m[s[1]]);  FOUR_B2G(1, 5,  9, 13, m[s[2]],  m[s[3]]);
-            FOUR_B2G(2, 6, 10, 14, m[s[4]],  m[s[5]]);  FOUR_B2G(3, 7, 11, 15, m[s[6]],  m[s[7]]);
-            FOUR_B2G(0, 5, 10, 15, m[s[8]],  m[s[9]]);  FOUR_B2G(1, 6, 11, 12, m[s[10]], m[s[11]]);
-            FOUR_B2G(2, 7,  8, 13, m[s[12]], m[s[13]]); FOUR_B2G(3, 4,  9, 14, m[s[14]], m[s[15]]);
-        }
+        #define FOUR_B2ROUND(r) do { const uint8_t *s = four_b2_sigma[r]; \
+            FOUR_B2G(0, 4,  8, 12, m[s[0]],  m[s[1]]);  FOUR_B2G(1, 5,  9, 13, m[s[2]],  m[s[3]]); \
+            FOUR_B2G(2, 6, 10, 14, m[s[4]],  m[s[5]]);  FOUR_B2G(3, 7, 11, 15, m[s[6]],  m[s[7]]); \
+            FOUR_B2G(0, 5, 10, 15, m[s[8]],  m[s[9]]);  FOUR_B2G(1, 6, 11, 12, m[s[10]], m[s[11]]); \
+            FOUR_B2G(2, 7,  8, 13, m[s[12]], m[s[13]]); FOUR_B2G(3, 4,  9, 14, m[s[14]], m[s[15]]); \
+        } while (0)
+        (void)r;
+        FOUR_B2ROUND(0); FOUR_B2ROUND(1); FOUR_B2ROUND(2); FOUR_B2ROUND(3);
+        FOUR_B2ROUND(4); FOUR_B2ROUND(5); FOUR_B2ROUND(6); FOUR_B2ROUND(7);
+        FOUR_B2ROUND(8); FOUR_B2ROUND(9); FOUR_B2ROUND(10); FOUR_B2ROUND(11);
         for (i = 0; i < 8; i++) h[i] ^= v[i] ^ v[i + 8];
     }
     /* BLAKE2b with a 32-byte digest, no key, no salt or personalisation. */
@@ -399,9 +408,38 @@ def receipt_digest(bytes prev not None, receipt):
 # ------------------------------------------------------------------ rank
 
 
+cdef object _count(object raw, object alphabet):
+    """Members of a set field that belong to `alphabet`; `_Log.count_in` run in C."""
+    cdef object log, entry, cumulative, keys
+    cdef Py_ssize_t i, n, total
+    if type(raw) is not T_PREFIX:
+        return _py._count(raw, alphabet)
+    log = _get(raw, P_LOG)
+    n = _get(raw, P_N)
+    counts = log.counts
+    entry = counts.get(id(alphabet))
+    if entry is None or entry[0] is not alphabet:
+        return log.count_in(alphabet, n)  # builds the cache entry exactly as the pure code
+    cumulative = <list>entry[2]
+    keys = _get(log, G_KEYS)
+    i = len(cumulative) - 1
+    if i < n:
+        total = cumulative[i]
+        while i < n:
+            if keys[i] in alphabet:
+                total += 1
+            cumulative.append(total)
+            i += 1
+    return entry[1] + cumulative[n]
+
+
 def rank(config, state):
     """rho = |F minus E| + B_G + B_K + B_I (verdict4's formula)."""
-    return _py.rank(config, state)
+    if type(state) is not T_STATE:
+        return _py.rank(config, state)
+    failures = config.failure_alphabet
+    return (len(failures) - _count(_get(state, S_EXCL), failures) + _get(state, S_EB)
+            + _get(state, S_CB) + _get(state, S_DB))
 
 
 def admissible_rank(config, state):
@@ -426,9 +464,77 @@ cdef object _new_evaluation(object before, object verdict, object payload, objec
     return receipt
 
 
+cdef Py_ssize_t S_ALL[13]
+S_ALL[:] = [S_EXCL, S_EVID, S_COMP, S_DEPS, S_EB, S_CB, S_DB, S_STATUS, S_DISP, S_COUNT,
+            S_CLOCK, S_LEASE, S_HELD]
+
+
+cdef object _copy_state(object before):
+    """A new ControllerState sharing every raw slot value of `before` (no validation)."""
+    cdef Py_ssize_t i
+    after = object.__new__(T_STATE)
+    for i in range(13):
+        _put(after, S_ALL[i], _get(before, S_ALL[i]))
+    return after
+
+
+cdef bint _prefix_lacks(object prefix, object key) except -1:
+    """`not prefix.contains(key)` for a `_Prefix`, in C."""
+    cdef object log = _get(prefix, P_LOG)
+    cdef PyObject *position
+    if key in _get(log, G_BASE_KEYS):
+        return False
+    position = PyDict_GetItem(_get(log, G_INDEX), key)
+    return position is NULL or not (<object>position < _get(prefix, P_N))
+
+
+cdef object _fast_transition(object config, object state, object verdict, object payload):
+    """(action, after) for a continuing NO / compute MAYBE or a YES; None for the rest."""
+    cdef object raw, key, after
+    if type(state) is not T_STATE or _get(state, S_STATUS) is not RUNNING:
+        return None
+    if _get(state, S_LEASE) is not None:
+        return None
+    if verdict is V_NO and type(payload) is str:
+        raw = _get(state, S_EXCL)
+        if (type(raw) is not T_PREFIX or payload not in config.failure_alphabet
+                or payload not in config.admissible_failures or not _prefix_lacks(raw, payload)):
+            return None
+        after = _copy_state(state)
+        _put(after, S_EXCL, raw.added(payload))
+        action = A_EXCLUDE
+    elif verdict is V_MAYBE and type(payload) is T_COMPUTE:
+        key = _get(payload, N_STEP)
+        raw = _get(state, S_COMP)
+        if (type(raw) is not T_PREFIX or key not in config.compute_alphabet
+                or not _get(state, S_CB) > 0 or not _prefix_lacks(raw, key)):
+            return None
+        after = _copy_state(state)
+        _put(after, S_COMP, raw.added(key))
+        _put(after, S_CB, _get(state, S_CB) - 1)
+        _put(after, S_DISP, SOURCE_ADMISSIBLE)
+        action = A_ADMIT
+    elif verdict is V_YES:
+        after = _copy_state(state)
+        _put(after, S_STATUS, ACCEPTED)
+        _put(after, S_DISP, TERMINALLY_ACCEPTED)
+        action = A_ACCEPT
+    else:
+        return None
+    if verdict is not V_YES:
+        _put(after, S_DISP, None if action is A_EXCLUDE else SOURCE_ADMISSIBLE)
+    _put(after, S_COUNT, _get(state, S_COUNT) + 1)
+    _put(after, S_HELD, None)
+    return action, after
+
+
 def evaluate(config, state, verdict, payload, arcs, bytes prev not None):
     """One evaluation step from `state`, as a receipt chained to `prev`."""
-    action, after = _py._evaluation_transition(config, state, verdict, payload, arcs)
+    fast = _fast_transition(config, state, verdict, payload)
+    if fast is None:
+        action, after = _py._evaluation_transition(config, state, verdict, payload, arcs)
+    else:
+        action, after = fast
     index = after.evaluation_count
     digest = _evaluation_digest(prev, verdict, payload, arcs, action, index)
     return _new_evaluation(state, verdict, payload, arcs, action, after, index, digest)
@@ -497,7 +603,9 @@ cdef bint _fast_evaluation(_Alphabets config, object receipt, object state, byte
     cdef object before = _get(receipt, R_BEFORE)
     cdef object after = _get(receipt, R_AFTER)
     cdef object verdict, payload, action, index, claimed, key
-    cdef object e0, g0, k0, e1, g1, k1
+    cdef object e0, g0, k0, e1, g1, k1, count
+    cdef long long number
+    cdef int overflow = 0
     if before is not state or type(before) is not T_STATE or type(after) is not T_STATE:
         return False
     if _get(before, S_STATUS) is not RUNNING or _get(before, S_LEASE) is not None:
@@ -506,7 +614,13 @@ cdef bint _fast_evaluation(_Alphabets config, object receipt, object state, byte
     payload = _get(receipt, R_PAYLOAD)
     action = _get(receipt, R_ACTION)
     index = _get(receipt, R_INDEX)
-    if type(index) is not int or index != _get(before, S_COUNT) + 1:
+    count = _get(before, S_COUNT)
+    if type(index) is not int or type(count) is not int:
+        return False
+    number = PyLong_AsLongLongAndOverflow(index, &overflow)
+    if overflow or number == LLONG_MIN:
+        return False
+    if PyLong_AsLongLongAndOverflow(count, &overflow) != number - 1 or overflow:
         return False
     if _get(after, S_COUNT) is not index and _get(after, S_COUNT) != index:
         return False

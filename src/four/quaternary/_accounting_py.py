@@ -89,10 +89,6 @@ def _count(raw: Any, alphabet: AbstractSet[Any]) -> int:
     return len(alphabet & raw) if isinstance(raw, frozenset) else sum(x in alphabet for x in raw)
 
 
-def _size(raw: Any) -> int:
-    return raw.size() if type(raw) is _Prefix else len(raw)
-
-
 def rank(config: QICTConfig, state: ControllerState) -> int:
     """rho = |F minus E| + B_G + B_K + B_I (verdict4's formula).
 

@@ -1,0 +1,264 @@
+"""The ``four`` command: run an agent, replay, audit, show, view and summarise runs.
+
+Importing this package costs no more than ``import four``: argparse only. Each
+subcommand lives in its own module, imported when it is chosen, so ``four --help``
+never loads rich or litellm.
+
+Exit codes: 0 a finished (or accepted) run, or a command that did what it was
+asked; 1 a run that ended any other way, an invalid audit, a replay that differs;
+2 a usage error (bad flags, missing API key, unknown model, unreadable file);
+130 Ctrl-C (143 SIGTERM), after the trajectory is saved.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+
+from four.cli import _settings as env
+from four.cli._errors import UsageError
+
+__all__ = ["UsageError", "build_parser", "main"]
+
+_PROG = "four"
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is negative")
+    return value
+
+
+def _number(text: str) -> float:
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is negative")
+    return value
+
+
+def _add_env_flags(p: argparse.ArgumentParser) -> None:
+    """Where commands run: shared by ``run`` and ``replay``."""
+    p.add_argument(
+        "--env",
+        choices=env.ENVIRONMENTS,
+        default=None,
+        help="where commands run: a fresh process each (local), one shell kept "
+        "(persistent), bubblewrap (sandbox) or a container (docker) [FOUR_ENV, local]",
+    )
+    p.add_argument("--image", help="container image for --env docker [FOUR_IMAGE]")
+    p.add_argument(
+        "--cwd",
+        help="working directory of the commands (default: here; for replay, as recorded; "
+        "for sandbox, a fresh folder)",
+    )
+    p.add_argument(
+        "--command-timeout",
+        type=_number,
+        default=None,
+        metavar="SECONDS",
+        help="seconds one command may run; a timeout is an observation (exit 124) "
+        "[FOUR_COMMAND_TIMEOUT, 120]",
+    )
+
+
+_DESCRIPTION = "An LLM agent as a loop of four typed functions, from the terminal."
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line; with ``only``, the other subcommands are named but not filled
+    (``four --help`` and ``four show ...`` need not define every flag of ``four run``).
+
+    >>> build_parser().parse_args(["show", "run.json"]).command
+    'show'
+    """
+    parser = argparse.ArgumentParser(
+        prog=_PROG,
+        description=_DESCRIPTION,
+        epilog=env.epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (summary, description, define) in _COMMANDS.items():
+        if only is None or only == name:
+            define(sub.add_parser(name, help=summary, description=description))
+        else:
+            sub.add_parser(name, help=summary, add_help=False)
+    return parser
+
+
+def _run_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("task", metavar="TASK", help="the task; '-' reads it from standard input")
+    p.add_argument("-m", "--model", help="litellm model name [FOUR_MODEL]")
+    p.add_argument(
+        "--api-base", help="an OpenAI-compatible server; no key check then [FOUR_API_BASE]"
+    )
+    p.add_argument(
+        "--toolcalls",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="actions as tool calls instead of ```bash blocks [FOUR_TOOLCALLS]",
+    )
+    _add_env_flags(p)
+    p.add_argument(
+        "--max-steps", type=_positive_int, help="model calls at most [FOUR_MAX_STEPS, 100]"
+    )
+    p.add_argument(
+        "--timeout",
+        type=_number,
+        metavar="SECONDS",
+        help="wall-clock limit of the whole run, checked before each model call and "
+        "command; 0 = none [FOUR_TIMEOUT, none]",
+    )
+    p.add_argument(
+        "--cost-limit", type=_number, help="stop after this many USD; 0 = none [FOUR_COST_LIMIT, 3]"
+    )
+    p.add_argument(
+        "--prices",
+        metavar="IN,OUT",
+        help="USD per million prompt and completion tokens, for a model litellm has no "
+        "price for (else its cost is unknown) [FOUR_PRICES]",
+    )
+    p.add_argument(
+        "--max-format-errors",
+        type=_positive_int,
+        default=3,
+        help="unreadable replies in a row before the run stops; 0 = no cap [3]",
+    )
+    p.add_argument(
+        "--check",
+        metavar="CMD",
+        help="verified loop: a submission counts only once CMD exits 0 in the environment",
+    )
+    p.add_argument("-o", "--output-dir", help="where to save the trajectory [FOUR_OUTPUT_DIR]")
+    p.add_argument("--system", metavar="FILE", help="system prompt from FILE [FOUR_SYSTEM]")
+    _add_output_flags(p, "the final outcome")
+
+
+def _replay_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("trajectory", metavar="TRAJ")
+    _add_env_flags(p)
+    p.add_argument("-o", "--output-dir", help="keep the replayed trajectory in this folder")
+    p.add_argument(
+        "--check",
+        metavar="CMD",
+        help="judge submissions with CMD, as `four run --check` (default: as recorded)",
+    )
+    p.add_argument(
+        "--toolcalls",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="parse the turns as tool calls (default: as recorded)",
+    )
+    _add_output_flags(p, "the comparison")
+
+
+def _audit_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("trajectory", metavar="TRAJ")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def _show_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("trajectory", metavar="TRAJ")
+    p.add_argument("--full", action="store_true", help="fold nothing")
+    p.add_argument(
+        "--lines", type=_positive_int, default=16, help="fold outputs longer than this [16]"
+    )
+    p.add_argument("--step", type=_positive_int, help="only this step (1-based)")
+    p.add_argument("--system", action="store_true", help="also print the system prompt")
+
+
+def _view_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("trajectory", metavar="TRAJ")
+    p.add_argument("-o", "--output", help="the page to write (default: TRAJ with .html)")
+
+
+def _stats_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", metavar="DIR", nargs="+")
+    p.add_argument("--top", type=_positive_int, default=5, help="rows in each top list [5]")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+
+_COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]] = {
+    "run": (
+        "run an agent on a task",
+        "Run an agent on TASK until it submits, and save its trajectory. "
+        "Exit 0 only for a finished (or accepted) run.",
+        _run_flags,
+    ),
+    "replay": (
+        "run a trajectory's model turns again and compare observations",
+        "Replay the recorded model turns of TRAJ (ours or mini-swe-agent's) "
+        "against a fresh environment and report the steps whose observations differ. "
+        "Exit 0 when every observation matches, 1 when one differs.",
+        _replay_flags,
+    ),
+    "audit": (
+        "check a verified run's receipts",
+        "Check the receipts stored in TRAJ. Exit 0 valid, 1 invalid (with the "
+        "reasons), 2 when the run has no receipts to audit or the file cannot be read.",
+        _audit_flags,
+    ),
+    "show": (
+        "print a run in the terminal",
+        "Print the run in TRAJ step by step; long outputs are folded.",
+        _show_flags,
+    ),
+    "view": (
+        "write a run as one self-contained HTML page",
+        "Write TRAJ as one HTML file with no outside references: outcome, "
+        "usage and cost, a timeline of the steps, folded outputs, verdicts and receipts.",
+        _view_flags,
+    ),
+    "stats": (
+        "summarise many runs",
+        "Over every trajectory in the folders (searched recursively) or files "
+        "given: counts per outcome, steps and cost distributions, the most frequent "
+        "format errors and failing commands.",
+        _stats_flags,
+    ),
+}
+
+
+def _add_output_flags(p: argparse.ArgumentParser, what: str) -> None:
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("-q", "--quiet", action="store_true", help="print only the final line")
+    group.add_argument("--json", action="store_true", help=f"print {what} as JSON")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``four`` command and return its exit status.
+
+    >>> main(["--version"])  # doctest: +ELLIPSIS
+    four ...
+    0
+    """
+    words = list(sys.argv[1:] if argv is None else argv)
+    chosen = next((w for w in words if not w.startswith("-")), None)
+    parser = build_parser(chosen if chosen in _COMMANDS else None)
+    args = parser.parse_args(words)
+    if args.version:
+        from four import __version__
+
+        print(f"{_PROG} {__version__}")
+        return 0
+    command: str | None = args.command
+    if command is None:
+        parser.print_help()
+        return 2
+    module = importlib.import_module(f"four.cli._{command}")
+    try:
+        status: int = module.main(args)
+    except UsageError as exc:
+        print(f"{_PROG} {command}: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `four show x | head`
+        sys.stderr.close()
+        return 0
+    except KeyboardInterrupt:  # before a run began (a run handles its own)
+        print(f"{_PROG} {command}: interrupted", file=sys.stderr)
+        return 130
+    return status

@@ -1,0 +1,293 @@
+"""What a person sees while a run goes: wrappers around G and V2 that report to a display.
+
+The loop is not changed: ``Watched`` wraps G, ``WatchedEnv`` wraps V2, and both tell a
+``Display`` what happened (step, command, return code, elapsed time, tokens, cost).
+``Recording`` wraps the trajectory writer so the CLI knows the file being written
+(for Ctrl-C) and stores the CLI's settings in the trajectory's head.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
+
+from returns.result import Result, Success
+
+from four._describe import describe
+from four._outcomes import Outcome
+from four._types import (
+    JSON,
+    NO_USAGE,
+    Action,
+    Closeable,
+    Execute,
+    ExecutionError,
+    Invoke,
+    Message,
+    ModelError,
+    Observation,
+    Reply,
+    RunInfo,
+    Submitted,
+    Usage,
+)
+from four.cli._format import seconds, tokens
+from four.cli._steps import first_line
+from four.trajectory import TrajectorySink, TrajectoryWriter
+
+if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+    from rich.live import Live
+
+
+@dataclass(slots=True)
+class Row:
+    """One command of the run, as the display shows it."""
+
+    step: int
+    command: str
+    returncode: int | None = None
+    seconds: float | None = None
+    note: str = ""
+
+
+class Display:
+    """The run's state, and how it is shown: ``live`` (rich, redrawn in place),
+    ``lines`` (one line per event, for logs and pipes) or ``quiet`` (nothing)."""
+
+    def __init__(
+        self,
+        mode: str,
+        *,
+        title: str = "",
+        max_steps: int = 0,
+        stream: IO[str] | None = None,
+        rows: int = 8,
+        model_lines: bool = True,
+    ) -> None:
+        self.mode = mode
+        self.model_lines = model_lines
+        self.title = title
+        self.max_steps = max_steps
+        self.stream = stream if stream is not None else sys.stderr
+        self.step = 0
+        self.usage: Usage = NO_USAGE
+        self.activity = "starting"
+        self.started = time.monotonic()
+        self.rows: deque[Row] = deque(maxlen=rows)
+        self._lock = threading.Lock()
+        self._live: Live | None = None
+        self._console: Console | None = None
+
+    # --- lifecycle -----------------------------------------------------------------
+
+    def start(self) -> None:
+        """Begin showing (a no-op for ``lines`` and ``quiet``)."""
+        self.started = time.monotonic()
+        if self.mode != "live":
+            return
+        from rich.console import Console
+        from rich.live import Live
+
+        self._console = Console(file=self.stream, highlight=False)
+        self._live = Live(
+            _Renderable(self), console=self._console, refresh_per_second=4, transient=False
+        )
+        self._live.start()
+
+    def stop(self, final: str = "") -> None:
+        """Stop redrawing; the last frame (with ``final`` as its status) stays on screen."""
+        if self._live is not None:
+            if final:
+                with self._lock:
+                    self.activity = final
+                    if self.rows and self.rows[-1].seconds is None:
+                        self.rows[-1].note = final
+                self._live.refresh()
+            self._live.stop()
+            self._live = None
+
+    # --- events ----------------------------------------------------------------------
+
+    def model_started(self) -> None:
+        with self._lock:
+            self.step += 1
+            self.activity = "… waiting for the model"
+
+    def model_done(self, result: Result[Reply, ModelError], elapsed: float) -> None:
+        with self._lock:
+            if isinstance(result, Success):
+                reply = result.unwrap()
+                self.usage += reply.usage or NO_USAGE
+                used = reply.usage.total_tokens if reply.usage else 0
+                note = f"model {seconds(elapsed)}, {tokens(used)} tok"
+                if reply.truncated:
+                    note += ", cut off"
+            else:
+                error = result.failure()
+                self.usage += error.usage or NO_USAGE
+                note = f"model error: {first_line(str(error), 100)}"
+            self.activity = "… reading the reply"
+        if self.model_lines:
+            self._line(f"step {self.step} · {note} · total {self._totals()}")
+
+    def command_started(self, command: str) -> None:
+        with self._lock:
+            self.rows.append(Row(self.step, command))
+            self.activity = f"… running {first_line(command, 60)}"
+
+    def command_done(
+        self, result: Result[Observation, Submitted | ExecutionError], elapsed: float
+    ) -> None:
+        with self._lock:
+            row = self.rows[-1]
+            row.seconds = elapsed
+            if isinstance(result, Success):
+                observation = result.unwrap()
+                row.returncode = observation.returncode
+                if observation.timed_out:
+                    row.note = "timed out"
+            else:
+                end = result.failure()
+                row.note = "submitted" if isinstance(end, Submitted) else f"env error: {end}"
+            self.activity = "… waiting for the model"
+        code = "" if row.returncode is None else f" · exit {row.returncode}"
+        note = f" · {row.note}" if row.note else ""
+        self._line(
+            f"step {row.step} · $ {first_line(row.command, 80)}{code}{note} · {seconds(elapsed)}"
+        )
+
+    def _totals(self) -> str:
+        u = self.usage
+        money = "cost ?" if u.calls and u.cost_unknown_calls >= u.calls else f"${u.known_cost:.4f}"
+        return (
+            f"{tokens(u.total_tokens)} tok · {money} · {seconds(time.monotonic() - self.started)}"
+        )
+
+    def _line(self, text: str) -> None:
+        if self.mode == "lines":
+            print(text, file=self.stream, flush=True)
+
+    # --- the live frame ------------------------------------------------------------
+
+    def frame(self) -> RenderableType:
+        """What the live display draws now."""
+        from rich.console import Group
+        from rich.table import Table
+        from rich.text import Text
+
+        with self._lock:
+            limit = f"/{self.max_steps}" if self.max_steps else ""
+            head = Text.assemble(
+                ("four ", "bold"),
+                (self.title, "cyan"),
+                f"  step {self.step}{limit} · {self._totals()}",
+            )
+            table = Table(box=None, pad_edge=False, show_header=True, header_style="dim")
+            table.add_column("step", justify="right")
+            table.add_column("command", overflow="ellipsis", no_wrap=True, ratio=1)
+            table.add_column("exit", justify="right")
+            table.add_column("time", justify="right")
+            for row in self.rows:
+                code = "" if row.returncode is None else str(row.returncode)
+                style = "red" if row.returncode not in (None, 0) else "green"
+                table.add_row(
+                    str(row.step),
+                    Text(first_line(row.command, 200)),
+                    Text(row.note or code, style=style),
+                    seconds(row.seconds) if row.seconds is not None else "",
+                )
+            status = Text(self.activity, style="dim")
+        return Group(head, table, status)
+
+
+class _Renderable:
+    """Rich asks this for a fresh frame at every refresh, so elapsed time moves."""
+
+    def __init__(self, display: Display) -> None:
+        self.display = display
+
+    def __rich__(self) -> RenderableType:
+        return self.display.frame()
+
+
+@dataclass(frozen=True, slots=True)
+class Watched:
+    """G that tells a display when the model is asked and what it answered."""
+
+    inner: Invoke
+    display: Display = field(repr=False)
+
+    def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
+        self.display.model_started()
+        t = time.monotonic()
+        result = self.inner(messages)
+        self.display.model_done(result, time.monotonic() - t)
+        return result
+
+
+@dataclass(frozen=True, slots=True)
+class WatchedEnv:
+    """V2 that tells a display each command, its return code and its duration.
+
+    It closes the environment it wraps, so ``run`` still releases shells and containers.
+    """
+
+    inner: Execute
+    display: Display = field(repr=False)
+
+    def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]:
+        self.display.command_started(action.command)
+        t = time.monotonic()
+        result = self.inner(action)
+        self.display.command_done(result, time.monotonic() - t)
+        return result
+
+    def close(self) -> None:
+        if isinstance(self.inner, Closeable):
+            self.inner.close()
+
+
+@dataclass(slots=True)
+class Recording:
+    """The trajectory writer, remembering the file it writes and adding the CLI's record.
+
+    The run's head records the real G and V2 (not the display wrappers) and, under
+    ``cli``, the settings ``four replay`` needs to rebuild the environment.
+    """
+
+    writer: TrajectoryWriter
+    components: Mapping[str, JSON] = field(repr=False)
+    sink: TrajectorySink | None = field(default=None, repr=False)
+
+    def __call__(self, messages: Sequence[Message], outcome: Outcome, /) -> Path:
+        return self.writer(messages, outcome)
+
+    def open(self, info: RunInfo, /) -> TrajectorySink:
+        info = RunInfo(
+            {**info.components, **self.components},
+            info.max_steps,
+            info.max_format_errors,
+            info.started_at,
+            info.resumed_from,
+        )
+        self.sink = self.writer.open(info)
+        return self.sink
+
+    @property
+    def path(self) -> Path | None:
+        """The sealed ``.json`` once the run ended, else the ``.jsonl`` being written."""
+        if self.sink is None:
+            return None
+        return self.sink.path if self.sink.path.exists() else self.sink.jsonl
+
+
+def components(G: Invoke, V2: Execute, cli: Mapping[str, JSON]) -> dict[str, JSON]:
+    """The head record for ``Recording``: the unwrapped G and V2, and the CLI settings."""
+    return {"G": describe(G), "V2": describe(V2), "cli": dict(cli)}

@@ -1,0 +1,250 @@
+"""``four replay TRAJ``: the recorded model turns again, in a fresh environment.
+
+The model is not called: each recorded reply is given back in order (``replay_invoke``),
+parsed as recorded (tool calls or fenced blocks) and executed in a new environment.
+Then each step's observations are compared with the recorded ones, on the return
+code and the output (so our format and mini-swe-agent's templates compare alike).
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import re
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from four._types import JSON, Assistant, Execute, Parse
+from four.cli import _settings as env
+from four.cli._errors import UsageError
+from four.cli._steps import Run, Step, load_run, read_run, returncode_of
+
+_OUTPUT = re.compile(r"<output>\n?(.*?)\n?</output>", re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True)
+class Difference:
+    """One step whose observations differ between the recording and the replay."""
+
+    step: int
+    commands: tuple[str, ...]
+    recorded: str
+    replayed: str
+
+    def diff(self, context: int = 2, limit: int = 30) -> list[str]:
+        """A unified diff of the two observations, at most ``limit`` lines."""
+        lines = list(
+            difflib.unified_diff(
+                self.recorded.splitlines(),
+                self.replayed.splitlines(),
+                "recorded",
+                "replayed",
+                n=context,
+                lineterm="",
+            )
+        )
+        return lines if len(lines) <= limit else [*lines[:limit], f"… {len(lines) - limit} more"]
+
+    def to_json(self) -> dict[str, JSON]:
+        return {
+            "step": self.step,
+            "commands": list(self.commands),
+            "recorded": self.recorded,
+            "replayed": self.replayed,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """Recorded against replayed: steps compared, and those that differ."""
+
+    compared: int
+    differences: tuple[Difference, ...]
+    recorded_steps: int
+    replayed_steps: int
+    recorded_outcome: str
+    replayed_outcome: str
+
+    @property
+    def same(self) -> bool:
+        return not self.differences and self.recorded_steps == self.replayed_steps
+
+
+def normalise(text: str) -> str:
+    """An observation reduced to what it says: return code and output, trailing blanks
+    dropped; our ``<output>`` format and mini-swe-agent's JSON template compare alike.
+
+    >>> normalise('<returncode>0</returncode>\\n<output>\\nhi  \\n</output>')
+    'exit 0\\nhi'
+    >>> normalise('{"returncode": 0, "output": "hi\\\\n"}')
+    'exit 0\\nhi'
+    """
+    code = returncode_of(text)
+    body = text
+    match = _OUTPUT.search(text)
+    if match:
+        body = match.group(1)
+    elif text.lstrip().startswith("{"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError:
+            data = None
+        if isinstance(data, dict) and isinstance(data.get("output"), str):
+            body = data["output"]
+    lines = [line.rstrip() for line in body.strip("\n").splitlines()]
+    head = [] if code is None else [f"exit {code}"]
+    return "\n".join(head + lines).rstrip()
+
+
+def compare(recorded: Run, replayed: Run) -> Comparison:
+    """Step by step, the observations of both runs (as ``normalise`` sees them).
+
+    A step the replay never reached is not compared; the step counts then differ.
+    """
+    differences = []
+    pairs = list(zip(recorded.steps, replayed.steps, strict=False))
+    for old, new in pairs:
+        before, after = _observed(old), _observed(new)
+        if before != after:
+            differences.append(Difference(old.number, old.commands, before, after))
+    return Comparison(
+        len(pairs),
+        tuple(differences),
+        len(recorded.steps),
+        len(replayed.steps),
+        recorded.outcome,
+        replayed.outcome,
+    )
+
+
+def _observed(step: Step) -> str:
+    return "\n---\n".join(normalise(o.content) for o in step.observations)
+
+
+def _settings(recorded: Run) -> Mapping[str, JSON]:
+    components = recorded.trajectory.info.get("components")
+    cli = components.get("cli") if isinstance(components, dict) else None
+    return cli if isinstance(cli, dict) else {}
+
+
+def _parser(recorded: Run, toolcalls: bool | None) -> Parse:
+    from four.parse import regex_parse, toolcall_parse
+
+    if toolcalls is None:
+        toolcalls = any(
+            m.tool_calls for m in recorded.trajectory.messages if isinstance(m, Assistant)
+        )
+    return toolcall_parse() if toolcalls else regex_parse()
+
+
+def _environment(args: argparse.Namespace, recorded: Mapping[str, JSON]) -> Execute:
+    from four.cli._envs import make_env
+
+    def text(flag: object, key: str) -> str | None:
+        if isinstance(flag, str) and flag:
+            return flag
+        value = recorded.get(key)
+        return value if isinstance(value, str) and value else None
+
+    kind = text(args.env, "env") or env.get("FOUR_ENV") or "local"
+    timeout = args.command_timeout
+    if timeout is None and isinstance(recorded.get("command_timeout"), int | float):
+        timeout = recorded["command_timeout"]
+    return make_env(
+        kind,
+        image=text(args.image, "image") or env.get("FOUR_IMAGE"),
+        cwd=text(args.cwd, "cwd"),
+        timeout=float(timeout) if isinstance(timeout, int | float) else None,
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    """Replay ``args.trajectory``; 0 when every observation matches, 1 when one differs."""
+    from four import run
+    from four.cli._live import Display, Recording, Watched, WatchedEnv, components
+    from four.invoke import replay_invoke
+    from four.trajectory import save_trajectory
+
+    recorded = load_run(str(args.trajectory))
+    turns = [m for m in recorded.trajectory.messages if isinstance(m, Assistant)]
+    if not turns:
+        raise UsageError(f"{args.trajectory} has no model turns to replay")
+    settings = _settings(recorded)
+    V1 = _parser(recorded, args.toolcalls)
+    V2 = _environment(args, settings)
+    recorded_check = settings.get("check")
+    command = args.check or (recorded_check if isinstance(recorded_check, str) else None)
+    check = None
+    if command:
+        from four.checks import command_check
+
+        check = command_check(command)
+    G = replay_invoke(turns)
+    mode = "quiet" if args.quiet or args.json else "lines"
+    display = Display(mode, title="replay", model_lines=False)
+    keep = args.output_dir
+    with tempfile.TemporaryDirectory(prefix="four-replay-") as scratch:
+        recording = Recording(
+            save_trajectory(keep or scratch),
+            components(G, V2, {**settings, "replay_of": str(args.trajectory)}),
+        )
+        try:
+            path = run(
+                Watched(G, display),
+                V1,
+                WatchedEnv(V2, display),
+                recording,
+                recorded.system,
+                recorded.task,
+                max_steps=len(turns),
+                max_format_errors=0,
+                check=check,
+            )
+        except KeyboardInterrupt:
+            print(f"interrupted · saved {recording.path}" if keep else "interrupted")
+            return 130
+        from four.trajectory import load_trajectory
+
+        replayed = read_run(load_trajectory(path))
+    result = compare(recorded, replayed)
+    saved = str(path) if keep else None
+    if args.json:
+        print(json.dumps(_json(result, str(args.trajectory), saved), indent=2))
+    else:
+        _print(result, quiet=bool(args.quiet), saved=saved)
+    return 0 if result.same else 1
+
+
+def _json(result: Comparison, source: str, saved: str | None) -> dict[str, JSON]:
+    return {
+        "trajectory": source,
+        "replay": saved,
+        "same": result.same,
+        "compared_steps": result.compared,
+        "recorded_steps": result.recorded_steps,
+        "replayed_steps": result.replayed_steps,
+        "recorded_outcome": result.recorded_outcome,
+        "replayed_outcome": result.replayed_outcome,
+        "differences": [d.to_json() for d in result.differences],
+    }
+
+
+def _print(result: Comparison, *, quiet: bool, saved: str | None) -> None:
+    if not quiet:
+        for d in result.differences:
+            print(f"step {d.step} differs: $ {'; '.join(d.commands) or '(no command)'}")
+            for line in d.diff():
+                print(f"  {line}")
+        print(f"outcome: recorded {result.recorded_outcome}, replayed {result.replayed_outcome}")
+        if saved:
+            print(f"replay saved: {saved}")
+    verdict = "same" if result.same else "differs"
+    counts = ""
+    if result.recorded_steps != result.replayed_steps:
+        counts = (
+            f"; step counts differ: {result.recorded_steps} recorded, "
+            f"{result.replayed_steps} replayed"
+        )
+    print(f"{verdict}: {result.compared} steps compared, {len(result.differences)} differ{counts}")

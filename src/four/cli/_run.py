@@ -1,0 +1,305 @@
+"""``four run TASK``: an agent on a task, shown live, saved as it goes.
+
+Flags win over ``FOUR_*`` variables, which win over the defaults. Everything that
+can be checked before the first step is: the model and its key (or the server at
+``--api-base``), the environment, the system prompt file. Ctrl-C ends the run, saves
+the trajectory and prints its path (exit 130; SIGTERM the same, exit 143).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import FrameType
+
+from four._outcomes import Outcome
+from four._types import JSON, Execute, Invoke, Parse
+from four.cli import _settings as env
+from four.cli._errors import UsageError
+from four.cli._format import cost, fold, seconds, succeeded, tokens
+from four.cli._live import Display, Recording, Watched, WatchedEnv, components
+from four.trajectory._codec import usage_from_json
+
+DEFAULT_MAX_STEPS = 100
+DEFAULT_COST_LIMIT = 3.0
+DEFAULT_OUTPUT_DIR = "trajectories"
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """Everything ``four run`` was asked, after flags and variables are combined."""
+
+    task: str
+    model: str
+    api_base: str | None
+    toolcalls: bool
+    env: str
+    image: str | None
+    cwd: str | None
+    command_timeout: float | None
+    timeout: float | None
+    max_steps: int
+    cost_limit: float | None
+    prices: tuple[float, float] | None
+    max_format_errors: int
+    check: str | None
+    output_dir: str
+    system_file: str | None
+    mode: str
+    json: bool
+
+    def record(self) -> dict[str, JSON]:
+        """The settings stored in the trajectory (``info.components.cli``), task aside."""
+        from four import __version__
+
+        data: dict[str, JSON] = {
+            k: v for k, v in asdict(self).items() if k not in ("task", "prices", "mode", "json")
+        }
+        data["prices"] = list(self.prices) if self.prices else None
+        if self.cwd is None and self.env in ("local", "persistent"):
+            data["cwd"] = os.getcwd()  # so `four replay` from elsewhere runs in the same place
+        data["version"] = __version__
+        return data
+
+
+@dataclass(slots=True)
+class Deadline:
+    """A watch that ends the run once ``seconds`` of wall time have passed.
+
+    It is asked before each model call and each command, so a call or command already
+    running finishes first (``--command-timeout`` bounds a command).
+    """
+
+    seconds: float
+    started: float = field(default_factory=time.monotonic)
+
+    def beat(self) -> None:
+        pass
+
+    def stopped(self) -> Outcome | None:
+        if time.monotonic() - self.started < self.seconds:
+            return None
+        from four._outcomes import TimeLimitReached
+
+        return TimeLimitReached(f"the run took {seconds(self.seconds)} (--timeout)")
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised as an interrupt so the run saves itself and says ``interrupted``."""
+
+
+def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
+    """Combine flags, ``FOUR_*`` variables and defaults; a missing or bad value is a
+    ``UsageError``."""
+    task = str(args.task)
+    if task == "-":
+        task = sys.stdin.read()
+    if not task.strip():
+        raise UsageError("the task is empty")
+    model = args.model or env.get("FOUR_MODEL")
+    if not model:
+        raise UsageError("no model: give --model NAME or set FOUR_MODEL")
+    kind = args.env or env.get("FOUR_ENV") or "local"
+    if kind not in env.ENVIRONMENTS:
+        raise UsageError(f"FOUR_ENV={kind!r}: use one of {', '.join(env.ENVIRONMENTS)}")
+    image = args.image or env.get("FOUR_IMAGE")
+    if kind == "docker" and not image:
+        raise UsageError("--env docker needs an image: --image NAME or FOUR_IMAGE")
+    cost_limit = (
+        args.cost_limit
+        if args.cost_limit is not None
+        else env.get_float("FOUR_COST_LIMIT", DEFAULT_COST_LIMIT)
+    )
+    timeout = args.timeout if args.timeout is not None else env.get_float("FOUR_TIMEOUT", None)
+    command_timeout = (
+        args.command_timeout
+        if args.command_timeout is not None
+        else env.get_float("FOUR_COMMAND_TIMEOUT", None)
+    )
+    prices = args.prices or env.get("FOUR_PRICES")
+    toolcalls = args.toolcalls if args.toolcalls is not None else env.get_bool("FOUR_TOOLCALLS")
+    tty = sys.stderr.isatty() if tty is None else tty
+    mode = "quiet" if args.quiet else ("live" if tty else "lines")
+    return RunOptions(
+        task=task,
+        model=str(model),
+        api_base=args.api_base or env.get("FOUR_API_BASE"),
+        toolcalls=bool(toolcalls),
+        env=kind,
+        image=image,
+        cwd=args.cwd,
+        command_timeout=command_timeout,
+        timeout=timeout or None,
+        max_steps=(
+            args.max_steps
+            if args.max_steps is not None
+            else env.get_int("FOUR_MAX_STEPS", DEFAULT_MAX_STEPS)
+        ),
+        cost_limit=cost_limit if cost_limit else None,
+        prices=env.parse_prices(prices) if prices else None,
+        max_format_errors=int(args.max_format_errors),
+        check=args.check,
+        output_dir=args.output_dir or env.get("FOUR_OUTPUT_DIR") or DEFAULT_OUTPUT_DIR,
+        system_file=args.system or env.get("FOUR_SYSTEM"),
+        mode=mode,
+        json=bool(args.json),
+    )
+
+
+def system_prompt(opts: RunOptions) -> str:
+    """The ``--system`` file's text, or the built-in prompt."""
+    from four.cli._prompts import default_system
+
+    if not opts.system_file:
+        return default_system(opts.toolcalls)
+    try:
+        return Path(opts.system_file).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot read --system {opts.system_file}: {exc.strerror}") from None
+
+
+def api_key(opts: RunOptions) -> str | None:
+    """``FOUR_API_KEY``; with ``--api-base`` and no such key, ``none``: a provider's real
+    key is never sent to a server of the user's choosing."""
+    key = env.get("FOUR_API_KEY")
+    return "none" if opts.api_base and key is None else key
+
+
+def build(opts: RunOptions, model: str, key: str | None) -> tuple[Invoke, Parse, Execute]:
+    """G (retried, budgeted), V1 and V2 for the options."""
+    from four.cli._envs import make_env
+    from four.invoke import budget_invoke, litellm_invoke, litellm_toolcall_invoke, retry_invoke
+    from four.parse import regex_parse, toolcall_parse
+
+    make = litellm_toolcall_invoke if opts.toolcalls else litellm_invoke
+    G: Invoke = retry_invoke(make(model, api_base=opts.api_base, api_key=key, prices=opts.prices))
+    if opts.cost_limit:
+        G = budget_invoke(G, cost_limit=opts.cost_limit)
+    V1: Parse = toolcall_parse() if opts.toolcalls else regex_parse()
+    V2 = make_env(opts.env, image=opts.image, cwd=opts.cwd, timeout=opts.command_timeout)
+    return G, V1, V2
+
+
+@contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """While inside, SIGTERM raises ``Terminated`` (main thread only)."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise Terminated
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run the agent; exit 0 finished or accepted, 1 any other end, 2 usage, 130 Ctrl-C."""
+    from four import run
+    from four.cli._preflight import resolve_model
+    from four.trajectory import save_trajectory
+
+    opts = options(args)
+    system = system_prompt(opts)
+    key = api_key(opts)
+    model = resolve_model(opts.model, opts.api_base, key)
+    G, V1, V2 = build(opts, model, key)
+    check = None
+    if opts.check:
+        from four.checks import command_check
+
+        check = command_check(opts.check)
+    display = Display(opts.mode, title=f"{model} · {opts.env}", max_steps=opts.max_steps)
+    recording = Recording(save_trajectory(opts.output_dir), components(G, V2, opts.record()))
+    display.start()
+    try:
+        with sigterm_interrupts():
+            path = run(
+                Watched(G, display),
+                V1,
+                WatchedEnv(V2, display),
+                recording,
+                system,
+                opts.task,
+                opts.max_steps,
+                opts.max_format_errors,
+                check=check,
+                watch=Deadline(opts.timeout) if opts.timeout else None,
+            )
+    except KeyboardInterrupt as exc:
+        display.stop("interrupted")
+        return _interrupted(recording, opts, exc)
+    except Exception:
+        display.stop("crashed")
+        traceback.print_exc()
+        saved = recording.path
+        print(f"crashed · saved {saved}" if saved else "crashed before saving", file=sys.stderr)
+        return 1
+    else:
+        display.stop("done")
+    finally:
+        display.stop()
+    return report(path, opts)
+
+
+def _interrupted(recording: Recording, opts: RunOptions, exc: KeyboardInterrupt) -> int:
+    code = 143 if isinstance(exc, Terminated) else 130
+    path = recording.path
+    if opts.json:
+        outcome = f"interrupted: {type(exc).__name__}"
+        saved = str(path) if path else None
+        print(json.dumps({"outcome": outcome, "success": False, "path": saved}, indent=2))
+    else:
+        print(f"interrupted · saved {path}" if path else "interrupted before the run began")
+    return code
+
+
+def report(path: Path, opts: RunOptions) -> int:
+    """Print the final line (or JSON) for a run saved at ``path``; its exit status."""
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    outcome = str(doc.get("outcome"))
+    stats: Mapping[str, JSON] = doc.get("stats") or {}
+    usage_json = stats.get("usage")
+    usage = usage_from_json(usage_json if isinstance(usage_json, dict) else {})
+    detail = doc.get("outcome_detail") or {}
+    output = detail.get("output") if isinstance(detail, dict) else None
+    code = 0 if succeeded(outcome) else 1
+    wall = stats.get("wall_time")
+    if opts.json:
+        print(
+            json.dumps(
+                {
+                    "outcome": outcome,
+                    "success": code == 0,
+                    "path": str(path),
+                    "steps": stats.get("steps"),
+                    "usage": usage_json,
+                    "wall_time": wall,
+                    "submission": output if isinstance(output, str) else None,
+                },
+                indent=2,
+            )
+        )
+        return code
+    if opts.mode != "quiet" and isinstance(output, str) and output.strip():
+        shown, _ = fold(output, 20)
+        print(f"submission:\n{shown}", file=sys.stderr)
+    print(
+        f"{outcome} · {stats.get('steps')} steps · {tokens(usage.total_tokens)} tokens · "
+        f"{cost(usage)} · {seconds(wall if isinstance(wall, int | float) else None)} · {path}"
+    )
+    return code

@@ -1,0 +1,121 @@
+"""Settings read from the environment: the defaults behind the command-line flags.
+
+Every flag of ``four run`` that a person sets again and again has a ``FOUR_*``
+variable; a flag given on the command line wins over the variable.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from four.cli._errors import UsageError
+
+ENVIRONMENTS = ("local", "persistent", "sandbox", "docker")
+
+
+@dataclass(frozen=True, slots=True)
+class Variable:
+    """One environment variable: its name and what it sets."""
+
+    name: str
+    help: str
+
+
+VARIABLES: tuple[Variable, ...] = (
+    Variable("FOUR_MODEL", "model name for litellm, e.g. openai/gpt-4o-mini (--model)"),
+    Variable("FOUR_API_BASE", "base URL of an OpenAI-compatible server (--api-base)"),
+    Variable("FOUR_API_KEY", "key sent to --api-base (default: none; never the provider's)"),
+    Variable("FOUR_OUTPUT_DIR", "where trajectories are saved (-o), default ./trajectories"),
+    Variable("FOUR_ENV", "local, persistent, sandbox or docker (--env)"),
+    Variable("FOUR_IMAGE", "container image for --env docker (--image)"),
+    Variable("FOUR_TOOLCALLS", "1 to use tool calls instead of ```bash blocks (--toolcalls)"),
+    Variable("FOUR_MAX_STEPS", "model calls before the run stops (--max-steps)"),
+    Variable("FOUR_COST_LIMIT", "USD after which the run stops (--cost-limit)"),
+    Variable("FOUR_PRICES", "USD per million prompt,completion tokens (--prices)"),
+    Variable("FOUR_TIMEOUT", "wall-clock seconds the whole run may take (--timeout)"),
+    Variable("FOUR_COMMAND_TIMEOUT", "seconds one command may run (--command-timeout)"),
+    Variable("FOUR_SYSTEM", "file holding the system prompt (--system)"),
+)
+
+
+def get(name: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """The variable's value, or None when it is unset or empty.
+
+    >>> get("FOUR_MODEL", {"FOUR_MODEL": "openai/gpt-4o"})
+    'openai/gpt-4o'
+    """
+    value = (os.environ if environ is None else environ).get(name, "")
+    return value or None
+
+
+def get_int(name: str, default: int, environ: Mapping[str, str] | None = None) -> int:
+    """An integer variable; a value that is not an integer is a usage error.
+
+    >>> get_int("FOUR_MAX_STEPS", 100, {"FOUR_MAX_STEPS": "7"})
+    7
+    """
+    text = get(name, environ)
+    if text is None:
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise UsageError(f"{name}={text!r} is not an integer") from None
+
+
+def get_float(
+    name: str, default: float | None, environ: Mapping[str, str] | None = None
+) -> float | None:
+    """A number variable; a value that is not a number is a usage error.
+
+    >>> get_float("FOUR_COST_LIMIT", None, {"FOUR_COST_LIMIT": "0.5"})
+    0.5
+    """
+    text = get(name, environ)
+    if text is None:
+        return default
+    try:
+        return float(text)
+    except ValueError:
+        raise UsageError(f"{name}={text!r} is not a number") from None
+
+
+def get_bool(name: str, environ: Mapping[str, str] | None = None) -> bool:
+    """A yes/no variable: 1, true, yes or on (any case) mean yes.
+
+    >>> get_bool("FOUR_TOOLCALLS", {"FOUR_TOOLCALLS": "True"})
+    True
+    """
+    text = (get(name, environ) or "").strip().lower()
+    if text in ("", "0", "false", "no", "off"):
+        return False
+    if text in ("1", "true", "yes", "on"):
+        return True
+    raise UsageError(f"{name}={text!r} is not a yes/no value (use 1 or 0)")
+
+
+def epilog() -> str:
+    """The list of variables, for ``four --help``."""
+    width = max(len(v.name) for v in VARIABLES)
+    lines = [f"  {v.name.ljust(width)}  {v.help}" for v in VARIABLES]
+    return "environment variables:\n" + "\n".join(lines)
+
+
+def parse_prices(text: str) -> tuple[float, float]:
+    """``IN,OUT`` in USD per million tokens, as USD per token (what the invokes take).
+
+    >>> parse_prices("3, 15")
+    (3e-06, 1.5e-05)
+    """
+    parts = text.replace("/", ",").split(",")
+    try:
+        prompt, completion = (float(p) for p in parts)
+    except ValueError:
+        raise UsageError(
+            f"prices {text!r}: give USD per million prompt and completion tokens, e.g. 3,15"
+        ) from None
+    if prompt < 0 or completion < 0:
+        raise UsageError(f"prices {text!r} are negative")
+    return prompt / 1e6, completion / 1e6

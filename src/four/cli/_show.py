@@ -1,0 +1,143 @@
+"""``four show TRAJ``: a run in the terminal, step by step, long outputs folded."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.console import Console
+from rich.rule import Rule
+from rich.text import Text
+
+from four.cli._errors import UsageError
+from four.cli._format import fold, seconds, succeeded, tokens, usage_line
+from four.cli._steps import Run, Step, load_run
+
+
+def main(args: argparse.Namespace) -> int:
+    """Print the run in ``args.trajectory``; 0 when it was read, 2 when it was not."""
+
+    limit = 0 if args.full else int(args.lines)
+    only: int | None = args.step
+    run = load_run(str(args.trajectory))
+    if only is not None and not 1 <= only <= len(run.steps):
+        raise UsageError(f"step {only} does not exist: the run has {len(run.steps)} steps")
+    # soft wrap: the terminal wraps long lines, rich need not (5x faster on long runs)
+    console = Console(highlight=False, soft_wrap=True)
+    with console:  # one write at the end, not one per line
+        show(console, run, limit=limit, step=only, system=bool(args.system))
+    return 0
+
+
+def show(
+    console: Console, run: Run, *, limit: int = 16, step: int | None = None, system: bool = False
+) -> None:
+    """Write ``run`` to ``console``: a header, then each step (or only ``step``).
+
+    >>> from four.cli._steps import read_run
+    >>> from four.trajectory import Trajectory
+    >>> from pathlib import Path
+    >>> from four import User
+    >>> show(Console(width=60), read_run(Trajectory((User("hi"),), None, "x", Path("x.json"))))
+    ... # doctest: +ELLIPSIS
+    x.json ...
+    """
+
+    _header(console, run)
+    if system and run.system:
+        _block(console, "system", run.system, limit, "magenta")
+    if run.task and step is None:
+        _block(console, "task", run.task, limit, "cyan")
+    for s in run.steps:
+        if step is None or s.number == step:
+            _step(console, s, limit)
+    if step is None:
+        console.print()
+        console.print(Text.assemble(("outcome ", "bold"), _outcome_text(run.outcome)))
+
+
+def _header(console: Console, run: Run) -> None:
+    t = run.trajectory
+    formats = sum(1 for s in run.steps if s.format_error)
+    failed = sum(1 for s in run.steps if s.failed)
+    rows: list[tuple[str, Text]] = [("outcome", _outcome_text(run.outcome))]
+    if run.model:
+        rows.append(("model", Text(run.model)))
+    rows.append(
+        (
+            "steps",
+            Text(f"{len(run.steps)} · {failed} with a failing command · {formats} format errors"),
+        )
+    )
+    rows.append(("usage", Text(usage_line(run.usage))))
+    if run.wall_time is not None:
+        rows.append(("time", Text(seconds(run.wall_time))))
+    verdicts = t.stats.get("verdicts")
+    if isinstance(verdicts, dict):
+        log = verdicts.get("log")
+        said = (
+            [str(e.get("verdict")) for e in log if isinstance(e, dict)]
+            if isinstance(log, list)
+            else []
+        )
+        rows.append(
+            ("verdicts", Text(f"{' → '.join(said) or 'none'} (receipts: four audit {t.path.name})"))
+        )
+    console.print(Text(str(t.path), style="bold underline"), Text(f"  ({t.format})", style="dim"))
+    for name, value in rows:
+        console.print(Text(f"{name:<9}", style="bold") + value)
+
+
+def _outcome_text(outcome: str) -> Text:
+
+    style = "bold green" if succeeded(outcome) else "bold red"
+    return Text(outcome, style=style)
+
+
+def _block(console: Console, title: str, body: str, limit: int, style: str) -> None:
+
+    console.print()
+    console.print(Text(f"── {title}", style=f"bold {style}"))
+    _folded(console, body, limit, "")
+
+
+def _step(console: Console, step: Step, limit: int) -> None:
+
+    usage = step.reply.usage
+    facts = [f"step {step.number}"]
+    if step.duration is not None:
+        facts.append(seconds(step.duration))
+    if usage is not None:
+        facts.append(f"{tokens(usage.total_tokens)} tok")
+        if usage.cost:
+            facts.append(f"${usage.cost:.4f}")
+    if step.reply.truncated:
+        facts.append("cut off")
+    if step.submitted:
+        facts.append("submitted")
+    console.print()
+    console.print(Rule(Text(" · ".join(facts)), align="left", style="blue"))
+    if step.reply.reasoning:
+        _folded(console, step.reply.reasoning, limit, "dim italic")
+    if step.reply.content.strip():
+        _folded(console, step.reply.content, limit, "")
+    for command in step.commands:
+        console.print(Text("$ ", style="bold yellow") + Text(command, style="bold"))
+    if step.format_error:
+        console.print(Text(f"format error: {step.format_error}", style="bold magenta"))
+        return
+    for index, observation in enumerate(step.observations):
+        code = step.returncodes[index] if index < len(step.returncodes) else None
+        label = step.label(index)
+        status = "" if code is None else f" · exit {code}"
+        style = "red" if code not in (None, 0) else "green"
+        console.print(Text(f"{label}{status}", style=style))
+        _folded(console, observation.content, limit, "")
+
+
+def _folded(console: Console, text: str, limit: int, style: str) -> None:
+
+    shown, hidden = fold(text, limit)
+    body = Text("\n".join(f"  {line}" for line in shown.splitlines()), style=style)
+    if hidden:
+        body.highlight_regex(r"… \d+ more lines …", "bold cyan")
+    console.print(body)

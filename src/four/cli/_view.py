@@ -1,0 +1,299 @@
+"""``four view TRAJ -o page.html``: a run as one self-contained HTML page.
+
+Everything from the trajectory is escaped (it is model and command output); the
+page's Content-Security-Policy lets only its own style sheet and script run and
+fetches nothing, so it can be opened offline, attached to an issue or archived.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import time
+from collections.abc import Iterable, Mapping
+from html import escape
+from pathlib import Path
+
+from four._types import JSON
+from four.cli._errors import UsageError
+from four.cli._format import cost, seconds, succeeded, tokens
+from four.cli._html import CSS, POLICY, SCRIPT
+from four.cli._steps import Run, Step, load_run
+
+OPEN_LINES = 20
+"""Outputs up to this many lines are shown open; longer ones are folded."""
+OPEN_CHARS = 2500
+
+
+def main(args: argparse.Namespace) -> int:
+    """Write the page for ``args.trajectory`` and print its path."""
+    source = Path(str(args.trajectory))
+    target = Path(str(args.output)) if args.output else _default_target(source)
+    run = load_run(source)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(render_page(run), encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {target}: {exc.strerror}") from None
+    print(target)
+    return 0
+
+
+def _default_target(source: Path) -> Path:
+    name = source.name
+    for suffix in (".traj.json", ".jsonl", ".json"):
+        if name.endswith(suffix):
+            return source.with_name(name[: -len(suffix)] + ".html")
+    return source.with_name(name + ".html")
+
+
+def render_page(run: Run) -> str:
+    """The whole page as one string.
+
+    >>> from four.cli._steps import read_run
+    >>> from four.trajectory import Trajectory
+    >>> from four import User
+    >>> page = render_page(read_run(Trajectory((User("<hi>"),), None, "x", Path("x.json"))))
+    >>> "&lt;hi&gt;" in page and "<hi>" not in page
+    True
+    """
+    t = run.trajectory
+    title = f"four · {run.outcome} · {t.path.name}"
+    parts = [
+        "<!doctype html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{escape(POLICY, quote=False)}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{escape(title)}</title>",
+        f"<style>{CSS}</style></head><body><main>",
+        f"<h1>{escape(t.path.name)}</h1>",
+        f'<div class="dim">{escape(str(t.path))} · {escape(t.format)}</div>',
+        _facts(run),
+        _timeline(run.steps),
+        '<div class="toolbar"><button type="button" id="expand">Expand all</button>'
+        '<button type="button" id="collapse">Collapse all</button>'
+        '<button type="button" id="failing" aria-pressed="false">Only failing steps</button>'
+        '<span class="dim">keys: j / k move between steps</span></div>',
+    ]
+    if run.system:
+        parts.append(_fold("System prompt", run.system, open_=False))
+    if run.task:
+        parts.append(_fold("Task", run.task, open_=True))
+    parts.append(f'<h2 id="steps">Steps ({len(run.steps)})</h2>')
+    parts.extend(_step(step) for step in run.steps)
+    parts.append(_ending(run))
+    verdicts = t.stats.get("verdicts")
+    if isinstance(verdicts, dict):
+        parts.append(_verdicts(run, verdicts))
+    parts.append(_fold("Run record (info and stats)", _pretty({"info": t.info, "stats": t.stats})))
+    parts.append(f"</main><script>{SCRIPT}</script></body></html>\n")
+    return "\n".join(parts)
+
+
+def _facts(run: Run) -> str:
+    t, usage = run.trajectory, run.usage
+    kind = "ok" if succeeded(run.outcome) else "bad"
+    rows: list[tuple[str, str]] = [
+        ("outcome", f'<span class="badge {kind}" id="outcome">{escape(run.outcome)}</span>')
+    ]
+    if run.model:
+        rows.append(("model", escape(run.model)))
+    failing = sum(1 for s in run.steps if s.failed)
+    formats = sum(1 for s in run.steps if s.format_error)
+    rows.append(
+        ("steps", f"{len(run.steps)} · {failing} with a failing command · {formats} format errors")
+    )
+    rows.append(
+        (
+            "usage",
+            f"{tokens(usage.prompt_tokens)} prompt + {tokens(usage.completion_tokens)} completion"
+            f" tokens · {usage.calls} calls",
+        )
+    )
+    rows.append(("cost", escape(cost(usage))))
+    if run.wall_time is not None:
+        rows.append(("wall time", escape(seconds(run.wall_time))))
+    started = t.info.get("started_at")
+    if isinstance(started, int | float) and started > 0:
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(started))
+        rows.append(("started", stamp))
+    body = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in rows)
+    return f'<table class="facts">{body}</table>'
+
+
+def _kind(step: Step) -> str:
+    if step.format_error:
+        return "fmt"
+    if step.failed:
+        return "bad"
+    if step.submitted:
+        return "sub"
+    if not step.commands:
+        return "none"
+    return "ok"
+
+
+def _timeline(steps: Iterable[Step]) -> str:
+    links = []
+    for step in steps:
+        tip = f"step {step.number}: " + (
+            step.format_error or "; ".join(step.commands) or "no command"
+        )
+        grow = ""
+        if step.duration is not None:
+            grow = f' data-seconds="{step.duration:.3f}"'
+        links.append(
+            f'<a href="#step-{step.number}" class="{_kind(step)}" title="{escape(tip[:300])}"'
+            f"{grow}>{step.number}</a>"
+        )
+    return f'<nav class="timeline" aria-label="steps">{"".join(links)}</nav>'
+
+
+def _step(step: Step) -> str:
+    reply = step.reply
+    facts = []
+    if step.duration is not None:
+        facts.append(seconds(step.duration))
+    if reply.usage is not None:
+        facts.append(f"{tokens(reply.usage.total_tokens)} tokens")
+        facts.append(cost(reply.usage))
+    if reply.truncated:
+        facts.append("cut off at the token limit")
+    if step.submitted:
+        facts.append("submitted")
+    parts = [
+        f'<section class="step {_kind(step)}" id="step-{step.number}" data-step="{step.number}">',
+        f'<header><a href="#step-{step.number}">Step {step.number}</a>'
+        f'<span class="dim">{escape(" · ".join(facts))}</span></header>',
+    ]
+    if reply.reasoning:
+        parts.append(_fold("reasoning", reply.reasoning, open_=False))
+    if reply.content.strip():
+        parts.append(_fold("reply", reply.content, open_=None))
+    parts.extend(f'<pre class="cmd">$ {escape(command)}</pre>' for command in step.commands)
+    if step.format_error:
+        parts.append(
+            f'<div><span class="badge fmt">format error</span> {escape(step.format_error)}</div>'
+        )
+    for index, observation in enumerate(step.observations):
+        code = step.returncodes[index] if index < len(step.returncodes) else None
+        label = step.label(index)
+        if code is not None:
+            css = "code-ok" if code == 0 else "code-bad"
+            label += f' · <span class="{css}">exit {code}</span>'
+        parts.append(_fold(label, observation.content, open_=None, escaped_label=True))
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _fold(label: str, text: str, open_: bool | None = None, *, escaped_label: bool = False) -> str:
+    """A ``<details>`` holding ``text``; ``open_`` None opens it when it is short."""
+    lines = text.count("\n") + 1
+    if open_ is None:
+        open_ = lines <= OPEN_LINES and len(text) <= OPEN_CHARS
+    head = label if escaped_label else escape(label)
+    size = f"{lines} lines" if lines != 1 else f"{len(text)} chars"
+    return (
+        f"<details{' open' if open_ else ''}><summary><b>{head}</b> · {size}</summary>"
+        f"<pre>{escape(text)}</pre></details>"
+    )
+
+
+def _ending(run: Run) -> str:
+    t = run.trajectory
+    parts = ['<h2 id="outcome-detail">Outcome</h2>']
+    kind = "ok" if succeeded(run.outcome) else "bad"
+    parts.append(f'<p><span class="badge {kind}">{escape(run.outcome)}</span></p>')
+    detail: Mapping[str, JSON] = t.detail
+    output = detail.get("output", t.info.get("submission"))
+    if isinstance(output, str) and output:
+        parts.append(_fold("submission", output, open_=True))
+    if detail:
+        parts.append(_fold("outcome detail", _pretty(detail), open_=False))
+    return "\n".join(parts)
+
+
+def _verdicts(run: Run, verdicts: Mapping[str, JSON]) -> str:
+    """The verified loop's record: the audit, the verdict log, the receipts, the config."""
+    parts = ['<h2 id="verdicts">Verdicts and receipts</h2>', _audit(run)]
+    facts = [
+        (key, verdicts[key])
+        for key in ("evaluations", "initial_rank", "head")
+        if isinstance(verdicts.get(key), str | int)
+    ]
+    if facts:
+        body = "".join(f"<tr><td>{escape(k)}</td><td>{escape(str(v))}</td></tr>" for k, v in facts)
+        parts.append(f'<table class="facts">{body}</table>')
+    log = verdicts.get("log")
+    if isinstance(log, list) and log:
+        parts.append(f"<h3>verdict log · {len(log)}</h3>")
+        parts.append(_records(log, "verdict-log"))
+    receipts = verdicts.get("receipts")
+    if isinstance(receipts, str):
+        with contextlib.suppress(json.JSONDecodeError):
+            receipts = json.loads(receipts)
+    if isinstance(receipts, dict) and isinstance(receipts.get("receipts"), list):
+        receipts = receipts["receipts"]
+    if isinstance(receipts, list):
+        parts.append(f"<h3>receipts · {len(receipts)}</h3>")
+        parts.append(_records(receipts, "receipts", _RECEIPT_KEYS))
+        parts.append(_fold("receipts as stored", _pretty(receipts), open_=False))
+    elif receipts is not None:
+        parts.append(_fold("receipts as stored", _pretty(receipts), open_=False))
+    rest = {k: v for k, v in verdicts.items() if k not in ("log", "receipts", *dict(facts))}
+    if rest:
+        parts.append(_fold("verdict record", _pretty(rest), open_=False))
+    return "\n".join(parts)
+
+
+_RECEIPT_KEYS = ("index", "type", "verdict", "payload", "action", "event", "digest")
+_VERDICT_NAMES = {0: "NO", 1: "YES", 2: "MAYBE", 3: "IFF"}  # four.quaternary.Verdict
+
+
+def _audit(run: Run) -> str:
+    """Replay the receipts now, so the page says whether they hold."""
+    from four.checks import audit
+
+    try:
+        result = audit(run.trajectory)
+    except Exception as exc:  # a page is still worth writing when the record is broken
+        return f'<p><span class="badge bad">audit failed</span> {escape(str(exc))}</p>'
+    if result.valid:
+        return (
+            f'<p><span class="badge ok" id="audit">audit: valid</span> {result.evaluations}'
+            f" evaluations, rank {result.initial_rank} → {result.final_rank}</p>"
+        )
+    reasons = "".join(f"<li>{escape(e)}</li>" for e in result.errors)
+    return f'<p><span class="badge bad" id="audit">audit: invalid</span></p><ul>{reasons}</ul>'
+
+
+def _records(items: list[JSON], css: str, preferred: tuple[str, ...] = ()) -> str:
+    """A list of JSON records as a table: the ``preferred`` columns when present, else all."""
+    records = [r for r in items if isinstance(r, dict)]
+    keys: list[str] = []
+    for record in records:
+        keys.extend(k for k in record if k not in keys)
+    if preferred and any(k in keys for k in preferred):
+        keys = [k for k in preferred if k in keys]
+    head = "".join(f"<th>{escape(k)}</th>" for k in ["#", *keys])
+    rows = []
+    for n, record in enumerate(records, 1):
+        cells = "".join(f"<td>{escape(_cell(k, record.get(k)))}</td>" for k in keys)
+        rows.append(f"<tr><td>{n}</td>{cells}</tr>")
+    return f'<table class="grid {css}"><tr>{head}</tr>{"".join(rows)}</table>'
+
+
+def _cell(key: str, value: JSON) -> str:
+    if value is None:
+        return ""
+    if key == "verdict" and isinstance(value, int) and not isinstance(value, bool):
+        return _VERDICT_NAMES.get(value, str(value))
+    if key == "digest" and isinstance(value, str):
+        return value[:16]
+    text = value if isinstance(value, str) else json.dumps(value)
+    return text if len(text) <= 300 else text[:300] + "…"
+
+
+def _pretty(value: object) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)

@@ -1,0 +1,87 @@
+"""The command skeleton: help, version, usage errors, settings from the environment."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from four.cli import _settings as settings
+from four.cli import build_parser, main
+from four.cli._errors import UsageError
+from tests.cli._runs import ROOT, cli
+
+
+def test_help_lists_commands_and_variables() -> None:
+    done = cli("--help")
+    assert done.returncode == 0, done.stderr
+    for word in ("run", "replay", "audit", "show", "view", "stats", "FOUR_MODEL", "FOUR_API_BASE"):
+        assert word in done.stdout
+
+
+def test_help_imports_neither_litellm_nor_rich() -> None:
+    probe = (
+        "import sys\nfrom four.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('litellm', 'rich', 'four.cli._run') if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT / "src")},
+        check=True,
+    )
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("command", ["run", "replay", "audit", "show", "view", "stats"])
+def test_each_command_has_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main([command, "--help"])
+    assert exit_.value.code == 0
+    assert f"usage: four {command}" in capsys.readouterr().out
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.startswith("four 0.")
+
+
+def test_no_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert "COMMAND" in capsys.readouterr().out
+
+
+def test_bad_flag_exits_2() -> None:
+    done = cli("show", "--lines", "-3", "x.json")
+    assert done.returncode == 2
+    assert "negative" in done.stderr
+
+
+def test_unreadable_trajectory_is_a_usage_error() -> None:
+    done = cli("show", "no/such/file.json")
+    assert done.returncode == 2
+    assert done.stderr.startswith("four show: error: cannot read no/such/file.json")
+    assert "Traceback" not in done.stderr
+
+
+def test_parser_defaults_leave_settings_to_the_environment() -> None:
+    args = build_parser().parse_args(["run", "fix it"])
+    assert args.model is None and args.env is None and args.max_steps is None
+
+
+def test_settings_parse_and_reject() -> None:
+    environ = {"FOUR_MAX_STEPS": "12", "FOUR_COST_LIMIT": "1.5", "FOUR_TOOLCALLS": "yes"}
+    assert settings.get_int("FOUR_MAX_STEPS", 100, environ) == 12
+    assert settings.get_int("FOUR_MAX_STEPS", 100, {}) == 100
+    assert settings.get_float("FOUR_COST_LIMIT", None, environ) == 1.5
+    assert settings.get_bool("FOUR_TOOLCALLS", environ) is True
+    assert settings.get("FOUR_MODEL", {"FOUR_MODEL": ""}) is None
+    with pytest.raises(UsageError, match="FOUR_MAX_STEPS='many' is not an integer"):
+        settings.get_int("FOUR_MAX_STEPS", 100, {"FOUR_MAX_STEPS": "many"})
+    with pytest.raises(UsageError, match="not a number"):
+        settings.get_float("FOUR_COST_LIMIT", None, {"FOUR_COST_LIMIT": "$3"})
+    with pytest.raises(UsageError, match="yes/no"):
+        settings.get_bool("FOUR_TOOLCALLS", {"FOUR_TOOLCALLS": "maybe"})
