@@ -1,0 +1,70 @@
+"""``four batch``: the agent of ``four run`` on every task of a file, against the
+loopback model server; the manifest, resume, the summary, ``four stats`` on its output."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from four.batch import read_manifest
+from four.batch._command import add_batch_parser, batch_command, main
+from four.cli._errors import UsageError
+from tests.batch._agents import StepModel, serve_many
+
+
+def _args(*words: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="four")
+    add_batch_parser(parser.add_subparsers(dest="command"))
+    return parser.parse_args(["batch", *words])
+
+
+def _tasks(path: Path, n: int) -> Path:
+    lines = [json.dumps({"id": f"t{i}", "task": f"task {i}", "repo": f"r{i}"}) for i in range(n)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+# litellm makes an HTTP client per thread and drops it unclosed: its sockets are
+# garbage-collected with a ResourceWarning (nothing of ours).
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_four_batch_runs_every_task_records_them_and_skips_them_next_time(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("FOUR_MODEL", "FOUR_API_BASE", "FOUR_ENV", "FOUR_WORKERS", "FOUR_RAY"):
+        monkeypatch.delenv(name, raising=False)
+    tasks = _tasks(tmp_path / "tasks.jsonl", 5)
+    out = tmp_path / "out"
+    model = StepModel(steps=3)
+    with serve_many(model) as server:
+        words = [str(tasks), "--model", "test-model", "--api-base", server.url, "-w", "3"]
+        assert batch_command(_args(*words, "-o", str(out))) == 0
+        lines = capsys.readouterr()
+        assert "5 runs: exit:task_complete 5" in lines.out
+        assert lines.err.count("exit:task_complete") == 5  # a line per result (no terminal)
+        latest = read_manifest(out)
+        assert sorted(latest) == [f"t{i}" for i in range(5)]
+        assert all(r.submitted and r.steps == 3 for r in latest.values())
+        assert latest["t2"].fields == {"repo": "r2"}
+        calls = model.calls
+        assert batch_command(_args(*words, "-o", str(out), "--json")) == 0
+        summary = json.loads(capsys.readouterr().out)
+        assert summary["ran"] == 0 and summary["unfinished"] == []
+        assert model.calls == calls
+    from four.cli._stats import summarise
+
+    stats = summarise([str(out / "runs")])
+    assert stats.runs == 5 and dict(stats.outcomes) == {"exit:task_complete": 5}
+
+
+def test_bad_task_files_are_usage_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"task": "no id"}\n')
+    with pytest.raises(UsageError, match='needs an "id"'):
+        batch_command(_args(str(bad), "--model", "m"))
+    assert main([str(tmp_path / "missing.jsonl"), "--model", "m"]) == 2
+    assert "cannot read" in capsys.readouterr().err
