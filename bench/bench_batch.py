@@ -1,0 +1,237 @@
+"""Batch throughput: 200 runs x 5 steps, a model taking 50 ms a call, 100 runs at once.
+
+    python bench/run.py batch        # or: python bench/bench_batch.py [ROUNDS]
+
+Each step is one model call (a G that sleeps 50 ms, standing in for the model's
+latency) and one command (`true`, in a fresh bash: ``local_env``); the fifth command
+submits. Every run saves its trajectory and the manifest gets a line per run. The ideal
+is 5 x 50 ms x 2 batches of 100 = 0.5 s; on 2 cores the 1,000 bash processes alone cost
+0.6-0.9 s of CPU.
+
+Rows: ``four.batch`` on its thread pool; on Ray (a one-node cluster started first and
+not timed; actor start is timed); and mini-swe-agent's SWE-bench batch runner on the same
+workload: its ``process_instance`` (agent, local environment, trajectory, preds.json)
+in its ``ThreadPoolExecutor``, with its ``DeterministicModel`` sleeping 50 ms per call
+(the dataset and Docker parts replaced). mini-swe-agent runs in bench/.venv (made on
+first use, as for ``bench_execute``; FOUR_BENCH_MSWEA_PYTHON names another interpreter).
+Ray rows need ``pip install -e '.[ray]'``; without Ray they are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from returns.result import Result, Success
+
+if TYPE_CHECKING:
+    from four.batch import Pool
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS, STEPS, LATENCY, CONCURRENCY = 200, 5, 0.05, 100
+IDEAL = STEPS * LATENCY * (RUNS / CONCURRENCY)
+SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+
+
+@dataclass(frozen=True)
+class SleepyModel:
+    """G: waits ``latency`` s, then asks for `true`; its ``steps``-th reply submits."""
+
+    latency: float = LATENCY
+    steps: int = STEPS
+
+    def __call__(self, messages: Sequence[object], /) -> Result[object, object]:
+        from four import Assistant, Usage
+
+        time.sleep(self.latency)
+        done = sum(1 for m in messages if isinstance(m, Assistant))
+        command = SUBMIT if done + 1 >= self.steps else "true"
+        return Success(Assistant(f"```bash\n{command}\n```", usage=Usage(100, 10, 0.0)))
+
+
+@dataclass(frozen=True)
+class BenchRun:
+    """make_run of the bench (picklable, for Ray)."""
+
+    def __call__(self, ctx: object) -> Path:
+        from four import run
+        from four.batch import RunContext
+        from four.execute import local_env
+        from four.parse import regex_parse
+        from four.trajectory import save_trajectory
+
+        assert isinstance(ctx, RunContext)
+        return run(
+            SleepyModel(),  # type: ignore[arg-type]
+            regex_parse(),
+            local_env(),
+            save_trajectory(ctx.output_dir),
+            prompt=ctx.task,
+            max_steps=STEPS + 2,
+            watch=ctx.watch,
+        )
+
+
+def four_batch(pool: Pool | None) -> float:
+    from four.batch import Item, run_many
+
+    items = [Item(f"b{i:03d}", f"task {i}") for i in range(RUNS)]
+    with tempfile.TemporaryDirectory() as out:
+        start = time.perf_counter()
+        results = run_many(
+            BenchRun(),
+            items,
+            out,
+            pool=pool,
+            max_concurrency=CONCURRENCY,
+        )
+        took = time.perf_counter() - start
+    bad = [r for r in results if r.outcome != "exit:task_complete" or r.steps != STEPS]
+    assert len(results) == RUNS and not bad, bad[:3]
+    return took
+
+
+# Run by mini-swe-agent's interpreter: its batch runner's own pieces, offline.
+MSWEA_SCRIPT = """
+import concurrent.futures, json, os, sys, tempfile, time
+os.environ["MSWEA_SILENT_STARTUP"] = "1"
+import logging
+logging.disable(logging.CRITICAL)
+from pathlib import Path
+from minisweagent.config import get_config_from_spec
+from minisweagent.run.benchmarks.swebench import process_instance
+from minisweagent.run.benchmarks.utils.batch_progress import RunBatchProgressManager
+from minisweagent.utils.serialize import recursive_merge
+runs, steps, latency, workers = map(float, sys.argv[1:5])
+runs, steps, workers = int(runs), int(steps), int(workers)
+outputs = []
+for i in range(steps):
+    command = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT" if i == steps - 1 else "true"
+    outputs.append({"role": "assistant", "content": "", "extra": {"actions": [{"command": f"/sleep {latency}"}]}})
+    outputs.append({"role": "assistant", "content": f"```mswea_bash_command\\n{command}\\n```",
+                    "extra": {"actions": [{"command": command}], "cost": 0.0}})
+config = recursive_merge(
+    get_config_from_spec("swebench.yaml"),
+    {"model": {"model_class": "deterministic", "outputs": outputs, "model_name": "deterministic"}},
+)
+# Its SWE-bench environment is a Docker container at /testbed: a local one here instead.
+config["environment"] = {"environment_class": "local", "cwd": tempfile.gettempdir(), "timeout": 60}
+instances = [{"instance_id": f"b{i:03d}", "problem_statement": f"task {i}"} for i in range(runs)]
+with tempfile.TemporaryDirectory() as out:
+    output_path = Path(out)
+    progress = RunBatchProgressManager(runs, output_path / "exit_statuses.yaml")
+    start = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as executor:
+        futures = [executor.submit(process_instance, inst, output_path, config, progress)
+                   for inst in instances]
+        for future in concurrent.futures.as_completed(futures):
+            future.result()
+    took = time.perf_counter() - start
+    preds = json.loads((output_path / "preds.json").read_text())
+    statuses = {}
+    for inst in instances:
+        traj = json.loads((output_path / inst["instance_id"] / (inst["instance_id"] + ".traj.json")).read_text())
+        status = traj["info"]["exit_status"]
+        statuses[status] = statuses.get(status, 0) + 1
+print(json.dumps({"seconds": took, "preds": len(preds), "statuses": statuses}))
+"""
+
+
+def mini_batch(python: str) -> float | str:
+    args = [str(RUNS), str(STEPS), str(LATENCY), str(CONCURRENCY)]
+    done = subprocess.run(
+        [python, "-c", MSWEA_SCRIPT, *args], capture_output=True, text=True, timeout=600
+    )
+    if done.returncode != 0:
+        return f"failed: {done.stderr.strip().splitlines()[-1:]}"
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    if out["preds"] != RUNS or out["statuses"] != {"Submitted": RUNS}:
+        return f"unexpected: {out}"
+    return float(out["seconds"])
+
+
+def _ray() -> object | None:
+    try:
+        import ray
+    except ImportError:
+        return None
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    # Inherited by the cluster's workers (a runtime_env would cost a fresh worker).
+    os.environ["PYTHONPATH"] = f"{ROOT / 'src'}{os.pathsep}{ROOT}"
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        object_store_memory=150 * 2**20,
+    )
+    return ray
+
+
+def main(rounds: int = 3) -> None:
+    sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
+    from bench.bench_execute import mswea_python
+    from four.batch import RayPool
+
+    rows: dict[str, list[float]] = {"four.batch, thread pool": []}
+    notes: list[str] = []
+    ray = _ray()
+    if ray is not None:
+        rows["four.batch, Ray (1 node, 1 actor)"] = []
+        rows["four.batch, Ray (1 node, 2 actors)"] = []
+    else:
+        notes.append("Ray rows skipped: ray is not installed (pip install -e '.[ray]').")
+    python = mswea_python()
+    if python is not None:
+        rows["mini-swe-agent 2.4.6 batch runner"] = []
+    else:
+        notes.append("mini-swe-agent row skipped: no interpreter with it.")
+    try:
+        for _ in range(rounds):  # rows take turns, so they share the machine's load alike
+            rows["four.batch, thread pool"].append(four_batch(None))
+            if ray is not None:
+                rows["four.batch, Ray (1 node, 1 actor)"].append(four_batch(RayPool()))
+                rows["four.batch, Ray (1 node, 2 actors)"].append(four_batch(RayPool(actors=2)))
+            if python is not None:
+                took = mini_batch(python)
+                if isinstance(took, str):
+                    notes.append(f"mini-swe-agent: {took}")
+                    rows.pop("mini-swe-agent 2.4.6 batch runner", None)
+                    python = None
+                else:
+                    rows["mini-swe-agent 2.4.6 batch runner"].append(took)
+    finally:
+        if ray is not None:
+            ray.shutdown()  # type: ignore[attr-defined]
+    threads = statistics.median(rows["four.batch, thread pool"])
+    print(
+        f"{RUNS} runs x {STEPS} steps, {LATENCY * 1000:.0f} ms per model call, "
+        f"{CONCURRENCY} at once; ideal {IDEAL:.2f} s; median of {rounds} rounds; "
+        f"load average {os.getloadavg()[0]:.1f}\n"
+    )
+    print("| runner | median s | min s | x ideal | x thread pool |")
+    print("|---|---:|---:|---:|---:|")
+    for name, times in rows.items():
+        if not times:
+            continue
+        median = statistics.median(times)
+        print(
+            f"| {name} | {median:.2f} | {min(times):.2f} | {median / IDEAL:.1f} | "
+            f"{median / threads:.2f} |"
+        )
+    for note in notes:
+        print(f"\n{note}")
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 3)
