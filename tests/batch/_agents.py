@@ -182,3 +182,18 @@ def alive(token: str) -> list[int]:
 def manifest_lines(folder: Path) -> list[dict[str, object]]:
     text = (folder / "manifest.jsonl").read_text()
     return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+@dataclass(frozen=True)
+class SlowThenQuick:
+    """make_run: the first attempt runs ``sleep 60`` (tagged with ``token``), a second
+    attempt (after its worker died) submits at once."""
+
+    token: str
+
+    def __call__(self, ctx: RunContext) -> Path:
+        if ctx.attempt == 1:
+            replies = [bash(f"sleep 60; echo {self.token}")]
+        else:
+            replies = [bash(f"echo {SUBMIT}")]
+        return scripted_run(replies)(ctx)

@@ -70,9 +70,23 @@ def run_attempt(
     supervisor: Supervisor,
     attempt: int = 1,
     node: str = NODE,
+    recover_since: float | None = None,
 ) -> RunResult:
-    """Run one item under ``supervisor`` and read what it left; never raises an Exception."""
+    """Run one item under ``supervisor`` and read what it left; never raises an Exception.
+
+    ``recover_since`` (a retry after a lost worker): if a run of the item that started
+    at or after that time (epoch seconds) was saved complete, its result is taken from
+    that trajectory instead of running the item again.
+    """
     folder = root / "runs" / folder_name(item.id)
+    if recover_since is not None:
+        done = _finished_since(folder, recover_since)
+        if done is not None:
+            return RunResult(
+                item.id, str(done.outcome), done.path, done.steps, done.prompt_tokens,
+                done.completion_tokens, done.cost, done.wall_time, None, attempt, True, node,
+                item.fields,
+            )  # fmt: skip
     key = f"{item.id}#{attempt}#{uuid.uuid4().hex[:8]}"
     returned: object = None
     error: str | None = None
@@ -144,6 +158,19 @@ def _saved(returned: object, folder: Path, before: set[str]) -> Saved | None:
         sealed = stream.with_suffix(".json")
         saved = read_saved(sealed if sealed.is_file() else stream)
         if saved is not None:
+            return saved
+    return None
+
+
+def _finished_since(folder: Path, since: float) -> Saved | None:
+    """A sealed trajectory in ``folder`` of a run started at or after ``since``."""
+    try:
+        sealed = list(folder.glob("*.json"))
+    except OSError:
+        return None
+    for path in sorted(sealed, key=_mtime, reverse=True):
+        saved = read_saved(path)
+        if saved is not None and saved.outcome is not None and saved.started_at >= since:
             return saved
     return None
 

@@ -10,8 +10,10 @@ run is never replayed silently; its partial trajectory stays where it was writte
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+import tempfile
 import time
 from collections import deque
 from collections.abc import Callable
@@ -27,12 +29,17 @@ from four._outcomes import Crashed, Outcome
 from four._types import NO_USAGE, Usage
 from four.batch._attempt import MakeRun, run_attempt
 from four.batch._items import Item
+from four.batch._journal import Journal
 from four.batch._result import RunResult
 from four.batch._supervisor import Supervisor
 
 if TYPE_CHECKING:
     from four.batch._pool import RayPool, Spec
 
+PROBE_EVERY = 0.2
+"""Seconds between asking a restarting actor whether it is back..."""
+MAX_PROBES = 300
+"""... for at most about a minute; then it counts as gone."""
 STATUS_EVERY = 0.5
 """Seconds between polls of the actors' live cost (for the budget and the progress)."""
 
@@ -56,9 +63,15 @@ class _Actor:
         self.root = Path(root)
         self.supervisor = Supervisor(time_limit, stall_timeout, max_cost=max_cost)
         self.node = cast(Callable[[], str], ray.util.get_node_ip_address)()
+        # A restarted actor first kills what its killed predecessor left running.
+        actor_id = ray.get_runtime_context().get_actor_id()
+        self.journal = Journal(Path(tempfile.gettempdir()) / f"four-ray-{actor_id}.journal")
+        self.cleaned = self.journal.open()
 
-    def run(self, item: Item, attempt: int) -> RunResult:
-        return run_attempt(self.make_run, item, self.root, self.supervisor, attempt, self.node)
+    def run(self, item: Item, attempt: int, since: float | None) -> RunResult:
+        return run_attempt(
+            self.make_run, item, self.root, self.supervisor, attempt, self.node, since
+        )
 
     def stop(self, outcome: Outcome, kill: bool) -> None:
         self.supervisor.stop(outcome, kill=kill)
@@ -69,6 +82,12 @@ class _Actor:
 
     def where(self) -> tuple[str, int]:
         return self.node, os.getpid()
+
+    def finish(self) -> list[str]:
+        """The batch is over: drop the journal; what this incarnation cleaned up."""
+        self.journal.close()
+        self.supervisor.close()
+        return self.cleaned
 
 
 class _Method(Protocol):
@@ -82,11 +101,12 @@ class _Handle(Protocol):
     stop: _Method
     status: _Method
     where: _Method
+    finish: _Method
 
 
 def _remote_actor() -> object:
     control = ray.method(concurrency_group="control")
-    for name in ("stop", "status", "where"):
+    for name in ("stop", "status", "where", "finish"):
         setattr(_Actor, name, control(getattr(_Actor, name)))
     remote = cast(Callable[..., Callable[[type], object]], ray.remote)  # its overloads omit it
     return remote(concurrency_groups={"control": 1})(_Actor)
@@ -105,9 +125,16 @@ class _Slot:
     running: int = 0
     healthy: bool = True
     probe: ray.ObjectRef[object] | None = None  # a `where` call after a failure
+    reprobe_at: float | None = None  # when to ask again (the actor is restarting)
+    probes: int = 0
     usage: Usage = NO_USAGE
     status: ray.ObjectRef[object] | None = None
     where: tuple[str, int] | None = None
+
+    @property
+    def probing(self) -> bool:
+        """Not known to be gone: being asked whether it is back."""
+        return self.probe is not None or self.reprobe_at is not None
 
 
 @dataclass
@@ -116,6 +143,10 @@ class _Call:
     item: Item
     attempt: int
     errors: list[str] = field(default_factory=list)
+    since: float = 0.0  # when the first attempt was sent (epoch seconds)
+
+
+_Queued = tuple[Item, int, list[str], float]
 
 
 class RaySession:
@@ -160,7 +191,7 @@ class RaySession:
             )
             self._slots.append(_Slot(handle, per_actor, node_id))
         self._calls: dict[ray.ObjectRef[object], _Call] = {}
-        self._queue: deque[tuple[Item, int, list[str]]] = deque()
+        self._queue: deque[_Queued] = deque()
         self._ready: list[RunResult] = []
         self._stop: Outcome | None = None
         self._stopping: Outcome | None = None
@@ -178,11 +209,12 @@ class RaySession:
         return len(self._calls) + len(self._queue) + len(self._ready)
 
     def submit(self, item: Item) -> None:
-        self._queue.append((item, 1, []))
+        self._queue.append((item, 1, [], 0.0))
         self._dispatch()
 
     def wait(self, timeout: float) -> list[RunResult]:
         self._poll_status()
+        self._reprobe()
         if not self._ready:
             refs = [*self._calls, *self._probes()]
             if refs:
@@ -191,8 +223,8 @@ class RaySession:
                     ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
                 for ref in ready:
                     self._collect(ref)
-            elif self._queue:
-                time.sleep(min(timeout, 0.05))
+            elif self._queue:  # waiting for an actor to come back
+                time.sleep(min(timeout, PROBE_EVERY))
         self._dispatch()
         ready_results, self._ready = self._ready, []
         return ready_results
@@ -203,7 +235,7 @@ class RaySession:
             if slot.healthy:
                 slot.handle.stop.remote(outcome, kill)
         while self._queue:  # queued runs never start
-            item, attempt, errors = self._queue.popleft()
+            item, attempt, errors, _ = self._queue.popleft()
             self._ready.append(self._lost(item, attempt, errors, outcome.text))
 
     def live_usage(self) -> Usage:
@@ -219,6 +251,9 @@ class RaySession:
         return self._stopping
 
     def close(self, wait: bool = True) -> None:
+        finishing = [s.handle.finish.remote() for s in self._slots if s.healthy]
+        with contextlib.suppress(ray.exceptions.RayError):
+            ray.wait(finishing, num_returns=len(finishing), timeout=10 if wait else 1)
         if self._started_ray:
             ray.shutdown()
             return
@@ -231,17 +266,18 @@ class RaySession:
         while self._queue and self._stop is None:
             free = [s for s in self._slots if s.healthy and s.running < s.capacity]
             if not free:
-                if not any(s.healthy or s.probe is not None for s in self._slots):
-                    item, attempt, errors = self._queue.popleft()
+                if not any(s.healthy or s.probing for s in self._slots):
+                    item, attempt, errors, _ = self._queue.popleft()
                     text = Crashed("batch", "no Ray actor is left to run it").text
                     self._ready.append(self._lost(item, attempt, errors, text))
                     continue
                 return
             slot = min(free, key=lambda s: s.running / s.capacity)
-            item, attempt, errors = self._queue.popleft()
-            ref = slot.handle.run.remote(item, attempt)
+            item, attempt, errors, since = self._queue.popleft()
+            # A retry first looks for the trajectory of a first attempt that finished.
+            ref = slot.handle.run.remote(item, attempt, since if attempt > 1 else None)
             slot.running += 1
-            self._calls[ref] = _Call(slot, item, attempt, errors)
+            self._calls[ref] = _Call(slot, item, attempt, errors, since or time.time())
 
     def _collect(self, ref: ray.ObjectRef[object]) -> None:
         call = self._calls.pop(ref, None)
@@ -271,6 +307,7 @@ class RaySession:
         slot = call.slot
         if slot.healthy:
             slot.healthy = False
+            slot.probes = 1
             slot.probe = slot.handle.where.remote()  # answers once the actor is back
         errors = [*call.errors, f"attempt {call.attempt}: {_first_line(exc)}"]
         if call.attempt >= 2 or self._stop is not None:
@@ -278,7 +315,7 @@ class RaySession:
             text = reason or Crashed("batch", f"its Ray actor died twice: {errors[-1]}").text
             self._ready.append(self._lost(call.item, call.attempt, errors, text))
             return
-        self._queue.appendleft((call.item, call.attempt + 1, errors))
+        self._queue.appendleft((call.item, call.attempt + 1, errors, call.since))
 
     def _probes(self) -> list[ray.ObjectRef[object]]:
         return [s.probe for s in self._slots if s.probe is not None]
@@ -289,13 +326,25 @@ class RaySession:
                 slot.probe = None
                 try:
                     where = ray.get(ref)
+                except ray.exceptions.ActorUnavailableError:  # restarting: ask again soon
+                    if slot.probes < MAX_PROBES:
+                        slot.reprobe_at = time.monotonic() + PROBE_EVERY
+                    return
                 except ray.exceptions.RayError:
                     return  # gone for good (its node is dead, or no restart is left)
-                slot.healthy = True
+                slot.healthy, slot.probes = True, 0
                 slot.where = cast(tuple[str, int], where)
                 if self._stop is not None:
                     slot.handle.stop.remote(self._stop, True)
                 return
+
+    def _reprobe(self) -> None:
+        now = time.monotonic()
+        for slot in self._slots:
+            if slot.reprobe_at is not None and now >= slot.reprobe_at:
+                slot.reprobe_at = None
+                slot.probes += 1
+                slot.probe = slot.handle.where.remote()
 
     def _poll_status(self) -> None:
         now = time.monotonic()

@@ -123,6 +123,8 @@ class Saved:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float = 0.0
+    started_at: float = 0.0
+    wall_time: float = 0.0
 
 
 def read_saved(path: str | os.PathLike[str]) -> Saved | None:
@@ -155,6 +157,8 @@ def _with_stats(path: Path, outcome: str | None, stats: Mapping[str, JSON]) -> S
         _int(u.get("prompt_tokens")),
         _int(u.get("completion_tokens")),
         _float(u.get("cost")),
+        _float(stats.get("started_at")),
+        _float(stats.get("wall_time")),
     )
 
 

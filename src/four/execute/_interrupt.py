@@ -31,6 +31,21 @@ _local = threading.local()
 _lock = threading.Lock()
 _running: dict[Hashable, set[Command]] = {}
 _stopped: set[Hashable] = set()
+_observers: list[Callable[[bool, Command], None]] = []
+
+
+def observe(callback: Callable[[bool, Command], None]) -> Callable[[], None]:
+    """Call ``callback(True, command)`` as each registered command starts and
+    ``callback(False, command)`` as it ends (a worker keeps a journal of them, so the
+    process that replaces it after a crash can kill what was left). Returns the undo."""
+    _observers.append(callback)
+    return lambda: _observers.remove(callback) if callback in _observers else None
+
+
+def _tell(started: bool, command: Command) -> None:
+    for callback in list(_observers):
+        with contextlib.suppress(Exception):
+            callback(started, command)
 
 
 class Command:
@@ -70,6 +85,8 @@ class Command:
             group = _running.get(self.key)
             if group is not None:
                 group.discard(self)
+        if _observers:
+            _tell(False, self)
 
 
 @contextlib.contextmanager
@@ -115,6 +132,8 @@ def running(
     with _lock:
         _running.setdefault(key, set()).add(command)
         stopped = key in _stopped
+    if _observers:
+        _tell(True, command)
     if stopped:
         command.kill()
     return command
