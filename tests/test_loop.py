@@ -54,8 +54,8 @@ def test_finishes_when_environment_submits_and_keeps_final_output() -> None:
     assert outcome == Finished("the answer")
     assert outcome.text == "exit:task_complete"
     assert env.seen == ["ls", "submit the answer"]
-    assert history[:2] == [System("sys"), User("task")]
-    assert history[3] == User("ran ls")
+    assert history[:2] == [System("sys"), User("task", "task")]
+    assert history[3] == User("ran ls", "observation", 0)
 
 
 def test_parser_submission_ends_the_run() -> None:
@@ -230,7 +230,7 @@ def test_ctrl_c_saves_trajectory_and_propagates(tmp_path: Path) -> None:
         )
     trajectory = load_trajectory(next(tmp_path.glob("*.json")))
     assert trajectory.outcome == Interrupted().text == "interrupted: KeyboardInterrupt"
-    assert User("ran ls") in trajectory.messages
+    assert User("ran ls", "observation", 0) in trajectory.messages
     assert env.closed == 1
 
 
@@ -262,7 +262,7 @@ def test_resume_continues_an_earlier_history(tmp_path: Path) -> None:
     )
     assert outcome == Finished("fine")
     assert history[: len(earlier.messages)] == list(earlier.messages)
-    assert history[len(earlier.messages)] == User("carry on")
+    assert history[len(earlier.messages)] == User("carry on", "task")
     assert sum(isinstance(m, System) for m in history) == 1
 
 

@@ -106,7 +106,8 @@ def test_killed_process_leaves_every_completed_step(tmp_path: Path) -> None:
     (stream,) = tmp_path.glob("*.jsonl")
     trajectory = load_trajectory(stream)
     assert trajectory.outcome is None
-    assert User("ran one") in trajectory.messages and User("ran two") in trajectory.messages
+    assert User("ran one", "observation", 0) in trajectory.messages
+    assert User("ran two", "observation", 0) in trajectory.messages
     last = trajectory.messages[-1]
     assert isinstance(last, Assistant) and last.content == "$ kill"
 

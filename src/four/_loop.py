@@ -101,7 +101,7 @@ def run(
     if not resume:
         history.append(System(system))
     if prompt or not resume:
-        history.append(User(prompt))
+        history.append(User(prompt, "task"))
     info = RunInfo(
         {"G": describe(G), "V1": describe(V1), "V2": describe(V2), "emit": describe(emit)},
         max_steps,
@@ -153,7 +153,8 @@ def run(
         where = "V2"
         for action in actions:
             if isinstance(action, Rejected):
-                add(ToolResult(action.call_id, action.error, tools.get(action.call_id, "bash")))
+                tool = tools.get(action.call_id, "bash")
+                add(ToolResult(action.call_id, action.error, tool, "rejected"))
                 continue
             if (stop := guard.stopped()) is not None:
                 return Failure(stop)
@@ -181,7 +182,7 @@ def run(
                 halt = judge(history, halt)
             if isinstance(halt, Feedback):
                 budget, format_errors = budget + halt.steps, 0
-                _feedback(history, halt.text, add)
+                _feedback(history, halt.text, add, "feedback")
                 continue
             if not isinstance(halt, FormatError):
                 outcome = halt
@@ -190,7 +191,7 @@ def run(
             if 0 < max_format_errors <= format_errors:
                 outcome = RepeatedFormatError(halt.feedback)
                 break
-            _feedback(history, halt.feedback, add)
+            _feedback(history, halt.feedback, add, "format_error")
     except BaseException as exc:
         outcome = (
             Interrupted(type(exc).__name__)
@@ -228,31 +229,35 @@ def _answer(
 ) -> Message | None:
     """What goes back to the model for one action (a tool call is always answered)."""
     if isinstance(result, Success):
-        content = result.unwrap().content
-    elif action.call_id:
-        end = result.failure()
-        content = end.output if isinstance(end, Finished) else end.text
-    else:
+        seen = result.unwrap()
+        if action.call_id:
+            name = tools.get(action.call_id, "bash")
+            return ToolResult(action.call_id, seen.content, name, "observation", seen.returncode)
+        return User(seen.content, "observation", seen.returncode)
+    if not action.call_id:
         return None
-    if action.call_id:
-        return ToolResult(action.call_id, content, tools.get(action.call_id, "bash"))
-    return User(content)
+    end = result.failure()
+    if isinstance(end, Finished):
+        return ToolResult(
+            action.call_id, end.output, tools.get(action.call_id, "bash"), "submission"
+        )
+    return ToolResult(action.call_id, end.text, tools.get(action.call_id, "bash"), "error")
 
 
-def _feedback(history: list[Message], text: str, add: _Add) -> None:
-    """Show the model its format error: as each open tool call's result, else as a user turn."""
+def _feedback(history: list[Message], text: str, add: _Add, kind: str) -> None:
+    """Show the model feedback: as each open tool call's result, else as a user turn."""
     pending = unanswered(history)
     for call in pending:
-        add(ToolResult(call.id, text, call.name))
+        add(ToolResult(call.id, text, call.name, kind))
     if not pending:
-        add(User(text))
+        add(User(text, kind))
 
 
 def _finish(history: list[Message], add: _Add, V2: Execute) -> None:
     """Leave a valid history (every tool call answered), then release the environment."""
     try:
         for call in unanswered(history):
-            add(ToolResult(call.id, _SKIPPED, call.name))
+            add(ToolResult(call.id, _SKIPPED, call.name, "skipped"))
     finally:
         if isinstance(V2, Closeable):
             V2.close()

@@ -75,7 +75,13 @@ class System:
 
 @record
 class User:
+    """A user turn. ``kind`` says what the loop put there, for readers of trajectories
+    (never sent): ``task``, ``observation`` (text mode), ``format_error``, ``feedback``
+    (a check's verdict), or ``text``. ``returncode`` is an observation's exit status."""
+
     content: str
+    kind: str = "text"
+    returncode: int | None = None
 
 
 @record
@@ -112,11 +118,15 @@ class Assistant:
 
 @record
 class ToolResult:
-    """The answer to one tool call, paired with it by ``tool_call_id``."""
+    """The answer to one tool call, paired with it by ``tool_call_id``. ``kind`` (never
+    sent): ``observation``, ``rejected`` (V1 could not read the call), ``format_error``,
+    ``submission``, ``error``, or ``skipped`` (the run ended before this call)."""
 
     tool_call_id: str
     content: str
     name: str = "bash"
+    kind: str = "observation"
+    returncode: int | None = None
 
 
 Message: TypeAlias = System | User | Assistant | ToolResult

@@ -94,7 +94,7 @@ def test_toolcall_run_keeps_calls_in_tool_calls_and_pairs_results(server: Loopba
         usage=history[2].usage if isinstance(history[2], Assistant) else None,
         model="test-model",
     )
-    assert history[3] == ToolResult("call_a", "ran ls")
+    assert history[3] == ToolResult("call_a", "ran ls", "bash", "observation", 0)
     sent = _all_valid(server)
     assert sent[1][2] == {
         "role": "assistant",

@@ -154,6 +154,9 @@ def read_run(trajectory: Trajectory, timestamps: Sequence[float] = ()) -> Run:
     messages = trajectory.messages
     times = list(timestamps) if len(timestamps) == len(messages) else []
     system = next((m.content for m in messages if isinstance(m, System)), "")
+    # Our loop marks what it adds (task, observation, format_error, ...) and keeps return
+    # codes; older files and mini-swe-agent's are read by inference.
+    marked = any(isinstance(m, User) and m.kind == "task" for m in messages)
     task = ""
     steps: list[Step] = []
     current: tuple[int, Assistant] | None = None
@@ -167,7 +170,7 @@ def read_run(trajectory: Trajectory, timestamps: Sequence[float] = ()) -> Run:
         ended = (
             times[end_index] if times and end_index < len(times) else (times[-1] if times else None)
         )
-        steps.append(_step(len(steps) + 1, reply, tuple(observed), started, ended))
+        steps.append(_step(len(steps) + 1, reply, tuple(observed), started, ended, marked))
 
     for i, message in enumerate(messages):
         if isinstance(message, Assistant):
@@ -188,10 +191,19 @@ def _step(
     observations: tuple[Message, ...],
     started: float | None,
     ended: float | None,
+    marked: bool = False,
 ) -> Step:
     commands = commands_of(reply)
     submitted = _submits(reply, commands)
     format_error: str | None = None
+    if marked:
+        kinds = [o for o in observations if isinstance(o, User | ToolResult)]
+        error = next((o for o in kinds if o.kind in ("format_error", "rejected")), None)
+        format_error = first_line(error.content) if error is not None else None
+        codes = tuple(o.returncode for o in kinds if o.kind == "observation")
+        return Step(
+            number, reply, commands, observations, codes, format_error, started, ended, submitted
+        )
     if submitted or not observations:
         pass
     elif reply.truncated or not commands:

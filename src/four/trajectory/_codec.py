@@ -59,14 +59,22 @@ def message_to_json(message: Message) -> JSONDict:
             out["model"] = message.model
         return out
     if isinstance(message, ToolResult):
-        return {
+        out = {
             "role": "tool",
             "tool_call_id": message.tool_call_id,
             "name": message.name,
             "content": message.content,
+            "kind": message.kind,
         }
-    role = "system" if isinstance(message, System) else "user"
-    return {"role": role, "content": message.content}
+    elif isinstance(message, User):
+        out = {"role": "user", "content": message.content}
+        if message.kind != "text":
+            out["kind"] = message.kind
+    else:
+        return {"role": "system", "content": message.content}
+    if message.returncode is not None:
+        out["returncode"] = message.returncode
+    return out
 
 
 def message_from_json(data: Mapping[str, JSON]) -> Message | None:
@@ -75,11 +83,21 @@ def message_from_json(data: Mapping[str, JSON]) -> Message | None:
     content = _text(data.get("content"))
     if role == "system":
         return System(content)
+    extra = data.get("extra")  # mini-swe-agent keeps the return code there
+    kind = data.get("kind")
+    returncode = data.get(
+        "returncode", extra.get("returncode") if isinstance(extra, dict) else None
+    )
+    code = returncode if isinstance(returncode, int) and not isinstance(returncode, bool) else None
     if role == "user":
-        return User(content)
+        return User(content, kind if isinstance(kind, str) else "text", code)
     if role == "tool":
         return ToolResult(
-            str(data.get("tool_call_id") or ""), content, str(data.get("name") or "bash")
+            str(data.get("tool_call_id") or ""),
+            content,
+            str(data.get("name") or "bash"),
+            kind if isinstance(kind, str) else "observation",
+            code,
         )
     if role != "assistant":
         return None  # e.g. mini-swe-agent's final {"role": "exit"}
