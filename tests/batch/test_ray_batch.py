@@ -75,21 +75,20 @@ def test_200_runs_through_ray_with_an_actor_killed_mid_batch(
     ][:3]
     retried = [r for r in results if r.attempts == 2]
     assert retried, "the killed actor had runs in flight"
-    partials = 0
     for r in retried:
         assert r.error is not None and "attempt 1: Actor" in r.error
         assert r.final
         assert r.trajectory is not None and load_trajectory(r.trajectory).outcome == r.outcome
-        # A call still queued at the actor had not started: no trajectory of attempt 1.
+        # Attempt 1 left a partial trajectory, or none (its call was still queued at
+        # the actor), or a finished one (killed before its result came back: taken).
         streams = sorted((tmp_path / "runs" / r.id).glob("*.jsonl"))
-        partial = [s for s in streams if not s.with_suffix(".json").exists()]
-        assert len(streams) == 1 + len(partial) and len(partial) <= 1
-        partials += len(partial)
-        for stream in partial:  # kept, readable, with what it did before the kill
+        others = [p for p in streams if r.trajectory not in (p, p.with_suffix(".json"))]
+        assert len(streams) == 1 + len(others) and len(others) <= 1
+        for stream in others:  # kept, readable, unfinished
+            assert not stream.with_suffix(".json").exists()
             # (empty when the kill came between creating the file and its first line)
             if stream.stat().st_size:
                 assert load_trajectory(stream).outcome is None
-    assert partials >= 1
     assert len(manifest_lines(tmp_path)) == 200
     assert read_manifest(tmp_path) == {r.id: r for r in results}
     assert alive(marker) == []
@@ -132,6 +131,10 @@ def test_a_killed_actors_commands_are_killed_by_its_successor(
     (r,) = result
     assert r.attempts == 2 and r.submitted, r
     assert alive(token) == []  # the restarted actor killed the orphaned sleep
+    (partial,) = [p for p in (tmp_path / "runs" / "orphan").glob("*.jsonl") if p != r.trajectory
+                  and p.with_suffix(".json") != r.trajectory]  # fmt: skip
+    kept = load_trajectory(partial)
+    assert kept.outcome is None and token in kept.messages[-1].content
 
 
 DRIVER = """

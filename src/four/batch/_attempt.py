@@ -163,13 +163,15 @@ def _saved(returned: object, folder: Path, before: set[str]) -> Saved | None:
 
 
 def _finished_since(folder: Path, since: float) -> Saved | None:
-    """A sealed trajectory in ``folder`` of a run started at or after ``since``."""
+    """The trajectory in ``folder`` of a run that started at or after ``since`` and ended
+    (sealed, or its stream has the end record: killed while sealing)."""
     try:
-        sealed = list(folder.glob("*.json"))
+        streams = list(folder.glob("*.jsonl"))
     except OSError:
         return None
-    for path in sorted(sealed, key=_mtime, reverse=True):
-        saved = read_saved(path)
+    for stream in sorted(streams, key=_mtime, reverse=True):
+        sealed = stream.with_suffix(".json")
+        saved = read_saved(sealed if sealed.is_file() else stream)
         if saved is not None and saved.outcome is not None and saved.started_at >= since:
             return saved
     return None

@@ -36,6 +36,8 @@ from four.batch._supervisor import Supervisor
 if TYPE_CHECKING:
     from four.batch._pool import RayPool, Spec
 
+READY_WITHIN = 120.0
+"""Seconds to wait for the actors to start before the first run (then runs go anyway)."""
 PROBE_EVERY = 0.2
 """Seconds between asking a restarting actor whether it is back..."""
 MAX_PROBES = 300
@@ -190,6 +192,12 @@ class RaySession:
                 ),
             )
             self._slots.append(_Slot(handle, per_actor, node_id))
+        # Wait for the actors to be up, so the first runs spread over all of them.
+        probes = {s.handle.where.remote(): s for s in self._slots}
+        ready, _ = ray.wait(list(probes), num_returns=len(probes), timeout=READY_WITHIN)
+        for ref in ready:
+            with contextlib.suppress(ray.exceptions.RayError):
+                probes[ref].where = cast(tuple[str, int], ray.get(ref))
         self._calls: dict[ray.ObjectRef[object], _Call] = {}
         self._queue: deque[_Queued] = deque()
         self._ready: list[RunResult] = []
