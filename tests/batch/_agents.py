@@ -92,9 +92,12 @@ def server_run(base: str) -> Callable[[RunContext], Path]:
 
 @functools.cache
 def _model(base: str) -> Invoke:
-    from four.invoke import http_response_invoke
+    from four.invoke import http_response_invoke, retry_invoke
 
-    return http_response_invoke("test-model", base, "x", bash_tool=False, timeout=30)
+    G = http_response_invoke("test-model", base, "x", bash_tool=False, timeout=30)
+    # As `four batch` does: a keep-alive connection the loaded server just closed is
+    # a transient error, tried again (a real failure still shows after 3 attempts).
+    return retry_invoke(G, max_attempts=3, base_delay=0.05, max_delay=0.2)
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,7 @@ def ray_init_args(**more: object) -> dict[str, object]:
         "log_to_driver": False,
         "object_store_memory": 150 * 2**20,
         "runtime_env": {"env_vars": {"PYTHONPATH": WORKER_PATH}},
+        "_node_ip_address": "127.0.0.1",  # else the routed address: keep it on loopback
         **more,
     }
 
@@ -54,7 +55,7 @@ def ray_init_args(**more: object) -> dict[str, object]:
 def ray_cluster() -> Iterator[ModuleType]:
     """A one-node Ray cluster for the module's tests (2-3 s to start)."""
     ray = need_ray()
-    ray.init(**ray_init_args(_node_ip_address="127.0.0.1"))
+    ray.init(**ray_init_args())
     try:
         yield ray
     finally:

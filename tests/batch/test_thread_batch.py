@@ -31,7 +31,9 @@ def test_200_runs_of_5_steps_through_the_thread_pool(tmp_path: Path) -> None:
     by_id = {r.id: r for r in results}
     assert set(by_id) == {i.id for i in items}
     failed = {i for i, r in by_id.items() if not r.submitted}
-    assert failed == {"task-007", "task-057", "task-107", "task-157"}
+    assert failed == {"task-007", "task-057", "task-107", "task-157"}, {
+        i: by_id[i].outcome for i in failed
+    }
     for key in failed:
         r = by_id[key]
         assert r.outcome == f"crashed: make_run: RuntimeError: setup failed for {key}"
