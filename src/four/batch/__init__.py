@@ -4,18 +4,37 @@
     run_many(make_run, items, DIR)    the same, collected in a list
     ThreadPool()                      threads of this process (the default pool)
     RayPool(address=...)              threaded actors of a Ray cluster (``four[ray]``)
+    read_items(TASKS.jsonl)           items from a JSON Lines file ({id, task, ...})
+    read_manifest(DIR)                the latest RunResult of each item
 
 ``make_run(ctx)`` runs one item; ``ctx`` (a ``RunContext``) carries the item, its
 output folder and the supervisor's watch::
 
     def make_run(ctx):
-        return four.run(G, V1, V2, save_trajectory(ctx.output_dir),
+        return four.run(ctx.meter(G), V1, V2, save_trajectory(ctx.output_dir),
                         prompt=ctx.task, watch=ctx.watch)
 
+A run's failure is a value: its ``RunResult`` says ``crashed: ...`` (or ``stalled``,
+``model_error``...), never an exception that stops the batch.
+
 ``DIR/manifest.jsonl`` gets one JSON line per finished item (id, outcome, trajectory,
-steps, tokens, cost, wall time, error, the item's other fields); run the batch again
-and finished items are skipped. A supervisor thread ends runs past their wall-clock
-limit or stalled, killing their commands. ``import four.batch`` never imports Ray.
+steps, tokens, cost, wall time, error, attempts, final, node, the item's other fields);
+run the batch again and items whose latest line is final are skipped.
+
+The supervisor, one thread per process: a run past ``time_limit`` or with no model
+call or command finished for ``stall_timeout`` seconds ends ``time_limit_reached`` or
+``stalled``; its running command is killed (every process of its group and those
+carrying its ``FOUR_RUN`` mark; a container's processes from inside), so a blocked V2
+returns and the trajectory is saved. A model call blocked in a socket read cannot be
+interrupted: the run ends when it returns, so bound it with the model's request
+timeout. Batch budgets (``max_cost``, ``max_wall_time``) and Ctrl-C stop scheduling
+and end running runs the same way; their manifest lines are not final.
+
+On Ray: ``make_run`` must pickle (build clients inside it, or cache them per process),
+``four`` must import on every node, and ``DIR`` should be on a file system every node
+sees. A killed actor is restarted; its runs are tried once more (a finished first
+attempt is taken instead) and the new actor kills the commands and containers its
+predecessor left. ``import four.batch`` never imports Ray.
 """
 
 from four.batch._attempt import MakeRun, RunContext

@@ -183,6 +183,10 @@ class RayPool:
     init: Mapping[str, object] = field(default_factory=dict)
 
     def open(self, spec: Spec) -> Session:
-        from four.batch._ray import RaySession  # Ray is imported here, and only here
-
+        try:
+            from four.batch._ray import RaySession  # Ray is imported here, and only here
+        except ModuleNotFoundError as exc:
+            if exc.name != "ray":
+                raise
+            raise ImportError("RayPool needs Ray: pip install 'four-loop[ray]'") from exc
         return RaySession(self, spec)
