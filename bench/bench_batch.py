@@ -81,23 +81,21 @@ class BenchRun:
         )
 
 
-def four_batch(pool: Pool | None) -> float:
-    from four.batch import Item, run_many
+def four_batch(pool: Pool | None) -> tuple[float, float]:
+    """Seconds for the batch: in all, and after the pool started (Ray's actors up)."""
+    from four.batch import Item, Progress, run_many
 
     items = [Item(f"b{i:03d}", f"task {i}") for i in range(RUNS)]
+    seen: list[Progress] = []
     with tempfile.TemporaryDirectory() as out:
         start = time.perf_counter()
         results = run_many(
-            BenchRun(),
-            items,
-            out,
-            pool=pool,
-            max_concurrency=CONCURRENCY,
+            BenchRun(), items, out, pool=pool, max_concurrency=CONCURRENCY, on_progress=seen.append
         )
         took = time.perf_counter() - start
     bad = [r for r in results if r.outcome != "exit:task_complete" or r.steps != STEPS]
     assert len(results) == RUNS and not bad, bad[:3]
-    return took
+    return took, seen[-1].elapsed  # Progress.elapsed counts from the pool's start
 
 
 # Run by mini-swe-agent's interpreter: its batch runner's own pieces, offline.
@@ -179,57 +177,72 @@ def _ray() -> object | None:
     return ray
 
 
+THREADS = "four.batch, thread pool"
+RAY1 = "four.batch, Ray (1 node, 1 actor)"
+RAY2 = "four.batch, Ray (1 node, 2 actors)"
+
+
 def main(rounds: int = 3) -> None:
+    """Two phases: without Ray running (thread pool, mini-swe-agent), then with a Ray
+    cluster up (Ray rows, and the thread pool again, for the ratio under equal load:
+    an idle cluster's nine processes take CPU too). Rows take turns in each round. A
+    Ray row's "after start" leaves out the actors' start (a process each, importing
+    four and unpickling make_run), which the thread pool does not have."""
     sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
     from bench.bench_execute import mswea_python
     from four.batch import RayPool
 
-    rows: dict[str, list[float]] = {"four.batch, thread pool": []}
     notes: list[str] = []
-    ray = _ray()
-    if ray is not None:
-        rows["four.batch, Ray (1 node, 1 actor)"] = []
-        rows["four.batch, Ray (1 node, 2 actors)"] = []
-    else:
-        notes.append("Ray rows skipped: ray is not installed (pip install -e '.[ray]').")
+    first: dict[str, list[tuple[float, float]]] = {THREADS: []}
     python = mswea_python()
-    if python is not None:
-        rows["mini-swe-agent 2.4.6 batch runner"] = []
-    else:
+    mini = "mini-swe-agent 2.4.6 batch runner"
+    if python is None:
         notes.append("mini-swe-agent row skipped: no interpreter with it.")
-    try:
-        for _ in range(rounds):  # rows take turns, so they share the machine's load alike
-            rows["four.batch, thread pool"].append(four_batch(None))
-            if ray is not None:
-                rows["four.batch, Ray (1 node, 1 actor)"].append(four_batch(RayPool()))
-                rows["four.batch, Ray (1 node, 2 actors)"].append(four_batch(RayPool(actors=2)))
-            if python is not None:
-                took = mini_batch(python)
-                if isinstance(took, str):
-                    notes.append(f"mini-swe-agent: {took}")
-                    rows.pop("mini-swe-agent 2.4.6 batch runner", None)
-                    python = None
-                else:
-                    rows["mini-swe-agent 2.4.6 batch runner"].append(took)
-    finally:
-        if ray is not None:
+    for _ in range(rounds):
+        first[THREADS].append(four_batch(None))
+        if python is not None:
+            took = mini_batch(python)
+            if isinstance(took, str):
+                notes.append(f"mini-swe-agent: {took}")
+                python = None
+            else:
+                first.setdefault(mini, []).append((took, took))
+    load = os.getloadavg()[0]
+    second: dict[str, list[tuple[float, float]]] = {}
+    ray = _ray()
+    if ray is None:
+        notes.append("Ray rows skipped: ray is not installed (pip install -e '.[ray]').")
+    else:
+        beside = f"{THREADS} (Ray cluster idle beside it)"
+        second = {beside: [], RAY1: [], RAY2: []}
+        try:
+            for _ in range(rounds):
+                second[beside].append(four_batch(None))
+                second[RAY1].append(four_batch(RayPool()))
+                second[RAY2].append(four_batch(RayPool(actors=2)))
+        finally:
             ray.shutdown()  # type: ignore[attr-defined]
-    threads = statistics.median(rows["four.batch, thread pool"])
     print(
         f"{RUNS} runs x {STEPS} steps, {LATENCY * 1000:.0f} ms per model call, "
         f"{CONCURRENCY} at once; ideal {IDEAL:.2f} s; median of {rounds} rounds; "
-        f"load average {os.getloadavg()[0]:.1f}\n"
+        f"load average {load:.1f} after the first phase\n"
     )
-    print("| runner | median s | min s | x ideal | x thread pool |")
-    print("|---|---:|---:|---:|---:|")
-    for name, times in rows.items():
-        if not times:
+    print(
+        "| runner | median s | min s | x ideal | x thread pool (same phase) "
+        "| after start s | after start x thread pool |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for rows in (first, second):
+        if not rows:
             continue
-        median = statistics.median(times)
-        print(
-            f"| {name} | {median:.2f} | {min(times):.2f} | {median / IDEAL:.1f} | "
-            f"{median / threads:.2f} |"
-        )
+        base = statistics.median(t for t, _ in next(iter(rows.values())))
+        for name, times in rows.items():
+            median = statistics.median(t for t, _ in times)
+            after = statistics.median(a for _, a in times)
+            print(
+                f"| {name} | {median:.2f} | {min(t for t, _ in times):.2f} | "
+                f"{median / IDEAL:.1f} | {median / base:.2f} | {after:.2f} | {after / base:.2f} |"
+            )
     for note in notes:
         print(f"\n{note}")
 
