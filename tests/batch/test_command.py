@@ -56,8 +56,9 @@ def test_four_batch_runs_every_task_records_them_and_skips_them_next_time(
         assert model.calls == calls
     from four.cli._stats import summarise
 
-    stats = summarise([str(out / "runs")])
+    stats = summarise([str(out)])  # `four stats DIR` on the batch folder
     assert stats.runs == 5 and dict(stats.outcomes) == {"exit:task_complete": 5}
+    assert stats.skipped == [str(out / "manifest.jsonl")]  # not a trajectory
     gc.collect()  # litellm's dropped clients go now, under this test's filter
 
 
