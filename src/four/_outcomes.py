@@ -11,160 +11,126 @@ from typing import ClassVar, TypeAlias
 from four._record import record
 
 
+class _Ending:
+    """The text form: the tag, then each field (``crashed: V2: ValueError: ...``), except
+    for outcomes whose fields are data rather than part of the reason (``bare``)."""
+
+    __slots__ = ()
+    __match_args__: ClassVar[tuple[str, ...]]
+    tag: ClassVar[str]
+    bare: ClassVar[bool] = False
+
+    @property
+    def text(self) -> str:
+        if self.bare:
+            return self.tag
+        return ": ".join([self.tag, *(str(getattr(self, n)) for n in self.__match_args__)])
+
+
 @record
-class Finished:
+class Finished(_Ending):
     """The agent submitted; ``output`` is its final submission."""
 
     output: str = ""
     tag: ClassVar[str] = "exit:task_complete"
-
-    @property
-    def text(self) -> str:
-        return self.tag
+    bare: ClassVar[bool] = True
 
 
 @record
-class ModelFailed:
+class ModelFailed(_Ending):
     """G returned an error that retries (if any) did not cure."""
 
     error: str
     tag: ClassVar[str] = "model_error"
 
-    @property
-    def text(self) -> str:
-        return f"model_error: {self.error}"
-
 
 @record
-class RepeatedFormatError:
+class RepeatedFormatError(_Ending):
     """``max_format_errors`` replies in a row could not be read."""
 
     error: str
     tag: ClassVar[str] = "repeated_format_error"
 
-    @property
-    def text(self) -> str:
-        return f"repeated_format_error: {self.error}"
-
 
 @record
-class StepsExhausted:
+class StepsExhausted(_Ending):
     """G was called ``max_steps`` times without the run ending."""
 
     tag: ClassVar[str] = "max_steps_reached"
 
-    @property
-    def text(self) -> str:
-        return self.tag
-
 
 @record
-class ExecutionFailed:
+class ExecutionFailed(_Ending):
     """V2 could not go on (its environment broke)."""
 
     error: str
     tag: ClassVar[str] = "execution_error"
 
-    @property
-    def text(self) -> str:
-        return f"execution_error: {self.error}"
-
 
 @record
-class CostLimitReached:
+class CostLimitReached(_Ending):
     """A cost or token budget was spent."""
 
     detail: str
     tag: ClassVar[str] = "cost_limit_reached"
 
-    @property
-    def text(self) -> str:
-        return f"cost_limit_reached: {self.detail}"
-
 
 @record
-class Stalled:
+class Stalled(_Ending):
     """A supervisor saw no model call or command finish for too long."""
 
     detail: str
     tag: ClassVar[str] = "stalled"
 
-    @property
-    def text(self) -> str:
-        return f"stalled: {self.detail}"
-
 
 @record
-class TimeLimitReached:
+class TimeLimitReached(_Ending):
     """A wall-clock limit (of the run, or of its batch) was reached."""
 
     detail: str
     tag: ClassVar[str] = "time_limit_reached"
 
-    @property
-    def text(self) -> str:
-        return f"time_limit_reached: {self.detail}"
-
 
 @record
-class Interrupted:
+class Interrupted(_Ending):
     """Ctrl-C, or a signal, stopped the run."""
 
     reason: str = "KeyboardInterrupt"
     tag: ClassVar[str] = "interrupted"
 
-    @property
-    def text(self) -> str:
-        return f"interrupted: {self.reason}"
-
 
 @record
-class Crashed:
+class Crashed(_Ending):
     """A component raised. The exception still propagates after the trajectory is saved."""
 
     component: str
     error: str
     tag: ClassVar[str] = "crashed"
 
-    @property
-    def text(self) -> str:
-        return f"crashed: {self.component}: {self.error}"
-
 
 @record
-class Accepted:
+class Accepted(_Ending):
     """A check judged the agent's submission and said YES."""
 
     output: str = ""
     tag: ClassVar[str] = "accepted"
-
-    @property
-    def text(self) -> str:
-        return self.tag
+    bare: ClassVar[bool] = True
 
 
 @record
-class Held:
+class Held(_Ending):
     """The verdicts could not go on: a repeated or inadmissible reason, a spent budget."""
 
     reason: str
     tag: ClassVar[str] = "held"
 
-    @property
-    def text(self) -> str:
-        return f"held: {self.reason}"
-
 
 @record
-class Blocked:
+class Blocked(_Ending):
     """The submission is correct only if a dependency holds, and nothing resolved it."""
 
     dependency: str
     tag: ClassVar[str] = "blocked"
-
-    @property
-    def text(self) -> str:
-        return f"blocked: {self.dependency}"
 
 
 Outcome: TypeAlias = (
