@@ -389,11 +389,6 @@ class RaySession:
             fields=item.fields,
         )
 
-    def nodes(self) -> list[tuple[str, int]]:
-        """Where each live actor is (node address, pid): for tests and diagnostics."""
-        refs = [s.handle.where.remote() for s in self._slots if s.healthy]
-        return [cast(tuple[str, int], w) for w in ray.get(refs)]
-
 
 class _Remote(Protocol):
     def options(self, **kwargs: object) -> _Remote: ...
