@@ -172,7 +172,7 @@ def _ray() -> object | None:
         include_dashboard=False,
         log_to_driver=False,
         object_store_memory=150 * 2**20,
-        _node_ip_address="127.0.0.1",
+        _node_ip_address="127.0.0.2",  # loopback (Ray rewrites 127.0.0.1)
     )
     return ray
 

@@ -46,7 +46,8 @@ def ray_init_args(**more: object) -> dict[str, object]:
         "log_to_driver": False,
         "object_store_memory": 150 * 2**20,
         "runtime_env": {"env_vars": {"PYTHONPATH": WORKER_PATH}},
-        "_node_ip_address": "127.0.0.1",  # else the routed address: keep it on loopback
+        # Loopback (Ray rewrites 127.0.0.1 to the routed address, not 127.0.0.2).
+        "_node_ip_address": "127.0.0.2",
         **more,
     }
 

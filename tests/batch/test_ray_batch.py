@@ -104,7 +104,7 @@ def test_the_supervisor_stops_a_stalled_run_inside_an_actor(
     (result,) = run_many(make_run, [Item("stuck")], tmp_path, pool=RayPool(), stall_timeout=1)
     assert result.outcome == "stalled: no model call or command finished for 1 s"
     assert time.monotonic() - start < 30
-    assert result.node and result.trajectory is not None
+    assert result.node == "127.0.0.2" and result.trajectory is not None
     assert load_trajectory(result.trajectory).outcome == result.outcome
     assert alive(token) == []
 

@@ -64,7 +64,7 @@ class _Actor:
         self.make_run = make_run
         self.root = Path(root)
         self.supervisor = Supervisor(time_limit, stall_timeout, max_cost=max_cost)
-        self.node = cast(Callable[[], str], ray.util.get_node_ip_address)()
+        self.node = _node_address()
         # A restarted actor first kills what its killed predecessor left running.
         actor_id = ray.get_runtime_context().get_actor_id()
         self.journal = Journal(Path(tempfile.gettempdir()) / f"four-ray-{actor_id}.journal")
@@ -90,6 +90,17 @@ class _Actor:
         self.journal.close()
         self.supervisor.close()
         return self.cleaned
+
+
+def _node_address() -> str:
+    """The address this node registered with (``get_node_ip_address`` would give the
+    host's routed address even for a node started on 127.0.0.2)."""
+    me = ray.get_runtime_context().get_node_id()
+    with contextlib.suppress(Exception):
+        for node in cast(Callable[[], list[dict[str, object]]], ray.nodes)():
+            if node.get("NodeID") == me:
+                return str(node.get("NodeManagerAddress"))
+    return cast(Callable[[], str], ray.util.get_node_ip_address)()
 
 
 class _Method(Protocol):
