@@ -37,12 +37,51 @@ attempt is taken instead) and the new actor kills the commands and containers it
 predecessor left. ``import four.batch`` never imports Ray.
 """
 
-from four.batch._attempt import MakeRun, RunContext
-from four.batch._batch import Progress, iter_runs, run_many
-from four.batch._items import Item, folder_name, item_from_json, read_items
-from four.batch._manifest import MANIFEST, read_manifest, read_results
-from four.batch._pool import Pool, RayPool, Session, Spec, ThreadPool
-from four.batch._result import RunResult
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # names load on first use: `four batch --help` imports none of this
+    from four.batch._attempt import MakeRun, RunContext
+    from four.batch._batch import Progress, iter_runs, run_many
+    from four.batch._items import Item, folder_name, item_from_json, read_items
+    from four.batch._manifest import MANIFEST, read_manifest, read_results
+    from four.batch._pool import Pool, RayPool, Session, Spec, ThreadPool
+    from four.batch._result import RunResult
+
+_LAZY = {
+    "MakeRun": "four.batch._attempt",
+    "RunContext": "four.batch._attempt",
+    "Progress": "four.batch._batch",
+    "iter_runs": "four.batch._batch",
+    "run_many": "four.batch._batch",
+    "Item": "four.batch._items",
+    "folder_name": "four.batch._items",
+    "item_from_json": "four.batch._items",
+    "read_items": "four.batch._items",
+    "MANIFEST": "four.batch._manifest",
+    "read_manifest": "four.batch._manifest",
+    "read_results": "four.batch._manifest",
+    "Pool": "four.batch._pool",
+    "RayPool": "four.batch._pool",
+    "Session": "four.batch._pool",
+    "Spec": "four.batch._pool",
+    "ThreadPool": "four.batch._pool",
+    "RunResult": "four.batch._result",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'four.batch' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __all__ = [
     "MANIFEST",

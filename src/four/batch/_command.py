@@ -25,13 +25,12 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from four._types import JSON
-from four.batch._attempt import RunContext
-from four.batch._batch import Progress, iter_runs
-from four.batch._items import read_items
-from four.batch._pool import Pool, RayPool, ThreadPool
-from four.batch._result import RunResult
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # only argparse is needed to define the flags (four --help)
+    from four.batch._attempt import RunContext
+    from four.batch._batch import Progress
+    from four.batch._pool import Pool
+    from four.batch._result import RunResult
     from four.cli._run import RunOptions
 
 SUMMARY = "run an agent on every task of a JSON Lines file, many at once"
@@ -232,6 +231,9 @@ def batch_options(args: argparse.Namespace) -> BatchOptions:
 
 def batch_command(args: argparse.Namespace) -> int:
     """Run ``four batch``; the exit status (see the module's docstring)."""
+    from four.batch._batch import iter_runs
+    from four.batch._items import read_items
+    from four.batch._pool import RayPool, ThreadPool
     from four.cli._errors import UsageError
     from four.cli._preflight import resolve_model
     from four.cli._run import api_key, options, sigterm_interrupts, system_prompt
@@ -291,6 +293,7 @@ def batch_command(args: argparse.Namespace) -> int:
 def _report(
     batch: BatchOptions, as_json: bool, results: list[RunResult], wall: float, status: int
 ) -> int:
+    from four.batch._items import read_items
     from four.batch._manifest import read_manifest
 
     latest = read_manifest(batch.output_dir)
