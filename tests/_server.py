@@ -83,7 +83,7 @@ class LoopbackServer:
         self._script: deque[Answer] = deque()
         self._lock = threading.Lock()
         self._closing = threading.Event()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._httpd = _Server(("127.0.0.1", 0), _handler(self))
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
@@ -146,6 +146,10 @@ class LoopbackServer:
         if self.default is not None:
             return self.default(request)
         return error(500, "the test server's script is empty", "script_exhausted")
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 256  # batch tests open a hundred connections at once
 
 
 def _handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:

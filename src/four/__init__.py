@@ -53,6 +53,7 @@ from four._types import (
 )
 
 if TYPE_CHECKING:  # components load on first use, so `import four` stays cheap
+    from four.batch import RayPool, RunContext, RunResult, ThreadPool, iter_runs, run_many
     from four.checks import Claim, all_of, audit, command_check, file_check, verify
     from four.execute import docker_env, local_env, sandbox_env, shell_env, super_env
     from four.invoke import (
@@ -72,6 +73,12 @@ if TYPE_CHECKING:  # components load on first use, so `import four` stays cheap
 __version__ = "0.1.0"
 
 _LAZY = {
+    "RayPool": "four.batch",
+    "RunContext": "four.batch",
+    "RunResult": "four.batch",
+    "ThreadPool": "four.batch",
+    "iter_runs": "four.batch",
+    "run_many": "four.batch",
     "docker_env": "four.execute",
     "sandbox_env": "four.execute",
     "budget_invoke": "four.invoke",
@@ -138,13 +145,17 @@ __all__ = [
     "Observation",
     "Outcome",
     "Parse",
+    "RayPool",
     "Rejected",
     "RepeatedFormatError",
     "Reply",
+    "RunContext",
+    "RunResult",
     "Stalled",
     "StepsExhausted",
     "Submitted",
     "System",
+    "ThreadPool",
     "TimeLimitReached",
     "ToolCall",
     "ToolResult",
@@ -159,6 +170,7 @@ __all__ = [
     "docker_env",
     "file_check",
     "http_response_invoke",
+    "iter_runs",
     "litellm_invoke",
     "litellm_toolcall_invoke",
     "load_trajectory",
@@ -167,6 +179,7 @@ __all__ = [
     "replay_invoke",
     "retry_invoke",
     "run",
+    "run_many",
     "sandbox_env",
     "save_trajectory",
     "scripted_invoke",

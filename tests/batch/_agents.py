@@ -72,11 +72,8 @@ class StepModel:
 
 
 def serve_many(default: StepModel) -> LoopbackServer:
-    """The loopback server with a listen backlog for a hundred clients at once (the
-    default of 5 resets connections at 50 concurrent clients)."""
-    server = LoopbackServer(default)
-    server._httpd.socket.listen(512)  # Linux takes a second listen() as a new backlog
-    return server
+    """The loopback server answering every request with ``default``."""
+    return LoopbackServer(default)
 
 
 def _responses(text: str) -> Answer:

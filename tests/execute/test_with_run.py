@@ -77,5 +77,7 @@ def test_run_closes_the_persistent_shell() -> None:
     G = scripted_invoke(["```bash\ncd /tmp\n```", "```bash\npwd\n```", EXIT_SIGNAL])
     history, outcome = run(G, regex_parse(), env, keep, prompt="go")
     assert outcome == Finished("")
-    assert history[5] == User("<returncode>0</returncode>\n<output>\n/tmp\n</output>", "observation", 0)
+    assert history[5] == User(
+        "<returncode>0</returncode>\n<output>\n/tmp\n</output>", "observation", 0
+    )
     assert env.pid is None

@@ -182,6 +182,12 @@ def _stats_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
+def _batch_flags(p: argparse.ArgumentParser) -> None:
+    from four.batch._command import batch_flags
+
+    batch_flags(p)
+
+
 _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]] = {
     "run": (
         "run an agent on a task",
@@ -219,6 +225,14 @@ _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]]
         "given: counts per outcome, steps and cost distributions, the most frequent "
         "format errors and failing commands.",
         _stats_flags,
+    ),
+    "batch": (
+        "run an agent on every task of a JSON Lines file, many at once",
+        "Run the agent of `four run` on each task of TASKS (one JSON object per line, with "
+        '"id" and "task"), --workers at a time, here or on a Ray cluster (--ray). '
+        "Trajectories go to DIR/runs/<id>/, one line per task to DIR/manifest.jsonl; "
+        "run again and finished tasks are skipped.",
+        _batch_flags,
     ),
 }
 
