@@ -85,3 +85,15 @@ def test_settings_parse_and_reject() -> None:
         settings.get_float("FOUR_COST_LIMIT", None, {"FOUR_COST_LIMIT": "$3"})
     with pytest.raises(UsageError, match="yes/no"):
         settings.get_bool("FOUR_TOOLCALLS", {"FOUR_TOOLCALLS": "maybe"})
+
+
+def test_batch_is_a_subcommand() -> None:
+    import contextlib
+    import io
+
+    from four.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+        main(["batch", "--help"])
+    assert "manifest.jsonl" in out.getvalue() and "--workers" in out.getvalue()
