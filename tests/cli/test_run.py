@@ -365,3 +365,23 @@ def test_sandbox_env(
     argv = ["run", "x", "--model", "test-model", "--api-base", server.url, "--env", "sandbox"]
     assert main([*argv, "-o", str(tmp_path), "-q"]) == 0
     assert "read-only" in str(chats(server)[1]["messages"])
+
+
+def test_docker_env(
+    server: LoopbackServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import subprocess
+
+    from tests.execute.conftest import TEST_IMAGE, docker_problem, need
+
+    need(docker_problem())
+    server.push(chat("```bash\ncat /etc/hostname; echo in-container\n```"), chat(SUBMIT))
+    argv = ["run", "x", "--model", "test-model", "--api-base", server.url, "--env", "docker"]
+    assert main([*argv, "--image", TEST_IMAGE, "-o", str(tmp_path), "-q"]) == 0
+    assert "in-container" in str(chats(server)[1]["messages"])
+    left = subprocess.run(
+        ["docker", "ps", "-aq", "--filter", f"label=four.env={os.getpid()}"],
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    assert left == []  # the run removed its container (ours are labelled with our pid)
