@@ -39,6 +39,8 @@ def import_ms(module: str, runs: int = 15) -> tuple[float, float, bool]:
 
 
 def loop_us_per_step(steps: int, repeats: int) -> float:
+    """Median wall time of whole runs of ``steps`` steps, divided by ``steps``
+    (``steps=0``: the per-run cost alone, in us a run)."""
     from four import (
         Action,
         Assistant,
@@ -66,7 +68,7 @@ def loop_us_per_step(steps: int, repeats: int) -> float:
             G = scripted_invoke(["echo step"] * steps)
             t = time.perf_counter()
             run(G, parse, execute, emit, "system", "task", max_steps=steps)
-            samples.append((time.perf_counter() - t) / steps * 1e6)
+            samples.append((time.perf_counter() - t) / max(steps, 1) * 1e6)
     return statistics.median(samples)
 
 
@@ -79,9 +81,14 @@ def main() -> None:
     )
     print(f"| `import json` in the same run, for scale | {base_med:.1f} ms |")
     print(f"| litellm imported by `import four` | {'YES (bug)' if leaked else 'no'} |")
+    fixed = loop_us_per_step(0, 200)
     per = {n: loop_us_per_step(n, r) for n, r in ((10, 200), (100, 40), (1000, 6))}
+    print(f"| a run of 0 steps (files created, components recorded, sealed) | {fixed:.0f} us |")
     for n, us in per.items():
-        print(f"| loop + saving, {n} steps | {us:.1f} us/step |")
+        marginal = (us * n - fixed) / n
+        print(
+            f"| loop + saving, {n} steps | {us:.1f} us/step ({marginal:.1f} beyond the run's own cost) |"
+        )
     print(f"| 1000-step / 10-step cost per step | {per[1000] / per[10]:.2f}x |")
 
 

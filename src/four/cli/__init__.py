@@ -252,7 +252,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     words = list(sys.argv[1:] if argv is None else argv)
     chosen = next((w for w in words if not w.startswith("-")), None)
-    parser = build_parser(chosen if chosen in _COMMANDS else None)
+    # Only the chosen command's flags ("" for none): `four --help` stays light.
+    parser = build_parser(chosen if chosen in _COMMANDS else "")
     args = parser.parse_args(words)
     if args.version:
         from four import __version__

@@ -52,7 +52,11 @@ class TrajectorySink:
         self._times: list[float] = []
         self._encoded: list[str] = []  # each message's JSON, reused for the final document
         self._stream: IO[str] = open(self.jsonl, "x", encoding="utf-8")  # noqa: SIM115
-        self._line({"type": "start", "format": FORMAT, "info": _info_json(info)})
+        # Not flushed alone: the run's first messages follow at once, with a flush.
+        self._stream.write(
+            json.dumps({"type": "start", "format": FORMAT, "info": _info_json(info)})
+        )
+        self._stream.write("\n")
 
     def append(self, message: Message, /) -> None:
         t = round(time.time() - self._info.started_at, 6)
@@ -73,16 +77,13 @@ class TrajectorySink:
             "timestamps": list(self._times) if len(self._times) == len(messages) else [],
         }
         if not self._stream.closed:
-            self._line({"type": "end", "outcome": outcome.text, "stats": _stats_json(stats)})
-            self._stream.close()
+            end = {"type": "end", "outcome": outcome.text, "stats": _stats_json(stats)}
+            self._stream.write(json.dumps(end) + "\n")
+            self._stream.close()  # flushes
         if len(self._encoded) != len(messages):  # a plain-emit history, or one edited after
             self._encoded = [json.dumps(message_to_json(m)) for m in messages]
         _write_atomic(self.path, _render(document, self._encoded))
         return self.path
-
-    def _line(self, record: dict[str, JSON]) -> None:
-        self._stream.write(json.dumps(record) + "\n")
-        self._stream.flush()
 
 
 def save_trajectory(output_dir: str | os.PathLike[str] = "trajectories") -> TrajectoryWriter:
