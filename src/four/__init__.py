@@ -8,9 +8,9 @@
 ``import four`` never imports litellm.
 """
 
-import importlib
 from typing import TYPE_CHECKING
 
+from four._lazy import lazy
 from four._loop import run
 from four._outcomes import (
     Accepted,
@@ -107,19 +107,6 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'four' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
-
-
 __all__ = [
     "Accepted",
     "Action",
@@ -189,3 +176,5 @@ __all__ = [
     "toolcall_parse",
     "verify",
 ]
+
+__getattr__, __dir__ = lazy("four", _LAZY, __all__)

@@ -37,8 +37,9 @@ attempt is taken instead) and the new actor kills the commands and containers it
 predecessor left. ``import four.batch`` never imports Ray.
 """
 
-import importlib
 from typing import TYPE_CHECKING
+
+from four._lazy import lazy
 
 if TYPE_CHECKING:  # names load on first use: `four batch --help` imports none of this
     from four.batch._attempt import MakeRun, RunContext
@@ -70,19 +71,6 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'four.batch' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
-
-
 __all__ = [
     "MANIFEST",
     "Item",
@@ -103,3 +91,5 @@ __all__ = [
     "read_results",
     "run_many",
 ]
+
+__getattr__, __dir__ = lazy("four.batch", _LAZY, __all__)

@@ -49,20 +49,10 @@ DEFAULT_STALL = 900.0
 
 def batch_flags(p: argparse.ArgumentParser) -> None:
     """Define the flags of ``four batch`` on ``p`` (the subcommand's parser)."""
-    from four.cli import _add_env_flags, _number, _positive_int
+    from four.cli import _add_agent_flags, _number, _positive_int
 
     p.add_argument("tasks", metavar="TASKS", help="JSON Lines file: {id, task, ...} per line")
-    p.add_argument("-m", "--model", help="litellm model name [FOUR_MODEL]")
-    p.add_argument(
-        "--api-base", help="an OpenAI-compatible server; no key check then [FOUR_API_BASE]"
-    )
-    p.add_argument(
-        "--toolcalls",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="actions as tool calls instead of ```bash blocks [FOUR_TOOLCALLS]",
-    )
-    _add_env_flags(p)
+    _add_agent_flags(p)
     p.add_argument(
         "-w", "--workers", type=_positive_int, default=None,
         help=f"runs at once [FOUR_WORKERS, {DEFAULT_WORKERS}]",

@@ -90,8 +90,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _run_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("task", metavar="TASK", help="the task; '-' reads it from standard input")
+def _add_agent_flags(p: argparse.ArgumentParser) -> None:
+    """The model and environment flags that `four run` and `four batch` share."""
     p.add_argument("-m", "--model", help="litellm model name [FOUR_MODEL]")
     p.add_argument(
         "--api-base", help="an OpenAI-compatible server; no key check then [FOUR_API_BASE]"
@@ -103,6 +103,11 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
         help="actions as tool calls instead of ```bash blocks [FOUR_TOOLCALLS]",
     )
     _add_env_flags(p)
+
+
+def _run_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("task", metavar="TASK", help="the task; '-' reads it from standard input")
+    _add_agent_flags(p)
     p.add_argument(
         "--max-steps", type=_positive_int, help="model calls at most [FOUR_MAX_STEPS, 100]"
     )
