@@ -123,7 +123,7 @@ def run(
         sink.append(message)
 
     def invoke() -> Result[Reply, Halt]:
-        nonlocal usage, steps, where
+        nonlocal steps, where
         where, steps = "G", steps + 1
         return G(history).map(received).alt(model_failed)
 
@@ -199,8 +199,10 @@ def run(
             if isinstance(exc, KeyboardInterrupt)
             else Crashed(where, f"{type(exc).__name__}: {exc}")
         )
-        _finish(history, add, V2)
-        sink.close(history, outcome, _stats(steps, usage, info, format_errors, judge))
+        try:
+            _finish(history, add, V2)
+        finally:  # saved even when closing the environment fails too
+            sink.close(history, outcome, _stats(steps, usage, info, format_errors, judge))
         raise
     _finish(history, add, V2)
     return sink.close(history, outcome, _stats(steps, usage, info, format_errors, judge))
