@@ -6,7 +6,7 @@ The text forms of the seed stay: ``exit:task_complete``, ``model_error: ...``,
 
 from __future__ import annotations
 
-from typing import ClassVar, TypeAlias
+from typing import ClassVar, TypeAlias, get_args
 
 from four._record import record
 
@@ -149,24 +149,7 @@ Outcome: TypeAlias = (
     | Blocked
 )
 
-OUTCOME_TAGS: tuple[str, ...] = tuple(
-    cls.tag
-    for cls in (
-        Finished,
-        ModelFailed,
-        RepeatedFormatError,
-        StepsExhausted,
-        ExecutionFailed,
-        CostLimitReached,
-        Stalled,
-        TimeLimitReached,
-        Interrupted,
-        Crashed,
-        Accepted,
-        Held,
-        Blocked,
-    )
-)
+OUTCOME_TAGS: tuple[str, ...] = tuple(cls.tag for cls in get_args(Outcome))
 
 
 def outcome_tag(text: str) -> str:

@@ -241,9 +241,6 @@ class Feedback:
     steps: int = 0
 
 
-ParseError: TypeAlias = FormatError | Submitted
-ExecuteError: TypeAlias = Submitted | ExecutionError
-
 # --- the four arrows ----------------------------------------------------------------
 
 T_co = TypeVar("T_co", covariant=True)

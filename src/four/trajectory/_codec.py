@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import cast
 
@@ -124,7 +125,7 @@ def _tool_call(data: JSON) -> ToolCall:
     return ToolCall(
         str(data.get("id") or ""),
         str(fn.get("name") or ""),
-        arguments if isinstance(arguments, str) else _dumps(arguments),
+        arguments if isinstance(arguments, str) else json.dumps(arguments),
     )
 
 
@@ -143,9 +144,3 @@ def _list(value: JSON) -> list[JSON]:
 
 def _int(value: JSON) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def _dumps(value: JSON) -> str:
-    import json
-
-    return json.dumps(value)

@@ -72,12 +72,12 @@ class TrajectorySink:
             "outcome": outcome.text,
             "outcome_detail": _outcome_json(outcome),
             "info": _info_json(self._info),
-            "stats": _stats_json(stats),
+            "stats": (stats_json := _stats_json(stats)),
             "stream": self.jsonl.name,
             "timestamps": list(self._times) if len(self._times) == len(messages) else [],
         }
         if not self._stream.closed:
-            end = {"type": "end", "outcome": outcome.text, "stats": _stats_json(stats)}
+            end = {"type": "end", "outcome": outcome.text, "stats": stats_json}
             self._stream.write(json.dumps(end) + "\n")
             self._stream.close()  # flushes
         if len(self._encoded) != len(messages):  # a plain-emit history, or one edited after
