@@ -10,8 +10,11 @@ import sys
 import textwrap
 import threading
 from pathlib import Path
+from typing import cast
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from four import (
     Assistant,
@@ -26,7 +29,9 @@ from four import (
     save_trajectory,
     scripted_invoke,
 )
-from four.trajectory import FORMAT, TrajectoryError
+from four._types import JSON, NO_USAGE, RunInfo, RunStats
+from four.trajectory import FORMAT, TrajectoryError, _save
+from four.trajectory._codec import encode_json
 from tests._doubles import FakeEnv, line_parse
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -211,15 +216,34 @@ def test_bad_files_give_clear_errors(tmp_path: Path, content: str, error: str) -
         load_trajectory(tmp_path / "bad.jsonl")
 
 
-def test_final_write_is_atomic_on_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken_replace(src: str, dst: str) -> None:
+@pytest.mark.parametrize("unnamed", [True, False], ids=["O_TMPFILE", "rename"])
+def test_final_write_is_atomic_on_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unnamed: bool
+) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(os, "replace", broken_replace)
+    # Both ways of sealing: an unnamed file linked in, or a temporary renamed.
+    monkeypatch.setattr(_save, "_TMPFILE", [unnamed])
+    monkeypatch.setattr(os, "link" if unnamed else "replace", broken)
     with pytest.raises(OSError, match="disk full"):
         save_trajectory(tmp_path)([User("x")], Finished())
     assert not list(tmp_path.glob("*.json")) and not list(tmp_path.glob(".*"))
     assert len(list(tmp_path.glob("*.jsonl"))) == 1
+
+
+@pytest.mark.parametrize("unnamed", [True, False], ids=["O_TMPFILE", "rename"])
+def test_sealing_twice_replaces_the_document(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unnamed: bool
+) -> None:
+    monkeypatch.setattr(_save, "_TMPFILE", [unnamed])
+    sink = save_trajectory(tmp_path).open(RunInfo({}, 1, 1, 0.0))
+    sink.append(User("x"))
+    first = sink.close([User("x")], Finished("a"), RunStats(0, NO_USAGE, 0.0, 1.0))
+    again = sink.close([User("x")], Finished("b"), RunStats(0, NO_USAGE, 0.0, 1.0))
+    assert first == again and load_trajectory(again).outcome == "exit:task_complete"
+    assert json.loads(again.read_text())["outcome_detail"]["output"] == "b"
+    assert sorted(p.suffix for p in tmp_path.iterdir()) == [".json", ".jsonl"]
 
 
 def test_component_settings_are_recorded_with_secrets_masked() -> None:
@@ -238,3 +262,20 @@ def test_component_settings_are_recorded_with_secrets_masked() -> None:
     assert isinstance(described, dict)
     assert described["api_key"] == described["access_token"] == "***"
     assert described["token_limit"] == 5 and described["max_tokens"] == 7
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(_json_values)
+def test_the_fast_encoder_writes_what_json_dumps_writes(value: JSON) -> None:
+    assert encode_json(value) == json.dumps(value)
+
+
+def test_the_fast_encoder_refuses_what_json_refuses() -> None:
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        encode_json(cast(JSON, {"a": object()}))

@@ -3,12 +3,44 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import cast
 
 from four._types import JSON, Assistant, Message, System, ToolCall, ToolResult, Usage, User
 
 JSONDict = dict[str, JSON]
+
+
+def _compact_encoder() -> Callable[[JSON], str]:
+    """``json.dumps`` with its defaults, minus building an encoder on every call (a
+    third of the cost of encoding one message). Our values are trees, so no cycle check."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # an interpreter without json's C speedups
+        return json.dumps
+
+    def unsupported(value: object) -> JSON:
+        raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+    encode = make(
+        None,
+        unsupported,
+        json.encoder.encode_basestring_ascii,
+        None,
+        ": ",
+        ", ",
+        False,
+        False,
+        True,
+    )
+    return lambda value: "".join(encode(value, 0))
+
+
+encode_json: Callable[[JSON], str] = _compact_encoder()
+"""``json.dumps(value)``, byte for byte, faster.
+
+>>> encode_json({"a": [1, "é", None]})
+'{"a": [1, "\\u00e9", null]}'
+"""
 
 
 def usage_to_json(usage: Usage) -> JSONDict:

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 from four._outcomes import Outcome
 from four._types import JSON, NO_USAGE, Message, RunInfo, RunStats
-from four.trajectory._codec import message_to_json, usage_to_json
+from four.trajectory._codec import encode_json, message_to_json, usage_to_json
 
 FORMAT = "four.trajectory/1"
 
@@ -37,52 +37,66 @@ class TrajectoryWriter:
 
 
 class TrajectorySink:
-    """One run's files: ``<stem>.jsonl`` grows a line per message (flushed), and
-    ``<stem>.json`` is written atomically when the run ends."""
+    """One run's files: ``<stem>.jsonl`` grows a line per message (written through at
+    once), and ``<stem>.json`` appears whole when the run ends."""
 
-    __slots__ = ("_encoded", "_info", "_stream", "_times", "jsonl", "path")
+    __slots__ = ("_dir", "_encoded", "_fd", "_head", "_info", "_started", "_stem", "_times")
 
     def __init__(self, directory: Path, info: RunInfo) -> None:
-        directory.mkdir(parents=True, exist_ok=True)
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(info.started_at))
-        stem = f"{stamp}-{os.urandom(6).hex()}"  # unique without looking at the folder
-        self.jsonl = directory / f"{stem}.jsonl"
-        self.path = directory / f"{stem}.json"
-        self._info = info
+        self._stem = f"{stamp}-{os.urandom(6).hex()}"  # unique without looking at the folder
+        self._dir = directory
+        self._started = info.started_at
+        self._info = json.dumps(_info_json(info))  # encoded once: start line and document
         self._times: list[float] = []
         self._encoded: list[str] = []  # each message's JSON, reused for the final document
-        self._stream: IO[str] = open(self.jsonl, "x", encoding="utf-8")  # noqa: SIM115
-        # Not flushed alone: the run's first messages follow at once, with a flush.
-        self._stream.write(
-            json.dumps({"type": "start", "format": FORMAT, "info": _info_json(info)})
-        )
-        self._stream.write("\n")
+        self._fd = _create(directory, f"{self._stem}.jsonl")
+        # Written with the first message: a run's first messages follow at once.
+        self._head = f'{{"type": "start", "format": "{FORMAT}", "info": {self._info}}}\n'
+
+    @property
+    def jsonl(self) -> Path:
+        """The JSON Lines record, written as the run goes."""
+        return self._dir / f"{self._stem}.jsonl"
+
+    @property
+    def path(self) -> Path:
+        """The sealed document, there once the run has ended."""
+        return self._dir / f"{self._stem}.json"
+
+    def __del__(self) -> None:  # a sink dropped without close() must not leak its file
+        if getattr(self, "_fd", -1) >= 0:
+            os.close(self._fd)
 
     def append(self, message: Message, /) -> None:
-        t = round(time.time() - self._info.started_at, 6)
-        encoded = json.dumps(message_to_json(message))
+        t = round(time.time() - self._started, 6)
+        encoded = encode_json(message_to_json(message))
         self._times.append(t)
         self._encoded.append(encoded)
-        self._stream.write(f'{{"type": "message", "t": {t}, "message": {encoded}}}\n')
-        self._stream.flush()
+        line = f'{self._head}{{"type": "message", "t": {t}, "message": {encoded}}}\n'
+        self._head = ""
+        _write(self._fd, line.encode())  # unbuffered: a killed process keeps every line written
 
     def close(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> Path:
-        document: dict[str, JSON] = {
-            "format": FORMAT,
-            "outcome": outcome.text,
-            "outcome_detail": _outcome_json(outcome),
-            "info": _info_json(self._info),
-            "stats": (stats_json := _stats_json(stats)),
-            "stream": self.jsonl.name,
-            "timestamps": list(self._times) if len(self._times) == len(messages) else [],
-        }
-        if not self._stream.closed:
-            end = {"type": "end", "outcome": outcome.text, "stats": stats_json}
-            self._stream.write(json.dumps(end) + "\n")
-            self._stream.close()  # flushes
+        stats_json = json.dumps(_stats_json(stats))
+        if self._fd >= 0:
+            end = f'{{"type": "end", "outcome": {json.dumps(outcome.text)}, "stats": {stats_json}}}'
+            _write(self._fd, f"{self._head}{end}\n".encode())
+            os.close(self._fd)
+            self._fd = -1
         if len(self._encoded) != len(messages):  # a plain-emit history, or one edited after
-            self._encoded = [json.dumps(message_to_json(m)) for m in messages]
-        _write_atomic(self.path, _render(document, self._encoded))
+            self._encoded = [encode_json(message_to_json(m)) for m in messages]
+        timestamps = self._times if len(self._times) == len(messages) else []
+        document = {
+            "format": json.dumps(FORMAT),
+            "outcome": json.dumps(outcome.text),
+            "outcome_detail": json.dumps(_outcome_json(outcome)),
+            "info": self._info,
+            "stats": stats_json,
+            "stream": f'"{self._stem}.jsonl"',  # the stem needs no escaping
+            "timestamps": json.dumps(timestamps),
+        }
+        _write_atomic(self._dir, f"{self._stem}.json", _render(document, self._encoded).encode())
         return self.path
 
 
@@ -99,23 +113,84 @@ def save_trajectory(output_dir: str | os.PathLike[str] = "trajectories") -> Traj
     return TrajectoryWriter(Path(output_dir).expanduser().absolute())
 
 
-def _render(document: dict[str, JSON], messages: list[str]) -> str:
+def _render(document: dict[str, str], messages: list[str]) -> str:
     """One key, and one message, per line: readable, and json's C encoder does the work
     (``indent=`` would switch to the pure-Python encoder, 10x slower)."""
-    lines = [f"{json.dumps(k)}: {json.dumps(v)}" for k, v in document.items()]
+    lines = [f'"{k}": {v}' for k, v in document.items()]
     body = ",\n".join(messages)
     lines.append(f'"messages": [\n{body}\n]')
     return "{\n" + ",\n".join(lines) + "\n}\n"
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")  # the stem is already unique to this run
+_FLAGS = os.O_WRONLY | os.O_CLOEXEC
+
+
+def _create(folder: Path, name: str) -> int:
+    """Create the run's ``.jsonl`` (never an existing file), making its folder if needed."""
+    flags = _FLAGS | os.O_CREAT | os.O_EXCL | os.O_APPEND
     try:
-        with open(tmp, "x", encoding="utf-8") as f:
-            f.write(text)  # no fsync: rename is atomic against a dying process, the risk here
-        os.replace(tmp, path)
+        return os.open(f"{folder}/{name}", flags, 0o666)
+    except FileNotFoundError:  # the folder is made on first use, not checked every run
+        folder.mkdir(parents=True, exist_ok=True)
+        return os.open(f"{folder}/{name}", flags, 0o666)
+
+
+def _write(fd: int, data: bytes) -> None:
+    if (n := os.write(fd, data)) < len(data):  # a short write: a full disk, or a signal
+        view = memoryview(data)[n:]
+        while view:
+            view = view[os.write(fd, view) :]
+
+
+def _write_atomic(path: Path, name: str, data: bytes) -> None:
+    """``path/name`` appears whole or not at all. The file is written unnamed (``O_TMPFILE``)
+    and then linked in: one entry in the folder instead of a temporary and a rename,
+    and nothing to clean up after a crash. Elsewhere: a temporary file and a rename."""
+    folder = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        if not _linked(folder, name, data):
+            _renamed(folder, name, data)
+    finally:
+        os.close(folder)
+
+
+_TMPFILE: list[bool] = [hasattr(os, "O_TMPFILE")]  # cleared once it proves unsupported
+
+
+def _linked(folder: int, name: str, data: bytes) -> bool:
+    if not _TMPFILE[0]:
+        return False
+    try:
+        fd = os.open(".", _FLAGS | os.O_TMPFILE, 0o666, dir_fd=folder)
+    except OSError:  # a filesystem without O_TMPFILE (EOPNOTSUPP, EISDIR on old kernels)
+        _TMPFILE[0] = False
+        return False
+    try:
+        _write(fd, data)
+        # linkat(AT_SYMLINK_FOLLOW) through /proc: how an unnamed file gets a name.
+        os.link(f"/proc/self/fd/{fd}", name, dst_dir_fd=folder)
+    except FileExistsError:  # sealed twice: replace it, as a rename would
+        return False
+    except FileNotFoundError:  # no /proc
+        _TMPFILE[0] = False
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
+def _renamed(folder: int, name: str, data: bytes) -> None:
+    tmp = f".{name}.tmp"  # the stem is already unique to this run
+    try:
+        fd = os.open(tmp, _FLAGS | os.O_CREAT | os.O_EXCL, 0o666, dir_fd=folder)
+        try:
+            _write(fd, data)  # no fsync: rename is atomic against a dying process, the risk here
+        finally:
+            os.close(fd)
+        os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp, dir_fd=folder)
         raise
 
 
