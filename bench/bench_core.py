@@ -5,6 +5,7 @@ python bench/run.py core
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
@@ -38,7 +39,7 @@ def import_ms(module: str, runs: int = 15) -> tuple[float, float, bool]:
     return statistics.median(times), min(times), leaked
 
 
-def loop_us_per_step(steps: int, repeats: int) -> float:
+def loop_us_per_step(steps: int, repeats: int, parent: Path) -> float:
     """Median wall time of whole runs of ``steps`` steps, divided by ``steps``
     (``steps=0``: the per-run cost alone, in us a run)."""
     from four import (
@@ -61,8 +62,7 @@ def loop_us_per_step(steps: int, repeats: int) -> float:
         return Success(Observation("<returncode>0</returncode>\n<output>\nok\n</output>", 0))
 
     samples = []
-    # In the project tree, like a real trajectories/ folder (/tmp here creates files 5x slower).
-    with tempfile.TemporaryDirectory(dir=ROOT / "bench", prefix=".runs-") as tmp:
+    with tempfile.TemporaryDirectory(dir=parent, prefix=".runs-") as tmp:
         emit = save_trajectory(tmp)
         for _ in range(repeats):
             G = scripted_invoke(["echo step"] * steps)
@@ -70,6 +70,25 @@ def loop_us_per_step(steps: int, repeats: int) -> float:
             run(G, parse, execute, emit, "system", "task", max_steps=steps)
             samples.append((time.perf_counter() - t) / max(steps, 1) * 1e6)
     return statistics.median(samples)
+
+
+def create_us(parent: Path, files: int = 300) -> float:
+    """What the filesystem alone charges for one new file (created, 500 bytes written,
+    closed), median over ``files`` files in a fresh folder: a run creates two."""
+    samples = []
+    with tempfile.TemporaryDirectory(dir=parent, prefix=".files-") as tmp:
+        for i in range(files):
+            t = time.perf_counter()
+            fd = os.open(f"{tmp}/{i}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            os.write(fd, b"x" * 500)
+            os.close(fd)
+            samples.append((time.perf_counter() - t) * 1e6)
+    return statistics.median(samples)
+
+
+# tmpfs shows the loop and its saving code (system calls included); the project tree
+# adds what this disk charges for creating the run's two files, measured beside it.
+FOLDERS = (("tmpfs, /dev/shm", Path("/dev/shm")), ("disk, the project tree", ROOT / "bench"))
 
 
 def main() -> None:
@@ -81,15 +100,22 @@ def main() -> None:
     )
     print(f"| `import json` in the same run, for scale | {base_med:.1f} ms |")
     print(f"| litellm imported by `import four` | {'YES (bug)' if leaked else 'no'} |")
-    fixed = loop_us_per_step(0, 200)
-    per = {n: loop_us_per_step(n, r) for n, r in ((10, 200), (100, 40), (1000, 6))}
-    print(f"| a run of 0 steps (files created, components recorded, sealed) | {fixed:.0f} us |")
-    for n, us in per.items():
-        marginal = (us * n - fixed) / n
-        print(
-            f"| loop + saving, {n} steps | {us:.1f} us/step ({marginal:.1f} beyond the run's own cost) |"
-        )
-    print(f"| 1000-step / 10-step cost per step | {per[1000] / per[10]:.2f}x |")
+    for label, parent in FOLDERS:
+        if not parent.is_dir():
+            print(f"| trajectories on {label} | (no such folder) |")
+            continue
+        fixed = loop_us_per_step(0, 200, parent)
+        per = {n: loop_us_per_step(n, r, parent) for n, r in ((10, 200), (100, 40), (1000, 6))}
+        print(f"| **trajectories on {label}** | |")
+        print(f"| one file created there, by the filesystem alone | {create_us(parent):.0f} us |")
+        print(f"| a run of 0 steps (files created, components recorded, sealed) | {fixed:.0f} us |")
+        for n, us in per.items():
+            marginal = (us * n - fixed) / n
+            print(
+                f"| loop + saving, {n} steps | {us:.1f} us/step "
+                f"({marginal:.1f} beyond the run's own cost) |"
+            )
+        print(f"| 1000-step / 10-step cost per step | {per[1000] / per[10]:.2f}x |")
 
 
 if __name__ == "__main__":

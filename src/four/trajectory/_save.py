@@ -122,7 +122,7 @@ def _render(document: dict[str, str], messages: list[str]) -> str:
     return "{\n" + ",\n".join(lines) + "\n}\n"
 
 
-_FLAGS = os.O_WRONLY | os.O_CLOEXEC
+_FLAGS = os.O_WRONLY | os.O_CLOEXEC  # not inherited by the commands the run starts
 
 
 def _create(folder: Path, name: str) -> int:
