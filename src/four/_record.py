@@ -11,6 +11,8 @@ class constants. Defaults must be immutable. ``dataclasses.fields``, ``replace``
 from __future__ import annotations
 
 import dataclasses
+import operator
+from collections.abc import Callable
 from dataclasses import FrozenInstanceError
 from typing import Any, TypeVar, cast, dataclass_transform
 
@@ -21,8 +23,43 @@ def _frozen(self: object, name: str, value: object = None) -> None:
     raise FrozenInstanceError(f"cannot assign to field {name!r}")
 
 
-def _getstate(self: object) -> tuple[object, ...]:
-    return tuple(getattr(self, name) for name in self.__slots__)  # type: ignore[attr-defined]
+def _values(names: tuple[str, ...]) -> Callable[[object], tuple[object, ...]]:
+    """All fields of an instance as a tuple, fetched in C."""
+    if len(names) > 1:
+        return operator.attrgetter(*names)
+    if names:
+        one = operator.attrgetter(names[0])
+        return lambda self: (one(self),)
+    return lambda self: ()
+
+
+def _methods(
+    qualname: str, names: tuple[str, ...], values: Callable[[object], tuple[object, ...]]
+) -> dict[str, Callable[..., object]]:
+    def __repr__(self: object) -> str:
+        shown = ", ".join(f"{n}={v!r}" for n, v in zip(names, values(self), strict=True))
+        return f"{qualname}({shown})"
+
+    def __eq__(self: object, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return values(self) == values(other)
+        return NotImplemented
+
+    def __hash__(self: object) -> int:
+        return hash(values(self))
+
+    def __getstate__(self: object) -> tuple[object, ...]:
+        return values(self)
+
+    methods: dict[str, Callable[..., object]] = {
+        "__repr__": __repr__,
+        "__eq__": __eq__,
+        "__hash__": __hash__,
+        "__getstate__": __getstate__,
+    }
+    for name, method in methods.items():
+        method.__qualname__ = f"{qualname}.{name}"
+    return methods
 
 
 def _setstate(self: object, state: tuple[object, ...]) -> None:
@@ -59,29 +96,21 @@ def record(cls: C) -> C:
     params = ", ".join(f"{n}=_d_{n}" if n in defaults else n for n in names)
     sets = "".join(f"\n  _set(self, {n!r}, {n})" for n in names)
     post = "\n  self.__post_init__()" if "__post_init__" in namespace else ""
-    values = "".join(f"self.{n}, " for n in names)
-    other = "".join(f"o.{n}, " for n in names)
-    shown = ", ".join(f"{n}={{self.{n}!r}}" for n in names)
-    source = (
-        f"def __init__(self, {params}):{sets or chr(10) + '  pass'}{post}\n"
-        f"def __repr__(self):\n  return f'{cls.__qualname__}({shown})'\n"
-        "def __eq__(self, o):\n  if o.__class__ is self.__class__:\n"
-        f"    return ({values}) == ({other})\n  return NotImplemented\n"
-        f"def __hash__(self):\n  return hash(({values}))\n"
-    )
+    # Only __init__ is compiled (it is on every hot path); the other methods share one
+    # C-level getter of all fields, so a class costs one small compile at import.
     scope: dict[str, Any] = {f"_d_{n}": v for n, v in defaults.items()}
     scope["_set"] = object.__setattr__
-    exec(source, scope)
-    for method in ("__init__", "__repr__", "__eq__", "__hash__"):
-        scope[method].__qualname__ = f"{cls.__qualname__}.{method}"
-        namespace[method] = scope[method]
+    exec(f"def __init__(self, {params}):{sets or chr(10) + '  pass'}{post}\n", scope)
+    scope["__init__"].__qualname__ = f"{cls.__qualname__}.__init__"
+    namespace["__init__"] = scope["__init__"]
+    values = _values(names)
+    namespace.update(_methods(cls.__qualname__, names, values))
     namespace.update(
         __dataclass_fields__={n: _field(n, annotations[n], defaults) for n in names},
         __slots__=names,
         __match_args__=names,
         __setattr__=_frozen,
         __delattr__=_frozen,
-        __getstate__=_getstate,
         __setstate__=_setstate,
     )
     namespace.pop("__weakref__", None)
