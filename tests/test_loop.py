@@ -330,3 +330,25 @@ def test_a_watch_is_asked_before_each_model_call() -> None:
     G = scripted_invoke(["$ a", "$ b", "$ c"])
     _, outcome = run(G, line_parse, FakeEnv(), keep, "s", "p", watch=CountingWatch(4))
     assert outcome == Stalled("no progress for 5s") and G.position == 2
+
+
+def test_turns_of_only_rejected_calls_count_as_format_errors() -> None:
+    bad = Assistant("", (call(1, "python", "{}"), call(2, "python", "{}")))
+    good = Assistant("", (call(3),))
+    # A good turn in between resets the count; three bad turns in a row end the run.
+    script = [bad, bad, good, bad, bad, bad, good]
+    history, outcome = run(scripted_invoke(script), line_parse, FakeEnv(), keep, "s", "p")
+    assert outcome == RepeatedFormatError("unknown tool")
+    assert outcome.text == "repeated_format_error: unknown tool"
+    assert paired(history)
+    # Each rejected call has its one answer, and no extra feedback turn is added.
+    assert not [m for m in history if isinstance(m, User) and m.kind == "format_error"]
+    assert sum(isinstance(m, Assistant) for m in history) == 6
+
+
+def test_a_turn_with_one_good_call_among_rejected_ones_is_progress() -> None:
+    mixed = Assistant("", (call(1, "python", "{}"), call(2)))
+    history, outcome = run(
+        scripted_invoke([mixed] * 4), line_parse, FakeEnv(), keep, "s", "p", max_steps=4
+    )
+    assert outcome == StepsExhausted() and paired(history)

@@ -82,7 +82,9 @@ def run(
     Returns what ``emit`` returns. ``resume`` continues an earlier history (then
     ``prompt``, if given, is appended as a new user turn). A format error goes back
     to the model as a user message (or as the result of each tool call of that
-    turn); ``max_format_errors`` in a row end the run (0 disables the cap). An
+    turn), and a turn whose every tool call was rejected counts as one (each call
+    is answered with its error). ``max_format_errors`` in a row end the run (0
+    disables the cap). An
     exception or Ctrl-C in any component is recorded as the outcome and emitted
     before it propagates. An environment with ``close()`` is closed at the end.
 
@@ -149,14 +151,18 @@ def run(
             return Failure(CUT_OFF)
         return V1(reply).alt(submitted_or_feedback)
 
-    def execute(actions: Sequence[Action | Rejected]) -> Result[None, Halt]:
+    def execute(actions: Sequence[Action | Rejected]) -> Result[str | None, Halt]:
+        """Run the turn's actions. Success(None) once any ran; else the first rejection
+        (each rejected call is answered, and the turn counts as a format error)."""
         nonlocal where
-        where = "V2"
+        where, ran, refused = "V2", False, None
         for action in actions:
             if isinstance(action, Rejected):
                 tool = tools.get(action.call_id, "bash")
                 add(ToolResult(action.call_id, action.error, tool, "rejected"))
+                refused = refused or action.error
                 continue
+            ran = True
             if (stop := guard.stopped()) is not None:
                 return Failure(stop)
             result = V2(action).alt(submitted_or_failed)
@@ -165,7 +171,7 @@ def run(
                 add(answer)
             if isinstance(result, Failure):
                 return Failure(result.failure())
-        return Success(None)
+        return Success(None if ran else refused)
 
     outcome: Outcome = StepsExhausted()
     try:
@@ -174,10 +180,14 @@ def run(
                 outcome = stop
                 break
             turn = invoke().bind(parse).bind(execute)
+            refused = turn.value_or(None)
             if isinstance(turn, Success):
-                format_errors = 0
-                continue
-            halt = turn.failure()
+                if refused is None:
+                    format_errors = 0
+                    continue
+                halt: Halt = FormatError(refused)  # every call rejected: no progress
+            else:
+                halt = turn.failure()
             if isinstance(halt, Finished) and judge is not None:
                 where = "check"
                 halt = judge(history, halt)
@@ -192,7 +202,8 @@ def run(
             if 0 < max_format_errors <= format_errors:
                 outcome = RepeatedFormatError(halt.feedback)
                 break
-            _feedback(history, halt.feedback, add, "format_error")
+            if refused is None:  # rejected calls already have their answers
+                _feedback(history, halt.feedback, add, "format_error")
     except BaseException as exc:
         outcome = (
             Interrupted(type(exc).__name__)
