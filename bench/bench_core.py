@@ -18,17 +18,17 @@ from returns.result import Result, Success
 
 ROOT = Path(__file__).resolve().parents[1]
 IMPORT_PROBE = (
-    "import sys, time; t = time.perf_counter(); import {mod}; d = time.perf_counter() - t; "
+    "import sys, time; t = time.perf_counter(); {statement}; d = time.perf_counter() - t; "
     "print(d * 1000, 'litellm' in sys.modules)"
 )
 
 
-def import_ms(module: str, runs: int = 15) -> tuple[float, float, bool]:
-    """Median and min of in-process import time in fresh interpreters."""
+def import_ms(statement: str, runs: int = 15) -> tuple[float, float, bool]:
+    """Median and min of in-process time of an import statement in fresh interpreters."""
     times, leaked = [], False
     for _ in range(runs):
         out = subprocess.run(
-            [sys.executable, "-c", IMPORT_PROBE.format(mod=module)],
+            [sys.executable, "-c", IMPORT_PROBE.format(statement=statement)],
             capture_output=True,
             text=True,
             check=True,
@@ -39,9 +39,10 @@ def import_ms(module: str, runs: int = 15) -> tuple[float, float, bool]:
     return statistics.median(times), min(times), leaked
 
 
-def loop_us_per_step(steps: int, repeats: int, parent: Path) -> float:
-    """Median wall time of whole runs of ``steps`` steps, divided by ``steps``
-    (``steps=0``: the per-run cost alone, in us a run)."""
+def loop_us_per_step(steps: int, repeats: int, parent: Path) -> tuple[float, float]:
+    """Medians of wall and CPU time of whole runs of ``steps`` steps, divided by
+    ``steps`` (``steps=0``: the per-run cost alone, in us a run). CPU time is this
+    process's own, so it moves less than wall time when other jobs share the cores."""
     from four import (
         Action,
         Assistant,
@@ -61,15 +62,16 @@ def loop_us_per_step(steps: int, repeats: int, parent: Path) -> float:
     def execute(action: Action) -> Result[Observation, Submitted | ExecutionError]:
         return Success(Observation("<returncode>0</returncode>\n<output>\nok\n</output>", 0))
 
-    samples = []
+    walls, cpus = [], []
     with tempfile.TemporaryDirectory(dir=parent, prefix=".runs-") as tmp:
         emit = save_trajectory(tmp)
         for _ in range(repeats):
             G = scripted_invoke(["echo step"] * steps)
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             run(G, parse, execute, emit, "system", "task", max_steps=steps)
-            samples.append((time.perf_counter() - t) / max(steps, 1) * 1e6)
-    return statistics.median(samples)
+            cpus.append((time.process_time() - c) / max(steps, 1) * 1e6)
+            walls.append((time.perf_counter() - t) / max(steps, 1) * 1e6)
+    return statistics.median(walls), statistics.median(cpus)
 
 
 def create_us(parent: Path, files: int = 300) -> float:
@@ -92,30 +94,37 @@ FOLDERS = (("tmpfs, /dev/shm", Path("/dev/shm")), ("disk, the project tree", ROO
 
 
 def main() -> None:
-    four_med, four_min, leaked = import_ms("four")
-    base_med, _, _ = import_ms("json")
+    four_med, four_min, leaked = import_ms("import four")
+    run_med, run_min, _ = import_ms("from four import run")
+    base_med, _, _ = import_ms("import json")
     print("| measure | value |\n|---|---|")
     print(
         f"| `import four`, median of 15 fresh interpreters | {four_med:.1f} ms (min {four_min:.1f}) |"
     )
+    print(
+        f"| `from four import run` (loads returns), same | {run_med:.1f} ms (min {run_min:.1f}) |"
+    )
     print(f"| `import json` in the same run, for scale | {base_med:.1f} ms |")
     print(f"| litellm imported by `import four` | {'YES (bug)' if leaked else 'no'} |")
+    print()
+    print(
+        "| trajectories on | steps | wall us/step | CPU us/step | wall beyond the run's own cost |"
+    )
+    print("|---|---:|---:|---:|---:|")
     for label, parent in FOLDERS:
         if not parent.is_dir():
-            print(f"| trajectories on {label} | (no such folder) |")
             continue
-        fixed = loop_us_per_step(0, 200, parent)
+        fixed, fixed_cpu = loop_us_per_step(0, 200, parent)
+        created = create_us(parent)
+        print(f"| {label}: one file created, by the filesystem alone | | {created:.0f} us | | |")
+        print(
+            f"| {label}: a run of 0 steps (per run) | 0 | {fixed:.0f} us | {fixed_cpu:.0f} us | |"
+        )
         per = {n: loop_us_per_step(n, r, parent) for n, r in ((10, 200), (100, 40), (1000, 6))}
-        print(f"| **trajectories on {label}** | |")
-        print(f"| one file created there, by the filesystem alone | {create_us(parent):.0f} us |")
-        print(f"| a run of 0 steps (files created, components recorded, sealed) | {fixed:.0f} us |")
-        for n, us in per.items():
-            marginal = (us * n - fixed) / n
-            print(
-                f"| loop + saving, {n} steps | {us:.1f} us/step "
-                f"({marginal:.1f} beyond the run's own cost) |"
-            )
-        print(f"| 1000-step / 10-step cost per step | {per[1000] / per[10]:.2f}x |")
+        for n, (wall, cpu) in per.items():
+            print(f"| {label} | {n} | {wall:.1f} | {cpu:.1f} | {(wall * n - fixed) / n:.1f} |")
+        ratio = per[1000][0] / per[10][0]
+        print(f"| {label}: 1000-step / 10-step wall cost per step | | {ratio:.2f}x | | |")
 
 
 if __name__ == "__main__":

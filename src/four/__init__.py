@@ -11,7 +11,6 @@
 from typing import TYPE_CHECKING
 
 from four._lazy import lazy
-from four._loop import run
 from four._outcomes import (
     Accepted,
     Blocked,
@@ -52,7 +51,8 @@ from four._types import (
     User,
 )
 
-if TYPE_CHECKING:  # components load on first use, so `import four` stays cheap
+if TYPE_CHECKING:  # run and the components load on first use, so `import four` stays cheap
+    from four._loop import run
     from four.batch import RayPool, RunContext, RunResult, ThreadPool, iter_runs, run_many
     from four.checks import Claim, all_of, audit, command_check, file_check, verify
     from four.execute import docker_env, local_env, sandbox_env, shell_env, super_env
@@ -73,6 +73,7 @@ if TYPE_CHECKING:  # components load on first use, so `import four` stays cheap
 __version__ = "0.1.0"
 
 _LAZY = {
+    "run": "four._loop",
     "RayPool": "four.batch",
     "RunContext": "four.batch",
     "RunResult": "four.batch",

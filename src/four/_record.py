@@ -2,7 +2,8 @@
 
 ``dataclass(frozen=True, slots=True)`` compiles six methods per class at import time
 (about 1.2 ms each class here); ``import four`` defines some twenty value types and has a
-60 ms budget. A record compiles one small block per class. Type checkers see a frozen
+60 ms budget. A record compiles only its ``__init__``, and ``dataclasses`` itself (which
+loads ``inspect``) is imported only when its helpers are used. Type checkers see a frozen
 dataclass (PEP 681). Fields are the class's annotations, in order; ``ClassVar`` ones are
 class constants. Defaults must be immutable. ``dataclasses.fields``, ``replace`` and
 ``asdict`` work on records.
@@ -10,16 +11,19 @@ class constants. Defaults must be immutable. ``dataclasses.fields``, ``replace``
 
 from __future__ import annotations
 
-import dataclasses
 import operator
-from collections.abc import Callable
-from dataclasses import FrozenInstanceError
-from typing import Any, TypeVar, cast, dataclass_transform
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, cast, dataclass_transform
+
+if TYPE_CHECKING:
+    import dataclasses
 
 C = TypeVar("C", bound=type)
 
 
 def _frozen(self: object, name: str, value: object = None) -> None:
+    from dataclasses import FrozenInstanceError  # here, not at import: see _Fields
+
     raise FrozenInstanceError(f"cannot assign to field {name!r}")
 
 
@@ -67,13 +71,30 @@ def _setstate(self: object, state: tuple[object, ...]) -> None:
         object.__setattr__(self, name, value)
 
 
-def _field(name: str, kind: object, defaults: dict[str, object]) -> dataclasses.Field[object]:
-    """A Field as a dataclass would record it, so the dataclasses helpers accept records."""
-    default = defaults.get(name, dataclasses.MISSING)
-    made = cast("dataclasses.Field[object]", dataclasses.field(default=default))
-    made.name, made.type = name, cast(type, kind)
-    made._field_type = dataclasses._FIELD  # type: ignore[attr-defined]
-    return made
+class _Fields:
+    """A record's ``__dataclass_fields__``, made on first use: ``dataclasses`` loads
+    ``inspect``, about a fifth of ``import four``, and only its own helpers read this."""
+
+    def __init__(
+        self, names: tuple[str, ...], kinds: Mapping[str, object], defaults: dict[str, object]
+    ):
+        self._names, self._kinds, self._defaults = names, kinds, defaults
+
+    def __get__(
+        self, instance: object, owner: type | None = None
+    ) -> dict[str, dataclasses.Field[object]]:
+        import dataclasses
+
+        fields = {}
+        for name in self._names:
+            default = self._defaults.get(name, dataclasses.MISSING)
+            made = cast("dataclasses.Field[object]", dataclasses.field(default=default))
+            made.name, made.type = name, cast(type, self._kinds[name])
+            made._field_type = dataclasses._FIELD  # type: ignore[attr-defined]
+            fields[name] = made
+        if owner is not None:
+            owner.__dataclass_fields__ = fields  # type: ignore[attr-defined]  # once a class
+        return fields
 
 
 @dataclass_transform(frozen_default=True, eq_default=True)
@@ -106,7 +127,7 @@ def record(cls: C) -> C:
     values = _values(names)
     namespace.update(_methods(cls.__qualname__, names, values))
     namespace.update(
-        __dataclass_fields__={n: _field(n, annotations[n], defaults) for n in names},
+        __dataclass_fields__=_Fields(names, annotations, defaults),
         __slots__=names,
         __match_args__=names,
         __setattr__=_frozen,

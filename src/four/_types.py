@@ -14,12 +14,13 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Protocol, TypeAlias, TypeVar, runtime_checkable
-
-from returns.result import Result
+from typing import TYPE_CHECKING, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 from four._outcomes import Finished, Outcome
 from four._record import record
+
+if TYPE_CHECKING:  # annotations only: `import four` does not load returns
+    from returns.result import Result
 
 JSON: TypeAlias = "bool | int | float | str | list[JSON] | dict[str, JSON] | None"
 
