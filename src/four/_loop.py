@@ -84,9 +84,9 @@ def run(
     to the model as a user message (or as the result of each tool call of that
     turn), and a turn whose every tool call was rejected counts as one (each call
     is answered with its error). ``max_format_errors`` in a row end the run (0
-    disables the cap). An
-    exception or Ctrl-C in any component is recorded as the outcome and emitted
-    before it propagates. An environment with ``close()`` is closed at the end.
+    disables the cap). An exception or Ctrl-C in any component is recorded as the
+    outcome and emitted before it propagates. An environment with ``close()`` is
+    closed at the end.
 
     With ``check`` (see ``four.checks``), a submission is not the end: the check judges
     it, and the run ends ``accepted``, ``held`` or ``blocked``, or goes on with the
