@@ -238,3 +238,21 @@ def test_component_settings_are_recorded_with_secrets_masked() -> None:
     assert isinstance(described, dict)
     assert described["api_key"] == described["access_token"] == "***"
     assert described["token_limit"] == 5 and described["max_tokens"] == 7
+
+
+def test_stream_records_come_whole_even_for_a_run_with_no_message(tmp_path: Path) -> None:
+    from four._types import NO_USAGE, RunInfo, RunStats
+
+    writer = save_trajectory(tmp_path)
+    sink = writer.open(RunInfo({}, 3, 3, 0.0))
+    path = sink.close([], Finished(), RunStats(0, NO_USAGE, 0.0, 0.0))
+    records = [json.loads(line) for line in sink.jsonl.read_text().splitlines()]
+    assert [r["type"] for r in records] == ["start", "end"]
+    assert load_trajectory(path).outcome == "exit:task_complete"
+    sink = writer.open(RunInfo({}, 3, 3, 0.0))
+    sink.append(User("hi"))
+    lines = sink.jsonl.read_text().splitlines()  # written through, before the run ends
+    assert [json.loads(line)["type"] for line in lines] == ["start", "message"]
+    del sink  # dropped without close: its descriptor is closed, the stream stays readable
+    (stream,) = [p for p in tmp_path.glob("*.jsonl") if p != path.with_suffix(".jsonl")]
+    assert load_trajectory(stream).outcome is None
