@@ -279,3 +279,19 @@ def test_the_fast_encoder_writes_what_json_dumps_writes(value: JSON) -> None:
 def test_the_fast_encoder_refuses_what_json_refuses() -> None:
     with pytest.raises(TypeError, match="not JSON serializable"):
         encode_json(cast(JSON, {"a": object()}))
+
+
+def test_stream_records_come_whole_even_for_a_run_with_no_message(tmp_path: Path) -> None:
+    writer = save_trajectory(tmp_path)
+    sink = writer.open(RunInfo({}, 3, 3, 0.0))
+    path = sink.close([], Finished(), RunStats(0, NO_USAGE, 0.0, 0.0))
+    records = [json.loads(line) for line in sink.jsonl.read_text().splitlines()]
+    assert [r["type"] for r in records] == ["start", "end"]
+    assert load_trajectory(path).outcome == "exit:task_complete"
+    sink = writer.open(RunInfo({}, 3, 3, 0.0))
+    sink.append(User("hi"))
+    lines = sink.jsonl.read_text().splitlines()  # written through, before the run ends
+    assert [json.loads(line)["type"] for line in lines] == ["start", "message"]
+    del sink  # dropped without close: its descriptor is closed, the stream stays readable
+    (stream,) = [p for p in tmp_path.glob("*.jsonl") if p != path.with_suffix(".jsonl")]
+    assert load_trajectory(stream).outcome is None

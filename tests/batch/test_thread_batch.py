@@ -111,3 +111,36 @@ def test_two_batches_cannot_write_one_folder(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="another batch"):
         run_many(lambda ctx: Finished(), [Item("c")], tmp_path)
     assert len(list(first)) == 1
+
+
+def test_read_saved_reads_a_sealed_trajectory_up_to_its_messages(tmp_path: Path) -> None:
+    import dataclasses
+
+    from four import Assistant, Usage, run, save_trajectory, scripted_invoke
+    from four.batch._result import read_saved
+    from tests._doubles import FakeEnv, line_parse
+
+    big = "x" * 300_000  # messages far past the first block read, never needed
+    G = scripted_invoke([Assistant(f"$ echo {big}", usage=Usage(3, 4, 0.5)), "$ submit done"])
+    path = run(G, line_parse, FakeEnv(), save_trajectory(tmp_path), prompt=big)
+    saved = read_saved(path)
+    assert saved is not None and saved.path == path
+    assert (saved.outcome, saved.steps, saved.prompt_tokens, saved.cost) == (
+        "exit:task_complete",
+        2,
+        3,
+        0.5,
+    )
+    stream = path.with_suffix(".jsonl")
+    assert read_saved(stream) == dataclasses.replace(saved, path=stream)
+    # The same document in another layout (indented, messages first) is read whole.
+    document = json.loads(path.read_text())
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(dict(reversed(document.items())), indent=2))
+    assert read_saved(other) == dataclasses.replace(saved, path=other)
+    # Not a trajectory, cut short, or missing: None.
+    (tmp_path / "list.json").write_text("[1, 2]")
+    cut = tmp_path / "cut.json"
+    cut.write_text(path.read_text()[:200])
+    for bad in ("list.json", "cut.json", "missing.json"):
+        assert read_saved(tmp_path / bad) is None

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from returns.result import Failure
 
 from four import Action, ExecutionError
@@ -60,6 +61,34 @@ def test_environment_rule() -> None:
     explicit = command_env(host=host, env={"OPENAI_API_KEY": "given", "PAGER": "less"})
     assert explicit["OPENAI_API_KEY"] == "given" and explicit["PAGER"] == "less"
     assert "PATH" in DEFAULT_INHERIT
+
+
+def test_the_host_environment_is_read_as_it_is_now(monkeypatch: pytest.MonkeyPatch) -> None:
+    env = local_env()
+    monkeypatch.setenv("LC_FOUR_TEST", "one")
+    assert "one" in env(Action("echo $LC_FOUR_TEST")).unwrap().content
+    monkeypatch.setenv("LC_FOUR_TEST", "two")
+    assert "two" in env(Action("echo $LC_FOUR_TEST")).unwrap().content
+    monkeypatch.delenv("LC_FOUR_TEST")
+    assert command_env().get("LC_FOUR_TEST") is None
+    monkeypatch.setenv("LC_FOUR_API_KEY", "sk")  # inherited by LC_*, denied as a secret
+    assert "LC_FOUR_API_KEY" not in command_env()
+
+
+def test_the_shell_is_found_on_the_commands_path_even_after_it_moved(tmp_path: Path) -> None:
+    first, second = tmp_path / "a", tmp_path / "b"
+    for folder, word in ((first, "first"), (second, "second")):
+        folder.mkdir()
+        tool = folder / "four-test-sh"
+        tool.write_text(f"#!/bin/sh\necho {word}\n")
+        tool.chmod(0o755)
+    env = LocalEnv(shell="four-test-sh", env={"PATH": f"{first}:{second}:/usr/bin:/bin"})
+    assert "first" in env(Action("true")).unwrap().content
+    (first / "four-test-sh").unlink()
+    assert "second" in env(Action("true")).unwrap().content
+    (second / "four-test-sh").unlink()
+    result = env(Action("true"))
+    assert isinstance(result, Failure) and "cannot start four-test-sh" in result.failure().message
 
 
 def test_describe_records_settings_but_not_env_values() -> None:

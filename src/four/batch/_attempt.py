@@ -92,8 +92,7 @@ def run_attempt(
     error: str | None = None
     start = time.monotonic()
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        before = _streams(folder)
+        before = _new_folder(folder)
     except OSError as exc:
         return RunResult(
             item.id, Crashed("batch", f"cannot make {folder}: {exc}").text, error=str(exc),
@@ -136,6 +135,17 @@ def run_attempt(
         node,
         item.fields,
     )
+
+
+def _new_folder(folder: Path) -> set[str]:
+    """Make the item's folder if it is not there: the streams already in it."""
+    try:
+        folder.mkdir(parents=True)
+    except FileExistsError:
+        if not folder.is_dir():
+            raise
+        return _streams(folder)
+    return set()  # made just now: nothing in it (and no need to list it)
 
 
 def _streams(folder: Path) -> set[str]:

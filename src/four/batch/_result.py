@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from four._outcomes import outcome_tag
 from four._types import JSON
@@ -129,22 +131,54 @@ class Saved:
 
 def read_saved(path: str | os.PathLike[str]) -> Saved | None:
     """Outcome, steps and usage of a trajectory of ours (``.json``, or the ``.jsonl`` of a
-    run cut short); None when the file cannot be read as one. Reads no message objects."""
+    run cut short); None when the file cannot be read as one. Reads no message objects:
+    of a sealed ``.json`` as ``save_trajectory`` writes it, only the part before the
+    messages is read and parsed."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
     if p.suffix == ".jsonl":
+        try:
+            text = p.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
         return _from_stream(p, text)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        return None
-    if not isinstance(data, dict) or not isinstance(data.get("stats"), dict):
+    data = _sealed(p)
+    stats = data.get("stats") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or not isinstance(stats, dict):
         return None
     outcome = data.get("outcome")
-    return _with_stats(p, outcome if isinstance(outcome, str) else None, data["stats"])
+    return _with_stats(p, outcome if isinstance(outcome, str) else None, stats)
+
+
+_MESSAGES = b'\n"messages": ['
+"""Where the messages start in a sealed trajectory: one top-level key per line, the
+messages last (a value never holds a raw newline)."""
+
+
+def _sealed(path: Path) -> JSON:
+    """A sealed trajectory's keys before its messages (everything, for a file in another
+    layout); None when it cannot be read or parsed."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    data = bytearray()
+    try:
+        while block := os.read(fd, 1 << 16):
+            seen = max(0, len(data) - len(_MESSAGES))
+            data += block
+            cut = data.find(_MESSAGES, seen)
+            if cut >= 0:
+                head = data[:cut].rstrip().rstrip(b",") + b"\n}"
+                with contextlib.suppress(ValueError):
+                    return cast(JSON, json.loads(head.decode("utf-8", "replace")))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    try:  # not our layout (or a head that did not parse): the whole document
+        return cast(JSON, json.loads(data.decode("utf-8", "replace")))
+    except ValueError:
+        return None
 
 
 def _with_stats(path: Path, outcome: str | None, stats: Mapping[str, JSON]) -> Saved:

@@ -8,8 +8,10 @@ so a background child that keeps the output pipe open cannot stall the read.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
-import selectors
+import select
+import shutil
 import signal
 import subprocess
 import time
@@ -113,23 +115,12 @@ def run_captured(
     Raises OSError when the process cannot start (no such program, no such cwd).
     """
     start = time.monotonic()
-    proc = subprocess.Popen(
-        list(argv),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        cwd=cwd,
-        env=dict(env) if env is not None else None,
-        start_new_session=True,
-        close_fds=True,
-    )
-    assert proc.stdout is not None
-    fd = proc.stdout.fileno()
-    os.set_blocking(fd, False)
+    proc, fd = _spawn(argv, cwd, env)
+    # Few system calls per command: under a thread pool each one hands the GIL over.
     pidfd = os.pidfd_open(proc.pid)
-    selector = selectors.DefaultSelector()
-    selector.register(fd, selectors.EVENT_READ)
-    selector.register(pidfd, selectors.EVENT_READ)
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    poller.register(pidfd, select.POLLIN)
     deadline = start + timeout
     exited_at: float | None = None
     timed_out = False
@@ -150,24 +141,23 @@ def run_captured(
                     _stop_holders(proc.pid, fd)
                 _drain(fd, output, DRAIN)
                 break
-            more, exited = _pump(selector, fd, output, until - now)
+            more, exited = _pump(poller, fd, pidfd, output, until - now)
+            if exited and exited_at is None:
+                poller.unregister(pidfd)
+                exited_at = time.monotonic()
             if not more:
                 break  # end of output
-            if exited:
-                selector.unregister(pidfd)
-                exited_at = time.monotonic()
         if exited_at is None and not timed_out:
-            # The output closed; wait for the exit on the pidfd (Popen.wait with a timeout
-            # polls with sleeps, a millisecond or more too late).
-            selector.unregister(fd)
-            if not selector.select(max(0.0, deadline - time.monotonic())):
+            # The output closed before the exit was seen: wait for it on the pidfd
+            # (Popen.wait with a timeout polls with sleeps, a millisecond or more too late).
+            poller.unregister(fd)
+            if not poller.poll(_ms(deadline - time.monotonic())):
                 timed_out = True
                 _timed_out(proc, on_timeout, mark)
         completed = True
     finally:
-        selector.close()
         os.close(pidfd)
-        proc.stdout.close()
+        os.close(fd)
         if not completed:  # an exception (Ctrl-C): leave nothing running
             kill_group(proc.pid)
             if mark is not None:
@@ -184,6 +174,88 @@ def run_captured(
         timeout,
         tuple(notes),
     )
+
+
+def _spawn(
+    argv: Sequence[str], cwd: str | None, env: Mapping[str, str] | None
+) -> tuple[subprocess.Popen[bytes], int]:
+    """Start ``argv`` in a new session, stdin closed, stdout and stderr on a fresh pipe:
+    the process and the pipe's read end.
+
+    The pipe is ours, not Popen's (no file object: fewer system calls), and the program
+    is looked up on the command's PATH once per PATH, not by a failed exec in each of
+    its folders before the one that has it.
+    """
+    args = list(argv)
+    read_fd, write_fd = os.pipe()
+    try:
+        executable = _lookup(args[0], env)
+        try:
+            proc = _popen(args, executable, write_fd, cwd, env)
+        except FileNotFoundError:
+            if executable is None:
+                raise
+            _found.clear()  # the program moved: look it up again
+            proc = _popen(args, None, write_fd, cwd, env)
+    except BaseException:
+        os.close(read_fd)
+        raise
+    finally:
+        os.close(write_fd)
+    os.set_blocking(read_fd, False)
+    return proc, read_fd
+
+
+def _popen(
+    args: list[str],
+    executable: str | None,
+    stdout: int,
+    cwd: str | None,
+    env: Mapping[str, str] | None,
+) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        args,
+        executable=executable,
+        stdin=subprocess.DEVNULL,
+        stdout=stdout,
+        stderr=subprocess.STDOUT,
+        cwd=cwd,
+        env=env,
+        start_new_session=True,
+        close_fds=True,
+    )
+
+
+_found: dict[tuple[str, str], str] = {}
+"""Programs found on a PATH: (name, PATH) -> absolute path."""
+
+
+def _lookup(name: str, env: Mapping[str, str] | None) -> str | None:
+    """The absolute path of ``name`` on the command's PATH, or None to let exec search.
+
+    Only a bare name on a PATH of absolute folders is looked up (a relative folder
+    depends on the working folder); the answer is kept per PATH.
+    """
+    if os.sep in name:
+        return None
+    path = (os.environ if env is None else env).get("PATH", os.defpath)
+    key = (name, path)
+    found = _found.get(key)
+    if found is None:
+        if not all(os.path.isabs(folder) for folder in path.split(os.pathsep)):
+            return None
+        found = shutil.which(name, path=path)
+        if found is None:
+            return None  # exec reports it, with the usual error
+        if len(_found) > 64:
+            _found.clear()
+        _found[key] = found
+    return found
+
+
+def _ms(seconds: float) -> int:
+    """A poll timeout in milliseconds, rounded up (never 0 for time left, never negative)."""
+    return max(0, math.ceil(seconds * 1000))
 
 
 def _bind(
@@ -215,13 +287,15 @@ def _stop_holders(pgid: int, fd: int) -> None:
 
 
 def _pump(
-    selector: selectors.BaseSelector, fd: int, output: OutputBuffer, wait: float
+    poller: select.poll, fd: int, pidfd: int, output: OutputBuffer, wait: float
 ) -> tuple[bool, bool]:
-    """Wait up to ``wait`` s and read what is there: (output may go on, the process exited)."""
-    exited = False
-    for key, _ in selector.select(wait):
-        if key.fd != fd:
-            exited = True
+    """Wait up to ``wait`` s and read what is there: (output may go on, the process exited).
+
+    One poll reports both: a command that prints little and exits costs one wait."""
+    events = poller.poll(_ms(wait))
+    exited = any(ready == pidfd for ready, _ in events)
+    for ready, _ in events:
+        if ready != fd:
             continue
         try:
             data = os.read(fd, CHUNK)
@@ -236,15 +310,15 @@ def _pump(
 def _drain(fd: int, output: OutputBuffer, wait: float) -> None:
     """Read what is left in the pipe until it closes or ``wait`` seconds pass."""
     end = time.monotonic() + wait
-    with selectors.DefaultSelector() as selector:
-        selector.register(fd, selectors.EVENT_READ)
-        while (left := end - time.monotonic()) > 0:
-            if not selector.select(left):
-                continue
-            try:
-                data = os.read(fd, CHUNK)
-            except BlockingIOError:
-                continue
-            if not data:
-                return
-            output.feed(data)
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    while (left := end - time.monotonic()) > 0:
+        if not poller.poll(_ms(left)):
+            continue
+        try:
+            data = os.read(fd, CHUNK)
+        except BlockingIOError:
+            continue
+        if not data:
+            return
+        output.feed(data)

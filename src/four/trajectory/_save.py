@@ -64,9 +64,12 @@ class TrajectorySink:
         """The sealed document, there once the run has ended."""
         return self._dir / f"{self._stem}.json"
 
-    def __del__(self) -> None:  # a sink dropped without close() must not leak its file
-        if getattr(self, "_fd", -1) >= 0:
-            os.close(self._fd)
+    def __del__(self) -> None:  # a sink dropped without close() leaks no descriptor
+        fd = getattr(self, "_fd", -1)
+        if fd >= 0:
+            self._fd = -1
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     def append(self, message: Message, /) -> None:
         t = round(time.time() - self._started, 6)
@@ -80,10 +83,12 @@ class TrajectorySink:
     def close(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> Path:
         stats_json = json.dumps(_stats_json(stats))
         if self._fd >= 0:
-            end = f'{{"type": "end", "outcome": {json.dumps(outcome.text)}, "stats": {stats_json}}}'
-            _write(self._fd, f"{self._head}{end}\n".encode())
-            os.close(self._fd)
-            self._fd = -1
+            fd, self._fd = self._fd, -1
+            try:
+                end = f'{{"type": "end", "outcome": {json.dumps(outcome.text)}, "stats": {stats_json}}}'
+                _write(fd, f"{self._head}{end}\n".encode())
+            finally:
+                os.close(fd)
         if len(self._encoded) != len(messages):  # a plain-emit history, or one edited after
             self._encoded = [encode_json(message_to_json(m)) for m in messages]
         timestamps = self._times if len(self._times) == len(messages) else []
