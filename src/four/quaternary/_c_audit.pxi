@@ -287,6 +287,27 @@ cdef class _Replay:
         self.state = _get(receipt, after)
         self.prev = _get(receipt, digest)
 
+    cdef int rebase(self, object receipt) except -1:
+        """Continue from the receipt's before-state when it equals the running state
+        (the reference audit accepts it and replays from it): a trace is usually
+        audited from a fresh initial state equal to the one it started from."""
+        cdef PyObject *before
+        cdef type kind = type(receipt)
+        if kind is T_EVAL:
+            before = _raw(<PyObject *>receipt, R_BEFORE)
+        elif kind is T_EVENT:
+            before = _raw(<PyObject *>receipt, E_BEFORE)
+        else:
+            return 0
+        if before is NULL or before == <PyObject *>self.state:
+            return 0
+        try:
+            if _states_match(<object>before, self.state):
+                self.state = <object>before
+        except (TypeError, ValueError, AttributeError):
+            pass  # the reference audit compares them itself
+        return 0
+
     cdef int general(self, object receipt, Py_ssize_t position) except -1:
         cdef object prev = self.chain()
         cdef type kind = type(receipt)
@@ -326,6 +347,7 @@ cdef class _Replay:
                 receipt = <object>PyList_GET_ITEM(receipts, position)
             else:
                 receipt = receipts[position]
+            self.rebase(receipt)
             if not (self.hot and self.stage(receipt, position)):
                 self.flush()
                 self.general(receipt, position)
@@ -367,55 +389,84 @@ cdef class _Replay:
         return 0
 
 
-cdef bint _sets_match(PyObject *a, PyObject *b) except -1:
-    """a == b for the frozensets of a dependency record (strs and pairs of strs)."""
-    return a == b or PyObject_RichCompareBool(<object>a, <object>b, Py_EQ)
-
-
-cdef bint _fields_match(PyObject *a, PyObject *b) except -1:
-    """a == b as ControllerState.__eq__ compares one field, for the shapes the C
-    transitions produce; False (so the reference decides) for anything else."""
+cdef bint _values_match(PyObject *a, PyObject *b) except -1:
+    """a == b for a scalar field of a state (ints, strs, None, enum members, leases)
+    in the shapes the C transitions produce; False, so the reference decides, else."""
     cdef void *kind
     if a is NULL or b is NULL:
         return False
     kind = FOUR_TYPE(a)
+    if a == b:  # equal to themselves (no NaN-like values among these)
+        return (kind == P_INT or kind == P_STR or kind == P_LEASE or a == O_NONE
+                or a == O_RUNNING or a == <PyObject *>ACCEPTED or a == <PyObject *>HELD
+                or a == <PyObject *>SOURCE_ADMISSIBLE or a == <PyObject *>TERMINALLY_ACCEPTED)
     if kind != FOUR_TYPE(b):
         return False
-    if a == b:  # these types are equal to themselves (no NaN-like values)
-        return (kind == P_INT or kind == P_STR or kind == P_PREFIX or kind == P_FROZENSET
-                or kind == P_LEASE or kind == P_RECORD or kind == P_TUPLE
-                or a == O_NONE or a == <PyObject *>RUNNING or a == <PyObject *>ACCEPTED
-                or a == <PyObject *>HELD or a == <PyObject *>SOURCE_ADMISSIBLE
-                or a == <PyObject *>TERMINALLY_ACCEPTED)
     if kind == P_INT or kind == P_STR:
         return PyObject_RichCompareBool(<object>a, <object>b, Py_EQ)
-    if kind == P_PREFIX:  # two prefixes of one log are equal when they have one length
-        return (_raw(a, P_LOG_SLOT) == _raw(b, P_LOG_SLOT) and _raw(a, P_LOG_SLOT) is not NULL
-                and _same_int(_raw(a, P_N), _raw(b, P_N)))
     if kind == P_LEASE:
-        return (_fields_match(_raw(a, L_ID), _raw(b, L_ID))
-                and _raw(a, L_KIND) == _raw(b, L_KIND) and _complete_lease(a)
-                and _fields_match(_raw(a, L_OBLIGATION), _raw(b, L_OBLIGATION))
-                and _fields_match(_raw(a, L_DEADLINE), _raw(b, L_DEADLINE)))
-    if kind == P_RECORD:
-        return (_complete_record(a) and _complete_record(b)
-                and _fields_match(_raw(a, D_USED), _raw(b, D_USED))
-                and _sets_match(_raw(a, D_UNRESOLVED), _raw(b, D_UNRESOLVED))
-                and _sets_match(_raw(a, D_RELATION), _raw(b, D_RELATION))
-                and _fields_match(_raw(a, D_OUTCOMES), _raw(b, D_OUTCOMES)))
+        return (_complete_lease(a) and _complete_lease(b) and _raw(a, L_KIND) == _raw(b, L_KIND)
+                and _values_match(_raw(a, L_ID), _raw(b, L_ID))
+                and _values_match(_raw(a, L_OBLIGATION), _raw(b, L_OBLIGATION))
+                and _values_match(_raw(a, L_DEADLINE), _raw(b, L_DEADLINE)))
     return False
 
 
-cdef bint _states_match(object after, object replayed) except -1:
-    """after == replayed (ControllerState.__eq__) decided in C; False when unsure."""
-    cdef Py_ssize_t i
-    if FOUR_TYPE(<PyObject *>after) != P_STATE:
+cdef bint _sets_equal(PyObject *a, PyObject *b) except -1:
+    """`_state._same` for two set fields: prefixes of one log compare by length, other
+    pairs (another log, a frozenset) by value."""
+    if a is NULL or b is NULL or not (_set_field(a) and _set_field(b)):
         return False
-    for i in range(13):
-        if not _fields_match(_raw(<PyObject *>after, S_ALL[i]),
-                             _raw(<PyObject *>replayed, S_ALL[i])):
+    if a == b:
+        return True
+    if _is(a, P_PREFIX) and _is(b, P_PREFIX) and _raw(a, P_LOG_SLOT) == _raw(b, P_LOG_SLOT):
+        return _same_int(_raw(a, P_N), _raw(b, P_N))
+    return _st._same(<object>a, <object>b)
+
+
+cdef bint _outcomes_equal(PyObject *a, PyObject *b) except -1:
+    """`_state._same_outcomes` for two outcome fields (prefixes or tuples of pairs)."""
+    if a is NULL or b is NULL:
+        return False
+    if not ((_is(a, P_PREFIX) or _is(a, P_TUPLE)) and (_is(b, P_PREFIX) or _is(b, P_TUPLE))):
+        return False
+    if a == b:
+        return True
+    if _is(a, P_PREFIX) and _is(b, P_PREFIX) and _raw(a, P_LOG_SLOT) == _raw(b, P_LOG_SLOT):
+        return _same_int(_raw(a, P_N), _raw(b, P_N))
+    return _st._same_outcomes(<object>a, <object>b)
+
+
+cdef bint _records_equal(PyObject *a, PyObject *b) except -1:
+    """DependencyRecord.__eq__ for records in the shapes `_complete_record` admits."""
+    if a is NULL or b is NULL or not (_is(a, P_RECORD) and _is(b, P_RECORD)):
+        return False
+    if a == b:
+        return True
+    return (_complete_record(a) and _complete_record(b)
+            and _sets_equal(_raw(a, D_USED), _raw(b, D_USED))
+            and PyObject_RichCompareBool(<object>_raw(a, D_UNRESOLVED),
+                                         <object>_raw(b, D_UNRESOLVED), Py_EQ)
+            and PyObject_RichCompareBool(<object>_raw(a, D_RELATION),
+                                         <object>_raw(b, D_RELATION), Py_EQ)
+            and _outcomes_equal(_raw(a, D_OUTCOMES), _raw(b, D_OUTCOMES)))
+
+
+cdef bint _states_match(object after, object replayed) except -1:
+    """after == replayed (ControllerState.__eq__, in its order: scalars, sets, record)
+    decided in C; False when unsure, so the reference decides."""
+    cdef PyObject *a = <PyObject *>after
+    cdef PyObject *b = <PyObject *>replayed
+    cdef Py_ssize_t i
+    if FOUR_TYPE(a) != P_STATE or FOUR_TYPE(b) != P_STATE:
+        return False
+    for i in range(4, 13):
+        if not _values_match(_raw(a, S_ALL[i]), _raw(b, S_ALL[i])):
             return False
-    return True
+    for i in range(3):
+        if not _sets_equal(_raw(a, S_ALL[i]), _raw(b, S_ALL[i])):
+            return False
+    return _records_equal(_raw(a, S_DEPS), _raw(b, S_DEPS))
 
 
 cdef bint _evaluation_replays(object config, object receipt, object state,
@@ -454,13 +505,13 @@ cdef bint _evaluation_replays(object config, object receipt, object state,
                                      arcs, action, index):
             return False
         step = _evaluation_transition(config, state, <object>verdict, <object>payload, arcs)
+        if step is None or (<tuple>step)[0] is not action:
+            return False
+        replayed = (<tuple>step)[1]
+        return (_values_match(<PyObject *>index, _raw(<PyObject *>replayed, S_COUNT))
+                and _states_match(<object>_raw(r, R_AFTER), replayed))
     except (TypeError, ValueError, AttributeError):
         return False
-    if step is None or (<tuple>step)[0] is not action:
-        return False
-    replayed = (<tuple>step)[1]
-    return (_fields_match(<PyObject *>index, _raw(<PyObject *>replayed, S_COUNT))
-            and _states_match(<object>_raw(r, R_AFTER), replayed))
 
 
 cdef bint _event_replays(object receipt, object state, object prev) except -1:
@@ -480,11 +531,11 @@ cdef bint _event_replays(object receipt, object state, object prev) except -1:
         if _event_digest(prev, event, action) != <object>claimed:
             return False
         step = _event_transition(state, event)
+        if step is None or (<tuple>step)[0] is not action:
+            return False
+        return _states_match(<object>_raw(r, E_AFTER), (<tuple>step)[1])
     except (TypeError, ValueError, AttributeError):
         return False
-    if step is None or (<tuple>step)[0] is not action:
-        return False
-    return _states_match(<object>_raw(r, E_AFTER), (<tuple>step)[1])
 
 
 cdef bint _plain_list(object receipts):
