@@ -15,6 +15,7 @@ Everything else, including every receipt that would report an error, goes throug
 the reference `_audit_one`, which writes the messages.
 """
 
+cimport cython
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF, Py_XDECREF
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_FromStringAndSize

@@ -146,6 +146,7 @@ cdef Py_ssize_t _exclusion_message(_Replay r, PyObject *receipt, PyObject *state
     return _len
 
 
+@cython.auto_pickle(False)  # internal; no pickling helpers in the module namespace
 cdef class _Replay:
     """One audit_feed call: the running state, digest and evaluation count (written to
     the cursor around every call to the reference `_audit_one`), the config fields the
