@@ -382,7 +382,9 @@ cdef class _Replay:
         self.run_log = None
         entry = log.count_entry(self.failures) if self.run_start == 0 else (
             _get(log, G_COUNTS).get(id(self.failures)))
-        if entry is None or _get(entry, C_ALPHABET) is not self.failures:
+        if type(entry) is not T_COUNT or _get(entry, C_ALPHABET) is not self.failures:
+            return 0
+        if type(_get(entry, C_CHECKED)) is not int:
             return 0
         checked = _get(entry, C_CHECKED)
         if self.run_start <= checked < self.run_end:

@@ -103,10 +103,10 @@ cdef int _write_value(object value) except -1:
             encoded = <bytes>_ENUM_ENCODED[i]
             _write(PyBytes_AS_STRING(encoded), PyBytes_GET_SIZE(encoded))
             return 1
-    if kind is T_EVIDENCE:
+    if kind is T_EVIDENCE and _raw(<PyObject *>value, N_EVIDENCE) is not NULL:
         _write("E", 1)
         return _write_value(_get(value, N_EVIDENCE))
-    if kind is T_COMPUTE:
+    if kind is T_COMPUTE and _raw(<PyObject *>value, N_STEP) is not NULL:
         _write("K", 1)
         return _write_value(_get(value, N_STEP))
     if kind is frozenset and len(value) == 0:

@@ -187,23 +187,34 @@ cdef inline bint _as_ll(PyObject *value, long long *out) noexcept:
     return not overflow
 
 
+cdef inline bint _prefix(PyObject *value) noexcept:
+    """A `_Prefix` over a `_Log` (so its slots can be read as such)."""
+    return (_is(value, P_PREFIX) and _is(_raw(value, P_LOG_SLOT), P_LOG)
+            and _is(_raw(value, P_N), P_INT))
+
+
 cdef inline bint _set_field(PyObject *value) noexcept:
-    return _is(value, P_PREFIX) or _is(value, P_FROZENSET)
+    return _prefix(value) or _is(value, P_FROZENSET)
 
 
 cdef bint _complete_lease(PyObject *lease) noexcept:
-    cdef PyObject *kind = _raw(lease, L_KIND)
+    cdef PyObject *kind
+    if not _is(lease, P_LEASE):
+        return False
+    kind = _raw(lease, L_KIND)
     return (_is(_raw(lease, L_ID), P_STR) and _is(_raw(lease, L_OBLIGATION), P_STR)
             and _is(_raw(lease, L_DEADLINE), P_INT)
             and (kind == <PyObject *>LEASE_EVIDENCE or kind == <PyObject *>LEASE_DEPENDENCY))
 
 
 cdef bint _complete_record(PyObject *record) noexcept:
-    cdef PyObject *outcomes = _raw(record, D_OUTCOMES)
-    return (FOUR_TYPE(record) == P_RECORD and _set_field(_raw(record, D_USED))
-            and _is(_raw(record, D_UNRESOLVED), P_FROZENSET)
+    cdef PyObject *outcomes
+    if not _is(record, P_RECORD):
+        return False
+    outcomes = _raw(record, D_OUTCOMES)
+    return (_set_field(_raw(record, D_USED)) and _is(_raw(record, D_UNRESOLVED), P_FROZENSET)
             and _is(_raw(record, D_RELATION), P_FROZENSET)
-            and (_is(outcomes, P_PREFIX) or _is(outcomes, P_TUPLE)))
+            and (_prefix(outcomes) or _is(outcomes, P_TUPLE)))
 
 
 cdef bint _complete(object state) noexcept:
@@ -233,7 +244,6 @@ cdef bint _complete(object state) noexcept:
     if not (value == O_NONE or _is(value, P_STR)):
         return False
     value = _raw(s, S_LEASE)
-    if not (value == O_NONE or (_is(value, P_LEASE) and _complete_lease(value))):
+    if not (value == O_NONE or _complete_lease(value)):
         return False
-    value = _raw(s, S_DEPS)
-    return value is not NULL and _complete_record(value)
+    return _complete_record(_raw(s, S_DEPS))

@@ -13,10 +13,12 @@ cdef object _count(object raw, object alphabet):
     if type(log) is not T_LOG or type(n) is not int:
         return _py._count(raw, alphabet)
     entry = log.count_entry(alphabet)
+    keys = _get(log, G_KEYS)
+    if type(entry) is not T_COUNT or type(keys) is not list or not 0 <= n <= len(keys):
+        return log.count_in(alphabet, n)  # (raises what the reference raises)
     end = n
     i = _get(entry, C_CHECKED)
     if i < end:
-        keys = _get(log, G_KEYS)
         misses = _get(entry, C_MISSES)
         while i < end:
             if not PySequence_Contains(alphabet, keys[i]):
