@@ -214,7 +214,15 @@ def test_tampered_lanes_report_what_the_reference_reports(
 def test_audit_records_the_exclusions_it_checked(compiled: ModuleType) -> None:
     """After the audit, the rank of the last state needs no further alphabet lookups."""
     config, receipts = _nos(REASONS)
-    _audit(compiled, config, receipts)
+    assert _audit(compiled, config, receipts).final_rank == 0
+    prefix = raw_state(receipts[-1].after)[0]
+    entry = prefix.log.counts[id(config.failure_alphabet)]
+    assert entry.checked == len(REASONS) and entry.misses == []
+    config, receipts = _nos(REASONS)  # the same from a fresh log, audited in two parts
+    start = config.initial_state()
+    cursor = AuditCursor(start, compiled.rank(config, start))
+    compiled.audit_feed(config, cursor, receipts[:10], 0)
+    compiled.audit_feed(config, cursor, receipts, 10)
     prefix = raw_state(receipts[-1].after)[0]
     entry = prefix.log.counts[id(config.failure_alphabet)]
     assert entry.checked == len(REASONS) and entry.misses == []

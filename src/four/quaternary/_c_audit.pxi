@@ -380,11 +380,10 @@ cdef class _Replay:
         if log is None:
             return 0
         self.run_log = None
-        entry = log.count_entry(self.failures) if self.run_start == 0 else (
-            _get(log, G_COUNTS).get(id(self.failures)))
-        if type(entry) is not T_COUNT or _get(entry, C_ALPHABET) is not self.failures:
-            return 0
-        if type(_get(entry, C_CHECKED)) is not int:
+        # the keys before the run (usually one, checked by the general path) are
+        # checked here: the final rank would look them up anyway
+        entry = _count_entry(log, self.failures, self.run_start)
+        if entry is None:
             return 0
         checked = _get(entry, C_CHECKED)
         if self.run_start <= checked < self.run_end:

@@ -1,30 +1,41 @@
 # ------------------------------------------------------------------ rank
 
 
+cdef object _count_entry(object log, object alphabet, object n):
+    """The log's membership record of `alphabet`, checked up to at least n keys
+    (`_Log.count_in` without the count, run in C); None for shapes it leaves alone."""
+    cdef object entry = log.count_entry(alphabet)
+    cdef object keys = _get(log, G_KEYS)
+    cdef object misses
+    cdef Py_ssize_t i, end
+    if (type(entry) is not T_COUNT or type(keys) is not list or type(n) is not int
+            or not 0 <= n <= PyList_GET_SIZE(keys) or type(_get(entry, C_CHECKED)) is not int):
+        return None
+    end = n
+    i = _get(entry, C_CHECKED)
+    if i < end:
+        misses = _get(entry, C_MISSES)
+        while i < end:
+            if not PySequence_Contains(alphabet, <object>PyList_GET_ITEM(keys, i)):
+                misses.append(i)
+            i += 1
+        _put(entry, C_CHECKED, n)
+    return entry
+
+
 cdef object _count(object raw, object alphabet):
     """`_accounting_py._count`: members of a set field in `alphabet`, via the log's
-    membership record, which is extended in C."""
-    cdef object log, n, entry, keys, misses
-    cdef Py_ssize_t i, end
+    membership record."""
+    cdef object log, n, entry, misses
     if type(raw) is not T_PREFIX:
         return _py._count(raw, alphabet)
     log = _get(raw, P_LOG_SLOT)
     n = _get(raw, P_N)
     if type(log) is not T_LOG or type(n) is not int:
         return _py._count(raw, alphabet)
-    entry = log.count_entry(alphabet)
-    keys = _get(log, G_KEYS)
-    if type(entry) is not T_COUNT or type(keys) is not list or not 0 <= n <= len(keys):
+    entry = _count_entry(log, alphabet, n)
+    if entry is None:
         return log.count_in(alphabet, n)  # (raises what the reference raises)
-    end = n
-    i = _get(entry, C_CHECKED)
-    if i < end:
-        misses = _get(entry, C_MISSES)
-        while i < end:
-            if not PySequence_Contains(alphabet, keys[i]):
-                misses.append(i)
-            i += 1
-        _put(entry, C_CHECKED, n)
     misses = _get(entry, C_MISSES)
     return _get(entry, C_BASE) + n - (bisect_left(misses, n) if misses else 0)
 
