@@ -164,7 +164,7 @@ def _audit(module: ModuleType, config: QICTConfig, receipts: list[Any]) -> Any:
     return module.audit_result(config, cursor, receipts[-1].digest if receipts else None)
 
 
-# messages of 70 to 300 bytes: one BLAKE2b block for most, two or three for some
+# messages of 66 to 260 bytes: one BLAKE2b block for most, two for every ninth
 REASONS = [f"r{i}:" + "x" * (i * 7 % 61 if i % 9 else 150 + i) for i in range(37)]
 
 
