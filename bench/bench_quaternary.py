@@ -33,6 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 BENCH_VENV = ROOT / "bench" / ".venv"
 VERDICT4 = "verdict4==0.2.0"
+RETURNS = "returns>=0.30,<0.31"  # as pinned in pyproject.toml
 
 
 def _rss_kb() -> int:
@@ -175,8 +176,12 @@ def compat_child(trials: int) -> int:
 
 def check_compat(trials: int) -> None:
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    python = ensure_verdict4()
+    probe = subprocess.run([str(python), "-c", "import returns"], capture_output=True)
+    if probe.returncode:  # importing four.quaternary imports four, which needs returns
+        subprocess.run([str(python), "-m", "pip", "install", "-q", RETURNS], check=True)
     done = subprocess.run(
-        [str(ensure_verdict4()), __file__, "--compat-child", str(trials)],
+        [str(python), __file__, "--compat-child", str(trials)],
         env=env,
         capture_output=True,
         text=True,
