@@ -262,3 +262,33 @@ def test_rank_counts_with_keys_outside_the_alphabet(accounting: ModuleType) -> N
             assert accounting.admissible_rank(config, state) == len(
                 (config.admissible_failures or frozenset()) - members
             )
+
+
+FINGERPRINTED = {
+    "empty": QICTConfig(),
+    "unicode": QICTConfig(
+        failure_alphabet={"a" * 9, "a" * 10, "b", "", "é", "\u4e2d\u6587"},
+        evidence_alphabet={"g"},
+        compute_alphabet={"k1", "k2"},
+        dependency_alphabet={"d0", "d1"},
+        evidence_budget=0,
+        compute_budget=2,
+        admissible_failures={"b", "é"},
+        admissible_dependencies=set(),
+    ),
+    "surrogate": QICTConfig(failure_alphabet={"a", "\ud800"}),
+    "huge ticks": QICTConfig(compute_alphabet={"k"}, lease_ticks=2**70),
+    "large": QICTConfig(failure_alphabet={f"reason {i}" for i in range(3000)}, lease_ticks=7),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FINGERPRINTED))
+def test_fingerprint_matches_the_reference(accounting: ModuleType, name: str) -> None:
+    """The alphabets' encodings are sorted as bytes ("s10:" before "s9:"), surrogates
+    and ints beyond 64 bits take the general path, and the result is cached once."""
+    config = FINGERPRINTED[name]
+    _accounting_py._FINGERPRINTS.clear()
+    expected = _accounting_py._fingerprint(config)
+    assert accounting.fingerprint(config) == expected
+    assert _accounting_py._FINGERPRINTS[id(config)] == (config, expected)
+    assert accounting.fingerprint(config) == expected

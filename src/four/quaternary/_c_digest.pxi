@@ -20,6 +20,17 @@ cdef int _reserve(Py_ssize_t extra) except -1:
     return 0
 
 
+cdef void _shrink() noexcept:
+    """Free the buffer after a large message (a fingerprint of a large alphabet), so
+    it does not stay allocated for the life of the process."""
+    global _buf, _cap, _len
+    if _cap > 65536:
+        free(_buf)
+        _buf = NULL
+        _cap = 0
+        _len = 0
+
+
 cdef int _write(const char *data, Py_ssize_t n) except -1:
     global _len
     _reserve(n)
@@ -252,8 +263,9 @@ cdef bint _config_complete(object config) noexcept:
     return True
 
 
-cdef bytes _fingerprint(object config):
-    """The reference `_fingerprint`, with the alphabets encoded and sorted in C."""
+cdef bint _write_config(object config) except -1:
+    """Fill the buffer with the message `_accounting_py._fingerprint` hashes; False if
+    a field needs the general path."""
     global _len
     cdef object value
     _len = 0
@@ -261,17 +273,27 @@ cdef bytes _fingerprint(object config):
     for offset in (Q_FAILURES, Q_EVIDENCE, Q_COMPUTE, Q_DEPENDENCY):
         value = _get(config, offset)
         if type(value) is not frozenset or not _write_str_set(value):
-            return _py._fingerprint(config)
+            return False
     for offset in (Q_EB, Q_CB, Q_DB):
         if not _write_value(_get(config, offset)):
-            return _py._fingerprint(config)
+            return False
     for offset in (Q_ADMISSIBLE, Q_ADMISSIBLE_DEPS):
         value = _get(config, offset)
         if value is None:
             value = frozenset()
         if type(value) is not frozenset or not _write_str_set(value):
-            return _py._fingerprint(config)
+            return False
     if not _write_value(_get(config, Q_TICKS)):
-        return _py._fingerprint(config)
+        return False
     _write(")", 1)
-    return _hash_buffer()
+    return True
+
+
+cdef bytes _fingerprint(object config):
+    """The reference `_fingerprint`, with the alphabets encoded and sorted in C."""
+    try:
+        if _write_config(config):
+            return _hash_buffer()
+    finally:
+        _shrink()
+    return _py._fingerprint(config)
