@@ -3,7 +3,8 @@
 Two experiments (run both with no arguments):
 
 * ``process``: build a trace of n distinct NO verdicts (failure alphabet of size n),
-  then ``controller.audit()`` it; time both and the peak RSS growth of the process.
+  then ``controller.audit()`` it; time both (the audit also in CPU time of the process,
+  which other jobs on the machine inflate less) and the peak RSS growth of the process.
 * ``replay``: build the same trace, then time ``audit_trace(config, receipts)`` alone
   (the replay of every receipt), for n = 10^3 .. 10^6.
 
@@ -32,6 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 BENCH_VENV = ROOT / "bench" / ".venv"
 VERDICT4 = "verdict4==0.2.0"
+RETURNS = "returns>=0.30,<0.31"  # as pinned in pyproject.toml
 
 
 def _rss_kb() -> int:
@@ -55,11 +57,13 @@ def child(impl: str, experiment: str, n: int) -> dict[str, Any]:
     for result in results:
         controller.process(result)
     built = time.perf_counter()
+    cpu = time.process_time()
     if experiment == "process":
         audit = controller.audit()
     else:
         audit = q.audit_trace(config, controller.receipts)
     done = time.perf_counter()
+    cpu = time.process_time() - cpu  # apart from the wall time, which other jobs inflate
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     assert audit.valid and audit.evaluations == n, audit.errors[:3]
     return {
@@ -68,6 +72,7 @@ def child(impl: str, experiment: str, n: int) -> dict[str, Any]:
         "n": n,
         "process_s": built - start,
         "audit_s": done - built,
+        "audit_cpu_s": cpu,
         "peak_mb": (peak - base) / 1024,
     }
 
@@ -171,8 +176,12 @@ def compat_child(trials: int) -> int:
 
 def check_compat(trials: int) -> None:
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    python = ensure_verdict4()
+    probe = subprocess.run([str(python), "-c", "import returns"], capture_output=True)
+    if probe.returncode:  # importing four.quaternary imports four, which needs returns
+        subprocess.run([str(python), "-m", "pip", "install", "-q", RETURNS], check=True)
     done = subprocess.run(
-        [str(ensure_verdict4()), __file__, "--compat-child", str(trials)],
+        [str(python), __file__, "--compat-child", str(trials)],
         env=env,
         capture_output=True,
         text=True,
@@ -278,8 +287,8 @@ def main() -> None:
             else [1_000, 4_000, 16_000, 100_000, 1_000_000]
         )
         print(f"\n### {experiment}: n distinct NO verdicts\n")
-        print("| impl | n | process (s) | audit (s) | peak RSS growth (MB) |")
-        print("| --- | ---: | ---: | ---: | ---: |")
+        print("| impl | n | process (s) | audit (s) | audit CPU (s) | peak RSS growth (MB) |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: |")
         for n in sizes:
             for impl in impls:
                 if impl == "verdict4" and n > args.verdict4_max:
@@ -288,11 +297,11 @@ def main() -> None:
                     continue
                 row = measure(impl, experiment, n, args.timeout)
                 if row is None:
-                    print(f"| {impl} | {n:,} | timeout | | |", flush=True)
+                    print(f"| {impl} | {n:,} | timeout | | | |", flush=True)
                     continue
                 print(
                     f"| {impl} | {n:,} | {row['process_s']:.3f} | {row['audit_s']:.4f} | "
-                    f"{row['peak_mb']:.1f} |",
+                    f"{row['audit_cpu_s']:.4f} | {row['peak_mb']:.1f} |",
                     flush=True,
                 )
 

@@ -10,6 +10,7 @@ behave exactly like verdict4's.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Hashable, Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -82,6 +83,19 @@ class ControllerEventKind(str, Enum):  # noqa: UP042 - str() and format() as in 
 # --------------------------------------------------------------------------- logs
 
 
+class _Count:
+    """Which of a log's first `checked` keys belong to one alphabet: all but the
+    positions listed in `misses` (usually none, so a long trace costs O(1) here)."""
+
+    __slots__ = ("alphabet", "base", "checked", "misses")
+
+    def __init__(self, alphabet: AbstractSet[Any], base: int) -> None:
+        self.alphabet = alphabet
+        self.base = base  # members of the log's base that belong to the alphabet
+        self.checked = 0
+        self.misses: list[int] = []
+
+
 class _Log:
     """An append-only history shared by every state derived from one starting set.
 
@@ -100,20 +114,27 @@ class _Log:
         self.keys: list[Any] = []
         self.values: list[Any] = []
         self.index: dict[Any, int] = {}
-        self.counts: dict[int, tuple[AbstractSet[Any], int, list[int]]] = {}
+        self.counts: dict[int, _Count] = {}
+
+    def count_entry(self, alphabet: AbstractSet[Any]) -> _Count:
+        """The membership record of `alphabet` (keyed by identity: alphabets are frozen)."""
+        entry = self.counts.get(id(alphabet))
+        if entry is None or entry.alphabet is not alphabet:
+            entry = _Count(alphabet, sum(1 for k in self.base_keys if k in alphabet))
+            self.counts[id(alphabet)] = entry
+        return entry
 
     def count_in(self, alphabet: AbstractSet[Any], n: int) -> int:
         """How many members of the prefix of length n belong to `alphabet` (amortised O(1))."""
-        entry = self.counts.get(id(alphabet))
-        if entry is None or entry[0] is not alphabet:
-            base_count = sum(1 for k in self.base_keys if k in alphabet)
-            entry = (alphabet, base_count, [0])
-            self.counts[id(alphabet)] = entry
-        cumulative = entry[2]
+        entry = self.count_entry(alphabet)
+        misses = entry.misses
         keys = self.keys
-        for i in range(len(cumulative) - 1, n):
-            cumulative.append(cumulative[-1] + (keys[i] in alphabet))
-        return entry[1] + cumulative[n]
+        for i in range(entry.checked, n):
+            if keys[i] not in alphabet:
+                misses.append(i)
+        if n > entry.checked:
+            entry.checked = n
+        return entry.base + n - (bisect_left(misses, n) if misses else 0)
 
 
 class _Prefix:

@@ -1,0 +1,249 @@
+# ------------------------------------------------------------------ slot access
+
+
+cdef Py_ssize_t _offset(type cls, str name) except -1:
+    descr = cls.__dict__[name]
+    if isinstance(descr, _st._LazySet):
+        descr = descr.slot
+    if type(descr) is not types.MemberDescriptorType:
+        raise ImportError(f"{cls.__name__}.{name} is not a slot")
+    return (<PyMemberDescrObject *>descr).d_member.offset
+
+
+cdef inline PyObject *_raw(PyObject *obj, Py_ssize_t offset) noexcept:
+    """The borrowed value of a slot, NULL when it is unset."""
+    return (<PyObject **>((<char *>obj) + offset))[0]
+
+
+cdef inline object _get(object obj, Py_ssize_t offset):
+    cdef PyObject *value = _raw(<PyObject *>obj, offset)
+    if value is NULL:
+        raise AttributeError("unset slot")
+    return <object>value
+
+
+cdef inline void _put(object obj, Py_ssize_t offset, object value):
+    cdef PyObject **slot = <PyObject **>((<char *><PyObject *>obj) + offset)
+    cdef PyObject *old = slot[0]
+    Py_INCREF(value)
+    slot[0] = <PyObject *>value
+    Py_XDECREF(old)
+
+
+cdef type T_STATE = ControllerState
+cdef type T_RECORD = DependencyRecord
+cdef type T_CONFIG = QICTConfig
+cdef type T_EVAL = EvaluationReceipt
+cdef type T_EVENT = EventReceipt
+cdef type T_EVENT_DATA = _st.ControllerEvent
+cdef type T_LEASE = Lease
+cdef type T_PREFIX = _st._Prefix
+cdef type T_LOG = _st._Log
+cdef type T_COUNT = _st._Count
+cdef type T_EVIDENCE = EvidenceNeed
+cdef type T_COMPUTE = ComputeNeed
+
+cdef void *P_STATE = <void *>T_STATE
+cdef void *P_RECORD = <void *>T_RECORD
+cdef void *P_EVAL = <void *>T_EVAL
+cdef void *P_LEASE = <void *>T_LEASE
+cdef void *P_PREFIX = <void *>T_PREFIX
+cdef void *P_LOG = <void *>T_LOG
+cdef void *P_STR = <void *>str
+cdef void *P_INT = <void *>int
+cdef void *P_BYTES = <void *>bytes
+cdef void *P_FROZENSET = <void *>frozenset
+cdef void *P_LIST = <void *>list
+cdef void *P_TUPLE = <void *>tuple
+
+cdef Py_ssize_t S_EXCL = _offset(T_STATE, "exclusions")
+cdef Py_ssize_t S_EVID = _offset(T_STATE, "used_evidence")
+cdef Py_ssize_t S_COMP = _offset(T_STATE, "used_compute")
+cdef Py_ssize_t S_DEPS = _offset(T_STATE, "dependencies")
+cdef Py_ssize_t S_EB = _offset(T_STATE, "evidence_budget")
+cdef Py_ssize_t S_CB = _offset(T_STATE, "compute_budget")
+cdef Py_ssize_t S_DB = _offset(T_STATE, "dependency_budget")
+cdef Py_ssize_t S_STATUS = _offset(T_STATE, "status")
+cdef Py_ssize_t S_DISP = _offset(T_STATE, "candidate_disposition")
+cdef Py_ssize_t S_COUNT = _offset(T_STATE, "evaluation_count")
+cdef Py_ssize_t S_CLOCK = _offset(T_STATE, "clock")
+cdef Py_ssize_t S_LEASE = _offset(T_STATE, "pending_lease")
+cdef Py_ssize_t S_HELD = _offset(T_STATE, "held_reason")
+cdef Py_ssize_t S_ALL[13]
+S_ALL[:] = [S_EXCL, S_EVID, S_COMP, S_DEPS, S_EB, S_CB, S_DB, S_STATUS, S_DISP, S_COUNT,
+            S_CLOCK, S_LEASE, S_HELD]
+
+cdef Py_ssize_t D_USED = _offset(T_RECORD, "used")
+cdef Py_ssize_t D_UNRESOLVED = _offset(T_RECORD, "unresolved")
+cdef Py_ssize_t D_RELATION = _offset(T_RECORD, "relation")
+cdef Py_ssize_t D_OUTCOMES = _offset(T_RECORD, "outcomes")
+
+cdef Py_ssize_t Q_FAILURES = _offset(T_CONFIG, "failure_alphabet")
+cdef Py_ssize_t Q_EVIDENCE = _offset(T_CONFIG, "evidence_alphabet")
+cdef Py_ssize_t Q_COMPUTE = _offset(T_CONFIG, "compute_alphabet")
+cdef Py_ssize_t Q_DEPENDENCY = _offset(T_CONFIG, "dependency_alphabet")
+cdef Py_ssize_t Q_EB = _offset(T_CONFIG, "evidence_budget")
+cdef Py_ssize_t Q_CB = _offset(T_CONFIG, "compute_budget")
+cdef Py_ssize_t Q_DB = _offset(T_CONFIG, "dependency_budget")
+cdef Py_ssize_t Q_ADMISSIBLE = _offset(T_CONFIG, "admissible_failures")
+cdef Py_ssize_t Q_ADMISSIBLE_DEPS = _offset(T_CONFIG, "admissible_dependencies")
+cdef Py_ssize_t Q_TICKS = _offset(T_CONFIG, "lease_ticks")
+
+cdef Py_ssize_t R_BEFORE = _offset(T_EVAL, "before")
+cdef Py_ssize_t R_VERDICT = _offset(T_EVAL, "verdict")
+cdef Py_ssize_t R_PAYLOAD = _offset(T_EVAL, "payload")
+cdef Py_ssize_t R_ARCS = _offset(T_EVAL, "dependency_arcs")
+cdef Py_ssize_t R_ACTION = _offset(T_EVAL, "action")
+cdef Py_ssize_t R_AFTER = _offset(T_EVAL, "after")
+cdef Py_ssize_t R_INDEX = _offset(T_EVAL, "evaluation_index")
+cdef Py_ssize_t R_DIGEST = _offset(T_EVAL, "digest")
+
+cdef Py_ssize_t E_BEFORE = _offset(T_EVENT, "before")
+cdef Py_ssize_t E_EVENT = _offset(T_EVENT, "event")
+cdef Py_ssize_t E_ACTION = _offset(T_EVENT, "action")
+cdef Py_ssize_t E_AFTER = _offset(T_EVENT, "after")
+cdef Py_ssize_t E_DIGEST = _offset(T_EVENT, "digest")
+
+cdef Py_ssize_t V_KIND = _offset(T_EVENT_DATA, "kind")
+cdef Py_ssize_t V_LEASE_ID = _offset(T_EVENT_DATA, "lease_id")
+cdef Py_ssize_t V_OUTCOME = _offset(T_EVENT_DATA, "outcome")
+cdef Py_ssize_t V_DEPENDENCY = _offset(T_EVENT_DATA, "dependency")
+cdef Py_ssize_t V_CLOCK = _offset(T_EVENT_DATA, "clock")
+
+cdef Py_ssize_t L_ID = _offset(T_LEASE, "lease_id")
+cdef Py_ssize_t L_KIND = _offset(T_LEASE, "kind")
+cdef Py_ssize_t L_OBLIGATION = _offset(T_LEASE, "obligation")
+cdef Py_ssize_t L_DEADLINE = _offset(T_LEASE, "deadline")
+
+cdef Py_ssize_t P_LOG_SLOT = _offset(T_PREFIX, "log")
+cdef Py_ssize_t P_N = _offset(T_PREFIX, "n")
+cdef Py_ssize_t G_BASE_KEYS = _offset(T_LOG, "base_keys")
+cdef Py_ssize_t G_KEYS = _offset(T_LOG, "keys")
+cdef Py_ssize_t G_INDEX = _offset(T_LOG, "index")
+cdef Py_ssize_t G_COUNTS = _offset(T_LOG, "counts")
+cdef Py_ssize_t C_ALPHABET = _offset(T_COUNT, "alphabet")
+cdef Py_ssize_t C_BASE = _offset(T_COUNT, "base")
+cdef Py_ssize_t C_CHECKED = _offset(T_COUNT, "checked")
+cdef Py_ssize_t C_MISSES = _offset(T_COUNT, "misses")
+
+cdef Py_ssize_t N_EVIDENCE = _offset(T_EVIDENCE, "evidence")
+cdef Py_ssize_t N_STEP = _offset(T_COMPUTE, "step")
+
+cdef object RUNNING = ControllerStatus.RUNNING
+cdef object ACCEPTED = ControllerStatus.ACCEPTED
+cdef object HELD = ControllerStatus.HELD
+cdef object SOURCE_ADMISSIBLE = CandidateDisposition.SOURCE_ADMISSIBLE
+cdef object TERMINALLY_ACCEPTED = CandidateDisposition.TERMINALLY_ACCEPTED
+cdef object V_NO = Verdict.NO
+cdef object V_YES = Verdict.YES
+cdef object V_MAYBE = Verdict.MAYBE
+cdef object V_IFF = Verdict.IFF
+cdef object A_EXCLUDE = ControllerAction.EXCLUDE_RETRY
+cdef object A_ADMIT = ControllerAction.ADMIT_NEXT
+cdef object A_GATHER = ControllerAction.GATHER
+cdef object A_BIND = ControllerAction.BIND
+cdef object A_ACCEPT = ControllerAction.EXIT_ACCEPT
+cdef object A_REEVALUATE = ControllerAction.REEVALUATE
+cdef object A_WAIT = ControllerAction.WAIT
+cdef object A_EXPIRE = ControllerAction.EXPIRE
+cdef object A_HOLD = ControllerAction.HOLD
+cdef object K_EVIDENCE_RETURNED = ControllerEventKind.EVIDENCE_RETURNED
+cdef object K_RESOLVED = ControllerEventKind.DEPENDENCY_RESOLVED
+cdef object K_ADVANCE = ControllerEventKind.ADVANCE_CLOCK
+cdef object K_EXPIRE = ControllerEventKind.EXPIRE
+cdef object K_INVALIDATE = ControllerEventKind.INVALIDATE_DEPENDENCY
+cdef object LEASE_EVIDENCE = LeaseKind.EVIDENCE
+cdef object LEASE_DEPENDENCY = LeaseKind.DEPENDENCY
+
+cdef PyObject *O_NONE = <PyObject *>None
+cdef PyObject *O_RUNNING = <PyObject *>RUNNING
+cdef PyObject *O_NO = <PyObject *>V_NO
+cdef PyObject *O_EXCLUDE = <PyObject *>A_EXCLUDE
+
+# Enum members are singletons: match them by identity, most frequent first.
+cdef list _ENUM_LIST = [m for e in (Verdict, ControllerAction, ControllerEventKind,
+                                    ResolutionOutcome, LeaseKind, ControllerStatus,
+                                    CandidateDisposition) for m in e]
+cdef list _ENUM_ENCODED = [_py._enc_bytes(m) for m in _ENUM_LIST]
+cdef PyObject *_ENUM_MEMBERS[64]
+cdef Py_ssize_t _N_ENUMS = len(_ENUM_LIST)
+assert _N_ENUMS <= 64
+for _i, _m in enumerate(_ENUM_LIST):
+    _ENUM_MEMBERS[_i] = <PyObject *>_m
+
+# ------------------------------------------------------------------ field shapes
+
+
+cdef inline bint _is(PyObject *value, void *kind) noexcept:
+    return value is not NULL and FOUR_TYPE(value) == kind
+
+
+cdef inline bint _as_ll(PyObject *value, long long *out) noexcept:
+    """Store an exact int that fits in 64 bits; False for anything else (no coercion)."""
+    cdef int overflow = 0
+    if not _is(value, P_INT):
+        return False
+    out[0] = PyLong_AsLongLongAndOverflow(<object>value, &overflow)
+    return not overflow
+
+
+cdef inline bint _prefix(PyObject *value) noexcept:
+    """A `_Prefix` over a `_Log` (so its slots can be read as such)."""
+    return (_is(value, P_PREFIX) and _is(_raw(value, P_LOG_SLOT), P_LOG)
+            and _is(_raw(value, P_N), P_INT))
+
+
+cdef inline bint _set_field(PyObject *value) noexcept:
+    return _prefix(value) or _is(value, P_FROZENSET)
+
+
+cdef bint _complete_lease(PyObject *lease) noexcept:
+    cdef PyObject *kind
+    if not _is(lease, P_LEASE):
+        return False
+    kind = _raw(lease, L_KIND)
+    return (_is(_raw(lease, L_ID), P_STR) and _is(_raw(lease, L_OBLIGATION), P_STR)
+            and _is(_raw(lease, L_DEADLINE), P_INT)
+            and (kind == <PyObject *>LEASE_EVIDENCE or kind == <PyObject *>LEASE_DEPENDENCY))
+
+
+cdef bint _complete_record(PyObject *record) noexcept:
+    cdef PyObject *outcomes
+    if not _is(record, P_RECORD):
+        return False
+    outcomes = _raw(record, D_OUTCOMES)
+    return (_set_field(_raw(record, D_USED)) and _is(_raw(record, D_UNRESOLVED), P_FROZENSET)
+            and _is(_raw(record, D_RELATION), P_FROZENSET)
+            and (_prefix(outcomes) or _is(outcomes, P_TUPLE)))
+
+
+cdef bint _complete(object state) noexcept:
+    """Whether every field of `state` has a shape the C transitions translate (the
+    shapes the controller produces); the reference module decides every other state."""
+    cdef PyObject *s = <PyObject *>state
+    cdef PyObject *value
+    cdef Py_ssize_t i
+    if FOUR_TYPE(s) != P_STATE:
+        return False
+    for i in range(4, 7):
+        if not _is(_raw(s, S_ALL[i]), P_INT):
+            return False
+    if not (_is(_raw(s, S_COUNT), P_INT) and _is(_raw(s, S_CLOCK), P_INT)):
+        return False
+    if not (_set_field(_raw(s, S_EXCL)) and _set_field(_raw(s, S_EVID))
+            and _set_field(_raw(s, S_COMP))):
+        return False
+    value = _raw(s, S_STATUS)
+    if not (value == O_RUNNING or value == <PyObject *>ACCEPTED or value == <PyObject *>HELD):
+        return False
+    value = _raw(s, S_DISP)
+    if not (value == O_NONE or value == <PyObject *>SOURCE_ADMISSIBLE
+            or value == <PyObject *>TERMINALLY_ACCEPTED):
+        return False
+    value = _raw(s, S_HELD)
+    if not (value == O_NONE or _is(value, P_STR)):
+        return False
+    value = _raw(s, S_LEASE)
+    if not (value == O_NONE or _complete_lease(value)):
+        return False
+    return _complete_record(_raw(s, S_DEPS))
