@@ -1,12 +1,18 @@
 """Batch throughput: 200 runs x 5 steps, a model taking 50 ms a call, 100 runs at once.
 
     python bench/run.py batch        # or: python bench/bench_batch.py [ROUNDS]
+    python bench/bench_batch.py compare OTHER_TREE [ROUNDS]   # thread pool, A/B
+
+``compare`` times the thread-pool row of this tree and of another copy of the project
+(say ``mkdir /tmp/base && git archive main src bench | tar -x -C /tmp/base``),
+alternating fresh interpreters, two batches each per turn, with each interpreter's CPU
+time per batch (its own, and its children's: the bash processes).
 
 Each step is one model call (a G that sleeps 50 ms, standing in for the model's
 latency) and one command (`true`, in a fresh bash: ``local_env``); the fifth command
 submits. Every run saves its trajectory and the manifest gets a line per run. The ideal
-is 5 x 50 ms x 2 batches of 100 = 0.5 s; on 2 cores the 1,000 bash processes alone cost
-0.6-0.9 s of CPU.
+is 5 x 50 ms x 2 batches of 100 = 0.5 s; on this 2-core machine the 1,000 bash processes
+alone take 1.2-1.6 s of CPU under that load (1.0-1.2 ms each when run one at a time).
 
 Rows: ``four.batch`` on its thread pool; on Ray (a one-node cluster started first and
 not timed; actor start is timed); and mini-swe-agent's SWE-bench batch runner on the same
@@ -247,5 +253,54 @@ def main(rounds: int = 3) -> None:
         print(f"\n{note}")
 
 
+# Run in a fresh interpreter by ``compare``: one tree's thread pool, with CPU times.
+TURN_SCRIPT = """
+import json, resource, sys
+sys.path[:0] = [sys.argv[1] + "/src", sys.argv[1]]
+from bench import bench_batch as b
+b.four_batch(None)  # warm-up: imports, first files
+out = []
+for _ in range(int(sys.argv[2])):
+    r0, c0 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    took, _ = b.four_batch(None)
+    r1, c1 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
+    children = c1.ru_utime - c0.ru_utime + c1.ru_stime - c0.ru_stime
+    out.append([took, cpu, children])
+print(json.dumps(out))
+"""
+
+
+def compare(other: str, rounds: int = 8) -> None:
+    """The thread-pool row of this tree and of ``other``, in alternating interpreters."""
+    trees = {"this tree": str(ROOT), other: str(Path(other).resolve())}
+    samples: dict[str, list[list[float]]] = {name: [] for name in trees}
+    load = os.getloadavg()[0]
+    for _ in range(rounds):
+        for name, tree in trees.items():
+            env = {**os.environ, "PYTHONPATH": f"{tree}/src"}
+            done = subprocess.run(
+                [sys.executable, "-c", TURN_SCRIPT, tree, "2"],
+                capture_output=True, text=True, env=env, timeout=600, check=True,
+            )  # fmt: skip
+            samples[name] += json.loads(done.stdout.strip().splitlines()[-1])
+    print(
+        f"thread pool, {RUNS} runs x {STEPS} steps, {CONCURRENCY} at once; {rounds} turns of "
+        f"2 batches each; load average {load:.1f} at the start\n"
+    )
+    print("| tree | median s | min s | max s | x ideal | CPU s (own) | CPU s (children) |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, rows in samples.items():
+        took = [r[0] for r in rows]
+        print(
+            f"| {name} | {statistics.median(took):.2f} | {min(took):.2f} | {max(took):.2f} | "
+            f"{statistics.median(took) / IDEAL:.1f} | {statistics.median(r[1] for r in rows):.2f} | "
+            f"{statistics.median(r[2] for r in rows):.2f} |"
+        )
+
+
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 3)
+    if sys.argv[1:2] == ["compare"]:
+        compare(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 8)
+    else:
+        main(int(sys.argv[1]) if len(sys.argv) > 1 else 3)

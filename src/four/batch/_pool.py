@@ -7,6 +7,8 @@ threaded actors of a Ray cluster (imported only when used).
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
+import queue
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,6 +106,9 @@ class _ThreadSession:
         self._supervisor = Supervisor(spec.time_limit, spec.stall_timeout, max_cost=spec.max_cost)
         self._executor = cf.ThreadPoolExecutor(spec.max_concurrency, thread_name_prefix="four-run")
         self._futures: dict[cf.Future[RunResult], Item] = {}
+        # Runs that ended, in order: one queue get per result (concurrent.futures.wait
+        # would hook into every pending future each time, a hundred at a time).
+        self._ended: queue.SimpleQueue[cf.Future[RunResult]] = queue.SimpleQueue()
 
     @property
     def capacity(self) -> int:
@@ -119,11 +124,18 @@ class _ThreadSession:
             run_attempt, spec.make_run, item, spec.output_dir, self._supervisor
         )
         self._futures[future] = item
+        future.add_done_callback(self._ended.put)
 
     def wait(self, timeout: float) -> list[RunResult]:
         if not self._futures:
             return []
-        done, _ = cf.wait(self._futures, timeout, cf.FIRST_COMPLETED)
+        try:
+            done = [self._ended.get(timeout=timeout)]
+        except queue.Empty:
+            return []
+        with contextlib.suppress(queue.Empty):
+            while True:
+                done.append(self._ended.get_nowait())
         results = []
         for future in done:
             item = self._futures.pop(future)

@@ -177,7 +177,8 @@ class Supervisor:
             watches = list(self._watches.values())
         total = NO_USAGE
         for watch in watches:
-            total += watch.usage
+            if watch.usage is not NO_USAGE:  # unmetered or not called yet: nothing to add
+                total += watch.usage
         return total
 
     @property

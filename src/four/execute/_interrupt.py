@@ -6,7 +6,8 @@ thread is registered under ``key`` while it runs: its process group, its ``FOUR_
 mark, and what the environment does at a timeout (Docker kills inside the container).
 ``interrupt(key)`` from any thread kills them all, so a blocked V2 returns (the model
 sees the kill as the command's end), and kills at once any command the run starts
-later. Outside ``interruptible`` nothing is registered and nothing changes.
+later (a process-based environment does not even start it: it ends as killed, -9).
+Outside ``interruptible`` nothing is registered and nothing changes.
 
     >>> import threading
     >>> from four import Action, local_env
@@ -115,6 +116,13 @@ def interrupt(key: Hashable) -> int:
     for command in commands:
         command.kill()
     return len(commands)
+
+
+def stopped() -> bool:
+    """This thread runs under a key that was interrupted: a command it would start now is
+    to be killed at once (better not started: a quick one could end before the kill)."""
+    key = getattr(_local, "key", None)
+    return key is not None and key in _stopped
 
 
 def running(

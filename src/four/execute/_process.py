@@ -17,7 +17,7 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from four.execute._interrupt import running
+from four.execute._interrupt import running, stopped
 from four.execute._output import OutputBuffer, Ran
 
 CHUNK = 1 << 16
@@ -115,6 +115,9 @@ def run_captured(
     Raises OSError when the process cannot start (no such program, no such cwd).
     """
     start = time.monotonic()
+    if stopped():  # the run was interrupted (four.batch): the command ends as killed, unstarted
+        output.finish()
+        return Ran(-signal.SIGKILL, output, 0.0, False, timeout)
     proc, fd = _spawn(argv, cwd, env)
     # Few system calls per command: under a thread pool each one hands the GIL over.
     pidfd = os.pidfd_open(proc.pid)
