@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import time
 from collections.abc import Sequence
@@ -47,7 +46,7 @@ class TrajectorySink:
         self._stem = f"{stamp}-{os.urandom(6).hex()}"  # unique without looking at the folder
         self._dir = directory
         self._started = info.started_at
-        self._info = json.dumps(_info_json(info))  # encoded once: start line and document
+        self._info = encode_json(_info_json(info))  # encoded once: start line and document
         self._times: list[float] = []
         self._encoded: list[str] = []  # each message's JSON, reused for the final document
         self._fd = _create(directory, f"{self._stem}.jsonl")
@@ -81,25 +80,26 @@ class TrajectorySink:
         _write(self._fd, line.encode())  # unbuffered: a killed process keeps every line written
 
     def close(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> Path:
-        stats_json = json.dumps(_stats_json(stats))
+        stats_json = encode_json(_stats_json(stats))
+        outcome_text = encode_json(outcome.text)
         if self._fd >= 0:
             fd, self._fd = self._fd, -1
             try:
-                end = f'{{"type": "end", "outcome": {json.dumps(outcome.text)}, "stats": {stats_json}}}'
+                end = f'{{"type": "end", "outcome": {outcome_text}, "stats": {stats_json}}}'
                 _write(fd, f"{self._head}{end}\n".encode())
             finally:
                 os.close(fd)
         if len(self._encoded) != len(messages):  # a plain-emit history, or one edited after
             self._encoded = [encode_json(message_to_json(m)) for m in messages]
-        timestamps = self._times if len(self._times) == len(messages) else []
+        timestamps: list[JSON] = list(self._times) if len(self._times) == len(messages) else []
         document = {
-            "format": json.dumps(FORMAT),
-            "outcome": json.dumps(outcome.text),
-            "outcome_detail": json.dumps(_outcome_json(outcome)),
+            "format": f'"{FORMAT}"',
+            "outcome": outcome_text,
+            "outcome_detail": encode_json(_outcome_json(outcome)),
             "info": self._info,
             "stats": stats_json,
             "stream": f'"{self._stem}.jsonl"',  # the stem needs no escaping
-            "timestamps": json.dumps(timestamps),
+            "timestamps": encode_json(timestamps),
         }
         _write_atomic(self._dir, f"{self._stem}.json", _render(document, self._encoded).encode())
         return self.path
