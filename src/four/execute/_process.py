@@ -297,17 +297,8 @@ def _pump(
     One poll reports both: a command that prints little and exits costs one wait."""
     events = poller.poll(_ms(wait))
     exited = any(ready == pidfd for ready, _ in events)
-    for ready, _ in events:
-        if ready != fd:
-            continue
-        try:
-            data = os.read(fd, CHUNK)
-        except BlockingIOError:
-            continue
-        if not data:
-            return False, exited
-        output.feed(data)
-    return True, exited
+    more = all(_read(fd, output) for ready, _ in events if ready == fd)
+    return more, exited
 
 
 def _drain(fd: int, output: OutputBuffer, wait: float) -> None:
@@ -316,12 +307,17 @@ def _drain(fd: int, output: OutputBuffer, wait: float) -> None:
     poller = select.poll()
     poller.register(fd, select.POLLIN)
     while (left := end - time.monotonic()) > 0:
-        if not poller.poll(_ms(left)):
-            continue
-        try:
-            data = os.read(fd, CHUNK)
-        except BlockingIOError:
-            continue
-        if not data:
+        if poller.poll(_ms(left)) and not _read(fd, output):
             return
-        output.feed(data)
+
+
+def _read(fd: int, output: OutputBuffer) -> bool:
+    """Read what the pipe holds into ``output``: False once the output has ended."""
+    try:
+        data = os.read(fd, CHUNK)
+    except BlockingIOError:
+        return True
+    if not data:
+        return False
+    output.feed(data)
+    return True
