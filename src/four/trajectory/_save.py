@@ -119,8 +119,9 @@ def save_trajectory(output_dir: str | os.PathLike[str] = "trajectories") -> Traj
 
 
 def _render(document: dict[str, str], messages: list[str]) -> str:
-    """One key, and one message, per line: readable, and json's C encoder does the work
-    (``indent=`` would switch to the pure-Python encoder, 10x slower)."""
+    """One key, and one message, per line, from values already encoded: readable, and
+    json's C encoder does the work (``indent=`` would switch to the pure-Python encoder,
+    10x slower)."""
     lines = [f'"{k}": {v}' for k, v in document.items()]
     body = ",\n".join(messages)
     lines.append(f'"messages": [\n{body}\n]')
