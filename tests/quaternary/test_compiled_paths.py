@@ -97,8 +97,8 @@ ENDINGS: dict[str, list[Step]] = {
 }
 
 
-# Only the compiled core here: the autouse ``accounting`` fixture takes just "c".
-pytestmark = pytest.mark.parametrize("accounting", ["c"], indirect=True)
+# Tests of the compiled core alone: the autouse ``accounting`` fixture takes just "c".
+only_c = pytest.mark.parametrize("accounting", ["c"], indirect=True)
 
 
 @pytest.fixture
@@ -126,6 +126,7 @@ def _run(ending: list[Step]) -> QICTController:
     return controller
 
 
+@only_c
 @pytest.mark.parametrize("ending", sorted(ENDINGS))
 def test_every_receipt_shape_is_built_and_audited_in_c(
     compiled: ModuleType, ending: str, no_reference: None
@@ -137,6 +138,7 @@ def test_every_receipt_shape_is_built_and_audited_in_c(
     assert result.evaluations == evaluations
 
 
+@only_c
 @pytest.mark.parametrize("ending", sorted(ENDINGS))
 def test_compiled_traces_equal_reference_traces(
     compiled: ModuleType, ending: str, monkeypatch: pytest.MonkeyPatch
@@ -171,6 +173,7 @@ def _audit(module: ModuleType, config: QICTConfig, receipts: list[Any]) -> Any:
 REASONS = [f"r{i}:" + "x" * (i * 7 % 61 if i % 9 else 150 + i) for i in range(37)]
 
 
+@only_c
 def test_lanes_hash_like_hashlib(compiled: ModuleType) -> None:
     config, receipts = _nos(REASONS)
     assert [r.digest for r in receipts] == [
@@ -198,6 +201,7 @@ def _tamperings(receipt: Any) -> list[Any]:
     ]
 
 
+@only_c
 @pytest.mark.parametrize("position", [0, 1, 3, 4, 5, 7, 8, 17, 35, 36])
 def test_tampered_lanes_report_what_the_reference_reports(
     compiled: ModuleType, position: int
@@ -214,6 +218,7 @@ def test_tampered_lanes_report_what_the_reference_reports(
     assert _audit(compiled, config, twice) == _audit(_accounting_py, config, twice)
 
 
+@only_c
 def test_audit_records_the_exclusions_it_checked(compiled: ModuleType) -> None:
     """After the audit, the rank of the last state needs no further alphabet lookups."""
     config, receipts = _nos(REASONS)
