@@ -1,6 +1,7 @@
 """`import four` time, and the loop's own cost per step with trajectory saving on.
 
 python bench/run.py core
+python bench/bench_core.py compare OTHER_TREE [ROUNDS]   # the loop, this tree vs another
 """
 
 from __future__ import annotations
@@ -127,6 +128,44 @@ def main() -> None:
         print(f"| {label}: 1000-step / 10-step wall cost per step | | {ratio:.2f}x | | |")
 
 
+STEPS = ((0, 200), (10, 200), (100, 40))
+
+
+def child(folder: str) -> None:
+    """One process's figures for ``compare``: wall us per run (0 steps) or per step."""
+    print(*(f"{loop_us_per_step(n, r, Path(folder))[0]:.2f}" for n, r in STEPS))
+
+
+def compare(other: str, rounds: int = 9, folder: str = "/dev/shm") -> None:
+    """The loop of this tree and of ``other`` (another copy of the project, e.g.
+    ``git archive REV src | tar -x -C DIR``) in alternating fresh interpreters, so both
+    see the machine's load alike; medians over ``rounds``."""
+    trees = {"this tree": ROOT, other: Path(other).resolve()}
+    samples: dict[str, list[list[float]]] = {name: [] for name in trees}
+    for _ in range(rounds):
+        for name, tree in trees.items():
+            out = subprocess.run(
+                [sys.executable, __file__, "child", folder],
+                capture_output=True,
+                text=True,
+                check=True,
+                env={**os.environ, "PYTHONPATH": str(tree / "src")},
+            ).stdout
+            samples[name].append([float(x) for x in out.split()])
+    print(f"trajectories on {folder}, median of {rounds} alternating processes\n")
+    print("| tree | run of 0 steps, us | 10 steps, us/step | 100 steps, us/step |")
+    print("|---|---:|---:|---:|")
+    for name, rows in samples.items():
+        run0, ten, hundred = (statistics.median(column) for column in zip(*rows, strict=True))
+        print(f"| {name} | {run0:.0f} | {ten:.1f} | {hundred:.1f} |")
+
+
 if __name__ == "__main__":
-    sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
-    main()
+    if sys.argv[1:2] == ["child"]:
+        child(sys.argv[2])  # four comes from PYTHONPATH, the tree under test
+    elif sys.argv[1:2] == ["compare"]:
+        sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
+        compare(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 9)
+    else:
+        sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
+        main()
