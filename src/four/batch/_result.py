@@ -13,6 +13,7 @@ from typing import cast
 
 from four._outcomes import outcome_tag
 from four._types import JSON
+from four.trajectory._load import stream_records
 
 SUBMITTED = frozenset({"exit:task_complete", "accepted"})
 """Outcome tags of a run that ended with the agent's submission (accepted, if checked)."""
@@ -200,19 +201,13 @@ def _from_stream(path: Path, text: str) -> Saved | None:
     started = False
     steps = prompt = completion = 0
     cost = 0.0
-    for line in text.splitlines():
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            break  # the line in flight when the process died
-        if not isinstance(record, dict):
-            continue
+    for record in stream_records(text):
         kind = record.get("type")
         if kind == "start":
             started = True
-        elif kind == "end" and isinstance(record.get("stats"), dict):
+        elif kind == "end" and isinstance(stats := record.get("stats"), dict):
             outcome = record.get("outcome")
-            return _with_stats(path, outcome if isinstance(outcome, str) else None, record["stats"])
+            return _with_stats(path, outcome if isinstance(outcome, str) else None, stats)
         elif kind == "message":
             message = record.get("message")
             if isinstance(message, dict) and message.get("role") == "assistant":

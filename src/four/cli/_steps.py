@@ -17,6 +17,7 @@ from pathlib import Path
 from four._types import JSON, Assistant, Message, System, ToolResult, Usage, User
 from four.trajectory import Trajectory
 from four.trajectory._codec import usage_from_json
+from four.trajectory._load import stream_records
 
 EXIT_SIGNAL = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 """``four.execute.EXIT_SIGNAL`` (and mini-swe-agent's), without importing the environments."""
@@ -307,12 +308,8 @@ def read_timestamps(path: Path) -> list[float]:
         return []
     if path.suffix == ".jsonl":
         times: list[float] = []
-        for line in text.splitlines():
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                break
-            if isinstance(record, dict) and record.get("type") == "message":
+        for record in stream_records(text):
+            if record.get("type") == "message":
                 t = record.get("t")
                 times.append(float(t) if isinstance(t, int | float) else 0.0)
         return times

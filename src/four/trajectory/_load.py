@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
@@ -76,16 +76,25 @@ def load_trajectory(path: str | os.PathLike[str]) -> Trajectory:
     )
 
 
-def _from_jsonl(path: Path, text: str) -> Trajectory:
-    fmt, info, outcome, stats = "", {}, None, {}
-    messages: list[JSON] = []
+def stream_records(text: str) -> Iterator[dict[str, JSON]]:
+    """The records of a ``.jsonl`` stream, up to a line cut short by a killed process.
+
+    >>> [r["type"] for r in stream_records('{"type": "start"}\\n[1]\\n{"type": "mess')]
+    ['start']
+    """
     for line in text.splitlines():
         try:
             record = json.loads(line)
         except json.JSONDecodeError:
-            break  # the line in flight when the process died
-        if not isinstance(record, dict):
-            continue
+            return  # the line in flight when the process died
+        if isinstance(record, dict):
+            yield record
+
+
+def _from_jsonl(path: Path, text: str) -> Trajectory:
+    fmt, info, outcome, stats = "", {}, None, {}
+    messages: list[JSON] = []
+    for record in stream_records(text):
         kind = record.get("type")
         if kind == "start":
             fmt, info = str(record.get("format", "")), _dict(record.get("info"))
