@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -20,8 +21,10 @@ from four import (
     Assistant,
     Finished,
     Message,
+    System,
     ToolCall,
     ToolResult,
+    Usage,
     User,
     load_trajectory,
     replay_invoke,
@@ -31,7 +34,7 @@ from four import (
 )
 from four._types import JSON, NO_USAGE, RunInfo, RunStats
 from four.trajectory import FORMAT, TrajectoryError, _save
-from four.trajectory._codec import encode_json
+from four.trajectory._codec import encode_json, encode_message, message_to_json
 from tests._doubles import FakeEnv, line_parse
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -274,6 +277,42 @@ _json_values = st.recursive(
 @given(_json_values)
 def test_the_fast_encoder_writes_what_json_dumps_writes(value: JSON) -> None:
     assert encode_json(value) == json.dumps(value)
+
+
+_lone_surrogates = st.integers(0xD800, 0xDFFF).map(chr)
+_any_text = st.text(st.characters() | _lone_surrogates, max_size=12)
+_floats = st.sampled_from([math.inf, -math.inf, math.nan, -0.0, 1e300]) | st.floats()
+_numbers = st.none() | st.booleans() | st.integers() | _floats
+_usages = st.builds(Usage, *[st.integers()] * 2, _floats, *[st.integers()] * 2) | st.builds(
+    Usage, _numbers, _numbers, _numbers, _numbers, _numbers
+)
+_calls = st.builds(ToolCall, _any_text, _any_text, _any_text)
+_messages: st.SearchStrategy[Message] = st.one_of(
+    st.builds(System, _any_text),
+    st.builds(User, _any_text, st.sampled_from(["text", "task"]) | _any_text, _numbers),
+    st.builds(ToolResult, _any_text, _any_text, _any_text, _any_text, _numbers),
+    st.builds(
+        Assistant,
+        _any_text,
+        st.lists(_calls, max_size=3).map(tuple),
+        _any_text,
+        st.lists(st.dictionaries(st.text(), _json_values, max_size=3), max_size=2).map(tuple),
+        st.none() | _any_text,
+        st.none() | _usages,
+        _any_text,
+    ),
+)
+
+
+@given(_messages)
+def test_messages_are_written_as_json_dumps_writes_their_json(message: Message) -> None:
+    assert encode_message(message) == json.dumps(message_to_json(message))
+
+
+@given(_usages)
+def test_usage_is_written_as_json_dumps_writes_it(usage: Usage) -> None:
+    message = Assistant("", usage=usage)
+    assert encode_message(message) == json.dumps(message_to_json(message))
 
 
 def test_the_fast_encoder_refuses_what_json_refuses() -> None:

@@ -22,14 +22,22 @@ def describe(component: object) -> JSON:
         return {"type": _name(component.func), "args": _json(component.args)}
     if not dataclasses.is_dataclass(component) or isinstance(component, type):
         return _name(component)
-    settings: dict[str, JSON] = {"type": _name(type(component))}
-    for f in dataclasses.fields(component):
-        if f.name.startswith("_") or not f.repr:
-            continue
-        value = getattr(component, f.name)
-        hidden = f.name.lower().rsplit("_", 1)[-1] in _SECRET_WORDS  # api_key, not token_limit
-        settings[f.name] = "***" if hidden and value else _json(value)
+    kind = type(component)
+    settings: dict[str, JSON] = {"type": _name(kind)}
+    for name, hidden in _shown(kind):
+        value = getattr(component, name)
+        settings[name] = "***" if hidden and value else _json(value)
     return settings
+
+
+@functools.lru_cache(maxsize=512)  # every run describes its four components
+def _shown(kind: type) -> tuple[tuple[str, bool], ...]:
+    """A dataclass's shown fields, each with whether its value is a secret to mask."""
+    return tuple(
+        (f.name, f.name.lower().rsplit("_", 1)[-1] in _SECRET_WORDS)  # api_key, not token_limit
+        for f in dataclasses.fields(kind)
+        if not f.name.startswith("_") and f.repr
+    )
 
 
 def _name(obj: object) -> str:

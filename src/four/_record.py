@@ -114,16 +114,6 @@ def record(cls: C) -> C:
     )
     namespace = {k: v for k, v in cls.__dict__.items() if k not in names and k != "__dict__"}
     defaults = {n: cls.__dict__[n] for n in names if n in cls.__dict__}
-    params = ", ".join(f"{n}=_d_{n}" if n in defaults else n for n in names)
-    sets = "".join(f"\n  _set(self, {n!r}, {n})" for n in names)
-    post = "\n  self.__post_init__()" if "__post_init__" in namespace else ""
-    # Only __init__ is compiled (it is on every hot path); the other methods share one
-    # C-level getter of all fields, so a class costs one small compile at import.
-    scope: dict[str, Any] = {f"_d_{n}": v for n, v in defaults.items()}
-    scope["_set"] = object.__setattr__
-    exec(f"def __init__(self, {params}):{sets or chr(10) + '  pass'}{post}\n", scope)
-    scope["__init__"].__qualname__ = f"{cls.__qualname__}.__init__"
-    namespace["__init__"] = scope["__init__"]
     values = _values(names)
     namespace.update(_methods(cls.__qualname__, names, values))
     namespace.update(
@@ -135,4 +125,24 @@ def record(cls: C) -> C:
         __setstate__=_setstate,
     )
     namespace.pop("__weakref__", None)
-    return type(cls)(cls.__name__, cls.__bases__, namespace)
+    made = type(cls)(cls.__name__, cls.__bases__, namespace)
+    made.__init__ = _init(made, names, defaults, "__post_init__" in namespace)  # type: ignore[misc]
+    return made
+
+
+def _init(
+    cls: type, names: tuple[str, ...], defaults: Mapping[str, object], post: bool
+) -> Callable[..., None]:
+    """Compile the record's ``__init__``, the one method on every hot path (the others
+    share one C-level getter of all fields, so a class costs one small compile). Each
+    field is stored through its slot's own descriptor: half the cost of
+    ``object.__setattr__``, which looks the name up on the class first."""
+    params = ", ".join(f"{n}=_d_{n}" if n in defaults else n for n in names)
+    sets = "".join(f"\n  _s_{n}(self, {n})" for n in names) or "\n  pass"
+    scope: dict[str, Any] = {f"_d_{n}": v for n, v in defaults.items()}
+    scope.update({f"_s_{n}": cls.__dict__[n].__set__ for n in names})
+    after = "\n  self.__post_init__()" if post else ""
+    exec(f"def __init__(self, {params}):{sets}{after}\n", scope)
+    init: Callable[..., None] = scope["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    return init

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Callable, Mapping
 from typing import cast
 
@@ -41,6 +42,88 @@ encode_json: Callable[[JSON], str] = _compact_encoder()
 >>> encode_json({"a": [1, "é", None]})
 '{"a": [1, "\\u00e9", null]}'
 """
+
+
+_INF = float("inf")
+_usage_fields: Callable[[Usage], tuple[int, int, float | None, int, int]] = operator.attrgetter(
+    "prompt_tokens", "completion_tokens", "cost", "calls", "cost_unknown_calls"
+)
+_quote: Callable[[str], str] = json.encoder.encode_basestring_ascii  # C: quoted, escaped
+
+
+def _text_json(value: object) -> str:
+    return _quote(value) if value.__class__ is str else encode_json(cast(JSON, value))
+
+
+def _number_json(value: object) -> str:
+    cls = value.__class__
+    if cls is int:
+        return int.__repr__(cast(int, value))
+    if cls is float and -_INF < cast(float, value) < _INF:
+        return float.__repr__(cast(float, value))
+    return encode_json(cast(JSON, value))  # None, NaN, infinities, bools: as json writes them
+
+
+def encode_message(message: Message) -> str:
+    """``encode_json(message_to_json(message))``, byte for byte, written directly (about
+    3x faster: no dict per message, no chunk list): a run encodes every message it makes.
+
+    >>> encode_message(User("hi", "observation", 0))
+    '{"role": "user", "content": "hi", "kind": "observation", "returncode": 0}'
+    """
+    text = _text_json
+    if isinstance(message, Assistant):
+        parts = [f'{{"role": "assistant", "content": {text(message.content)}']
+        if message.tool_calls:
+            calls = ", ".join(
+                f'{{"id": {text(c.id)}, "type": "function", "function": '
+                f'{{"name": {text(c.name)}, "arguments": {text(c.arguments)}}}}}'
+                for c in message.tool_calls
+            )
+            parts.append(f'"tool_calls": [{calls}]')
+        if message.reasoning:
+            parts.append(f'"reasoning": {text(message.reasoning)}')
+        if message.thinking:
+            parts.append(f'"thinking_blocks": {encode_json([dict(b) for b in message.thinking])}')
+        parts.append(f'"finish_reason": {text(message.finish_reason)}')
+        if (usage := message.usage) is not None:
+            parts.append(f'"usage": {_usage_text(usage)}')
+        if message.model:
+            parts.append(f'"model": {text(message.model)}')
+        return ", ".join(parts) + "}"
+    if isinstance(message, ToolResult):
+        head = (
+            f'{{"role": "tool", "tool_call_id": {text(message.tool_call_id)}, '
+            f'"name": {text(message.name)}, "content": {text(message.content)}, '
+            f'"kind": {text(message.kind)}'
+        )
+    elif isinstance(message, User):
+        head = f'{{"role": "user", "content": {text(message.content)}'
+        if message.kind != "text":
+            head = f'{head}, "kind": {text(message.kind)}'
+    else:
+        return f'{{"role": "system", "content": {text(message.content)}}}'
+    if message.returncode is None:
+        return head + "}"
+    return f'{head}, "returncode": {_number_json(message.returncode)}}}'
+
+
+def _usage_text(usage: Usage) -> str:
+    p, c, cost, calls, unknown = _usage_fields(usage)
+    if (
+        p.__class__ is c.__class__ is calls.__class__ is unknown.__class__ is int
+        and cost.__class__ is float
+        and -_INF < cost < _INF
+    ):  # the usual case: f-strings of an int and of a finite float are what json writes
+        return (
+            f'{{"prompt_tokens": {p}, "completion_tokens": {c}, "cost": {cost!r}, '
+            f'"calls": {calls}, "cost_unknown_calls": {unknown}}}'
+        )
+    n = _number_json
+    return (
+        f'{{"prompt_tokens": {n(p)}, "completion_tokens": {n(c)}, "cost": {n(cost)}, '
+        f'"calls": {n(calls)}, "cost_unknown_calls": {n(unknown)}}}'
+    )
 
 
 def usage_to_json(usage: Usage) -> JSONDict:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from four._outcomes import Outcome
 from four._types import JSON, NO_USAGE, Message, RunInfo, RunStats
-from four.trajectory._codec import encode_json, message_to_json, usage_to_json
+from four.trajectory._codec import encode_json, encode_message, usage_to_json
 
 FORMAT = "four.trajectory/1"
 
@@ -72,7 +72,7 @@ class TrajectorySink:
 
     def append(self, message: Message, /) -> None:
         t = round(time.time() - self._started, 6)
-        encoded = encode_json(message_to_json(message))
+        encoded = encode_message(message)
         self._times.append(t)
         self._encoded.append(encoded)
         line = f'{self._head}{{"type": "message", "t": {t}, "message": {encoded}}}\n'
@@ -90,7 +90,7 @@ class TrajectorySink:
             finally:
                 os.close(fd)
         if len(self._encoded) != len(messages):  # a plain-emit history, or one edited after
-            self._encoded = [encode_json(message_to_json(m)) for m in messages]
+            self._encoded = [encode_message(m) for m in messages]
         timestamps: list[JSON] = list(self._times) if len(self._times) == len(messages) else []
         document = {
             "format": f'"{FORMAT}"',
@@ -173,7 +173,8 @@ def _linked(folder: int, name: str, data: bytes) -> bool:
         return False
     try:
         _write(fd, data)
-        # linkat(AT_SYMLINK_FOLLOW) through /proc: how an unnamed file gets a name.
+        # linkat(AT_SYMLINK_FOLLOW) through /proc: how an unnamed file gets a name. (With
+        # no dir_fd, os.link calls link(), which links the /proc symlink itself: EXDEV.)
         os.link(f"/proc/self/fd/{fd}", name, dst_dir_fd=folder)
     except FileExistsError:  # sealed twice: replace it, as a rename would
         return False
