@@ -132,8 +132,8 @@ STEPS = ((0, 200), (10, 200), (100, 40))
 
 
 def child(folder: str) -> None:
-    """One process's figures for ``compare``: wall us per run (0 steps) or per step."""
-    print(*(f"{loop_us_per_step(n, r, Path(folder))[0]:.2f}" for n, r in STEPS))
+    """One process's figures for ``compare``: wall and CPU us per run (0 steps) or per step."""
+    print(*(f"{x:.2f}" for n, r in STEPS for x in loop_us_per_step(n, r, Path(folder))))
 
 
 def compare(other: str, rounds: int = 9, folder: str = "/dev/shm") -> None:
@@ -153,11 +153,14 @@ def compare(other: str, rounds: int = 9, folder: str = "/dev/shm") -> None:
             ).stdout
             samples[name].append([float(x) for x in out.split()])
     print(f"trajectories on {folder}, median of {rounds} alternating processes\n")
+    print("wall time, and in brackets the process's CPU time (less moved by other jobs)\n")
     print("| tree | run of 0 steps, us | 10 steps, us/step | 100 steps, us/step |")
     print("|---|---:|---:|---:|")
     for name, rows in samples.items():
-        run0, ten, hundred = (statistics.median(column) for column in zip(*rows, strict=True))
-        print(f"| {name} | {run0:.0f} | {ten:.1f} | {hundred:.1f} |")
+        m = [statistics.median(column) for column in zip(*rows, strict=True)]
+        print(
+            f"| {name} | {m[0]:.0f} ({m[1]:.0f}) | {m[2]:.1f} ({m[3]:.1f}) | {m[4]:.1f} ({m[5]:.1f}) |"
+        )
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ from four import (
     scripted_invoke,
 )
 from four._types import JSON, NO_USAGE, RunInfo, RunStats
-from four.trajectory import FORMAT, TrajectoryError, _save
+from four.trajectory import FORMAT, TrajectoryError
 from four.trajectory._codec import encode_json, encode_message, message_to_json
 from tests._doubles import FakeEnv, line_parse
 
@@ -219,27 +219,28 @@ def test_bad_files_give_clear_errors(tmp_path: Path, content: str, error: str) -
         load_trajectory(tmp_path / "bad.jsonl")
 
 
-@pytest.mark.parametrize("unnamed", [True, False], ids=["O_TMPFILE", "rename"])
+@pytest.mark.parametrize("failing", ["write", "replace"])
 def test_final_write_is_atomic_on_failure(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unnamed: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing: str
 ) -> None:
+    real_write = os.write
+
     def broken(*args: object, **kwargs: object) -> None:
         raise OSError("disk full")
 
-    # Both ways of sealing: an unnamed file linked in, or a temporary renamed.
-    monkeypatch.setattr(_save, "_TMPFILE", [unnamed])
-    monkeypatch.setattr(os, "link" if unnamed else "replace", broken)
+    def stream_only(fd: int, data: bytes) -> int:  # the .jsonl is written; the document fails
+        if os.readlink(f"/proc/self/fd/{fd}").endswith(".tmp"):
+            raise OSError("disk full")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, failing, stream_only if failing == "write" else broken)
     with pytest.raises(OSError, match="disk full"):
         save_trajectory(tmp_path)([User("x")], Finished())
     assert not list(tmp_path.glob("*.json")) and not list(tmp_path.glob(".*"))
     assert len(list(tmp_path.glob("*.jsonl"))) == 1
 
 
-@pytest.mark.parametrize("unnamed", [True, False], ids=["O_TMPFILE", "rename"])
-def test_sealing_twice_replaces_the_document(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unnamed: bool
-) -> None:
-    monkeypatch.setattr(_save, "_TMPFILE", [unnamed])
+def test_sealing_twice_replaces_the_document(tmp_path: Path) -> None:
     sink = save_trajectory(tmp_path).open(RunInfo({}, 1, 1, 0.0))
     sink.append(User("x"))
     first = sink.close([User("x")], Finished("a"), RunStats(0, NO_USAGE, 0.0, 1.0))

@@ -49,10 +49,10 @@ def _name(obj: object) -> str:
 def _json(value: object) -> JSON:
     if value is None or isinstance(value, bool | int | float | str):
         return value
+    if isinstance(value, list | tuple | frozenset | set):  # before Mapping: an ABC check is slow
+        return [_json(v) for v in cast(tuple[object, ...], tuple(value))]
     if isinstance(value, Mapping):
         return {str(k): _json(v) for k, v in cast(Mapping[object, object], value).items()}
-    if isinstance(value, list | tuple | frozenset | set):
-        return [_json(v) for v in cast(tuple[object, ...], tuple(value))]
     if callable(value) or dataclasses.is_dataclass(value):
         return describe(value)
     return repr(value)
