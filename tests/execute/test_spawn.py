@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import re
+import secrets
 import signal
 from pathlib import Path
 
@@ -115,3 +118,21 @@ def test_failures_read_as_popen_writes_them(
     for env in ({"A": "x\0y"}, {"A\0": "1"}):
         with pytest.raises(ValueError, match="embedded null byte"):
             local_env(env=env)(Action("true"))
+
+
+def test_a_command_that_cannot_be_watched_is_not_left_running(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def no_descriptor(pid: int, flags: int = 0) -> int:
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    monkeypatch.setattr(os, "pidfd_open", no_descriptor)
+    token = f"FOUR_PROBE={secrets.token_hex(8)}".encode()
+    result = local_env(env={"FOUR_PROBE": token[11:].decode()})(Action("sleep 30"))
+    assert isinstance(result, Failure) and "Too many open files" in result.failure().message
+    alive = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/environ", "rb") as f:
+            if token in f.read().split(b"\0"):
+                alive.append(pid)
+    assert alive == []

@@ -124,7 +124,15 @@ def run_captured(
         return Ran(-signal.SIGKILL, output, 0.0, False, timeout)
     proc, fd = _spawn(argv, cwd, env, popen=on_timeout is not None)
     # Few system calls per command: under a thread pool each one hands the GIL over.
-    pidfd = os.pidfd_open(proc.pid)
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except BaseException:  # out of descriptors: nothing may run unwatched, or unreaped
+        os.close(fd)
+        kill_group(proc.pid)
+        if mark is not None:
+            kill_marked(mark)
+        proc.wait()
+        raise
     poller = select.poll()
     poller.register(fd, select.POLLIN)
     poller.register(pidfd, select.POLLIN)
