@@ -1,9 +1,9 @@
 """Starting a command's process with glibc's ``posix_spawn``: what our ``Popen`` call does,
 for less of the parent's time.
 
-``Popen`` spends some 100 us of Python per process (its arguments, the environment
-encoded a variable at a time, a /dev/null and an error pipe opened and closed), and
-each of its system calls hands the GIL over: under a hundred threads, a context switch
+``Popen`` spends Python time on every process (its arguments, the environment encoded
+a variable at a time, a /dev/null and an error pipe opened, read and closed), and each
+of those system calls hands the GIL over: under a hundred threads, a context switch
 each. Here one ``posix_spawn`` call does in the child what ``Popen(start_new_session=True,
 close_fds=True, stdin=DEVNULL, stderr=STDOUT, cwd=...)`` does: a new session, SIGPIPE and
 SIGXFSZ back to their defaults, stdin on /dev/null, stdout and stderr on the given
@@ -71,8 +71,8 @@ _SigSet = ctypes.c_char * 256
 _SETSIGDEF = 0x04  # POSIX_SPAWN_SETSIGDEF
 _SETSID = 0x80  # POSIX_SPAWN_SETSID
 _DEVNULL = os.devnull.encode()
-# What Popen's restore_signals puts back to default: Python ignores them, exec keeps that.
 _INTERNAL = range(32, signal.SIGRTMIN)  # Linux's first real-time signals, kept by glibc
+# What Popen's restore_signals puts back to default: Python ignores them, exec keeps that.
 _RESTORED = tuple(
     getattr(signal, n) for n in ("SIGPIPE", "SIGXFZ", "SIGXFSZ") if hasattr(signal, n)
 )
@@ -154,7 +154,7 @@ def spawn(
     ``stdout`` takes both stdout and stderr; ``env`` None is this process's environment.
     """
     glibc = _GLIBC
-    if glibc is None or stdout <= 2:  # a standard descriptor as the pipe: Popen's care
+    if glibc is None or stdout <= 2:  # a pipe on 0-2 needs Popen's special cases
         return None
     try:
         path = os.fsencode(executable)
