@@ -19,6 +19,10 @@ from collections.abc import Callable, Mapping, Sequence
 
 from four.execute._interrupt import running, stopped
 from four.execute._output import OutputBuffer, Ran
+from four.execute._spawn import Spawned, spawn
+
+Process = subprocess.Popen[bytes] | Spawned
+"""A running command: what ``run_captured`` needs of it is its pid and ``wait()``."""
 
 CHUNK = 1 << 16
 LINGER = 0.25
@@ -118,9 +122,17 @@ def run_captured(
     if stopped():  # the run was interrupted (four.batch): the command ends as killed, unstarted
         output.finish()
         return Ran(-signal.SIGKILL, output, 0.0, False, timeout)
-    proc, fd = _spawn(argv, cwd, env)
+    proc, fd = _spawn(argv, cwd, env, popen=on_timeout is not None)
     # Few system calls per command: under a thread pool each one hands the GIL over.
-    pidfd = os.pidfd_open(proc.pid)
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except BaseException:  # out of descriptors: nothing may run unwatched, or unreaped
+        os.close(fd)
+        kill_group(proc.pid)
+        if mark is not None:
+            kill_marked(mark)
+        proc.wait()
+        raise
     poller = select.poll()
     poller.register(fd, select.POLLIN)
     poller.register(pidfd, select.POLLIN)
@@ -130,7 +142,7 @@ def run_captured(
     notes: list[str] = []
     completed = False
     # Under a supervisor (four.batch), another thread may kill this command.
-    command = running(proc.pid, mark, _bind(on_timeout, proc))
+    command = running(proc.pid, mark, None if on_timeout is None else _bind(on_timeout, proc))
     try:
         while True:
             now = time.monotonic()
@@ -180,26 +192,33 @@ def run_captured(
 
 
 def _spawn(
-    argv: Sequence[str], cwd: str | None, env: Mapping[str, str] | None
-) -> tuple[subprocess.Popen[bytes], int]:
+    argv: Sequence[str], cwd: str | None, env: Mapping[str, str] | None, *, popen: bool
+) -> tuple[Process, int]:
     """Start ``argv`` in a new session, stdin closed, stdout and stderr on a fresh pipe:
     the process and the pipe's read end.
 
     The pipe is ours, not Popen's (no file object: fewer system calls), and the program
     is looked up on the command's PATH once per PATH, not by a failed exec in each of
-    its folders before the one that has it.
+    its folders before the one that has it. It is started by ``posix_spawn`` when it can
+    be (see ``_spawn.spawn``), else (or with ``popen``: a caller that wants the Popen) by
+    ``Popen``.
     """
     args = list(argv)
     read_fd, write_fd = os.pipe()
     try:
         executable = _lookup(args[0], env)
-        try:
-            proc = _popen(args, executable, write_fd, cwd, env)
-        except FileNotFoundError:
-            if executable is None:
-                raise
-            _found.clear()  # the program moved: look it up again
-            proc = _popen(args, None, write_fd, cwd, env)
+        path = executable if executable is not None or os.sep not in args[0] else args[0]
+        proc: Process | None = None
+        if path is not None and not popen:
+            proc = spawn(path, args, env, write_fd, cwd)
+        if proc is None:  # not spawned, or it could not start: Popen raises the usual error
+            try:
+                proc = _popen(args, executable, write_fd, cwd, env)
+            except FileNotFoundError:
+                if executable is None:
+                    raise
+                _found.clear()  # the program moved: look it up again
+                proc = _popen(args, None, write_fd, cwd, env)
     except BaseException:
         os.close(read_fd)
         raise
@@ -262,18 +281,19 @@ def _ms(seconds: float) -> int:
 
 
 def _bind(
-    on_timeout: Callable[[subprocess.Popen[bytes]], None] | None, proc: subprocess.Popen[bytes]
-) -> Callable[[], None] | None:
-    return None if on_timeout is None else lambda: on_timeout(proc)
+    on_timeout: Callable[[subprocess.Popen[bytes]], None], proc: Process
+) -> Callable[[], None]:
+    assert isinstance(proc, subprocess.Popen)  # a caller with on_timeout gets a Popen
+    return lambda: on_timeout(proc)
 
 
 def _timed_out(
-    proc: subprocess.Popen[bytes],
+    proc: Process,
     on_timeout: Callable[[subprocess.Popen[bytes]], None] | None,
     mark: str | None,
 ) -> None:
     if on_timeout is not None:
-        on_timeout(proc)
+        _bind(on_timeout, proc)()
     kill_group(proc.pid)
     if mark is not None:
         kill_marked(mark)
