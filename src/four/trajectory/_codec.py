@@ -65,8 +65,8 @@ def _number_json(value: object) -> str:
 
 
 def encode_message(message: Message) -> str:
-    """``encode_json(message_to_json(message))``, byte for byte, written directly (about
-    3x faster: no dict per message, no chunk list): a run encodes every message it makes.
+    """``encode_json(message_to_json(message))``, byte for byte, written directly (2-3x
+    faster: no dict per message, no chunk list): a run encodes every message it makes.
 
     >>> encode_message(User("hi", "observation", 0))
     '{"role": "user", "content": "hi", "kind": "observation", "returncode": 0}'
