@@ -266,6 +266,8 @@ def test_component_settings_are_recorded_with_secrets_masked() -> None:
     assert isinstance(described, dict)
     assert described["api_key"] == described["access_token"] == "***"
     assert described["token_limit"] == 5 and described["max_tokens"] == 7
+    writer = describe(save_trajectory("/tmp/four-runs"))
+    assert isinstance(writer, dict) and writer["output_dir"] == "/tmp/four-runs"  # not a repr
 
 
 _json_values = st.recursive(

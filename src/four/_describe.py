@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 from collections.abc import Mapping
 from typing import cast
 
@@ -46,11 +47,18 @@ def _name(obj: object) -> str:
     return f"{module}.{qualname}"
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
 def _json(value: object) -> JSON:
-    if value is None or isinstance(value, bool | int | float | str):
+    if value.__class__ in _PLAIN:  # most settings: a set lookup, not an isinstance of a union
+        return cast(JSON, value)
+    if isinstance(value, bool | int | float | str):
         return value
     if isinstance(value, list | tuple | frozenset | set):  # before Mapping: an ABC check is slow
         return [_json(v) for v in cast(tuple[object, ...], tuple(value))]
+    if isinstance(value, os.PathLike):  # a folder reads as its path, not as a repr
+        return str(os.fspath(cast("os.PathLike[str]", value)))
     if isinstance(value, Mapping):
         return {str(k): _json(v) for k, v in cast(Mapping[object, object], value).items()}
     if callable(value) or dataclasses.is_dataclass(value):
