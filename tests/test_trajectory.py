@@ -240,6 +240,21 @@ def test_final_write_is_atomic_on_failure(
     assert len(list(tmp_path.glob("*.jsonl"))) == 1
 
 
+def test_short_writes_are_finished(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_write = os.write
+
+    def halves(fd: int, data: bytes | memoryview) -> int:  # a signal, or a nearly full disk
+        return real_write(fd, data[: max(1, len(data) // 2)])
+
+    monkeypatch.setattr(os, "write", halves)
+    path = run(scripted_invoke(["$ x", "DONE y"]), line_parse, FakeEnv(), save_trajectory(tmp_path))
+    monkeypatch.undo()
+    whole = load_trajectory(path)
+    assert whole.outcome == "exit:task_complete" and len(whole.messages) == 5
+    streamed = load_trajectory(path.with_suffix(".jsonl"))
+    assert streamed.messages == whole.messages
+
+
 def test_sealing_twice_replaces_the_document(tmp_path: Path) -> None:
     sink = save_trajectory(tmp_path).open(RunInfo({}, 1, 1, 0.0))
     sink.append(User("x"))

@@ -51,10 +51,6 @@ _usage_fields: Callable[[Usage], tuple[int, int, float | None, int, int]] = oper
 _quote: Callable[[str], str] = json.encoder.encode_basestring_ascii  # C: quoted, escaped
 
 
-def _text_json(value: object) -> str:
-    return _quote(value) if value.__class__ is str else encode_json(cast(JSON, value))
-
-
 def _number_json(value: object) -> str:
     cls = value.__class__
     if cls is int:
@@ -71,7 +67,14 @@ def encode_message(message: Message) -> str:
     >>> encode_message(User("hi", "observation", 0))
     '{"role": "user", "content": "hi", "kind": "observation", "returncode": 0}'
     """
-    text = _text_json
+    try:
+        return _direct(message)
+    except TypeError:  # a text field holding something else (None...): json's own way
+        return encode_json(message_to_json(message))
+
+
+def _direct(message: Message) -> str:
+    text = _quote  # raises TypeError for anything but a str
     if isinstance(message, Assistant):
         parts = [f'{{"role": "assistant", "content": {text(message.content)}']
         if message.tool_calls:
@@ -85,7 +88,8 @@ def encode_message(message: Message) -> str:
             parts.append(f'"reasoning": {text(message.reasoning)}')
         if message.thinking:
             parts.append(f'"thinking_blocks": {encode_json([dict(b) for b in message.thinking])}')
-        parts.append(f'"finish_reason": {text(message.finish_reason)}')
+        finish = message.finish_reason
+        parts.append(f'"finish_reason": {"null" if finish is None else text(finish)}')
         if (usage := message.usage) is not None:
             parts.append(f'"usage": {_usage_text(usage)}')
         if message.model:

@@ -75,9 +75,11 @@ class TrajectorySink:
         encoded = encode_message(message)
         self._times.append(t)
         self._encoded.append(encoded)
-        line = f'{self._head}{{"type": "message", "t": {t}, "message": {encoded}}}\n'
+        line = f'{self._head}{{"type": "message", "t": {t}, "message": {encoded}}}\n'.encode()
         self._head = ""
-        _write(self._fd, line.encode())  # unbuffered: a killed process keeps every line written
+        # Unbuffered: a killed process keeps every line written. A short write is rare.
+        if (n := os.write(self._fd, line)) < len(line):
+            _write_rest(self._fd, line, n)
 
     def close(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> Path:
         stats_json = encode_json(_stats_json(stats))
@@ -142,10 +144,15 @@ def _create(folder: Path, name: str) -> int:
 
 
 def _write(fd: int, data: bytes) -> None:
-    if (n := os.write(fd, data)) < len(data):  # a short write: a full disk, or a signal
-        view = memoryview(data)[n:]
-        while view:
-            view = view[os.write(fd, view) :]
+    if (n := os.write(fd, data)) < len(data):
+        _write_rest(fd, data, n)
+
+
+def _write_rest(fd: int, data: bytes, done: int) -> None:
+    """Finish a short write (a full disk, or a signal): raises if the disk stays full."""
+    view = memoryview(data)[done:]
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _write_atomic(folder: Path, name: str, data: bytes) -> None:
