@@ -33,7 +33,7 @@ from four import (
     scripted_invoke,
 )
 from four._types import JSON, NO_USAGE, RunInfo, RunStats
-from four.trajectory import FORMAT, TrajectoryError
+from four.trajectory import FORMAT, TrajectoryError, _save
 from four.trajectory._codec import encode_json, encode_message, message_to_json
 from tests._doubles import FakeEnv, line_parse
 
@@ -331,6 +331,21 @@ def test_messages_are_written_as_json_dumps_writes_their_json(message: Message) 
 def test_usage_is_written_as_json_dumps_writes_it(usage: Usage) -> None:
     message = Assistant("", usage=usage)
     assert encode_message(message) == json.dumps(message_to_json(message))
+
+
+@given(
+    st.builds(
+        RunStats,
+        st.integers(),
+        _usages,
+        _floats,
+        _floats,
+        st.integers(),
+        st.just({}) | st.dictionaries(st.text(), _json_values, max_size=2),
+    )
+)
+def test_run_stats_are_written_as_json_dumps_writes_them(stats: RunStats) -> None:
+    assert _save._stats_text(stats) == json.dumps(_save._stats_json(stats))
 
 
 def test_the_fast_encoder_refuses_what_json_refuses() -> None:

@@ -48,10 +48,12 @@ _INF = float("inf")
 _usage_fields: Callable[[Usage], tuple[int, int, float | None, int, int]] = operator.attrgetter(
     "prompt_tokens", "completion_tokens", "cost", "calls", "cost_unknown_calls"
 )
-_quote: Callable[[str], str] = json.encoder.encode_basestring_ascii  # C: quoted, escaped
+encode_text: Callable[[str], str] = json.encoder.encode_basestring_ascii
+"""``json.dumps`` of a str (json's own C escaper), with no encoder around it."""
 
 
-def _number_json(value: object) -> str:
+def number_json(value: object) -> str:
+    """``json.dumps`` of a number (or None), quick for exact ints and finite floats."""
     cls = value.__class__
     if cls is int:
         return int.__repr__(cast(int, value))
@@ -74,7 +76,7 @@ def encode_message(message: Message) -> str:
 
 
 def _direct(message: Message) -> str:
-    text = _quote  # raises TypeError for anything but a str
+    text = encode_text  # raises TypeError for anything but a str
     if isinstance(message, Assistant):
         parts = [f'{{"role": "assistant", "content": {text(message.content)}']
         if message.tool_calls:
@@ -91,7 +93,7 @@ def _direct(message: Message) -> str:
         finish = message.finish_reason
         parts.append(f'"finish_reason": {"null" if finish is None else text(finish)}')
         if (usage := message.usage) is not None:
-            parts.append(f'"usage": {_usage_text(usage)}')
+            parts.append(f'"usage": {usage_text(usage)}')
         if message.model:
             parts.append(f'"model": {text(message.model)}')
         return ", ".join(parts) + "}"
@@ -109,10 +111,11 @@ def _direct(message: Message) -> str:
         return f'{{"role": "system", "content": {text(message.content)}}}'
     if message.returncode is None:
         return head + "}"
-    return f'{head}, "returncode": {_number_json(message.returncode)}}}'
+    return f'{head}, "returncode": {number_json(message.returncode)}}}'
 
 
-def _usage_text(usage: Usage) -> str:
+def usage_text(usage: Usage) -> str:
+    """``encode_json(usage_to_json(usage))``, written directly."""
     p, c, cost, calls, unknown = _usage_fields(usage)
     if (
         p.__class__ is c.__class__ is calls.__class__ is unknown.__class__ is int
@@ -123,7 +126,7 @@ def _usage_text(usage: Usage) -> str:
             f'{{"prompt_tokens": {p}, "completion_tokens": {c}, "cost": {cost!r}, '
             f'"calls": {calls}, "cost_unknown_calls": {unknown}}}'
         )
-    n = _number_json
+    n = number_json
     return (
         f'{{"prompt_tokens": {n(p)}, "completion_tokens": {n(c)}, "cost": {n(cost)}, '
         f'"calls": {n(calls)}, "cost_unknown_calls": {n(unknown)}}}'

@@ -11,7 +11,14 @@ from pathlib import Path
 
 from four._outcomes import Outcome
 from four._types import JSON, NO_USAGE, Message, RunInfo, RunStats
-from four.trajectory._codec import encode_json, encode_message, usage_to_json
+from four.trajectory._codec import (
+    encode_json,
+    encode_message,
+    encode_text,
+    number_json,
+    usage_text,
+    usage_to_json,
+)
 
 FORMAT = "four.trajectory/1"
 
@@ -47,7 +54,7 @@ class TrajectorySink:
         self._dir = directory
         self._started = info.started_at
         self._info = encode_json(_info_json(info))  # encoded once: start line and document
-        self._times: list[float] = []
+        self._times: list[str] = []  # each message's time, as JSON text
         self._encoded: list[str] = []  # each message's JSON, reused for the final document
         self._fd = _create(directory, f"{self._stem}.jsonl")
         # Written with the first message: a run's first messages follow at once.
@@ -71,7 +78,7 @@ class TrajectorySink:
                 os.close(fd)
 
     def append(self, message: Message, /) -> None:
-        t = round(time.time() - self._started, 6)
+        t = f"{round(time.time() - self._started, 6)!r}"  # a finite float: json's text too
         encoded = encode_message(message)
         self._times.append(t)
         self._encoded.append(encoded)
@@ -82,8 +89,8 @@ class TrajectorySink:
             _write_rest(self._fd, line, n)
 
     def close(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> Path:
-        stats_json = encode_json(_stats_json(stats))
-        outcome_text = encode_json(outcome.text)
+        stats_json = _stats_text(stats)
+        outcome_text = encode_text(outcome.text)
         if self._fd >= 0:
             fd, self._fd = self._fd, -1
             try:
@@ -93,7 +100,7 @@ class TrajectorySink:
                 os.close(fd)
         if len(self._encoded) != len(messages):  # a plain-emit history, or one edited after
             self._encoded = [encode_message(m) for m in messages]
-        timestamps: list[JSON] = list(self._times) if len(self._times) == len(messages) else []
+        timed = len(self._times) == len(messages)
         document = {
             "format": f'"{FORMAT}"',
             "outcome": outcome_text,
@@ -101,7 +108,7 @@ class TrajectorySink:
             "info": self._info,
             "stats": stats_json,
             "stream": f'"{self._stem}.jsonl"',  # the stem needs no escaping
-            "timestamps": encode_json(timestamps),
+            "timestamps": f"[{', '.join(self._times)}]" if timed else "[]",
         }
         _write_atomic(self._dir, f"{self._stem}.json", _render(document, self._encoded).encode())
         return self.path
@@ -189,6 +196,18 @@ def _info_json(info: RunInfo) -> dict[str, JSON]:
         "started_at": info.started_at,
         "resumed_from": info.resumed_from,
     }
+
+
+def _stats_text(stats: RunStats) -> str:
+    """``encode_json(_stats_json(stats))``, written directly when nothing extra is recorded."""
+    if stats.extra:
+        return encode_json(_stats_json(stats))
+    n = number_json
+    return (
+        f'{{"steps": {n(stats.steps)}, "format_errors": {n(stats.format_errors)}, '
+        f'"usage": {usage_text(stats.usage)}, "started_at": {n(stats.started_at)}, '
+        f'"ended_at": {n(stats.ended_at)}, "wall_time": {n(round(stats.wall_time, 6))}}}'
+    )
 
 
 def _stats_json(stats: RunStats) -> dict[str, JSON]:
