@@ -6,7 +6,9 @@ keeps a journal, a file with a line per command started and ended (its ``FOUR_RU
 mark), and the first line names the worker's pid. When Ray restarts the actor, the new
 process reads the old journal and kills what was still running (every process holding
 a mark), and removes the Docker containers the old process made (``docker_env`` labels
-each with its creator's pid).
+each with its creator's pid). An actor that is not restarted (killed for good, or its
+batch ended first) is cleaned up after by the next actor to start on the node
+(``sweep``), which also deletes its journal.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import contextlib
 import os
 import shutil
 import subprocess
+import tempfile
+import time
 from pathlib import Path
 
 from four.execute._interrupt import Command, observe
@@ -59,26 +63,73 @@ class Journal:
 def clean_up(path: Path) -> list[str]:
     """Kill the commands a journal says were running, and remove its writer's containers."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        pid, marks = _read(path)
     except OSError:
         return []
-    pid: str | None = None
-    marks: dict[str, None] = {}
-    for line in text.splitlines():
-        kind, _, value = line.partition(" ")
-        if kind == "pid":
-            pid = value.strip()
-        elif kind == "+":
-            marks[value.strip()] = None
-        elif kind == "-":
-            marks.pop(value.strip(), None)
     cleaned = []
     for mark in marks:
         kill_marked(mark)
         cleaned.append(f"command {mark}")
-    if pid and pid.isdigit() and int(pid) != os.getpid():
-        cleaned += [f"container {c}" for c in _remove_containers(pid)]
+    if pid is not None and pid != os.getpid():
+        cleaned += [f"container {c}" for c in _remove_containers(str(pid))]
     return cleaned
+
+
+NAME = "four-ray-{}.journal"
+QUIET = 60.0
+"""Seconds a dead writer's journal is left to its own actor's restart (which reads it
+within seconds) before any other actor on the node cleans up after it."""
+
+
+def actor_journal(actor_id: str) -> Path:
+    """Where the actor ``actor_id`` keeps its journal on this node."""
+    return Path(tempfile.gettempdir()) / NAME.format(actor_id)
+
+
+def sweep(own: Path, quiet: float = QUIET) -> list[str]:
+    """Clean up after the other journals beside ``own`` whose writers died and were not
+    restarted (an actor killed for good, or its batch ended with it): kill what they
+    left running, remove their containers, delete them. What was cleaned up."""
+    cleaned: list[str] = []
+    for path in own.parent.glob(NAME.format("*")):
+        if path == own:
+            continue
+        try:
+            if time.time() - path.stat().st_mtime < quiet or _alive(_read(path)[0]):
+                continue
+        except OSError:  # gone meanwhile, or another user's
+            continue
+        cleaned += clean_up(path)
+        path.unlink(missing_ok=True)
+    return cleaned
+
+
+def _read(path: Path) -> tuple[int | None, list[str]]:
+    """A journal's writer pid and the marks of the commands it left running."""
+    pid: int | None = None
+    marks: dict[str, None] = {}
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        kind, _, value = line.partition(" ")
+        if kind == "pid" and value.strip().isdigit():
+            pid = int(value)
+        elif kind == "+":
+            marks[value.strip()] = None
+        elif kind == "-":
+            marks.pop(value.strip(), None)
+    return pid, list(marks)
+
+
+def _alive(pid: int | None) -> bool:
+    """Whether ``pid`` runs (a reused pid counts as alive: the journal is kept)."""
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _remove_containers(pid: str) -> list[str]:

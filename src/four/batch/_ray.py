@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import tempfile
 import time
 from collections import deque
 from collections.abc import Callable
@@ -29,7 +28,7 @@ from four._outcomes import Crashed, Outcome
 from four._types import NO_USAGE, Usage
 from four.batch._attempt import MakeRun, run_attempt
 from four.batch._items import Item
-from four.batch._journal import Journal
+from four.batch._journal import Journal, actor_journal, sweep
 from four.batch._result import RunResult
 from four.batch._supervisor import Supervisor
 
@@ -67,8 +66,10 @@ class _Actor:
         self.node = _node_address()
         # A restarted actor first kills what its killed predecessor left running.
         actor_id = ray.get_runtime_context().get_actor_id()
-        self.journal = Journal(Path(tempfile.gettempdir()) / f"four-ray-{actor_id}.journal")
-        self.cleaned = self.journal.open()
+        path = actor_journal(str(actor_id))
+        self.journal = Journal(path)
+        # Then what actors killed for good left on this node.
+        self.cleaned = self.journal.open() + sweep(path)
 
     def run(self, item: Item, attempt: int, since: float | None) -> RunResult:
         return run_attempt(
