@@ -69,6 +69,6 @@ def test_journals_of_live_writers_and_recent_ones_are_kept(
 
 def test_clean_up_reads_a_torn_journal(tmp_path: Path) -> None:
     path = tmp_path / NAME.format("torn")
-    path.write_text("pid 12x\n+ a\n- a\n+ b")  # a bad pid line, a last line cut short
+    path.write_text("pid ²\n+ a\n- a\n+ b")  # a bad pid line, a last line cut short
     assert clean_up(path) == ["command b"]
     assert clean_up(tmp_path / "missing.journal") == []

@@ -110,7 +110,7 @@ def _read(path: Path) -> tuple[int | None, list[str]]:
     marks: dict[str, None] = {}
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
         kind, _, value = line.partition(" ")
-        if kind == "pid" and value.strip().isdigit():
+        if kind == "pid" and value.strip().isdecimal():
             pid = int(value)
         elif kind == "+":
             marks[value.strip()] = None
