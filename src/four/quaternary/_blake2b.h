@@ -28,20 +28,20 @@ static const uint8_t four_b2_sigma[12][16] = {
     {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
     {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3}};
 
-#define FOUR_ROTR64(x, n) (((x) >> (n)) | ((x) << (64 - (n))))
-
 /* G mixes two message words into four state words; the sigma indices are
- * compile-time constants, so each m[...] is a plain register or stack load. */
+ * compile-time constants, so each m[...] is a plain register or stack load. The
+ * rotations FOUR_ROT32/24/16/63 are defined where the rounds are expanded: on
+ * 64-bit words for the scalar hash, on vectors of four lanes for the AVX2 one. */
 #define FOUR_B2G(r, i, a, b, c, d)                                  \
     do {                                                            \
         a = a + b + m[four_b2_sigma[r][2 * (i)]];                   \
-        d = FOUR_ROTR64(d ^ a, 32);                                 \
+        d = FOUR_ROT32(d ^ a);                                      \
         c = c + d;                                                  \
-        b = FOUR_ROTR64(b ^ c, 24);                                 \
+        b = FOUR_ROT24(b ^ c);                                      \
         a = a + b + m[four_b2_sigma[r][2 * (i) + 1]];               \
-        d = FOUR_ROTR64(d ^ a, 16);                                 \
+        d = FOUR_ROT16(d ^ a);                                      \
         c = c + d;                                                  \
-        b = FOUR_ROTR64(b ^ c, 63);                                 \
+        b = FOUR_ROT63(b ^ c);                                      \
     } while (0)
 
 #define FOUR_B2ROUND(r)                                             \
@@ -55,6 +55,21 @@ static const uint8_t four_b2_sigma[12][16] = {
         FOUR_B2G(r, 6, v2, v7, v8, v13);                            \
         FOUR_B2G(r, 7, v3, v4, v9, v14);                            \
     } while (0)
+
+/* The twelve rounds on the state words v0..v15 and message words m[16]. */
+#define FOUR_B2ROUNDS                                               \
+    FOUR_B2ROUND(0);                                                \
+    FOUR_B2ROUND(1);                                                \
+    FOUR_B2ROUND(2);                                                \
+    FOUR_B2ROUND(3);                                                \
+    FOUR_B2ROUND(4);                                                \
+    FOUR_B2ROUND(5);                                                \
+    FOUR_B2ROUND(6);                                                \
+    FOUR_B2ROUND(7);                                                \
+    FOUR_B2ROUND(8);                                                \
+    FOUR_B2ROUND(9);                                                \
+    FOUR_B2ROUND(10);                                               \
+    FOUR_B2ROUND(11)
 
 static inline uint64_t four_b2_load64(const uint8_t *p) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -77,6 +92,11 @@ static inline void four_b2_store64(unsigned char *p, uint64_t v) {
 #endif
 }
 
+#define FOUR_ROTR64(x, n) (((x) >> (n)) | ((x) << (64 - (n))))
+#define FOUR_ROT32(x) FOUR_ROTR64(x, 32)
+#define FOUR_ROT24(x) FOUR_ROTR64(x, 24)
+#define FOUR_ROT16(x) FOUR_ROTR64(x, 16)
+#define FOUR_ROT63(x) FOUR_ROTR64(x, 63)
 static void four_b2_compress(uint64_t h[8], const uint8_t block[128], uint64_t t, int last) {
     uint64_t m[16];
     int i;
@@ -86,18 +106,7 @@ static void four_b2_compress(uint64_t h[8], const uint8_t block[128], uint64_t t
     uint64_t v8 = four_b2_iv[0], v9 = four_b2_iv[1], v10 = four_b2_iv[2], v11 = four_b2_iv[3];
     uint64_t v12 = four_b2_iv[4] ^ t, v13 = four_b2_iv[5];
     uint64_t v14 = last ? ~four_b2_iv[6] : four_b2_iv[6], v15 = four_b2_iv[7];
-    FOUR_B2ROUND(0);
-    FOUR_B2ROUND(1);
-    FOUR_B2ROUND(2);
-    FOUR_B2ROUND(3);
-    FOUR_B2ROUND(4);
-    FOUR_B2ROUND(5);
-    FOUR_B2ROUND(6);
-    FOUR_B2ROUND(7);
-    FOUR_B2ROUND(8);
-    FOUR_B2ROUND(9);
-    FOUR_B2ROUND(10);
-    FOUR_B2ROUND(11);
+    FOUR_B2ROUNDS;
     h[0] ^= v0 ^ v8;
     h[1] ^= v1 ^ v9;
     h[2] ^= v2 ^ v10;
@@ -107,6 +116,10 @@ static void four_b2_compress(uint64_t h[8], const uint8_t block[128], uint64_t t
     h[6] ^= v6 ^ v14;
     h[7] ^= v7 ^ v15;
 }
+#undef FOUR_ROT32
+#undef FOUR_ROT24
+#undef FOUR_ROT16
+#undef FOUR_ROT63
 
 /* The 32-byte digest of in[0:n] (n below 2^64: the counter's high word stays zero). */
 static void four_blake2b_256(const unsigned char *in, size_t n, unsigned char *out) {
@@ -133,32 +146,10 @@ static void four_blake2b_256(const unsigned char *in, size_t n, unsigned char *o
  * lens[l] <= 128; the block tails are zeroed here). Receipts in an audit claim their
  * digests, so the messages of consecutive receipts are known before any is checked
  * and can be hashed side by side: each vector holds one state word of four lanes,
- * and the rounds are the scalar ones. Compiled for AVX2 when the CPU has it. */
+ * and the rounds are the scalar ones (the same macros, vector rotations). Compiled for AVX2 when the CPU has it. */
 #if defined(__GNUC__) || defined(__clang__)
 typedef uint64_t four_b2_x4 __attribute__((vector_size(32)));
 #define FOUR_B2_SPLAT(x) ((four_b2_x4){(x), (x), (x), (x)})
-#define FOUR_B2G4(r, i, a, b, c, d)                                 \
-    do {                                                            \
-        a = a + b + m[four_b2_sigma[r][2 * (i)]];                   \
-        d = FOUR_ROT32(d ^ a);                                      \
-        c = c + d;                                                  \
-        b = FOUR_ROT24(b ^ c);                                      \
-        a = a + b + m[four_b2_sigma[r][2 * (i) + 1]];               \
-        d = FOUR_ROT16(d ^ a);                                      \
-        c = c + d;                                                  \
-        b = FOUR_ROT63(b ^ c);                                      \
-    } while (0)
-#define FOUR_B2ROUND4(r)                                            \
-    do {                                                            \
-        FOUR_B2G4(r, 0, v0, v4, v8, v12);                           \
-        FOUR_B2G4(r, 1, v1, v5, v9, v13);                           \
-        FOUR_B2G4(r, 2, v2, v6, v10, v14);                          \
-        FOUR_B2G4(r, 3, v3, v7, v11, v15);                          \
-        FOUR_B2G4(r, 4, v0, v5, v10, v15);                          \
-        FOUR_B2G4(r, 5, v1, v6, v11, v12);                          \
-        FOUR_B2G4(r, 6, v2, v7, v8, v13);                           \
-        FOUR_B2G4(r, 7, v3, v4, v9, v14);                           \
-    } while (0)
 #define FOUR_B2_X4_BODY                                                             \
     four_b2_x4 m[16];                                                               \
     int i, l;                                                                       \
@@ -176,18 +167,7 @@ typedef uint64_t four_b2_x4 __attribute__((vector_size(32)));
     four_b2_x4 v8 = FOUR_B2_SPLAT(four_b2_iv[0]), v9 = v1, v10 = v2, v11 = v3;       \
     four_b2_x4 v12 = v4 ^ (four_b2_x4){lens[0], lens[1], lens[2], lens[3]};        \
     four_b2_x4 v13 = v5, v14 = ~v6, v15 = v7;                                       \
-    FOUR_B2ROUND4(0);                                                               \
-    FOUR_B2ROUND4(1);                                                               \
-    FOUR_B2ROUND4(2);                                                               \
-    FOUR_B2ROUND4(3);                                                               \
-    FOUR_B2ROUND4(4);                                                               \
-    FOUR_B2ROUND4(5);                                                               \
-    FOUR_B2ROUND4(6);                                                               \
-    FOUR_B2ROUND4(7);                                                               \
-    FOUR_B2ROUND4(8);                                                               \
-    FOUR_B2ROUND4(9);                                                               \
-    FOUR_B2ROUND4(10);                                                              \
-    FOUR_B2ROUND4(11);                                                              \
+    FOUR_B2ROUNDS;                                                                  \
     four_b2_x4 w[4];                                                                \
     w[0] = FOUR_B2_SPLAT(h0) ^ v0 ^ v8;                                             \
     w[1] = FOUR_B2_SPLAT(four_b2_iv[1]) ^ v1 ^ v9;                                  \
