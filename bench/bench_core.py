@@ -2,17 +2,19 @@
 
 python bench/run.py core
 python bench/bench_core.py compare OTHER_TREE [ROUNDS]   # the loop, this tree vs another
+python bench/bench_core.py parts   # single costs: encoding, records, sealing
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from returns.result import Result, Success
@@ -163,9 +165,95 @@ def compare(other: str, rounds: int = 9, folder: str = "/dev/shm") -> None:
         )
 
 
+def _renamed(folder: str, name: str, data: bytes) -> None:
+    """``save_trajectory``'s fallback sealing (no ``O_TMPFILE`` or no ``/proc``): a hidden
+    temporary written, then renamed over the name."""
+    from four.trajectory._save import _renamed as renamed
+
+    dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        renamed(dir_fd, name, data)
+    finally:
+        os.close(dir_fd)
+
+
+def parts(rounds: int = 5) -> None:
+    """Single costs behind the loop's, each against what it replaced or a reference,
+    timed in turns (median of ``rounds`` timeit batches): message encoding, making a
+    record, sealing a document."""
+    import dataclasses
+    import timeit
+    from itertools import count
+
+    from four import Assistant, Usage, User
+    from four.trajectory._codec import encode_json, encode_message, message_to_json
+    from four.trajectory._save import _write_atomic
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class FrozenUser:  # User's fields, as the standard library's frozen dataclass
+        content: str
+        kind: str = "text"
+        returncode: int | None = None
+
+    reply = Assistant("echo step", usage=Usage(100, 10, 0.0), model="scripted")
+    seen = User("<returncode>0</returncode>\n<output>\nok\n</output>", "observation", 0)
+    names = count()
+    data = b"x" * 2000
+    scratch: list[str] = []
+    cases: list[tuple[str, str, Callable[[], object], int]] = [
+        (
+            "encode an assistant reply with usage",
+            "encode_message",
+            lambda: encode_message(reply),
+            20000,
+        ),
+        (
+            "",
+            "json.dumps-equivalent of message_to_json",
+            lambda: encode_json(message_to_json(reply)),
+            20000,
+        ),
+        ("encode an observation", "encode_message", lambda: encode_message(seen), 20000),
+        (
+            "",
+            "json.dumps-equivalent of message_to_json",
+            lambda: encode_json(message_to_json(seen)),
+            20000,
+        ),
+        ("make a User", "@record", lambda: User("hi", "observation", 0), 50000),
+        ("", "frozen slotted dataclass", lambda: FrozenUser("hi", "observation", 0), 50000),
+    ]
+    for label, folder in FOLDERS:
+        tmp = tempfile.mkdtemp(dir=folder, prefix=".files-")
+        scratch.append(tmp)
+
+        def ours(t: str = tmp) -> None:
+            _write_atomic(Path(t), f"{next(names)}.json", data)
+
+        def fallback(t: str = tmp) -> None:
+            _renamed(t, f"{next(names)}.json", data)
+
+        cases += [
+            (f"seal a 2 KB document, {label}", "O_TMPFILE linked through /proc (ours)", ours, 2000),
+            ("", "temporary renamed (the fallback)", fallback, 2000),
+        ]
+    times: dict[int, list[float]] = {i: [] for i in range(len(cases))}
+    for _ in range(rounds):
+        for i, (_, _, fn, n) in enumerate(cases):
+            times[i].append(timeit.timeit(fn, number=n) / n * 1e6)
+    print("| what | how | us (median) |\n|---|---|---:|")
+    for i, (label, how, _, _) in enumerate(cases):
+        print(f"| {label} | {how} | {statistics.median(times[i]):.2f} |")
+    for made in scratch:  # the sealed documents are not kept
+        shutil.rmtree(made, ignore_errors=True)
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["child"]:
         child(sys.argv[2])  # four comes from PYTHONPATH, the tree under test
+    elif sys.argv[1:2] == ["parts"]:
+        sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
+        parts()
     elif sys.argv[1:2] == ["compare"]:
         sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
         compare(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 9)

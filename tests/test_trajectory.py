@@ -219,21 +219,16 @@ def test_bad_files_give_clear_errors(tmp_path: Path, content: str, error: str) -
         load_trajectory(tmp_path / "bad.jsonl")
 
 
-@pytest.mark.parametrize("failing", ["write", "replace"])
+@pytest.mark.parametrize("unnamed", [True, False], ids=["O_TMPFILE", "rename"])
 def test_final_write_is_atomic_on_failure(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unnamed: bool
 ) -> None:
-    real_write = os.write
-
     def broken(*args: object, **kwargs: object) -> None:
         raise OSError("disk full")
 
-    def stream_only(fd: int, data: bytes) -> int:  # the .jsonl is written; the document fails
-        if os.readlink(f"/proc/self/fd/{fd}").endswith(".tmp"):
-            raise OSError("disk full")
-        return real_write(fd, data)
-
-    monkeypatch.setattr(os, failing, stream_only if failing == "write" else broken)
+    # Both ways of sealing: an unnamed file linked in, or a temporary renamed.
+    monkeypatch.setattr(_save, "_TMPFILE", [unnamed])
+    monkeypatch.setattr(os, "link" if unnamed else "replace", broken)
     with pytest.raises(OSError, match="disk full"):
         save_trajectory(tmp_path)([User("x")], Finished())
     assert not list(tmp_path.glob("*.json")) and not list(tmp_path.glob(".*"))
@@ -255,7 +250,11 @@ def test_short_writes_are_finished(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert streamed.messages == whole.messages
 
 
-def test_sealing_twice_replaces_the_document(tmp_path: Path) -> None:
+@pytest.mark.parametrize("unnamed", [True, False], ids=["O_TMPFILE", "rename"])
+def test_sealing_twice_replaces_the_document(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unnamed: bool
+) -> None:
+    monkeypatch.setattr(_save, "_TMPFILE", [unnamed])
     sink = save_trajectory(tmp_path).open(RunInfo({}, 1, 1, 0.0))
     sink.append(User("x"))
     first = sink.close([User("x")], Finished("a"), RunStats(0, NO_USAGE, 0.0, 1.0))
