@@ -31,8 +31,10 @@ from tests.batch.conftest import ROOT, WORKER_PATH, need_ray
 
 
 def _actor_pids() -> list[int]:
-    """Our actors' worker processes (not their children caught between fork and exec)."""
-    return [pid for pid in alive("ray::_Actor") if "ray::_Actor" not in _cmdline(_ppid(pid))]
+    """Our actors' worker processes: children of the raylet this process started (not
+    their own children caught between fork and exec, nor another cluster's actors: other
+    test runs may share the machine)."""
+    return [pid for pid in alive("ray::_Actor") if _ppid(_ppid(pid)) == os.getpid()]
 
 
 def _ppid(pid: int) -> int:
@@ -41,14 +43,6 @@ def _ppid(pid: int) -> int:
             return int(f.read().rsplit(")", 1)[1].split()[1])
     except (OSError, ValueError, IndexError):
         return 0
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read().decode(errors="replace")
-    except OSError:
-        return ""
 
 
 def test_200_runs_through_ray_with_an_actor_killed_mid_batch(

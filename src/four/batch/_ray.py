@@ -361,9 +361,11 @@ class RaySession:
                 slot.probe = None
                 try:
                     where = ray.get(ref)
-                except ray.exceptions.ActorUnavailableError:  # restarting: ask again soon
+                except ray.exceptions.ActorUnavailableError as exc:  # restarting: ask again soon
                     if slot.probes < MAX_PROBES:
                         slot.reprobe_at = time.monotonic() + PROBE_EVERY
+                    else:  # not back within about a minute: gone
+                        slot.starting, slot.gone = False, _first_line(exc)
                     return
                 except ray.exceptions.RayError as exc:
                     # Gone for good: its node is dead, no restart is left, or it could
