@@ -192,8 +192,9 @@ def main(rounds: int = 3) -> None:
     """Two phases: without Ray running (thread pool, mini-swe-agent), then with a Ray
     cluster up (Ray rows, and the thread pool again, for the ratio under equal load:
     an idle cluster's nine processes take CPU too). Rows take turns in each round. A
-    Ray row's "after start" leaves out the actors' start (a process each, importing
-    four and unpickling make_run), which the thread pool does not have."""
+    Ray row's "after start" leaves out only opening and closing the session: runs go
+    to each actor as soon as it is up, so the actors' start (a process each, importing
+    four and unpickling make_run) is inside it (before 3d3597e it was left out)."""
     sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
     from bench.bench_execute import mswea_python
     from four.batch import RayPool

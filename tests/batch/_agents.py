@@ -197,3 +197,48 @@ class SlowThenQuick:
         else:
             replies = [bash(f"echo {SUBMIT}")]
         return scripted_run(replies)(ctx)
+
+
+@dataclass(frozen=True)
+class SlowSecondStart:
+    """make_run for two actors: the second process to unpickle it (the second actor to
+    start) first sleeps ``delay`` s, then writes its pid and the time in ``folder/up``.
+    Each run writes its actor's pid in its output folder and submits after ``run_delay`` s.
+    """
+
+    folder: str
+    delay: float
+    run_delay: float = 0.3
+
+    def __reduce__(self) -> tuple[object, tuple[str, float, float]]:
+        return (_slow_second_start, (self.folder, self.delay, self.run_delay))
+
+    def __call__(self, ctx: RunContext) -> Path:
+        (ctx.output_dir / "pid").write_text(str(os.getpid()))
+        return scripted_run([bash(f"echo {SUBMIT}")], delay=self.run_delay)(ctx)
+
+
+def _slow_second_start(folder: str, delay: float, run_delay: float) -> SlowSecondStart:
+    try:
+        os.close(os.open(Path(folder) / "first", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        time.sleep(delay)
+        (Path(folder) / "up").write_text(f"{os.getpid()} {time.time()}")
+    return SlowSecondStart(folder, delay, run_delay)
+
+
+@dataclass(frozen=True)
+class CannotStart:
+    """make_run that no actor can unpickle: its creation fails with ``message``."""
+
+    message: str
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return (_cannot_start, (self.message,))
+
+    def __call__(self, ctx: RunContext) -> None:
+        return None
+
+
+def _cannot_start(message: str) -> CannotStart:
+    raise RuntimeError(message)

@@ -1,8 +1,9 @@
 """A two-node Ray cluster on this host (nodes on 127.0.0.2 and 127.0.0.3), run as a
 subprocess by test_ray_cluster.py: one process can join only one cluster.
 
-Runs 40 items over ``RayPool()`` (one actor pinned to each node); after 8 results the
-second node is removed, and its runs must finish on the first. Prints one JSON object:
+Runs 40 items over ``RayPool()`` (one actor pinned to each node); once there are 8
+results and both nodes gave some, the second node is removed, and its runs must finish
+on the first. Prints one JSON object:
 the results, and the nodes seen before the removal.
 """
 
@@ -54,8 +55,11 @@ def main() -> None:
             )
             for result in runs:
                 results.append(result)
-                if len(results) == 8:
-                    out["before"] = sorted({r.node for r in results})
+                # Runs go to each actor once it is up: the second node's may start
+                # later than the first's (a fresh worker), so wait for its first result.
+                seen = sorted({r.node for r in results})
+                if "before" not in out and len(results) >= 8 and len(seen) == 2:
+                    out["before"] = seen
                     cluster.remove_node(second)
     finally:
         ray.shutdown()

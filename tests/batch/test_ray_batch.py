@@ -16,6 +16,8 @@ from types import ModuleType
 from four.batch import Item, RayPool, RunResult, iter_runs, read_manifest, run_many
 from four.trajectory import load_trajectory
 from tests.batch._agents import (
+    CannotStart,
+    SlowSecondStart,
     SlowThenQuick,
     StepModel,
     alive,
@@ -29,8 +31,10 @@ from tests.batch.conftest import ROOT, WORKER_PATH, need_ray
 
 
 def _actor_pids() -> list[int]:
-    """Our actors' worker processes (not their children caught between fork and exec)."""
-    return [pid for pid in alive("ray::_Actor") if "ray::_Actor" not in _cmdline(_ppid(pid))]
+    """Our actors' worker processes: children of the raylet this process started (not
+    their own children caught between fork and exec, nor another cluster's actors: other
+    test runs may share the machine)."""
+    return [pid for pid in alive("ray::_Actor") if _ppid(_ppid(pid)) == os.getpid()]
 
 
 def _ppid(pid: int) -> int:
@@ -39,14 +43,6 @@ def _ppid(pid: int) -> int:
             return int(f.read().rsplit(")", 1)[1].split()[1])
     except (OSError, ValueError, IndexError):
         return 0
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read().decode(errors="replace")
-    except OSError:
-        return ""
 
 
 def test_200_runs_through_ray_with_an_actor_killed_mid_batch(
@@ -93,6 +89,42 @@ def test_200_runs_through_ray_with_an_actor_killed_mid_batch(
     assert read_manifest(tmp_path) == {r.id: r for r in results}
     assert alive(marker) == []
     assert len(_actor_pids()) == 0 or all(pid not in killed for pid in _actor_pids())
+
+
+def test_runs_go_to_the_first_actor_up_and_spread_once_the_second_is(
+    tmp_path: Path, ray_cluster: ModuleType
+) -> None:
+    flags = tmp_path / "flags"
+    flags.mkdir()
+    items = [Item(f"s{i:02d}") for i in range(40)]
+    ended: list[tuple[float, RunResult]] = []
+    for result in iter_runs(
+        SlowSecondStart(str(flags), delay=3.0),
+        items,
+        tmp_path / "out",
+        pool=RayPool(actors=2),
+        max_concurrency=4,
+    ):
+        ended.append((time.time(), result))
+    assert len(ended) == 40 and all(r.outcome == "exit:task_complete" for _, r in ended)
+    slow_pid, up_at = (flags / "up").read_text().split()
+    # Runs ended on the first actor while the second was still starting...
+    assert ended[0][0] < float(up_at)
+    # ... which each actor took at most its share of (2), so the second got runs too.
+    pids = {(tmp_path / "out" / "runs" / r.id / "pid").read_text() for _, r in ended}
+    assert len(pids) == 2 and slow_pid in pids
+
+
+def test_actors_that_cannot_start_fail_the_runs_with_the_reason(
+    tmp_path: Path, ray_cluster: ModuleType
+) -> None:
+    items = [Item("a"), Item("b"), Item("c")]
+    results = run_many(CannotStart("no way"), items, tmp_path, pool=RayPool(actors=2))
+    why = "its actor could not start: RuntimeError: no way"
+    assert [r.outcome for r in results] == [
+        f"crashed: batch: no Ray actor is left to run it ({why})"
+    ] * 3
+    assert len(manifest_lines(tmp_path)) == 3
 
 
 def test_the_supervisor_stops_a_stalled_run_inside_an_actor(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from four.batch._pool import RayPool, Spec
 
 READY_WITHIN = 120.0
-"""Seconds to wait for the actors to start before the first run (then runs go anyway)."""
+"""Seconds an actor has to start (answer its first ``where``) before runs go to it anyway."""
 PROBE_EVERY = 0.2
 """Seconds between asking a restarting actor whether it is back..."""
 MAX_PROBES = 300
@@ -68,8 +69,16 @@ class _Actor:
         actor_id = ray.get_runtime_context().get_actor_id()
         path = actor_journal(str(actor_id))
         self.journal = Journal(path)
-        # Then what actors killed for good left on this node.
-        self.cleaned = self.journal.open() + sweep(path)
+        self.cleaned = self.journal.open()
+        # Then, beside the runs (the actor is up meanwhile), what actors killed for good
+        # left on this node: a `docker ps` per dead journal is not worth a later start.
+        self.sweeping = threading.Thread(
+            target=self._sweep, args=(path,), name="four-sweep", daemon=True
+        )
+        self.sweeping.start()
+
+    def _sweep(self, own: Path) -> None:
+        self.cleaned.extend(sweep(own))
 
     def run(self, item: Item, attempt: int, since: float | None) -> RunResult:
         return run_attempt(
@@ -90,7 +99,8 @@ class _Actor:
         """The batch is over: drop the journal; what this incarnation cleaned up."""
         self.journal.close()
         self.supervisor.close()
-        return self.cleaned
+        self.sweeping.join(timeout=1)  # (unfinished: the next actor on the node sweeps)
+        return list(self.cleaned)
 
 
 def _node_address() -> str:
@@ -137,13 +147,15 @@ class _Slot:
     capacity: int
     node_id: str | None
     running: int = 0
-    healthy: bool = True
-    probe: ray.ObjectRef[object] | None = None  # a `where` call after a failure
+    healthy: bool = False  # takes runs (once its first `where` answered)
+    starting: bool = True  # its first `where` has not answered yet
+    probe: ray.ObjectRef[object] | None = None  # a `where` call: at the start, after a failure
     reprobe_at: float | None = None  # when to ask again (the actor is restarting)
     probes: int = 0
     usage: Usage = NO_USAGE
     status: ray.ObjectRef[object] | None = None
     where: tuple[str, int] | None = None
+    gone: str | None = None  # why it counts as gone for good
 
     @property
     def probing(self) -> bool:
@@ -203,13 +215,10 @@ class RaySession:
                     spec.max_cost,
                 ),
             )
-            self._slots.append(_Slot(handle, per_actor, node_id))
-        # Wait for the actors to be up, so the first runs spread over all of them.
-        probes = {s.handle.where.remote(): s for s in self._slots}
-        ready, _ = ray.wait(list(probes), num_returns=len(probes), timeout=READY_WITHIN)
-        for ref in ready:
-            with contextlib.suppress(ray.exceptions.RayError):
-                probes[ref].where = cast(tuple[str, int], ray.get(ref))
+            # Runs go to an actor once it answers (each takes at most its share, so
+            # runs still spread over all of them): no waiting for the slowest to start.
+            self._slots.append(_Slot(handle, per_actor, node_id, probe=handle.where.remote()))
+        self._ready_by = time.monotonic() + READY_WITHIN
         self._calls: dict[ray.ObjectRef[object], _Call] = {}
         self._queue: deque[_Queued] = deque()
         self._ready: list[RunResult] = []
@@ -235,6 +244,7 @@ class RaySession:
     def wait(self, timeout: float) -> list[RunResult]:
         self._poll_status()
         self._reprobe()
+        self._overdue()
         if not self._ready:
             refs = [*self._calls, *self._probes()]
             if refs:
@@ -271,9 +281,12 @@ class RaySession:
         return self._stopping
 
     def close(self, wait: bool = True) -> None:
+        # (An actor still starting is not waited for: it is killed below, and its journal,
+        # if it wrote one, is swept by the next actor on its node.)
         finishing = [s.handle.finish.remote() for s in self._slots if s.healthy]
-        with contextlib.suppress(ray.exceptions.RayError):
-            ray.wait(finishing, num_returns=len(finishing), timeout=10 if wait else 1)
+        if finishing:
+            with contextlib.suppress(ray.exceptions.RayError):
+                ray.wait(finishing, num_returns=len(finishing), timeout=10 if wait else 1)
         if self._started_ray:
             ray.shutdown()
             return
@@ -288,7 +301,9 @@ class RaySession:
             if not free:
                 if not any(s.healthy or s.probing for s in self._slots):
                     item, attempt, errors, _ = self._queue.popleft()
-                    text = Crashed("batch", "no Ray actor is left to run it").text
+                    why = "; ".join(dict.fromkeys(s.gone for s in self._slots if s.gone))
+                    text = "no Ray actor is left to run it" + (f" ({why})" if why else "")
+                    text = Crashed("batch", text).text
                     self._ready.append(self._lost(item, attempt, errors, text))
                     continue
                 return
@@ -346,17 +361,31 @@ class RaySession:
                 slot.probe = None
                 try:
                     where = ray.get(ref)
-                except ray.exceptions.ActorUnavailableError:  # restarting: ask again soon
+                except ray.exceptions.ActorUnavailableError as exc:  # restarting: ask again soon
                     if slot.probes < MAX_PROBES:
                         slot.reprobe_at = time.monotonic() + PROBE_EVERY
+                    else:  # not back within about a minute: gone
+                        slot.starting, slot.gone = False, _first_line(exc)
                     return
-                except ray.exceptions.RayError:
-                    return  # gone for good (its node is dead, or no restart is left)
-                slot.healthy, slot.probes = True, 0
+                except ray.exceptions.RayError as exc:
+                    # Gone for good: its node is dead, no restart is left, or it could
+                    # not start (its __init__ failed: make_run not importable there...).
+                    slot.starting, slot.gone = False, _why_gone(exc)
+                    return
+                slot.healthy, slot.starting, slot.probes = True, False, 0
                 slot.where = cast(tuple[str, int], where)
                 if self._stop is not None:
                     slot.handle.stop.remote(self._stop, True)
                 return
+
+    def _overdue(self) -> None:
+        """Actors not up within READY_WITHIN get runs anyway (queued by Ray until they are)."""
+        if time.monotonic() < self._ready_by:
+            return
+        for slot in self._slots:
+            if slot.starting:
+                slot.healthy, slot.starting = True, False
+                slot.probe = slot.reprobe_at = None
 
     def _reprobe(self) -> None:
         now = time.monotonic()
@@ -411,3 +440,12 @@ class _Remote(Protocol):
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"
+
+
+def _why_gone(exc: BaseException) -> str:
+    """An actor's failure, short: for one that could not start, the error its creation
+    raised (Ray's message ends with it: "ModuleNotFoundError: No module named 'x'")."""
+    text = str(exc).strip().splitlines()
+    if len(text) > 1 and "creation task" in text[0]:
+        return f"its actor could not start: {text[-1].strip()}"
+    return _first_line(exc)
