@@ -117,8 +117,7 @@ def run(
         sink.append(message)
     usage, steps, format_errors, where = NO_USAGE, 0, 0, "G"
     budget, judge = max_steps, check.open(V2) if check is not None else None
-    guard = watch if watch is not None else _UNWATCHED
-    tools: dict[str, str] = {}  # the last reply's tool names, by call id
+    tools: Mapping[str, str] = _NO_TOOLS  # the last reply's tool names, by call id
 
     def add(message: Message) -> None:
         history.append(message)
@@ -127,15 +126,22 @@ def run(
     def invoke() -> Result[Reply, Halt]:
         nonlocal steps, where
         where, steps = "G", steps + 1
-        return G(history).map(received).alt(model_failed)
+        return G(history).alt(model_failed)
 
-    def received(reply: Reply) -> Reply:
-        nonlocal usage, tools
-        usage += reply.usage or NO_USAGE
-        tools = {call.id: call.name for call in reply.tool_calls}
+    def parse(reply: Reply) -> Result[Sequence[Action | Rejected], Halt]:
+        """Take the reply into the history (here, not in a ``.map``: one container less
+        a step), then V1."""
+        nonlocal usage, tools, where
+        if reply.usage is not None:
+            usage += reply.usage
+        tools = {c.id: c.name for c in calls} if (calls := reply.tool_calls) else _NO_TOOLS
         add(reply)
-        guard.beat()
-        return reply
+        if watch is not None:
+            watch.beat()
+        where = "V1"
+        if reply.truncated:  # never run half a command
+            return Failure(CUT_OFF)
+        return V1(reply).alt(submitted_or_feedback)
 
     def model_failed(error: ModelError) -> Halt:
         nonlocal usage
@@ -143,13 +149,6 @@ def run(
         if error.kind is ModelErrorKind.BUDGET:
             return CostLimitReached(error.message)
         return ModelFailed(str(error))
-
-    def parse(reply: Reply) -> Result[Sequence[Action | Rejected], Halt]:
-        nonlocal where
-        where = "V1"
-        if reply.truncated:  # never run half a command
-            return Failure(CUT_OFF)
-        return V1(reply).alt(submitted_or_feedback)
 
     def execute(actions: Sequence[Action | Rejected]) -> Result[str | None, Halt]:
         """Run the turn's actions. Success(None) once any ran; else the first rejection
@@ -163,20 +162,21 @@ def run(
                 refused = refused or action.error
                 continue
             ran = True
-            if (stop := guard.stopped()) is not None:
+            if watch is not None and (stop := watch.stopped()) is not None:
                 return Failure(stop)
             result = V2(action).alt(submitted_or_failed)
-            guard.beat()
+            if watch is not None:
+                watch.beat()
             if (answer := _answer(action, result, tools)) is not None:
                 add(answer)
-            if isinstance(result, Failure):
+            if not isinstance(result, Success):  # Success first: the quick isinstance
                 return Failure(result.failure())
-        return Success(None if ran else refused)
+        return _RAN if ran else Success(refused)
 
     outcome: Outcome = StepsExhausted()
     try:
         while steps < budget:
-            if (stop := guard.stopped()) is not None:
+            if watch is not None and (stop := watch.stopped()) is not None:
                 outcome = stop
                 break
             turn = invoke().bind(parse).bind(execute)
@@ -278,17 +278,8 @@ def _finish(history: list[Message], add: _Add, V2: Execute) -> None:
             close()
 
 
-class _Unwatched:
-    __slots__ = ()
-
-    def beat(self) -> None:
-        pass
-
-    def stopped(self) -> Outcome | None:
-        return None
-
-
-_UNWATCHED = _Unwatched()
+_RAN: Result[str | None, Halt] = Success(None)  # a turn that ran actions: one for all
+_NO_TOOLS: Mapping[str, str] = {}  # a reply without tool calls (only read)
 
 
 class _Plain(Sink[T]):

@@ -15,11 +15,11 @@ import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from types import TracebackType
 
 from returns.result import Failure, Result, Success
 
 from four._types import Action, ExecutionError, Observation, Submitted
+from four.execute._closing import ClosedOnExit
 from four.execute._output import (
     EXIT_SIGNAL,
     SECRET_PATTERNS,
@@ -54,7 +54,7 @@ done 2>/dev/null; true"""
 
 
 @dataclass(eq=False, slots=True, weakref_slot=True)
-class DockerEnv:
+class DockerEnv(ClosedOnExit):
     """V2: commands in one Docker container, removed at ``close()``. A context manager.
 
     See ``docker_env``.
@@ -81,14 +81,6 @@ class DockerEnv:
         if isinstance(started, Failure):
             raise RuntimeError(started.failure().message)
         return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     @property
     def container(self) -> str | None:

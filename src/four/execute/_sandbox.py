@@ -9,11 +9,11 @@ import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from types import TracebackType
 
 from returns.result import Failure, Result, Success
 
 from four._types import Action, ExecutionError, Observation, Submitted
+from four.execute._closing import ClosedOnExit
 from four.execute._output import (
     EXIT_SIGNAL,
     SECRET_PATTERNS,
@@ -60,7 +60,7 @@ ETC = (
 
 
 @dataclass(eq=False, slots=True, weakref_slot=True)
-class SandboxEnv:
+class SandboxEnv(ClosedOnExit):
     """V2: each command in a fresh bubblewrap sandbox. A context manager.
 
     See ``sandbox_env``. ``close()`` deletes the work folder if the env made it.
@@ -80,17 +80,6 @@ class SandboxEnv:
     _checked: bool = field(default=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _finalizer: weakref.finalize[[str], SandboxEnv] | None = field(default=None, repr=False)
-
-    def __enter__(self) -> SandboxEnv:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     @property
     def folder(self) -> str:

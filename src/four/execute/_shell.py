@@ -24,11 +24,11 @@ import time
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import TracebackType
 
 from returns.result import Failure, Result, Success
 
 from four._types import Action, ExecutionError, Observation, Submitted
+from four.execute._closing import ClosedOnExit
 from four.execute._interrupt import running
 from four.execute._output import (
     DEFAULT_INHERIT,
@@ -61,7 +61,7 @@ RESTARTED = (
 
 
 @dataclass(eq=False, slots=True, weakref_slot=True)
-class ShellEnv:
+class ShellEnv(ClosedOnExit):
     """V2: one persistent bash. A context manager; ``close()`` ends the shell.
 
     See ``shell_env`` for the guarantees. ``restarts`` counts shells replaced after a
@@ -90,17 +90,6 @@ class ShellEnv:
     ) = field(default=None, repr=False)
 
     # --- lifecycle ---------------------------------------------------------------
-
-    def __enter__(self) -> ShellEnv:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def close(self) -> None:
         """End the shell and everything it started, and delete its private folder."""

@@ -78,7 +78,7 @@ class TrajectorySink:
                 os.close(fd)
 
     def append(self, message: Message, /) -> None:
-        t = f"{round(time.time() - self._started, 6)!r}"  # a finite float: json's text too
+        t = f"{time.time() - self._started:.6f}"  # seconds to the microsecond, as JSON
         encoded = encode_message(message)
         self._times.append(t)
         self._encoded.append(encoded)

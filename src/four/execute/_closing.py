@@ -1,0 +1,26 @@
+"""The ``with`` protocol of the environments that hold something (a shell, a container)."""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Self
+
+
+class ClosedOnExit:
+    """``with env:`` gives the environment and calls its ``close()`` at the block's end."""
+
+    __slots__ = ()
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
