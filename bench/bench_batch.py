@@ -186,6 +186,17 @@ def _ray() -> object | None:
 THREADS = "four.batch, thread pool"
 RAY1 = "four.batch, Ray (1 node, 1 actor)"
 RAY2 = "four.batch, Ray (1 node, 2 actors)"
+FRESH = " on a fresh cluster"
+WARM_UP = 3.0
+"""Seconds given a fresh cluster (untimed) to finish starting: Ray starts one idle
+worker process per CPU for the first job, which the actors then take."""
+
+
+def _fresh_cluster(ray: object) -> None:
+    """A new cluster, as ``four batch --ray local`` or a cluster's first job has."""
+    ray.shutdown()  # type: ignore[attr-defined]
+    _ray()
+    time.sleep(WARM_UP)
 
 
 def main(rounds: int = 3) -> None:
@@ -194,7 +205,11 @@ def main(rounds: int = 3) -> None:
     an idle cluster's nine processes take CPU too). Rows take turns in each round. A
     Ray row's "after start" leaves out only opening and closing the session: runs go
     to each actor as soon as it is up, so the actors' start (a process each, importing
-    four and unpickling make_run) is inside it (before 3d3597e it was left out)."""
+    four and unpickling make_run) is inside it (before 3d3597e it was left out). The
+    rows "on a fresh cluster" start a new cluster (untimed, WARM_UP seconds given to it)
+    before their batch: its idle workers, one per CPU, are there for the actors, as for
+    ``four batch --ray local`` or a cluster's first job; the other Ray rows run on the
+    phase's one cluster, whose first workers earlier batches took."""
     sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
     from bench.bench_execute import mswea_python
     from four.batch import RayPool
@@ -221,12 +236,18 @@ def main(rounds: int = 3) -> None:
         notes.append("Ray rows skipped: ray is not installed (pip install -e '.[ray]').")
     else:
         beside = f"{THREADS} (Ray cluster idle beside it)"
-        second = {beside: [], RAY1: [], RAY2: []}
+        second = {beside: [], RAY1: [], RAY2: [], RAY1 + FRESH: [], RAY2 + FRESH: []}
         try:
             for _ in range(rounds):
                 second[beside].append(four_batch(None))
+                # The cluster's workers are taken by earlier batches: the actors' workers
+                # are started for them, as on a cluster that has run jobs before.
                 second[RAY1].append(four_batch(RayPool()))
                 second[RAY2].append(four_batch(RayPool(actors=2)))
+                _fresh_cluster(ray)
+                second[RAY1 + FRESH].append(four_batch(RayPool()))
+                _fresh_cluster(ray)
+                second[RAY2 + FRESH].append(four_batch(RayPool(actors=2)))
         finally:
             ray.shutdown()  # type: ignore[attr-defined]
     print(
