@@ -131,6 +131,9 @@ def _matcher(patterns: tuple[str, ...], ignore_case: bool) -> Callable[[str], ob
     return re.compile(joined, re.IGNORECASE if ignore_case else 0).match
 
 
+_UTF8 = codecs.getincrementaldecoder("utf-8")  # looked up once, not per command
+
+
 class OutputBuffer:
     """Decoded command output, bounded while it is read: a head, a counted middle, a tail.
 
@@ -159,7 +162,7 @@ class OutputBuffer:
 
     def __init__(self, max_output: int, exit_signal: str | None = None) -> None:
         self._max_output = max(0, max_output)
-        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._decoder = _UTF8("replace")
         self._signal = exit_signal or None
         self._signal_open = self._signal is not None
         self._head_cap = self._max_output - self._max_output // 2
@@ -249,7 +252,7 @@ class OutputBuffer:
 
     def submission(self) -> str | None:
         """The output after the exit-signal line when the output starts with it, else None."""
-        if self._signal is None:
+        if self._signal is None or not self.total:  # no output: no submission
             return None
         text = self.text().lstrip()
         first, _, rest = text.partition("\n")
