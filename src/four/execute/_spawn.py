@@ -284,9 +284,8 @@ def _encode(items: tuple[tuple[str, str], ...]) -> _Encoded | None:
 
 
 def _entry(name: str, value: str) -> bytes:
-    """``NAME=value`` encoded, or b"" for what Popen refuses."""
-    encoded = name.encode(_FS_ENCODING, _FS_ERRORS)
-    content = value.encode(_FS_ENCODING, _FS_ERRORS)
-    if b"=" in encoded or b"\0" in encoded or b"\0" in content:
+    """``NAME=value`` encoded, or b"" for what Popen refuses. (The file system encoding
+    is ASCII-compatible: "=" and NUL are the same single byte encoded.)"""
+    if "=" in name or "\0" in name or "\0" in value:
         return b""
-    return encoded + b"=" + content
+    return f"{name}={value}".encode(_FS_ENCODING, _FS_ERRORS)
