@@ -132,7 +132,7 @@ def run(
     def received(reply: Reply) -> Reply:
         nonlocal usage, tools
         usage += reply.usage or NO_USAGE
-        tools = {call.id: call.name for call in reply.tool_calls}
+        tools = {call.id: call.name for call in reply.tool_calls} if reply.tool_calls else {}
         add(reply)
         guard.beat()
         return reply

@@ -58,7 +58,7 @@ class Usage:
         return Usage(
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
-            self.known_cost + other.known_cost,
+            (self.cost or 0.0) + (other.cost or 0.0),  # known_cost, without two calls
             self.calls + other.calls,
             self.cost_unknown_calls + other.cost_unknown_calls,
         )

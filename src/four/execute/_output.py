@@ -131,9 +131,6 @@ def _matcher(patterns: tuple[str, ...], ignore_case: bool) -> Callable[[str], ob
     return re.compile(joined, re.IGNORECASE if ignore_case else 0).match
 
 
-_UTF8 = codecs.getincrementaldecoder("utf-8")  # looked up once, not per command
-
-
 class OutputBuffer:
     """Decoded command output, bounded while it is read: a head, a counted middle, a tail.
 
@@ -147,11 +144,11 @@ class OutputBuffer:
     """
 
     __slots__ = (
-        "_decoder",
         "_head",
         "_head_cap",
         "_head_len",
         "_max_output",
+        "_pending",
         "_signal",
         "_signal_open",
         "_tail",
@@ -162,7 +159,7 @@ class OutputBuffer:
 
     def __init__(self, max_output: int, exit_signal: str | None = None) -> None:
         self._max_output = max(0, max_output)
-        self._decoder = _UTF8("replace")
+        self._pending = b""  # the start of a UTF-8 sequence cut by the end of a read
         self._signal = exit_signal or None
         self._signal_open = self._signal is not None
         self._head_cap = self._max_output - self._max_output // 2
@@ -177,7 +174,12 @@ class OutputBuffer:
 
     def feed(self, data: bytes, final: bool = False) -> None:
         """Add raw bytes of output."""
-        self._add(self._decoder.decode(data, final))
+        # What codecs' incremental UTF-8 decoder does, without its Python-level layers.
+        if self._pending:
+            data = self._pending + data
+        text, used = codecs.utf_8_decode(data, "replace", final)
+        self._pending = data[used:]
+        self._add(text)
 
     def _add(self, text: str) -> None:
         if not text:
@@ -221,7 +223,7 @@ class OutputBuffer:
 
     def finish(self) -> None:
         """Flush a trailing partial UTF-8 sequence (as a replacement character)."""
-        self._add(self._decoder.decode(b"", True))
+        self.feed(b"", True)
 
     def _parts(self) -> tuple[str, str, int]:
         head = "".join(self._head)
