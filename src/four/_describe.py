@@ -29,7 +29,11 @@ def describe(component: object) -> JSON:
     settings: dict[str, JSON] = {"type": name}
     for field, hidden in fields:
         value = getattr(component, field)
-        settings[field] = "***" if hidden and value else _json(value)
+        if hidden and value:
+            value = "***"
+        elif value.__class__ not in _PLAIN:  # most settings are plain: no _json call
+            value = _json(value)
+        settings[field] = value
     return settings
 
 
