@@ -311,7 +311,8 @@ def observe(ran: Ran) -> Observation:
                 f"<warning>The output had {ran.output.total} characters; "
                 "none are shown (max_output=0).</warning>"
             )
-    lines.extend(f"<warning>{note}</warning>" for note in ran.notes)
+    if ran.notes:  # seldom: no generator made for none
+        lines.extend(f"<warning>{note}</warning>" for note in ran.notes)
     body = shown if not shown or shown.endswith("\n") else shown + "\n"
     lines.append(f"<output>\n{body}</output>")
     return Observation("\n".join(lines), code, ran.timed_out, ran.duration)
