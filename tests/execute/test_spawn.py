@@ -8,6 +8,8 @@ import os
 import re
 import secrets
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -211,3 +213,21 @@ def test_file_actions_are_kept_per_output_and_folder(
         kept = {folder for _, folder in _spawn._ACTIONS}
         folders = {os.fsencode(tmp_path), os.fsencode(tmp_path / "a"), None}
         assert kept == (set() if bound == 0 else folders)
+
+
+@needs_spawn
+def test_audit_hooks_see_the_command_and_its_whole_environment() -> None:
+    # In a fresh interpreter: an audit hook cannot be removed once added.
+    script = (
+        "import sys\n"
+        "from four import Action, local_env\n"
+        "seen = []\n"
+        "sys.addaudithook(lambda e, a: seen.append(a) if e == 'subprocess.Popen' else None)\n"
+        "local_env(env={'FOUR_PROBE': '1'})(Action('true'))\n"
+        "executable, args, cwd, env = seen[0]\n"
+        "print(executable.endswith('bash'), args[1:], cwd, env['FOUR_PROBE'], list(env)[-1])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout == "True ['-c', 'true'] None 1 FOUR_RUN\n", done.stderr

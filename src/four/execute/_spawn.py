@@ -161,7 +161,7 @@ def spawn(
     glibc = _GLIBC
     if glibc is None or stdout <= 2:  # a pipe on 0-2 needs Popen's special cases
         return None
-    if extra is not None and (env is None or extra[0] in env):  # rare: no cache then
+    if extra is not None and (env is None or extra[0] in env):  # rare: encoded each time
         env, extra = {**(os.environ if env is None else env), extra[0]: extra[1]}, None
     try:
         # str.encode, not os.fsencode (two more calls each); bytes or a path go to Popen.
@@ -176,7 +176,9 @@ def spawn(
         return None
     if environment is None and env is not None:
         return None
-    sys.audit("subprocess.Popen", executable, args, cwd, env)  # hooks see what Popen shows
+    # Hooks see what Popen shows (the whole environment).
+    shown = env if extra is None or env is None else {**env, extra[0]: extra[1]}
+    sys.audit("subprocess.Popen", executable, args, cwd, shown)
     actions, shared = _file_actions(glibc, stdout, folder)
     if actions is None:
         return None
