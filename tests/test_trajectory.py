@@ -284,6 +284,32 @@ def test_component_settings_are_recorded_with_secrets_masked() -> None:
     assert isinstance(writer, dict) and writer["output_dir"] == "/tmp/four-runs"  # not a repr
 
 
+def test_described_sequences_and_classes() -> None:
+    from dataclasses import dataclass, field
+    from pathlib import Path
+
+    from four._describe import describe
+
+    @dataclass(frozen=True)
+    class Inner:
+        depth: int = 1
+
+    @dataclass(frozen=True)
+    class Outer:
+        names: tuple[str, ...] = ("a", "b")
+        mixed: list[object] = field(default_factory=lambda: [1, None, Path("/x"), Inner()])
+        kinds: frozenset[str] = frozenset({"k"})
+
+    inner = {"type": f"{Inner.__module__}.{Inner.__qualname__}", "depth": 1}
+    assert describe(Outer()) == {
+        "type": f"{Outer.__module__}.{Outer.__qualname__}",
+        "names": ["a", "b"],
+        "mixed": [1, None, "/x", inner],
+        "kinds": ["k"],
+    }
+    assert describe(Outer) == f"{Outer.__module__}.{Outer.__qualname__}"  # the class: a name
+
+
 _json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),

@@ -158,6 +158,26 @@ def test_interrupt_kills_only_the_commands_of_its_key_and_those_started_later() 
     assert env(Action("echo free")).unwrap().returncode == 0
 
 
+def test_a_key_belongs_to_its_thread_and_its_block() -> None:
+    from four.execute._interrupt import running, stopped
+
+    seen: list[object] = []
+
+    def outside() -> None:  # a thread that never entered a block: no key, no registry
+        seen.extend([stopped(), running(os.getpid())])
+
+    with interruptible("main"):
+        interrupt("main")
+        assert stopped()
+        thread = threading.Thread(target=outside)
+        thread.start()
+        thread.join()
+        with interruptible("inner"):
+            assert not stopped()
+        assert stopped()  # the outer key is back
+    assert seen == [False, None] and not stopped() and running(os.getpid()) is None
+
+
 def test_meter_reports_a_runs_usage_while_it_goes(tmp_path: Path) -> None:
     seen: list[float] = []
 

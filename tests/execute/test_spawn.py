@@ -8,6 +8,8 @@ import os
 import re
 import secrets
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,7 +24,10 @@ PROBE = (
     'for fd in /proc/$$/fd/*; do echo "fd ${fd##*/} $(readlink "$fd" | sed "s/:\\[.*//")"; done\n'
     "read -r -a stat < /proc/$$/stat\n"
     'echo "leads its session: $(( stat[5] == $$ )), its group: $(( stat[4] == $$ ))"\n'
-    "grep -E '^Sig(Ign|Blk)' /proc/$$/status\n"
+    # Read by bash itself: a grep would read bash's mask while bash may be forking it
+    # (it blocks SIGINT, SIGTERM and SIGCHLD around a fork): the two probes differed now and then.
+    'while read -r line; do case $line in SigIgn*|SigBlk*) echo "$line";; esac; done'
+    " < /proc/$$/status\n"
     "pwd\n"
     "env | grep -v '^_=' | sort\n"
     "echo from stderr >&2\n"
@@ -136,3 +141,93 @@ def test_a_command_that_cannot_be_watched_is_not_left_running(
             if token in f.read().split(b"\0"):
                 alive.append(pid)
     assert alive == []
+
+
+def _seen(env: LocalEnv, name: str) -> str:
+    content = env(Action(f'printf "%s|" "${name}"; env | grep -c "^{name}="')).unwrap().content
+    return content.splitlines()[2]
+
+
+@needs_spawn
+def test_a_kept_environment_is_not_reused_once_the_variables_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The encoded environment is kept by its variables: a changed one is a new key.
+    monkeypatch.setenv("LC_FOUR_KEPT", "one")
+    env = local_env()
+    assert _seen(env, "LC_FOUR_KEPT") == "one|1"
+    assert _seen(env, "LC_FOUR_KEPT") == "one|1"
+    monkeypatch.setenv("LC_FOUR_KEPT", "two")
+    assert _seen(env, "LC_FOUR_KEPT") == "two|1"
+    assert _seen(local_env(env={"LC_FOUR_KEPT": "three"}), "LC_FOUR_KEPT") == "three|1"
+    monkeypatch.delenv("LC_FOUR_KEPT")
+    assert _seen(env, "LC_FOUR_KEPT") == "|0"
+
+
+@pytest.mark.parametrize("popen", [False, True])
+def test_the_mark_replaces_a_four_run_given_in_env(
+    monkeypatch: pytest.MonkeyPatch, popen: bool
+) -> None:
+    if popen:
+        monkeypatch.setattr(_spawn, "_GLIBC", None)
+    seen = _seen(local_env(env={"FOUR_RUN": "mine"}), "FOUR_RUN")
+    value, count = seen.split("|")
+    assert count == "1" and re.fullmatch(r"[0-9a-f]{16}", value), seen
+
+
+@needs_spawn
+def test_spawn_adds_the_extra_variable_after_env() -> None:
+    read, write = os.pipe()
+    try:
+        args = ["sh", "-c", "env | grep '^FOUR_T' | sort"]
+        done = spawn("/bin/sh", args, {"FOUR_TA": "1"}, write, None, ("FOUR_TB", "2"))
+        assert isinstance(done, Spawned) and done.wait() == 0
+        refused = spawn("/bin/sh", args, {"FOUR_TA": "1"}, write, None, ("FOUR=TB", "2"))
+        assert refused is None  # a "=" in a name: Popen's error
+        inherited = spawn("/bin/sh", args, None, write, None, ("FOUR_TC", "3"))
+        assert isinstance(inherited, Spawned) and inherited.wait() == 0
+    finally:
+        os.close(write)
+    try:
+        output = b""
+        while chunk := os.read(read, 1000):
+            output += chunk
+        assert output.startswith(b"FOUR_TA=1\nFOUR_TB=2\n") and b"FOUR_TC=3\n" in output
+    finally:
+        os.close(read)
+
+
+@needs_spawn
+def test_file_actions_are_kept_per_output_and_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each (descriptor, folder) gets its own; past the bound each command makes its own.
+    for bound in (_spawn._MAX_ACTIONS, 0):
+        monkeypatch.setattr(_spawn, "_MAX_ACTIONS", bound)
+        monkeypatch.setattr(_spawn, "_ACTIONS", {})
+        for folder in (tmp_path, tmp_path / "a", tmp_path, None):
+            (tmp_path / "a").mkdir(exist_ok=True)
+            content = local_env(cwd=None if folder is None else str(folder))(Action("pwd"))
+            where = content.unwrap().content.splitlines()[2]
+            assert where == (os.getcwd() if folder is None else str(folder))
+        kept = {folder for _, folder in _spawn._ACTIONS}
+        folders = {os.fsencode(tmp_path), os.fsencode(tmp_path / "a"), None}
+        assert kept == (set() if bound == 0 else folders)
+
+
+@needs_spawn
+def test_audit_hooks_see_the_command_and_its_whole_environment() -> None:
+    # In a fresh interpreter: an audit hook cannot be removed once added.
+    script = (
+        "import sys\n"
+        "from four import Action, local_env\n"
+        "seen = []\n"
+        "sys.addaudithook(lambda e, a: seen.append(a) if e == 'subprocess.Popen' else None)\n"
+        "local_env(env={'FOUR_PROBE': '1'})(Action('true'))\n"
+        "executable, args, cwd, env = seen[0]\n"
+        "print(executable.endswith('bash'), args[1:], cwd, env['FOUR_PROBE'], list(env)[-1])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout == "True ['-c', 'true'] None 1 FOUR_RUN\n", done.stderr

@@ -258,6 +258,19 @@ def test_custom_tags() -> None:
     assert isinstance(p(Assistant("```bash\nls\n```")), Failure)
 
 
+def test_each_parser_reads_its_own_tags_in_any_case() -> None:
+    # The lower-cased tags are kept per set of tags: one parser's never serve another.
+    from four.parse import RegexParse
+
+    shell, python = RegexParse(("SH",)), RegexParse(("Python",))
+    listed = RegexParse(["ZSH"])  # type: ignore[arg-type]  # a list, not the tuple it types
+    for _ in range(2):
+        assert shell(Assistant("```sh\nls\n```")) == Success([Action("ls")])
+        assert isinstance(shell(Assistant("```python\nls\n```")), Failure)
+        assert python(Assistant("```python\nls\n```")) == Success([Action("ls")])
+        assert listed(Assistant("```zsh\nls\n```")) == Success([Action("ls")])
+
+
 # --- properties ------------------------------------------------------------------------
 
 _line = st.text(

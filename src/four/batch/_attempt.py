@@ -78,7 +78,7 @@ def run_attempt(
     at or after that time (epoch seconds) was saved complete, its result is taken from
     that trajectory instead of running the item again.
     """
-    folder = root / "runs" / folder_name(item.id)
+    folder = root.joinpath("runs", folder_name(item.id))  # one Path made, not two
     if recover_since is not None:
         done = _finished_since(folder, recover_since)
         if done is not None:
@@ -156,7 +156,7 @@ def _saved(returned: object, folder: Path, before: set[str]) -> Saved | None:
     """The trajectory of this attempt: the path make_run returned, else the newest one
     that appeared in its folder (the sealed ``.json``, or the ``.jsonl`` of a run cut short)."""
     if isinstance(returned, str | os.PathLike):
-        path = Path(returned)
+        path = returned if isinstance(returned, Path) else Path(returned)  # no re-parse
         saved = read_saved(path) if path.suffix in (".json", ".jsonl") else None
         if saved is not None:
             return saved

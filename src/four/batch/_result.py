@@ -135,7 +135,7 @@ def read_saved(path: str | os.PathLike[str]) -> Saved | None:
     run cut short); None when the file cannot be read as one. Reads no message objects:
     of a sealed ``.json`` as ``save_trajectory`` writes it, only the part before the
     messages is read and parsed."""
-    p = Path(path)
+    p = path if isinstance(path, Path) else Path(path)  # a Path is not parsed again
     if p.suffix == ".jsonl":
         try:
             text = p.read_text(encoding="utf-8", errors="replace")

@@ -28,7 +28,12 @@ import contextlib
 import threading
 from collections.abc import Callable, Hashable, Iterator
 
-_local = threading.local()
+
+class _Key(threading.local):
+    key: Hashable | None = None  # a default: no AttributeError raised in a thread outside
+
+
+_local = _Key()
 _lock = threading.Lock()
 _running: dict[Hashable, set[Command]] = {}
 _stopped: set[Hashable] = set()
@@ -96,7 +101,7 @@ def interruptible(key: Hashable) -> Iterator[None]:
 
     ``key`` must be unique to one run while the block lasts.
     """
-    previous = getattr(_local, "key", None)
+    previous = _local.key
     _local.key = key
     try:
         yield
@@ -121,7 +126,7 @@ def interrupt(key: Hashable) -> int:
 def stopped() -> bool:
     """This thread runs under a key that was interrupted: a command it would start now is
     to be killed at once (better not started: a quick one could end before the kill)."""
-    key = getattr(_local, "key", None)
+    key = _local.key
     return key is not None and key in _stopped
 
 
@@ -133,7 +138,7 @@ def running(
     Call ``release()`` on what it returns when the command is over, before reaping it.
     A command started under an interrupted key is killed at once.
     """
-    key = getattr(_local, "key", None)
+    key = _local.key
     if key is None:
         return None
     command = Command(key, pgid, mark, on_kill)

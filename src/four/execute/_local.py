@@ -17,7 +17,7 @@ from four.execute._output import (
     command_env,
     conclude,
 )
-from four.execute._process import MARK, new_mark, run_captured
+from four.execute._process import new_mark, run_captured
 from four.execute._shell import ShellEnv
 
 Executed = Result[Observation, Submitted | ExecutionError]
@@ -65,7 +65,7 @@ class LocalEnv:
                 output,
                 self.timeout,
                 cwd=self.cwd,
-                env={**command_env(self.inherit, self.deny, self.env), MARK: mark},
+                env=command_env(self.inherit, self.deny, self.env),
                 mark=mark,
             )
         except OSError as exc:  # no bash, or the working folder is gone

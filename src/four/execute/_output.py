@@ -144,11 +144,11 @@ class OutputBuffer:
     """
 
     __slots__ = (
-        "_decoder",
         "_head",
         "_head_cap",
         "_head_len",
         "_max_output",
+        "_pending",
         "_signal",
         "_signal_open",
         "_tail",
@@ -159,7 +159,7 @@ class OutputBuffer:
 
     def __init__(self, max_output: int, exit_signal: str | None = None) -> None:
         self._max_output = max(0, max_output)
-        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._pending = b""  # the start of a UTF-8 sequence cut by the end of a read
         self._signal = exit_signal or None
         self._signal_open = self._signal is not None
         self._head_cap = self._max_output - self._max_output // 2
@@ -174,7 +174,12 @@ class OutputBuffer:
 
     def feed(self, data: bytes, final: bool = False) -> None:
         """Add raw bytes of output."""
-        self._add(self._decoder.decode(data, final))
+        # What codecs' incremental UTF-8 decoder does, without its Python-level layers.
+        if self._pending:
+            data = self._pending + data
+        text, used = codecs.utf_8_decode(data, "replace", final)
+        self._pending = data[used:]
+        self._add(text)
 
     def _add(self, text: str) -> None:
         if not text:
@@ -218,7 +223,7 @@ class OutputBuffer:
 
     def finish(self) -> None:
         """Flush a trailing partial UTF-8 sequence (as a replacement character)."""
-        self._add(self._decoder.decode(b"", True))
+        self.feed(b"", True)
 
     def _parts(self) -> tuple[str, str, int]:
         head = "".join(self._head)
@@ -249,7 +254,7 @@ class OutputBuffer:
 
     def submission(self) -> str | None:
         """The output after the exit-signal line when the output starts with it, else None."""
-        if self._signal is None:
+        if self._signal is None or not self.total:  # no output: no submission
             return None
         text = self.text().lstrip()
         first, _, rest = text.partition("\n")
@@ -306,7 +311,8 @@ def observe(ran: Ran) -> Observation:
                 f"<warning>The output had {ran.output.total} characters; "
                 "none are shown (max_output=0).</warning>"
             )
-    lines.extend(f"<warning>{note}</warning>" for note in ran.notes)
+    if ran.notes:  # seldom: no generator made for none
+        lines.extend(f"<warning>{note}</warning>" for note in ran.notes)
     body = shown if not shown or shown.endswith("\n") else shown + "\n"
     lines.append(f"<output>\n{body}</output>")
     return Observation("\n".join(lines), code, ran.timed_out, ran.duration)

@@ -112,17 +112,18 @@ def run_captured(
 ) -> Ran:
     """Run ``argv`` and read its output into ``output`` until it ends or ``timeout`` passes.
 
+    With ``mark``, the command's environment gets ``FOUR_RUN=mark`` too (after ``env``).
     At the timeout ``on_timeout`` runs first (a container kills inside itself), then the
-    process group is killed, and with ``mark`` every process tagged ``FOUR_RUN=mark``
-    (``env`` must carry the tag). When the process exits but children still hold the output
-    open, after ``LINGER`` seconds those children are killed and a note says so.
+    process group is killed, and with ``mark`` every process tagged ``FOUR_RUN=mark``.
+    When the process exits but children still hold the output open, after ``LINGER``
+    seconds those children are killed and a note says so.
     Raises OSError when the process cannot start (no such program, no such cwd).
     """
     start = time.monotonic()
     if stopped():  # the run was interrupted (four.batch): the command ends as killed, unstarted
         output.finish()
         return Ran(-signal.SIGKILL, output, 0.0, False, timeout)
-    proc, fd = _spawn(argv, cwd, env, popen=on_timeout is not None)
+    proc, fd = _spawn(argv, cwd, env, mark, popen=on_timeout is not None)
     # Few system calls per command: under a thread pool each one hands the GIL over.
     try:
         pidfd = os.pidfd_open(proc.pid)
@@ -192,10 +193,15 @@ def run_captured(
 
 
 def _spawn(
-    argv: Sequence[str], cwd: str | None, env: Mapping[str, str] | None, *, popen: bool
+    argv: Sequence[str],
+    cwd: str | None,
+    env: Mapping[str, str] | None,
+    mark: str | None,
+    *,
+    popen: bool,
 ) -> tuple[Process, int]:
-    """Start ``argv`` in a new session, stdin closed, stdout and stderr on a fresh pipe:
-    the process and the pipe's read end.
+    """Start ``argv`` in a new session, stdin closed, stdout and stderr on a fresh pipe,
+    its environment ``env`` and ``FOUR_RUN=mark``: the process and the pipe's read end.
 
     The pipe is ours, not Popen's (no file object: fewer system calls), and the program
     is looked up on the command's PATH once per PATH, not by a failed exec in each of
@@ -210,8 +216,10 @@ def _spawn(
         path = executable if executable is not None or os.sep not in args[0] else args[0]
         proc: Process | None = None
         if path is not None and not popen:
-            proc = spawn(path, args, env, write_fd, cwd)
+            proc = spawn(path, args, env, write_fd, cwd, None if mark is None else (MARK, mark))
         if proc is None:  # not spawned, or it could not start: Popen raises the usual error
+            if mark is not None:
+                env = {**(os.environ if env is None else env), MARK: mark}
             try:
                 proc = _popen(args, executable, write_fd, cwd, env)
             except FileNotFoundError:
@@ -315,9 +323,12 @@ def _pump(
     """Wait up to ``wait`` s and read what is there: (output may go on, the process exited).
 
     One poll reports both: a command that prints little and exits costs one wait."""
-    events = poller.poll(_ms(wait))
-    exited = any(ready == pidfd for ready, _ in events)
-    more = all(_read(fd, output) for ready, _ in events if ready == fd)
+    more, exited = True, False
+    for ready, _ in poller.poll(_ms(wait)):  # a loop, not any() and all() of generators
+        if ready == pidfd:
+            exited = True
+        elif ready == fd:
+            more = _read(fd, output)
     return more, exited
 
 

@@ -23,6 +23,7 @@ import os
 import signal
 import sys
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 
 class Spawned:
@@ -147,73 +148,146 @@ def spawn(
     env: Mapping[str, str] | None,
     stdout: int,
     cwd: str | None,
+    extra: tuple[str, str] | None = None,
 ) -> Spawned | None:
     """Start ``executable`` (a path: it is not looked up) with ``args`` as ``Popen`` would
     with the flags above; None when it cannot (the caller falls back to ``Popen``).
 
     ``stdout`` takes both stdout and stderr; ``env`` None is this process's environment.
+    ``extra`` is one more variable, set after ``env``'s (a command's own ``FOUR_RUN``
+    mark): ``env`` is then mostly the same from command to command, and its encoding is
+    kept.
     """
     glibc = _GLIBC
     if glibc is None or stdout <= 2:  # a pipe on 0-2 needs Popen's special cases
         return None
+    if extra is not None and (env is None or extra[0] in env):  # rare: encoded each time
+        env, extra = {**(os.environ if env is None else env), extra[0]: extra[1]}, None
     try:
-        path = os.fsencode(executable)
-        argv = [os.fsencode(a) for a in args]
-        envp = None if env is None else _environment(env)
-        folder = None if cwd is None else os.fsencode(cwd)
-    except (TypeError, UnicodeError):
+        # str.encode, not os.fsencode (two more calls each); bytes or a path go to Popen.
+        path = executable.encode(_FS_ENCODING, _FS_ERRORS)
+        argv = [a.encode(_FS_ENCODING, _FS_ERRORS) for a in args]
+        folder = None if cwd is None else cwd.encode(_FS_ENCODING, _FS_ERRORS)
+        environment = None if env is None else _environment(env, extra)
+    except (AttributeError, TypeError, UnicodeError):
         return None
     # A NUL would cut a C string short: Popen raises.
-    if b"\0" in path or any(b"\0" in a for a in argv) or (folder is not None and b"\0" in folder):
+    if b"\0" in path or b"\0" in b"".join(argv) or (folder is not None and b"\0" in folder):
         return None
-    if envp is None and env is not None:
+    if environment is None and env is not None:
         return None
-    sys.audit("subprocess.Popen", executable, args, cwd, env)  # hooks see what Popen shows
-    actions = _Actions()
-    if glibc.init(actions):
+    # Hooks see what Popen shows (the whole environment).
+    shown = env if extra is None or env is None else {**env, extra[0]: extra[1]}
+    sys.audit("subprocess.Popen", executable, args, cwd, shown)
+    actions, shared = _file_actions(glibc, stdout, folder)
+    if actions is None:
         return None
     try:
-        failed = (
-            glibc.addopen(actions, 0, _DEVNULL, os.O_RDWR, 0)
-            or glibc.adddup2(actions, stdout, 1)
-            or glibc.adddup2(actions, stdout, 2)
-            or (folder is not None and glibc.addchdir(actions, folder))
-            or glibc.addclosefrom(actions, 3)
-        )
-        if failed:
-            return None
         c_argv = (ctypes.c_char_p * (len(argv) + 1))(*argv)
-        if envp is None:
-            c_envp: ctypes.Array[ctypes.c_char_p] | int | None = glibc.environ.value
-        else:
-            c_envp = (ctypes.c_char_p * (len(envp) + 1))(*envp)
+        c_envp = glibc.environ.value if environment is None else environment[0]
         pid = _INT()
         if glibc.spawn(ctypes.byref(pid), path, actions, glibc.attributes, c_argv, c_envp):
             return None  # glibc reaped the child that could not exec
         return Spawned(pid.value)
     finally:
-        with contextlib.suppress(Exception):
+        if not shared:
+            with contextlib.suppress(Exception):
+                glibc.destroy(actions)
+
+
+_FS_ENCODING, _FS_ERRORS = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
+
+_ACTIONS: dict[tuple[int, bytes | None], ctypes.Array[ctypes.c_char]] = {}
+"""The file actions for each (stdout, folder) seen, built once (six C calls): posix_spawn
+only reads them, so threads share them. Never destroyed, so never more than
+``_MAX_ACTIONS``: past that, each command builds and destroys its own."""
+_MAX_ACTIONS = 1024
+
+
+def _file_actions(
+    glibc: _Glibc, stdout: int, folder: bytes | None
+) -> tuple[ctypes.Array[ctypes.c_char] | None, bool]:
+    """The child's file actions (None if glibc refused them), and whether they are shared
+    (else the caller destroys them)."""
+    key = (stdout, folder)
+    actions = _ACTIONS.get(key)
+    if actions is not None:
+        return actions, True
+    actions = _Actions()
+    if glibc.init(actions):
+        return None, False
+    failed = (
+        glibc.addopen(actions, 0, _DEVNULL, os.O_RDWR, 0)
+        or glibc.adddup2(actions, stdout, 1)
+        or glibc.adddup2(actions, stdout, 2)
+        or (folder is not None and glibc.addchdir(actions, folder))
+        or glibc.addclosefrom(actions, 3)
+    )
+    if failed or len(_ACTIONS) >= _MAX_ACTIONS:
+        if failed:
             glibc.destroy(actions)
+            return None, False
+        return actions, False
+    shared = _ACTIONS.setdefault(key, actions)  # another thread may have been first
+    if shared is not actions:
+        glibc.destroy(actions)
+    return shared, True
 
 
-_ENTRIES: dict[tuple[str, str], bytes] = {}
-"""Encoded ``NAME=value`` entries: commands get mostly the same variables each time."""
+class _Encoded(NamedTuple):
+    """An environment as posix_spawn takes it."""
+
+    array: ctypes.Array[ctypes.c_char_p]
+    """The ``NAME=value`` entries, NULL-ended (it keeps them alive)."""
+    pointers: bytes
+    """The array's bytes without its NULL, then room for one more entry and the NULL."""
 
 
-def _environment(env: Mapping[str, str]) -> list[bytes] | None:
-    """``env`` as ``NAME=value`` entries, or None for what Popen refuses (a NUL, or a
-    "=" in a name)."""
-    known = _ENTRIES
-    entries = []
-    for item in env.items():
-        entry = known.get(item)
-        if entry is None:
-            name, value = os.fsencode(item[0]), os.fsencode(item[1])
-            if b"=" in name or b"\0" in name or b"\0" in value:
-                return None
-            entry = name + b"=" + value
-            if len(known) >= 4096:
-                known.clear()
-            known[item] = entry
-        entries.append(entry)
-    return entries
+_ENVIRONMENTS: dict[tuple[tuple[str, str], ...], _Encoded | None] = {}
+"""Encoded environments (None: one Popen refuses), by their variables: commands get the
+same ones each time, apart from ``extra``."""
+_NULLS = bytes(2 * ctypes.sizeof(ctypes.c_char_p))
+
+
+def _environment(
+    env: Mapping[str, str], extra: tuple[str, str] | None
+) -> tuple[ctypes.Array[ctypes.c_char_p], object] | None:
+    """``env`` then ``extra`` as the NULL-ended array of ``NAME=value`` entries that
+    posix_spawn takes, with what keeps the entries alive while it runs; None for what
+    Popen refuses (a NUL, or a "=" in a name)."""
+    items = tuple(env.items())  # a key built in C, not a Python call per variable
+    try:
+        encoded = _ENVIRONMENTS[items]
+    except KeyError:
+        encoded = _encode(items)
+        if len(_ENVIRONMENTS) >= 64:
+            _ENVIRONMENTS.clear()
+        _ENVIRONMENTS[items] = encoded
+    if encoded is None or extra is None:
+        return None if encoded is None else (encoded.array, encoded.array)
+    more = _entry(*extra)
+    if not more:
+        return None
+    # The cached pointers copied in C (each entry set from Python is a conversion),
+    # then the extra entry; the cached array keeps the others alive.
+    count = len(items)
+    array = (ctypes.c_char_p * (count + 2)).from_buffer_copy(encoded.pointers)
+    array[count] = more
+    return array, encoded.array
+
+
+def _encode(items: tuple[tuple[str, str], ...]) -> _Encoded | None:
+    entries = [_entry(name, value) for name, value in items]
+    if not all(entries):
+        return None
+    array = (ctypes.c_char_p * (len(entries) + 1))(*entries)
+    pointers = bytes(array)[: len(entries) * ctypes.sizeof(ctypes.c_char_p)] + _NULLS
+    return _Encoded(array, pointers)
+
+
+def _entry(name: str, value: str) -> bytes:
+    """``NAME=value`` encoded, or b"" for what Popen refuses. (The file system encoding
+    is ASCII-compatible: "=" and NUL are the same single byte encoded.)"""
+    if "=" in name or "\0" in name or "\0" in value:
+        return b""
+    return f"{name}={value}".encode(_FS_ENCODING, _FS_ERRORS)

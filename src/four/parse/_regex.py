@@ -52,7 +52,9 @@ def fenced_blocks(text: str, shell_tags: Sequence[str] = DEFAULT_TAGS) -> list[B
     >>> [b.tag for b in fenced_blocks("a\\n```python\\nx\\n```\\nb\\n```bash\\nls\\n```")]
     ['python', 'bash']
     """
-    lines = [line.rstrip("\r") for line in text.split("\n")]
+    lines = text.split("\n")
+    if "\r" in text:
+        lines = [line.rstrip("\r") for line in lines]
     blocks: list[Block] = []
     index = 0
     while index < len(lines):
@@ -70,7 +72,8 @@ def fenced_blocks(text: str, shell_tags: Sequence[str] = DEFAULT_TAGS) -> list[B
             # An unterminated heredoc (or `x << y` arithmetic): scan as plain markdown.
             close = _closing(lines, start, fence, heredocs=False)
         end = len(lines) if close is None else close
-        body = "\n".join(_unindent(line, indent) for line in lines[start:end])
+        inside = lines[start:end]
+        body = "\n".join([_unindent(line, indent) for line in inside] if indent else inside)
         blocks.append(Block(tag, body, index + 1, min(end + 1, len(lines)), close is not None))
         index = end + 1
     return blocks
@@ -159,7 +162,7 @@ class RegexParse:
         self, reply: Reply, /
     ) -> Result[Sequence[Action | Rejected], FormatError | Submitted]:
         content = reply.content
-        tags = tuple(t.lower() for t in self.tags)
+        tags = _lowered(self.tags)
         blocks = fenced_blocks(content, tags)
         for block in blocks:
             if not block.closed and (block.tag in tags or block.body.strip()):
@@ -214,6 +217,23 @@ class RegexParse:
             problem,
             self.expected(),
         )
+
+
+_LOWERED: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+
+def _lowered(tags: tuple[str, ...]) -> tuple[str, ...]:
+    """``tags`` in lower case, kept: every reply is parsed with the same few sets."""
+    try:
+        lowered = _LOWERED.get(tags)
+    except TypeError:  # not a tuple after all (a list given to RegexParse)
+        return tuple(t.lower() for t in tags)
+    if lowered is None:
+        lowered = tuple(t.lower() for t in tags)
+        if len(_LOWERED) >= 64:
+            _LOWERED.clear()
+        _LOWERED[tags] = lowered
+    return lowered
 
 
 def _prose(content: str, blocks: Sequence[Block]) -> str:

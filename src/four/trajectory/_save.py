@@ -124,7 +124,8 @@ def save_trajectory(output_dir: str | os.PathLike[str] = "trajectories") -> Traj
     >>> emit.output_dir.name
     'four-doc-runs'
     """
-    return TrajectoryWriter(Path(output_dir).expanduser().absolute())
+    path = output_dir if isinstance(output_dir, Path) else Path(output_dir)  # not parsed again
+    return TrajectoryWriter(path.expanduser().absolute())
 
 
 def _render(document: dict[str, str], messages: list[str]) -> str:
