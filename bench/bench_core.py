@@ -7,6 +7,7 @@ python bench/bench_core.py parts   # single costs: encoding, records, sealing
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import statistics
@@ -14,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from returns.result import Result, Success
@@ -66,14 +67,13 @@ def loop_us_per_step(steps: int, repeats: int, parent: Path) -> tuple[float, flo
         return Success(Observation("<returncode>0</returncode>\n<output>\nok\n</output>", 0))
 
     walls, cpus = [], []
-    with tempfile.TemporaryDirectory(dir=parent, prefix=".runs-") as tmp:
-        emit = save_trajectory(tmp)
-        for _ in range(repeats):
-            G = scripted_invoke(["echo step"] * steps)
-            t, c = time.perf_counter(), time.process_time()
-            run(G, parse, execute, emit, "system", "task", max_steps=steps)
-            cpus.append((time.process_time() - c) / max(steps, 1) * 1e6)
-            walls.append((time.perf_counter() - t) / max(steps, 1) * 1e6)
+    emit = save_trajectory(tempfile.mkdtemp(dir=parent))  # deleted with ``parent``
+    for _ in range(repeats):
+        G = scripted_invoke(["echo step"] * steps)
+        t, c = time.perf_counter(), time.process_time()
+        run(G, parse, execute, emit, "system", "task", max_steps=steps)
+        cpus.append((time.process_time() - c) / max(steps, 1) * 1e6)
+        walls.append((time.perf_counter() - t) / max(steps, 1) * 1e6)
     return statistics.median(walls), statistics.median(cpus)
 
 
@@ -81,14 +81,24 @@ def create_us(parent: Path, files: int = 300) -> float:
     """What the filesystem alone charges for one new file (created, 500 bytes written,
     closed), median over ``files`` files in a fresh folder: a run creates two."""
     samples = []
-    with tempfile.TemporaryDirectory(dir=parent, prefix=".files-") as tmp:
-        for i in range(files):
-            t = time.perf_counter()
-            fd = os.open(f"{tmp}/{i}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-            os.write(fd, b"x" * 500)
-            os.close(fd)
-            samples.append((time.perf_counter() - t) * 1e6)
+    tmp = tempfile.mkdtemp(dir=parent)  # deleted with ``parent``
+    for i in range(files):
+        t = time.perf_counter()
+        fd = os.open(f"{tmp}/{i}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        os.write(fd, b"x" * 500)
+        os.close(fd)
+        samples.append((time.perf_counter() - t) * 1e6)
     return statistics.median(samples)
+
+
+@contextlib.contextmanager
+def scratch(parent: Path) -> Iterator[Path]:
+    """A folder for one bench's files, deleted only when the bench ends: on this
+    machine's ext4 (no journal) each new inode skips, one by one, those freed in the
+    last half minute, so deleting between measures would charge the bench's own
+    clean-up to the next one (a run's files cost 58 us, then 100-190 us, in one run)."""
+    with tempfile.TemporaryDirectory(dir=parent, prefix=".runs-") as tmp:
+        yield Path(tmp)
 
 
 # tmpfs shows the loop and its saving code (system calls included); the project tree
@@ -117,13 +127,14 @@ def main() -> None:
     for label, parent in FOLDERS:
         if not parent.is_dir():
             continue
-        fixed, fixed_cpu = loop_us_per_step(0, 200, parent)
-        created = create_us(parent)
+        with scratch(parent) as folder:
+            fixed, fixed_cpu = loop_us_per_step(0, 200, folder)
+            created = create_us(folder)
+            per = {n: loop_us_per_step(n, r, folder) for n, r in ((10, 200), (100, 40), (1000, 15))}
         print(f"| {label}: one file created, by the filesystem alone | | {created:.0f} us | | |")
         print(
             f"| {label}: a run of 0 steps (per run) | 0 | {fixed:.0f} us | {fixed_cpu:.0f} us | |"
         )
-        per = {n: loop_us_per_step(n, r, parent) for n, r in ((10, 200), (100, 40), (1000, 15))}
         for n, (wall, cpu) in per.items():
             print(f"| {label} | {n} | {wall:.1f} | {cpu:.1f} | {(wall * n - fixed) / n:.1f} |")
         ratio = per[1000][0] / per[10][0]
@@ -135,7 +146,8 @@ STEPS = ((0, 200), (10, 200), (100, 40))
 
 def child(folder: str) -> None:
     """One process's figures for ``compare``: wall and CPU us per run (0 steps) or per step."""
-    print(*(f"{x:.2f}" for n, r in STEPS for x in loop_us_per_step(n, r, Path(folder))))
+    with scratch(Path(folder)) as tmp:
+        print(*(f"{x:.2f}" for n, r in STEPS for x in loop_us_per_step(n, r, tmp)))
 
 
 def compare(other: str, rounds: int = 9, folder: str = "/dev/shm") -> None:
