@@ -3,6 +3,7 @@
 python bench/run.py core
 python bench/bench_core.py compare OTHER_TREE [ROUNDS]   # the loop, this tree vs another
 python bench/bench_core.py parts   # single costs: encoding, records, sealing
+python bench/bench_core.py instructions [OTHER_TREE]   # instructions a run (callgrind)
 """
 
 from __future__ import annotations
@@ -150,6 +151,31 @@ def child(folder: str) -> None:
         print(*(f"{x:.2f}" for n, r in STEPS for x in loop_us_per_step(n, r, tmp)))
 
 
+def instructions(other: str | None = None, steps: int = 10) -> None:
+    """User-space instructions per run of ``steps`` steps (saving on, tmpfs), counted by
+    valgrind's callgrind: the same count whatever else the machine does, so a change
+    can be judged when wall time swings with the host. Runs of 10 and of 40 runs are
+    counted and subtracted (start-up and imports drop out)."""
+    if shutil.which("valgrind") is None:
+        print("valgrind is not installed (Debian: apt-get install valgrind)")
+        return
+    trees = {"this tree": ROOT} | ({other: Path(other).resolve()} if other else {})
+    print(f"{steps} steps a run, trajectories on /dev/shm; instructions (callgrind)\n")
+    print("| tree | per run | per step |\n|---|---:|---:|")
+    for name, tree in trees.items():
+        counts = []
+        for runs in (10, 40):
+            done = subprocess.run(
+                ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                 sys.executable, __file__, "runs", str(steps), str(runs), "/dev/shm"],
+                capture_output=True, text=True, check=True,
+                env={**os.environ, "PYTHONPATH": str(tree / "src")},
+            )  # fmt: skip
+            counts += [int(w) for w in done.stderr.split("Collected :")[1].split()[:1]]
+        per_run = (counts[1] - counts[0]) / 30
+        print(f"| {name} | {per_run:,.0f} | {per_run / max(steps, 1):,.0f} |")
+
+
 def compare(other: str, rounds: int = 9, folder: str = "/dev/shm") -> None:
     """The loop of this tree and of ``other`` (another copy of the project, e.g.
     ``git archive REV src | tar -x -C DIR``) in alternating fresh interpreters, so both
@@ -263,6 +289,11 @@ def parts(rounds: int = 5) -> None:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["child"]:
         child(sys.argv[2])  # four comes from PYTHONPATH, the tree under test
+    elif sys.argv[1:2] == ["runs"]:  # counted by ``instructions``; four from PYTHONPATH
+        with scratch(Path(sys.argv[4])) as tmp:
+            loop_us_per_step(int(sys.argv[2]), int(sys.argv[3]), tmp)
+    elif sys.argv[1:2] == ["instructions"]:
+        instructions(sys.argv[2] if len(sys.argv) > 2 else None)
     elif sys.argv[1:2] == ["parts"]:
         sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
         parts()
