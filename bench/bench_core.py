@@ -96,8 +96,8 @@ def create_us(parent: Path, files: int = 300) -> float:
 def scratch(parent: Path) -> Iterator[Path]:
     """A folder for one bench's files, deleted only when the bench ends: on this
     machine's ext4 (no journal) each new inode skips, one by one, those freed in the
-    last half minute, so deleting between measures would charge the bench's own
-    clean-up to the next one (a run's files cost 58 us, then 100-190 us, in one run)."""
+    last minutes, so deleting between measures would charge the bench's own clean-up
+    to the next one."""
     with tempfile.TemporaryDirectory(dir=parent, prefix=".runs-") as tmp:
         yield Path(tmp)
 
@@ -237,7 +237,7 @@ def parts(rounds: int = 5) -> None:
     seen = User("<returncode>0</returncode>\n<output>\nok\n</output>", "observation", 0)
     names = count()
     data = b"x" * 2000
-    scratch: list[str] = []
+    folders = contextlib.ExitStack()  # the sealed documents are not kept
     cases: list[tuple[str, str, Callable[[], object], int]] = [
         (
             "encode an assistant reply with usage",
@@ -262,8 +262,7 @@ def parts(rounds: int = 5) -> None:
         ("", "frozen slotted dataclass", lambda: FrozenUser("hi", "observation", 0), 50000),
     ]
     for label, folder in FOLDERS:
-        tmp = tempfile.mkdtemp(dir=folder, prefix=".files-")
-        scratch.append(tmp)
+        tmp = str(folders.enter_context(scratch(folder)))
 
         def ours(t: str = tmp) -> None:
             _write_atomic(Path(t), f"{next(names)}.json", data)
@@ -276,14 +275,13 @@ def parts(rounds: int = 5) -> None:
             ("", "temporary renamed (the fallback)", fallback, 2000),
         ]
     times: dict[int, list[float]] = {i: [] for i in range(len(cases))}
-    for _ in range(rounds):
-        for i, (_, _, fn, n) in enumerate(cases):
-            times[i].append(timeit.timeit(fn, number=n) / n * 1e6)
+    with folders:
+        for _ in range(rounds):
+            for i, (_, _, fn, n) in enumerate(cases):
+                times[i].append(timeit.timeit(fn, number=n) / n * 1e6)
     print("| what | how | us (median) |\n|---|---|---:|")
     for i, (label, how, _, _) in enumerate(cases):
         print(f"| {label} | {how} | {statistics.median(times[i]):.2f} |")
-    for made in scratch:  # the sealed documents are not kept
-        shutil.rmtree(made, ignore_errors=True)
 
 
 if __name__ == "__main__":
