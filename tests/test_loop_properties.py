@@ -158,9 +158,7 @@ def test_run_and_arun_give_the_same_history_and_outcome(
     G, V2 = (awaited.aG, awaited.aV2) if coroutines else (awaited.G, awaited.V2)
     araised: BaseException | None = None
     try:
-        asyncio.run(
-            arun(G, awaited.V1, V2, awaited.emit, "s", "p", max_steps, max_format_errors)
-        )
+        asyncio.run(arun(G, awaited.V1, V2, awaited.emit, "s", "p", max_steps, max_format_errors))
     except (Boom, KeyboardInterrupt) as exc:
         araised = exc
 

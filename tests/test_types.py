@@ -78,7 +78,9 @@ def test_values_are_frozen_slotted_dataclasses(value: object) -> None:
 
 def test_import_four_loads_neither_returns_nor_litellm_nor_an_extra() -> None:
     extras = ("returns", "litellm", "ray", "nbclient", "xllamacpp", "cryptography", "hypothesis")
-    probe = f"import four, four.types, sys; print(sorted(m for m in {extras!r} if m in sys.modules))"
+    probe = (
+        f"import four, four.types, sys; print(sorted(m for m in {extras!r} if m in sys.modules))"
+    )
     out = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True,
         env={**os.environ, "PYTHONPATH": str(ROOT / "src")},

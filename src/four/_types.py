@@ -74,6 +74,7 @@ def finish_reason(value: object) -> FinishReason | None:
             return known
     return "other"
 
+
 # --- usage -------------------------------------------------------------------
 
 

@@ -102,4 +102,3 @@ def test_show_a_verified_run(verified: Path, capsys: pytest.CaptureFixture[str])
     assert "check\n  Your submission was checked and not accepted" in out
     assert "format error" not in out.replace("0 format errors", "")
     assert "verdicts" in out and out.rstrip().endswith("outcome accepted")
-

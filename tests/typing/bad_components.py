@@ -17,7 +17,6 @@ from four.types import (
     ExecutionError,
     Invoke,
     Message,
-    ModelError,
     Observation,
     Outcome,
     Parse,
