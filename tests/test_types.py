@@ -71,7 +71,7 @@ def test_wrong_components_are_reported(tmp_path: Path) -> None:
 def test_values_are_frozen_slotted_dataclasses(value: object) -> None:
     assert dataclasses.is_dataclass(value)
     assert not hasattr(value, "__dict__")
-    field = dataclasses.fields(value)[0].name  # type: ignore[arg-type]
+    field = dataclasses.fields(value)[0].name
     with pytest.raises(dataclasses.FrozenInstanceError):
         setattr(value, field, None)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from typing import TypeVar
 
 from four._outcomes import Outcome
@@ -63,7 +63,8 @@ def run(
     stop the run (``stalled``, ``time_limit_reached``, ...) before the next one.
 
     >>> from four import scripted_invoke, regex_parse, local_env, save_trajectory
-    >>> path = run(scripted_invoke(["```bash\\necho hi\\n```", "done"]), regex_parse(),
+    >>> path = run(scripted_invoke(["```bash\\necho hi\\n```", "done"]),
+    ...            regex_parse(finish_on_plain_text=True),
     ...            local_env(), save_trajectory("/tmp/four-doc"), prompt="say hi")
     """
     components = {"G": G, "V1": V1, "V2": V2, "emit": emit}
@@ -121,10 +122,31 @@ async def arun(
 
     >>> import asyncio
     >>> from four import scripted_invoke, regex_parse, local_env, save_trajectory
-    >>> path = asyncio.run(arun(scripted_invoke(["```bash\\necho hi\\n```", "done"]),
-    ...     regex_parse(), local_env(), save_trajectory("/tmp/four-doc"), prompt="say hi"))
+    >>> G = scripted_invoke(["```bash\\necho hi\\n```", "done"])
+    >>> path = asyncio.run(arun(G, regex_parse(finish_on_plain_text=True), local_env(),
+    ...                         save_trajectory("/tmp/four-doc"), prompt="say hi"))
     """
-    key = object()  # the run's commands in worker threads, for a cancellation to kill
+    from four.execute._interrupt import keyed  # the run's commands, in worker threads too
+
+    with keyed() as key:  # a cancellation kills them
+        return await _arun(key, G, V1, V2, emit, system, prompt, max_steps, max_format_errors,
+                           resume, check, watch)  # fmt: skip
+
+
+async def _arun(
+    key: Hashable,
+    G: Invoke | AsyncInvoke,
+    V1: Parse,
+    V2: Execute | AsyncExecute,
+    emit: Emit[T],
+    system: str,
+    prompt: str,
+    max_steps: int,
+    max_format_errors: int,
+    resume: Sequence[Message],
+    check: Verify | None,
+    watch: Watch | None,
+) -> T:
     components = {"G": G, "V1": V1, "V2": V2, "emit": emit}
     state = start(components, emit, system, prompt, max_steps, max_format_errors, resume,
                   check, _blocking(V2, asyncio.get_running_loop()), watch)  # fmt: skip
@@ -164,13 +186,13 @@ def _call(component: str, fn: Callable[..., object], *args: object) -> object:
         raise ComponentRaised(component, exc) from exc  # type: ignore[arg-type]
 
 
-async def _acall(key: object, component: str, fn: Callable[..., object], *args: object) -> object:
-    """Await ``fn``, or run it in a worker thread if it is plain (its commands killed if
-    the run is cancelled meanwhile)."""
+async def _acall(key: Hashable, component: str, fn: Callable[..., object], *args: object) -> object:
+    """Await ``fn``, or run it in a worker thread if it is plain (the thread has the
+    run's key, so its commands are killed if the run is cancelled meanwhile)."""
     try:
         if _is_async(fn):
             return await fn(*args)  # type: ignore[misc]
-        result = await asyncio.to_thread(_in_run, key, fn, *args)
+        result = await asyncio.to_thread(fn, *args)
         return await result if inspect.isawaitable(result) else result
     except asyncio.CancelledError:
         from four.execute._interrupt import interrupt  # only arun's threads need it
@@ -179,13 +201,6 @@ async def _acall(key: object, component: str, fn: Callable[..., object], *args: 
         raise
     except Exception as exc:
         raise ComponentRaised(component, exc) from exc  # type: ignore[arg-type]
-
-
-def _in_run(key: object, fn: Callable[..., object], *args: object) -> object:
-    from four.execute._interrupt import interruptible
-
-    with interruptible(key):
-        return fn(*args)
 
 
 def _is_async(fn: object) -> bool:
