@@ -152,17 +152,18 @@ async def _arun(
                   check, _blocking(V2, asyncio.get_running_loop()), watch)  # fmt: skip
     rules: Rules = evaluate(state)
     crash: BaseException | None = None
+    G_awaits, V2_awaits = _is_async(G), _is_async(V2)  # else: run in a worker thread
     try:
         call = next(rules)
         while True:
             if isinstance(call, CallG):
-                answer = await _acall(key, "G", G, call.history)
+                answer = await _acall(key, "G", G, G_awaits, call.history)
             elif isinstance(call, CallV1):
                 answer = _call("V1", V1, call.reply)
             elif isinstance(call, CallV2):
-                answer = await _acall(key, "V2", V2, call.action)
+                answer = await _acall(key, "V2", V2, V2_awaits, call.action)
             else:
-                answer = await _acall(key, "check", call.judge, call.history, call.claim)
+                answer = await _acall(key, "check", call.judge, False, call.history, call.claim)
             call = rules.send(answer)
     except StopIteration as done:
         outcome: Outcome = done.value
@@ -172,7 +173,7 @@ async def _arun(
         await _aclose(V2)
     finally:
         state.close_calls()
-        saved = await _acall(key, "emit", state.sink.close, state.history, outcome,
+        saved = await _acall(key, "emit", state.sink.close, False, state.history, outcome,
                              state.stats())  # fmt: skip
     if crash is not None:
         raise crash
@@ -186,11 +187,13 @@ def _call(component: str, fn: Callable[..., object], *args: object) -> object:
         raise ComponentRaised(component, exc) from exc  # type: ignore[arg-type]
 
 
-async def _acall(key: Hashable, component: str, fn: Callable[..., object], *args: object) -> object:
+async def _acall(
+    key: Hashable, component: str, fn: Callable[..., object], awaits: bool, *args: object
+) -> object:
     """Await ``fn``, or run it in a worker thread if it is plain (the thread has the
     run's key, so its commands are killed if the run is cancelled meanwhile)."""
     try:
-        if _is_async(fn):
+        if awaits:
             return await fn(*args)  # type: ignore[misc]
         result = await asyncio.to_thread(fn, *args)
         return await result if inspect.isawaitable(result) else result
