@@ -85,11 +85,15 @@ print(json.dumps({"wall": wall, "cpu": cpu, "ok": ok,
 
 
 def measure(kind: str, n: int) -> dict[str, float]:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # a stream open per running run
     scratch = "/dev/shm" if os.path.isdir("/dev/shm") else None
     with tempfile.TemporaryDirectory(dir=scratch) as out:
-        env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT / "src"),
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        }
         done = subprocess.run(
             [sys.executable, "-c", CHILD, kind, str(n), out],
             capture_output=True, text=True, env=env, timeout=1800,
@@ -102,7 +106,9 @@ def measure(kind: str, n: int) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> None:
     rows = [r for r in ROWS if not argv or str(r[1]) in argv]
-    print("| pool | runs at once | wall s | wall / ideal (10 s) | CPU s | CPU / step, us | peak MB | runs ok |")
+    print(
+        "| pool | runs at once | wall s | wall / ideal (10 s) | CPU s | CPU / step, us | peak MB | runs ok |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     per_step: dict[tuple[str, int], float] = {}
     for kind, n in rows:

@@ -5,7 +5,7 @@ nothing needs to inherit from anything. These are the shapes, as Protocols that
 ``mypy --strict`` checks (the returns plugin is not needed)::
 
     from returns.result import Failure, Result, Success
-    from four.types import Action, ExecutionError, Observation, Submitted
+    from four.types import Action, Execute, ExecutionError, Observation, Submitted
 
     def echo_env(action: Action) -> Result[Observation, Submitted | ExecutionError]:
         return Success(Observation(action.command, returncode=0))
