@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import time
 from collections.abc import Sequence
@@ -11,14 +12,7 @@ from pathlib import Path
 
 from four._outcomes import Outcome
 from four._types import JSON, NO_USAGE, Message, RunInfo, RunStats
-from four.trajectory._codec import (
-    encode_json,
-    encode_message,
-    encode_text,
-    number_json,
-    usage_text,
-    usage_to_json,
-)
+from four.trajectory._codec import message_to_json, usage_to_json
 
 FORMAT = "four.trajectory/1"
 
@@ -46,19 +40,19 @@ class TrajectorySink:
     """One run's files: ``<stem>.jsonl`` grows a line per message (written through at
     once), and ``<stem>.json`` appears whole when the run ends."""
 
-    __slots__ = ("_dir", "_encoded", "_fd", "_head", "_info", "_started", "_stem", "_times")
+    __slots__ = ("_dir", "_fd", "_head", "_info", "_messages", "_started", "_stem", "_times")
 
     def __init__(self, directory: Path, info: RunInfo) -> None:
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(info.started_at))
         self._stem = f"{stamp}-{os.urandom(6).hex()}"  # unique without looking at the folder
         self._dir = directory
         self._started = info.started_at
-        self._info = encode_json(_info_json(info))  # encoded once: start line and document
-        self._times: list[str] = []  # each message's time, as JSON text
-        self._encoded: list[str] = []  # each message's JSON, reused for the final document
+        self._info = _info_json(info)
+        self._times: list[float] = []  # each message's time, seconds since the start
+        self._messages: list[dict[str, JSON]] = []  # each message's JSON, for the document
         self._fd = _create(directory, f"{self._stem}.jsonl")
         # Written with the first message: a run's first messages follow at once.
-        self._head = f'{{"type": "start", "format": "{FORMAT}", "info": {self._info}}}\n'
+        self._head = _line({"type": "start", "format": FORMAT, "info": self._info})
 
     @property
     def jsonl(self) -> Path:
@@ -78,39 +72,37 @@ class TrajectorySink:
                 os.close(fd)
 
     def append(self, message: Message, /) -> None:
-        t = f"{time.time() - self._started:.6f}"  # seconds to the microsecond, as JSON
-        encoded = encode_message(message)
+        t = round(time.time() - self._started, 6)  # to the microsecond
+        data = message_to_json(message)
         self._times.append(t)
-        self._encoded.append(encoded)
-        line = f'{self._head}{{"type": "message", "t": {t}, "message": {encoded}}}\n'.encode()
+        self._messages.append(data)
+        line = self._head + _line({"type": "message", "t": t, "message": data})
         self._head = ""
-        # Unbuffered: a killed process keeps every line written. A short write is rare.
-        if (n := os.write(self._fd, line)) < len(line):
-            _write_rest(self._fd, line, n)
+        # Unbuffered: a killed process keeps every line written.
+        _write(self._fd, line.encode())
 
     def close(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> Path:
-        stats_json = _stats_text(stats)
-        outcome_text = encode_text(outcome.text)
+        stats_json = _stats_json(stats)
         if self._fd >= 0:
             fd, self._fd = self._fd, -1
             try:
-                end = f'{{"type": "end", "outcome": {outcome_text}, "stats": {stats_json}}}'
-                _write(fd, f"{self._head}{end}\n".encode())
+                end = {"type": "end", "outcome": outcome.text, "stats": stats_json}
+                _write(fd, (self._head + _line(end)).encode())
             finally:
                 os.close(fd)
-        if len(self._encoded) != len(messages):  # a plain-emit history, or one edited after
-            self._encoded = [encode_message(m) for m in messages]
+        if len(self._messages) != len(messages):  # a plain-emit history, or one edited after
+            self._messages = [message_to_json(m) for m in messages]
         timed = len(self._times) == len(messages)
-        document = {
-            "format": f'"{FORMAT}"',
-            "outcome": outcome_text,
-            "outcome_detail": encode_json(_outcome_json(outcome)),
+        document: dict[str, JSON] = {
+            "format": FORMAT,
+            "outcome": outcome.text,
+            "outcome_detail": _outcome_json(outcome),
             "info": self._info,
             "stats": stats_json,
-            "stream": f'"{self._stem}.jsonl"',  # the stem needs no escaping
-            "timestamps": f"[{', '.join(self._times)}]" if timed else "[]",
+            "stream": f"{self._stem}.jsonl",
+            "timestamps": list(self._times) if timed else [],
         }
-        _write_atomic(self._dir, f"{self._stem}.json", _render(document, self._encoded).encode())
+        _write_atomic(self._dir, f"{self._stem}.json", _render(document, self._messages).encode())
         return self.path
 
 
@@ -128,12 +120,15 @@ def save_trajectory(output_dir: str | os.PathLike[str] = "trajectories") -> Traj
     return TrajectoryWriter(path.expanduser().absolute())
 
 
-def _render(document: dict[str, str], messages: list[str]) -> str:
-    """One key, and one message, per line, from values already encoded: readable, and
-    json's C encoder does the work (``indent=`` would switch to the pure-Python encoder,
-    10x slower)."""
-    lines = [f'"{k}": {v}' for k, v in document.items()]
-    body = ",\n".join(messages)
+def _line(record: dict[str, JSON]) -> str:
+    return json.dumps(record) + "\n"
+
+
+def _render(document: dict[str, JSON], messages: list[dict[str, JSON]]) -> str:
+    """One key, and one message, per line: readable, and cheap for a reader that wants
+    only the keys before the messages (``indent=`` would put every value on its own line)."""
+    lines = [f"{json.dumps(k)}: {json.dumps(v)}" for k, v in document.items()]
+    body = ",\n".join(map(json.dumps, messages))
     lines.append(f'"messages": [\n{body}\n]')
     return "{\n" + ",\n".join(lines) + "\n}\n"
 
@@ -145,74 +140,42 @@ def _create(folder: Path, name: str) -> int:
     """Create the run's ``.jsonl`` (never an existing file), making its folder if needed."""
     flags = _FLAGS | os.O_CREAT | os.O_EXCL | os.O_APPEND
     try:
-        return os.open(f"{folder}/{name}", flags, 0o666)
+        return os.open(folder / name, flags, 0o666)
     except FileNotFoundError:  # the folder is made on first use, not checked every run
         folder.mkdir(parents=True, exist_ok=True)
-        return os.open(f"{folder}/{name}", flags, 0o666)
+        return os.open(folder / name, flags, 0o666)
 
 
 def _write(fd: int, data: bytes) -> None:
-    if (n := os.write(fd, data)) < len(data):
-        _write_rest(fd, data, n)
-
-
-def _write_rest(fd: int, data: bytes, done: int) -> None:
-    """Finish a short write (a full disk, or a signal): raises if the disk stays full."""
-    view = memoryview(data)[done:]
+    """Write all of ``data`` (a short write, from a signal or a nearly full disk, is
+    finished; a disk that stays full raises)."""
+    view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
 
 
-def _write_atomic(path: Path, name: str, data: bytes) -> None:
-    """``path/name`` appears whole or not at all. The file is written unnamed (``O_TMPFILE``)
-    and then linked in: one entry in the folder instead of a temporary and a rename,
-    and nothing to clean up after a crash. Elsewhere: a temporary file and a rename."""
-    folder = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+def _write_atomic(folder: Path, name: str, data: bytes) -> None:
+    """``folder/name`` appears whole or not at all, and survives a power cut once this
+    returns: a temporary file in the same folder, written and fsynced, renamed over the
+    name, and the folder fsynced so the rename is on disk too."""
+    tmp = folder / f".{name}.{os.urandom(4).hex()}.tmp"
     try:
-        if not _linked(folder, name, data):
-            _renamed(folder, name, data)
-    finally:
-        os.close(folder)
-
-
-_TMPFILE: list[bool] = [hasattr(os, "O_TMPFILE")]  # cleared once it proves unsupported
-
-
-def _linked(folder: int, name: str, data: bytes) -> bool:
-    if not _TMPFILE[0]:
-        return False
-    try:
-        fd = os.open(".", _FLAGS | os.O_TMPFILE, 0o666, dir_fd=folder)
-    except OSError:  # a filesystem without O_TMPFILE (EOPNOTSUPP, EISDIR on old kernels)
-        _TMPFILE[0] = False
-        return False
-    try:
-        _write(fd, data)
-        # linkat(AT_SYMLINK_FOLLOW) through /proc: how an unnamed file gets a name.
-        os.link(f"/proc/self/fd/{fd}", name, dst_dir_fd=folder)
-    except FileExistsError:  # sealed twice: replace it, as a rename would
-        return False
-    except FileNotFoundError:  # no /proc
-        _TMPFILE[0] = False
-        return False
-    finally:
-        os.close(fd)
-    return True
-
-
-def _renamed(folder: int, name: str, data: bytes) -> None:
-    tmp = f".{name}.tmp"  # the stem is already unique to this run
-    try:
-        fd = os.open(tmp, _FLAGS | os.O_CREAT | os.O_EXCL, 0o666, dir_fd=folder)
+        fd = os.open(tmp, _FLAGS | os.O_CREAT | os.O_EXCL, 0o666)
         try:
-            _write(fd, data)  # no fsync: rename is atomic against a dying process, the risk here
+            _write(fd, data)
+            os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
+        os.replace(tmp, folder / name)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp, dir_fd=folder)
+            os.unlink(tmp)
         raise
+    dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
 
 
 def _outcome_json(outcome: Outcome) -> dict[str, JSON]:
@@ -231,18 +194,6 @@ def _info_json(info: RunInfo) -> dict[str, JSON]:
         "started_at": info.started_at,
         "resumed_from": info.resumed_from,
     }
-
-
-def _stats_text(stats: RunStats) -> str:
-    """``encode_json(_stats_json(stats))``, written directly when nothing extra is recorded."""
-    if stats.extra:
-        return encode_json(_stats_json(stats))
-    n = number_json
-    return (
-        f'{{"steps": {n(stats.steps)}, "format_errors": {n(stats.format_errors)}, '
-        f'"usage": {usage_text(stats.usage)}, "started_at": {n(stats.started_at)}, '
-        f'"ended_at": {n(stats.ended_at)}, "wall_time": {n(round(stats.wall_time, 6))}}}'
-    )
 
 
 def _stats_json(stats: RunStats) -> dict[str, JSON]:
