@@ -9,10 +9,13 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from four._outcomes import Outcome
 from four._types import JSON, NO_USAGE, Message, RunInfo, RunStats
 from four.trajectory._codec import message_to_json, usage_to_json
+from four.trajectory._seal import ALGORITHM, Chain, verdict_facts
+from four.trajectory._sign import SigningError, SigningKey
 
 FORMAT = "four.trajectory/1"
 
@@ -22,6 +25,7 @@ class TrajectoryWriter:
     """The emit made by ``save_trajectory``. One writer may serve many runs at once."""
 
     output_dir: Path
+    signing_key: SigningKey | None = None
 
     def __call__(self, messages: Sequence[Message], outcome: Outcome, /) -> Path:
         """Save a finished history with no streaming record (plain emit use)."""
@@ -33,26 +37,52 @@ class TrajectoryWriter:
         return sink.close(messages, outcome, RunStats(0, NO_USAGE, now, now))
 
     def open(self, info: RunInfo, /) -> TrajectorySink:
-        return TrajectorySink(self.output_dir, info)
+        return TrajectorySink(self.output_dir, info, self.signing_key)
 
 
 class TrajectorySink:
     """One run's files: ``<stem>.jsonl`` grows a line per message (written through at
-    once), and ``<stem>.json`` appears whole when the run ends."""
+    once), and ``<stem>.json`` appears whole when the run ends. Each stream record
+    carries the seal's running digest (and, with a key, its signature); the document
+    carries the final one (see ``four.trajectory._seal``)."""
 
-    __slots__ = ("_dir", "_fd", "_head", "_info", "_messages", "_started", "_stem", "_times")
+    __slots__ = (
+        "_chain",
+        "_dir",
+        "_fd",
+        "_head",
+        "_info",
+        "_key",
+        "_messages",
+        "_seal",
+        "_started",
+        "_stem",
+        "_times",
+    )
 
-    def __init__(self, directory: Path, info: RunInfo) -> None:
+    def __init__(self, directory: Path, info: RunInfo, key: SigningKey | None = None) -> None:
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(info.started_at))
         self._stem = f"{stamp}-{os.urandom(6).hex()}"  # unique without looking at the folder
         self._dir = directory
         self._started = info.started_at
         self._info = _info_json(info)
-        self._times: list[float] = []  # each message's time, seconds since the start
+        self._key = key
+        self._seal: dict[str, JSON] = {"algorithm": ALGORITHM}
+        if key is not None:
+            self._seal["signer"] = key.public
+        self._chain = Chain()
+        self._chain.start(FORMAT, self._seal, self._info)
+        self._times: list[float] | None = []  # each message's time; None: not known
         self._messages: list[dict[str, JSON]] = []  # each message's JSON, for the document
         self._fd = _create(directory, f"{self._stem}.jsonl")
         # Written with the first message: a run's first messages follow at once.
-        self._head = _line({"type": "start", "format": FORMAT, "info": self._info})
+        start: dict[str, JSON] = {
+            "type": "start",
+            "format": FORMAT,
+            "info": self._info,
+            "seal": self._seal,
+        }
+        self._head = self._line(start, self._chain)
 
     @property
     def jsonl(self) -> Path:
@@ -74,54 +104,100 @@ class TrajectorySink:
     def append(self, message: Message, /) -> None:
         t = round(time.time() - self._started, 6)  # to the microsecond
         data = message_to_json(message)
-        self._times.append(t)
+        self._chain.message(len(self._messages), t, data)
+        if self._times is not None:
+            self._times.append(t)
         self._messages.append(data)
-        line = self._head + _line({"type": "message", "t": t, "message": data})
+        record: dict[str, JSON] = {"type": "message", "t": t, "message": data}
+        line = self._head + self._line(record, self._chain)
         self._head = ""
         # Unbuffered: a killed process keeps every line written.
         _write(self._fd, line.encode())
 
     def close(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> Path:
         stats_json = _stats_json(stats)
+        detail = _outcome_json(outcome)
+        stream = f"{self._stem}.jsonl"
         if self._fd >= 0:
             fd, self._fd = self._fd, -1
             try:
-                end = {"type": "end", "outcome": outcome.text, "stats": stats_json}
-                _write(fd, (self._head + _line(end)).encode())
+                streamed = self._chain.copy()
+                streamed.end(outcome.text, detail, stats_json, stream, len(self._messages))
+                end: dict[str, JSON] = {
+                    "type": "end",
+                    "outcome": outcome.text,
+                    "outcome_detail": detail,
+                    "stats": stats_json,
+                    "stream": stream,
+                }
+                _write(fd, (self._head + self._line(end, streamed)).encode())
             finally:
                 os.close(fd)
         if len(self._messages) != len(messages):  # a plain-emit history, or one edited after
             self._messages = [message_to_json(m) for m in messages]
-        timed = len(self._times) == len(messages)
+            self._times = None
+            self._chain = Chain()
+            self._chain.start(FORMAT, self._seal, self._info)
+            for i, data in enumerate(self._messages):
+                self._chain.message(i, None, data)
+        chain = self._chain.copy()
+        chain.end(outcome.text, detail, stats_json, stream, len(self._messages))
+        seal = {
+            **self._seal,
+            "messages": len(self._messages),
+            "receipts": verdict_facts(stats_json)[0],
+            "links": cast(JSON, chain.links),
+            "digest": chain.digest.hex(),
+        }
+        if self._key is not None:
+            seal["signature"] = self._key.sign(chain.digest)
         document: dict[str, JSON] = {
             "format": FORMAT,
             "outcome": outcome.text,
-            "outcome_detail": _outcome_json(outcome),
+            "outcome_detail": detail,
             "info": self._info,
             "stats": stats_json,
-            "stream": f"{self._stem}.jsonl",
-            "timestamps": list(self._times) if timed else [],
+            "stream": stream,
+            "timestamps": cast(JSON, self._times or []),
+            "seal": seal,
         }
         _write_atomic(self._dir, f"{self._stem}.json", _render(document, self._messages).encode())
         return self.path
 
+    def _line(self, record: dict[str, JSON], chain: Chain) -> str:
+        """A stream record with the chain's digest after it, signed with a key."""
+        record["digest"] = chain.digest.hex()
+        if self._key is not None:
+            record["signature"] = self._key.sign(chain.digest)
+        return json.dumps(record) + "\n"
 
-def save_trajectory(output_dir: str | os.PathLike[str] = "trajectories") -> TrajectoryWriter:
-    """The standard emit: a JSON Lines log while the run goes, one JSON document at its end.
+
+def save_trajectory(
+    output_dir: str | os.PathLike[str] = "trajectories",
+    *,
+    signing_key: str | os.PathLike[str] | SigningKey | None = None,
+) -> TrajectoryWriter:
+    """The standard emit: a JSON Lines log while the run goes, one JSON document at its end,
+    both under one seal (a digest chained over the whole record; ``four.audit`` checks it).
 
     Each run gets its own ``<UTC time>-<random id>`` name, so many runs can share a
     folder. A killed process leaves the ``.jsonl`` with every completed message.
+    ``signing_key`` (a private key file made by ``four keygen``, or a ``SigningKey``;
+    needs ``four-loop[sign]``) signs the seal, so that a holder of the public key can
+    tell the record from a forged one.
 
     >>> emit = save_trajectory("/tmp/four-doc-runs")
     >>> emit.output_dir.name
     'four-doc-runs'
     """
     path = output_dir if isinstance(output_dir, Path) else Path(output_dir)  # not parsed again
-    return TrajectoryWriter(path.expanduser().absolute())
-
-
-def _line(record: dict[str, JSON]) -> str:
-    return json.dumps(record) + "\n"
+    key = signing_key
+    if key is not None and not isinstance(key, SigningKey):
+        try:
+            key = SigningKey.load(key)
+        except SigningError as exc:
+            raise SigningError(f"signing_key: {exc}") from None
+    return TrajectoryWriter(path.expanduser().absolute(), key)
 
 
 def _render(document: dict[str, JSON], messages: list[dict[str, JSON]]) -> str:
