@@ -182,10 +182,10 @@ def _finish(path: Path, seal: SealCheck, wanted: str | None) -> Audit:
     result: AuditResult | None = None
     count = 0
     detail = record.get("outcome_detail")
-    if verdicts is not None and not errors:
+    if verdicts is not None:  # also under a broken seal: say what else is wrong
         problems, result, count = _verdicts(verdicts, detail)
         errors += problems
-    elif isinstance(detail, dict) and detail.get("kind") == "accepted" and not errors:
+    elif isinstance(detail, dict) and detail.get("kind") == "accepted":
         errors.append("the outcome is 'accepted' but the run holds no verdicts to show it")
     if wanted is not None:
         if seal.signer is None:
@@ -252,13 +252,19 @@ def _verdicts(record: JSON, detail: JSON) -> tuple[list[str], AuditResult | None
             )
     errors += _log_errors(record, receipts)
     accepted = isinstance(detail, dict) and detail.get("kind") == "accepted"
-    last = receipts[-1].action if receipts else None
-    if accepted != (last == ControllerAction.EXIT_ACCEPT):
+    last = _action(receipts[-1]) if receipts else None
+    if accepted != (last == ControllerAction.EXIT_ACCEPT.value):
         errors.append(
             f"the outcome is {detail.get('kind') if isinstance(detail, dict) else None!r} "
-            f"but the last receipt's action is {last.value if last else None!r}"
+            f"but the last receipt's action is {last!r}"
         )
     return errors, result, len(receipts)
+
+
+def _action(receipt: TransitionReceipt) -> str:
+    """A receipt's action as text (a tampered document may hold one outside the enum)."""
+    action: object = receipt.action
+    return action.value if isinstance(action, ControllerAction) else str(action)
 
 
 def _object(value: JSON, name: str) -> Mapping[str, JSON]:
@@ -349,10 +355,10 @@ def _log_errors(record: Mapping[str, JSON], receipts: list[TransitionReceipt]) -
         if not isinstance(entry, dict):
             errors.append(f"stats.verdicts.log[{i}] is not an object")
             continue
-        if entry.get("action") != receipt.action.value:
+        if entry.get("action") != _action(receipt):
             errors.append(
                 f"stats.verdicts.log[{i}].action is {entry.get('action')!r}, "
-                f"receipt says {receipt.action.value!r}"
+                f"receipt says {_action(receipt)!r}"
             )
         slot = entry.get("slot")
         if slot is None:
