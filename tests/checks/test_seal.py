@@ -401,3 +401,21 @@ def test_keys_load_from_their_files_and_are_never_shown(tmp_path: Path) -> None:
     assert isinstance(described, dict) and described["signing_key"] == "***"
     assert "PRIVATE" not in repr(writer) and loaded.public in repr(loaded)
     os.chmod(private, 0o600)
+
+
+def test_unsigned_runs_never_import_cryptography(tmp_path: Path) -> None:
+    probe = textwrap.dedent(
+        f"""
+        import sys
+        sys.path[:0] = [{str(ROOT / "src")!r}, {str(ROOT)!r}]
+        from four import audit, run, save_trajectory, scripted_invoke
+        from tests._doubles import FakeEnv, line_parse
+        path = run(scripted_invoke(["DONE"]), line_parse, FakeEnv(),
+                   save_trajectory({str(tmp_path)!r}), "s", "p")
+        assert audit(path).valid
+        print(sorted(m for m in sys.modules if m.startswith("cryptography")))
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -122,7 +122,9 @@ def audit(
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise TrajectoryError(f"cannot read {trajectory}: {exc.strerror}") from None
-    verify: Verifier | None = verify_signature if have_cryptography() else None
+    # cryptography is imported only for a record that names a signer
+    signed = '"signer"' in text and have_cryptography()
+    verify: Verifier | None = verify_signature if signed else None
     if path.suffix == ".jsonl":
         first = text.split("\n", 1)[0]
         if not _ours(_loads(first), "start"):
