@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -49,28 +50,35 @@ def make_runs(folder: Path, n: int) -> None:
         )
 
 
-def child(folder: str) -> None:
+def child(folder: str, jobs: int) -> None:
     """Audit every run under ``folder``; print the figures as JSON."""
-    from four.checks import audit
-    from four.checks._audit import runs_under
+    from four.checks._audit import audit_all, runs_under
     from four.quaternary._accounting import USE_EXTENSIONS
 
-    start, cpu = time.perf_counter(), time.process_time()
+    start, cpu = time.perf_counter(), _cpu()
     statuses: dict[str, int] = {}
-    for path in runs_under(folder):
-        status = audit(path).status
-        statuses[status] = statuses.get(status, 0) + 1
-    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    for result in audit_all(sorted(runs_under(folder)), jobs=jobs):
+        statuses[result.status] = statuses.get(result.status, 0) + 1
+    wall, cpu = time.perf_counter() - start, _cpu() - cpu
     print(json.dumps({"wall": wall, "cpu": cpu, "statuses": statuses, "compiled": USE_EXTENSIONS}))
 
 
-def _audit(folder: Path, pure: bool) -> dict[str, object]:
+def _cpu() -> float:
+    """CPU seconds of this process and of its finished children (the worker processes)."""
+    own, children = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _audit(folder: Path, pure: bool, jobs: int) -> dict[str, object]:
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}"}
     env.pop("FOUR_NO_EXTENSIONS", None)
     if pure:
         env["FOUR_NO_EXTENSIONS"] = "1"
     done = subprocess.run(
-        [sys.executable, __file__, "child", str(folder)],
+        [sys.executable, __file__, "child", str(folder), str(jobs)],
         env=env,
         capture_output=True,
         text=True,
@@ -82,18 +90,19 @@ def _audit(folder: Path, pure: bool) -> dict[str, object]:
 
 def main(sizes: list[int] | None = None) -> None:
     sizes = sizes or [1000, 10000]
-    print("| runs | accounting core | audit wall s | audit CPU s | ms a run | valid |")
+    print("| runs | accounting core, processes | audit wall s | audit CPU s | ms a run | valid |")
     print("|---:|---|---:|---:|---:|---:|")
     for n in sizes:
         folder = Path(tempfile.mkdtemp(prefix="four-bench-audit-", dir=SCRATCH))
         try:
             make_runs(folder, n)
-            for pure in (False, True):
-                r = _audit(folder, pure)
+            for pure, jobs in ((False, 1), (True, 1), (False, 0)):
+                r = _audit(folder, pure, jobs)
                 wall, cpu = float(str(r["wall"])), float(str(r["cpu"]))
                 statuses = r["statuses"]
                 assert isinstance(statuses, dict)
                 core = "compiled" if r["compiled"] else "pure Python"
+                core += ", one process" if jobs == 1 else f", {os.cpu_count()} processes"
                 print(
                     f"| {n:,} | {core} | {wall:.2f} | {cpu:.2f} | {wall / n * 1000:.3f} "
                     f"| {statuses.get('valid', 0):,} |",
@@ -105,7 +114,7 @@ def main(sizes: list[int] | None = None) -> None:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["child"]:
-        child(sys.argv[2])
+        child(sys.argv[2], int(sys.argv[3]))
     else:
         sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
         main([int(a) for a in sys.argv[1:]] or None)

@@ -23,7 +23,7 @@ from four import Assistant, ToolCall, Usage, audit, run, save_trajectory, script
 from four.checks import Claim, command_check, verify
 from four.quaternary import CheckResult, ComputeNeed, EvidenceNeed, maybe, no, yes
 from four.trajectory import SigningKey
-from four.trajectory._seal import Chain, verdict_facts
+from four.trajectory._seal import parts, recompute, verdict_facts
 from tests._doubles import FakeEnv, line_parse
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -205,20 +205,15 @@ def test_a_stream_cut_at_any_line_is_a_valid_unfinished_prefix(
 
 def reseal(document: dict[str, Any]) -> dict[str, Any]:
     """What a forger without the key can do: recompute the unkeyed chain."""
-    seal = document["seal"]
-    chain = Chain()
-    settings_ = {k: seal[k] for k in ("algorithm", "signer") if k in seal}
-    chain.start(document["format"], settings_, document["info"])
-    times = document["timestamps"] or [None] * len(document["messages"])
-    for i, (t, message) in enumerate(zip(times, document["messages"], strict=True)):
-        chain.message(i, t, message)
-    stats = document["stats"]
-    messages = len(document["messages"])
-    chain.end(document["outcome"], document["outcome_detail"], stats, document["stream"], messages)
-    seal.update(
-        messages=messages,
-        receipts=verdict_facts(stats)[0],
-        links=chain.links,
+    chain = recompute(document)
+    links = list(chain.links)
+    shorts = [short for _, short in parts(document)]
+    chain.close(shorts)
+    document["seal"].update(
+        messages=len(document["messages"]),
+        receipts=verdict_facts(document["stats"])[0],
+        links=links,
+        parts=shorts,
         digest=chain.digest.hex(),
     )
     return document

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from itertools import repeat
 from pathlib import Path
 from typing import Literal
 
@@ -137,6 +140,29 @@ def audit(
     if not _ours(data, None):
         return Audit(path, False, ("not a four trajectory",), trajectory=False)
     return _finish(path, check_document(data, verify), wanted)
+
+
+def audit_all(
+    paths: Sequence[Path], *, public_key: str | None = None, jobs: int | None = None
+) -> Iterator[Audit]:
+    """``audit`` of each path, in order; an unreadable file is an invalid result. Many
+    files (256 or more) are audited by ``jobs`` processes (default: one a core, at most 8).
+    ``public_key`` is a key as ``load_public_key`` returns it (hex)."""
+    workers = jobs or min(os.cpu_count() or 1, 8)
+    if workers == 1 or len(paths) < 256:
+        yield from (_audit_one(path, public_key) for path in paths)
+        return
+    context = multiprocessing.get_context("forkserver")
+    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+        chunk = max(16, min(256, len(paths) // (workers * 4)))
+        yield from pool.map(_audit_one, paths, repeat(public_key), chunksize=chunk)
+
+
+def _audit_one(path: Path, public_key: str | None) -> Audit:
+    try:
+        return audit(path, public_key=public_key)
+    except (OSError, ValueError) as exc:  # unreadable: TrajectoryError is a ValueError
+        return Audit(path, False, (str(exc),))
 
 
 def runs_under(folder: str | os.PathLike[str]) -> Iterator[Path]:

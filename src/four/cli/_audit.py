@@ -109,15 +109,12 @@ def _json(result: Audit) -> dict[str, JSON]:
 
 
 def _fleet(folder: Path, paths: list[Path], key: str | None, as_json: bool) -> int:
-    from four.checks import audit
+    from four.checks._audit import audit_all
 
     counts: Counter[str] = Counter()
     rows: list[JSON] = []
-    for path in paths:
-        try:
-            result = audit(path, public_key=key)
-        except (OSError, ValueError) as exc:  # unreadable: TrajectoryError is a ValueError
-            result = Audit(path, False, (str(exc),))
+    for result in audit_all(paths, public_key=key):
+        path = result.path
         counts[result.status] += 1
         if result.trajectory and not result.signed:
             counts["unsigned"] += 1

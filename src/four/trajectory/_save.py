@@ -14,7 +14,7 @@ from typing import cast
 from four._outcomes import Outcome
 from four._types import JSON, NO_USAGE, Message, RunInfo, RunStats
 from four.trajectory._codec import message_to_json, usage_to_json
-from four.trajectory._seal import ALGORITHM, Chain, verdict_facts
+from four.trajectory._seal import ALGORITHM, Chain, parts, verdict_facts
 from four.trajectory._sign import SigningError, SigningKey
 
 FORMAT = "four.trajectory/1"
@@ -140,17 +140,6 @@ class TrajectorySink:
             self._chain.start(FORMAT, self._seal, self._info)
             for i, data in enumerate(self._messages):
                 self._chain.message(i, None, data)
-        chain = self._chain.copy()
-        chain.end(outcome.text, detail, stats_json, stream, len(self._messages))
-        seal = {
-            **self._seal,
-            "messages": len(self._messages),
-            "receipts": verdict_facts(stats_json)[0],
-            "links": cast(JSON, chain.links),
-            "digest": chain.digest.hex(),
-        }
-        if self._key is not None:
-            seal["signature"] = self._key.sign(chain.digest)
         document: dict[str, JSON] = {
             "format": FORMAT,
             "outcome": outcome.text,
@@ -159,8 +148,23 @@ class TrajectorySink:
             "stats": stats_json,
             "stream": stream,
             "timestamps": cast(JSON, self._times or []),
-            "seal": seal,
         }
+        chain = self._chain.copy()
+        chain.end(outcome.text, detail, stats_json, stream, len(self._messages))
+        links = list(chain.links)
+        shorts = [short for _, short in parts(document)]
+        chain.close(shorts)
+        seal = {
+            **self._seal,
+            "messages": len(self._messages),
+            "receipts": verdict_facts(stats_json)[0],
+            "links": cast(JSON, links),
+            "parts": cast(JSON, shorts),
+            "digest": chain.digest.hex(),
+        }
+        if self._key is not None:
+            seal["signature"] = self._key.sign(chain.digest)
+        document["seal"] = seal
         _write_atomic(self._dir, f"{self._stem}.json", _render(document, self._messages).encode())
         return self.path
 

@@ -1,23 +1,24 @@
 """The seal: one SHA-256 chain over a run's whole record, link by link as it is written.
 
 The chain starts from ``sha256(b"four.seal/1")``; each link is
-``digest = sha256(digest + canonical([label, kind, value]))``, where ``canonical`` is
+``digest = sha256(digest + canonical([label, "value", value]))``, where ``canonical`` is
 JSON with sorted keys, no spaces, ASCII only. The links, in order:
 
 - ``format``; ``seal`` (the algorithm and, when signed, the signer's public key);
-  ``info``, its keys and theirs (the run's settings: components, limits, the check);
+  ``info`` (the run's settings: components, limits, the check command);
 - ``messages[i]``: ``{"t": seconds since the start or null, "message": ...}``, one a
   message, in order;
-- ``outcome``; ``outcome_detail`` and its keys (the submission); ``stats``, its keys and
-  theirs (steps, usage, the verdict record: config, head, receipts, log); ``stream``;
-- ``end``: ``{"messages": count, "receipts": count, "head": the receipts' head}``.
+- ``outcome``; ``outcome_detail`` (the submission); ``stats`` (steps, usage, the verdict
+  record: config, head, receipts, log, slots); ``stream``;
+- ``end``: ``{"messages": count, "receipts": count, "head": the receipts' head}``;
+- in the sealed document only, ``parts``: the list of the parts' short digests (below).
 
-An object above the given depth is a link of its sorted key list (kind ``object``) and
-then a link per key; anything else is one link of its value (kind ``value``). The
-stream's records carry the digest after their links (start, each message, end), so a
-stream cut short is a valid prefix; the sealed document carries the final digest, and
-the first 16 hex digits of every link's digest, so an audit can name the first field
-that does not match.
+The stream's records carry the digest after their links (start, each message, end), so
+a stream cut short is a valid prefix. The sealed document carries the final digest, the
+first 16 hex digits of each link's digest (``links``), and of each part's (``parts``:
+``info``, ``outcome_detail`` and ``stats`` taken apart, two levels deep: an object is a
+part of its sorted key list, then one per key), so that an audit names the first field
+that does not match; ``parts`` is under the seal through its own link.
 """
 
 from __future__ import annotations
@@ -83,37 +84,79 @@ class Chain:
         other.digest, other.labels, other.links = self.digest, [*self.labels], [*self.links]
         return other
 
-    def link(self, label: str, kind: Literal["object", "value"], value: JSON) -> None:
+    def link(self, label: str, value: JSON) -> None:
         h = hashlib.sha256(self.digest)
-        h.update(canonical([label, kind, value]))
+        h.update(canonical([label, "value", value]))
         self.digest = h.digest()
         self.labels.append(label)
         self.links.append(self.digest.hex()[:16])
 
-    def field(self, label: str, value: JSON, depth: int) -> None:
-        if depth and isinstance(value, dict):
-            keys = sorted(value)
-            self.link(label, "object", cast(JSON, keys))
-            for key in keys:
-                self.field(f"{label}.{key}", value[key], depth - 1)
-        else:
-            self.link(label, "value", value)
-
     def start(self, fmt: JSON, seal: JSON, info: JSON) -> None:
-        self.field("format", fmt, 0)
-        self.field("seal", seal, 0)
-        self.field("info", info, 2)
+        self.link("format", fmt)
+        self.link("seal", seal)
+        self.link("info", info)
 
     def message(self, index: int, t: JSON, message: JSON) -> None:
-        self.link(f"messages[{index}]", "value", {"t": t, "message": message})
+        self.link(f"messages[{index}]", {"t": t, "message": message})
 
     def end(self, outcome: JSON, detail: JSON, stats: JSON, stream: JSON, messages: int) -> None:
-        self.field("outcome", outcome, 0)
-        self.field("outcome_detail", detail, 1)
-        self.field("stats", stats, 2)
-        self.field("stream", stream, 0)
+        self.link("outcome", outcome)
+        self.link("outcome_detail", detail)
+        self.link("stats", stats)
+        self.link("stream", stream)
         receipts, head = verdict_facts(stats)
-        self.link("end", "value", {"messages": messages, "receipts": receipts, "head": head})
+        self.link("end", {"messages": messages, "receipts": receipts, "head": head})
+
+    def close(self, parts: list[str]) -> None:
+        """The document's last link: its parts' digests."""
+        self.link("parts", cast(JSON, parts))
+
+
+_PARTS = (("info", 2), ("outcome_detail", 1), ("stats", 2))
+
+
+def parts(document: Mapping[str, JSON]) -> list[tuple[str, str]]:
+    """The labels and short digests of a document's parts (see the module docstring)."""
+    out: list[tuple[str, str]] = []
+    for name, depth in _PARTS:
+        _part(out, name, document.get(name), depth)
+    return out
+
+
+def _part(out: list[tuple[str, str]], label: str, value: JSON, depth: int) -> None:
+    if depth and isinstance(value, dict):
+        keys = sorted(value)
+        out.append(
+            (label, hashlib.sha256(canonical([label, "object", cast(JSON, keys)])).hexdigest()[:16])
+        )
+        for key in keys:
+            _part(out, f"{label}.{key}", value[key], depth - 1)
+    else:
+        out.append((label, hashlib.sha256(canonical([label, "value", value])).hexdigest()[:16]))
+
+
+def recompute(document: Mapping[str, JSON]) -> Chain:
+    """A document's chain from its fields, up to (not including) its parts link."""
+    seal = document.get("seal")
+    settings = (
+        {k: v for k, v in seal.items() if k in ("algorithm", "signer")}
+        if isinstance(seal, dict)
+        else seal
+    )
+    messages = cast(list[JSON], document.get("messages"))
+    times = cast(list[JSON], document.get("timestamps")) or [None] * len(messages)
+    chain = Chain()
+    chain.start(document.get("format"), settings, document.get("info"))
+    for i, (t, message) in enumerate(zip(times, messages, strict=True)):
+        chain.message(i, t, message)
+    chain.end(
+        document.get("outcome"),
+        document.get("outcome_detail"),
+        document.get("stats"),
+        document.get("stream"),
+        len(messages),
+    )
+    return chain
 
 
 def verdict_facts(stats: JSON) -> tuple[int, str | None]:
@@ -209,26 +252,19 @@ def check_document(data: Mapping[str, JSON], verify: Verifier | None) -> SealChe
         return _broken("seal.digest is not a digest (64 hex digits)", data)
     if not (isinstance(links, list) and all(isinstance(x, str) for x in links)):
         return _broken("seal.links is not a list of digests", data)
-    times = cast(list[JSON], timestamps) or [None] * len(messages)
-    chain = Chain()
-    chain.start(
-        data["format"],
-        {k: v for k, v in seal.items() if k in ("algorithm", "signer")},
-        data["info"],
-    )
-    for i, (t, message) in enumerate(zip(times, messages, strict=True)):
-        chain.message(i, t, message)
-    chain.end(data["outcome"], data["outcome_detail"], data["stats"], data["stream"], len(messages))
+    stored = seal.get("parts")
+    if not (isinstance(stored, list) and all(isinstance(x, str) for x in stored)):
+        return _broken("seal.parts is not a list of digests", data)
+    chain = recompute(data)
+    links_now = list(chain.links)
+    chain.close(cast(list[str], stored))
     receipts, _ = verdict_facts(data["stats"])
     for name, actual in (("messages", len(messages)), ("receipts", receipts)):
         claimed = seal.get(name)
         if claimed != actual:
             errors.append(f"the seal covers {claimed} {name}, the record has {actual}")
-    digest = chain.digest.hex()
-    if digest != recorded:
-        errors.append(_first_difference(chain, cast(list[str], links)))
-    elif links != chain.links:
-        errors.append("seal.links were edited (the record matches the seal's digest)")
+    if chain.digest.hex() != recorded or links != links_now:
+        errors.append(_first_difference(data, chain, links_now, cast(list[str], links)))
     state, problem = _signature(seal.get("signature"), signer, chain.digest, "seal", verify)
     if problem:
         errors.append(problem)
@@ -238,6 +274,7 @@ def check_document(data: Mapping[str, JSON], verify: Verifier | None) -> SealChe
         "messages",
         "receipts",
         "links",
+        "parts",
         "digest",
         "signature",
     }
@@ -245,15 +282,32 @@ def check_document(data: Mapping[str, JSON], verify: Verifier | None) -> SealChe
     return SealCheck(tuple(errors), True, len(messages), recorded, signer, state, data)
 
 
-def _first_difference(chain: Chain, links: list[str]) -> str:
-    for label, ours, theirs in zip(chain.labels, chain.links, links, strict=False):
+def _first_difference(
+    data: Mapping[str, JSON], chain: Chain, links: list[str], stored: list[str]
+) -> str:
+    """What does not match: the first link that differs, and in it the first part."""
+    for label, ours, theirs in zip(chain.labels, links, stored, strict=False):
         if ours != theirs:
-            return f"{label} does not match the seal"
-    if len(chain.links) > len(links):
-        return f"{chain.labels[len(links)]} is not under the seal (appended)"
-    if len(chain.links) < len(links):
+            return f"{_deepest(data, label)} does not match the seal"
+    if len(links) > len(stored):
+        return f"{chain.labels[len(stored)]} is not under the seal (appended)"
+    if len(links) < len(stored):
         return "the seal has more links than the record: something was dropped at the end"
+    recorded = cast(dict[str, JSON], data["seal"]).get("parts")
+    if [short for _, short in parts(data)] != recorded:
+        return "seal.parts were edited (the record matches its links)"
     return "seal.digest does not match the record (the digest itself was edited)"
+
+
+def _deepest(data: Mapping[str, JSON], label: str) -> str:
+    """The first part under ``label`` whose digest differs from the recorded one."""
+    recorded = cast(dict[str, JSON], data["seal"]).get("parts")
+    if not isinstance(recorded, list):
+        return label
+    for (name, ours), theirs in zip(parts(data), recorded, strict=False):
+        if (name == label or name.startswith(f"{label}.")) and ours != theirs:
+            return name  # an object's part differs when its keys do
+    return label
 
 
 def check_stream(text: str, verify: Verifier | None) -> SealCheck:
