@@ -25,7 +25,7 @@ from four.quaternary import (
     load_receipts,
 )
 from four.trajectory import Trajectory, TrajectoryError
-from four.trajectory._seal import SealCheck, Verifier, check_document, check_stream
+from four.trajectory._seal import SealCheck, check_document, check_stream
 from four.trajectory._sign import (
     SigningError,
     have_cryptography,
@@ -125,21 +125,18 @@ def audit(
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise TrajectoryError(f"cannot read {trajectory}: {exc.strerror}") from None
-    # cryptography is imported only for a record that names a signer
-    signed = '"signer"' in text and have_cryptography()
-    verify: Verifier | None = verify_signature if signed else None
     if path.suffix == ".jsonl":
         first = text.split("\n", 1)[0]
         if not _ours(_loads(first), "start"):
             return Audit(path, False, ("not a four trajectory stream",), trajectory=False)
-        return _finish(path, check_stream(text, verify), wanted)
+        return _finish(path, check_stream(text, _verify), wanted)
     data = _loads(text)
     if not isinstance(data, dict):
         problem = "not JSON (cut short, or not a trajectory)" if data is None else "not an object"
         return Audit(path, False, (f"the document is {problem}",), trajectory=data is None)
     if not _ours(data, None):
         return Audit(path, False, ("not a four trajectory",), trajectory=False)
-    return _finish(path, check_document(data, verify), wanted)
+    return _finish(path, check_document(data, _verify), wanted)
 
 
 def audit_all(
@@ -177,6 +174,11 @@ def runs_under(folder: str | os.PathLike[str]) -> Iterator[Path]:
                 name.endswith(".jsonl") and f"{name.removesuffix('.jsonl')}.json" not in names
             ):
                 yield Path(dirpath, name)
+
+
+def _verify(public: str, digest: bytes, signature: str) -> bool | None:
+    """A signature checked, importing ``cryptography`` only for a record that is signed."""
+    return verify_signature(public, digest, signature) if have_cryptography() else None
 
 
 def _public_key(source: str | os.PathLike[str] | None) -> str | None:

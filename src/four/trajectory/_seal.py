@@ -172,8 +172,9 @@ def verdict_facts(stats: JSON) -> tuple[int, str | None]:
     ) else None
 
 
-Verifier = Callable[[str, bytes, str], bool]
-"""Checks a signature: (public key hex, digest, signature hex) -> whether it holds."""
+Verifier = Callable[[str, bytes, str], bool | None]
+"""Checks a signature: (public key hex, digest, signature hex) -> whether it holds, or
+None when it cannot be checked here (no ``cryptography``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,9 +217,10 @@ def _signature(
         return "none", None
     if not (isinstance(value, str) and _HEX128.fullmatch(value)):
         return "none", f"{where}: signed by {signer[:16]}, but the signature is missing"
-    if verify is None:
+    holds = None if verify is None else verify(signer, digest, value)
+    if holds is None:
         return "unchecked", None
-    if not verify(signer, digest, value):
+    if not holds:
         return "none", f"{where}: the signature does not verify against its signer"
     return "valid", None
 
