@@ -14,7 +14,7 @@ from typing import cast
 from four._outcomes import Outcome
 from four._types import JSON, NO_USAGE, Message, RunInfo, RunStats
 from four.trajectory._codec import message_to_json, usage_to_json
-from four.trajectory._seal import ALGORITHM, Chain, parts, verdict_facts
+from four.trajectory._seal import ALGORITHM, Chain, canonical_text, parts, verdict_facts
 from four.trajectory._sign import SigningError, SigningKey
 
 FORMAT = "four.trajectory/1"
@@ -73,7 +73,7 @@ class TrajectorySink:
         self._chain = Chain()
         self._chain.start(FORMAT, self._seal, self._info)
         self._times: list[float] | None = []  # each message's time; None: not known
-        self._messages: list[dict[str, JSON]] = []  # each message's JSON, for the document
+        self._messages: list[str] = []  # each message's canonical JSON, for the document
         self._fd = _create(directory, f"{self._stem}.jsonl")
         # Written with the first message: a run's first messages follow at once.
         start: dict[str, JSON] = {
@@ -102,17 +102,19 @@ class TrajectorySink:
                 os.close(fd)
 
     def append(self, message: Message, /) -> None:
-        t = round(time.time() - self._started, 6)  # to the microsecond
-        data = message_to_json(message)
-        self._chain.message(len(self._messages), t, data)
+        t = repr(round(time.time() - self._started, 6))  # to the microsecond, as JSON
+        text = canonical_text(message_to_json(message))  # encoded once: link, line, document
+        label = f"messages[{len(self._messages)}]"
+        digest = self._chain.link_encoded(label, f'"{label}"', f'{{"message":{text},"t":{t}}}')
         if self._times is not None:
-            self._times.append(t)
-        self._messages.append(data)
-        record: dict[str, JSON] = {"type": "message", "t": t, "message": data}
-        line = self._head + self._line(record, self._chain)
-        self._head = ""
+            self._times.append(float(t))
+        self._messages.append(text)
+        line = f'{{"type": "message", "t": {t}, "message": {text}, "digest": "{digest}"'
+        if self._key is not None:
+            line += f', "signature": "{self._key.sign(self._chain.digest)}"'
         # Unbuffered: a killed process keeps every line written.
-        _write(self._fd, line.encode())
+        _write(self._fd, f"{self._head}{line}}}\n".encode())
+        self._head = ""
 
     def close(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> Path:
         stats_json = _stats_json(stats)
@@ -134,11 +136,12 @@ class TrajectorySink:
             finally:
                 os.close(fd)
         if len(self._messages) != len(messages):  # a plain-emit history, or one edited after
-            self._messages = [message_to_json(m) for m in messages]
+            encoded = [message_to_json(m) for m in messages]
+            self._messages = [canonical_text(m) for m in encoded]
             self._times = None
             self._chain = Chain()
             self._chain.start(FORMAT, self._seal, self._info)
-            for i, data in enumerate(self._messages):
+            for i, data in enumerate(encoded):
                 self._chain.message(i, None, data)
         document: dict[str, JSON] = {
             "format": FORMAT,
@@ -204,11 +207,12 @@ def save_trajectory(
     return TrajectoryWriter(path.expanduser().absolute(), key)
 
 
-def _render(document: dict[str, JSON], messages: list[dict[str, JSON]]) -> str:
-    """One key, and one message, per line: readable, and cheap for a reader that wants
-    only the keys before the messages (``indent=`` would put every value on its own line)."""
+def _render(document: dict[str, JSON], messages: list[str]) -> str:
+    """One key, and one message (already encoded), per line: readable, and cheap for a
+    reader that wants only the keys before the messages (``indent=`` would put every
+    value on its own line)."""
     lines = [f"{json.dumps(k)}: {json.dumps(v)}" for k, v in document.items()]
-    body = ",\n".join(map(json.dumps, messages))
+    body = ",\n".join(messages)
     lines.append(f'"messages": [\n{body}\n]')
     return "{\n" + ",\n".join(lines) + "\n}\n"
 

@@ -60,6 +60,11 @@ _RECORD_FIELDS = {
 _ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
 
 
+def canonical_text(value: JSON) -> str:
+    """``canonical`` as text."""
+    return _ENCODE(value)
+
+
 def canonical(value: JSON) -> bytes:
     """The bytes a value is hashed as: equal JSON values give equal bytes.
 
@@ -85,11 +90,19 @@ class Chain:
         return other
 
     def link(self, label: str, value: JSON) -> None:
+        self.link_encoded(label, _ENCODE(label), _ENCODE(value))
+
+    def link_encoded(self, label: str, label_text: str, value_text: str) -> str:
+        """``link`` from the label and value already encoded (``canonical`` text: the
+        writer encodes each message once, for the link, the stream and the document).
+        Returns the new digest in hex."""
         h = hashlib.sha256(self.digest)
-        h.update(canonical([label, "value", value]))
+        h.update(f'[{label_text},"value",{value_text}]'.encode())  # canonical([l, "value", v])
         self.digest = h.digest()
+        text = self.digest.hex()
         self.labels.append(label)
-        self.links.append(self.digest.hex()[:16])
+        self.links.append(text[:16])
+        return text
 
     def start(self, fmt: JSON, seal: JSON, info: JSON) -> None:
         self.link("format", fmt)
