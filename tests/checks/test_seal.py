@@ -414,3 +414,14 @@ def test_unsigned_runs_never_import_cryptography(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_records_nested_beyond_reach_are_invalid_not_a_crash(tmp_path: Path) -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    document = tmp_path / "deep.json"
+    document.write_text(deep)
+    assert audit(document).errors == ("the document is not JSON (cut short, or not a trajectory)",)
+    stream = tmp_path / "deep.jsonl"
+    start = '{"type": "start", "format": "four.trajectory/1", "info": {}, "seal": {}}'
+    stream.write_text(f"{start}\n{deep}\n")
+    assert not audit(stream).valid

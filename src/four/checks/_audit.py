@@ -193,7 +193,7 @@ def _public_key(source: str | os.PathLike[str] | None) -> str | None:
 def _loads(text: str) -> JSON:
     try:
         return json.loads(text)  # type: ignore[no-any-return]
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested beyond the parser's depth
         return None
 
 
@@ -229,20 +229,19 @@ def _finish(path: Path, seal: SealCheck, wanted: str | None) -> Audit:
         path,
         not errors,
         tuple(errors),
-        seal.finished,
-        True,
-        outcome if isinstance(outcome, str) else None,
-        seal.messages,
-        seal.signer,
-        seal.signature,
-        wanted is not None and seal.signature == "valid" and seal.signer == wanted,
-        verdicts is not None,
-        result.evaluations if result else 0,
-        result.initial_rank if result else 0,
-        result.final_rank if result else 0,
-        result.head if result else b"",
-        count,
-        seal.digest,
+        finished=seal.finished,
+        outcome=outcome if isinstance(outcome, str) else None,
+        messages=seal.messages,
+        signer=seal.signer,
+        signature=seal.signature,
+        key_checked=wanted is not None and seal.signature == "valid" and seal.signer == wanted,
+        verified=verdicts is not None,
+        evaluations=result.evaluations if result else 0,
+        initial_rank=result.initial_rank if result else 0,
+        final_rank=result.final_rank if result else 0,
+        head=result.head if result else b"",
+        receipts=count,
+        digest=seal.digest,
     )
 
 

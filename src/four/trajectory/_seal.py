@@ -345,6 +345,9 @@ def check_stream(text: str, verify: Verifier | None) -> SealCheck:
         except json.JSONDecodeError as exc:
             errors.append(f"{where} is not JSON: {exc.msg}")
             break
+        except RecursionError:
+            errors.append(f"{where} is nested too deeply to read")
+            break
         kind = record.get("type") if isinstance(record, dict) else None
         if finished:
             errors.append(f"{where}: a record after the end record")
