@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import multiprocessing
 import os
@@ -20,12 +21,13 @@ from four.quaternary import (
     ComputeNeed,
     ControllerAction,
     EvaluationReceipt,
+    QICTConfig,
     TransitionReceipt,
     audit_trace,
     load_receipts,
 )
 from four.trajectory import Trajectory, TrajectoryError
-from four.trajectory._seal import SealCheck, check_document, check_stream
+from four.trajectory._seal import SealCheck, canonical_text, check_document, check_stream
 from four.trajectory._sign import (
     SigningError,
     have_cryptography,
@@ -253,7 +255,7 @@ def _verdicts(record: JSON, detail: JSON) -> tuple[list[str], AuditResult | None
     errors: list[str] = []
     config = None
     try:
-        config = config_from_json(_object(record.get("config"), "config"))
+        config = _config(canonical_text(record.get("config")))
     except ValueError as exc:
         errors.append(f"stats.verdicts.config: {exc}")
     head = record.get("head")
@@ -296,10 +298,14 @@ def _action(receipt: TransitionReceipt) -> str:
     return action.value if isinstance(action, ControllerAction) else str(action)
 
 
-def _object(value: JSON, name: str) -> Mapping[str, JSON]:
+@functools.lru_cache(maxsize=64)
+def _config(text: str) -> QICTConfig:
+    """A config from its canonical JSON: one object for the many runs of a fleet that
+    share it (so the replay reuses its fingerprint)."""
+    value = json.loads(text)
     if not isinstance(value, dict):
-        raise ValueError(f"{name} is missing")
-    return value
+        raise ValueError("config is missing")
+    return config_from_json(value)
 
 
 def _receipt_errors(document: JSON) -> list[str]:
