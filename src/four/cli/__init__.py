@@ -106,7 +106,17 @@ def _add_agent_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _run_flags(p: argparse.ArgumentParser) -> None:
+    from four.domains import domain_names, domain_summary
+
     p.add_argument("task", metavar="TASK", help="the task; '-' reads it from standard input")
+    names = domain_names()
+    kinds = "; ".join(f"{name}: {domain_summary(name)}" for name in names)
+    p.add_argument(
+        "--domain",
+        choices=names,
+        default=None,
+        help=f"what the agent writes and how it is run and saved ({kinds}) [FOUR_DOMAIN, bash]",
+    )
     _add_agent_flags(p)
     p.add_argument(
         "--max-steps", type=_positive_int, help="model calls at most [FOUR_MAX_STEPS, 100]"
@@ -139,7 +149,11 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
         help="verified loop: a submission counts only once CMD exits 0 in the environment",
     )
     p.add_argument("-o", "--output-dir", help="where to save the trajectory [FOUR_OUTPUT_DIR]")
-    p.add_argument("--system", metavar="FILE", help="system prompt from FILE [FOUR_SYSTEM]")
+    p.add_argument(
+        "--system",
+        metavar="FILE",
+        help="system prompt from FILE (default: the domain's) [FOUR_SYSTEM]",
+    )
     _add_output_flags(p, "the final outcome")
 
 
