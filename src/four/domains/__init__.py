@@ -70,6 +70,11 @@ _REGISTRY: dict[str, tuple[str, str | None, str]] = {
         None,
         "shell commands in ```bash blocks, run in --env (the default)",
     ),
+    "python": (
+        "four.domains.python:DOMAIN",
+        "python",
+        "Python code: file edits judged by ruff and mypy --strict; --check runs the tests",
+    ),
 }
 
 

@@ -17,6 +17,7 @@ from four.parse._edits import (
     SearchReplace,
     WholeFile,
     apply_edits,
+    describe_edit,
     edit_parse,
 )
 from four.parse._regex import DEFAULT_TAGS, Block, RegexParse, fenced_blocks, regex_parse
@@ -33,6 +34,7 @@ __all__ = [
     "ToolcallParse",
     "WholeFile",
     "apply_edits",
+    "describe_edit",
     "edit_parse",
     "fenced_blocks",
     "regex_parse",
