@@ -331,9 +331,9 @@ def apply_edits(
 def _replace(text: str, edit: SearchReplace) -> tuple[str, None] | tuple[None, str]:
     """The text with ``edit`` applied, or (None, what went wrong)."""
     newline = "\r\n" if "\r\n" in text else "\n"
-    lines = text.split(newline)
-    ends_open = not text.endswith(newline)  # the last line has no newline
-    if not ends_open:
+    lines = text.split(newline) if text else []
+    ends_open = bool(text) and not text.endswith(newline)  # the last line has no newline
+    if text and not ends_open:
         lines.pop()
     replace = edit.replace.split("\n") if edit.replace else []
     if not edit.search.strip():
@@ -437,4 +437,5 @@ def _closest(lines: Sequence[str], search: Sequence[str]) -> str:
         f"{best_start + 1 + offset:>5} | {line}"
         for offset, line in enumerate(lines[best_start : best_start + size])
     )
-    return f" The closest match is lines {_span(best_start, size)} ({best:.0%} alike):\n{shown}"
+    where = "lines" if size > 1 else "line"
+    return f" The closest match is {where} {_span(best_start, size)} ({best:.0%} alike):\n{shown}"
