@@ -13,11 +13,11 @@ import importlib.util
 if importlib.util.find_spec("mypy") is None or importlib.util.find_spec("ruff") is None:
     raise ImportError("the python domain needs mypy and ruff", name="mypy")
 
-from four.domains.python._check import TypedCheck, typed_check  # noqa: E402
-from four.domains.python._diagnostics import Diagnostic  # noqa: E402
-from four.domains.python._domain import DOMAIN, SYSTEM  # noqa: E402
-from four.domains.python._emit import SaveFiles, save_files  # noqa: E402
-from four.domains.python._env import PythonEnv, python_env  # noqa: E402
+from four.domains.python._check import TypedCheck, typed_check
+from four.domains.python._diagnostics import Diagnostic
+from four.domains.python._domain import DOMAIN, SYSTEM
+from four.domains.python._emit import SaveFiles, save_files
+from four.domains.python._env import PythonEnv, python_env
 
 __all__ = [
     "DOMAIN",
