@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from four import Assistant, Message, User, run, scripted_invoke
+from four import Action, Assistant, Message, User, run, scripted_invoke
 from four.domains.python import PythonEnv, python_env, save_files, typed_check
 from four.parse import EditAction, SearchReplace, WholeFile, edit_parse
 from four.trajectory import load_trajectory
@@ -69,6 +69,7 @@ def env(workspace: Path) -> Iterator[PythonEnv]:
 
 def apply(env: PythonEnv, reply: str) -> str:
     (action, *_) = edit_parse()(Assistant(reply)).unwrap()
+    assert isinstance(action, Action)
     return env(action).unwrap().content
 
 
@@ -358,6 +359,7 @@ def test_whole_file_edits_of_the_parser_reach_the_workspace(env: PythonEnv) -> N
 
 def test_commands_run_in_the_workspace(env: PythonEnv) -> None:
     (action,) = edit_parse()(Assistant("```bash\nls\n```")).unwrap()
+    assert isinstance(action, Action)
     assert "tool.py" in env(action).unwrap().content
 
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from returns.result import Failure, Success
 
 from four import Action, Assistant, FormatError, Submitted
-from four.parse import EditAction, SearchReplace, WholeFile, apply_edits, edit_parse
+from four.parse import EditAction, FileEdit, SearchReplace, WholeFile, apply_edits, edit_parse
 
 SR = "<<<<<<< SEARCH\n{old}\n=======\n{new}\n>>>>>>> REPLACE"
 
@@ -114,7 +114,7 @@ def test_the_exit_signal_submits_when_there_is_nothing_to_do() -> None:
 
 
 def test_apply_edits_applies_in_order_to_the_evolving_text() -> None:
-    edits = [
+    edits: list[FileEdit] = [
         SearchReplace("a.py", "x = 1", "x = 2"),
         SearchReplace("a.py", "x = 2", "x = 3\ny = 4"),
         WholeFile("b.py", "new\n"),
@@ -166,7 +166,8 @@ def test_an_empty_search_creates_or_appends() -> None:
 
 
 def test_a_search_in_a_missing_file_is_an_error() -> None:
-    result = apply_edits([SearchReplace("gone.py", "x", "y")], {}.get)
+    nothing: dict[str, str] = {}
+    result = apply_edits([SearchReplace("gone.py", "x", "y")], nothing.get)
     assert isinstance(result, Failure)
     assert "gone.py): the file does not exist" in result.failure().feedback
 

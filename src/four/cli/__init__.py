@@ -201,6 +201,12 @@ def _stats_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
+def _spoke_flags(p: argparse.ArgumentParser) -> None:
+    from four.cli._spoke import flags
+
+    flags(p)
+
+
 def _batch_flags(p: argparse.ArgumentParser) -> None:
     from four.batch._command import batch_flags
 
@@ -252,6 +258,13 @@ _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]]
         "Trajectories go to DIR/runs/<id>/, one line per task to DIR/manifest.jsonl; "
         "run again and finished tasks are skipped.",
         _batch_flags,
+    ),
+    "spoke": (
+        "write a new, type-checked component of four with the model",
+        "four spoke new NAME PURPOSE: the Python domain writes the module NAME.py, accepted "
+        "only once mypy --strict passes against four's Protocols, it imports, and a dry run "
+        "of `run` over it ends as it says.",
+        _spoke_flags,
     ),
 }
 
