@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-TYPES = "four._types"
+TYPES = "four.types"
 """The module of the extension API the harness types spokes against."""
 
 KINDS: dict[str, str] = {

@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from four import local_env, regex_parse, run, save_trajectory, scripted_invoke
-from four._outcomes import Outcome
-from four._types import Emit, Execute, Invoke, Message, Parse
+from four.types import Emit, Execute, Invoke, Message, Outcome, Parse
 
 
 def main(argv: Sequence[str]) -> int:

@@ -7,13 +7,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from four import run
-from four._types import Invoke
 from four.checks import Claim, verify
 from four.domains.python import python_env, save_files
 from four.parse import edit_parse
 from four.quaternary import CheckResult, no, yes
 from four.spokes._accept import KINDS, TYPES, accept, name_problem
 from four.trajectory import load_trajectory
+from four.types import Invoke
 
 API = f"""\
 The extension API (import these from {TYPES}; everything is typed, mypy --strict checks it,
@@ -36,7 +36,7 @@ The four arrows are Protocols; any function or object with __call__ of the shape
   Emit[T] (emit): (messages: Sequence[Message], outcome: Outcome, /) -> T
 An outcome has .text, its stable form: "exit:task_complete", "max_steps_reached", ...
 Ready components to wrap or reuse: from four import local_env, regex_parse,
-save_trajectory, scripted_invoke, load_trajectory; four.execute.EXIT_SIGNAL is the line
+save_trajectory, scripted_invoke, load_trajectory; four.types.EXIT_SIGNAL is the line
 that submits ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")."""
 
 CONTRACT = f"""\

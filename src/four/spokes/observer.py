@@ -31,7 +31,8 @@ from pathlib import Path
 from returns.result import Failure, Result, Success
 
 from four import Finished, Outcome, load_trajectory
-from four._types import (
+from four.types import EXIT_SIGNAL
+from four.types import (
     Action,
     Assistant,
     Emit,
@@ -42,7 +43,6 @@ from four._types import (
     Submitted,
     User,
 )
-from four.execute import EXIT_SIGNAL
 
 KIND = "V2"
 DRY_RUN = ["```bash\nsummary\n```", "```bash\nfailures\n```", EXIT_SIGNAL]

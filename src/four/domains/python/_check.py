@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from four._types import Execute
 from four.checks import Claim, Judgement, command_check, verify
 from four.domains.python._env import PythonEnv
 from four.quaternary import CheckResult, EvidenceNeed, maybe, no, yes
+from four.types import Execute
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from four._types import Execute, Parse, Recorder, Verify
 from four.domains import Domain, DomainSetup
 from four.domains.python._check import typed_check
 from four.domains.python._emit import save_files
 from four.domains.python._env import PythonEnv, python_env
 from four.execute import EXIT_SIGNAL
 from four.parse import edit_parse
+from four.types import Execute, Parse, Recorder, Verify
 
 SYSTEM = f"""You are a careful Python developer working in a project folder. You change the
 code with file edits; every edit is checked at once with ruff and mypy --strict, and you
@@ -71,7 +71,7 @@ def _check(setup: DomainSetup, env: Execute, tests: str | None) -> Verify | None
 
 DOMAIN = Domain(
     name="python",
-    summary="Python code: file edits judged by ruff and mypy --strict (dmypy), --check tests",
+    summary="Python code: file edits judged by ruff and mypy --strict; --check runs the tests",
     system=SYSTEM,
     parse=_parse,
     environment=_environment,

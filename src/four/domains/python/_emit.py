@@ -8,11 +8,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from four._outcomes import Outcome
-from four._types import Message, RunInfo, RunStats
 from four.domains.python._env import PythonEnv
 from four.execute import Workspace
 from four.trajectory import TrajectorySink, save_trajectory
+from four.types import Message, Outcome, RunInfo, RunStats
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,6 @@ from types import TracebackType
 
 from returns.result import Failure, Result, Success
 
-from four._types import Action, Execute, ExecutionError, Observation, Submitted
 from four.domains.python._daemon import Dmypy
 from four.domains.python._diagnostics import (
     Diagnostic,
@@ -24,6 +23,7 @@ from four.domains.python._diagnostics import (
 )
 from four.execute import Refused, Workspace, command_env, local_env
 from four.parse import EditAction, FileEdit, apply_edits, describe_edit
+from four.types import Action, Execute, ExecutionError, Observation, Submitted
 
 _SHOWN_IN_CONTEXT = 8  # new diagnostics shown with their function; the rest in one line
 _SHOWN = 30  # diagnostics listed at most in one observation
