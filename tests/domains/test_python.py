@@ -367,3 +367,12 @@ def test_the_system_prompt_shows_both_edit_formats() -> None:
     from four.domains.python import SYSTEM
 
     assert "<<<<<<< SEARCH" in SYSTEM and "hello.py\n```python" in SYSTEM
+
+
+def test_another_interpreter_is_asked_through_the_dmypy_command(workspace: Path) -> None:
+    other = Path(sys.executable).with_name("python3")  # the same venv, another path
+    if not other.exists() or str(other) == sys.executable:
+        pytest.skip("no second name for this interpreter")
+    with python_env(workspace, python=str(other)) as env:
+        seen = apply(env, edit("tool.py", "    return x * 2", '    return "x"'))
+    assert "tool.py:2: Incompatible return value type" in seen

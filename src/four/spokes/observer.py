@@ -31,8 +31,8 @@ from pathlib import Path
 from returns.result import Failure, Result, Success
 
 from four import Finished, Outcome, load_trajectory
-from four.types import EXIT_SIGNAL
 from four.types import (
+    EXIT_SIGNAL,
     Action,
     Assistant,
     Emit,

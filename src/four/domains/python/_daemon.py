@@ -4,7 +4,8 @@ The daemon runs in the foreground of a child process we start (``dmypy daemon``)
 session of its own, with a pipe from us on its stdin and a thread reading that pipe:
 when the pipe closes (``stop()``, or this process dying, even by SIGKILL) the child
 removes its status file and socket and exits. mypy's own ``--timeout`` stops an idle
-daemon too, as a last resort. Checks go to the daemon through ``dmypy check``.
+daemon too, as a last resort. Checks go to the daemon with mypy's own client: in this
+process when the daemon runs this interpreter, else through ``dmypy check``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -93,25 +95,55 @@ class Dmypy:
             started = self._start()
             if isinstance(started, Failure):
                 return started
+            asked = self._ask(files)
+            if isinstance(asked, Success) or attempt == 2:
+                return asked
+            self.stop()  # a daemon that crashed or lost its status: a fresh one
+        raise AssertionError("unreachable")
+
+    def _ask(self, files: Sequence[str]) -> Result[str, str]:
+        """One ``check`` request: in this process when the daemon runs our interpreter
+        (its client module costs half a second to start in a process of its own), else
+        through ``dmypy check``."""
+        if self.python == sys.executable:
+            from mypy.dmypy.client import request
+            from mypy.ipc import BadStatus
+
             try:
-                done = subprocess.run(
-                    [*self._client(), "check", "--", *files],
-                    cwd=self.workspace,
-                    env=self.env,
-                    stdin=subprocess.DEVNULL,
-                    capture_output=True,
-                    timeout=self.timeout,
+                response = request(
+                    str(self.status_file),
+                    "check",
+                    timeout=int(self.timeout),
+                    files=list(files),
+                    export_types=False,
                 )
-            except subprocess.TimeoutExpired:
-                self.stop()
-                return Failure(f"mypy did not finish within {self.timeout:g}s")
-            except OSError as exc:
-                return Failure(f"cannot run dmypy: {exc}")
-            output = done.stdout.decode("utf-8", "replace")
-            if done.returncode in (0, 1):
+            except BadStatus as exc:
+                return Failure(f"the mypy daemon is gone: {exc}")
+            if "error" in response:
+                return Failure(f"the mypy daemon did not answer: {response['error']}")
+            status, output = response.get("status"), str(response.get("out", ""))
+            if status in (0, 1):
                 return Success(output)
-            if attempt == 1:
-                self.stop()  # a daemon that crashed or lost its status: a fresh one
+            return Failure(
+                f"mypy failed (exit {status}): {(output + str(response.get('err', '')))[-500:]}"
+            )
+        try:
+            done = subprocess.run(
+                [*self._client(), "check", "--", *files],
+                cwd=self.workspace,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=self.timeout,
+            )
+        except subprocess.TimeoutExpired:
+            self.stop()
+            return Failure(f"mypy did not finish within {self.timeout:g}s")
+        except OSError as exc:
+            return Failure(f"cannot run dmypy: {exc}")
+        output = done.stdout.decode("utf-8", "replace")
+        if done.returncode in (0, 1):
+            return Success(output)
         problem = (output + done.stderr.decode("utf-8", "replace")).strip()
         return Failure(f"dmypy failed (exit {done.returncode}): {problem[-500:]}")
 
