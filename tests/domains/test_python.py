@@ -347,10 +347,10 @@ def test_typed_check_runs_the_tests_after_the_types(workspace: Path, tmp_path: P
 def test_whole_file_edits_of_the_parser_reach_the_workspace(env: PythonEnv) -> None:
     seen = env(
         EditAction(
-            [
+            edits=(
                 WholeFile("pkg/__init__.py", ""),
                 SearchReplace("tool.py", "    return x * 2", "    return x * 5"),
-            ]
+            )
         )
     )
     assert "Applied: write pkg/__init__.py (0 lines); edit tool.py" in seen.unwrap().content

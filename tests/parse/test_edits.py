@@ -68,6 +68,12 @@ def test_search_replace_blocks_in_one_fence_and_in_several() -> None:
     assert edit.edits[2] == SearchReplace("other.c", "int x;", "long x;", 16)
 
 
+def test_one_file_has_one_name() -> None:
+    (edit,) = actions("./src//a.py\n```python\nx = 1\n```\n../b.py\n```python\ny\n```")
+    assert isinstance(edit, EditAction)
+    assert [e.path for e in edit.edits] == ["src/a.py", "../b.py"]  # '..' is V2's to refuse
+
+
 def test_a_path_inside_the_fence_is_read_too() -> None:
     (edit,) = actions("```python\ntool.py\n" + SR.format(old="a", new="b") + "\n```")
     assert isinstance(edit, EditAction)

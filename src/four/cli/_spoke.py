@@ -26,6 +26,9 @@ def flags(p: argparse.ArgumentParser) -> None:
     new.add_argument("--dir", default="spokes", help="where the module goes [spokes]")
     new.add_argument("-o", "--output-dir", help="where the trajectory goes [FOUR_OUTPUT_DIR]")
     new.add_argument("--max-steps", type=int, default=40, help="model calls at most [40]")
+    new.add_argument(
+        "--cost-limit", type=float, default=3.0, help="stop after this many USD; 0 = none [3]"
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -47,10 +50,13 @@ def main(args: argparse.Namespace) -> int:
     key = env.get("FOUR_API_KEY")
     key = "none" if api_base and key is None else key
     model = resolve_model(model, api_base, key)
-    from four.invoke import litellm_invoke, retry_invoke
+    from four.invoke import budget_invoke, litellm_invoke, retry_invoke
     from four.spokes import new_spoke
+    from four.types import Invoke
 
-    G = retry_invoke(litellm_invoke(model, api_base=api_base, api_key=key))
+    G: Invoke = retry_invoke(litellm_invoke(model, api_base=api_base, api_key=key))
+    if args.cost_limit:
+        G = budget_invoke(G, cost_limit=args.cost_limit)
     output = args.output_dir or env.get("FOUR_OUTPUT_DIR") or "trajectories"
     made = new_spoke(
         args.name, args.purpose, G, folder=args.dir, output_dir=output, max_steps=args.max_steps

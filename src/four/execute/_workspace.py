@@ -35,9 +35,11 @@ class Refused(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Written:
-    """What ``Workspace.write`` changed: each path's earlier bytes (None: it was created)."""
+    """What ``Workspace.write`` changed: each path's earlier bytes (None: it was created),
+    and the folders it created, outermost first."""
 
     before: Mapping[str, bytes | None]
+    folders: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,17 +103,18 @@ class Workspace:
             for path in texts:
                 before[path] = self.read_bytes(path)
         except Refused as exc:
-            return Failure(str(exc))
+            return Failure(f"{exc}; no file was changed")
         done: dict[str, bytes | None] = {}
+        folders: list[str] = []
         try:
             for path, text in texts.items():
-                self._put(path, text.encode("utf-8"))
+                self._put(path, text.encode("utf-8"), folders)
                 done[path] = before[path]
         except (OSError, Refused) as exc:
-            self.restore(Written(done))
+            self.restore(Written(done, tuple(folders)))
             reason = str(exc) if isinstance(exc, Refused) else _why(path, exc)
             return Failure(f"{reason}; no file was changed")
-        return Success(Written(before))
+        return Success(Written(before, tuple(folders)))
 
     def restore(self, written: Written) -> None:
         """Put back what ``write`` changed: earlier contents, created files removed."""
@@ -119,10 +122,15 @@ class Workspace:
             with contextlib.suppress(OSError, Refused):
                 if data is None:
                     parts = _parts(path)
-                    with self._folder(parts[:-1], create=False) as folder:
-                        os.unlink(parts[-1], dir_fd=folder)
+                    with self._folder(parts[:-1], create=False) as fd:
+                        os.unlink(parts[-1], dir_fd=fd)
                 else:
-                    self._put(path, data)
+                    self._put(path, data, [])
+        for made in reversed(written.folders):  # created by the write: gone if empty
+            with contextlib.suppress(OSError, Refused):
+                parts = _parts(made)
+                with self._folder(parts[:-1], create=False) as fd:
+                    os.rmdir(parts[-1], dir_fd=fd)
 
     def snapshot(self, suffixes: tuple[str, ...]) -> dict[str, bytes]:
         """The bytes of every file under the root whose name ends with one of ``suffixes``
@@ -145,16 +153,16 @@ class Workspace:
                 if name.endswith(suffixes) and not full.is_symlink():
                     yield full.relative_to(self.root).as_posix()
 
-    def _put(self, path: str, data: bytes) -> None:
+    def _put(self, path: str, data: bytes, created: list[str]) -> None:
         parts = _parts(path)
-        with self._folder(parts[:-1], create=True) as folder:
+        with self._folder(parts[:-1], create=True, created=created) as folder:
             mode = 0o644
             with contextlib.suppress(FileNotFoundError):
                 old = os.stat(parts[-1], dir_fd=folder, follow_symlinks=False)
                 if not stat.S_ISREG(old.st_mode):
                     raise Refused(f"{path}: not a regular file")
                 mode = stat.S_IMODE(old.st_mode)
-            temporary = f".{parts[-1]}.four-{os.urandom(4).hex()}"
+            temporary = f".four-{os.urandom(6).hex()}.tmp"  # short: any name fits beside it
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
             fd = os.open(temporary, flags, mode, dir_fd=folder)
             try:
@@ -171,17 +179,22 @@ class Workspace:
                 raise
 
     @contextlib.contextmanager
-    def _folder(self, parts: tuple[str, ...], create: bool) -> Iterator[int]:
-        """A descriptor of the folder ``parts`` under the root, walked without symlinks."""
+    def _folder(
+        self, parts: tuple[str, ...], create: bool, created: list[str] | None = None
+    ) -> Iterator[int]:
+        """A descriptor of the folder ``parts`` under the root, walked without symlinks;
+        the folders made on the way are added to ``created``."""
         fd = os.open(self.root, _DIR)
         try:
-            for part in parts:
+            for depth, part in enumerate(parts):
                 try:
                     child = os.open(part, _DIR, dir_fd=fd)
                 except FileNotFoundError:
                     if not create:
                         raise
                     os.mkdir(part, 0o777, dir_fd=fd)
+                    if created is not None:
+                        created.append("/".join(parts[: depth + 1]))
                     child = os.open(part, _DIR, dir_fd=fd)
                 os.close(fd)
                 fd = child

@@ -18,6 +18,7 @@ import difflib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import TypeAlias
 
 from returns.result import Failure, Result, Success
@@ -25,7 +26,7 @@ from returns.result import Failure, Result, Success
 from four._types import Action, FormatError, Rejected, Reply, Submitted
 from four.execute._output import EXIT_SIGNAL
 from four.parse._finish import finish_rule, no_action
-from four.parse._regex import DEFAULT_TAGS, Block, fenced_blocks
+from four.parse._regex import DEFAULT_TAGS, Block, _console, fenced_blocks
 
 _SEARCH = re.compile(r"^\s*<{5,9} ?SEARCH\s*$")
 _DIVIDER = re.compile(r"^\s*={5,9}\s*$")
@@ -60,24 +61,27 @@ class SearchReplace:
 FileEdit: TypeAlias = WholeFile | SearchReplace
 
 
+@dataclass(frozen=True, slots=True)
 class EditAction(Action):
     """One turn's file edits, to be applied all or none by an environment that owns files.
 
-    ``command`` is a shell comment naming the edits, so an environment that knows no
-    edits runs nothing and says so instead of running code as shell.
+    ``command`` (made from the edits when not given) is a shell comment naming them, so
+    an environment that knows no edits runs nothing and says so instead of running code
+    as shell.
+
+    >>> EditAction(edits=(WholeFile("a.py", "x = 1\\n"),)).command.splitlines()[0]
+    '# write a.py (1 lines)'
     """
 
-    __slots__ = ("edits",)
-    edits: tuple[FileEdit, ...]
+    command: str = ""
+    call_id: str | None = None
+    edits: tuple[FileEdit, ...] = ()
 
-    def __init__(self, edits: Sequence[FileEdit], call_id: str | None = None) -> None:
-        lines = [f"# {describe_edit(edit)}" for edit in edits]
-        lines.append("echo 'this environment cannot apply file edits' >&2; exit 2")
-        super().__init__("\n".join(lines), call_id)
-        object.__setattr__(self, "edits", tuple(edits))
-
-    def __repr__(self) -> str:
-        return f"EditAction(edits={self.edits!r}, call_id={self.call_id!r})"
+    def __post_init__(self) -> None:
+        if not self.command:
+            lines = [f"# {describe_edit(edit)}" for edit in self.edits]
+            lines.append("echo 'this environment cannot apply file edits' >&2; exit 2")
+            object.__setattr__(self, "command", "\n".join(lines))
 
 
 def describe_edit(edit: FileEdit) -> str:
@@ -97,7 +101,8 @@ def path_of(line: str) -> str | None:
     """The path a heading line names (``tool.py``, ``**src/a.py**``, ``# File: a.c:``), or None.
 
     A path has no spaces and holds a ``/`` or a ``.`` (``./Makefile``, not ``Makefile``),
-    so a line of prose before a fence is never taken for one.
+    so a line of prose before a fence is never taken for one. ``./`` and doubled
+    slashes are dropped, so one file has one name.
 
     >>> path_of("`src/tool.py`:"), path_of("Here is the fix:")
     ('src/tool.py', None)
@@ -108,7 +113,7 @@ def path_of(line: str) -> str | None:
         return None
     if "/" not in text and "." not in text.strip("."):
         return None
-    return text
+    return PurePosixPath(text).as_posix()  # ./a.py and a.py are one file ('..' stays)
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,14 +173,15 @@ class EditParse:
             elif path is not None:
                 edits.append(WholeFile(path, _with_newline(block.body), block.line))
             elif block.tag in tags and block.body.strip():
-                commands.append(block.body.strip("\n"))
+                body = _console(block.body) if block.tag == "console" else block.body
+                commands.append(body.strip("\n"))
             elif block.tag in tags:
                 return Failure(
                     self._error(f"The ```{block.tag} block on line {block.line} is empty.")
                 )
             elif block.body.strip():
                 others.append(block)
-        actions: list[Action | Rejected] = [EditAction(edits)] if edits else []
+        actions: list[Action | Rejected] = [EditAction(edits=tuple(edits))] if edits else []
         actions.extend(Action(command) for command in commands)
         if actions:
             return Success(actions)

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import json
 import keyword
-import os
 import re
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+from four.execute import command_env
 
 TYPES = "four.types"
 """The module of the extension API the harness types spokes against."""
@@ -134,7 +135,8 @@ def _expect(module: Path) -> str:
 
 
 def _call(command: list[str], cwd: Path, timeout: float) -> tuple[int, str]:
-    env = {**os.environ, "PYTHONPATH": str(cwd), "PYTHONDONTWRITEBYTECODE": "1"}
+    # The module is the model's code: it runs without the driver's secrets.
+    env = command_env(env={"PYTHONPATH": str(cwd), "PYTHONDONTWRITEBYTECODE": "1"})
     try:
         done = subprocess.run(
             command,

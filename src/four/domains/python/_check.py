@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from returns.result import Failure
+
 from four.checks import Claim, Judgement, command_check, verify
 from four.domains.python._env import PythonEnv
 from four.quaternary import CheckResult, EvidenceNeed, maybe, no, yes
@@ -28,9 +30,8 @@ class TypedCheck:
             return maybe(EvidenceNeed("typed_check needs the run's python_env: pass env="))
         changed = python.changed_files()
         found = python.diagnostics(changed)
-        if found.value_or(None) is None:
-            reason = found.swap().value_or("")
-            return maybe(EvidenceNeed(f"the checks could not run: {reason}"))
+        if isinstance(found, Failure):
+            return maybe(EvidenceNeed(f"the checks could not run: {found.failure()}"))
         problems = found.unwrap()
         if problems:
             return no(str(problems[0]))

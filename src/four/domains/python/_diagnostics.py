@@ -20,6 +20,7 @@ _MYPY_TEXT = re.compile(
     r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:\d+:)? (?P<severity>error|warning): "
     r"(?P<message>.*?)(?:  \[(?P<code>[a-z0-9-]+)\])?$"
 )
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # colours, if the daemon thinks it talks to a terminal
 _CONTEXT = 12  # lines of a long function shown on each side of the diagnostic
 
 
@@ -48,7 +49,7 @@ def mypy_diagnostics(output: str, files: Iterable[str]) -> list[Diagnostic]:
     """
     wanted = set(files)
     found: list[Diagnostic] = []
-    for raw in output.splitlines():
+    for raw in _ANSI.sub("", output).splitlines():
         text = raw.strip()
         if text.startswith("{"):
             try:
