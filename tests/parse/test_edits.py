@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from hypothesis import given
+from hypothesis import strategies as st
 from returns.result import Failure, Success
 
 from four import Action, Assistant, FormatError, Submitted
@@ -183,3 +185,27 @@ def test_crlf_files_keep_their_line_ends() -> None:
         [SearchReplace("a.c", "int x;", "long x;")], {"a.c": "int x;\r\nint y;\r\n"}.get
     )
     assert result.unwrap() == {"a.c": "long x;\r\nint y;\r\n"}
+
+
+@given(
+    st.lists(st.sampled_from(["a = 1", "b = 2", "", "    c()", "d"]), min_size=1, max_size=12),
+    st.data(),
+)
+def test_a_search_applies_exactly_when_its_lines_occur_once(
+    lines: list[str], data: st.DataObject
+) -> None:
+    start = data.draw(st.integers(0, len(lines) - 1))
+    end = data.draw(st.integers(start + 1, len(lines)))
+    window = lines[start:end]
+    if not any(line.strip() for line in window):
+        return  # a blank SEARCH means "create or append"
+    text = "\n".join(lines) + "\n"
+    places = [
+        i for i in range(len(lines) - len(window) + 1) if lines[i : i + len(window)] == window
+    ]
+    result = apply_edits([SearchReplace("f.py", "\n".join(window), "NEW")], {"f.py": text}.get)
+    if len(places) == 1:
+        assert result.unwrap()["f.py"] == "\n".join([*lines[:start], "NEW", *lines[end:]]) + "\n"
+    else:
+        assert isinstance(result, Failure)
+        assert f"matches {len(places)} places" in result.failure().feedback
