@@ -13,7 +13,7 @@ from types import ModuleType
 import pytest
 
 from four import Action, Message, Outcome, User, regex_parse, run, scripted_invoke
-from four.spokes import API, CONTRACT, accept, new_spoke, system_prompt
+from four.spokes import API, CONTRACT, accept, new_spoke, python_code, system_prompt
 from four.spokes import observer as observer_spoke
 from four.spokes._accept import TYPES
 from tests._server import LoopbackServer, chat
@@ -129,14 +129,16 @@ def test_the_system_prompt_names_only_the_public_api_that_exists() -> None:
     assert "A spoke is one module, allow.py," in prompt and "<<<<<<< SEARCH" in prompt
 
 
-def test_the_contracts_example_and_the_observer_spoke_are_accepted(
+def test_the_contracts_example_and_the_shipped_spokes_are_accepted(
     tmp_path: Path, cache: Path
 ) -> None:
     example = CONTRACT.split("example.py\n```python\n", 1)[1].rsplit("```", 1)[0]
     (tmp_path / "example.py").write_text(example)
     shutil.copy(observer_spoke.__file__, tmp_path / "observer.py")
+    shutil.copy(python_code.__file__, tmp_path / "python_code.py")
     assert accept(tmp_path / "example.py", cache_dir=cache).accepted
     assert accept(tmp_path / "observer.py", cache_dir=cache).accepted
+    assert accept(tmp_path / "python_code.py", cache_dir=cache).accepted
 
 
 def test_acceptance_names_the_step_that_fails(tmp_path: Path, cache: Path) -> None:

@@ -8,7 +8,8 @@ A spoke module defines ``KIND`` ("G", "V1", "V2", "emit" or "domain"), ``make()`
 component, typed as its arrow), ``DRY_RUN`` (a scripted model's replies) and ``EXPECT``
 (how that dry run must end); see ``CONTRACT``. Shipped examples, each using only the
 public extension API: ``four.spokes.observer`` (V2 over a folder of trajectories, emit a
-metrics and failure-taxonomy report) and the Python domain itself (``four.domains.python``).
+metrics and failure-taxonomy report) and ``four.spokes.python_code`` (the Python domain
+itself, ``four.domains.python``, as a spoke of kind "domain").
 """
 
 from four.spokes._accept import KINDS, Verdict, accept, name_problem
