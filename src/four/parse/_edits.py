@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -32,6 +33,7 @@ _SEARCH = re.compile(r"^\s*<{5,9} ?SEARCH\s*$")
 _DIVIDER = re.compile(r"^\s*={5,9}\s*$")
 _REPLACE = re.compile(r"^\s*>{5,9} ?REPLACE\s*$")
 _PATH = re.compile(r"^[A-Za-z0-9_~+@-]?[A-Za-z0-9_.~+@/-]*$")
+_SHOWN = 30  # lines of a closest match shown at most
 _DECORATION = re.compile(r"^(?:#+\s*|[-*]\s+)?(?:(?:file|path|filename)\s*:\s*)?", re.I)
 
 
@@ -422,26 +424,52 @@ def _shifted(line: str, add: str, remove: str) -> str:
     return add + line
 
 
+def _alike(window: Sequence[str], search: Sequence[str]) -> float:
+    """How alike two runs of lines are: the mean likeness of their lines, pair by pair
+    (per line, so the cost stays linear in the lines)."""
+    pairs = list(zip(window, search, strict=False))
+    if not pairs:
+        return 0.0
+    return sum(difflib.SequenceMatcher(None, a, b).ratio() for a, b in pairs) / len(search)
+
+
 def _closest(lines: Sequence[str], search: Sequence[str]) -> str:
-    """The run of lines most like ``search``, with its line numbers, for the model."""
+    """The run of lines most like ``search``, with its line numbers, for the model.
+
+    Candidate places are those where lines of ``search`` occur (stripped) at the same
+    offset, else where its first line nearly occurs; only the best few are compared
+    line by line, so a long SEARCH in a long file costs little.
+    """
     if not lines:
         return " The file is empty."
-    wanted = "\n".join(search)
-    best, best_start = 0.0, 0
     size = min(len(search), len(lines))
-    for start in range(len(lines) - size + 1):
-        window = "\n".join(lines[start : start + size])
-        matcher = difflib.SequenceMatcher(None, window, wanted, autojunk=False)
-        if matcher.real_quick_ratio() <= best or matcher.quick_ratio() <= best:
-            continue
-        ratio = matcher.ratio()
+    last = len(lines) - size
+    at: dict[str, list[int]] = {}
+    for index, line in enumerate(lines):
+        at.setdefault(line.strip(), []).append(index)
+    votes: Counter[int] = Counter()
+    for offset, want in enumerate(search):
+        if want.strip():
+            places = at.get(want.strip(), [])[:200]
+            votes.update(i - offset for i in places if 0 <= i - offset <= last)
+    starts = [start for start, _ in votes.most_common(5)]
+    if not starts:
+        offset, first = next(((o, w.strip()) for o, w in enumerate(search) if w.strip()), (0, ""))
+        near = difflib.get_close_matches(first, list(at), n=3, cutoff=0.5)
+        starts = [min(max(i - offset, 0), last) for key in near for i in at[key][:5]]
+    best, best_start = 0.0, 0
+    for start in starts:
+        ratio = _alike(lines[start : start + size], search)
         if ratio > best:
             best, best_start = ratio, start
     if best < 0.5:
         return ""
-    shown = "\n".join(
+    shown = [
         f"{best_start + 1 + offset:>5} | {line}"
-        for offset, line in enumerate(lines[best_start : best_start + size])
-    )
+        for offset, line in enumerate(lines[best_start : best_start + min(size, _SHOWN)])
+    ]
+    if size > _SHOWN:
+        shown.append(f"      ... ({size - _SHOWN} more lines)")
     where = "lines" if size > 1 else "line"
-    return f" The closest match is {where} {_span(best_start, size)} ({best:.0%} alike):\n{shown}"
+    span = _span(best_start, size)
+    return f" The closest match is {where} {span} ({best:.0%} alike):\n" + "\n".join(shown)
