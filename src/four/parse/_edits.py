@@ -87,7 +87,11 @@ class EditAction(Action):
 
 
 def describe_edit(edit: FileEdit) -> str:
-    """One line for an edit, e.g. ``edit tool.py (SEARCH/REPLACE of 2 lines)``."""
+    """One line for an edit.
+
+    >>> describe_edit(SearchReplace("tool.py", "a\\nb", "c"))
+    'edit tool.py (SEARCH/REPLACE of 2 lines)'
+    """
     if isinstance(edit, WholeFile):
         return f"write {edit.path} ({_count(edit.content)} lines)"
     if not edit.search:

@@ -202,7 +202,12 @@ class ObserveEnv:
 
 
 def observe_env(folder: str | Path) -> ObserveEnv:
-    """V2 that answers questions about the trajectories under ``folder``."""
+    """V2 that answers questions about the trajectories under ``folder``.
+
+    >>> import tempfile
+    >>> observe_env(tempfile.mkdtemp())(Action("tell me")).unwrap().returncode
+    2
+    """
     return ObserveEnv(Path(folder))
 
 
@@ -229,7 +234,11 @@ class Report:
 
 
 def report_emit(folder: str | Path, output: str | Path = "report.md") -> Emit[Path]:
-    """emit that writes the metrics and failure taxonomy of ``folder`` to ``output``."""
+    """emit that writes the metrics and failure taxonomy of ``folder`` to ``output``.
+
+    >>> report_emit("runs", "report.md").output.name
+    'report.md'
+    """
     return Report(Path(folder), Path(output))
 
 
