@@ -7,6 +7,7 @@ import json
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -376,3 +377,13 @@ def test_another_interpreter_is_asked_through_the_dmypy_command(workspace: Path)
     with python_env(workspace, python=str(other)) as env:
         seen = apply(env, edit("tool.py", "    return x * 2", '    return "x"'))
     assert "tool.py:2: Incompatible return value type" in seen
+
+
+def test_python_env_obeys_the_execute_law(tmp_path: Path) -> None:
+    from four.testing import check_execute
+
+    def make() -> PythonEnv:
+        work = Path(tempfile.mkdtemp(dir=tmp_path))
+        return python_env(work, timeout=1)
+
+    check_execute(make, max_examples=10)

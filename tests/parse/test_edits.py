@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from returns.result import Failure, Success
 
-from four import Action, Assistant, FormatError, Submitted
+from four import Action, Assistant, FormatError, Rejected, Submitted
 from four.parse import EditAction, FileEdit, SearchReplace, WholeFile, apply_edits, edit_parse
+from four.testing import check_parse
 
 SR = "<<<<<<< SEARCH\n{old}\n=======\n{new}\n>>>>>>> REPLACE"
 
@@ -209,3 +211,21 @@ def test_a_search_applies_exactly_when_its_lines_occur_once(
     else:
         assert isinstance(result, Failure)
         assert f"matches {len(places)} places" in result.failure().feedback
+
+
+@pytest.mark.parametrize("plain_text_submits", [False, True])
+def test_edit_parse_obeys_the_parse_law(plain_text_submits: bool) -> None:
+    check_parse(
+        edit_parse(finish_on_plain_text=plain_text_submits), plain_text_submits=plain_text_submits
+    )
+
+
+def test_tool_calls_are_answered_not_run() -> None:
+    from four import ToolCall
+
+    reply = Assistant(
+        "```bash\nls\n```", tool_calls=(ToolCall("c1", "bash", '{"command": "rm x"}'),)
+    )
+    command, rejected = edit_parse()(reply).unwrap()
+    assert isinstance(command, Action) and command.command == "ls"
+    assert isinstance(rejected, Rejected) and rejected.call_id == "c1"

@@ -152,6 +152,16 @@ class EditParse:
     def __call__(
         self, reply: Reply, /
     ) -> Result[Sequence[Action | Rejected], FormatError | Submitted]:
+        read = self._read(reply)
+        if not reply.tool_calls or not isinstance(read, Success):
+            return read  # a format error answers every call; a submission ends the turn
+        not_run = (
+            "Tool calls are not run here: write file edits and ```bash blocks in the text "
+            "of your reply."
+        )
+        return Success([*read.unwrap(), *(Rejected(c.id, not_run) for c in reply.tool_calls)])
+
+    def _read(self, reply: Reply) -> Result[Sequence[Action | Rejected], FormatError | Submitted]:
         content = reply.content
         tags = tuple(t.lower() for t in self.tags)
         blocks = fenced_blocks(content, tags)
@@ -202,7 +212,7 @@ class EditParse:
         return no_action(
             content,
             self.exit_signal,
-            self.finish_on_plain_text,
+            self.finish_on_plain_text and not reply.tool_calls,  # a tool call is no answer
             bool(blocks),
             problem,
             self.expected(),
