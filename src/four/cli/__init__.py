@@ -106,7 +106,17 @@ def _add_agent_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _run_flags(p: argparse.ArgumentParser) -> None:
+    from four.domains import domain_names, domain_summary
+
     p.add_argument("task", metavar="TASK", help="the task; '-' reads it from standard input")
+    names = domain_names()
+    kinds = "; ".join(f"{name}: {domain_summary(name)}" for name in names)
+    p.add_argument(
+        "--domain",
+        choices=names,
+        default=None,
+        help=f"what the agent writes and how it is run and saved ({kinds}) [FOUR_DOMAIN, bash]",
+    )
     _add_agent_flags(p)
     p.add_argument(
         "--max-steps", type=_positive_int, help="model calls at most [FOUR_MAX_STEPS, 100]"
@@ -139,12 +149,16 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
         help="verified loop: a submission counts only once CMD exits 0 in the environment",
     )
     p.add_argument("-o", "--output-dir", help="where to save the trajectory [FOUR_OUTPUT_DIR]")
-    p.add_argument("--system", metavar="FILE", help="system prompt from FILE [FOUR_SYSTEM]")
+    p.add_argument(
+        "--system",
+        metavar="FILE",
+        help="system prompt from FILE (default: the domain's) [FOUR_SYSTEM]",
+    )
     p.add_argument(
         "--sign",
         metavar="KEY",
         help="sign the trajectory's seal with this private key (four keygen; needs "
-        "four-loop[sign]) [FOUR_SIGNING_KEY]",
+        "four-loop[sign]; bash domain) [FOUR_SIGNING_KEY]",
     )
     _add_output_flags(p, "the final outcome")
 
@@ -200,6 +214,12 @@ def _stats_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", metavar="DIR", nargs="+")
     p.add_argument("--top", type=_positive_int, default=5, help="rows in each top list [5]")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+
+def _spoke_flags(p: argparse.ArgumentParser) -> None:
+    from four.cli._spoke import flags
+
+    flags(p)
 
 
 def _batch_flags(p: argparse.ArgumentParser) -> None:
@@ -264,6 +284,13 @@ _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]]
         "Trajectories go to DIR/runs/<id>/, one line per task to DIR/manifest.jsonl; "
         "run again and finished tasks are skipped.",
         _batch_flags,
+    ),
+    "spoke": (
+        "write a new, type-checked component of four with the model",
+        "four spoke new NAME PURPOSE: the Python domain writes the module NAME.py, accepted "
+        "only once mypy --strict passes against four's Protocols, it imports, and a dry run "
+        "of `run` over it ends as it says.",
+        _spoke_flags,
     ),
 }
 

@@ -133,7 +133,7 @@ class CommandRun:
     def __call__(self, ctx: RunContext) -> Path:
         from four import run
         from four.cli._live import Recording, components
-        from four.cli._run import build
+        from four.cli._run import build, load_domain, setup
         from four.trajectory import save_trajectory
 
         fields = ctx.item.fields
@@ -144,7 +144,7 @@ class CommandRun:
             image=image if isinstance(image, str) else self.opts.image,
             cwd=cwd if isinstance(cwd, str) else self.opts.cwd,
         )
-        G, V1, V2 = build(opts, self.model, self.key)
+        G, V1, V2 = build(opts, self.model, self.key, load_domain(opts), setup(opts))
         check = None
         if opts.check:
             from four.checks import command_check
@@ -210,7 +210,7 @@ def batch_command(args: argparse.Namespace) -> int:
     from four.batch._raypool import RayPool
     from four.cli._errors import UsageError
     from four.cli._preflight import resolve_model
-    from four.cli._run import api_key, options, sigterm_interrupts, system_prompt
+    from four.cli._run import api_key, load_domain, options, sigterm_interrupts, system_prompt
 
     batch = batch_options(args)
     try:
@@ -225,7 +225,7 @@ def batch_command(args: argparse.Namespace) -> int:
     opts = options(argparse.Namespace(**{**vars(args), "task": "(each item's task)"}))
     key = api_key(opts)
     model = resolve_model(opts.model, opts.api_base, key)
-    make_run = CommandRun(opts, model, key, system_prompt(opts))
+    make_run = CommandRun(opts, model, key, system_prompt(opts, load_domain(opts)))
     pool: Pool = ThreadPool()
     if batch.ray:
         import importlib.util

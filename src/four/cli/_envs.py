@@ -4,31 +4,21 @@ from __future__ import annotations
 
 from four._types import Execute
 from four.cli._errors import UsageError
+from four.domains._bash import DEFAULT_TIMEOUT, environment
 
-DEFAULT_TIMEOUT = 120.0
-"""Seconds one command may run, as the environments of ``four.execute`` default to."""
+__all__ = ["DEFAULT_TIMEOUT", "make_env"]
 
 
 def make_env(
     kind: str, *, image: str | None = None, cwd: str | None = None, timeout: float | None = None
 ) -> Execute:
-    """V2 for ``--env KIND``; ``cwd`` is the working directory (for docker, inside the
-    container; for the sandbox, the one writable folder, a fresh one when None).
+    """V2 for ``--env KIND`` (see ``four.domains._bash.environment``); a bad name or a
+    missing image is a ``UsageError``.
 
     >>> make_env("local", cwd="/tmp").cwd
     '/tmp'
     """
-    from four.execute import docker_env, local_env, sandbox_env, shell_env
-
-    limit = DEFAULT_TIMEOUT if timeout is None else timeout
-    if kind == "local":
-        return local_env(limit, cwd=cwd)
-    if kind == "persistent":
-        return shell_env(limit, cwd=cwd)
-    if kind == "sandbox":
-        return sandbox_env(limit, workdir=cwd)
-    if kind == "docker":
-        if not image:
-            raise UsageError("--env docker needs an image: --image NAME or FOUR_IMAGE")
-        return docker_env(image, limit, cwd=cwd or "/")
-    raise UsageError(f"unknown environment {kind!r}: use local, persistent, sandbox or docker")
+    try:
+        return environment(kind, image=image, cwd=cwd, timeout=timeout)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None

@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Protocol, runtime_checkable
 
 from returns.result import Result, Success
 
@@ -32,14 +32,15 @@ from four._types import (
     Message,
     ModelError,
     Observation,
+    Recorder,
     Reply,
     RunInfo,
+    Sink,
     Submitted,
     Usage,
 )
 from four.cli._format import seconds, tokens
 from four.cli._steps import first_line
-from four.trajectory import TrajectorySink, TrajectoryWriter
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -254,22 +255,35 @@ class WatchedEnv:
             self.inner.close()
 
 
+@runtime_checkable
+class _Files(Protocol):
+    """A sink that names its files (``TrajectorySink``, and the sinks that wrap one)."""
+
+    @property
+    def jsonl(self) -> Path: ...
+
+    @property
+    def path(self) -> Path: ...
+
+
 @dataclass(slots=True)
 class Recording:
     """The trajectory writer, remembering the file it writes and adding the CLI's record.
 
     The run's head records the real G and V2 (not the display wrappers) and, under
-    ``cli``, the settings ``four replay`` needs to rebuild the environment.
+    ``cli``, the settings ``four replay`` needs to rebuild the environment. ``writer`` is
+    ``save_trajectory``'s, or a domain's emit that writes one too (``open`` returning a
+    sink with ``jsonl`` and ``path``).
     """
 
-    writer: TrajectoryWriter
+    writer: Recorder[Path]
     components: Mapping[str, JSON] = field(repr=False)
-    sink: TrajectorySink | None = field(default=None, repr=False)
+    sink: Sink[Path] | None = field(default=None, repr=False)
 
     def __call__(self, messages: Sequence[Message], outcome: Outcome, /) -> Path:
         return self.writer(messages, outcome)
 
-    def open(self, info: RunInfo, /) -> TrajectorySink:
+    def open(self, info: RunInfo, /) -> Sink[Path]:
         info = RunInfo(
             {**info.components, **self.components},
             info.max_steps,
@@ -283,9 +297,10 @@ class Recording:
     @property
     def path(self) -> Path | None:
         """The sealed ``.json`` once the run ended, else the ``.jsonl`` being written."""
-        if self.sink is None:
+        sink = self.sink
+        if not isinstance(sink, _Files):
             return None
-        return self.sink.path if self.sink.path.exists() else self.sink.jsonl
+        return sink.path if sink.path.exists() else sink.jsonl
 
 
 def components(G: Invoke, V2: Execute, cli: Mapping[str, JSON]) -> dict[str, JSON]:

@@ -20,13 +20,18 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from four._outcomes import Outcome
 from four._types import JSON, Execute, Invoke, Parse
 from four.cli import _settings as env
 from four.cli._errors import UsageError
+
+if TYPE_CHECKING:
+    from four.trajectory._sign import SigningKey
 from four.cli._format import cost, fold, seconds, succeeded, tokens
 from four.cli._live import Display, Recording, Watched, WatchedEnv, components
+from four.domains import Domain, DomainError, DomainSetup, domain_names, get_domain
 from four.trajectory._codec import usage_from_json
 
 DEFAULT_MAX_STEPS = 100
@@ -39,6 +44,7 @@ class RunOptions:
     """Everything ``four run`` was asked, after flags and variables are combined."""
 
     task: str
+    domain: str
     model: str
     api_base: str | None
     toolcalls: bool
@@ -106,6 +112,9 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
         task = sys.stdin.read()
     if not task.strip():
         raise UsageError("the task is empty")
+    domain = getattr(args, "domain", None) or env.get("FOUR_DOMAIN") or "bash"
+    if domain not in domain_names():
+        raise UsageError(f"FOUR_DOMAIN={domain!r}: use one of {', '.join(domain_names())}")
     model = args.model or env.get("FOUR_MODEL")
     if not model:
         raise UsageError("no model: give --model NAME or set FOUR_MODEL")
@@ -130,8 +139,11 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
     toolcalls = args.toolcalls if args.toolcalls is not None else env.get_bool("FOUR_TOOLCALLS")
     tty = sys.stderr.isatty() if tty is None else tty
     mode = "quiet" if args.quiet else ("live" if tty else "lines")
+    if toolcalls and domain != "bash":
+        raise UsageError(f"--toolcalls is for the bash domain, not --domain {domain}")
     return RunOptions(
         task=task,
+        domain=domain,
         model=str(model),
         api_base=args.api_base or env.get("FOUR_API_BASE"),
         toolcalls=bool(toolcalls),
@@ -157,12 +169,12 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
     )
 
 
-def system_prompt(opts: RunOptions) -> str:
-    """The ``--system`` file's text, or the built-in prompt."""
+def system_prompt(opts: RunOptions, domain: Domain) -> str:
+    """The ``--system`` file's text, or the domain's own prompt."""
     from four.cli._prompts import default_system
 
     if not opts.system_file:
-        return default_system(opts.toolcalls)
+        return default_system(True) if opts.toolcalls else domain.system
     try:
         return Path(opts.system_file).read_text(encoding="utf-8")
     except OSError as exc:
@@ -176,18 +188,42 @@ def api_key(opts: RunOptions) -> str | None:
     return "none" if opts.api_base and key is None else key
 
 
-def build(opts: RunOptions, model: str, key: str | None) -> tuple[Invoke, Parse, Execute]:
-    """G (retried, budgeted), V1 and V2 for the options."""
-    from four.cli._envs import make_env
+def load_domain(opts: RunOptions) -> Domain:
+    """The ``--domain``'s functions; a domain whose extra is missing is a usage error."""
+    try:
+        return get_domain(opts.domain)
+    except DomainError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def setup(opts: RunOptions, signing: SigningKey | None = None) -> DomainSetup:
+    """What the domain is given for this run."""
+    return DomainSetup(
+        workspace=Path(opts.cwd) if opts.cwd else None,
+        output_dir=Path(opts.output_dir),
+        command_timeout=opts.command_timeout,
+        env=opts.env,
+        image=opts.image,
+        signing_key=signing,
+    )
+
+
+def build(
+    opts: RunOptions, model: str, key: str | None, domain: Domain, where: DomainSetup
+) -> tuple[Invoke, Parse, Execute]:
+    """G (retried, budgeted), and the domain's V1 and V2 for the options."""
     from four.invoke import budget_invoke, litellm_invoke, litellm_toolcall_invoke, retry_invoke
-    from four.parse import regex_parse, toolcall_parse
+    from four.parse import toolcall_parse
 
     make = litellm_toolcall_invoke if opts.toolcalls else litellm_invoke
     G: Invoke = retry_invoke(make(model, api_base=opts.api_base, api_key=key, prices=opts.prices))
     if opts.cost_limit:
         G = budget_invoke(G, cost_limit=opts.cost_limit)
-    V1: Parse = toolcall_parse() if opts.toolcalls else regex_parse()
-    V2 = make_env(opts.env, image=opts.image, cwd=opts.cwd, timeout=opts.command_timeout)
+    V1: Parse = toolcall_parse() if opts.toolcalls else domain.parse()
+    try:
+        V2 = domain.environment(where)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     return G, V1, V2
 
 
@@ -213,7 +249,6 @@ def main(args: argparse.Namespace) -> int:
     """Run the agent; exit 0 finished or accepted, 1 any other end, 2 usage, 130 Ctrl-C."""
     from four import run
     from four.cli._preflight import resolve_model
-    from four.trajectory import save_trajectory
     from four.trajectory._sign import SigningError, SigningKey
 
     opts = options(args)
@@ -221,18 +256,18 @@ def main(args: argparse.Namespace) -> int:
         signing = SigningKey.load(opts.sign) if opts.sign else None
     except SigningError as exc:
         raise UsageError(f"--sign: {exc}") from None
-    emit = save_trajectory(opts.output_dir, signing_key=signing)
-    system = system_prompt(opts)
+    domain = load_domain(opts)
+    if signing is not None and domain.name != "bash":
+        raise UsageError(f"--sign: the {domain.name} domain does not sign its trajectories yet")
+    system = system_prompt(opts, domain)
     key = api_key(opts)
     model = resolve_model(opts.model, opts.api_base, key)
-    G, V1, V2 = build(opts, model, key)
-    check = None
-    if opts.check:
-        from four.checks import command_check
-
-        check = command_check(opts.check)
-    display = Display(opts.mode, title=f"{model} · {opts.env}", max_steps=opts.max_steps)
-    recording = Recording(emit, components(G, V2, opts.record()))
+    where = setup(opts, signing)
+    G, V1, V2 = build(opts, model, key, domain, where)
+    check = domain.check(where, V2, opts.check)
+    place = opts.env if domain.name == "bash" else domain.name
+    display = Display(opts.mode, title=f"{model} · {place}", max_steps=opts.max_steps)
+    recording = Recording(domain.emit(where, V2), components(G, V2, opts.record()))
     display.start()
     try:
         with sigterm_interrupts():

@@ -28,6 +28,7 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("FOUR_API_BASE", "base URL of an OpenAI-compatible server (--api-base)"),
     Variable("FOUR_API_KEY", "key sent to --api-base (default: none; never the provider's)"),
     Variable("FOUR_OUTPUT_DIR", "where trajectories are saved (-o), default ./trajectories"),
+    Variable("FOUR_DOMAIN", "the domain: what the agent writes, bash by default (--domain)"),
     Variable("FOUR_ENV", "local, persistent, sandbox or docker (--env)"),
     Variable("FOUR_IMAGE", "container image for --env docker (--image)"),
     Variable("FOUR_TOOLCALLS", "1 to use tool calls instead of ```bash blocks (--toolcalls)"),

@@ -5,6 +5,7 @@
     super_env()          ``local_env`` with larger limits
     sandbox_env()        each command under bubblewrap: read-only system, one writable folder
     docker_env(image)    each command in one Docker container, removed at the end
+    Workspace(root)      the files that edits may change: paths outside, and symlinks, refused
 
 Every environment shares one contract: bash, stdin closed, a timeout that kills every
 process of the command and becomes an observation (return code 124), output decoded
@@ -25,6 +26,7 @@ from four.execute._output import (
 )
 from four.execute._sandbox import SandboxEnv, sandbox_env
 from four.execute._shell import ShellEnv
+from four.execute._workspace import Refused, Workspace, Written
 
 __all__ = [
     "DEFAULT_INHERIT",
@@ -35,8 +37,11 @@ __all__ = [
     "DockerEnv",
     "LocalEnv",
     "OutputBuffer",
+    "Refused",
     "SandboxEnv",
     "ShellEnv",
+    "Workspace",
+    "Written",
     "command_env",
     "docker_env",
     "local_env",

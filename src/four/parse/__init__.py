@@ -2,6 +2,7 @@
 
     regex_parse()      shell commands in fenced blocks of a text reply
     toolcall_parse()   calls of the ``bash`` tool (chat completions or Responses API)
+    edit_parse()       file edits (whole files, SEARCH/REPLACE blocks) and shell commands
 
 Both share one completion rule (see ``four.parse._finish``): a reply with no action is a
 submission only when a line of it is the exit signal (or, with
@@ -9,14 +10,32 @@ submission only when a line of it is the exit signal (or, with
 unreadable reply is a ``FormatError`` whose feedback names the format to use.
 """
 
+from four.parse._edits import (
+    EditAction,
+    EditParse,
+    FileEdit,
+    SearchReplace,
+    WholeFile,
+    apply_edits,
+    describe_edit,
+    edit_parse,
+)
 from four.parse._regex import DEFAULT_TAGS, Block, RegexParse, fenced_blocks, regex_parse
 from four.parse._toolcall import ToolcallParse, toolcall_parse
 
 __all__ = [
     "DEFAULT_TAGS",
     "Block",
+    "EditAction",
+    "EditParse",
+    "FileEdit",
     "RegexParse",
+    "SearchReplace",
     "ToolcallParse",
+    "WholeFile",
+    "apply_edits",
+    "describe_edit",
+    "edit_parse",
     "fenced_blocks",
     "regex_parse",
     "toolcall_parse",

@@ -1,0 +1,66 @@
+"""``four spoke new NAME "what it should do"``: the loop writes a new spoke of itself,
+accepted only once mypy --strict, an import and a dry run pass (see ``four.spokes``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from four.cli import _settings as env
+from four.cli._errors import UsageError
+
+
+def flags(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="spoke_command", metavar="SUBCOMMAND", required=True)
+    new = sub.add_parser(
+        "new",
+        help="write a new spoke module with the model",
+        description="Have the model write the spoke DIR/NAME.py for PURPOSE with the Python "
+        "domain; the run ends accepted only once the module passes mypy --strict against "
+        "four's Protocols, imports, and ends its dry run as it says. Exit 0 when accepted.",
+    )
+    new.add_argument("name", metavar="NAME", help="the module's name (a Python identifier)")
+    new.add_argument("purpose", metavar="PURPOSE", help="what the spoke should do")
+    new.add_argument("-m", "--model", help="litellm model name [FOUR_MODEL]")
+    new.add_argument("--api-base", help="an OpenAI-compatible server [FOUR_API_BASE]")
+    new.add_argument("--dir", default="spokes", help="where the module goes [spokes]")
+    new.add_argument("-o", "--output-dir", help="where the trajectory goes [FOUR_OUTPUT_DIR]")
+    new.add_argument("--max-steps", type=int, default=40, help="model calls at most [40]")
+    new.add_argument(
+        "--cost-limit", type=float, default=3.0, help="stop after this many USD; 0 = none [3]"
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    from four.cli._preflight import resolve_model
+    from four.domains import DomainError, get_domain
+    from four.spokes import name_problem
+
+    problem = name_problem(args.name)
+    if problem is not None:
+        raise UsageError(problem)
+    try:
+        get_domain("python")  # its extra (mypy, ruff) is needed: say so before any call
+    except DomainError as exc:
+        raise UsageError(str(exc)) from None
+    model = args.model or env.get("FOUR_MODEL")
+    if not model:
+        raise UsageError("no model: --model NAME or FOUR_MODEL")
+    api_base = args.api_base or env.get("FOUR_API_BASE")
+    key = env.get("FOUR_API_KEY")
+    key = "none" if api_base and key is None else key
+    model = resolve_model(model, api_base, key)
+    from four.invoke import budget_invoke, litellm_invoke, retry_invoke
+    from four.spokes import new_spoke
+    from four.types import Invoke
+
+    G: Invoke = retry_invoke(litellm_invoke(model, api_base=api_base, api_key=key))
+    if args.cost_limit:
+        G = budget_invoke(G, cost_limit=args.cost_limit)
+    output = args.output_dir or env.get("FOUR_OUTPUT_DIR") or "trajectories"
+    made = new_spoke(
+        args.name, args.purpose, G, folder=args.dir, output_dir=output, max_steps=args.max_steps
+    )
+    where = made.module if made.module.exists() else "no module"
+    print(f"{made.outcome} · {where} · saved {made.trajectory}", file=sys.stdout)
+    return 0 if made.accepted else 1

@@ -1,0 +1,232 @@
+"""A folder the agent's file edits may change, and nothing outside it.
+
+Every path is walked one component at a time from the workspace's root with directory
+descriptors and ``O_NOFOLLOW``: an absolute path, a ``..``, or a symlink anywhere on the
+way (the file itself included) is refused, and no check-then-open race lets a symlink
+swapped in meanwhile lead outside. A set of new texts is written all or none: each file
+goes to a temporary name and is renamed over the old one; if any write fails, those
+already written are put back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from returns.result import Failure, Result, Success
+
+SKIPPED_DIRS = frozenset(
+    {".git", ".hg", ".venv", "venv", "__pycache__", "node_modules", "build", "dist", ".tox"}
+)
+"""Folders ``snapshot`` does not look into (besides every hidden one)."""
+
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class Refused(Exception):
+    """A path the workspace does not allow (outside it, through a symlink, not a file)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """What ``Workspace.write`` changed: each path's earlier bytes (None: it was created),
+    and the folders it created, outermost first."""
+
+    before: Mapping[str, bytes | None]
+    folders: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Workspace:
+    """The files under ``root`` that edits may read and write. See the module docstring.
+
+    >>> import tempfile
+    >>> ws = Workspace(tempfile.mkdtemp())
+    >>> ws.write({"pkg/a.py": "x = 1\\n"}).map(lambda w: dict(w.before)).unwrap()
+    {'pkg/a.py': None}
+    >>> ws.refusal("../etc/passwd")
+    "../etc/passwd: the path leaves the workspace ('..' is not allowed)"
+    """
+
+    root: Path
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        resolved = Path(root).resolve()
+        if not resolved.is_dir():
+            raise ValueError(f"workspace: {str(root)!r} is not a folder; create it first")
+        object.__setattr__(self, "root", resolved)
+
+    def refusal(self, path: str) -> str | None:
+        """Why ``path`` may not be edited, judged from its text alone; None if it may."""
+        return _refusal(path)
+
+    def read(self, path: str) -> str | None:
+        """The text of ``path``, or None if it does not exist. Raises ``Refused``."""
+        data = self.read_bytes(path)
+        if data is None:
+            return None
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise Refused(f"{path}: not UTF-8 text, so it cannot be edited") from None
+
+    def read_bytes(self, path: str) -> bytes | None:
+        """The bytes of ``path``, or None if it does not exist. Raises ``Refused``."""
+        parts = _parts(path)
+        try:
+            with self._folder(parts[:-1], create=False) as folder:
+                try:
+                    fd = os.open(
+                        parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder
+                    )
+                except FileNotFoundError:
+                    return None
+                with os.fdopen(fd, "rb") as file:
+                    if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+                        raise Refused(f"{path}: not a regular file")
+                    return file.read()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise Refused(_why(path, exc)) from None
+
+    def write(self, texts: Mapping[str, str]) -> Result[Written, str]:
+        """Write every text of ``texts`` (path -> new content), all or none."""
+        before: dict[str, bytes | None] = {}
+        try:
+            for path in texts:
+                before[path] = self.read_bytes(path)
+        except Refused as exc:
+            return Failure(f"{exc}; no file was changed")
+        done: dict[str, bytes | None] = {}
+        folders: list[str] = []
+        try:
+            for path, text in texts.items():
+                self._put(path, text.encode("utf-8"), folders)
+                done[path] = before[path]
+        except (OSError, Refused) as exc:
+            self.restore(Written(done, tuple(folders)))
+            reason = str(exc) if isinstance(exc, Refused) else _why(path, exc)
+            return Failure(f"{reason}; no file was changed")
+        return Success(Written(before, tuple(folders)))
+
+    def restore(self, written: Written) -> None:
+        """Put back what ``write`` changed: earlier contents, created files removed."""
+        for path, data in written.before.items():
+            with contextlib.suppress(OSError, Refused):
+                if data is None:
+                    parts = _parts(path)
+                    with self._folder(parts[:-1], create=False) as fd:
+                        os.unlink(parts[-1], dir_fd=fd)
+                else:
+                    self._put(path, data, [])
+        for made in reversed(written.folders):  # created by the write: gone if empty
+            with contextlib.suppress(OSError, Refused):
+                parts = _parts(made)
+                with self._folder(parts[:-1], create=False) as fd:
+                    os.rmdir(parts[-1], dir_fd=fd)
+
+    def snapshot(self, suffixes: tuple[str, ...]) -> dict[str, bytes]:
+        """The bytes of every file under the root whose name ends with one of ``suffixes``
+        (hidden folders, ``SKIPPED_DIRS`` and symlinks left out), by relative path."""
+        found: dict[str, bytes] = {}
+        for path in self.files(suffixes):
+            with contextlib.suppress(Refused):
+                data = self.read_bytes(path)
+                if data is not None:
+                    found[path] = data
+        return found
+
+    def files(self, suffixes: tuple[str, ...]) -> Iterator[str]:
+        """Relative paths of the files ``snapshot`` would read, sorted per folder."""
+        for folder, dirs, names in os.walk(self.root):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_DIRS)
+            base = Path(folder)
+            for name in sorted(names):
+                full = base / name
+                if name.endswith(suffixes) and not full.is_symlink():
+                    yield full.relative_to(self.root).as_posix()
+
+    def _put(self, path: str, data: bytes, created: list[str]) -> None:
+        parts = _parts(path)
+        with self._folder(parts[:-1], create=True, created=created) as folder:
+            mode = 0o644
+            with contextlib.suppress(FileNotFoundError):
+                old = os.stat(parts[-1], dir_fd=folder, follow_symlinks=False)
+                if not stat.S_ISREG(old.st_mode):
+                    raise Refused(f"{path}: not a regular file")
+                mode = stat.S_IMODE(old.st_mode)
+            temporary = f".four-{os.urandom(6).hex()}.tmp"  # short: any name fits beside it
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            fd = os.open(temporary, flags, mode, dir_fd=folder)
+            try:
+                with os.fdopen(fd, "wb") as file:
+                    file.write(data)
+                    file.flush()
+                    # A fine-grained mtime: checkers that watch (size, mtime) see every write.
+                    now = time.time_ns()
+                    os.utime(file.fileno(), ns=(now, now))
+                os.replace(temporary, parts[-1], src_dir_fd=folder, dst_dir_fd=folder)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary, dir_fd=folder)
+                raise
+
+    @contextlib.contextmanager
+    def _folder(
+        self, parts: tuple[str, ...], create: bool, created: list[str] | None = None
+    ) -> Iterator[int]:
+        """A descriptor of the folder ``parts`` under the root, walked without symlinks;
+        the folders made on the way are added to ``created``."""
+        fd = os.open(self.root, _DIR)
+        try:
+            for depth, part in enumerate(parts):
+                try:
+                    child = os.open(part, _DIR, dir_fd=fd)
+                except FileNotFoundError:
+                    if not create:
+                        raise
+                    os.mkdir(part, 0o777, dir_fd=fd)
+                    if created is not None:
+                        created.append("/".join(parts[: depth + 1]))
+                    child = os.open(part, _DIR, dir_fd=fd)
+                os.close(fd)
+                fd = child
+            yield fd
+        finally:
+            os.close(fd)
+
+
+def _refusal(path: str) -> str | None:
+    if not path or "\0" in path:
+        return f"{path!r}: not a file path"
+    if path.startswith(("/", "~")) or PurePosixPath(path).is_absolute():
+        return f"{path}: the path leaves the workspace (write paths relative to it)"
+    if ".." in PurePosixPath(path).parts:
+        return f"{path}: the path leaves the workspace ('..' is not allowed)"
+    if path.endswith("/"):
+        return f"{path}: a folder, not a file"
+    return None
+
+
+def _parts(path: str) -> tuple[str, ...]:
+    refused = _refusal(path)
+    if refused is not None:
+        raise Refused(refused)
+    parts = tuple(p for p in PurePosixPath(path).parts if p != ".")
+    if not parts:
+        raise Refused(f"{path!r}: not a file path")
+    return parts
+
+
+def _why(path: str, exc: OSError) -> str:
+
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+        return f"{path}: the path goes through a symlink or a file, which edits may not follow"
+    return f"{path}: {exc.strerror or exc}"
