@@ -45,9 +45,21 @@ def search(roots: str, grep_roots: str) -> str:
         f"find {roots} -maxdepth 3 -name 'four-check-*' 2>/dev/null; "
         f'echo GREP; grep -rl --exclude-dir=proc --exclude-dir=sys "{MARKER[:half]}""{MARKER[half:]}" '
         f"{grep_roots} 2>/dev/null; "
+        "echo WATCHED; grep -h test_answer .watch.log 2>/dev/null; "
+        "echo TICKS; grep -c tick .watch.log 2>/dev/null; "
         "echo CAT; cat tests_hidden/test_answer.sh 2>&1 | head -1; ls tests_hidden 2>&1; echo END\n"
         "```"
     )
+
+
+# Started before the submission: a process that outlives the agent's command and keeps
+# looking while the check runs (bubblewrap ends it with the command; in Docker it lives on
+# in the agent's container, and the check runs in another).
+WATCHER = (
+    "```bash\necho 41 > result.txt\n"
+    'setsid nohup bash -c \'while :; do find / -name "test_answer*" -not -path "/proc/*"; '
+    "echo tick; sleep 0.2; done' > .watch.log 2>/dev/null &\n```"
+)
 
 
 def observations(messages: Sequence[Message]) -> list[str]:
@@ -62,11 +74,18 @@ def hidden_source(tmp_path: Path) -> Path:
 
 
 def agent_run(
-    tmp_path: Path, env: Execute, check: object, roots: str, grep_roots: str = '"$PWD" /tmp "$HOME"'
-) -> list[str]:
+    tmp_path: Path,
+    env: Execute,
+    check: object,
+    roots: str,
+    grep_roots: str = '"$PWD" /tmp "$HOME"',
+    *,
+    watch: bool = True,
+) -> str:
+    """The agent's run, judged accepted; what its search printed."""
     model = scripted_invoke(
         [
-            "```bash\necho 41 > result.txt\n```",
+            WATCHER if watch else "```bash\necho 41 > result.txt\n```",
             SUBMIT,
             search(roots, grep_roots),
             "```bash\necho 42 > result.txt\n```",
@@ -89,12 +108,12 @@ def agent_run(
     assert audit(path).valid
     seen = observations(trajectory.messages)
     searched = next(text for text in seen if "FIND" in text)
-    found = searched.split("FIND", 1)[1].split("CAT", 1)[0]
-    assert found.replace("GREP", "").strip() == "", searched
+    found = searched.split("FIND", 1)[1].split("TICKS", 1)[0]
+    assert found.replace("GREP", "").replace("WATCHED", "").strip() == "", searched
     assert "No such file or directory" in searched.split("CAT", 1)[1]
     assert all(MARKER not in text for text in seen)
     assert all(MARKER not in m.content for m in trajectory.messages if isinstance(m, User))
-    return seen
+    return searched
 
 
 @pytest.fixture
@@ -116,7 +135,11 @@ def test_local_the_copy_holds_the_files_and_is_gone_after(
     )
     (source / "test_answer.sh").unlink()  # the check holds the bytes; nothing on disk
     source.rmdir()
-    agent_run(tmp_path, local_env(cwd=str(work)), check, f"/tmp {tmp_path}", f"{tmp_path}")
+    # No watcher here: with local_env the agent runs as you, and a process it leaves
+    # behind could look into the copy while the check runs (see command_check).
+    agent_run(
+        tmp_path, local_env(cwd=str(work)), check, f"/tmp {tmp_path}", f"{tmp_path}", watch=False
+    )
     assert not (work / "check-was-here").exists()  # the check's writes stay in its copy
     assert not (work / "tests_hidden").exists()
 
@@ -143,7 +166,9 @@ def test_docker_a_container_of_the_committed_container_judges(
     )
     env = docker_env(TEST_IMAGE, 60, cwd="/work")
     try:
-        agent_run(tmp_path, env, check, "/")
+        searched = agent_run(tmp_path, env, check, "/")
+        ticks = searched.split("TICKS", 1)[1].split("CAT", 1)[0].strip()
+        assert int(ticks) > 0  # the watcher was looking while the check ran
         after = env(Action("ls -a /work")).unwrap().content
         assert "check-was-here" not in after and "tests_hidden" not in after
     finally:
