@@ -152,7 +152,9 @@ def command_check(
     the committed container); the copy is deleted before the agent's next step, and the
     check's own writes never reach the agent's workspace. With ``local_env`` the agent
     runs as you: keep the sources out of its reach (or delete them once the check is
-    made); ``sandbox_env`` and ``docker_env`` keep the host out of its sight anyway.
+    made), and know that a process it leaves running could watch the copy while the
+    check runs. ``sandbox_env`` (every process ends with its command) and ``docker_env``
+    (the check runs in another container) keep the files out of the agent's sight.
 
     >>> command_check("pytest -q").feedback
     'verdict'
