@@ -65,3 +65,8 @@ def test_bad_judge_flags_are_usage_errors(
         == 2
     )
     assert "--check-files: files['nowhere/']: cannot read" in capsys.readouterr().err
+    assert (
+        main(["run", "x", *args(server, tmp_path, "--check", "true", "--retries-per-reason", "0")])
+        == 2
+    )
+    assert "--retries-per-reason must be at least 1" in capsys.readouterr().err

@@ -58,7 +58,7 @@ def _run(env: Execute, command: str, timeout: float) -> _Ran:
     return _Ran(observation.returncode, timed_out, output)
 
 
-def _in_place(claim: Claim, command: str, timeout: float, files: HeldOutFiles | None) -> _Ran:
+def _run_check(claim: Claim, command: str, timeout: float, files: HeldOutFiles | None) -> _Ran:
     """Run ``command`` in the claim's environment, or, with held-out ``files``, in a copy
     of it that holds them and is gone when this returns."""
     if files is None:
@@ -97,13 +97,13 @@ class CommandCheck(_Judged):
         return {self.need: self._rerun}
 
     def _rerun(self, claim: Claim) -> str:
-        ran = _in_place(claim, self.command, self.timeout * 4, self.files)
+        ran = _run_check(claim, self.command, self.timeout * 4, self.files)
         return json.dumps([ran.returncode, ran.timed_out, ran.output])
 
     def __call__(self, claim: Claim, /) -> CheckResult:
         gathered = claim.evidence.get(self.need)
         if gathered is None:
-            ran = _in_place(claim, self.command, self.timeout, self.files)
+            ran = _run_check(claim, self.command, self.timeout, self.files)
             if ran.timed_out:
                 return maybe(EvidenceNeed(self.need))
         else:

@@ -164,7 +164,11 @@ class Judgement:
         the setting is off, or the outcome is not one the budget or a silent model
         caused). Called by the loop after its last step, before the environment closes.
         """
-        if not self._verifier.last_judgement or not isinstance(outcome, LAST_JUDGED):
+        if (
+            not self._verifier.last_judgement
+            or not isinstance(outcome, LAST_JUDGED)
+            or self._at_end is not None  # once per run
+        ):
             return outcome
         self._at_end = outcome.text
         ended = self._judge(Claim("", tuple(history), self._env))

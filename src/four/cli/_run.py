@@ -137,6 +137,8 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
         raise UsageError(f"FOUR_FEEDBACK={feedback!r}: use full, output or verdict")
     if not args.check and (args.feedback or args.check_files):
         raise UsageError("--feedback and --check-files need --check CMD")
+    if args.retries_per_reason < 1:
+        raise UsageError("--retries-per-reason must be at least 1")
     tty = sys.stderr.isatty() if tty is None else tty
     mode = "quiet" if args.quiet else ("live" if tty else "lines")
     return RunOptions(
