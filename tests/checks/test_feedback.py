@@ -11,6 +11,7 @@ import pytest
 from returns.result import Result
 
 from four import (
+    Accepted,
     Message,
     ModelError,
     Reply,
@@ -24,6 +25,8 @@ from four._types import Verify
 from four.checks import FeedbackLevel, all_of, command_check, file_check, verify
 from four.execute import local_env, shell_env
 from four.parse import regex_parse
+from four.quaternary import no, yes
+from tests._doubles import FakeEnv, line_parse
 from tests.checks._verdicts import log_of
 
 ANSWER = "7193"
@@ -155,3 +158,22 @@ def test_bad_levels_are_refused_at_construction() -> None:
         verify(command_check("true"), feedback="none")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="retries_per_reason must be a positive integer"):
         verify(command_check("true"), retries_per_reason=0)
+
+
+def test_a_plain_checks_reason_is_withheld_by_default_and_numbered() -> None:
+    reasons = iter([no(f"expected {ANSWER}, got 1"), no(f"expected {ANSWER}, got 2"), yes()])
+    model = Cheater()
+    model.script = scripted_invoke(["DONE a", "DONE b", "DONE c"])
+    _, outcome = run(
+        model,
+        line_parse,
+        FakeEnv(),
+        lambda messages, outcome: (messages, outcome),
+        "s",
+        "p",
+        check=verify(lambda claim: next(reasons)),
+    )
+    assert outcome == Accepted("c")
+    told = [t for t in model.everything_sent() if "not accepted" in t]
+    assert "(failure 1;" in told[0] and "(failure 2;" in told[-1]
+    assert all(ANSWER not in text for text in model.everything_sent())
