@@ -20,12 +20,14 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 from returns.result import Failure, Result, Success
 
 from four._types import Action, Execute
-from four.execute import DockerEnv, LocalEnv, SandboxEnv, ShellEnv
+
+if TYPE_CHECKING:  # imported when a held-out check first runs
+    from four.execute import DockerEnv, LocalEnv, SandboxEnv, ShellEnv
 
 Source: TypeAlias = "str | os.PathLike[str] | bytes"
 """A file or folder on this machine, or (bytes) a file's content."""
@@ -158,6 +160,8 @@ def _copy(source: str, stack: contextlib.ExitStack, files: HeldOutFiles) -> Path
 def _local_copy(
     stack: contextlib.ExitStack, base: LocalEnv | ShellEnv, files: HeldOutFiles, timeout: float
 ) -> Result[Execute, str]:
+    from four.execute import LocalEnv
+
     work = _copy(base.cwd or os.getcwd(), stack, files)
     return Success(
         LocalEnv(
@@ -175,6 +179,8 @@ def _local_copy(
 def _sandbox_copy(
     stack: contextlib.ExitStack, base: SandboxEnv, files: HeldOutFiles, timeout: float
 ) -> Result[Execute, str]:
+    from four.execute import SandboxEnv
+
     work = _copy(base.folder, stack, files)
     # Built anew, not dataclasses.replace: that would share the agent's folder finaliser.
     copy = SandboxEnv(
@@ -188,6 +194,8 @@ def _sandbox_copy(
 def _docker_copy(
     stack: contextlib.ExitStack, base: DockerEnv, files: HeldOutFiles, timeout: float
 ) -> Result[Execute, str]:
+    from four.execute import DockerEnv
+
     started = base.start()
     if isinstance(started, Failure):
         return Failure(started.failure().message)
