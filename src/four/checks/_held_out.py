@@ -117,6 +117,8 @@ def isolated(env: Execute, files: HeldOutFiles, timeout: float) -> Iterator[Resu
     """An environment like ``env`` over a copy of its workspace holding ``files``;
     deleted on leaving. Failure says why there is none (an unknown environment, a
     copy that failed)."""
+    from four.execute import DockerEnv, LocalEnv, SandboxEnv, ShellEnv
+
     base = _unwrapped(env)
     with contextlib.ExitStack() as stack:
         try:

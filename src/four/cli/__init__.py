@@ -138,6 +138,14 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
         metavar="CMD",
         help="verified loop: a submission counts only once CMD exits 0 in the environment",
     )
+    _add_judge_flags(p)
+    p.add_argument("-o", "--output-dir", help="where to save the trajectory [FOUR_OUTPUT_DIR]")
+    p.add_argument("--system", metavar="FILE", help="system prompt from FILE [FOUR_SYSTEM]")
+    _add_output_flags(p, "the final outcome")
+
+
+def _add_judge_flags(p: argparse.ArgumentParser) -> None:
+    """How ``--check`` judges: shared by ``run`` and ``batch``."""
     p.add_argument(
         "--feedback",
         choices=("full", "output", "verdict"),
@@ -167,9 +175,6 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
         help="judge the final state once when the run ends without a submission (the "
         "budget spent, the model silent); accepted if CMD exits 0 [on]",
     )
-    p.add_argument("-o", "--output-dir", help="where to save the trajectory [FOUR_OUTPUT_DIR]")
-    p.add_argument("--system", metavar="FILE", help="system prompt from FILE [FOUR_SYSTEM]")
-    _add_output_flags(p, "the final outcome")
 
 
 def _replay_flags(p: argparse.ArgumentParser) -> None:
