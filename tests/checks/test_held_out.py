@@ -168,7 +168,7 @@ def test_docker_a_container_of_the_committed_container_judges(
     try:
         searched = agent_run(tmp_path, env, check, "/")
         ticks = searched.split("TICKS", 1)[1].split("CAT", 1)[0].strip()
-        assert int(ticks) > 0  # the watcher was looking while the check ran
+        assert ticks.isdigit() and int(ticks) > 0, searched  # the watcher was looking
         after = env(Action("ls -a /work")).unwrap().content
         assert "check-was-here" not in after and "tests_hidden" not in after
     finally:

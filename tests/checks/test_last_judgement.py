@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -13,25 +14,28 @@ from four import (
     Held,
     Message,
     Outcome,
-    RepeatedFormatError,
     StepsExhausted,
+    arun,
     audit,
+    load_trajectory,
     run,
+    save_trajectory,
     scripted_invoke,
 )
 from four._types import Execute
 from four.checks import Judgement, Verifier, command_check, verify
 from four.execute import local_env
 from four.parse import regex_parse
+from four.quaternary import CheckResult
 from four.trajectory import Trajectory
-from tests.checks._verdicts import log_of
+from tests.checks._verdicts import log_of, record_of
 
 WORK = "```bash\necho 42 > result.txt\n```"
 CHECK = 'test "$(cat result.txt)" = 42'
 
 
 class Opened:
-    """A ``check=`` that keeps the judge it made, to ask it what the loop will ask."""
+    """A ``check=`` that keeps the judge it made, to look at its record."""
 
     def __init__(self, verifier: Verifier) -> None:
         self.verifier = verifier
@@ -71,40 +75,43 @@ def test_work_done_at_the_budget_is_accepted_as_judged_at_the_end(tmp_path: Path
     judge, history, outcome = ended(
         tmp_path, [WORK, "```bash\nls\n```"], verify(command_check(CHECK))
     )
-    assert outcome == StepsExhausted()
-    assert judge.at_end(history, outcome) == Accepted("")
+    assert outcome == Accepted("")
     record = judge.record()
     assert record["judged_at_end"] == "max_steps_reached" and record["evaluations"] == 1
     assert record["log"] == [
         {"verdict": "YES", "action": "exit_accept", "judged_at_end": "max_steps_reached"}
     ]
     assert audited(judge, history, tmp_path)
-
-
-def test_work_not_done_keeps_the_outcome_and_logs_the_verdict(tmp_path: Path) -> None:
-    judge, history, outcome = ended(
-        tmp_path, ["```bash\necho 41 > result.txt\n```"] * 2, verify(command_check(CHECK))
-    )
-    assert judge.at_end(history, outcome) == StepsExhausted()
-    entry = log_of(judge.record())[0]
-    assert entry["verdict"] == "NO" and entry["judged_at_end"] == "max_steps_reached"
-    assert audited(judge, history, tmp_path)
+    assert judge.at_end(history, StepsExhausted()) == StepsExhausted()  # once per run
+    assert judge.record()["evaluations"] == 1
 
 
 def test_a_model_that_stops_acting_is_judged_too(tmp_path: Path) -> None:
     replies = [WORK, "I think I am done.", "Really done.", "Done."]
-    judge, history, outcome = ended(tmp_path, replies, verify(command_check(CHECK)), max_steps=10)
-    assert isinstance(outcome, RepeatedFormatError)
-    assert judge.at_end(history, outcome) == Accepted("")
-    assert judge.record()["judged_at_end"] == outcome.text
+    judge, _, outcome = ended(tmp_path, replies, verify(command_check(CHECK)), max_steps=10)
+    assert outcome == Accepted("")
+    assert str(judge.record()["judged_at_end"]).startswith("repeated_format_error: ")
 
 
 def test_off_only_claimed_completions_are_judged(tmp_path: Path) -> None:
-    judge, history, outcome = ended(
+    judge, _, outcome = ended(
         tmp_path, [WORK, "```bash\nls\n```"], verify(command_check(CHECK), last_judgement=False)
     )
-    assert judge.at_end(history, outcome) == StepsExhausted()
+    assert outcome == StepsExhausted()
     assert judge.record()["evaluations"] == 0 and "judged_at_end" not in judge.record()
+
+
+def test_a_run_told_no_then_fixed_without_submitting_is_accepted_in_bound(
+    tmp_path: Path,
+) -> None:
+    submit = "```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"
+    verifier = verify(command_check(CHECK), failures=1)
+    judge, history, outcome = ended(tmp_path, [submit, WORK, "```bash\nls\n```"], verifier, 3)
+    assert outcome == Accepted("")
+    record = judge.record()
+    assert [e["verdict"] for e in log_of(record)] == ["NO", "YES"]
+    assert record["evaluations"] == 2 and record["initial_rank"] == 2  # F=1 + evidence=1
+    assert audited(judge, history, tmp_path)
 
 
 @pytest.mark.parametrize("end", [ExecutionFailed("container gone"), Held("repeated failure: x")])
@@ -114,15 +121,54 @@ def test_other_ends_are_not_judged(tmp_path: Path, end: Outcome) -> None:
     assert judge.record()["evaluations"] == 0
 
 
-def test_a_run_told_no_then_fixed_without_submitting_is_accepted_in_bound(
-    tmp_path: Path,
+# --- through the loop: run and arun make the last judgement themselves -----------------
+
+
+def through(driver: str, tmp_path: Path, replies: list[str], verifier: Verifier) -> Path:
+    arguments = (
+        scripted_invoke(replies),
+        regex_parse(),
+        local_env(cwd=str(tmp_path)),
+        save_trajectory(tmp_path / "runs"),
+        "s",
+        "Write 42 to result.txt.",
+        2,
+    )
+    if driver == "run":
+        return run(*arguments, check=verifier)
+    return asyncio.run(arun(*arguments, check=verifier))
+
+
+@pytest.mark.parametrize("driver", ["run", "arun"])
+@pytest.mark.parametrize(("on", "expected"), [(True, "accepted"), (False, "max_steps_reached")])
+def test_a_run_that_does_the_work_and_stops_at_the_budget(
+    tmp_path: Path, driver: str, on: bool, expected: str
 ) -> None:
-    submit = "```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"
-    verifier = verify(command_check(CHECK), failures=1)
-    judge, history, outcome = ended(tmp_path, [submit, WORK, "```bash\nls\n```"], verifier, 3)
-    assert outcome == StepsExhausted()
-    assert judge.at_end(history, outcome) == Accepted("")
-    record = judge.record()
-    assert [e["verdict"] for e in log_of(record)] == ["NO", "YES"]
-    assert record["evaluations"] == 2 and record["initial_rank"] == 2  # F=1 + evidence=1
-    assert audited(judge, history, tmp_path)
+    verifier = verify(command_check(CHECK), last_judgement=on)
+    path = through(driver, tmp_path, [WORK, "```bash\nls\n```"], verifier)
+    trajectory = load_trajectory(path)
+    assert trajectory.outcome == expected
+    assert audit(path).valid
+    record = record_of(trajectory)
+    assert record["evaluations"] == (1 if on else 0)
+    assert record.get("judged_at_end") == ("max_steps_reached" if on else None)
+
+
+def test_the_last_judgement_says_no_and_the_outcome_stays(tmp_path: Path) -> None:
+    path = through(
+        "run", tmp_path, ["```bash\necho 41 > result.txt\n```"] * 2, verify(command_check(CHECK))
+    )
+    trajectory = load_trajectory(path)
+    assert trajectory.outcome == "max_steps_reached"
+    assert [e["verdict"] for e in log_of(trajectory)] == ["NO"]
+    assert audit(path).valid
+
+
+def test_a_check_that_raises_at_the_end_is_recorded_as_the_check(tmp_path: Path) -> None:
+    def broken(claim: object) -> CheckResult:
+        raise RuntimeError("check bug")
+
+    with pytest.raises(RuntimeError):
+        through("run", tmp_path, [WORK, WORK], verify(broken))
+    saved = load_trajectory(next((tmp_path / "runs").glob("*.json")))
+    assert saved.outcome == "crashed: check: RuntimeError: check bug"

@@ -179,7 +179,7 @@ def test_compute_need_admits_more_steps() -> None:
 
 
 def test_compute_budget_is_also_a_step_budget() -> None:
-    _, check = verdicts(maybe(ComputeNeed("more")))
+    seen, check = verdicts(maybe(ComputeNeed("more")), no("not yet"))  # the NO at the end
     _, outcome = run(
         scripted_invoke(["DONE", "$ a", "$ b", "$ c"]),
         line_parse,
@@ -190,7 +190,7 @@ def test_compute_budget_is_also_a_step_budget() -> None:
         max_steps=1,
         check=verify(check, compute=1, compute_steps=2),
     )
-    assert outcome == StepsExhausted()
+    assert outcome == StepsExhausted() and len(seen) == 2
 
 
 @pytest.mark.parametrize(("resolution", "expected"), [(None, Blocked("db")), (True, Accepted(""))])

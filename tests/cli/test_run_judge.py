@@ -54,6 +54,22 @@ def test_held_out_files_judge_and_stay_hidden(
     assert not (tmp_path / "work" / "tests_hidden").exists()
 
 
+@pytest.mark.parametrize(
+    ("flag", "outcome"), [([], "accepted"), (["--no-last-judgement"], "max_steps_reached")]
+)
+def test_work_done_at_the_budget(
+    server: LoopbackServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    flag: list[str],
+    outcome: str,
+) -> None:
+    server.push(chat(f"```bash\necho {ANSWER} > result.txt\n```"), chat("```bash\nls\n```"))
+    flags = ["--check", CHECK, "--max-steps", "2", *flag, "--json"]
+    assert main(["run", "write it", *args(server, tmp_path, *flags)]) == (outcome != "accepted")
+    assert outcome_of(capsys)["outcome"] == outcome
+
+
 def test_bad_judge_flags_are_usage_errors(
     server: LoopbackServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
