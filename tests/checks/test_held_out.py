@@ -5,6 +5,7 @@ Against the real thing: bash on this machine, bubblewrap, and a Docker container
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -31,6 +32,7 @@ from tests.checks._verdicts import log_of
 from tests.execute.conftest import TEST_IMAGE, bwrap_problem, docker_problem, need
 
 MARKER = "held-out-marker-" + os.urandom(6).hex()
+NAME = f"test_answer_{os.urandom(3).hex()}"  # this session's: older sessions' stay apart
 HIDDEN = f'# {MARKER}\ntouch check-was-here\ntest "$(cat result.txt)" = 42\n'
 SUBMIT = "```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\ncat result.txt\n```"
 
@@ -41,13 +43,13 @@ def search(roots: str, grep_roots: str) -> str:
     half = len(MARKER) // 2  # the marker split, so no process's arguments hold it whole
     return (
         "```bash\n"
-        f"echo FIND; find {roots} -name 'test_answer*' 2>/dev/null; "
+        f"echo FIND; find {roots} -name '{NAME}*' 2>/dev/null; "
         f"find {roots} -maxdepth 3 -name 'four-check-*' 2>/dev/null; "
         f'echo GREP; grep -rl --exclude-dir=proc --exclude-dir=sys "{MARKER[:half]}""{MARKER[half:]}" '
         f"{grep_roots} 2>/dev/null; "
-        "echo WATCHED; grep -h test_answer .watch.log 2>/dev/null; "
+        "echo WATCHED; grep -h test_answer_ .watch.log 2>/dev/null; "
         "echo TICKS; grep -c tick .watch.log 2>/dev/null; "
-        "echo CAT; cat tests_hidden/test_answer.sh 2>&1 | head -1; ls tests_hidden 2>&1; echo END\n"
+        f"echo CAT; cat tests_hidden/{NAME}.sh 2>&1 | head -1; ls tests_hidden 2>&1; echo END\n"
         "```"
     )
 
@@ -57,8 +59,9 @@ def search(roots: str, grep_roots: str) -> str:
 # in the agent's container, and the check runs in another).
 WATCHER = (
     "```bash\necho 41 > result.txt\n"
-    'setsid nohup bash -c \'while :; do find / -name "test_answer*" -not -path "/proc/*"; '
-    "echo tick; sleep 0.2; done' > .watch.log 2>/dev/null &\n```"
+    "setsid nohup bash -c 'while :; do "
+    'find / -maxdepth 4 -name "test_answer*" -not -path "/proc/*"; echo tick; sleep 0.1; '
+    "done' > .watch.log 2>/dev/null &\n```"
 )
 
 
@@ -66,11 +69,15 @@ def observations(messages: Sequence[Message]) -> list[str]:
     return [m.content for m in messages if getattr(m, "kind", "") == "observation"]
 
 
-def hidden_source(tmp_path: Path) -> Path:
+@pytest.fixture
+def hidden(tmp_path: Path) -> Iterator[Path]:
+    """The held-out test's folder on the host; removed after the test, so the next
+    test's search of /tmp finds nothing of this one's."""
     source = tmp_path / "hidden"
     source.mkdir()
-    (source / "test_answer.sh").write_text(HIDDEN)
-    return source
+    (source / f"{NAME}.sh").write_text(HIDDEN)
+    yield source
+    shutil.rmtree(source, ignore_errors=True)
 
 
 def agent_run(
@@ -125,15 +132,15 @@ def scratch_copies() -> Iterator[None]:
 
 
 def test_local_the_copy_holds_the_files_and_is_gone_after(
-    tmp_path: Path, scratch_copies: None
+    tmp_path: Path, hidden: Path, scratch_copies: None
 ) -> None:
     work = tmp_path / "work"
     work.mkdir()
-    source = hidden_source(tmp_path)
+    source = hidden
     check = command_check(
-        "bash tests_hidden/test_answer.sh", files={"tests_hidden/": source}, timeout=30
+        f"bash tests_hidden/{NAME}.sh", files={"tests_hidden/": source}, timeout=30
     )
-    (source / "test_answer.sh").unlink()  # the check holds the bytes; nothing on disk
+    (source / f"{NAME}.sh").unlink()  # the check holds the bytes; nothing on disk
     source.rmdir()
     # No watcher here: with local_env the agent runs as you, and a process it leaves
     # behind could look into the copy while the check runs (see command_check).
@@ -144,12 +151,14 @@ def test_local_the_copy_holds_the_files_and_is_gone_after(
     assert not (work / "tests_hidden").exists()
 
 
-def test_sandbox_the_whole_filesystem_has_no_trace(tmp_path: Path, scratch_copies: None) -> None:
+def test_sandbox_the_whole_filesystem_has_no_trace(
+    tmp_path: Path, hidden: Path, scratch_copies: None
+) -> None:
     need(bwrap_problem())
     work = tmp_path / "work"
-    source = hidden_source(tmp_path)  # kept on the host: the sandbox cannot see it
+    source = hidden  # kept on the host: the sandbox cannot see it
     check = command_check(
-        "bash tests_hidden/test_answer.sh", files={"tests_hidden/": source}, timeout=30
+        f"bash tests_hidden/{NAME}.sh", files={"tests_hidden/": source}, timeout=30
     )
     with sandbox_env(30, workdir=str(work)) as env:
         agent_run(tmp_path, env, check, "/")
@@ -157,12 +166,12 @@ def test_sandbox_the_whole_filesystem_has_no_trace(tmp_path: Path, scratch_copie
 
 
 def test_docker_a_container_of_the_committed_container_judges(
-    tmp_path: Path, scratch_copies: None
+    tmp_path: Path, hidden: Path, scratch_copies: None
 ) -> None:
     need(docker_problem())
-    source = hidden_source(tmp_path)
+    source = hidden
     check = command_check(
-        "bash tests_hidden/test_answer.sh", files={"tests_hidden/": source}, timeout=60
+        f"bash tests_hidden/{NAME}.sh", files={"tests_hidden/": source}, timeout=60
     )
     env = docker_env(TEST_IMAGE, 60, cwd="/work")
     try:
@@ -175,14 +184,14 @@ def test_docker_a_container_of_the_committed_container_judges(
         env.close()
 
 
-def test_the_agents_own_files_there_are_replaced(tmp_path: Path) -> None:
+def test_the_agents_own_files_there_are_replaced(tmp_path: Path, hidden: Path) -> None:
     (tmp_path / "tests_hidden").mkdir()
     (tmp_path / "tests_hidden" / "conftest.sh").write_text("planted by the agent")
-    files = held_out_files({"tests_hidden/": hidden_source(tmp_path)})
+    files = held_out_files({"tests_hidden/": hidden})
     env = local_env(cwd=str(tmp_path))
     with isolated(env, files, 30) as made:
         listing = made.unwrap()(Action("ls tests_hidden")).unwrap().content
-    assert "test_answer.sh" in listing and "conftest.sh" not in listing
+    assert f"{NAME}.sh" in listing and "conftest.sh" not in listing
     assert (tmp_path / "tests_hidden" / "conftest.sh").exists()  # the agent's stay its own
 
 
