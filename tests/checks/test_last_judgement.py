@@ -172,3 +172,13 @@ def test_a_check_that_raises_at_the_end_is_recorded_as_the_check(tmp_path: Path)
         through("run", tmp_path, [WORK, WORK], verify(broken))
     saved = load_trajectory(next((tmp_path / "runs").glob("*.json")))
     assert saved.outcome == "crashed: check: RuntimeError: check bug"
+
+
+def test_four_show_says_the_last_verdict_was_judged_at_the_end(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from four.cli import main
+
+    path = through("run", tmp_path, [WORK, "```bash\nls\n```"], verify(command_check(CHECK)))
+    assert main(["show", str(path)]) == 0
+    assert "YES, the last judged at the end: max_steps_reached" in capsys.readouterr().out
