@@ -7,6 +7,7 @@ level shows (``output``); the judge picks the text for the model from these.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Literal, TypeAlias, cast
 
 from four.quaternary import CheckResult, no
@@ -55,11 +56,12 @@ def rejection(full: str, output: str, level: FeedbackLevel) -> CheckResult:
 
 
 def with_level(result: CheckResult, level: FeedbackLevel) -> CheckResult:
-    """The same result, shown at ``level`` (what ``all_of(..., feedback=)`` applies)."""
-    if result.reason is None:
-        return result
-    output = result.meta.get("output", result.reason)
-    return no(result.reason, **{**result.meta, "feedback": level, "output": output})
+    """The same result, shown at ``level`` (what ``all_of(..., feedback=)`` applies).
+
+    >>> with_level(no("`grep 42 out` failed"), "verdict").meta["feedback"]
+    'verdict'
+    """
+    return replace(result, meta={**result.meta, "feedback": level})
 
 
 def level_of(result: CheckResult, override: FeedbackLevel | None) -> FeedbackLevel:
