@@ -211,3 +211,21 @@ def test_an_environment_it_cannot_copy_holds_the_run_with_the_reason(tmp_path: P
     assert "held-out files need local_env, shell_env, sandbox_env or docker_env" in str(
         result.needed
     )
+
+
+def test_a_symlink_the_agent_planted_leads_nowhere(tmp_path: Path) -> None:
+    work, outside = tmp_path / "work", tmp_path / "outside"
+    work.mkdir()
+    outside.mkdir()
+    (work / "tests").symlink_to(outside)  # the agent hopes the files land where it can look
+    files = held_out_files({"tests/hidden.sh": b"# held out"})
+    with isolated(local_env(cwd=str(work)), files, 30) as made:
+        shown = made.unwrap()(Action("cat tests/hidden.sh")).unwrap().content
+    assert "# held out" in shown and list(outside.iterdir()) == []
+
+
+def test_a_fifo_in_the_workspace_does_not_stop_the_judge(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "trap")
+    (tmp_path / "result.txt").write_text("42\n")
+    check = command_check("cat result.txt", files={"expected.txt": b"42\n"}, timeout=30)
+    assert check(Claim("", (), local_env(cwd=str(tmp_path)))).verdict == Verdict.YES

@@ -45,8 +45,10 @@ class HeldOutFiles:
 
     def write(self, folder: Path) -> None:
         """Replace each place under ``folder`` with the held-out files (so nothing the
-        agent left there, a conftest.py say, stays beside them)."""
+        agent left there, a conftest.py say, stays beside them). A symlink the agent
+        left on the way is replaced by a folder, so nothing is written outside ``folder``."""
         for place in self.places:
+            _real_parents(folder, place)
             target = folder / place
             if target.is_dir() and not target.is_symlink():
                 shutil.rmtree(target)
@@ -57,6 +59,15 @@ class HeldOutFiles:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(content)
             path.chmod(mode)
+
+
+def _real_parents(folder: Path, place: str) -> None:
+    parts = PurePosixPath(place).parts
+    for depth in range(1, len(parts)):
+        parent = folder.joinpath(*parts[:depth])
+        if parent.is_symlink() or (parent.exists() and not parent.is_dir()):
+            parent.unlink()
+        parent.mkdir(exist_ok=True)
 
 
 def held_out_files(files: Mapping[str, Source]) -> HeldOutFiles:
@@ -154,9 +165,20 @@ def _scratch(stack: contextlib.ExitStack) -> Path:
 
 def _copy(source: str, stack: contextlib.ExitStack, files: HeldOutFiles) -> Path:
     work = _scratch(stack) / "work"
-    shutil.copytree(source, work, symlinks=True, ignore_dangling_symlinks=True)
+    shutil.copytree(source, work, symlinks=True, ignore=_special)
     files.write(work)
     return work
+
+
+def _special(folder: str, names: list[str]) -> list[str]:
+    """Entries not to copy: FIFOs, sockets, devices (copying one fails, so a FIFO the
+    agent made would otherwise deny every judgement)."""
+    skipped = []
+    for name in names:
+        mode = os.lstat(os.path.join(folder, name)).st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+            skipped.append(name)
+    return skipped
 
 
 def _local_copy(
