@@ -150,11 +150,10 @@ def command_check(
     now, and put in place only while the check runs, in a copy of the workspace in a
     separate environment of the same kind (a folder copy, a new sandbox, a container of
     the committed container); the copy is deleted before the agent's next step, and the
-    check's own writes never reach the agent's workspace. The copy costs about as much
-    as copying the workspace (it goes to the temporary folder, ``TMPDIR``; see
-    bench/README.md). With ``local_env`` the agent
-    runs as you: keep the sources out of its reach (or delete them once the check is
-    made), and know that a process it leaves running could watch the copy while the
+    check's own writes never reach the agent's workspace. A judgement then costs a copy
+    of the workspace (made in the temporary folder, ``TMPDIR``). With ``local_env`` the
+    agent runs as you: keep the sources out of its reach (or delete them once the check
+    is made), and know that a process it leaves running could watch the copy while the
     check runs. ``sandbox_env`` (every process ends with its command) and ``docker_env``
     (the check runs in another container) keep the files out of the agent's sight.
 
