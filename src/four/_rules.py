@@ -1,7 +1,7 @@
 """The loop's rules, written once for both drivers (``run`` and ``arun`` in ``_loop``).
 
 ``evaluate`` is a generator: it yields each call of a component (``CallG``, ``CallV1``,
-``CallV2``, ``CallCheck``), the driver makes the call (plainly, or awaited) and sends
+``CallV2``, ``CallCheck``, ``CallLastJudgement``), the driver makes the call (plainly, or awaited) and sends
 back what the component returned, and the generator's return value is the outcome. So
 the order of the calls, what answers every tool call, when format errors count and when
 the run ends are decided here and nowhere else; the drivers only call and record.
@@ -10,7 +10,7 @@ the run ends are decided here and nowhere else; the drivers only call and record
 from __future__ import annotations
 
 import time
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Literal, TypeAlias, TypeVar, cast, get_args
 
@@ -94,10 +94,20 @@ class CallCheck:
     claim: Finished
 
 
+@dataclass(frozen=True, slots=True)
+class CallLastJudgement:
+    """The judge's ``at_end``, for a run that ended ``claim`` (the drivers call it as
+    they call a ``CallCheck``: ``judge(history, claim)``)."""
+
+    judge: Callable[[Sequence[Message], Outcome], object]
+    history: Sequence[Message]
+    claim: Outcome
+
+
 FeedbackKind: TypeAlias = Literal["feedback", "format_error"]
 """Kinds of feedback the loop gives (both a ``UserKind`` and a ``ToolResultKind``)."""
 
-Call: TypeAlias = CallG | CallV1 | CallV2 | CallCheck
+Call: TypeAlias = CallG | CallV1 | CallV2 | CallCheck | CallLastJudgement
 Rules: TypeAlias = Generator[Call, object, Outcome]
 """``evaluate``: yields calls, is sent what each returned, returns the outcome."""
 
@@ -246,7 +256,18 @@ class RunState(Generic[T]):
 def evaluate(run: RunState[T]) -> Rules:
     """``(G -> V1 -> V2*)*`` until the agent submits, something fails, or the budget of
     G calls is spent. Feedback (format errors, the check's verdicts) goes back to the
-    model; ``max_format_errors`` unreadable turns in a row end the run."""
+    model; ``max_format_errors`` unreadable turns in a row end the run. Then a judge
+    with ``at_end`` (``four.checks``'s) may judge the final state once: it returns the
+    outcome, changed only when its last judgement applies and says YES."""
+    outcome = yield from _steps(run)
+    at_end = getattr(run.judge, "at_end", None)
+    if callable(at_end):
+        outcome = _last_judgement((yield CallLastJudgement(at_end, run.history, outcome)))
+    return outcome
+
+
+def _steps(run: RunState[T]) -> Rules:
+    """The steps of ``evaluate``, up to the run's own end."""
     while run.steps < run.budget:
         if (stop := run.stopped()) is not None:
             return stop
@@ -348,6 +369,12 @@ def _judgement(value: object) -> Outcome | Feedback:
     if isinstance(value, _JUDGEMENTS):
         return cast("Outcome | Feedback", value)
     raise WrongReturn("check", value, "an Outcome or Feedback")
+
+
+def _last_judgement(value: object) -> Outcome:
+    if isinstance(value, _JUDGEMENTS[1:]):
+        return cast("Outcome", value)
+    raise WrongReturn("check", value, "an Outcome")
 
 
 # --- starting a run -----------------------------------------------------------------------

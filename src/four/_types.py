@@ -385,7 +385,12 @@ class Recorder(Protocol[T_co]):
 
 
 class Judge(Protocol):
-    """One run's judge of the agent's submissions (made by a ``Verify``)."""
+    """One run's judge of the agent's submissions (made by a ``Verify``).
+
+    A judge may also have ``at_end(history, outcome) -> Outcome``: the loop calls it
+    once when the run reaches its own end, before the environment closes, and takes the
+    outcome it returns (``four.checks`` judges the final state there, see ``verify``).
+    """
 
     def __call__(self, history: Sequence[Message], claim: Finished, /) -> Outcome | Feedback: ...
 

@@ -94,7 +94,7 @@ def main() -> int:
         system="You fix bugs with bash.",
         prompt="Make test_calc.sh pass.",
         max_steps=10,
-        check=command_check("bash test_calc.sh", timeout=30),
+        check=command_check("bash test_calc.sh", timeout=30, feedback="output"),
     )
     second = show(verified)
     result = audit(verified)

@@ -39,7 +39,7 @@ def test_two_failures_with_different_reasons_then_accepted(tmp_path: Path) -> No
         "Make check.sh pass.",
         "Write the answer.",
         max_steps=10,
-        check=command_check("bash check.sh", timeout=30),
+        check=command_check("bash check.sh", timeout=30, feedback="output"),
     )
     trajectory = load_trajectory(path)
     assert trajectory.outcome == "accepted"

@@ -72,7 +72,7 @@ def test_no_reasons_are_fed_back_and_accumulate(tmp_path: Path) -> None:
         keep,
         "s",
         "p",
-        check=verify(check),
+        check=verify(check, feedback="full"),
     )
     assert outcome == Accepted("v3")
     feedback = [m.content for m in history if isinstance(m, User) and "not accepted" in m.content]
@@ -91,8 +91,29 @@ def test_a_repeated_reason_ends_the_run_held() -> None:
         "p",
         check=verify(check),
     )
-    assert outcome == Held("repeated failure: same")
-    assert outcome.text == "held: repeated failure: same"
+    assert outcome == Held(
+        "repeated failure: same (a reason is told to the agent once, then ends the run; "
+        "retries_per_reason=2 allows one more attempt)"
+    )
+    assert outcome.text.startswith("held: repeated failure: same (")
+
+
+def test_retries_per_reason_allows_more_attempts_of_one_reason() -> None:
+    seen, check = verdicts(no("same"), no("same"), no("same"))
+    _, outcome = run(
+        scripted_invoke(["DONE"] * 3),
+        line_parse,
+        FakeEnv(),
+        keep,
+        "s",
+        "p",
+        check=verify(check, retries_per_reason=2),
+    )
+    assert len(seen) == 3
+    assert isinstance(outcome, Held) and outcome.reason.startswith(
+        "repeated failure: same (a reason is told to the agent 2 times, then ends the run; "
+        "retries_per_reason=3"
+    )
 
 
 def test_more_distinct_reasons_than_the_alphabet_holds() -> None:
@@ -106,7 +127,7 @@ def test_more_distinct_reasons_than_the_alphabet_holds() -> None:
         "p",
         check=verify(check, failures=2),
     )
-    assert outcome == Held("more than 2 distinct failures: c")
+    assert outcome == Held("more than 2 distinct failures: c (failures=3 allows one more)")
 
 
 def test_explicit_failure_alphabet_rejects_unknown_reasons() -> None:
@@ -151,14 +172,14 @@ def test_compute_need_admits_more_steps() -> None:
         "s",
         "p",
         max_steps=1,
-        check=verify(check, compute=1, compute_steps=3),
+        check=verify(check, compute=1, compute_steps=3, feedback="full"),
     )
     assert outcome == Accepted("")
     assert any(isinstance(m, User) and "write docs" in m.content for m in history)
 
 
 def test_compute_budget_is_also_a_step_budget() -> None:
-    _, check = verdicts(maybe(ComputeNeed("more")))
+    seen, check = verdicts(maybe(ComputeNeed("more")), no("not yet"))  # the NO at the end
     _, outcome = run(
         scripted_invoke(["DONE", "$ a", "$ b", "$ c"]),
         line_parse,
@@ -169,7 +190,7 @@ def test_compute_budget_is_also_a_step_budget() -> None:
         max_steps=1,
         check=verify(check, compute=1, compute_steps=2),
     )
-    assert outcome == StepsExhausted()
+    assert outcome == StepsExhausted() and len(seen) == 2
 
 
 @pytest.mark.parametrize(("resolution", "expected"), [(None, Blocked("db")), (True, Accepted(""))])

@@ -1,4 +1,4 @@
-"""For any model and any check: the run ends, the judging stays within initial_rank + 1,
+"""For any model, any check and any number of retries per reason: the run ends, the judging stays within initial_rank + 1,
 the stored receipts audit as valid, and any edit to one of them audits as invalid."""
 
 from __future__ import annotations
@@ -55,13 +55,22 @@ def setting(document: object, path: tuple[object, ...], new: object) -> object:
     return copy
 
 
-@given(REPLIES, VERDICTS, st.integers(1, 8), st.integers(0, 3), st.integers(0, 2), st.data())
+@given(
+    REPLIES,
+    VERDICTS,
+    st.integers(1, 8),
+    st.integers(0, 3),
+    st.integers(0, 2),
+    st.integers(1, 3),
+    st.data(),
+)
 def test_verified_runs_are_bounded_and_auditable(
     replies: list[str],
     results: list[CheckResult],
     max_steps: int,
     failures: int,
     compute: int,
+    retries: int,
     data: st.DataObject,
 ) -> None:
     calls = 0
@@ -78,10 +87,11 @@ def test_verified_runs_are_bounded_and_auditable(
         compute_steps=2,
         evidence={"logs": "ls"},
         dependencies={"dep": lambda claim: calls % 2 == 0 or None},
+        retries_per_reason=retries,
     )
-    rank0 = (
-        len(verifier.config().failure_alphabet) + 1 + compute + 1
-    )  # F + evidence + compute + deps
+    # F (each reason's slot and its retries) + evidence + compute + dependencies
+    rank0 = failures * retries + 1 + compute + 1
+    assert len(verifier.config().failure_alphabet) == failures * retries
     with TemporaryDirectory() as tmp:
         path = run(
             scripted_invoke(replies),

@@ -7,16 +7,22 @@ from four.checks._audit import Audit, audit
 from four.checks._checks import AllOf, CommandCheck, FileCheck, all_of, command_check, file_check
 from four.checks._claim import Check, Claim, Gatherer, Resolver
 from four.checks._config import config_from_json, config_to_json
+from four.checks._feedback import DEFAULT_FEEDBACK, FEEDBACK_LEVELS, FeedbackLevel, rejection
+from four.checks._held_out import HeldOutFiles, held_out_files
 from four.checks._judge import Judgement, Verifier, verify
 
 __all__ = [
+    "DEFAULT_FEEDBACK",
+    "FEEDBACK_LEVELS",
     "AllOf",
     "Audit",
     "Check",
     "Claim",
     "CommandCheck",
+    "FeedbackLevel",
     "FileCheck",
     "Gatherer",
+    "HeldOutFiles",
     "Judgement",
     "Resolver",
     "Verifier",
@@ -26,5 +32,7 @@ __all__ = [
     "config_from_json",
     "config_to_json",
     "file_check",
+    "held_out_files",
+    "rejection",
     "verify",
 ]

@@ -6,14 +6,22 @@ import json
 import re
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from returns.result import Success
 
 from four._types import Action, Execute
 from four.checks._claim import Check, Claim, Gatherer
+from four.checks._feedback import (
+    DEFAULT_FEEDBACK,
+    FeedbackLevel,
+    feedback_level,
+    rejection,
+    with_level,
+)
+from four.checks._held_out import HeldOutFiles, Source, held_out_files, isolated
 from four.checks._judge import Judgement, verify
-from four.quaternary import CheckResult, EvidenceNeed, Verdict, maybe, no, yes
+from four.quaternary import CheckResult, EvidenceNeed, Verdict, maybe, yes
 
 _TIMED_OUT = (124, 137)  # coreutils `timeout`: TERM sent, or KILL after the grace period
 _OUTPUT = re.compile(r"<output>\n?(.*?)\n?</output>", re.S)
@@ -50,6 +58,17 @@ def _run(env: Execute, command: str, timeout: float) -> _Ran:
     return _Ran(observation.returncode, timed_out, output)
 
 
+def _run_check(claim: Claim, command: str, timeout: float, files: HeldOutFiles | None) -> _Ran:
+    """Run ``command`` in the claim's environment, or, with held-out ``files``, in a copy
+    of it that holds them and is gone when this returns."""
+    if files is None:
+        return _run(claim.env, command, timeout)
+    with isolated(claim.env, files, timeout + 30) as made:
+        if not isinstance(made, Success):
+            return _Ran(None, False, made.failure())
+        return _run(made.unwrap(), command, timeout)
+
+
 def _summary(output: str) -> str:
     """A short reason that stays the same when the same failure happens again."""
     picked = [m.group(0) for m in _SUMMARY.finditer(output)][:3]
@@ -66,6 +85,8 @@ class CommandCheck(_Judged):
 
     command: str
     timeout: float = 600.0
+    feedback: FeedbackLevel = DEFAULT_FEEDBACK
+    files: HeldOutFiles | None = field(default=None, repr=False)
 
     @property
     def need(self) -> str:
@@ -76,28 +97,38 @@ class CommandCheck(_Judged):
         return {self.need: self._rerun}
 
     def _rerun(self, claim: Claim) -> str:
-        ran = _run(claim.env, self.command, self.timeout * 4)
+        ran = _run_check(claim, self.command, self.timeout * 4, self.files)
         return json.dumps([ran.returncode, ran.timed_out, ran.output])
 
     def __call__(self, claim: Claim, /) -> CheckResult:
         gathered = claim.evidence.get(self.need)
         if gathered is None:
-            ran = _run(claim.env, self.command, self.timeout)
+            ran = _run_check(claim, self.command, self.timeout, self.files)
             if ran.timed_out:
                 return maybe(EvidenceNeed(self.need))
         else:
             returncode, timed_out, output = json.loads(gathered)
             ran = _Ran(returncode, timed_out, output)
             if ran.timed_out:
-                return no(f"`{self.command}` did not finish within {self.timeout * 4:g}s")
+                late = f"did not finish within {self.timeout * 4:g}s"
+                return rejection(f"`{self.command}` {late}", f"the check {late}", self.feedback)
         if ran.returncode == 0:
             return yes()
         if ran.returncode is None:
             return maybe(EvidenceNeed(ran.output))  # outside the alphabet: the run is held
-        return no(f"`{self.command}` failed (exit {ran.returncode}): {_summary(ran.output)}")
+        failed = f"(exit {ran.returncode}): {_summary(ran.output)}"
+        return rejection(
+            f"`{self.command}` failed {failed}", f"the check failed {failed}", self.feedback
+        )
 
 
-def command_check(command: str, *, timeout: float = 600.0) -> CommandCheck:
+def command_check(
+    command: str,
+    *,
+    timeout: float = 600.0,
+    feedback: FeedbackLevel = DEFAULT_FEEDBACK,
+    files: Mapping[str, Source] | None = None,
+) -> CommandCheck:
     """Judge a submission by running ``command`` (e.g. the tests) in the run's environment.
 
     Exit 0 is YES. Another exit is NO, with a short reason taken from the failure
@@ -105,12 +136,35 @@ def command_check(command: str, *, timeout: float = 600.0) -> CommandCheck:
     failure gives the same reason). A timeout is MAYBE: the command is run again with
     four times the time, and a second timeout is NO.
 
-    >>> command_check("pytest -q").command
-    'pytest -q'
+    ``feedback`` is what the model is told of a NO: ``"verdict"`` (the default) only
+    that it failed, and the number of the failure; ``"output"`` the failing lines of the
+    command's output, not the command; ``"full"`` the command and those lines. The
+    default is the one an evaluator needs: the command often holds the answer
+    (``test "$(cat result.txt)" = 42``) and a test's output its assertions, and an agent
+    that can read the answer key is not being judged. Choose ``"output"`` when the check
+    is guidance the agent may see (its own visible tests). Whatever the level, the
+    trajectory's verdict log keeps the full text for you.
+
+    ``files`` are held-out files (``{"tests_hidden/": path}``, a destination relative to
+    the workspace; a folder ends with ``/``; bytes are a file's content). They are read
+    now, and put in place only while the check runs, in a copy of the workspace in a
+    separate environment of the same kind (a folder copy, a new sandbox, a container of
+    the committed container); the copy is deleted before the agent's next step, and the
+    check's own writes never reach the agent's workspace. A judgement then costs a copy
+    of the workspace (made in the temporary folder, ``TMPDIR``). With ``local_env`` the
+    agent runs as you: keep the sources out of its reach (or delete them once the check
+    is made), and know that a process it leaves running could watch the copy while the
+    check runs. ``sandbox_env`` (every process ends with its command) and ``docker_env``
+    (the check runs in another container) keep the files out of the agent's sight.
+
+    >>> command_check("pytest -q").feedback
+    'verdict'
     >>> command_check("")
     Traceback (most recent call last):
     ...
     ValueError: command_check: command must be a non-empty shell command (an empty one accepts every submission)
+    >>> command_check("pytest -q tests_hidden", files={"tests_hidden/t.py": b"..."}).files.places
+    ('tests_hidden/t.py',)
     """
     if not isinstance(command, str):
         raise TypeError(f"command_check: command must be a shell command (a str), not {command!r}")
@@ -119,9 +173,10 @@ def command_check(command: str, *, timeout: float = 600.0) -> CommandCheck:
             "command_check: command must be a non-empty shell command "
             "(an empty one accepts every submission)"
         )
-    if not timeout > 0:
-        raise ValueError(f"command_check: timeout must be positive seconds, not {timeout!r}")
-    return CommandCheck(command, timeout)
+    if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
+        raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+    held = held_out_files(files) if files else None
+    return CommandCheck(command, float(timeout), feedback_level(feedback), held)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +186,7 @@ class FileCheck(_Judged):
     path: str
     contains: str | None = None
     pattern: str | None = None
+    feedback: FeedbackLevel = DEFAULT_FEEDBACK
 
     def __call__(self, claim: Claim, /) -> CheckResult:
         path = shlex.quote(self.path)
@@ -143,20 +199,32 @@ class FileCheck(_Judged):
         if ran.returncode == 0:
             return yes()
         if ran.returncode == 3:
-            return no(f"{self.path} does not exist")
+            missing = f"{self.path} does not exist"
+            return rejection(missing, missing, self.feedback)
         if ran.returncode == 1:
             wanted = self.contains if self.contains is not None else f"/{self.pattern}/"
-            return no(f"{self.path} does not contain {wanted!r}")
+            full = f"{self.path} does not contain {wanted!r}"
+            return rejection(full, f"{self.path} does not hold the expected text", self.feedback)
         return maybe(EvidenceNeed(f"cannot read {self.path}: {_summary(ran.output)}"))
 
 
-def file_check(path: str, *, contains: str | None = None, pattern: str | None = None) -> FileCheck:
+def file_check(
+    path: str,
+    *,
+    contains: str | None = None,
+    pattern: str | None = None,
+    feedback: FeedbackLevel = DEFAULT_FEEDBACK,
+) -> FileCheck:
     """Judge a submission by a file in the run's environment.
+
+    ``feedback`` as for ``command_check``: at ``"full"`` the model is told the text it
+    missed, at ``"output"`` only that the file lacks the expected text, at
+    ``"verdict"`` (the default) only that it failed.
 
     >>> file_check("out.txt", contains="42").contains
     '42'
     """
-    return FileCheck(path, contains, pattern)
+    return FileCheck(path, contains, pattern, feedback_level(feedback))
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +232,7 @@ class AllOf(_Judged):
     """YES when every check says YES; otherwise the first other verdict, in order."""
 
     checks: tuple[Check, ...]
+    feedback: FeedbackLevel | None = None
 
     @property
     def evidence(self) -> Mapping[str, Gatherer | str]:
@@ -176,14 +245,17 @@ class AllOf(_Judged):
         for check in self.checks:
             result = check(claim)
             if result.verdict != Verdict.YES:
-                return result
+                return result if self.feedback is None else with_level(result, self.feedback)
         return yes()
 
 
-def all_of(*checks: Check) -> AllOf:
+def all_of(*checks: Check, feedback: FeedbackLevel | None = None) -> AllOf:
     """Combine checks: the first that is not YES decides.
+
+    ``feedback``, when given, is the level of every NO of the combination (see
+    ``command_check``); otherwise each check's own level holds.
 
     >>> all_of(file_check("a"), command_check("true")).checks[1].command
     'true'
     """
-    return AllOf(checks)
+    return AllOf(checks, None if feedback is None else feedback_level(feedback))

@@ -10,10 +10,26 @@ from typing import Literal
 
 from returns.result import Success
 
-from four._outcomes import Accepted, Blocked, Finished, Held, Outcome
+from four._outcomes import (
+    Accepted,
+    Blocked,
+    CostLimitReached,
+    Finished,
+    Held,
+    Outcome,
+    RepeatedFormatError,
+    StepsExhausted,
+)
 from four._types import JSON, Action, Execute, Feedback, Message
 from four.checks._claim import Check, Claim, Gatherer, Resolver
 from four.checks._config import config_to_json
+from four.checks._feedback import (
+    FeedbackLevel,
+    feedback_level,
+    level_of,
+    more_work,
+    told,
+)
 from four.quaternary import (
     CheckResult,
     ComputeNeed,
@@ -29,10 +45,9 @@ from four.quaternary import (
     rank,
 )
 
-REJECTED = "Your submission was checked and not accepted: {reason}\nFix this, then submit again."
-MORE_WORK = (
-    "Your submission was checked: more work is needed ({step}). Continue, then submit again."
-)
+LAST_JUDGED = (StepsExhausted, RepeatedFormatError, CostLimitReached)
+"""The ends after which the final state is judged once: the budget ran out, or the
+model stopped acting, without a submission."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +60,9 @@ class Verifier:
     compute: int | frozenset[str] = 0
     compute_steps: int = 10
     dependencies: Mapping[str, Resolver] = field(default_factory=dict)
+    feedback: FeedbackLevel | None = None
+    retries_per_reason: int = 1
+    last_judgement: bool = True
 
     def gatherers(self) -> dict[str, Gatherer | str]:
         declared: Mapping[str, Gatherer | str] = getattr(self.check, "evidence", {})
@@ -52,7 +70,7 @@ class Verifier:
 
     def config(self) -> QICTConfig:
         return QICTConfig(
-            failure_alphabet=_alphabet(self.failures, "no"),
+            failure_alphabet=_retried(_alphabet(self.failures, "no"), self.retries_per_reason),
             evidence_alphabet=frozenset(self.gatherers()),
             compute_alphabet=_alphabet(self.compute, "compute"),
             dependency_alphabet=frozenset(self.dependencies),
@@ -70,6 +88,9 @@ def verify(
     compute: int | frozenset[str] = 0,
     compute_steps: int = 10,
     dependencies: Mapping[str, Resolver] | None = None,
+    feedback: FeedbackLevel | None = None,
+    retries_per_reason: int = 1,
+    last_judgement: bool = True,
 ) -> Verifier:
     """Make ``check`` the judge of a run: ``run(..., check=verify(my_check))``.
 
@@ -78,16 +99,44 @@ def verify(
     reasons), ``evidence`` (named gatherers for MAYBE(EvidenceNeed): a function of the
     claim, or a command run in the environment), ``compute`` (MAYBE(ComputeNeed)
     admissions, each worth ``compute_steps`` more model calls) and ``dependencies``
-    (resolvers for IFF). A repeated reason, or one beyond the alphabet, ends the run
-    held. So checks are evaluated at most ``initial_rank + 1`` times, whatever the
-    model and the check do.
+    (resolvers for IFF). A reason is a one-use exclusion: told to the agent
+    ``retries_per_reason`` times (once by default), it ends the run ``held`` when it
+    comes again; so does a reason beyond the alphabet. The outcome names the reason and
+    the setting that allows more. So checks are evaluated at most ``initial_rank + 1``
+    times, whatever the model and the check do (the alphabet of failures is
+    ``failures`` times ``retries_per_reason`` slots).
+
+    ``feedback`` sets what the model is told of every NO (``"full"``, ``"output"`` or
+    ``"verdict"``, see ``command_check``); None leaves it to each check's own level
+    (``"verdict"`` for a check that names none). The verdict log keeps the full text.
+
+    ``last_judgement``: when the run ends without a submission (``max_steps_reached``,
+    ``repeated_format_error``, ``cost_limit_reached``), the check judges the final state
+    once, within the same bound: YES ends the run ``accepted`` (the log says it was
+    judged at the end, not submitted); anything else leaves the outcome as it was, with
+    the verdict logged. ``False`` judges claimed completions only.
 
     >>> from four.quaternary import yes
     >>> verify(lambda claim: yes(), failures=2).config().failure_alphabet == {"no:1", "no:2"}
     True
+    >>> sorted(verify(lambda claim: yes(), failures=1, retries_per_reason=2).config().failure_alphabet)
+    ['no:1', 'no:1#2']
     """
+    if not isinstance(retries_per_reason, int) or retries_per_reason < 1:
+        raise ValueError(
+            f"retries_per_reason must be a positive integer, not {retries_per_reason!r}"
+        )
+    level = None if feedback is None else feedback_level(feedback)
     return Verifier(
-        check, failures, dict(evidence or {}), compute, compute_steps, dict(dependencies or {})
+        check,
+        failures,
+        dict(evidence or {}),
+        compute,
+        compute_steps,
+        dict(dependencies or {}),
+        level,
+        retries_per_reason,
+        bool(last_judgement),
     )
 
 
@@ -100,15 +149,37 @@ class Judgement:
         self._gatherers = verifier.gatherers()
         self.controller = QICTController(verifier.config())
         self._initial_rank = rank(self.controller.config, self.controller.state)
-        self._symbols: dict[tuple[str, str], str] = {}
+        self._numbers: dict[tuple[str, str], int] = {}  # (kind, text) -> 1, 2, ... as first seen
+        self._slots: dict[str, str] = {}  # slot (no:1, no:1#2, compute:1) -> its free text
+        self._told: dict[str, int] = {}  # NO reason -> times it was passed to the controller
         self._log: list[JSON] = []
+        self._at_end: str | None = None
 
     def __call__(self, history: Sequence[Message], claim: Finished, /) -> Outcome | Feedback:
-        current = Claim(claim.output, tuple(history), self._env)
+        """Judge a submission: the run's end, or feedback and more steps."""
+        return self._judge(Claim(claim.output, tuple(history), self._env))
+
+    def at_end(self, history: Sequence[Message], outcome: Outcome, /) -> Outcome:
+        """The last judgement: the run ended ``outcome`` without a submission; judge the
+        final state once. ``Accepted`` on YES; otherwise ``outcome`` itself (also when
+        the setting is off, or the outcome is not one the budget or a silent model
+        caused). Called by the loop after its last step, before the environment closes.
+        """
+        if (
+            not self._verifier.last_judgement
+            or not isinstance(outcome, LAST_JUDGED)
+            or self._at_end is not None  # once per run
+        ):
+            return outcome
+        self._at_end = outcome.text
+        ended = self._judge(Claim("", tuple(history), self._env))
+        return ended if isinstance(ended, Accepted) else outcome
+
+    def _judge(self, current: Claim) -> Outcome | Feedback:
         controller = self.controller
         while True:
             result = self._verifier.check(current)
-            symbolic = self._symbolic(result)
+            symbolic, number = self._symbolic(result)
             receipt = controller.process(symbolic)
             self._note(result, receipt.action.value, symbolic)
             lease = controller.state.pending_lease
@@ -116,10 +187,12 @@ class Judgement:
                 case ControllerAction.EXIT_ACCEPT:
                     return Accepted(current.output)
                 case ControllerAction.EXCLUDE_RETRY:
-                    return Feedback(REJECTED.format(reason=result.reason))
+                    level = level_of(result, self._verifier.feedback)
+                    return Feedback(told(result, level, number))
                 case ControllerAction.ADMIT_NEXT:
-                    step = _need_text(result.needed)
-                    return Feedback(MORE_WORK.format(step=step), self._verifier.compute_steps)
+                    level = level_of(result, self._verifier.feedback)
+                    text = more_work(_need_text(result.needed), level, number)
+                    return Feedback(text, self._verifier.compute_steps)
                 case ControllerAction.GATHER if lease is not None:
                     need = lease.obligation
                     text = self._gather(need, current)
@@ -137,19 +210,24 @@ class Judgement:
                     return Held(self._explain(result, controller.state.held_reason or "held"))
 
     def record(self) -> Mapping[str, JSON]:
-        """Config, receipts and their head digest (for ``four.audit``), the verdict log,
-        and the text of each slot (``no:1`` ...) that a free-text reason was mapped to."""
+        """Config, receipts and their head digest (for ``four.audit``), the verdict log
+        (every reason in full, whatever the model was shown), the text of each slot
+        (``no:1`` ...) a free-text reason was mapped to. ``judged_at_end`` names the end a
+        last judgement looked at."""
         controller = self.controller
         receipts: JSON = json.loads(dump_receipts(controller.receipts))
-        return {
+        record: dict[str, JSON] = {
             "config": config_to_json(controller.config),
             "initial_rank": self._initial_rank,
             "evaluations": controller.state.evaluation_count,
             "head": controller.head.hex(),
             "receipts": receipts,
             "log": list(self._log),
-            "slots": {symbol: text for (_, text), symbol in self._symbols.items()},
+            "slots": dict(self._slots),
         }
+        if self._at_end is not None:
+            record["judged_at_end"] = self._at_end
+        return record
 
     def _gather(self, need: str, claim: Claim) -> str:
         gatherer = self._gatherers[need]
@@ -158,40 +236,70 @@ class Judgement:
         result = self._env(Action(gatherer))
         return result.unwrap().content if isinstance(result, Success) else str(result.failure())
 
-    def _symbolic(self, result: CheckResult) -> CheckResult:
-        """Map free-text reasons and steps onto the finite alphabets' slots (no:1, ...)."""
-        if result.verdict == Verdict.NO and isinstance(self._verifier.failures, int):
-            return no(self._symbol("no", str(result.reason)))
-        if isinstance(result.needed, ComputeNeed) and isinstance(self._verifier.compute, int):
-            return maybe(ComputeNeed(self._symbol("compute", result.needed.step)))
-        return result
+    def _symbolic(self, result: CheckResult) -> tuple[CheckResult, int]:
+        """Map free-text reasons and steps onto the finite alphabets' slots (no:1, ...,
+        and no:1#2 ... for the retries of a reason), with the reason's number."""
+        retries = self._verifier.retries_per_reason
+        if result.verdict == Verdict.NO:
+            reason = str(result.reason)
+            number = self._number("no", reason)
+            times = self._told[reason] = min(self._told.get(reason, 0) + 1, retries)
+            # Past its retries a reason reuses its last slot: the controller holds it.
+            symbol = f"no:{number}" if isinstance(self._verifier.failures, int) else reason
+            return no(symbol if times == 1 else f"{symbol}#{times}"), number
+        if isinstance(result.needed, ComputeNeed):
+            number = self._number("compute", result.needed.step)
+            if isinstance(self._verifier.compute, int):
+                return maybe(ComputeNeed(f"compute:{number}")), number
+            return result, number
+        return result, 0
 
-    def _symbol(self, kind: Literal["no", "compute"], text: str) -> str:
+    def _number(self, kind: Literal["no", "compute"], text: str) -> int:
         key = (kind, text)
-        if key not in self._symbols:
-            self._symbols[key] = f"{kind}:{sum(k == kind for k, _ in self._symbols) + 1}"
-        return self._symbols[key]
+        if key not in self._numbers:
+            self._numbers[key] = sum(k == kind for k, _ in self._numbers) + 1
+        return self._numbers[key]
 
     def _note(self, result: CheckResult, action: str, symbolic: CheckResult) -> None:
         entry: dict[str, JSON] = {"verdict": result.verdict.name, "action": action}
         if symbolic is not result:  # the free text went to a slot (no:1, compute:1, ...)
-            entry["slot"] = _need_text(symbolic.needed) if symbolic.needed else symbolic.reason
+            slot = _need_text(symbolic.needed) if symbolic.needed else str(symbolic.reason)
+            entry["slot"] = slot
+            self._slots[slot] = _need_text(result.needed) if result.needed else str(result.reason)
         if result.reason is not None:
             entry["reason"] = result.reason
         if result.needed is not None:
             entry["needed"] = _need_text(result.needed)
         if result.dependency is not None:
             entry["dependency"] = result.dependency
+        if self._at_end is not None:
+            entry["judged_at_end"] = self._at_end
         self._log.append(entry)
 
     def _explain(self, result: CheckResult, held: str) -> str:
-        """The controller's held reason, with slot names turned back into the check's words."""
-        if result.verdict == Verdict.NO and isinstance(self._verifier.failures, int):
-            symbol = self._symbols[("no", str(result.reason))]
-            if symbol in self.controller.config.failure_alphabet:
-                return f"repeated failure: {result.reason}"
-            return f"more than {self._verifier.failures} distinct failures: {result.reason}"
+        """The controller's held reason, with slot names turned back into the check's
+        words, and what allows more attempts."""
+        if result.verdict != Verdict.NO:
+            return held
+        reason, retries = str(result.reason), self._verifier.retries_per_reason
+        failures = self._verifier.failures
+        if isinstance(failures, int) and self._numbers[("no", reason)] > failures:
+            return (
+                f"more than {failures} distinct failures: {reason} "
+                f"(failures={failures + 1} allows one more)"
+            )
+        if isinstance(failures, int) or reason in failures:
+            times = "once" if retries == 1 else f"{retries} times"
+            return (
+                f"repeated failure: {reason} (a reason is told to the agent {times}, "
+                f"then ends the run; retries_per_reason={retries + 1} allows one more attempt)"
+            )
         return held
+
+
+def _retried(alphabet: frozenset[str], retries: int) -> frozenset[str]:
+    """Each failure slot, and one more slot per allowed retry of it."""
+    return alphabet | {f"{slot}#{k}" for slot in alphabet for k in range(2, retries + 1)}
 
 
 def _alphabet(spec: int | frozenset[str], kind: str) -> frozenset[str]:

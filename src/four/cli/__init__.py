@@ -148,6 +148,7 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
         metavar="CMD",
         help="verified loop: a submission counts only once CMD exits 0 in the environment",
     )
+    _add_judge_flags(p)
     p.add_argument("-o", "--output-dir", help="where to save the trajectory [FOUR_OUTPUT_DIR]")
     p.add_argument(
         "--system",
@@ -161,6 +162,39 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
         "four-loop[sign]; bash domain) [FOUR_SIGNING_KEY]",
     )
     _add_output_flags(p, "the final outcome")
+
+
+def _add_judge_flags(p: argparse.ArgumentParser) -> None:
+    """How ``--check`` judges: shared by ``run`` and ``batch``."""
+    p.add_argument(
+        "--feedback",
+        choices=("full", "output", "verdict"),
+        help="what the model is told when CMD fails: only that it failed (verdict: CMD may "
+        "hold the answer), its failing lines (output), or CMD too (full); the trajectory "
+        "keeps it all [FOUR_FEEDBACK, verdict]",
+    )
+    p.add_argument(
+        "--check-files",
+        metavar="[DEST=]DIR",
+        action="append",
+        default=[],
+        help="held-out files for CMD: DIR is put at DEST (default: its name) in a copy of "
+        "the workspace only while CMD runs; the agent never sees it (repeatable)",
+    )
+    p.add_argument(
+        "--retries-per-reason",
+        type=_positive_int,
+        default=1,
+        metavar="N",
+        help="times the same failure is told to the model before it ends the run held [1]",
+    )
+    p.add_argument(
+        "--last-judgement",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="judge the final state once when the run ends without a submission (the "
+        "budget spent, the model silent); accepted if CMD exits 0 [on]",
+    )
 
 
 def _replay_flags(p: argparse.ArgumentParser) -> None:

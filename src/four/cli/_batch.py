@@ -47,7 +47,7 @@ DEFAULT_STALL = 900.0
 
 def batch_flags(p: argparse.ArgumentParser) -> None:
     """Define the flags of ``four batch`` on ``p`` (the subcommand's parser)."""
-    from four.cli import _add_agent_flags, _number, _positive_int
+    from four.cli import _add_agent_flags, _add_judge_flags, _number, _positive_int
 
     p.add_argument("tasks", metavar="TASKS", help="JSON Lines file: {id, task, ...} per line")
     _add_agent_flags(p)
@@ -111,6 +111,7 @@ def batch_flags(p: argparse.ArgumentParser) -> None:
         help="unreadable replies in a row before a run stops; 0 = no cap [3]",
     )
     p.add_argument("--check", metavar="CMD", help="verified loop, as `four run --check`")
+    _add_judge_flags(p)
     p.add_argument("--system", metavar="FILE", help="system prompt from FILE [FOUR_SYSTEM]")
     p.add_argument(
         "--redo", action="store_true", help="run every task again, finished ones included"
@@ -133,7 +134,7 @@ class CommandRun:
     def __call__(self, ctx: RunContext) -> Path:
         from four import run
         from four.cli._live import Recording, components
-        from four.cli._run import build, load_domain, setup
+        from four.cli._run import build, domain_check, load_domain, setup
         from four.trajectory import save_trajectory
 
         fields = ctx.item.fields
@@ -144,12 +145,9 @@ class CommandRun:
             image=image if isinstance(image, str) else self.opts.image,
             cwd=cwd if isinstance(cwd, str) else self.opts.cwd,
         )
-        G, V1, V2 = build(opts, self.model, self.key, load_domain(opts), setup(opts))
-        check = None
-        if opts.check:
-            from four.checks import command_check
-
-            check = command_check(opts.check)
+        domain, where = load_domain(opts), setup(opts)
+        G, V1, V2 = build(opts, self.model, self.key, domain, where)
+        check = domain_check(opts, domain, where, V2)
         record: dict[str, JSON] = {**opts.record(), "batch_item": ctx.id}
         recording = Recording(save_trajectory(ctx.output_dir), components(G, V2, record))
         return run(
@@ -210,7 +208,14 @@ def batch_command(args: argparse.Namespace) -> int:
     from four.batch._raypool import RayPool
     from four.cli._errors import UsageError
     from four.cli._preflight import resolve_model
-    from four.cli._run import api_key, load_domain, options, sigterm_interrupts, system_prompt
+    from four.cli._run import (
+        api_key,
+        load_domain,
+        make_check,
+        options,
+        sigterm_interrupts,
+        system_prompt,
+    )
 
     batch = batch_options(args)
     try:
@@ -223,6 +228,7 @@ def batch_command(args: argparse.Namespace) -> int:
         raise UsageError(f"{batch.tasks} has no tasks")
     # four run's settings, with a stand-in task (each item brings its own).
     opts = options(argparse.Namespace(**{**vars(args), "task": "(each item's task)"}))
+    make_check(opts)  # a bad --check-files is a usage error now, not in every run
     key = api_key(opts)
     model = resolve_model(opts.model, opts.api_base, key)
     make_run = CommandRun(opts, model, key, system_prompt(opts, load_domain(opts)))

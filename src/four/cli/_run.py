@@ -23,16 +23,16 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from four._outcomes import Outcome
-from four._types import JSON, Execute, Invoke, Parse
+from four._types import JSON, Execute, Invoke, Parse, Verify
 from four.cli import _settings as env
 from four.cli._errors import UsageError
-
-if TYPE_CHECKING:
-    from four.trajectory._sign import SigningKey
 from four.cli._format import cost, fold, seconds, succeeded, tokens
 from four.cli._live import Display, Recording, Watched, WatchedEnv, components
 from four.domains import Domain, DomainError, DomainSetup, domain_names, get_domain
 from four.trajectory._codec import usage_from_json
+
+if TYPE_CHECKING:
+    from four.trajectory._sign import SigningKey
 
 DEFAULT_MAX_STEPS = 100
 DEFAULT_COST_LIMIT = 3.0
@@ -58,6 +58,10 @@ class RunOptions:
     prices: tuple[float, float] | None
     max_format_errors: int
     check: str | None
+    feedback: str
+    check_files: tuple[str, ...]
+    retries_per_reason: int
+    last_judgement: bool
     output_dir: str
     system_file: str | None
     mode: str
@@ -72,6 +76,7 @@ class RunOptions:
             k: v for k, v in asdict(self).items() if k not in ("task", "prices", "mode", "json")
         }
         data["prices"] = list(self.prices) if self.prices else None
+        data["check_files"] = list(self.check_files)
         if self.cwd is None and self.env in ("local", "persistent"):
             data["cwd"] = os.getcwd()  # so `four replay` from elsewhere runs in the same place
         data["version"] = __version__
@@ -137,6 +142,13 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
     )
     prices = args.prices or env.get("FOUR_PRICES")
     toolcalls = args.toolcalls if args.toolcalls is not None else env.get_bool("FOUR_TOOLCALLS")
+    feedback = args.feedback or env.get("FOUR_FEEDBACK") or "verdict"
+    if feedback not in ("full", "output", "verdict"):
+        raise UsageError(f"FOUR_FEEDBACK={feedback!r}: use full, output or verdict")
+    if not args.check and (args.feedback or args.check_files):
+        raise UsageError("--feedback and --check-files need --check CMD")
+    if args.retries_per_reason < 1:
+        raise UsageError("--retries-per-reason must be at least 1")
     tty = sys.stderr.isatty() if tty is None else tty
     mode = "quiet" if args.quiet else ("live" if tty else "lines")
     if toolcalls and domain != "bash":
@@ -161,6 +173,10 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
         prices=env.parse_prices(prices) if prices else None,
         max_format_errors=int(args.max_format_errors),
         check=args.check,
+        feedback=feedback,
+        check_files=tuple(args.check_files),
+        retries_per_reason=int(args.retries_per_reason),
+        last_judgement=bool(args.last_judgement),
         output_dir=args.output_dir or env.get("FOUR_OUTPUT_DIR") or DEFAULT_OUTPUT_DIR,
         system_file=args.system or env.get("FOUR_SYSTEM"),
         mode=mode,
@@ -227,6 +243,37 @@ def build(
     return G, V1, V2
 
 
+def domain_check(
+    opts: RunOptions, domain: Domain, where: DomainSetup, V2: Execute
+) -> Verify | None:
+    """What ``--check`` means for the domain: for bash, a command judged with the
+    feedback level, held-out files and settings (``make_check``); else the domain's."""
+    if domain.name == "bash":
+        return make_check(opts)
+    return domain.check(where, V2, opts.check)
+
+
+def make_check(opts: RunOptions) -> Verify | None:
+    """The judge of ``--check`` with its feedback level, held-out files and settings."""
+    if not opts.check:
+        return None
+    from four.checks import command_check, verify
+    from four.checks._feedback import feedback_level
+
+    files: dict[str, str] = {}
+    for given in opts.check_files:
+        destination, _, folder = given.rpartition("=")
+        folder = folder.rstrip("/") or folder
+        files[f"{(destination or Path(folder).name).rstrip('/')}/"] = folder
+    try:
+        check = command_check(opts.check, feedback=feedback_level(opts.feedback), files=files)
+    except ValueError as exc:
+        raise UsageError(f"--check-files: {exc}") from None
+    return verify(
+        check, retries_per_reason=opts.retries_per_reason, last_judgement=opts.last_judgement
+    )
+
+
 @contextmanager
 def sigterm_interrupts() -> Iterator[None]:
     """While inside, SIGTERM raises ``Terminated`` (main thread only)."""
@@ -264,7 +311,7 @@ def main(args: argparse.Namespace) -> int:
     model = resolve_model(opts.model, opts.api_base, key)
     where = setup(opts, signing)
     G, V1, V2 = build(opts, model, key, domain, where)
-    check = domain.check(where, V2, opts.check)
+    check = domain_check(opts, domain, where, V2)
     place = opts.env if domain.name == "bash" else domain.name
     display = Display(opts.mode, title=f"{model} · {place}", max_steps=opts.max_steps)
     recording = Recording(domain.emit(where, V2), components(G, V2, opts.record()))

@@ -79,9 +79,10 @@ def _header(console: Console, run: Run) -> None:
             if isinstance(log, list)
             else []
         )
-        rows.append(
-            ("verdicts", Text(f"{' → '.join(said) or 'none'} (receipts: four audit {t.path.name})"))
-        )
+        at_end = verdicts.get("judged_at_end")  # the last judgement, not a submission
+        said_at = f", the last judged at the end: {at_end}" if isinstance(at_end, str) else ""
+        receipts = f"(receipts: four audit {t.path.name})"
+        rows.append(("verdicts", Text(f"{' → '.join(said) or 'none'}{said_at} {receipts}")))
     console.print(Text(str(t.path), style="bold underline"), Text(f"  ({t.format})", style="dim"))
     for name, value in rows:
         console.print(Text(f"{name:<9}", style="bold") + value)

@@ -1,0 +1,88 @@
+"""What the model is told of a verdict: the check's whole text, its output, or only the verdict.
+
+A NO's reason is the full text (the verdict log keeps it, for the human). A ready check
+also says, in the result's ``meta``, its level (``feedback``) and what the ``output``
+level shows (``output``); the judge picks the text for the model from these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Literal, TypeAlias, cast
+
+from four.quaternary import CheckResult, no
+
+FeedbackLevel: TypeAlias = Literal["full", "output", "verdict"]
+"""``full``: the check's command and its output; ``output``: the output only, trimmed
+to the failing lines; ``verdict``: only that the submission was not accepted, and the
+number of its reason (the same failure gives the same number)."""
+
+FEEDBACK_LEVELS: tuple[FeedbackLevel, ...] = ("full", "output", "verdict")
+
+DEFAULT_FEEDBACK: FeedbackLevel = "verdict"
+"""A check's command often holds the answer (``test "$(cat r.txt)" = 42``) and its output
+the hidden test's assertions; a judge the agent can read is no judge. So by default the
+model learns only that it failed, and whether it failed the same way as before."""
+
+REJECTED = "Your submission was checked and not accepted: {reason}\nFix this, then submit again."
+REJECTED_VERDICT = (
+    "Your submission was checked and not accepted (failure {number}; the check's details "
+    "are not shown).\nKeep working, then submit again."
+)
+MORE_WORK = (
+    "Your submission was checked: more work is needed ({step}). Continue, then submit again."
+)
+
+
+def feedback_level(value: object, name: str = "feedback") -> FeedbackLevel:
+    """``value`` as a level, or a ValueError naming ``name`` and the levels.
+
+    >>> feedback_level("output")
+    'output'
+    """
+    if value not in FEEDBACK_LEVELS:
+        raise ValueError(f"{name} must be one of {', '.join(FEEDBACK_LEVELS)}, not {value!r}")
+    return value
+
+
+def rejection(full: str, output: str, level: FeedbackLevel) -> CheckResult:
+    """A NO whose reason is ``full``; the model sees ``full``, ``output`` or neither,
+    by ``level``.
+
+    >>> rejection("`test 1 = 2` failed (exit 1)", "the check exited 1", "output").meta
+    {'feedback': 'output', 'output': 'the check exited 1'}
+    """
+    return no(full, feedback=level, output=output)
+
+
+def with_level(result: CheckResult, level: FeedbackLevel) -> CheckResult:
+    """The same result, shown at ``level`` (what ``all_of(..., feedback=)`` applies).
+
+    >>> with_level(no("`grep 42 out` failed"), "verdict").meta["feedback"]
+    'verdict'
+    """
+    return replace(result, meta={**result.meta, "feedback": level})
+
+
+def level_of(result: CheckResult, override: FeedbackLevel | None) -> FeedbackLevel:
+    """The level a result is shown at: the judge's override, else the check's own."""
+    if override is not None:
+        return override
+    own = result.meta.get("feedback")
+    return cast(FeedbackLevel, own) if own in FEEDBACK_LEVELS else DEFAULT_FEEDBACK
+
+
+def told(result: CheckResult, level: FeedbackLevel, number: int) -> str:
+    """The model's text for a NO at ``level``; ``number`` names the reason's slot."""
+    if level == "verdict":
+        return REJECTED_VERDICT.format(number=number)
+    reason = str(result.reason)
+    if level == "output":
+        shown = result.meta.get("output")
+        reason = shown if isinstance(shown, str) else reason
+    return REJECTED.format(reason=reason)
+
+
+def more_work(step: str, level: FeedbackLevel, number: int) -> str:
+    """The model's text for admitted work: the step's words, or at ``verdict`` its number."""
+    return MORE_WORK.format(step=f"step {number}" if level == "verdict" else step)

@@ -1,0 +1,260 @@
+"""Held-out files: what a check brings that the agent never sees.
+
+The files are read when the check is made (the check holds their bytes). While the
+check runs, they are put into a copy of the agent's workspace in a separate environment
+of the same kind (a folder copy for ``local_env``/``shell_env``, a new sandbox over a
+copy for ``sandbox_env``, a container of the agent's committed container for
+``docker_env``), and that copy is deleted before the run goes on. The agent's own
+environment never holds them, so nothing the agent runs afterwards can find them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import shutil
+import stat
+import subprocess
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, TypeAlias
+
+from returns.result import Failure, Result, Success
+
+from four._types import Action, Execute
+
+if TYPE_CHECKING:  # imported when a held-out check first runs
+    from four.execute import DockerEnv, LocalEnv, SandboxEnv, ShellEnv
+
+Source: TypeAlias = "str | os.PathLike[str] | bytes"
+"""A file or folder on this machine, or (bytes) a file's content."""
+
+MAX_BYTES = 64 << 20
+"""Held-out files are kept in memory: at most this many bytes in all."""
+
+
+@dataclass(frozen=True, slots=True)
+class HeldOutFiles:
+    """Files to put in place (relative path, content, mode) and the places they fill."""
+
+    entries: tuple[tuple[str, bytes, int], ...] = field(repr=False)
+    places: tuple[str, ...]
+
+    def write(self, folder: Path) -> None:
+        """Replace each place under ``folder`` with the held-out files (so nothing the
+        agent left there, a conftest.py say, stays beside them). A symlink the agent
+        left on the way is replaced by a folder, so nothing is written outside ``folder``."""
+        for place in self.places:
+            _real_parents(folder, place)
+            target = folder / place
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            elif target.exists() or target.is_symlink():
+                target.unlink()
+        for relative, content, mode in self.entries:
+            path = folder / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(content)
+            path.chmod(mode)
+
+
+def _real_parents(folder: Path, place: str) -> None:
+    parts = PurePosixPath(place).parts
+    for depth in range(1, len(parts)):
+        parent = folder.joinpath(*parts[:depth])
+        if parent.is_symlink() or (parent.exists() and not parent.is_dir()):
+            parent.unlink()
+        parent.mkdir(exist_ok=True)
+
+
+def held_out_files(files: Mapping[str, Source]) -> HeldOutFiles:
+    """Read ``files`` (destination relative to the workspace -> source) now.
+
+    A destination ending in ``/`` is a folder: the source folder's contents go there
+    (a file source goes into it under its own name). Otherwise the destination is a
+    file. Raises ValueError naming the bad entry.
+
+    >>> held_out_files({"expected.txt": b"42"}).places
+    ('expected.txt',)
+    """
+    entries: list[tuple[str, bytes, int]] = []
+    places: list[str] = []
+    for destination, source in files.items():
+        place = _place(destination)
+        places.append(place)
+        try:
+            entries += _read(place, destination.endswith("/"), source)
+        except OSError as exc:
+            raise ValueError(f"files[{destination!r}]: cannot read {source!r}: {exc}") from None
+    if sum(len(content) for _, content, _ in entries) > MAX_BYTES:
+        raise ValueError(f"files: more than {MAX_BYTES >> 20} MiB of held-out files")
+    return HeldOutFiles(tuple(entries), tuple(places))
+
+
+def _place(destination: str) -> str:
+    path = PurePosixPath(destination)
+    if not destination.strip("/") or path.is_absolute() or ".." in path.parts:
+        raise ValueError(
+            f"files: {destination!r} must be a path inside the workspace "
+            "(relative, without '..'), e.g. 'tests_hidden/'"
+        )
+    return str(path)
+
+
+def _read(place: str, folder: bool, source: Source) -> list[tuple[str, bytes, int]]:
+    if isinstance(source, bytes):
+        if folder:
+            raise ValueError(f"files: {place}/ is a folder: give a folder, not bytes")
+        return [(place, source, 0o644)]
+    root = Path(source)
+    if root.is_dir():
+        if not folder:
+            raise ValueError(f"files: {source!r} is a folder: end the destination with '/'")
+        found = sorted(p for p in root.rglob("*") if p.is_file())
+        return [(f"{place}/{p.relative_to(root)}", p.read_bytes(), _mode(p)) for p in found]
+    relative = f"{place}/{root.name}" if folder else place
+    return [(relative, root.read_bytes(), _mode(root))]
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode) | 0o600
+
+
+@contextlib.contextmanager
+def isolated(env: Execute, files: HeldOutFiles, timeout: float) -> Iterator[Result[Execute, str]]:
+    """An environment like ``env`` over a copy of its workspace holding ``files``;
+    deleted on leaving. Failure says why there is none (an unknown environment, a
+    copy that failed)."""
+    from four.execute import DockerEnv, LocalEnv, SandboxEnv, ShellEnv
+
+    base = _unwrapped(env)
+    with contextlib.ExitStack() as stack:
+        try:
+            if isinstance(base, LocalEnv | ShellEnv):
+                made = _local_copy(stack, base, files, timeout)
+            elif isinstance(base, SandboxEnv):
+                made = _sandbox_copy(stack, base, files, timeout)
+            elif isinstance(base, DockerEnv):
+                made = _docker_copy(stack, base, files, timeout)
+            else:
+                made = Failure(
+                    "held-out files need local_env, shell_env, sandbox_env or docker_env, "
+                    f"not {type(base).__name__}"
+                )
+        except (OSError, subprocess.SubprocessError) as exc:
+            made = Failure(f"cannot make the check's copy of the workspace: {exc}")
+        yield made
+
+
+def _unwrapped(env: Execute) -> Execute:
+    """Look through wrappers (a display's, a supervisor's) that keep the env as ``inner``."""
+    seen = 0
+    while (inner := getattr(env, "inner", None)) is not None and callable(inner) and seen < 8:
+        env, seen = inner, seen + 1
+    return env
+
+
+def _scratch(stack: contextlib.ExitStack) -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="four-check-"))  # mode 0700
+    stack.callback(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
+def _copy(source: str, stack: contextlib.ExitStack, files: HeldOutFiles) -> Path:
+    work = _scratch(stack) / "work"
+    shutil.copytree(source, work, symlinks=True, ignore=_special)
+    files.write(work)
+    return work
+
+
+def _special(folder: str, names: list[str]) -> list[str]:
+    """Entries not to copy: FIFOs, sockets, devices (copying one fails, so a FIFO the
+    agent made would otherwise deny every judgement)."""
+    skipped = []
+    for name in names:
+        mode = os.lstat(os.path.join(folder, name)).st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+            skipped.append(name)
+    return skipped
+
+
+def _local_copy(
+    stack: contextlib.ExitStack, base: LocalEnv | ShellEnv, files: HeldOutFiles, timeout: float
+) -> Result[Execute, str]:
+    from four.execute import LocalEnv
+
+    work = _copy(base.cwd or os.getcwd(), stack, files)
+    return Success(
+        LocalEnv(
+            timeout,
+            base.max_output,
+            base.exit_signal,
+            str(work),
+            base.env,
+            base.inherit,
+            base.deny,
+        )
+    )
+
+
+def _sandbox_copy(
+    stack: contextlib.ExitStack, base: SandboxEnv, files: HeldOutFiles, timeout: float
+) -> Result[Execute, str]:
+    from four.execute import SandboxEnv
+
+    work = _copy(base.folder, stack, files)
+    # Built anew, not dataclasses.replace: that would share the agent's folder finaliser.
+    copy = SandboxEnv(
+        timeout, base.max_output, base.exit_signal, str(work), base.network, base.env,
+        base.inherit, base.deny, base.ro_binds, base.bwrap,
+    )  # fmt: skip
+    stack.callback(copy.close)
+    return Success(copy)
+
+
+def _docker_copy(
+    stack: contextlib.ExitStack, base: DockerEnv, files: HeldOutFiles, timeout: float
+) -> Result[Execute, str]:
+    from four.execute import DockerEnv
+
+    started = base.start()
+    if isinstance(started, Failure):
+        return Failure(started.failure().message)
+    image = f"four-check-{os.urandom(6).hex()}"
+    committed = _docker(base.docker, "commit", started.unwrap(), image)
+    if committed:
+        return Failure(f"cannot commit the agent's container: {committed}")
+    stack.callback(_docker, base.docker, "rmi", "-f", image)  # after the container goes
+    # A container of the committed image, without the agent's run_args: no mount of a
+    # host folder the agent shares can receive the held-out files.
+    copy = DockerEnv(
+        image, timeout, base.max_output, base.exit_signal, base.cwd, base.env, base.network,
+        docker=base.docker, deny=base.deny,
+    )  # fmt: skip
+    stack.callback(copy.close)
+    running = copy.start()
+    if isinstance(running, Failure):
+        return Failure(running.failure().message)
+    places = " ".join(shlex.quote(p) for p in files.places)
+    copy(Action(f"rm -rf -- {places}"))
+    folder = _scratch(stack)
+    files.write(folder)
+    into = f"{running.unwrap()}:{base.cwd.rstrip('/')}/"
+    copied = _docker(base.docker, "cp", f"{folder}/.", into)
+    if copied:
+        return Failure(f"cannot copy the held-out files into the check's container: {copied}")
+    return Success(copy)
+
+
+def _docker(docker: str, *args: str) -> str:
+    """Run a docker command; its error text, or "" when it worked."""
+    try:
+        done = subprocess.run(
+            [docker, *args], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return str(exc)
+    return "" if done.returncode == 0 else (done.stderr.strip() or done.stdout.strip())
