@@ -27,7 +27,7 @@ from four.checks import Judgement, Verifier, command_check, verify
 from four.execute import local_env
 from four.parse import regex_parse
 from four.quaternary import CheckResult
-from four.trajectory import Trajectory
+from four.types import RunInfo, RunStats, Sink
 from tests.checks._verdicts import log_of, record_of
 
 WORK = "```bash\necho 42 > result.txt\n```"
@@ -46,29 +46,65 @@ class Opened:
         return self.judge
 
 
+class Kept:
+    """An emit that saves the sealed trajectory and hands back the history and outcome."""
+
+    def __init__(self, folder: Path) -> None:
+        self.inner = save_trajectory(folder)
+        self.path: Path | None = None
+
+    def __call__(
+        self, messages: Sequence[Message], outcome: Outcome, /
+    ) -> tuple[list[Message], Outcome]:
+        return list(messages), outcome
+
+    def open(self, info: RunInfo, /) -> KeptSink:
+        return KeptSink(self, self.inner.open(info))
+
+
+class KeptSink:
+    def __init__(self, owner: Kept, sink: Sink[Path]) -> None:
+        self.owner, self.sink = owner, sink
+
+    def append(self, message: Message, /) -> None:
+        self.sink.append(message)
+
+    def close(
+        self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /
+    ) -> tuple[list[Message], Outcome]:
+        self.owner.path = self.sink.close(messages, outcome, stats)
+        return list(messages), outcome
+
+
+SAVED: dict[Path, Path] = {}  # a test's folder -> the trajectory its run saved
+
+
 def ended(
     tmp_path: Path, replies: list[str], verifier: Verifier, max_steps: int = 2
 ) -> tuple[Judgement, list[Message], Outcome]:
     opened = Opened(verifier)
+    kept = Kept(tmp_path / "runs")
     history, outcome = run(
         scripted_invoke(replies),
         regex_parse(),
         local_env(cwd=str(tmp_path)),
-        lambda messages, outcome: (list(messages), outcome),
+        kept,
         "s",
         "Write 42 to result.txt.",
         max_steps,
         check=opened,
     )
-    assert opened.judge is not None
+    assert opened.judge is not None and kept.path is not None
+    SAVED[tmp_path] = kept.path
     return opened.judge, history, outcome
 
 
 def audited(judge: Judgement, messages: Sequence[Message], tmp_path: Path) -> bool:
-    document = Trajectory(
-        tuple(messages), "x", "four", tmp_path, stats={"verdicts": dict(judge.record())}
-    )
-    return audit(document).valid
+    """The run's sealed trajectory audits valid, and holds the judge's record."""
+    path = SAVED[tmp_path]
+    assert load_trajectory(path).stats["verdicts"] == judge.record()
+    assert list(load_trajectory(path).messages) == list(messages)
+    return audit(path).valid
 
 
 def test_work_done_at_the_budget_is_accepted_as_judged_at_the_end(tmp_path: Path) -> None:
