@@ -12,13 +12,13 @@ with replacement and bounded while read, the exit signal, and secrets kept out o
 command's environment. Environments that hold resources are context managers.
 """
 
+from four._secrets import SECRET_PATTERNS
 from four.execute._docker import DockerEnv, docker_env
 from four.execute._local import LocalEnv, local_env, shell_env, super_env
 from four.execute._output import (
     DEFAULT_INHERIT,
     EXIT_SIGNAL,
     QUIET_ENV,
-    SECRET_PATTERNS,
     TIMEOUT_RETURNCODE,
     OutputBuffer,
     command_env,

@@ -18,11 +18,12 @@ from dataclasses import dataclass, field
 
 from returns.result import Failure, Result, Success
 
+from four._secrets import SECRET_PATTERNS
 from four._types import Action, ExecutionError, Observation, Submitted
 from four.execute._closing import ClosedOnExit
+from four.execute._command import check_command, unrunnable
 from four.execute._output import (
     EXIT_SIGNAL,
-    SECRET_PATTERNS,
     OutputBuffer,
     command_env,
     conclude,
@@ -151,8 +152,6 @@ class DockerEnv(ClosedOnExit):
             self._finalizer = self._container = None
 
     def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]:
-        from four.execute._local import check_command, unrunnable
-
         problem = check_command(action.command)
         if problem:
             return Success(unrunnable(problem))

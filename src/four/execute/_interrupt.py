@@ -28,6 +28,8 @@ import contextlib
 import threading
 from collections.abc import Callable, Hashable, Iterator
 
+from four.execute._kill import kill_group, kill_marked
+
 
 class _Key(threading.local):
     key: Hashable | None = None  # a default: no AttributeError raised in a thread outside
@@ -71,8 +73,6 @@ class Command:
 
     def kill(self) -> None:
         """Kill the command (not once it is done: its process group id may be reused)."""
-        from four.execute._process import kill_group, kill_marked  # _process imports us
-
         with self._lock:
             if self._done:
                 return

@@ -6,35 +6,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, overload
 
-from returns.result import Failure, Result, Success
+from returns.result import Failure, Success
 
-from four._types import Action, ExecutionError, Observation, Submitted
+from four._secrets import SECRET_PATTERNS
+from four._types import Action, ExecutionError
+from four.execute._command import Executed, check_command, unrunnable
+from four.execute._kill import new_mark
 from four.execute._output import (
     DEFAULT_INHERIT,
     EXIT_SIGNAL,
-    SECRET_PATTERNS,
     OutputBuffer,
     command_env,
     conclude,
 )
-from four.execute._process import new_mark, run_captured
+from four.execute._process import run_captured
 from four.execute._shell import ShellEnv
-
-Executed = Result[Observation, Submitted | ExecutionError]
-
-
-def unrunnable(reason: str) -> Observation:
-    """The observation for a command that could not even start (the model's fault, not ours)."""
-    return Observation(f"<returncode>126</returncode>\n<output>\n{reason}\n</output>", 126)
-
-
-def check_command(command: str) -> str | None:
-    """Why a command cannot be handed to a process, or None."""
-    if "\0" in command:
-        return "The command contains a NUL character, which no shell command can hold."
-    if not command.strip():
-        return "The command is empty."
-    return None
 
 
 @dataclass(frozen=True, slots=True)

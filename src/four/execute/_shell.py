@@ -27,19 +27,21 @@ from dataclasses import dataclass, field
 
 from returns.result import Failure, Result, Success
 
+from four._secrets import SECRET_PATTERNS
 from four._types import Action, ExecutionError, Observation, Submitted
 from four.execute._closing import ClosedOnExit
+from four.execute._command import check_command, unrunnable
 from four.execute._interrupt import running
+from four.execute._kill import MARK, kill_group, kill_marked, new_mark
 from four.execute._output import (
     DEFAULT_INHERIT,
     EXIT_SIGNAL,
-    SECRET_PATTERNS,
     OutputBuffer,
     Ran,
     command_env,
     conclude,
 )
-from four.execute._process import CHUNK, DRAIN, MARK, kill_group, kill_marked, new_mark
+from four.execute._process import CHUNK, DRAIN
 
 _TAIL = 64  # bytes kept back while scanning: a sentinel line may straddle two reads
 
@@ -161,8 +163,6 @@ class ShellEnv(ClosedOnExit):
     # --- running a command -----------------------------------------------------------
 
     def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]:
-        from four.execute._local import check_command, unrunnable
-
         problem = check_command(action.command)
         if problem:
             return Success(unrunnable(problem))
