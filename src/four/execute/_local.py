@@ -11,6 +11,7 @@ from returns.result import Failure, Success
 from four._secrets import SECRET_PATTERNS
 from four._types import Action, ExecutionError
 from four.execute._command import Executed, check_command, unrunnable
+from four.execute._contain import DEFAULT_LIMITS, Limits, contained, launcher_env
 from four.execute._kill import new_mark
 from four.execute._output import (
     DEFAULT_INHERIT,
@@ -38,6 +39,7 @@ class LocalEnv:
     inherit: tuple[str, ...] = DEFAULT_INHERIT
     deny: tuple[str, ...] = SECRET_PATTERNS
     shell: str = "bash"
+    limits: Limits = DEFAULT_LIMITS
 
     def __call__(self, action: Action, /) -> Executed:
         problem = check_command(action.command)
@@ -46,13 +48,15 @@ class LocalEnv:
         output = OutputBuffer(self.max_output, self.exit_signal)
         mark = new_mark()
         try:
+            env = command_env(self.inherit, self.deny, self.env)
             ran = run_captured(
-                [self.shell, "-c", action.command],
+                contained([self.shell, "-c", action.command], env),
                 output,
                 self.timeout,
                 cwd=self.cwd,
-                env=command_env(self.inherit, self.deny, self.env),
+                env=launcher_env(env),
                 mark=mark,
+                limits=self.limits,
             )
         except OSError as exc:  # no bash, or the working folder is gone
             return Failure(ExecutionError(f"cannot start {self.shell}: {exc}"))
@@ -70,6 +74,7 @@ def local_env(
     persistent: Literal[False] = ...,
     inherit: Sequence[str] = ...,
     deny: Sequence[str] = ...,
+    limits: Limits = ...,
 ) -> LocalEnv: ...
 @overload
 def local_env(
@@ -82,6 +87,7 @@ def local_env(
     persistent: Literal[True],
     inherit: Sequence[str] = ...,
     deny: Sequence[str] = ...,
+    limits: Limits = ...,
 ) -> ShellEnv: ...
 def local_env(
     timeout: float = 120.0,
@@ -93,6 +99,7 @@ def local_env(
     persistent: bool = False,
     inherit: Sequence[str] = DEFAULT_INHERIT,
     deny: Sequence[str] = SECRET_PATTERNS,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> LocalEnv | ShellEnv:
     """V2 that runs each command with bash on this machine.
 
@@ -115,13 +122,12 @@ def local_env(
     >>> local_env()(Action("echo hi")).unwrap().content
     '<returncode>0</returncode>\\n<output>\\nhi\\n</output>'
     """
+    if not isinstance(limits, Limits):
+        raise TypeError(f"limits must be a four.execute.Limits, not {type(limits).__name__}")
+    settings = (timeout, max_output, exit_signal, cwd, dict(env or {}), tuple(inherit))
     if persistent:
-        return ShellEnv(
-            timeout, max_output, exit_signal, cwd, dict(env or {}), tuple(inherit), tuple(deny)
-        )
-    return LocalEnv(
-        timeout, max_output, exit_signal, cwd, dict(env or {}), tuple(inherit), tuple(deny)
-    )
+        return ShellEnv(*settings, tuple(deny), limits=limits)
+    return LocalEnv(*settings, tuple(deny), limits=limits)
 
 
 def shell_env(
@@ -133,6 +139,7 @@ def shell_env(
     *,
     inherit: Sequence[str] = DEFAULT_INHERIT,
     deny: Sequence[str] = SECRET_PATTERNS,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> ShellEnv:
     """V2 with one persistent bash: ``cd`` and exported variables carry over.
 
@@ -150,7 +157,15 @@ def shell_env(
     '/tmp'
     """
     return local_env(
-        timeout, max_output, exit_signal, cwd, env, persistent=True, inherit=inherit, deny=deny
+        timeout,
+        max_output,
+        exit_signal,
+        cwd,
+        env,
+        persistent=True,
+        inherit=inherit,
+        deny=deny,
+        limits=limits,
     )
 
 

@@ -31,6 +31,7 @@ from four._secrets import SECRET_PATTERNS
 from four._types import Action, ExecutionError, Observation, Submitted
 from four.execute._closing import ClosedOnExit
 from four.execute._command import check_command, unrunnable
+from four.execute._contain import DEFAULT_LIMITS, Limits, Placed, contained, launcher_env, place
 from four.execute._interrupt import running
 from four.execute._kill import MARK, kill_group, kill_marked, new_mark
 from four.execute._output import (
@@ -78,7 +79,9 @@ class ShellEnv(ClosedOnExit):
     inherit: tuple[str, ...] = DEFAULT_INHERIT
     deny: tuple[str, ...] = SECRET_PATTERNS
     shell: str = "bash"
+    limits: Limits = DEFAULT_LIMITS
     restarts: int = field(default=0, repr=False)
+    _placed: Placed | None = field(default=None, repr=False)
     _proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     _dir: str | None = field(default=None, repr=False)
     _pidfd: int = field(default=-1, repr=False)
@@ -115,16 +118,22 @@ class ShellEnv(ClosedOnExit):
         # Every process the shell starts inherits the mark: a timeout or close() finds
         # them all, even those that left the process group.
         mark = new_mark()
+        env = {**command_env(self.inherit, self.deny, self.env), MARK: mark}
         proc = subprocess.Popen(
-            [self.shell, "--noprofile", "--norc"],
+            contained([self.shell, "--noprofile", "--norc"], env),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             cwd=self.cwd,
-            env={**command_env(self.inherit, self.deny, self.env), MARK: mark},
+            env=launcher_env(env),
             start_new_session=True,
             close_fds=True,
         )
+        try:
+            self._placed = place(proc.pid, self.limits)
+        except BaseException:
+            _end(proc, mark)
+            raise
         assert proc.stdout is not None
         os.set_blocking(proc.stdout.fileno(), False)
         self._proc, self._pidfd = proc, os.pidfd_open(proc.pid)
@@ -150,6 +159,9 @@ class ShellEnv(ClosedOnExit):
             return
         self._procs.remove((proc, self._mark))
         _end(proc, self._mark)
+        if self._placed is not None:
+            self._placed.release()
+            self._placed = None
         if self._selector is not None:
             self._selector.close()
             self._selector = None
