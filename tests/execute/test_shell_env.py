@@ -139,4 +139,3 @@ def test_missing_shell_is_an_execution_error() -> None:
     env = ShellEnv(shell="/nonexistent/bash")
     result = env(Action("true"))
     assert isinstance(result, Failure) and isinstance(result.failure(), ExecutionError)
-

@@ -13,6 +13,7 @@ command's environment. Environments that hold resources are context managers.
 """
 
 from four._secrets import SECRET_PATTERNS
+from four.execute._contain import DEFAULT_LIMITS, Containment, Limits, containment
 from four.execute._docker import DockerEnv, docker_env
 from four.execute._local import LocalEnv, local_env, shell_env, super_env
 from four.execute._output import (
@@ -28,16 +29,20 @@ from four.execute._shell import ShellEnv
 
 __all__ = [
     "DEFAULT_INHERIT",
+    "DEFAULT_LIMITS",
     "EXIT_SIGNAL",
     "QUIET_ENV",
     "SECRET_PATTERNS",
     "TIMEOUT_RETURNCODE",
+    "Containment",
     "DockerEnv",
+    "Limits",
     "LocalEnv",
     "OutputBuffer",
     "SandboxEnv",
     "ShellEnv",
     "command_env",
+    "containment",
     "docker_env",
     "local_env",
     "sandbox_env",

@@ -19,15 +19,16 @@ commands run without a namespace, and a warning says what is then weaker; see
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import errno
 import functools
 import itertools
 import os
-import resource
 import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 import warnings
@@ -236,14 +237,25 @@ def _own_cgroups(controller: str) -> list[str]:
 
 _count = itertools.count()
 
+PLACE = """for __four_d in $FOUR_CGROUPS; do builtin echo $$ >"$__four_d/cgroup.procs"; done 2>/dev/null
+[ -n "$FOUR_ULIMIT" ] && builtin ulimit $FOUR_ULIMIT 2>/dev/null
+builtin unset BASH_ENV FOUR_CGROUPS FOUR_ULIMIT __four_d
+"""
+"""Bash that puts itself under the limits its environment names, before anything else runs:
+sourced by a command's bash (``BASH_ENV``), or run before the sandbox's launcher. Done
+by the process itself, nothing it starts can escape them, however quick."""
+
 
 @dataclass(slots=True)
 class Placed:
-    """The cgroups a command was put in; ``release()`` removes them once it is over."""
+    """The limits of one command (or one shell): cgroups made for it, and the variables
+    that tell its first bash to enter them (``PLACE``). ``release()`` once it is over."""
 
     folders: list[str]
+    env: dict[str, str]
 
     def release(self) -> None:
+        """Remove the cgroups (killing what is left in them: nothing, in a namespace)."""
         for folder in self.folders:
             for _ in range(50):  # the last processes of a dead namespace may still be exiting
                 try:
@@ -256,19 +268,23 @@ class Placed:
                     time.sleep(0.002)
         self.folders = []
 
+    def __enter__(self) -> dict[str, str]:
+        return self.env
 
-def place(pid: int, limits: Limits) -> Placed:
-    """Put the just-started process ``pid`` and what it has started so far under ``limits``.
+    def __exit__(self, *_: object) -> None:
+        self.release()
 
-    A process forked before it was moved is found among its children and moved too, so
-    nothing started by the command escapes (it cannot have run anything yet: the chain
-    of programs before it is still starting).
+
+def place(limits: Limits, *, bash_env: bool = True) -> Placed:
+    """Make the cgroups for ``limits`` and the variables that put a bash under them.
+
+    With ``bash_env``, the variables include ``BASH_ENV``, so the command's own bash
+    enters them; else the caller runs ``PLACE`` itself before its launcher.
     """
     groups = _cgroup_parents() if limits.processes or limits.memory else {}
     folders = []
     name = f"four-{os.getpid()}-{next(_count)}"
-    wanted = (("pids", limits.processes), ("memory", limits.memory))
-    for controller, value in wanted:
+    for controller, value in (("pids", limits.processes), ("memory", limits.memory)):
         parent = groups.get(controller)
         if value is None or parent is None:
             continue
@@ -281,26 +297,34 @@ def place(pid: int, limits: Limits) -> Placed:
                 os.rmdir(folder)
             continue
         folders.append(folder)
-    rlimits = []
+    ulimit = []
     if limits.file_size is not None:
-        rlimits.append((resource.RLIMIT_FSIZE, limits.file_size))
+        ulimit += ["-f", str(max(1, limits.file_size // 1024))]  # bash counts KiB
     if limits.processes is not None and "pids" not in groups and os.geteuid() != 0:
-        rlimits.append((resource.RLIMIT_NPROC, limits.processes))
-    seen: set[int] = set()
-    todo = [pid]
-    while todo:
-        current = todo.pop()
-        if current in seen:
-            continue
-        seen.add(current)
-        for folder in folders:
-            with contextlib.suppress(OSError), open(os.path.join(folder, "cgroup.procs"), "w") as f:
-                f.write(str(current))
-        for which, value in rlimits:
-            with contextlib.suppress(OSError, ValueError):
-                resource.prlimit(current, which, (value, value))
-        todo.extend(_children(current))
-    return Placed(folders)
+        ulimit += ["-u", str(limits.processes)]
+    env = {"FOUR_CGROUPS": " ".join(folders), "FOUR_ULIMIT": " ".join(ulimit)}
+    if bash_env:
+        env["BASH_ENV"] = _place_file()
+    return Placed(folders, env)
+
+
+_place_lock = threading.Lock()
+_placer: str | None = None
+
+
+def _place_file() -> str:
+    """A file holding ``PLACE`` (written once per process; again if it was deleted)."""
+    global _placer
+    with _place_lock:
+        if _placer is None or not os.path.exists(_placer):
+            folder = tempfile.mkdtemp(prefix="four-limits-")
+            path = os.path.join(folder, "place.sh")
+            with open(path, "w") as f:
+                f.write(PLACE)
+            os.chmod(folder, 0o755)  # a command may run as another user (sandbox, sudo)
+            atexit.register(shutil.rmtree, folder, True)
+            _placer = path
+        return _placer
 
 
 def _write_limit(folder: str, controller: str, value: int) -> None:
@@ -311,17 +335,6 @@ def _write_limit(folder: str, controller: str, value: int) -> None:
                 f.write(str(value))
             return
     raise OSError(f"no limit file in {folder}")
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    try:
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/children") as f:
-                found += [int(child) for child in f.read().split()]
-    except OSError:
-        pass
-    return found
 
 
 def _kill_all(folder: str) -> None:

@@ -11,7 +11,7 @@ from returns.result import Failure, Success
 from four._secrets import SECRET_PATTERNS
 from four._types import Action, ExecutionError
 from four.execute._command import Executed, check_command, unrunnable
-from four.execute._contain import DEFAULT_LIMITS, Limits, contained, launcher_env
+from four.execute._contain import DEFAULT_LIMITS, Limits, contained, launcher_env, place
 from four.execute._kill import new_mark
 from four.execute._output import (
     DEFAULT_INHERIT,
@@ -49,15 +49,16 @@ class LocalEnv:
         mark = new_mark()
         try:
             env = command_env(self.inherit, self.deny, self.env)
-            ran = run_captured(
-                contained([self.shell, "-c", action.command], env),
-                output,
-                self.timeout,
-                cwd=self.cwd,
-                env=launcher_env(env),
-                mark=mark,
-                limits=self.limits,
-            )
+            argv = contained([self.shell, "-c", action.command], env)
+            with place(self.limits) as limited:
+                ran = run_captured(
+                    argv,
+                    output,
+                    self.timeout,
+                    cwd=self.cwd,
+                    env=launcher_env({**env, **limited}),
+                    mark=mark,
+                )
         except OSError as exc:  # no bash, or the working folder is gone
             return Failure(ExecutionError(f"cannot start {self.shell}: {exc}"))
         return conclude(ran)

@@ -16,7 +16,6 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from four.execute._contain import Limits, Placed, place
 from four.execute._interrupt import running, stopped
 from four.execute._kill import MARK, kill_group, kill_marked
 from four.execute._output import OutputBuffer, Ran
@@ -69,12 +68,10 @@ def run_captured(
     env: Mapping[str, str] | None = None,
     on_timeout: Callable[[subprocess.Popen[bytes]], None] | None = None,
     mark: str | None = None,
-    limits: Limits | None = None,
 ) -> Ran:
     """Run ``argv`` and read its output into ``output`` until it ends or ``timeout`` passes.
 
     With ``mark``, the command's environment gets ``FOUR_RUN=mark`` too (after ``env``).
-    With ``limits``, the process and all it starts are put under them (``_contain.place``).
     At the timeout ``on_timeout`` runs first (a container kills inside itself), then the
     process group is killed, and with ``mark`` every process tagged ``FOUR_RUN=mark``.
     When the process exits but children still hold the output open, after ``LINGER``
@@ -86,9 +83,7 @@ def run_captured(
         output.finish()
         return Ran(-signal.SIGKILL, output, 0.0, False, timeout)
     proc, fd = _spawn(argv, cwd, env, mark)
-    placed: Placed | None = None
     try:
-        placed = None if limits is None else place(proc.pid, limits)
         pidfd = os.pidfd_open(proc.pid)
     except BaseException:  # out of descriptors: nothing may run unwatched, or unreaped
         os.close(fd)
@@ -96,8 +91,6 @@ def run_captured(
         if mark is not None:
             kill_marked(mark)
         proc.wait()
-        if placed is not None:
-            placed.release()
         raise
     poller = select.poll()
     poller.register(fd, select.POLLIN)
@@ -146,8 +139,6 @@ def run_captured(
         if command is not None:
             command.release()
         returncode = proc.wait()
-        if placed is not None:
-            placed.release()
     output.finish()
     return Ran(
         None if timed_out else returncode,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import tempfile
@@ -16,6 +17,7 @@ from four._secrets import SECRET_PATTERNS
 from four._types import Action, ExecutionError, Observation, Submitted
 from four.execute._closing import ClosedOnExit
 from four.execute._command import check_command, unrunnable
+from four.execute._contain import DEFAULT_LIMITS, PLACE, Limits, launcher_env, place
 from four.execute._output import (
     EXIT_SIGNAL,
     OutputBuffer,
@@ -77,6 +79,7 @@ class SandboxEnv(ClosedOnExit):
     deny: tuple[str, ...] = SECRET_PATTERNS
     ro_binds: tuple[str, ...] = ()
     bwrap: str = "bwrap"
+    limits: Limits = DEFAULT_LIMITS
     _folder: str | None = field(default=None, repr=False)
     _checked: bool = field(default=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -110,8 +113,12 @@ class SandboxEnv(ClosedOnExit):
             self.bwrap,
             "--die-with-parent",
             "--new-session",  # no TIOCSTI into a terminal outside
+            # Its own pid (so its own /proc: no other process's environment), ipc, uts,
+            # user (where it can), cgroup and network namespaces; no capability at all.
             "--unshare-all",
             *(["--share-net"] if self.network else []),
+            "--cap-drop",
+            "ALL",
             "--hostname",
             "sandbox",
             "--proc",
@@ -140,21 +147,40 @@ class SandboxEnv(ClosedOnExit):
             args += ["--setenv", name, value]
         return [*args, "bash", "-c", command]
 
+    def _launcher(self, command: str) -> list[str]:
+        argv = self.argv(command)
+        found = shutil.which(argv[0])  # on our PATH: bwrap's own environment has none
+        if found is None:
+            raise FileNotFoundError(errno.ENOENT, "No such file or directory", argv[0])
+        return [found, *argv[1:]]
+
     def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]:
         problem = check_command(action.command)
         if problem:
             return Success(unrunnable(problem))
         output = OutputBuffer(self.max_output, self.exit_signal)
         try:
+            launcher = self._launcher(action.command)
             if not self._checked:
                 # Once: can bwrap make this sandbox at all (user namespaces, the binds)?
                 # A failure then is the environment's; later, a command's own.
-                probe = run_captured(self.argv("true"), OutputBuffer(2_000), 60.0)
+                probe = run_captured(
+                    self._launcher("true"), OutputBuffer(2_000), 60.0, env=launcher_env({})
+                )
                 if probe.returncode != 0:
                     text = probe.output.text().strip()
                     return Failure(ExecutionError(f"{self.bwrap} cannot run here: {text}"))
                 self._checked = True
-            ran = run_captured(self.argv(action.command), output, self.timeout)
+            # bwrap itself starts with an empty environment: it is PID 1 in the sandbox,
+            # and its /proc/1/environ is readable there.
+            # PLACE, run by a bash before bwrap, puts it under the limits.
+            with place(self.limits, bash_env=False) as limited:
+                ran = run_captured(
+                    [_bash(), "-c", f'{PLACE}exec "$@"', "four-limits", *launcher],
+                    output,
+                    self.timeout,
+                    env=launcher_env(limited),
+                )
         except OSError as exc:
             return Failure(ExecutionError(f"cannot start {self.bwrap}: {exc}"))
         return conclude(ran)
@@ -171,6 +197,7 @@ def sandbox_env(
     inherit: Sequence[str] = SANDBOX_INHERIT,
     deny: Sequence[str] = SECRET_PATTERNS,
     ro_binds: Sequence[str] = (),
+    limits: Limits = DEFAULT_LIMITS,
 ) -> SandboxEnv:
     """V2 that runs each command with bash inside a bubblewrap sandbox (Linux, ``bwrap``).
 
@@ -199,7 +226,15 @@ def sandbox_env(
         tuple(inherit),
         tuple(deny),
         tuple(ro_binds),
+        limits=limits,
     )
+
+
+def _bash() -> str:
+    found = shutil.which("bash")
+    if found is None:
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory", "bash")
+    return found
 
 
 def _remove(folder: str) -> None:

@@ -119,21 +119,22 @@ class ShellEnv(ClosedOnExit):
         # them all, even those that left the process group.
         mark = new_mark()
         env = {**command_env(self.inherit, self.deny, self.env), MARK: mark}
-        proc = subprocess.Popen(
-            contained([self.shell, "--noprofile", "--norc"], env),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            cwd=self.cwd,
-            env=launcher_env(env),
-            start_new_session=True,
-            close_fds=True,
-        )
+        placed = place(self.limits)
         try:
-            self._placed = place(proc.pid, self.limits)
+            proc = subprocess.Popen(
+                contained([self.shell, "--noprofile", "--norc"], env),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                cwd=self.cwd,
+                env=launcher_env({**env, **placed.env}),
+                start_new_session=True,
+                close_fds=True,
+            )
         except BaseException:
-            _end(proc, mark)
+            placed.release()
             raise
+        self._placed = placed
         assert proc.stdout is not None
         os.set_blocking(proc.stdout.fileno(), False)
         self._proc, self._pidfd = proc, os.pidfd_open(proc.pid)

@@ -13,7 +13,7 @@ import contextlib
 import os
 import shutil
 import signal
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 KILL_MARKED = r"""for d in /proc/[0-9]*; do
   p=${d#/proc/}; [ "$p" = "$$" ] && continue
@@ -29,7 +29,9 @@ class Tether:
 
     __slots__ = ("_fd", "_owner", "pid")
 
-    def __init__(self, script: str, args: Sequence[str] = ()) -> None:
+    def __init__(
+        self, script: str, args: Sequence[str] = (), env: Mapping[str, str] | None = None
+    ) -> None:
         bash = shutil.which("bash") or "/bin/bash"
         read_fd, self._fd = os.pipe()  # the write end is not inherited by what we start
         try:
@@ -37,7 +39,7 @@ class Tether:
             self.pid = os.posix_spawn(
                 bash,
                 [bash, "-c", f"read -r _; {script}", "four-tether", *args],
-                {"PATH": os.environ.get("PATH", os.defpath)},  # no secret to show
+                env or {"PATH": os.environ.get("PATH", os.defpath)},  # no secret to show
                 file_actions=[
                     (os.POSIX_SPAWN_DUP2, read_fd, 0),
                     (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
