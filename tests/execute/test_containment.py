@@ -232,6 +232,9 @@ def test_limits_bound_processes_file_size_and_memory(
     # A subshell that holds 40 MB: the kernel kills it, the command goes on.
     filled = observe(env, "head -c 40000000 /dev/zero | tr '\\0' x | (v=$(cat); echo kept ${#v})")
     assert filled.returncode == 137 and "kept 40" not in filled.content, filled.content
+    if kind == "local":  # the command's own shell killed: said so, not unshare's words
+        killed = observe(env, "a=$(head -c 40000000 /dev/zero | tr '\\0' x); echo ${#a}")
+        assert killed.returncode == -9 and "killed (SIGKILL)" in killed.content, killed.content
 
 
 def test_limits_are_checked_when_made() -> None:

@@ -9,7 +9,8 @@
   ``_tether``) kills them all when this process dies, SIGKILL included, and with each
   launcher its namespace.
 - **Limits** (``Limits``): processes and memory by a cgroup per command where one can be
-  made (root, or a delegated cgroup), the file size by ``RLIMIT_FSIZE``. They guard
+  made (root, or a delegated cgroup), the file size by ``ulimit -f``; the command's
+  first bash enters them itself (``PLACE``) before anything else runs. They guard
   against accidents (a fork bomb, ``yes > file``); a root command could lift them.
 
 Where user namespaces are not allowed (an unprivileged user on a locked-down kernel),
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import errno
 import functools
 import itertools
@@ -36,6 +38,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from four.execute._output import Ran
 from four.execute._tether import KILL_MARKED, Tether
 
 DRIVER = "FOUR_DRIVER"
@@ -130,6 +133,21 @@ def contained(argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
     if flags is None:
         return [program, *argv[1:]]
     return [*flags, "--", program, *argv[1:]]
+
+
+UNSHARE_KILLED = "unshare: sigprocmask unblock failed: Invalid argument\n"
+"""What util-linux's unshare prints, exiting 1, when its first process was SIGKILLed."""
+
+KILLED = (
+    "The command's shell was killed (SIGKILL), most likely for using more memory than its limit."
+)
+
+
+def read_exit(ran: Ran) -> Ran:
+    """``ran`` with the exit of a shell killed by SIGKILL read as such (-9, with a note)."""
+    if ran.returncode == 1 and ran.output.text().endswith(UNSHARE_KILLED):
+        return dataclasses.replace(ran, returncode=-signal.SIGKILL, notes=(*ran.notes, KILLED))
+    return ran
 
 
 def launcher_env(env: dict[str, str]) -> dict[str, str]:

@@ -235,9 +235,12 @@ def docker_env(
     container instead, which is never removed (``image`` is then only recorded).
     The image must have bash. Host variables are not
     passed; ``env`` is (``docker exec -e``). The guarantees of ``local_env`` hold;
-    a timeout kills the command's processes inside the container, not just the
-    client. If the container cannot start or dies, the run ends with an
-    ``ExecutionError``.
+    a timeout kills every process in the container but its reaper (in a given
+    ``container``: those that still carry the command's ``FOUR_RUN``), not just the
+    client, and the container is removed when this process dies, even by SIGKILL.
+    ``limits`` become ``docker run``'s ``--pids-limit``, ``--memory`` and
+    ``--ulimit fsize`` (not applied to a given ``container``). If the container
+    cannot start or dies, the run ends with an ``ExecutionError``.
 
     >>> from four import Action
     >>> with docker_env("four-test:latest") as env:  # doctest: +SKIP

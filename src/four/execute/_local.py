@@ -11,7 +11,7 @@ from returns.result import Failure, Success
 from four._secrets import SECRET_PATTERNS
 from four._types import Action, ExecutionError
 from four.execute._command import Executed, check_command, unrunnable
-from four.execute._contain import DEFAULT_LIMITS, Limits, contained, launcher_env, place
+from four.execute._contain import DEFAULT_LIMITS, Limits, contained, launcher_env, place, read_exit
 from four.execute._kill import new_mark
 from four.execute._output import (
     DEFAULT_INHERIT,
@@ -61,7 +61,7 @@ class LocalEnv:
                 )
         except OSError as exc:  # no bash, or the working folder is gone
             return Failure(ExecutionError(f"cannot start {self.shell}: {exc}"))
-        return conclude(ran)
+        return conclude(read_exit(ran))
 
 
 @overload
@@ -104,9 +104,16 @@ def local_env(
 ) -> LocalEnv | ShellEnv:
     """V2 that runs each command with bash on this machine.
 
-    Each command runs as ``bash -c`` in a new process group, stdin closed, stderr merged
-    into stdout. A command still running after ``timeout`` seconds is killed with every
-    process of its group; the model sees return code 124, the output so far and a note.
+    Each command runs as ``bash -c`` in a new session, stdin closed, stderr merged into
+    stdout, as the first process of a PID namespace of its own: it sees a ``/proc`` of its
+    own processes only (no other process's environment or command line: root could read
+    them all otherwise), and every process it starts ends when it ends, however it
+    detached (``setsid``, ``nohup``, ``env -i``). A command still running after
+    ``timeout`` seconds is killed with all of them; the model sees return code 124, the
+    output so far and a note. If this process dies, even by SIGKILL, its commands die
+    within a second or two. ``limits`` bounds processes, file size and memory
+    (``Limits``; see ``containment()`` for what this machine enforces: without user
+    namespaces, say, commands run without a namespace of their own, with a warning).
     Output is decoded as UTF-8 with bad bytes replaced, and bounded while it is read:
     at most ``max_output`` characters are shown (head and tail around an elision
     marker; 0 shows none). If the first non-blank output line is ``exit_signal`` and
@@ -117,7 +124,9 @@ def local_env(
     ``deny`` (``*_API_KEY``, ``*_TOKEN``, ``*SECRET*``, ``*PASSWORD*``...), plus ``env``.
 
     ``persistent=True`` gives a ``ShellEnv`` instead: one bash that keeps ``cd`` and
-    exported variables between commands (close it, or use it in a ``with`` block).
+    exported variables between commands (close it, or use it in a ``with`` block); its
+    background processes live until the shell ends. Not contained: the file system and
+    the network, which are the user's (``sandbox_env`` and ``docker_env`` contain them).
 
     >>> from four import Action
     >>> local_env()(Action("echo hi")).unwrap().content
@@ -144,8 +153,9 @@ def shell_env(
 ) -> ShellEnv:
     """V2 with one persistent bash: ``cd`` and exported variables carry over.
 
-    The same guarantees as ``local_env`` (timeout, kill, bounded output, exit signal,
-    environment filter). A timeout kills the shell with everything it started; a new
+    The same guarantees as ``local_env`` (its own PID namespace, timeout, kill, bounded
+    output, exit signal, environment filter, limits, for the shell and all it starts).
+    A timeout kills the shell with everything it started; a new
     shell then starts in the last working directory with the last exported variables
     (functions, aliases and unexported variables are lost, and the model is told).
     Same for a command that ends the shell (``exit 3``). Use it in a ``with`` block,

@@ -205,11 +205,13 @@ def sandbox_env(
     read-only; /tmp is private; ``workdir`` (a fresh temporary folder when None,
     deleted at ``close()``) is the only writable place, the working directory and
     HOME. There is no network unless ``network=True``; the command sees its own
-    process, user, IPC and host namespaces. ``ro_binds`` adds host paths read-only.
-    The guarantees of ``local_env`` hold (timeout, kill, bounded output, exit
-    signal, environment filter); every process of a command ends with it, because
-    the sandbox's PID namespace ends. If bwrap cannot start, the run ends with an
-    ``ExecutionError`` carrying bwrap's message.
+    process, user, IPC and host namespaces, holds no capability, and runs in a new
+    session. bwrap itself starts with an empty environment (it is PID 1 inside, and
+    its ``/proc/1/environ`` is readable there). ``ro_binds`` adds host paths
+    read-only. The guarantees of ``local_env`` hold (timeout, kill, bounded output,
+    exit signal, environment filter, ``limits``); every process of a command ends
+    with it, because the sandbox's PID namespace ends. If bwrap cannot start, the
+    run ends with an ``ExecutionError`` carrying bwrap's message.
 
     >>> from four import Action
     >>> with sandbox_env() as env:
