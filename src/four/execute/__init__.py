@@ -5,14 +5,18 @@
     super_env()          ``local_env`` with larger limits
     sandbox_env()        each command under bubblewrap: read-only system, one writable folder
     docker_env(image)    each command in one Docker container, removed at the end
+    alocal_env()         ``local_env`` awaited, for ``arun`` (asyncio subprocesses)
+    ashell_env()         ``shell_env`` awaited, for ``arun``
 
 Every environment shares one contract: bash, stdin closed, a timeout that kills every
 process of the command and becomes an observation (return code 124), output decoded
-with replacement and bounded while read, the exit signal, and secrets kept out of the
-command's environment. Environments that hold resources are context managers.
+with replacement and bounded while read, the exit signal, secrets kept out of the
+command's reach, and resource limits (``Limits``). Environments that hold resources are
+context managers (``async with`` for ``ashell_env``).
 """
 
 from four._secrets import SECRET_PATTERNS
+from four.execute._async import AsyncLocalEnv, AsyncShellEnv, alocal_env, ashell_env
 from four.execute._contain import DEFAULT_LIMITS, Containment, Limits, containment
 from four.execute._docker import DockerEnv, docker_env
 from four.execute._local import LocalEnv, local_env, shell_env, super_env
@@ -34,6 +38,8 @@ __all__ = [
     "QUIET_ENV",
     "SECRET_PATTERNS",
     "TIMEOUT_RETURNCODE",
+    "AsyncLocalEnv",
+    "AsyncShellEnv",
     "Containment",
     "DockerEnv",
     "Limits",
@@ -41,6 +47,8 @@ __all__ = [
     "OutputBuffer",
     "SandboxEnv",
     "ShellEnv",
+    "alocal_env",
+    "ashell_env",
     "command_env",
     "containment",
     "docker_env",

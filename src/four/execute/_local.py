@@ -11,7 +11,7 @@ from returns.result import Failure, Success
 from four._secrets import SECRET_PATTERNS
 from four._types import Action, ExecutionError
 from four.execute._command import Executed, check_command, unrunnable
-from four.execute._contain import DEFAULT_LIMITS, Limits, contained, launcher_env, place, read_exit
+from four.execute._contain import DEFAULT_LIMITS, Launch, Limits, launch, read_exit
 from four.execute._kill import new_mark
 from four.execute._output import (
     DEFAULT_INHERIT,
@@ -46,22 +46,31 @@ class LocalEnv:
         if problem:
             return Success(unrunnable(problem))
         output = OutputBuffer(self.max_output, self.exit_signal)
-        mark = new_mark()
         try:
-            env = command_env(self.inherit, self.deny, self.env)
-            argv = contained([self.shell, "-c", action.command], env)
-            with place(self.limits) as limited:
+            launched = self.launch(action.command)
+            try:
                 ran = run_captured(
-                    argv,
+                    launched.argv,
                     output,
                     self.timeout,
                     cwd=self.cwd,
-                    env=launcher_env({**env, **limited}),
-                    mark=mark,
+                    env=launched.env,
+                    mark=new_mark(),
                 )
+            finally:
+                launched.placed.release()
         except OSError as exc:  # no bash, or the working folder is gone
-            return Failure(ExecutionError(f"cannot start {self.shell}: {exc}"))
+            return Failure(self.cannot_start(exc))
         return conclude(read_exit(ran))
+
+    def launch(self, command: str) -> Launch:
+        """How ``command`` starts (shared with ``AsyncLocalEnv``); see ``_contain.launch``."""
+        env = command_env(self.inherit, self.deny, self.env)
+        return launch([self.shell, "-c", command], env, self.limits)
+
+    def cannot_start(self, exc: OSError) -> ExecutionError:
+        """The error for a command that could not start: no bash, no working folder."""
+        return ExecutionError(f"cannot start {self.shell}: {exc}")
 
 
 @overload
