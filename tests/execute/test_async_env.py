@@ -130,6 +130,10 @@ def test_aclose_ends_background_processes() -> None:
     async def main() -> None:
         async with ashell_env() as env:
             await env(Action(escapes(token)))
+            for _ in range(100):  # until all five run (the last may still be starting)
+                if len(gone(f"{token}-", within=0)) == 5:
+                    break
+                await asyncio.sleep(0.05)
             assert len(gone(f"{token}-", within=0)) == 5
 
     asyncio.run(main())

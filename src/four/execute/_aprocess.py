@@ -10,6 +10,7 @@ after ``LINGER`` seconds and a note says so. Cancelling the awaiting task kills 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import subprocess
 import time
@@ -64,6 +65,8 @@ async def arun_captured(
             await asyncio.wait({reader}, timeout=DRAIN)
     except BaseException:  # cancelled (or Ctrl-C): nothing of it may live on
         _kill(proc.pid, mark)
+        with contextlib.suppress(BaseException):  # reaped, its pipe closed: nothing left open
+            await asyncio.shield(asyncio.wait({reader, asyncio.ensure_future(proc.wait())}))
         raise
     finally:
         reader.cancel()

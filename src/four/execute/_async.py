@@ -148,7 +148,9 @@ class AsyncShellEnv:
                 await self._stop()
                 return Failure(ExecutionError(f"the shell {self.shell.shell} failed: {exc}"))
             except BaseException:  # cancelled mid-command: nothing of it may live on
-                self._kill()
+                self._kill_processes()
+                with contextlib.suppress(BaseException):  # reaped: nothing left open
+                    await asyncio.shield(self._stop())
                 raise
         return conclude(ran)
 
@@ -226,11 +228,6 @@ class AsyncShellEnv:
         if self._proc is not None:
             kill_group(self._proc.pid)
             kill_marked(self._mark)
-
-    def _kill(self) -> None:
-        """Kill the shell and all it started now, without waiting (asyncio reaps it)."""
-        self._kill_processes()
-        self._forget()
 
     async def _stop(self) -> None:
         proc = self._proc
