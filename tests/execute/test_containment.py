@@ -244,3 +244,24 @@ def test_limits_are_checked_when_made() -> None:
         Limits(memory=1.5)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="limits"):
         local_env(limits=100)  # type: ignore[call-overload]
+
+
+def test_without_a_namespace_commands_still_run_and_a_warning_says_what_is_weaker(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from four.execute import _contain
+
+    monkeypatch.setattr(_contain, "_namespace_flags", lambda: None)
+    _contain.containment.cache_clear()
+    try:
+        with pytest.warns(RuntimeWarning, match="no PID namespace can be made here"):
+            weaker = _contain.containment()
+        assert not weaker.namespace and weaker.notes
+        # The weaker guarantee still holds: a timeout kills what kept the mark.
+        token = f"four-{secrets.token_hex(6)}"
+        command = f't={token}; setsid bash -c "exec -a $t-setsid sleep 60" & sleep 30'
+        observation = observe(local_env(timeout=1.0), command)
+        assert observation.timed_out and gone(f"{token}-") == []
+        assert observe(local_env(), "echo $$").content.splitlines()[2] != "1"  # no namespace
+    finally:
+        _contain.containment.cache_clear()

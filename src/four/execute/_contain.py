@@ -47,12 +47,14 @@ DRIVER = "FOUR_DRIVER"
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Resource limits of one command (None: no limit).
+    """Resource limits of one command (None: no limit). The defaults: 512 processes,
+    4 GiB a file, 8 GiB of memory.
 
-    ``processes``: processes and threads at once (a pids cgroup); ``file_size``: bytes
-    of one file written (``RLIMIT_FSIZE``: a write past it fails, ``EFBIG``);
-    ``memory``: bytes of memory of all its processes (a memory cgroup: the kernel kills
-    a process of the command past it).
+    ``processes``: processes and threads at once (a pids cgroup; ``RLIMIT_NPROC`` in
+    the command's own user namespace when not root); ``file_size``: bytes of one file
+    written (``RLIMIT_FSIZE``, in KiB: a write past it fails, ``EFBIG``); ``memory``:
+    bytes of memory of all its processes (a memory cgroup: the kernel kills a process
+    of the command past it). ``containment()`` says which of them this machine enforces.
 
     >>> Limits(processes=64).processes
     64
@@ -338,7 +340,7 @@ def place(limits: Limits, *, bash_env: bool = True) -> Placed:
     ulimit = []
     if limits.file_size is not None:
         ulimit += ["-f", str(max(1, limits.file_size // 1024))]  # bash counts KiB
-    if limits.processes is not None and "pids" not in groups and os.geteuid() != 0:
+    if limits.processes is not None and containment().processes == "rlimit":
         ulimit += ["-u", str(limits.processes)]
     env = {"FOUR_CGROUPS": " ".join(folders), "FOUR_ULIMIT": " ".join(ulimit)}
     if bash_env:
