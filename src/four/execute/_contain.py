@@ -128,13 +128,20 @@ def contained(argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
     Its program is looked up on ``env``'s PATH first: one that is missing raises
     FileNotFoundError here, as Popen would, not later as a launcher's exit code.
     """
-    program = shutil.which(argv[0], path=env.get("PATH", os.defpath))
-    if program is None:
-        raise FileNotFoundError(errno.ENOENT, "No such file or directory", argv[0])
+    program = find_program(argv[0], env.get("PATH", os.defpath))
     flags = _namespace_flags() if containment().namespace else None
     if flags is None:
         return [program, *argv[1:]]
     return [*flags, "--", program, *argv[1:]]
+
+
+def find_program(name: str, path: str | None = None) -> str:
+    """The absolute path of ``name`` on ``path`` (this process's PATH when None); raises
+    FileNotFoundError as Popen would, for the error a missing program gives."""
+    found = shutil.which(name, path=path)
+    if found is None:
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory", name)
+    return found
 
 
 UNSHARE_KILLED = "unshare: sigprocmask unblock failed: Invalid argument\n"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import os
 import shutil
 import tempfile
@@ -17,7 +16,14 @@ from four._secrets import SECRET_PATTERNS
 from four._types import Action, ExecutionError, Observation, Submitted
 from four.execute._closing import ClosedOnExit
 from four.execute._command import check_command, unrunnable
-from four.execute._contain import DEFAULT_LIMITS, PLACE, Limits, launcher_env, place
+from four.execute._contain import (
+    DEFAULT_LIMITS,
+    PLACE,
+    Limits,
+    find_program,
+    launcher_env,
+    place,
+)
 from four.execute._output import (
     EXIT_SIGNAL,
     OutputBuffer,
@@ -149,10 +155,7 @@ class SandboxEnv(ClosedOnExit):
 
     def _launcher(self, command: str) -> list[str]:
         argv = self.argv(command)
-        found = shutil.which(argv[0])  # on our PATH: bwrap's own environment has none
-        if found is None:
-            raise FileNotFoundError(errno.ENOENT, "No such file or directory", argv[0])
-        return [found, *argv[1:]]
+        return [find_program(argv[0]), *argv[1:]]  # on our PATH: bwrap's environment has none
 
     def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]:
         problem = check_command(action.command)
@@ -171,12 +174,12 @@ class SandboxEnv(ClosedOnExit):
                     text = probe.output.text().strip()
                     return Failure(ExecutionError(f"{self.bwrap} cannot run here: {text}"))
                 self._checked = True
-            # bwrap itself starts with an empty environment: it is PID 1 in the sandbox,
-            # and its /proc/1/environ is readable there.
+            # bwrap itself starts with no variable but the tether's mark: it is PID 1 in
+            # the sandbox, and its /proc/1/environ is readable there.
             # PLACE, run by a bash before bwrap, puts it under the limits.
             with place(self.limits, bash_env=False) as limited:
                 ran = run_captured(
-                    [_bash(), "-c", f'{PLACE}exec "$@"', "four-limits", *launcher],
+                    [find_program("bash"), "-c", f'{PLACE}exec "$@"', "four-limits", *launcher],
                     output,
                     self.timeout,
                     env=launcher_env(limited),
@@ -206,8 +209,8 @@ def sandbox_env(
     deleted at ``close()``) is the only writable place, the working directory and
     HOME. There is no network unless ``network=True``; the command sees its own
     process, user, IPC and host namespaces, holds no capability, and runs in a new
-    session. bwrap itself starts with an empty environment (it is PID 1 inside, and
-    its ``/proc/1/environ`` is readable there). ``ro_binds`` adds host paths
+    session. bwrap itself starts with an environment that holds nothing but the
+    tether's mark (it is PID 1 inside, and its ``/proc/1/environ`` is readable there). ``ro_binds`` adds host paths
     read-only. The guarantees of ``local_env`` hold (timeout, kill, bounded output,
     exit signal, environment filter, ``limits``); every process of a command ends
     with it, because the sandbox's PID namespace ends. If bwrap cannot start, the
@@ -230,13 +233,6 @@ def sandbox_env(
         tuple(ro_binds),
         limits=limits,
     )
-
-
-def _bash() -> str:
-    found = shutil.which("bash")
-    if found is None:
-        raise FileNotFoundError(errno.ENOENT, "No such file or directory", "bash")
-    return found
 
 
 def _remove(folder: str) -> None:
