@@ -6,6 +6,7 @@ import gc
 import os
 import signal
 import time
+import warnings
 
 from returns.result import Failure, Success
 
@@ -128,7 +129,9 @@ def test_finaliser_is_the_last_resort() -> None:
     folder = env._dir
     assert folder is not None
     del env
-    gc.collect()
+    with warnings.catch_warnings():  # what earlier tests left unclosed is not this test's
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
     deadline = time.monotonic() + 2
     while alive(token) and time.monotonic() < deadline:
         time.sleep(0.05)
