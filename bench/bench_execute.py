@@ -4,7 +4,7 @@
     python bench/bench_execute.py compare OTHER_TREE [ROUNDS]
 
 `compare` times this tree against another checkout of four (main, say: `git worktree add
---detach /tmp/four-main main`), each in interpreters of its own taking turns round by
+--detach OTHER_TREE main`), each in interpreters of its own taking turns round by
 round: `true` in local_env and shell_env, and a batch of real commands an agent runs in a
 repository (ls, cat, grep -r, find, git log, python3 -c, wc, sed) in local_env.
 

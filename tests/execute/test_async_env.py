@@ -150,3 +150,12 @@ def test_arun_runs_with_an_async_environment() -> None:
     messages, outcome = asyncio.run(arun(G, regex_parse(), alocal_env(), keep, prompt="go"))
     assert "from-arun" in str(messages[3].content)
     assert outcome == Finished("42")
+
+
+def test_the_async_environments_have_the_shapes_arun_takes() -> None:
+    from four.types import AsyncCloseable, AsyncExecute
+
+    local: AsyncExecute = alocal_env()
+    shell: AsyncExecute = ashell_env()
+    closeable: AsyncCloseable = ashell_env()
+    assert isinstance(closeable, AsyncCloseable) and callable(local) and callable(shell)
