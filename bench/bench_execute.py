@@ -1,6 +1,12 @@
 """Latency of a trivial command (`true`) per environment, side by side in one run.
 
     python bench/run.py execute        # or: python bench/bench_execute.py
+    python bench/bench_execute.py compare OTHER_TREE [ROUNDS]
+
+`compare` times this tree against another checkout of four (main, say: `git worktree add
+--detach OTHER_TREE main`), each in interpreters of its own taking turns round by
+round: `true` in local_env and shell_env, and a batch of real commands an agent runs in a
+repository (ls, cat, grep -r, find, git log, python3 -c, wc, sed) in local_env.
 
 Rows: four's local_env (a fresh bash per command), four's persistent shell_env, and
 mini-swe-agent's LocalEnvironment (a fresh /bin/sh per command). mini-swe-agent runs in
@@ -105,6 +111,106 @@ class Mswea:
             self.proc.stdout.close()
 
 
+COMMANDS = (
+    "ls -la",
+    "head -50 README.md",
+    "grep -rn 'def ' src | wc -l",
+    "find . -name '*.py' -not -path './.venv/*' | head -20",
+    "git log --oneline -5",
+    "python3 -c 'print(sum(range(1000)))'",
+    "wc -l src/four/*.py",
+    "sed -n 1,40p pyproject.toml",
+)
+"""The realistic workload: what an agent runs in a repository, read-only."""
+
+# One round per line of stdin ("local N", "shell N" or "batch N"): N timings back as JSON.
+TREE_PROBE = """
+import json, os, sys, time
+from four import Action
+from four.execute import local_env, shell_env
+commands = json.loads(sys.argv[1])
+local = local_env()
+shell = shell_env()
+for line in sys.stdin:
+    kind, runs = line.split()
+    times = []
+    before = os.times()
+    for _ in range(int(runs)):
+        t = time.perf_counter()
+        if kind == "batch":
+            for command in commands:
+                local(Action(command))
+        else:
+            (local if kind == "local" else shell)(Action("true"))
+        times.append(time.perf_counter() - t)
+    after = os.times()
+    cpu = sum(after[:4]) - sum(before[:4])  # this process and its children, user + system
+    print(json.dumps([times, cpu / int(runs)]), flush=True)
+shell.close()
+"""
+
+
+class Tree:
+    """A checkout of four timed in an interpreter of its own (its ``src`` first on the path)."""
+
+    def __init__(self, tree: Path) -> None:
+        env = {**os.environ, "PYTHONPATH": str(tree / "src")}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", TREE_PROBE, json.dumps(COMMANDS)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            env=env,
+        )
+
+    def round(self, kind: str, runs: int) -> tuple[list[float], float]:
+        """Wall times of ``runs`` rounds of ``kind``, and the CPU time of one."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(f"{kind} {runs}\n")
+        self.proc.stdin.flush()
+        times, cpu = json.loads(self.proc.stdout.readline())
+        return times, cpu
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def compare(other: Path, rounds: int) -> None:
+    """This tree against ``other``, taking turns: medians and their ratio."""
+    trees = {"this": Tree(ROOT), other.name: Tree(other)}
+    plan = (
+        ("local", "`true` in local_env", 40),
+        ("shell", "`true` in shell_env", 200),
+        ("batch", f"{len(COMMANDS)} real commands in local_env", 3),
+    )
+    times: dict[tuple[str, str], list[float]] = {}
+    cpus: dict[tuple[str, str], list[float]] = {}
+    for r in range(rounds + 1):
+        for kind, _, runs in plan:
+            for name, tree in trees.items():
+                got, cpu = tree.round(kind, runs)
+                if r:  # round 0 warms up
+                    times.setdefault((kind, name), []).extend(got)
+                    cpus.setdefault((kind, name), []).append(cpu)
+    for tree in trees.values():
+        tree.close()
+    print(f"{rounds} interleaved rounds after one warm-up, milliseconds: median wall, and")
+    print("mean CPU (the driver and its commands, user + system)\n")
+    print(f"| workload | this tree | {other.name} | this / {other.name} |")
+    print("| --- | ---: | ---: | ---: |")
+    for kind, label, _ in plan:
+        for what, figures, middle in (
+            ("wall", times, statistics.median),
+            ("CPU", cpus, statistics.mean),
+        ):
+            mine = middle(figures[kind, "this"]) * 1000
+            theirs = middle(figures[kind, other.name]) * 1000
+            print(f"| {label}, {what} | {mine:.2f} | {theirs:.2f} | {mine / theirs:.2f}x |")
+
+
 def row(name: str, times: list[float]) -> tuple[str, float, str]:
     ms = sorted(t * 1000 for t in times)
     median = statistics.median(ms)
@@ -155,4 +261,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["compare"]:
+        compare(Path(sys.argv[2]).resolve(), int(sys.argv[3]) if len(sys.argv) > 3 else 10)
+    else:
+        main()

@@ -8,9 +8,8 @@ import os
 from collections.abc import Mapping
 from typing import cast
 
+from four._secrets import is_secret
 from four._types import JSON
-
-_SECRET_WORDS = frozenset({"key", "token", "secret", "secrets", "password"})
 
 
 def describe(component: object) -> JSON:
@@ -44,7 +43,7 @@ def _dataclass(kind: type) -> tuple[str, tuple[tuple[str, bool], ...]] | None:
     if not dataclasses.is_dataclass(kind):
         return None
     shown = tuple(
-        (f.name, f.name.lower().rsplit("_", 1)[-1] in _SECRET_WORDS)  # api_key, not token_limit
+        (f.name, is_secret(f.name))  # api_key, not token_limit
         for f in dataclasses.fields(kind)
         if not f.name.startswith("_") and f.repr
     )

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from four.batch._journal import NAME, clean_up, sweep
-from four.execute._process import MARK
+from four.execute._kill import MARK
 
 
 def dead_pid() -> int:

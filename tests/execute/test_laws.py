@@ -10,3 +10,11 @@ from tests.execute.conftest import MakeEnv
 
 def test_every_environment_obeys_the_execute_law(make_env: MakeEnv) -> None:
     check_execute(lambda: make_env(timeout=1), max_examples=10 if make_env.kind == "docker" else 25)
+
+
+def test_the_async_environments_obey_the_async_execute_law() -> None:
+    from four.execute import alocal_env, ashell_env
+    from four.testing import acheck_execute
+
+    acheck_execute(lambda: alocal_env(timeout=1), max_examples=15)
+    acheck_execute(lambda: ashell_env(timeout=1), max_examples=15)

@@ -131,3 +131,20 @@ def test_memory_stays_bounded_for_a_flood_in_a_fresh_process() -> None:
     )
     before, after = map(int, done.stdout.split())
     assert after - before < 30_000, (before, after)  # kB: far below the 200 MB printed
+
+
+def test_one_secret_rule_for_commands_settings_and_model_options() -> None:
+    from dataclasses import make_dataclass
+
+    from four._secrets import is_secret
+
+    names = ["OPENAI_API_KEY", "GITHUB_TOKEN", "DATABASE_URL", "AWS_REGION", "DB_PASSWORD"]
+    names += ["api_key", "extra_headers", "max_tokens", "token_limit", "LC_ALL", "TEMPERATURE"]
+    secret = {name for name in names if is_secret(name)}
+    assert secret == set(names[:7])
+    passed = command_env(inherit=["*"], host=dict.fromkeys(names, "v"))
+    assert set(names) - set(passed) == secret
+    settings = make_dataclass("Settings", [(name, str, "v") for name in names])()
+    described = describe(settings)
+    assert isinstance(described, dict)
+    assert {name for name in names if described[name] == "***"} == secret

@@ -42,6 +42,16 @@ def test_host_secrets_and_home_are_not_visible(tmp_path: Path) -> None:
         assert "No such file" in out(env, f"ls {tmp_path}")
 
 
+def test_commands_hold_no_capability_and_see_their_own_namespaces() -> None:
+    with sandbox_env() as env:
+        assert out(env, "grep CapEff /proc/self/status") == "CapEff:\t0000000000000000\n"
+        assert out(env, "hostname") == "sandbox\n"
+        # Its own pid namespace: bwrap's init, bash, the command; never a host process.
+        assert int(out(env, "ls -d /proc/[0-9]* | wc -l")) <= 4
+        host_ipc = os.readlink("/proc/self/ns/ipc")
+        assert out(env, "readlink /proc/self/ns/ipc") != f"{host_ipc}\n"
+
+
 def test_no_network_unless_asked() -> None:
     with sandbox_env() as env:
         assert out(env, "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '") == "lo\n"

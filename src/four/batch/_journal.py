@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from four.execute._interrupt import Command, observe
-from four.execute._process import kill_marked
+from four.execute._kill import kill_marked
 
 
 class Journal:

@@ -6,20 +6,25 @@
     sandbox_env()        each command under bubblewrap: read-only system, one writable folder
     docker_env(image)    each command in one Docker container, removed at the end
     Workspace(root)      the files that edits may change: paths outside, and symlinks, refused
+    alocal_env()         ``local_env`` awaited, for ``arun`` (asyncio subprocesses)
+    ashell_env()         ``shell_env`` awaited, for ``arun``
 
 Every environment shares one contract: bash, stdin closed, a timeout that kills every
 process of the command and becomes an observation (return code 124), output decoded
-with replacement and bounded while read, the exit signal, and secrets kept out of the
-command's environment. Environments that hold resources are context managers.
+with replacement and bounded while read, the exit signal, secrets kept out of the
+command's reach, and resource limits (``Limits``). Environments that hold resources are
+context managers (``async with`` for ``ashell_env``).
 """
 
+from four._secrets import SECRET_PATTERNS
+from four.execute._async import AsyncLocalEnv, AsyncShellEnv, alocal_env, ashell_env
+from four.execute._contain import DEFAULT_LIMITS, Containment, Limits, containment
 from four.execute._docker import DockerEnv, docker_env
 from four.execute._local import LocalEnv, local_env, shell_env, super_env
 from four.execute._output import (
     DEFAULT_INHERIT,
     EXIT_SIGNAL,
     QUIET_ENV,
-    SECRET_PATTERNS,
     TIMEOUT_RETURNCODE,
     OutputBuffer,
     command_env,
@@ -30,11 +35,16 @@ from four.execute._workspace import Refused, Workspace, Written
 
 __all__ = [
     "DEFAULT_INHERIT",
+    "DEFAULT_LIMITS",
     "EXIT_SIGNAL",
     "QUIET_ENV",
     "SECRET_PATTERNS",
     "TIMEOUT_RETURNCODE",
+    "AsyncLocalEnv",
+    "AsyncShellEnv",
+    "Containment",
     "DockerEnv",
+    "Limits",
     "LocalEnv",
     "OutputBuffer",
     "Refused",
@@ -42,7 +52,10 @@ __all__ = [
     "ShellEnv",
     "Workspace",
     "Written",
+    "alocal_env",
+    "ashell_env",
     "command_env",
+    "containment",
     "docker_env",
     "local_env",
     "sandbox_env",

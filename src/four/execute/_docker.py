@@ -1,9 +1,11 @@
 """V2 in a Docker container: one container per env, one ``docker exec`` per command.
 
 The container's first process is a small bash loop that reaps orphans, so killed
-commands leave no zombies. Each command carries a random ``FOUR_RUN`` variable; at its
-timeout every process in the container holding that variable is killed from inside
-(the client's death alone would leave them running), then the client is killed.
+commands leave no zombies. At a command's timeout every process in the container but
+that loop is killed from inside (the client's death alone would leave them running),
+however it detached, then the client is killed; in a container given by name (shared,
+perhaps), only the processes that still carry the command's ``FOUR_RUN`` variable are.
+A tether removes the container when this process dies, SIGKILL included.
 """
 
 from __future__ import annotations
@@ -18,16 +20,19 @@ from dataclasses import dataclass, field
 
 from returns.result import Failure, Result, Success
 
+from four._secrets import SECRET_PATTERNS, is_secret
 from four._types import Action, ExecutionError, Observation, Submitted
 from four.execute._closing import ClosedOnExit
+from four.execute._command import check_command, unrunnable
+from four.execute._contain import DEFAULT_LIMITS, Limits
 from four.execute._output import (
     EXIT_SIGNAL,
-    SECRET_PATTERNS,
     OutputBuffer,
     command_env,
     conclude,
 )
 from four.execute._process import run_captured
+from four.execute._tether import KILL_MARKED, Tether
 
 LABEL = "four.env"
 """Every container made by ``docker_env`` has this label (value: the creating pid)."""
@@ -43,13 +48,10 @@ for d in /proc/[0-9]*; do
   done
 done 2>/dev/null
 exit $rc"""
-# Kill every process (but this one) whose environment holds FOUR_RUN=$1.
-_KILL = r"""t="FOUR_RUN=$1"
-for d in /proc/[0-9]*; do
-  p=${d#/proc/}; [ "$p" = "$$" ] && continue
-  while IFS= read -r -d '' v; do
-    [ "$v" = "$t" ] && { kill -9 "$p"; break; }
-  done < "$d/environ"
+# In a container of our own: kill every process but its first (the reaper) and this one,
+# however it detached from the command (setsid, env -i). Commands run one at a time.
+_KILL_ALL = r"""for d in /proc/[0-9]*; do
+  p=${d#/proc/}; [ "$p" = 1 ] || [ "$p" = "$$" ] || kill -9 "$p"
 done 2>/dev/null; true"""
 
 
@@ -72,9 +74,12 @@ class DockerEnv(ClosedOnExit):
     start_timeout: float = 300.0
     deny: tuple[str, ...] = SECRET_PATTERNS
     container_name: str | None = None
+    limits: Limits = DEFAULT_LIMITS
     _container: str | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _finalizer: weakref.finalize[[str, str], DockerEnv] | None = field(default=None, repr=False)
+    _finalizer: weakref.finalize[[str, str, Tether], DockerEnv] | None = field(
+        default=None, repr=False
+    )
 
     def __enter__(self) -> DockerEnv:
         started = self.start()
@@ -109,6 +114,7 @@ class DockerEnv(ClosedOnExit):
                 "--label",
                 f"{LABEL}={os.getpid()}",
                 *(["--network", "none"] if not self.network else []),
+                *_limit_args(self.limits),
                 "-w",
                 self.cwd,
                 *self.run_args,
@@ -117,8 +123,12 @@ class DockerEnv(ClosedOnExit):
                 "-c",
                 _INIT,
             ]
-            # Registered before the container exists: an interrupt mid-start still removes it.
-            finalizer = weakref.finalize(self, _remove, self.docker, name)
+            # Before the container exists: an interrupt mid-start still removes it, and so
+            # does our death (SIGKILL included), through the tether.
+            tether = Tether(
+                '"$1" rm -f -v "$2" >/dev/null 2>&1', [self.docker, name], _docker_env()
+            )
+            finalizer = weakref.finalize(self, _remove, self.docker, name, tether)
             try:
                 done = subprocess.run(
                     argv,
@@ -151,8 +161,6 @@ class DockerEnv(ClosedOnExit):
             self._finalizer = self._container = None
 
     def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]:
-        from four.execute._local import check_command, unrunnable
-
         problem = check_command(action.command)
         if problem:
             return Success(unrunnable(problem))
@@ -167,9 +175,12 @@ class DockerEnv(ClosedOnExit):
             argv += ["-e", f"{key}={value}"]
         argv += [name, "bash", "-c", _WRAP, "four", action.command]
 
+        own = self.container_name is None
+        kill = [_KILL_ALL, "kill"] if own else [KILL_MARKED, "kill", f"FOUR_RUN={token}"]
+
         def kill_inside(_: subprocess.Popen[bytes]) -> None:
             subprocess.run(
-                [self.docker, "exec", name, "bash", "-c", _KILL, "kill", token],
+                [self.docker, "exec", name, "bash", "-c", *kill],
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
                 timeout=30,
@@ -213,6 +224,7 @@ def docker_env(
     run_args: Sequence[str] = (),
     docker: str = "docker",
     container: str | None = None,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> DockerEnv:
     """V2 that runs each command with bash in one Docker container of ``image``.
 
@@ -223,9 +235,12 @@ def docker_env(
     container instead, which is never removed (``image`` is then only recorded).
     The image must have bash. Host variables are not
     passed; ``env`` is (``docker exec -e``). The guarantees of ``local_env`` hold;
-    a timeout kills the command's processes inside the container, not just the
-    client. If the container cannot start or dies, the run ends with an
-    ``ExecutionError``.
+    a timeout kills every process in the container but its reaper (in a given
+    ``container``: those that still carry the command's ``FOUR_RUN``), not just the
+    client, and the container is removed when this process dies, even by SIGKILL.
+    ``limits`` become ``docker run``'s ``--pids-limit``, ``--memory`` and
+    ``--ulimit fsize`` (not applied to a given ``container``). If the container
+    cannot start or dies, the run ends with an ``ExecutionError``.
 
     >>> from four import Action
     >>> with docker_env("four-test:latest") as env:  # doctest: +SKIP
@@ -243,10 +258,33 @@ def docker_env(
         tuple(run_args),
         docker,
         container_name=container,
+        limits=limits,
     )
 
 
-def _remove(docker: str, name: str) -> None:
+def _limit_args(limits: Limits) -> list[str]:
+    """``docker run`` options for ``limits``."""
+    args = []
+    if limits.processes is not None:
+        args += ["--pids-limit", str(limits.processes)]
+    if limits.memory is not None:
+        args += ["--memory", str(limits.memory), "--memory-swap", str(limits.memory)]
+    if limits.file_size is not None:
+        args += ["--ulimit", f"fsize={limits.file_size}:{limits.file_size}"]
+    return args
+
+
+def _docker_env() -> dict[str, str]:
+    """What the docker client needs of our environment to reach the daemon (no secret)."""
+    return {
+        name: value
+        for name, value in os.environ.items()
+        if (name in ("PATH", "HOME") or name.startswith("DOCKER_")) and not is_secret(name)
+    }
+
+
+def _remove(docker: str, name: str, tether: Tether) -> None:
+    tether.release()
     with contextlib.suppress(OSError, subprocess.TimeoutExpired):
         subprocess.run(
             [docker, "rm", "-f", "-v", name],

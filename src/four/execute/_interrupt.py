@@ -29,6 +29,8 @@ import contextvars
 import threading
 from collections.abc import Callable, Hashable, Iterator
 
+from four.execute._kill import kill_group, kill_marked
+
 # A context variable, not a thread-local: each asyncio task of an async batch has its own
 # (and asyncio.to_thread carries it into the worker thread), as each thread has.
 _key: contextvars.ContextVar[Hashable | None] = contextvars.ContextVar("four_run", default=None)
@@ -69,8 +71,6 @@ class Command:
 
     def kill(self) -> None:
         """Kill the command (not once it is done: its process group id may be reused)."""
-        from four.execute._process import kill_group, kill_marked  # _process imports us
-
         with self._lock:
             if self._done:
                 return

@@ -6,35 +6,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, overload
 
-from returns.result import Failure, Result, Success
+from returns.result import Failure, Success
 
-from four._types import Action, ExecutionError, Observation, Submitted
+from four._secrets import SECRET_PATTERNS
+from four._types import Action, ExecutionError
+from four.execute._command import Executed, check_command, unrunnable
+from four.execute._contain import DEFAULT_LIMITS, Launch, Limits, launch, read_exit
+from four.execute._kill import new_mark
 from four.execute._output import (
     DEFAULT_INHERIT,
     EXIT_SIGNAL,
-    SECRET_PATTERNS,
     OutputBuffer,
     command_env,
     conclude,
 )
-from four.execute._process import new_mark, run_captured
+from four.execute._process import run_captured
 from four.execute._shell import ShellEnv
-
-Executed = Result[Observation, Submitted | ExecutionError]
-
-
-def unrunnable(reason: str) -> Observation:
-    """The observation for a command that could not even start (the model's fault, not ours)."""
-    return Observation(f"<returncode>126</returncode>\n<output>\n{reason}\n</output>", 126)
-
-
-def check_command(command: str) -> str | None:
-    """Why a command cannot be handed to a process, or None."""
-    if "\0" in command:
-        return "The command contains a NUL character, which no shell command can hold."
-    if not command.strip():
-        return "The command is empty."
-    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,25 +39,38 @@ class LocalEnv:
     inherit: tuple[str, ...] = DEFAULT_INHERIT
     deny: tuple[str, ...] = SECRET_PATTERNS
     shell: str = "bash"
+    limits: Limits = DEFAULT_LIMITS
 
     def __call__(self, action: Action, /) -> Executed:
         problem = check_command(action.command)
         if problem:
             return Success(unrunnable(problem))
         output = OutputBuffer(self.max_output, self.exit_signal)
-        mark = new_mark()
         try:
-            ran = run_captured(
-                [self.shell, "-c", action.command],
-                output,
-                self.timeout,
-                cwd=self.cwd,
-                env=command_env(self.inherit, self.deny, self.env),
-                mark=mark,
-            )
+            launched = self.launch(action.command)
+            try:
+                ran = run_captured(
+                    launched.argv,
+                    output,
+                    self.timeout,
+                    cwd=self.cwd,
+                    env=launched.env,
+                    mark=new_mark(),
+                )
+            finally:
+                launched.placed.release()
         except OSError as exc:  # no bash, or the working folder is gone
-            return Failure(ExecutionError(f"cannot start {self.shell}: {exc}"))
-        return conclude(ran)
+            return Failure(self.cannot_start(exc))
+        return conclude(read_exit(ran))
+
+    def launch(self, command: str) -> Launch:
+        """How ``command`` starts (shared with ``AsyncLocalEnv``); see ``_contain.launch``."""
+        env = command_env(self.inherit, self.deny, self.env)
+        return launch([self.shell, "-c", command], env, self.limits)
+
+    def cannot_start(self, exc: OSError) -> ExecutionError:
+        """The error for a command that could not start: no bash, no working folder."""
+        return ExecutionError(f"cannot start {self.shell}: {exc}")
 
 
 @overload
@@ -84,6 +84,7 @@ def local_env(
     persistent: Literal[False] = ...,
     inherit: Sequence[str] = ...,
     deny: Sequence[str] = ...,
+    limits: Limits = ...,
 ) -> LocalEnv: ...
 @overload
 def local_env(
@@ -96,6 +97,7 @@ def local_env(
     persistent: Literal[True],
     inherit: Sequence[str] = ...,
     deny: Sequence[str] = ...,
+    limits: Limits = ...,
 ) -> ShellEnv: ...
 def local_env(
     timeout: float = 120.0,
@@ -107,12 +109,20 @@ def local_env(
     persistent: bool = False,
     inherit: Sequence[str] = DEFAULT_INHERIT,
     deny: Sequence[str] = SECRET_PATTERNS,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> LocalEnv | ShellEnv:
     """V2 that runs each command with bash on this machine.
 
-    Each command runs as ``bash -c`` in a new process group, stdin closed, stderr merged
-    into stdout. A command still running after ``timeout`` seconds is killed with every
-    process of its group; the model sees return code 124, the output so far and a note.
+    Each command runs as ``bash -c`` in a new session, stdin closed, stderr merged into
+    stdout, as the first process of a PID namespace of its own: it sees a ``/proc`` of its
+    own processes only (no other process's environment or command line: root could read
+    them all otherwise), and every process it starts ends when it ends, however it
+    detached (``setsid``, ``nohup``, ``env -i``). A command still running after
+    ``timeout`` seconds is killed with all of them; the model sees return code 124, the
+    output so far and a note. If this process dies, even by SIGKILL, its commands die
+    within a second or two. ``limits`` bounds processes, file size and memory
+    (``Limits``; see ``containment()`` for what this machine enforces: without user
+    namespaces, say, commands run without a namespace of their own, with a warning).
     Output is decoded as UTF-8 with bad bytes replaced, and bounded while it is read:
     at most ``max_output`` characters are shown (head and tail around an elision
     marker; 0 shows none). If the first non-blank output line is ``exit_signal`` and
@@ -123,19 +133,20 @@ def local_env(
     ``deny`` (``*_API_KEY``, ``*_TOKEN``, ``*SECRET*``, ``*PASSWORD*``...), plus ``env``.
 
     ``persistent=True`` gives a ``ShellEnv`` instead: one bash that keeps ``cd`` and
-    exported variables between commands (close it, or use it in a ``with`` block).
+    exported variables between commands (close it, or use it in a ``with`` block); its
+    background processes live until the shell ends. Not contained: the file system and
+    the network, which are the user's (``sandbox_env`` and ``docker_env`` contain them).
 
     >>> from four import Action
     >>> local_env()(Action("echo hi")).unwrap().content
     '<returncode>0</returncode>\\n<output>\\nhi\\n</output>'
     """
+    if not isinstance(limits, Limits):
+        raise TypeError(f"limits must be a four.execute.Limits, not {type(limits).__name__}")
+    settings = (timeout, max_output, exit_signal, cwd, dict(env or {}), tuple(inherit))
     if persistent:
-        return ShellEnv(
-            timeout, max_output, exit_signal, cwd, dict(env or {}), tuple(inherit), tuple(deny)
-        )
-    return LocalEnv(
-        timeout, max_output, exit_signal, cwd, dict(env or {}), tuple(inherit), tuple(deny)
-    )
+        return ShellEnv(*settings, tuple(deny), limits=limits)
+    return LocalEnv(*settings, tuple(deny), limits=limits)
 
 
 def shell_env(
@@ -147,11 +158,13 @@ def shell_env(
     *,
     inherit: Sequence[str] = DEFAULT_INHERIT,
     deny: Sequence[str] = SECRET_PATTERNS,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> ShellEnv:
     """V2 with one persistent bash: ``cd`` and exported variables carry over.
 
-    The same guarantees as ``local_env`` (timeout, kill, bounded output, exit signal,
-    environment filter). A timeout kills the shell with everything it started; a new
+    The same guarantees as ``local_env`` (its own PID namespace, timeout, kill, bounded
+    output, exit signal, environment filter, limits, for the shell and all it starts).
+    A timeout kills the shell with everything it started; a new
     shell then starts in the last working directory with the last exported variables
     (functions, aliases and unexported variables are lost, and the model is told).
     Same for a command that ends the shell (``exit 3``). Use it in a ``with`` block,
@@ -164,7 +177,15 @@ def shell_env(
     '/tmp'
     """
     return local_env(
-        timeout, max_output, exit_signal, cwd, env, persistent=True, inherit=inherit, deny=deny
+        timeout,
+        max_output,
+        exit_signal,
+        cwd,
+        env,
+        persistent=True,
+        inherit=inherit,
+        deny=deny,
+        limits=limits,
     )
 
 

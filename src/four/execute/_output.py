@@ -8,16 +8,14 @@ a command prints. The middle is counted, not kept.
 from __future__ import annotations
 
 import codecs
-import fnmatch
-import functools
 import os
-import re
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from returns.result import Failure, Result, Success
 
+from four._secrets import SECRET_PATTERNS, name_matcher
 from four._types import EXIT_SIGNAL as EXIT_SIGNAL  # the environments' default
 from four._types import Observation, Submitted
 
@@ -41,18 +39,6 @@ DEFAULT_INHERIT: tuple[str, ...] = (
     "TERM",
 )
 """Host variables passed to commands by default (``fnmatch`` patterns, case-sensitive)."""
-
-SECRET_PATTERNS: tuple[str, ...] = (
-    "*_API_KEY",
-    "*_TOKEN",
-    "*SECRET*",
-    "*PASSWORD*",
-    "*PASSWD*",
-    "*CREDENTIAL*",
-    "*_ACCESS_KEY*",
-    "*PRIVATE_KEY*",
-)
-"""Host variables never passed, even when ``inherit`` allows them (matched case-insensitively)."""
 
 QUIET_ENV: Mapping[str, str] = {
     # Pagers and progress bars wait for a terminal that is not there.
@@ -82,51 +68,15 @@ def command_env(
     >>> "OPENAI_API_KEY" in command_env(inherit=["*"], host={"OPENAI_API_KEY": "sk"})
     False
     """
-    rule = (tuple(inherit), tuple(deny))
-    passed = _from_host(rule) if host is None else _passed(host, rule)
-    return {**passed, **QUIET_ENV, **(env or {})}
-
-
-def _passed(
-    source: Mapping[str, str], rule: tuple[tuple[str, ...], tuple[str, ...]]
-) -> dict[str, str]:
-    allow, refuse = _matcher(rule[0], False), _matcher(rule[1], True)
-    return {
+    allow = name_matcher(tuple(inherit), ignore_case=False)
+    refuse = name_matcher(tuple(deny), ignore_case=True)
+    source = os.environ if host is None else host  # read as it is now: it may change
+    passed = {
         name: value
         for name, value in source.items()
         if allow(name) is not None and refuse(name) is None
     }
-
-
-_HOST: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[dict[bytes, bytes], dict[str, str]]] = {}
-"""What a rule passes of this process's environment, with the raw variables it was
-computed from: reading os.environ decodes every variable (some 30 us per command), and
-it seldom changes."""
-
-
-def _from_host(rule: tuple[tuple[str, ...], tuple[str, ...]]) -> dict[str, str]:
-    raw = getattr(os.environ, "_data", None)  # the bytes behind os.environ (CPython)
-    if not isinstance(raw, dict):
-        return _passed(os.environ, rule)
-    known = _HOST.get(rule)
-    if known is not None and known[0] == raw:  # one C-level comparison
-        return known[1]
-    before = dict(raw)
-    passed = _passed(os.environ, rule)
-    if raw == before:  # not changed meanwhile by another thread
-        if len(_HOST) >= 16:
-            _HOST.clear()
-        _HOST[rule] = (before, passed)
-    return passed
-
-
-@functools.lru_cache(maxsize=64)
-def _matcher(patterns: tuple[str, ...], ignore_case: bool) -> Callable[[str], object]:
-    """One compiled regex for a set of fnmatch patterns (its ``fullmatch``)."""
-    if not patterns:
-        return lambda name: None
-    joined = "|".join(fnmatch.translate(p) for p in patterns)
-    return re.compile(joined, re.IGNORECASE if ignore_case else 0).match
+    return {**passed, **QUIET_ENV, **(env or {})}
 
 
 class OutputBuffer:

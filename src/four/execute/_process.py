@@ -11,18 +11,16 @@ import contextlib
 import math
 import os
 import select
-import shutil
 import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 
 from four.execute._interrupt import running, stopped
+from four.execute._kill import MARK, kill_group, kill_marked
 from four.execute._output import OutputBuffer, Ran
-from four.execute._spawn import Spawned, spawn
 
-Process = subprocess.Popen[bytes] | Spawned
-"""A running command: what ``run_captured`` needs of it is its pid and ``wait()``."""
+Process = subprocess.Popen[bytes]
 
 CHUNK = 1 << 16
 LINGER = 0.25
@@ -34,45 +32,6 @@ HELD_OPEN = (
     "Background processes still writing to the output when the command ended were "
     "stopped. To keep one running, redirect its output: cmd > log.txt 2>&1 &"
 )
-
-
-def kill_group(pgid: int) -> None:
-    """SIGKILL a whole process group; a group already gone is not an error."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-
-
-MARK = "FOUR_RUN"
-"""The variable that tags every process of a command (it is inherited by all it starts)."""
-
-
-def new_mark() -> str:
-    """A fresh random value for ``MARK``."""
-    return os.urandom(8).hex()
-
-
-def kill_marked(mark: str) -> None:
-    """SIGKILL every process whose environment has ``FOUR_RUN=mark``.
-
-    This reaches what a process group does not: children that called setsid or
-    daemonised. Linux only (it reads /proc/*/environ); elsewhere it does nothing.
-    """
-    entry = f"{MARK}={mark}".encode()
-    for _ in range(2):  # a second pass for children forked during the first
-        try:
-            pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
-        except OSError:
-            return
-        for pid in pids:
-            if pid == os.getpid():
-                continue
-            try:
-                with open(f"/proc/{pid}/environ", "rb") as f:
-                    if entry not in f.read().split(b"\0"):
-                        continue
-                os.kill(pid, signal.SIGKILL)
-            except (OSError, ValueError):
-                continue
 
 
 def pipe_holders(fd: int) -> list[int]:
@@ -123,8 +82,7 @@ def run_captured(
     if stopped():  # the run was interrupted (four.batch): the command ends as killed, unstarted
         output.finish()
         return Ran(-signal.SIGKILL, output, 0.0, False, timeout)
-    proc, fd = _spawn(argv, cwd, env, mark, popen=on_timeout is not None)
-    # Few system calls per command: under a thread pool each one hands the GIL over.
+    proc, fd = _spawn(argv, cwd, env, mark)
     try:
         pidfd = os.pidfd_open(proc.pid)
     except BaseException:  # out of descriptors: nothing may run unwatched, or unreaped
@@ -193,40 +151,27 @@ def run_captured(
 
 
 def _spawn(
-    argv: Sequence[str],
-    cwd: str | None,
-    env: Mapping[str, str] | None,
-    mark: str | None,
-    *,
-    popen: bool,
+    argv: Sequence[str], cwd: str | None, env: Mapping[str, str] | None, mark: str | None
 ) -> tuple[Process, int]:
     """Start ``argv`` in a new session, stdin closed, stdout and stderr on a fresh pipe,
     its environment ``env`` and ``FOUR_RUN=mark``: the process and the pipe's read end.
 
-    The pipe is ours, not Popen's (no file object: fewer system calls), and the program
-    is looked up on the command's PATH once per PATH, not by a failed exec in each of
-    its folders before the one that has it. It is started by ``posix_spawn`` when it can
-    be (see ``_spawn.spawn``), else (or with ``popen``: a caller that wants the Popen) by
-    ``Popen``.
+    The pipe is ours, not Popen's: no file object, a non-blocking read end.
     """
-    args = list(argv)
+    if mark is not None:
+        env = {**(os.environ if env is None else env), MARK: mark}
     read_fd, write_fd = os.pipe()
     try:
-        executable = _lookup(args[0], env)
-        path = executable if executable is not None or os.sep not in args[0] else args[0]
-        proc: Process | None = None
-        if path is not None and not popen:
-            proc = spawn(path, args, env, write_fd, cwd, None if mark is None else (MARK, mark))
-        if proc is None:  # not spawned, or it could not start: Popen raises the usual error
-            if mark is not None:
-                env = {**(os.environ if env is None else env), MARK: mark}
-            try:
-                proc = _popen(args, executable, write_fd, cwd, env)
-            except FileNotFoundError:
-                if executable is None:
-                    raise
-                _found.clear()  # the program moved: look it up again
-                proc = _popen(args, None, write_fd, cwd, env)
+        proc = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=write_fd,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+            close_fds=True,
+        )
     except BaseException:
         os.close(read_fd)
         raise
@@ -234,53 +179,6 @@ def _spawn(
         os.close(write_fd)
     os.set_blocking(read_fd, False)
     return proc, read_fd
-
-
-def _popen(
-    args: list[str],
-    executable: str | None,
-    stdout: int,
-    cwd: str | None,
-    env: Mapping[str, str] | None,
-) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        args,
-        executable=executable,
-        stdin=subprocess.DEVNULL,
-        stdout=stdout,
-        stderr=subprocess.STDOUT,
-        cwd=cwd,
-        env=env,
-        start_new_session=True,
-        close_fds=True,
-    )
-
-
-_found: dict[tuple[str, str], str] = {}
-"""Programs found on a PATH: (name, PATH) -> absolute path."""
-
-
-def _lookup(name: str, env: Mapping[str, str] | None) -> str | None:
-    """The absolute path of ``name`` on the command's PATH, or None to let exec search.
-
-    Only a bare name on a PATH of absolute folders is looked up (a relative folder
-    depends on the working folder); the answer is kept per PATH.
-    """
-    if os.sep in name:
-        return None
-    path = (os.environ if env is None else env).get("PATH", os.defpath)
-    key = (name, path)
-    found = _found.get(key)
-    if found is None:
-        if not all(os.path.isabs(folder) for folder in path.split(os.pathsep)):
-            return None
-        found = shutil.which(name, path=path)
-        if found is None:
-            return None  # exec reports it, with the usual error
-        if len(_found) > 64:
-            _found.clear()
-        _found[key] = found
-    return found
 
 
 def _ms(seconds: float) -> int:
@@ -291,7 +189,6 @@ def _ms(seconds: float) -> int:
 def _bind(
     on_timeout: Callable[[subprocess.Popen[bytes]], None], proc: Process
 ) -> Callable[[], None]:
-    assert isinstance(proc, subprocess.Popen)  # a caller with on_timeout gets a Popen
     return lambda: on_timeout(proc)
 
 

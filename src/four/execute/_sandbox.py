@@ -12,11 +12,20 @@ from dataclasses import dataclass, field
 
 from returns.result import Failure, Result, Success
 
+from four._secrets import SECRET_PATTERNS
 from four._types import Action, ExecutionError, Observation, Submitted
 from four.execute._closing import ClosedOnExit
+from four.execute._command import check_command, unrunnable
+from four.execute._contain import (
+    DEFAULT_LIMITS,
+    PLACE,
+    Limits,
+    find_program,
+    launcher_env,
+    place,
+)
 from four.execute._output import (
     EXIT_SIGNAL,
-    SECRET_PATTERNS,
     OutputBuffer,
     command_env,
     conclude,
@@ -76,6 +85,7 @@ class SandboxEnv(ClosedOnExit):
     deny: tuple[str, ...] = SECRET_PATTERNS
     ro_binds: tuple[str, ...] = ()
     bwrap: str = "bwrap"
+    limits: Limits = DEFAULT_LIMITS
     _folder: str | None = field(default=None, repr=False)
     _checked: bool = field(default=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -109,8 +119,12 @@ class SandboxEnv(ClosedOnExit):
             self.bwrap,
             "--die-with-parent",
             "--new-session",  # no TIOCSTI into a terminal outside
+            # Its own pid (so its own /proc: no other process's environment), ipc, uts,
+            # user (where it can), cgroup and network namespaces; no capability at all.
             "--unshare-all",
             *(["--share-net"] if self.network else []),
+            "--cap-drop",
+            "ALL",
             "--hostname",
             "sandbox",
             "--proc",
@@ -139,23 +153,37 @@ class SandboxEnv(ClosedOnExit):
             args += ["--setenv", name, value]
         return [*args, "bash", "-c", command]
 
-    def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]:
-        from four.execute._local import check_command, unrunnable
+    def _launcher(self, command: str) -> list[str]:
+        argv = self.argv(command)
+        return [find_program(argv[0]), *argv[1:]]  # on our PATH: bwrap's environment has none
 
+    def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]:
         problem = check_command(action.command)
         if problem:
             return Success(unrunnable(problem))
         output = OutputBuffer(self.max_output, self.exit_signal)
         try:
+            launcher = self._launcher(action.command)
             if not self._checked:
                 # Once: can bwrap make this sandbox at all (user namespaces, the binds)?
                 # A failure then is the environment's; later, a command's own.
-                probe = run_captured(self.argv("true"), OutputBuffer(2_000), 60.0)
+                probe = run_captured(
+                    self._launcher("true"), OutputBuffer(2_000), 60.0, env=launcher_env({})
+                )
                 if probe.returncode != 0:
                     text = probe.output.text().strip()
                     return Failure(ExecutionError(f"{self.bwrap} cannot run here: {text}"))
                 self._checked = True
-            ran = run_captured(self.argv(action.command), output, self.timeout)
+            # bwrap itself starts with no variable but the tether's mark: it is PID 1 in
+            # the sandbox, and its /proc/1/environ is readable there.
+            # PLACE, run by a bash before bwrap, puts it under the limits.
+            with place(self.limits, bash_env=False) as limited:
+                ran = run_captured(
+                    [find_program("bash"), "-c", f'{PLACE}exec "$@"', "four-limits", *launcher],
+                    output,
+                    self.timeout,
+                    env=launcher_env(limited),
+                )
         except OSError as exc:
             return Failure(ExecutionError(f"cannot start {self.bwrap}: {exc}"))
         return conclude(ran)
@@ -172,6 +200,7 @@ def sandbox_env(
     inherit: Sequence[str] = SANDBOX_INHERIT,
     deny: Sequence[str] = SECRET_PATTERNS,
     ro_binds: Sequence[str] = (),
+    limits: Limits = DEFAULT_LIMITS,
 ) -> SandboxEnv:
     """V2 that runs each command with bash inside a bubblewrap sandbox (Linux, ``bwrap``).
 
@@ -179,11 +208,13 @@ def sandbox_env(
     read-only; /tmp is private; ``workdir`` (a fresh temporary folder when None,
     deleted at ``close()``) is the only writable place, the working directory and
     HOME. There is no network unless ``network=True``; the command sees its own
-    process, user, IPC and host namespaces. ``ro_binds`` adds host paths read-only.
-    The guarantees of ``local_env`` hold (timeout, kill, bounded output, exit
-    signal, environment filter); every process of a command ends with it, because
-    the sandbox's PID namespace ends. If bwrap cannot start, the run ends with an
-    ``ExecutionError`` carrying bwrap's message.
+    process, user, IPC and host namespaces, holds no capability, and runs in a new
+    session. bwrap itself starts with an environment that holds nothing but the
+    tether's mark (it is PID 1 inside, and its ``/proc/1/environ`` is readable there). ``ro_binds`` adds host paths
+    read-only. The guarantees of ``local_env`` hold (timeout, kill, bounded output,
+    exit signal, environment filter, ``limits``); every process of a command ends
+    with it, because the sandbox's PID namespace ends. If bwrap cannot start, the
+    run ends with an ``ExecutionError`` carrying bwrap's message.
 
     >>> from four import Action
     >>> with sandbox_env() as env:
@@ -200,6 +231,7 @@ def sandbox_env(
         tuple(inherit),
         tuple(deny),
         tuple(ro_binds),
+        limits=limits,
     )
 
 

@@ -27,19 +27,22 @@ from dataclasses import dataclass, field
 
 from returns.result import Failure, Result, Success
 
+from four._secrets import SECRET_PATTERNS
 from four._types import Action, ExecutionError, Observation, Submitted
 from four.execute._closing import ClosedOnExit
+from four.execute._command import check_command, unrunnable
+from four.execute._contain import DEFAULT_LIMITS, Launch, Limits, Placed, launch
 from four.execute._interrupt import running
+from four.execute._kill import MARK, kill_group, kill_marked, new_mark
 from four.execute._output import (
     DEFAULT_INHERIT,
     EXIT_SIGNAL,
-    SECRET_PATTERNS,
     OutputBuffer,
     Ran,
     command_env,
     conclude,
 )
-from four.execute._process import CHUNK, DRAIN, MARK, kill_group, kill_marked, new_mark
+from four.execute._process import CHUNK, DRAIN
 
 _TAIL = 64  # bytes kept back while scanning: a sentinel line may straddle two reads
 
@@ -76,7 +79,9 @@ class ShellEnv(ClosedOnExit):
     inherit: tuple[str, ...] = DEFAULT_INHERIT
     deny: tuple[str, ...] = SECRET_PATTERNS
     shell: str = "bash"
+    limits: Limits = DEFAULT_LIMITS
     restarts: int = field(default=0, repr=False)
+    _placed: Placed | None = field(default=None, repr=False)
     _proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     _dir: str | None = field(default=None, repr=False)
     _pidfd: int = field(default=-1, repr=False)
@@ -113,16 +118,22 @@ class ShellEnv(ClosedOnExit):
         # Every process the shell starts inherits the mark: a timeout or close() finds
         # them all, even those that left the process group.
         mark = new_mark()
-        proc = subprocess.Popen(
-            [self.shell, "--noprofile", "--norc"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            cwd=self.cwd,
-            env={**command_env(self.inherit, self.deny, self.env), MARK: mark},
-            start_new_session=True,
-            close_fds=True,
-        )
+        launched = self.launch(mark)
+        try:
+            proc = subprocess.Popen(
+                launched.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                cwd=self.cwd,
+                env=launched.env,
+                start_new_session=True,
+                close_fds=True,
+            )
+        except BaseException:
+            launched.placed.release()
+            raise
+        self._placed = launched.placed
         assert proc.stdout is not None
         os.set_blocking(proc.stdout.fileno(), False)
         self._proc, self._pidfd = proc, os.pidfd_open(proc.pid)
@@ -131,16 +142,14 @@ class ShellEnv(ClosedOnExit):
         self._selector = selectors.DefaultSelector()
         self._selector.register(proc.stdout.fileno(), selectors.EVENT_READ)
         self._selector.register(self._pidfd, selectors.EVENT_READ)
-        # One random sentinel per shell: a command cannot print it by chance, and the
-        # shell is replaced after anything that could leave stale output behind.
-        token = "__FOUR_" + os.urandom(12).hex()
-        self._marker = f"{token} ".encode()
-        with open(os.path.join(self._dir, "run"), "w") as f:
-            f.write(_PROTOCOL.format(folder=shlex.quote(self._dir), token=token))
-        state = os.path.join(self._dir, "state")
-        if os.path.exists(state):  # a restart: come back where the last command left us
-            # ... but with this shell's mark, not the saved one of the shell that died.
-            self._send(f"source {shlex.quote(state)} >/dev/null 2>&1; export {MARK}={mark}\n")
+        self._marker, restore = write_protocol(self._dir, mark)
+        if restore is not None:
+            self._send(restore)
+
+    def launch(self, mark: str) -> Launch:
+        """How a shell starts (shared with ``AsyncShellEnv``); see ``_contain.launch``."""
+        env = {**command_env(self.inherit, self.deny, self.env), MARK: mark}
+        return launch([self.shell, "--noprofile", "--norc"], env, self.limits)
 
     def _stop(self) -> None:
         proc, self._proc = self._proc, None
@@ -148,6 +157,9 @@ class ShellEnv(ClosedOnExit):
             return
         self._procs.remove((proc, self._mark))
         _end(proc, self._mark)
+        if self._placed is not None:
+            self._placed.release()
+            self._placed = None
         if self._selector is not None:
             self._selector.close()
             self._selector = None
@@ -161,8 +173,6 @@ class ShellEnv(ClosedOnExit):
     # --- running a command -----------------------------------------------------------
 
     def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]:
-        from four.execute._local import check_command, unrunnable
-
         problem = check_command(action.command)
         if problem:
             return Success(unrunnable(problem))
@@ -196,40 +206,23 @@ class ShellEnv(ClosedOnExit):
     def _run(self, command: str, notes: tuple[str, ...] = ()) -> Ran:
         assert self._proc is not None and self._proc.stdout is not None and self._dir
         start = time.monotonic()
-        with open(os.path.join(self._dir, "command"), "w", errors="surrogateescape") as f:
-            f.write(command if command.endswith("\n") else command + "\n")
-        # Bash reads a pipe one byte at a time: the protocol is in a file, the line short.
-        self._send(f". {shlex.quote(self._dir)}/run\n")
+        self._send(command_line(self._dir, command))
         output = OutputBuffer(self.max_output, self.exit_signal)
         fd = self._proc.stdout.fileno()
-        marker = self._marker
-        pending = b""
+        scanner = Scanner(self._marker, output)
         deadline = start + self.timeout
         selector = self._selector
         assert selector is not None
         while (left := deadline - time.monotonic()) > 0:
             data, exited = _read(selector, fd, left)
             if data:
-                pending += data
-                # Look for the rare token, not "\n" + token: "\n" is everywhere.
-                found = pending.find(marker, 1) - 1
-                if found >= 0 and pending[found] != 0x0A:
-                    found = -1  # the token, not at a line start: no sentinel
-                if found >= 0:
-                    end = pending.find(b"\n", found + 1 + len(marker))
-                    if end >= 0:
-                        output.feed(pending[:found])
-                        output.finish()
-                        code = int(pending[found + 1 + len(marker) : end])
-                        return Ran(code, output, time.monotonic() - start, notes=notes)
-                    continue
-                keep = max(len(pending) - _TAIL, 0)
-                output.feed(pending[:keep])
-                pending = pending[keep:]
+                code = scanner.feed(data)
+                if code is not None:
+                    return Ran(code, output, time.monotonic() - start, notes=notes)
             if exited or data == b"":
-                return self._died(output, pending, start, notes)
+                return self._died(output, scanner.pending, start, notes)
         # Timeout: the command, the shell and all they started go; a new shell comes later.
-        output.feed(pending)
+        output.feed(scanner.pending)
         self._drain_and_stop(output)
         self.restarts += 1
         output.finish()
@@ -275,6 +268,62 @@ class ShellEnv(ClosedOnExit):
                 if data:
                     output.feed(data)
         self._stop()
+
+
+def write_protocol(folder: str, mark: str) -> tuple[bytes, str | None]:
+    """Write a new shell's protocol file into ``folder``: the sentinel it prints (random,
+    one per shell: a command cannot print it by chance, and the shell is replaced after
+    anything that could leave stale output behind), and after a restart the line that
+    brings the last state back (with the new shell's ``mark``, not the dead one's)."""
+    token = "__FOUR_" + os.urandom(12).hex()
+    with open(os.path.join(folder, "run"), "w") as f:
+        f.write(_PROTOCOL.format(folder=shlex.quote(folder), token=token))
+    state = os.path.join(folder, "state")
+    restore = None
+    if os.path.exists(state):
+        restore = f"source {shlex.quote(state)} >/dev/null 2>&1; export {MARK}={mark}\n"
+    return f"{token} ".encode(), restore
+
+
+def command_line(folder: str, command: str) -> str:
+    """Write ``command`` where the protocol sources it; the line that runs it. (Bash reads
+    a pipe one byte at a time: the protocol is in a file, the line short.)"""
+    with open(os.path.join(folder, "command"), "w", errors="surrogateescape") as f:
+        f.write(command if command.endswith("\n") else command + "\n")
+    return f". {shlex.quote(folder)}/run\n"
+
+
+class Scanner:
+    """The shell's output as it comes: fed to ``output`` up to the sentinel line, whose
+    return code ``feed`` gives back once the line is whole."""
+
+    __slots__ = ("marker", "output", "pending")
+
+    def __init__(self, marker: bytes, output: OutputBuffer) -> None:
+        self.marker = marker
+        self.output = output
+        self.pending = b""  # not yet fed: it may hold the start of the sentinel
+
+    def feed(self, data: bytes) -> int | None:
+        pending = self.pending + data
+        marker = self.marker
+        # Look for the rare token, not "\n" + token: "\n" is everywhere.
+        found = pending.find(marker, 1) - 1
+        if found >= 0 and pending[found] != 0x0A:
+            found = -1  # the token, not at a line start: no sentinel
+        if found >= 0:
+            end = pending.find(b"\n", found + 1 + len(marker))
+            if end >= 0:
+                self.output.feed(pending[:found])
+                self.output.finish()
+                self.pending = b""
+                return int(pending[found + 1 + len(marker) : end])
+            self.pending = pending
+            return None
+        keep = max(len(pending) - _TAIL, 0)
+        self.output.feed(pending[:keep])
+        self.pending = pending[keep:]
+        return None
 
 
 def _scratch() -> str | None:

@@ -9,6 +9,7 @@ from typing import Final, ParamSpec
 
 from returns.result import Failure, Result, Success
 
+from four._secrets import is_secret
 from four._types import (
     JSON,
     Assistant,
@@ -111,17 +112,9 @@ class AsyncLitellmInvoke:
         return self.invoke.read(response)
 
 
-_SECRET_PARTS = ("key", "secret", "password", "credential", "auth", "header")
-
-
-def _is_secret(name: str) -> bool:
-    lower = name.lower()
-    return any(part in lower for part in _SECRET_PARTS) or lower.endswith("token")
-
-
 def _split(kwargs: Mapping[str, object]) -> tuple[dict[str, object], dict[str, object]]:
-    public = {k: v for k, v in kwargs.items() if not _is_secret(k)}
-    secret = {k: v for k, v in kwargs.items() if _is_secret(k)}
+    public = {k: v for k, v in kwargs.items() if not is_secret(k)}
+    secret = {k: v for k, v in kwargs.items() if is_secret(k)}
     return public, secret
 
 

@@ -1,0 +1,396 @@
+"""Containment of a command's processes, one rule for every environment that runs them here.
+
+- **Its own PID namespace** (util-linux ``unshare --pid --fork --kill-child --mount-proc``):
+  the command sees a ``/proc`` of its own processes only, so no ``/proc/*/environ`` or
+  ``/proc/*/cmdline`` of this process (root reads every one of them otherwise), and when
+  the namespace's first process ends the kernel kills every process left in it, however
+  it detached (``setsid``, ``nohup``, double fork, ``env -i``).
+- **Tied to this process**: every launcher carries ``FOUR_DRIVER=<id>``; a tether (see
+  ``_tether``) kills them all when this process dies, SIGKILL included, and with each
+  launcher its namespace.
+- **Limits** (``Limits``): processes and memory by a cgroup per command where one can be
+  made (root, or a delegated cgroup), the file size by ``ulimit -f``; the command's
+  first bash enters them itself (``PLACE``) before anything else runs. They guard
+  against accidents (a fork bomb, ``yes > file``); a root command could lift them.
+
+Where user namespaces are not allowed (an unprivileged user on a locked-down kernel),
+commands run without a namespace, and a warning says what is then weaker; see
+``containment()``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import dataclasses
+import errno
+import functools
+import itertools
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from four.execute._output import Ran
+from four.execute._tether import KILL_MARKED, Tether
+
+DRIVER = "FOUR_DRIVER"
+"""The variable every launcher of this process carries (its tether kills them)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Resource limits of one command (None: no limit). The defaults: 512 processes,
+    4 GiB a file, 8 GiB of memory.
+
+    ``processes``: processes and threads at once (a pids cgroup; ``RLIMIT_NPROC`` in
+    the command's own user namespace when not root); ``file_size``: bytes of one file
+    written (``RLIMIT_FSIZE``, in KiB: a write past it fails, ``EFBIG``); ``memory``:
+    bytes of memory of all its processes (a memory cgroup: the kernel kills a process
+    of the command past it). ``containment()`` says which of them this machine enforces.
+
+    >>> Limits(processes=64).processes
+    64
+    """
+
+    processes: int | None = 512
+    file_size: int | None = 4 << 30
+    memory: int | None = 8 << 30
+
+    def __post_init__(self) -> None:
+        for name in ("processes", "file_size", "memory"):
+            value = getattr(self, name)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 1
+            ):
+                raise ValueError(
+                    f"Limits({name}=...) must be a positive int or None, not {value!r}"
+                )
+
+
+DEFAULT_LIMITS = Limits()
+
+
+@dataclass(frozen=True, slots=True)
+class Containment:
+    """What this machine lets ``local_env`` and ``shell_env`` enforce (see ``containment``)."""
+
+    namespace: bool
+    """Each command in its own PID namespace: no other process visible, none outlives it."""
+    processes: Literal["cgroup", "rlimit", "none"]
+    memory: Literal["cgroup", "none"]
+    notes: tuple[str, ...] = ()
+    """What is weaker here, and why."""
+
+
+@functools.cache
+def containment() -> Containment:
+    """Probe once what this machine allows (a namespace, cgroups) and warn about what not.
+
+    >>> containment().namespace in (True, False)
+    True
+    """
+    notes = []
+    namespace = _namespace_flags() is not None
+    if not namespace:
+        notes.append(
+            "no PID namespace can be made here (unshare failed): commands can read the "
+            "environment of other processes of this user in /proc, and a process that "
+            "leaves the process group and drops FOUR_RUN (setsid with env -i) can outlive "
+            "its command"
+        )
+    groups = _cgroup_parents()
+    processes: Literal["cgroup", "rlimit", "none"] = "none"
+    if "pids" in groups:
+        processes = "cgroup"
+    elif os.geteuid() != 0 and namespace:
+        processes = "rlimit"  # counted in the command's own user namespace
+    else:
+        notes.append("no pids cgroup can be made here: the process limit is not enforced")
+    memory: Literal["cgroup", "none"] = "cgroup" if "memory" in groups else "none"
+    if memory == "none":
+        notes.append("no memory cgroup can be made here: the memory limit is not enforced")
+    for note in notes:
+        warnings.warn(f"four.execute: {note}", RuntimeWarning, stacklevel=2)
+    return Containment(namespace, processes, memory, tuple(notes))
+
+
+def contained(argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
+    """``argv`` run as the first process of a PID namespace of its own (as is, without).
+
+    Its program is looked up on ``env``'s PATH first: one that is missing raises
+    FileNotFoundError here, as Popen would, not later as a launcher's exit code.
+    """
+    program = find_program(argv[0], env.get("PATH", os.defpath))
+    flags = _namespace_flags() if containment().namespace else None
+    if flags is None:
+        return [program, *argv[1:]]
+    return [*flags, "--", program, *argv[1:]]
+
+
+def find_program(name: str, path: str | None = None) -> str:
+    """The absolute path of ``name`` on ``path`` (this process's PATH when None); raises
+    FileNotFoundError as Popen would, for the error a missing program gives."""
+    found = shutil.which(name, path=path)
+    if found is None:
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory", name)
+    return found
+
+
+UNSHARE_KILLED = "unshare: sigprocmask unblock failed: Invalid argument\n"
+"""What util-linux's unshare prints, exiting 1, when its first process was SIGKILLed."""
+
+KILLED = (
+    "The command's shell was killed (SIGKILL), most likely for using more memory than its limit."
+)
+
+
+def read_exit(ran: Ran) -> Ran:
+    """``ran`` with the exit of a shell killed by SIGKILL read as such (-9, with a note)."""
+    if ran.returncode == 1 and ran.output.text().endswith(UNSHARE_KILLED):
+        return dataclasses.replace(ran, returncode=-signal.SIGKILL, notes=(*ran.notes, KILLED))
+    return ran
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """How to start one command (or one shell) here: what ``launch`` decided."""
+
+    argv: list[str]
+    env: dict[str, str]
+    placed: Placed
+    """Its cgroups: ``placed.release()`` once it is over."""
+
+
+def launch(argv: Sequence[str], env: dict[str, str], limits: Limits) -> Launch:
+    """The one rule for starting ``argv`` with the environment ``env`` here, for the sync
+    and the async environments alike: in its own PID namespace, tethered to this process,
+    under ``limits``. Raises FileNotFoundError when the program is not on ``env``'s PATH.
+    """
+    contained_argv = contained(argv, env)
+    placed = place(limits)
+    return Launch(contained_argv, launcher_env({**env, **placed.env}), placed)
+
+
+def launcher_env(env: dict[str, str]) -> dict[str, str]:
+    """``env`` plus the mark this process's tether kills by (starting the tether once)."""
+    return {**env, DRIVER: _driver()}
+
+
+_lock = threading.Lock()
+_tether: tuple[Tether, str] | None = None
+
+
+def _driver() -> str:
+    global _tether
+    with _lock:
+        if _tether is None or not _tether[0].alive():
+            mark = os.urandom(8).hex()
+            # When we die: kill the launchers (and with each its namespace), then remove
+            # the cgroups our commands were in.
+            parents = list(_cgroup_parents().values())
+            script = f'{KILL_MARKED}\nsleep 0.5; for d in "${{@:2}}"; do rmdir "$d"/four-{os.getpid()}-*; done'
+            _tether = (Tether(script, [f"{DRIVER}={mark}", *parents]), mark)
+        return _tether[1]
+
+
+@functools.cache
+def _namespace_flags() -> tuple[str, ...] | None:
+    """The unshare command line that works here, or None."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return None
+    base: tuple[str, ...] = (unshare, "--pid", "--fork", "--kill-child", "--mount-proc")
+    tries = [base] if os.geteuid() == 0 else []
+    tries.append((*base, "--map-current-user"))
+    for flags in tries:
+        try:
+            done = subprocess.run(
+                [*flags, "--", "true"],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                env={},
+                timeout=30,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if done.returncode == 0:
+            return flags
+    return None
+
+
+# --- cgroups -------------------------------------------------------------------------
+
+_LIMIT_FILES = {"pids": ("pids.max",), "memory": ("memory.max", "memory.limit_in_bytes")}
+
+
+@functools.cache
+def _cgroup_parents() -> dict[str, str]:
+    """For each of pids and memory, a cgroup folder of ours where we can make children
+    that enforce it (this process's own cgroup in that hierarchy)."""
+    found: dict[str, str] = {}
+    for controller, files in _LIMIT_FILES.items():
+        for folder in _own_cgroups(controller):
+            probe = os.path.join(folder, f"four-probe-{os.getpid()}")
+            try:
+                os.mkdir(probe)
+            except OSError:
+                continue
+            try:
+                if any(os.path.exists(os.path.join(probe, f)) for f in files):
+                    found[controller] = folder
+                    break
+            finally:
+                with contextlib.suppress(OSError):
+                    os.rmdir(probe)
+    return found
+
+
+def _own_cgroups(controller: str) -> list[str]:
+    """Folders of this process's cgroup in hierarchies that may hold ``controller``."""
+    try:
+        with open("/proc/self/cgroup") as f:
+            lines = f.read().splitlines()
+        with open("/proc/self/mountinfo") as f:
+            mounts = f.read().splitlines()
+    except OSError:
+        return []
+    paths: dict[str, str] = {}  # controller list ("" for v2) -> our path in it
+    for line in lines:
+        _, names, path = line.split(":", 2)
+        paths[names] = path
+    folders = []
+    for mount in mounts:
+        left, _, right = mount.partition(" - ")
+        fields, tail = left.split(), right.split()
+        if len(fields) < 5 or len(tail) < 3:
+            continue
+        point, kind, options = fields[4], tail[0], tail[2].split(",")
+        if kind == "cgroup" and controller in options:
+            hierarchy = next((n for n in paths if controller in n.split(",")), None)
+            if hierarchy is not None:
+                folders.append(point + paths[hierarchy])
+        elif kind == "cgroup2" and "" in paths:
+            folders.append(point + paths[""])
+    return folders
+
+
+_count = itertools.count()
+
+PLACE = """for __four_d in $FOUR_CGROUPS; do builtin echo $$ >"$__four_d/cgroup.procs"; done 2>/dev/null
+[ -n "$FOUR_ULIMIT" ] && builtin ulimit $FOUR_ULIMIT 2>/dev/null
+builtin unset BASH_ENV FOUR_CGROUPS FOUR_ULIMIT __four_d
+"""
+"""Bash that puts itself under the limits its environment names, before anything else runs:
+sourced by a command's bash (``BASH_ENV``), or run before the sandbox's launcher. Done
+by the process itself, nothing it starts can escape them, however quick."""
+
+
+@dataclass(slots=True)
+class Placed:
+    """The limits of one command (or one shell): cgroups made for it, and the variables
+    that tell its first bash to enter them (``PLACE``). ``release()`` once it is over."""
+
+    folders: list[str]
+    env: dict[str, str]
+
+    def release(self) -> None:
+        """Remove the cgroups (killing what is left in them: nothing, in a namespace)."""
+        for folder in self.folders:
+            for _ in range(50):  # the last processes of a dead namespace may still be exiting
+                try:
+                    os.rmdir(folder)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    _kill_all(folder)
+                    time.sleep(0.002)
+        self.folders = []
+
+    def __enter__(self) -> dict[str, str]:
+        return self.env
+
+    def __exit__(self, *_: object) -> None:
+        self.release()
+
+
+def place(limits: Limits, *, bash_env: bool = True) -> Placed:
+    """Make the cgroups for ``limits`` and the variables that put a bash under them.
+
+    With ``bash_env``, the variables include ``BASH_ENV``, so the command's own bash
+    enters them; else the caller runs ``PLACE`` itself before its launcher.
+    """
+    groups = _cgroup_parents() if limits.processes or limits.memory else {}
+    folders = []
+    name = f"four-{os.getpid()}-{next(_count)}"
+    for controller, value in (("pids", limits.processes), ("memory", limits.memory)):
+        parent = groups.get(controller)
+        if value is None or parent is None:
+            continue
+        folder = os.path.join(parent, name)
+        try:
+            os.mkdir(folder)
+            _write_limit(folder, controller, value)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)
+            continue
+        folders.append(folder)
+    ulimit = []
+    if limits.file_size is not None:
+        ulimit += ["-f", str(max(1, limits.file_size // 1024))]  # bash counts KiB
+    if limits.processes is not None and containment().processes == "rlimit":
+        ulimit += ["-u", str(limits.processes)]
+    env = {"FOUR_CGROUPS": " ".join(folders), "FOUR_ULIMIT": " ".join(ulimit)}
+    if bash_env:
+        env["BASH_ENV"] = _place_file()
+    return Placed(folders, env)
+
+
+_place_lock = threading.Lock()
+_placer: str | None = None
+
+
+def _place_file() -> str:
+    """A file holding ``PLACE`` (written once per process; again if it was deleted)."""
+    global _placer
+    with _place_lock:
+        if _placer is None or not os.path.exists(_placer):
+            folder = tempfile.mkdtemp(prefix="four-limits-")
+            path = os.path.join(folder, "place.sh")
+            with open(path, "w") as f:
+                f.write(PLACE)
+            os.chmod(folder, 0o755)  # a command may run as another user (sandbox, sudo)
+            atexit.register(shutil.rmtree, folder, True)
+            _placer = path
+        return _placer
+
+
+def _write_limit(folder: str, controller: str, value: int) -> None:
+    for name in _LIMIT_FILES[controller]:
+        path = os.path.join(folder, name)
+        if os.path.exists(path):
+            with open(path, "w") as f:
+                f.write(str(value))
+            return
+    raise OSError(f"no limit file in {folder}")
+
+
+def _kill_all(folder: str) -> None:
+    """SIGKILL what is left in a cgroup (a command's last processes, after its end)."""
+    try:
+        with open(os.path.join(folder, "cgroup.procs")) as f:
+            pids = [int(p) for p in f.read().split()]
+    except OSError:
+        return
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
