@@ -33,8 +33,8 @@ class TypedCheck:
         if isinstance(found, Failure):
             return maybe(EvidenceNeed(f"the checks could not run: {found.failure()}"))
         problems = found.unwrap()
-        if problems:
-            return no(str(problems[0]))
+        if problems:  # a checker's diagnostic is no answer key: the model sees it whole
+            return no(str(problems[0]), feedback="full")
         if self.tests is None:
             return yes()
         return command_check(self.tests, timeout=self.timeout)(claim)
