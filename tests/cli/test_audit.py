@@ -57,6 +57,6 @@ def test_a_run_without_receipts_has_nothing_to_audit(sample: Path) -> None:
 
 def test_not_a_trajectory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "x.json"
-    path.write_text("[1, 2")
+    path.write_text('{"messages": [')
     assert main(["audit", str(path)]) == 2
-    assert "is not JSON" in capsys.readouterr().err
+    assert "is not valid JSON" in capsys.readouterr().err

@@ -12,18 +12,16 @@ from pathlib import Path
 
 from four._types import JSON
 from four.cli._errors import UsageError
+from four.cli._steps import max_size
 
 
 def main(args: argparse.Namespace) -> int:
     """Audit ``args.trajectory``; print the result as text or, with ``--json``, JSON."""
     from four.checks import audit
-    from four.trajectory import TrajectoryError, load_trajectory
+    from four.cli._steps import load_trajectory_or_say
 
     path = Path(str(args.trajectory))
-    try:
-        trajectory = load_trajectory(path)
-    except TrajectoryError as exc:
-        raise UsageError(str(exc)) from None
+    trajectory = load_trajectory_or_say(path, max_size(args))
     if not isinstance(trajectory.stats.get("verdicts"), dict):
         raise UsageError(
             f"nothing to audit: {path} holds no verdicts "
