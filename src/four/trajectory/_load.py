@@ -387,7 +387,38 @@ def _text(path: Path, data: Mapping[str, JSON], key: str) -> str | None:
 
 
 def _object(path: Path, data: Mapping[str, JSON], key: str) -> dict[str, JSON]:
-    return cast("dict[str, JSON]", _typed(path, data, key, dict, "an object") or {})
+    value = cast("dict[str, JSON]", _typed(path, data, key, dict, "an object") or {})
+    for name, shape in _FIELDS.get(key, {}).items():
+        v = value.get(name)
+        if v is not None and type(v) not in shape:
+            raise TrajectoryError(f"{path}: {key}.{name} is {_json_type(v)}, not {_wanted(shape)}")
+    if key == "stats" and isinstance(usage := value.get("usage"), dict):
+        _usage_numbers(f"{path}: stats", usage)
+    return value
+
+
+_NUM: frozenset[type] = frozenset((int, float))
+_FIELDS: dict[str, dict[str, frozenset[type]]] = {  # what the readers take from a header
+    "info": {
+        "components": frozenset((dict,)),
+        "max_steps": frozenset((int,)),
+        "max_format_errors": frozenset((int,)),
+        "started_at": _NUM,
+        "exit_status": frozenset((str,)),
+        "model_stats": frozenset((dict,)),
+        "config": frozenset((dict,)),
+    },
+    "stats": {
+        "steps": frozenset((int,)),
+        "format_errors": frozenset((int,)),
+        "usage": frozenset((dict,)),
+        "started_at": _NUM,
+        "ended_at": _NUM,
+        "wall_time": _NUM,
+        "verdicts": frozenset((dict,)),
+    },
+    "outcome_detail": {"kind": frozenset((str,)), "output": frozenset((str,))},
+}
 
 
 def _list(path: Path, data: Mapping[str, JSON], key: str) -> list[JSON]:
@@ -478,14 +509,7 @@ def _nested(path: Path, value: dict[str, JSON], index: int) -> None:
     deep = False
     for key, v in value.items():
         if key == "usage" and type(v) is dict:
-            for name, n in v.items():
-                if type(n) in _NUMBER:
-                    continue
-                if name in _USAGE:
-                    raise TrajectoryError(
-                        f"{where}: usage {name!r} is {_json_type(n)}, not a number"
-                    )
-                deep = deep or type(n) is dict or type(n) is list
+            deep = _usage_numbers(where, v) or deep
         elif type(v) is dict or type(v) is list:
             deep = True
     content = value.get("content")
@@ -498,6 +522,18 @@ def _nested(path: Path, value: dict[str, JSON], index: int) -> None:
         raise TrajectoryError(f"{where}: 'tool_calls' is not a list of tool calls")
     if deep:
         _shallow(path, f"message {index + 1}", value)
+
+
+def _usage_numbers(where: str, usage: dict[str, JSON]) -> bool:
+    """Refuse a usage record whose counts are not numbers; True if it nests further."""
+    deep = False
+    for name, n in usage.items():
+        if type(n) in _NUMBER:
+            continue
+        if name in _USAGE:
+            raise TrajectoryError(f"{where}: usage {name!r} is {_json_type(n)}, not a number")
+        deep = deep or type(n) is dict or type(n) is list
+    return deep
 
 
 _USAGE = frozenset(("prompt_tokens", "completion_tokens", "cost", "calls", "cost_unknown_calls"))
@@ -514,7 +550,9 @@ def _is_call(call: JSON) -> bool:
     function = call.get("function")
     if not isinstance(function, dict) or not isinstance(call.get("id", ""), str | None):
         return False
-    return isinstance(function.get("name", ""), str | None)
+    return isinstance(function.get("name", ""), str | None) and isinstance(
+        function.get("arguments", ""), str | dict | None
+    )
 
 
 # --- the streaming record --------------------------------------------------------------
