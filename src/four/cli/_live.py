@@ -282,10 +282,11 @@ class Recording:
 
     @property
     def path(self) -> Path | None:
-        """The sealed ``.json`` once the run ended, else the ``.jsonl`` being written."""
+        """The sealed ``.json`` once the run ended, else the ``.jsonl`` being written;
+        None when neither is on disk (never a path that does not exist)."""
         if self.sink is None:
             return None
-        return self.sink.path if self.sink.path.exists() else self.sink.jsonl
+        return next((p for p in (self.sink.path, self.sink.jsonl) if p.is_file()), None)
 
 
 def components(G: Invoke, V2: Execute, cli: Mapping[str, JSON]) -> dict[str, JSON]:

@@ -93,6 +93,27 @@ class Deadline:
         return TimeLimitReached(f"the run took {seconds(self.seconds)} (--timeout)")
 
 
+@dataclass(slots=True)
+class Saving:
+    """A watch that ends the run ``save_failed`` once its trajectory cannot be written
+    (a full disk...), rather than let it go on unrecorded; then asks ``then``."""
+
+    recording: Recording
+    then: Deadline | None = None
+
+    def beat(self) -> None:
+        pass
+
+    def stopped(self) -> Outcome | None:
+        sink = self.recording.sink
+        if sink is not None and sink.failure is not None:
+            from four._outcomes import SaveFailed
+
+            failure = sink.failure
+            return SaveFailed((failure.strerror or str(failure)).lower())
+        return self.then.stopped() if self.then is not None else None
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised as an interrupt so the run saves itself and says ``interrupted``."""
 
@@ -210,10 +231,11 @@ def sigterm_interrupts() -> Iterator[None]:
 def main(args: argparse.Namespace) -> int:
     """Run the agent; exit 0 finished or accepted, 1 any other end, 2 usage, 130 Ctrl-C."""
     from four import run
-    from four.cli._preflight import resolve_model
-    from four.trajectory import save_trajectory
+    from four.cli._preflight import output_folder, resolve_model
+    from four.trajectory import TrajectoryNotSaved, save_trajectory
 
     opts = options(args)
+    output_folder(opts.output_dir)  # before any model call: a run that cannot be saved
     system = system_prompt(opts)
     key = api_key(opts)
     model = resolve_model(opts.model, opts.api_base, key)
@@ -238,8 +260,11 @@ def main(args: argparse.Namespace) -> int:
                 opts.max_steps,
                 opts.max_format_errors,
                 check=check,
-                watch=Deadline(opts.timeout) if opts.timeout else None,
+                watch=Saving(recording, Deadline(opts.timeout) if opts.timeout else None),
             )
+    except TrajectoryNotSaved as exc:
+        display.stop("not saved")
+        return _not_saved(exc, opts)
     except KeyboardInterrupt as exc:
         display.stop("interrupted")
         return _interrupted(recording, opts, exc)
@@ -254,6 +279,25 @@ def main(args: argparse.Namespace) -> int:
     finally:
         display.stop()
     return report(path, opts)
+
+
+def _not_saved(exc: OSError, opts: RunOptions) -> int:
+    """The run ended, but its record could not be sealed: one line, what was kept."""
+    if opts.json:
+        kept = getattr(exc, "kept", None)
+        print(
+            json.dumps(
+                {
+                    "outcome": f"save_failed: {exc}",
+                    "success": False,
+                    "path": str(kept) if kept else None,
+                },
+                indent=2,
+            )
+        )
+    else:
+        print(f"four run: save_failed: {exc}", file=sys.stderr)
+    return 1
 
 
 def _interrupted(recording: Recording, opts: RunOptions, exc: KeyboardInterrupt) -> int:

@@ -1,12 +1,19 @@
 """emit: saving and loading trajectories."""
 
 from four.trajectory._load import Trajectory, TrajectoryError, load_trajectory
-from four.trajectory._save import FORMAT, TrajectorySink, TrajectoryWriter, save_trajectory
+from four.trajectory._save import (
+    FORMAT,
+    TrajectoryNotSaved,
+    TrajectorySink,
+    TrajectoryWriter,
+    save_trajectory,
+)
 
 __all__ = [
     "FORMAT",
     "Trajectory",
     "TrajectoryError",
+    "TrajectoryNotSaved",
     "TrajectorySink",
     "TrajectoryWriter",
     "load_trajectory",

@@ -46,7 +46,18 @@ class TrajectorySink:
     """One run's files: ``<stem>.jsonl`` grows a line per message (written through at
     once), and ``<stem>.json`` appears whole when the run ends."""
 
-    __slots__ = ("_dir", "_encoded", "_fd", "_head", "_info", "_started", "_stem", "_times")
+    __slots__ = (
+        "_dir",
+        "_encoded",
+        "_fd",
+        "_head",
+        "_info",
+        "_started",
+        "_stem",
+        "_times",
+        "_written",
+        "failure",
+    )
 
     def __init__(self, directory: Path, info: RunInfo) -> None:
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(info.started_at))
@@ -59,6 +70,10 @@ class TrajectorySink:
         self._fd = _create(directory, f"{self._stem}.jsonl")
         # Written with the first message: a run's first messages follow at once.
         self._head = f'{{"type": "start", "format": "{FORMAT}", "info": {self._info}}}\n'
+        self.failure: OSError | None = None
+        """Why the stream stopped being written (a full disk...); the messages are kept
+        in memory from then on, and written again when the run ends."""
+        self._written = 0  # messages in the stream, once it failed
 
     @property
     def jsonl(self) -> Path:
@@ -84,9 +99,14 @@ class TrajectorySink:
         self._encoded.append(encoded)
         line = f'{self._head}{{"type": "message", "t": {t}, "message": {encoded}}}\n'.encode()
         self._head = ""
+        if self.failure is not None:
+            return  # kept in memory, for the end
         # Unbuffered: a killed process keeps every line written. A short write is rare.
-        if (n := os.write(self._fd, line)) < len(line):
-            _write_rest(self._fd, line, n)
+        try:
+            if (n := os.write(self._fd, line)) < len(line):
+                _write_rest(self._fd, line, n)
+        except OSError as exc:  # the disk is full, or the file went: the run decides
+            self._failed(exc, len(self._encoded) - 1)
 
     def close(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> Path:
         stats_json = _stats_text(stats)
@@ -95,7 +115,7 @@ class TrajectorySink:
             fd, self._fd = self._fd, -1
             try:
                 end = f'{{"type": "end", "outcome": {outcome_text}, "stats": {stats_json}}}'
-                _write(fd, f"{self._head}{end}\n".encode())
+                self._end_stream(fd, f"{self._head}{end}\n".encode())
             finally:
                 os.close(fd)
         if len(self._encoded) != len(messages):  # a plain-emit history, or one edited after
@@ -110,8 +130,73 @@ class TrajectorySink:
             "stream": f'"{self._stem}.jsonl"',  # the stem needs no escaping
             "timestamps": f"[{', '.join(self._times)}]" if timed else "[]",
         }
-        _write_atomic(self._dir, f"{self._stem}.json", _render(document, self._encoded).encode())
+        try:
+            _write_atomic(
+                self._dir, f"{self._stem}.json", _render(document, self._encoded).encode()
+            )
+        except OSError as exc:
+            raise TrajectoryNotSaved(self, exc, len(self._encoded)) from exc
         return self.path
+
+    def _failed(self, exc: OSError, written: int) -> None:
+        """The stream could not take a line: cut it back to its last whole line (so it
+        stays readable), and keep the rest in memory."""
+        self.failure, self._written = exc, written
+        with contextlib.suppress(OSError):
+            os.ftruncate(self._fd, len(self._lines(0, written)))
+
+    def _lines(self, start: int, stop: int) -> bytes:
+        """The stream's lines for messages ``start`` to ``stop``, from memory (the start
+        record goes with the first message)."""
+        if start >= stop:
+            return b""
+        head = f'{{"type": "start", "format": "{FORMAT}", "info": {self._info}}}\n'
+        return (head if start == 0 else "").encode() + "".join(
+            f'{{"type": "message", "t": {self._times[i]}, "message": {self._encoded[i]}}}\n'
+            for i in range(start, stop)
+        ).encode()
+
+    def _end_stream(self, fd: int, end: bytes) -> None:
+        """Write the end record; first what the stream is missing. A stream deleted while
+        the run went (the agent's own ``rm -rf``) is written again whole from memory."""
+        try:
+            if os.fstat(fd).st_nlink == 0:  # unlinked: the open file is no one's now
+                self._dir.mkdir(parents=True, exist_ok=True)
+                fresh = os.open(self.jsonl, _FLAGS | os.O_CREAT | os.O_TRUNC, 0o666)
+                try:
+                    _write(fresh, self._lines(0, len(self._encoded)) + end)
+                finally:
+                    os.close(fresh)
+                self.failure = None
+            elif self.failure is not None:
+                os.ftruncate(fd, len(self._lines(0, self._written)))
+                _write(fd, self._lines(self._written, len(self._encoded)) + end)
+                self.failure = None
+            else:
+                _write(fd, end)
+        except OSError as exc:
+            if self.failure is None:
+                self._failed(exc, len(self._encoded))
+            else:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, len(self._lines(0, self._written)))
+
+
+class TrajectoryNotSaved(OSError):
+    """The sealed document could not be written (a full disk, a folder that went). What
+    the stream kept, if anything, is named: ``kept`` exists, or is None."""
+
+    def __init__(self, sink: TrajectorySink, error: OSError, messages: int) -> None:
+        reason = (error.strerror or str(error)).lower()
+        kept = sink.jsonl if sink.jsonl.is_file() else None
+        held = sink._written if sink.failure is not None else messages
+        what = f"{kept} keeps {held} of {messages} messages" if kept else "nothing was kept"
+        self.message = f"{reason}: the run could not be saved in {sink.path.parent} ({what})"
+        super().__init__(error.errno, self.message)
+        self.reason, self.kept, self.path = reason, kept, sink.path
+
+    def __str__(self) -> str:
+        return self.message
 
 
 def save_trajectory(output_dir: str | os.PathLike[str] = "trajectories") -> TrajectoryWriter:
