@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from returns.result import Success
 
+from four import _arguments as arguments
 from four._types import Action, Execute
 from four.checks._claim import Check, Claim, Gatherer
 from four.checks._judge import Judgement, verify
@@ -108,6 +109,8 @@ def command_check(command: str, *, timeout: float = 600.0) -> CommandCheck:
     >>> command_check("pytest -q").command
     'pytest -q'
     """
+    arguments.text("command_check", "command", command)  # "" or None would accept anything
+    arguments.seconds("command_check", "timeout", timeout)
     return CommandCheck(command, timeout)
 
 
@@ -143,6 +146,9 @@ def file_check(path: str, *, contains: str | None = None, pattern: str | None = 
     >>> file_check("out.txt", contains="42").contains
     '42'
     """
+    arguments.text("file_check", "path", path)
+    arguments.optional_text("file_check", "contains", contains, empty=True)
+    arguments.optional_text("file_check", "pattern", pattern)
     return FileCheck(path, contains, pattern)
 
 
@@ -173,4 +179,10 @@ def all_of(*checks: Check) -> AllOf:
     >>> all_of(file_check("a"), command_check("true")).checks[1].command
     'true'
     """
+    if not checks:
+        raise ValueError("all_of: give at least one check, e.g. all_of(command_check('pytest'))")
+    for i, each in enumerate(checks):
+        arguments.component(
+            "all_of", f"check {i + 1}", each, "a check (a function: claim -> verdict)"
+        )
     return AllOf(checks)

@@ -10,6 +10,7 @@ from typing import Literal
 
 from returns.result import Success
 
+from four import _arguments as arguments
 from four._outcomes import Accepted, Blocked, Finished, Held, Outcome
 from four._types import JSON, Action, Execute, Feedback, Message
 from four.checks._claim import Check, Claim, Gatherer, Resolver
@@ -86,6 +87,11 @@ def verify(
     >>> verify(lambda claim: yes(), failures=2).config().failure_alphabet == {"no:1", "no:2"}
     True
     """
+    arguments.component("verify", "check", check, "a check (a function: claim -> verdict)")
+    for name, value in (("failures", failures), ("compute", compute)):
+        if not isinstance(value, frozenset):
+            arguments.count("verify", name, value)
+    arguments.count("verify", "compute_steps", compute_steps, minimum=1)
     return Verifier(
         check, failures, dict(evidence or {}), compute, compute_steps, dict(dependencies or {})
     )

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from returns.result import Failure, Result, Success
 
+from four import _arguments as arguments
 from four._types import Action, ExecutionError, Observation, Submitted
 from four.execute._closing import ClosedOnExit
 from four.execute._output import (
@@ -232,6 +233,12 @@ def docker_env(
     ...     env(Action("echo hi")).unwrap().content
     '<returncode>0</returncode>\\n<output>\\nhi\\n</output>'
     """
+    where = "docker_env"
+    arguments.text(where, "image", image)
+    arguments.environment_options(where, timeout, max_output, exit_signal, cwd, env)
+    arguments.names(where, "run_args", run_args)
+    arguments.text(where, "docker", docker)
+    arguments.optional_text(where, "container", container)
     return DockerEnv(
         image,
         timeout,

@@ -8,6 +8,7 @@ from typing import Literal, overload
 
 from returns.result import Failure, Result, Success
 
+from four import _arguments as arguments
 from four._types import Action, ExecutionError, Observation, Submitted
 from four.execute._output import (
     DEFAULT_INHERIT,
@@ -129,6 +130,7 @@ def local_env(
     >>> local_env()(Action("echo hi")).unwrap().content
     '<returncode>0</returncode>\\n<output>\\nhi\\n</output>'
     """
+    _check_options("local_env", timeout, max_output, exit_signal, cwd, env, inherit, deny)
     if persistent:
         return ShellEnv(
             timeout, max_output, exit_signal, cwd, dict(env or {}), tuple(inherit), tuple(deny)
@@ -136,6 +138,21 @@ def local_env(
     return LocalEnv(
         timeout, max_output, exit_signal, cwd, dict(env or {}), tuple(inherit), tuple(deny)
     )
+
+
+def _check_options(
+    where: str,
+    timeout: object,
+    max_output: object,
+    exit_signal: object,
+    cwd: object,
+    env: object,
+    inherit: object,
+    deny: object,
+) -> None:
+    arguments.environment_options(where, timeout, max_output, exit_signal, cwd, env)
+    arguments.names(where, "inherit", inherit)
+    arguments.names(where, "deny", deny)
 
 
 def shell_env(

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from returns.result import Failure, Result, Success
 
+from four import _arguments as arguments
 from four._types import Action, ExecutionError, Observation, Submitted
 from four.execute._closing import ClosedOnExit
 from four.execute._output import (
@@ -190,6 +191,10 @@ def sandbox_env(
     ...     env(Action("touch /usr/x 2>/dev/null || echo read-only")).unwrap().content.splitlines()[2]
     'read-only'
     """
+    where = "sandbox_env"
+    arguments.environment_options(where, timeout, max_output, exit_signal, workdir, env)
+    for name, value in (("inherit", inherit), ("deny", deny), ("ro_binds", ro_binds)):
+        arguments.names(where, name, value)
     return SandboxEnv(
         timeout,
         max_output,

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO, NoReturn, cast
 
+from four import _arguments as arguments
 from four._types import JSON, Message
 from four.trajectory._codec import message_from_json
 
@@ -100,8 +101,8 @@ def scan_trajectory(
     ...
     four.trajectory._load.TrajectoryError: cannot read missing.json: No such file or directory
     """
-    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes <= 0:
-        raise ValueError(f"max_bytes must be a positive number of bytes; got {max_bytes!r}")
+    arguments.path("load_trajectory", "path", path)
+    arguments.count("load_trajectory", "max_bytes", max_bytes, minimum=1)
     name = os.fspath(path)
     p = Path(name)
     with _open_regular(name, max_bytes) as raw:

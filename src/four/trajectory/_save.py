@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from four import _arguments as arguments
 from four._outcomes import Outcome
 from four._types import JSON, NO_USAGE, Message, RunInfo, RunStats
 from four.trajectory._codec import (
@@ -209,6 +210,7 @@ def save_trajectory(output_dir: str | os.PathLike[str] = "trajectories") -> Traj
     >>> emit.output_dir.name
     'four-doc-runs'
     """
+    arguments.path("save_trajectory", "output_dir", output_dir)
     path = output_dir if isinstance(output_dir, Path) else Path(output_dir)  # not parsed again
     return TrajectoryWriter(path.expanduser().absolute())
 
