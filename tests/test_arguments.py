@@ -140,3 +140,16 @@ def test_right_arguments_still_pass(tmp_path: Path) -> None:
     litellm_invoke("openai/x", prices=(0, 1e-6), api_key="")
     save_trajectory(tmp_path)
     regex_parse(("bash", "sh"))
+
+
+@pytest.mark.parametrize("make", [local_env, shell_env], ids=["local_env", "shell_env"])
+def test_an_environment_called_with_a_str_says_to_wrap_it(make: Callable[[], object]) -> None:
+    env = make()
+    try:
+        with pytest.raises(TypeError) as raised:
+            env("echo hi")  # type: ignore[operator]
+        assert str(raised.value).endswith("takes an Action; wrap the command: Action('echo hi')")
+        with pytest.raises(TypeError, match="takes an Action"):
+            env(None)  # type: ignore[operator]
+    finally:
+        getattr(env, "close", lambda: None)()

@@ -173,3 +173,14 @@ def environment_options(
     text(where, "exit_signal", exit_signal)
     path(where, "cwd", cwd, optional=True)
     variables(where, "env", env)
+
+
+def not_an_action(where: str, value: object) -> TypeError:
+    """What a V2 raises when called with something other than an Action (a str, usually).
+
+    >>> str(not_an_action("LocalEnv", "echo hi"))
+    "LocalEnv takes an Action; wrap the command: Action('echo hi')"
+    """
+    if isinstance(value, str):
+        return TypeError(f"{where} takes an Action; wrap the command: Action({_got(value)})")
+    return TypeError(f"{where} takes an Action (four.Action(command)), not {_got(value)}")

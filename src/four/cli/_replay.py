@@ -185,6 +185,10 @@ def main(args: argparse.Namespace) -> int:
     mode = "quiet" if args.quiet or args.json else "lines"
     display = Display(mode, title="replay", model_lines=False)
     keep = args.output_dir
+    if keep:
+        from four.cli._preflight import output_folder
+
+        output_folder(keep)  # before anything runs
     with tempfile.TemporaryDirectory(prefix="four-replay-") as scratch:
         recording = Recording(
             save_trajectory(keep or scratch),

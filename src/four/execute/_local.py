@@ -55,6 +55,8 @@ class LocalEnv:
     shell: str = "bash"
 
     def __call__(self, action: Action, /) -> Executed:
+        if not isinstance(action, Action):  # V2("echo hi"): say so, not 'no attribute command'
+            raise arguments.not_an_action(type(self).__name__, action)
         problem = check_command(action.command)
         if problem:
             return Success(unrunnable(problem))

@@ -143,6 +143,8 @@ class SandboxEnv(ClosedOnExit):
     def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]:
         from four.execute._local import check_command, unrunnable
 
+        if not isinstance(action, Action):  # V2("echo hi"): say so, not 'no attribute command'
+            raise arguments.not_an_action(type(self).__name__, action)
         problem = check_command(action.command)
         if problem:
             return Success(unrunnable(problem))
