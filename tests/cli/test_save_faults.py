@@ -169,3 +169,34 @@ def test_view_on_a_full_disk_leaves_no_partial_page(
     assert line.endswith("No space left on device") and list(small_disk.iterdir()) == [
         small_disk / "filler"
     ]
+
+
+def test_the_library_keeps_going_in_memory_and_says_what_it_kept(small_disk: Path) -> None:
+    """Without `four run`'s watch, a run whose stream fails goes on (its messages kept in
+    memory); the seal that cannot be written raises TrajectoryNotSaved, naming the
+    stream, which holds only whole lines."""
+    from returns.result import Success
+
+    from four import Action, Assistant, Observation, run, save_trajectory
+    from four.trajectory import TrajectoryNotSaved
+
+    big = "y" * 100_000
+
+    def G(history: object) -> Success[Assistant]:  # a function: its settings record is small
+        return Success(Assistant(f"{big}\n$ step"))
+
+    with pytest.raises(TrajectoryNotSaved) as raised:
+        run(
+            G,
+            lambda reply: Success([Action("true")]),
+            lambda action: Success(Observation("ok", 0)),
+            save_trajectory(small_disk),
+            "s",
+            "p",
+            max_steps=8,
+        )
+    error = raised.value
+    assert error.reason == "no space left on device" and error.kept is not None
+    assert str(error).startswith("no space left on device: the run could not be saved in ")
+    assert f"{error.kept} keeps " in str(error) and " of 18 messages" in str(error)
+    assert 2 <= len(load_trajectory(error.kept).messages) < 18
