@@ -53,6 +53,8 @@ class TrajectorySink:
         "_fd",
         "_head",
         "_info",
+        "_pending",
+        "_size",
         "_started",
         "_stem",
         "_times",
@@ -72,9 +74,11 @@ class TrajectorySink:
         # Written with the first message: a run's first messages follow at once.
         self._head = f'{{"type": "start", "format": "{FORMAT}", "info": {self._info}}}\n'
         self.failure: OSError | None = None
-        """Why the stream stopped being written (a full disk...); the messages are kept
-        in memory from then on, and written again when the run ends."""
-        self._written = 0  # messages in the stream, once it failed
+        """Why the stream stopped being written (a full disk...); its lines are kept in
+        memory from then on, and written when the run ends."""
+        self._size = 0  # bytes of whole lines in the stream
+        self._written = 0  # messages in the stream
+        self._pending: list[bytes] = []  # lines not written, once it failed
 
     @property
     def jsonl(self) -> Path:
@@ -101,13 +105,17 @@ class TrajectorySink:
         line = f'{self._head}{{"type": "message", "t": {t}, "message": {encoded}}}\n'.encode()
         self._head = ""
         if self.failure is not None:
-            return  # kept in memory, for the end
+            self._pending.append(line)  # for the end
+            return
         # Unbuffered: a killed process keeps every line written. A short write is rare.
         try:
             if (n := os.write(self._fd, line)) < len(line):
                 _write_rest(self._fd, line, n)
-        except OSError as exc:  # the disk is full, or the file went: the run decides
-            self._failed(exc, len(self._encoded) - 1)
+        except OSError as exc:  # the disk is full...: kept, and the run decides
+            self._failed(exc, [line])
+            return
+        self._size += len(line)
+        self._written += 1
 
     def close(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> Path:
         stats_json = _stats_text(stats)
@@ -139,48 +147,47 @@ class TrajectorySink:
             raise TrajectoryNotSaved(self, exc, len(self._encoded)) from exc
         return self.path
 
-    def _failed(self, exc: OSError, written: int) -> None:
+    def _failed(self, exc: OSError, pending: list[bytes]) -> None:
         """The stream could not take a line: cut it back to its last whole line (so it
-        stays readable), and keep the rest in memory."""
-        self.failure, self._written = exc, written
+        stays readable), and keep what it lacks in memory."""
+        self.failure = exc
+        self._pending.extend(pending)
         with contextlib.suppress(OSError):
-            os.ftruncate(self._fd, len(self._lines(0, written)))
-
-    def _lines(self, start: int, stop: int) -> bytes:
-        """The stream's lines for messages ``start`` to ``stop``, from memory (the start
-        record goes with the first message)."""
-        if start >= stop:
-            return b""
-        head = f'{{"type": "start", "format": "{FORMAT}", "info": {self._info}}}\n'
-        return (head if start == 0 else "").encode() + "".join(
-            f'{{"type": "message", "t": {self._times[i]}, "message": {self._encoded[i]}}}\n'
-            for i in range(start, stop)
-        ).encode()
+            os.ftruncate(self._fd, self._size)
 
     def _end_stream(self, fd: int, end: bytes) -> None:
-        """Write the end record; first what the stream is missing. A stream deleted while
-        the run went (the agent's own ``rm -rf``) is written again whole from memory."""
+        """Write what the stream lacks, then the end record. A stream deleted while the
+        run went (the agent's own ``rm -rf``) is written again: copied from the open
+        file, which outlives its name."""
+        rest = b"".join(self._pending) + end
         try:
             if os.fstat(fd).st_nlink == 0:  # unlinked: the open file is no one's now
-                self._dir.mkdir(parents=True, exist_ok=True)
-                fresh = os.open(self.jsonl, _FLAGS | os.O_CREAT | os.O_TRUNC, 0o666)
-                try:
-                    _write(fresh, self._lines(0, len(self._encoded)) + end)
-                finally:
-                    os.close(fresh)
-                self.failure = None
-            elif self.failure is not None:
-                os.ftruncate(fd, len(self._lines(0, self._written)))
-                _write(fd, self._lines(self._written, len(self._encoded)) + end)
-                self.failure = None
+                self._relink(fd)
             else:
-                _write(fd, end)
+                os.ftruncate(fd, self._size)
+            _write(fd, rest)
         except OSError as exc:
             if self.failure is None:
-                self._failed(exc, len(self._encoded))
-            else:
-                with contextlib.suppress(OSError):
-                    os.ftruncate(fd, len(self._lines(0, self._written)))
+                self.failure = exc
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, self._size)
+            return
+        self._written += len(self._pending)
+        self.failure, self._pending = None, []
+
+    def _relink(self, fd: int) -> None:
+        """Give the open, unlinked stream a name again: a new file with its content."""
+        self._dir.mkdir(parents=True, exist_ok=True)
+        with open(f"/proc/self/fd/{fd}", "rb") as old:  # the unlinked file, read
+            data = old.read(self._size)
+        fresh = os.open(self.jsonl, _FLAGS | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o666)
+        try:
+            _write(fresh, data)
+        except BaseException:
+            os.close(fresh)
+            raise
+        os.dup2(fresh, fd, inheritable=False)  # the rest goes to the new file
+        os.close(fresh)
 
 
 class TrajectoryNotSaved(OSError):
