@@ -200,3 +200,24 @@ def test_the_library_keeps_going_in_memory_and_says_what_it_kept(small_disk: Pat
     assert str(error).startswith("no space left on device: the run could not be saved in ")
     assert f"{error.kept} keeps " in str(error) and " of 18 messages" in str(error)
     assert 2 <= len(load_trajectory(error.kept).messages) < 18
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        (["--check", " "], "four run: error: --check is empty: give the command that judges"),
+        (["--command-timeout", "0"], "four run: error: cannot make the local environment: "),
+    ],
+    ids=["empty check", "zero command timeout"],
+)
+def test_settings_the_components_refuse_are_one_line(
+    server: LoopbackServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    extra: list[str],
+    words: str,
+) -> None:
+    server.push(chat(SUBMIT))
+    assert main(["run", "task", *args(server, tmp_path, *extra)]) == 2
+    assert _one_line(capsys.readouterr().err).startswith(words)
+    assert not server.bodies("/v1/chat/completions")

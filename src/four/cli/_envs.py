@@ -18,9 +18,16 @@ def make_env(
     >>> make_env("local", cwd="/tmp").cwd
     '/tmp'
     """
+    limit = DEFAULT_TIMEOUT if timeout is None else timeout
+    try:
+        return _make(kind, image, cwd, limit)
+    except (TypeError, ValueError) as exc:  # a setting the environment refuses
+        raise UsageError(f"cannot make the {kind} environment: {exc}") from None
+
+
+def _make(kind: str, image: str | None, cwd: str | None, limit: float) -> Execute:
     from four.execute import docker_env, local_env, sandbox_env, shell_env
 
-    limit = DEFAULT_TIMEOUT if timeout is None else timeout
     if kind == "local":
         return local_env(limit, cwd=cwd)
     if kind == "persistent":

@@ -180,7 +180,10 @@ def main(args: argparse.Namespace) -> int:
     if command:
         from four.checks import command_check
 
-        check = command_check(command)
+        try:
+            check = command_check(command)
+        except ValueError as exc:  # an empty command would accept every submission
+            raise UsageError(f"--check: {exc}") from None
     G = replay_invoke(turns)
     mode = "quiet" if args.quiet or args.json else "lines"
     display = Display(mode, title="replay", model_lines=False)

@@ -148,6 +148,8 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
     )
     prices = args.prices or env.get("FOUR_PRICES")
     toolcalls = args.toolcalls if args.toolcalls is not None else env.get_bool("FOUR_TOOLCALLS")
+    if args.check is not None and not args.check.strip():  # it would accept anything
+        raise UsageError("--check is empty: give the command that judges, e.g. --check 'pytest -q'")
     tty = sys.stderr.isatty() if tty is None else tty
     mode = "quiet" if args.quiet else ("live" if tty else "lines")
     return RunOptions(
@@ -244,7 +246,10 @@ def main(args: argparse.Namespace) -> int:
     if opts.check:
         from four.checks import command_check
 
-        check = command_check(opts.check)
+        try:
+            check = command_check(opts.check)
+        except ValueError as exc:  # an empty command would accept every submission
+            raise UsageError(f"--check: {exc}") from None
     display = Display(opts.mode, title=f"{model} · {opts.env}", max_steps=opts.max_steps)
     recording = Recording(save_trajectory(opts.output_dir), components(G, V2, opts.record()))
     display.start()
