@@ -246,10 +246,7 @@ def main(args: argparse.Namespace) -> int:
     if opts.check:
         from four.checks import command_check
 
-        try:
-            check = command_check(opts.check)
-        except ValueError as exc:  # an empty command would accept every submission
-            raise UsageError(f"--check: {exc}") from None
+        check = command_check(opts.check)
     display = Display(opts.mode, title=f"{model} · {opts.env}", max_steps=opts.max_steps)
     recording = Recording(save_trajectory(opts.output_dir), components(G, V2, opts.record()))
     display.start()
