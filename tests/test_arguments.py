@@ -49,9 +49,9 @@ CASES: list[tuple[str, Callable[[], object], type[Exception], tuple[str, ...]]] 
     ("timeout=inf", lambda: local_env(timeout=math.inf), ValueError, ("local_env", "timeout=inf", "finite")),
     ("timeout=-1", lambda: local_env(timeout=-1), ValueError, ("timeout=-1", "above 0")),
     ("inherit='PATH'", lambda: local_env(inherit="PATH"), TypeError, ("inherit='PATH'", "letter by letter", "inherit=['PATH']")),
-    ("command_check(None)", lambda: command_check(None), TypeError, ("command_check", "command=None", "give a str")),  # type: ignore[arg-type]
-    ("command_check('')", lambda: command_check(""), ValueError, ("command_check", "command is empty")),
-    ("command_check('  ')", lambda: command_check("  "), ValueError, ("command is empty",)),
+    ("command_check(None)", lambda: command_check(None), TypeError, ("command_check", "command must be a shell command (a str), not None")),  # type: ignore[arg-type]
+    ("command_check('')", lambda: command_check(""), ValueError, ("command_check", "non-empty shell command", "accepts every submission")),
+    ("command_check('  ')", lambda: command_check("  "), ValueError, ("non-empty shell command",)),
     # the same mistakes, for every constructor
     ("local_env timeout str", lambda: local_env(timeout="5"), TypeError, ("timeout='5'", "number of seconds")),  # type: ignore[call-overload]
     ("local_env max_output", lambda: local_env(max_output=2.5), TypeError, ("max_output=2.5", "whole number")),  # type: ignore[call-overload]

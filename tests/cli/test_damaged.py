@@ -113,13 +113,15 @@ def corpus(run: Path) -> dict[str, Build]:
         lines[0] + b'{"type": "message", "t": 0, "message": [1]}\n', "x.jsonl"
     )
     cases["duplicate key, top level"] = _bytes_file(
-        text.replace(b'"outcome": ', b'"outcome": "held", "outcome": ', 1)
+        _replaced(text, b'"outcome": ', b'"outcome": "held", "outcome": ')
     )
     cases["duplicate key, in a message"] = _bytes_file(
-        text.replace(b'{"role": "user", ', b'{"role": "user", "role": "tool", ', 1)
+        _replaced(
+            text, b'{"content":"do the task",', b'{"content":"do it","content":"do the task",'
+        )
     )
     cases["duplicate key, jsonl"] = _bytes_file(
-        lines[0].replace(b'"type": "start", ', b'"type": "start", "type": "end", ', 1), "x.jsonl"
+        _replaced(lines[0], b'"type": "start", ', b'"type": "start", "type": "end", '), "x.jsonl"
     )
     cases["200,000 nested ["] = _bytes_file(b"[" * 200_000)
     cases["200,000 nested [ in messages"] = _bytes_file(b'{"messages": [' + b"[" * 200_000)
@@ -146,6 +148,11 @@ def corpus(run: Path) -> dict[str, Build]:
     cases["broken link"] = _link_to("/nonexistent/run.json")
     cases["a folder"] = _folder
     return cases
+
+
+def _replaced(data: bytes, old: bytes, new: bytes) -> bytes:
+    assert old in data, old  # the damage is really made
+    return data.replace(old, new, 1)
 
 
 def _deep(levels: int) -> object:
@@ -245,9 +252,17 @@ def test_every_reader_refuses_every_damaged_file_in_one_line(damaged: dict[str, 
 
             status = _within(SECONDS, call)
             lines = err.getvalue().splitlines()
-            if status not in (1, 2) or len(lines) != 1 or not lines[0].startswith(f"four {reader}"):
+            if not _refused(reader, status, lines, out.getvalue()):
                 failures.append(f"{reader} / {name}: exit {status}, stderr {lines!r:.300}")
     assert not failures, "\n".join(failures)
+
+
+def _refused(reader: str, status: object, lines: list[str], out: str) -> bool:
+    """Exit 1 or 2 and one line on stderr naming the command; `four audit` may instead
+    judge a file it can read but not verify: exit 1, ``invalid: PATH`` and its reasons."""
+    if status in (1, 2) and len(lines) == 1 and lines[0].startswith(f"four {reader}"):
+        return True
+    return reader == "audit" and status == 1 and not lines and out.startswith("invalid: ")
 
 
 def test_load_trajectory_refuses_every_damaged_file(damaged: dict[str, Path]) -> None:
@@ -283,11 +298,8 @@ def test_hostile_files_through_the_real_command(damaged: dict[str, Path]) -> Non
         path = damaged[name]
         done = cli(*_argv(reader, path, path.parent), timeout=SECONDS)
         lines = done.stderr.splitlines()
-        if (
-            done.returncode in (1, 2)
-            and len(lines) == 1
-            and lines[0].startswith(f"four {reader}: ")
-            and "Traceback" not in done.stderr + done.stdout
+        if _refused(reader, done.returncode, lines, done.stdout) and "Traceback" not in (
+            done.stderr + done.stdout
         ):
             return None
         return f"{reader} / {name}: exit {done.returncode}, stderr {done.stderr!r:.300}"
@@ -305,7 +317,7 @@ def test_the_refusals_name_the_problem(damaged: dict[str, Path]) -> None:
         "a folder": "is a folder, not a regular file",
         "sparse file over the limit": "over the limit of 2.0 MiB: raise it with --max-size",
         "invalid UTF-8": "is not UTF-8 text (byte 0xff",
-        "duplicate key, in a message": "a key repeated in one object: 'role'",
+        "duplicate key, in a message": "a key repeated in one object: 'content'",
         "200,000 nested [": "nests deeper than",
         "nested 70 deep in info": "info nests deeper than 64 levels",
         "wrong type: role value": "has the role 'wizard'",

@@ -109,7 +109,13 @@ def command_check(command: str, *, timeout: float = 600.0) -> CommandCheck:
     >>> command_check("pytest -q").command
     'pytest -q'
     """
-    arguments.text("command_check", "command", command)  # "" or None would accept anything
+    if not isinstance(command, str):
+        raise TypeError(f"command_check: command must be a shell command (a str), not {command!r}")
+    if not command.strip():
+        raise ValueError(
+            "command_check: command must be a non-empty shell command "
+            "(an empty one accepts every submission)"
+        )
     arguments.seconds("command_check", "timeout", timeout)
     return CommandCheck(command, timeout)
 

@@ -8,9 +8,12 @@ from four.trajectory._save import (
     TrajectoryWriter,
     save_trajectory,
 )
+from four.trajectory._sign import SigningError, SigningKey
 
 __all__ = [
     "FORMAT",
+    "SigningError",
+    "SigningKey",
     "Trajectory",
     "TrajectoryError",
     "TrajectoryNotSaved",

@@ -114,6 +114,23 @@ def scan_trajectory(
             raise TrajectoryError(f"{name} nests deeper than this reader follows") from None
 
 
+def read_text(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -> str:
+    """A trajectory file's whole text, refused as ``load_trajectory`` refuses what is not
+    a regular file or is over ``max_bytes`` (undecodable bytes are replaced).
+
+    >>> read_text("missing.json")
+    Traceback (most recent call last):
+    ...
+    four.trajectory._load.TrajectoryError: cannot read missing.json: No such file or directory
+    """
+    name = os.fspath(path)
+    with _open_regular(name, max_bytes) as raw:
+        data = raw.read(max_bytes + 1)
+    if len(data) > max_bytes:  # it grew while read
+        raise TrajectoryTooLarge(name, len(data), max_bytes)
+    return data.decode("utf-8", errors="replace")
+
+
 def stream_records(text: str) -> Iterator[dict[str, JSON]]:
     """The records of a ``.jsonl`` stream, up to a line cut short by a killed process.
 
