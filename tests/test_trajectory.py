@@ -200,14 +200,14 @@ def test_replay_reproduces_a_saved_run(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("content", "error"),
-    [("not json", "is not JSON"), ('{"a": 1}', "has no message list")],
+    [("not json", "is not JSON of a trajectory"), ('{"a": 1}', "has no message list")],
 )
 def test_bad_files_give_clear_errors(tmp_path: Path, content: str, error: str) -> None:
     p = tmp_path / "bad.json"
     p.write_text(content)
     with pytest.raises(TrajectoryError, match=error):
         load_trajectory(p)
-    with pytest.raises(TrajectoryError, match="no start record"):
+    with pytest.raises(TrajectoryError, match="line 1 is not JSON"):
         (tmp_path / "bad.jsonl").write_text("garbage\n")
         load_trajectory(tmp_path / "bad.jsonl")
 

@@ -137,6 +137,15 @@ class Blocked(_Ending):
     tag: ClassVar[str] = "blocked"
 
 
+@dataclass(frozen=True, slots=True)
+class SaveFailed(_Ending):
+    """The trajectory could not be written (a full disk, its folder deleted), so the
+    run stopped rather than go on unrecorded."""
+
+    reason: str
+    tag: ClassVar[str] = "save_failed"
+
+
 Outcome: TypeAlias = (
     Finished
     | ModelFailed
@@ -151,6 +160,7 @@ Outcome: TypeAlias = (
     | Accepted
     | Held
     | Blocked
+    | SaveFailed
 )
 
 OUTCOME_TAGS: tuple[str, ...] = tuple(cls.tag for cls in get_args(Outcome))

@@ -62,7 +62,7 @@ def test_stats_json_as_subprocess(runs: Path) -> None:
 def test_stats_text(runs: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["stats", str(runs), "--top", "1"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("runs: 4  (1 files skipped: not trajectories)")
+    assert out.startswith("runs: 4  (1 files skipped: not readable trajectories)")
     assert "repeated_format_error" in out and "25.0%" in out
     assert "median" in out and "p90" in out
     bars = out.split("steps per run\n", 1)[1].split("\n\n", 1)[0].splitlines()

@@ -17,6 +17,7 @@ from tests.cli._runs import cli
 
 def test_view_writes_one_self_contained_page(sample: Path, tmp_path: Path) -> None:
     page = tmp_path / "out" / "page.html"
+    page.parent.mkdir()
     done = cli("view", str(sample), "-o", str(page))
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(page)

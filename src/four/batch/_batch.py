@@ -9,6 +9,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Si
 from dataclasses import dataclass
 from pathlib import Path
 
+from four import _arguments as arguments
 from four._outcomes import Interrupted, Outcome, TimeLimitReached
 from four._types import JSON
 from four.batch._attempt import MakeRun
@@ -114,11 +115,17 @@ def iter_runs(
     >>> list(iter_runs(make_run, [Item("a", "compute")], out))  # finished: skipped
     []
     """
-    if max_concurrency < 1:
-        raise ValueError(f"max_concurrency must be at least 1, not {max_concurrency}")
-    for name, value in (("max_cost", max_cost), ("max_wall_time", max_wall_time)):
-        if value is not None and value < 0:
-            raise ValueError(f"{name} must not be negative, not {value}")
+    where = "iter_runs"
+    arguments.component(where, "make_run", make_run, "a function: RunContext -> a run's result")
+    if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
+        raise TypeError(f"{where}: items={items!r:.60}: give a list of tasks (Items or dicts)")
+    arguments.path(where, "output_dir", output_dir)
+    arguments.count(where, "max_concurrency", max_concurrency, minimum=1)
+    arguments.seconds(where, "time_limit", time_limit, optional=True)
+    arguments.seconds(where, "stall_timeout", stall_timeout, optional=True)
+    arguments.amount(where, "max_cost", max_cost, optional=True)
+    arguments.amount(where, "max_wall_time", max_wall_time, optional=True)
+    arguments.flag(where, "resume", resume)
     spec = Spec(
         make_run, Path(output_dir).expanduser().absolute(), max_concurrency, time_limit,
         stall_timeout, max_cost,

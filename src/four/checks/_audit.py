@@ -26,7 +26,8 @@ from four.quaternary import (
     audit_trace,
     load_receipts,
 )
-from four.trajectory import Trajectory, TrajectoryError
+from four.trajectory import Trajectory
+from four.trajectory._load import read_text
 from four.trajectory._seal import SealCheck, canonical_text, check_document, check_stream
 from four.trajectory._sign import (
     SigningError,
@@ -123,10 +124,7 @@ def audit(
     """
     path = trajectory.path if isinstance(trajectory, Trajectory) else Path(trajectory)
     wanted = _public_key(public_key)
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise TrajectoryError(f"cannot read {trajectory}: {exc.strerror}") from None
+    text = read_text(path)  # a regular file within the size limit, or TrajectoryError
     if path.suffix == ".jsonl":
         first = text.split("\n", 1)[0]
         if not _ours(_loads(first), "start"):
@@ -194,9 +192,17 @@ def _public_key(source: str | os.PathLike[str] | None) -> str | None:
 
 def _loads(text: str) -> JSON:
     try:
-        return json.loads(text)  # type: ignore[no-any-return]
+        return json.loads(text, object_pairs_hook=_unique)  # type: ignore[no-any-return]
     except (ValueError, RecursionError):  # not JSON, or nested beyond the parser's depth
         return None
+
+
+def _unique(pairs: list[tuple[str, JSON]]) -> dict[str, JSON]:
+    """An object; one that repeats a key is refused (which value counts is a guess)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise ValueError("a key repeated in one object")
+    return out
 
 
 def _ours(data: JSON, kind: str | None) -> bool:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from returns.result import Success
 
+from four import _arguments as arguments
 from four._types import Action, Execute
 from four.checks._claim import Check, Claim, Gatherer
 from four.checks._feedback import (
@@ -173,8 +174,7 @@ def command_check(
             "command_check: command must be a non-empty shell command "
             "(an empty one accepts every submission)"
         )
-    if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
-        raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+    arguments.seconds("command_check", "timeout", timeout)
     held = held_out_files(files) if files else None
     return CommandCheck(command, float(timeout), feedback_level(feedback), held)
 
@@ -224,6 +224,9 @@ def file_check(
     >>> file_check("out.txt", contains="42").contains
     '42'
     """
+    arguments.text("file_check", "path", path)
+    arguments.optional_text("file_check", "contains", contains, empty=True)
+    arguments.optional_text("file_check", "pattern", pattern)
     return FileCheck(path, contains, pattern, feedback_level(feedback))
 
 
@@ -258,4 +261,10 @@ def all_of(*checks: Check, feedback: FeedbackLevel | None = None) -> AllOf:
     >>> all_of(file_check("a"), command_check("true")).checks[1].command
     'true'
     """
+    if not checks:
+        raise ValueError("all_of: give at least one check, e.g. all_of(command_check('pytest'))")
+    for i, each in enumerate(checks):
+        arguments.component(
+            "all_of", f"check {i + 1}", each, "a check (a function: claim -> verdict)"
+        )
     return AllOf(checks, None if feedback is None else feedback_level(feedback))

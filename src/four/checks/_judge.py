@@ -10,6 +10,7 @@ from typing import Literal
 
 from returns.result import Success
 
+from four import _arguments as arguments
 from four._outcomes import (
     Accepted,
     Blocked,
@@ -122,6 +123,11 @@ def verify(
     >>> sorted(verify(lambda claim: yes(), failures=1, retries_per_reason=2).config().failure_alphabet)
     ['no:1', 'no:1#2']
     """
+    arguments.component("verify", "check", check, "a check (a function: claim -> verdict)")
+    for name, value in (("failures", failures), ("compute", compute)):
+        if not isinstance(value, frozenset):
+            arguments.count("verify", name, value)
+    arguments.count("verify", "compute_steps", compute_steps, minimum=1)
     if not isinstance(retries_per_reason, int) or retries_per_reason < 1:
         raise ValueError(
             f"retries_per_reason must be a positive integer, not {retries_per_reason!r}"

@@ -5,9 +5,11 @@ subcommand lives in its own module, imported when it is chosen, so ``four --help
 never loads rich or litellm.
 
 Exit codes: 0 a finished (or accepted) run, or a command that did what it was
-asked; 1 a run that ended any other way, an invalid audit, a replay that differs;
-2 a usage error (bad flags, missing API key, unknown model, unreadable file);
-130 Ctrl-C (143 SIGTERM), after the trajectory is saved.
+asked; 1 a run that ended any other way (``save_failed`` too), an invalid audit, a
+replay that differs, a ``stats`` that read no run; 2 a usage error (bad flags, missing
+API key, unknown model, an output folder that cannot be written, an unreadable or
+refused trajectory file); 130 Ctrl-C (143 SIGTERM), after the trajectory is saved.
+Every error is one line on standard error, starting ``four COMMAND:``.
 """
 
 from __future__ import annotations
@@ -197,8 +199,18 @@ def _add_judge_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_read_flags(p: argparse.ArgumentParser) -> None:
+    """What every reader of trajectory files takes."""
+    p.add_argument(
+        "--max-size",
+        metavar="SIZE",
+        help="refuse trajectory files larger than SIZE, e.g. 1G [FOUR_MAX_SIZE, 256M]",
+    )
+
+
 def _replay_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("trajectory", metavar="TRAJ")
+    _add_read_flags(p)
     _add_env_flags(p)
     p.add_argument("-o", "--output-dir", help="keep the replayed trajectory in this folder")
     p.add_argument(
@@ -223,6 +235,7 @@ def _audit_flags(p: argparse.ArgumentParser) -> None:
         help="require a signature by this key: four keygen's .pub file, or its 64 hex digits",
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    _add_read_flags(p)
 
 
 def _keygen_flags(p: argparse.ArgumentParser) -> None:
@@ -237,17 +250,26 @@ def _show_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--step", type=_positive_int, help="only this step (1-based)")
     p.add_argument("--system", action="store_true", help="also print the system prompt")
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help="print every step of a long run (by default, a run of more than 100 steps "
+        "shows its first and last 50)",
+    )
+    _add_read_flags(p)
 
 
 def _view_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("trajectory", metavar="TRAJ")
     p.add_argument("-o", "--output", help="the page to write (default: TRAJ with .html)")
+    _add_read_flags(p)
 
 
 def _stats_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", metavar="DIR", nargs="+")
     p.add_argument("--top", type=_positive_int, default=5, help="rows in each top list [5]")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    _add_read_flags(p)
 
 
 def _spoke_flags(p: argparse.ArgumentParser) -> None:
@@ -361,6 +383,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         status: int = module.main(args)
     except UsageError as exc:
         print(f"{_PROG} {command}: error: {exc}", file=sys.stderr)
+        return 2
+    except (RecursionError, MemoryError) as exc:  # the last net: one line, never a traceback
+        what = "nested too deeply" if isinstance(exc, RecursionError) else "too large for memory"
+        print(f"{_PROG} {command}: error: the input is {what} to handle", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `four show x | head`
         sys.stderr.close()

@@ -30,6 +30,8 @@ def main(args: argparse.Namespace) -> int:
             raise UsageError(f"--public-key: {exc}") from None
     target = Path(str(args.trajectory))
     if target.is_dir():
+        if not any(True for _ in runs_under(target)):
+            raise UsageError(f"nothing to audit: {target} is a folder holding no trajectory")
         return _fleet(target, sorted(runs_under(target)), key, bool(args.json))
     result = _audit(target, key)
     if result is None or not result.trajectory:

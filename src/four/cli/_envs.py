@@ -20,5 +20,5 @@ def make_env(
     """
     try:
         return environment(kind, image=image, cwd=cwd, timeout=timeout)
-    except ValueError as exc:
+    except (TypeError, ValueError) as exc:  # a setting the environment refuses
         raise UsageError(str(exc)) from None

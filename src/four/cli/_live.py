@@ -296,11 +296,12 @@ class Recording:
 
     @property
     def path(self) -> Path | None:
-        """The sealed ``.json`` once the run ended, else the ``.jsonl`` being written."""
+        """The sealed ``.json`` once the run ended, else the ``.jsonl`` being written;
+        None when neither is on disk (never a path that does not exist)."""
         sink = self.sink
         if not isinstance(sink, _Files):
             return None
-        return sink.path if sink.path.exists() else sink.jsonl
+        return next((p for p in (sink.path, sink.jsonl) if p.is_file()), None)
 
 
 def components(G: Invoke, V2: Execute, cli: Mapping[str, JSON]) -> dict[str, JSON]:

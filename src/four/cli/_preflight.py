@@ -1,13 +1,17 @@
-"""Checks made before the first step: is the model known, is its key there, is the server up.
+"""Checks made before the first step: is the model known, is its key there, is the server
+up, can the trajectory be written.
 
 A run that cannot start should say why at once, not after the first (billed) step.
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import urllib.error
 import urllib.request
+from pathlib import Path
 from types import ModuleType
 
 from four.cli._errors import UsageError
@@ -75,3 +79,49 @@ def _probe_server(api_base: str, model: str, api_key: str | None) -> None:
         raise UsageError(
             f"unknown model {bare!r} at {api_base}; it serves: {', '.join(names[:10])}"
         )
+
+
+MIN_FREE = 64 * 1024
+"""Free space an output folder must have for a run to start (a step takes KBs)."""
+
+
+def output_folder(text: str, flag: str = "-o") -> Path:
+    """The folder trajectories go to, made if missing, or a ``UsageError`` saying why it
+    cannot be used: it is a file, it cannot be made or written (a read-only disk), it
+    has (almost) no free space. Checked by writing, not by permission bits.
+    """
+    folder = Path(text).expanduser()
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"{flag} {text}: it is a file, not a folder; name a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = os.open(folder, os.O_WRONLY | os.O_TMPFILE | os.O_CLOEXEC, 0o600)
+        os.close(probe)
+    except IsADirectoryError:  # a filesystem without O_TMPFILE: make and drop a file
+        _probe_by_name(folder, text, flag)
+    except OSError as exc:
+        if exc.errno == errno.EOPNOTSUPP:
+            _probe_by_name(folder, text, flag)
+        else:
+            raise UsageError(f"{flag} {text}: cannot write there: {_reason(exc)}") from None
+    space = os.statvfs(folder)
+    free = space.f_bavail * space.f_frsize
+    if free < MIN_FREE:
+        raise UsageError(
+            f"{flag} {text}: only {free // 1024} KB free there; free some space or "
+            "choose another folder"
+        )
+    return folder
+
+
+def _probe_by_name(folder: Path, text: str, flag: str) -> None:
+    probe = folder / f".four-probe-{os.getpid()}"
+    try:
+        probe.touch(exist_ok=False)
+        probe.unlink()
+    except OSError as exc:
+        raise UsageError(f"{flag} {text}: cannot write there: {_reason(exc)}") from None
+
+
+def _reason(exc: OSError) -> str:
+    return (exc.strerror or str(exc)).lower()

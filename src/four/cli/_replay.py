@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from four._types import JSON, Assistant, Execute, Parse
 from four.cli import _settings as env
 from four.cli._errors import UsageError
-from four.cli._steps import Run, Step, load_run, read_run, returncode_of
+from four.cli._steps import Run, Step, load_trajectory_or_say, max_size, read_run, returncode_of
 
 _OUTPUT = re.compile(r"<output>\n?(.*?)\n?</output>", re.DOTALL)
 
@@ -167,7 +167,7 @@ def main(args: argparse.Namespace) -> int:
     from four.invoke import replay_invoke
     from four.trajectory import save_trajectory
 
-    recorded = load_run(str(args.trajectory))
+    recorded = read_run(load_trajectory_or_say(str(args.trajectory), max_size(args)))
     turns = [m for m in recorded.trajectory.messages if isinstance(m, Assistant)]
     if not turns:
         raise UsageError(f"{args.trajectory} has no model turns to replay")
@@ -180,11 +180,18 @@ def main(args: argparse.Namespace) -> int:
     if command:
         from four.checks import command_check
 
-        check = command_check(command)
+        try:
+            check = command_check(command)
+        except ValueError as exc:  # an empty command would accept every submission
+            raise UsageError(f"--check: {exc}") from None
     G = replay_invoke(turns)
     mode = "quiet" if args.quiet or args.json else "lines"
     display = Display(mode, title="replay", model_lines=False)
     keep = args.output_dir
+    if keep:
+        from four.cli._preflight import output_folder
+
+        output_folder(keep)  # before anything runs
     with tempfile.TemporaryDirectory(prefix="four-replay-") as scratch:
         recording = Recording(
             save_trajectory(keep or scratch),

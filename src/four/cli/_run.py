@@ -105,6 +105,26 @@ class Deadline:
         return TimeLimitReached(f"the run took {seconds(self.seconds)} (--timeout)")
 
 
+@dataclass(slots=True)
+class Saving:
+    """A watch that ends the run ``save_failed`` once its trajectory cannot be written
+    (a full disk...), rather than let it go on unrecorded; then asks ``then``."""
+
+    recording: Recording
+    then: Deadline | None = None
+
+    def beat(self) -> None:
+        pass
+
+    def stopped(self) -> Outcome | None:
+        failure = getattr(self.recording.sink, "failure", None)  # a trajectory sink's
+        if isinstance(failure, OSError):
+            from four._outcomes import SaveFailed
+
+            return SaveFailed((failure.strerror or str(failure)).lower())
+        return self.then.stopped() if self.then is not None else None
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised as an interrupt so the run saves itself and says ``interrupted``."""
 
@@ -142,6 +162,8 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
     )
     prices = args.prices or env.get("FOUR_PRICES")
     toolcalls = args.toolcalls if args.toolcalls is not None else env.get_bool("FOUR_TOOLCALLS")
+    if args.check is not None and not args.check.strip():  # it would accept anything
+        raise UsageError("--check is empty: give the command that judges, e.g. --check 'pytest -q'")
     feedback = args.feedback or env.get("FOUR_FEEDBACK") or "verdict"
     if feedback not in ("full", "output", "verdict"):
         raise UsageError(f"FOUR_FEEDBACK={feedback!r}: use full, output or verdict")
@@ -295,10 +317,12 @@ def sigterm_interrupts() -> Iterator[None]:
 def main(args: argparse.Namespace) -> int:
     """Run the agent; exit 0 finished or accepted, 1 any other end, 2 usage, 130 Ctrl-C."""
     from four import run
-    from four.cli._preflight import resolve_model
+    from four.cli._preflight import output_folder, resolve_model
+    from four.trajectory import TrajectoryNotSaved
     from four.trajectory._sign import SigningError, SigningKey
 
     opts = options(args)
+    output_folder(opts.output_dir)  # before any model call: a run that cannot be saved
     try:  # before the model is asked anything: a bad key is a usage error
         signing = SigningKey.load(opts.sign) if opts.sign else None
     except SigningError as exc:
@@ -328,8 +352,11 @@ def main(args: argparse.Namespace) -> int:
                 opts.max_steps,
                 opts.max_format_errors,
                 check=check,
-                watch=Deadline(opts.timeout) if opts.timeout else None,
+                watch=Saving(recording, Deadline(opts.timeout) if opts.timeout else None),
             )
+    except TrajectoryNotSaved as exc:
+        display.stop("not saved")
+        return _not_saved(exc, opts)
     except KeyboardInterrupt as exc:
         display.stop("interrupted")
         return _interrupted(recording, opts, exc)
@@ -344,6 +371,25 @@ def main(args: argparse.Namespace) -> int:
     finally:
         display.stop()
     return report(path, opts)
+
+
+def _not_saved(exc: OSError, opts: RunOptions) -> int:
+    """The run ended, but its record could not be sealed: one line, what was kept."""
+    if opts.json:
+        kept = getattr(exc, "kept", None)
+        print(
+            json.dumps(
+                {
+                    "outcome": f"save_failed: {exc}",
+                    "success": False,
+                    "path": str(kept) if kept else None,
+                },
+                indent=2,
+            )
+        )
+    else:
+        print(f"four run: save_failed: {exc}", file=sys.stderr)
+    return 1
 
 
 def _interrupted(recording: Recording, opts: RunOptions, exc: KeyboardInterrupt) -> int:

@@ -38,6 +38,7 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("FOUR_TIMEOUT", "wall-clock seconds the whole run may take (--timeout)"),
     Variable("FOUR_COMMAND_TIMEOUT", "seconds one command may run (--command-timeout)"),
     Variable("FOUR_SYSTEM", "file holding the system prompt (--system)"),
+    Variable("FOUR_MAX_SIZE", "largest trajectory file read, e.g. 1G (--max-size), default 256M"),
     Variable("FOUR_SIGNING_KEY", "private key (four keygen) that signs each run's seal (--sign)"),
     Variable("FOUR_FEEDBACK", "full, output or verdict: what --check tells the model (--feedback)"),
 )
@@ -122,3 +123,23 @@ def parse_prices(text: str) -> tuple[float, float]:
     if prompt < 0 or completion < 0:
         raise UsageError(f"prices {text!r} are negative")
     return prompt / 1e6, completion / 1e6
+
+
+_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def parse_size(text: str, name: str = "--max-size") -> int:
+    """A size in bytes: a number with an optional K, M, G or T (powers of 1024).
+
+    >>> parse_size("1.5K")
+    1536
+    """
+    raw = text.strip().upper().removesuffix("B").removesuffix("I")
+    unit = raw[-1:] if raw[-1:] in _UNITS else ""
+    try:
+        size = float(raw[: len(raw) - len(unit)]) * _UNITS[unit]
+    except ValueError:
+        raise UsageError(f"{name} {text!r}: give a size such as 300M or 2G") from None
+    if not 0 < size < 2**63:
+        raise UsageError(f"{name} {text!r}: give a size above zero, such as 300M")
+    return int(size)

@@ -10,7 +10,11 @@ from rich.text import Text
 
 from four.cli._errors import UsageError
 from four.cli._format import fold, seconds, succeeded, tokens, usage_line
-from four.cli._steps import Run, Step, load_run
+from four.cli._steps import Run, Step, load_run, max_size
+
+SHOWN_STEPS = 100
+"""A longer run shows its first and last 50 steps (``--all``: every one), so a run of
+any length is shown in time and memory that follow what is printed."""
 
 
 def main(args: argparse.Namespace) -> int:
@@ -18,9 +22,10 @@ def main(args: argparse.Namespace) -> int:
 
     limit = 0 if args.full else int(args.lines)
     only: int | None = args.step
-    run = load_run(str(args.trajectory))
-    if only is not None and not 1 <= only <= len(run.steps):
-        raise UsageError(f"step {only} does not exist: the run has {len(run.steps)} steps")
+    keep = None if args.all else SHOWN_STEPS // 2
+    run = load_run(str(args.trajectory), keep=keep, pick=only, max_bytes=max_size(args))
+    if only is not None and not 1 <= only <= run.total_steps:
+        raise UsageError(f"step {only} does not exist: the run has {run.total_steps} steps")
     # soft wrap: the terminal wraps long lines, rich need not (5x faster on long runs)
     console = Console(highlight=False, soft_wrap=True)
     with console:  # one write at the end, not one per line
@@ -47,25 +52,38 @@ def show(
         _block(console, "system", run.system, limit, "magenta")
     if run.task and step is None:
         _block(console, "task", run.task, limit, "cyan")
+    shown = 0
     for s in run.steps:
         if step is None or s.number == step:
+            if step is None and s.number > shown + 1:
+                _gap(console, s.number - shown - 1)
             _step(console, s, limit)
+            shown = s.number
     if step is None:
         console.print()
         console.print(Text.assemble(("outcome ", "bold"), _outcome_text(run.outcome)))
 
 
+def _gap(console: Console, hidden: int) -> None:
+    console.print()
+    console.print(
+        Text(
+            f"… {hidden} steps not shown (--step N shows one, --all every one) …",
+            style="bold cyan",
+        )
+    )
+
+
 def _header(console: Console, run: Run) -> None:
     t = run.trajectory
-    formats = sum(1 for s in run.steps if s.format_error)
-    failed = sum(1 for s in run.steps if s.failed)
+    formats, failed = run.format_error_steps, run.failed_steps
     rows: list[tuple[str, Text]] = [("outcome", _outcome_text(run.outcome))]
     if run.model:
         rows.append(("model", Text(run.model)))
     rows.append(
         (
             "steps",
-            Text(f"{len(run.steps)} · {failed} with a failing command · {formats} format errors"),
+            Text(f"{run.total_steps} · {failed} with a failing command · {formats} format errors"),
         )
     )
     rows.append(("usage", Text(usage_line(run.usage))))

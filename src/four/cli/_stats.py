@@ -6,6 +6,7 @@ import argparse
 import json
 import math
 import statistics
+import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -14,7 +15,8 @@ from pathlib import Path
 from four._outcomes import outcome_tag
 from four._types import JSON
 from four.cli._errors import UsageError
-from four.cli._steps import Run, first_line, read_run
+from four.cli._steps import Run, first_line, load_run, max_size
+from four.trajectory._load import MAX_BYTES
 
 
 @dataclass(slots=True)
@@ -31,6 +33,8 @@ class Summary:
     format_errors: Counter[str] = field(default_factory=Counter)
     failing_commands: Counter[str] = field(default_factory=Counter)
     skipped: list[str] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+    """Why each skipped file could not be read, in the same order."""
 
     def add(self, run: Run) -> None:
         """Count one run."""
@@ -73,13 +77,14 @@ def trajectory_files(paths: Iterable[str | Path]) -> Iterator[Path]:
     []
     """
     for root in map(Path, paths):
-        if root.is_file():
-            yield root
-            continue
         if not root.is_dir():
-            raise UsageError(f"{root} is neither a folder nor a file")
+            if not root.exists() and not root.is_symlink():
+                raise UsageError(f"{root} is neither a folder nor a file")
+            yield root  # a file, or something the reader will refuse by name
+            continue
+        # rglob does not follow links to folders, so a link loop cannot make it endless
         for path in sorted(root.rglob("*.json*")):
-            if path.name.startswith(".") or not path.is_file():
+            if path.name.startswith(".") or path.is_dir():
                 continue
             if path.suffix == ".json" or (
                 path.suffix == ".jsonl" and not path.with_suffix(".json").exists()
@@ -87,23 +92,35 @@ def trajectory_files(paths: Iterable[str | Path]) -> Iterator[Path]:
                 yield path
 
 
-def summarise(paths: Iterable[str | Path]) -> Summary:
-    """Read every trajectory under ``paths``; files that are not trajectories are skipped."""
-    from four.trajectory import TrajectoryError, load_trajectory
-
+def summarise(paths: Iterable[str | Path], max_bytes: int = MAX_BYTES) -> Summary:
+    """Read every trajectory under ``paths``; files that cannot be read are skipped,
+    each with the reason."""
     summary = Summary()
     for path in trajectory_files(paths):
         try:
-            summary.add(read_run(load_trajectory(path)))
-        except TrajectoryError:
+            summary.add(load_run(path, max_bytes=max_bytes))
+        except UsageError as exc:
             summary.skipped.append(str(path))
+            summary.reasons.append(str(exc))
     return summary
 
 
+SAID_SKIPPED = 10
+"""Skipped files named on standard error, at most (then how many more)."""
+
+
 def main(args: argparse.Namespace) -> int:
-    """Print the summary of the runs under ``args.paths``; 1 when there were none."""
+    """Print the summary of the runs under ``args.paths``; 1 when there were none. Each
+    file skipped is named, with why, on standard error."""
     top = int(args.top)
-    summary = summarise([str(p) for p in args.paths])
+    summary = summarise([str(p) for p in args.paths], max_size(args))
+    for reason in summary.reasons[:SAID_SKIPPED]:
+        print(f"four stats: skipped: {reason}", file=sys.stderr)
+    if len(summary.reasons) > SAID_SKIPPED:
+        more = len(summary.reasons) - SAID_SKIPPED
+        print(f"four stats: skipped {more} more files (--json lists them)", file=sys.stderr)
+    if not summary.runs and not summary.skipped:
+        print(f"four stats: no trajectory files in {' '.join(args.paths)}", file=sys.stderr)
     if args.json:
         print(json.dumps(summary.to_json(top), indent=2))
     else:
@@ -119,7 +136,7 @@ def render(summary: Summary, top: int = 5) -> str:
     """
     lines = [f"runs: {summary.runs}"]
     if summary.skipped:
-        lines[0] += f"  ({len(summary.skipped)} files skipped: not trajectories)"
+        lines[0] += f"  ({len(summary.skipped)} files skipped: not readable trajectories)"
     if not summary.runs:
         return "\n".join(lines)
     lines += ["", _table(["outcome", "runs", "share"], _outcome_rows(summary))]

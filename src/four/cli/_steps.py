@@ -8,8 +8,10 @@ shapes our environments and mini-swe-agent's templates write.
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +19,13 @@ from pathlib import Path
 from four._types import EXIT_SIGNAL, JSON, Assistant, Message, System, ToolResult, Usage, User
 from four.trajectory import Trajectory
 from four.trajectory._codec import usage_from_json
-from four.trajectory._load import stream_records
+from four.trajectory._load import (
+    MAX_BYTES,
+    TrajectoryError,
+    TrajectoryTooLarge,
+    load_trajectory,
+    scan_trajectory,
+)
 
 _FENCE = re.compile(
     r"```(bash|sh|shell|console|zsh|mswea_bash_command)?[ \t]*\n(.*?)\n?```", re.DOTALL
@@ -77,10 +85,18 @@ class Run:
     usage: Usage
     model: str
     wall_time: float | None
+    step_count: int = -1
+    """Steps in the run: more than ``steps`` holds when only its ends were kept (-1: as many)."""
+    failed_steps: int = 0
+    format_error_steps: int = 0
 
     @property
     def outcome(self) -> str:
         return self.trajectory.outcome or "unfinished"
+
+    @property
+    def total_steps(self) -> int:
+        return len(self.steps) if self.step_count < 0 else self.step_count
 
 
 def commands_of(reply: Assistant) -> tuple[str, ...]:
@@ -141,7 +157,8 @@ def content_of(message: Message) -> str:
 
 
 def read_run(trajectory: Trajectory, timestamps: Sequence[float] = ()) -> Run:
-    """Cut a trajectory's messages into steps; ``timestamps`` align with the messages.
+    """Cut a trajectory's messages into steps; ``timestamps`` (else the trajectory's own)
+    align with the messages.
 
     >>> from four.trajectory import Trajectory
     >>> from pathlib import Path
@@ -150,37 +167,108 @@ def read_run(trajectory: Trajectory, timestamps: Sequence[float] = ()) -> Run:
     [('ls',)]
     """
     messages = trajectory.messages
-    times = list(timestamps) if len(timestamps) == len(messages) else []
-    system = next((m.content for m in messages if isinstance(m, System)), "")
-    # Our loop marks what it adds (task, observation, format_error, ...) and keeps return
-    # codes; older files and mini-swe-agent's are read by inference.
-    marked = any(isinstance(m, User) and m.kind == "task" for m in messages)
-    task = ""
-    steps: list[Step] = []
-    current: tuple[int, Assistant] | None = None
-    observed: list[Message] = []
+    times = timestamps or trajectory.timestamps
+    stamps = list(times) if len(times) == len(messages) else [None] * len(messages)
+    cutter = StepCutter()
+    for message, t in zip(messages, stamps, strict=True):
+        cutter.add(message, t)
+    return cutter.run(trajectory)
 
-    def close(end_index: int) -> None:
-        if current is None:
-            return
-        index, reply = current
-        started = times[index] if times else None
-        ended = (
-            times[end_index] if times and end_index < len(times) else (times[-1] if times else None)
-        )
-        steps.append(_step(len(steps) + 1, reply, tuple(observed), started, ended, marked))
 
-    for i, message in enumerate(messages):
+class StepCutter:
+    """Messages in, steps out, one message at a time: with ``keep``, only the first and
+    the last ``keep`` steps are held (and the totals of all), so a long run is read in
+    memory that follows what is shown; with ``pick``, only that step is held."""
+
+    __slots__ = (
+        "_current",
+        "_ended",
+        "_failed",
+        "_formats",
+        "_head",
+        "_keep",
+        "_marked",
+        "_model",
+        "_observed",
+        "_pick",
+        "_tail",
+        "_usage",
+        "count",
+        "system",
+        "task",
+    )
+
+    def __init__(self, keep: int | None = None, pick: int | None = None) -> None:
+        self._keep, self._pick = keep, pick
+        self._head: list[Step] = []
+        self._tail: deque[Step] = deque(maxlen=keep or None)
+        self._current: tuple[Assistant, float | None] | None = None
+        self._observed: list[Message] = []
+        self._ended: float | None = None
+        self._marked = False  # our loop marks what it adds; older files are read by inference
+        self._usage = Usage(calls=0)
+        self._model = ""
+        self._failed = self._formats = self.count = 0
+        self.system = self.task = ""
+
+    def add(self, message: Message, t: float | None = None) -> None:
+        """Take the next message (``t``: its time in the run, if known)."""
+        if t is not None:
+            self._ended = t
         if isinstance(message, Assistant):
-            close(i)
-            current, observed = (i, message), []
-        elif current is not None:
-            observed.append(message)
-        elif isinstance(message, User) and not task:
-            task = message.content
-    close(len(messages) - 1)
-    total = _usage(trajectory, steps)
-    return Run(trajectory, system, task, tuple(steps), total, _model(trajectory), _wall(trajectory))
+            self._close(t)
+            self._current, self._observed = (message, t), []
+            if message.usage is not None:
+                self._usage += message.usage
+            self._model = self._model or message.model
+        elif self._current is not None:
+            self._observed.append(message)
+        elif isinstance(message, System) and not self.system:
+            self.system = message.content
+        elif isinstance(message, User):
+            self._marked = self._marked or message.kind == "task"
+            self.task = self.task or message.content
+
+    def _close(self, ended: float | None) -> None:
+        if self._current is None:
+            return
+        reply, started = self._current
+        step = _step(
+            self.count + 1,
+            reply,
+            tuple(self._observed),
+            started,
+            ended if ended is not None else self._ended,
+            self._marked,
+        )
+        self.count += 1
+        self._failed += step.failed
+        self._formats += step.format_error is not None
+        if self._pick is not None:
+            if step.number == self._pick:
+                self._head.append(step)
+        elif self._keep is None or len(self._head) < self._keep:
+            self._head.append(step)
+        else:
+            self._tail.append(step)
+        self._current = None
+
+    def run(self, trajectory: Trajectory) -> Run:
+        """The run so far, with ``trajectory``'s outcome and totals."""
+        self._close(None)
+        steps = (*self._head, *self._tail)
+        return Run(
+            trajectory,
+            self.system,
+            self.task,
+            steps,
+            _usage(trajectory, self._usage),
+            _model(trajectory) or self._model,
+            _wall(trajectory),
+            self.count,
+            self._failed,
+            self._formats,
+        )
 
 
 def _step(
@@ -234,14 +322,10 @@ def _submits(reply: Assistant, commands: tuple[str, ...]) -> bool:
     )
 
 
-def _usage(trajectory: Trajectory, steps: Sequence[Step]) -> Usage:
+def _usage(trajectory: Trajectory, total: Usage) -> Usage:
     stats_usage = trajectory.stats.get("usage")
     if isinstance(stats_usage, dict):
         return usage_from_json(stats_usage)
-    total = Usage(calls=0)
-    for step in steps:
-        if step.reply.usage is not None:
-            total += step.reply.usage
     model_stats = trajectory.info.get("model_stats")  # mini-swe-agent
     if isinstance(model_stats, dict):
         cost, calls = model_stats.get("instance_cost"), model_stats.get("api_calls")
@@ -268,24 +352,24 @@ def _model(trajectory: Trajectory) -> str:
         found = _find_key(config.get("model"), "model_name")
         if found:
             return found
-    return next((m.model for m in trajectory.messages if isinstance(m, Assistant) and m.model), "")
+    return ""
 
 
 def _find_key(data: JSON, key: str) -> str:
-    """The first string under ``key`` in nested JSON (wrappers nest the real G)."""
-    if isinstance(data, dict):
-        value = data.get(key)
-        if isinstance(value, str) and value:
-            return value
-        for item in data.values():
-            found = _find_key(item, key)
-            if found:
-                return found
-    elif isinstance(data, list):
-        for item in data:
-            found = _find_key(item, key)
-            if found:
-                return found
+    """The first string under ``key`` in nested JSON (wrappers nest the real G), breadth
+    first and without recursion (a file decides how deep it goes)."""
+    level = [data]
+    while level:
+        below: list[JSON] = []
+        for item in level:
+            if isinstance(item, dict):
+                value = item.get(key)
+                if isinstance(value, str) and value:
+                    return value
+                below.extend(item.values())
+            elif isinstance(item, list):
+                below.extend(item)
+        level = below
     return ""
 
 
@@ -294,42 +378,50 @@ def _wall(trajectory: Trajectory) -> float | None:
     return float(wall) if isinstance(wall, int | float) else None
 
 
-def read_timestamps(path: Path) -> list[float]:
-    """Seconds since the run started, one per message, from our ``.json`` or ``.jsonl``.
-
-    Empty for files that carry none (mini-swe-agent's, or a plain emit).
-    """
+def load_run(
+    path: str | Path,
+    *,
+    keep: int | None = None,
+    pick: int | None = None,
+    max_bytes: int = MAX_BYTES,
+) -> Run:
+    """Load a trajectory file as a run (with ``keep``, only its first and last ``keep``
+    steps held; with ``pick``, only that one); a file that cannot be read is a usage
+    error."""
+    cutter = StepCutter(keep, pick)
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return []
-    if path.suffix == ".jsonl":
-        times: list[float] = []
-        for record in stream_records(text):
-            if record.get("type") == "message":
-                t = record.get("t")
-                times.append(float(t) if isinstance(t, int | float) else 0.0)
-        return times
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        return []
-    stamps = data.get("timestamps") if isinstance(data, dict) else None
-    if isinstance(stamps, list) and all(isinstance(t, int | float) for t in stamps):
-        return [float(t) for t in stamps]
-    return []
-
-
-def load_run(path: str | Path) -> Run:
-    """Load a trajectory file as a run; an unreadable file is a usage error."""
-    from four.cli._errors import UsageError
-    from four.trajectory import TrajectoryError, load_trajectory
-
-    try:
-        trajectory = load_trajectory(path)
+        head = scan_trajectory(path, cutter.add, max_bytes=max_bytes)
     except TrajectoryError as exc:
-        raise UsageError(str(exc)) from None
-    return read_run(trajectory, read_timestamps(Path(path)))
+        raise refused(exc) from None
+    return cutter.run(head)
+
+
+def load_trajectory_or_say(path: str | Path, max_bytes: int = MAX_BYTES) -> Trajectory:
+    """``load_trajectory``, with a file that cannot be read as a usage error."""
+    try:
+        return load_trajectory(path, max_bytes=max_bytes)
+    except TrajectoryError as exc:
+        raise refused(exc) from None
+
+
+def refused(exc: TrajectoryError) -> Exception:
+    """The usage error (the one line ``four`` prints) for a file that cannot be read."""
+    from four.cli._errors import UsageError
+
+    if isinstance(exc, TrajectoryTooLarge):
+        return UsageError(
+            f"{exc.path} is {exc.size / 2**20:.1f} MiB, over the limit of "
+            f"{exc.limit / 2**20:.1f} MiB: raise it with --max-size (or FOUR_MAX_SIZE)"
+        )
+    return UsageError(str(exc))
+
+
+def max_size(args: argparse.Namespace) -> int:
+    """The size limit of trajectory files: ``--max-size``, ``FOUR_MAX_SIZE``, or 256 MiB."""
+    from four.cli import _settings as env
+
+    text = getattr(args, "max_size", None) or env.get("FOUR_MAX_SIZE")
+    return MAX_BYTES if text is None else env.parse_size(str(text))
 
 
 def verdicts_of(stats: Mapping[str, JSON]) -> Mapping[str, JSON] | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import time
 from collections.abc import Iterable, Mapping
 from html import escape
@@ -19,7 +20,7 @@ from four._types import JSON
 from four.cli._errors import UsageError
 from four.cli._format import cost, seconds, succeeded, tokens
 from four.cli._html import CSS, POLICY, SCRIPT
-from four.cli._steps import Run, Step, load_run
+from four.cli._steps import Run, Step, load_run, max_size
 
 OPEN_LINES = 20
 """Outputs up to this many lines are shown open; longer ones are folded."""
@@ -30,14 +31,29 @@ def main(args: argparse.Namespace) -> int:
     """Write the page for ``args.trajectory`` and print its path."""
     source = Path(str(args.trajectory))
     target = Path(str(args.output)) if args.output else _default_target(source)
-    run = load_run(source)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(render_page(run), encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot write {target}: {exc.strerror}") from None
+    run = load_run(source, max_bytes=max_size(args))
+    write_whole(target, render_page(run).encode("utf-8"))
     print(target)
     return 0
+
+
+def write_whole(target: Path, data: bytes) -> None:
+    """Write ``target`` whole or not at all (a temporary beside it, then a rename), in a
+    folder that exists: none is created, so a mistyped path is an error, not a new tree."""
+    if not target.parent.is_dir():
+        what = "is not a folder" if target.parent.exists() else "does not exist"
+        raise UsageError(f"cannot write {target}: the folder {target.parent} {what}")
+    if target.is_dir():
+        raise UsageError(f"cannot write {target}: it is a folder")
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "xb") as out:
+            out.write(data)
+        os.replace(tmp, target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
 
 
 def _default_target(source: Path) -> Path:

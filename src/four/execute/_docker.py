@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from returns.result import Failure, Result, Success
 
+from four import _arguments as arguments
 from four._secrets import SECRET_PATTERNS, is_secret
 from four._types import Action, ExecutionError, Observation, Submitted
 from four.execute._closing import ClosedOnExit
@@ -161,6 +162,8 @@ class DockerEnv(ClosedOnExit):
             self._finalizer = self._container = None
 
     def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]:
+        if not isinstance(action, Action):  # V2("echo hi"): say so, not 'no attribute command'
+            raise arguments.not_an_action(type(self).__name__, action)
         problem = check_command(action.command)
         if problem:
             return Success(unrunnable(problem))
@@ -247,6 +250,12 @@ def docker_env(
     ...     env(Action("echo hi")).unwrap().content
     '<returncode>0</returncode>\\n<output>\\nhi\\n</output>'
     """
+    where = "docker_env"
+    arguments.text(where, "image", image)
+    arguments.environment_options(where, timeout, max_output, exit_signal, cwd, env)
+    arguments.names(where, "run_args", run_args)
+    arguments.text(where, "docker", docker)
+    arguments.optional_text(where, "container", container)
     return DockerEnv(
         image,
         timeout,

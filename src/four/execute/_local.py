@@ -8,6 +8,7 @@ from typing import Literal, overload
 
 from returns.result import Failure, Success
 
+from four import _arguments as arguments
 from four._secrets import SECRET_PATTERNS
 from four._types import Action, ExecutionError
 from four.execute._command import Executed, check_command, unrunnable
@@ -42,6 +43,8 @@ class LocalEnv:
     limits: Limits = DEFAULT_LIMITS
 
     def __call__(self, action: Action, /) -> Executed:
+        if not isinstance(action, Action):  # V2("echo hi"): say so, not 'no attribute command'
+            raise arguments.not_an_action(type(self).__name__, action)
         problem = check_command(action.command)
         if problem:
             return Success(unrunnable(problem))
@@ -141,12 +144,28 @@ def local_env(
     >>> local_env()(Action("echo hi")).unwrap().content
     '<returncode>0</returncode>\\n<output>\\nhi\\n</output>'
     """
+    _check_options("local_env", timeout, max_output, exit_signal, cwd, env, inherit, deny)
     if not isinstance(limits, Limits):
         raise TypeError(f"limits must be a four.execute.Limits, not {type(limits).__name__}")
     settings = (timeout, max_output, exit_signal, cwd, dict(env or {}), tuple(inherit))
     if persistent:
         return ShellEnv(*settings, tuple(deny), limits=limits)
     return LocalEnv(*settings, tuple(deny), limits=limits)
+
+
+def _check_options(
+    where: str,
+    timeout: object,
+    max_output: object,
+    exit_signal: object,
+    cwd: object,
+    env: object,
+    inherit: object,
+    deny: object,
+) -> None:
+    arguments.environment_options(where, timeout, max_output, exit_signal, cwd, env)
+    arguments.names(where, "inherit", inherit)
+    arguments.names(where, "deny", deny)
 
 
 def shell_env(

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from returns.result import Failure, Result, Success
 
+from four import _arguments as arguments
 from four._secrets import SECRET_PATTERNS
 from four._types import Action, ExecutionError, Observation, Submitted
 from four.execute._closing import ClosedOnExit
@@ -158,6 +159,8 @@ class SandboxEnv(ClosedOnExit):
         return [find_program(argv[0]), *argv[1:]]  # on our PATH: bwrap's environment has none
 
     def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]:
+        if not isinstance(action, Action):  # V2("echo hi"): say so, not 'no attribute command'
+            raise arguments.not_an_action(type(self).__name__, action)
         problem = check_command(action.command)
         if problem:
             return Success(unrunnable(problem))
@@ -221,6 +224,10 @@ def sandbox_env(
     ...     env(Action("touch /usr/x 2>/dev/null || echo read-only")).unwrap().content.splitlines()[2]
     'read-only'
     """
+    where = "sandbox_env"
+    arguments.environment_options(where, timeout, max_output, exit_signal, workdir, env)
+    for name, value in (("inherit", inherit), ("deny", deny), ("ro_binds", ro_binds)):
+        arguments.names(where, name, value)
     return SandboxEnv(
         timeout,
         max_output,

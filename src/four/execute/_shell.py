@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from returns.result import Failure, Result, Success
 
+from four import _arguments as arguments
 from four._secrets import SECRET_PATTERNS
 from four._types import Action, ExecutionError, Observation, Submitted
 from four.execute._closing import ClosedOnExit
@@ -173,6 +174,8 @@ class ShellEnv(ClosedOnExit):
     # --- running a command -----------------------------------------------------------
 
     def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]:
+        if not isinstance(action, Action):  # V2("echo hi"): say so, not 'no attribute command'
+            raise arguments.not_an_action(type(self).__name__, action)
         problem = check_command(action.command)
         if problem:
             return Success(unrunnable(problem))

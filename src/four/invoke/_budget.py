@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from returns.result import Failure, Result
 
+from four import _arguments as check
 from four._types import (
     NO_USAGE,
     Assistant,
@@ -88,4 +89,7 @@ def budget_invoke(
     >>> G([Assistant("x", usage=Usage(10, 10, 1.5))]).failure().message
     'cost 1.5000 >= limit 1.0000'
     """
+    check.component("budget_invoke", "G", G, "a G (a function: history -> Result)")
+    check.amount("budget_invoke", "cost_limit", cost_limit, optional=True)
+    check.count("budget_invoke", "token_limit", token_limit, minimum=1, optional=True)
     return BudgetInvoke(G, cost_limit, token_limit)

@@ -9,6 +9,7 @@ from typing import Final, ParamSpec
 
 from returns.result import Failure, Result, Success
 
+from four import _arguments as check
 from four._secrets import is_secret
 from four._types import (
     JSON,
@@ -146,6 +147,7 @@ def litellm_invoke(
     >>> G.kwargs
     {'temperature': 0}
     """
+    check.model_options("litellm_invoke", model, api_base, api_key, timeout, prices)
     public, secret = _split(kwargs)
     return LitellmInvoke(
         model,
@@ -185,6 +187,8 @@ def litellm_toolcall_invoke(
     >>> [t["function"]["name"] for t in G.tools]
     ['bash']
     """
+    check.model_options("litellm_toolcall_invoke", model, api_base, api_key, timeout, prices)
+    check.flag("litellm_toolcall_invoke", "bash_tool", bash_tool)
     public, secret = _split(kwargs)
     return LitellmInvoke(
         model,

@@ -14,6 +14,7 @@ from typing import TypeAlias
 
 from returns.result import Failure, Result, Success
 
+from four import _arguments as check
 from four._types import (
     NO_USAGE,
     Assistant,
@@ -174,6 +175,13 @@ def context_aware_invoke(
     >>> G([User("a")] * 5).unwrap().content
     'large'
     """
+    where = "context_aware_invoke"
+    check.component(where, "fast", fast, _G)
+    check.component(where, "large", large, _G)
+    check.count(where, "context_limit", context_limit, minimum=1)
+    check.count(where, "large_limit", large_limit, minimum=1, optional=True)
+    if counter is not None:
+        check.component(where, "counter", counter, "a function: messages -> tokens")
     return ContextAwareInvoke(fast, large, context_limit, large_limit, counter)
 
 
@@ -336,4 +344,15 @@ def summarizing_invoke(
     >>> G([User("task"), Assistant("a"), User("b"), Assistant("c"), User("d")]).unwrap().content
     'reply'
     """
+    where = "summarizing_invoke"
+    check.component(where, "G", G, _G)
+    if summarizer is not None:
+        check.component(where, "summarizer", summarizer, _G)
+    check.count(where, "threshold", threshold, minimum=1)
+    check.count(where, "keep_recent", keep_recent, minimum=0)
+    if counter is not None:
+        check.component(where, "counter", counter, "a function: messages -> tokens")
     return SummarizingInvoke(G, summarizer, threshold, keep_recent, counter)
+
+
+_G = "a G (a function: history -> Result[Reply, ModelError])"

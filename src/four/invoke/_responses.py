@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from returns.result import Failure, Result, Success
 
+from four import _arguments as check
 from four._types import (
     JSON,
     Assistant,
@@ -151,6 +152,8 @@ def http_response_invoke(
     >>> G.request([])["tools"][0]["name"]
     'bash'
     """
+    check.model_options("http_response_invoke", model, api_base, api_key, timeout, prices)
+    check.text("http_response_invoke", "api_base", api_base)
     return ResponsesInvoke(
         model,
         api_base,

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 
 from returns.result import Failure, Result, Success
 
+from four import _arguments as check
 from four._types import NO_USAGE, Invoke, Message, ModelError, Reply, Usage
 from four.invoke._billing import add_usage
 
@@ -92,6 +93,12 @@ def retry_invoke(
     >>> G([]).unwrap().content, waits
     ('hi', [2.0])
     """
-    if max_attempts < 1:
-        raise ValueError(f"max_attempts must be at least 1, not {max_attempts}")
+    where = "retry_invoke"
+    check.component(where, "G", G, "a G (a function: history -> Result[Reply, ModelError])")
+    check.count(where, "max_attempts", max_attempts, minimum=1)
+    check.seconds(where, "base_delay", base_delay)
+    check.seconds(where, "max_delay", max_delay)
+    check.seconds(where, "max_elapsed", max_elapsed, optional=True)
+    for name, fn in (("sleep", sleep), ("clock", clock), ("rng", rng)):
+        check.component(where, name, fn, "a function")
     return RetryInvoke(G, max_attempts, base_delay, max_delay, max_elapsed, sleep, clock, rng)

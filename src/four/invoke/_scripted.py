@@ -6,10 +6,11 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TypeAlias
+from typing import TypeAlias, cast
 
 from returns.result import Failure, Result, Success
 
+from four import _arguments as check
 from four._types import Assistant, Message, ModelError, ModelErrorKind, Reply, Usage
 
 Scripted: TypeAlias = (
@@ -56,6 +57,20 @@ def scripted_invoke(replies: Sequence[Scripted]) -> ScriptedInvoke:
     >>> G([]).unwrap().content
     '```bash\\nls\\n```'
     """
+    if isinstance(replies, str) or not isinstance(replies, Sequence):
+        raise TypeError(
+            f"scripted_invoke: replies={replies!r:.60} is not a list of replies: "
+            "write scripted_invoke([...]), one item a model call"
+        )
+    bad = next(
+        (r for r in replies if not isinstance(r, str | Assistant | ModelError) and not callable(r)),
+        None,
+    )
+    if bad is not None:
+        raise TypeError(
+            f"scripted_invoke: a reply is {bad!r:.60}: give texts, Assistant turns, "
+            "ModelErrors or functions of the history"
+        )
     return ScriptedInvoke(tuple(replies))
 
 
@@ -69,8 +84,15 @@ def replay_invoke(trajectory: str | os.PathLike[str] | Sequence[Message]) -> Scr
     if isinstance(trajectory, str | os.PathLike):
         from four.trajectory import load_trajectory
 
+        check.path("replay_invoke", "trajectory", trajectory)
+
         messages: Sequence[Message] = load_trajectory(trajectory).messages
+    elif isinstance(trajectory, Sequence):
+        messages = cast("Sequence[Message]", trajectory)
     else:
-        messages = trajectory
+        raise TypeError(
+            f"replay_invoke: trajectory={trajectory!r:.60}: give a trajectory file's path "
+            "or a list of messages"
+        )
     turns = tuple(m for m in messages if isinstance(m, Assistant))
     return ScriptedInvoke(turns, name="replay")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from returns.result import Failure, Result, Success
 
+from four import _arguments as check
 from four._types import Action, FormatError, Rejected, Reply, Submitted
 from four.execute._output import EXIT_SIGNAL
 from four.parse._finish import finish_rule, no_action
@@ -283,4 +284,12 @@ def regex_parse(
     >>> regex_parse()(Assistant("Let me look.\\n```bash\\nls -la\\n```")).unwrap()
     [Action(command='ls -la', call_id=None)]
     """
+    check.names("regex_parse", "tags", tags)
+    for name, value in (
+        ("code_tags", code_tags),
+        ("one_action", one_action),
+        ("finish_on_plain_text", finish_on_plain_text),
+    ):
+        check.flag("regex_parse", name, value)
+    check.text("regex_parse", "exit_signal", exit_signal)
     return RegexParse(tuple(tags), code_tags, one_action, finish_on_plain_text, exit_signal)

@@ -9,6 +9,7 @@ from typing import cast
 
 from returns.result import Result, Success
 
+from four import _arguments as check
 from four._types import Action, FormatError, Rejected, Reply, Submitted, ToolCall
 from four.execute._output import EXIT_SIGNAL
 from four.parse._finish import finish_rule, no_action
@@ -114,4 +115,8 @@ def toolcall_parse(
     >>> toolcall_parse()(Assistant("", (ToolCall("c1", "bash", '{"command": "ls"}'),))).unwrap()
     [Action(command='ls', call_id='c1')]
     """
+    check.text("toolcall_parse", "tool", tool)
+    check.text("toolcall_parse", "argument", argument)
+    check.flag("toolcall_parse", "finish_on_plain_text", finish_on_plain_text)
+    check.text("toolcall_parse", "exit_signal", exit_signal)
     return ToolcallParse(tool, argument, finish_on_plain_text, exit_signal)

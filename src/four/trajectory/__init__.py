@@ -1,7 +1,13 @@
 """emit: saving and loading trajectories."""
 
 from four.trajectory._load import Trajectory, TrajectoryError, load_trajectory
-from four.trajectory._save import FORMAT, TrajectorySink, TrajectoryWriter, save_trajectory
+from four.trajectory._save import (
+    FORMAT,
+    TrajectoryNotSaved,
+    TrajectorySink,
+    TrajectoryWriter,
+    save_trajectory,
+)
 from four.trajectory._sign import SigningError, SigningKey
 
 __all__ = [
@@ -10,6 +16,7 @@ __all__ = [
     "SigningKey",
     "Trajectory",
     "TrajectoryError",
+    "TrajectoryNotSaved",
     "TrajectorySink",
     "TrajectoryWriter",
     "load_trajectory",

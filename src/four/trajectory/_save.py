@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
+from four import _arguments as arguments
 from four._outcomes import Outcome
 from four._types import JSON, NO_USAGE, Message, RunInfo, RunStats
 from four.trajectory._codec import message_to_json, usage_to_json
@@ -54,10 +55,14 @@ class TrajectorySink:
         "_info",
         "_key",
         "_messages",
+        "_pending",
         "_seal",
+        "_size",
         "_started",
         "_stem",
         "_times",
+        "_written",
+        "failure",
     )
 
     def __init__(self, directory: Path, info: RunInfo, key: SigningKey | None = None) -> None:
@@ -83,6 +88,12 @@ class TrajectorySink:
             "seal": self._seal,
         }
         self._head = self._line(start, self._chain)
+        self.failure: OSError | None = None
+        """Why the stream stopped being written (a full disk...); its lines are kept in
+        memory from then on, and written when the run ends."""
+        self._size = 0  # bytes of whole lines in the stream
+        self._written = 0  # messages in the stream
+        self._pending: list[bytes] = []  # lines not written, once it failed
 
     @property
     def jsonl(self) -> Path:
@@ -112,9 +123,18 @@ class TrajectorySink:
         line = f'{{"type": "message", "t": {t}, "message": {text}, "digest": "{digest}"'
         if self._key is not None:
             line += f', "signature": "{self._key.sign(self._chain.digest)}"'
-        # Unbuffered: a killed process keeps every line written.
-        _write(self._fd, f"{self._head}{line}}}\n".encode())
+        data = f"{self._head}{line}}}\n".encode()
         self._head = ""
+        if self.failure is not None:
+            self._pending.append(data)  # for the end
+            return
+        try:  # unbuffered: a killed process keeps every line written
+            _write(self._fd, data)
+        except OSError as exc:  # the disk is full...: kept, and the run decides
+            self._failed(exc, [data])
+            return
+        self._size += len(data)
+        self._written += 1
 
     def close(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> Path:
         stats_json = _stats_json(stats)
@@ -132,7 +152,7 @@ class TrajectorySink:
                     "stats": stats_json,
                     "stream": stream,
                 }
-                _write(fd, (self._head + self._line(end, streamed)).encode())
+                self._end_stream(fd, (self._head + self._line(end, streamed)).encode())
             finally:
                 os.close(fd)
         if len(self._messages) != len(messages):  # a plain-emit history, or one edited after
@@ -168,7 +188,12 @@ class TrajectorySink:
         if self._key is not None:
             seal["signature"] = self._key.sign(chain.digest)
         document["seal"] = seal
-        _write_atomic(self._dir, f"{self._stem}.json", _render(document, self._messages).encode())
+        try:
+            _write_atomic(
+                self._dir, f"{self._stem}.json", _render(document, self._messages).encode()
+            )
+        except OSError as exc:
+            raise TrajectoryNotSaved(self, exc, len(self._messages)) from exc
         return self.path
 
     def _line(self, record: dict[str, JSON], chain: Chain) -> str:
@@ -177,6 +202,65 @@ class TrajectorySink:
         if self._key is not None:
             record["signature"] = self._key.sign(chain.digest)
         return json.dumps(record) + "\n"
+
+    def _failed(self, exc: OSError, pending: list[bytes]) -> None:
+        """The stream could not take a line: cut it back to its last whole line (so it
+        stays readable), and keep what it lacks in memory."""
+        self.failure = exc
+        self._pending.extend(pending)
+        with contextlib.suppress(OSError):
+            os.ftruncate(self._fd, self._size)
+
+    def _end_stream(self, fd: int, end: bytes) -> None:
+        """Write what the stream lacks, then the end record. A stream deleted while the
+        run went (the agent's own ``rm -rf``) is written again: copied from the open
+        file, which outlives its name."""
+        rest = b"".join(self._pending) + end
+        try:
+            if os.fstat(fd).st_nlink == 0:  # unlinked: the open file is no one's now
+                self._relink(fd)
+            else:
+                os.ftruncate(fd, self._size)
+            _write(fd, rest)
+        except OSError as exc:
+            if self.failure is None:
+                self.failure = exc
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, self._size)
+            return
+        self._written += len(self._pending)
+        self.failure, self._pending = None, []
+
+    def _relink(self, fd: int) -> None:
+        """Give the open, unlinked stream a name again: a new file with its content."""
+        self._dir.mkdir(parents=True, exist_ok=True)
+        with open(f"/proc/self/fd/{fd}", "rb") as old:  # the unlinked file, read
+            data = old.read(self._size)
+        fresh = os.open(self.jsonl, _FLAGS | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o666)
+        try:
+            _write(fresh, data)
+        except BaseException:
+            os.close(fresh)
+            raise
+        os.dup2(fresh, fd, inheritable=False)  # the rest goes to the new file
+        os.close(fresh)
+
+
+class TrajectoryNotSaved(OSError):
+    """The sealed document could not be written (a full disk, a folder that went). What
+    the stream kept, if anything, is named: ``kept`` exists, or is None."""
+
+    def __init__(self, sink: TrajectorySink, error: OSError, messages: int) -> None:
+        reason = (error.strerror or str(error)).lower()
+        kept = sink.jsonl if sink.jsonl.is_file() else None
+        held = sink._written if sink.failure is not None else messages
+        what = f"{kept} keeps {held} of {messages} messages" if kept else "nothing was kept"
+        self.message = f"{reason}: the run could not be saved in {sink.path.parent} ({what})"
+        super().__init__(error.errno, self.message)
+        self.reason, self.kept, self.path = reason, kept, sink.path
+
+    def __str__(self) -> str:
+        return self.message
 
 
 def save_trajectory(
@@ -197,6 +281,7 @@ def save_trajectory(
     >>> emit.output_dir.name
     'four-doc-runs'
     """
+    arguments.path("save_trajectory", "output_dir", output_dir)
     path = output_dir if isinstance(output_dir, Path) else Path(output_dir)  # not parsed again
     key = signing_key
     if key is not None and not isinstance(key, SigningKey):
