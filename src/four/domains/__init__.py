@@ -70,6 +70,11 @@ _REGISTRY: dict[str, tuple[str, str | None, str]] = {
         None,
         "shell commands in ```bash blocks, run in --env (the default)",
     ),
+    "notebook": (
+        "four.domains.notebook._domain:DOMAIN",
+        "notebook",
+        "Python cells in one Jupyter kernel, saved as an .ipynb that must re-run",
+    ),
 }
 
 
