@@ -112,3 +112,15 @@ def test_an_unknown_domain_flag_is_a_usage_error(
         main(["run", "x", "--model", "m", "--domain", "nope"])
     assert exit_.value.code == 2
     assert "invalid choice: 'nope'" in capsys.readouterr().err
+
+
+def test_import_four_and_four_run_help_load_no_notebook_package() -> None:
+    heavy = ("nbformat", "nbclient", "jupyter_client", "ipykernel", "matplotlib", "zmq")
+    code = (
+        "import sys, four, four.domains\n"
+        "from four.cli import build_parser\n"
+        "build_parser('run')\n"
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {heavy!r}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -18,7 +18,8 @@ from four.domains.notebook import KernelEnv, kernel_env
 def cell(env: KernelEnv, source: str) -> Observation:
     result = env(Action(source))
     assert isinstance(result, Success), result
-    return result.unwrap()
+    seen: Observation = result.unwrap()
+    return seen
 
 
 def test_state_carries_from_cell_to_cell(shared: KernelEnv) -> None:
@@ -136,7 +137,9 @@ def test_secrets_of_the_driver_do_not_reach_the_kernel(monkeypatch: pytest.Monke
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
     monkeypatch.setenv("MPLBACKEND", "Agg")  # would capture no figure inside the kernel
     with kernel_env(timeout=10) as env:
-        seen = cell(env, "import os\nprint(os.environ.get('OPENAI_API_KEY'), os.environ.get('MPLBACKEND'))")
+        seen = cell(
+            env, "import os\nprint(os.environ.get('OPENAI_API_KEY'), os.environ.get('MPLBACKEND'))"
+        )
         assert "sk-secret" not in seen.content and "Agg" not in seen.content
 
 
@@ -163,6 +166,13 @@ def test_eight_concurrent_kernels_do_not_cross_talk() -> None:
     finally:
         for env in envs:
             env.close()
+
+
+def test_the_font_cache_is_built_before_the_first_cell(tmp_path: Path) -> None:
+    # A fresh matplotlib config folder: no font cache yet.
+    with kernel_env(timeout=30, env={"MPLCONFIGDIR": str(tmp_path)}) as env:
+        assert cell(env, "1").returncode == 0  # the first cell does not touch matplotlib
+        assert list(tmp_path.glob("fontlist-*.json"))
 
 
 def test_bad_arguments_raise_naming_the_parameter() -> None:

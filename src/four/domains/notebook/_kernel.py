@@ -48,11 +48,18 @@ timeout (the kernel kept its state), or lost with the kernel (restarted, state l
 
 
 _WARM_UP = """\
-try:
-    import matplotlib.font_manager  # builds matplotlib's font cache on a first use
-except ImportError:
-    pass
+def _four_warm_up():
+    import glob, importlib.util, os
+    if importlib.util.find_spec("matplotlib") is None:
+        return
+    import matplotlib
+    if not glob.glob(os.path.join(matplotlib.get_cachedir(), "fontlist-*.json")):
+        import matplotlib.font_manager  # builds the font cache: seconds, once
+_four_warm_up()
+del _four_warm_up
 """
+"""Run in a new kernel before its first cell: matplotlib's font cache, when missing, is
+built now, not inside a cell's timeout (where the build takes seconds)."""
 
 
 @dataclass(eq=False, slots=True, weakref_slot=True)
@@ -161,7 +168,10 @@ class KernelEnv(ClosedOnExit):
             o for o in cell.outputs if status != "timed_out" or o.get("output_type") != "error"
         ]
         lines += describe_outputs(shown, self.max_output, self._figures)
-        self._figures += len(figures(cell.outputs))
+        made = len(figures(cell.outputs))
+        # The run-wide numbers the model was told: `four show` and `four view` use them.
+        cell.metadata["four"]["figures"] = list(range(self._figures + 1, self._figures + made + 1))
+        self._figures += made
         lines += notes
         code = 0 if status == "ok" else (124 if status in ("timed_out", "restarted") else 1)
         timed_out = status == "timed_out" or (status == "restarted" and took >= self.timeout)
