@@ -25,8 +25,8 @@ ls
 That is all for now."""
 
 
-def commands(reply: str, **options: bool) -> list[str]:
-    result = cell_parse(**options)(Assistant(reply))
+def commands(reply: str, markdown: bool = True) -> list[str]:
+    result = cell_parse(markdown=markdown)(Assistant(reply))
     assert isinstance(result, Success), result
     return [a.command for a in result.unwrap() if isinstance(a, Action)]
 
