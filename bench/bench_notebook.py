@@ -66,7 +66,9 @@ def per_cell() -> tuple[list[float], list[float], list[float]]:
     ours, own, bare = [], [], []
 
     async def round_trip() -> None:
-        await kc.execute_interactive("x = 1", store_history=False, output_hook=lambda m: None)
+        await kc.execute_interactive(  # type: ignore[attr-defined]
+            "x = 1", store_history=False, output_hook=lambda m: None
+        )
 
     action = Action("x = 1")
     try:

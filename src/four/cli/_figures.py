@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from four._types import JSON
 from four.trajectory import Trajectory
+from four.types import JSON
 
 _LINE = re.compile(r"^figure (\d+): ", re.M)
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from four._types import Execute, Parse, Recorder, Verify
+from four.types import Execute, Parse, Recorder, Verify
 
 __all__ = ["Domain", "DomainError", "DomainSetup", "domain_names", "get_domain"]
 

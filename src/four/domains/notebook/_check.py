@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING
 
 from returns.result import Success
 
-from four._types import Action, Execute
 from four.checks import Claim, Judgement, verify
 from four.domains.notebook._kernel import KernelEnv
 from four.domains.notebook._outputs import error_of, figures
 from four.domains.notebook._save import notebook_cells
 from four.quaternary import CheckResult, EvidenceNeed, maybe, no, yes
+from four.types import Action, Execute
 
 if TYPE_CHECKING:
     from nbformat import NotebookNode

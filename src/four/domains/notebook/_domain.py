@@ -5,13 +5,13 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from four._types import Execute, Recorder, Verify
 from four.domains import Domain, DomainSetup
 from four.domains.notebook._check import notebook_check
 from four.domains.notebook._kernel import KernelEnv, kernel_env
 from four.domains.notebook._parse import cell_parse
 from four.domains.notebook._save import save_notebook
 from four.execute import EXIT_SIGNAL
+from four.types import Execute, Recorder, Verify
 
 EXTRA = ("nbformat", "nbclient", "jupyter_client", "ipykernel", "matplotlib")
 """The ``notebook`` extra's packages: looked for (not imported) when the domain is asked for."""

@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from returns.result import Failure, Result, Success
 
-from four._types import Action, ExecutionError, Observation, Submitted
 from four.domains.notebook._nb import code_cell, error_output, markdown_cell, notebook
 from four.domains.notebook._outputs import describe_outputs, error_of, figures, streams
 from four.execute import DEFAULT_INHERIT, EXIT_SIGNAL, SECRET_PATTERNS, command_env
 from four.execute._closing import ClosedOnExit
 from four.execute._interrupt import running
 from four.execute._process import MARK, kill_group, kill_marked, new_mark
+from four.types import Action, ExecutionError, Observation, Submitted
 
 if TYPE_CHECKING:
     from jupyter_client.manager import KernelManager

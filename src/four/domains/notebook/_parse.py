@@ -7,11 +7,11 @@ from dataclasses import dataclass
 
 from returns.result import Failure, Result, Success
 
-from four._types import Action, FormatError, Rejected, Reply, Submitted
 from four.domains.notebook._kernel import MARKDOWN
 from four.execute import EXIT_SIGNAL
 from four.parse import fenced_blocks
 from four.parse._finish import signal_submission
+from four.types import Action, FormatError, Rejected, Reply, Submitted
 
 PYTHON_TAGS = ("python", "py", "python3", "ipython", "ipython3")
 

@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from four._outcomes import Outcome
-from four._types import JSON, NO_USAGE, Message, RunInfo, RunStats
+from four._types import NO_USAGE
 from four.domains.notebook._kernel import KernelEnv
 from four.domains.notebook._nb import notebook, to_text
 from four.domains.notebook._outputs import figures
 from four.trajectory import TrajectorySink, TrajectoryWriter, save_trajectory
 from four.trajectory._save import _write_atomic
+from four.types import JSON, Message, RunInfo, RunStats
 
 if TYPE_CHECKING:
     from nbformat import NotebookNode
