@@ -133,6 +133,33 @@ def test_no_process_a_cell_started_outlives_the_run() -> None:
     assert env.pid is None
 
 
+def test_a_supervisor_interrupt_kills_the_kernel_and_starts_no_other() -> None:
+    from four.execute._interrupt import interrupt, interruptible
+
+    env = kernel_env(timeout=60)
+    seen: list[Observation] = []
+    ready = threading.Event()
+
+    def work() -> None:
+        with interruptible("notebook-run"):
+            cell(env, "started_4 = True")
+            ready.set()
+            seen.append(cell(env, "import time\ntime.sleep(60)"))
+            seen.append(cell(env, "started_4"))
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    assert ready.wait(60)
+    pid = env.pid
+    time.sleep(0.5)
+    assert interrupt("notebook-run") == 1
+    thread.join(30)
+    assert not thread.is_alive()
+    assert "stopped" in seen[0].content and "not run" in seen[1].content
+    assert pid is not None and not _alive(pid) and env.pid is None and env.restarts == 0
+    env.close()
+
+
 def test_secrets_of_the_driver_do_not_reach_the_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
     monkeypatch.setenv("MPLBACKEND", "Agg")  # would capture no figure inside the kernel

@@ -175,9 +175,14 @@ def test_four_run_domain_notebook_then_show_and_view_name_and_embed_the_figures(
     assert "figure 1: in the notebook, cell 2" in shown
     page = tmp_path / "run.html"
     assert main(["view", str(path), "-o", str(page)]) == 0
+    assert capsys.readouterr().out.strip() == str(page)
     html = page.read_text()
     assert html.count('src="data:image/png;base64,iVBORw0KGgo') == 1
     assert "figure 1 · notebook cell 2" in html
+    # the model turns again, in the run's own domain: a fresh kernel gives the same cells
+    assert main(["replay", str(path), "--json"]) == 0
+    replayed = json.loads(capsys.readouterr().out)
+    assert replayed["same"] is True and replayed["replayed_outcome"] == "accepted"
 
 
 def test_the_notebook_domain_runs_its_kernel_here_only(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from returns.result import Success
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 class NotebookCheck:
     """YES when the run's notebook reproduces; see ``notebook_check``."""
 
-    env: KernelEnv
+    env: KernelEnv = field(repr=False)  # described once, as the run's V2
     min_figures: int = 0
     assertion: str | None = None
     timeout: float | None = None

@@ -29,7 +29,7 @@ from four.domains.notebook._nb import code_cell, error_output, markdown_cell, no
 from four.domains.notebook._outputs import describe_outputs, error_of, figures, streams
 from four.execute import DEFAULT_INHERIT, EXIT_SIGNAL, SECRET_PATTERNS, command_env
 from four.execute._closing import ClosedOnExit
-from four.execute._interrupt import running
+from four.execute._interrupt import running, stopped
 from four.execute._process import MARK, kill_group, kill_marked, new_mark
 from four.types import Action, ExecutionError, Observation, Submitted
 
@@ -130,6 +130,9 @@ class KernelEnv(ClosedOnExit):
             _status(cell, "syntax_error")
             text = f"cell {number} was not run: {problem}\nFix the syntax and send the cell again."
             return Success(Observation(text, 1))
+        if stopped():  # a supervisor is ending the run (four.batch): start nothing
+            _status(cell, "restarted")
+            return Success(Observation(f"cell {number} was not run: the run is being stopped", -9))
         if self._kernel is None:
             started = self._start()
             if isinstance(started, Failure):
@@ -162,7 +165,7 @@ class KernelEnv(ClosedOnExit):
             submitted = self._submission(cell)
             if submitted is not None:
                 return Failure(Submitted(submitted))
-        lines = [_headline(number, status, took, cell)]
+        lines = [_headline(number, status, cell)]
         # An interrupted cell's KeyboardInterrupt traceback says nothing the note does not.
         shown = [
             o for o in cell.outputs if status != "timed_out" or o.get("output_type") != "error"
@@ -203,6 +206,8 @@ class KernelEnv(ClosedOnExit):
 
     def _restart(self, why: str) -> str:
         self._stop()
+        if stopped():  # killed by a supervisor: the run is ending, no new kernel
+            return "The kernel was stopped: the run is being stopped."
         self.restarts += 1
         started = self._start()
         lost = (
@@ -237,7 +242,9 @@ def _status(cell: NotebookNode, status: Status) -> None:
     cell.metadata["four"] = {"status": status}
 
 
-def _headline(number: int, status: Status, took: float, cell: NotebookNode) -> str:
+def _headline(number: int, status: Status, cell: NotebookNode) -> str:
+    """The observation's first line. No duration: the same cell gives the same text (the
+    duration is the observation's own field), so a replay compares like with like."""
     count = cell.get("execution_count")
     label = f"cell {number}" + (f" (In [{count}])" if count else "")
     said = {
@@ -247,7 +254,7 @@ def _headline(number: int, status: Status, took: float, cell: NotebookNode) -> s
         "restarted": "was lost with the kernel",
         "syntax_error": "was not run",
     }[status]
-    return f"{label} {said} in {took:.2f} s"
+    return f"{label} {said}"
 
 
 def syntax_problem(source: str) -> str | None:

@@ -6,7 +6,7 @@ import copy
 import os
 import platform
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -68,7 +68,7 @@ class NotebookWriter:
     """The emit made by ``save_notebook``: a ``Recorder`` like ``save_trajectory``'s."""
 
     trajectory: TrajectoryWriter
-    env: KernelEnv
+    env: KernelEnv = field(repr=False)  # described once, as the run's V2
     keep_failed: KeepFailed = "drop"
 
     def __call__(self, messages: Sequence[Message], outcome: Outcome, /) -> Path:
