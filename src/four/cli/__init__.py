@@ -146,7 +146,9 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--check",
         metavar="CMD",
-        help="verified loop: a submission counts only once CMD exits 0 in the environment",
+        help="verified loop: a submission counts only once CMD exits 0 in the environment "
+        "(--domain notebook: the notebook is always re-run in a fresh kernel, and CMD is "
+        "Python run after it, e.g. an assert)",
     )
     p.add_argument("-o", "--output-dir", help="where to save the trajectory [FOUR_OUTPUT_DIR]")
     p.add_argument(

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from returns.result import Failure, Success
 
-from four import Action, Observation, Submitted
+from four import Action, ExecutionError, Observation, Submitted
 from four.domains.notebook import KernelEnv, kernel_env
 
 
@@ -200,6 +200,13 @@ def test_the_font_cache_is_built_before_the_first_cell(tmp_path: Path) -> None:
     with kernel_env(timeout=30, env={"MPLCONFIGDIR": str(tmp_path)}) as env:
         assert cell(env, "1").returncode == 0  # the first cell does not touch matplotlib
         assert list(tmp_path.glob("fontlist-*.json"))
+
+
+def test_a_kernel_that_cannot_start_is_an_execution_error() -> None:
+    with kernel_env(kernel_name="no-such-kernel") as env:
+        result = env(Action("1"))
+    assert isinstance(result, Failure) and isinstance(result.failure(), ExecutionError)
+    assert "did not start" in result.failure().message and "no-such-kernel" in str(result)
 
 
 def test_bad_arguments_raise_naming_the_parameter() -> None:

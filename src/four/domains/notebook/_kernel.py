@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import contextlib
+import math
 import os
 import shutil
 import tempfile
@@ -66,9 +67,10 @@ built now, not inside a cell's timeout (where the build takes seconds)."""
 class KernelEnv(ClosedOnExit):
     """V2: Python cells in one Jupyter kernel kept for the run; see ``kernel_env``.
 
-    ``notebook`` holds every cell given so far (markdown and code, failed ones too) with
-    its outputs; each code cell's ``metadata.four.status`` says what became of it.
-    Not thread-safe across cells: a run's cells go one at a time.
+    ``cells`` holds every cell given so far (markdown and code, failed ones too) with
+    its outputs; each code cell's ``metadata.four.status`` says what became of it, and
+    ``metadata.four.figures`` the run-wide numbers of the figures it made. Thread-safe:
+    cells run one at a time.
     """
 
     timeout: float = 60.0
@@ -140,8 +142,9 @@ class KernelEnv(ClosedOnExit):
                 return Failure(started.failure())
         kernel = self._kernel
         assert kernel is not None
+        limit = whole_seconds(self.timeout)
         began = time.monotonic()
-        ran = kernel.execute(cell, self.timeout, self.interrupt_grace)
+        ran = kernel.execute(cell, limit, self.interrupt_grace)
         took = time.monotonic() - began
         status: Status
         notes: list[str] = []
@@ -151,11 +154,11 @@ class KernelEnv(ClosedOnExit):
         elif (
             (error := error_of(cell.outputs)) is not None
             and error.get("ename") == "KeyboardInterrupt"
-            and took >= self.timeout
+            and took >= limit
         ):
             status = "timed_out"
             notes.append(
-                f"The cell was interrupted at its timeout ({self.timeout:g} s); the kernel "
+                f"The cell was interrupted at its timeout ({limit} s); the kernel "
                 "kept its state (variables set before the interruption are still there)."
             )
         else:
@@ -177,7 +180,7 @@ class KernelEnv(ClosedOnExit):
         self._figures += made
         lines += notes
         code = 0 if status == "ok" else (124 if status in ("timed_out", "restarted") else 1)
-        timed_out = status == "timed_out" or (status == "restarted" and took >= self.timeout)
+        timed_out = status == "timed_out" or (status == "restarted" and took >= limit)
         return Success(Observation("\n".join(lines), code, timed_out, took))
 
     def _submission(self, cell: NotebookNode) -> str | None:
@@ -236,6 +239,15 @@ def _shutdown(holder: list[_Kernel | None]) -> None:
     holder[0] = None
     if kernel is not None:
         kernel.shutdown()
+
+
+def whole_seconds(timeout: float) -> int:
+    """nbclient counts a cell's timeout in whole seconds: ours, rounded up.
+
+    >>> whole_seconds(0.5), whole_seconds(2.0), whole_seconds(2.1)
+    (1, 2, 3)
+    """
+    return max(1, math.ceil(timeout))
 
 
 def _status(cell: NotebookNode, status: Status) -> None:
@@ -363,14 +375,14 @@ class _Kernel:
             return False
         return _zombie(self.pid)
 
-    def execute(self, cell: NotebookNode, timeout: float, grace: float) -> Literal["done", "lost"]:
+    def execute(self, cell: NotebookNode, timeout: int, grace: float) -> Literal["done", "lost"]:
         """Run ``cell``; at ``timeout`` interrupt it, and ``grace`` seconds later give up."""
         from nbclient.exceptions import DeadKernelError
 
         client = self.client
         client.nb.cells.append(cell)  # nbclient finds display updates by index there
         index = len(client.nb.cells) - 1
-        client.timeout = max(1, round(timeout))  # nbclient's unit is whole seconds
+        client.timeout = timeout
         command = running(self.pid, self.mark, None)
         try:
             self.loop.run_until_complete(
@@ -456,12 +468,13 @@ def kernel_env(
     cell's stdout, stderr and result (each cut to ``max_output`` characters, head and
     tail), the error's name and message with a trimmed traceback, and a line per figure
     (``figure 1: 640x480 PNG``; matplotlib draws inline). A cell past ``timeout`` seconds
-    is interrupted and the kernel keeps its state; if the interrupt does not stop it
-    within ``interrupt_grace`` seconds, the kernel is restarted and the model is told its state was lost. The kernel starts
-    at the first code cell (within ``startup_timeout``, matplotlib's font cache built
-    before any cell's timeout); ``close()`` (or the end of ``run``) kills it and every
-    process its cells started. A cell whose output starts with the exit-signal line
-    submits the rest of its output.
+    (whole seconds, rounded up) is interrupted and the kernel keeps its state; if the
+    interrupt does not stop it within ``interrupt_grace`` seconds, the kernel is
+    restarted and the model is told its state was lost. The kernel starts at the first
+    code cell (within ``startup_timeout``, matplotlib's font cache built before any
+    cell's timeout); ``close()`` (or the end of ``run``) kills it and every process its
+    cells started. A cell whose output starts with the exit-signal line submits the rest
+    of its output. A kernel that cannot start is an ``ExecutionError``.
 
     >>> from four import Action
     >>> with kernel_env(timeout=10) as env:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import os
 import platform
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -72,8 +73,6 @@ class NotebookWriter:
     keep_failed: KeepFailed = "drop"
 
     def __call__(self, messages: Sequence[Message], outcome: Outcome, /) -> Path:
-        import time
-
         now = time.time()
         sink = self.open(RunInfo({}, 0, 0, now))
         for message in messages:
@@ -117,13 +116,14 @@ class NotebookSink:
     def _write(self, outcome: Outcome) -> dict[str, JSON]:
         """Write the notebook; what the trajectory says of it (or why it is missing)."""
         writer = self._writer
-        cells = notebook_cells(writer.env, writer.keep_failed)
-        made = sum(len(figures(c.get("outputs", []))) for c in cells)
-        nb = build_notebook(cells, four={"trajectory": self.path.name, "outcome": outcome.text})
         target = self.notebook
         try:
-            _write_atomic(target.parent, target.name, to_text(nb).encode())
-        except (OSError, ValueError) as exc:  # a full disk; nbformat.ValidationError
+            cells = notebook_cells(writer.env, writer.keep_failed)
+            made = sum(len(figures(c.get("outputs", []))) for c in cells)
+            four: dict[str, JSON] = {"trajectory": self.path.name, "outcome": outcome.text}
+            text = to_text(build_notebook(cells, four=four))
+            _write_atomic(target.parent, target.name, text.encode())
+        except Exception as exc:  # a full disk, nbformat's ValidationError: the seal goes on
             return {"notebook": {"error": f"{type(exc).__name__}: {exc}"}}
         code = sum(1 for c in cells if c.cell_type == "code")
         return {
