@@ -185,6 +185,51 @@ def test_four_run_domain_notebook_then_show_and_view_name_and_embed_the_figures(
     assert replayed["same"] is True and replayed["replayed_outcome"] == "accepted"
 
 
+CTRL_C = r"""
+import json, os, signal, sys, threading, time
+from four import run, scripted_invoke
+from four.domains.notebook import cell_parse, kernel_env, save_notebook
+env = kernel_env(timeout=60)
+def later():
+    while env.pid is None or not os.path.exists(sys.argv[2]):
+        time.sleep(0.05)
+    print(env.pid, open(sys.argv[2]).read(), flush=True)
+    os.kill(os.getpid(), signal.SIGINT)
+threading.Thread(target=later, daemon=True).start()
+cell = ("```python\nimport subprocess, time\np = subprocess.Popen(['sleep', '300'])\n"
+        f"open({sys.argv[2]!r}, 'w').write(str(p.pid))\ntime.sleep(60)\n```")
+try:
+    emit = save_notebook(sys.argv[1], env, keep_failed="keep")
+    run(scripted_invoke([cell]), cell_parse(), env, emit, prompt="p")
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+"""
+
+
+def test_ctrl_c_in_a_cell_leaves_no_process_and_saves_the_notebook(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import time
+
+    out = subprocess.run(
+        [sys.executable, "-c", CTRL_C, str(tmp_path), str(tmp_path / "pid")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    kernel, sleeper, said = out.stdout.split()
+    assert said == "interrupted" and out.stderr == ""  # nothing left for asyncio to report
+    for pid in (int(kernel), int(sleeper)):
+        deadline = time.monotonic() + 5
+        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not Path(f"/proc/{pid}").exists(), pid
+    (saved,) = tmp_path.glob("*.json")
+    assert load_trajectory(saved).outcome == "interrupted: KeyboardInterrupt"
+    assert notebook_of(saved).cells[0].metadata["four"]["status"] == "lost"
+
+
 def test_the_notebook_domain_runs_its_kernel_here_only(
     server: LoopbackServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

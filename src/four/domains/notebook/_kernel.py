@@ -43,9 +43,10 @@ MARKDOWN = "%%markdown\n"
 """How ``cell_parse`` hands a markdown cell to the environment (IPython's own cell magic
 for markdown): it joins the notebook and is not sent to the kernel."""
 
-Status = Literal["ok", "error", "syntax_error", "timed_out", "restarted"]
+Status = Literal["ok", "error", "syntax_error", "timed_out", "lost"]
 """What became of a code cell: ran, raised, never ran (bad syntax), interrupted at its
-timeout (the kernel kept its state), or lost with the kernel (restarted, state lost)."""
+timeout (the kernel kept its state), or lost with the kernel (it was restarted or
+stopped; its state is gone)."""
 
 
 _WARM_UP = """\
@@ -133,23 +134,27 @@ class KernelEnv(ClosedOnExit):
             text = f"cell {number} was not run: {problem}\nFix the syntax and send the cell again."
             return Success(Observation(text, 1))
         if stopped():  # a supervisor is ending the run (four.batch): start nothing
-            _status(cell, "restarted")
+            _status(cell, "lost")
             return Success(Observation(f"cell {number} was not run: the run is being stopped", -9))
         if self._kernel is None:
             started = self._start()
             if isinstance(started, Failure):
-                _status(cell, "restarted")
+                _status(cell, "lost")
                 return Failure(started.failure())
         kernel = self._kernel
         assert kernel is not None
         limit = whole_seconds(self.timeout)
         began = time.monotonic()
-        ran = kernel.execute(cell, limit, self.interrupt_grace)
+        try:
+            ran = kernel.execute(cell, limit, self.interrupt_grace)
+        except BaseException:  # Ctrl-C: the run ends here, and this cell with it
+            _status(cell, "lost")
+            raise
         took = time.monotonic() - began
         status: Status
         notes: list[str] = []
         if ran == "lost":
-            status = "restarted"
+            status = "lost"
             notes.append(self._restart("the kernel died" if kernel.dead() else "it did not stop"))
         elif (
             (error := error_of(cell.outputs)) is not None
@@ -179,8 +184,8 @@ class KernelEnv(ClosedOnExit):
         cell.metadata["four"]["figures"] = list(range(self._figures + 1, self._figures + made + 1))
         self._figures += made
         lines += notes
-        code = 0 if status == "ok" else (124 if status in ("timed_out", "restarted") else 1)
-        timed_out = status == "timed_out" or (status == "restarted" and took >= limit)
+        code = 0 if status == "ok" else (124 if status in ("timed_out", "lost") else 1)
+        timed_out = status == "timed_out" or (status == "lost" and took >= limit)
         return Success(Observation("\n".join(lines), code, timed_out, took))
 
     def _submission(self, cell: NotebookNode) -> str | None:
@@ -263,7 +268,7 @@ def _headline(number: int, status: Status, cell: NotebookNode) -> str:
         "ok": "ran",
         "error": "raised an error",
         "timed_out": "timed out",
-        "restarted": "was lost with the kernel",
+        "lost": "was lost with the kernel",
         "syntax_error": "was not run",
     }[status]
     return f"{label} {said}"
@@ -384,10 +389,16 @@ class _Kernel:
         index = len(client.nb.cells) - 1
         client.timeout = timeout
         command = running(self.pid, self.mark, None)
+        task = self.loop.create_task(
+            asyncio.wait_for(client.async_execute_cell(cell, index), timeout + grace)
+        )
         try:
-            self.loop.run_until_complete(
-                asyncio.wait_for(client.async_execute_cell(cell, index), timeout + grace)
-            )
+            self.loop.run_until_complete(task)
+        except KeyboardInterrupt:  # Ctrl-C here: the run ends, and closes us
+            if task.done() and not task.cancelled():
+                task.exception()  # seen, so asyncio does not report it at exit
+            task.cancel()
+            raise
         except TimeoutError:
             return "lost"  # the interrupt did not stop it
         except DeadKernelError:
@@ -411,6 +422,7 @@ class _Kernel:
         manager = self.client.km
         try:
             if not self.loop.is_closed():
+                _cancel_all(self.loop)
                 with contextlib.suppress(Exception):
                     if self.client.kc is not None:
                         self.client.kc.stop_channels()
@@ -421,6 +433,15 @@ class _Kernel:
         finally:
             _reap(self.pid)
             shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _cancel_all(loop: asyncio.AbstractEventLoop) -> None:
+    """End the tasks an interrupted cell left (nbclient's pollers) before the loop closes."""
+    pending = asyncio.all_tasks(loop)
+    for task in pending:
+        task.cancel()
+    with contextlib.suppress(BaseException):
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
 
 
 async def _shut(manager: KernelManager) -> None:
