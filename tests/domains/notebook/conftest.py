@@ -9,6 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from four.domains.notebook import KernelEnv
+
 MISSING = [
     name
     for name in ("nbformat", "nbclient", "jupyter_client", "ipykernel", "matplotlib")
@@ -28,7 +30,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(scope="module")
-def shared() -> Iterator[object]:
+def shared() -> Iterator[KernelEnv]:
     """One kernel for the tests of a module whose cells do not depend on a fresh state
     (each uses names of its own): one start and one warm-up instead of one per test."""
     from four.domains.notebook import kernel_env

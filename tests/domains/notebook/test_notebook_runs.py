@@ -6,8 +6,8 @@ from __future__ import annotations
 import base64
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import nbformat
 import pytest
 
 from four import run, scripted_invoke
@@ -19,6 +19,9 @@ from four.quaternary import Verdict
 from four.trajectory import load_trajectory
 from tests._server import LoopbackServer, chat
 
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
+
 DONE = "The chart shows the squares.\nCOMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 PLOT = (
     "Squares, and their chart.\n```python\nimport matplotlib.pyplot as plt\n"
@@ -28,9 +31,11 @@ BROKEN = "```python\nhelper = 10\nraise ValueError('oops')\n```"
 USES_HIDDEN = "```python\nprint(helper + 1)\n```"
 
 
-def notebook_of(path: Path) -> nbformat.NotebookNode:
+def notebook_of(path: Path) -> NotebookNode:
     """The run's notebook, read back with nbformat and validated."""
-    nb: nbformat.NotebookNode = nbformat.read(  # type: ignore[no-untyped-call]
+    import nbformat
+
+    nb: NotebookNode = nbformat.read(  # type: ignore[no-untyped-call]
         path.with_suffix(".ipynb"), as_version=4
     )
     nbformat.validate(nb)
