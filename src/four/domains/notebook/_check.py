@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from returns.result import Success
 
 from four.checks import Claim, Judgement, verify
-from four.domains.notebook._kernel import KernelEnv
+from four.domains.notebook._kernel import KernelEnv, kernel_env
 from four.domains.notebook._outputs import error_of, figures
 from four.domains.notebook._save import notebook_cells
 from four.quaternary import CheckResult, EvidenceNeed, maybe, no, yes
@@ -35,17 +35,17 @@ class NotebookCheck:
         if not code:
             return no("the notebook has no cell that ran without error")
         source = self.env
-        fresh = KernelEnv(
+        fresh = kernel_env(
             self.timeout or source.timeout,
-            source.max_output,
-            source.cwd,
-            source.env,
-            source.kernel_name,
-            source.startup_timeout,
-            "",  # no submission from a re-run
-            source.inherit,
-            source.deny,
-            source.interrupt_grace,
+            max_output=source.max_output,
+            cwd=source.cwd,
+            env=source.env,
+            kernel_name=source.kernel_name,
+            startup_timeout=source.startup_timeout,
+            exit_signal="",  # a re-run submits nothing
+            inherit=source.inherit,
+            deny=source.deny,
+            interrupt_grace=source.interrupt_grace,
         )
         made = 0
         with fresh:

@@ -84,15 +84,15 @@ class KernelEnv(ClosedOnExit):
     inherit: tuple[str, ...] = DEFAULT_INHERIT
     deny: tuple[str, ...] = SECRET_PATTERNS
     interrupt_grace: float = 5.0
-    restarts: int = field(default=0, repr=False)
-    _cells: list[NotebookNode] = field(default_factory=list, repr=False)
-    _figures: int = field(default=0, repr=False)
-    _kernel: _Kernel | None = field(default=None, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    restarts: int = field(default=0, repr=False, init=False)
+    _cells: list[NotebookNode] = field(default_factory=list, repr=False, init=False)
+    _figures: int = field(default=0, repr=False, init=False)
+    _kernel: _Kernel | None = field(default=None, repr=False, init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, init=False)
     _finalizer: weakref.finalize[[list[_Kernel | None]], KernelEnv] | None = field(
-        default=None, repr=False
+        default=None, repr=False, init=False
     )
-    _holder: list[_Kernel | None] = field(default_factory=lambda: [None], repr=False)
+    _holder: list[_Kernel | None] = field(default_factory=lambda: [None], repr=False, init=False)
 
     def __post_init__(self) -> None:
         if self.timeout <= 0:

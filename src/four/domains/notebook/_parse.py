@@ -58,22 +58,20 @@ class CellParse:
                     "Close every block with ``` on a line of its own."
                 )
             )
+        if not any(b.body.strip() for b in code):
+            expected = _expected(self.exit_signal)
+            return Failure(FormatError(f"Your ```python blocks are empty.\n\n{expected}"))
         lines = text.split("\n")
         actions: list[Action | Rejected] = []
         start = 0  # the first line (0-based) not yet taken
-        for block in blocks:
-            if self.markdown and block.tag in PYTHON_TAGS:
+        for block in code:
+            if self.markdown:
                 self._prose(lines[start : block.line - 1], actions)
-            if block.tag in PYTHON_TAGS:
-                if block.body.strip():
-                    actions.append(Action(block.body))
-                start = block.last
+            if block.body.strip():
+                actions.append(Action(block.body))
+            start = block.last
         if self.markdown:
             self._prose(lines[start:], actions)
-        if not any(not a.command.startswith(MARKDOWN) for a in actions if isinstance(a, Action)):
-            return Failure(
-                FormatError(f"Your ```python blocks are empty.\n\n{_expected(self.exit_signal)}")
-            )
         return Success(actions)
 
     def _prose(self, lines: Sequence[str], actions: list[Action | Rejected]) -> None:
