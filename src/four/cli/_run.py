@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from four._outcomes import Outcome
 from four._types import JSON, Execute, Invoke, Parse
@@ -29,6 +30,9 @@ from four.cli._format import cost, fold, seconds, succeeded, tokens
 from four.cli._live import Display, Recording, Watched, WatchedEnv, components
 from four.domains import Domain, DomainError, DomainSetup, domain_names, get_domain
 from four.trajectory._codec import usage_from_json
+
+if TYPE_CHECKING:
+    from four.trajectory._sign import SigningKey
 
 DEFAULT_MAX_STEPS = 100
 DEFAULT_COST_LIMIT = 3.0
@@ -58,6 +62,7 @@ class RunOptions:
     system_file: str | None
     mode: str
     json: bool
+    sign: str | None = None
 
     def record(self) -> dict[str, JSON]:
         """The settings stored in the trajectory (``info.components.cli``), task aside."""
@@ -160,6 +165,7 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
         system_file=args.system or env.get("FOUR_SYSTEM"),
         mode=mode,
         json=bool(args.json),
+        sign=getattr(args, "sign", None) or env.get("FOUR_SIGNING_KEY"),
     )
 
 
@@ -190,7 +196,7 @@ def load_domain(opts: RunOptions) -> Domain:
         raise UsageError(str(exc)) from None
 
 
-def setup(opts: RunOptions) -> DomainSetup:
+def setup(opts: RunOptions, signing_key: SigningKey | None = None) -> DomainSetup:
     """What the domain is given for this run."""
     return DomainSetup(
         workspace=Path(opts.cwd) if opts.cwd else None,
@@ -198,6 +204,7 @@ def setup(opts: RunOptions) -> DomainSetup:
         command_timeout=opts.command_timeout,
         env=opts.env,
         image=opts.image,
+        signing_key=signing_key,
     )
 
 
@@ -242,13 +249,18 @@ def main(args: argparse.Namespace) -> int:
     """Run the agent; exit 0 finished or accepted, 1 any other end, 2 usage, 130 Ctrl-C."""
     from four import run
     from four.cli._preflight import resolve_model
+    from four.trajectory._sign import SigningError, SigningKey
 
     opts = options(args)
+    try:  # before the model is asked anything: a bad key is a usage error
+        signing = SigningKey.load(opts.sign) if opts.sign else None
+    except SigningError as exc:
+        raise UsageError(f"--sign: {exc}") from None
     domain = load_domain(opts)
     system = system_prompt(opts, domain)
     key = api_key(opts)
     model = resolve_model(opts.model, opts.api_base, key)
-    where = setup(opts)
+    where = setup(opts, signing)
     G, V1, V2 = build(opts, model, key, domain, where)
     check = domain.check(where, V2, opts.check)
     place = opts.env if domain.name == "bash" else domain.name

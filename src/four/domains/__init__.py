@@ -15,8 +15,12 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from four.types import Execute, Parse, Recorder, Verify
+
+if TYPE_CHECKING:
+    from four.trajectory._sign import SigningKey
 
 __all__ = ["Domain", "DomainError", "DomainSetup", "domain_names", "get_domain"]
 
@@ -29,7 +33,8 @@ class DomainSetup:
     fresh folder); ``output_dir`` where the trajectory and the domain's artifacts go;
     ``command_timeout`` the seconds one action may run (None: the domain's default);
     ``env`` where actions run (``local``, ``persistent``, ``sandbox``, ``docker``) where
-    the domain has that choice; ``image`` the container image for ``docker``.
+    the domain has that choice; ``image`` the container image for ``docker``;
+    ``signing_key`` what signs the trajectory's seal (see ``save_trajectory``).
     """
 
     workspace: Path | None
@@ -37,6 +42,7 @@ class DomainSetup:
     command_timeout: float | None = None
     env: str = "local"
     image: str | None = None
+    signing_key: SigningKey | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -86,7 +86,7 @@ def _environment(setup: DomainSetup) -> Execute:
 def _emit(setup: DomainSetup, env: Execute) -> Recorder[Path]:
     from four.trajectory import save_trajectory
 
-    return save_trajectory(setup.output_dir)
+    return save_trajectory(setup.output_dir, signing_key=setup.signing_key)
 
 
 def _check(setup: DomainSetup, env: Execute, command: str | None) -> Verify | None:

@@ -69,7 +69,7 @@ def _kernel(env: Execute) -> KernelEnv:
 
 
 def _emit(setup: DomainSetup, env: Execute) -> Recorder[Path]:
-    return save_notebook(setup.output_dir, _kernel(env))
+    return save_notebook(setup.output_dir, _kernel(env), signing_key=setup.signing_key)
 
 
 def _check(setup: DomainSetup, env: Execute, assertion: str | None) -> Verify | None:

@@ -23,6 +23,8 @@ from four.types import JSON, Message, RunInfo, RunStats
 if TYPE_CHECKING:
     from nbformat import NotebookNode
 
+    from four.trajectory._sign import SigningKey
+
 KeepFailed = Literal["drop", "mark", "keep"]
 """What becomes of a cell that failed (raised, bad syntax, interrupted, lost with a
 restarted kernel): left out, kept and tagged ``raises-exception`` (Jupyter's mark for a
@@ -137,7 +139,11 @@ class NotebookSink:
 
 
 def save_notebook(
-    output_dir: str | os.PathLike[str], env: KernelEnv, *, keep_failed: KeepFailed = "drop"
+    output_dir: str | os.PathLike[str],
+    env: KernelEnv,
+    *,
+    keep_failed: KeepFailed = "drop",
+    signing_key: str | os.PathLike[str] | SigningKey | None = None,
 ) -> NotebookWriter:
     """emit for the notebook domain: the trajectory as ``save_trajectory`` writes it
     (streamed, then sealed), and beside it ``<stem>.ipynb``: ``env``'s cells with their
@@ -145,7 +151,8 @@ def save_notebook(
     ``nbformat.validate`` and written atomically. Failed cells are dropped by default
     (a reader gets the cells that ran); ``keep_failed="mark"`` keeps them tagged
     ``raises-exception``, ``"keep"`` keeps them as they are. The trajectory's
-    ``stats.notebook`` names the file (or says why it could not be written).
+    ``stats.notebook`` names the file (or says why it could not be written);
+    ``signing_key`` signs its seal, as with ``save_trajectory``.
 
     >>> from four.domains.notebook import kernel_env
     >>> save_notebook("/tmp/four-doc-nb", kernel_env()).keep_failed
@@ -155,4 +162,4 @@ def save_notebook(
         raise TypeError(f"env: give the run's kernel_env(), not {type(env).__name__}")
     if keep_failed not in KEEP_FAILED:
         raise ValueError(f"keep_failed={keep_failed!r}: use one of {', '.join(KEEP_FAILED)}")
-    return NotebookWriter(save_trajectory(output_dir), env, keep_failed)
+    return NotebookWriter(save_trajectory(output_dir, signing_key=signing_key), env, keep_failed)
