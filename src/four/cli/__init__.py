@@ -148,7 +148,9 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--check",
         metavar="CMD",
-        help="verified loop: a submission counts only once CMD exits 0 in the environment",
+        help="verified loop: a submission counts only once CMD exits 0 in the environment "
+        "(--domain notebook: the notebook is always re-run in a fresh kernel, and CMD is "
+        "Python run after it, e.g. an assert)",
     )
     _add_judge_flags(p)
     p.add_argument("-o", "--output-dir", help="where to save the trajectory [FOUR_OUTPUT_DIR]")
@@ -161,7 +163,7 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
         "--sign",
         metavar="KEY",
         help="sign the trajectory's seal with this private key (four keygen; needs "
-        "four-loop[sign]; bash domain) [FOUR_SIGNING_KEY]",
+        "four-loop[sign]; the bash and notebook domains) [FOUR_SIGNING_KEY]",
     )
     _add_output_flags(p, "the final outcome")
 

@@ -59,6 +59,8 @@ details > summary { cursor: pointer; color: var(--dim); margin: 4px 0; }
 details > summary b { color: var(--fg); }
 .code-ok { color: var(--ok); font-weight: 600; } .code-bad { color: var(--bad); font-weight: 600; }
 .hidden { display: none; }
+figure.nb { margin: .5em 0 .8em 1em; } figure.nb img { max-width: 100%; background: #fff; }
+figure.nb figcaption { color: var(--dim); font-size: .85em; }
 """
 
 SCRIPT = """

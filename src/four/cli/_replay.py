@@ -15,11 +15,14 @@ import re
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from four._types import JSON, Assistant, Execute, Parse
 from four.cli import _settings as env
 from four.cli._errors import UsageError
 from four.cli._steps import Run, Step, load_trajectory_or_say, max_size, read_run, returncode_of
+from four.domains import Domain, DomainError, DomainSetup, get_domain
+from four.types import Recorder, Verify
 
 _OUTPUT = re.compile(r"<output>\n?(.*?)\n?</output>", re.DOTALL)
 
@@ -149,14 +152,36 @@ def _environment(args: argparse.Namespace, recorded: Mapping[str, JSON]) -> Exec
         return value if isinstance(value, str) and value else None
 
     kind = text(args.env, "env") or env.get("FOUR_ENV") or "local"
-    timeout = args.command_timeout
-    if timeout is None and isinstance(recorded.get("command_timeout"), int | float):
-        timeout = recorded["command_timeout"]
     return make_env(
         kind,
         image=text(args.image, "image") or env.get("FOUR_IMAGE"),
         cwd=text(args.cwd, "cwd"),
-        timeout=float(timeout) if isinstance(timeout, int | float) else None,
+        timeout=_timeout(args, recorded),
+    )
+
+
+def _timeout(args: argparse.Namespace, recorded: Mapping[str, JSON]) -> float | None:
+    """--command-timeout, else the recorded one."""
+    timeout = args.command_timeout
+    if timeout is None and isinstance(recorded.get("command_timeout"), int | float):
+        timeout = recorded["command_timeout"]
+    return float(timeout) if isinstance(timeout, int | float) else None
+
+
+def _domain(name: str) -> Domain:
+    try:
+        return get_domain(name)
+    except DomainError as exc:
+        raise UsageError(f"the run was made with --domain {name}: {exc}") from None
+
+
+def _domain_setup(args: argparse.Namespace, recorded: Mapping[str, JSON], out: Path) -> DomainSetup:
+    cwd = args.cwd or recorded.get("cwd")
+    return DomainSetup(
+        workspace=Path(cwd) if isinstance(cwd, str) and cwd else None,
+        output_dir=out,
+        command_timeout=_timeout(args, recorded),
+        env=args.env or "local",
     )
 
 
@@ -172,18 +197,10 @@ def main(args: argparse.Namespace) -> int:
     if not turns:
         raise UsageError(f"{args.trajectory} has no model turns to replay")
     settings = _settings(recorded)
-    V1 = _parser(recorded, args.toolcalls)
-    V2 = _environment(args, settings)
     recorded_check = settings.get("check")
     command = args.check or (recorded_check if isinstance(recorded_check, str) else None)
-    check = None
-    if command:
-        from four.checks import command_check
-
-        try:
-            check = command_check(command)
-        except ValueError as exc:  # an empty command would accept every submission
-            raise UsageError(f"--check: {exc}") from None
+    named = settings.get("domain")
+    domain = _domain(named) if isinstance(named, str) and named != "bash" else None
     G = replay_invoke(turns)
     mode = "quiet" if args.quiet or args.json else "lines"
     display = Display(mode, title="replay", model_lines=False)
@@ -193,9 +210,26 @@ def main(args: argparse.Namespace) -> int:
 
         output_folder(keep)  # before anything runs
     with tempfile.TemporaryDirectory(prefix="four-replay-") as scratch:
+        emit: Recorder[Path]
+        if domain is None:
+            V1 = _parser(recorded, args.toolcalls)
+            V2 = _environment(args, settings)
+            check: Verify | None = None
+            if command:
+                from four.checks import command_check
+
+                check = command_check(command)
+            emit = save_trajectory(keep or scratch)
+        else:  # the run's own domain: its V1, a fresh V2 (a new kernel...), emit and check
+            where = _domain_setup(args, settings, Path(keep or scratch))
+            V1 = domain.parse()
+            try:
+                V2 = domain.environment(where)
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
+            emit, check = domain.emit(where, V2), domain.check(where, V2, command)
         recording = Recording(
-            save_trajectory(keep or scratch),
-            components(G, V2, {**settings, "replay_of": str(args.trajectory)}),
+            emit, components(G, V2, {**settings, "replay_of": str(args.trajectory)})
         )
         try:
             path = run(

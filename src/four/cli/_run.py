@@ -234,7 +234,7 @@ def load_domain(opts: RunOptions) -> Domain:
         raise UsageError(str(exc)) from None
 
 
-def setup(opts: RunOptions, signing: SigningKey | None = None) -> DomainSetup:
+def setup(opts: RunOptions, signing_key: SigningKey | None = None) -> DomainSetup:
     """What the domain is given for this run."""
     return DomainSetup(
         workspace=Path(opts.cwd) if opts.cwd else None,
@@ -242,7 +242,7 @@ def setup(opts: RunOptions, signing: SigningKey | None = None) -> DomainSetup:
         command_timeout=opts.command_timeout,
         env=opts.env,
         image=opts.image,
-        signing_key=signing,
+        signing_key=signing_key,
     )
 
 
@@ -328,7 +328,7 @@ def main(args: argparse.Namespace) -> int:
     except SigningError as exc:
         raise UsageError(f"--sign: {exc}") from None
     domain = load_domain(opts)
-    if signing is not None and domain.name != "bash":
+    if signing is not None and domain.name not in ("bash", "notebook"):
         raise UsageError(f"--sign: the {domain.name} domain does not sign its trajectories yet")
     system = system_prompt(opts, domain)
     key = api_key(opts)

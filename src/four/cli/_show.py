@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 
 from rich.console import Console
 from rich.rule import Rule
 from rich.text import Text
 
 from four.cli._errors import UsageError
+from four.cli._figures import Figure, Notebook, mentioned, notebook_of
 from four.cli._format import fold, seconds, succeeded, tokens, usage_line
 from four.cli._steps import Run, Step, load_run, max_size
 
@@ -47,17 +49,21 @@ def show(
     x.json ...
     """
 
+    notebook = notebook_of(run.trajectory)
     _header(console, run)
+    if notebook is not None:
+        _notebook(console, notebook)
     if system and run.system:
         _block(console, "system", run.system, limit, "magenta")
     if run.task and step is None:
         _block(console, "task", run.task, limit, "cyan")
     shown = 0
+    figures = notebook.by_number() if notebook is not None else {}
     for s in run.steps:
         if step is None or s.number == step:
             if step is None and s.number > shown + 1:
                 _gap(console, s.number - shown - 1)
-            _step(console, s, limit)
+            _step(console, s, limit, figures)
             shown = s.number
     if step is None:
         console.print()
@@ -119,7 +125,22 @@ def _block(console: Console, title: str, body: str, limit: int, style: str) -> N
     _folded(console, body, limit, "")
 
 
-def _step(console: Console, step: Step, limit: int) -> None:
+def _notebook(console: Console, notebook: Notebook) -> None:
+    """The notebook row: where it is, its cells, and each figure it keeps."""
+    if notebook.problem:
+        line = Text(f"{notebook.path.name} {notebook.problem}", style="red")
+    else:
+        kept = ", ".join(f"figure {f.number} (cell {f.cell})" for f in notebook.figures)
+        line = Text(
+            f"{notebook.path.name} · {notebook.cells} cells · "
+            f"{len(notebook.figures)} figures{': ' + kept if kept else ''}"
+        )
+    console.print(Text(f"{'notebook':<9}", style="bold") + line)
+
+
+def _step(
+    console: Console, step: Step, limit: int, figures: Mapping[int, Figure] | None = None
+) -> None:
 
     usage = step.reply.usage
     facts = [f"step {step.number}"]
@@ -151,6 +172,12 @@ def _step(console: Console, step: Step, limit: int) -> None:
         style = "red" if code not in (None, 0) else "green"
         console.print(Text(f"{label}{status}", style=style))
         _folded(console, observation.content, limit, "")
+        for number in mentioned(observation.content):
+            figure = (figures or {}).get(number)
+            if figure is not None:
+                console.print(
+                    Text(f"  figure {number}: in the notebook, cell {figure.cell}", style="cyan")
+                )
 
 
 def _folded(console: Console, text: str, limit: int, style: str) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from four._types import JSON
 from four.cli._errors import UsageError
+from four.cli._figures import Figure, Notebook, mentioned, notebook_of
 from four.cli._format import cost, seconds, succeeded, tokens
 from four.cli._html import CSS, POLICY, SCRIPT
 from four.cli._steps import Run, Step, load_run, max_size
@@ -96,8 +97,12 @@ def render_page(run: Run) -> str:
         parts.append(_fold("System prompt", run.system, open_=False))
     if run.task:
         parts.append(_fold("Task", run.task, open_=True))
+    notebook = notebook_of(t)
+    if notebook is not None:
+        parts.append(_notebook(notebook))
+    figures = notebook.by_number() if notebook is not None else {}
     parts.append(f'<h2 id="steps">Steps ({len(run.steps)})</h2>')
-    parts.extend(_step(step) for step in run.steps)
+    parts.extend(_step(step, figures) for step in run.steps)
     parts.append(_ending(run))
     verdicts = t.stats.get("verdicts")
     if isinstance(verdicts, dict):
@@ -166,7 +171,27 @@ def _timeline(steps: Iterable[Step]) -> str:
     return f'<nav class="timeline" aria-label="steps">{"".join(links)}</nav>'
 
 
-def _step(step: Step) -> str:
+def _notebook(notebook: Notebook) -> str:
+    name = escape(notebook.path.name)
+    if notebook.problem:
+        return f'<p><span class="badge bad">notebook</span> {name} {escape(notebook.problem)}</p>'
+    return (
+        f'<p><span class="badge ok">notebook</span> {name} · {notebook.cells} cells · '
+        f"{len(notebook.figures)} figures, shown where they were made</p>"
+    )
+
+
+def _figure(figure: Figure) -> str:
+    """A figure inline: a ``data:`` PNG (the page's policy allows images of that kind only)."""
+    png = escape(figure.png, quote=True)
+    caption = f"figure {figure.number} · notebook cell {figure.cell}"
+    return (
+        f'<figure class="nb" id="figure-{figure.number}"><img alt="{caption}" '
+        f'src="data:image/png;base64,{png}"><figcaption>{caption}</figcaption></figure>'
+    )
+
+
+def _step(step: Step, figures: Mapping[int, Figure] | None = None) -> str:
     reply = step.reply
     facts = []
     if step.duration is not None:
@@ -199,6 +224,8 @@ def _step(step: Step) -> str:
             css = "code-ok" if code == 0 else "code-bad"
             label += f' · <span class="{css}">exit {code}</span>'
         parts.append(_fold(label, observation.content, open_=None, escaped_label=True))
+        shown = [(figures or {}).get(n) for n in mentioned(observation.content)]
+        parts.extend(_figure(f) for f in shown if f is not None)
     parts.append("</section>")
     return "\n".join(parts)
 

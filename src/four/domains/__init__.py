@@ -17,7 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from four._types import Execute, Parse, Recorder, Verify
+from four.types import Execute, Parse, Recorder, Verify
+
+if TYPE_CHECKING:
+    from four.trajectory._sign import SigningKey
 
 if TYPE_CHECKING:
     from four.trajectory._sign import SigningKey
@@ -33,7 +36,8 @@ class DomainSetup:
     fresh folder); ``output_dir`` where the trajectory and the domain's artifacts go;
     ``command_timeout`` the seconds one action may run (None: the domain's default);
     ``env`` where actions run (``local``, ``persistent``, ``sandbox``, ``docker``) where
-    the domain has that choice; ``image`` the container image for ``docker``.
+    the domain has that choice; ``image`` the container image for ``docker``;
+    ``signing_key`` what signs the trajectory's seal (see ``save_trajectory``).
     """
 
     workspace: Path | None
@@ -79,6 +83,11 @@ _REGISTRY: dict[str, tuple[str, str | None, str]] = {
         "four.domains.python:DOMAIN",
         "python",
         "Python code: file edits judged by ruff and mypy --strict; --check runs the tests",
+    ),
+    "notebook": (
+        "four.domains.notebook._domain:DOMAIN",
+        "notebook",
+        "Python cells in one Jupyter kernel, saved as an .ipynb that must re-run",
     ),
 }
 

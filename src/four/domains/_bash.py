@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from four._types import Execute, Parse, Recorder, Verify
 from four.domains import Domain, DomainSetup
 from four.execute import EXIT_SIGNAL
+from four.types import Execute, Parse, Recorder, Verify
 
 DEFAULT_TIMEOUT = 120.0
 """Seconds one command may run, as the environments of ``four.execute`` default to."""

@@ -1,0 +1,517 @@
+"""V2 of the notebook domain: each cell checked with ``ast``, then run in one persistent
+Jupyter kernel (``jupyter_client`` + ``ipykernel``, driven through ``nbclient``).
+
+Containment: each kernel has a private folder for its connection file and IPC sockets
+(concurrent kernels never share a socket or race for a port), runs in a session of its
+own with every variable of ``four.execute``'s command environment (secrets filtered) and
+a ``FOUR_RUN`` mark, and at the end its process group and every marked process are
+killed, so nothing a cell started outlives the run.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import contextlib
+import math
+import os
+import shutil
+import tempfile
+import threading
+import time
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from returns.result import Failure, Result, Success
+
+from four.domains.notebook._nb import code_cell, error_output, markdown_cell, notebook
+from four.domains.notebook._outputs import describe_outputs, error_of, figures, streams
+from four.execute import DEFAULT_INHERIT, EXIT_SIGNAL, SECRET_PATTERNS, command_env
+from four.execute._closing import ClosedOnExit
+from four.execute._interrupt import running, stopped
+from four.execute._kill import MARK, kill_group, kill_marked, new_mark
+from four.types import Action, ExecutionError, Observation, Submitted
+
+if TYPE_CHECKING:
+    from jupyter_client.manager import KernelManager
+    from nbclient import NotebookClient
+    from nbformat import NotebookNode
+
+MARKDOWN = "%%markdown\n"
+"""How ``cell_parse`` hands a markdown cell to the environment (IPython's own cell magic
+for markdown): it joins the notebook and is not sent to the kernel."""
+
+Status = Literal["ok", "error", "syntax_error", "timed_out", "lost"]
+"""What became of a code cell: ran, raised, never ran (bad syntax), interrupted at its
+timeout (the kernel kept its state), or lost with the kernel (it was restarted or
+stopped; its state is gone)."""
+
+
+_WARM_UP = """\
+def _four_warm_up():
+    import glob, importlib.util, os
+    if importlib.util.find_spec("matplotlib") is None:
+        return
+    import matplotlib
+    if not glob.glob(os.path.join(matplotlib.get_cachedir(), "fontlist-*.json")):
+        import matplotlib.font_manager  # builds the font cache: seconds, once
+_four_warm_up()
+del _four_warm_up
+"""
+"""Run in a new kernel before its first cell: matplotlib's font cache, when missing, is
+built now, not inside a cell's timeout (where the build takes seconds)."""
+
+
+@dataclass(eq=False, slots=True, weakref_slot=True)
+class KernelEnv(ClosedOnExit):
+    """V2: Python cells in one Jupyter kernel kept for the run; see ``kernel_env``.
+
+    ``cells`` holds every cell given so far (markdown and code, failed ones too) with
+    its outputs; each code cell's ``metadata.four.status`` says what became of it, and
+    ``metadata.four.figures`` the run-wide numbers of the figures it made. Thread-safe:
+    cells run one at a time.
+    """
+
+    timeout: float = 60.0
+    max_output: int = 10_000
+    cwd: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)
+    kernel_name: str = "python3"
+    startup_timeout: float = 60.0
+    exit_signal: str = EXIT_SIGNAL
+    inherit: tuple[str, ...] = DEFAULT_INHERIT
+    deny: tuple[str, ...] = SECRET_PATTERNS
+    interrupt_grace: float = 5.0
+    restarts: int = field(default=0, repr=False, init=False)
+    _cells: list[NotebookNode] = field(default_factory=list, repr=False, init=False)
+    _figures: int = field(default=0, repr=False, init=False)
+    _kernel: _Kernel | None = field(default=None, repr=False, init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, init=False)
+    _finalizer: weakref.finalize[[list[_Kernel | None]], KernelEnv] | None = field(
+        default=None, repr=False, init=False
+    )
+    _holder: list[_Kernel | None] = field(default_factory=lambda: [None], repr=False, init=False)
+
+    def __post_init__(self) -> None:
+        if self.timeout <= 0:
+            raise ValueError(f"timeout={self.timeout!r}: give a positive number of seconds")
+        if self.interrupt_grace < 0:
+            raise ValueError(f"interrupt_grace={self.interrupt_grace!r}: give 0 or more seconds")
+        if self.max_output < 0:
+            raise ValueError(f"max_output={self.max_output!r}: give 0 or more characters")
+
+    # --- the notebook so far -------------------------------------------------------
+
+    @property
+    def cells(self) -> list[NotebookNode]:
+        """The cells given so far, in order (a copy of the list, not of the cells)."""
+        return list(self._cells)
+
+    @property
+    def pid(self) -> int | None:
+        """The running kernel's pid (its process group id too), or None."""
+        return self._kernel.pid if self._kernel is not None else None
+
+    # --- V2 --------------------------------------------------------------------------
+
+    def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]:
+        source = action.command
+        if source.startswith(MARKDOWN):
+            self._cells.append(markdown_cell(source[len(MARKDOWN) :]))
+            return Success(Observation(f"markdown cell {len(self._cells)} added", 0))
+        with self._lock:
+            return self._code(source)
+
+    def _code(self, source: str) -> Result[Observation, Submitted | ExecutionError]:
+        cell = code_cell(source)
+        self._cells.append(cell)
+        number = len(self._cells)
+        problem = syntax_problem(source)
+        if problem is not None:
+            _status(cell, "syntax_error")
+            text = f"cell {number} was not run: {problem}\nFix the syntax and send the cell again."
+            return Success(Observation(text, 1))
+        if stopped():  # a supervisor is ending the run (four.batch): start nothing
+            _status(cell, "lost")
+            return Success(Observation(f"cell {number} was not run: the run is being stopped", -9))
+        if self._kernel is None:
+            started = self._start()
+            if isinstance(started, Failure):
+                _status(cell, "lost")
+                return Failure(started.failure())
+        kernel = self._kernel
+        assert kernel is not None
+        limit = whole_seconds(self.timeout)
+        began = time.monotonic()
+        try:
+            ran = kernel.execute(cell, limit, self.interrupt_grace)
+        except BaseException:  # Ctrl-C: the run ends here, and this cell with it
+            _status(cell, "lost")
+            raise
+        took = time.monotonic() - began
+        status: Status
+        notes: list[str] = []
+        if ran == "lost":
+            status = "lost"
+            notes.append(self._restart("the kernel died" if kernel.dead() else "it did not stop"))
+        elif (
+            (error := error_of(cell.outputs)) is not None
+            and error.get("ename") == "KeyboardInterrupt"
+            and took >= limit
+        ):
+            status = "timed_out"
+            notes.append(
+                f"The cell was interrupted at its timeout ({limit} s); the kernel "
+                "kept its state (variables set before the interruption are still there)."
+            )
+        else:
+            status = "error" if error_of(cell.outputs) is not None else "ok"
+        _status(cell, status)
+        if status == "ok":
+            submitted = self._submission(cell)
+            if submitted is not None:
+                return Failure(Submitted(submitted))
+        lines = [_headline(number, status, cell)]
+        # An interrupted cell's KeyboardInterrupt traceback says nothing the note does not.
+        shown = [
+            o for o in cell.outputs if status != "timed_out" or o.get("output_type") != "error"
+        ]
+        lines += describe_outputs(shown, self.max_output, self._figures)
+        made = len(figures(cell.outputs))
+        # The run-wide numbers the model was told: `four show` and `four view` use them.
+        cell.metadata["four"]["figures"] = list(range(self._figures + 1, self._figures + made + 1))
+        self._figures += made
+        lines += notes
+        code = 0 if status == "ok" else (124 if status in ("timed_out", "lost") else 1)
+        timed_out = status == "timed_out" or (status == "lost" and took >= limit)
+        return Success(Observation("\n".join(lines), code, timed_out, took))
+
+    def _submission(self, cell: NotebookNode) -> str | None:
+        """A cell whose output starts with the exit-signal line submits the rest."""
+        if not self.exit_signal:
+            return None
+        text = streams(cell.outputs, "stdout").lstrip()
+        first, _, rest = text.partition("\n")
+        return rest.strip("\n") if first.strip() == self.exit_signal else None
+
+    # --- the kernel ------------------------------------------------------------------
+
+    def _start(self) -> Result[None, ExecutionError]:
+        if self._finalizer is None:
+            self._finalizer = weakref.finalize(self, _shutdown, self._holder)
+        environment = {**command_env(self.inherit, self.deny, self.env), MARK: new_mark()}
+        environment.pop("MPLBACKEND", None)  # Agg here would capture no figure: keep inline
+        try:
+            kernel = _Kernel.start(
+                self.kernel_name, self.cwd or os.getcwd(), environment, self.startup_timeout
+            )
+        except Exception as exc:  # jupyter_client, zmq, the file system: one typed error
+            return Failure(ExecutionError(f"the Jupyter kernel did not start: {exc}"))
+        self._kernel = self._holder[0] = kernel
+        return Success(None)
+
+    def _restart(self, why: str) -> str:
+        self._stop()
+        if stopped():  # killed by a supervisor: the run is ending, no new kernel
+            return "The kernel was stopped: the run is being stopped."
+        self.restarts += 1
+        started = self._start()
+        lost = (
+            f"The kernel was restarted ({why}): its state was lost; run the cells it needs again."
+        )
+        if isinstance(started, Failure):
+            return f"{lost} {started.failure().message}"
+        return lost
+
+    def _stop(self) -> None:
+        kernel, self._kernel, self._holder[0] = self._kernel, None, None
+        if kernel is not None:
+            kernel.shutdown()
+
+    def close(self) -> None:
+        """End the kernel and every process a cell started; delete its private folder."""
+        with self._lock:
+            self._stop()
+            if self._finalizer is not None:
+                self._finalizer.detach()
+                self._finalizer = None
+
+
+def _shutdown(holder: list[_Kernel | None]) -> None:
+    kernel = holder[0]
+    holder[0] = None
+    if kernel is not None:
+        kernel.shutdown()
+
+
+def whole_seconds(timeout: float) -> int:
+    """nbclient counts a cell's timeout in whole seconds: ours, rounded up.
+
+    >>> whole_seconds(0.5), whole_seconds(2.0), whole_seconds(2.1)
+    (1, 2, 3)
+    """
+    return max(1, math.ceil(timeout))
+
+
+def _status(cell: NotebookNode, status: Status) -> None:
+    cell.metadata["four"] = {"status": status}
+
+
+def _headline(number: int, status: Status, cell: NotebookNode) -> str:
+    """The observation's first line. No duration: the same cell gives the same text (the
+    duration is the observation's own field), so a replay compares like with like."""
+    count = cell.get("execution_count")
+    label = f"cell {number}" + (f" (In [{count}])" if count else "")
+    said = {
+        "ok": "ran",
+        "error": "raised an error",
+        "timed_out": "timed out",
+        "lost": "was lost with the kernel",
+        "syntax_error": "was not run",
+    }[status]
+    return f"{label} {said}"
+
+
+def syntax_problem(source: str) -> str | None:
+    """Why ``source`` cannot run (a ``SyntaxError`` with its line), or None. IPython's
+    own syntax (``%magic``, ``!shell``) is translated first, as the kernel does.
+
+    >>> syntax_problem("x = (1,")
+    "SyntaxError: '(' was never closed (line 1)\\n    x = (1,\\n        ^"
+    >>> syntax_problem("%time x = 1") is None
+    True
+    """
+    code = _ipython_to_python(source)
+    try:
+        ast.parse(code)
+    except SyntaxError as exc:
+        where = f" (line {exc.lineno})" if exc.lineno else ""
+        text = f"SyntaxError: {exc.msg}{where}"
+        line = source.splitlines()[exc.lineno - 1] if exc.lineno and code == source else ""
+        if line.strip() and exc.offset:
+            text += f"\n    {line}\n    {' ' * (exc.offset - 1)}^"
+        return text
+    except ValueError as exc:  # a NUL byte
+        return f"SyntaxError: {exc}"
+    return None
+
+
+def _ipython_to_python(source: str) -> str:
+    if "%" not in source and "!" not in source and "?" not in source:
+        return source
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+    except ImportError:
+        return source
+    try:
+        return str(TransformerManager().transform_cell(source))  # type: ignore[no-untyped-call]
+    except Exception:  # IPython's transformer fails on some broken input: ast judges it
+        return source
+
+
+@dataclass(eq=False, slots=True)
+class _Kernel:
+    """One running kernel: its client, manager, private folder and event loop."""
+
+    client: NotebookClient
+    loop: asyncio.AbstractEventLoop
+    folder: str
+    pid: int
+    mark: str
+    ended: bool = False
+
+    @classmethod
+    def start(
+        cls, name: str, cwd: str, environment: dict[str, str], startup_timeout: float
+    ) -> _Kernel:
+        from jupyter_client.manager import AsyncKernelManager
+        from nbclient import NotebookClient
+
+        folder = tempfile.mkdtemp(prefix="four-kernel-")
+        loop = asyncio.new_event_loop()
+        manager = AsyncKernelManager(
+            kernel_name=name,
+            transport="ipc",  # sockets in our private folder: no port to race for
+            ip=os.path.join(folder, "ipc"),
+            connection_file=os.path.join(folder, "kernel.json"),
+        )
+        client = NotebookClient(
+            notebook(),
+            km=manager,
+            timeout=None,
+            startup_timeout=int(max(1, startup_timeout)),
+            interrupt_on_timeout=True,
+            allow_errors=True,
+            shutdown_kernel="immediate",
+            record_timing=False,
+            kernel_name=name,
+        )
+        kernel: _Kernel | None = None
+        try:
+            loop.run_until_complete(client.async_start_new_kernel(cwd=cwd, env=environment))
+            pid = int(manager.provisioner.process.pid)  # type: ignore[union-attr]
+            kernel = cls(client, loop, folder, pid, environment[MARK])
+            loop.run_until_complete(client.async_start_new_kernel_client())
+            assert client.kc is not None
+            # The font cache is built here, before any cell's timeout starts.
+            warm = client.kc.execute_interactive(  # type: ignore[attr-defined]
+                _WARM_UP, store_history=False, output_hook=_ignore, timeout=startup_timeout
+            )
+            loop.run_until_complete(warm)
+            return kernel
+        except BaseException:
+            if kernel is not None:
+                kernel.shutdown()
+            else:
+                with contextlib.suppress(Exception):
+                    loop.run_until_complete(_shut(manager))
+                loop.close()
+                shutil.rmtree(folder, ignore_errors=True)
+            raise
+
+    def dead(self) -> bool:
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        return _zombie(self.pid)
+
+    def execute(self, cell: NotebookNode, timeout: int, grace: float) -> Literal["done", "lost"]:
+        """Run ``cell``; at ``timeout`` interrupt it, and ``grace`` seconds later give up."""
+        from nbclient.exceptions import DeadKernelError
+
+        client = self.client
+        client.nb.cells.append(cell)  # nbclient finds display updates by index there
+        index = len(client.nb.cells) - 1
+        client.timeout = timeout
+        command = running(self.pid, self.mark, None)
+        task = self.loop.create_task(
+            asyncio.wait_for(client.async_execute_cell(cell, index), timeout + grace)
+        )
+        try:
+            self.loop.run_until_complete(task)
+        except KeyboardInterrupt:  # Ctrl-C here: the run ends, and closes us
+            if task.done() and not task.cancelled():
+                task.exception()  # seen, so asyncio does not report it at exit
+            task.cancel()
+            raise
+        except TimeoutError:
+            return "lost"  # the interrupt did not stop it
+        except DeadKernelError:
+            return "lost"
+        except Exception as exc:  # a broken channel: the kernel cannot be trusted any more
+            cell.outputs.append(error_output(type(exc).__name__, str(exc)))
+            return "lost"
+        finally:
+            if command is not None:
+                command.release()
+        return "done"
+
+    def shutdown(self) -> None:
+        """Kill the kernel's process group and everything marked, then let
+        ``jupyter_client`` clean up; the folder is removed."""
+        if self.ended:
+            return
+        self.ended = True
+        kill_group(self.pid)
+        kill_marked(self.mark)
+        manager = self.client.km
+        try:
+            if not self.loop.is_closed():
+                _cancel_all(self.loop)
+                with contextlib.suppress(Exception):
+                    if self.client.kc is not None:
+                        self.client.kc.stop_channels()
+                if manager is not None:
+                    with contextlib.suppress(Exception):
+                        self.loop.run_until_complete(_shut(manager))
+                self.loop.close()
+        finally:
+            _reap(self.pid)
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _cancel_all(loop: asyncio.AbstractEventLoop) -> None:
+    """End the tasks an interrupted cell left (nbclient's pollers) before the loop closes."""
+    pending = asyncio.all_tasks(loop)
+    for task in pending:
+        task.cancel()
+    with contextlib.suppress(BaseException):
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+
+
+async def _shut(manager: KernelManager) -> None:
+    """jupyter_client's own clean-up (connection file, sockets), bounded."""
+    from jupyter_core.utils import ensure_async
+
+    await asyncio.wait_for(ensure_async(manager.shutdown_kernel(now=True)), 10)
+
+
+def _ignore(message: Mapping[str, Any]) -> None:
+    """The warm-up's output goes nowhere."""
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[-1].split()[0] == b"Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _reap(pid: int) -> None:
+    """Collect the kernel if it is our child and jupyter_client did not."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def kernel_env(
+    timeout: float = 60.0,
+    *,
+    max_output: int = 10_000,
+    cwd: str | None = None,
+    env: Mapping[str, str] | None = None,
+    kernel_name: str = "python3",
+    startup_timeout: float = 60.0,
+    exit_signal: str = EXIT_SIGNAL,
+    inherit: tuple[str, ...] = DEFAULT_INHERIT,
+    deny: tuple[str, ...] = SECRET_PATTERNS,
+    interrupt_grace: float = 5.0,
+) -> KernelEnv:
+    """V2 for Python cells: one Jupyter kernel per run, so state carries from cell to cell.
+
+    Each cell is parsed with ``ast`` first (IPython's ``%`` and ``!`` syntax allowed): a
+    syntax error is an observation and the cell is never run. The observation shows the
+    cell's stdout, stderr and result (each cut to ``max_output`` characters, head and
+    tail), the error's name and message with a trimmed traceback, and a line per figure
+    (``figure 1: 640x480 PNG``; matplotlib draws inline). A cell past ``timeout`` seconds
+    (whole seconds, rounded up) is interrupted and the kernel keeps its state; if the
+    interrupt does not stop it within ``interrupt_grace`` seconds, the kernel is
+    restarted and the model is told its state was lost. The kernel starts at the first
+    code cell (within ``startup_timeout``, matplotlib's font cache built before any
+    cell's timeout); ``close()`` (or the end of ``run``) kills it and every process its
+    cells started. A cell whose output starts with the exit-signal line submits the rest
+    of its output. A kernel that cannot start is an ``ExecutionError``.
+
+    >>> from four import Action
+    >>> with kernel_env(timeout=10) as env:
+    ...     _ = env(Action("x = 41"))
+    ...     print(env(Action("x + 1")).unwrap().content.splitlines()[1:])
+    ['[result]', '42']
+    """
+    return KernelEnv(
+        timeout,
+        max_output,
+        cwd,
+        dict(env or {}),
+        kernel_name,
+        startup_timeout,
+        exit_signal,
+        tuple(inherit),
+        tuple(deny),
+        interrupt_grace,
+    )
