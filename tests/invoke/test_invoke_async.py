@@ -27,8 +27,8 @@ def test_an_async_run_over_real_http_then_aclose_leaves_no_socket(server: Loopba
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ResourceWarning)
         history, outcome = asyncio.run(main())
-    assert history[-1].content == "DONE 42"
         gc.collect()
+    assert history[-1].content == "DONE 42"
     assert outcome == Finished("42") and env.seen == ["ls"]
     assert len(server.bodies(CHAT)) == 2
     assert server.requests[0].headers["authorization"] == "Bearer sk-test"
