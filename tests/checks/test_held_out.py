@@ -175,9 +175,9 @@ def test_docker_a_container_of_the_committed_container_judges(
     )
     env = docker_env(TEST_IMAGE, 60, cwd="/work")
     try:
-        searched = agent_run(tmp_path, env, check, "/")
-        ticks = searched.split("TICKS", 1)[1].split("CAT", 1)[0].strip()
-        assert ticks.isdigit() and int(ticks) > 0, searched  # the watcher was looking
+        agent_run(tmp_path, env, check, "/")
+        # No watcher outlives its command in a container (four.execute's containment ends
+        # a command's background processes with it), and the check runs in another one.
         after = env(Action("ls -a /work")).unwrap().content
         assert "check-was-here" not in after and "tests_hidden" not in after
     finally:

@@ -14,6 +14,7 @@ import asyncio
 import concurrent.futures as cf
 import contextlib
 import queue
+import sys
 import threading
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
@@ -168,6 +169,11 @@ class _AsyncSession(_InProcess):
             for future in list(self._futures):
                 future.cancel()
             cf.wait(list(self._futures), timeout=10)
+        if "litellm" in sys.modules:  # close the model clients litellm opened on this loop
+            from four.invoke._lazy import close_async_clients
+
+            with contextlib.suppress(Exception):
+                asyncio.run_coroutine_threadsafe(close_async_clients(), self._loop).result(10)
         self._call(self._loop.stop)
         self._thread.join(timeout=10)
         if not self._thread.is_alive():

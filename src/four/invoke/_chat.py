@@ -24,7 +24,7 @@ from four._types import (
 )
 from four.invoke._convert import to_chat, with_bash
 from four.invoke._errors import classify_litellm
-from four.invoke._lazy import litellm_module
+from four.invoke._lazy import close_async_clients, litellm_module
 
 DEFAULT_TIMEOUT: Final = 600.0
 """Seconds per request (litellm's own default is 6000); the OpenAI SDK's default too."""
@@ -111,6 +111,12 @@ class AsyncLitellmInvoke:
         except Exception as exc:
             return Failure(classify_litellm(exc))
         return self.invoke.read(response)
+
+    async def aclose(self) -> None:
+        """Close the HTTP clients litellm made on this event loop: call it before the loop
+        ends (``four.testing``'s async laws and ``AsyncPool`` do), or their sockets are
+        left open."""
+        await close_async_clients()
 
 
 def _split(kwargs: Mapping[str, object]) -> tuple[dict[str, object], dict[str, object]]:

@@ -27,3 +27,20 @@ def litellm_module() -> ModuleType:
             litellm.suppress_debug_info = True
             _module.append(litellm)
     return _module[0]
+
+
+async def close_async_clients() -> None:
+    """Close (and forget) the async HTTP clients litellm keeps, if litellm is loaded; they
+    belong to the event loop that made them."""
+    import sys
+
+    litellm = sys.modules.get("litellm")
+    if litellm is None:
+        return
+    close = getattr(litellm, "close_litellm_async_clients", None)
+    if close is not None:
+        await close()
+    cache = getattr(litellm, "in_memory_llm_clients_cache", None)
+    flush = getattr(cache, "flush_cache", None)
+    if callable(flush):
+        flush()

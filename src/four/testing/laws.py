@@ -647,9 +647,15 @@ def acheck_invoke(
 ) -> None:
     """``check_invoke`` for an async G (each example awaited on a fresh event loop)."""
 
+    async def asked(history: list[Message]) -> object:
+        try:
+            return await G(history)
+        finally:
+            await _aclosed(G)  # what G opened on this example's event loop (litellm's clients)
+
     def law(drawn: list[Message]) -> None:
         history = copy.deepcopy(drawn)
-        _replied(_awaited("G", G(history)))
+        _replied(_awaited("G", asked(history)))
         if history != drawn:
             raise LawBroken("G changed the history it was given")
 
@@ -730,8 +736,14 @@ def acheck_loop(
             result = inner(messages)
             return await result if isinstance(result, Awaitable) else result
 
+        async def loop() -> object:
+            try:
+                return await arun(G, V1, make_env(), emit, "s", prompt, max_steps)  # type: ignore[arg-type]
+            finally:
+                await _aclosed(inner)  # what G opened on this example's event loop
+
         emit = _CountingEmit(make_emit())
-        value = _awaited("the loop", arun(G, V1, make_env(), emit, "s", prompt, max_steps))  # type: ignore[arg-type]
+        value = _awaited("the loop", loop())
         _after_loop(calls, max_steps, emit, emit.value if emit.value is not None else value)
 
     _law(law, [st.integers(1, 12), fs.texts(80)], max_examples, deadline, seed)
