@@ -89,6 +89,11 @@ _REGISTRY: dict[str, tuple[str, str | None, str]] = {
         "notebook",
         "Python cells in one Jupyter kernel, saved as an .ipynb that must re-run",
     ),
+    "cli": (
+        "four.domains.cli:DOMAIN",
+        None,
+        "a command-line tool in C: compiled with -Werror, run sandboxed, with a man page",
+    ),
 }
 
 
