@@ -79,9 +79,13 @@ def build(
         if isinstance(done, str):
             return Build(command, (Diagnostic("", 0, 0, "error", done),), None, 1)
         found = gcc_diagnostics(done.stderr, workspace)
-        binary = workspace / name
-        ok = done.returncode == 0 and binary.is_file()
-        return Build(command, found, binary if ok else None, done.returncode)
+        made = workspace / name
+        ok = done.returncode == 0 and made.is_file()
+        return Build(command, found, made if ok else None, done.returncode)
+    return _cargo(workspace, name, env, timeout)
+
+
+def _cargo(workspace: Path, name: str, env: Mapping[str, str], timeout: float) -> Build:
     command = ("cargo", "build", "--offline", "--release", "--message-format=json")
     done = _run(command, workspace, env, timeout)
     if isinstance(done, str):
