@@ -32,6 +32,7 @@ class Summary:
     unpriced_calls: int = 0
     format_errors: Counter[str] = field(default_factory=Counter)
     failing_commands: Counter[str] = field(default_factory=Counter)
+    tags: Counter[str] = field(default_factory=Counter)  # runs with each four.observe tag
     skipped: list[str] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
     """Why each skipped file could not be read, in the same order."""
@@ -66,6 +67,7 @@ class Summary:
             "unpriced_calls": self.unpriced_calls,
             "format_errors": [[t, n] for t, n in self.format_errors.most_common(top)],
             "failing_commands": [[t, n] for t, n in self.failing_commands.most_common(top)],
+            "tags": dict(self.tags.most_common()),
         }
 
 
@@ -95,13 +97,18 @@ def trajectory_files(paths: Iterable[str | Path]) -> Iterator[Path]:
 def summarise(paths: Iterable[str | Path], max_bytes: int = MAX_BYTES) -> Summary:
     """Read every trajectory under ``paths``; files that cannot be read are skipped,
     each with the reason."""
+    from four.observe import tags
+
     summary = Summary()
     for path in trajectory_files(paths):
         try:
-            summary.add(load_run(path, max_bytes=max_bytes))
+            run = load_run(path, max_bytes=max_bytes)
         except UsageError as exc:
             summary.skipped.append(str(path))
             summary.reasons.append(str(exc))
+            continue
+        summary.add(run)
+        summary.tags.update(tags(run.trajectory.messages, run.trajectory.outcome).keys())
     return summary
 
 
@@ -156,6 +163,7 @@ def render(summary: Summary, top: int = 5) -> str:
     if summary.unpriced_calls:
         lines.append(f"({summary.unpriced_calls} model calls had no known price)")
     for title, counter in (
+        ("runs tagged (four.observe: by rule, from what the loop recorded)", summary.tags),
         ("most frequent format errors", summary.format_errors),
         ("most frequent failing commands (exit != 0)", summary.failing_commands),
     ):
