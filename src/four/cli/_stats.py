@@ -15,7 +15,7 @@ from pathlib import Path
 from four._outcomes import outcome_tag
 from four._types import JSON
 from four.cli._errors import UsageError
-from four.cli._steps import Run, first_line, load_run, max_size
+from four.cli._steps import Run, first_line, load_trajectory_or_say, max_size, read_run
 from four.trajectory._load import MAX_BYTES
 
 
@@ -102,13 +102,13 @@ def summarise(paths: Iterable[str | Path], max_bytes: int = MAX_BYTES) -> Summar
     summary = Summary()
     for path in trajectory_files(paths):
         try:
-            run = load_run(path, max_bytes=max_bytes)
+            trajectory = load_trajectory_or_say(path, max_bytes)
         except UsageError as exc:
             summary.skipped.append(str(path))
             summary.reasons.append(str(exc))
             continue
-        summary.add(run)
-        summary.tags.update(tags(run.trajectory.messages, run.trajectory.outcome).keys())
+        summary.add(read_run(trajectory))
+        summary.tags.update(tags(trajectory.messages, trajectory.outcome).keys())
     return summary
 
 
