@@ -15,6 +15,7 @@ from four._outcomes import outcome_tag
 from four._types import JSON
 from four.cli._errors import UsageError
 from four.cli._steps import Run, first_line, read_run
+from four.cli._terminal import visible
 
 
 @dataclass(slots=True)
@@ -47,7 +48,7 @@ class Summary:
                 self.format_errors[step.format_error] += 1
             for command, code in zip(step.commands, step.returncodes, strict=False):
                 if code not in (None, 0):
-                    self.failing_commands[first_line(command, 80)] += 1
+                    self.failing_commands[first_line(visible(command), 80)] += 1
 
     def to_json(self, top: int) -> dict[str, JSON]:
         """The summary as JSON (what ``--json`` prints)."""
