@@ -188,7 +188,7 @@ def _stats_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _batch_flags(p: argparse.ArgumentParser) -> None:
-    from four.batch._command import batch_flags
+    from four.cli._batch import batch_flags
 
     batch_flags(p)
 

@@ -8,9 +8,9 @@ from rich.console import Console
 from rich.rule import Rule
 from rich.text import Text
 
+from four.cli import _terminal
 from four.cli._errors import UsageError
 from four.cli._format import fold, seconds, succeeded, tokens, usage_line
-from four.cli import _terminal
 from four.cli._steps import Run, Step, load_run
 from four.cli._terminal import visible
 

@@ -1,7 +1,8 @@
 """G: invokes that turn a history into the model's reply.
 
 Models: ``litellm_invoke`` (text), ``litellm_toolcall_invoke`` (tool calls), both over
-litellm, which they import at their first call, never at import; and
+litellm, which they import at their first call, never at import (``alitellm_invoke``
+and ``alitellm_toolcall_invoke`` are their async twins, for ``arun``); and
 ``http_response_invoke`` (the Responses API over httpx). Wrappers, each a G of a G:
 ``retry_invoke``, ``budget_invoke``, ``summarizing_invoke``, ``context_aware_invoke``.
 A typical stack, outermost first (budget outermost: it reads the spend from the full
@@ -14,7 +15,14 @@ history; retry outside summarizing: one retry layer covers both model calls)::
 """
 
 from four.invoke._budget import BudgetInvoke, budget_invoke, spent
-from four.invoke._chat import LitellmInvoke, litellm_invoke, litellm_toolcall_invoke
+from four.invoke._chat import (
+    AsyncLitellmInvoke,
+    LitellmInvoke,
+    alitellm_invoke,
+    alitellm_toolcall_invoke,
+    litellm_invoke,
+    litellm_toolcall_invoke,
+)
 from four.invoke._context import (
     ContextAwareInvoke,
     LitellmCounter,
@@ -29,6 +37,7 @@ from four.invoke._scripted import ScriptedInvoke, replay_invoke, scripted_invoke
 
 __all__ = [
     "BASH_TOOL",
+    "AsyncLitellmInvoke",
     "BudgetInvoke",
     "ContextAwareInvoke",
     "LitellmCounter",
@@ -37,6 +46,8 @@ __all__ = [
     "RetryInvoke",
     "ScriptedInvoke",
     "SummarizingInvoke",
+    "alitellm_invoke",
+    "alitellm_toolcall_invoke",
     "budget_invoke",
     "context_aware_invoke",
     "http_response_invoke",
