@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import signal
 import subprocess
@@ -11,20 +10,15 @@ import sys
 import textwrap
 import threading
 from pathlib import Path
-from typing import cast
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from four import (
     Assistant,
     Finished,
     Message,
-    System,
     ToolCall,
     ToolResult,
-    Usage,
     User,
     load_trajectory,
     replay_invoke,
@@ -32,9 +26,8 @@ from four import (
     save_trajectory,
     scripted_invoke,
 )
-from four._types import JSON, NO_USAGE, RunInfo, RunStats
-from four.trajectory import FORMAT, TrajectoryError, _save
-from four.trajectory._codec import encode_json, encode_message, message_to_json
+from four._types import NO_USAGE, RunInfo, RunStats
+from four.trajectory import FORMAT, TrajectoryError
 from tests._doubles import FakeEnv, line_parse
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -219,20 +212,35 @@ def test_bad_files_give_clear_errors(tmp_path: Path, content: str, error: str) -
         load_trajectory(tmp_path / "bad.jsonl")
 
 
-@pytest.mark.parametrize("unnamed", [True, False], ids=["O_TMPFILE", "rename"])
-def test_final_write_is_atomic_on_failure(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unnamed: bool
-) -> None:
+def test_final_write_is_atomic_on_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(*args: object, **kwargs: object) -> None:
         raise OSError("disk full")
 
-    # Both ways of sealing: an unnamed file linked in, or a temporary renamed.
-    monkeypatch.setattr(_save, "_TMPFILE", [unnamed])
-    monkeypatch.setattr(os, "link" if unnamed else "replace", broken)
+    monkeypatch.setattr(os, "replace", broken)
     with pytest.raises(OSError, match="disk full"):
         save_trajectory(tmp_path)([User("x")], Finished())
     assert not list(tmp_path.glob("*.json")) and not list(tmp_path.glob(".*"))
     assert len(list(tmp_path.glob("*.jsonl"))) == 1
+
+
+def test_the_document_is_on_disk_before_it_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events: list[str] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        events.append("fsync folder" if os.path.isdir(f"/proc/self/fd/{fd}") else "fsync file")
+        real_fsync(fd)
+
+    def replace(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+        events.append("replace")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    save_trajectory(tmp_path)([User("x")], Finished())
+    assert events == ["fsync file", "replace", "fsync folder"]
 
 
 def test_short_writes_are_finished(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -250,11 +258,7 @@ def test_short_writes_are_finished(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert streamed.messages == whole.messages
 
 
-@pytest.mark.parametrize("unnamed", [True, False], ids=["O_TMPFILE", "rename"])
-def test_sealing_twice_replaces_the_document(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unnamed: bool
-) -> None:
-    monkeypatch.setattr(_save, "_TMPFILE", [unnamed])
+def test_sealing_twice_replaces_the_document(tmp_path: Path) -> None:
     sink = save_trajectory(tmp_path).open(RunInfo({}, 1, 1, 0.0))
     sink.append(User("x"))
     first = sink.close([User("x")], Finished("a"), RunStats(0, NO_USAGE, 0.0, 1.0))
@@ -308,74 +312,6 @@ def test_described_sequences_and_classes() -> None:
         "kinds": ["k"],
     }
     assert describe(Outer) == f"{Outer.__module__}.{Outer.__qualname__}"  # the class: a name
-
-
-_json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
-    max_leaves=20,
-)
-
-
-@given(_json_values)
-def test_the_fast_encoder_writes_what_json_dumps_writes(value: JSON) -> None:
-    assert encode_json(value) == json.dumps(value)
-
-
-_lone_surrogates = st.integers(0xD800, 0xDFFF).map(chr)
-_any_text = st.text(st.characters() | _lone_surrogates, max_size=12)
-_floats = st.sampled_from([math.inf, -math.inf, math.nan, -0.0, 1e300]) | st.floats()
-_numbers = st.none() | st.booleans() | st.integers() | _floats
-_usages = st.builds(Usage, *[st.integers()] * 2, _floats, *[st.integers()] * 2) | st.builds(
-    Usage, _numbers, _numbers, _numbers, _numbers, _numbers
-)
-_calls = st.builds(ToolCall, _any_text, _any_text, _any_text)
-_messages: st.SearchStrategy[Message] = st.one_of(
-    st.builds(System, _any_text),
-    st.builds(User, _any_text, st.sampled_from(["text", "task"]) | _any_text, _numbers),
-    st.builds(ToolResult, _any_text, _any_text, _any_text, _any_text, _numbers),
-    st.builds(
-        Assistant,
-        _any_text,
-        st.lists(_calls, max_size=3).map(tuple),
-        _any_text,
-        st.lists(st.dictionaries(st.text(), _json_values, max_size=3), max_size=2).map(tuple),
-        st.none() | _any_text,
-        st.none() | _usages,
-        _any_text,
-    ),
-)
-
-
-@given(_messages)
-def test_messages_are_written_as_json_dumps_writes_their_json(message: Message) -> None:
-    assert encode_message(message) == json.dumps(message_to_json(message))
-
-
-@given(_usages)
-def test_usage_is_written_as_json_dumps_writes_it(usage: Usage) -> None:
-    message = Assistant("", usage=usage)
-    assert encode_message(message) == json.dumps(message_to_json(message))
-
-
-@given(
-    st.builds(
-        RunStats,
-        st.integers(),
-        _usages,
-        _floats,
-        _floats,
-        st.integers(),
-        st.just({}) | st.dictionaries(st.text(), _json_values, max_size=2),
-    )
-)
-def test_run_stats_are_written_as_json_dumps_writes_them(stats: RunStats) -> None:
-    assert _save._stats_text(stats) == json.dumps(_save._stats_json(stats))
-
-
-def test_the_fast_encoder_refuses_what_json_refuses() -> None:
-    with pytest.raises(TypeError, match="not JSON serializable"):
-        encode_json(cast(JSON, {"a": object()}))
 
 
 def test_stream_records_come_whole_even_for_a_run_with_no_message(tmp_path: Path) -> None:

@@ -386,10 +386,7 @@ def start(
     judge = check.open(checked_env) if check is not None else None
     state = RunState(history, sink, info, judge, watch, max_steps, max_format_errors)
     for message in history:
-        try:
-            sink.append(message)
-        except Exception as exc:
-            raise ComponentRaised("emit", exc) from exc
+        sink.append(message)  # before the run: a failure here is raised as it is
     return state
 
 

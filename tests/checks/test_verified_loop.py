@@ -240,7 +240,8 @@ def test_audit_catches_edits_truncation_and_missing_records(tmp_path: Path) -> N
     assert not audited(lambda r: r.update(receipts=_truncated(r["receipts"])))
     no_verdicts = save_trajectory(tmp_path)([User("x")], Accepted())
     result = audit(no_verdicts)
-    assert not result.valid and result.errors == ("the trajectory holds no verdicts to audit",)
+    assert not result.valid
+    assert result.errors == ("the outcome is 'accepted' but the run holds no verdicts to show it",)
 
 
 def _truncated(receipts: object) -> object:

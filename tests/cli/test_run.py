@@ -319,6 +319,29 @@ def test_the_verified_loop(
     assert capsys.readouterr().out.startswith("valid: ")
 
 
+def test_keygen_then_a_signed_verified_run_audited_with_the_public_key(
+    server: LoopbackServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key = tmp_path / "signing.pem"
+    assert main(["keygen", str(key)]) == 0
+    shown = capsys.readouterr().out
+    assert f"public key:  {key}.pub" in shown and "signer:" in shown
+    assert main(["keygen", str(key)]) == 2  # never over an existing key
+    assert "exists" in capsys.readouterr().err
+    server.push(chat("```bash\ntouch ok.txt\n```"), chat(SUBMIT))
+    argv = [*args(server, tmp_path), "--check", "test -f ok.txt", "--sign", str(key), "--json"]
+    assert main(["run", "make ok.txt", *argv]) == 0
+    path = json.loads(capsys.readouterr().out)["path"]
+    assert main(["audit", path, "--public-key", f"{key}.pub"]) == 0
+    assert f"signed by the given key {shown.split()[-1]}" in capsys.readouterr().out
+    assert main(["keygen", str(tmp_path / "other.pem")]) == 0
+    capsys.readouterr()
+    assert main(["audit", path, "--public-key", str(tmp_path / "other.pem.pub")]) == 1
+    assert "not by the given key" in capsys.readouterr().out
+    assert main(["run", "x", *args(server, tmp_path), "--sign", str(tmp_path / "none")]) == 2
+    assert "--sign: cannot read the signing key" in capsys.readouterr().err
+
+
 def test_run_timeout(
     server: LoopbackServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

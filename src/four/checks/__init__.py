@@ -3,7 +3,7 @@
 run(G, V1, V2, emit, system, prompt, check=command_check("pytest -q"))
 """
 
-from four.checks._audit import audit
+from four.checks._audit import Audit, audit
 from four.checks._checks import AllOf, CommandCheck, FileCheck, all_of, command_check, file_check
 from four.checks._claim import Check, Claim, Gatherer, Resolver
 from four.checks._config import config_from_json, config_to_json
@@ -11,6 +11,7 @@ from four.checks._judge import Judgement, Verifier, verify
 
 __all__ = [
     "AllOf",
+    "Audit",
     "Check",
     "Claim",
     "CommandCheck",

@@ -107,7 +107,20 @@ def command_check(command: str, *, timeout: float = 600.0) -> CommandCheck:
 
     >>> command_check("pytest -q").command
     'pytest -q'
+    >>> command_check("")
+    Traceback (most recent call last):
+    ...
+    ValueError: command_check: command must be a non-empty shell command (an empty one accepts every submission)
     """
+    if not isinstance(command, str):
+        raise TypeError(f"command_check: command must be a shell command (a str), not {command!r}")
+    if not command.strip():
+        raise ValueError(
+            "command_check: command must be a non-empty shell command "
+            "(an empty one accepts every submission)"
+        )
+    if not timeout > 0:
+        raise ValueError(f"command_check: timeout must be positive seconds, not {timeout!r}")
     return CommandCheck(command, timeout)
 
 

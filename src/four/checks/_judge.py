@@ -108,8 +108,9 @@ class Judgement:
         controller = self.controller
         while True:
             result = self._verifier.check(current)
-            receipt = controller.process(self._symbolic(result))
-            self._note(result, receipt.action.value)
+            symbolic = self._symbolic(result)
+            receipt = controller.process(symbolic)
+            self._note(result, receipt.action.value, symbolic)
             lease = controller.state.pending_lease
             match receipt.action:
                 case ControllerAction.EXIT_ACCEPT:
@@ -136,7 +137,8 @@ class Judgement:
                     return Held(self._explain(result, controller.state.held_reason or "held"))
 
     def record(self) -> Mapping[str, JSON]:
-        """Config, receipts and their head digest (for ``four.audit``), and the verdict log."""
+        """Config, receipts and their head digest (for ``four.audit``), the verdict log,
+        and the text of each slot (``no:1`` ...) that a free-text reason was mapped to."""
         controller = self.controller
         receipts: JSON = json.loads(dump_receipts(controller.receipts))
         return {
@@ -146,6 +148,7 @@ class Judgement:
             "head": controller.head.hex(),
             "receipts": receipts,
             "log": list(self._log),
+            "slots": {symbol: text for (_, text), symbol in self._symbols.items()},
         }
 
     def _gather(self, need: str, claim: Claim) -> str:
@@ -169,8 +172,10 @@ class Judgement:
             self._symbols[key] = f"{kind}:{sum(k == kind for k, _ in self._symbols) + 1}"
         return self._symbols[key]
 
-    def _note(self, result: CheckResult, action: str) -> None:
+    def _note(self, result: CheckResult, action: str, symbolic: CheckResult) -> None:
         entry: dict[str, JSON] = {"verdict": result.verdict.name, "action": action}
+        if symbolic is not result:  # the free text went to a slot (no:1, compute:1, ...)
+            entry["slot"] = _need_text(symbolic.needed) if symbolic.needed else symbolic.reason
         if result.reason is not None:
             entry["reason"] = result.reason
         if result.needed is not None:

@@ -140,6 +140,12 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("-o", "--output-dir", help="where to save the trajectory [FOUR_OUTPUT_DIR]")
     p.add_argument("--system", metavar="FILE", help="system prompt from FILE [FOUR_SYSTEM]")
+    p.add_argument(
+        "--sign",
+        metavar="KEY",
+        help="sign the trajectory's seal with this private key (four keygen; needs "
+        "four-loop[sign]) [FOUR_SIGNING_KEY]",
+    )
     _add_output_flags(p, "the final outcome")
 
 
@@ -162,8 +168,17 @@ def _replay_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _audit_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("trajectory", metavar="TRAJ")
+    p.add_argument("trajectory", metavar="TRAJ|DIR")
+    p.add_argument(
+        "--public-key",
+        metavar="PUB",
+        help="require a signature by this key: four keygen's .pub file, or its 64 hex digits",
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def _keygen_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("key", metavar="KEY", help="where to write the private key (KEY.pub: public)")
 
 
 def _show_flags(p: argparse.ArgumentParser) -> None:
@@ -208,10 +223,21 @@ _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]]
         _replay_flags,
     ),
     "audit": (
-        "check a verified run's receipts",
-        "Check the receipts stored in TRAJ. Exit 0 valid, 1 invalid (with the "
-        "reasons), 2 when the run has no receipts to audit or the file cannot be read.",
+        "check a run's seal, signature and receipts",
+        "Check that TRAJ (a .json, or the .jsonl of a run cut short) is the record its "
+        "seal was made over: any edit, drop, reorder, append or truncation is reported "
+        "with what does not match; a verified run's receipts are replayed too. With "
+        "--public-key, the record must also be signed by that key. DIR: every run under "
+        "the folder, one line each and a summary. Exit 0 valid (an unfinished run is a "
+        "valid prefix), 1 any invalid, 2 when the file cannot be read.",
         _audit_flags,
+    ),
+    "keygen": (
+        "make an Ed25519 key pair for signing runs",
+        "Write a new private key to KEY (mode 0600) and its public key to KEY.pub, both "
+        "PEM. `four run --sign KEY` signs; `four audit --public-key KEY.pub` checks. "
+        "Needs the cryptography package: pip install 'four-loop[sign]'.",
+        _keygen_flags,
     ),
     "show": (
         "print a run in the terminal",

@@ -1,56 +1,148 @@
-"""``four audit TRAJ``: replay a verified run's receipts and say whether they hold.
+"""``four audit TRAJ|DIR``: check runs against their seals (and signatures, and receipts).
 
-Exit 0 valid, 1 invalid (each reason printed), 2 when there is nothing to audit (a
-run made without ``--check`` stores no receipts) or the file cannot be read.
+One file: exit 0 valid (a run cut short is a valid, unfinished prefix), 1 invalid (each
+reason printed), 2 when the file cannot be read or is no four trajectory. A folder:
+one line per run and a summary; exit 1 if any run is invalid.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections import Counter
 from pathlib import Path
 
 from four._types import JSON
+from four.checks._audit import Audit
 from four.cli._errors import UsageError
 
 
 def main(args: argparse.Namespace) -> int:
     """Audit ``args.trajectory``; print the result as text or, with ``--json``, JSON."""
-    from four.checks import audit
-    from four.trajectory import TrajectoryError, load_trajectory
+    from four.checks._audit import runs_under
+    from four.trajectory._sign import SigningError, load_public_key
 
-    path = Path(str(args.trajectory))
+    key: str | None = None
+    if args.public_key:
+        try:
+            key = load_public_key(str(args.public_key))
+        except SigningError as exc:
+            raise UsageError(f"--public-key: {exc}") from None
+    target = Path(str(args.trajectory))
+    if target.is_dir():
+        return _fleet(target, sorted(runs_under(target)), key, bool(args.json))
+    result = _audit(target, key)
+    if result is None or not result.trajectory:
+        reason = result.errors[0] if result else "cannot be read"
+        raise UsageError(f"nothing to audit: {target}: {reason}")
+    if args.json:
+        print(json.dumps(_json(result), indent=2))
+    else:
+        print(_text(result))
+    return 0 if result.valid else 1
+
+
+def _audit(path: Path, key: str | None) -> Audit | None:
+    from four.checks import audit
+    from four.trajectory import TrajectoryError
+
     try:
-        trajectory = load_trajectory(path)
+        return audit(path, public_key=key)
     except TrajectoryError as exc:
         raise UsageError(str(exc)) from None
-    if not isinstance(trajectory.stats.get("verdicts"), dict):
-        raise UsageError(
-            f"nothing to audit: {path} holds no verdicts "
-            "(only a verified run, `four run --check CMD`, stores receipts)"
-        )
-    result = audit(trajectory)
-    if args.json:
-        report: dict[str, JSON] = {
-            "path": str(path),
-            "valid": result.valid,
-            "errors": list(result.errors),
-            "evaluations": result.evaluations,
-            "initial_rank": result.initial_rank,
-            "final_rank": result.final_rank,
-            "head": result.head.hex(),
-            "outcome": trajectory.outcome,
-        }
-        print(json.dumps(report, indent=2))
-    elif result.valid:
-        print(
-            f"valid: {path}\n"
-            f"  {result.evaluations} evaluations, rank {result.initial_rank} -> "
-            f"{result.final_rank}, head {result.head.hex()[:16]}\n"
-            f"  outcome {trajectory.outcome}"
-        )
+
+
+def _text(result: Audit) -> str:
+    if not result.valid:
+        return "\n".join([f"invalid: {result.path}", *(f"  - {e}" for e in result.errors)])
+    if result.finished:
+        lines = [
+            f"valid: {result.path}",
+            f"  sealed: {result.messages} messages, outcome {result.outcome}, "
+            f"seal {result.digest[:16]}",
+        ]
     else:
-        print(f"invalid: {path}")
-        for error in result.errors:
-            print(f"  - {error}")
-    return 0 if result.valid else 1
+        lines = [
+            f"valid, unfinished: {result.path}",
+            f"  a sealed prefix of {result.messages} messages and no end record "
+            "(the run was killed, or is still going)",
+        ]
+    lines.append(f"  {_signature(result)}")
+    if result.verified:
+        lines.append(
+            f"  verdicts: {result.evaluations} evaluations, rank {result.initial_rank} -> "
+            f"{result.final_rank}, {result.receipts} receipts, head {result.head.hex()[:16]}"
+        )
+    return "\n".join(lines)
+
+
+def _signature(result: Audit) -> str:
+    if result.key_checked:
+        return f"signed by the given key {result.signer}"
+    if result.signature == "valid":
+        return f"signed by {result.signer} (give --public-key to check it is the key you trust)"
+    if result.signature == "unchecked":
+        return f"signed by {result.signer}; not checked: pip install 'four-loop[sign]'"
+    return "unsigned: the seal catches accidents and careless edits, not a forger"
+
+
+def _json(result: Audit) -> dict[str, JSON]:
+    return {
+        "path": str(result.path),
+        "status": result.status,
+        "valid": result.valid,
+        "finished": result.finished,
+        "errors": list(result.errors),
+        "outcome": result.outcome,
+        "messages": result.messages,
+        "seal": result.digest,
+        "signer": result.signer,
+        "signature": result.signature,
+        "key_checked": result.key_checked,
+        "verified": result.verified,
+        "evaluations": result.evaluations,
+        "initial_rank": result.initial_rank,
+        "final_rank": result.final_rank,
+        "receipts": result.receipts,
+        "head": result.head.hex(),
+    }
+
+
+def _fleet(folder: Path, paths: list[Path], key: str | None, as_json: bool) -> int:
+    from four.checks._audit import audit_all
+
+    counts: Counter[str] = Counter()
+    rows: list[JSON] = []
+    for result in audit_all(paths, public_key=key):
+        path = result.path
+        counts[result.status] += 1
+        if result.trajectory and not result.signed:
+            counts["unsigned"] += 1
+        if as_json:
+            rows.append(_json(result))
+        else:
+            print(f"{result.status:<10} {path.relative_to(folder)}  {_brief(result)}")
+    runs = sum(counts[s] for s in ("valid", "invalid", "unfinished"))
+    summary = (
+        f"{runs} runs: {counts['valid']} valid, {counts['invalid']} invalid, "
+        f"{counts['unfinished']} unfinished, {counts['unsigned']} unsigned"
+    )
+    if counts["skipped"]:
+        summary += f"; {counts['skipped']} other files skipped"
+    if as_json:
+        print(json.dumps({"runs": rows, "summary": dict(counts)}, indent=2))
+    else:
+        print(summary)
+    return 1 if counts["invalid"] else 0
+
+
+def _brief(result: Audit) -> str:
+    if result.status == "skipped":
+        return "not a four trajectory"
+    if not result.valid:
+        more = len(result.errors) - 1
+        return result.errors[0] + (f" (and {more} more)" if more > 0 else "")
+    signed = "signed" if result.signed else "unsigned"
+    if not result.finished:
+        return f"{result.messages} messages so far, {signed}"
+    return f"{result.outcome}, {signed}"

@@ -57,6 +57,7 @@ class RunOptions:
     system_file: str | None
     mode: str
     json: bool
+    sign: str | None = None
 
     def record(self) -> dict[str, JSON]:
         """The settings stored in the trajectory (``info.components.cli``), task aside."""
@@ -153,6 +154,7 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
         system_file=args.system or env.get("FOUR_SYSTEM"),
         mode=mode,
         json=bool(args.json),
+        sign=getattr(args, "sign", None) or env.get("FOUR_SIGNING_KEY"),
     )
 
 
@@ -213,8 +215,14 @@ def main(args: argparse.Namespace) -> int:
     from four import run
     from four.cli._preflight import resolve_model
     from four.trajectory import save_trajectory
+    from four.trajectory._sign import SigningError, SigningKey
 
     opts = options(args)
+    try:  # before the model is asked anything: a bad key is a usage error
+        signing = SigningKey.load(opts.sign) if opts.sign else None
+    except SigningError as exc:
+        raise UsageError(f"--sign: {exc}") from None
+    emit = save_trajectory(opts.output_dir, signing_key=signing)
     system = system_prompt(opts)
     key = api_key(opts)
     model = resolve_model(opts.model, opts.api_base, key)
@@ -225,7 +233,7 @@ def main(args: argparse.Namespace) -> int:
 
         check = command_check(opts.check)
     display = Display(opts.mode, title=f"{model} · {opts.env}", max_steps=opts.max_steps)
-    recording = Recording(save_trajectory(opts.output_dir), components(G, V2, opts.record()))
+    recording = Recording(emit, components(G, V2, opts.record()))
     display.start()
     try:
         with sigterm_interrupts():

@@ -37,6 +37,7 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("FOUR_TIMEOUT", "wall-clock seconds the whole run may take (--timeout)"),
     Variable("FOUR_COMMAND_TIMEOUT", "seconds one command may run (--command-timeout)"),
     Variable("FOUR_SYSTEM", "file holding the system prompt (--system)"),
+    Variable("FOUR_SIGNING_KEY", "private key (four keygen) that signs each run's seal (--sign)"),
 )
 
 

@@ -2,9 +2,12 @@
 
 from four.trajectory._load import Trajectory, TrajectoryError, load_trajectory
 from four.trajectory._save import FORMAT, TrajectorySink, TrajectoryWriter, save_trajectory
+from four.trajectory._sign import SigningError, SigningKey
 
 __all__ = [
     "FORMAT",
+    "SigningError",
+    "SigningKey",
     "Trajectory",
     "TrajectoryError",
     "TrajectorySink",

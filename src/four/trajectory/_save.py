@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from four._outcomes import Outcome
 from four._types import JSON, NO_USAGE, Message, RunInfo, RunStats
-from four.trajectory._codec import (
-    encode_json,
-    encode_message,
-    encode_text,
-    number_json,
-    usage_text,
-    usage_to_json,
-)
+from four.trajectory._codec import message_to_json, usage_to_json
+from four.trajectory._seal import ALGORITHM, Chain, canonical_text, parts, verdict_facts
+from four.trajectory._sign import SigningError, SigningKey
 
 FORMAT = "four.trajectory/1"
 
@@ -28,6 +25,7 @@ class TrajectoryWriter:
     """The emit made by ``save_trajectory``. One writer may serve many runs at once."""
 
     output_dir: Path
+    signing_key: SigningKey | None = None
 
     def __call__(self, messages: Sequence[Message], outcome: Outcome, /) -> Path:
         """Save a finished history with no streaming record (plain emit use)."""
@@ -39,26 +37,52 @@ class TrajectoryWriter:
         return sink.close(messages, outcome, RunStats(0, NO_USAGE, now, now))
 
     def open(self, info: RunInfo, /) -> TrajectorySink:
-        return TrajectorySink(self.output_dir, info)
+        return TrajectorySink(self.output_dir, info, self.signing_key)
 
 
 class TrajectorySink:
     """One run's files: ``<stem>.jsonl`` grows a line per message (written through at
-    once), and ``<stem>.json`` appears whole when the run ends."""
+    once), and ``<stem>.json`` appears whole when the run ends. Each stream record
+    carries the seal's running digest (and, with a key, its signature); the document
+    carries the final one (see ``four.trajectory._seal``)."""
 
-    __slots__ = ("_dir", "_encoded", "_fd", "_head", "_info", "_started", "_stem", "_times")
+    __slots__ = (
+        "_chain",
+        "_dir",
+        "_fd",
+        "_head",
+        "_info",
+        "_key",
+        "_messages",
+        "_seal",
+        "_started",
+        "_stem",
+        "_times",
+    )
 
-    def __init__(self, directory: Path, info: RunInfo) -> None:
+    def __init__(self, directory: Path, info: RunInfo, key: SigningKey | None = None) -> None:
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(info.started_at))
         self._stem = f"{stamp}-{os.urandom(6).hex()}"  # unique without looking at the folder
         self._dir = directory
         self._started = info.started_at
-        self._info = encode_json(_info_json(info))  # encoded once: start line and document
-        self._times: list[str] = []  # each message's time, as JSON text
-        self._encoded: list[str] = []  # each message's JSON, reused for the final document
+        self._info = _info_json(info)
+        self._key = key
+        self._seal: dict[str, JSON] = {"algorithm": ALGORITHM}
+        if key is not None:
+            self._seal["signer"] = key.public
+        self._chain = Chain()
+        self._chain.start(FORMAT, self._seal, self._info)
+        self._times: list[float] | None = []  # each message's time; None: not known
+        self._messages: list[str] = []  # each message's canonical JSON, for the document
         self._fd = _create(directory, f"{self._stem}.jsonl")
         # Written with the first message: a run's first messages follow at once.
-        self._head = f'{{"type": "start", "format": "{FORMAT}", "info": {self._info}}}\n'
+        start: dict[str, JSON] = {
+            "type": "start",
+            "format": FORMAT,
+            "info": self._info,
+            "seal": self._seal,
+        }
+        self._head = self._line(start, self._chain)
 
     @property
     def jsonl(self) -> Path:
@@ -78,61 +102,116 @@ class TrajectorySink:
                 os.close(fd)
 
     def append(self, message: Message, /) -> None:
-        t = f"{time.time() - self._started:.6f}"  # seconds to the microsecond, as JSON
-        encoded = encode_message(message)
-        self._times.append(t)
-        self._encoded.append(encoded)
-        line = f'{self._head}{{"type": "message", "t": {t}, "message": {encoded}}}\n'.encode()
+        t = repr(round(time.time() - self._started, 6))  # to the microsecond, as JSON
+        text = canonical_text(message_to_json(message))  # encoded once: link, line, document
+        label = f"messages[{len(self._messages)}]"
+        digest = self._chain.link_encoded(label, f'"{label}"', f'{{"message":{text},"t":{t}}}')
+        if self._times is not None:
+            self._times.append(float(t))
+        self._messages.append(text)
+        line = f'{{"type": "message", "t": {t}, "message": {text}, "digest": "{digest}"'
+        if self._key is not None:
+            line += f', "signature": "{self._key.sign(self._chain.digest)}"'
+        # Unbuffered: a killed process keeps every line written.
+        _write(self._fd, f"{self._head}{line}}}\n".encode())
         self._head = ""
-        # Unbuffered: a killed process keeps every line written. A short write is rare.
-        if (n := os.write(self._fd, line)) < len(line):
-            _write_rest(self._fd, line, n)
 
     def close(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> Path:
-        stats_json = _stats_text(stats)
-        outcome_text = encode_text(outcome.text)
+        stats_json = _stats_json(stats)
+        detail = _outcome_json(outcome)
+        stream = f"{self._stem}.jsonl"
         if self._fd >= 0:
             fd, self._fd = self._fd, -1
             try:
-                end = f'{{"type": "end", "outcome": {outcome_text}, "stats": {stats_json}}}'
-                _write(fd, f"{self._head}{end}\n".encode())
+                streamed = self._chain.copy()
+                streamed.end(outcome.text, detail, stats_json, stream, len(self._messages))
+                end: dict[str, JSON] = {
+                    "type": "end",
+                    "outcome": outcome.text,
+                    "outcome_detail": detail,
+                    "stats": stats_json,
+                    "stream": stream,
+                }
+                _write(fd, (self._head + self._line(end, streamed)).encode())
             finally:
                 os.close(fd)
-        if len(self._encoded) != len(messages):  # a plain-emit history, or one edited after
-            self._encoded = [encode_message(m) for m in messages]
-        timed = len(self._times) == len(messages)
-        document = {
-            "format": f'"{FORMAT}"',
-            "outcome": outcome_text,
-            "outcome_detail": encode_json(_outcome_json(outcome)),
+        if len(self._messages) != len(messages):  # a plain-emit history, or one edited after
+            encoded = [message_to_json(m) for m in messages]
+            self._messages = [canonical_text(m) for m in encoded]
+            self._times = None
+            self._chain = Chain()
+            self._chain.start(FORMAT, self._seal, self._info)
+            for i, data in enumerate(encoded):
+                self._chain.message(i, None, data)
+        document: dict[str, JSON] = {
+            "format": FORMAT,
+            "outcome": outcome.text,
+            "outcome_detail": detail,
             "info": self._info,
             "stats": stats_json,
-            "stream": f'"{self._stem}.jsonl"',  # the stem needs no escaping
-            "timestamps": f"[{', '.join(self._times)}]" if timed else "[]",
+            "stream": stream,
+            "timestamps": cast(JSON, self._times or []),
         }
-        _write_atomic(self._dir, f"{self._stem}.json", _render(document, self._encoded).encode())
+        chain = self._chain.copy()
+        chain.end(outcome.text, detail, stats_json, stream, len(self._messages))
+        links = list(chain.links)
+        shorts = [short for _, short in parts(document)]
+        chain.close(shorts)
+        seal = {
+            **self._seal,
+            "messages": len(self._messages),
+            "receipts": verdict_facts(stats_json)[0],
+            "links": cast(JSON, links),
+            "parts": cast(JSON, shorts),
+            "digest": chain.digest.hex(),
+        }
+        if self._key is not None:
+            seal["signature"] = self._key.sign(chain.digest)
+        document["seal"] = seal
+        _write_atomic(self._dir, f"{self._stem}.json", _render(document, self._messages).encode())
         return self.path
 
+    def _line(self, record: dict[str, JSON], chain: Chain) -> str:
+        """A stream record with the chain's digest after it, signed with a key."""
+        record["digest"] = chain.digest.hex()
+        if self._key is not None:
+            record["signature"] = self._key.sign(chain.digest)
+        return json.dumps(record) + "\n"
 
-def save_trajectory(output_dir: str | os.PathLike[str] = "trajectories") -> TrajectoryWriter:
-    """The standard emit: a JSON Lines log while the run goes, one JSON document at its end.
+
+def save_trajectory(
+    output_dir: str | os.PathLike[str] = "trajectories",
+    *,
+    signing_key: str | os.PathLike[str] | SigningKey | None = None,
+) -> TrajectoryWriter:
+    """The standard emit: a JSON Lines log while the run goes, one JSON document at its end,
+    both under one seal (a digest chained over the whole record; ``four.audit`` checks it).
 
     Each run gets its own ``<UTC time>-<random id>`` name, so many runs can share a
     folder. A killed process leaves the ``.jsonl`` with every completed message.
+    ``signing_key`` (a private key file made by ``four keygen``, or a ``SigningKey``;
+    needs ``four-loop[sign]``) signs the seal, so that a holder of the public key can
+    tell the record from a forged one.
 
     >>> emit = save_trajectory("/tmp/four-doc-runs")
     >>> emit.output_dir.name
     'four-doc-runs'
     """
     path = output_dir if isinstance(output_dir, Path) else Path(output_dir)  # not parsed again
-    return TrajectoryWriter(path.expanduser().absolute())
+    key = signing_key
+    if key is not None and not isinstance(key, SigningKey):
+        try:
+            key = SigningKey.load(key)
+        except SigningError as exc:
+            raise SigningError(f"signing_key: {exc}") from None
+    return TrajectoryWriter(path.expanduser().absolute(), key)
 
 
-def _render(document: dict[str, str], messages: list[str]) -> str:
-    """One key, and one message, per line, from values already encoded: readable, and
-    json's C encoder does the work (``indent=`` would switch to the pure-Python encoder,
-    10x slower)."""
-    lines = [f'"{k}": {v}' for k, v in document.items()]
+def _render(document: dict[str, JSON], messages: list[str]) -> str:
+    """One key, and one message (already encoded), per line: readable, and cheap for a
+    reader that wants only the keys before the messages (``indent=`` would put every
+    value on its own line)."""
+    lines = [f"{json.dumps(k)}: {json.dumps(v)}" for k, v in document.items()]
     body = ",\n".join(messages)
     lines.append(f'"messages": [\n{body}\n]')
     return "{\n" + ",\n".join(lines) + "\n}\n"
@@ -145,74 +224,42 @@ def _create(folder: Path, name: str) -> int:
     """Create the run's ``.jsonl`` (never an existing file), making its folder if needed."""
     flags = _FLAGS | os.O_CREAT | os.O_EXCL | os.O_APPEND
     try:
-        return os.open(f"{folder}/{name}", flags, 0o666)
+        return os.open(folder / name, flags, 0o666)
     except FileNotFoundError:  # the folder is made on first use, not checked every run
         folder.mkdir(parents=True, exist_ok=True)
-        return os.open(f"{folder}/{name}", flags, 0o666)
+        return os.open(folder / name, flags, 0o666)
 
 
 def _write(fd: int, data: bytes) -> None:
-    if (n := os.write(fd, data)) < len(data):
-        _write_rest(fd, data, n)
-
-
-def _write_rest(fd: int, data: bytes, done: int) -> None:
-    """Finish a short write (a full disk, or a signal): raises if the disk stays full."""
-    view = memoryview(data)[done:]
+    """Write all of ``data`` (a short write, from a signal or a nearly full disk, is
+    finished; a disk that stays full raises)."""
+    view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
 
 
-def _write_atomic(path: Path, name: str, data: bytes) -> None:
-    """``path/name`` appears whole or not at all. The file is written unnamed (``O_TMPFILE``)
-    and then linked in: one entry in the folder instead of a temporary and a rename,
-    and nothing to clean up after a crash. Elsewhere: a temporary file and a rename."""
-    folder = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+def _write_atomic(folder: Path, name: str, data: bytes) -> None:
+    """``folder/name`` appears whole or not at all, and survives a power cut once this
+    returns: a temporary file in the same folder, written and fsynced, renamed over the
+    name, and the folder fsynced so the rename is on disk too."""
+    tmp = folder / f".{name}.{os.urandom(4).hex()}.tmp"
     try:
-        if not _linked(folder, name, data):
-            _renamed(folder, name, data)
-    finally:
-        os.close(folder)
-
-
-_TMPFILE: list[bool] = [hasattr(os, "O_TMPFILE")]  # cleared once it proves unsupported
-
-
-def _linked(folder: int, name: str, data: bytes) -> bool:
-    if not _TMPFILE[0]:
-        return False
-    try:
-        fd = os.open(".", _FLAGS | os.O_TMPFILE, 0o666, dir_fd=folder)
-    except OSError:  # a filesystem without O_TMPFILE (EOPNOTSUPP, EISDIR on old kernels)
-        _TMPFILE[0] = False
-        return False
-    try:
-        _write(fd, data)
-        # linkat(AT_SYMLINK_FOLLOW) through /proc: how an unnamed file gets a name.
-        os.link(f"/proc/self/fd/{fd}", name, dst_dir_fd=folder)
-    except FileExistsError:  # sealed twice: replace it, as a rename would
-        return False
-    except FileNotFoundError:  # no /proc
-        _TMPFILE[0] = False
-        return False
-    finally:
-        os.close(fd)
-    return True
-
-
-def _renamed(folder: int, name: str, data: bytes) -> None:
-    tmp = f".{name}.tmp"  # the stem is already unique to this run
-    try:
-        fd = os.open(tmp, _FLAGS | os.O_CREAT | os.O_EXCL, 0o666, dir_fd=folder)
+        fd = os.open(tmp, _FLAGS | os.O_CREAT | os.O_EXCL, 0o666)
         try:
-            _write(fd, data)  # no fsync: rename is atomic against a dying process, the risk here
+            _write(fd, data)
+            os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
+        os.replace(tmp, folder / name)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp, dir_fd=folder)
+            os.unlink(tmp)
         raise
+    dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
 
 
 def _outcome_json(outcome: Outcome) -> dict[str, JSON]:
@@ -231,18 +278,6 @@ def _info_json(info: RunInfo) -> dict[str, JSON]:
         "started_at": info.started_at,
         "resumed_from": info.resumed_from,
     }
-
-
-def _stats_text(stats: RunStats) -> str:
-    """``encode_json(_stats_json(stats))``, written directly when nothing extra is recorded."""
-    if stats.extra:
-        return encode_json(_stats_json(stats))
-    n = number_json
-    return (
-        f'{{"steps": {n(stats.steps)}, "format_errors": {n(stats.format_errors)}, '
-        f'"usage": {usage_text(stats.usage)}, "started_at": {n(stats.started_at)}, '
-        f'"ended_at": {n(stats.ended_at)}, "wall_time": {n(round(stats.wall_time, 6))}}}'
-    )
 
 
 def _stats_json(stats: RunStats) -> dict[str, JSON]:

@@ -1,0 +1,409 @@
+"""The seal: one SHA-256 chain over a run's whole record, link by link as it is written.
+
+The chain starts from ``sha256(b"four.seal/1")``; each link is
+``digest = sha256(digest + canonical([label, "value", value]))``, where ``canonical`` is
+JSON with sorted keys, no spaces, ASCII only. The links, in order:
+
+- ``format``; ``seal`` (the algorithm and, when signed, the signer's public key);
+  ``info`` (the run's settings: components, limits, the check command);
+- ``messages[i]``: ``{"t": seconds since the start or null, "message": ...}``, one a
+  message, in order;
+- ``outcome``; ``outcome_detail`` (the submission); ``stats`` (steps, usage, the verdict
+  record: config, head, receipts, log, slots); ``stream``;
+- ``end``: ``{"messages": count, "receipts": count, "head": the receipts' head}``;
+- in the sealed document only, ``parts``: the list of the parts' short digests (below).
+
+The stream's records carry the digest after their links (start, each message, end), so
+a stream cut short is a valid prefix. The sealed document carries the final digest, the
+first 16 hex digits of each link's digest (``links``), and of each part's (``parts``:
+``info``, ``outcome_detail`` and ``stats`` taken apart, two levels deep: an object is a
+part of its sorted key list, then one per key), so that an audit names the first field
+that does not match; ``parts`` is under the seal through its own link.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Literal, cast
+
+from four._types import JSON
+
+ALGORITHM = "four.seal/1"
+_GENESIS = hashlib.sha256(ALGORITHM.encode()).digest()
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_HEX128 = re.compile(r"[0-9a-f]{128}")
+DOCUMENT_FIELDS = (
+    "format",
+    "outcome",
+    "outcome_detail",
+    "info",
+    "stats",
+    "stream",
+    "timestamps",
+    "seal",
+    "messages",
+)
+_RECORD_FIELDS = {
+    "start": frozenset({"type", "format", "info", "seal", "digest", "signature"}),
+    "message": frozenset({"type", "t", "message", "digest", "signature"}),
+    "end": frozenset(
+        {"type", "outcome", "outcome_detail", "stats", "stream", "digest", "signature"}
+    ),
+}
+
+
+# One encoder for every link: json.dumps with options builds a new one on each call.
+_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
+
+
+def canonical_text(value: JSON) -> str:
+    """``canonical`` as text."""
+    return _ENCODE(value)
+
+
+def canonical(value: JSON) -> bytes:
+    """The bytes a value is hashed as: equal JSON values give equal bytes.
+
+    >>> canonical({"b": [1, "é"], "a": None})
+    b'{"a":null,"b":[1,"\\\\u00e9"]}'
+    """
+    return _ENCODE(value).encode()
+
+
+class Chain:
+    """The running digest, and each link's label and (short) digest."""
+
+    __slots__ = ("digest", "labels", "links")
+
+    def __init__(self) -> None:
+        self.digest = _GENESIS
+        self.labels: list[str] = []
+        self.links: list[str] = []
+
+    def copy(self) -> Chain:
+        other = Chain()
+        other.digest, other.labels, other.links = self.digest, [*self.labels], [*self.links]
+        return other
+
+    def link(self, label: str, value: JSON) -> None:
+        self.link_encoded(label, _ENCODE(label), _ENCODE(value))
+
+    def link_encoded(self, label: str, label_text: str, value_text: str) -> str:
+        """``link`` from the label and value already encoded (``canonical`` text: the
+        writer encodes each message once, for the link, the stream and the document).
+        Returns the new digest in hex."""
+        h = hashlib.sha256(self.digest)
+        h.update(f'[{label_text},"value",{value_text}]'.encode())  # canonical([l, "value", v])
+        self.digest = h.digest()
+        text = self.digest.hex()
+        self.labels.append(label)
+        self.links.append(text[:16])
+        return text
+
+    def start(self, fmt: JSON, seal: JSON, info: JSON) -> None:
+        self.link("format", fmt)
+        self.link("seal", seal)
+        self.link("info", info)
+
+    def message(self, index: int, t: JSON, message: JSON) -> None:
+        self.link(f"messages[{index}]", {"t": t, "message": message})
+
+    def end(self, outcome: JSON, detail: JSON, stats: JSON, stream: JSON, messages: int) -> None:
+        self.link("outcome", outcome)
+        self.link("outcome_detail", detail)
+        self.link("stats", stats)
+        self.link("stream", stream)
+        receipts, head = verdict_facts(stats)
+        self.link("end", {"messages": messages, "receipts": receipts, "head": head})
+
+    def close(self, parts: list[str]) -> None:
+        """The document's last link: its parts' digests."""
+        self.link("parts", cast(JSON, parts))
+
+
+_PARTS = (("info", 2), ("outcome_detail", 1), ("stats", 2))
+
+
+def parts(document: Mapping[str, JSON]) -> list[tuple[str, str]]:
+    """The labels and short digests of a document's parts (see the module docstring)."""
+    out: list[tuple[str, str]] = []
+    for name, depth in _PARTS:
+        _part(out, name, document.get(name), depth)
+    return out
+
+
+def _part(out: list[tuple[str, str]], label: str, value: JSON, depth: int) -> None:
+    if depth and isinstance(value, dict):
+        keys = sorted(value)
+        out.append(
+            (label, hashlib.sha256(canonical([label, "object", cast(JSON, keys)])).hexdigest()[:16])
+        )
+        for key in keys:
+            _part(out, f"{label}.{key}", value[key], depth - 1)
+    else:
+        out.append((label, hashlib.sha256(canonical([label, "value", value])).hexdigest()[:16]))
+
+
+def recompute(document: Mapping[str, JSON]) -> Chain:
+    """A document's chain from its fields, up to (not including) its parts link."""
+    seal = document.get("seal")
+    settings = (
+        {k: v for k, v in seal.items() if k in ("algorithm", "signer")}
+        if isinstance(seal, dict)
+        else seal
+    )
+    messages = cast(list[JSON], document.get("messages"))
+    times = cast(list[JSON], document.get("timestamps")) or [None] * len(messages)
+    chain = Chain()
+    chain.start(document.get("format"), settings, document.get("info"))
+    for i, (t, message) in enumerate(zip(times, messages, strict=True)):
+        chain.message(i, t, message)
+    chain.end(
+        document.get("outcome"),
+        document.get("outcome_detail"),
+        document.get("stats"),
+        document.get("stream"),
+        len(messages),
+    )
+    return chain
+
+
+def verdict_facts(stats: JSON) -> tuple[int, str | None]:
+    """The receipt count and head a stats record holds (0 and None for none)."""
+    verdicts = stats.get("verdicts") if isinstance(stats, dict) else None
+    if not isinstance(verdicts, dict):
+        return 0, None
+    document = verdicts.get("receipts")
+    entries = document.get("receipts") if isinstance(document, dict) else None
+    head = verdicts.get("head")
+    return (len(entries) if isinstance(entries, list) else 0), head if isinstance(
+        head, str
+    ) else None
+
+
+Verifier = Callable[[str, bytes, str], bool | None]
+"""Checks a signature: (public key hex, digest, signature hex) -> whether it holds, or
+None when it cannot be checked here (no ``cryptography``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SealCheck:
+    """What the seal of one file says. ``signature`` is "valid" (it verifies against
+    ``signer``), "unchecked" (no ``cryptography`` here) or "none" (unsigned, or it did
+    not verify: then ``errors`` says so)."""
+
+    errors: tuple[str, ...]
+    finished: bool
+    messages: int
+    digest: str
+    signer: str | None
+    signature: Literal["valid", "unchecked", "none"]
+    record: Mapping[str, JSON]  # the document, or the stream's fields (outcome, stats, ...)
+
+
+def _settings(seal: JSON, where: str, errors: list[str]) -> tuple[str | None, bool]:
+    """The signer a seal names, and whether its settings can be read."""
+    if not isinstance(seal, dict):
+        errors.append(f"{where}: the seal is not an object")
+        return None, False
+    if seal.get("algorithm") != ALGORITHM:
+        errors.append(f"{where}: seal algorithm {seal.get('algorithm')!r}, not {ALGORITHM!r}")
+        return None, False
+    signer = seal.get("signer")
+    if signer is not None and not (isinstance(signer, str) and _HEX64.fullmatch(signer)):
+        errors.append(f"{where}: seal.signer is not a public key (64 hex digits)")
+        return None, False
+    return signer, True
+
+
+def _signature(
+    value: JSON, signer: str | None, digest: bytes, where: str, verify: Verifier | None
+) -> tuple[Literal["valid", "unchecked", "none"], str | None]:
+    """The state of one signature, and the error it makes (if any)."""
+    if signer is None:
+        if value is not None:
+            return "none", f"{where}: a signature but no signer in the seal"
+        return "none", None
+    if not (isinstance(value, str) and _HEX128.fullmatch(value)):
+        return "none", f"{where}: signed by {signer[:16]}, but the signature is missing"
+    holds = None if verify is None else verify(signer, digest, value)
+    if holds is None:
+        return "unchecked", None
+    if not holds:
+        return "none", f"{where}: the signature does not verify against its signer"
+    return "valid", None
+
+
+def check_document(data: Mapping[str, JSON], verify: Verifier | None) -> SealCheck:
+    """Recompute a sealed document's chain and compare it with its seal."""
+    errors: list[str] = []
+    fields = set(data)
+    if "seal" not in fields:
+        return _broken("not sealed: the document has no seal", data)
+    errors += [f"field {k!r} is missing" for k in DOCUMENT_FIELDS if k not in fields]
+    errors += [
+        f"unexpected field {k!r}: not under the seal" for k in sorted(fields - set(DOCUMENT_FIELDS))
+    ]
+    seal = data["seal"]
+    signer, readable = _settings(seal, "seal", errors)
+    messages, timestamps = data.get("messages"), data.get("timestamps")
+    if not isinstance(messages, list):
+        errors.append("messages is not a list")
+    elif not isinstance(timestamps, list) or len(timestamps) not in (0, len(messages)):
+        errors.append(
+            f"timestamps: {len(timestamps) if isinstance(timestamps, list) else 'none'} "
+            f"for {len(messages)} messages"
+        )
+    if errors or not readable or not isinstance(messages, list):
+        return _broken(errors, data)
+    seal = cast(dict[str, JSON], seal)
+    recorded = seal.get("digest")
+    links = seal.get("links")
+    if not (isinstance(recorded, str) and _HEX64.fullmatch(recorded)):
+        return _broken("seal.digest is not a digest (64 hex digits)", data)
+    if not (isinstance(links, list) and all(isinstance(x, str) for x in links)):
+        return _broken("seal.links is not a list of digests", data)
+    stored = seal.get("parts")
+    if not (isinstance(stored, list) and all(isinstance(x, str) for x in stored)):
+        return _broken("seal.parts is not a list of digests", data)
+    chain = recompute(data)
+    links_now = list(chain.links)
+    chain.close(cast(list[str], stored))
+    receipts, _ = verdict_facts(data["stats"])
+    for name, actual in (("messages", len(messages)), ("receipts", receipts)):
+        claimed = seal.get(name)
+        if claimed != actual:
+            errors.append(f"the seal covers {claimed} {name}, the record has {actual}")
+    if chain.digest.hex() != recorded or links != links_now:
+        errors.append(_first_difference(data, chain, links_now, cast(list[str], links)))
+    state, problem = _signature(seal.get("signature"), signer, chain.digest, "seal", verify)
+    if problem:
+        errors.append(problem)
+    extra = set(seal) - {
+        "algorithm",
+        "signer",
+        "messages",
+        "receipts",
+        "links",
+        "parts",
+        "digest",
+        "signature",
+    }
+    errors += [f"unexpected field 'seal.{k}': not under the seal" for k in sorted(extra)]
+    return SealCheck(tuple(errors), True, len(messages), recorded, signer, state, data)
+
+
+def _first_difference(
+    data: Mapping[str, JSON], chain: Chain, links: list[str], stored: list[str]
+) -> str:
+    """What does not match: the first link that differs, and in it the first part."""
+    for label, ours, theirs in zip(chain.labels, links, stored, strict=False):
+        if ours != theirs:
+            return f"{_deepest(data, label)} does not match the seal"
+    if len(links) > len(stored):
+        return f"{chain.labels[len(stored)]} is not under the seal (appended)"
+    if len(links) < len(stored):
+        return "the seal has more links than the record: something was dropped at the end"
+    recorded = cast(dict[str, JSON], data["seal"]).get("parts")
+    if [short for _, short in parts(data)] != recorded:
+        return "seal.parts were edited (the record matches its links)"
+    return "seal.digest does not match the record (the digest itself was edited)"
+
+
+def _deepest(data: Mapping[str, JSON], label: str) -> str:
+    """The first part under ``label`` whose digest differs from the recorded one."""
+    recorded = cast(dict[str, JSON], data["seal"]).get("parts")
+    if not isinstance(recorded, list):
+        return label
+    for (name, ours), theirs in zip(parts(data), recorded, strict=False):
+        if (name == label or name.startswith(f"{label}.")) and ours != theirs:
+            return name  # an object's part differs when its keys do
+    return label
+
+
+def check_stream(text: str, verify: Verifier | None) -> SealCheck:
+    """Recompute a ``.jsonl`` stream's chain record by record. A last line without its
+    newline is the write in flight when the process died, and is left out; a stream
+    without its end record is a valid, unfinished prefix."""
+    lines = text.split("\n")
+    lines.pop()  # "" after the last newline, or the line in flight
+    errors: list[str] = []
+    chain = Chain()
+    signer: str | None = None
+    signature: Literal["valid", "unchecked", "none"] = "none"
+    fields: dict[str, JSON] = {}
+    messages = 0
+    finished = False
+    for number, line in enumerate(lines, 1):
+        where = f"line {number}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            errors.append(f"{where} is not JSON: {exc.msg}")
+            break
+        except RecursionError:
+            errors.append(f"{where} is nested too deeply to read")
+            break
+        kind = record.get("type") if isinstance(record, dict) else None
+        if finished:
+            errors.append(f"{where}: a record after the end record")
+            break
+        if kind not in _RECORD_FIELDS or (number == 1) != (kind == "start"):
+            expected = "a start record" if number == 1 else "a message or end record"
+            errors.append(f"{where}: {kind!r} record where {expected} belongs")
+            break
+        record = cast(dict[str, JSON], record)
+        if extra := set(record) - _RECORD_FIELDS[kind]:
+            errors.append(f"{where}: unexpected field {sorted(extra)[0]!r}: not under the seal")
+            break
+        if missing := sorted(_RECORD_FIELDS[kind] - {"signature"} - set(record)):
+            errors.append(
+                "not sealed: the stream has no running digest"
+                if number == 1 and "digest" in missing and "seal" in missing
+                else f"{where}: field {missing[0]!r} is missing"
+            )
+            break
+        if kind == "start":
+            signer, readable = _settings(record["seal"], where, errors)
+            if not readable:
+                break
+            fields = {"format": record["format"], "info": record["info"]}
+            chain.start(record["format"], record["seal"], record["info"])
+            label = "start"
+        elif kind == "message":
+            chain.message(messages, record["t"], record["message"])
+            label = f"messages[{messages}]"
+            messages += 1
+        else:
+            chain.end(
+                record["outcome"],
+                record["outcome_detail"],
+                record["stats"],
+                record["stream"],
+                messages,
+            )
+            fields.update({k: record[k] for k in ("outcome", "outcome_detail", "stats", "stream")})
+            label, finished = "end", True
+        if record["digest"] != chain.digest.hex():
+            errors.append(f"{where} ({label}) does not match its digest")
+            break
+        signature, problem = _signature(
+            record.get("signature"), signer, chain.digest, f"{where} ({label})", verify
+        )
+        if problem:
+            errors.append(problem)
+            break
+    if not lines:
+        errors.append("the stream is empty")
+    return SealCheck(
+        tuple(errors), finished, messages, chain.digest.hex(), signer, signature, fields
+    )
+
+
+def _broken(errors: str | list[str], data: Mapping[str, JSON]) -> SealCheck:
+    found = (errors,) if isinstance(errors, str) else tuple(errors)
+    return SealCheck(found, True, 0, "", None, "none", data)
