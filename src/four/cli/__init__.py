@@ -366,7 +366,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     four ...
     0
     """
-    words = list(sys.argv[1:] if argv is None else argv)
+    from four.cli._terminal import guarded
+
+    with guarded():  # model text and command output are shown, never obeyed
+        return _main(list(sys.argv[1:] if argv is None else argv))
+
+
+def _main(words: list[str]) -> int:
     chosen = next((w for w in words if not w.startswith("-")), None)
     # Only the chosen command's flags ("" for none): `four --help` stays light.
     parser = build_parser(chosen if chosen in _COMMANDS else "")

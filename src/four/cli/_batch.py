@@ -319,12 +319,13 @@ class _Display:
     def start(self) -> None:
         if self.mode != "live":
             return
-        from rich.console import Console
         from rich.live import Live
+
+        from four.cli._terminal import console
 
         live = Live(
             get_renderable=self._frame,
-            console=Console(file=self.stream),
+            console=console(self.stream),  # shows control characters in task text
             refresh_per_second=4,
             transient=True,
         )

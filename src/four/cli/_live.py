@@ -41,6 +41,7 @@ from four._types import (
 )
 from four.cli._format import seconds, tokens
 from four.cli._steps import first_line
+from four.cli._terminal import console, visible
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -74,7 +75,7 @@ class Display:
     ) -> None:
         self.mode = mode
         self.model_lines = model_lines
-        self.title = title
+        self.title = visible(title)
         self.max_steps = max_steps
         self.stream = stream if stream is not None else sys.stderr
         self.step = 0
@@ -93,10 +94,9 @@ class Display:
         self.started = time.monotonic()
         if self.mode != "live":
             return
-        from rich.console import Console
         from rich.live import Live
 
-        self._console = Console(file=self.stream, highlight=False)
+        self._console = console(self.stream, highlight=False)
         self._live = Live(
             _Renderable(self), console=self._console, refresh_per_second=4, transient=False
         )
@@ -140,8 +140,9 @@ class Display:
 
     def command_started(self, command: str) -> None:
         with self._lock:
-            self.rows.append(Row(self.step, command))
-            self.activity = f"… running {first_line(command, 60)}"
+            shown = visible(command)  # before rich measures it
+            self.rows.append(Row(self.step, shown))
+            self.activity = f"… running {first_line(shown, 60)}"
 
     def command_done(
         self, result: Result[Observation, Submitted | ExecutionError], elapsed: float
@@ -156,7 +157,9 @@ class Display:
                     row.note = "timed out"
             else:
                 end = result.failure()
-                row.note = "submitted" if isinstance(end, Submitted) else f"env error: {end}"
+                row.note = (
+                    "submitted" if isinstance(end, Submitted) else visible(f"env error: {end}")
+                )
             self.activity = "… waiting for the model"
         code = "" if row.returncode is None else f" · exit {row.returncode}"
         note = f" · {row.note}" if row.note else ""

@@ -28,6 +28,7 @@ from four.cli import _settings as env
 from four.cli._errors import UsageError
 from four.cli._format import cost, fold, seconds, succeeded, tokens
 from four.cli._live import Display, Recording, Watched, WatchedEnv, components
+from four.cli._terminal import visible
 from four.domains import Domain, DomainError, DomainSetup, domain_names, get_domain
 from four.trajectory._codec import usage_from_json
 
@@ -432,7 +433,7 @@ def report(path: Path, opts: RunOptions) -> int:
         )
         return code
     if opts.mode != "quiet" and isinstance(output, str) and output.strip():
-        shown, _ = fold(output, 20)
+        shown, _ = fold(visible(output), 20)  # before splitting: a CR is shown, not a break
         print(f"submission:\n{shown}", file=sys.stderr)
     print(
         f"{outcome} · {stats.get('steps')} steps · {tokens(usage.total_tokens)} tokens · "

@@ -9,10 +9,12 @@ from rich.console import Console
 from rich.rule import Rule
 from rich.text import Text
 
+from four.cli import _terminal
 from four.cli._errors import UsageError
 from four.cli._figures import Figure, Notebook, mentioned, notebook_of
 from four.cli._format import fold, seconds, succeeded, tokens, usage_line
 from four.cli._steps import Run, Step, load_run, max_size
+from four.cli._terminal import visible
 
 SHOWN_STEPS = 100
 """A longer run shows its first and last 50 steps (``--all``: every one), so a run of
@@ -29,7 +31,7 @@ def main(args: argparse.Namespace) -> int:
     if only is not None and not 1 <= only <= run.total_steps:
         raise UsageError(f"step {only} does not exist: the run has {run.total_steps} steps")
     # soft wrap: the terminal wraps long lines, rich need not (5x faster on long runs)
-    console = Console(highlight=False, soft_wrap=True)
+    console = _terminal.console(highlight=False, soft_wrap=True)
     with console:  # one write at the end, not one per line
         show(console, run, limit=limit, step=only, system=bool(args.system))
     return 0
@@ -85,7 +87,7 @@ def _header(console: Console, run: Run) -> None:
     formats, failed = run.format_error_steps, run.failed_steps
     rows: list[tuple[str, Text]] = [("outcome", _outcome_text(run.outcome))]
     if run.model:
-        rows.append(("model", Text(run.model)))
+        rows.append(("model", Text(visible(run.model))))
     rows.append(
         (
             "steps",
@@ -107,7 +109,10 @@ def _header(console: Console, run: Run) -> None:
         said_at = f", the last judged at the end: {at_end}" if isinstance(at_end, str) else ""
         receipts = f"(receipts: four audit {t.path.name})"
         rows.append(("verdicts", Text(f"{' → '.join(said) or 'none'}{said_at} {receipts}")))
-    console.print(Text(str(t.path), style="bold underline"), Text(f"  ({t.format})", style="dim"))
+    console.print(
+        Text(visible(str(t.path)), style="bold underline"),
+        Text(visible(f"  ({t.format})"), style="dim"),
+    )
     for name, value in rows:
         console.print(Text(f"{name:<9}", style="bold") + value)
 
@@ -115,7 +120,7 @@ def _header(console: Console, run: Run) -> None:
 def _outcome_text(outcome: str) -> Text:
 
     style = "bold green" if succeeded(outcome) else "bold red"
-    return Text(outcome, style=style)
+    return Text(visible(outcome), style=style)
 
 
 def _block(console: Console, title: str, body: str, limit: int, style: str) -> None:
@@ -161,9 +166,9 @@ def _step(
     if step.reply.content.strip():
         _folded(console, step.reply.content, limit, "")
     for command in step.commands:
-        console.print(Text("$ ", style="bold yellow") + Text(command, style="bold"))
+        console.print(Text("$ ", style="bold yellow") + Text(visible(command), style="bold"))
     if step.format_error:
-        console.print(Text(f"format error: {step.format_error}", style="bold magenta"))
+        console.print(Text(visible(f"format error: {step.format_error}"), style="bold magenta"))
         return
     for index, observation in enumerate(step.observations):
         code = step.returncodes[index] if index < len(step.returncodes) else None
@@ -182,7 +187,7 @@ def _step(
 
 def _folded(console: Console, text: str, limit: int, style: str) -> None:
 
-    shown, hidden = fold(text, limit)
+    shown, hidden = fold(visible(text), limit)
     body = Text("\n".join(f"  {line}" for line in shown.splitlines()), style=style)
     if hidden:
         body.highlight_regex(r"… \d+ more lines …", "bold cyan")

@@ -16,6 +16,7 @@ from four._outcomes import outcome_tag
 from four._types import JSON
 from four.cli._errors import UsageError
 from four.cli._steps import Run, first_line, load_trajectory_or_say, max_size, read_run
+from four.cli._terminal import visible
 from four.trajectory._load import MAX_BYTES
 
 
@@ -52,7 +53,7 @@ class Summary:
                 self.format_errors[step.format_error] += 1
             for command, code in zip(step.commands, step.returncodes, strict=False):
                 if code not in (None, 0):
-                    self.failing_commands[first_line(command, 80)] += 1
+                    self.failing_commands[first_line(visible(command), 80)] += 1
 
     def to_json(self, top: int) -> dict[str, JSON]:
         """The summary as JSON (what ``--json`` prints)."""

@@ -22,6 +22,7 @@ from four.cli._figures import Figure, Notebook, mentioned, notebook_of
 from four.cli._format import cost, seconds, succeeded, tokens
 from four.cli._html import CSS, POLICY, SCRIPT
 from four.cli._steps import Run, Step, load_run, max_size
+from four.cli._terminal import visible
 
 OPEN_LINES = 20
 """Outputs up to this many lines are shown open; longer ones are folded."""
@@ -109,7 +110,8 @@ def render_page(run: Run) -> str:
         parts.append(_verdicts(run, verdicts))
     parts.append(_fold("Run record (info and stats)", _pretty({"info": t.info, "stats": t.stats})))
     parts.append(f"</main><script>{SCRIPT}</script></body></html>\n")
-    return "\n".join(parts)
+    # Raw ESC, NUL and the other controls are shown as escapes, as in the terminal.
+    return visible("\n".join(parts))
 
 
 def _facts(run: Run) -> str:

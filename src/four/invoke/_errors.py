@@ -105,6 +105,10 @@ def classify_litellm(exc: Exception, now: Callable[[], float] = time.time) -> Mo
             break
     if kind is None or kind is K.SERVER:
         kind = kind_of_transport(exc) or kind or kind_of_status(status) or K.OTHER
+    elif kind is K.BAD_REQUEST and status is not None and 400 < status < 500:
+        # litellm releases before 1.110 raise a 401 with an OpenAI-style body as
+        # BadRequestError; the status says what it is.
+        kind = kind_of_status(status) or kind
     return ModelError(
         kind,
         f"{type(exc).__name__}: {exc}",
