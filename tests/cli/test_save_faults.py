@@ -206,7 +206,7 @@ def test_the_library_keeps_going_in_memory_and_says_what_it_kept(small_disk: Pat
     ("extra", "words"),
     [
         (["--check", " "], "four run: error: --check is empty: give the command that judges"),
-        (["--command-timeout", "0"], "four run: error: cannot make the local environment: "),
+        (["--command-timeout", "0"], "four run: error: local_env: timeout=0.0: give a number"),
     ],
     ids=["empty check", "zero command timeout"],
 )

@@ -21,4 +21,4 @@ def make_env(
     try:
         return environment(kind, image=image, cwd=cwd, timeout=timeout)
     except (TypeError, ValueError) as exc:  # a setting the environment refuses
-        raise UsageError(str(exc)) from None
+        raise UsageError(f"cannot make the {kind} environment: {exc}") from None

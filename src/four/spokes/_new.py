@@ -103,7 +103,8 @@ class SpokeCheck:
         verdict = accept(self.module, timeout=self.timeout, cache_dir=self.cache_dir)
         if verdict.accepted:
             return yes()
-        return no(f"{self.module.name} is not accepted yet ({verdict})")
+        # mypy's and the dry run's verdict is what the model needs to fix the module
+        return no(f"{self.module.name} is not accepted yet ({verdict})", feedback="full")
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,7 +33,7 @@ class NotebookCheck:
     def __call__(self, claim: Claim, /) -> CheckResult:
         code = [c for c in notebook_cells(self.env) if c.cell_type == "code"]
         if not code:
-            return no("the notebook has no cell that ran without error")
+            return shown("the notebook has no cell that ran without error")
         source = self.env
         fresh = kernel_env(
             self.timeout or source.timeout,
@@ -56,12 +56,14 @@ class NotebookCheck:
                 ran = fresh.cells[-1]
                 made += len(figures(ran.outputs))
                 if ran.metadata["four"]["status"] != "ok":
-                    return no(
+                    return shown(
                         f"run top to bottom in a fresh kernel, code cell {number} "
                         f"({_first_line(cell.source)}) fails: {_why(ran)}"
                     )
             if made < self.min_figures:
-                return no(f"the notebook makes {made} figures; at least {self.min_figures} wanted")
+                return shown(
+                    f"the notebook makes {made} figures; at least {self.min_figures} wanted"
+                )
             if self.assertion:
                 result = fresh(Action(self.assertion))
                 ran = fresh.cells[-1]
@@ -108,3 +110,8 @@ def notebook_check(
     if min_figures < 0:
         raise ValueError(f"min_figures={min_figures!r}: give 0 or more")
     return NotebookCheck(env, min_figures, assertion, timeout)
+
+
+def shown(reason: str) -> CheckResult:
+    """A NO the model is told whole: which cell fails and why is no answer key."""
+    return no(reason, feedback="full")

@@ -37,7 +37,8 @@ class TypedCheck:
             return no(str(problems[0]), feedback="full")
         if self.tests is None:
             return yes()
-        return command_check(self.tests, timeout=self.timeout)(claim)
+        # the project's own tests: their failures are what the model must fix
+        return command_check(self.tests, timeout=self.timeout, feedback="output")(claim)
 
 
 def typed_check(
