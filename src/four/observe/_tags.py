@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, get_args
 
 from four._types import EXIT_SIGNAL, Assistant, Message, ToolResult, User
 
@@ -24,16 +24,8 @@ Tag: TypeAlias = Literal[
     "submission_rejected",
     "budget_exhausted",
 ]
-TAGS: tuple[Tag, ...] = (
-    "format_error_storm",
-    "repeated_action_loop",
-    "exit_127_storm",
-    "exit_signal_run_as_command",
-    "timeouts",
-    "context_overflow",
-    "submission_rejected",
-    "budget_exhausted",
-)
+TAGS: tuple[Tag, ...] = get_args(Tag)
+"""Every tag, in the order they are looked for."""
 
 STORM = 3
 """In a row (format errors, exit 127) or the same turn repeated: how many make a tag."""
