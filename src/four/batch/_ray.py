@@ -45,9 +45,6 @@ MAX_PROBES = 300
 STATUS_EVERY = 0.5
 """Seconds between polls of the actors' live cost (for the budget and the progress)."""
 
-SUBREAPER = "RAY_kill_child_processes_on_worker_exit_with_raylet_subreaper"
-"""Set for a cluster this process starts: the raylet then also kills the commands of a
-dead actor, which run in sessions of their own (Ray's default kill misses those)."""
 
 
 class _Actor:
@@ -190,7 +187,6 @@ class RaySession:
         self._spec = spec
         self._started_ray = False
         if not ray.is_initialized():
-            os.environ.setdefault(SUBREAPER, "true")
             cast(Callable[..., object], ray.init)(address=address, **dict(init))
             self._started_ray = True
         if _ACTOR is None:
