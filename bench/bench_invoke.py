@@ -1,6 +1,6 @@
 """Overhead of our G per call on loopback, side by side with a raw httpx POST and bare litellm.
 
-    LITELLM_LOCAL_MODEL_COST_MAP=True /work/venv/bin/python bench/bench_invoke.py [calls]
+    LITELLM_LOCAL_MODEL_COST_MAP=True python bench/bench_invoke.py [calls]
 
 All clients hit the same loopback OpenAI-compatible server (tests/_server.py), the
 same history (a 20-message tool-call run) and the same canned reply, interleaved
