@@ -75,7 +75,9 @@ def judged(tmp_path: Path, check: Verify, *, persistent: bool = False) -> Cheate
         model,
         regex_parse(),
         env,
-        save_trajectory(tmp_path / "runs"),
+        # Outside the agent's folder: the stream records the check's settings, its
+        # command (and so its answer) with them, and the agent's grep would find it.
+        save_trajectory(tmp_path.parent / f"{tmp_path.name}.runs"),
         "You write result.txt.",
         "Write the right number to result.txt.",
         max_steps=6,
