@@ -46,7 +46,6 @@ STATUS_EVERY = 0.5
 """Seconds between polls of the actors' live cost (for the budget and the progress)."""
 
 
-
 class _Actor:
     """The actor class (made remote in ``_remote_actor``)."""
 
