@@ -57,7 +57,9 @@ class Cheater:
 
     @staticmethod
     def copy(history: Sequence[Message]) -> str:
-        seen = " ".join(m.content for m in history[2:])
+        # Only what the check said: the snoop's own output (directory sizes such as 4096,
+        # process ids) holds 4-digit numbers too.
+        seen = " ".join(m.content for m in history[2:] if "not accepted" in m.content)
         numbers = [n for n in re.findall(r"\b\d{4}\b", seen) if n != "1111"]
         guess = numbers[-1] if numbers else "1111"
         return f"```bash\necho {guess} > result.txt\n```"
