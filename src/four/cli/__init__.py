@@ -163,7 +163,7 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
         "--sign",
         metavar="KEY",
         help="sign the trajectory's seal with this private key (four keygen; needs "
-        "four-loop[sign]; the bash and notebook domains) [FOUR_SIGNING_KEY]",
+        "four-loop[sign]; every domain) [FOUR_SIGNING_KEY]",
     )
     _add_output_flags(p, "the final outcome")
 

@@ -329,8 +329,6 @@ def main(args: argparse.Namespace) -> int:
     except SigningError as exc:
         raise UsageError(f"--sign: {exc}") from None
     domain = load_domain(opts)
-    if signing is not None and domain.name not in ("bash", "notebook"):
-        raise UsageError(f"--sign: the {domain.name} domain does not sign its trajectories yet")
     system = system_prompt(opts, domain)
     key = api_key(opts)
     model = resolve_model(opts.model, opts.api_base, key)

@@ -22,9 +22,6 @@ from four.types import Execute, Parse, Recorder, Verify
 if TYPE_CHECKING:
     from four.trajectory._sign import SigningKey
 
-if TYPE_CHECKING:
-    from four.trajectory._sign import SigningKey
-
 __all__ = ["Domain", "DomainError", "DomainSetup", "domain_names", "get_domain"]
 
 
@@ -45,7 +42,7 @@ class DomainSetup:
     command_timeout: float | None = None
     env: str = "local"
     image: str | None = None
-    signing_key: SigningKey | None = None  # the bash domain signs its seal with it
+    signing_key: SigningKey | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,7 +64,7 @@ def _environment(setup: DomainSetup) -> Execute:
 def _emit(setup: DomainSetup, env: Execute) -> Recorder[Path]:
     if not isinstance(env, ToolEnv):
         raise TypeError("--domain cli saves what its own build_env built")
-    return save_tool(setup.output_dir, env)
+    return save_tool(setup.output_dir, env, signing_key=setup.signing_key)
 
 
 def _check(setup: DomainSetup, env: Execute, acceptance: str | None) -> Verify | None:

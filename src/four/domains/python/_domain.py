@@ -61,8 +61,10 @@ def _environment(setup: DomainSetup) -> Execute:
 
 def _emit(setup: DomainSetup, env: Execute) -> Recorder[Path]:
     if isinstance(env, PythonEnv):
-        return save_files(setup.output_dir, env)
-    return save_files(setup.output_dir, setup.workspace or Path.cwd())
+        return save_files(setup.output_dir, env, signing_key=setup.signing_key)
+    return save_files(
+        setup.output_dir, setup.workspace or Path.cwd(), signing_key=setup.signing_key
+    )
 
 
 def _check(setup: DomainSetup, env: Execute, tests: str | None) -> Verify | None:

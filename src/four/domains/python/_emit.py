@@ -4,14 +4,15 @@ and a unified diff of them against the workspace's start."""
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from four.domains.python._env import PythonEnv
 from four.execute import Workspace
-from four.trajectory import TrajectorySink, save_trajectory
-from four.types import Message, Outcome, RunInfo, RunStats
+from four.trajectory import ArtifactRecorder, SigningKey, save_trajectory, save_with_artifact
+from four.types import JSON, Outcome
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,24 +50,14 @@ def _lines(data: bytes | None) -> list[str]:
 
 
 @dataclass(frozen=True, slots=True)
-class SaveFiles:
-    """The emit made by ``save_files``: a ``Recorder`` of the trajectory plus the files."""
+class ChangedFiles:
+    """The artifact of ``save_files``: ``<stem>.files/`` (the changed or created ``.py``
+    files) and ``<stem>.diff`` (every change against the start)."""
 
-    output_dir: Path
     start: Start = field(repr=False)
 
-    def __call__(self, messages: Sequence[Message], outcome: Outcome, /) -> Path:
-        path = save_trajectory(self.output_dir)(messages, outcome)
-        self.save(path)
-        return path
-
-    def open(self, info: RunInfo, /) -> FilesSink:
-        return FilesSink(save_trajectory(self.output_dir).open(info), self)
-
-    def save(self, trajectory: Path) -> tuple[Path, Path]:
-        """Write ``<stem>.files/`` and ``<stem>.diff`` beside the trajectory ``<stem>.json``."""
+    def __call__(self, stem: Path, outcome: Outcome, /) -> dict[str, JSON]:
         changed, diff = self.start.changes()
-        stem = trajectory.with_suffix("")
         folder = stem.with_name(stem.name + ".files")
         folder.mkdir(exist_ok=True)
         for rel, data in changed.items():
@@ -75,45 +66,27 @@ class SaveFiles:
             target.write_bytes(data)
         patch = stem.with_name(stem.name + ".diff")
         patch.write_text(diff, "utf-8")
-        return folder, patch
+        names: list[JSON] = list(sorted(changed))
+        return {"folder": folder.name, "diff": patch.name, "changed": names}
 
 
-class FilesSink:
-    """One run's trajectory sink; when it closes, the files are saved beside it."""
-
-    __slots__ = ("_emit", "_inner")
-
-    def __init__(self, inner: TrajectorySink, emit: SaveFiles) -> None:
-        self._inner = inner
-        self._emit = emit
-
-    @property
-    def jsonl(self) -> Path:
-        return self._inner.jsonl
-
-    @property
-    def path(self) -> Path:
-        return self._inner.path
-
-    def append(self, message: Message, /) -> None:
-        self._inner.append(message)
-
-    def close(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> Path:
-        path = self._inner.close(messages, outcome, stats)  # sealed first: nothing is lost
-        self._emit.save(path)
-        return path
-
-
-def save_files(output_dir: str | Path, source: PythonEnv | str | Path = ".") -> SaveFiles:
+def save_files(
+    output_dir: str | os.PathLike[str],
+    source: PythonEnv | str | Path = ".",
+    *,
+    signing_key: str | os.PathLike[str] | SigningKey | None = None,
+) -> ArtifactRecorder:
     """emit: the trajectory (as ``save_trajectory``) and, beside ``<stem>.json``, the
     ``.py`` files that changed in the workspace (``<stem>.files/``) and a unified diff
     of them against the start (``<stem>.diff``).
 
     ``source`` is the run's ``python_env`` (its start is the environment's), or a
-    workspace folder, read now as the start.
+    workspace folder, read now as the start. The trajectory's ``stats.files`` names
+    them; ``signing_key`` signs its seal, as with ``save_trajectory``.
 
     >>> import tempfile
     >>> save_files("runs", tempfile.mkdtemp()).output_dir.name
     'runs'
     """
-    return SaveFiles(Path(output_dir), Start.of(source))
+    writer = save_trajectory(output_dir, signing_key=signing_key)
+    return save_with_artifact(writer, "files", ChangedFiles(Start.of(source)))
