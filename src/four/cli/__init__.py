@@ -153,7 +153,20 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
         "Python run after it, e.g. an assert)",
     )
     _add_judge_flags(p)
-    p.add_argument("-o", "--output-dir", help="where to save the trajectory [FOUR_OUTPUT_DIR]")
+    p.add_argument(
+        "-o",
+        "--output-dir",
+        help="where to save the trajectory, outside the agent's workspace (it records the "
+        "check's command) [FOUR_OUTPUT_DIR, $XDG_STATE_HOME/four/runs or "
+        "~/.local/state/four/runs]",
+    )
+    p.add_argument(
+        "--output-in-workspace",
+        action="store_true",
+        help="allow -o inside the workspace with --env local/persistent and the other "
+        "domains, where the agent's commands can read it (--env sandbox hides it, docker "
+        "never mounts it)",
+    )
     p.add_argument(
         "--system",
         metavar="FILE",

@@ -37,7 +37,20 @@ if TYPE_CHECKING:
 
 DEFAULT_MAX_STEPS = 100
 DEFAULT_COST_LIMIT = 3.0
-DEFAULT_OUTPUT_DIR = "trajectories"
+
+
+def default_output_dir() -> Path:
+    """Where ``four run`` saves runs without ``-o``: ``$XDG_STATE_HOME/four/runs``, else
+    ``~/.local/state/four/runs``. Never the agent's workspace: a run's record holds its
+    check's command (which often holds the answer), and an agent's ``grep -r .`` would
+    read the earlier runs' (and its own).
+
+    >>> default_output_dir().parts[-2:]
+    ('four', 'runs')
+    """
+    state = env.get("XDG_STATE_HOME")
+    base = Path(state) if state and os.path.isabs(state) else Path.home() / ".local" / "state"
+    return base / "four" / "runs"
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +81,7 @@ class RunOptions:
     mode: str
     json: bool
     sign: str | None = None
+    output_in_workspace: bool = False
 
     def record(self) -> dict[str, JSON]:
         """The settings stored in the trajectory (``info.components.cli``), task aside."""
@@ -200,11 +214,41 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
         check_files=tuple(args.check_files),
         retries_per_reason=int(args.retries_per_reason),
         last_judgement=bool(args.last_judgement),
-        output_dir=args.output_dir or env.get("FOUR_OUTPUT_DIR") or DEFAULT_OUTPUT_DIR,
+        output_dir=args.output_dir or env.get("FOUR_OUTPUT_DIR") or str(default_output_dir()),
         system_file=args.system or env.get("FOUR_SYSTEM"),
         mode=mode,
         json=bool(args.json),
         sign=getattr(args, "sign", None) or env.get("FOUR_SIGNING_KEY"),
+        output_in_workspace=bool(getattr(args, "output_in_workspace", False)),
+    )
+
+
+def exposed_workspace(opts: RunOptions) -> Path | None:
+    """The agent's workspace when the output folder is inside it and the agent's commands
+    would see it there; None when it is outside, or hidden: the bash domain's sandbox
+    mounts an empty folder over it (not over the whole workspace), a docker container
+    never mounts it, a sandbox without ``--cwd`` works in a fresh folder."""
+    from four.domains._bash import inside
+
+    if opts.domain == "bash" and opts.env in ("sandbox", "docker"):
+        if opts.env == "docker" or opts.cwd is None:
+            return None
+        same = Path(opts.cwd).resolve() == Path(opts.output_dir).expanduser().resolve()
+        return Path(opts.cwd) if same else None  # a folder inside it is hidden
+    workspace = Path(opts.cwd) if opts.cwd else Path.cwd()
+    return workspace if inside(Path(opts.output_dir), workspace) else None
+
+
+def guard_output(opts: RunOptions) -> None:
+    """Refuse an output folder the agent's commands could read (``exposed_workspace``),
+    unless ``--output-in-workspace``: one line naming the flag and the fix."""
+    workspace = exposed_workspace(opts)
+    if workspace is None or opts.output_in_workspace:
+        return
+    raise UsageError(
+        f"-o {opts.output_dir} is inside the agent's workspace {workspace}, where its "
+        "commands can read the runs saved there (a check's command often holds the "
+        "answer): give -o a folder outside it, or --output-in-workspace to allow it"
     )
 
 
@@ -323,6 +367,7 @@ def main(args: argparse.Namespace) -> int:
     from four.trajectory._sign import SigningError, SigningKey
 
     opts = options(args)
+    guard_output(opts)
     output_folder(opts.output_dir)  # before any model call: a run that cannot be saved
     try:  # before the model is asked anything: a bad key is a usage error
         signing = SigningKey.load(opts.sign) if opts.sign else None

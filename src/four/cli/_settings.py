@@ -27,7 +27,7 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("FOUR_MODEL", "model name for litellm, e.g. openai/gpt-4o-mini (--model)"),
     Variable("FOUR_API_BASE", "base URL of an OpenAI-compatible server (--api-base)"),
     Variable("FOUR_API_KEY", "key sent to --api-base (default: none; never the provider's)"),
-    Variable("FOUR_OUTPUT_DIR", "where trajectories are saved (-o), default ./trajectories"),
+    Variable("FOUR_OUTPUT_DIR", "where four run saves runs (-o), default ~/.local/state/four/runs"),
     Variable("FOUR_DOMAIN", "the domain: what the agent writes, bash by default (--domain)"),
     Variable("FOUR_ENV", "local, persistent, sandbox or docker (--env)"),
     Variable("FOUR_IMAGE", "container image for --env docker (--image)"),

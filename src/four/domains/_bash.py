@@ -47,10 +47,16 @@ Format: call the `bash` tool with {"command": "..."} for every command you run.
 
 
 def environment(
-    kind: str, *, image: str | None = None, cwd: str | None = None, timeout: float | None = None
+    kind: str,
+    *,
+    image: str | None = None,
+    cwd: str | None = None,
+    timeout: float | None = None,
+    hide: tuple[str, ...] = (),
 ) -> Execute:
     """V2 for an environment's name; ``cwd`` is the working directory (for docker, inside
     the container; for the sandbox, the one writable folder, a fresh one when None).
+    ``hide``: folders the sandbox's commands must not see (see ``sandbox_env``).
     An unknown name, or docker without an image, raises ValueError.
 
     >>> environment("local", cwd="/tmp").cwd
@@ -64,7 +70,7 @@ def environment(
     if kind == "persistent":
         return shell_env(limit, cwd=cwd)
     if kind == "sandbox":
-        return sandbox_env(limit, workdir=cwd)
+        return sandbox_env(limit, workdir=cwd, hide=hide)
     if kind == "docker":
         if not image:
             raise ValueError("--env docker needs an image: --image NAME or FOUR_IMAGE")
@@ -80,7 +86,23 @@ def _parse() -> Parse:
 
 def _environment(setup: DomainSetup) -> Execute:
     cwd = None if setup.workspace is None else str(setup.workspace)
-    return environment(setup.env, image=setup.image, cwd=cwd, timeout=setup.command_timeout)
+    hide: tuple[str, ...] = ()
+    if setup.workspace is not None and inside(setup.output_dir, setup.workspace):
+        hide = (str(setup.output_dir.expanduser().resolve()),)  # the agent's sandbox: hidden
+    return environment(
+        setup.env, image=setup.image, cwd=cwd, timeout=setup.command_timeout, hide=hide
+    )
+
+
+def inside(folder: Path, workspace: Path) -> bool:
+    """Whether ``folder`` is ``workspace`` or under it (links resolved).
+
+    >>> inside(Path("/w/runs"), Path("/w")), inside(Path("/runs"), Path("/w"))
+    (True, False)
+    """
+    where = folder.expanduser().resolve()
+    space = workspace.expanduser().resolve()
+    return where == space or space in where.parents
 
 
 def _emit(setup: DomainSetup, env: Execute) -> Recorder[Path]:
