@@ -25,7 +25,7 @@ from four import (
     verify,
 )
 from four.checks import Claim
-from four.quaternary import Verdict, no, yes
+from four.quaternary import CheckResult, no, yes
 from four.testing import (
     acheck_invoke,
     acheck_loop,
@@ -103,7 +103,7 @@ def test_the_verified_judge_obeys_the_verify_law() -> None:
 def test_the_verify_law_covers_the_last_judgement() -> None:
     at_end = []  # the last judgement's claims have no output; the scene's submissions do
 
-    def check(claim: Claim) -> Verdict:
+    def check(claim: Claim) -> CheckResult:
         if not claim.output:
             at_end.append(claim)
             return yes()

@@ -3,6 +3,7 @@ of ``four.execute``, saved as a trajectory, judged by a command's exit status.""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from four.domains import Domain, DomainSetup
@@ -88,7 +89,9 @@ def _environment(setup: DomainSetup) -> Execute:
     cwd = None if setup.workspace is None else str(setup.workspace)
     hide: tuple[str, ...] = ()
     if setup.workspace is not None and inside(setup.output_dir, setup.workspace):
-        hide = (str(setup.output_dir.expanduser().resolve()),)  # the agent's sandbox: hidden
+        # Named as the sandbox sees it: under the workspace as given (its links kept).
+        rel = setup.output_dir.expanduser().resolve().relative_to(setup.workspace.resolve())
+        hide = (os.path.join(os.path.abspath(setup.workspace), rel),)
     return environment(
         setup.env, image=setup.image, cwd=cwd, timeout=setup.command_timeout, hide=hide
     )

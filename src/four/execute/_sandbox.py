@@ -85,9 +85,9 @@ class SandboxEnv(ClosedOnExit):
     inherit: tuple[str, ...] = SANDBOX_INHERIT
     deny: tuple[str, ...] = SECRET_PATTERNS
     ro_binds: tuple[str, ...] = ()
-    hide: tuple[str, ...] = ()
     bwrap: str = "bwrap"
     limits: Limits = DEFAULT_LIMITS
+    hide: tuple[str, ...] = ()
     _folder: str | None = field(default=None, repr=False)
     _checked: bool = field(default=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -246,8 +246,8 @@ def sandbox_env(
         tuple(inherit),
         tuple(deny),
         tuple(ro_binds),
-        tuple(os.path.abspath(p) for p in hide),
         limits=limits,
+        hide=tuple(os.path.abspath(p) for p in hide),
     )
 
 
