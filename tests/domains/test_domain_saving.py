@@ -110,7 +110,8 @@ def test_a_signed_run_audits_with_the_public_key(
     assert main(["audit", "--public-key", f"{key}.pub", str(path)]) == 0
     assert main(["audit", "--public-key", f"{other}.pub", str(path)]) == 1
     stats = load_trajectory(path).stats
-    assert "error" not in stats[record]
+    said = stats[record]
+    assert isinstance(said, dict) and "error" not in said
     digests = stats["artifacts"]
     assert isinstance(digests, dict) and path.stem + suffix in digests
     for name, digest in digests.items():  # each file as it is on disk, under the seal
