@@ -5,13 +5,22 @@ from __future__ import annotations
 
 import difflib
 import os
+import shutil
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from four.domains.python._env import PythonEnv
 from four.execute import Workspace
-from four.trajectory import ArtifactRecorder, SigningKey, save_trajectory, save_with_artifact
+from four.trajectory import (
+    ArtifactRecorder,
+    SigningKey,
+    TrajectoryError,
+    load_trajectory,
+    save_trajectory,
+    save_with_artifact,
+)
 from four.types import JSON, Outcome
 
 
@@ -52,22 +61,73 @@ def _lines(data: bytes | None) -> list[str]:
 @dataclass(frozen=True, slots=True)
 class ChangedFiles:
     """The artifact of ``save_files``: ``<stem>.files/`` (the changed or created ``.py``
-    files) and ``<stem>.diff`` (every change against the start)."""
+    files), ``<stem>.diff`` (every change against the start) and ``<stem>.start/`` (the
+    changed or deleted files as they were at the start, so ``four replay`` can begin
+    where the run began)."""
 
     start: Start = field(repr=False)
 
     def __call__(self, stem: Path, outcome: Outcome, /) -> dict[str, JSON]:
         changed, diff = self.start.changes()
-        folder = stem.with_name(stem.name + ".files")
-        folder.mkdir(exist_ok=True)
-        for rel, data in changed.items():
-            target = folder / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+        now = set(self.start.files.snapshot((".py",)))
+        before = {p: d for p, d in self.start.texts.items() if p in changed or p not in now}
+        folder = _write_tree(stem.with_name(stem.name + ".files"), changed)
+        at_start = _write_tree(stem.with_name(stem.name + ".start"), before)
         patch = stem.with_name(stem.name + ".diff")
         patch.write_text(diff, "utf-8")
-        names: list[JSON] = list(sorted(changed))
-        return {"folder": folder.name, "diff": patch.name, "changed": names}
+        created: list[JSON] = [p for p in sorted(changed) if p not in self.start.texts]
+        names: list[JSON] = [*sorted(changed)]
+        return {
+            "folder": folder.name,
+            "diff": patch.name,
+            "start": at_start.name,
+            "changed": names,
+            "created": created,
+        }
+
+
+def _write_tree(folder: Path, files: Mapping[str, bytes]) -> Path:
+    folder.mkdir(exist_ok=True)
+    for rel, data in files.items():
+        target = folder / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    return folder
+
+
+def replay_workspace(trajectory: Path, workspace: Path | None, into: Path) -> Path | None:
+    """A copy of ``workspace`` (the recorded run's) in ``into``, its ``.py`` files put
+    back as they were when the run began (from ``<stem>.start/``; the files the run
+    created removed), for ``four replay``: the user's workspace is never edited again.
+    None when the run recorded no workspace or no start (then replay cannot begin there).
+    """
+    if workspace is None or not workspace.is_dir():
+        return None
+    try:
+        record = load_trajectory(trajectory).stats.get("files")
+    except TrajectoryError:
+        return None
+    if not isinstance(record, dict) or not isinstance(record.get("start"), str):
+        return None
+    start = trajectory.parent / str(record["start"])
+    if not start.is_dir():
+        return None
+    copy = into / "workspace"
+    shutil.copytree(workspace, copy, symlinks=True, ignore=_not_regular)
+    created = record.get("created")
+    for rel in created if isinstance(created, list) else []:
+        (copy / str(rel)).unlink(missing_ok=True)
+    for original in (p for p in start.rglob("*") if p.is_file()):
+        target = copy / original.relative_to(start)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(original, target)
+    return copy
+
+
+def _not_regular(folder: str, names: list[str]) -> list[str]:
+    """FIFOs, sockets and devices: not copied (copying one blocks or fails)."""
+    kept = (stat.S_ISREG, stat.S_ISDIR, stat.S_ISLNK)
+    return [n for n in names if not any(k(os.lstat(os.path.join(folder, n)).st_mode) for k in kept)]
 
 
 def save_files(
