@@ -1,7 +1,8 @@
 """Every domain saves as the bash domain does: a disk that fills during the run ends it
 `save_failed` at the next step, and `--sign` signs the seal, which covers the domain's
-artifact (its record and each file's SHA-256). Real tmpfs, real checkers, real kernel,
-real gcc and bubblewrap."""
+artifact (its record and each file's SHA-256); `four replay` of a domain that edits its
+workspace begins in a copy of it as it was. Real tmpfs, real checkers, real kernel, real
+gcc and bubblewrap."""
 
 from __future__ import annotations
 
@@ -116,3 +117,21 @@ def test_a_signed_run_audits_with_the_public_key(
     assert isinstance(digests, dict) and path.stem + suffix in digests
     for name, digest in digests.items():  # each file as it is on disk, under the seal
         assert digest == "sha256:" + hashlib.sha256((path.parent / name).read_bytes()).hexdigest()
+
+
+def test_replay_of_a_cli_run_begins_where_it_began_and_leaves_the_workspace_alone(
+    server: LoopbackServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _available("cli")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "sum.c").write_text(SUM)
+    edit = 'sum.c\n```c\n<<<<<<< SEARCH\n        puts("sum 1.0");\n=======\n'
+    server.push(chat(edit + '        puts("sum 1.1");\n>>>>>>> REPLACE\n```\n'), chat(SUBMIT))
+    assert main([*_argv(server, tmp_path, "cli", tmp_path / "runs"), "--json"]) == 0
+    path = Path(json.loads(capsys.readouterr().out)["path"])
+    after = {p.name: p.read_bytes() for p in work.iterdir()}
+    assert main(["replay", str(path), "--json"]) == 0  # the SEARCH finds its text again
+    replayed = json.loads(capsys.readouterr().out)
+    assert replayed["same"] and replayed["replayed_outcome"] == "accepted"
+    assert {p.name: p.read_bytes() for p in work.iterdir()} == after  # not rebuilt, not edited

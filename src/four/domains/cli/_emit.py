@@ -7,16 +7,19 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from four.domains.cli._env import ToolEnv
+from four.domains._start import Start
+from four.domains.cli._env import SOURCES, ToolEnv
 from four.trajectory import ArtifactRecorder, SigningKey, save_trajectory, save_with_artifact
 from four.types import JSON, Outcome
 
 
 @dataclass(frozen=True, slots=True)
 class BuiltTool:
-    """The artifact of ``save_tool``: ``<stem>.tool/`` (``bin/``, ``man/man1/``, ``src/``)."""
+    """The artifact of ``save_tool``: ``<stem>.tool/`` (``bin/``, ``man/man1/``, ``src/``),
+    and ``<stem>.start/``, the changed sources as they were (for ``four replay``)."""
 
     env: ToolEnv = field(repr=False)
+    start: Start = field(repr=False)
 
     def __call__(self, stem: Path, outcome: Outcome, /) -> dict[str, JSON]:
         folder = stem.with_name(stem.name + ".tool")
@@ -26,7 +29,9 @@ class BuiltTool:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target)
             kept.append(str(where))
-        return {"folder": folder.name if kept else None, "files": kept}
+        changed, _ = self.start.changes()
+        record: dict[str, JSON] = {"folder": folder.name if kept else None, "files": kept}
+        return {**record, **self.start.keep(stem, changed)}
 
 
 def save_tool(
@@ -46,4 +51,6 @@ def save_tool(
     'runs'
     """
     writer = save_trajectory(output_dir, signing_key=signing_key)
-    return save_with_artifact(writer, "tool", BuiltTool(env))
+    return save_with_artifact(
+        writer, "tool", BuiltTool(env, Start.of(env.workspace, SOURCES[env.language]))
+    )

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from four.domains import Domain, DomainSetup
+from four.domains._start import replay_from
 from four.domains.python._check import typed_check
-from four.domains.python._emit import replay_workspace, save_files
+from four.domains.python._emit import save_files
 from four.domains.python._env import PythonEnv, python_env
 from four.execute import EXIT_SIGNAL
 from four.parse import edit_parse
@@ -79,5 +80,5 @@ DOMAIN = Domain(
     environment=_environment,
     emit=_emit,
     check=_check,
-    replay_workspace=replay_workspace,
+    replay_workspace=replay_from("files"),
 )
