@@ -89,7 +89,7 @@ class ArtifactSink:
         staging = stem.with_name(f".{stem.name}.artifact")
         key = self._recorder.key
         try:
-            staging.mkdir()
+            staging.mkdir(parents=True)  # the folder may have gone with the agent's rm -rf
             said = dict(self._recorder.artifact(staging / stem.name, outcome))
             digests = _digests(staging)
             for entry in sorted(os.listdir(staging)):
