@@ -225,8 +225,7 @@ def batch_command(args: argparse.Namespace) -> int:
     from four.batch._items import read_items
     from four.batch._pool import RayPool, ThreadPool
     from four.cli._errors import UsageError
-    from four.cli._preflight import resolve_model
-    from four.cli._run import api_key, options, sigterm_interrupts, system_prompt
+    from four.cli._run import api_key, options, resolve, sigterm_interrupts, system_prompt
 
     batch = batch_options(args)
     try:
@@ -240,7 +239,7 @@ def batch_command(args: argparse.Namespace) -> int:
     # four run's settings, with a stand-in task (each item brings its own).
     opts = options(argparse.Namespace(**{**vars(args), "task": "(each item's task)"}))
     key = api_key(opts)
-    model = resolve_model(opts.model, opts.api_base, key)
+    model = resolve(opts, key)
     make_run = CommandRun(opts, model, key, system_prompt(opts))
     pool: Pool = ThreadPool()
     if batch.ray:
