@@ -209,7 +209,7 @@ def resolve(opts: RunOptions, key: str | None) -> str:
 
     found = find_model(opts.local)
     if isinstance(found, Failure):
-        raise UsageError(str(found.failure()))
+        raise UsageError(f"{found.failure()}; or give --model NAME for a hosted model")
     if importlib.util.find_spec("xllamacpp") is None:
         raise UsageError("--local needs the local extra: pip install 'four-loop[local]'")
     return opts.local

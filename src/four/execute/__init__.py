@@ -5,6 +5,7 @@
     super_env()          ``local_env`` with larger limits
     sandbox_env()        each command under bubblewrap: read-only system, one writable folder
     docker_env(image)    each command in one Docker container, removed at the end
+    note_repeats(V2)     any of them, warning the model when a command repeats itself
 
 Every environment shares one contract: bash, stdin closed, a timeout that kills every
 process of the command and becomes an observation (return code 124), output decoded
@@ -23,6 +24,7 @@ from four.execute._output import (
     OutputBuffer,
     command_env,
 )
+from four.execute._repeats import NoteRepeats, note_repeats
 from four.execute._sandbox import SandboxEnv, sandbox_env
 from four.execute._shell import ShellEnv
 
@@ -34,12 +36,14 @@ __all__ = [
     "TIMEOUT_RETURNCODE",
     "DockerEnv",
     "LocalEnv",
+    "NoteRepeats",
     "OutputBuffer",
     "SandboxEnv",
     "ShellEnv",
     "command_env",
     "docker_env",
     "local_env",
+    "note_repeats",
     "sandbox_env",
     "shell_env",
     "super_env",

@@ -155,6 +155,32 @@ class RegexParse:
             + finish_rule(self.exit_signal, self.finish_on_plain_text)
         )
 
+    def _bare_signal(self, block: Block, command: str) -> str | None:
+        """Feedback for a block that runs the exit signal itself as a command (bash would
+        answer "command not found", exit 127), or None. Here-documents may hold it."""
+        signal = self.exit_signal
+        if not signal or signal not in command or "<<" in command:
+            return None
+        lines = [line.strip() for line in command.splitlines() if line.strip()]
+        if signal not in lines:
+            return None
+        tag = self._tag()
+        finish = f"```{tag}\necho {signal}\n```"
+        if len(lines) == 1:
+            problem = (
+                f"Your ```{block.tag} block on line {block.line} runs {signal} as a command; "
+                f"bash has no such command (exit 127), so nothing was run. To finish, print "
+                f"it with echo: reply with only this block\n\n{finish}"
+            )
+        else:
+            problem = (
+                f"Your ```{block.tag} block on line {block.line} has the line {signal} among "
+                f"its commands; bash has no such command (exit 127), so nothing was run. Run "
+                "the other commands without it; when the work is done and checked, finish "
+                f"with a reply holding only this block\n\n{finish}"
+            )
+        return problem
+
     def _error(self, problem: str) -> FormatError:
         return FormatError(f"{problem}\n\n{self.expected()}")
 
@@ -186,6 +212,10 @@ class RegexParse:
                             "so nothing was run."
                         )
                     )
+            for block, command in zip(shell, commands, strict=True):
+                bare = self._bare_signal(block, command)
+                if bare is not None:
+                    return Failure(FormatError(bare))
             if self.one_action and len(commands) > 1:
                 return Failure(
                     self._error(
