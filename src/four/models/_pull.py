@@ -104,7 +104,9 @@ def find_model(model: str, folder: Path | None = None) -> Result[Path, PullError
             return Failure(PullError("not_gguf", f"no such file: {model}"))
         known = ", ".join(MODELS)
         return Failure(
-            PullError("unknown_model", f"unknown model {model!r}: use one of {known}, or a .gguf path")
+            PullError(
+                "unknown_model", f"unknown model {model!r}: use one of {known}, or a .gguf path"
+            )
         )
     try:
         with path.open("rb") as f:
@@ -434,4 +436,3 @@ def pulled(folder: Path | None = None) -> Iterator[tuple[str, Path]]:
         return
     for path in files:
         yield known.get(path.name, path.name), path
-
