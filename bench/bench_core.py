@@ -2,7 +2,6 @@
 
 python bench/run.py core
 python bench/bench_core.py compare OTHER_TREE [ROUNDS]   # the loop, this tree vs another
-python bench/bench_core.py parts   # single costs: encoding, records, sealing
 python bench/bench_core.py instructions [OTHER_TREE]   # instructions a run (callgrind)
 """
 
@@ -16,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from returns.result import Result, Success
@@ -44,18 +43,29 @@ def import_ms(statement: str, runs: int = 15) -> tuple[float, float, bool]:
     return statistics.median(times), min(times), leaked
 
 
-def loop_us_per_step(steps: int, repeats: int, parent: Path) -> tuple[float, float]:
+def loop_us_per_step(
+    steps: int, repeats: int, parent: Path, awaited: bool = False
+) -> tuple[float, float]:
     """Medians of wall and CPU time of whole runs of ``steps`` steps, divided by
     ``steps`` (``steps=0``: the per-run cost alone, in us a run). CPU time is this
-    process's own, so it moves less than wall time when other jobs share the cores."""
+    process's own, so it moves less than wall time when other jobs share the cores.
+    ``awaited``: ``arun`` with an async G and V2, the runs one after another on one
+    event loop."""
+    import asyncio
+
     from four import (
         Action,
         Assistant,
         ExecutionError,
         FormatError,
+        Invoke,
+        Message,
+        ModelError,
         Observation,
         Rejected,
+        Reply,
         Submitted,
+        arun,
         run,
         save_trajectory,
         scripted_invoke,
@@ -67,14 +77,37 @@ def loop_us_per_step(steps: int, repeats: int, parent: Path) -> tuple[float, flo
     def execute(action: Action) -> Result[Observation, Submitted | ExecutionError]:
         return Success(Observation("<returncode>0</returncode>\n<output>\nok\n</output>", 0))
 
-    walls, cpus = [], []
+    async def aexecute(action: Action) -> Result[Observation, Submitted | ExecutionError]:
+        return execute(action)
+
+    walls: list[float] = []
+    cpus: list[float] = []
     emit = save_trajectory(tempfile.mkdtemp(dir=parent))  # deleted with ``parent``
-    for _ in range(repeats):
-        G = scripted_invoke(["echo step"] * steps)
-        t, c = time.perf_counter(), time.process_time()
-        run(G, parse, execute, emit, "system", "task", max_steps=steps)
-        cpus.append((time.process_time() - c) / max(steps, 1) * 1e6)
-        walls.append((time.perf_counter() - t) / max(steps, 1) * 1e6)
+    budget = max(steps, 1)
+
+    def timed(t: float, c: float) -> None:
+        cpus.append((time.process_time() - c) / budget * 1e6)
+        walls.append((time.perf_counter() - t) / budget * 1e6)
+
+    async def aruns() -> None:
+        for _ in range(repeats):
+            G = scripted_invoke(["echo step"] * steps)
+
+            async def aG(messages: Sequence[Message], G: Invoke = G) -> Result[Reply, ModelError]:
+                return G(messages)
+
+            t, c = time.perf_counter(), time.process_time()
+            await arun(aG, parse, aexecute, emit, "system", "task", max_steps=budget)
+            timed(t, c)
+
+    if awaited:
+        asyncio.run(aruns())
+    else:
+        for _ in range(repeats):
+            G = scripted_invoke(["echo step"] * steps)
+            t, c = time.perf_counter(), time.process_time()
+            run(G, parse, execute, emit, "system", "task", max_steps=budget)
+            timed(t, c)
     return statistics.median(walls), statistics.median(cpus)
 
 
@@ -128,18 +161,24 @@ def main() -> None:
     for label, parent in FOLDERS:
         if not parent.is_dir():
             continue
-        with scratch(parent) as folder:
-            fixed, fixed_cpu = loop_us_per_step(0, 200, folder)
-            created = create_us(folder)
-            per = {n: loop_us_per_step(n, r, folder) for n, r in ((10, 200), (100, 40), (1000, 15))}
-        print(f"| {label}: one file created, by the filesystem alone | | {created:.0f} us | | |")
-        print(
-            f"| {label}: a run of 0 steps (per run) | 0 | {fixed:.0f} us | {fixed_cpu:.0f} us | |"
-        )
-        for n, (wall, cpu) in per.items():
-            print(f"| {label} | {n} | {wall:.1f} | {cpu:.1f} | {(wall * n - fixed) / n:.1f} |")
-        ratio = per[1000][0] / per[10][0]
-        print(f"| {label}: 1000-step / 10-step wall cost per step | | {ratio:.2f}x | | |")
+        for driver, awaited in (("run", False), ("arun", True)):
+            with scratch(parent) as folder:
+                fixed, fixed_cpu = loop_us_per_step(0, 200, folder, awaited)
+                created = create_us(folder)
+                per = {
+                    n: loop_us_per_step(n, r, folder, awaited)
+                    for n, r in ((10, 200), (100, 40), (1000, 15))
+                }
+            where = f"{label}, `{driver}`"
+            if not awaited:
+                print(
+                    f"| {label}: one file created, by the filesystem alone | | {created:.0f} us | | |"
+                )
+            print(
+                f"| {where}: a run of 1 step (per run) | 1 | {fixed:.0f} us | {fixed_cpu:.0f} us | |"
+            )
+            for n, (wall, cpu) in per.items():
+                print(f"| {where} | {n} | {wall:.1f} | {cpu:.1f} | {(wall * n - fixed) / n:.1f} |")
 
 
 STEPS = ((0, 200), (10, 200), (100, 40))
@@ -203,87 +242,6 @@ def compare(other: str, rounds: int = 9, folder: str = "/dev/shm") -> None:
         )
 
 
-def _renamed(folder: str, name: str, data: bytes) -> None:
-    """``save_trajectory``'s fallback sealing (no ``O_TMPFILE`` or no ``/proc``): a hidden
-    temporary written, then renamed over the name."""
-    from four.trajectory._save import _renamed as renamed
-
-    dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        renamed(dir_fd, name, data)
-    finally:
-        os.close(dir_fd)
-
-
-def parts(rounds: int = 5) -> None:
-    """Single costs behind the loop's, each against what it replaced or a reference,
-    timed in turns (median of ``rounds`` timeit batches): message encoding, making a
-    record, sealing a document."""
-    import dataclasses
-    import timeit
-    from itertools import count
-
-    from four import Assistant, Usage, User
-    from four.trajectory._codec import encode_json, encode_message, message_to_json
-    from four.trajectory._save import _write_atomic
-
-    @dataclasses.dataclass(frozen=True, slots=True)
-    class FrozenUser:  # User's fields, as the standard library's frozen dataclass
-        content: str
-        kind: str = "text"
-        returncode: int | None = None
-
-    reply = Assistant("echo step", usage=Usage(100, 10, 0.0), model="scripted")
-    seen = User("<returncode>0</returncode>\n<output>\nok\n</output>", "observation", 0)
-    names = count()
-    data = b"x" * 2000
-    folders = contextlib.ExitStack()  # the sealed documents are not kept
-    cases: list[tuple[str, str, Callable[[], object], int]] = [
-        (
-            "encode an assistant reply with usage",
-            "encode_message",
-            lambda: encode_message(reply),
-            20000,
-        ),
-        (
-            "",
-            "json.dumps-equivalent of message_to_json",
-            lambda: encode_json(message_to_json(reply)),
-            20000,
-        ),
-        ("encode an observation", "encode_message", lambda: encode_message(seen), 20000),
-        (
-            "",
-            "json.dumps-equivalent of message_to_json",
-            lambda: encode_json(message_to_json(seen)),
-            20000,
-        ),
-        ("make a User", "@record", lambda: User("hi", "observation", 0), 50000),
-        ("", "frozen slotted dataclass", lambda: FrozenUser("hi", "observation", 0), 50000),
-    ]
-    for label, folder in FOLDERS:
-        tmp = str(folders.enter_context(scratch(folder)))
-
-        def ours(t: str = tmp) -> None:
-            _write_atomic(Path(t), f"{next(names)}.json", data)
-
-        def fallback(t: str = tmp) -> None:
-            _renamed(t, f"{next(names)}.json", data)
-
-        cases += [
-            (f"seal a 2 KB document, {label}", "O_TMPFILE linked through /proc (ours)", ours, 2000),
-            ("", "temporary renamed (the fallback)", fallback, 2000),
-        ]
-    times: dict[int, list[float]] = {i: [] for i in range(len(cases))}
-    with folders:
-        for _ in range(rounds):
-            for i, (_, _, fn, n) in enumerate(cases):
-                times[i].append(timeit.timeit(fn, number=n) / n * 1e6)
-    print("| what | how | us (median) |\n|---|---|---:|")
-    for i, (label, how, _, _) in enumerate(cases):
-        print(f"| {label} | {how} | {statistics.median(times[i]):.2f} |")
-
-
 if __name__ == "__main__":
     if sys.argv[1:2] == ["child"]:
         child(sys.argv[2])  # four comes from PYTHONPATH, the tree under test
@@ -292,9 +250,6 @@ if __name__ == "__main__":
             loop_us_per_step(int(sys.argv[2]), int(sys.argv[3]), tmp)
     elif sys.argv[1:2] == ["instructions"]:
         instructions(sys.argv[2] if len(sys.argv) > 2 else None)
-    elif sys.argv[1:2] == ["parts"]:
-        sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
-        parts()
     elif sys.argv[1:2] == ["compare"]:
         sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
         compare(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 9)

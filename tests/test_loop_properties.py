@@ -1,7 +1,8 @@
-"""Properties of run() over arbitrary behaviour of G, V1 and V2."""
+"""Properties of run() and arun() over arbitrary behaviour of G, V1 and V2."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from four import (
     Rejected,
     Submitted,
     ToolCall,
+    arun,
     run,
 )
 from tests.test_loop import paired
@@ -108,7 +110,7 @@ class Script:
         return self.emitted
 
 
-@given(st.lists(TURNS, min_size=1, max_size=8), st.integers(0, 12), st.integers(-1, 4))
+@given(st.lists(TURNS, min_size=1, max_size=8), st.integers(1, 12), st.integers(0, 4))
 def test_bounded_calls_one_emit_and_paired_history(
     turns: list[Turn], max_steps: int, max_format_errors: int
 ) -> None:
@@ -118,3 +120,49 @@ def test_bounded_calls_one_emit_and_paired_history(
     assert script.g_calls <= max_steps
     assert len(script.emits) == 1
     assert paired(script.emitted)
+
+
+class AsyncScript(Script):
+    """The same behaviour, with G and V2 as coroutines (as alitellm_invoke, alocal_env)."""
+
+    async def aG(self, messages: Sequence[Message]) -> Result[Assistant, ModelError]:
+        await asyncio.sleep(0)
+        return self.G(messages)
+
+    async def aV2(self, action: Action) -> Result[Observation, Submitted | ExecutionError]:
+        await asyncio.sleep(0)
+        return self.V2(action)
+
+
+def _ending(exc: BaseException | None) -> str | None:
+    return None if exc is None else type(exc).__name__
+
+
+@given(
+    st.lists(TURNS, min_size=1, max_size=8),
+    st.integers(1, 12),
+    st.integers(0, 4),
+    st.booleans(),
+)
+def test_run_and_arun_give_the_same_history_and_outcome(
+    turns: list[Turn], max_steps: int, max_format_errors: int, coroutines: bool
+) -> None:
+    plain = Script(turns)
+    raised: BaseException | None = None
+    try:
+        run(plain.G, plain.V1, plain.V2, plain.emit, "s", "p", max_steps, max_format_errors)
+    except (Boom, KeyboardInterrupt) as exc:
+        raised = exc
+
+    awaited = AsyncScript(turns)
+    G, V2 = (awaited.aG, awaited.aV2) if coroutines else (awaited.G, awaited.V2)
+    araised: BaseException | None = None
+    try:
+        asyncio.run(arun(G, awaited.V1, V2, awaited.emit, "s", "p", max_steps, max_format_errors))
+    except (Boom, KeyboardInterrupt) as exc:
+        araised = exc
+
+    assert awaited.emits == plain.emits
+    assert awaited.emitted == plain.emitted
+    assert awaited.g_calls == plain.g_calls
+    assert _ending(araised) == _ending(raised)

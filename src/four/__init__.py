@@ -5,7 +5,8 @@
     V2 (execute): Action  -> Result[Observation, Submitted | ExecutionError]
     emit        : (history, Outcome) -> T
 
-``import four`` never imports litellm.
+``import four`` never imports litellm. The types a user needs to write a component of
+their own are in ``four.types``.
 """
 
 from typing import TYPE_CHECKING
@@ -52,11 +53,13 @@ from four._types import (
 )
 
 if TYPE_CHECKING:  # run and the components load on first use, so `import four` stays cheap
-    from four._loop import run
+    from four._loop import arun, run
     from four.batch import RayPool, RunContext, RunResult, ThreadPool, iter_runs, run_many
     from four.checks import Claim, all_of, audit, command_check, file_check, verify
     from four.execute import docker_env, local_env, sandbox_env, shell_env, super_env
     from four.invoke import (
+        alitellm_invoke,
+        alitellm_toolcall_invoke,
         budget_invoke,
         context_aware_invoke,
         http_response_invoke,
@@ -75,6 +78,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "run": "four._loop",
+    "arun": "four._loop",
     "RayPool": "four.batch",
     "RunContext": "four.batch",
     "RunResult": "four.batch",
@@ -83,6 +87,8 @@ _LAZY = {
     "run_many": "four.batch",
     "docker_env": "four.execute",
     "sandbox_env": "four.execute",
+    "alitellm_invoke": "four.invoke",
+    "alitellm_toolcall_invoke": "four.invoke",
     "budget_invoke": "four.invoke",
     "context_aware_invoke": "four.invoke",
     "http_response_invoke": "four.invoke",
@@ -152,7 +158,10 @@ __all__ = [
     "Trajectory",
     "Usage",
     "User",
+    "alitellm_invoke",
+    "alitellm_toolcall_invoke",
     "all_of",
+    "arun",
     "audit",
     "budget_invoke",
     "command_check",

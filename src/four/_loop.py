@@ -1,66 +1,34 @@
-"""run(): the evaluator. (G -> V1 -> V2*)* -> emit, and nothing else."""
+"""run() and arun(): the evaluator, (G -> V1 -> V2*)* -> emit, plainly and awaited.
+
+Both drive the same rules (``_rules.evaluate``): the rules say which component to call
+next, the driver calls it and hands back what it returned. Every ending (the agent
+submits, a component fails, the budget is spent, a crash, Ctrl-C, a cancelled task)
+leaves the driver's loop the same way, and the trajectory is sealed in one place.
+"""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import TypeAlias, TypeVar, cast
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, Hashable, Sequence
+from typing import TypeVar
 
-from returns.result import Failure, Result, Success
-
-from four._describe import describe
-from four._history import unanswered
-from four._outcomes import (
-    CostLimitReached,
-    Crashed,
-    ExecutionFailed,
-    Finished,
-    Interrupted,
-    ModelFailed,
-    Outcome,
-    RepeatedFormatError,
-    StepsExhausted,
-)
+from four._outcomes import Outcome
+from four._rules import CallG, CallV1, CallV2, ComponentRaised, Rules, ending, evaluate, start
 from four._types import (
-    NO_USAGE,
     Action,
+    AsyncExecute,
+    AsyncInvoke,
     Emit,
     Execute,
-    ExecutionError,
-    Feedback,
-    FormatError,
     Invoke,
-    Judge,
     Message,
-    ModelError,
-    ModelErrorKind,
-    Observation,
     Parse,
-    Recorder,
-    Rejected,
-    Reply,
-    RunInfo,
-    RunStats,
-    Sink,
-    Submitted,
-    System,
-    ToolResult,
-    Usage,
-    User,
     Verify,
     Watch,
 )
 
 T = TypeVar("T")
-_Add: TypeAlias = Callable[[Message], None]
-Halt: TypeAlias = Outcome | FormatError | Feedback
-"""Why a turn stopped early: the run ends (an Outcome) or the model gets feedback."""
-
-CUT_OFF = FormatError(
-    "Your reply was cut off at the token limit, so nothing in it was executed. "
-    "Reply again, shorter."
-)
-_SKIPPED = "Not executed: the run ended at an earlier call of this turn."
 
 
 def run(
@@ -95,203 +63,178 @@ def run(
     stop the run (``stalled``, ``time_limit_reached``, ...) before the next one.
 
     >>> from four import scripted_invoke, regex_parse, local_env, save_trajectory
-    >>> path = run(scripted_invoke(["```bash\\necho hi\\n```", "done"]), regex_parse(),
+    >>> path = run(scripted_invoke(["```bash\\necho hi\\n```", "done"]),
+    ...            regex_parse(finish_on_plain_text=True),
     ...            local_env(), save_trajectory("/tmp/four-doc"), prompt="say hi")
     """
-    history: list[Message] = list(resume)
-    if not resume:
-        history.append(System(system))
-    if prompt or not resume:
-        history.append(User(prompt, "task"))
-    info = RunInfo(
-        {"G": describe(G), "V1": describe(V1), "V2": describe(V2), "emit": describe(emit)},
-        max_steps,
-        max_format_errors,
-        time.time(),
-        resumed_from=len(resume),
-    )
-    # getattr, not isinstance(emit, Recorder): runtime Protocol checks cost ~20 us each.
-    opener = getattr(emit, "open", None)
-    sink: Sink[T] = cast(Recorder[T], emit).open(info) if callable(opener) else _Plain(emit)
-    for message in history:
-        sink.append(message)
-    usage, steps, format_errors, where = NO_USAGE, 0, 0, "G"
-    budget, judge = max_steps, check.open(V2) if check is not None else None
-    tools: Mapping[str, str] = _NO_TOOLS  # the last reply's tool names, by call id
-
-    def add(message: Message) -> None:
-        history.append(message)
-        sink.append(message)
-
-    def invoke() -> Result[Reply, Halt]:
-        nonlocal steps, where
-        where, steps = "G", steps + 1
-        return G(history).alt(model_failed)
-
-    def parse(reply: Reply) -> Result[Sequence[Action | Rejected], Halt]:
-        """Take the reply into the history (here, not in a ``.map``: one container less
-        a step), then V1."""
-        nonlocal usage, tools, where
-        if reply.usage is not None:
-            usage += reply.usage
-        tools = {c.id: c.name for c in calls} if (calls := reply.tool_calls) else _NO_TOOLS
-        add(reply)
-        if watch is not None:
-            watch.beat()
-        where = "V1"
-        if reply.truncated:  # never run half a command
-            return Failure(CUT_OFF)
-        return V1(reply).alt(submitted_or_feedback)
-
-    def model_failed(error: ModelError) -> Halt:
-        nonlocal usage
-        usage += error.usage or NO_USAGE
-        if error.kind is ModelErrorKind.BUDGET:
-            return CostLimitReached(error.message)
-        return ModelFailed(str(error))
-
-    def execute(actions: Sequence[Action | Rejected]) -> Result[str | None, Halt]:
-        """Run the turn's actions. Success(None) once any ran; else the first rejection
-        (each rejected call is answered, and the turn counts as a format error)."""
-        nonlocal where
-        where, ran, refused = "V2", False, None
-        for action in actions:
-            if isinstance(action, Rejected):
-                tool = tools.get(action.call_id, "bash")
-                add(ToolResult(action.call_id, action.error, tool, "rejected"))
-                refused = refused or action.error
-                continue
-            ran = True
-            if watch is not None and (stop := watch.stopped()) is not None:
-                return Failure(stop)
-            result = V2(action).alt(submitted_or_failed)
-            if watch is not None:
-                watch.beat()
-            if (answer := _answer(action, result, tools)) is not None:
-                add(answer)
-            if not isinstance(result, Success):  # Success first: the quick isinstance
-                return Failure(result.failure())
-        return _RAN if ran else Success(refused)
-
-    outcome: Outcome = StepsExhausted()
+    components = {"G": G, "V1": V1, "V2": V2, "emit": emit}
+    state = start(components, emit, system, prompt, max_steps, max_format_errors, resume,
+                  check, V2, watch)  # fmt: skip
+    rules: Rules = evaluate(state)
+    crash: BaseException | None = None
     try:
-        while steps < budget:
-            if watch is not None and (stop := watch.stopped()) is not None:
-                outcome = stop
-                break
-            turn = invoke().bind(parse).bind(execute)
-            refused = turn.value_or(None)
-            if isinstance(turn, Success):
-                if refused is None:
-                    format_errors = 0
-                    continue
-                halt: Halt = FormatError(refused)  # every call rejected: no progress
+        call = next(rules)
+        while True:
+            if isinstance(call, CallG):
+                answer = _call("G", G, call.history)
+            elif isinstance(call, CallV1):
+                answer = _call("V1", V1, call.reply)
+            elif isinstance(call, CallV2):
+                answer = _call("V2", V2, call.action)
             else:
-                halt = turn.failure()
-            if isinstance(halt, Finished) and judge is not None:
-                where = "check"
-                halt = judge(history, halt)
-            if isinstance(halt, Feedback):
-                budget, format_errors = budget + halt.steps, 0
-                _feedback(history, halt.text, add, "feedback")
-                continue
-            if not isinstance(halt, FormatError):
-                outcome = halt
-                break
-            format_errors += 1
-            if 0 < max_format_errors <= format_errors:
-                outcome = RepeatedFormatError(halt.feedback)
-                break
-            if refused is None:  # rejected calls already have their answers
-                _feedback(history, halt.feedback, add, "format_error")
-    except BaseException as exc:
-        outcome = (
-            Interrupted(type(exc).__name__)
-            if isinstance(exc, KeyboardInterrupt)
-            else Crashed(where, f"{type(exc).__name__}: {exc}")
-        )
-        try:
-            _finish(history, add, V2)
-        finally:  # saved even when closing the environment fails too
-            sink.close(history, outcome, _stats(steps, usage, info, format_errors, judge))
-        raise
-    _finish(history, add, V2)
-    return sink.close(history, outcome, _stats(steps, usage, info, format_errors, judge))
-
-
-def _stats(
-    steps: int, usage: Usage, info: RunInfo, format_errors: int, judge: Judge | None
-) -> RunStats:
-    extra = {"verdicts": dict(judge.record())} if judge is not None else {}
-    return RunStats(steps, usage, info.started_at, time.time(), format_errors, extra)
-
-
-def submitted_or_feedback(error: FormatError | Submitted) -> Halt:
-    return Finished(error.output) if isinstance(error, Submitted) else error
-
-
-def submitted_or_failed(error: Submitted | ExecutionError) -> Finished | ExecutionFailed:
-    if isinstance(error, Submitted):
-        return Finished(error.output)
-    return ExecutionFailed(error.message)
-
-
-def _answer(
-    action: Action,
-    result: Result[Observation, Finished | ExecutionFailed],
-    tools: Mapping[str, str],
-) -> Message | None:
-    """What goes back to the model for one action (a tool call is always answered)."""
-    if isinstance(result, Success):
-        seen = result.unwrap()
-        if action.call_id:
-            name = tools.get(action.call_id, "bash")
-            return ToolResult(action.call_id, seen.content, name, "observation", seen.returncode)
-        return User(seen.content, "observation", seen.returncode)
-    if not action.call_id:
-        return None
-    end = result.failure()
-    if isinstance(end, Finished):
-        return ToolResult(
-            action.call_id, end.output, tools.get(action.call_id, "bash"), "submission"
-        )
-    return ToolResult(action.call_id, end.text, tools.get(action.call_id, "bash"), "error")
-
-
-def _feedback(history: list[Message], text: str, add: _Add, kind: str) -> None:
-    """Show the model feedback: as each open tool call's result, else as a user turn."""
-    pending = unanswered(history)
-    for call in pending:
-        add(ToolResult(call.id, text, call.name, kind))
-    if not pending:
-        add(User(text, kind))
-
-
-def _finish(history: list[Message], add: _Add, V2: Execute) -> None:
-    """Leave a valid history (every tool call answered), then release the environment."""
+                answer = _call("check", call.judge, call.history, call.claim)
+            call = rules.send(answer)
+    except StopIteration as done:
+        outcome: Outcome = done.value
+    except BaseException as exc:  # a crash or Ctrl-C: recorded and saved, then raised
+        outcome, crash = ending(exc)
     try:
-        for call in unanswered(history):
-            add(ToolResult(call.id, _SKIPPED, call.name, "skipped"))
+        _close(V2)  # the environment released, however the run ended
     finally:
-        close = getattr(V2, "close", None)  # see Closeable
-        if callable(close):
-            close()
+        state.close_calls()  # every tool call answered
+        saved = state.sink.close(state.history, outcome, state.stats())  # emit
+    if crash is not None:
+        raise crash
+    return saved
 
 
-_RAN: Result[str | None, Halt] = Success(None)  # a turn that ran actions: one for all
-_NO_TOOLS: Mapping[str, str] = {}  # a reply without tool calls (only read)
+async def arun(
+    G: Invoke | AsyncInvoke,
+    V1: Parse,
+    V2: Execute | AsyncExecute,
+    emit: Emit[T],
+    system: str = "",
+    prompt: str = "",
+    max_steps: int = 100,
+    max_format_errors: int = 3,
+    *,
+    resume: Sequence[Message] = (),
+    check: Verify | None = None,
+    watch: Watch | None = None,
+) -> T:
+    """``run``, awaited: the same rules, outcomes and trajectory, for async components.
+
+    G and V2 may be async (``alitellm_invoke``, ``alocal_env``...) or plain; a plain
+    one runs in a worker thread, off the event loop (so does the check, and the sealing
+    of the trajectory). V1 is called on the loop: a parser is quick and does no I/O.
+    Cancelling the task (or Ctrl-C under ``asyncio.run``) ends the run ``interrupted``:
+    its commands are killed, its trajectory sealed, and the cancellation goes on.
+
+    >>> import asyncio
+    >>> from four import scripted_invoke, regex_parse, local_env, save_trajectory
+    >>> G = scripted_invoke(["```bash\\necho hi\\n```", "done"])
+    >>> path = asyncio.run(arun(G, regex_parse(finish_on_plain_text=True), local_env(),
+    ...                         save_trajectory("/tmp/four-doc"), prompt="say hi"))
+    """
+    from four.execute._interrupt import keyed  # the run's commands, in worker threads too
+
+    with keyed() as key:  # a cancellation kills them
+        return await _arun(key, G, V1, V2, emit, system, prompt, max_steps, max_format_errors,
+                           resume, check, watch)  # fmt: skip
 
 
-class _Plain(Sink[T]):
-    """A plain ``(messages, outcome) -> T`` emit: nothing to record until the end."""
+async def _arun(
+    key: Hashable,
+    G: Invoke | AsyncInvoke,
+    V1: Parse,
+    V2: Execute | AsyncExecute,
+    emit: Emit[T],
+    system: str,
+    prompt: str,
+    max_steps: int,
+    max_format_errors: int,
+    resume: Sequence[Message],
+    check: Verify | None,
+    watch: Watch | None,
+) -> T:
+    components = {"G": G, "V1": V1, "V2": V2, "emit": emit}
+    state = start(components, emit, system, prompt, max_steps, max_format_errors, resume,
+                  check, _blocking(V2, asyncio.get_running_loop()), watch)  # fmt: skip
+    rules: Rules = evaluate(state)
+    crash: BaseException | None = None
+    G_awaits, V2_awaits = _is_async(G), _is_async(V2)  # else: run in a worker thread
+    try:
+        call = next(rules)
+        while True:
+            if isinstance(call, CallG):
+                answer = await _acall(key, "G", G, G_awaits, call.history)
+            elif isinstance(call, CallV1):
+                answer = _call("V1", V1, call.reply)
+            elif isinstance(call, CallV2):
+                answer = await _acall(key, "V2", V2, V2_awaits, call.action)
+            else:
+                answer = await _acall(key, "check", call.judge, False, call.history, call.claim)
+            call = rules.send(answer)
+    except StopIteration as done:
+        outcome: Outcome = done.value
+    except BaseException as exc:  # a crash, Ctrl-C or cancellation: saved, then raised
+        outcome, crash = ending(exc)
+    try:
+        await _aclose(V2)
+    finally:
+        state.close_calls()
+        saved = await _acall(key, "emit", state.sink.close, False, state.history, outcome,
+                             state.stats())  # fmt: skip
+    if crash is not None:
+        raise crash
+    return saved  # type: ignore[return-value]  # what emit's sink returned
 
-    __slots__ = ("_emit",)
 
-    def __init__(self, emit: Emit[T]) -> None:
-        self._emit = emit
+def _call(component: str, fn: Callable[..., object], *args: object) -> object:
+    try:
+        return fn(*args)
+    except Exception as exc:  # which component failed is part of the outcome
+        raise ComponentRaised(component, exc) from exc  # type: ignore[arg-type]
 
-    def append(self, message: Message, /) -> None:
-        pass
 
-    def close(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> T:
-        return self._emit(messages, outcome)
+async def _acall(
+    key: Hashable, component: str, fn: Callable[..., object], awaits: bool, *args: object
+) -> object:
+    """Await ``fn``, or run it in a worker thread if it is plain (the thread has the
+    run's key, so its commands are killed if the run is cancelled meanwhile)."""
+    try:
+        if awaits:
+            return await fn(*args)  # type: ignore[misc]
+        result = await asyncio.to_thread(fn, *args)
+        return await result if inspect.isawaitable(result) else result
+    except asyncio.CancelledError:
+        from four.execute._interrupt import interrupt  # only arun's threads need it
+
+        interrupt(key)  # a plain V2's command would run on in its thread
+        raise
+    except Exception as exc:
+        raise ComponentRaised(component, exc) from exc  # type: ignore[arg-type]
+
+
+def _is_async(fn: object) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004  (an object with an async __call__)
+    )
+
+
+def _blocking(V2: Execute | AsyncExecute, loop: asyncio.AbstractEventLoop) -> Execute:
+    """V2 as the check sees it: a plain function (the check runs in a worker thread, so
+    an async V2 is run on the event loop and waited for)."""
+    if not _is_async(V2):
+        return V2  # type: ignore[return-value]
+    async_v2: AsyncExecute = V2  # type: ignore[assignment]
+
+    def execute(action: Action, /) -> object:
+        return asyncio.run_coroutine_threadsafe(async_v2(action), loop).result()
+
+    return execute  # type: ignore[return-value]
+
+
+def _close(V2: object) -> None:
+    close = getattr(V2, "close", None)  # see Closeable
+    if callable(close):
+        close()
+
+
+async def _aclose(V2: object) -> None:
+    aclose = getattr(V2, "aclose", None)  # see AsyncCloseable
+    if callable(aclose):
+        done: Awaitable[object] = aclose()
+        await done
+    elif callable(getattr(V2, "close", None)):
+        await asyncio.to_thread(_close, V2)

@@ -6,9 +6,8 @@ The text forms of the seed stay: ``exit:task_complete``, ``model_error: ...``,
 
 from __future__ import annotations
 
-from typing import ClassVar, TypeAlias, get_args
-
-from four._record import record
+from dataclasses import dataclass
+from typing import ClassVar, Literal, TypeAlias, get_args
 
 
 class _Ending:
@@ -27,7 +26,7 @@ class _Ending:
         return ": ".join([self.tag, *(str(getattr(self, n)) for n in self.__match_args__)])
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Finished(_Ending):
     """The agent submitted; ``output`` is its final submission."""
 
@@ -36,7 +35,7 @@ class Finished(_Ending):
     bare: ClassVar[bool] = True
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ModelFailed(_Ending):
     """G returned an error that retries (if any) did not cure."""
 
@@ -44,7 +43,7 @@ class ModelFailed(_Ending):
     tag: ClassVar[str] = "model_error"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class RepeatedFormatError(_Ending):
     """``max_format_errors`` replies in a row could not be read."""
 
@@ -52,14 +51,14 @@ class RepeatedFormatError(_Ending):
     tag: ClassVar[str] = "repeated_format_error"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class StepsExhausted(_Ending):
     """G was called ``max_steps`` times without the run ending."""
 
     tag: ClassVar[str] = "max_steps_reached"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ExecutionFailed(_Ending):
     """V2 could not go on (its environment broke)."""
 
@@ -67,7 +66,7 @@ class ExecutionFailed(_Ending):
     tag: ClassVar[str] = "execution_error"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class CostLimitReached(_Ending):
     """A cost or token budget was spent."""
 
@@ -75,7 +74,7 @@ class CostLimitReached(_Ending):
     tag: ClassVar[str] = "cost_limit_reached"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Stalled(_Ending):
     """A supervisor saw no model call or command finish for too long."""
 
@@ -83,7 +82,7 @@ class Stalled(_Ending):
     tag: ClassVar[str] = "stalled"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class TimeLimitReached(_Ending):
     """A wall-clock limit (of the run, or of its batch) was reached."""
 
@@ -91,7 +90,7 @@ class TimeLimitReached(_Ending):
     tag: ClassVar[str] = "time_limit_reached"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Interrupted(_Ending):
     """Ctrl-C, or a signal, stopped the run."""
 
@@ -99,16 +98,21 @@ class Interrupted(_Ending):
     tag: ClassVar[str] = "interrupted"
 
 
-@record
+Component: TypeAlias = Literal["G", "V1", "V2", "check", "emit", "loop", "batch", "make_run"]
+"""Where a crash happened: one of the four arrows, the check, the loop's own code, or (in
+a batch) the batch or the user's ``make_run``."""
+
+
+@dataclass(frozen=True, slots=True)
 class Crashed(_Ending):
     """A component raised. The exception still propagates after the trajectory is saved."""
 
-    component: str
+    component: Component
     error: str
     tag: ClassVar[str] = "crashed"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Accepted(_Ending):
     """A check judged the agent's submission and said YES."""
 
@@ -117,7 +121,7 @@ class Accepted(_Ending):
     bare: ClassVar[bool] = True
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Held(_Ending):
     """The verdicts could not go on: a repeated or inadmissible reason, a spent budget."""
 
@@ -125,7 +129,7 @@ class Held(_Ending):
     tag: ClassVar[str] = "held"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Blocked(_Ending):
     """The submission is correct only if a dependency holds, and nothing resolved it."""
 

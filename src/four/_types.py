@@ -13,21 +13,72 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Protocol, TypeAlias, TypeVar, runtime_checkable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 from four._outcomes import Finished, Outcome
-from four._record import record
 
 if TYPE_CHECKING:  # annotations only: `import four` does not load returns
     from returns.result import Result
 
 JSON: TypeAlias = "bool | int | float | str | list[JSON] | dict[str, JSON] | None"
 
+EXIT_SIGNAL = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+"""The line with which an agent submits: alone on a line of a reply, or as the first line
+of a command's output (the rest of the output is the submission)."""
+
+UserKind: TypeAlias = Literal["task", "observation", "format_error", "feedback", "text"]
+"""What the loop put in a user turn (for readers of trajectories; never sent)."""
+
+ToolResultKind: TypeAlias = Literal[
+    "observation", "rejected", "format_error", "feedback", "submission", "error", "skipped"
+]
+"""What answered a tool call (for readers of trajectories; never sent)."""
+
+FinishReason: TypeAlias = Literal["stop", "length", "tool_calls", "content_filter", "other"]
+"""Why the provider ended a reply; a reason outside this set is stored as ``other``."""
+
+FINISH_REASONS: frozenset[str] = frozenset(
+    {"stop", "length", "tool_calls", "content_filter", "other"}
+)
+
+
+def user_kind(value: object) -> UserKind:
+    """A stored user turn's kind in our closed set (anything else is plain ``text``)."""
+    for known in ("task", "observation", "format_error", "feedback"):
+        if value == known:
+            return known
+    return "text"
+
+
+def tool_result_kind(value: object) -> ToolResultKind:
+    """A stored tool result's kind in our closed set (anything else is an observation)."""
+    for known in ("rejected", "format_error", "feedback", "submission", "error", "skipped"):
+        if value == known:
+            return known
+    return "observation"
+
+
+def finish_reason(value: object) -> FinishReason | None:
+    """A provider's finish reason in our closed set (``function_call`` is ``tool_calls``).
+
+    >>> finish_reason("length"), finish_reason("end_turn"), finish_reason(None)
+    ('length', 'other', None)
+    """
+    if value is None:
+        return None
+    if value == "function_call":
+        return "tool_calls"
+    for known in ("stop", "length", "tool_calls", "content_filter"):
+        if value == known:
+            return known
+    return "other"
+
+
 # --- usage -------------------------------------------------------------------
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Usage:
     """Tokens and cost of model calls. ``cost`` is None when the price is unknown.
 
@@ -69,23 +120,23 @@ NO_USAGE = Usage(calls=0)
 # --- messages ------------------------------------------------------------------
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class System:
     content: str
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class User:
     """A user turn. ``kind`` says what the loop put there, for readers of trajectories
     (never sent): ``task``, ``observation`` (text mode), ``format_error``, ``feedback``
     (a check's verdict), or ``text``. ``returncode`` is an observation's exit status."""
 
     content: str
-    kind: str = "text"
+    kind: UserKind = "text"
     returncode: int | None = None
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ToolCall:
     """One tool call of an assistant turn. ``arguments`` is the JSON text the model wrote."""
 
@@ -94,7 +145,7 @@ class ToolCall:
     arguments: str
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Assistant:
     """A model reply, as stored in the history.
 
@@ -107,7 +158,7 @@ class Assistant:
     tool_calls: tuple[ToolCall, ...] = ()
     reasoning: str = ""
     thinking: tuple[Mapping[str, JSON], ...] = ()
-    finish_reason: str | None = "stop"
+    finish_reason: FinishReason | None = "stop"
     usage: Usage | None = None
     model: str = ""
 
@@ -117,16 +168,17 @@ class Assistant:
         return self.finish_reason == "length"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ToolResult:
     """The answer to one tool call, paired with it by ``tool_call_id``. ``kind`` (never
     sent): ``observation``, ``rejected`` (V1 could not read the call), ``format_error``,
-    ``submission``, ``error``, or ``skipped`` (the run ended before this call)."""
+    ``feedback`` (a check's verdict), ``submission``, ``error``, or ``skipped`` (the run
+    ended before this call)."""
 
     tool_call_id: str
     content: str
     name: str = "bash"
-    kind: str = "observation"
+    kind: ToolResultKind = "observation"
     returncode: int | None = None
 
 
@@ -137,7 +189,7 @@ Reply: TypeAlias = Assistant
 # --- actions and observations --------------------------------------------------
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Action:
     """A command to execute. ``call_id`` pairs it with the tool call it came from."""
 
@@ -145,7 +197,7 @@ class Action:
     call_id: str | None = None
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Rejected:
     """A tool call V1 could not read. The loop answers it with ``error``; nothing runs."""
 
@@ -153,7 +205,7 @@ class Rejected:
     error: str
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Observation:
     """What executing an action showed. ``content`` is what the model sees."""
 
@@ -166,21 +218,21 @@ class Observation:
 # --- errors (the Err sides of the arrows) ----------------------------------------
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class FormatError:
     """V1 could not read the reply. ``feedback`` goes back to the model verbatim."""
 
     feedback: str
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Submitted:
     """The agent claims completion; ``output`` is its final submission."""
 
     output: str
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ExecutionError:
     """V2 cannot go on (a dead container, a missing shell). Ends the run."""
 
@@ -218,7 +270,7 @@ _TRANSIENT = frozenset(
 )
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ModelError:
     """G failed. ``usage`` counts what was billed before the failure."""
 
@@ -233,7 +285,7 @@ class ModelError:
         return f"{self.kind}: {self.message}"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Feedback:
     """A judgement that the run goes on: ``text`` goes to the model, and ``steps`` more
     G calls are allowed (more work admitted)."""
@@ -267,13 +319,28 @@ class Execute(Protocol):
     def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]: ...
 
 
+class AsyncInvoke(Protocol):
+    """G for ``arun``: the history so far to the model's reply, awaited."""
+
+    async def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]: ...
+
+
+class AsyncExecute(Protocol):
+    """V2 for ``arun``: one action to what it showed, or to the end of the run, awaited.
+    Cancelling the awaiting task must stop what the action started."""
+
+    async def __call__(
+        self, action: Action, /
+    ) -> Result[Observation, Submitted | ExecutionError]: ...
+
+
 class Emit(Protocol[T_co]):
     """emit: the finished run to whatever the caller wants back (a path, usually)."""
 
     def __call__(self, messages: Sequence[Message], outcome: Outcome, /) -> T_co: ...
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class RunInfo:
     """What a run was started with: stored at the head of its trajectory."""
 
@@ -284,7 +351,7 @@ class RunInfo:
     resumed_from: int = 0
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class RunStats:
     """What a run used, known when it ends."""
 
@@ -293,7 +360,7 @@ class RunStats:
     started_at: float
     ended_at: float
     format_errors: int = 0
-    extra: Mapping[str, JSON] = MappingProxyType({})
+    extra: Mapping[str, JSON] = field(default_factory=dict)
 
     @property
     def wall_time(self) -> float:
@@ -347,3 +414,11 @@ class Closeable(Protocol):
     """A component holding resources (a shell, a container) that ``run`` releases."""
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class AsyncCloseable(Protocol):
+    """An async component holding resources, released by ``arun`` (``aclose`` is
+    preferred to ``close`` when a component has both)."""
+
+    async def aclose(self) -> None: ...

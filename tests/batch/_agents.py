@@ -3,18 +3,19 @@ takes a fixed number of steps, and scripted agents that stall, loop or crash."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from returns.result import Failure, Result, Success
 
-from four import Assistant, Invoke, Message, ModelError, ModelErrorKind, Reply, Usage, run
+from four import Assistant, Invoke, Message, ModelError, ModelErrorKind, Reply, Usage, arun, run
 from four._outcomes import Outcome
 from four.batch import RunContext
 from four.execute import local_env
@@ -242,3 +243,36 @@ class CannotStart:
 
 def _cannot_start(message: str) -> CannotStart:
     raise RuntimeError(message)
+
+
+@dataclass
+class AsyncScripted(Scripted):
+    """``Scripted``, awaited: the delay is an ``asyncio.sleep``, not a blocked thread."""
+
+    async def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:  # type: ignore[override]
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        return Scripted(self.replies, 0.0, self.cost)(messages)
+
+
+def async_scripted_run(
+    replies: Sequence[str],
+    *,
+    delay: float = 0.0,
+    cost: float = 0.0,
+    max_steps: int = 50,
+) -> Callable[[RunContext], Awaitable[Path]]:
+    """An async make_run: ``arun`` with an async scripted model and local bash."""
+
+    async def make_run(ctx: RunContext) -> Path:
+        return await arun(
+            ctx.meter(AsyncScripted([r.replace("{id}", ctx.id) for r in replies], delay, cost)),
+            regex_parse(),
+            local_env(timeout=60),
+            save_trajectory(ctx.output_dir),
+            prompt=ctx.task,
+            max_steps=max_steps,
+            watch=ctx.watch,
+        )
+
+    return make_run

@@ -11,15 +11,14 @@ from pathlib import Path
 import pytest
 
 from four.batch import read_manifest
-from four.batch._command import add_batch_parser, batch_command, main
+from four.cli import build_parser, main
+from four.cli._batch import batch_command
 from four.cli._errors import UsageError
 from tests.batch._agents import StepModel, serve_many
 
 
 def _args(*words: str) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="four")
-    add_batch_parser(parser.add_subparsers(dest="command"))
-    return parser.parse_args(["batch", *words])
+    return build_parser("batch").parse_args(["batch", *words])
 
 
 def _tasks(path: Path, n: int) -> Path:
@@ -69,5 +68,5 @@ def test_bad_task_files_are_usage_errors(
     bad.write_text('{"task": "no id"}\n')
     with pytest.raises(UsageError, match='needs an "id"'):
         batch_command(_args(str(bad), "--model", "m"))
-    assert main([str(tmp_path / "missing.jsonl"), "--model", "m"]) == 2
+    assert main(["batch", str(tmp_path / "missing.jsonl"), "--model", "m"]) == 2
     assert "cannot read" in capsys.readouterr().err

@@ -102,10 +102,3 @@ def test_show_a_verified_run(verified: Path, capsys: pytest.CaptureFixture[str])
     assert "check\n  Your submission was checked and not accepted" in out
     assert "format error" not in out.replace("0 format errors", "")
     assert "verdicts" in out and out.rstrip().endswith("outcome accepted")
-
-
-def test_exit_signal_matches_the_environments() -> None:
-    from four.cli._steps import EXIT_SIGNAL
-    from four.execute import EXIT_SIGNAL as ENV_SIGNAL
-
-    assert EXIT_SIGNAL == ENV_SIGNAL

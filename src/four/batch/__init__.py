@@ -3,6 +3,7 @@
     iter_runs(make_run, items, DIR)   yield one RunResult per item as its run ends
     run_many(make_run, items, DIR)    the same, collected in a list
     ThreadPool()                      threads of this process (the default pool)
+    AsyncPool()                       tasks of one event loop: an async make_run, thousands at once
     RayPool(address=...)              threaded actors of a Ray cluster (``four[ray]``)
     read_items(TASKS.jsonl)           items from a JSON Lines file ({id, task, ...})
     read_manifest(DIR)                the latest RunResult of each item
@@ -46,8 +47,10 @@ if TYPE_CHECKING:  # names load on first use: `four batch --help` imports none o
     from four.batch._batch import Progress, iter_runs, run_many
     from four.batch._items import Item, folder_name, item_from_json, read_items
     from four.batch._manifest import MANIFEST, read_manifest, read_results
-    from four.batch._pool import Pool, RayPool, Session, Spec, ThreadPool
+    from four.batch._pool import AsyncPool, ThreadPool
+    from four.batch._raypool import RayPool
     from four.batch._result import RunResult
+    from four.batch._session import Pool, Session, Spec
 
 _LAZY = {
     "MakeRun": "four.batch._attempt",
@@ -62,10 +65,11 @@ _LAZY = {
     "MANIFEST": "four.batch._manifest",
     "read_manifest": "four.batch._manifest",
     "read_results": "four.batch._manifest",
-    "Pool": "four.batch._pool",
-    "RayPool": "four.batch._pool",
-    "Session": "four.batch._pool",
-    "Spec": "four.batch._pool",
+    "AsyncPool": "four.batch._pool",
+    "Pool": "four.batch._session",
+    "RayPool": "four.batch._raypool",
+    "Session": "four.batch._session",
+    "Spec": "four.batch._session",
     "ThreadPool": "four.batch._pool",
     "RunResult": "four.batch._result",
 }
@@ -73,6 +77,7 @@ _LAZY = {
 
 __all__ = [
     "MANIFEST",
+    "AsyncPool",
     "Item",
     "MakeRun",
     "Pool",

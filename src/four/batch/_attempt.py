@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import os
 import platform
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeAlias
+from typing import TypeAlias, cast, overload
 
 from four._outcomes import Crashed, Outcome
-from four._types import Invoke, Watch
+from four._types import AsyncInvoke, Invoke, Watch
 from four.batch._items import Item, folder_name
 from four.batch._result import RunResult, Saved, read_saved
-from four.batch._supervisor import Metered, RunWatch, Supervisor
+from four.batch._supervisor import AsyncMetered, Metered, RunWatch, Supervisor
 from four.execute._interrupt import interruptible
 
 
@@ -46,14 +48,27 @@ class RunContext:
     def task(self) -> str:
         return self.item.task
 
-    def meter(self, G: Invoke) -> Invoke:
-        """G whose usage the batch sees while the run goes (for the batch's cost budget
-        and progress). Without it, a run's cost counts once the run has ended."""
-        return Metered(G, self.watch) if isinstance(self.watch, RunWatch) else G
+    @overload
+    def meter(self, G: Invoke) -> Invoke: ...
+    @overload
+    def meter(self, G: AsyncInvoke) -> AsyncInvoke: ...
+    def meter(self, G: Invoke | AsyncInvoke) -> Invoke | AsyncInvoke:
+        """G (plain or async) whose usage the batch sees while the run goes (for the
+        batch's cost budget and progress). Without it, a run's cost counts once the run
+        has ended."""
+        if not isinstance(self.watch, RunWatch):
+            return G
+        if inspect.iscoroutinefunction(G) or inspect.iscoroutinefunction(
+            getattr(G, "__call__", None)  # noqa: B004
+        ):
+            return AsyncMetered(cast(AsyncInvoke, G), self.watch)
+        return Metered(cast(Invoke, G), self.watch)
 
 
-MakeRun: TypeAlias = Callable[[RunContext], "str | os.PathLike[str] | Outcome | None"]
-"""Runs one item: usually ``four.run(..., save_trajectory(ctx.output_dir), watch=ctx.watch)``.
+RunReturn: TypeAlias = "str | os.PathLike[str] | Outcome | None"
+MakeRun: TypeAlias = Callable[[RunContext], "RunReturn | Awaitable[RunReturn]"]
+"""Runs one item: usually ``four.run(..., save_trajectory(ctx.output_dir), watch=ctx.watch)``,
+or, as an ``async def``, ``await four.arun(...)`` (thousands at once: see ``AsyncPool``).
 
 Returns the trajectory's path (what ``save_trajectory`` gives back), or an outcome, or
 None (then the newest trajectory in ``ctx.output_dir`` is read). An exception is the
@@ -76,65 +91,131 @@ def run_attempt(
 
     ``recover_since`` (a retry after a lost worker): if a run of the item that started
     at or after that time (epoch seconds) was saved complete, its result is taken from
-    that trajectory instead of running the item again.
+    that trajectory instead of running the item again. An async ``make_run`` is run
+    to its end on an event loop of this thread.
     """
-    folder = root.joinpath("runs", folder_name(item.id))  # one Path made, not two
-    if recover_since is not None:
-        done = _finished_since(folder, recover_since)
-        if done is not None:
-            return RunResult(
-                item.id, str(done.outcome), done.path, done.steps, done.prompt_tokens,
-                done.completion_tokens, done.cost, done.wall_time, None, attempt, True, node,
-                item.fields,
-            )  # fmt: skip
-    key = f"{item.id}#{attempt}#{uuid.uuid4().hex[:8]}"
+    begun = _Attempt.begin(item, root, attempt, node, recover_since)
+    if isinstance(begun, RunResult):
+        return begun
+    watch = supervisor.open(begun.key)
     returned: object = None
     error: str | None = None
-    start = time.monotonic()
     try:
-        before = _new_folder(folder)
-    except OSError as exc:
-        return RunResult(
-            item.id, Crashed("batch", f"cannot make {folder}: {exc}").text, error=str(exc),
-            attempts=attempt, final=False, node=node, fields=item.fields,
-        )  # fmt: skip
-    watch = supervisor.open(key)
-    try:
-        with interruptible(key):
-            returned = make_run(RunContext(item, folder, watch, attempt))
+        with interruptible(begun.key):
+            returned = make_run(RunContext(item, begun.folder, watch, attempt))
+            if inspect.isawaitable(returned):
+                returned = asyncio.run(_awaited(returned))
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"
     finally:
         supervisor.done(watch)
-    wall = round(time.monotonic() - start, 6)
-    saved = _saved(returned, folder, before)
-    if saved is not None and saved.outcome is not None:
-        outcome = saved.outcome
-    elif isinstance(returned, Outcome):
-        outcome = returned.text
-    elif error is not None:
-        outcome = Crashed("make_run", error).text
-    elif watch.stop is not None:
-        outcome = watch.stop.text
-    else:
-        outcome = Crashed("batch", f"make_run saved no trajectory in {folder}").text
-    stop = watch.stop
-    final = not (watch.by_batch and stop is not None and outcome.startswith(stop.tag))
-    return RunResult(
-        item.id,
-        outcome,
-        saved.path if saved is not None else None,
-        saved.steps if saved is not None else 0,
-        saved.prompt_tokens if saved is not None else watch.usage.prompt_tokens,
-        saved.completion_tokens if saved is not None else watch.usage.completion_tokens,
-        saved.cost if saved is not None else watch.usage.known_cost,
-        wall,
-        error,
-        attempt,
-        final,
-        node,
-        item.fields,
-    )
+    return begun.result(returned, error, watch)
+
+
+async def arun_attempt(
+    make_run: MakeRun,
+    item: Item,
+    root: Path,
+    supervisor: Supervisor,
+    attempt: int = 1,
+    node: str = NODE,
+) -> RunResult:
+    """``run_attempt`` as a task of an event loop: an async ``make_run`` is awaited (a
+    plain one runs in a worker thread)."""
+    begun = _Attempt.begin(item, root, attempt, node, None)
+    if isinstance(begun, RunResult):
+        return begun
+    watch = supervisor.open(begun.key)
+    returned: object = None
+    error: str | None = None
+    try:
+        with interruptible(begun.key):  # per task: a context variable
+            context = RunContext(item, begun.folder, watch, attempt)
+            if inspect.iscoroutinefunction(make_run):
+                returned = await make_run(context)
+            else:
+                returned = await asyncio.to_thread(make_run, context)
+            if inspect.isawaitable(returned):
+                returned = await returned
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    finally:
+        supervisor.done(watch)
+    return begun.result(returned, error, watch)
+
+
+async def _awaited(value: Awaitable[object]) -> object:
+    return await value
+
+
+@dataclass(frozen=True, slots=True)
+class _Attempt:
+    """One attempt, begun: its item, folder, key, and the streams there before it."""
+
+    item: Item
+    folder: Path
+    key: str
+    attempt: int
+    node: str
+    before: set[str]
+    start: float
+
+    @staticmethod
+    def begin(
+        item: Item, root: Path, attempt: int, node: str, recover_since: float | None
+    ) -> _Attempt | RunResult:
+        """The attempt ready to run, or its result already (recovered, or no folder)."""
+        folder = root.joinpath("runs", folder_name(item.id))  # one Path made, not two
+        if recover_since is not None:
+            done = _finished_since(folder, recover_since)
+            if done is not None:
+                return RunResult(
+                    item.id, str(done.outcome), done.path, done.steps, done.prompt_tokens,
+                    done.completion_tokens, done.cost, done.wall_time, None, attempt, True,
+                    node, item.fields,
+                )  # fmt: skip
+        key = f"{item.id}#{attempt}#{uuid.uuid4().hex[:8]}"
+        start = time.monotonic()
+        try:
+            before = _new_folder(folder)
+        except OSError as exc:
+            return RunResult(
+                item.id, Crashed("batch", f"cannot make {folder}: {exc}").text, error=str(exc),
+                attempts=attempt, final=False, node=node, fields=item.fields,
+            )  # fmt: skip
+        return _Attempt(item, folder, key, attempt, node, before, start)
+
+    def result(self, returned: object, error: str | None, watch: RunWatch) -> RunResult:
+        """What the attempt left: read from its trajectory, else from what make_run said."""
+        wall = round(time.monotonic() - self.start, 6)
+        saved = _saved(returned, self.folder, self.before)
+        if saved is not None and saved.outcome is not None:
+            outcome = saved.outcome
+        elif isinstance(returned, Outcome):
+            outcome = returned.text
+        elif error is not None:
+            outcome = Crashed("make_run", error).text
+        elif watch.stop is not None:
+            outcome = watch.stop.text
+        else:
+            outcome = Crashed("batch", f"make_run saved no trajectory in {self.folder}").text
+        stop = watch.stop
+        final = not (watch.by_batch and stop is not None and outcome.startswith(stop.tag))
+        return RunResult(
+            self.item.id,
+            outcome,
+            saved.path if saved is not None else None,
+            saved.steps if saved is not None else 0,
+            saved.prompt_tokens if saved is not None else watch.usage.prompt_tokens,
+            saved.completion_tokens if saved is not None else watch.usage.completion_tokens,
+            saved.cost if saved is not None else watch.usage.known_cost,
+            wall,
+            error,
+            self.attempt,
+            final,
+            self.node,
+            self.item.fields,
+        )
 
 
 def _new_folder(folder: Path) -> set[str]:

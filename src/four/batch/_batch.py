@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sized
@@ -13,8 +14,9 @@ from four._types import JSON
 from four.batch._attempt import MakeRun
 from four.batch._items import Item, item_from_json
 from four.batch._manifest import ManifestWriter, read_results
-from four.batch._pool import Pool, Session, Spec, ThreadPool
+from four.batch._pool import AsyncPool, ThreadPool
 from four.batch._result import RunResult
+from four.batch._session import Pool, Session, Spec
 from four.batch._supervisor import cost_limit_reached
 
 TICK = 0.25
@@ -94,7 +96,9 @@ def iter_runs(
     Ctrl-C (KeyboardInterrupt), or closing the iterator early, stops scheduling, ends
     every running run (``interrupted: batch interrupted``), kills their commands, waits
     for them to save their trajectories, writes their manifest lines, then re-raises
-    (a second Ctrl-C stops the waiting). ``pool`` is ``ThreadPool()`` (the default) or
+    (a second Ctrl-C stops the waiting). ``pool`` is ``ThreadPool()`` (the default for a
+    plain ``make_run``), ``AsyncPool()`` (the default for an ``async def make_run``, which
+    awaits ``four.arun``: thousands of runs at once on one event loop) or
     ``RayPool(...)``; ``on_progress`` is called with a ``Progress`` after each result
     and every quarter second.
 
@@ -121,7 +125,7 @@ def iter_runs(
     )  # fmt: skip
     batch = _Batch(
         spec,
-        pool if pool is not None else ThreadPool(),
+        pool if pool is not None else _default_pool(make_run),
         resume,
         len(items) if isinstance(items, Sized) else None,
         max_cost,
@@ -169,6 +173,11 @@ def run_many(
             on_progress=on_progress,
         )
     )
+
+
+def _default_pool(make_run: MakeRun) -> Pool:
+    """Tasks on an event loop for an async ``make_run``, threads for a plain one."""
+    return AsyncPool() if inspect.iscoroutinefunction(make_run) else ThreadPool()
 
 
 class _Batch:

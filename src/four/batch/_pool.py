@@ -1,128 +1,93 @@
-"""Where a batch's runs go: a pool opens a session that runs items and hands back results.
+"""The pools that run a batch in this process: threads, or tasks on one event loop.
 
-``ThreadPool`` (the default) runs them in threads of this process; ``RayPool`` in
-threaded actors of a Ray cluster (imported only when used).
+``ThreadPool`` runs a plain ``make_run`` in threads, at most ``max_threads`` at once:
+CPython's thread bookkeeping grows with the number of live threads at every thread
+start and stop, so thousands of threads cost quadratic CPU; past the bound, runs wait
+for a thread and the batch's time grows linearly. ``AsyncPool`` runs an async
+``make_run`` (``async def make_run(ctx): return await four.arun(...)``) as tasks of one
+event loop in one thread: ten thousand runs at once cost no thread each.
 """
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures as cf
 import contextlib
 import queue
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Protocol
+import threading
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
 
 from four._outcomes import Crashed, Outcome
 from four._types import Usage
-from four.batch._attempt import MakeRun, run_attempt
+from four.batch._attempt import arun_attempt, run_attempt
 from four.batch._items import Item
 from four.batch._result import RunResult
+from four.batch._session import Session, Spec
 from four.batch._supervisor import Supervisor
 
-
-@dataclass(frozen=True, slots=True)
-class Spec:
-    """What a session needs to run a batch's items."""
-
-    make_run: MakeRun
-    output_dir: Path
-    max_concurrency: int
-    time_limit: float | None = None
-    stall_timeout: float | None = None
-    max_cost: float | None = None
-
-
-class Session(Protocol):
-    """A pool at work on one batch. Used from one thread (the batch's)."""
-
-    @property
-    def capacity(self) -> int:
-        """How many runs it takes at once."""
-        ...
-
-    @property
-    def running(self) -> int:
-        """Runs submitted whose result has not been handed back yet."""
-        ...
-
-    def submit(self, item: Item) -> None:
-        """Start a run of ``item`` (only while ``running < capacity``)."""
-        ...
-
-    def wait(self, timeout: float) -> list[RunResult]:
-        """Results of runs that ended, waiting up to ``timeout`` s for at least one."""
-        ...
-
-    def stop(self, outcome: Outcome, *, kill: bool) -> None:
-        """End every run (and any started later) with ``outcome`` at its next step; with
-        ``kill``, kill their running commands now."""
-        ...
-
-    def live_usage(self) -> Usage:
-        """What the running runs' metered model calls have used so far."""
-        ...
-
-    def spent(self, cost: float) -> None:
-        """What the batch has spent on runs that ended (earlier invocations included):
-        with ``spec.max_cost``, the session stops its runs once that plus their live
-        cost reaches the budget."""
-        ...
-
-    def stopping(self) -> Outcome | None:
-        """The outcome the session ended every run with on its own (its cost budget), or None."""
-        ...
-
-    def close(self, wait: bool = True) -> None:
-        """Release the workers (with ``wait``, after the running runs end)."""
-        ...
-
-
-class Pool(Protocol):
-    """Makes sessions: ``ThreadPool()`` or ``RayPool(...)``."""
-
-    def open(self, spec: Spec) -> Session: ...
+DEFAULT_MAX_THREADS = 1024
+"""Threads a ``ThreadPool`` runs at once by default (see the module's docstring)."""
 
 
 @dataclass(frozen=True, slots=True)
 class ThreadPool:
-    """Runs in threads of this process, ``max_concurrency`` at once: the default.
+    """Runs in threads of this process, ``min(max_concurrency, max_threads)`` at once:
+    the default for a plain ``make_run``.
 
     Model calls and commands wait on sockets and pipes, so threads overlap them well;
-    a 2-core machine keeps a hundred runs going.
+    for thousands of runs at once use an async ``make_run`` (``AsyncPool``).
 
-    >>> ThreadPool()
-    ThreadPool()
+    >>> ThreadPool().max_threads
+    1024
+    """
+
+    max_threads: int = DEFAULT_MAX_THREADS
+
+    def __post_init__(self) -> None:
+        if type(self.max_threads) is not int or self.max_threads < 1:
+            raise ValueError(
+                f"ThreadPool: max_threads must be a whole number >= 1, not {self.max_threads!r}"
+            )
+
+    def open(self, spec: Spec) -> Session:
+        return _ThreadSession(spec, min(spec.max_concurrency, self.max_threads))
+
+
+@dataclass(frozen=True, slots=True)
+class AsyncPool:
+    """Runs an async ``make_run`` as tasks of one event loop, in one thread of this
+    process, ``max_concurrency`` at once: the default for an async ``make_run``.
+
+    >>> AsyncPool()
+    AsyncPool()
     """
 
     def open(self, spec: Spec) -> Session:
-        return _ThreadSession(spec)
+        return _AsyncSession(spec)
 
 
-class _ThreadSession:
-    def __init__(self, spec: Spec) -> None:
+class _InProcess:
+    """What both in-process sessions share: one supervisor, and the runs that ended
+    handed back in order through a queue (one get per result: ``concurrent.futures.wait``
+    would hook into every pending future each time)."""
+
+    def __init__(self, spec: Spec, capacity: int) -> None:
         self._spec = spec
+        self._capacity = capacity
         self._supervisor = Supervisor(spec.time_limit, spec.stall_timeout, max_cost=spec.max_cost)
-        self._executor = cf.ThreadPoolExecutor(spec.max_concurrency, thread_name_prefix="four-run")
         self._futures: dict[cf.Future[RunResult], Item] = {}
-        # Runs that ended, in order: one queue get per result (concurrent.futures.wait
-        # would hook into every pending future each time, a hundred at a time).
         self._ended: queue.SimpleQueue[cf.Future[RunResult]] = queue.SimpleQueue()
 
     @property
     def capacity(self) -> int:
-        return self._spec.max_concurrency
+        return self._capacity
 
     @property
     def running(self) -> int:
         return len(self._futures)
 
-    def submit(self, item: Item) -> None:
-        spec = self._spec
-        future = self._executor.submit(
-            run_attempt, spec.make_run, item, spec.output_dir, self._supervisor
-        )
+    def _started(self, future: cf.Future[RunResult], item: Item) -> None:
         self._futures[future] = item
         future.add_done_callback(self._ended.put)
 
@@ -141,7 +106,7 @@ class _ThreadSession:
             item = self._futures.pop(future)
             try:
                 results.append(future.result())
-            except BaseException as exc:  # run_attempt catches Exception: this is rarer
+            except BaseException as exc:  # an attempt catches Exception: this is rarer
                 text = f"{type(exc).__name__}: {exc}"
                 results.append(
                     RunResult(item.id, Crashed("batch", text).text, error=text, fields=item.fields)
@@ -160,45 +125,55 @@ class _ThreadSession:
     def stopping(self) -> Outcome | None:
         return self._supervisor.stopping
 
+
+class _ThreadSession(_InProcess):
+    def __init__(self, spec: Spec, threads: int) -> None:
+        super().__init__(spec, threads)
+        self._executor = cf.ThreadPoolExecutor(threads, thread_name_prefix="four-run")
+
+    def submit(self, item: Item) -> None:
+        spec = self._spec
+        future = self._executor.submit(
+            run_attempt, spec.make_run, item, spec.output_dir, self._supervisor
+        )
+        self._started(future, item)
+
     def close(self, wait: bool = True) -> None:
         self._executor.shutdown(wait=wait, cancel_futures=True)
         self._supervisor.close()
 
 
-@dataclass(frozen=True, slots=True)
-class RayPool:
-    """Runs on a Ray cluster, in threaded actors: never one Ray task per run.
+class _AsyncSession(_InProcess):
+    def __init__(self, spec: Spec) -> None:
+        super().__init__(spec, spec.max_concurrency)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._serve, name="four-batch-loop", daemon=True)
+        self._thread.start()
 
-    ``address`` goes to ``ray.init`` when Ray is not initialised yet: ``"auto"`` joins a
-    running cluster, ``"local"`` starts one in this process (and shuts it down after
-    the batch), ``"ray://host:10001"`` is a Ray client, None lets Ray choose. If this
-    process is already connected, that cluster is used and never shut down.
-    ``actors`` is the number of actors (default: one per alive node, each pinned to its
-    node); the batch's ``max_concurrency`` is shared among them, each running its share
-    in threads, with one supervisor thread per actor. ``init`` adds keyword arguments for
-    ``ray.init`` (``object_store_memory``, ``runtime_env``...).
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._loop.run_forever()
 
-    An actor that dies (killed, its node lost) is restarted (``max_restarts``, on the
-    same node when it is alive) and each run it had in flight is tried once more on a
-    live actor; its partial trajectory stays. ``four`` (and whatever ``make_run`` needs)
-    must be importable on every node, and ``output_dir`` should be a folder every node
-    sees (a shared file system), or each node keeps the trajectories it wrote; the
-    manifest is always written by this process.
+    def submit(self, item: Item) -> None:
+        spec = self._spec
+        attempt: Coroutine[object, object, RunResult] = arun_attempt(
+            spec.make_run, item, spec.output_dir, self._supervisor
+        )
+        self._started(asyncio.run_coroutine_threadsafe(attempt, self._loop), item)
 
-    >>> RayPool(address="auto").address
-    'auto'
-    """
+    def close(self, wait: bool = True) -> None:
+        if wait:
+            cf.wait(list(self._futures))
+        else:  # the runs left are cancelled: each ends interrupted, its trajectory sealed
+            for future in list(self._futures):
+                future.cancel()
+            cf.wait(list(self._futures), timeout=10)
+        self._call(self._loop.stop)
+        self._thread.join(timeout=10)
+        if not self._thread.is_alive():
+            self._loop.close()
+        self._supervisor.close()
 
-    address: str | None = None
-    actors: int | None = None
-    max_restarts: int = 4
-    init: Mapping[str, object] = field(default_factory=dict)
-
-    def open(self, spec: Spec) -> Session:
-        try:
-            from four.batch._ray import RaySession  # Ray is imported here, and only here
-        except ModuleNotFoundError as exc:
-            if exc.name != "ray":
-                raise
-            raise ImportError("RayPool needs Ray: pip install 'four-loop[ray]'") from exc
-        return RaySession(self, spec)
+    def _call(self, fn: Callable[[], object]) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is closed already
+            self._loop.call_soon_threadsafe(fn)

@@ -16,7 +16,7 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
@@ -34,7 +34,7 @@ from four.batch._result import RunResult
 from four.batch._supervisor import Supervisor
 
 if TYPE_CHECKING:
-    from four.batch._pool import RayPool, Spec
+    from four.batch._session import Spec
 
 READY_WITHIN = 120.0
 """Seconds an actor has to start (answer its first ``where``) before runs go to it anyway."""
@@ -176,29 +176,36 @@ _Queued = tuple[Item, int, list[str], float]
 
 
 class RaySession:
-    """A batch on Ray (see ``RayPool``)."""
+    """A batch on Ray (see ``RayPool``, whose settings it is given)."""
 
-    def __init__(self, pool: RayPool, spec: Spec) -> None:
+    def __init__(
+        self,
+        address: str | None,
+        actors: int | None,
+        max_restarts: int,
+        init: Mapping[str, object],
+        spec: Spec,
+    ) -> None:
         global _ACTOR
         self._spec = spec
         self._started_ray = False
         if not ray.is_initialized():
             os.environ.setdefault(SUBREAPER, "true")
-            cast(Callable[..., object], ray.init)(address=pool.address, **dict(pool.init))
+            cast(Callable[..., object], ray.init)(address=address, **dict(init))
             self._started_ray = True
         if _ACTOR is None:
             _ACTOR = _remote_actor()
         listed = cast(Callable[[], list[dict[str, object]]], ray.nodes)()
         nodes = [n for n in listed if n.get("Alive")]
-        count = pool.actors if pool.actors is not None else max(1, len(nodes))
+        count = actors if actors is not None else max(1, len(nodes))
         per_actor = max(1, math.ceil(spec.max_concurrency / count))
         self._slots: list[_Slot] = []
         for i in range(count):
-            node_id = str(nodes[i]["NodeID"]) if pool.actors is None and nodes else None
+            node_id = str(nodes[i]["NodeID"]) if actors is None and nodes else None
             options: dict[str, object] = {
                 "num_cpus": 0,
                 "max_concurrency": per_actor,
-                "max_restarts": pool.max_restarts,
+                "max_restarts": max_restarts,
                 "max_task_retries": 0,
             }
             if node_id is not None:  # one per node, pinned (soft placement may stack them)

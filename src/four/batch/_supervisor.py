@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from returns.result import Result, Success
 
 from four._outcomes import CostLimitReached, Outcome, Stalled, TimeLimitReached
-from four._types import NO_USAGE, Invoke, Message, ModelError, Reply, Usage
+from four._types import NO_USAGE, AsyncInvoke, Invoke, Message, ModelError, Reply, Usage
 from four.execute._interrupt import interrupt
 
 
@@ -73,11 +73,27 @@ class Metered:
         self.watch = watch
 
     def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
-        result = self.G(messages)
-        used = result.unwrap().usage if isinstance(result, Success) else result.failure().usage
-        if used is not None:
-            self.watch.charge(used)
-        return result
+        return _charged(self.G(messages), self.watch)
+
+
+class AsyncMetered:
+    """``Metered`` for an async G (``four.arun``)."""
+
+    __slots__ = ("G", "watch")
+
+    def __init__(self, G: AsyncInvoke, watch: RunWatch) -> None:
+        self.G = G
+        self.watch = watch
+
+    async def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
+        return _charged(await self.G(messages), self.watch)
+
+
+def _charged(result: Result[Reply, ModelError], watch: RunWatch) -> Result[Reply, ModelError]:
+    used = result.unwrap().usage if isinstance(result, Success) else result.failure().usage
+    if used is not None:
+        watch.charge(used)
+    return result
 
 
 class Supervisor:

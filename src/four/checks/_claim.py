@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from types import MappingProxyType
+from dataclasses import dataclass, field
 from typing import Protocol, TypeAlias
 
-from four._record import record
 from four._types import Execute, Message
 from four.quaternary import CheckResult
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Claim:
     """A submission to judge: the final ``output``, the run so far, and its environment
     (``env``), through which a check can run commands. ``evidence`` holds what was
@@ -21,8 +20,8 @@ class Claim:
     output: str
     messages: tuple[Message, ...]
     env: Execute
-    evidence: Mapping[str, str] = MappingProxyType({})
-    resolved: Mapping[str, bool] = MappingProxyType({})
+    evidence: Mapping[str, str] = field(default_factory=dict)
+    resolved: Mapping[str, bool] = field(default_factory=dict)
 
     def with_evidence(self, need: str, text: str) -> Claim:
         return Claim(

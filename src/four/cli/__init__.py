@@ -203,7 +203,7 @@ def _model_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _batch_flags(p: argparse.ArgumentParser) -> None:
-    from four.batch._command import batch_flags
+    from four.cli._batch import batch_flags
 
     batch_flags(p)
 

@@ -1,5 +1,380 @@
-"""``four batch``: the agent of ``four run`` on every task of a JSON Lines file."""
+"""``four batch TASKS.jsonl``: an agent on every task of a file, many at once.
 
-from four.batch._command import batch_command as main
+Its flags are ``batch_flags``, and the ``four`` command calls ``main``. The agent is the one ``four run``
+builds from the same flags and ``FOUR_*`` variables (``four.cli._run``); each task's
+trajectory goes to ``DIR/runs/<id>/`` and one line per finished task to
+``DIR/manifest.jsonl``. Run it again and finished tasks are skipped. ``four stats DIR``
+summarises the runs.
 
-__all__ = ["main"]
+Exit codes: 0 every task has a final result (whatever its outcome); 1 the batch
+stopped first (a batch budget); 2 a usage error; 130 Ctrl-C (143 SIGTERM), after the
+running runs are saved and recorded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter, deque
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
+
+from four._types import JSON
+
+if TYPE_CHECKING:  # only argparse is needed to define the flags (four --help)
+    from four.batch._attempt import RunContext
+    from four.batch._batch import Progress
+    from four.batch._result import RunResult
+    from four.batch._session import Pool
+    from four.cli._run import RunOptions
+
+SUMMARY = "run an agent on every task of a JSON Lines file, many at once"
+DESCRIPTION = (
+    "Run the agent of `four run` on each task of TASKS (one JSON object per line, with "
+    '"id" and "task"; other fields are kept in the manifest; "image" and "cwd" override '
+    "--image and --cwd for that task), --workers at a time, here or on a Ray cluster "
+    "(--ray). Trajectories go to DIR/runs/<id>/, one line per finished task to "
+    "DIR/manifest.jsonl; run again and finished tasks are skipped. Exit 0 when every "
+    "task has a result, 1 when a batch budget stopped it first."
+)
+DEFAULT_OUTPUT_DIR = "batch"
+DEFAULT_WORKERS = 8
+DEFAULT_STALL = 900.0
+
+
+def batch_flags(p: argparse.ArgumentParser) -> None:
+    """Define the flags of ``four batch`` on ``p`` (the subcommand's parser)."""
+    from four.cli import _add_agent_flags, _number, _positive_int
+
+    p.add_argument("tasks", metavar="TASKS", help="JSON Lines file: {id, task, ...} per line")
+    _add_agent_flags(p)
+    p.add_argument(
+        "-w", "--workers", type=_positive_int, default=None,
+        help=f"runs at once [FOUR_WORKERS, {DEFAULT_WORKERS}]",
+    )  # fmt: skip
+    p.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="run on a Ray cluster: auto (the running one), local (start one here), "
+        "ray://HOST:10001, or HOST:PORT; needs four[ray] [FOUR_RAY]",
+    )
+    p.add_argument(
+        "-o", "--output-dir", help=f"the batch folder [FOUR_BATCH_DIR, ./{DEFAULT_OUTPUT_DIR}]"
+    )
+    p.add_argument(
+        "--max-steps", type=_positive_int, help="model calls per run at most [FOUR_MAX_STEPS, 100]"
+    )
+    p.add_argument(
+        "--timeout",
+        type=_number,
+        metavar="SECONDS",
+        help="wall-clock limit of each run; its running command is killed; 0 = none "
+        "[FOUR_TIMEOUT, none]",
+    )
+    p.add_argument(
+        "--stall-timeout",
+        type=_number,
+        metavar="SECONDS",
+        help="end a run (stalled) when no model call or command finished for this long; "
+        f"0 = never [FOUR_STALL_TIMEOUT, {DEFAULT_STALL:g}]",
+    )
+    p.add_argument(
+        "--cost-limit",
+        type=_number,
+        help="USD per run; 0 = none [FOUR_COST_LIMIT, 3]",
+    )
+    p.add_argument(
+        "--batch-cost-limit",
+        type=_number,
+        metavar="USD",
+        help="USD for the whole batch (earlier invocations included); then no run starts "
+        "and running ones stop [none]",
+    )
+    p.add_argument(
+        "--batch-timeout",
+        type=_number,
+        metavar="SECONDS",
+        help="wall-clock limit of this invocation; then no run starts and running ones stop",
+    )
+    p.add_argument(
+        "--prices",
+        metavar="IN,OUT",
+        help="USD per million prompt and completion tokens [FOUR_PRICES]",
+    )
+    p.add_argument(
+        "--max-format-errors",
+        type=_positive_int,
+        default=3,
+        help="unreadable replies in a row before a run stops; 0 = no cap [3]",
+    )
+    p.add_argument("--check", metavar="CMD", help="verified loop, as `four run --check`")
+    p.add_argument("--system", metavar="FILE", help="system prompt from FILE [FOUR_SYSTEM]")
+    p.add_argument(
+        "--redo", action="store_true", help="run every task again, finished ones included"
+    )
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("-q", "--quiet", action="store_true", help="print only the summary line")
+    group.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+
+@dataclass(frozen=True, slots=True)
+class CommandRun:
+    """The ``make_run`` of ``four batch``: ``four run``'s agent on one item. Picklable,
+    so it can go to Ray actors (it carries the API key with it)."""
+
+    opts: RunOptions
+    model: str
+    key: str | None
+    system: str
+
+    def __call__(self, ctx: RunContext) -> Path:
+        from four import run
+        from four.cli._live import Recording, components
+        from four.cli._run import build
+        from four.trajectory import save_trajectory
+
+        fields = ctx.item.fields
+        image, cwd = fields.get("image"), fields.get("cwd")
+        opts = replace(
+            self.opts,
+            task=ctx.task,
+            image=image if isinstance(image, str) else self.opts.image,
+            cwd=cwd if isinstance(cwd, str) else self.opts.cwd,
+        )
+        G, V1, V2 = build(opts, self.model, self.key)
+        check = None
+        if opts.check:
+            from four.checks import command_check
+
+            check = command_check(opts.check)
+        record: dict[str, JSON] = {**opts.record(), "batch_item": ctx.id}
+        recording = Recording(save_trajectory(ctx.output_dir), components(G, V2, record))
+        return run(
+            ctx.meter(G),
+            V1,
+            V2,
+            recording,
+            self.system,
+            ctx.task,
+            opts.max_steps,
+            opts.max_format_errors,
+            check=check,
+            watch=ctx.watch,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class BatchOptions:
+    """What ``four batch`` was asked, beyond the agent's settings."""
+
+    tasks: Path
+    output_dir: Path
+    workers: int
+    ray: str | None
+    stall_timeout: float | None
+    max_cost: float | None
+    max_wall_time: float | None
+    redo: bool
+
+
+def batch_options(args: argparse.Namespace) -> BatchOptions:
+    """Flags over ``FOUR_*`` variables over defaults."""
+    from four.cli import _settings as env
+
+    workers = args.workers if args.workers is not None else env.get_int("FOUR_WORKERS", 0)
+    stall = (
+        args.stall_timeout
+        if args.stall_timeout is not None
+        else env.get_float("FOUR_STALL_TIMEOUT", DEFAULT_STALL)
+    )
+    return BatchOptions(
+        Path(args.tasks),
+        Path(args.output_dir or env.get("FOUR_BATCH_DIR") or DEFAULT_OUTPUT_DIR),
+        workers or DEFAULT_WORKERS,
+        args.ray or env.get("FOUR_RAY"),
+        stall or None,
+        args.batch_cost_limit or None,
+        args.batch_timeout or None,
+        bool(args.redo),
+    )
+
+
+def batch_command(args: argparse.Namespace) -> int:
+    """Run ``four batch``; the exit status (see the module's docstring)."""
+    from four.batch._batch import iter_runs
+    from four.batch._items import read_items
+    from four.batch._pool import ThreadPool
+    from four.batch._raypool import RayPool
+    from four.cli._errors import UsageError
+    from four.cli._run import api_key, options, resolve, sigterm_interrupts, system_prompt
+
+    batch = batch_options(args)
+    try:
+        items = read_items(batch.tasks)
+    except OSError as exc:
+        raise UsageError(f"cannot read {batch.tasks}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if not items:
+        raise UsageError(f"{batch.tasks} has no tasks")
+    # four run's settings, with a stand-in task (each item brings its own).
+    opts = options(argparse.Namespace(**{**vars(args), "task": "(each item's task)"}))
+    key = api_key(opts)
+    model = resolve(opts, key)
+    make_run = CommandRun(opts, model, key, system_prompt(opts))
+    pool: Pool = ThreadPool()
+    if batch.ray:
+        import importlib.util
+
+        if importlib.util.find_spec("ray") is None:
+            raise UsageError("--ray needs Ray: pip install 'four-loop[ray]'")
+        pool = RayPool(address=batch.ray)
+    display = _Display(len(items), opts.mode, sys.stderr, title=f"{model} · {opts.env}")
+    results: list[RunResult] = []
+    start = time.monotonic()
+    status = 0
+    display.start()
+    try:
+        with sigterm_interrupts():
+            for result in iter_runs(
+                make_run,
+                items,
+                batch.output_dir,
+                pool=pool,
+                max_concurrency=batch.workers,
+                time_limit=opts.timeout,
+                stall_timeout=batch.stall_timeout,
+                max_cost=batch.max_cost,
+                max_wall_time=batch.max_wall_time,
+                resume=not batch.redo,
+                on_progress=display.progress,
+            ):
+                results.append(result)
+                display.result(result)
+    except KeyboardInterrupt as exc:
+        from four.cli._run import Terminated
+
+        status = 143 if isinstance(exc, Terminated) else 130
+    finally:
+        display.stop()
+    return _report(batch, opts.json, results, time.monotonic() - start, status)
+
+
+def _report(
+    batch: BatchOptions, as_json: bool, results: list[RunResult], wall: float, status: int
+) -> int:
+    from four.batch._items import read_items
+    from four.batch._manifest import read_manifest
+
+    latest = read_manifest(batch.output_dir)
+    items = [item.id for item in read_items(batch.tasks)]
+    unfinished = [i for i in items if i not in latest or not latest[i].final]
+    if status == 0 and unfinished:
+        status = 1
+    outcomes = Counter(r.tag for r in results)
+    cost = sum(r.cost for r in results)
+    manifest = batch.output_dir / "manifest.jsonl"
+    if as_json:
+        summary: dict[str, JSON] = {
+            "ran": len(results),
+            "outcomes": dict(outcomes.most_common()),
+            "cost": cost,
+            "wall_time": round(wall, 3),
+            "unfinished": list(unfinished),
+            "manifest": str(manifest),
+            "interrupted": status in (130, 143),
+        }
+        print(json.dumps(summary, indent=2))
+        return status
+    shown = ", ".join(f"{tag} {n}" for tag, n in outcomes.most_common()) or "nothing to run"
+    head = "interrupted · " if status in (130, 143) else ""
+    tail = f" · {len(unfinished)} unfinished" if unfinished else ""
+    print(f"{head}{len(results)} runs: {shown} · ${cost:.4f} · {wall:.1f}s{tail} · {manifest}")
+    return status
+
+
+class _Display:
+    """Progress of a batch: a live status block on a terminal, else a line per result."""
+
+    def __init__(self, total: int, mode: str, stream: IO[str], title: str = "") -> None:
+        self.total = total
+        self.mode = mode
+        self.stream = stream
+        self.title = title
+        self.last: Progress | None = None
+        self.recent: deque[RunResult] = deque(maxlen=5)
+        self._live: object | None = None
+        self._shown = 0.0
+
+    def start(self) -> None:
+        if self.mode != "live":
+            return
+        from rich.console import Console
+        from rich.live import Live
+
+        live = Live(
+            get_renderable=self._frame,
+            console=Console(file=self.stream),
+            refresh_per_second=4,
+            transient=True,
+        )
+        live.start()
+        self._live = live
+
+    def stop(self) -> None:
+        live, self._live = self._live, None
+        if live is not None:
+            from rich.live import Live
+
+            assert isinstance(live, Live)
+            live.stop()
+
+    def progress(self, progress: Progress) -> None:
+        self.last = progress
+
+    def result(self, result: RunResult) -> None:
+        self.recent.append(result)
+        if self.mode == "lines":
+            done = self.last.done + self.last.skipped + 1 if self.last else 1
+            print(f"[{done}/{self.total}] {_result_line(result)}", file=self.stream, flush=True)
+
+    def status(self) -> str:
+        """The one-line status: done, running, failed, cost, ETA."""
+        p = self.last
+        if p is None:
+            return f"{self.title} · starting"
+        eta = f"ETA {_duration(p.eta)}" if p.eta is not None else "ETA -"
+        stopping = f" · stopping: {p.stopping}" if p.stopping else ""
+        return (
+            f"{self.title} · done {p.done + p.skipped}/{self.total} · running {p.running} · "
+            f"failed {p.failed} · ${p.cost:.4f} · {_duration(p.elapsed)} · {eta}{stopping}"
+        )
+
+    def _frame(self) -> str:
+        lines = [_result_line(r) for r in self.recent]
+        return "\n".join([*lines, self.status()])
+
+
+def _result_line(r: RunResult) -> str:
+    outcome = r.outcome if len(r.outcome) <= 80 else r.outcome[:77] + "..."
+    return f"{r.id} · {outcome} · {r.steps} steps · ${r.cost:.4f} · {r.wall_time:.1f}s"
+
+
+def _duration(value: float) -> str:
+    """Seconds as 42s, 3m05s or 1h02m.
+
+    >>> _duration(42), _duration(185), _duration(3720)
+    ('42s', '3m05s', '1h02m')
+    """
+    s = round(value)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+main = batch_command  # what the ``four`` command calls

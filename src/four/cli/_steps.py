@@ -14,13 +14,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from four._types import JSON, Assistant, Message, System, ToolResult, Usage, User
+from four._types import EXIT_SIGNAL, JSON, Assistant, Message, System, ToolResult, Usage, User
 from four.trajectory import Trajectory
 from four.trajectory._codec import usage_from_json
 from four.trajectory._load import stream_records
-
-EXIT_SIGNAL = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
-"""``four.execute.EXIT_SIGNAL`` (and mini-swe-agent's), without importing the environments."""
 
 _FENCE = re.compile(
     r"```(bash|sh|shell|console|zsh|mswea_bash_command)?[ \t]*\n(.*?)\n?```", re.DOTALL

@@ -25,15 +25,13 @@ Outside ``interruptible`` nothing is registered and nothing changes.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import threading
 from collections.abc import Callable, Hashable, Iterator
 
-
-class _Key(threading.local):
-    key: Hashable | None = None  # a default: no AttributeError raised in a thread outside
-
-
-_local = _Key()
+# A context variable, not a thread-local: each asyncio task of an async batch has its own
+# (and asyncio.to_thread carries it into the worker thread), as each thread has.
+_key: contextvars.ContextVar[Hashable | None] = contextvars.ContextVar("four_run", default=None)
 _lock = threading.Lock()
 _running: dict[Hashable, set[Command]] = {}
 _stopped: set[Hashable] = set()
@@ -97,19 +95,31 @@ class Command:
 
 @contextlib.contextmanager
 def interruptible(key: Hashable) -> Iterator[None]:
-    """Register the commands this thread starts in the block under ``key``.
+    """Register the commands this thread (or asyncio task) starts in the block under ``key``.
 
     ``key`` must be unique to one run while the block lasts.
     """
-    previous = _local.key
-    _local.key = key
+    token = _key.set(key)
     try:
         yield
     finally:
-        _local.key = previous
+        _key.reset(token)
         with _lock:
             _running.pop(key, None)
             _stopped.discard(key)
+
+
+@contextlib.contextmanager
+def keyed() -> Iterator[Hashable]:
+    """The key the commands started in the block are registered under: the one already
+    in force (a batch's run), else a new one for the block."""
+    key = _key.get()
+    if key is not None:
+        yield key
+        return
+    key = object()
+    with interruptible(key):
+        yield key
 
 
 def interrupt(key: Hashable) -> int:
@@ -126,7 +136,7 @@ def interrupt(key: Hashable) -> int:
 def stopped() -> bool:
     """This thread runs under a key that was interrupted: a command it would start now is
     to be killed at once (better not started: a quick one could end before the kill)."""
-    key = _local.key
+    key = _key.get()
     return key is not None and key in _stopped
 
 
@@ -138,7 +148,7 @@ def running(
     Call ``release()`` on what it returns when the command is over, before reaping it.
     A command started under an interrupted key is killed at once.
     """
-    key = _local.key
+    key = _key.get()
     if key is None:
         return None
     command = Command(key, pgid, mark, on_kill)

@@ -18,10 +18,8 @@ from dataclasses import dataclass
 
 from returns.result import Failure, Result, Success
 
+from four._types import EXIT_SIGNAL as EXIT_SIGNAL  # the environments' default
 from four._types import Observation, Submitted
-
-EXIT_SIGNAL = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
-"""A command whose output starts with this line, and that exits 0, ends the run."""
 
 TIMEOUT_RETURNCODE = 124
 """The return code reported for a command killed at its timeout (as GNU ``timeout`` does)."""

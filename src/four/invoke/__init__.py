@@ -1,9 +1,11 @@
 """G: invokes that turn a history into the model's reply.
 
 Models: ``litellm_invoke`` (text), ``litellm_toolcall_invoke`` (tool calls), both over
-litellm, which they import at their first call, never at import; and
+litellm, which they import at their first call, never at import (``alitellm_invoke``
+and ``alitellm_toolcall_invoke`` are their async twins, for ``arun``); and
 ``http_response_invoke`` (the Responses API over httpx); ``local_invoke``, a model run
-on this machine by an embedded llama.cpp server (the ``four-loop[local]`` extra). Wrappers, each a G of a G:
+on this machine by an embedded llama.cpp server (the ``four-loop[local]`` extra).
+Wrappers, each a G of a G:
 ``retry_invoke``, ``budget_invoke``, ``summarizing_invoke``, ``context_aware_invoke``.
 A typical stack, outermost first (budget outermost: it reads the spend from the full
 history; retry outside summarizing: one retry layer covers both model calls)::
@@ -15,7 +17,14 @@ history; retry outside summarizing: one retry layer covers both model calls)::
 """
 
 from four.invoke._budget import BudgetInvoke, budget_invoke, spent
-from four.invoke._chat import LitellmInvoke, litellm_invoke, litellm_toolcall_invoke
+from four.invoke._chat import (
+    AsyncLitellmInvoke,
+    LitellmInvoke,
+    alitellm_invoke,
+    alitellm_toolcall_invoke,
+    litellm_invoke,
+    litellm_toolcall_invoke,
+)
 from four.invoke._context import (
     ContextAwareInvoke,
     LitellmCounter,
@@ -31,6 +40,7 @@ from four.invoke._scripted import ScriptedInvoke, replay_invoke, scripted_invoke
 
 __all__ = [
     "BASH_TOOL",
+    "AsyncLitellmInvoke",
     "BudgetInvoke",
     "ContextAwareInvoke",
     "LitellmCounter",
@@ -41,6 +51,8 @@ __all__ = [
     "RetryInvoke",
     "ScriptedInvoke",
     "SummarizingInvoke",
+    "alitellm_invoke",
+    "alitellm_toolcall_invoke",
     "budget_invoke",
     "context_aware_invoke",
     "http_response_invoke",

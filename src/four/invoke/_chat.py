@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, ParamSpec
 
 from returns.result import Failure, Result, Success
 
-from four._types import JSON, Assistant, Message, ModelError, ModelErrorKind, Reply, ToolCall, Usage
+from four._types import (
+    JSON,
+    Assistant,
+    Message,
+    ModelError,
+    ModelErrorKind,
+    Reply,
+    ToolCall,
+    Usage,
+    finish_reason,
+)
 from four.invoke._convert import to_chat, with_bash
 from four.invoke._errors import classify_litellm
 from four.invoke._lazy import litellm_module
@@ -78,8 +88,27 @@ class LitellmInvoke:
             response = litellm.completion(**self.request(messages))
         except Exception as exc:
             return Failure(classify_litellm(exc))
+        return self.read(response)
+
+    def read(self, response: object) -> Result[Reply, ModelError]:
+        """The reply in ``response`` (tool calls kept only when tools were offered)."""
         offered = bool(self.tools) or "tools" in self.kwargs
         return read_chat(response, self.model, self.prices, keep_tool_calls=offered)
+
+
+@dataclass(frozen=True, slots=True)
+class AsyncLitellmInvoke:
+    """``invoke``, awaited: the same request through ``litellm.acompletion``, for ``arun``."""
+
+    invoke: LitellmInvoke
+
+    async def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
+        litellm = litellm_module()
+        try:
+            response = await litellm.acompletion(**self.invoke.request(messages))
+        except Exception as exc:
+            return Failure(classify_litellm(exc))
+        return self.invoke.read(response)
 
 
 _SECRET_PARTS = ("key", "secret", "password", "credential", "auth", "header")
@@ -200,7 +229,7 @@ def read_chat(
             tuple(_tool_call(c) for c in calls or ()),
             _text(getattr(message, "reasoning_content", None)),
             tuple(_block(b) for b in getattr(message, "thinking_blocks", None) or ()),
-            finish if isinstance(finish, str) else None,
+            finish_reason(finish),
             usage,
             served if isinstance(served, str) and served else model,
         )
@@ -285,3 +314,22 @@ def _dumps(value: JSON) -> str:
     import json
 
     return json.dumps(value)
+
+
+P = ParamSpec("P")
+
+
+def _awaited(make: Callable[P, LitellmInvoke]) -> Callable[P, AsyncLitellmInvoke]:
+    def made(*args: P.args, **kwargs: P.kwargs) -> AsyncLitellmInvoke:
+        return AsyncLitellmInvoke(make(*args, **kwargs))
+
+    made.__name__ = made.__qualname__ = f"a{make.__name__}"
+    made.__doc__ = (
+        f"``{make.__name__}``, awaited (``litellm.acompletion``), for ``arun``; the same "
+        f"arguments.\n\n    >>> G = a{make.__name__}('openai/gpt-4o')\n"
+    )
+    return made
+
+
+alitellm_invoke = _awaited(litellm_invoke)
+alitellm_toolcall_invoke = _awaited(litellm_toolcall_invoke)

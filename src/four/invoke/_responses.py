@@ -17,7 +17,17 @@ from typing import TYPE_CHECKING
 
 from returns.result import Failure, Result, Success
 
-from four._types import JSON, Assistant, Message, ModelError, ModelErrorKind, Reply, ToolCall, Usage
+from four._types import (
+    JSON,
+    Assistant,
+    FinishReason,
+    Message,
+    ModelError,
+    ModelErrorKind,
+    Reply,
+    ToolCall,
+    Usage,
+)
 from four.invoke._chat import DEFAULT_TIMEOUT, Prices, cost, to_json
 from four.invoke._convert import responses_tool, to_responses_input, with_bash
 from four.invoke._errors import kind_of_status, kind_of_transport, retry_after
@@ -219,11 +229,11 @@ def _http_error(
     return ModelError(kind, f"HTTP {status}: {text}", status, retry_after(headers))
 
 
-def _finish(body: Mapping[str, JSON], has_calls: bool) -> str:
+def _finish(body: Mapping[str, JSON], has_calls: bool) -> FinishReason:
     if body.get("status") == "incomplete":
         details = body.get("incomplete_details")
         reason = details.get("reason") if isinstance(details, dict) else None
-        return "length" if reason in (None, "max_output_tokens") else str(reason)
+        return "length" if reason in (None, "max_output_tokens") else "other"
     return "tool_calls" if has_calls else "stop"
 
 

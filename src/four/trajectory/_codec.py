@@ -7,7 +7,19 @@ import operator
 from collections.abc import Callable, Mapping
 from typing import cast
 
-from four._types import JSON, Assistant, Message, System, ToolCall, ToolResult, Usage, User
+from four._types import (
+    JSON,
+    Assistant,
+    Message,
+    System,
+    ToolCall,
+    ToolResult,
+    Usage,
+    User,
+    finish_reason,
+    tool_result_kind,
+    user_kind,
+)
 
 JSONDict = dict[str, JSON]
 
@@ -211,13 +223,13 @@ def message_from_json(data: Mapping[str, JSON]) -> Message | None:
     )
     code = returncode if isinstance(returncode, int) and not isinstance(returncode, bool) else None
     if role == "user":
-        return User(content, kind if isinstance(kind, str) else "text", code)
+        return User(content, user_kind(kind), code)
     if role == "tool":
         return ToolResult(
             str(data.get("tool_call_id") or ""),
             content,
             str(data.get("name") or "bash"),
-            kind if isinstance(kind, str) else "observation",
+            tool_result_kind(kind),
             code,
         )
     if role != "assistant":
@@ -230,7 +242,7 @@ def message_from_json(data: Mapping[str, JSON]) -> Message | None:
         tuple(_tool_call(c) for c in _list(data.get("tool_calls"))),
         _text(data.get("reasoning") or data.get("reasoning_content")),
         tuple(cast(Mapping[str, JSON], b) for b in _list(thinking) if isinstance(b, dict)),
-        finish if isinstance(finish, str) or finish is None else "stop",
+        finish_reason(finish),
         usage_from_json(usage) if isinstance(usage, dict) else None,
         str(data.get("model") or ""),
     )

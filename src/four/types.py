@@ -1,0 +1,103 @@
+"""The extension API: every type a user needs to write, or type, a component of ``four``.
+
+A component is a plain function (or an object with ``__call__``) of the right shape;
+nothing needs to inherit from anything. These are the shapes, as Protocols that
+``mypy --strict`` checks (the returns plugin is not needed)::
+
+    from returns.result import Failure, Result, Success
+    from four.types import Action, Execute, ExecutionError, Observation, Submitted
+
+    def echo_env(action: Action) -> Result[Observation, Submitted | ExecutionError]:
+        return Success(Observation(action.command, returncode=0))
+
+    V2: Execute = echo_env          # checked by mypy
+
+The arrows: ``Invoke`` (G), ``Parse`` (V1), ``Execute`` (V2), ``Emit`` (emit), and
+for ``arun`` the async ``AsyncInvoke`` and ``AsyncExecute``. Around them: ``Recorder``
+and ``Sink`` (an emit that records as the run goes), ``Verify`` and ``Judge`` (a
+check of the agent's submissions), ``Watch`` (a supervisor), ``Closeable`` and
+``AsyncCloseable`` (components holding resources), and the values that flow through.
+"""
+
+from four._outcomes import Component, Outcome
+from four._types import (
+    EXIT_SIGNAL,
+    JSON,
+    Action,
+    Assistant,
+    AsyncCloseable,
+    AsyncExecute,
+    AsyncInvoke,
+    Closeable,
+    Emit,
+    Execute,
+    ExecutionError,
+    Feedback,
+    FinishReason,
+    FormatError,
+    Invoke,
+    Judge,
+    Message,
+    ModelError,
+    ModelErrorKind,
+    Observation,
+    Parse,
+    Recorder,
+    Rejected,
+    Reply,
+    RunInfo,
+    RunStats,
+    Sink,
+    Submitted,
+    System,
+    ToolCall,
+    ToolResult,
+    ToolResultKind,
+    Usage,
+    User,
+    UserKind,
+    Verify,
+    Watch,
+)
+
+__all__ = [
+    "EXIT_SIGNAL",
+    "JSON",
+    "Action",
+    "Assistant",
+    "AsyncCloseable",
+    "AsyncExecute",
+    "AsyncInvoke",
+    "Closeable",
+    "Component",
+    "Emit",
+    "Execute",
+    "ExecutionError",
+    "Feedback",
+    "FinishReason",
+    "FormatError",
+    "Invoke",
+    "Judge",
+    "Message",
+    "ModelError",
+    "ModelErrorKind",
+    "Observation",
+    "Outcome",
+    "Parse",
+    "Recorder",
+    "Rejected",
+    "Reply",
+    "RunInfo",
+    "RunStats",
+    "Sink",
+    "Submitted",
+    "System",
+    "ToolCall",
+    "ToolResult",
+    "ToolResultKind",
+    "Usage",
+    "User",
+    "UserKind",
+    "Verify",
+    "Watch",
+]

@@ -1,0 +1,204 @@
+"""arun: the same loop awaited, with async and plain components; cancellation and Ctrl-C
+end it ``interrupted`` with its commands killed and its trajectory sealed."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from returns.result import Success
+
+from four import (
+    Action,
+    Assistant,
+    Crashed,
+    Message,
+    Outcome,
+    arun,
+    load_trajectory,
+    local_env,
+    regex_parse,
+    run,
+    save_trajectory,
+    scripted_invoke,
+)
+from four.types import EXIT_SIGNAL
+from tests._doubles import FakeEnv, line_parse
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _alive(marker: str) -> list[str]:
+    found = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
+    return found.stdout.split()
+
+
+def test_arun_with_plain_components_saves_the_same_trajectory_as_run(tmp_path: Path) -> None:
+    script = ["```bash\necho one\n```", "```bash\necho two\n```", EXIT_SIGNAL]
+    paths = [
+        run(scripted_invoke(script), regex_parse(), local_env(), save_trajectory(tmp_path / "a"),
+            "s", "p"),
+        asyncio.run(arun(scripted_invoke(script), regex_parse(), local_env(),
+                         save_trajectory(tmp_path / "b"), "s", "p")),
+    ]  # fmt: skip
+    plain, awaited = (load_trajectory(p) for p in paths)
+    assert awaited.outcome == plain.outcome == "exit:task_complete"
+    assert [m.content for m in awaited.messages] == [m.content for m in plain.messages]
+
+
+def test_many_async_runs_share_one_event_loop(tmp_path: Path) -> None:
+    """Async G and V2 on one loop: 200 runs with 0.2 s of model latency take about 0.4 s,
+    not 200 x 0.4 s."""
+
+    async def G(messages: Sequence[Message]) -> Success[Assistant]:
+        await asyncio.sleep(0.2)
+        return Success(Assistant("$ ls" if len(messages) < 3 else "DONE"))
+
+    env = FakeEnv()
+
+    async def V2(action: Action) -> object:
+        return env(action)
+
+    def keep(messages: Sequence[Message], outcome: Outcome) -> str:
+        return outcome.text
+
+    async def many() -> list[str]:
+        runs = [arun(G, line_parse, V2, keep, "s", f"task {i}") for i in range(200)]  # type: ignore[arg-type]
+        return await asyncio.gather(*runs)
+
+    started = time.monotonic()
+    outcomes = asyncio.run(many())
+    assert outcomes == ["exit:task_complete"] * 200
+    assert time.monotonic() - started < 20  # a bound against serial execution (80 s)
+
+
+def test_cancelling_the_task_ends_the_run_interrupted_and_kills_its_command(
+    tmp_path: Path,
+) -> None:
+    """A plain V2 runs in a worker thread: the cancellation kills its command there."""
+    marker = f"sleep 3{os.getpid() % 1000}.17"
+
+    async def cancel_mid_command() -> None:
+        task = asyncio.ensure_future(
+            arun(scripted_invoke([f"```bash\n{marker}\n```"]), regex_parse(),
+                 local_env(timeout=60), save_trajectory(tmp_path), "s", "p")
+        )  # fmt: skip
+        for _ in range(200):
+            await asyncio.sleep(0.05)
+            if _alive(marker):
+                break
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancel_mid_command())
+    assert load_trajectory(next(tmp_path.glob("*.json"))).outcome == "interrupted: CancelledError"
+    deadline = time.monotonic() + 5
+    while _alive(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(marker)
+
+
+def test_ctrl_c_under_asyncio_run_seals_the_trajectory(tmp_path: Path) -> None:
+    marker = f"sleep 4{os.getpid() % 1000}.3"
+    program = textwrap.dedent(f"""
+        import asyncio, sys
+        from four import arun, scripted_invoke, regex_parse, local_env, save_trajectory
+        print("started", flush=True)
+        asyncio.run(arun(scripted_invoke(["```bash\\n{marker}\\n```"]), regex_parse(),
+                         local_env(timeout=60), save_trajectory(sys.argv[1]), "s", "p"))
+    """)
+    child = subprocess.Popen(
+        [sys.executable, "-c", program, str(tmp_path)], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+    )  # fmt: skip
+    assert child.stdout is not None and child.stdout.readline() == "started\n"
+    deadline = time.monotonic() + 60
+    while not _alive(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _alive(marker), "the command never started"
+    time.sleep(0.2)  # the command is in flight, its trajectory stream open
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=30)
+    assert child.returncode != 0 and "KeyboardInterrupt" in err
+    (saved,) = tmp_path.glob("*.json")
+    assert json.loads(saved.read_text())["outcome"].startswith("interrupted")
+    deadline = time.monotonic() + 5
+    while _alive(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(marker)
+
+
+@pytest.mark.parametrize("driver", ["run", "arun"])
+@pytest.mark.parametrize(
+    ("component", "returns"),
+    [("G", "just text"), ("V1", ["echo hi"]), ("V2", None)],
+)
+def test_a_component_returning_no_result_ends_the_run_crashed_naming_it(
+    driver: str, component: str, returns: object
+) -> None:
+    seen: list[Outcome] = []
+
+    def emit(messages: Sequence[Message], outcome: Outcome) -> None:
+        seen.append(outcome)
+
+    parts: dict[str, object] = {
+        "G": scripted_invoke(["$ echo hi"]),
+        "V1": line_parse,
+        "V2": FakeEnv(),
+    }
+    parts[component] = lambda *_: returns
+    args = (parts["G"], parts["V1"], parts["V2"], emit, "s", "p")
+    with pytest.raises(TypeError, match=f"^{component} returned {type(returns).__name__}"):
+        if driver == "run":
+            run(*args)  # type: ignore[arg-type]
+        else:
+            asyncio.run(arun(*args))  # type: ignore[arg-type]
+    (outcome,) = seen
+    assert isinstance(outcome, Crashed) and outcome.component == component
+    assert "wrap the value in returns.result.Success or Failure" in outcome.error
+
+
+_GOOD = {"G": scripted_invoke(["DONE"]), "V1": line_parse, "V2": FakeEnv(), "emit": print}
+
+
+@pytest.mark.parametrize("driver", ["run", "arun"])
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"G": None}, "G must be a function"),
+        ({"V2": "echo hi"}, "V2 must be a function"),
+        ({"max_steps": 0}, "max_steps must be a whole number of G calls >= 1; got 0"),
+        ({"max_steps": -1}, "max_steps must be"),
+        ({"max_steps": 2.5}, "max_steps must be"),
+        ({"max_steps": "5"}, "max_steps must be"),
+        ({"max_steps": True}, "max_steps must be"),
+        ({"max_format_errors": -1}, "max_format_errors must be a whole number >= 0"),
+        ({"prompt": None}, "prompt must be a str; got None"),
+        ({"system": 3}, "system must be a str"),
+        ({"resume": "hello"}, "resume must be a sequence of messages"),
+        ({"resume": [1]}, "resume holds 1, which is not a Message"),
+        ({"check": object()}, "check must be a Verify"),
+        ({"watch": object()}, "watch must have beat"),
+    ],
+)
+def test_wrong_arguments_are_refused_before_anything_runs(
+    driver: str, change: dict[str, object], message: str
+) -> None:
+    env = FakeEnv()
+    kwargs: dict[str, object] = {**_GOOD, "V2": env, "prompt": "p", **change}
+    with pytest.raises((TypeError, ValueError), match=message):
+        if driver == "run":
+            run(**kwargs)  # type: ignore[arg-type]
+        else:
+            asyncio.run(arun(**kwargs))  # type: ignore[arg-type]
+    assert env.seen == []

@@ -1,0 +1,66 @@
+"""A user's wrong components: mypy --strict (no returns plugin) must report every `# E`
+line (tests/test_types.py checks it). Excluded from the project's own mypy run."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from returns.result import Result, Success
+
+from four import arun, run
+from four.types import (
+    Action,
+    Assistant,
+    AsyncExecute,
+    Emit,
+    Execute,
+    ExecutionError,
+    Invoke,
+    Message,
+    Observation,
+    Outcome,
+    Parse,
+    Reply,
+    Submitted,
+)
+
+
+def returns_text(messages: Sequence[Message]) -> str:
+    return "ls"
+
+
+def takes_a_string(command: str) -> Result[Observation, Submitted | ExecutionError]:
+    return Success(Observation(command))
+
+
+def wrong_error(messages: Sequence[Message]) -> Result[Reply, str]:
+    return Success(Assistant("ls"))
+
+
+def parses_text(reply: str) -> Result[Sequence[Action], str]:
+    return Success([Action(reply)])
+
+
+async def async_env(action: Action) -> Result[Observation, Submitted | ExecutionError]:
+    return Success(Observation(action.command))
+
+
+def emit(messages: Sequence[Message], outcome: Outcome) -> int:
+    return 1
+
+
+G1: Invoke = returns_text  # E
+G2: Invoke = wrong_error  # E
+V1: Parse = parses_text  # E
+V2: Execute = takes_a_string  # E
+V2_async_as_sync: Execute = async_env  # E
+aV2: AsyncExecute = takes_a_string  # E
+emit_str: Emit[str] = emit  # E
+
+
+def runs_with_an_async_env() -> object:
+    return run(wrong_error, parses_text, async_env, emit)  # E
+
+
+async def aruns_with_wrong_parser() -> object:
+    return await arun(wrong_error, parses_text, async_env, emit)  # E

@@ -1,0 +1,82 @@
+"""A user's own components, typed only with ``four.types``: mypy --strict must accept
+them with no returns plugin (tests/test_types.py checks it)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from returns.result import Failure, Result, Success
+
+from four import arun, run
+from four.types import (
+    Action,
+    Assistant,
+    AsyncExecute,
+    AsyncInvoke,
+    Emit,
+    Execute,
+    ExecutionError,
+    FormatError,
+    Invoke,
+    Message,
+    ModelError,
+    Observation,
+    Outcome,
+    Parse,
+    Rejected,
+    Reply,
+    Submitted,
+)
+
+
+def my_model(messages: Sequence[Message]) -> Result[Reply, ModelError]:
+    return Success(Assistant(f"echo {len(messages)}"))
+
+
+async def my_async_model(messages: Sequence[Message]) -> Result[Reply, ModelError]:
+    return Success(Assistant("done"))
+
+
+def my_parser(reply: Reply) -> Result[Sequence[Action | Rejected], FormatError | Submitted]:
+    if not reply.content:
+        return Failure(FormatError("say something"))
+    return Success([Action(reply.content)])
+
+
+class EchoEnv:
+    def __call__(self, action: Action) -> Result[Observation, Submitted | ExecutionError]:
+        return Success(Observation(action.command, returncode=0))
+
+    def close(self) -> None:
+        pass
+
+
+class AsyncEchoEnv:
+    async def __call__(self, action: Action) -> Result[Observation, Submitted | ExecutionError]:
+        return Success(Observation(action.command, returncode=0))
+
+    async def aclose(self) -> None:
+        pass
+
+
+def my_emit(messages: Sequence[Message], outcome: Outcome) -> Path:
+    return Path(f"{outcome.text}.txt")
+
+
+G: Invoke = my_model
+aG: AsyncInvoke = my_async_model
+V1: Parse = my_parser
+V2: Execute = EchoEnv()
+aV2: AsyncExecute = AsyncEchoEnv()
+emit: Emit[Path] = my_emit
+
+
+def runs() -> Path:
+    return run(G, V1, V2, emit, prompt="count", max_steps=3)
+
+
+async def aruns() -> tuple[Path, Path]:
+    first = await arun(aG, V1, aV2, emit, prompt="count")
+    second = await arun(G, V1, V2, emit, prompt="count")  # plain components work too
+    return first, second
