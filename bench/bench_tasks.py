@@ -17,7 +17,7 @@ hits them alike:
   with its text-based config and ``--model-class litellm_textbased``, on the same server.
 
 Budgets, the same for all: ``STEPS`` model calls, ``REPLY_TOKENS`` tokens a reply,
-``COMMAND_TIMEOUT`` seconds a command. The model: ``$FOUR_BENCH_MODEL`` (default the
+``COMMAND_TIMEOUT`` seconds a command, ``RUN_SECONDS`` seconds a run. The model: ``$FOUR_BENCH_MODEL`` (default the
 registry's default, pulled with ``four model pull``).
 """
 
@@ -46,7 +46,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 STEPS = 6
 REPLY_TOKENS = 256
 COMMAND_TIMEOUT = 30.0
-MINI_TIMEOUT = 600.0  # seconds for one mini-swe-agent run, as a whole
+RUN_SECONDS = 600.0  # wall time of one run, for every runner
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +194,7 @@ def run_four(task: Task, folder: Path, out: Path, *, verified: bool) -> tuple[st
     from four.checks import command_check
     from four.cli._envs import make_env
     from four.cli._prompts import default_system
+    from four.cli._run import Deadline
     from four.parse import regex_parse
     from four.trajectory import save_trajectory
 
@@ -206,6 +207,7 @@ def run_four(task: Task, folder: Path, out: Path, *, verified: bool) -> tuple[st
         task.prompt,
         STEPS,
         check=command_check(task.check, timeout=60) if verified else None,
+        watch=Deadline(RUN_SECONDS),
     )
     doc = json.loads(Path(path).read_text())
     stats = doc.get("stats") or {}
@@ -264,7 +266,7 @@ def run_mini(mini: str, task: Task, folder: Path, out: Path) -> tuple[str, int, 
     env = {**os.environ, "MSWEA_CONFIGURED": "true", "MSWEA_COST_TRACKING": "ignore_errors"}
     try:
         subprocess.run(
-            command, cwd=folder, env=env, capture_output=True, timeout=MINI_TIMEOUT,
+            command, cwd=folder, env=env, capture_output=True, timeout=RUN_SECONDS,
             stdin=subprocess.DEVNULL, check=False,
         )  # fmt: skip
     except subprocess.TimeoutExpired:
