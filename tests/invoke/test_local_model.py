@@ -122,14 +122,27 @@ def test_a_real_task_runs_on_the_local_model_and_its_server_ends(
     assert gone(server), "the server outlived four run"
 
 
-def test_ctrl_c_ends_the_run_and_its_server(model: Path, workdir: Path) -> None:
+def test_ctrl_c_while_the_model_loads_leaves_no_server(model: Path, workdir: Path) -> None:
+    process = four("List the files here.", "--local", "--quiet", cwd=workdir)
+    server = wait_for_server(process)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 130
+    assert "interrupted" in err
+    assert gone(server), "the server outlived four run interrupted as it started"
+
+
+def test_ctrl_c_during_the_run_saves_it_and_ends_its_server(model: Path, workdir: Path) -> None:
     process = four("List the files here, one by one.", "--local", "--quiet", cwd=workdir)
     server = wait_for_server(process)
-    time.sleep(1.0)
+    deadline = time.monotonic() + 300
+    while not list((workdir / "runs").glob("*.jsonl")):  # the run has begun
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.2)
     process.send_signal(signal.SIGINT)
     out, _ = process.communicate(timeout=120)
     assert process.returncode == 130
-    assert "interrupted" in out
+    assert out.startswith("interrupted · saved ")
     assert gone(server), "the server outlived an interrupted four run"
 
 

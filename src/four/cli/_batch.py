@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections import Counter, deque
@@ -224,6 +225,8 @@ def batch_command(args: argparse.Namespace) -> int:
     opts = options(argparse.Namespace(**{**vars(args), "task": "(each item's task)"}))
     key = api_key(opts)
     model = resolve(opts, key)
+    if opts.local is not None:  # one server slot per worker, unless told otherwise
+        os.environ.setdefault("FOUR_LOCAL_PARALLEL", str(batch.workers))
     make_run = CommandRun(opts, model, key, system_prompt(opts))
     pool: Pool = ThreadPool()
     if batch.ray:

@@ -118,7 +118,12 @@ def start_server(
         return Failure(ModelError(ModelErrorKind.OTHER, f"cannot start the local server: {exc}"))
     finally:
         os.close(fd)
-    answer = _ready_line(process, timeout)
+    try:
+        answer = _ready_line(process, timeout)
+    except BaseException:  # Ctrl-C while the model loads: no server is left loading
+        _end(process, 5.0)
+        log.unlink(missing_ok=True)
+        raise
     address = answer.get("address")
     if isinstance(address, str) and _healthy(address):
         return Success(LocalServer(settings, process, address, log))
