@@ -28,7 +28,7 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("FOUR_LOCAL", "1, or a model name or .gguf path: run on this machine (--local)"),
     Variable("FOUR_LOCAL_MODEL", "the model --local runs (default qwen2.5-coder-1.5b)"),
     Variable("FOUR_LOCAL_CTX", "--local: tokens of context per run (8192)"),
-    Variable("FOUR_LOCAL_THREADS", "--local: CPU threads (default: the cores, at most 8)"),
+    Variable("FOUR_LOCAL_THREADS", "--local: CPU threads (default: the idle cores, at most 8)"),
     Variable("FOUR_LOCAL_PARALLEL", "--local: runs served at once (1)"),
     Variable("FOUR_LOCAL_MAX_TOKENS", "--local: tokens a reply at most (1024)"),
     Variable("FOUR_LOCAL_TEMPERATURE", "--local: sampling temperature (0: repeatable)"),

@@ -259,12 +259,18 @@ class LocalInvoke:
 
 
 def default_threads() -> int:
-    """Threads for llama.cpp: the cores this process may use, at most 8."""
+    """Threads for llama.cpp: the cores this process may use (at most 8), less those other
+    work keeps busy now. llama.cpp's threads wait for each other at every step, so one
+    thread more than the free cores makes it several times slower, not faster."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         cores = os.cpu_count() or 1
-    return max(1, min(cores, 8))
+    try:
+        busy = int(os.getloadavg()[0])
+    except OSError:  # no load average here
+        busy = 0
+    return max(1, min(cores, 8) - busy)
 
 
 def local_invoke(
@@ -286,7 +292,7 @@ def local_invoke(
     ``qwen2.5-coder-1.5b``) or a path to a GGUF file. The server starts at the first
     call, on a free port of 127.0.0.1, and is shared by every G with the same server
     settings in this process: ``ctx`` tokens of context for each of ``parallel`` slots
-    (runs at once), ``threads`` CPU threads (default: the cores available, at most 8),
+    (runs at once), ``threads`` CPU threads (default: the cores not busy now, at most 8),
     ``temperature`` (0: the same history gives the same reply, nearly always),
     ``max_tokens`` per reply, ``seed``. It stops when the process ends. A server that
     cannot start is a ``ModelError``. Needs the ``four-loop[local]`` extra.
