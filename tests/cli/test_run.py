@@ -410,3 +410,15 @@ def test_docker_env(
         text=True,
     ).stdout.split()
     assert left == []  # the run removed its container (ours are labelled with our pid)
+
+
+def test_local_with_toolcalls_or_a_file_that_is_no_model(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    assert main(["run", "x", "--local", "--toolcalls"]) == 2
+    assert "--local runs in text mode: drop --toolcalls" in capsys.readouterr().err
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a model")
+    monkeypatch.setenv("FOUR_LOCAL", str(notes))
+    assert main(["run", "x"]) == 2
+    assert f"{notes} is not a GGUF file (no GGUF header)" in capsys.readouterr().err
