@@ -6,8 +6,8 @@ mini-swe-agent, on the same server, the same tasks, in the same run.
 
 Each task gets a fresh folder with its files, a prompt, and a deterministic check (a
 shell command run in that folder after the run, whatever the agent said): a task is
-solved when its check exits 0. Runners, interleaved task by task so the machine's load
-hits them alike:
+solved when its check exits 0. Runners (ours task by task; mini-swe-agent's at the same
+time, on the server's second slot, so the machine's load hits them alike):
 
 - ``four``: what ``four run --local`` builds (its default prompt, ``regex_parse``, the
   ``local`` environment in the task's folder);
@@ -32,6 +32,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -303,27 +304,33 @@ def runners(mini: str | None) -> dict[str, Runner]:
 
 
 def bench(tasks: Sequence[Task], chosen: Mapping[str, Runner], keep: Path | None) -> list[Result]:
-    results: list[Result] = []
+    """Every runner on every task. mini-swe-agent's runs go beside ours, on the server's
+    second slot (its prompt cached there), so one run of the bench fits in an hour."""
     parent = Path(tempfile.mkdtemp(prefix="four-bench-tasks-"))
+    lanes = [
+        [(task, name, runner) for task in tasks for name, runner in chosen.items() if lane(name)]
+        for lane in (lambda n: n != "mini-swe-agent", lambda n: n == "mini-swe-agent")
+    ]
     try:
-        for task in tasks:
-            for name, runner in chosen.items():
-                folder = make_workspace(task, parent)
-                out = folder.with_name(folder.name + "-out")
-                out.mkdir()
-                start = time.monotonic()
-                outcome, steps, tokens = runner(task, folder, out)
-                seconds = time.monotonic() - start
-                result = Result(
-                    name, task.id, solved(task, folder), outcome, steps, tokens, seconds
-                )
-                results.append(result)
-                print(f"<!-- {json.dumps(_row(result))} -->", flush=True)
+        with ThreadPoolExecutor(len(lanes)) as pool:
+            done = list(pool.map(lambda jobs: [_one(*job, parent) for job in jobs], lanes))
         if keep is not None:
             shutil.copytree(parent, keep, dirs_exist_ok=True)
     finally:
         shutil.rmtree(parent, ignore_errors=True)
-    return results
+    return [r for results in done for r in results]
+
+
+def _one(task: Task, name: str, runner: Runner, parent: Path) -> Result:
+    folder = make_workspace(task, parent)
+    out = folder.with_name(folder.name + "-out")
+    out.mkdir()
+    start = time.monotonic()
+    outcome, steps, tokens = runner(task, folder, out)
+    seconds = time.monotonic() - start
+    result = Result(name, task.id, solved(task, folder), outcome, steps, tokens, seconds)
+    print(f"<!-- {json.dumps(_row(result))} -->", flush=True)
+    return result
 
 
 def _row(result: Result) -> dict[str, object]:
