@@ -183,3 +183,22 @@ def test_a_file_that_is_no_model_is_a_model_error(tmp_path: Path) -> None:
     error = result.failure()
     assert error.kind == "other"
     assert error.message.startswith("the local server for fake did not start: ")
+
+
+def test_import_four_loads_none_of_the_local_extra() -> None:
+    code = (
+        "import sys, four, four.invoke, four.models\n"
+        "from four import local_invoke\n"
+        "from four.cli import build_parser\n"
+        "build_parser()\n"
+        "print(sorted(m for m in ('xllamacpp', 'huggingface_hub', 'litellm') if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "PYTHONPATH": SRC},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert done.stdout.strip() == "[]"
