@@ -361,7 +361,15 @@ def test_the_bare_exit_signal_among_other_commands_runs_nothing() -> None:
     assert "among its commands" in text and f"echo {EXIT_SIGNAL}" in text
 
 
-def test_the_exit_signal_echoed_or_in_a_heredoc_still_runs() -> None:
+def test_the_exit_signal_echoed_after_the_work_runs_nothing() -> None:
+    text = feedback(f"```bash\nchmod +x hello.sh\n./hello.sh\necho {EXIT_SIGNAL}\n```")
+    assert f"echoes {EXIT_SIGNAL} after other commands" in text
+    assert "nothing was run" in text and text.endswith(f"```bash\necho {EXIT_SIGNAL}\n```")
+
+
+def test_the_exit_signal_echoed_first_or_in_a_heredoc_still_runs() -> None:
     assert commands(f"```bash\necho {EXIT_SIGNAL}\n```") == [f"echo {EXIT_SIGNAL}"]
+    answer = f"echo {EXIT_SIGNAL}\ncat answer.txt"
+    assert commands(f"```bash\n{answer}\n```") == [answer]
     heredoc = f"cat <<'EOF'\n{EXIT_SIGNAL}\nall done\nEOF"
     assert commands(f"```bash\n{heredoc}\n```") == [heredoc]

@@ -156,30 +156,39 @@ class RegexParse:
         )
 
     def _bare_signal(self, block: Block, command: str) -> str | None:
-        """Feedback for a block that runs the exit signal itself as a command (bash would
-        answer "command not found", exit 127), or None. Here-documents may hold it."""
+        """Feedback for a block that cannot finish the way it means to, or None: one that
+        runs the exit signal itself as a command (bash: "command not found", exit 127),
+        or that echoes it after other commands (so it is not the output's first line and
+        is not a submission: small models then believe they are done). Nothing of it runs.
+        Here-documents may hold the signal."""
         signal = self.exit_signal
         if not signal or signal not in command or "<<" in command:
             return None
         lines = [line.strip() for line in command.splitlines() if line.strip()]
-        if signal not in lines:
+        echoes = {f"echo {signal}", f'echo "{signal}"', f"echo '{signal}'"}
+        late = [i for i, line in enumerate(lines) if line in echoes and i > 0]
+        if signal not in lines and not late:
             return None
-        tag = self._tag()
-        finish = f"```{tag}\necho {signal}\n```"
-        if len(lines) == 1:
-            problem = (
-                f"Your ```{block.tag} block on line {block.line} runs {signal} as a command; "
-                f"bash has no such command (exit 127), so nothing was run. To finish, print "
-                f"it with echo: reply with only this block\n\n{finish}"
+        where = f"Your ```{block.tag} block on line {block.line}"
+        finish = f"```{self._tag()}\necho {signal}\n```"
+        if lines == [signal]:
+            return (
+                f"{where} runs {signal} as a command; bash has no such command (exit 127), "
+                f"so nothing was run. To finish, print it with echo: reply with only this "
+                f"block\n\n{finish}"
             )
+        if signal in lines:
+            problem = f"has the line {signal} among its commands; bash has no such command"
         else:
             problem = (
-                f"Your ```{block.tag} block on line {block.line} has the line {signal} among "
-                f"its commands; bash has no such command (exit 127), so nothing was run. Run "
-                "the other commands without it; when the work is done and checked, finish "
-                f"with a reply holding only this block\n\n{finish}"
+                f"echoes {signal} after other commands; it finishes the task only as the "
+                "first line of a command's output"
             )
-        return problem
+        return (
+            f"{where} {problem}, so nothing was run. Run the other commands without it and "
+            "look at their output; when the work is done and checked, finish with a reply "
+            f"holding only this block\n\n{finish}"
+        )
 
     def _error(self, problem: str) -> FormatError:
         return FormatError(f"{problem}\n\n{self.expected()}")
