@@ -307,13 +307,18 @@ def bench(tasks: Sequence[Task], chosen: Mapping[str, Runner], keep: Path | None
     """Every runner on every task. mini-swe-agent's runs go beside ours, on the server's
     second slot (its prompt cached there), so one run of the bench fits in an hour."""
     parent = Path(tempfile.mkdtemp(prefix="four-bench-tasks-"))
+    jobs = [(task, name, runner) for task in tasks for name, runner in chosen.items()]
     lanes = [
-        [(task, name, runner) for task in tasks for name, runner in chosen.items() if lane(name)]
-        for lane in (lambda n: n != "mini-swe-agent", lambda n: n == "mini-swe-agent")
+        [j for j in jobs if j[1] != "mini-swe-agent"],
+        [j for j in jobs if j[1] == "mini-swe-agent"],
     ]
+
+    def lane(jobs: list[tuple[Task, str, Runner]]) -> list[Result]:
+        return [_one(task, name, runner, parent) for task, name, runner in jobs]
+
     try:
         with ThreadPoolExecutor(len(lanes)) as pool:
-            done = list(pool.map(lambda jobs: [_one(*job, parent) for job in jobs], lanes))
+            done = list(pool.map(lane, lanes))
         if keep is not None:
             shutil.copytree(parent, keep, dirs_exist_ok=True)
     finally:
