@@ -373,3 +373,10 @@ def test_the_exit_signal_echoed_first_or_in_a_heredoc_still_runs() -> None:
     assert commands(f"```bash\n{answer}\n```") == [answer]
     heredoc = f"cat <<'EOF'\n{EXIT_SIGNAL}\nall done\nEOF"
     assert commands(f"```bash\n{heredoc}\n```") == [heredoc]
+
+
+def test_finishing_in_the_same_reply_as_other_commands_runs_nothing() -> None:
+    reply = f"```bash\nls\n```\n```bash\npython fizz.py\n```\n```bash\necho {EXIT_SIGNAL}\n```"
+    text = feedback(reply)
+    assert "finishes the task in the same reply as other commands" in text
+    assert "block on line 7" in text and "nothing was run" in text

@@ -2,8 +2,10 @@
 
 A small model that is stuck runs the same command again and again (``ls -la`` nine
 times) and reads the same output each time; nothing in the output says so. This
-wrapper puts a warning before such an observation, naming the earlier command's
-number, so the model can see that it repeats itself. The run itself is not changed.
+wrapper puts a warning before an observation that repeats the one just before it (the
+same command, the same output, nothing run in between), so the model can see that it
+repeats itself. The same command again after another one may be a check of what that
+one changed, and is not pointed out. The run itself is not changed.
 """
 
 from __future__ import annotations
@@ -17,26 +19,27 @@ from four._types import Action, Closeable, Execute, ExecutionError, Observation,
 
 @dataclass(slots=True)
 class NoteRepeats:
-    """V2 over ``inner`` adding a warning to a repeated (command, output). One per run."""
+    """V2 over ``inner`` adding a warning to a (command, output) that repeats the one
+    just before it. One per run."""
 
     inner: Execute
-    _seen: dict[tuple[str, str], int] = field(default_factory=dict, repr=False)
-    _count: int = field(default=0, repr=False)
+    _last: tuple[str, str] | None = field(default=None, repr=False)
+    _times: int = field(default=0, repr=False)
 
     def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]:
         result = self.inner(action)
         if not isinstance(result, Success):
             return result
         observation: Observation = result.unwrap()
-        self._count += 1
         key = (action.command.strip(), observation.content)
-        first = self._seen.setdefault(key, self._count)
-        if first == self._count:
+        self._times = self._times + 1 if key == self._last else 1
+        self._last = key
+        if self._times == 1:
             return result
         warning = (
-            f"<warning>This is the same command and the same output as command {first} of "
-            "this run: running it again changes nothing. Take the next step of the task, "
-            "or finish if it is done.</warning>\n"
+            f"<warning>The same command gave the same output {self._times} times in a row: "
+            "running it again changes nothing. Take the next step of the task, or finish "
+            "if it is done.</warning>\n"
         )
         return Success(replace(observation, content=warning + observation.content))
 

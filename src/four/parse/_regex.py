@@ -190,6 +190,20 @@ class RegexParse:
             f"holding only this block\n\n{finish}"
         )
 
+    def _early_finish(self, block: Block, command: str) -> str | None:
+        """Feedback for a finishing block sent beside other blocks, or None: it would
+        submit before the model has seen what the others print."""
+        first = command.strip().splitlines()[0].strip()
+        if not self.exit_signal or first.removeprefix("echo ").strip("'\" ") != self.exit_signal:
+            return None
+        return (
+            f"Your ```{block.tag} block on line {block.line} finishes the task in the same "
+            "reply as other commands, before you have seen their output, so nothing was run. "
+            "Send the other commands without it and look at their output; finish in a reply "
+            f"of its own, holding only this block\n\n```{self._tag()}\necho "
+            f"{self.exit_signal}\n```"
+        )
+
     def _error(self, problem: str) -> FormatError:
         return FormatError(f"{problem}\n\n{self.expected()}")
 
@@ -223,6 +237,8 @@ class RegexParse:
                     )
             for block, command in zip(shell, commands, strict=True):
                 bare = self._bare_signal(block, command)
+                if bare is None and len(commands) > 1:
+                    bare = self._early_finish(block, command)
                 if bare is not None:
                     return Failure(FormatError(bare))
             if self.one_action and len(commands) > 1:
