@@ -353,7 +353,7 @@ def table(results: Sequence[Result], tasks: Sequence[Task]) -> str:
         n = len(rows)
         outcomes: dict[str, int] = {}
         for r in rows:
-            key = r.outcome.split(":", 1)[0] if r.outcome.startswith("model_error") else r.outcome
+            key = r.outcome if r.outcome.startswith("exit:") else r.outcome.split(":", 1)[0]
             outcomes[key] = outcomes.get(key, 0) + 1
         lines.append(
             f"| {name} | {sum(r.solved for r in rows)}/{n} "
