@@ -21,6 +21,7 @@ from tests.batch._agents import (
     SlowThenQuick,
     StepModel,
     alive,
+    async_scripted_run,
     bash,
     manifest_lines,
     scripted_run,
@@ -125,6 +126,20 @@ def test_actors_that_cannot_start_fail_the_runs_with_the_reason(
         f"crashed: batch: no Ray actor is left to run it ({why})"
     ] * 3
     assert len(manifest_lines(tmp_path)) == 3
+
+
+def test_async_runs_are_hosted_by_ray_actors(tmp_path: Path, ray_cluster: ModuleType) -> None:
+    """An async make_run (awaiting four.arun) runs on a Ray actor too: each actor thread
+    runs it on an event loop of its own."""
+    make_run = async_scripted_run(
+        [bash("true"), bash("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")]
+    )
+    items = [Item(f"a{i}") for i in range(6)]
+    results = run_many(make_run, items, tmp_path, pool=RayPool(), max_concurrency=6)
+    assert sorted(r.id for r in results) == [i.id for i in items]
+    assert {(r.outcome, r.steps, r.node) for r in results} == {
+        ("exit:task_complete", 2, "127.0.0.2")
+    }
 
 
 def test_the_supervisor_stops_a_stalled_run_inside_an_actor(

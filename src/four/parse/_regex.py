@@ -210,6 +210,16 @@ class RegexParse:
     def __call__(
         self, reply: Reply, /
     ) -> Result[Sequence[Action | Rejected], FormatError | Submitted]:
+        read = self._read(reply)
+        if not reply.tool_calls or not isinstance(read, Success):
+            return read  # a format error answers every call; a submission ends the turn
+        not_run = (
+            f"Tool calls are not run here: write the command in a ```{self._tag()} block "
+            "in the text of your reply."
+        )
+        return Success([*read.unwrap(), *(Rejected(c.id, not_run) for c in reply.tool_calls)])
+
+    def _read(self, reply: Reply) -> Result[Sequence[Action | Rejected], FormatError | Submitted]:
         content = reply.content
         tags = _lowered(self.tags)
         blocks = fenced_blocks(content, tags)
@@ -267,7 +277,7 @@ class RegexParse:
         return no_action(
             content,
             self.exit_signal,
-            self.finish_on_plain_text,
+            self.finish_on_plain_text and not reply.tool_calls,  # a tool call is no answer
             bool(blocks),
             problem,
             self.expected(),
