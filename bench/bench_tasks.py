@@ -271,7 +271,7 @@ def run_mini(mini: str, task: Task, folder: Path, out: Path) -> tuple[str, int, 
             stdin=subprocess.DEVNULL, check=False,
         )  # fmt: skip
     except subprocess.TimeoutExpired:
-        return "timeout", STEPS, 0
+        return "timeout", 0, 0  # its trajectory is written only at its end
     return mini_stats(traj)
 
 
