@@ -202,3 +202,20 @@ def test_import_four_loads_none_of_the_local_extra() -> None:
         check=True,
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_runs_started_under_changing_load_share_one_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("xllamacpp") is None:
+        pytest.skip("the local extra is not installed")
+    from four.invoke import local_invoke
+
+    fake = tmp_path / "fake.gguf"
+    fake.write_bytes(b"GGUF" + b"\0" * 4096)
+    loads = iter([(0.0, 0.0, 0.0), (7.0, 7.0, 7.0)])  # a batch's later runs see a busy machine
+    monkeypatch.setattr(os, "getloadavg", lambda: next(loads))
+    first, later = local_invoke(str(fake)), local_invoke(str(fake))
+    assert first.settings == later.settings  # one server (2 GB), not one per thread count
