@@ -298,7 +298,7 @@ def local_invoke(
     ``qwen2.5-coder-1.5b``) or a path to a GGUF file. The server starts at the first
     call, on a free port of 127.0.0.1, and is shared by every G with the same server
     settings in this process: ``ctx`` tokens of context for each of ``parallel`` slots
-    (runs at once), ``threads`` CPU threads (default: the cores not busy now, at most 8),
+    (runs at once), ``threads`` CPU threads (default: the cores not busy as it starts, at most 8),
     ``temperature`` (0: the same history gives the same reply, nearly always),
     ``max_tokens`` per reply, ``seed``. It stops when the process ends. A server that
     cannot start is a ``ModelError``. Needs the ``four-loop[local]`` extra.
