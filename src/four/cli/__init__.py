@@ -96,6 +96,15 @@ def _add_agent_flags(p: argparse.ArgumentParser) -> None:
     """The model and environment flags that `four run` and `four batch` share."""
     p.add_argument("-m", "--model", help="litellm model name [FOUR_MODEL]")
     p.add_argument(
+        "--local",
+        nargs="?",
+        const="",
+        metavar="MODEL",
+        help="a model run on this machine, no key needed: a name of `four model list` or a "
+        ".gguf path; the default with no --model and no provider key [FOUR_LOCAL_MODEL, "
+        "qwen2.5-coder-1.5b]",
+    )
+    p.add_argument(
         "--api-base", help="an OpenAI-compatible server; no key check then [FOUR_API_BASE]"
     )
     p.add_argument(
@@ -293,6 +302,12 @@ def _spoke_flags(p: argparse.ArgumentParser) -> None:
     flags(p)
 
 
+def _model_flags(p: argparse.ArgumentParser) -> None:
+    from four.cli._model import model_flags
+
+    model_flags(p)
+
+
 def _batch_flags(p: argparse.ArgumentParser) -> None:
     from four.cli._batch import batch_flags
 
@@ -347,6 +362,13 @@ _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]]
         "given: counts per outcome, steps and cost distributions, the most frequent "
         "format errors and failing commands.",
         _stats_flags,
+    ),
+    "model": (
+        "pull and list the models that run on this machine",
+        "`four model pull NAME` fetches a model once (checked against its sha256) into "
+        "the models folder (FOUR_MODELS); `four model list` shows what is there. "
+        "`four run --local` runs on it, with no API key and no network.",
+        _model_flags,
     ),
     "batch": (
         "run an agent on every task of a JSON Lines file, many at once",

@@ -20,7 +20,9 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
+
+from returns.result import Failure
 
 from four._outcomes import Outcome
 from four._types import JSON, Execute, Invoke, Parse, Verify
@@ -82,6 +84,8 @@ class RunOptions:
     json: bool
     sign: str | None = None
     output_in_workspace: bool = False
+    local: str | None = None
+    """The model run on this machine (a registry name or a .gguf path), or None."""
 
     def record(self) -> dict[str, JSON]:
         """The settings stored in the trajectory (``info.components.cli``), task aside."""
@@ -155,7 +159,8 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
     domain = getattr(args, "domain", None) or env.get("FOUR_DOMAIN") or "bash"
     if domain not in domain_names():
         raise UsageError(f"FOUR_DOMAIN={domain!r}: use one of {', '.join(domain_names())}")
-    model = args.model or env.get("FOUR_MODEL")
+    local = local_model(args)
+    model = local or args.model or env.get("FOUR_MODEL")
     if not model:
         raise UsageError("no model: give --model NAME or set FOUR_MODEL")
     kind = args.env or env.get("FOUR_ENV") or "local"
@@ -186,6 +191,8 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
         raise UsageError("--feedback and --check-files need --check CMD")
     if args.retries_per_reason < 1:
         raise UsageError("--retries-per-reason must be at least 1")
+    if local and toolcalls:
+        raise UsageError("--local runs in text mode: drop --toolcalls (FOUR_TOOLCALLS)")
     tty = sys.stderr.isatty() if tty is None else tty
     mode = "quiet" if args.quiet else ("live" if tty else "lines")
     if toolcalls and domain != "bash":
@@ -220,6 +227,7 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
         json=bool(args.json),
         sign=getattr(args, "sign", None) or env.get("FOUR_SIGNING_KEY"),
         output_in_workspace=bool(getattr(args, "output_in_workspace", False)),
+        local=local,
     )
 
 
@@ -250,6 +258,93 @@ def guard_output(opts: RunOptions) -> None:
         "commands can read the runs saved there (a check's command often holds the "
         "answer): give -o a folder outside it, or --output-in-workspace to allow it"
     )
+
+
+PROVIDER_KEYS = (
+    "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY",
+    "MISTRAL_API_KEY", "GROQ_API_KEY", "OPENROUTER_API_KEY", "DEEPSEEK_API_KEY",
+    "TOGETHERAI_API_KEY", "XAI_API_KEY", "AZURE_API_KEY", "COHERE_API_KEY",
+)  # fmt: skip
+"""Variables whose presence means a hosted model is meant when none is named."""
+
+
+def local_model(args: argparse.Namespace) -> str | None:
+    """The local model to run on: ``--local [MODEL]`` or ``FOUR_LOCAL``, or, with no model,
+    server or provider key given, the default one; None for a hosted model."""
+    from four.models import DEFAULT_MODEL
+
+    chosen: str | None = getattr(args, "local", None)
+    if chosen is not None and args.model:
+        raise UsageError("--local and --model: choose one")
+    if chosen is None and not args.model:
+        variable = env.get("FOUR_LOCAL")
+        if variable is not None and variable.lower() not in ("0", "false", "no", "off"):
+            chosen = "" if variable.lower() in ("1", "true", "yes", "on") else variable
+    if chosen is None:
+        if args.model or env.get("FOUR_MODEL") or args.api_base or env.get("FOUR_API_BASE"):
+            return None
+        keys = [k for k in PROVIDER_KEYS if os.environ.get(k)]
+        if keys:
+            raise UsageError(
+                f"no model: give --model NAME ({keys[0]} is set), or --local for the "
+                "model run on this machine"
+            )
+        chosen = ""
+    return chosen or env.get("FOUR_LOCAL_MODEL") or DEFAULT_MODEL
+
+
+def resolve(opts: RunOptions, key: str | None) -> str:
+    """The model to run, checked before the first step (``UsageError`` if it cannot run)."""
+    if opts.local is None:
+        from four.cli._preflight import resolve_model
+
+        return resolve_model(opts.model, opts.api_base, key)
+    import importlib.util
+
+    from four.models import find_model
+
+    found = find_model(opts.local)
+    if isinstance(found, Failure):
+        raise UsageError(f"{found.failure()}; or give --model NAME for a hosted model")
+    if importlib.util.find_spec("xllamacpp") is None:
+        raise UsageError("--local needs the local extra: pip install 'four-loop[local]'")
+    return opts.local
+
+
+class LocalSettings(TypedDict, total=False):
+    """The ``local_invoke`` settings a person can set with ``FOUR_LOCAL_*`` variables."""
+
+    ctx: int
+    threads: int
+    parallel: int
+    max_tokens: int
+    temperature: float
+
+
+def local_settings() -> LocalSettings:
+    """``local_invoke``'s settings from the ``FOUR_LOCAL_*`` variables that are set."""
+
+    def count(name: str) -> int | None:
+        value = env.get_int(name, 0)
+        if value < 0:
+            raise UsageError(f"{name}={value} is negative")
+        return value or None
+
+    settings = LocalSettings()
+    if ctx := count("FOUR_LOCAL_CTX"):
+        settings["ctx"] = ctx
+    if threads := count("FOUR_LOCAL_THREADS"):
+        settings["threads"] = threads
+    if parallel := count("FOUR_LOCAL_PARALLEL"):
+        settings["parallel"] = parallel
+    if max_tokens := count("FOUR_LOCAL_MAX_TOKENS"):
+        settings["max_tokens"] = max_tokens
+    temperature = env.get_float("FOUR_LOCAL_TEMPERATURE", None)
+    if temperature is not None:
+        if temperature < 0:
+            raise UsageError(f"FOUR_LOCAL_TEMPERATURE={temperature} is negative")
+        settings["temperature"] = temperature
+    return settings
 
 
 def system_prompt(opts: RunOptions, domain: Domain) -> str:
@@ -298,8 +393,14 @@ def build(
     from four.invoke import budget_invoke, litellm_invoke, litellm_toolcall_invoke, retry_invoke
     from four.parse import toolcall_parse
 
-    make = litellm_toolcall_invoke if opts.toolcalls else litellm_invoke
-    G: Invoke = retry_invoke(make(model, api_base=opts.api_base, api_key=key, prices=opts.prices))
+    G: Invoke
+    if opts.local is not None:
+        from four.invoke import local_invoke
+
+        G = retry_invoke(local_invoke(opts.local, **local_settings()))
+    else:
+        make = litellm_toolcall_invoke if opts.toolcalls else litellm_invoke
+        G = retry_invoke(make(model, api_base=opts.api_base, api_key=key, prices=opts.prices))
     if opts.cost_limit:
         G = budget_invoke(G, cost_limit=opts.cost_limit)
     V1: Parse = toolcall_parse() if opts.toolcalls else domain.parse()
@@ -362,7 +463,7 @@ def sigterm_interrupts() -> Iterator[None]:
 def main(args: argparse.Namespace) -> int:
     """Run the agent; exit 0 finished or accepted, 1 any other end, 2 usage, 130 Ctrl-C."""
     from four import run
-    from four.cli._preflight import output_folder, resolve_model
+    from four.cli._preflight import output_folder
     from four.trajectory import TrajectoryNotSaved
     from four.trajectory._sign import SigningError, SigningKey
 
@@ -376,7 +477,9 @@ def main(args: argparse.Namespace) -> int:
     domain = load_domain(opts)
     system = system_prompt(opts, domain)
     key = api_key(opts)
-    model = resolve_model(opts.model, opts.api_base, key)
+    model = resolve(opts, key)
+    if opts.local is not None and not start_local(opts):  # before V2 holds anything
+        return 1
     where = setup(opts, signing)
     G, V1, V2 = build(opts, model, key, domain, where)
     check = domain_check(opts, domain, where, V2)
@@ -434,6 +537,21 @@ def _not_saved(exc: OSError, opts: RunOptions) -> int:
     else:
         print(f"four run: save_failed: {exc}", file=sys.stderr)
     return 1
+
+
+def start_local(opts: RunOptions) -> bool:
+    """Start the local model's server before the first step (so step 1's time is the
+    model's); False, with the reason printed, if it cannot start."""
+    from four.invoke import local_invoke
+
+    assert opts.local is not None
+    if opts.mode != "quiet" and not opts.json:
+        print(f"starting the local model {opts.local} ...", file=sys.stderr, flush=True)
+    started = local_invoke(opts.local, **local_settings()).server()
+    if isinstance(started, Failure):
+        print(f"four run: error: {started.failure()}", file=sys.stderr)
+        return False
+    return True
 
 
 def _interrupted(recording: Recording, opts: RunOptions, exc: KeyboardInterrupt) -> int:

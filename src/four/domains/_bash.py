@@ -58,24 +58,25 @@ def environment(
     """V2 for an environment's name; ``cwd`` is the working directory (for docker, inside
     the container; for the sandbox, the one writable folder, a fresh one when None).
     ``hide``: folders the sandbox's commands must not see (see ``sandbox_env``).
+    A command that repeats the one before it and its output is pointed out to the model.
     An unknown name, or docker without an image, raises ValueError.
 
     >>> environment("local", cwd="/tmp").cwd
     '/tmp'
     """
-    from four.execute import docker_env, local_env, sandbox_env, shell_env
+    from four.execute import docker_env, local_env, note_repeats, sandbox_env, shell_env
 
     limit = DEFAULT_TIMEOUT if timeout is None else timeout
     if kind == "local":
-        return local_env(limit, cwd=cwd)
+        return note_repeats(local_env(limit, cwd=cwd))
     if kind == "persistent":
-        return shell_env(limit, cwd=cwd)
+        return note_repeats(shell_env(limit, cwd=cwd))
     if kind == "sandbox":
-        return sandbox_env(limit, workdir=cwd, hide=hide)
+        return note_repeats(sandbox_env(limit, workdir=cwd, hide=hide))
     if kind == "docker":
         if not image:
             raise ValueError("--env docker needs an image: --image NAME or FOUR_IMAGE")
-        return docker_env(image, limit, cwd=cwd or "/")
+        return note_repeats(docker_env(image, limit, cwd=cwd or "/"))
     raise ValueError(f"unknown environment {kind!r}: use {', '.join(ENVIRONMENTS)}")
 
 
