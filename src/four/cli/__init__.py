@@ -280,6 +280,12 @@ def _spoke_flags(p: argparse.ArgumentParser) -> None:
     flags(p)
 
 
+def _doctor_flags(p: argparse.ArgumentParser) -> None:
+    from four.cli._doctor import flags
+
+    flags(p)
+
+
 def _batch_flags(p: argparse.ArgumentParser) -> None:
     from four.cli._batch import batch_flags
 
@@ -342,6 +348,16 @@ _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]]
         "Trajectories go to DIR/runs/<id>/, one line per task to DIR/manifest.jsonl; "
         "run again and finished tasks are skipped.",
         _batch_flags,
+    ),
+    "doctor": (
+        "check a run or a batch before it starts: GO, WARN or NO-GO",
+        "four doctor run TASK [flags of four run] | four doctor batch TASKS [flags of "
+        "four batch]: the key, the model, the endpoint, the environment, the output "
+        "folder, the --check program, the prompt's size, a batch's workers against what "
+        "the endpoint serves at once and, with --probe (one tiny model request), the "
+        "wall-clock budget; a row each with the fix. Exit 0 all GO, 3 warnings only, 1 a "
+        "NO-GO, 2 a usage error.",
+        _doctor_flags,
     ),
     "spoke": (
         "write a new, type-checked component of four with the model",

@@ -207,7 +207,7 @@ def batch_command(args: argparse.Namespace) -> int:
     from four.batch._pool import ThreadPool
     from four.batch._raypool import RayPool
     from four.cli._errors import UsageError
-    from four.cli._preflight import resolve_model
+    from four.cli._preflight import output_folder, prompt_fits, resolve
     from four.cli._run import (
         api_key,
         load_domain,
@@ -229,9 +229,12 @@ def batch_command(args: argparse.Namespace) -> int:
     # four run's settings, with a stand-in task (each item brings its own).
     opts = options(argparse.Namespace(**{**vars(args), "task": "(each item's task)"}))
     make_check(opts)  # a bad --check-files is a usage error now, not in every run
+    output_folder(str(batch.output_dir))  # before any model call, as four run
     key = api_key(opts)
-    model = resolve_model(opts.model, opts.api_base, key)
-    make_run = CommandRun(opts, model, key, system_prompt(opts, load_domain(opts)))
+    model, server = resolve(opts.model, opts.api_base, key)
+    system = system_prompt(opts, load_domain(opts))
+    prompt_fits(model, server, system, max((item.task for item in items), key=len))
+    make_run = CommandRun(opts, model, key, system)
     pool: Pool = ThreadPool()
     if batch.ray:
         import importlib.util

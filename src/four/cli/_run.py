@@ -318,7 +318,7 @@ def sigterm_interrupts() -> Iterator[None]:
 def main(args: argparse.Namespace) -> int:
     """Run the agent; exit 0 finished or accepted, 1 any other end, 2 usage, 130 Ctrl-C."""
     from four import run
-    from four.cli._preflight import output_folder, resolve_model
+    from four.cli._preflight import check_program, output_folder, prompt_fits, resolve
     from four.trajectory import TrajectoryNotSaved
     from four.trajectory._sign import SigningError, SigningKey
 
@@ -333,9 +333,11 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"--sign: the {domain.name} domain does not sign its trajectories yet")
     system = system_prompt(opts, domain)
     key = api_key(opts)
-    model = resolve_model(opts.model, opts.api_base, key)
+    model, server = resolve(opts.model, opts.api_base, key)
+    prompt_fits(model, server, system, opts.task)
     where = setup(opts, signing)
     G, V1, V2 = build(opts, model, key, domain, where)
+    check_program(opts.check, V2, domain.name)  # a run that cannot be judged does not start
     check = domain_check(opts, domain, where, V2)
     place = opts.env if domain.name == "bash" else domain.name
     display = Display(opts.mode, title=f"{model} · {place}", max_steps=opts.max_steps)
