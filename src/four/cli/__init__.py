@@ -274,6 +274,18 @@ def _stats_flags(p: argparse.ArgumentParser) -> None:
     _add_read_flags(p)
 
 
+def _fleet_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", metavar="DIR", nargs="+")
+    p.add_argument(
+        "--stall",
+        type=_number,
+        default=900.0,
+        metavar="SECONDS",
+        help="an unsealed run with nothing recorded for this long counts as stalled [900]",
+    )
+    p.add_argument("--json", action="store_true", help="print the folders as JSON")
+
+
 def _spoke_flags(p: argparse.ArgumentParser) -> None:
     from four.cli._spoke import flags
 
@@ -340,6 +352,14 @@ _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]]
         "given: counts per outcome, steps and cost distributions, the most frequent "
         "format errors and failing commands.",
         _stats_flags,
+    ),
+    "fleet": (
+        "one page over many folders of runs",
+        "Per folder (searched recursively): runs, running, stalled, finished, accepted, "
+        "failed by class, cost, tokens, the last recorded activity and the oldest stalled "
+        "run; the folders that need attention first. Reads only manifests, the heads of "
+        "sealed trajectories and the streams of unsealed runs.",
+        _fleet_flags,
     ),
     "batch": (
         "run an agent on every task of a JSON Lines file, many at once",
