@@ -6,9 +6,10 @@ never loads rich or litellm.
 
 Exit codes: 0 a finished (or accepted) run, or a command that did what it was
 asked; 1 a run that ended any other way (``save_failed`` too), an invalid audit, a
-replay that differs, a ``stats`` that read no run; 2 a usage error (bad flags, missing
-API key, unknown model, an output folder that cannot be written, an unreadable or
-refused trajectory file); 130 Ctrl-C (143 SIGTERM), after the trajectory is saved.
+replay that differs, a ``stats`` that read no run, a ``doctor`` NO-GO; 2 a usage error
+(bad flags, missing API key, unknown model, an output folder that cannot be written, a
+missing ``--check`` program, an unreadable or refused trajectory file); 3 a ``doctor``
+with warnings only; 130 Ctrl-C (143 SIGTERM), after the trajectory is saved.
 Every error is one line on standard error, starting ``four COMMAND:``.
 """
 

@@ -250,8 +250,9 @@ def _sealed_head(path: Path) -> tuple[str | None, JSON, float | None]:
                 line = f.readline().rstrip(b"\n").rstrip(b",")
                 if not line or line.startswith((b'"stream"', b'"timestamps"', b'"messages"')):
                     break
-                name, _, value = line.partition(b": ")
-                keys[json.loads(name)] = json.loads(value)
+                if line.startswith((b'"outcome": ', b'"stats": ')):  # the rest is not needed
+                    name, _, value = line.partition(b": ")
+                    keys[name.strip(b'"').decode()] = json.loads(value)
     if "outcome" not in keys:  # not our layout (mini-swe-agent's...): the reader's way
         from four.trajectory._load import TrajectoryError, scan_trajectory
 
