@@ -55,6 +55,7 @@ def _killed(folder: Path) -> Path:
 
 def _batch(folder: Path, work: Path) -> None:
     work.mkdir(exist_ok=True)
+
     def make_run(ctx: RunContext) -> Path:
         replies = [SUBMIT] if ctx.id != "b" else ["```bash\nfalse\n```"]
         return run(scripted_invoke(replies), regex_parse(), local_env(cwd=str(work)),
