@@ -145,14 +145,17 @@ def test_budget_of_a_batch_counts_rounds_of_what_the_server_serves_at_once() -> 
 
 
 def test_the_environments_run_a_trivial_command() -> None:
-    assert environment("local", local_env).status == "GO"
+    (ran,) = environment("local", local_env)
+    assert ran.status == "GO"
+    ran, found = environment("local", local_env, then=lambda env: check_program("bash -c :", env))
+    assert (ran.status, found.name, found.status) == ("GO", "check", "GO")
 
 
 def test_the_sandbox_runs_a_command_under_real_bubblewrap(tmp_path: Path) -> None:
     need(bwrap_problem())
     from four.execute import sandbox_env
 
-    check = environment("sandbox", lambda: sandbox_env(10, workdir=str(tmp_path)))
+    (check,) = environment("sandbox", lambda: sandbox_env(10, workdir=str(tmp_path)))
     assert check.status == "GO" and "sandbox: a command ran" in check.detail, check
 
 
@@ -160,13 +163,14 @@ def test_docker_needs_the_daemon_and_the_image(monkeypatch: pytest.MonkeyPatch) 
     need(docker_problem())
     from four.execute import docker_env
 
-    assert environment("docker", lambda: docker_env(TEST_IMAGE, 30), TEST_IMAGE).status == "GO"
-    missing = environment(
+    (ok,) = environment("docker", lambda: docker_env(TEST_IMAGE, 30), TEST_IMAGE)
+    assert ok.status == "GO"
+    (missing,) = environment(
         "docker", lambda: docker_env("four-no-such:image", 30), "four-no-such:image"
     )
     assert missing.status == "NO-GO" and missing.fix.startswith("docker pull four-no-such:image")
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
-    dead = environment("docker", lambda: docker_env(TEST_IMAGE, 30), TEST_IMAGE)
+    (dead,) = environment("docker", lambda: docker_env(TEST_IMAGE, 30), TEST_IMAGE)
     assert dead.status == "NO-GO" and "the daemon does not answer" in dead.detail
 
 
@@ -214,3 +218,26 @@ def test_a_prompt_larger_than_the_context_window_is_refused(
         code = main(["run", "x" * 8000, *_agent(server, tmp_path)])
         assert code == 2 and "of 1,000 tokens" in capsys.readouterr().err
         assert server.bodies("/v1/chat/completions") == []
+
+
+def test_the_table_has_a_row_per_check_and_the_verdict_last(
+    llama: LoopbackServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["doctor", "run", "list files", *_agent(llama, tmp_path), "--check", "true"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "four doctor · run · openai/test-model · local"
+    names = [line.split()[1] for line in lines[1:-1]]
+    assert names == [
+        "key",
+        "endpoint",
+        "model",
+        "output",
+        "context",
+        "environment",
+        "check",
+        "budget",
+    ]
+    assert (
+        all(line.startswith("GO ") for line in lines[1:-1]) and lines[-1] == "GO: 8 checks (exit 0)"
+    )
+    assert llama.bodies("/v1/chat/completions") == []  # no --probe: no model request

@@ -376,44 +376,46 @@ MakeEnv: TypeAlias = Callable[[], Execute]
 TRIVIAL = "echo four-doctor-$((6 * 7))"
 
 
-def environment(kind: str, make: MakeEnv, image: str | None = None) -> Check:
+def environment(
+    kind: str,
+    make: MakeEnv,
+    image: str | None = None,
+    then: Callable[[Execute], Check] | None = None,
+) -> list[Check]:
     """The environment runs a trivial command: bash for local and persistent; bubblewrap
-    and user namespaces first for sandbox; the daemon and the image first for docker."""
-    if kind == "sandbox":
-        missing = _sandbox_missing()
-        if missing is not None:
-            return missing
+    and user namespaces first for sandbox; the daemon and the image first for docker.
+    ``then`` is a further check asked of the same environment, once it works."""
+    missing = _sandbox_missing() if kind == "sandbox" else None
     if kind == "docker":
         missing = _docker_missing(image or "")
-        if missing is not None:
-            return missing
+    if missing is not None:
+        return [missing]
     try:
         env = make()
     except (TypeError, ValueError, OSError) as exc:
-        return Check("environment", "NO-GO", f"cannot make the {kind} environment: {exc}")
-    started = time.monotonic()
+        return [Check("environment", "NO-GO", f"cannot make the {kind} environment: {exc}")]
     try:
+        started = time.monotonic()
         seen = env(Action(TRIVIAL))
+        took = time.monotonic() - started
+        answer = seen.value_or(None)
+        if (
+            isinstance(answer, Observation)
+            and answer.returncode == 0
+            and ("four-doctor-42" in answer.content)
+        ):
+            ran = Check("environment", "GO", f"{kind}: a command ran in {took * 1000:.0f} ms")
+            return [ran] if then is None else [ran, then(env)]
     finally:
         close = getattr(env, "close", None)
         if callable(close):
             close()
-    took = time.monotonic() - started
-    answer = seen.value_or(None)
-    if (
-        isinstance(answer, Observation)
-        and answer.returncode == 0
-        and "four-doctor-42" in (answer.content)
-    ):
-        return Check("environment", "GO", f"{kind}: a command ran in {took * 1000:.0f} ms")
     shown = answer.content if isinstance(answer, Observation) else str(seen.failure())
     lines = [line for line in shown.splitlines() if line.strip()]
-    return Check(
-        "environment",
-        "NO-GO",
-        f"{kind}: a trivial command failed: {' '.join(lines)[:200]}",
-        _ENV_FIX.get(kind, ""),
-    )
+    said = " ".join(lines)[:200]
+    failed = Check("environment", "NO-GO", f"{kind}: a trivial command failed: {said}",
+                   _ENV_FIX.get(kind, ""))  # fmt: skip
+    return [failed]
 
 
 _ENV_FIX = {
@@ -728,19 +730,12 @@ def examine(plan: Plan, *, send_probe: bool = False, G: Invoke | None = None) ->
         checks.insert(1, reach(host) if host else Check(
             "endpoint", "WARN", f"no known API host for {plan.model}", "check it with --probe"
         ))  # fmt: skip
-    env_check = environment(plan.env, plan.make_env, plan.image)
-    checks.append(env_check)
-    if plan.check:
-        if env_check.status == "GO":
-            env = plan.make_env()
-            try:
-                checks.append(check_program(plan.check, env))
-            finally:
-                close = getattr(env, "close", None)
-                if callable(close):
-                    close()
-        else:
-            checks.append(check_program(plan.check, None))
+    command = plan.check
+    then = None if command is None else (lambda env: check_program(command, env))
+    ran = environment(plan.env, plan.make_env, plan.image, then)
+    checks.extend(ran)
+    if command is not None and len(ran) == 1:  # the environment failed: this machine's PATH
+        checks.append(check_program(command, None))
     if plan.workers is not None:
         checks.append(parallel(plan.workers, server))
     latency = None
