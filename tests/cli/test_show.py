@@ -218,3 +218,15 @@ def test_show_of_a_tool_call_run_uses_the_recorded_calls(
     assert "$ echo one" in out and "$ 5050" not in out
     assert "rejected" in out and "submission" in out and "submitted" in out
     assert "exit:task_complete" in out
+
+
+def test_a_recorded_command_that_is_no_text_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _bash_run(tmp_path, ["```bash\necho hi\n```", SUBMIT])
+    doc = path.read_text()
+    assert doc.count('"command":"echo hi"') == 1
+    broken = tmp_path / "broken.json"
+    broken.write_text(doc.replace('"command":"echo hi"', '"command":5'))
+    assert main(["show", str(broken)]) == 2
+    assert "message 4: 'command' is a number, not text" in capsys.readouterr().err
