@@ -241,3 +241,9 @@ def test_the_table_has_a_row_per_check_and_the_verdict_last(
         all(line.startswith("GO ") for line in lines[1:-1]) and lines[-1] == "GO: 8 checks (exit 0)"
     )
     assert llama.bodies("/v1/chat/completions") == []  # no --probe: no model request
+
+
+def test_a_held_out_judge_is_not_looked_for_in_the_workspace(tmp_path: Path) -> None:
+    env = local_env(cwd=str(tmp_path))
+    assert check_program("./hidden/judge.sh", env).status == "NO-GO"
+    assert check_program("./hidden/judge.sh", env, held_out=("hidden",)).status == "GO"

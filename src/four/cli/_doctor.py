@@ -80,7 +80,7 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, Invoke, str]:
     """What the command line would run, read by ``four run``'s and ``four batch``'s own
     code; the model call for ``--probe``; the table's title."""
     from four.cli._envs import make_env
-    from four.cli._preflight import litellm
+    from four.cli._preflight import held_out, litellm
     from four.cli._run import api_key, load_domain, options, system_prompt
 
     batch = None
@@ -129,7 +129,8 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, Invoke, str]:
         output_dir=opts.output_dir,
         system=system,
         task=max(tasks, key=len) if tasks else opts.task,
-        check=opts.check,
+        check=opts.check if opts.domain != "notebook" else None,  # there, Python
+        held_out=held_out(opts.check_files),
         image=opts.image,
         prices=opts.prices,
         workers=batch.workers if batch else None,

@@ -6,6 +6,7 @@ A run that cannot start should say why at once, not after the first (billed) ste
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -82,10 +83,25 @@ def output_folder(text: str, flag: str = "-o") -> Path:
     return Path(text).expanduser()
 
 
-def check_program(command: str | None, env: Execute | None, domain: str) -> None:
+def check_program(
+    command: str | None, env: Execute | None, domain: str, check_files: Sequence[str] = ()
+) -> None:
     """The ``--check`` command's program is there (asked of the run's environment), or a
     ``UsageError``: a run that cannot be judged should not start."""
     if command and domain == "bash" and env is not None:
         from four.observe._doctor import check_program as check
 
-        refuse(check(command, env))
+        refuse(check(command, env, held_out(check_files)))
+
+
+def held_out(check_files: Sequence[str]) -> tuple[str, ...]:
+    """Where each ``--check-files [DEST=]DIR`` goes in the workspace (as ``make_check``).
+
+    >>> held_out(["tests_hidden/", "t=/tmp/x"])
+    ('tests_hidden', 't')
+    """
+    places = []
+    for given in check_files:
+        destination, _, folder = given.rpartition("=")
+        places.append((destination or Path(folder.rstrip("/") or folder).name).rstrip("/"))
+    return tuple(places)

@@ -337,7 +337,7 @@ def main(args: argparse.Namespace) -> int:
     prompt_fits(model, server, system, opts.task)
     where = setup(opts, signing)
     G, V1, V2 = build(opts, model, key, domain, where)
-    check_program(opts.check, V2, domain.name)  # a run that cannot be judged does not start
+    check_program(opts.check, V2, domain.name, opts.check_files)  # else it cannot be judged
     check = domain_check(opts, domain, where, V2)
     place = opts.env if domain.name == "bash" else domain.name
     display = Display(opts.mode, title=f"{model} · {place}", max_steps=opts.max_steps)

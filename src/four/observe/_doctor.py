@@ -483,12 +483,17 @@ def _quiet(argv: Sequence[str]) -> subprocess.CompletedProcess[str] | None:
         return None
 
 
-def check_program(command: str, env: Execute | None) -> Check:
+def check_program(command: str, env: Execute | None, held_out: Sequence[str] = ()) -> Check:
     """The program the ``--check`` command starts exists where the check runs: asked of
-    the run's own environment (``command -v``), else of this machine's PATH."""
+    the run's own environment (``command -v``), else of this machine's PATH. A program
+    inside a ``held_out`` folder (``--check-files``: there only while the check runs)
+    is not looked for."""
     program = program_of(command)
     if program is None:
         return Check("check", "GO", "the check is a shell construct")
+    top = program.removeprefix("./").split("/", 1)[0]
+    if "/" in program and top in {h.strip("/") for h in held_out}:
+        return Check("check", "GO", f"{program} comes with the held-out files (--check-files)")
     if env is None:
         found = shutil.which(program) is not None or program in _SHELL_WORDS
     else:
@@ -695,7 +700,8 @@ class Plan:
     output_dir: str
     system: str
     task: str
-    check: str | None = None
+    check: str | None = None  # a shell command (None for a domain whose check is not)
+    held_out: tuple[str, ...] = ()  # where --check-files go in the workspace
     image: str | None = None
     prices: tuple[float, float] | None = None
     workers: int | None = None  # a batch's
@@ -730,12 +736,12 @@ def examine(plan: Plan, *, send_probe: bool = False, G: Invoke | None = None) ->
         checks.insert(1, reach(host) if host else Check(
             "endpoint", "WARN", f"no known API host for {plan.model}", "check it with --probe"
         ))  # fmt: skip
-    command = plan.check
-    then = None if command is None else (lambda env: check_program(command, env))
+    command, held = plan.check, plan.held_out
+    then = None if command is None else (lambda env: check_program(command, env, held))
     ran = environment(plan.env, plan.make_env, plan.image, then)
     checks.extend(ran)
     if command is not None and len(ran) == 1:  # the environment failed: this machine's PATH
-        checks.append(check_program(command, None))
+        checks.append(check_program(command, None, held))
     if plan.workers is not None:
         checks.append(parallel(plan.workers, server))
     latency = None
