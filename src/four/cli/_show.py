@@ -65,7 +65,7 @@ def show(
         if step is None or s.number == step:
             if step is None and s.number > shown + 1:
                 _gap(console, s.number - shown - 1)
-            _step(console, s, limit, figures)
+            _step(console, s, limit, figures, "$ " if run.domain == "bash" else "» ")
             shown = s.number
     if step is None:
         output = run.trajectory.detail.get("output")
@@ -147,7 +147,11 @@ def _notebook(console: Console, notebook: Notebook) -> None:
 
 
 def _step(
-    console: Console, step: Step, limit: int, figures: Mapping[int, Figure] | None = None
+    console: Console,
+    step: Step,
+    limit: int,
+    figures: Mapping[int, Figure] | None = None,
+    prompt: str = "$ ",
 ) -> None:
 
     usage = step.reply.usage
@@ -174,7 +178,10 @@ def _step(
     for index, observation in enumerate(step.observations):
         command = step.actions[index] if index < len(step.actions) else None
         if command is not None:  # as the loop ran it
-            console.print(Text("$ ", style="bold yellow") + Text(visible(command), style="bold"))
+            first, _, rest = visible(command).partition("\n")
+            console.print(Text(prompt, style="bold yellow") + Text(first, style="bold"))
+            if rest:
+                _folded(console, rest, limit, "bold")
         code = step.returncodes[index] if index < len(step.returncodes) else None
         took = step.time_of(index)
         status = "" if code is None else f" · exit {code}"

@@ -136,6 +136,14 @@ class Run:
     format_error_steps: int = 0
 
     @property
+    def domain(self) -> str:
+        """The domain ``four run`` recorded (``bash`` when it recorded none)."""
+        components = self.trajectory.info.get("components")
+        cli = components.get("cli") if isinstance(components, dict) else None
+        domain = cli.get("domain") if isinstance(cli, dict) else None
+        return domain if isinstance(domain, str) else "bash"
+
+    @property
     def outcome(self) -> str:
         return self.trajectory.outcome or "unfinished"
 
