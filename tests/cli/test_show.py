@@ -230,3 +230,20 @@ def test_a_recorded_command_that_is_no_text_is_refused(
     broken.write_text(doc.replace('"command":"echo hi"', '"command":5'))
     assert main(["show", str(broken)]) == 2
     assert "message 4: 'command' is a number, not text" in capsys.readouterr().err
+
+
+def test_resumed_steps_show_no_time_they_were_not_timed_in_this_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from four import load_trajectory, local_env, regex_parse, run, save_trajectory, scripted_invoke
+
+    first = _bash_run(tmp_path, ["```bash\necho one\n```"], max_steps=1)
+    again = run(
+        scripted_invoke([_slow(SUBMIT, 0.2)]),
+        regex_parse(),
+        local_env(cwd=str(tmp_path)),
+        save_trajectory(tmp_path / "again"),
+        resume=load_trajectory(first).messages,
+    )
+    rules = [line for line in _show(again, capsys).splitlines() if re.match(r"step \d+ ·", line)]
+    assert "model" not in rules[0] and re.search(r"\(model \d+ ms\)", rules[1]), rules

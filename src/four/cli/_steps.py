@@ -75,6 +75,8 @@ class Step:
     submitted: bool = False
     """The loop took this step as a submission (its outcome, or a recorded kind): what
     follows it is a check's feedback, if anything."""
+    at: int = 0
+    """The reply's index among the run's messages."""
 
     @property
     def commands(self) -> tuple[str, ...]:
@@ -245,7 +247,6 @@ class StepCutter:
         "_model",
         "_observed",
         "_pick",
-        "_starts",
         "_tail",
         "_times",
         "_usage",
@@ -258,12 +259,12 @@ class StepCutter:
         self._keep, self._pick = keep, pick
         self._head: list[Step] = []
         self._tail: deque[Step] = deque(maxlen=keep or None)
-        self._current: tuple[Assistant, float | None] | None = None  # reply, model time
+        # the reply, its model call's time, its index among the messages
+        self._current: tuple[Assistant, float | None, int] | None = None
         self._observed: list[Message] = []
         self._times: list[float | None] = []
         self._last: float | None = None  # the previous message's time
         self._index = 0  # messages seen
-        self._starts: list[int] = []  # each step's reply: its index among the messages
         self._marked = False  # our loop marks what it adds; older files are read by inference
         self._usage = Usage(calls=0)
         self._model = ""
@@ -277,8 +278,7 @@ class StepCutter:
         self._index += 1
         if isinstance(message, Assistant):
             self._close(False)
-            self._starts.append(self._index - 1)
-            self._current, self._observed, self._times = (message, took), [], []
+            self._current, self._observed, self._times = (message, took, self._index - 1), [], []
             if message.usage is not None:
                 self._usage += message.usage
             self._model = self._model or message.model
@@ -294,7 +294,7 @@ class StepCutter:
     def _close(self, last_submitted: bool) -> None:
         if self._current is None:
             return
-        reply, model_time = self._current
+        reply, model_time, at = self._current
         step = _step(
             self.count + 1,
             reply,
@@ -303,6 +303,7 @@ class StepCutter:
             tuple(self._times),
             self._marked,
             last_submitted,
+            at,
         )
         self.count += 1
         self._failed += step.failed
@@ -323,8 +324,7 @@ class StepCutter:
         resumed = trajectory.info.get("resumed_from")
         if isinstance(resumed, int) and resumed > 0:  # those were recorded at once, untimed
             steps = tuple(
-                replace(s, model_time=None, times=()) if self._starts[s.number - 1] < resumed else s
-                for s in steps
+                replace(s, model_time=None, times=()) if s.at < resumed else s for s in steps
             )
         return Run(
             trajectory,
@@ -366,6 +366,7 @@ def _step(
     times: tuple[float | None, ...],
     marked: bool,
     last_submitted: bool,
+    at: int = 0,
 ) -> Step:
     """One step, from what the loop recorded (``marked``: our loop's kinds, return codes
     and commands), else by inference from the text (older files, mini-swe-agent's)."""
@@ -389,6 +390,7 @@ def _step(
             model_time,
             times,
             last_submitted or any(k in ("submission", "feedback") for k in kinds),
+            at,
         )
     commands = commands_of(reply)
     format_error: str | None = None
@@ -423,6 +425,7 @@ def _step(
         model_time,
         times,
         last_submitted,
+        at,
     )
 
 
