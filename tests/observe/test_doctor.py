@@ -25,9 +25,9 @@ from four.observe._doctor import (
     context_fit,
     environment,
     output_folder,
-    read_server,
     wall_budget,
 )
+from four.observe._endpoint import read_server
 from tests._server import Answer, LoopbackServer, chat, serve
 from tests.cli.test_save_faults import _mount
 from tests.execute.conftest import TEST_IMAGE, bwrap_problem, docker_problem, need

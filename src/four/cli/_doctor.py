@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from four._types import Execute, Invoke
-from four.observe._doctor import Budget, Check, Plan, examine, exit_code
+from four.observe._check import Check, exit_code
+from four.observe._doctor import Budget, Plan, examine
 
 
 def flags(p: argparse.ArgumentParser) -> None:

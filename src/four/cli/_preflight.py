@@ -15,7 +15,8 @@ from four.cli._errors import UsageError
 
 if TYPE_CHECKING:
     from four._types import Execute
-    from four.observe._doctor import Check, Server
+    from four.observe._check import Check
+    from four.observe._endpoint import Server
 
 
 def litellm() -> ModuleType:
@@ -40,7 +41,8 @@ def resolve(
     and when it lists its models, ``model`` must be one of them; a name with no
     provider prefix is sent as ``openai/<name>``. (The checks are ``four doctor``'s.)
     """
-    from four.observe._doctor import endpoint, provider_key, read_server
+    from four.observe._doctor import provider_key
+    from four.observe._endpoint import endpoint, read_server
 
     lite = litellm()
     if api_base:

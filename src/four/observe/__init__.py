@@ -7,7 +7,7 @@ classify(sealed, ...)      finished, running or stalled, from what a run's recor
 Check                      one row of ``four doctor``: GO, WARN or NO-GO, and the fix
 """
 
-from four.observe._doctor import Check
+from four.observe._check import Check
 from four.observe._fleet import FolderStatus, classify, fleet
 from four.observe._tags import TAGS, Tag, tags
 
