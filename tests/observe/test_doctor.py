@@ -247,3 +247,18 @@ def test_a_held_out_judge_is_not_looked_for_in_the_workspace(tmp_path: Path) -> 
     env = local_env(cwd=str(tmp_path))
     assert check_program("./hidden/judge.sh", env).status == "NO-GO"
     assert check_program("./hidden/judge.sh", env, held_out=("hidden",)).status == "GO"
+
+
+def test_a_hosted_endpoint_is_reached_through_the_proxy_when_one_is_set(
+    llama: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from four.observe._endpoint import reach
+
+    monkeypatch.setenv("https_proxy", llama.root)
+    monkeypatch.delenv("HTTPS_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    through = reach("api.example.invalid")
+    assert through.status == "GO" and "through the proxy 127.0.0.1" in through.detail, through
+    monkeypatch.setenv("https_proxy", "http://127.0.0.1:9")  # the discard port: nobody
+    assert reach("api.example.invalid", timeout=2).status == "NO-GO"

@@ -7,6 +7,7 @@ import json
 import socket
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -132,7 +133,15 @@ _HOSTS: Mapping[str, str] = {
 
 
 def reach(host: str, port: int = 443, timeout: float = 5.0) -> Check:
-    """A TCP connection to a hosted provider's API opens."""
+    """A TCP connection to a hosted provider's API opens (to the HTTPS proxy instead,
+    when one is set: that is where the requests go)."""
+    proxy = urllib.request.getproxies().get("https")
+    via = ""
+    if proxy and not urllib.request.proxy_bypass(host):
+        parsed = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+        if parsed.hostname:
+            via = f" (through the proxy {parsed.hostname})"
+            host, port = parsed.hostname, parsed.port or 80
     started = time.monotonic()
     try:
         with socket.create_connection((host, port), timeout=timeout):
@@ -141,10 +150,10 @@ def reach(host: str, port: int = 443, timeout: float = 5.0) -> Check:
         return Check(
             "endpoint",
             "NO-GO",
-            f"cannot connect to {host}:{port}: {exc.strerror or exc}",
+            f"cannot connect to {host}:{port}{via}: {exc.strerror or exc}",
             "check the network (a proxy, a firewall)",
         )
-    return Check("endpoint", "GO", f"{host}:{port} connected in {took * 1000:.0f} ms")
+    return Check("endpoint", "GO", f"{host}:{port} connected in {took * 1000:.0f} ms{via}")
 
 
 def provider_host(model: str) -> str | None:
