@@ -34,6 +34,13 @@ def flags(p: argparse.ArgumentParser) -> None:
     ):
         sub = target.add_parser(name, help=about, description=f"four doctor {name}: {about}")
         define(sub)
+        for action in sub._actions:  # the same flags; here they print the checks
+            if action.dest in ("json", "quiet"):
+                action.help = (
+                    "print the checks as JSON"
+                    if action.dest == "json"
+                    else ("print only the verdict line")
+                )
         sub.add_argument(
             "--probe",
             action="store_true",
