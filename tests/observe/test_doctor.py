@@ -262,3 +262,15 @@ def test_a_hosted_endpoint_is_reached_through_the_proxy_when_one_is_set(
     assert through.status == "GO" and "through the proxy 127.0.0.1" in through.detail, through
     monkeypatch.setenv("https_proxy", "http://127.0.0.1:9")  # the discard port: nobody
     assert reach("api.example.invalid", timeout=2).status == "NO-GO"
+
+
+def test_a_batch_whose_folder_cannot_hold_runs_does_not_start(
+    llama: LoopbackServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    taken = tmp_path / "taken"
+    taken.write_text("a file\n")
+    argv = ["batch", str(_tasks(tmp_path)), *_agent(llama, tmp_path), "-q"]
+    argv[argv.index("-o") + 1] = str(taken)
+    assert main(argv) == 2
+    assert f"-o {taken}: it is a file, not a folder" in capsys.readouterr().err
+    assert llama.bodies("/v1/chat/completions") == []
