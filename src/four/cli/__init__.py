@@ -6,9 +6,10 @@ never loads rich or litellm.
 
 Exit codes: 0 a finished (or accepted) run, or a command that did what it was
 asked; 1 a run that ended any other way (``save_failed`` too), an invalid audit, a
-replay that differs, a ``stats`` that read no run; 2 a usage error (bad flags, missing
-API key, unknown model, an output folder that cannot be written, an unreadable or
-refused trajectory file); 130 Ctrl-C (143 SIGTERM), after the trajectory is saved.
+replay that differs, a ``stats`` that read no run, a ``doctor`` NO-GO; 2 a usage error
+(bad flags, missing API key, unknown model, an output folder that cannot be written, a
+missing ``--check`` program, an unreadable or refused trajectory file); 3 a ``doctor``
+with warnings only; 130 Ctrl-C (143 SIGTERM), after the trajectory is saved.
 Every error is one line on standard error, starting ``four COMMAND:``.
 """
 
@@ -296,6 +297,18 @@ def _stats_flags(p: argparse.ArgumentParser) -> None:
     _add_read_flags(p)
 
 
+def _fleet_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", metavar="DIR", nargs="+")
+    p.add_argument(
+        "--stall",
+        type=_number,
+        default=900.0,
+        metavar="SECONDS",
+        help="an unsealed run with nothing recorded for this long counts as stalled [900]",
+    )
+    p.add_argument("--json", action="store_true", help="print the folders as JSON")
+
+
 def _spoke_flags(p: argparse.ArgumentParser) -> None:
     from four.cli._spoke import flags
 
@@ -306,6 +319,12 @@ def _model_flags(p: argparse.ArgumentParser) -> None:
     from four.cli._model import model_flags
 
     model_flags(p)
+
+
+def _doctor_flags(p: argparse.ArgumentParser) -> None:
+    from four.cli._doctor import flags
+
+    flags(p)
 
 
 def _batch_flags(p: argparse.ArgumentParser) -> None:
@@ -370,6 +389,14 @@ _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]]
         "`four run --local` runs on it, with no API key and no network.",
         _model_flags,
     ),
+    "fleet": (
+        "one page over many folders of runs",
+        "Per folder (searched recursively): runs, running, stalled, finished, accepted, "
+        "failed by class, cost, tokens, the last recorded activity and the oldest stalled "
+        "run; the folders that need attention first. Reads only manifests, the heads of "
+        "sealed trajectories and the streams of unsealed runs.",
+        _fleet_flags,
+    ),
     "batch": (
         "run an agent on every task of a JSON Lines file, many at once",
         "Run the agent of `four run` on each task of TASKS (one JSON object per line, with "
@@ -377,6 +404,16 @@ _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]]
         "Trajectories go to DIR/runs/<id>/, one line per task to DIR/manifest.jsonl; "
         "run again and finished tasks are skipped.",
         _batch_flags,
+    ),
+    "doctor": (
+        "check a run or a batch before it starts: GO, WARN or NO-GO",
+        "four doctor run TASK [flags of four run] | four doctor batch TASKS [flags of "
+        "four batch]: the key, the model, the endpoint, the environment, the output "
+        "folder, the --check program, the prompt's size, a batch's workers against what "
+        "the endpoint serves at once and, with --probe (one tiny model request), the "
+        "wall-clock budget; a row each with the fix. Exit 0 all GO, 3 warnings only, 1 a "
+        "NO-GO, 2 a usage error.",
+        _doctor_flags,
     ),
     "spoke": (
         "write a new, type-checked component of four with the model",

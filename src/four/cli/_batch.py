@@ -208,6 +208,7 @@ def batch_command(args: argparse.Namespace) -> int:
     from four.batch._pool import ThreadPool
     from four.batch._raypool import RayPool
     from four.cli._errors import UsageError
+    from four.cli._preflight import output_folder, prompt_fits
     from four.cli._run import (
         api_key,
         load_domain,
@@ -230,11 +231,14 @@ def batch_command(args: argparse.Namespace) -> int:
     # four run's settings, with a stand-in task (each item brings its own).
     opts = options(argparse.Namespace(**{**vars(args), "task": "(each item's task)"}))
     make_check(opts)  # a bad --check-files is a usage error now, not in every run
+    output_folder(str(batch.output_dir))  # before any model call, as four run
     key = api_key(opts)
-    model = resolve(opts, key)
+    model, server = resolve(opts, key)
     if opts.local is not None:  # one server slot per worker, unless told otherwise
         os.environ.setdefault("FOUR_LOCAL_PARALLEL", str(batch.workers))
-    make_run = CommandRun(opts, model, key, system_prompt(opts, load_domain(opts)))
+    system = system_prompt(opts, load_domain(opts))
+    prompt_fits(model, server, system, max((item.task for item in items), key=len))
+    make_run = CommandRun(opts, model, key, system)
     pool: Pool = ThreadPool()
     if batch.ray:
         import importlib.util

@@ -35,6 +35,7 @@ from four.domains import Domain, DomainError, DomainSetup, domain_names, get_dom
 from four.trajectory._codec import usage_from_json
 
 if TYPE_CHECKING:
+    from four.observe._endpoint import Server
     from four.trajectory._sign import SigningKey
 
 DEFAULT_MAX_STEPS = 100
@@ -293,12 +294,13 @@ def local_model(args: argparse.Namespace) -> str | None:
     return chosen or env.get("FOUR_LOCAL_MODEL") or DEFAULT_MODEL
 
 
-def resolve(opts: RunOptions, key: str | None) -> str:
-    """The model to run, checked before the first step (``UsageError`` if it cannot run)."""
+def resolve(opts: RunOptions, key: str | None) -> tuple[str, Server | None]:
+    """The model to run and what its server said of itself, checked before the first
+    step (``UsageError`` if it cannot run)."""
     if opts.local is None:
-        from four.cli._preflight import resolve_model
+        from four.cli._preflight import resolve as resolve_hosted
 
-        return resolve_model(opts.model, opts.api_base, key)
+        return resolve_hosted(opts.model, opts.api_base, key)
     import importlib.util
 
     from four.models import find_model
@@ -308,7 +310,7 @@ def resolve(opts: RunOptions, key: str | None) -> str:
         raise UsageError(f"{found.failure()}; or give --model NAME for a hosted model")
     if importlib.util.find_spec("xllamacpp") is None:
         raise UsageError("--local needs the local extra: pip install 'four-loop[local]'")
-    return opts.local
+    return opts.local, None
 
 
 class LocalSettings(TypedDict, total=False):
@@ -463,7 +465,7 @@ def sigterm_interrupts() -> Iterator[None]:
 def main(args: argparse.Namespace) -> int:
     """Run the agent; exit 0 finished or accepted, 1 any other end, 2 usage, 130 Ctrl-C."""
     from four import run
-    from four.cli._preflight import output_folder
+    from four.cli._preflight import check_program, output_folder, prompt_fits
     from four.trajectory import TrajectoryNotSaved
     from four.trajectory._sign import SigningError, SigningKey
 
@@ -477,11 +479,13 @@ def main(args: argparse.Namespace) -> int:
     domain = load_domain(opts)
     system = system_prompt(opts, domain)
     key = api_key(opts)
-    model = resolve(opts, key)
+    model, server = resolve(opts, key)
+    prompt_fits(model, server, system, opts.task)
     if opts.local is not None and not start_local(opts):  # before V2 holds anything
         return 1
     where = setup(opts, signing)
     G, V1, V2 = build(opts, model, key, domain, where)
+    check_program(opts.check, V2, domain.name, opts.check_files)  # else it cannot be judged
     check = domain_check(opts, domain, where, V2)
     place = opts.env if domain.name == "bash" else domain.name
     display = Display(opts.mode, title=f"{model} · {place}", max_steps=opts.max_steps)
