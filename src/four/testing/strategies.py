@@ -35,6 +35,7 @@ from four._outcomes import (
     Outcome,
     RepeatedFormatError,
     Stalled,
+    Stopped,
     StepsExhausted,
     TimeLimitReached,
 )
@@ -237,6 +238,7 @@ def outcomes() -> st.SearchStrategy[Outcome]:
         st.builds(Accepted, text),
         st.builds(Held, text),
         st.builds(Blocked, text),
+        st.builds(Stopped, text),
     )
 
 
