@@ -23,11 +23,12 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from four._outcomes import Outcome
-from four._types import JSON, Execute, Invoke, Parse, Verify
+from four._types import JSON, Execute, Invoke, Message, Parse, Verify
 from four.cli import _settings as env
 from four.cli._errors import UsageError
 from four.cli._format import cost, fold, seconds, succeeded, tokens
 from four.cli._live import Display, Recording, Watched, WatchedEnv, components
+from four.cli._resume import HEARTBEAT, heartbeat
 from four.cli._terminal import visible
 from four.domains import Domain, DomainError, DomainSetup, domain_names, get_domain
 from four.trajectory._codec import usage_from_json
@@ -68,6 +69,8 @@ class RunOptions:
     mode: str
     json: bool
     sign: str | None = None
+    resumes: str | None = None  # the trajectory this attempt continues (four run --resume)
+    attempt: int = 1
 
     def record(self) -> dict[str, JSON]:
         """The settings stored in the trajectory (``info.components.cli``), task aside."""
@@ -78,8 +81,8 @@ class RunOptions:
         }
         data["prices"] = list(self.prices) if self.prices else None
         data["check_files"] = list(self.check_files)
-        if self.cwd is None and self.env in ("local", "persistent"):
-            data["cwd"] = os.getcwd()  # so `four replay` from elsewhere runs in the same place
+        if self.env in ("local", "persistent"):  # so `four replay` from elsewhere runs there
+            data["cwd"] = os.path.abspath(self.cwd) if self.cwd else os.getcwd()
         data["version"] = __version__
         return data
 
@@ -133,6 +136,8 @@ class Terminated(KeyboardInterrupt):
 def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
     """Combine flags, ``FOUR_*`` variables and defaults; a missing or bad value is a
     ``UsageError``."""
+    if args.task is None:
+        raise UsageError("give TASK (or --resume TRAJ to continue a run)")
     task = str(args.task)
     if task == "-":
         task = sys.stdin.read()
@@ -322,7 +327,11 @@ def main(args: argparse.Namespace) -> int:
     from four.trajectory import TrajectoryNotSaved
     from four.trajectory._sign import SigningError, SigningKey
 
-    opts = options(args)
+    history: tuple[Message, ...] = ()
+    if getattr(args, "resume", None):
+        opts, history = _resumed(args)
+    else:
+        opts = options(args)
     output_folder(opts.output_dir)  # before any model call: a run that cannot be saved
     try:  # before the model is asked anything: a bad key is a usage error
         signing = SigningKey.load(opts.sign) if opts.sign else None
@@ -342,16 +351,18 @@ def main(args: argparse.Namespace) -> int:
     recording = Recording(domain.emit(where, V2), components(G, V2, opts.record()))
     display.start()
     try:
-        with sigterm_interrupts():
+        beats = env.get_float("FOUR_HEARTBEAT", HEARTBEAT) or 0.0
+        with sigterm_interrupts(), heartbeat(lambda: recording.sink, beats):
             path = run(
                 Watched(G, display),
                 V1,
                 WatchedEnv(V2, display),
                 recording,
                 system,
-                opts.task,
+                "" if history else opts.task,
                 opts.max_steps,
                 opts.max_format_errors,
+                resume=history,
                 check=check,
                 watch=Saving(recording, Deadline(opts.timeout) if opts.timeout else None),
             )
@@ -372,6 +383,17 @@ def main(args: argparse.Namespace) -> int:
     finally:
         display.stop()
     return report(path, opts)
+
+
+def _resumed(args: argparse.Namespace) -> tuple[RunOptions, tuple[Message, ...]]:
+    """The options and history of a new attempt at the run ``--resume`` names."""
+    from four.cli._resume import options_of, resumed
+
+    if args.task is not None:
+        raise UsageError("--resume takes the task from the trajectory: give no TASK")
+    earlier = resumed(args.resume)
+    mode = "quiet" if args.quiet else ("live" if sys.stderr.isatty() else "lines")
+    return options_of(earlier, args.resume, mode=mode, json=bool(args.json)), earlier.history
 
 
 def _not_saved(exc: OSError, opts: RunOptions) -> int:

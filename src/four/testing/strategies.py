@@ -35,8 +35,8 @@ from four._outcomes import (
     Outcome,
     RepeatedFormatError,
     Stalled,
-    Stopped,
     StepsExhausted,
+    Stopped,
     TimeLimitReached,
 )
 from four._types import (

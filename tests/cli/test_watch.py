@@ -1,0 +1,194 @@
+"""`four watch`: real `four run` processes against the loopback model server, killed or
+stuck, then classified and rescued by real `four watch` processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from four.cli._resume import INTERRUPTED
+from four.trajectory._driver import process_start
+from tests._server import CHAT, LoopbackServer, chat
+from tests.cli._runs import SUBMIT, cli, cli_env
+
+BEAT = {"FOUR_HEARTBEAT": "0.2"}
+
+
+@pytest.fixture(autouse=True)
+def no_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    from four.cli._settings import VARIABLES
+
+    for variable in VARIABLES:
+        monkeypatch.delenv(variable.name, raising=False)
+
+
+def start_run(server: LoopbackServer, tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path]:
+    runs = tmp_path / "runs"
+    work = tmp_path / "work"
+    work.mkdir()
+    argv = ["run", "count the files", "--model", "test-model", "--api-base", server.url]
+    with open(tmp_path / "run.log", "wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "four.cli", *argv, "-o", str(runs), "--cwd", str(work), "-q"],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            env=cli_env(BEAT),
+        )
+    return process, runs
+
+
+def until(what: str, test: object, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while not callable(test) or not test():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def stream_holds(runs: Path, text: str) -> bool:
+    return any(text in p.read_text() for p in runs.glob("*.jsonl"))
+
+
+def sleepers(driver: int) -> list[int]:
+    """The `sleep` processes started by ``driver`` (its descendants)."""
+    parents: dict[int, int] = {}
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{name}/stat").read_bytes()
+        except OSError:
+            continue
+        parents[int(name)] = int(stat[stat.rfind(b")") + 2 :].split()[1])
+
+    def under(pid: int) -> bool:
+        while pid > 1:
+            pid = parents.get(pid, 0)
+            if pid == driver:
+                return True
+        return False
+
+    out = []
+    for pid in filter(under, parents):
+        try:
+            if Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].endswith(b"sleep"):
+                out.append(pid)
+        except OSError:
+            continue
+    return out
+
+
+def watch(runs: Path, *extra: str) -> tuple[int, dict[str, object]]:
+    done = cli("watch", str(runs), "--once", "--json", *extra, env=BEAT)
+    assert done.returncode in (0, 1), done.stderr
+    return done.returncode, json.loads(done.stdout)
+
+
+def states(report: dict[str, object]) -> dict[str, str]:
+    runs = report["runs"]
+    assert isinstance(runs, list)
+    return {Path(r["run"]).name: r["state"] for r in runs}
+
+
+def finished_attempt(runs: Path) -> dict[str, object]:
+    """The sealed document of the second attempt, once it is there."""
+
+    def found() -> dict[str, object] | None:
+        for p in runs.glob("*.json"):
+            doc = json.loads(p.read_text())
+            if doc["info"]["components"]["cli"].get("attempt") == 2:
+                return dict(doc)
+        return None
+
+    until("the new attempt to finish", lambda: found() is not None)
+    document = found()
+    assert document is not None
+    return document
+
+
+def test_a_killed_run_is_resumed_once_by_two_watchers_with_no_model_call_repeated(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    server.push(chat("```bash\necho one\n```"), chat("```bash\nsleep 30\n```"), chat(SUBMIT))
+    process, runs = start_run(server, tmp_path)
+    try:
+        until("the sleep to start", lambda: sleepers(process.pid))
+        orphan = sleepers(process.pid)
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+        status, report = watch(runs)
+        assert status == 1 and list(states(report).values()) == ["dead"]
+        # two watchers at once: the run is resumed once
+        both = [
+            subprocess.Popen(
+                [sys.executable, "-m", "four.cli", "watch", str(runs), "--rescue", "--once"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=cli_env(BEAT),
+            )
+            for _ in range(2)
+        ]
+        outputs = [p.communicate(timeout=60) for p in both]
+        assert all(p.returncode in (0, 1) for p in both), outputs
+        document = finished_attempt(runs)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        for pid in orphan if "orphan" in locals() else []:
+            if process_start(pid) is not None:
+                os.kill(pid, signal.SIGKILL)
+    assert document["outcome"] == "exit:task_complete"
+    log = [json.loads(line) for line in (runs / "watch.jsonl").read_text().splitlines()]
+    assert [e["action"] for e in log] == ["resumed"], log
+    bodies = server.bodies(CHAT)
+    assert len(bodies) == 3  # echo, sleep, then the submission: none asked twice
+    histories = [json.dumps(b["messages"]) for b in bodies]
+    assert len(set(histories)) == 3
+    last = bodies[-1]["messages"]
+    assert isinstance(last, list) and INTERRUPTED in last[-1]["content"]
+    assert "one" in last[-3]["content"]  # the first command's output was kept
+    assert document["info"]["resumed_from"] == len(last)
+    # the old run is sealed as stopped; every file audits; the next pass is quiet
+    status, report = watch(runs)
+    assert status == 0 and sorted(states(report).values()) == ["finished", "resumed"]
+    assert cli("audit", str(runs)).returncode == 0
+    old = next(
+        p
+        for p in runs.glob("*.json")
+        if json.loads(p.read_text())["outcome"] != "exit:task_complete"
+    )
+    assert json.loads(old.read_text())["outcome"].startswith("stopped: dead: not sealed")
+
+
+def test_a_run_stuck_in_a_long_sleep_is_stopped_as_stalled_and_its_command_killed(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    server.push(chat("```bash\nsleep 600\n```"), chat(SUBMIT))
+    process, runs = start_run(server, tmp_path)
+    try:
+        until("the sleep to start", lambda: sleepers(process.pid))
+        sleep = sleepers(process.pid)
+        status, report = watch(runs, "--stall-floor", "60")
+        assert status == 0 and list(states(report).values()) == ["running"]
+        time.sleep(1.2)
+        status, report = watch(runs, "--rescue", "--stall-floor", "1")
+        assert status == 0, report
+        (verdict,) = report["runs"]  # type: ignore[misc]
+        assert verdict["state"] == "stalled" and verdict["action"] == "resumed", verdict
+        process.wait(timeout=10)
+        assert process.returncode == -signal.SIGKILL
+        until("the sleep to die", lambda: all(process_start(p) is None for p in sleep), 10)
+        document = finished_attempt(runs)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert document["outcome"] == "exit:task_complete"
+    stopped = [json.loads(p.read_text())["outcome"] for p in runs.glob("*.json")]
+    assert any(o.startswith("stopped: stalled: no step for") for o in stopped), stopped
+    assert cli("audit", str(runs)).returncode == 0
