@@ -144,10 +144,12 @@ def classify(run: Observed, process: Process, now: float, policy: Policy) -> Ver
     if run.resumed_by:
         return Verdict(run, "resumed", f"attempt {run.attempt + 1} continues it")
     if run.sealed:
-        kind = _model_error(run.outcome)
-        if kind is not None and kind not in NEVER_RETRIED:
-            return Verdict(run, "failed", f"{run.outcome}: worth another attempt")
-        return Verdict(run, "finished", run.outcome or "sealed")
+        if not retryable(run.outcome):
+            return Verdict(run, "finished", run.outcome or "sealed")
+        if run.attempt >= policy.attempts:
+            spent = f"attempt {run.attempt} of {policy.attempts}: no retry left"
+            return Verdict(run, "finished", f"{run.outcome} ({spent})")
+        return Verdict(run, "failed", f"{run.outcome}: worth another attempt")
     quiet = now - run.last_sign
     if process == "gone":
         who = f"pid {run.driver.pid}" if run.driver else "its driver"
@@ -238,11 +240,20 @@ def _budget(run: Observed, policy: Policy) -> float | None:
     return own if own is not None else policy.wall
 
 
-def _model_error(outcome: str | None) -> str | None:
-    """The kind of a ``model_error: KIND: ...`` outcome."""
-    if not outcome or not outcome.startswith("model_error: "):
-        return None
-    return outcome.removeprefix("model_error: ").split(":", 1)[0].strip()
+def retryable(outcome: str | None) -> bool:
+    """Whether a sealed run's outcome is worth another attempt: a model error that may
+    pass (a rate limit, a server error; not a bad key or request), or a stop by a
+    watcher of a run that died or stalled.
+
+    >>> retryable("model_error: rate_limit: slow down"), retryable("model_error: authentication: x")
+    (True, False)
+    """
+    text = outcome or ""
+    if text.startswith(("stopped: dead:", "stopped: stalled:")):
+        return True
+    if not text.startswith("model_error: "):
+        return False
+    return text.removeprefix("model_error: ").split(":", 1)[0].strip() not in NEVER_RETRIED
 
 
 # --- reading ---------------------------------------------------------------------------
