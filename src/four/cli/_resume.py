@@ -120,6 +120,40 @@ def options_of(earlier: Resumed, path: str, *, mode: str, json: bool) -> RunOpti
         ) from None
 
 
+def extra_record(settings: dict[str, JSON]) -> dict[str, JSON]:
+    """What the earlier run recorded beyond its options (the item of a batch)."""
+    item = settings.get("batch_item")
+    return {"batch_item": item} if isinstance(item, str) else {}
+
+
+def record_in_batch(path: Path, item: str, attempt: int) -> str | None:
+    """Add the new attempt's result to its batch's manifest (``DIR/manifest.jsonl``, the
+    run being in ``DIR/runs/<id>/``), so a later ``four batch`` counts it; None when
+    done, else why not (no manifest there; a batch is writing it)."""
+    from four.batch._manifest import MANIFEST, ManifestWriter
+    from four.batch._result import RunResult, read_saved
+
+    root = path.parent.parent.parent
+    if path.parent.parent.name != "runs" or not (root / MANIFEST).is_file():
+        return f"no batch manifest at {root / MANIFEST}"
+    saved = read_saved(path)
+    if saved is None or saved.outcome is None:
+        return f"{path} cannot be read back"
+    try:
+        writer = ManifestWriter(root)
+    except (RuntimeError, OSError) as exc:
+        return str(exc)
+    result = RunResult(
+        item, saved.outcome, saved.path, saved.steps, saved.prompt_tokens,
+        saved.completion_tokens, saved.cost, saved.wall_time, attempts=attempt,
+    )  # fmt: skip
+    try:
+        writer.write(result)
+    finally:
+        writer.close()
+    return None
+
+
 @contextlib.contextmanager
 def heartbeat(sink: Callable[[], object], every: float = HEARTBEAT) -> Iterator[None]:
     """While inside, a daemon thread calls ``beat()`` on the sink ``sink()`` gives (the

@@ -328,8 +328,9 @@ def main(args: argparse.Namespace) -> int:
     from four.trajectory._sign import SigningError, SigningKey
 
     history: tuple[Message, ...] = ()
+    extra: dict[str, JSON] = {}
     if getattr(args, "resume", None):
-        opts, history = _resumed(args)
+        opts, history, extra = _resumed(args)
     else:
         opts = options(args)
     output_folder(opts.output_dir)  # before any model call: a run that cannot be saved
@@ -348,7 +349,7 @@ def main(args: argparse.Namespace) -> int:
     check = domain_check(opts, domain, where, V2)
     place = opts.env if domain.name == "bash" else domain.name
     display = Display(opts.mode, title=f"{model} · {place}", max_steps=opts.max_steps)
-    recording = Recording(domain.emit(where, V2), components(G, V2, opts.record()))
+    recording = Recording(domain.emit(where, V2), components(G, V2, {**opts.record(), **extra}))
     display.start()
     try:
         beats = env.get_float("FOUR_HEARTBEAT", HEARTBEAT) or 0.0
@@ -382,18 +383,29 @@ def main(args: argparse.Namespace) -> int:
         display.stop("done")
     finally:
         display.stop()
+    item = extra.get("batch_item")
+    if isinstance(item, str):  # a resumed item of a batch: its manifest learns of it
+        from four.cli._resume import record_in_batch
+
+        problem = record_in_batch(path, item, opts.attempt)
+        if problem:
+            print(f"four run: not in the batch's manifest: {problem}", file=sys.stderr)
     return report(path, opts)
 
 
-def _resumed(args: argparse.Namespace) -> tuple[RunOptions, tuple[Message, ...]]:
-    """The options and history of a new attempt at the run ``--resume`` names."""
-    from four.cli._resume import options_of, resumed
+def _resumed(
+    args: argparse.Namespace,
+) -> tuple[RunOptions, tuple[Message, ...], dict[str, JSON]]:
+    """The options, history and extra record of a new attempt at the run ``--resume``
+    names."""
+    from four.cli._resume import extra_record, options_of, resumed
 
     if args.task is not None:
         raise UsageError("--resume takes the task from the trajectory: give no TASK")
     earlier = resumed(args.resume)
     mode = "quiet" if args.quiet else ("live" if sys.stderr.isatty() else "lines")
-    return options_of(earlier, args.resume, mode=mode, json=bool(args.json)), earlier.history
+    opts = options_of(earlier, args.resume, mode=mode, json=bool(args.json))
+    return opts, earlier.history, extra_record(earlier.settings)
 
 
 def _not_saved(exc: OSError, opts: RunOptions) -> int:

@@ -151,7 +151,7 @@ def _table(rows: list[Done]) -> None:
     if not rows:
         print("no runs")
         return
-    header = ("STATE", "TRY", "STEPS", "RUN", "WHY", "ACTION")
+    header = ("STATE", "TRY", "STEPS", "RUN", "WHY", "")
     lines = [header]
     for d in rows:
         v = d.verdict

@@ -87,6 +87,12 @@ def _act(verdict: Verdict, policy: Policy, key: SigningKey | None) -> Done:
     stop, resume = PLAN[verdict.state]
     run = verdict.run
     process = driver_state(run.driver)
+    if not run.settings:
+        return _log(Done(verdict, "failed", "not a run of `four run`: no settings to act with"))
+    if stop and process == "alive" and "batch_item" in run.settings:
+        return _log(
+            Done(verdict, "failed", "its driver is a batch that runs other items: not killed")
+        )
     if stop and process == "elsewhere":
         host = run.driver.host if run.driver else "an unknown host"
         return _log(Done(verdict, "failed", f"its driver runs on {host}: stop it there"))
