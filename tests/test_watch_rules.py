@@ -48,17 +48,21 @@ from pathlib import Path
 from four import Assistant, System, User
 from four._types import JSON, Message, RunInfo
 from four.trajectory._save import TrajectorySink
-sink = TrajectorySink(Path(sys.argv[1]), RunInfo({"cli": {"attempt": 3}}, 10, 3, time.time()))
+info = RunInfo({"cli": {"attempt": int(sys.argv[2])}}, 10, 3, time.time())
+sink = TrajectorySink(Path(sys.argv[1]), info)
 for m in [System("s"), User("t", "task"), Assistant("```bash\\nls\\n```")]:
     sink.append(m)
 print(sink.jsonl)
 """
 
 
-def dead_stream(folder: Path) -> Path:
+def dead_stream(folder: Path, attempt: int = 1) -> Path:
     """A run whose driver (another process) has died: its stream, unsealed."""
     done = subprocess.run(
-        [sys.executable, "-c", DEAD_DRIVER, str(folder)], capture_output=True, text=True, check=True
+        [sys.executable, "-c", DEAD_DRIVER, str(folder), str(attempt)],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return Path(done.stdout.strip())
 
@@ -219,13 +223,13 @@ def test_a_locked_run_is_left_to_the_watcher_that_holds_it(tmp_path: Path) -> No
 
 
 def test_the_retry_budget_is_kept(tmp_path: Path) -> None:
-    path = dead_stream(tmp_path)
+    path = dead_stream(tmp_path, attempt=3)
     policy = Policy(attempts=3)
     (run,) = survey(tmp_path)
     verdict = classify(run, driver_state(run.driver), time.time(), policy)
     assert verdict.state == "dead"
     done = rescue(verdict, policy)
-    assert done.action == "gave_up" and done.detail == "attempt 3 of 3"
+    assert done.action == "gave_up" and done.detail == "3 attempts of 3"
     (run,) = survey(tmp_path)  # sealed stopped now, with no retry left
     verdict = classify(run, driver_state(run.driver), time.time(), policy)
     assert verdict.state == "finished" and "no retry left" in verdict.why
@@ -235,3 +239,17 @@ def test_the_retry_budget_is_kept(tmp_path: Path) -> None:
     sealed = json.loads(path.with_suffix(".json").read_text())
     assert sealed["outcome"].startswith("stopped: dead: not sealed")
     assert audit(path).valid and audit(path.with_suffix(".json")).valid
+
+
+def test_an_attempt_that_died_before_writing_counts_against_the_budget(tmp_path: Path) -> None:
+    path = dead_stream(tmp_path)
+    gone = subprocess.Popen(["true"])
+    start = process_start(gone.pid)
+    gone.wait()
+    entry = {"action": "resumed", "run": path.name, "pid": gone.pid, "pid_start": start}
+    (tmp_path / "watch.jsonl").write_text(json.dumps(entry) + "\n")
+    (run,) = survey(tmp_path)
+    assert run.resumed_by is None and run.tries == 1  # its attempt never began
+    policy = Policy(attempts=2)
+    done = rescue(classify(run, driver_state(run.driver), time.time(), policy), policy)
+    assert done.action == "gave_up" and done.detail == "2 attempts of 2"

@@ -117,6 +117,7 @@ def test_a_killed_run_is_resumed_once_by_two_watchers_with_no_model_call_repeate
 ) -> None:
     server.push(chat("```bash\necho one\n```"), chat("```bash\nsleep 30\n```"), chat(SUBMIT))
     process, runs = start_run(server, tmp_path)
+    orphan: list[int] = []
     try:
         until("the sleep to start", lambda: sleepers(process.pid))
         orphan = sleepers(process.pid)
@@ -141,7 +142,7 @@ def test_a_killed_run_is_resumed_once_by_two_watchers_with_no_model_call_repeate
     finally:
         if process.poll() is None:
             process.kill()
-        for pid in orphan if "orphan" in locals() else []:
+        for pid in orphan:
             if process_start(pid) is not None:
                 os.kill(pid, signal.SIGKILL)
     assert document["outcome"] == "exit:task_complete"
@@ -172,6 +173,7 @@ def test_a_run_stuck_in_a_long_sleep_is_stopped_as_stalled_and_its_command_kille
 ) -> None:
     server.push(chat("```bash\nsleep 600\n```"), chat(SUBMIT))
     process, runs = start_run(server, tmp_path)
+    sleep: list[int] = []
     try:
         until("the sleep to start", lambda: sleepers(process.pid))
         sleep = sleepers(process.pid)
@@ -189,7 +191,50 @@ def test_a_run_stuck_in_a_long_sleep_is_stopped_as_stalled_and_its_command_kille
     finally:
         if process.poll() is None:
             process.kill()
+        for pid in sleep:
+            if process_start(pid) is not None:
+                os.kill(pid, signal.SIGKILL)
     assert document["outcome"] == "exit:task_complete"
     stopped = [json.loads(p.read_text())["outcome"] for p in runs.glob("*.json")]
     assert any(o.startswith("stopped: stalled: no step for") for o in stopped), stopped
     assert cli("audit", str(runs)).returncode == 0
+
+
+def test_a_killed_batch_item_is_resumed_and_added_to_the_batch_manifest(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    from four.batch import read_manifest
+
+    server.push(chat("```bash\nsleep 30\n```"), chat(SUBMIT))
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"id": "t1", "task": "count the files"}) + "\n")
+    out = tmp_path / "out"
+    argv = ["batch", str(tasks), "-m", "test-model", "--api-base", server.url, "-o", str(out)]
+    with open(tmp_path / "batch.log", "wb") as log:
+        batch = subprocess.Popen(
+            [sys.executable, "-m", "four.cli", *argv, "-w", "1", "-q"],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            env=cli_env(BEAT),
+        )
+    orphan: list[int] = []
+    try:
+        until("the sleep to start", lambda: sleepers(batch.pid))
+        orphan = sleepers(batch.pid)
+        os.kill(batch.pid, signal.SIGKILL)
+        batch.wait(timeout=10)
+        assert read_manifest(out) == {}
+        status, report = watch(out, "--rescue")
+        assert status == 0 and [r["action"] for r in report["runs"]] == ["resumed"], report
+        finished_attempt(out / "runs" / "t1")
+        until("the manifest line", lambda: "t1" in read_manifest(out), 30)
+    finally:
+        if batch.poll() is None:
+            batch.kill()
+        for pid in orphan:
+            if process_start(pid) is not None:
+                os.kill(pid, signal.SIGKILL)
+    result = read_manifest(out)["t1"]
+    assert result.outcome == "exit:task_complete" and result.attempts == 2 and result.final
+    assert len(server.bodies(CHAT)) == 2

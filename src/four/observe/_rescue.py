@@ -32,8 +32,11 @@ from four.observe._watch import (
     Verdict,
     classify,
     driver_state,
+    linked,
     logged,
     observe,
+    successor_of,
+    watch_log,
 )
 from four.trajectory._driver import Driver, process_start
 from four.trajectory._sign import SigningKey
@@ -75,8 +78,7 @@ def rescue(verdict: Verdict, policy: Policy, key: SigningKey | None = None) -> D
         again = observe(stream)
         if again is None:
             return Done(verdict, "skipped", "it cannot be read any more")
-        if logged(stream, "resumed"):
-            return Done(verdict, "skipped", "already resumed")
+        again = linked(again, successor_of(stream), watch_log(stream.parent))
         current = classify(again, driver_state(again.driver), time.time(), policy)
         if current.state != verdict.state:
             return Done(current, "skipped", f"now {current.state}")
@@ -105,16 +107,19 @@ def _act(verdict: Verdict, policy: Policy, key: SigningKey | None) -> Done:
         sealed = _seal(run.stream, f"{verdict.state}: {verdict.why}", key)
     if not resume:
         return _log(Done(verdict, "stopped", sealed or f"sealed stopped: {verdict.state}"))
-    if run.attempt >= policy.attempts:
+    used = run.attempt + run.tries  # an attempt that died before writing counts too
+    if used >= policy.attempts:
+        spent = f"{used} attempts of {policy.attempts}"
         if logged(run.stream, "gave_up"):
-            return Done(verdict, "gave_up", f"attempt {run.attempt} of {policy.attempts}")
-        return _log(Done(verdict, "gave_up", f"attempt {run.attempt} of {policy.attempts}"))
+            return Done(verdict, "gave_up", spent)
+        return _log(Done(verdict, "gave_up", spent))
     try:
         pid, log = spawn_resume(run.stream, run.attempt + 1, run.settings.get("cwd"))
     except OSError as exc:
         return _log(Done(verdict, "failed", f"cannot start the new attempt: {exc.strerror}"))
     detail = f"attempt {run.attempt + 1}: pid {pid}, log {log.name}"
-    return _log(Done(verdict, "resumed", f"{sealed}; {detail}" if sealed else detail), pid)
+    done = Done(verdict, "resumed", f"{sealed}; {detail}" if sealed else detail)
+    return _log(done, pid)
 
 
 def _seal(stream: Path, why: str, key: SigningKey | None) -> str:
@@ -255,6 +260,7 @@ def _log(done: Done, pid: int | None = None) -> Done:
         "detail": done.detail,
         "attempt": run.attempt,
         "pid": pid,
+        "pid_start": process_start(pid) if pid is not None else None,
     }
     with contextlib.suppress(OSError):
         fd = os.open(

@@ -98,6 +98,7 @@ class Observed:
     attempt: int
     resumes: str | None  # the stream of the run this one continues
     resumed_by: str | None = None  # a later attempt, from the watch log or its stream
+    tries: int = 0  # attempts a watcher started for it
     settings: Mapping[str, JSON] = field(default_factory=dict)
 
     @property
@@ -146,8 +147,8 @@ def classify(run: Observed, process: Process, now: float, policy: Policy) -> Ver
     if run.sealed:
         if not retryable(run.outcome):
             return Verdict(run, "finished", run.outcome or "sealed")
-        if run.attempt >= policy.attempts:
-            spent = f"attempt {run.attempt} of {policy.attempts}: no retry left"
+        if run.attempt + run.tries >= policy.attempts:
+            spent = f"{run.attempt + run.tries} attempts of {policy.attempts}: no retry left"
             return Verdict(run, "finished", f"{run.outcome} ({spent})")
         return Verdict(run, "failed", f"{run.outcome}: worth another attempt")
     quiet = now - run.last_sign
@@ -375,30 +376,53 @@ def watch_log(folder: Path) -> list[dict[str, JSON]]:
 
 
 def survey(folder: Path) -> list[Observed]:
-    """Every run under ``folder``, each linked to the attempt that resumed it (named in
-    a watch log, or by a later stream's ``resumes``)."""
+    """Every run under ``folder``, each linked to the attempt that continues it."""
     runs = [r for r in (observe(p) for p in streams(folder)) if r is not None]
-    by_path = {str(r.stream.resolve()): r for r in runs}
-    later: dict[str, str] = {}
-    for r in runs:
-        if r.resumes:
-            later[r.resumes] = str(r.stream)
+    later = {r.resumes: str(r.stream) for r in runs if r.resumes}
     logs: dict[Path, list[dict[str, JSON]]] = {}
-    for r in runs:
-        entries = logs.setdefault(r.stream.parent, watch_log(r.stream.parent))
-        for entry in entries:
-            if entry.get("action") == "resumed" and entry.get("run") == r.stream.name:
-                later.setdefault(str(r.stream.resolve()), f"pid {entry.get('pid')}")
-    out = []
-    for key, r in by_path.items():
-        successor = later.get(key)
-        out.append(r if successor is None else replace(r, resumed_by=successor))
-    return out
+    return [
+        linked(
+            r,
+            later.get(str(r.stream.resolve())),
+            logs.setdefault(r.stream.parent, watch_log(r.stream.parent)),
+        )
+        for r in runs
+    ]
+
+
+def linked(run: Observed, successor: str | None, log: Sequence[Mapping[str, JSON]]) -> Observed:
+    """The run with the attempt that continues it: a stream that resumes it, else an
+    attempt a watcher started (its log says) whose process still runs; and how many
+    attempts were started for it (one that died before writing counts too)."""
+    started = [e for e in log if e.get("action") == "resumed" and e.get("run") == run.stream.name]
+    if successor is None:
+        for entry in started:
+            pid, start = entry.get("pid"), entry.get("pid_start")
+            if type(pid) is int and process_start(pid) == start is not None:
+                successor = f"pid {pid}, starting"
+    return replace(run, resumed_by=successor, tries=len(started))
+
+
+def successor_of(stream: Path) -> str | None:
+    """A stream beside ``stream`` whose run resumes it (read from their start records)."""
+    wanted = json.dumps(str(stream.resolve()))[1:-1]
+    for other in stream.parent.glob("*.jsonl"):
+        if other == stream or other.name == WATCH_LOG:
+            continue
+        try:
+            with open(other, encoding="utf-8", errors="replace") as f:
+                head = f.readline()
+        except OSError:
+            continue
+        if wanted in head:
+            found = observe(other)
+            if found is not None and found.resumes == str(stream.resolve()):
+                return str(other)
+    return None
 
 
 def logged(stream: Path, action: str) -> bool:
-    """Whether the watch log beside ``stream`` records ``action`` for it (asked again
-    under the run's lock, so that two watchers never resume it twice)."""
+    """Whether the watch log beside ``stream`` records ``action`` for it."""
     return any(
         e.get("action") == action and e.get("run") == stream.name for e in watch_log(stream.parent)
     )
