@@ -253,3 +253,23 @@ def test_an_attempt_that_died_before_writing_counts_against_the_budget(tmp_path:
     policy = Policy(attempts=2)
     done = rescue(classify(run, driver_state(run.driver), time.time(), policy), policy)
     assert done.action == "gave_up" and done.detail == "2 attempts of 2"
+
+
+def test_signed_heartbeats_and_sealing_a_signed_stream_needs_its_key(tmp_path: Path) -> None:
+    from four.trajectory import SigningKey
+
+    key = SigningKey.generate()
+    sink = TrajectorySink(tmp_path, RunInfo({}, 10, 3, time.time()), key)
+    for m in [System("s"), User("t", "task"), *TURN]:
+        sink.append(m)
+        sink.beat()
+    beats = [json.loads(x) for x in sink.jsonl.read_text().splitlines() if '"beat"' in x]
+    assert len(beats) == 4 and all("signature" in b for b in beats)
+    assert audit(sink.jsonl, public_key=key.public).valid
+    with pytest.raises(NotResealable, match="give its key"):
+        seal_stream(sink.jsonl, Stopped("stalled"))
+    with pytest.raises(NotResealable, match="give its key"):
+        seal_stream(sink.jsonl, Stopped("stalled"), SigningKey.generate())
+    path = seal_stream(sink.jsonl, Stopped("stalled"), key)
+    assert audit(path, public_key=key.public).valid
+    assert audit(sink.jsonl, public_key=key.public).valid
