@@ -238,3 +238,40 @@ def test_a_killed_batch_item_is_resumed_and_added_to_the_batch_manifest(
     result = read_manifest(out)["t1"]
     assert result.outcome == "exit:task_complete" and result.attempts == 2 and result.final
     assert len(server.bodies(CHAT)) == 2
+
+
+# --- in this process ---------------------------------------------------------------
+
+
+def test_the_table_and_the_exit_status(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from four.cli import main
+    from tests.test_watch_rules import dead_stream
+
+    path = dead_stream(tmp_path)
+    assert main(["watch", str(tmp_path), "--once"]) == 1
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].split() == ["STATE", "TRY", "STEPS", "RUN", "WHY"]
+    row = out.splitlines()[1]
+    assert row.split()[:4] == ["dead", "1", "1", path.stem]
+    assert row.endswith(" is gone") and "not sealed, and pid" in row
+    assert out.splitlines()[-1] == "1 dead"
+
+
+@pytest.mark.parametrize(
+    ("flags", "error"),
+    [
+        (["--stall-factor", "0"], "--stall-factor must be above 0"),
+        (["--attempts", "0"], "--attempts must be above 0"),
+        (["--interval", "0"], "--interval must be above 0 seconds"),
+        (["--sign", "no-such-key"], "--sign: "),
+    ],
+)
+def test_bad_flags_are_one_line_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], error: str
+) -> None:
+    from four.cli import main
+
+    assert main(["watch", str(tmp_path), "--once", *flags]) == 2
+    assert error in capsys.readouterr().err
+    assert main(["watch", str(tmp_path / "missing"), "--once"]) == 2
+    assert "is not a folder" in capsys.readouterr().err

@@ -46,7 +46,11 @@ def flags(p: argparse.ArgumentParser) -> None:
         help="...and never less than this [60]",
     )
     p.add_argument(
-        "--repeats", type=int, default=4, help="looping: the same command and output N times [4]"
+        "--repeats",
+        type=int,
+        default=4,
+        metavar="N",
+        help="looping: the same command and output N times [4]",
     )
     p.add_argument(
         "--not-found",
@@ -77,7 +81,11 @@ def flags(p: argparse.ArgumentParser) -> None:
         help="a driver on another host is dead after this long without a heartbeat [120]",
     )
     p.add_argument(
-        "--attempts", type=int, default=3, help="attempts a run may have in all (retry budget) [3]"
+        "--attempts",
+        type=int,
+        default=3,
+        metavar="N",
+        help="attempts a run may have in all (retry budget) [3]",
     )
     p.add_argument(
         "--sign", metavar="KEY", help="the private key to seal signed runs that are stopped"
@@ -101,7 +109,7 @@ def main(args: argparse.Namespace) -> int:
             args.attempts,
         )
     except ValueError as exc:
-        raise UsageError(str(exc).removeprefix("Policy: ").replace("_", "-")) from None
+        raise UsageError("--" + str(exc).removeprefix("Policy: ").replace("_", "-")) from None
     if not args.interval > 0:
         raise UsageError("--interval must be above 0 seconds")
     key: SigningKey | None = None

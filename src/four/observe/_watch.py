@@ -77,7 +77,9 @@ class Policy:
             if not value > 0:
                 raise ValueError(f"Policy: {name} must be above 0, e.g. 5; got {value!r}")
         if self.wall is not None and not self.wall > 0:
-            raise ValueError(f"Policy: wall must be above 0 seconds, or None; got {self.wall!r}")
+            raise ValueError(
+                f"Policy: wall must be above 0 seconds (or none at all); got {self.wall!r}"
+            )
         if self.grace < 0:
             raise ValueError(f"Policy: grace must be 0 or more seconds; got {self.grace!r}")
 
