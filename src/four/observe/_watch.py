@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Literal, TypeAlias, cast
 
 from four._types import JSON, Assistant, Message, ToolResult, User
+from four.batch._result import read_saved
 from four.trajectory._codec import message_from_json
 from four.trajectory._driver import Driver, boot_id, process_start
 from four.trajectory._load import read_text, stream_records
@@ -101,6 +102,7 @@ class Observed:
     resumes: str | None  # the stream of the run this one continues
     resumed_by: str | None = None  # a later attempt, from the watch log or its stream
     tries: int = 0  # attempts a watcher started for it
+    steps: int = 0  # model replies so far (of a sealed run, as its document says)
     settings: Mapping[str, JSON] = field(default_factory=dict)
 
     @property
@@ -124,7 +126,7 @@ class Verdict:
             "why": self.why,
             "outcome": self.run.outcome,
             "attempt": self.run.attempt,
-            "steps": sum(1 for m in self.run.messages if isinstance(m, Assistant)),
+            "steps": self.run.steps,
             "driver": driver.to_json() if driver else None,
             "resumes": self.run.resumes,
             "resumed_by": self.run.resumed_by,
@@ -292,10 +294,12 @@ def streams(folder: Path) -> list[Path]:
 
 def observe(stream: Path) -> Observed | None:
     """One run read from its stream (and its sealed ``.json`` if there); None for a
-    ``.jsonl`` that is no run of ours (a batch manifest...)."""
+    ``.jsonl`` that is no run of ours (a batch manifest...). Of a sealed run, only the
+    stream's start record and the document's head are read."""
+    document = stream.with_suffix(".json")
     try:
-        text = read_text(stream)
         mtime = stream.stat().st_mtime
+        text = _start_line(stream) if document.is_file() else read_text(stream)
     except (OSError, ValueError):
         return None
     info: Mapping[str, JSON] = {}
@@ -322,10 +326,13 @@ def observe(stream: Path) -> Observed | None:
             outcome = value if isinstance(value, str) else "sealed"
     if not started:
         return None
-    document = stream.with_suffix(".json")
     sealed = outcome is not None or document.is_file()
-    if outcome is None and sealed:
-        outcome = _document_outcome(document)
+    steps = sum(1 for m in messages if isinstance(m, Assistant))
+    if sealed and not messages:
+        saved = read_saved(document)
+        if saved is not None:
+            outcome, steps = outcome or saved.outcome, saved.steps
+        outcome = outcome or "sealed"
     begun = info.get("started_at")
     start = float(begun) if isinstance(begun, int | float) else mtime
     components = info.get("components")
@@ -346,18 +353,14 @@ def observe(stream: Path) -> Observed | None:
         attempt if type(attempt) is int else 1,
         resumes if isinstance(resumes, str) else None,
         settings=settings,
+        steps=steps,
     )
 
 
-def _document_outcome(path: Path) -> str:
-    """The outcome of a sealed document (read whole: it is only asked once a stream
-    lacks its end record, which a document always follows)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return "sealed"
-    outcome = data.get("outcome") if isinstance(data, dict) else None
-    return outcome if isinstance(outcome, str) else "sealed"
+def _start_line(stream: Path) -> str:
+    """The stream's first line: its start record (the run's settings and driver)."""
+    with open(stream, encoding="utf-8", errors="replace") as f:
+        return f.readline()
 
 
 def watch_log(folder: Path) -> list[dict[str, JSON]]:
