@@ -14,7 +14,7 @@ from pathlib import Path
 from four.cli._errors import UsageError
 from four.cli._terminal import visible
 from four.observe._rescue import Done, rescue
-from four.observe._watch import STATES, TROUBLE, Policy, classify, driver_state, survey
+from four.observe._watch import STATES, TROUBLE, Policy, judge, survey
 from four.trajectory._sign import SigningError, SigningKey
 
 
@@ -133,11 +133,7 @@ def one_pass(
 ) -> int:
     """Classify (and with ``act``, rescue) every run; print; the exit status."""
     now = time.time()
-    verdicts = [
-        classify(run, driver_state(run.driver), now, policy)
-        for folder in folders
-        for run in survey(folder)
-    ]
+    verdicts = [judge(run, now, policy) for folder in folders for run in survey(folder)]
     done = [rescue(v, policy, key) if act else Done(v, "none", "") for v in verdicts]
     handled = {"resumed", "stopped"}
     trouble = [d for d in done if d.verdict.state in TROUBLE and d.action not in handled]

@@ -30,8 +30,8 @@ from four.observe._watch import (
     WATCH_LOG,
     Policy,
     Verdict,
-    classify,
     driver_state,
+    judge,
     linked,
     logged,
     observe,
@@ -79,7 +79,7 @@ def rescue(verdict: Verdict, policy: Policy, key: SigningKey | None = None) -> D
         if again is None:
             return Done(verdict, "skipped", "it cannot be read any more")
         again = linked(again, successor_of(stream), watch_log(stream.parent))
-        current = classify(again, driver_state(again.driver), time.time(), policy)
+        current = judge(again, time.time(), policy)
         if current.state != verdict.state:
             return Done(current, "skipped", f"now {current.state}")
         return _act(current, policy, key)

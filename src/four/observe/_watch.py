@@ -179,6 +179,11 @@ def classify(run: Observed, process: Process, now: float, policy: Policy) -> Ver
     return Verdict(run, "running", f"last step {idle:.0f} s ago")
 
 
+def judge(run: Observed, now: float, policy: Policy) -> Verdict:
+    """``classify`` with the driver's state read from here (a sealed run's is not asked)."""
+    return classify(run, "gone" if run.sealed else driver_state(run.driver), now, policy)
+
+
 def stall_limit(times: Sequence[float], policy: Policy) -> float:
     """How long a run may go without a new message: ``stall_factor`` times its median
     step (the time from one reply to the next: ``times`` are the replies'), at least
@@ -385,14 +390,13 @@ def survey(folder: Path) -> list[Observed]:
     runs = [r for r in (observe(p) for p in streams(folder)) if r is not None]
     later = {r.resumes: str(r.stream) for r in runs if r.resumes}
     logs: dict[Path, list[dict[str, JSON]]] = {}
-    return [
-        linked(
-            r,
-            later.get(str(r.stream.resolve())),
-            logs.setdefault(r.stream.parent, watch_log(r.stream.parent)),
-        )
-        for r in runs
-    ]
+    out = []
+    for r in runs:
+        if r.stream.parent not in logs:
+            logs[r.stream.parent] = watch_log(r.stream.parent)
+        successor = later.get(str(r.stream.resolve())) if later else None
+        out.append(linked(r, successor, logs[r.stream.parent]))
+    return out
 
 
 def linked(run: Observed, successor: str | None, log: Sequence[Mapping[str, JSON]]) -> Observed:
