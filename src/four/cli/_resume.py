@@ -36,8 +36,8 @@ class Resumed:
     history: tuple[Message, ...]
     settings: dict[str, JSON]
     task: str
-    steps_done: int
-    elapsed: float
+    steps_done: int  # by the earlier attempt itself (its max_steps counts only those)
+    elapsed: float  # of the earlier attempt itself
     attempt: int
 
 
@@ -57,15 +57,14 @@ def resumed(path: str) -> Resumed:
     if not task:
         raise UsageError(f"--resume: {path} holds no task")
     attempt = cli.get("attempt")
-    started = old.info.get("started_at")
-    ended = old.timestamps[-1] if old.timestamps else 0.0
-    elapsed = max(0.0, float(ended)) if isinstance(started, int | float) else 0.0
+    begun = old.info.get("resumed_from")  # its own steps and time: its settings are its own
+    own = old.messages[begun if type(begun) is int else 0 :]
     return Resumed(
         closed(old.messages),
         dict(cli),
         task,
-        sum(1 for m in old.messages if isinstance(m, Assistant)),
-        elapsed,
+        sum(1 for m in own if isinstance(m, Assistant)),
+        max(0.0, old.timestamps[-1]) if old.timestamps else 0.0,
         (attempt if type(attempt) is int else 1) + 1,
     )
 
