@@ -57,8 +57,8 @@ def stream_holds(runs: Path, text: str) -> bool:
     return any(text in p.read_text() for p in runs.glob("*.jsonl"))
 
 
-def sleepers(driver: int) -> list[int]:
-    """The `sleep` processes started by ``driver`` (its descendants)."""
+def descendants(driver: int) -> list[int]:
+    """Every process under ``driver``."""
     parents: dict[int, int] = {}
     for name in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -74,14 +74,24 @@ def sleepers(driver: int) -> list[int]:
                 return True
         return False
 
+    return [pid for pid in parents if under(pid)]
+
+
+def sleepers(driver: int) -> list[int]:
+    """The `sleep` processes started by ``driver``."""
     out = []
-    for pid in filter(under, parents):
+    for pid in descendants(driver):
         try:
             if Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].endswith(b"sleep"):
                 out.append(pid)
         except OSError:
             continue
     return out
+
+
+def alive(processes: list[tuple[int, int | None]]) -> list[int]:
+    """Those of ``processes`` (pid, start time) still running."""
+    return [pid for pid, start in processes if process_start(pid) == start]
 
 
 def watch(runs: Path, *extra: str) -> tuple[int, Any]:
@@ -173,10 +183,10 @@ def test_a_run_stuck_in_a_long_sleep_is_stopped_as_stalled_and_its_command_kille
 ) -> None:
     server.push(chat("```bash\nsleep 600\n```"), chat(SUBMIT))
     process, runs = start_run(server, tmp_path)
-    sleep: list[int] = []
+    sleep: list[tuple[int, int | None]] = []
     try:
         until("the sleep to start", lambda: sleepers(process.pid))
-        sleep = sleepers(process.pid)
+        sleep = [(pid, process_start(pid)) for pid in descendants(process.pid)]
         status, report = watch(runs, "--stall-floor", "60")
         assert status == 0 and list(states(report).values()) == ["running"]
         time.sleep(1.2)
@@ -186,13 +196,13 @@ def test_a_run_stuck_in_a_long_sleep_is_stopped_as_stalled_and_its_command_kille
         assert verdict["state"] == "stalled" and verdict["action"] == "resumed", verdict
         process.wait(timeout=10)
         assert process.returncode == -signal.SIGKILL
-        until("the sleep to die", lambda: all(process_start(p) is None for p in sleep), 10)
+        until("its commands to die", lambda: not alive(sleep), 10)
         document = finished_attempt(runs)
     finally:
         if process.poll() is None:
             process.kill()
-        for pid in sleep:
-            if process_start(pid) is not None:
+        for pid, start in sleep:
+            if process_start(pid) == start:
                 os.kill(pid, signal.SIGKILL)
     assert document["outcome"] == "exit:task_complete"
     stopped = [json.loads(p.read_text())["outcome"] for p in runs.glob("*.json")]
