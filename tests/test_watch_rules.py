@@ -21,7 +21,15 @@ from four import Assistant, Stopped, System, User
 from four._types import JSON, Message, RunInfo
 from four.checks._audit import audit
 from four.observe._rescue import _locked, rescue, stop_driver
-from four.observe._watch import Observed, Policy, classify, driver_state, observe, survey
+from four.observe._watch import (
+    Observed,
+    Policy,
+    classify,
+    driver_state,
+    judge,
+    observe,
+    survey,
+)
 from four.trajectory._driver import Driver, process_start, this_driver
 from four.trajectory._reseal import NotResealable, seal_stream
 from four.trajectory._save import TrajectorySink
@@ -48,7 +56,8 @@ from pathlib import Path
 from four import Assistant, System, User
 from four._types import JSON, Message, RunInfo
 from four.trajectory._save import TrajectorySink
-info = RunInfo({"cli": {"attempt": int(sys.argv[2])}}, 10, 3, time.time())
+n = int(sys.argv[2])
+info = RunInfo({"cli": {"attempt": n}} if n else {}, 10, 3, time.time())
 sink = TrajectorySink(Path(sys.argv[1]), info)
 for m in [System("s"), User("t", "task"), Assistant("```bash\\nls\\n```")]:
     sink.append(m)
@@ -57,7 +66,8 @@ print(sink.jsonl)
 
 
 def dead_stream(folder: Path, attempt: int = 1) -> Path:
-    """A run whose driver (another process) has died: its stream, unsealed."""
+    """A run whose driver (another process) has died: its stream, unsealed (attempt 0:
+    a run of a program of one's own, with no settings of `four run`)."""
     done = subprocess.run(
         [sys.executable, "-c", DEAD_DRIVER, str(folder), str(attempt)],
         capture_output=True,
@@ -295,3 +305,16 @@ def test_a_new_attempt_gets_the_steps_and_time_its_predecessor_left(tmp_path: Pa
     assert opts.max_steps == 8 and opts.timeout is not None and 99 < opts.timeout <= 100
     assert opts.output_dir == str(tmp_path.resolve()) and opts.attempt == 3
     assert opts.resumes == str(sink.jsonl.resolve())
+
+
+def test_a_run_of_a_program_of_ones_own_is_never_acted_on(tmp_path: Path) -> None:
+    path = dead_stream(tmp_path, attempt=0)
+    (run,) = survey(tmp_path)
+    verdict = judge(run, time.time(), Policy())
+    assert verdict.state == "dead"
+    for _ in range(2):
+        done = rescue(verdict, Policy())
+        assert done.action == "failed" and "no settings" in done.detail
+    log = (tmp_path / "watch.jsonl").read_text().splitlines()
+    assert len(log) == 1  # said once, not on every pass
+    assert not path.with_suffix(".json").exists()  # not sealed from outside

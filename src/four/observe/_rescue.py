@@ -249,8 +249,13 @@ def _locked(stream: Path) -> Iterator[bool]:
 
 
 def _log(done: Done, pid: int | None = None) -> Done:
-    """Append the action to the watch log beside the run (one line, one write)."""
+    """Append the action to the watch log beside the run (one line, one write); a
+    failure said already for the run is not said again on every pass."""
     run = done.verdict.run
+    if done.action == "failed":
+        said = [e for e in watch_log(run.stream.parent) if e.get("run") == run.stream.name]
+        if said and (said[-1].get("action"), said[-1].get("detail")) == ("failed", done.detail):
+            return done
     entry: dict[str, JSON] = {
         "at": round(time.time(), 3),
         "run": run.stream.name,
