@@ -26,6 +26,7 @@ from four._outcomes import (
     RepeatedFormatError,
     Stalled,
     StepsExhausted,
+    Stopped,
     TimeLimitReached,
 )
 from four._types import (
@@ -149,6 +150,7 @@ __all__ = [
     "RunResult",
     "Stalled",
     "StepsExhausted",
+    "Stopped",
     "Submitted",
     "System",
     "ThreadPool",

@@ -120,7 +120,15 @@ def _add_agent_flags(p: argparse.ArgumentParser) -> None:
 def _run_flags(p: argparse.ArgumentParser) -> None:
     from four.domains import domain_names, domain_summary
 
-    p.add_argument("task", metavar="TASK", help="the task; '-' reads it from standard input")
+    p.add_argument(
+        "task", metavar="TASK", nargs="?", help="the task; '-' reads it from standard input"
+    )
+    p.add_argument(
+        "--resume",
+        metavar="TRAJ",
+        help="a new attempt at the run TRAJ (a .jsonl cut short, or a .json): its saved "
+        "messages and recorded settings, with the steps and time it has left; no TASK",
+    )
     names = domain_names()
     kinds = "; ".join(f"{name}: {domain_summary(name)}" for name in names)
     p.add_argument(
@@ -327,6 +335,12 @@ def _doctor_flags(p: argparse.ArgumentParser) -> None:
     flags(p)
 
 
+def _watch_flags(p: argparse.ArgumentParser) -> None:
+    from four.cli._watch import flags
+
+    flags(p)
+
+
 def _batch_flags(p: argparse.ArgumentParser) -> None:
     from four.cli._batch import batch_flags
 
@@ -414,6 +428,15 @@ _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]]
         "wall-clock budget; a row each with the fix. Exit 0 all GO, 3 warnings only, 1 a "
         "NO-GO, 2 a usage error.",
         _doctor_flags,
+    ),
+    "watch": (
+        "classify runs, and rescue the dead, stalled and looping ones",
+        "Say of every run under DIR whether it is finished, running, stalled, over its "
+        "wall budget, looping or dead (its driver gone). With --rescue, resume dead and "
+        "stalled runs as new attempts from their saved messages, and stop looping and "
+        "over-budget ones. --once for one pass (cron); else a pass every --interval. "
+        "Exit 0 when no run is left in trouble, 1 when one is, 2 for a usage error.",
+        _watch_flags,
     ),
     "spoke": (
         "write a new, type-checked component of four with the model",

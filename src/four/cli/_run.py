@@ -25,11 +25,12 @@ from typing import TYPE_CHECKING, TypedDict
 from returns.result import Failure
 
 from four._outcomes import Outcome
-from four._types import JSON, Execute, Invoke, Parse, Verify
+from four._types import JSON, Execute, Invoke, Message, Parse, Verify
 from four.cli import _settings as env
 from four.cli._errors import UsageError
 from four.cli._format import cost, fold, seconds, succeeded, tokens
 from four.cli._live import Display, Recording, Watched, WatchedEnv, components
+from four.cli._resume import HEARTBEAT, heartbeat
 from four.cli._terminal import visible
 from four.domains import Domain, DomainError, DomainSetup, domain_names, get_domain
 from four.trajectory._codec import usage_from_json
@@ -87,6 +88,8 @@ class RunOptions:
     output_in_workspace: bool = False
     local: str | None = None
     """The model run on this machine (a registry name or a .gguf path), or None."""
+    resumes: str | None = None  # the trajectory this attempt continues (four run --resume)
+    attempt: int = 1
 
     def record(self) -> dict[str, JSON]:
         """The settings stored in the trajectory (``info.components.cli``), task aside."""
@@ -97,8 +100,8 @@ class RunOptions:
         }
         data["prices"] = list(self.prices) if self.prices else None
         data["check_files"] = list(self.check_files)
-        if self.cwd is None and self.env in ("local", "persistent"):
-            data["cwd"] = os.getcwd()  # so `four replay` from elsewhere runs in the same place
+        if self.env in ("local", "persistent"):  # so `four replay` from elsewhere runs there
+            data["cwd"] = os.path.abspath(self.cwd) if self.cwd else os.getcwd()
         data["version"] = __version__
         return data
 
@@ -152,6 +155,8 @@ class Terminated(KeyboardInterrupt):
 def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
     """Combine flags, ``FOUR_*`` variables and defaults; a missing or bad value is a
     ``UsageError``."""
+    if args.task is None:
+        raise UsageError("give TASK (or --resume TRAJ to continue a run)")
     task = str(args.task)
     if task == "-":
         task = sys.stdin.read()
@@ -469,7 +474,12 @@ def main(args: argparse.Namespace) -> int:
     from four.trajectory import TrajectoryNotSaved
     from four.trajectory._sign import SigningError, SigningKey
 
-    opts = options(args)
+    history: tuple[Message, ...] = ()
+    extra: dict[str, JSON] = {}
+    if getattr(args, "resume", None):
+        opts, history, extra = _resumed(args)
+    else:
+        opts = options(args)
     guard_output(opts)
     output_folder(opts.output_dir)  # before any model call: a run that cannot be saved
     try:  # before the model is asked anything: a bad key is a usage error
@@ -489,19 +499,21 @@ def main(args: argparse.Namespace) -> int:
     check = domain_check(opts, domain, where, V2)
     place = opts.env if domain.name == "bash" else domain.name
     display = Display(opts.mode, title=f"{model} · {place}", max_steps=opts.max_steps)
-    recording = Recording(domain.emit(where, V2), components(G, V2, opts.record()))
+    recording = Recording(domain.emit(where, V2), components(G, V2, {**opts.record(), **extra}))
     display.start()
     try:
-        with sigterm_interrupts():
+        beats = env.get_float("FOUR_HEARTBEAT", HEARTBEAT) or 0.0
+        with sigterm_interrupts(), heartbeat(lambda: recording.sink, beats):
             path = run(
                 Watched(G, display),
                 V1,
                 WatchedEnv(V2, display),
                 recording,
                 system,
-                opts.task,
+                "" if history else opts.task,
                 opts.max_steps,
                 opts.max_format_errors,
+                resume=history,
                 check=check,
                 watch=Saving(recording, Deadline(opts.timeout) if opts.timeout else None),
             )
@@ -521,7 +533,29 @@ def main(args: argparse.Namespace) -> int:
         display.stop("done")
     finally:
         display.stop()
+    item = extra.get("batch_item")
+    if isinstance(item, str):  # a resumed item of a batch: its manifest learns of it
+        from four.cli._resume import record_in_batch
+
+        problem = record_in_batch(path, item, opts.attempt)
+        if problem:
+            print(f"four run: not in the batch's manifest: {problem}", file=sys.stderr)
     return report(path, opts)
+
+
+def _resumed(
+    args: argparse.Namespace,
+) -> tuple[RunOptions, tuple[Message, ...], dict[str, JSON]]:
+    """The options, history and extra record of a new attempt at the run ``--resume``
+    names."""
+    from four.cli._resume import extra_record, options_of, resumed
+
+    if args.task is not None:
+        raise UsageError("--resume takes the task from the trajectory: give no TASK")
+    earlier = resumed(args.resume)
+    mode = "quiet" if args.quiet else ("live" if sys.stderr.isatty() else "lines")
+    opts = options_of(earlier, args.resume, mode=mode, json=bool(args.json))
+    return opts, earlier.history, extra_record(earlier.settings)
 
 
 def _not_saved(exc: OSError, opts: RunOptions) -> int:

@@ -48,6 +48,7 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("FOUR_SYSTEM", "file holding the system prompt (--system)"),
     Variable("FOUR_MAX_SIZE", "largest trajectory file read, e.g. 1G (--max-size), default 256M"),
     Variable("FOUR_SIGNING_KEY", "private key (four keygen) that signs each run's seal (--sign)"),
+    Variable("FOUR_HEARTBEAT", "seconds between a run's heartbeats in its stream; 0 = none [5]"),
     Variable("FOUR_FEEDBACK", "full, output or verdict: what --check tells the model (--feedback)"),
 )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from four import _arguments as arguments
 from four._outcomes import Outcome
 from four._types import JSON, NO_USAGE, Message, RunInfo, RunStats
 from four.trajectory._codec import message_to_json, usage_to_json
+from four.trajectory._driver import this_driver
 from four.trajectory._seal import ALGORITHM, Chain, canonical_text, parts, verdict_facts
 from four.trajectory._sign import SigningError, SigningKey
 
@@ -45,7 +47,11 @@ class TrajectorySink:
     """One run's files: ``<stem>.jsonl`` grows a line per message (written through at
     once), and ``<stem>.json`` appears whole when the run ends. Each stream record
     carries the seal's running digest (and, with a key, its signature); the document
-    carries the final one (see ``four.trajectory._seal``)."""
+    carries the final one (see ``four.trajectory._seal``).
+
+    The run's head names its driver (host, pid and the pid's start time); ``beat()``
+    adds a heartbeat record between messages (a timer thread of the driver may call it
+    while a step runs long), so a reader can tell a live run from a dead one."""
 
     __slots__ = (
         "_chain",
@@ -54,6 +60,7 @@ class TrajectorySink:
         "_head",
         "_info",
         "_key",
+        "_lock",
         "_messages",
         "_pending",
         "_seal",
@@ -71,7 +78,9 @@ class TrajectorySink:
         self._dir = directory
         self._started = info.started_at
         self._info = _info_json(info)
+        self._info["driver"] = this_driver().to_json()
         self._key = key
+        self._lock = threading.Lock()  # a heartbeat from another thread comes between lines
         self._seal: dict[str, JSON] = {"algorithm": ALGORITHM}
         if key is not None:
             self._seal["signer"] = key.public
@@ -113,6 +122,30 @@ class TrajectorySink:
                 os.close(fd)
 
     def append(self, message: Message, /) -> None:
+        with self._lock:
+            self._append(message)
+
+    def beat(self) -> None:
+        """Write a heartbeat record (its time, and a digest off the running one: see
+        ``four.trajectory._seal``); nothing before the first message or after the end,
+        or once the stream failed. Safe to call from another thread."""
+        with self._lock:
+            if self._head or self._fd < 0 or self.failure is not None:
+                return
+            t = repr(round(time.time() - self._started, 6))
+            digest = self._chain.beat(t)
+            record = f'{{"type": "beat", "t": {t}, "digest": "{digest.hex()}"'
+            if self._key is not None:
+                record += f', "signature": "{self._key.sign(digest)}"'
+            data = f"{record}}}\n".encode()
+            try:
+                _write(self._fd, data)
+            except OSError as exc:
+                self._failed(exc, [])
+                return
+            self._size += len(data)
+
+    def _append(self, message: Message, /) -> None:
         t = repr(round(time.time() - self._started, 6))  # to the microsecond, as JSON
         text = canonical_text(message_to_json(message))  # encoded once: link, line, document
         label = f"messages[{len(self._messages)}]"
@@ -140,8 +173,9 @@ class TrajectorySink:
         stats_json = _stats_json(stats)
         detail = _outcome_json(outcome)
         stream = f"{self._stem}.jsonl"
-        if self._fd >= 0:
+        with self._lock:  # no heartbeat from now on
             fd, self._fd = self._fd, -1
+        if fd >= 0:
             try:
                 streamed = self._chain.copy()
                 streamed.end(outcome.text, detail, stats_json, stream, len(self._messages))

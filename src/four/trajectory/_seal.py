@@ -13,6 +13,11 @@ JSON with sorted keys, no spaces, ASCII only. The links, in order:
 - ``end``: ``{"messages": count, "receipts": count, "head": the receipts' head}``;
 - in the sealed document only, ``parts``: the list of the parts' short digests (below).
 
+Between a stream's records, heartbeats (``{"type": "beat", "t": ...}``, written by a
+live driver) carry ``sha256(digest + canonical(["beat", "value", {"t": t}]))`` off the
+running digest, which they leave as it is: a heartbeat is checked (and signed) where it
+stands, but it is no part of the record, and the document has none.
+
 The stream's records carry the digest after their links (start, each message, end), so
 a stream cut short is a valid prefix. The sealed document carries the final digest, the
 first 16 hex digits of each link's digest (``links``), and of each part's (``parts``:
@@ -50,6 +55,7 @@ DOCUMENT_FIELDS = (
 _RECORD_FIELDS = {
     "start": frozenset({"type", "format", "info", "seal", "digest", "signature"}),
     "message": frozenset({"type", "t", "message", "digest", "signature"}),
+    "beat": frozenset({"type", "t", "digest", "signature"}),
     "end": frozenset(
         {"type", "outcome", "outcome_detail", "stats", "stream", "digest", "signature"}
     ),
@@ -103,6 +109,13 @@ class Chain:
         self.labels.append(label)
         self.links.append(text[:16])
         return text
+
+    def beat(self, t: str) -> bytes:
+        """A heartbeat's digest at time ``t`` (its canonical text): off the running
+        digest, which does not change."""
+        h = hashlib.sha256(self.digest)
+        h.update(f'["beat","value",{{"t":{t}}}]'.encode())
+        return h.digest()
 
     def start(self, fmt: JSON, seal: JSON, info: JSON) -> None:
         self.link("format", fmt)
@@ -367,6 +380,18 @@ def check_stream(text: str, verify: Verifier | None) -> SealCheck:
                 else f"{where}: field {missing[0]!r} is missing"
             )
             break
+        if kind == "beat":
+            digest = chain.beat(_ENCODE(record["t"]))
+            if record["digest"] != digest.hex():
+                errors.append(f"{where} (heartbeat) does not match its digest")
+                break
+            _, problem = _signature(
+                record.get("signature"), signer, digest, f"{where} (heartbeat)", verify
+            )
+            if problem:
+                errors.append(problem)
+                break
+            continue
         if kind == "start":
             signer, readable = _settings(record["seal"], where, errors)
             if not readable:
