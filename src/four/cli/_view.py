@@ -137,10 +137,11 @@ def render_page(run: Run) -> str:
 def _page(
     run: Run, notebook: Notebook | None, links: Iterable[str], steps: Iterable[str]
 ) -> Iterator[str]:
-    """The page's pieces around the steps' timeline ``links`` and HTML ``steps``."""
+    """The page's pieces around the steps' timeline ``links`` and HTML ``steps`` (each
+    step's ending in a newline), a line each."""
     t = run.trajectory
     title = f"four · {run.outcome} · {t.path.name}"
-    yield from (
+    head = [
         "<!doctype html>",
         '<html lang="en"><head><meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{escape(POLICY, quote=False)}">',
@@ -150,30 +151,32 @@ def _page(
         f"<h1>{escape(t.path.name)}</h1>",
         f'<div class="dim">{escape(str(t.path))} · {escape(t.format)}</div>',
         _facts(run),
-        '<nav class="timeline" aria-label="steps">',
-    )
+    ]
+    yield "\n".join(head) + '\n<nav class="timeline" aria-label="steps">'
     yield from links
-    yield from (
+    parts = [
         "</nav>",
         '<div class="toolbar"><button type="button" id="expand">Expand all</button>'
         '<button type="button" id="collapse">Collapse all</button>'
         '<button type="button" id="failing" aria-pressed="false">Only failing steps</button>'
-        '<span class="dim">keys: j / k move between steps</span></div>\n',
-    )
+        '<span class="dim">keys: j / k move between steps</span></div>',
+    ]
     if run.system:
-        yield _fold("System prompt", run.system, open_=False) + "\n"
+        parts.append(_fold("System prompt", run.system, open_=False))
     if run.task:
-        yield _fold("Task", run.task, open_=True) + "\n"
+        parts.append(_fold("Task", run.task, open_=True))
     if notebook is not None:
-        yield _notebook(notebook) + "\n"
-    yield f'<h2 id="steps">Steps ({run.total_steps})</h2>\n'
+        parts.append(_notebook(notebook))
+    parts.append(f'<h2 id="steps">Steps ({run.total_steps})</h2>')
+    yield "\n".join(parts) + "\n"
     yield from steps
-    yield _ending(run) + "\n"
+    parts = [_ending(run)]
     verdicts = t.stats.get("verdicts")
     if isinstance(verdicts, dict):
-        yield _verdicts(run, verdicts) + "\n"
-    yield _fold("Run record (info and stats)", _pretty({"info": t.info, "stats": t.stats}))
-    yield f"\n</main><script>{SCRIPT}</script></body></html>\n"
+        parts.append(_verdicts(run, verdicts))
+    parts.append(_fold("Run record (info and stats)", _pretty({"info": t.info, "stats": t.stats})))
+    parts.append(f"</main><script>{SCRIPT}</script></body></html>\n")
+    yield "\n".join(parts)
 
 
 def _facts(run: Run) -> str:
