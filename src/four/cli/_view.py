@@ -99,7 +99,7 @@ def write_whole(target: Path, chunks: Iterable[str]) -> None:
     _writable(target)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
-        with open(tmp, "x", encoding="utf-8") as out:
+        with open(tmp, "x", encoding="utf-8", newline="") as out:
             for chunk in chunks:
                 out.write(visible(chunk))
         os.replace(tmp, target)
