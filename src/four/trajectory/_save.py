@@ -152,7 +152,7 @@ class TrajectorySink:
             "stats": encode_parts("stats", stats_json, 2, found),
             "stream": canonical_text(stream),
         }
-        shorts: list[JSON] = [short for _, short in found]
+        shorts = [short for _, short in found]
         ended = self._ended(end, len(self._messages), stats_json)
         if self._fd >= 0:
             fd, self._fd = self._fd, -1
@@ -185,7 +185,7 @@ class TrajectorySink:
             "messages": len(self._messages),
             "receipts": verdict_facts(stats_json)[0],
             "links": cast(JSON, links),
-            "parts": shorts,
+            "parts": cast(JSON, shorts),
             "digest": ended.digest.hex(),
         }
         if self._key is not None:

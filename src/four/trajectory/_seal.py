@@ -137,9 +137,9 @@ class Chain:
         receipts, head = verdicts
         self.link("end", {"messages": messages, "receipts": receipts, "head": head})
 
-    def close(self, parts: list[JSON]) -> None:
+    def close(self, parts: list[str]) -> None:
         """The document's last link: its parts' digests."""
-        self.link("parts", parts)
+        self.link("parts", cast(JSON, parts))
 
 
 _PARTS = (("info", 2), ("outcome_detail", 1), ("stats", 2))
@@ -304,7 +304,7 @@ def check_document(data: Mapping[str, JSON], verify: Verifier | None) -> SealChe
         return _broken("seal.parts is not a list of digests", data)
     chain = recompute(data)
     links_now = list(chain.links)
-    chain.close(stored)
+    chain.close(cast(list[str], stored))
     receipts, _ = verdict_facts(data["stats"])
     for name, actual in (("messages", len(messages)), ("receipts", receipts)):
         claimed = seal.get(name)
