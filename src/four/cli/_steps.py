@@ -14,7 +14,7 @@ import argparse
 import json
 import re
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -233,10 +233,12 @@ def read_run(trajectory: Trajectory, timestamps: Sequence[float] = ()) -> Run:
 class StepCutter:
     """Messages in, steps out, one message at a time: with ``keep``, only the first and
     the last ``keep`` steps are held (and the totals of all), so a long run is read in
-    memory that follows what is shown; with ``pick``, only that step is held."""
+    memory that follows what is shown; with ``pick``, only that step is held; with
+    ``each``, every step is handed to it as it ends, and none is held."""
 
     __slots__ = (
         "_current",
+        "_each",
         "_failed",
         "_formats",
         "_head",
@@ -255,8 +257,13 @@ class StepCutter:
         "task",
     )
 
-    def __init__(self, keep: int | None = None, pick: int | None = None) -> None:
-        self._keep, self._pick = keep, pick
+    def __init__(
+        self,
+        keep: int | None = None,
+        pick: int | None = None,
+        each: Callable[[Step], object] | None = None,
+    ) -> None:
+        self._keep, self._pick, self._each = keep, pick, each
         self._head: list[Step] = []
         self._tail: deque[Step] = deque(maxlen=keep or None)
         # the reply, its model call's time, its index among the messages
@@ -308,7 +315,9 @@ class StepCutter:
         self.count += 1
         self._failed += step.failed
         self._formats += step.format_error is not None
-        if self._pick is not None:
+        if self._each is not None:
+            self._each(step)
+        elif self._pick is not None:
             if step.number == self._pick:
                 self._head.append(step)
         elif self._keep is None or len(self._head) < self._keep:
@@ -504,12 +513,13 @@ def load_run(
     *,
     keep: int | None = None,
     pick: int | None = None,
+    each: Callable[[Step], object] | None = None,
     max_bytes: int = MAX_BYTES,
 ) -> Run:
     """Load a trajectory file as a run (with ``keep``, only its first and last ``keep``
-    steps held; with ``pick``, only that one); a file that cannot be read is a usage
-    error."""
-    cutter = StepCutter(keep, pick)
+    steps held; with ``pick``, only that one; with ``each``, none: each is handed to
+    it); a file that cannot be read is a usage error."""
+    cutter = StepCutter(keep, pick, each)
     try:
         head = scan_trajectory(path, cutter.add, max_bytes=max_bytes)
     except TrajectoryError as exc:
