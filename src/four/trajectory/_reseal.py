@@ -14,7 +14,7 @@ from four._types import JSON, NO_USAGE, Assistant, Message, RunStats
 from four.trajectory._codec import message_from_json
 from four.trajectory._load import read_text, stream_records
 from four.trajectory._save import _FLAGS, TrajectorySink
-from four.trajectory._seal import Chain, canonical_text, check_stream
+from four.trajectory._seal import Chain, canonical_text, check_stream, encode_parts
 from four.trajectory._sign import SigningKey
 
 
@@ -67,12 +67,16 @@ def seal_stream(jsonl: Path, outcome: Outcome, key: SigningKey | None = None) ->
     steps = sum(1 for m in history if isinstance(m, Assistant))
     fd = os.open(jsonl, _FLAGS | os.O_APPEND)
     stem = jsonl.name.removesuffix(".jsonl")
+    info_parts: list[tuple[str, str]] = []  # as the sink's constructor encodes them
+    info_text = encode_parts("info", info, 2, info_parts)
     state: dict[str, object] = {
         "_chain": chain,
         "_dir": jsonl.parent,
         "_fd": fd,
         "_head": "",
         "_info": info,
+        "_info_parts": info_parts,
+        "_info_text": info_text,
         "_key": key,
         "_lock": threading.Lock(),
         "_messages": messages,
