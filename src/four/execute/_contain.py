@@ -153,8 +153,11 @@ KILLED = (
 
 
 def read_exit(ran: Ran) -> Ran:
-    """``ran`` with the exit of a shell killed by SIGKILL read as such (-9, with a note)."""
-    if ran.returncode == 1 and ran.output.text().endswith(UNSHARE_KILLED):
+    """``ran`` with the exit of a shell killed by SIGKILL read as such (-9, with a note);
+    ``unshare`` says it in words, a launcher's command by its exit code."""
+    if ran.returncode == -signal.SIGKILL or (
+        ran.returncode == 1 and ran.output.text().endswith(UNSHARE_KILLED)
+    ):
         return dataclasses.replace(ran, returncode=-signal.SIGKILL, notes=(*ran.notes, KILLED))
     return ran
 
