@@ -22,7 +22,7 @@ from returns.result import Failure, Success
 
 from four._secrets import SECRET_PATTERNS
 from four._types import Action, ExecutionError
-from four.execute._aprocess import arun_captured
+from four.execute._aprocess import awatch
 from four.execute._command import Executed, check_command, unrunnable
 from four.execute._contain import DEFAULT_LIMITS, Limits, Placed, read_exit
 from four.execute._kill import kill_group, kill_marked, new_mark
@@ -41,9 +41,14 @@ from four.execute._shell import (
 
 @dataclass(frozen=True, slots=True)
 class AsyncLocalEnv:
-    """``local`` awaited: each command in a fresh ``bash -c``, an asyncio subprocess."""
+    """``local`` awaited: each command in a fresh ``bash -c``, started by ``local``'s
+    launcher. ``aclose()`` ends the launcher (``arun`` calls it)."""
 
     local: LocalEnv
+
+    async def aclose(self) -> None:
+        """End the launcher, if one runs (and any command still running with it)."""
+        await asyncio.to_thread(self.local.close)
 
     async def __call__(self, action: Action, /) -> Executed:
         problem = check_command(action.command)
@@ -52,18 +57,7 @@ class AsyncLocalEnv:
         local = self.local
         output = OutputBuffer(local.max_output, local.exit_signal)
         try:
-            launched = local.launch(action.command)
-            try:
-                ran = await arun_captured(
-                    launched.argv,
-                    output,
-                    local.timeout,
-                    cwd=local.cwd,
-                    env=launched.env,
-                    mark=new_mark(),
-                )
-            finally:
-                launched.placed.release()
+            ran = await awatch(local.starter(action.command), output, local.timeout)
         except OSError as exc:
             return Failure(local.cannot_start(exc))
         return conclude(read_exit(ran))

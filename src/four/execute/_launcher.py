@@ -153,6 +153,8 @@ class _State:
             proc = subprocess.Popen(
                 contained(argv, env),
                 stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,  # not the driver's: a pipe read to its end
+                stderr=subprocess.DEVNULL,
                 env=launcher_env(env),
                 pass_fds=(theirs.fileno(),),
                 start_new_session=True,  # a Ctrl-C of our terminal is ours to handle

@@ -190,7 +190,7 @@ def watch(
                     _timed_out(child, on_timeout)
                 else:
                     notes.append(HELD_OPEN)
-                    _stop_holders(child, fd)
+                    stop_holders(child, fd)
                 _drain(fd, output, DRAIN)
                 break
             more, exited = _pump(poller, fd, child.exit_fd, output, until - now)
@@ -284,7 +284,7 @@ def _timed_out(child: Child, on_timeout: Callable[[], None] | None) -> None:
     child.kill()
 
 
-def _stop_holders(child: Child, fd: int) -> None:
+def stop_holders(child: Child, fd: int) -> None:
     """Kill the processes that keep the pipe open (all the child's if none is found)."""
     holders = pipe_holders(fd)
     for pid in holders:

@@ -139,6 +139,7 @@ def start(conn: socket.socket, output: int, devnull: int) -> Running:
                     (os.POSIX_SPAWN_DUP2, output, 2),
                 ],
                 setsid=True,
+                setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),  # as Popen: Python ignores them
             )
         finally:
             os.chdir("/")
@@ -150,6 +151,7 @@ def start(conn: socket.socket, output: int, devnull: int) -> Running:
 def main() -> None:
     # argv: the control socket's fd, the file size and process limits ("-": none), cgroups.
     control = socket.socket(fileno=int(sys.argv[1]))
+    control.set_inheritable(False)
     for folder in sys.argv[4:]:
         with open(os.path.join(folder, "cgroup.procs"), "w") as f:
             f.write(str(os.getpid()))
@@ -194,6 +196,8 @@ def serve(
         _, fds, _, _ = socket.recv_fds(control, 1, 2)
     except OSError:
         fds = []
+    for fd in fds:  # received inheritable: no command may hold another's
+        os.set_inheritable(fd, False)
     if len(fds) != 2:  # the end: the driver closed us, or died
         for command in exits.values():
             command.kill()
