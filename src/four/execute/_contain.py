@@ -144,21 +144,15 @@ def find_program(name: str, path: str | None = None) -> str:
     return found
 
 
-UNSHARE_KILLED = "unshare: sigprocmask unblock failed: Invalid argument\n"
-"""What util-linux's unshare prints, exiting 1, when its first process was SIGKILLed."""
-
 KILLED = (
     "The command's shell was killed (SIGKILL), most likely for using more memory than its limit."
 )
 
 
 def read_exit(ran: Ran) -> Ran:
-    """``ran`` with the exit of a shell killed by SIGKILL read as such (-9, with a note);
-    ``unshare`` says it in words, a launcher's command by its exit code."""
-    if ran.returncode == -signal.SIGKILL or (
-        ran.returncode == 1 and ran.output.text().endswith(UNSHARE_KILLED)
-    ):
-        return dataclasses.replace(ran, returncode=-signal.SIGKILL, notes=(*ran.notes, KILLED))
+    """``ran`` with a note when the command's shell was killed by SIGKILL (-9)."""
+    if ran.returncode == -signal.SIGKILL:
+        return dataclasses.replace(ran, notes=(*ran.notes, KILLED))
     return ran
 
 

@@ -40,7 +40,6 @@ class Launched:
     __slots__ = ("_conn", "_pending")
 
     pgid = None  # the launcher kills it, and all it started
-    mark = None
 
     def __init__(self, conn: socket.socket) -> None:
         self._conn, self._pending = conn, b""

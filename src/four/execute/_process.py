@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from four.execute._interrupt import running, stopped
-from four.execute._kill import MARK, kill_group, kill_marked
+from four.execute._kill import kill_group
 from four.execute._output import OutputBuffer, Ran
 
 Process = subprocess.Popen[bytes]
@@ -70,11 +70,6 @@ class Child(Protocol):
         ...
 
     @property
-    def mark(self) -> str | None:
-        """The ``FOUR_RUN`` mark of its processes, if they carry one."""
-        ...
-
-    @property
     def exit_fd(self) -> int:
         """A descriptor that polls readable once it has exited."""
         ...
@@ -93,14 +88,12 @@ class Child(Protocol):
 
 
 class Popened:
-    """A ``Popen`` as a ``Child``: killed by process group and ``mark``, watched by pidfd."""
+    """A ``Popen`` as a ``Child``: killed by process group, watched by pidfd."""
 
-    __slots__ = ("exit_fd", "mark", "on_close", "proc")
+    __slots__ = ("exit_fd", "proc")
 
-    def __init__(
-        self, proc: Process, mark: str | None, on_close: Callable[[], None] | None = None
-    ) -> None:
-        self.proc, self.mark, self.on_close = proc, mark, on_close
+    def __init__(self, proc: Process) -> None:
+        self.proc = proc
         self.exit_fd = os.pidfd_open(proc.pid)
 
     @property
@@ -109,16 +102,12 @@ class Popened:
 
     def kill(self) -> None:
         kill_group(self.proc.pid)
-        if self.mark is not None:
-            kill_marked(self.mark)
 
     def wait(self) -> int:
         return self.proc.wait()
 
     def close(self) -> None:
         os.close(self.exit_fd)
-        if self.on_close is not None:
-            self.on_close()
 
 
 def run_captured(
@@ -129,18 +118,12 @@ def run_captured(
     cwd: str | None = None,
     env: Mapping[str, str] | None = None,
     on_timeout: Callable[[], None] | None = None,
-    mark: str | None = None,
 ) -> Ran:
-    """Run ``argv`` and read its output into ``output`` until it ends or ``timeout`` passes.
-
-    With ``mark``, the command's environment gets ``FOUR_RUN=mark`` too (after ``env``),
-    and a kill reaches every process tagged with it. See ``watch`` for the rest.
+    """Run ``argv`` in a new session (stdin closed, stderr merged into stdout) and read
+    its output into ``output`` until it ends or ``timeout`` passes; see ``watch``.
     Raises OSError when the process cannot start (no such program, no such cwd).
     """
-    if stopped():  # the run was interrupted (four.batch): the command ends as killed, unstarted
-        output.finish()
-        return Ran(-signal.SIGKILL, output, 0.0, False, timeout)
-    return watch(lambda out: spawn(argv, cwd, env, mark, out), output, timeout, on_timeout)
+    return watch(lambda out: _spawn(argv, cwd, env, out), output, timeout, on_timeout)
 
 
 def watch(
@@ -179,7 +162,7 @@ def watch(
     notes: list[str] = []
     completed = False
     # Under a supervisor (four.batch), another thread may kill this command.
-    command = running(child.pgid, child.mark, _killer(child, on_timeout))
+    command = running(child.pgid, None, _killer(child, on_timeout))
     try:
         while True:
             now = time.monotonic()
@@ -226,43 +209,24 @@ def watch(
     )
 
 
-def spawn(
-    argv: Sequence[str],
-    cwd: str | None,
-    env: Mapping[str, str] | None,
-    mark: str | None,
-    stdout: int,
-    on_close: Callable[[], None] | None = None,
+def _spawn(
+    argv: Sequence[str], cwd: str | None, env: Mapping[str, str] | None, stdout: int
 ) -> Popened:
-    """Start ``argv`` in a new session, stdin closed, stdout and stderr on ``stdout``, its
-    environment ``env`` and ``FOUR_RUN=mark``; ``on_close`` runs once it is over (also
-    when it cannot start)."""
-    if mark is not None:
-        env = {**(os.environ if env is None else env), MARK: mark}
+    proc = subprocess.Popen(
+        list(argv),
+        stdin=subprocess.DEVNULL,
+        stdout=stdout,
+        stderr=subprocess.STDOUT,
+        cwd=cwd,
+        env=env,
+        start_new_session=True,
+        close_fds=True,
+    )
     try:
-        proc = subprocess.Popen(
-            list(argv),
-            stdin=subprocess.DEVNULL,
-            stdout=stdout,
-            stderr=subprocess.STDOUT,
-            cwd=cwd,
-            env=env,
-            start_new_session=True,
-            close_fds=True,
-        )
-    except BaseException:
-        if on_close is not None:
-            on_close()
-        raise
-    try:
-        return Popened(proc, mark, on_close)
+        return Popened(proc)
     except BaseException:  # out of descriptors: nothing may run unwatched, or unreaped
         kill_group(proc.pid)
-        if mark is not None:
-            kill_marked(mark)
         proc.wait()
-        if on_close is not None:
-            on_close()
         raise
 
 
@@ -275,7 +239,12 @@ def _killer(child: Child, on_timeout: Callable[[], None] | None) -> Callable[[],
     """What a supervisor's kill does besides killing the process group (``running``)."""
     if on_timeout is None:
         return child.kill
-    return lambda: (on_timeout(), child.kill())[1]
+
+    def both() -> None:
+        on_timeout()
+        child.kill()
+
+    return both
 
 
 def _timed_out(child: Child, on_timeout: Callable[[], None] | None) -> None:
