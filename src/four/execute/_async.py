@@ -10,24 +10,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import shutil
 import subprocess
 import tempfile
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, ParamSpec, TypeVar
 
 from returns.result import Failure, Success
 
-from four._secrets import SECRET_PATTERNS
 from four._types import Action, ExecutionError
 from four.execute._aprocess import awatch
 from four.execute._command import Executed, check_command, unrunnable
-from four.execute._contain import DEFAULT_LIMITS, Limits, Placed, read_exit
+from four.execute._contain import Placed, read_exit
 from four.execute._kill import kill_group, kill_marked, new_mark
-from four.execute._local import LocalEnv, local_env
-from four.execute._output import DEFAULT_INHERIT, EXIT_SIGNAL, OutputBuffer, Ran, conclude
+from four.execute._local import LocalEnv, local_env, shell_env
+from four.execute._output import OutputBuffer, Ran, conclude
 from four.execute._process import CHUNK, DRAIN
 from four.execute._shell import (
     RESTARTED,
@@ -37,6 +38,9 @@ from four.execute._shell import (
     command_line,
     write_protocol,
 )
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,29 +67,33 @@ class AsyncLocalEnv:
         return conclude(read_exit(ran))
 
 
-def alocal_env(
-    timeout: float = 120.0,
-    max_output: int = 10_000,
-    exit_signal: str = EXIT_SIGNAL,
-    cwd: str | None = None,
-    env: Mapping[str, str] | None = None,
-    *,
-    inherit: Sequence[str] = DEFAULT_INHERIT,
-    deny: Sequence[str] = SECRET_PATTERNS,
-    limits: Limits = DEFAULT_LIMITS,
-) -> AsyncLocalEnv:
-    """``local_env`` for ``arun``: the same guarantees, awaited (cancelling kills).
+def _settings_of(
+    settings: Callable[P, object],
+) -> Callable[[Callable[..., R]], Callable[P, R]]:
+    """Give an async factory the parameters of the sync one it wraps (``shell_env``'s:
+    ``local_env``'s but ``persistent``), for mypy and ``help()``: they are written once."""
+
+    def share(factory: Callable[..., R]) -> Callable[P, R]:
+        returns = inspect.signature(factory).return_annotation
+        factory.__signature__ = inspect.signature(settings).replace(  # type: ignore[attr-defined]
+            return_annotation=returns
+        )
+        return factory
+
+    return share
+
+
+@_settings_of(shell_env)
+def alocal_env(*args: Any, **kwargs: Any) -> AsyncLocalEnv:
+    """``local_env`` for ``arun``: the same parameters and guarantees, awaited (cancelling
+    kills); ``arun`` calls ``aclose``.
 
     >>> import asyncio
     >>> from four import Action
     >>> asyncio.run(alocal_env()(Action("echo hi"))).unwrap().content
     '<returncode>0</returncode>\\n<output>\\nhi\\n</output>'
     """
-    return AsyncLocalEnv(
-        local_env(
-            timeout, max_output, exit_signal, cwd, env, inherit=inherit, deny=deny, limits=limits
-        )
-    )
+    return AsyncLocalEnv(local_env(*args, **kwargs))
 
 
 @dataclass(eq=False, slots=True, weakref_slot=True)
@@ -244,18 +252,10 @@ class AsyncShellEnv:
             self._placed = None
 
 
-def ashell_env(
-    timeout: float = 120.0,
-    max_output: int = 10_000,
-    exit_signal: str = EXIT_SIGNAL,
-    cwd: str | None = None,
-    env: Mapping[str, str] | None = None,
-    *,
-    inherit: Sequence[str] = DEFAULT_INHERIT,
-    deny: Sequence[str] = SECRET_PATTERNS,
-    limits: Limits = DEFAULT_LIMITS,
-) -> AsyncShellEnv:
-    """``shell_env`` for ``arun``: one persistent bash, awaited; ``arun`` calls ``aclose``.
+@_settings_of(shell_env)
+def ashell_env(*args: Any, **kwargs: Any) -> AsyncShellEnv:
+    """``shell_env`` for ``arun``: the same parameters, one persistent bash, awaited;
+    ``arun`` calls ``aclose``.
 
     >>> import asyncio
     >>> from four import Action
@@ -266,18 +266,7 @@ def ashell_env(
     >>> asyncio.run(main())
     '/tmp'
     """
-    settings = local_env(
-        timeout,
-        max_output,
-        exit_signal,
-        cwd,
-        env,
-        persistent=True,
-        inherit=inherit,
-        deny=deny,
-        limits=limits,
-    )
-    return AsyncShellEnv(settings)
+    return AsyncShellEnv(shell_env(*args, **kwargs))
 
 
 def _cleanup(folder: str, running: list[tuple[int, str]]) -> None:
