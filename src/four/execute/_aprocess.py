@@ -12,13 +12,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import signal
 import time
 from collections.abc import Callable
 
 from four.execute._interrupt import stopped
 from four.execute._output import OutputBuffer, Ran
-from four.execute._process import CHUNK, DRAIN, HELD_OPEN, LINGER, Child, stop_holders
+from four.execute._process import (
+    CHUNK,
+    DRAIN,
+    HELD_OPEN,
+    LINGER,
+    Child,
+    piped,
+    stop_holders,
+    unstarted,
+)
 
 
 async def awatch(start: Callable[[int], Child], output: OutputBuffer, timeout: float) -> Ran:
@@ -27,18 +35,9 @@ async def awatch(start: Callable[[int], Child], output: OutputBuffer, timeout: f
     """
     begin = time.monotonic()
     if stopped():  # the run was interrupted (four.batch): the command ends as killed, unstarted
-        output.finish()
-        return Ran(-signal.SIGKILL, output, 0.0, False, timeout)
+        return unstarted(output, timeout)
     loop = asyncio.get_running_loop()
-    fd, write_fd = os.pipe()
-    try:
-        child = start(write_fd)
-    except BaseException:
-        os.close(fd)
-        raise
-    finally:
-        os.close(write_fd)
-    os.set_blocking(fd, False)
+    child, fd = piped(start)
     closed: asyncio.Future[None] = loop.create_future()
     exited: asyncio.Future[None] = loop.create_future()
 

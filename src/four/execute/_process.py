@@ -110,6 +110,27 @@ class Popened:
         os.close(self.exit_fd)
 
 
+def unstarted(output: OutputBuffer, timeout: float) -> Ran:
+    """A command not started because its run was interrupted: it ends as killed."""
+    output.finish()
+    return Ran(-signal.SIGKILL, output, 0.0, False, timeout)
+
+
+def piped(start: Callable[[int], Child]) -> tuple[Child, int]:
+    """Start a command with ``start(stdout)``, its output on a fresh pipe: the child and
+    the pipe's read end (non-blocking; this process holds no write end)."""
+    fd, write_fd = os.pipe()
+    try:
+        child = start(write_fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    finally:
+        os.close(write_fd)
+    os.set_blocking(fd, False)
+    return child, fd
+
+
 def run_captured(
     argv: Sequence[str],
     output: OutputBuffer,
@@ -141,18 +162,9 @@ def watch(
     note says so. Raises what ``start`` raises (OSError: it could not start).
     """
     begin = time.monotonic()
-    if stopped():
-        output.finish()
-        return Ran(-signal.SIGKILL, output, 0.0, False, timeout)
-    fd, write_fd = os.pipe()
-    try:
-        child = start(write_fd)
-    except BaseException:
-        os.close(fd)
-        raise
-    finally:
-        os.close(write_fd)
-    os.set_blocking(fd, False)
+    if stopped():  # the run was interrupted (four.batch): the command ends as killed, unstarted
+        return unstarted(output, timeout)
+    child, fd = piped(start)
     poller = select.poll()
     poller.register(fd, select.POLLIN)
     poller.register(child.exit_fd, select.POLLIN)
