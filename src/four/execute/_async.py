@@ -1,8 +1,9 @@
-"""V2 for ``arun``: ``local_env`` and ``shell_env`` awaited, on asyncio subprocesses.
+"""V2 for ``arun``: ``local_env`` and ``shell_env`` awaited.
 
-Each holds the sync environment it mirrors and takes from it how a command starts
-(``launch``: its own PID namespace, tether, limits, environment rule), so the rules
-exist once; what differs is only the waiting. Cancelling the task that awaits a
+Each holds the sync environment it mirrors and takes from it its parameters and how a
+command starts (``LocalEnv.starter``: its launcher; ``ShellEnv.launch``: its own PID
+namespace, tether, limits, environment rule), so the rules exist once; what differs is
+only the waiting. Cancelling the task that awaits a
 command kills the command with every process it started.
 """
 

@@ -2,15 +2,15 @@
 
 What a command costs to contain is paid once per environment, not per command: the
 launcher is the first process of the environment's PID namespace (with its own
-``/proc``), has entered its cgroups and taken its limits, and forks each command (no
-``unshare`` program, no namespace made or ended, no move between cgroups). The
-processes and memory limits are then those of the environment's commands together (one
-at a time in a run: the same as per command).
+``/proc``), has entered its cgroups and taken its limits, and starts each command with
+``posix_spawn`` (no ``unshare`` program, no namespace made or ended, no move between
+cgroups per command: on cgroup v1 a move waits for an RCU grace period). The processes
+and memory limits are then those of the environment's commands together (one at a time
+in a run: the same as per command).
 
 The launcher ends when its environment is closed or collected, and when this process
-dies, however (its socket reaches its end; the tether kills it too); its namespace ends
-with it, and every process in it. Each command's first process dies with the launcher
-too (``PR_SET_PDEATHSIG``), for where no namespace can be made.
+dies, however (its socket reaches its end; the tether kills it too, and every command,
+by their ``FOUR_DRIVER`` mark); its namespace ends with it, and every process in it.
 """
 
 from __future__ import annotations
@@ -74,7 +74,8 @@ class Launched:
 
 class Launcher:
     """The launcher process of one environment, started when first needed (again if it
-    died, or in a forked child). Thread-safe; ``close()`` ends it and its commands."""
+    died, or in a forked child) with the limits it is first given. Thread-safe;
+    ``close()`` ends it and its commands."""
 
     __slots__ = ("__weakref__", "_finalizer", "_lock", "_state")
 

@@ -124,10 +124,13 @@ def local_env(
     """V2 that runs each command with bash on this machine.
 
     Each command runs as ``bash -c`` in a new session, stdin closed, stderr merged into
-    stdout, as the first process of a PID namespace of its own: it sees a ``/proc`` of its
-    own processes only (no other process's environment or command line: root could read
-    them all otherwise), and every process it starts ends when it ends, however it
-    detached (``setsid``, ``nohup``, ``env -i``). A command still running after
+    stdout, started by the environment's launcher (one small process, started with the
+    first command, ended by ``close()``) in the environment's own PID namespace: it sees
+    a ``/proc`` of the launcher and the environment's commands only (no other process's
+    environment or command line: root could read them all otherwise), and every process
+    it starts ends when it ends, however it detached (``setsid``, ``nohup``, ``env -i``;
+    with several commands of one environment at once, when the last of them ends).
+    ``limits`` bound the environment's commands together. A command still running after
     ``timeout`` seconds is killed with all of them; the model sees return code 124, the
     output so far and a note. If this process dies, even by SIGKILL, its commands die
     within a second or two. ``limits`` bounds processes, file size and memory

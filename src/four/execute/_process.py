@@ -208,8 +208,10 @@ def watch(
             child.kill()
         if command is not None:
             command.release()
-        returncode = child.wait()
-        child.close()
+        try:
+            returncode = child.wait()
+        finally:
+            child.close()
     output.finish()
     return Ran(
         None if timed_out else returncode,
