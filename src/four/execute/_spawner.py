@@ -180,8 +180,9 @@ def main() -> None:
                 command = kills.pop(fd)
                 poller.unregister(fd)
                 command.kill()
-            else:
+            elif fd == control.fileno():
                 serve(control, devnull, poller, exits, kills)
+            # else: the socket of a command that ended earlier in this round
 
 
 def serve(
