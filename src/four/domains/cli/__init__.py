@@ -12,18 +12,18 @@ Needs gcc, help2man and mandoc (or groff), and bubblewrap for the sandbox.
 from four.domains.cli._build import Build, Diagnostic, Language, build
 from four.domains.cli._check import ToolCheck, tool_check
 from four.domains.cli._domain import DOMAIN, SYSTEM
-from four.domains.cli._emit import SaveTool, save_tool
+from four.domains.cli._emit import BuiltTool, save_tool
 from four.domains.cli._env import Checked, Probe, ToolEnv, build_env, tool_name
 
 __all__ = [
     "DOMAIN",
     "SYSTEM",
     "Build",
+    "BuiltTool",
     "Checked",
     "Diagnostic",
     "Language",
     "Probe",
-    "SaveTool",
     "ToolCheck",
     "ToolEnv",
     "build",

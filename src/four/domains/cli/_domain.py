@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from four.domains import Domain, DomainSetup
+from four.domains._start import replay_from
 from four.domains.cli._check import tool_check
 from four.domains.cli._emit import save_tool
 from four.domains.cli._env import ToolEnv, build_env
@@ -64,7 +65,7 @@ def _environment(setup: DomainSetup) -> Execute:
 def _emit(setup: DomainSetup, env: Execute) -> Recorder[Path]:
     if not isinstance(env, ToolEnv):
         raise TypeError("--domain cli saves what its own build_env built")
-    return save_tool(setup.output_dir, env)
+    return save_tool(setup.output_dir, env, signing_key=setup.signing_key)
 
 
 def _check(setup: DomainSetup, env: Execute, acceptance: str | None) -> Verify | None:
@@ -79,4 +80,5 @@ DOMAIN = Domain(
     environment=_environment,
     emit=_emit,
     check=_check,
+    replay_workspace=replay_from("tool"),
 )

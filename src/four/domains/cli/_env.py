@@ -28,6 +28,12 @@ from four.types import Action, ExecutionError, Observation, Submitted
 
 _SHOWN = 20  # diagnostics listed at most in one observation
 
+SOURCES: dict[Language, tuple[str, ...]] = {
+    "c": (".c", ".h"),
+    "rust": (".rs", ".toml", ".lock"),
+}
+"""The files of a tool's sources, by language (kept in ``src/``, and at a run's start)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Probe:
@@ -161,8 +167,7 @@ class ToolEnv:
             found[f"bin/{name}"] = binary
         if self.last is not None and self.last.man_page is not None:
             found[f"man/man1/{name}.1"] = self.last.man_page
-        suffixes = (".c", ".h") if self.language == "c" else (".rs", ".toml", ".lock")
-        for path, _ in sorted(self._files.snapshot(suffixes).items()):
+        for path, _ in sorted(self._files.snapshot(SOURCES[self.language]).items()):
             found[f"src/{path}"] = self.workspace / path
         return found
 
