@@ -127,6 +127,29 @@ COMMANDS = (
 TREE_PROBE = """
 import json, os, sys, time
 from four import Action
+
+def cpu():
+    # This process and the children it reaped, and every living descendant with the
+    # children it reaped (a launcher and its commands, a persistent shell): user + system s.
+    total, todo = sum(os.times()[:4]), [os.getpid()]
+    while todo:
+        pid = todo.pop()
+        try:
+            for task in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{task}/children") as f:
+                    todo += [int(child) for child in f.read().split()]
+        except OSError:
+            continue
+        if pid == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    return total
+
 from four.execute import local_env, shell_env
 commands = json.loads(sys.argv[1])
 local = local_env()
@@ -134,7 +157,7 @@ shell = shell_env()
 for line in sys.stdin:
     kind, runs = line.split()
     times = []
-    before = os.times()
+    before = cpu()
     for _ in range(int(runs)):
         t = time.perf_counter()
         if kind == "batch":
@@ -143,9 +166,7 @@ for line in sys.stdin:
         else:
             (local if kind == "local" else shell)(Action("true"))
         times.append(time.perf_counter() - t)
-    after = os.times()
-    cpu = sum(after[:4]) - sum(before[:4])  # this process and its children, user + system
-    print(json.dumps([times, cpu / int(runs)]), flush=True)
+    print(json.dumps([times, (cpu() - before) / int(runs)]), flush=True)
 shell.close()
 """
 
@@ -198,7 +219,7 @@ def compare(other: Path, rounds: int) -> None:
     for tree in trees.values():
         tree.close()
     print(f"{rounds} interleaved rounds after one warm-up, milliseconds: median wall, and")
-    print("mean CPU (the driver and its commands, user + system)\n")
+    print("mean CPU (the driver, its launcher or shell, and its commands, user + system)\n")
     print(f"| workload | this tree | {other.name} | this / {other.name} |")
     print("| --- | ---: | ---: | ---: |")
     for kind, label, _ in plan:

@@ -86,6 +86,9 @@ class LeakyEnv:
             return Success(Observation("timed out", 124, timed_out=True))
         return self.env(action)
 
+    def close(self) -> None:
+        self.env.close()  # local_env's launcher: only the sleep is the leak
+
 
 def test_check_execute_catches_a_v2_that_leaks_its_shell_after_a_timeout() -> None:
     made: list[LeakyEnv] = []

@@ -196,17 +196,11 @@ def _local_copy(
     from four.execute import LocalEnv
 
     work = _copy(base.cwd or os.getcwd(), stack, files)
-    return Success(
-        LocalEnv(
-            timeout,
-            base.max_output,
-            base.exit_signal,
-            str(work),
-            base.env,
-            base.inherit,
-            base.deny,
-        )
+    copy = LocalEnv(
+        timeout, base.max_output, base.exit_signal, str(work), base.env, base.inherit, base.deny
     )
+    stack.callback(copy.close)  # its launcher
+    return Success(copy)
 
 
 def _sandbox_copy(

@@ -1,8 +1,9 @@
-"""V2 for ``arun``: ``local_env`` and ``shell_env`` awaited, on asyncio subprocesses.
+"""V2 for ``arun``: ``local_env`` and ``shell_env`` awaited.
 
-Each holds the sync environment it mirrors and takes from it how a command starts
-(``launch``: its own PID namespace, tether, limits, environment rule), so the rules
-exist once; what differs is only the waiting. Cancelling the task that awaits a
+Each holds the sync environment it mirrors and takes from it its parameters and how a
+command starts (``LocalEnv.starter``: its launcher; ``ShellEnv.launch``: its own PID
+namespace, tether, limits, environment rule), so the rules exist once; what differs is
+only the waiting. Cancelling the task that awaits a
 command kills the command with every process it started.
 """
 
@@ -10,24 +11,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import shutil
 import subprocess
 import tempfile
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, ParamSpec, TypeVar
 
 from returns.result import Failure, Success
 
-from four._secrets import SECRET_PATTERNS
 from four._types import Action, ExecutionError
-from four.execute._aprocess import arun_captured
+from four.execute._aprocess import awatch
 from four.execute._command import Executed, check_command, unrunnable
-from four.execute._contain import DEFAULT_LIMITS, Limits, Placed, read_exit
+from four.execute._contain import Placed, read_exit
 from four.execute._kill import kill_group, kill_marked, new_mark
-from four.execute._local import LocalEnv, local_env
-from four.execute._output import DEFAULT_INHERIT, EXIT_SIGNAL, OutputBuffer, Ran, conclude
+from four.execute._local import LocalEnv, local_env, shell_env
+from four.execute._output import OutputBuffer, Ran, conclude
 from four.execute._process import CHUNK, DRAIN
 from four.execute._shell import (
     RESTARTED,
@@ -38,12 +40,20 @@ from four.execute._shell import (
     write_protocol,
 )
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
 
 @dataclass(frozen=True, slots=True)
 class AsyncLocalEnv:
-    """``local`` awaited: each command in a fresh ``bash -c``, an asyncio subprocess."""
+    """``local`` awaited: each command in a fresh ``bash -c``, started by ``local``'s
+    launcher. ``aclose()`` ends the launcher (``arun`` calls it)."""
 
     local: LocalEnv
+
+    async def aclose(self) -> None:
+        """End the launcher, if one runs (and any command still running with it)."""
+        await asyncio.to_thread(self.local.close)
 
     async def __call__(self, action: Action, /) -> Executed:
         problem = check_command(action.command)
@@ -52,46 +62,39 @@ class AsyncLocalEnv:
         local = self.local
         output = OutputBuffer(local.max_output, local.exit_signal)
         try:
-            launched = local.launch(action.command)
-            try:
-                ran = await arun_captured(
-                    launched.argv,
-                    output,
-                    local.timeout,
-                    cwd=local.cwd,
-                    env=launched.env,
-                    mark=new_mark(),
-                )
-            finally:
-                launched.placed.release()
+            ran = await awatch(local.starter(action.command), output, local.timeout)
         except OSError as exc:
             return Failure(local.cannot_start(exc))
         return conclude(read_exit(ran))
 
 
-def alocal_env(
-    timeout: float = 120.0,
-    max_output: int = 10_000,
-    exit_signal: str = EXIT_SIGNAL,
-    cwd: str | None = None,
-    env: Mapping[str, str] | None = None,
-    *,
-    inherit: Sequence[str] = DEFAULT_INHERIT,
-    deny: Sequence[str] = SECRET_PATTERNS,
-    limits: Limits = DEFAULT_LIMITS,
-) -> AsyncLocalEnv:
-    """``local_env`` for ``arun``: the same guarantees, awaited (cancelling kills).
+def _settings_of(
+    settings: Callable[P, object],
+) -> Callable[[Callable[..., R]], Callable[P, R]]:
+    """Give an async factory the parameters of the sync one it wraps (``shell_env``'s:
+    ``local_env``'s but ``persistent``), for mypy and ``help()``: they are written once."""
+
+    def share(factory: Callable[..., R]) -> Callable[P, R]:
+        returns = inspect.signature(factory).return_annotation
+        factory.__signature__ = inspect.signature(settings).replace(  # type: ignore[attr-defined]
+            return_annotation=returns
+        )
+        return factory
+
+    return share
+
+
+@_settings_of(shell_env)
+def alocal_env(*args: Any, **kwargs: Any) -> AsyncLocalEnv:
+    """``local_env`` for ``arun``: the same parameters and guarantees, awaited (cancelling
+    kills); ``arun`` calls ``aclose``.
 
     >>> import asyncio
     >>> from four import Action
     >>> asyncio.run(alocal_env()(Action("echo hi"))).unwrap().content
     '<returncode>0</returncode>\\n<output>\\nhi\\n</output>'
     """
-    return AsyncLocalEnv(
-        local_env(
-            timeout, max_output, exit_signal, cwd, env, inherit=inherit, deny=deny, limits=limits
-        )
-    )
+    return AsyncLocalEnv(local_env(*args, **kwargs))
 
 
 @dataclass(eq=False, slots=True, weakref_slot=True)
@@ -250,18 +253,10 @@ class AsyncShellEnv:
             self._placed = None
 
 
-def ashell_env(
-    timeout: float = 120.0,
-    max_output: int = 10_000,
-    exit_signal: str = EXIT_SIGNAL,
-    cwd: str | None = None,
-    env: Mapping[str, str] | None = None,
-    *,
-    inherit: Sequence[str] = DEFAULT_INHERIT,
-    deny: Sequence[str] = SECRET_PATTERNS,
-    limits: Limits = DEFAULT_LIMITS,
-) -> AsyncShellEnv:
-    """``shell_env`` for ``arun``: one persistent bash, awaited; ``arun`` calls ``aclose``.
+@_settings_of(shell_env)
+def ashell_env(*args: Any, **kwargs: Any) -> AsyncShellEnv:
+    """``shell_env`` for ``arun``: the same parameters, one persistent bash, awaited;
+    ``arun`` calls ``aclose``.
 
     >>> import asyncio
     >>> from four import Action
@@ -272,18 +267,7 @@ def ashell_env(
     >>> asyncio.run(main())
     '/tmp'
     """
-    settings = local_env(
-        timeout,
-        max_output,
-        exit_signal,
-        cwd,
-        env,
-        persistent=True,
-        inherit=inherit,
-        deny=deny,
-        limits=limits,
-    )
-    return AsyncShellEnv(settings)
+    return AsyncShellEnv(shell_env(*args, **kwargs))
 
 
 def _cleanup(folder: str, running: list[tuple[int, str]]) -> None:

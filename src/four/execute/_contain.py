@@ -1,16 +1,19 @@
 """Containment of a command's processes, one rule for every environment that runs them here.
 
-- **Its own PID namespace** (util-linux ``unshare --pid --fork --kill-child --mount-proc``):
-  the command sees a ``/proc`` of its own processes only, so no ``/proc/*/environ`` or
-  ``/proc/*/cmdline`` of this process (root reads every one of them otherwise), and when
-  the namespace's first process ends the kernel kills every process left in it, however
-  it detached (``setsid``, ``nohup``, double fork, ``env -i``).
+- **A PID namespace of its own** (util-linux ``unshare --pid --fork --kill-child
+  --mount-proc``): for each shell of ``shell_env`` and each command of ``sandbox_env``;
+  for ``local_env``, one per environment, whose first process is the launcher that
+  starts its commands (``_launcher``). A command sees a ``/proc`` of its namespace only,
+  so no ``/proc/*/environ`` or ``/proc/*/cmdline`` of this process (root reads every
+  one of them otherwise), and when the namespace's first process ends the kernel kills
+  every process left in it, however it detached (``setsid``, ``nohup``, double fork,
+  ``env -i``).
 - **Tied to this process**: every launcher carries ``FOUR_DRIVER=<id>``; a tether (see
   ``_tether``) kills them all when this process dies, SIGKILL included, and with each
   launcher its namespace.
-- **Limits** (``Limits``): processes and memory by a cgroup per command where one can be
-  made (root, or a delegated cgroup), the file size by ``ulimit -f``; the command's
-  first bash enters them itself (``PLACE``) before anything else runs. They guard
+- **Limits** (``Limits``): processes and memory by a cgroup where one can be made (root,
+  or a delegated cgroup), the file size by an rlimit; the first process (a shell, or
+  ``local_env``'s launcher) enters them itself before anything else runs. They guard
   against accidents (a fork bomb, ``yes > file``); a root command could lift them.
 
 Where user namespaces are not allowed (an unprivileged user on a locked-down kernel),
@@ -47,14 +50,15 @@ DRIVER = "FOUR_DRIVER"
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Resource limits of one command (None: no limit). The defaults: 512 processes,
-    4 GiB a file, 8 GiB of memory.
+    """Resource limits of one command, or shell (None: no limit). The defaults: 512
+    processes, 4 GiB a file, 8 GiB of memory. In ``local_env`` they bound the
+    environment's commands together (a run's commands run one at a time).
 
     ``processes``: processes and threads at once (a pids cgroup; ``RLIMIT_NPROC`` in
     the command's own user namespace when not root); ``file_size``: bytes of one file
-    written (``RLIMIT_FSIZE``, in KiB: a write past it fails, ``EFBIG``); ``memory``:
-    bytes of memory of all its processes (a memory cgroup: the kernel kills a process
-    of the command past it). ``containment()`` says which of them this machine enforces.
+    written (``RLIMIT_FSIZE``: a write past it fails, ``EFBIG``); ``memory``: bytes of
+    memory of all its processes (a memory cgroup: the kernel kills a process of the
+    command past it). ``containment()`` says which of them this machine enforces.
 
     >>> Limits(processes=64).processes
     64
@@ -144,18 +148,15 @@ def find_program(name: str, path: str | None = None) -> str:
     return found
 
 
-UNSHARE_KILLED = "unshare: sigprocmask unblock failed: Invalid argument\n"
-"""What util-linux's unshare prints, exiting 1, when its first process was SIGKILLed."""
-
 KILLED = (
     "The command's shell was killed (SIGKILL), most likely for using more memory than its limit."
 )
 
 
 def read_exit(ran: Ran) -> Ran:
-    """``ran`` with the exit of a shell killed by SIGKILL read as such (-9, with a note)."""
-    if ran.returncode == 1 and ran.output.text().endswith(UNSHARE_KILLED):
-        return dataclasses.replace(ran, returncode=-signal.SIGKILL, notes=(*ran.notes, KILLED))
+    """``ran`` with a note when the command's shell was killed by SIGKILL (-9)."""
+    if ran.returncode == -signal.SIGKILL:
+        return dataclasses.replace(ran, notes=(*ran.notes, KILLED))
     return ran
 
 

@@ -181,7 +181,7 @@ class DockerEnv(ClosedOnExit):
         own = self.container_name is None
         kill = [_KILL_ALL, "kill"] if own else [KILL_MARKED, "kill", f"FOUR_RUN={token}"]
 
-        def kill_inside(_: subprocess.Popen[bytes]) -> None:
+        def kill_inside() -> None:
             subprocess.run(
                 [self.docker, "exec", name, "bash", "-c", *kill],
                 stdin=subprocess.DEVNULL,

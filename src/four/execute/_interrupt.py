@@ -60,7 +60,11 @@ class Command:
     __slots__ = ("_done", "_lock", "key", "mark", "on_kill", "pgid")
 
     def __init__(
-        self, key: Hashable, pgid: int, mark: str | None, on_kill: Callable[[], None] | None
+        self,
+        key: Hashable,
+        pgid: int | None,
+        mark: str | None,
+        on_kill: Callable[[], None] | None,
     ) -> None:
         self.key = key
         self.pgid = pgid
@@ -77,7 +81,8 @@ class Command:
             if self.on_kill is not None:
                 with contextlib.suppress(Exception):
                     self.on_kill()
-            kill_group(self.pgid)
+            if self.pgid is not None:
+                kill_group(self.pgid)
             if self.mark is not None:
                 kill_marked(self.mark)
 
@@ -141,7 +146,7 @@ def stopped() -> bool:
 
 
 def running(
-    pgid: int, mark: str | None = None, on_kill: Callable[[], None] | None = None
+    pgid: int | None, mark: str | None = None, on_kill: Callable[[], None] | None = None
 ) -> Command | None:
     """Register a command just started by this thread (None outside ``interruptible``).
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, overload
 
@@ -12,8 +13,14 @@ from four import _arguments as arguments
 from four._secrets import SECRET_PATTERNS
 from four._types import Action, ExecutionError
 from four.execute._command import Executed, check_command, unrunnable
-from four.execute._contain import DEFAULT_LIMITS, Launch, Limits, launch, read_exit
-from four.execute._kill import new_mark
+from four.execute._contain import (
+    DEFAULT_LIMITS,
+    Limits,
+    find_program,
+    launcher_env,
+    read_exit,
+)
+from four.execute._launcher import Launched, Launcher
 from four.execute._output import (
     DEFAULT_INHERIT,
     EXIT_SIGNAL,
@@ -21,15 +28,18 @@ from four.execute._output import (
     command_env,
     conclude,
 )
-from four.execute._process import run_captured
+from four.execute._process import watch
 from four.execute._shell import ShellEnv
 
 
 @dataclass(frozen=True, slots=True)
 class LocalEnv:
-    """V2: every command in a fresh ``bash -c`` on this machine. Holds nothing, closes nothing.
+    """V2: every command in a fresh ``bash -c`` on this machine.
 
     See ``local_env`` for the guarantees. ``env`` is not recorded in the trajectory.
+    Its commands start from a small launcher process (started with the first command):
+    ``close()`` ends it (``run`` does), as do the end of this process and the
+    environment's garbage collection; a later command starts a new one.
     """
 
     timeout: float = 120.0
@@ -41,6 +51,7 @@ class LocalEnv:
     deny: tuple[str, ...] = SECRET_PATTERNS
     shell: str = "bash"
     limits: Limits = DEFAULT_LIMITS
+    _launcher: Launcher = field(default_factory=Launcher, init=False, repr=False, compare=False)
 
     def __call__(self, action: Action, /) -> Executed:
         if not isinstance(action, Action):  # V2("echo hi"): say so, not 'no attribute command'
@@ -50,26 +61,22 @@ class LocalEnv:
             return Success(unrunnable(problem))
         output = OutputBuffer(self.max_output, self.exit_signal)
         try:
-            launched = self.launch(action.command)
-            try:
-                ran = run_captured(
-                    launched.argv,
-                    output,
-                    self.timeout,
-                    cwd=self.cwd,
-                    env=launched.env,
-                    mark=new_mark(),
-                )
-            finally:
-                launched.placed.release()
+            ran = watch(self.starter(action.command), output, self.timeout)
         except OSError as exc:  # no bash, or the working folder is gone
             return Failure(self.cannot_start(exc))
         return conclude(read_exit(ran))
 
-    def launch(self, command: str) -> Launch:
-        """How ``command`` starts (shared with ``AsyncLocalEnv``); see ``_contain.launch``."""
-        env = command_env(self.inherit, self.deny, self.env)
-        return launch([self.shell, "-c", command], env, self.limits)
+    def starter(self, command: str) -> Callable[[int], Launched]:
+        """How ``command`` starts through the launcher, given its output's descriptor
+        (shared with ``AsyncLocalEnv``). Raises FileNotFoundError when the shell is not
+        on the command's PATH."""
+        env = launcher_env(command_env(self.inherit, self.deny, self.env))
+        argv = [find_program(self.shell, env.get("PATH", os.defpath)), "-c", command]
+        return lambda out: self._launcher.start(self.limits, argv, env, self.cwd, out)
+
+    def close(self) -> None:
+        """End the launcher, if one runs (and any command still running with it)."""
+        self._launcher.close()
 
     def cannot_start(self, exc: OSError) -> ExecutionError:
         """The error for a command that could not start: no bash, no working folder."""
@@ -117,10 +124,13 @@ def local_env(
     """V2 that runs each command with bash on this machine.
 
     Each command runs as ``bash -c`` in a new session, stdin closed, stderr merged into
-    stdout, as the first process of a PID namespace of its own: it sees a ``/proc`` of its
-    own processes only (no other process's environment or command line: root could read
-    them all otherwise), and every process it starts ends when it ends, however it
-    detached (``setsid``, ``nohup``, ``env -i``). A command still running after
+    stdout, started by the environment's launcher (one small process, started with the
+    first command, ended by ``close()``) in the environment's own PID namespace: it sees
+    a ``/proc`` of the launcher and the environment's commands only (no other process's
+    environment or command line: root could read them all otherwise), and every process
+    it starts ends when it ends, however it detached (``setsid``, ``nohup``, ``env -i``;
+    with several commands of one environment at once, when the last of them ends).
+    ``limits`` bound the environment's commands together. A command still running after
     ``timeout`` seconds is killed with all of them; the model sees return code 124, the
     output so far and a note. If this process dies, even by SIGKILL, its commands die
     within a second or two. ``limits`` bounds processes, file size and memory

@@ -15,9 +15,10 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
 
 from four.execute._interrupt import running, stopped
-from four.execute._kill import MARK, kill_group, kill_marked
+from four.execute._kill import kill_group
 from four.execute._output import OutputBuffer, Ran
 
 Process = subprocess.Popen[bytes]
@@ -59,6 +60,77 @@ def pipe_holders(fd: int) -> list[int]:
     return found
 
 
+class Child(Protocol):
+    """A started command as ``watch`` sees it: a Popen (``Popened``) or a launcher's
+    (``_launcher.Launched``)."""
+
+    @property
+    def pgid(self) -> int | None:
+        """Its process group (a supervisor kills it), or None: ``kill()`` alone does."""
+        ...
+
+    @property
+    def exit_fd(self) -> int:
+        """A descriptor that polls readable once it has exited."""
+        ...
+
+    def kill(self) -> None:
+        """SIGKILL it and every process it started."""
+        ...
+
+    def wait(self) -> int:
+        """Its exit code (negative: a signal), reaped; call once it has exited or been killed."""
+        ...
+
+    def close(self) -> None:
+        """Release what watching it held (after ``wait``)."""
+        ...
+
+
+class Popened:
+    """A ``Popen`` as a ``Child``: killed by process group, watched by pidfd."""
+
+    __slots__ = ("exit_fd", "proc")
+
+    def __init__(self, proc: Process) -> None:
+        self.proc = proc
+        self.exit_fd = os.pidfd_open(proc.pid)
+
+    @property
+    def pgid(self) -> int:
+        return self.proc.pid
+
+    def kill(self) -> None:
+        kill_group(self.proc.pid)
+
+    def wait(self) -> int:
+        return self.proc.wait()
+
+    def close(self) -> None:
+        os.close(self.exit_fd)
+
+
+def unstarted(output: OutputBuffer, timeout: float) -> Ran:
+    """A command not started because its run was interrupted: it ends as killed."""
+    output.finish()
+    return Ran(-signal.SIGKILL, output, 0.0, False, timeout)
+
+
+def piped(start: Callable[[int], Child]) -> tuple[Child, int]:
+    """Start a command with ``start(stdout)``, its output on a fresh pipe: the child and
+    the pipe's read end (non-blocking; this process holds no write end)."""
+    fd, write_fd = os.pipe()
+    try:
+        child = start(write_fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    finally:
+        os.close(write_fd)
+    os.set_blocking(fd, False)
+    return child, fd
+
+
 def run_captured(
     argv: Sequence[str],
     output: OutputBuffer,
@@ -66,42 +138,43 @@ def run_captured(
     *,
     cwd: str | None = None,
     env: Mapping[str, str] | None = None,
-    on_timeout: Callable[[subprocess.Popen[bytes]], None] | None = None,
-    mark: str | None = None,
+    on_timeout: Callable[[], None] | None = None,
 ) -> Ran:
-    """Run ``argv`` and read its output into ``output`` until it ends or ``timeout`` passes.
-
-    With ``mark``, the command's environment gets ``FOUR_RUN=mark`` too (after ``env``).
-    At the timeout ``on_timeout`` runs first (a container kills inside itself), then the
-    process group is killed, and with ``mark`` every process tagged ``FOUR_RUN=mark``.
-    When the process exits but children still hold the output open, after ``LINGER``
-    seconds those children are killed and a note says so.
+    """Run ``argv`` in a new session (stdin closed, stderr merged into stdout) and read
+    its output into ``output`` until it ends or ``timeout`` passes; see ``watch``.
     Raises OSError when the process cannot start (no such program, no such cwd).
     """
-    start = time.monotonic()
+    return watch(lambda out: _spawn(argv, cwd, env, out), output, timeout, on_timeout)
+
+
+def watch(
+    start: Callable[[int], Child],
+    output: OutputBuffer,
+    timeout: float,
+    on_timeout: Callable[[], None] | None = None,
+) -> Ran:
+    """Start a command with ``start(stdout)`` and read its output into ``output`` until
+    it ends or ``timeout`` passes.
+
+    At the timeout ``on_timeout`` runs first (a container kills inside itself), then the
+    child is killed with all it started. When the command's first process exits but
+    others still hold the output open, after ``LINGER`` seconds those are killed and a
+    note says so. Raises what ``start`` raises (OSError: it could not start).
+    """
+    begin = time.monotonic()
     if stopped():  # the run was interrupted (four.batch): the command ends as killed, unstarted
-        output.finish()
-        return Ran(-signal.SIGKILL, output, 0.0, False, timeout)
-    proc, fd = _spawn(argv, cwd, env, mark)
-    try:
-        pidfd = os.pidfd_open(proc.pid)
-    except BaseException:  # out of descriptors: nothing may run unwatched, or unreaped
-        os.close(fd)
-        kill_group(proc.pid)
-        if mark is not None:
-            kill_marked(mark)
-        proc.wait()
-        raise
+        return unstarted(output, timeout)
+    child, fd = piped(start)
     poller = select.poll()
     poller.register(fd, select.POLLIN)
-    poller.register(pidfd, select.POLLIN)
-    deadline = start + timeout
+    poller.register(child.exit_fd, select.POLLIN)
+    deadline = begin + timeout
     exited_at: float | None = None
     timed_out = False
     notes: list[str] = []
     completed = False
     # Under a supervisor (four.batch), another thread may kill this command.
-    command = running(proc.pid, mark, None if on_timeout is None else _bind(on_timeout, proc))
+    command = running(child.pgid, None, _killer(child, on_timeout))
     try:
         while True:
             now = time.monotonic()
@@ -109,41 +182,41 @@ def run_captured(
             if now >= until:
                 if exited_at is None:
                     timed_out = True
-                    _timed_out(proc, on_timeout, mark)
+                    _timed_out(child, on_timeout)
                 else:
                     notes.append(HELD_OPEN)
-                    _stop_holders(proc.pid, fd)
+                    stop_holders(child, fd)
                 _drain(fd, output, DRAIN)
                 break
-            more, exited = _pump(poller, fd, pidfd, output, until - now)
+            more, exited = _pump(poller, fd, child.exit_fd, output, until - now)
             if exited and exited_at is None:
-                poller.unregister(pidfd)
+                poller.unregister(child.exit_fd)
                 exited_at = time.monotonic()
             if not more:
                 break  # end of output
         if exited_at is None and not timed_out:
-            # The output closed before the exit was seen: wait for it on the pidfd
+            # The output closed before the exit was seen: wait for it on the exit fd
             # (Popen.wait with a timeout polls with sleeps, a millisecond or more too late).
             poller.unregister(fd)
             if not poller.poll(_ms(deadline - time.monotonic())):
                 timed_out = True
-                _timed_out(proc, on_timeout, mark)
+                _timed_out(child, on_timeout)
         completed = True
     finally:
-        os.close(pidfd)
         os.close(fd)
         if not completed:  # an exception (Ctrl-C): leave nothing running
-            kill_group(proc.pid)
-            if mark is not None:
-                kill_marked(mark)
+            child.kill()
         if command is not None:
             command.release()
-        returncode = proc.wait()
+        try:
+            returncode = child.wait()
+        finally:
+            child.close()
     output.finish()
     return Ran(
         None if timed_out else returncode,
         output,
-        time.monotonic() - start,
+        time.monotonic() - begin,
         timed_out,
         timeout,
         tuple(notes),
@@ -151,34 +224,24 @@ def run_captured(
 
 
 def _spawn(
-    argv: Sequence[str], cwd: str | None, env: Mapping[str, str] | None, mark: str | None
-) -> tuple[Process, int]:
-    """Start ``argv`` in a new session, stdin closed, stdout and stderr on a fresh pipe,
-    its environment ``env`` and ``FOUR_RUN=mark``: the process and the pipe's read end.
-
-    The pipe is ours, not Popen's: no file object, a non-blocking read end.
-    """
-    if mark is not None:
-        env = {**(os.environ if env is None else env), MARK: mark}
-    read_fd, write_fd = os.pipe()
+    argv: Sequence[str], cwd: str | None, env: Mapping[str, str] | None, stdout: int
+) -> Popened:
+    proc = subprocess.Popen(
+        list(argv),
+        stdin=subprocess.DEVNULL,
+        stdout=stdout,
+        stderr=subprocess.STDOUT,
+        cwd=cwd,
+        env=env,
+        start_new_session=True,
+        close_fds=True,
+    )
     try:
-        proc = subprocess.Popen(
-            list(argv),
-            stdin=subprocess.DEVNULL,
-            stdout=write_fd,
-            stderr=subprocess.STDOUT,
-            cwd=cwd,
-            env=env,
-            start_new_session=True,
-            close_fds=True,
-        )
-    except BaseException:
-        os.close(read_fd)
+        return Popened(proc)
+    except BaseException:  # out of descriptors: nothing may run unwatched, or unreaped
+        kill_group(proc.pid)
+        proc.wait()
         raise
-    finally:
-        os.close(write_fd)
-    os.set_blocking(read_fd, False)
-    return proc, read_fd
 
 
 def _ms(seconds: float) -> int:
@@ -186,43 +249,43 @@ def _ms(seconds: float) -> int:
     return max(0, math.ceil(seconds * 1000))
 
 
-def _bind(
-    on_timeout: Callable[[subprocess.Popen[bytes]], None], proc: Process
-) -> Callable[[], None]:
-    return lambda: on_timeout(proc)
+def _killer(child: Child, on_timeout: Callable[[], None] | None) -> Callable[[], None]:
+    """What a supervisor's kill does besides killing the process group (``running``)."""
+    if on_timeout is None:
+        return child.kill
+
+    def both() -> None:
+        on_timeout()
+        child.kill()
+
+    return both
 
 
-def _timed_out(
-    proc: Process,
-    on_timeout: Callable[[subprocess.Popen[bytes]], None] | None,
-    mark: str | None,
-) -> None:
+def _timed_out(child: Child, on_timeout: Callable[[], None] | None) -> None:
     if on_timeout is not None:
-        _bind(on_timeout, proc)()
-    kill_group(proc.pid)
-    if mark is not None:
-        kill_marked(mark)
+        on_timeout()
+    child.kill()
 
 
-def _stop_holders(pgid: int, fd: int) -> None:
-    """Kill the processes that keep the pipe open (the whole group if none is found)."""
+def stop_holders(child: Child, fd: int) -> None:
+    """Kill the processes that keep the pipe open (all the child's if none is found)."""
     holders = pipe_holders(fd)
     for pid in holders:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
     if not holders:
-        kill_group(pgid)
+        child.kill()
 
 
 def _pump(
-    poller: select.poll, fd: int, pidfd: int, output: OutputBuffer, wait: float
+    poller: select.poll, fd: int, exit_fd: int, output: OutputBuffer, wait: float
 ) -> tuple[bool, bool]:
     """Wait up to ``wait`` s and read what is there: (output may go on, the process exited).
 
     One poll reports both: a command that prints little and exits costs one wait."""
     more, exited = True, False
     for ready, _ in poller.poll(_ms(wait)):  # a loop, not any() and all() of generators
-        if ready == pidfd:
+        if ready == exit_fd:
             exited = True
         elif ready == fd:
             more = _read(fd, output)

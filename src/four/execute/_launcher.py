@@ -1,0 +1,179 @@
+"""One launcher process per environment, started on its first command (see ``_spawner``).
+
+What a command costs to contain is paid once per environment, not per command: the
+launcher is the first process of the environment's PID namespace (with its own
+``/proc``), has entered its cgroups and taken its limits, and starts each command with
+``posix_spawn`` (no ``unshare`` program, no namespace made or ended, no move between
+cgroups per command: on cgroup v1 a move waits for an RCU grace period). The processes
+and memory limits are then those of the environment's commands together (one at a time
+in a run: the same as per command).
+
+The launcher ends when its environment is closed or collected, and when this process
+dies, however (its socket reaches its end; the tether kills it too, and every command,
+by their ``FOUR_DRIVER`` mark); its namespace ends with it, and every process in it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import weakref
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from four.execute._contain import Limits, Placed, contained, containment, launcher_env, place
+
+SPAWNER = str(Path(__file__).with_name("_spawner.py"))
+
+
+class Launched:
+    """A command a launcher started (a ``Child`` for ``watch``): ``exit_fd`` is readable
+    once it and all it started have ended; ``kill()``; ``wait()`` for its exit code."""
+
+    __slots__ = ("_conn", "_pending")
+
+    pgid = None  # the launcher kills it, and all it started
+
+    def __init__(self, conn: socket.socket) -> None:
+        self._conn, self._pending = conn, b""
+
+    @property
+    def exit_fd(self) -> int:
+        return self._conn.fileno()
+
+    def kill(self) -> None:
+        """Ask the launcher to SIGKILL the command (then it kills all it started)."""
+        with contextlib.suppress(OSError):
+            self._conn.send(b"k")
+
+    def wait(self) -> int:
+        """The exit code (negative: the signal that killed it), once the launcher says it.
+        A launcher gone first (its commands die with it) reads as SIGKILL; a command that
+        could not start raises OSError, as Popen would have."""
+        while b"\n" not in self._pending:
+            more = self._conn.recv(4096)
+            if not more:
+                return -signal.SIGKILL
+            self._pending += more
+        said = json.loads(self._pending.split(b"\n", 1)[0])
+        if "errno" in said:  # it could not start: no such folder, no such program
+            raise OSError(said["errno"] or None, said["what"], said["filename"])
+        code: int = said["exit"]
+        return code
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class Launcher:
+    """The launcher process of one environment, started when first needed (again if it
+    died, or in a forked child) with the limits it is first given. Thread-safe;
+    ``close()`` ends it and its commands."""
+
+    __slots__ = ("__weakref__", "_finalizer", "_lock", "_state")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._state: _State | None = None
+        self._finalizer: weakref.finalize[[_State], Launcher] | None = None
+
+    def __reduce__(self) -> tuple[type[Launcher], tuple[()]]:
+        return (Launcher, ())  # a copy (or a pickle) starts a launcher of its own
+
+    def start(
+        self,
+        limits: Limits,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        cwd: str | None,
+        output: int,
+    ) -> Launched:
+        """Start ``argv`` (its program an absolute path) with ``output`` as its stdout and
+        stderr. Raises OSError as Popen would (no such folder, no such program)."""
+        control = self._control(limits)
+        folder = os.getcwd() if cwd is None else cwd  # where Popen would start it
+        request = json.dumps({"argv": list(argv), "env": dict(env), "cwd": folder}).encode()
+        ours, theirs = socket.socketpair()
+        try:
+            try:
+                socket.send_fds(control, [b"c"], [theirs.fileno(), output])
+            finally:
+                theirs.close()
+            ours.sendall(struct.pack("!I", len(request)) + request)
+        except BaseException:
+            ours.close()
+            raise
+        return Launched(ours)
+
+    def close(self) -> None:
+        """End the launcher (and any command still running) and remove its cgroups."""
+        with self._lock:
+            if self._finalizer is not None:
+                self._finalizer()
+            self._state = self._finalizer = None
+
+    def _control(self, limits: Limits) -> socket.socket:
+        with self._lock:
+            state = self._state
+            if state is None or state.owner != os.getpid() or state.proc.poll() is not None:
+                if state is not None and self._finalizer is not None:
+                    self._finalizer()  # a dead launcher's cgroups go too
+                state = _State.start(limits)
+                self._state = state
+                self._finalizer = weakref.finalize(self, _State.stop, state)
+            return state.control
+
+
+def _limit(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+class _State:
+    __slots__ = ("control", "owner", "placed", "proc")
+
+    def __init__(self, control: socket.socket, proc: subprocess.Popen[bytes], placed: Placed):
+        self.control, self.proc, self.placed, self.owner = control, proc, placed, os.getpid()
+
+    @staticmethod
+    def start(limits: Limits) -> _State:
+        placed = place(limits, bash_env=False)
+        processes = limits.processes if containment().processes == "rlimit" else None
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            env = {"PATH": os.environ.get("PATH", os.defpath)}  # no secret to show
+            argv = [sys.executable, "-I", "-S", "-B", SPAWNER, str(theirs.fileno())]
+            argv += [_limit(limits.file_size), _limit(processes), *placed.folders]
+            proc = subprocess.Popen(
+                contained(argv, env),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,  # not the driver's: a pipe read to its end
+                stderr=subprocess.DEVNULL,
+                env=launcher_env(env),
+                pass_fds=(theirs.fileno(),),
+                start_new_session=True,  # a Ctrl-C of our terminal is ours to handle
+            )
+        except BaseException:
+            ours.close()
+            placed.release()
+            raise
+        finally:
+            theirs.close()
+        return _State(ours, proc, placed)
+
+    def stop(self) -> None:
+        if self.owner != os.getpid():
+            return  # a fork's copy: the launcher is the parent's
+        self.control.close()  # the launcher kills its commands and exits
+        try:
+            self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.placed.release()
