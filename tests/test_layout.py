@@ -1,0 +1,117 @@
+"""The package's layout: no module imports, at import time, a module that imports it back.
+
+An import cycle makes the result depend on which module a user imports first. Imports inside
+functions (the lazy ones) and under ``TYPE_CHECKING`` are not run at import time, so they do
+not count; ``from package import submodule`` counts as importing the submodule only.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import four
+
+SOURCE = Path(four.__file__).parent.parent
+
+
+def _modules() -> dict[str, tuple[Path, bool]]:
+    found = {}
+    for path in SOURCE.joinpath("four").rglob("*.py"):
+        parts = list(path.relative_to(SOURCE).with_suffix("").parts)
+        package = parts[-1] == "__init__"
+        found[".".join(parts[:-1] if package else parts)] = (path, package)
+    return found
+
+
+MODULES = _modules()
+
+
+def _run_at_import(body: list[ast.stmt]) -> list[ast.Import | ast.ImportFrom]:
+    found: list[ast.Import | ast.ImportFrom] = []
+    for node in body:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(node)
+        elif isinstance(node, (ast.If, ast.Try, ast.With)):
+            found += _run_at_import(node.body)
+            found += _run_at_import(getattr(node, "orelse", []))
+            for handler in getattr(node, "handlers", []):
+                found += _run_at_import(handler.body)
+    return found
+
+
+def _imports(name: str) -> set[str]:
+    path, package = MODULES[name]
+    here = name if package else name.rpartition(".")[0]
+    targets: set[str] = set()
+    for node in _run_at_import(ast.parse(path.read_text()).body):
+        if isinstance(node, ast.Import):
+            targets.update(alias.name for alias in node.names)
+            continue
+        base = node.module or ""
+        if node.level:
+            parts = here.split(".")[: len(here.split(".")) - node.level + 1]
+            base = ".".join(parts + ([node.module] if node.module else []))
+        submodules = {f"{base}.{alias.name}" for alias in node.names} & MODULES.keys()
+        targets |= submodules if len(submodules) == len(node.names) else {base} | submodules
+    return {target for target in targets if target in MODULES and target != name}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    cycles.append(sorted(component))
+    return cycles
+
+
+def test_no_module_imports_itself_back() -> None:
+    graph = {name: _imports(name) for name in MODULES}
+    assert _cycles(graph) == []
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_four_functions_and_the_domains_each_have_their_folder() -> None:
+    packages = {name for name, (_, package) in MODULES.items() if package}
+    assert {"four.invoke", "four.parse", "four.execute", "four.trajectory"} <= packages
+    assert {"four.domains.notebook", "four.domains.python", "four.domains.cli"} <= packages
