@@ -156,3 +156,15 @@ def test_four_run_domain_cli_go_end_to_end(
                            env={"MANPAGER": "cat", "PAGER": "cat", "PATH": "/usr/bin:/bin",
                                 "MANWIDTH": "80"})  # fmt: skip
     assert shown.returncode == 0 and "Print the sum of the INTEGERs" in shown.stdout
+
+
+def test_a_go_build_needs_no_writable_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "no-such-home"))
+    for name in ("GOCACHE", "GOPATH", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    work = tmp_path / "work"
+    work.mkdir()
+    with build_env(work, language="go") as env:
+        text = _edit(env, _files(("go.mod", GO_MOD), ("main.go", SUM)))
+    assert "Build OK: ./sum." in text, text
+    assert not (tmp_path / "no-such-home").exists()  # its caches went to the temporary folder
