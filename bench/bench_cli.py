@@ -193,6 +193,7 @@ def main() -> None:
         huge_mb = huge.stat().st_size / 2**20
         show_huge = wall_and_peak([*four, "show", str(huge)])
         show_stream = wall_and_peak([*four, "show", str(huge.with_suffix(".jsonl"))])
+        view_huge = wall_and_peak([*four, "view", str(huge), "-o", str(folder / "huge.html")])
         traj_kb = path.stat().st_size / 1024
         check = json.loads(
             subprocess.run(
@@ -229,6 +230,11 @@ def main() -> None:
             f".json) | CPU {cpu:.1f} s (wall {took:.1f} s), peak {peak:.0f} MB (CPU and "
             f"memory {within} 10 s, 200 MB) |"
         )
+    took, cpu, peak = view_huge
+    print(
+        f"| `four view`, the same run, sealed .json (every step on the page) | CPU {cpu:.1f} s "
+        f"(wall {took:.1f} s), peak {peak:.0f} MB |"
+    )
     mini = os.environ.get("FOUR_BENCH_MINI")
     if mini:
         m_med, m_min, m_cpu, m_lite = mini_help_ms(mini, 20)

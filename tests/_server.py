@@ -77,8 +77,12 @@ class LoopbackServer:
     ``/v1`` (what Anthropic clients take as ``api_base``).
     """
 
-    def __init__(self, default: Responder | None = None) -> None:
+    def __init__(
+        self, default: Responder | None = None, routes: Mapping[str, Answer] | None = None
+    ) -> None:
         self.default = default
+        self.routes = dict(routes or {})
+        """Fixed answers by path, for any method (``/props``, ``/v1/models``...)."""
         self.requests: list[Request] = []
         self._script: deque[Answer] = deque()
         self._lock = threading.Lock()
@@ -139,6 +143,8 @@ class LoopbackServer:
     def _answer(self, request: Request) -> Answer:
         with self._lock:
             self.requests.append(request)
+            if request.path in self.routes:
+                return self.routes[request.path]
             if request.path not in PATHS:
                 return error(404, f"no such path: {request.path}", "not_found_error")
             if self._script:
@@ -197,14 +203,16 @@ def _handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def serve(*answers: Answer, default: Responder | None = None) -> Iterator[LoopbackServer]:
+def serve(
+    *answers: Answer, default: Responder | None = None, routes: Mapping[str, Answer] | None = None
+) -> Iterator[LoopbackServer]:
     """A running server with ``answers`` queued; closed on exit.
 
     >>> with serve(chat("hi")) as server:
     ...     server.pending
     1
     """
-    with LoopbackServer(default) as server:
+    with LoopbackServer(default, routes) as server:
         server.push(*answers)
         yield server
 

@@ -146,6 +146,15 @@ class SaveFailed(_Ending):
     tag: ClassVar[str] = "save_failed"
 
 
+@dataclass(frozen=True, slots=True)
+class Stopped(_Ending):
+    """A supervisor (``four watch --rescue``) ended the run from outside: it was looping,
+    over its wall budget, or stalled; its driver was killed and the record sealed."""
+
+    reason: str
+    tag: ClassVar[str] = "stopped"
+
+
 Outcome: TypeAlias = (
     Finished
     | ModelFailed
@@ -161,6 +170,7 @@ Outcome: TypeAlias = (
     | Held
     | Blocked
     | SaveFailed
+    | Stopped
 )
 
 OUTCOME_TAGS: tuple[str, ...] = tuple(cls.tag for cls in get_args(Outcome))

@@ -207,21 +207,30 @@ class RunState(Generic[T]):
 
     def answer(self, action: Action, seen: Observation | Submitted | ExecutionError) -> None:
         """What goes back to the model for one action (a tool call is always answered)."""
+        command = action.command  # recorded, so readers never parse the reply again
         if isinstance(seen, Observation):
             if action.call_id:
-                self.reply_to(action.call_id, seen.content, "observation", seen.returncode)
+                self.reply_to(action.call_id, seen.content, "observation", seen.returncode, command)
             else:
-                self.add(User(seen.content, "observation", seen.returncode))
+                self.add(User(seen.content, "observation", seen.returncode, command))
         elif action.call_id:
             if isinstance(seen, Submitted):
-                self.reply_to(action.call_id, seen.output, "submission")
+                self.reply_to(action.call_id, seen.output, "submission", None, command)
             else:
-                self.reply_to(action.call_id, ExecutionFailed(seen.message).text, "error")
+                self.reply_to(
+                    action.call_id, ExecutionFailed(seen.message).text, "error", None, command
+                )
 
     def reply_to(
-        self, call_id: str, text: str, kind: ToolResultKind, returncode: int | None = None
+        self,
+        call_id: str,
+        text: str,
+        kind: ToolResultKind,
+        returncode: int | None = None,
+        command: str | None = None,
     ) -> None:
-        self.add(ToolResult(call_id, text, self.tools.get(call_id, "bash"), kind, returncode))
+        name = self.tools.get(call_id, "bash")
+        self.add(ToolResult(call_id, text, name, kind, returncode, command))
 
     def tell(self, text: str, kind: FeedbackKind) -> None:
         """Feedback for the model: as each open tool call's result, else as a user turn."""

@@ -129,11 +129,13 @@ class System:
 class User:
     """A user turn. ``kind`` says what the loop put there, for readers of trajectories
     (never sent): ``task``, ``observation`` (text mode), ``format_error``, ``feedback``
-    (a check's verdict), or ``text``. ``returncode`` is an observation's exit status."""
+    (a check's verdict), or ``text``. ``returncode`` is an observation's exit status,
+    ``command`` the action it answers as V1 parsed it (for readers: never sent)."""
 
     content: str
     kind: UserKind = "text"
     returncode: int | None = None
+    command: str | None = field(default=None, compare=False)  # for readers only
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,13 +175,15 @@ class ToolResult:
     """The answer to one tool call, paired with it by ``tool_call_id``. ``kind`` (never
     sent): ``observation``, ``rejected`` (V1 could not read the call), ``format_error``,
     ``feedback`` (a check's verdict), ``submission``, ``error``, or ``skipped`` (the run
-    ended before this call)."""
+    ended before this call). ``command`` is the action it answers as V1 parsed it (for
+    readers: never sent)."""
 
     tool_call_id: str
     content: str
     name: str = "bash"
     kind: ToolResultKind = "observation"
     returncode: int | None = None
+    command: str | None = field(default=None, compare=False)  # for readers only
 
 
 Message: TypeAlias = System | User | Assistant | ToolResult

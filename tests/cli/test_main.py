@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -97,3 +98,22 @@ def test_batch_is_a_subcommand() -> None:
     with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
         main(["batch", "--help"])
     assert "manifest.jsonl" in out.getvalue() and "--workers" in out.getvalue()
+
+
+def test_model_list_shows_the_registry_and_other_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FOUR_MODELS", str(tmp_path))
+    (tmp_path / "mine.gguf").write_bytes(b"GGUF")
+    assert main(["model", "list"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"models folder: {tmp_path} (FOUR_MODELS)"
+    assert out[1].split()[:4] == ["qwen2.5-coder-1.5b", "1.1", "GB", "not"]
+    assert out[2].split() == ["mine.gguf", "0.0", "GB", "file"]
+
+
+def test_model_pull_of_an_unknown_name_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["model", "pull", "llama-9000"]) == 2
+    assert capsys.readouterr().err == (
+        "four model: error: unknown model 'llama-9000': use one of qwen2.5-coder-1.5b\n"
+    )

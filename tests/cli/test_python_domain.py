@@ -4,6 +4,7 @@ against the loopback server, with the real checkers."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -136,3 +137,28 @@ def test_run_domain_python_refuses_other_environments(
     )
     assert status == 2
     assert "runs locally in its workspace, not --env sandbox" in capsys.readouterr().err
+
+
+def test_replay_of_a_python_run_begins_where_it_began_and_leaves_the_workspace_alone(
+    server: LoopbackServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "tool.py").write_text(TOOL)
+    server.push(chat(EDIT + "\n```bash\nwc -l < tool.py\n```"), chat(SUBMIT))
+    flags = ["--domain", "python", "--model", "m", "--api-base", server.url]
+    assert main(["run", "add --json", *flags, "-o", str(tmp_path / "runs"), "--cwd", str(work),
+                 "--json"]) == 0  # fmt: skip
+    path = Path(json.loads(capsys.readouterr().out)["path"])
+    after = (work / "tool.py").read_text()
+    assert after != TOOL
+    assert main(["replay", str(path), "--json"]) == 0  # the edits apply again, in a copy
+    replayed = json.loads(capsys.readouterr().out)
+    assert replayed["same"] and replayed["replayed_outcome"] == "accepted"
+    assert (work / "tool.py").read_text() == after and sorted(os.listdir(work)) == ["tool.py"]
+    shutil.rmtree(path.with_name(path.stem + ".start"))  # a run that kept no start
+    assert main(["replay", str(path)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "kept no copy of its workspace as it began" in line and "--cwd" in line

@@ -166,9 +166,34 @@ def test_unknown_model(capsys: pytest.CaptureFixture[str]) -> None:
     assert "unknown model 'no-such-model-anywhere'" in err and "provider/model" in err
 
 
-def test_no_model(capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_model_and_no_key_means_the_local_model(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from four.cli._run import PROVIDER_KEYS
+
+    for key in PROVIDER_KEYS:
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("FOUR_MODELS", str(tmp_path))  # nothing pulled there
     assert main(["run", "x"]) == 2
-    assert "no model: give --model NAME or set FOUR_MODEL" in capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        "four run: error: model qwen2.5-coder-1.5b is not pulled yet: run `four model pull "
+        "qwen2.5-coder-1.5b` (downloads 1.1 GB); or give --model NAME for a hosted model\n"
+    )
+    assert not list(tmp_path.iterdir())
+
+
+def test_no_model_with_a_provider_key_asks_which(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    assert main(["run", "x"]) == 2
+    err = capsys.readouterr().err
+    assert "no model: give --model NAME (ANTHROPIC_API_KEY is set), or --local" in err
+
+
+def test_local_and_model_together_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "x", "--local", "--model", "openai/gpt-4o"]) == 2
+    assert "--local and --model: choose one" in capsys.readouterr().err
 
 
 def test_unreachable_server(capsys: pytest.CaptureFixture[str]) -> None:
@@ -408,3 +433,15 @@ def test_docker_env(
         text=True,
     ).stdout.split()
     assert left == []  # the run removed its container (ours are labelled with our pid)
+
+
+def test_local_with_toolcalls_or_a_file_that_is_no_model(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    assert main(["run", "x", "--local", "--toolcalls"]) == 2
+    assert "--local runs in text mode: drop --toolcalls" in capsys.readouterr().err
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a model")
+    monkeypatch.setenv("FOUR_LOCAL", str(notes))
+    assert main(["run", "x"]) == 2
+    assert f"{notes} is not a GGUF file (no GGUF header)" in capsys.readouterr().err

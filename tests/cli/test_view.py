@@ -153,3 +153,29 @@ def test_view_reads_mini_swe_agent_trajectories(
     html = page.read_text()
     assert 'class="badge ok" id="outcome">Submitted<' in html
     assert "$ ls" in html and "diff --git a/x b/x" in html and "mini-swe-agent-1.1" in html
+
+
+def test_view_streams_the_page_it_would_render_from_the_run_held_whole(
+    verified: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The page is written a step at a time; what it says is the page of the run read whole,
+    byte for byte (control characters, a carriage return in an output, the verdicts)."""
+    from returns.result import Success
+
+    from four import Action, Assistant, Observation, run, save_trajectory
+    from four.cli._view import render_page
+
+    outputs = iter(["a\rb\r\nc", "\x1b[2Jcleared", "<!--figure 1-->"])
+    path = run(
+        lambda history: Success(Assistant("```bash\necho\n```")),
+        lambda reply: Success([Action("echo")]),
+        lambda action: Success(Observation(next(outputs, "done"), 0)),
+        save_trajectory(tmp_path / "runs"),
+        "system",
+        "task",
+        max_steps=4,
+    )
+    for source in (path, verified):
+        page = tmp_path / f"{source.stem}.html"
+        assert main(["view", str(source), "-o", str(page)]) == 0
+        assert page.read_bytes() == render_page(load_run(source)).encode()

@@ -16,7 +16,7 @@ from four.checks import CommandCheck
 from four.cli import main
 from four.domains import _REGISTRY as REGISTRY
 from four.domains import Domain, DomainError, DomainSetup, domain_names, get_domain
-from four.execute import LocalEnv
+from four.execute import LocalEnv, NoteRepeats
 from four.parse import RegexParse
 from four.trajectory import load_trajectory
 from tests._server import LoopbackServer, chat
@@ -38,7 +38,9 @@ def test_bash_is_the_default_domain_and_is_made_of_the_shared_parts(tmp_path: Pa
     assert isinstance(bash.parse(), RegexParse)
     where = DomainSetup(workspace=tmp_path, output_dir=tmp_path / "runs", command_timeout=7)
     env = bash.environment(where)
-    assert isinstance(env, LocalEnv) and env.cwd == str(tmp_path) and env.timeout == 7
+    assert isinstance(env, NoteRepeats)  # a repeated command and output is pointed out
+    assert isinstance(env.inner, LocalEnv)
+    assert env.cwd == str(tmp_path) and env.timeout == 7
     seen = env(Action("pwd"))
     assert isinstance(seen, Success) and str(tmp_path) in seen.unwrap().content
     assert bash.check(where, env, None) is None

@@ -345,3 +345,38 @@ _body_line = st.one_of(
 def test_any_heredoc_body_stays_whole(body: list[str]) -> None:
     command = "cat > notes.md <<'EOF'\n" + "\n".join(body) + "\nEOF\nwc -l notes.md"
     assert commands(f"Writing notes.\n```bash\n{command}\n```\nDone.") == [command]
+
+
+# --- the exit signal run as a command (small models do this) -------------------------
+
+
+def test_a_block_holding_only_the_exit_signal_is_told_to_echo_it() -> None:
+    text = feedback(f"Done.\n```bash\n{EXIT_SIGNAL}\n```")
+    assert f"echo {EXIT_SIGNAL}" in text
+    assert "exit 127" in text and "nothing was run" in text
+
+
+def test_the_bare_exit_signal_among_other_commands_runs_nothing() -> None:
+    text = feedback(f"```bash\nchmod +x run.sh\n./run.sh > out.txt\n{EXIT_SIGNAL}\n```")
+    assert "among its commands" in text and f"echo {EXIT_SIGNAL}" in text
+
+
+def test_the_exit_signal_echoed_after_the_work_runs_nothing() -> None:
+    text = feedback(f"```bash\nchmod +x hello.sh\n./hello.sh\necho {EXIT_SIGNAL}\n```")
+    assert f"echoes {EXIT_SIGNAL} after other commands" in text
+    assert "nothing was run" in text and text.endswith(f"```bash\necho {EXIT_SIGNAL}\n```")
+
+
+def test_the_exit_signal_echoed_first_or_in_a_heredoc_still_runs() -> None:
+    assert commands(f"```bash\necho {EXIT_SIGNAL}\n```") == [f"echo {EXIT_SIGNAL}"]
+    answer = f"echo {EXIT_SIGNAL}\ncat answer.txt"
+    assert commands(f"```bash\n{answer}\n```") == [answer]
+    heredoc = f"cat <<'EOF'\n{EXIT_SIGNAL}\nall done\nEOF"
+    assert commands(f"```bash\n{heredoc}\n```") == [heredoc]
+
+
+def test_finishing_in_the_same_reply_as_other_commands_runs_nothing() -> None:
+    reply = f"```bash\nls\n```\n```bash\npython fizz.py\n```\n```bash\necho {EXIT_SIGNAL}\n```"
+    text = feedback(reply)
+    assert "finishes the task in the same reply as other commands" in text
+    assert "block on line 7" in text and "nothing was run" in text

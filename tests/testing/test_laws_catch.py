@@ -10,9 +10,11 @@ import pytest
 from returns.result import Failure, Result, Success
 
 from four import (
+    Accepted,
     Action,
     Assistant,
     ExecutionError,
+    Finished,
     FormatError,
     Message,
     ModelError,
@@ -34,7 +36,7 @@ from four.testing import (
     check_parse,
     check_verify,
 )
-from four.types import JSON, Feedback, Judge, RunInfo, RunStats
+from four.types import JSON, Execute, Feedback, Judge, RunInfo, RunStats
 
 
 def _small(exc: pytest.ExceptionInfo[LawBroken]) -> str:
@@ -169,6 +171,35 @@ def test_check_verify_catches_a_check_that_loops_on_maybe() -> None:
         check_verify(MaybeForever(), bound=3, audited=False, seed=1)
     with pytest.raises(LawBroken, match="does not audit"):
         check_verify(MaybeForever(), seed=1)
+
+
+class AcceptsAtEnd:
+    """four's verified judge, with a last judgement that accepts without judging."""
+
+    def open(self, env: Execute) -> Judge:
+        from four import verify
+        from four.quaternary import no
+
+        return _AcceptsAtEnd(verify(lambda claim: no("not yet")).open(env))
+
+
+class _AcceptsAtEnd:
+    def __init__(self, judge: Judge) -> None:
+        self.judge = judge
+
+    def __call__(self, history: Sequence[Message], claim: Finished) -> Outcome | Feedback:
+        return self.judge(history, claim)
+
+    def at_end(self, history: Sequence[Message], outcome: Outcome) -> Outcome:
+        return Accepted("")  # no receipt says so
+
+    def record(self) -> Mapping[str, JSON]:
+        return self.judge.record()
+
+
+def test_check_verify_runs_the_last_judgement_and_catches_an_unrecorded_accept() -> None:
+    with pytest.raises(LawBroken, match="does not audit"):
+        check_verify(AcceptsAtEnd(), seed=1)
 
 
 def test_check_loop_catches_a_composition_whose_history_is_invalid(tmp_path: Path) -> None:

@@ -24,7 +24,8 @@ from four import (
     toolcall_parse,
     verify,
 )
-from four.quaternary import no, yes
+from four.checks import Claim
+from four.quaternary import CheckResult, no, yes
 from four.testing import (
     acheck_invoke,
     acheck_loop,
@@ -97,6 +98,20 @@ def test_the_verified_judge_obeys_the_verify_law() -> None:
             make_env=lambda: local_env(cwd=folder),
             max_examples=10,
         )
+
+
+def test_the_verify_law_covers_the_last_judgement() -> None:
+    at_end = []  # the last judgement's claims have no output; the scene's submissions do
+
+    def check(claim: Claim) -> CheckResult:
+        if not claim.output:
+            at_end.append(claim)
+            return yes()
+        return no("submitted too early")
+
+    check_verify(verify(check, failures=2), max_examples=20, seed=1)
+    assert at_end  # runs that spent their steps were judged at the end, and audited
+    check_verify(verify(check, failures=2, last_judgement=False), max_examples=5, seed=1)
 
 
 @pytest.mark.parametrize("env", [local_env, shell_env], ids=["local", "shell"])

@@ -24,8 +24,8 @@ from four.quaternary import (
     QICTConfig,
     TransitionReceipt,
     audit_trace,
-    load_receipts,
 )
+from four.quaternary._receipts import receipts_from_json
 from four.trajectory import Trajectory
 from four.trajectory._load import read_text
 from four.trajectory._seal import SealCheck, canonical_text, check_document, check_stream
@@ -369,13 +369,13 @@ _NAMES: dict[type, str] = {dict: "an object", str: "a string", list: "a list"}
 def _load(document: dict[str, JSON]) -> list[TransitionReceipt]:
     """The receipts; on a malformed one, a ValueError naming its index."""
     try:
-        return load_receipts(json.dumps(document))
+        return receipts_from_json(document)
     except ValueError:
         entries = document["receipts"]
         assert isinstance(entries, list)
         for i in range(len(entries)):  # only when broken: find the first receipt that is
             try:
-                load_receipts(json.dumps({**document, "receipts": entries[: i + 1]}))
+                receipts_from_json({**document, "receipts": entries[: i + 1]})
             except ValueError as exc:
                 raise ValueError(f"receipt {i}: {exc}") from None
         raise

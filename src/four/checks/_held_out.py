@@ -163,9 +163,18 @@ def _scratch(stack: contextlib.ExitStack) -> Path:
     return folder
 
 
-def _copy(source: str, stack: contextlib.ExitStack, files: HeldOutFiles) -> Path:
+def _copy(
+    source: str, stack: contextlib.ExitStack, files: HeldOutFiles, hidden: tuple[str, ...] = ()
+) -> Path:
+    """A copy of the workspace ``source`` with the held-out files; ``hidden`` folders
+    (the run's own output, hidden from the agent) are left out."""
     work = _scratch(stack) / "work"
-    shutil.copytree(source, work, symlinks=True, ignore=_special)
+
+    def ignore(folder: str, names: list[str]) -> list[str]:
+        skipped = _special(folder, names)
+        return skipped + [n for n in names if os.path.join(folder, n) in hidden]
+
+    shutil.copytree(source, work, symlinks=True, ignore=ignore if hidden else _special)
     files.write(work)
     return work
 
@@ -205,7 +214,7 @@ def _sandbox_copy(
 ) -> Result[Execute, str]:
     from four.execute import SandboxEnv
 
-    work = _copy(base.folder, stack, files)
+    work = _copy(base.folder, stack, files, base.hide)
     # Built anew, not dataclasses.replace: that would share the agent's folder finaliser.
     copy = SandboxEnv(
         timeout, base.max_output, base.exit_signal, str(work), base.network, base.env,

@@ -6,9 +6,10 @@ never loads rich or litellm.
 
 Exit codes: 0 a finished (or accepted) run, or a command that did what it was
 asked; 1 a run that ended any other way (``save_failed`` too), an invalid audit, a
-replay that differs, a ``stats`` that read no run; 2 a usage error (bad flags, missing
-API key, unknown model, an output folder that cannot be written, an unreadable or
-refused trajectory file); 130 Ctrl-C (143 SIGTERM), after the trajectory is saved.
+replay that differs, a ``stats`` that read no run, a ``doctor`` NO-GO; 2 a usage error
+(bad flags, missing API key, unknown model, an output folder that cannot be written, a
+missing ``--check`` program, an unreadable or refused trajectory file); 3 a ``doctor``
+with warnings only; 130 Ctrl-C (143 SIGTERM), after the trajectory is saved.
 Every error is one line on standard error, starting ``four COMMAND:``.
 """
 
@@ -96,6 +97,15 @@ def _add_agent_flags(p: argparse.ArgumentParser) -> None:
     """The model and environment flags that `four run` and `four batch` share."""
     p.add_argument("-m", "--model", help="litellm model name [FOUR_MODEL]")
     p.add_argument(
+        "--local",
+        nargs="?",
+        const="",
+        metavar="MODEL",
+        help="a model run on this machine, no key needed: a name of `four model list` or a "
+        ".gguf path; the default with no --model and no provider key [FOUR_LOCAL_MODEL, "
+        "qwen2.5-coder-1.5b]",
+    )
+    p.add_argument(
         "--api-base", help="an OpenAI-compatible server; no key check then [FOUR_API_BASE]"
     )
     p.add_argument(
@@ -110,7 +120,15 @@ def _add_agent_flags(p: argparse.ArgumentParser) -> None:
 def _run_flags(p: argparse.ArgumentParser) -> None:
     from four.domains import domain_names, domain_summary
 
-    p.add_argument("task", metavar="TASK", help="the task; '-' reads it from standard input")
+    p.add_argument(
+        "task", metavar="TASK", nargs="?", help="the task; '-' reads it from standard input"
+    )
+    p.add_argument(
+        "--resume",
+        metavar="TRAJ",
+        help="a new attempt at the run TRAJ (a .jsonl cut short, or a .json): its saved "
+        "messages and recorded settings, with the steps and time it has left; no TASK",
+    )
     names = domain_names()
     kinds = "; ".join(f"{name}: {domain_summary(name)}" for name in names)
     p.add_argument(
@@ -153,7 +171,20 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
         "Python run after it, e.g. an assert)",
     )
     _add_judge_flags(p)
-    p.add_argument("-o", "--output-dir", help="where to save the trajectory [FOUR_OUTPUT_DIR]")
+    p.add_argument(
+        "-o",
+        "--output-dir",
+        help="where to save the trajectory, outside the agent's workspace (it records the "
+        "check's command) [FOUR_OUTPUT_DIR, $XDG_STATE_HOME/four/runs or "
+        "~/.local/state/four/runs]",
+    )
+    p.add_argument(
+        "--output-in-workspace",
+        action="store_true",
+        help="allow -o inside the workspace with --env local/persistent and the other "
+        "domains, where the agent's commands can read it (--env sandbox hides it, docker "
+        "never mounts it)",
+    )
     p.add_argument(
         "--system",
         metavar="FILE",
@@ -163,7 +194,7 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
         "--sign",
         metavar="KEY",
         help="sign the trajectory's seal with this private key (four keygen; needs "
-        "four-loop[sign]; the bash and notebook domains) [FOUR_SIGNING_KEY]",
+        "four-loop[sign]; every domain) [FOUR_SIGNING_KEY]",
     )
     _add_output_flags(p, "the final outcome")
 
@@ -274,8 +305,38 @@ def _stats_flags(p: argparse.ArgumentParser) -> None:
     _add_read_flags(p)
 
 
+def _fleet_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", metavar="DIR", nargs="+")
+    p.add_argument(
+        "--stall",
+        type=_number,
+        default=900.0,
+        metavar="SECONDS",
+        help="an unsealed run with nothing recorded for this long counts as stalled [900]",
+    )
+    p.add_argument("--json", action="store_true", help="print the folders as JSON")
+
+
 def _spoke_flags(p: argparse.ArgumentParser) -> None:
     from four.cli._spoke import flags
+
+    flags(p)
+
+
+def _model_flags(p: argparse.ArgumentParser) -> None:
+    from four.cli._model import model_flags
+
+    model_flags(p)
+
+
+def _doctor_flags(p: argparse.ArgumentParser) -> None:
+    from four.cli._doctor import flags
+
+    flags(p)
+
+
+def _watch_flags(p: argparse.ArgumentParser) -> None:
+    from four.cli._watch import flags
 
     flags(p)
 
@@ -335,6 +396,21 @@ _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]]
         "format errors and failing commands.",
         _stats_flags,
     ),
+    "model": (
+        "pull and list the models that run on this machine",
+        "`four model pull NAME` fetches a model once (checked against its sha256) into "
+        "the models folder (FOUR_MODELS); `four model list` shows what is there. "
+        "`four run --local` runs on it, with no API key and no network.",
+        _model_flags,
+    ),
+    "fleet": (
+        "one page over many folders of runs",
+        "Per folder (searched recursively): runs, running, stalled, finished, accepted, "
+        "failed by class, cost, tokens, the last recorded activity and the oldest stalled "
+        "run; the folders that need attention first. Reads only manifests, the heads of "
+        "sealed trajectories and the streams of unsealed runs.",
+        _fleet_flags,
+    ),
     "batch": (
         "run an agent on every task of a JSON Lines file, many at once",
         "Run the agent of `four run` on each task of TASKS (one JSON object per line, with "
@@ -342,6 +418,25 @@ _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]]
         "Trajectories go to DIR/runs/<id>/, one line per task to DIR/manifest.jsonl; "
         "run again and finished tasks are skipped.",
         _batch_flags,
+    ),
+    "doctor": (
+        "check a run or a batch before it starts: GO, WARN or NO-GO",
+        "four doctor run TASK [flags of four run] | four doctor batch TASKS [flags of "
+        "four batch]: the key, the model, the endpoint, the environment, the output "
+        "folder, the --check program, the prompt's size, a batch's workers against what "
+        "the endpoint serves at once and, with --probe (one tiny model request), the "
+        "wall-clock budget; a row each with the fix. Exit 0 all GO, 3 warnings only, 1 a "
+        "NO-GO, 2 a usage error.",
+        _doctor_flags,
+    ),
+    "watch": (
+        "classify runs, and rescue the dead, stalled and looping ones",
+        "Say of every run under DIR whether it is finished, running, stalled, over its "
+        "wall budget, looping or dead (its driver gone). With --rescue, resume dead and "
+        "stalled runs as new attempts from their saved messages, and stop looping and "
+        "over-budget ones. --once for one pass (cron); else a pass every --interval. "
+        "Exit 0 when no run is left in trouble, 1 when one is, 2 for a usage error.",
+        _watch_flags,
     ),
     "spoke": (
         "write a new, type-checked component of four with the model",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections import Counter, deque
@@ -207,12 +208,13 @@ def batch_command(args: argparse.Namespace) -> int:
     from four.batch._pool import ThreadPool
     from four.batch._raypool import RayPool
     from four.cli._errors import UsageError
-    from four.cli._preflight import resolve_model
+    from four.cli._preflight import output_folder, prompt_fits
     from four.cli._run import (
         api_key,
         load_domain,
         make_check,
         options,
+        resolve,
         sigterm_interrupts,
         system_prompt,
     )
@@ -229,9 +231,14 @@ def batch_command(args: argparse.Namespace) -> int:
     # four run's settings, with a stand-in task (each item brings its own).
     opts = options(argparse.Namespace(**{**vars(args), "task": "(each item's task)"}))
     make_check(opts)  # a bad --check-files is a usage error now, not in every run
+    output_folder(str(batch.output_dir))  # before any model call, as four run
     key = api_key(opts)
-    model = resolve_model(opts.model, opts.api_base, key)
-    make_run = CommandRun(opts, model, key, system_prompt(opts, load_domain(opts)))
+    model, server = resolve(opts, key)
+    if opts.local is not None:  # one server slot per worker, unless told otherwise
+        os.environ.setdefault("FOUR_LOCAL_PARALLEL", str(batch.workers))
+    system = system_prompt(opts, load_domain(opts))
+    prompt_fits(model, server, system, max((item.task for item in items), key=len))
+    make_run = CommandRun(opts, model, key, system)
     pool: Pool = ThreadPool()
     if batch.ray:
         import importlib.util

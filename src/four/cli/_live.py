@@ -309,4 +309,7 @@ class Recording:
 
 def components(G: Invoke, V2: Execute, cli: Mapping[str, JSON]) -> dict[str, JSON]:
     """The head record for ``Recording``: the unwrapped G and V2, and the CLI settings."""
-    return {"G": describe(G), "V2": describe(V2), "cli": dict(cli)}
+    from four.execute import NoteRepeats
+
+    env = V2.inner if isinstance(V2, NoteRepeats) else V2  # the environment, as replay makes it
+    return {"G": describe(G), "V2": describe(env), "cli": dict(cli)}

@@ -14,7 +14,7 @@ import json
 import re
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from four._types import JSON, Assistant, Execute, Parse
@@ -185,6 +185,23 @@ def _domain_setup(args: argparse.Namespace, recorded: Mapping[str, JSON], out: P
     )
 
 
+def _replay_workspace(
+    domain: Domain, where: DomainSetup, trajectory: Path, scratch: Path
+) -> DomainSetup:
+    """For a domain that edits its workspace in place: a copy of it as the run began (the
+    user's own is never edited again), or a usage error saying what to give instead."""
+    assert domain.replay_workspace is not None
+    document = trajectory.with_suffix(".json")
+    copy = domain.replay_workspace(document, where.workspace, scratch)
+    if copy is None:
+        raise UsageError(
+            f"{trajectory}: the run kept no copy of its workspace as it began, and replaying "
+            f"it in {where.workspace} would edit it again: give --cwd a folder holding the "
+            "files as they were"
+        )
+    return replace(where, workspace=copy)
+
+
 def main(args: argparse.Namespace) -> int:
     """Replay ``args.trajectory``; 0 when every observation matches, 1 when one differs."""
     from four import run
@@ -222,6 +239,8 @@ def main(args: argparse.Namespace) -> int:
             emit = save_trajectory(keep or scratch)
         else:  # the run's own domain: its V1, a fresh V2 (a new kernel...), emit and check
             where = _domain_setup(args, settings, Path(keep or scratch))
+            if domain.replay_workspace is not None and not args.cwd:
+                where = _replay_workspace(domain, where, Path(args.trajectory), Path(scratch))
             V1 = domain.parse()
             try:
                 V2 = domain.environment(where)

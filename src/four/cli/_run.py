@@ -20,24 +20,41 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
+
+from returns.result import Failure
 
 from four._outcomes import Outcome
-from four._types import JSON, Execute, Invoke, Parse, Verify
+from four._types import JSON, Execute, Invoke, Message, Parse, Verify
 from four.cli import _settings as env
 from four.cli._errors import UsageError
 from four.cli._format import cost, fold, seconds, succeeded, tokens
 from four.cli._live import Display, Recording, Watched, WatchedEnv, components
+from four.cli._resume import HEARTBEAT, heartbeat
 from four.cli._terminal import visible
 from four.domains import Domain, DomainError, DomainSetup, domain_names, get_domain
 from four.trajectory._codec import usage_from_json
 
 if TYPE_CHECKING:
+    from four.observe._endpoint import Server
     from four.trajectory._sign import SigningKey
 
 DEFAULT_MAX_STEPS = 100
 DEFAULT_COST_LIMIT = 3.0
-DEFAULT_OUTPUT_DIR = "trajectories"
+
+
+def default_output_dir() -> Path:
+    """Where ``four run`` saves runs without ``-o``: ``$XDG_STATE_HOME/four/runs``, else
+    ``~/.local/state/four/runs``. Never the agent's workspace: a run's record holds its
+    check's command (which often holds the answer), and an agent's ``grep -r .`` would
+    read the earlier runs' (and its own).
+
+    >>> default_output_dir().parts[-2:]
+    ('four', 'runs')
+    """
+    state = env.get("XDG_STATE_HOME")
+    base = Path(state) if state and os.path.isabs(state) else Path.home() / ".local" / "state"
+    return base / "four" / "runs"
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +85,11 @@ class RunOptions:
     mode: str
     json: bool
     sign: str | None = None
+    output_in_workspace: bool = False
+    local: str | None = None
+    """The model run on this machine (a registry name or a .gguf path), or None."""
+    resumes: str | None = None  # the trajectory this attempt continues (four run --resume)
+    attempt: int = 1
 
     def record(self) -> dict[str, JSON]:
         """The settings stored in the trajectory (``info.components.cli``), task aside."""
@@ -78,8 +100,8 @@ class RunOptions:
         }
         data["prices"] = list(self.prices) if self.prices else None
         data["check_files"] = list(self.check_files)
-        if self.cwd is None and self.env in ("local", "persistent"):
-            data["cwd"] = os.getcwd()  # so `four replay` from elsewhere runs in the same place
+        if self.env in ("local", "persistent"):  # so `four replay` from elsewhere runs there
+            data["cwd"] = os.path.abspath(self.cwd) if self.cwd else os.getcwd()
         data["version"] = __version__
         return data
 
@@ -133,6 +155,8 @@ class Terminated(KeyboardInterrupt):
 def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
     """Combine flags, ``FOUR_*`` variables and defaults; a missing or bad value is a
     ``UsageError``."""
+    if args.task is None:
+        raise UsageError("give TASK (or --resume TRAJ to continue a run)")
     task = str(args.task)
     if task == "-":
         task = sys.stdin.read()
@@ -141,7 +165,8 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
     domain = getattr(args, "domain", None) or env.get("FOUR_DOMAIN") or "bash"
     if domain not in domain_names():
         raise UsageError(f"FOUR_DOMAIN={domain!r}: use one of {', '.join(domain_names())}")
-    model = args.model or env.get("FOUR_MODEL")
+    local = local_model(args)
+    model = local or args.model or env.get("FOUR_MODEL")
     if not model:
         raise UsageError("no model: give --model NAME or set FOUR_MODEL")
     kind = args.env or env.get("FOUR_ENV") or "local"
@@ -172,6 +197,8 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
         raise UsageError("--feedback and --check-files need --check CMD")
     if args.retries_per_reason < 1:
         raise UsageError("--retries-per-reason must be at least 1")
+    if local and toolcalls:
+        raise UsageError("--local runs in text mode: drop --toolcalls (FOUR_TOOLCALLS)")
     tty = sys.stderr.isatty() if tty is None else tty
     mode = "quiet" if args.quiet else ("live" if tty else "lines")
     if toolcalls and domain != "bash":
@@ -200,12 +227,131 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
         check_files=tuple(args.check_files),
         retries_per_reason=int(args.retries_per_reason),
         last_judgement=bool(args.last_judgement),
-        output_dir=args.output_dir or env.get("FOUR_OUTPUT_DIR") or DEFAULT_OUTPUT_DIR,
+        output_dir=args.output_dir or env.get("FOUR_OUTPUT_DIR") or str(default_output_dir()),
         system_file=args.system or env.get("FOUR_SYSTEM"),
         mode=mode,
         json=bool(args.json),
         sign=getattr(args, "sign", None) or env.get("FOUR_SIGNING_KEY"),
+        output_in_workspace=bool(getattr(args, "output_in_workspace", False)),
+        local=local,
     )
+
+
+def exposed_workspace(opts: RunOptions) -> Path | None:
+    """The agent's workspace when the output folder is inside it and the agent's commands
+    would see it there; None when it is outside, or hidden: the bash domain's sandbox
+    mounts an empty folder over it (not over the whole workspace), a docker container
+    never mounts it, a sandbox without ``--cwd`` works in a fresh folder."""
+    from four.domains._bash import inside
+
+    if opts.domain == "bash" and opts.env in ("sandbox", "docker"):
+        if opts.env == "docker" or opts.cwd is None:
+            return None
+        same = Path(opts.cwd).resolve() == Path(opts.output_dir).expanduser().resolve()
+        return Path(opts.cwd) if same else None  # a folder inside it is hidden
+    workspace = Path(opts.cwd) if opts.cwd else Path.cwd()
+    return workspace if inside(Path(opts.output_dir), workspace) else None
+
+
+def guard_output(opts: RunOptions) -> None:
+    """Refuse an output folder the agent's commands could read (``exposed_workspace``),
+    unless ``--output-in-workspace``: one line naming the flag and the fix."""
+    workspace = exposed_workspace(opts)
+    if workspace is None or opts.output_in_workspace:
+        return
+    raise UsageError(
+        f"-o {opts.output_dir} is inside the agent's workspace {workspace}, where its "
+        "commands can read the runs saved there (a check's command often holds the "
+        "answer): give -o a folder outside it, or --output-in-workspace to allow it"
+    )
+
+
+PROVIDER_KEYS = (
+    "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY",
+    "MISTRAL_API_KEY", "GROQ_API_KEY", "OPENROUTER_API_KEY", "DEEPSEEK_API_KEY",
+    "TOGETHERAI_API_KEY", "XAI_API_KEY", "AZURE_API_KEY", "COHERE_API_KEY",
+)  # fmt: skip
+"""Variables whose presence means a hosted model is meant when none is named."""
+
+
+def local_model(args: argparse.Namespace) -> str | None:
+    """The local model to run on: ``--local [MODEL]`` or ``FOUR_LOCAL``, or, with no model,
+    server or provider key given, the default one; None for a hosted model."""
+    from four.models import DEFAULT_MODEL
+
+    chosen: str | None = getattr(args, "local", None)
+    if chosen is not None and args.model:
+        raise UsageError("--local and --model: choose one")
+    if chosen is None and not args.model:
+        variable = env.get("FOUR_LOCAL")
+        if variable is not None and variable.lower() not in ("0", "false", "no", "off"):
+            chosen = "" if variable.lower() in ("1", "true", "yes", "on") else variable
+    if chosen is None:
+        if args.model or env.get("FOUR_MODEL") or args.api_base or env.get("FOUR_API_BASE"):
+            return None
+        keys = [k for k in PROVIDER_KEYS if os.environ.get(k)]
+        if keys:
+            raise UsageError(
+                f"no model: give --model NAME ({keys[0]} is set), or --local for the "
+                "model run on this machine"
+            )
+        chosen = ""
+    return chosen or env.get("FOUR_LOCAL_MODEL") or DEFAULT_MODEL
+
+
+def resolve(opts: RunOptions, key: str | None) -> tuple[str, Server | None]:
+    """The model to run and what its server said of itself, checked before the first
+    step (``UsageError`` if it cannot run)."""
+    if opts.local is None:
+        from four.cli._preflight import resolve as resolve_hosted
+
+        return resolve_hosted(opts.model, opts.api_base, key)
+    import importlib.util
+
+    from four.models import find_model
+
+    found = find_model(opts.local)
+    if isinstance(found, Failure):
+        raise UsageError(f"{found.failure()}; or give --model NAME for a hosted model")
+    if importlib.util.find_spec("xllamacpp") is None:
+        raise UsageError("--local needs the local extra: pip install 'four-loop[local]'")
+    return opts.local, None
+
+
+class LocalSettings(TypedDict, total=False):
+    """The ``local_invoke`` settings a person can set with ``FOUR_LOCAL_*`` variables."""
+
+    ctx: int
+    threads: int
+    parallel: int
+    max_tokens: int
+    temperature: float
+
+
+def local_settings() -> LocalSettings:
+    """``local_invoke``'s settings from the ``FOUR_LOCAL_*`` variables that are set."""
+
+    def count(name: str) -> int | None:
+        value = env.get_int(name, 0)
+        if value < 0:
+            raise UsageError(f"{name}={value} is negative")
+        return value or None
+
+    settings = LocalSettings()
+    if ctx := count("FOUR_LOCAL_CTX"):
+        settings["ctx"] = ctx
+    if threads := count("FOUR_LOCAL_THREADS"):
+        settings["threads"] = threads
+    if parallel := count("FOUR_LOCAL_PARALLEL"):
+        settings["parallel"] = parallel
+    if max_tokens := count("FOUR_LOCAL_MAX_TOKENS"):
+        settings["max_tokens"] = max_tokens
+    temperature = env.get_float("FOUR_LOCAL_TEMPERATURE", None)
+    if temperature is not None:
+        if temperature < 0:
+            raise UsageError(f"FOUR_LOCAL_TEMPERATURE={temperature} is negative")
+        settings["temperature"] = temperature
+    return settings
 
 
 def system_prompt(opts: RunOptions, domain: Domain) -> str:
@@ -254,8 +400,14 @@ def build(
     from four.invoke import budget_invoke, litellm_invoke, litellm_toolcall_invoke, retry_invoke
     from four.parse import toolcall_parse
 
-    make = litellm_toolcall_invoke if opts.toolcalls else litellm_invoke
-    G: Invoke = retry_invoke(make(model, api_base=opts.api_base, api_key=key, prices=opts.prices))
+    G: Invoke
+    if opts.local is not None:
+        from four.invoke import local_invoke
+
+        G = retry_invoke(local_invoke(opts.local, **local_settings()))
+    else:
+        make = litellm_toolcall_invoke if opts.toolcalls else litellm_invoke
+        G = retry_invoke(make(model, api_base=opts.api_base, api_key=key, prices=opts.prices))
     if opts.cost_limit:
         G = budget_invoke(G, cost_limit=opts.cost_limit)
     V1: Parse = toolcall_parse() if opts.toolcalls else domain.parse()
@@ -318,40 +470,50 @@ def sigterm_interrupts() -> Iterator[None]:
 def main(args: argparse.Namespace) -> int:
     """Run the agent; exit 0 finished or accepted, 1 any other end, 2 usage, 130 Ctrl-C."""
     from four import run
-    from four.cli._preflight import output_folder, resolve_model
+    from four.cli._preflight import check_program, output_folder, prompt_fits
     from four.trajectory import TrajectoryNotSaved
     from four.trajectory._sign import SigningError, SigningKey
 
-    opts = options(args)
+    history: tuple[Message, ...] = ()
+    extra: dict[str, JSON] = {}
+    if getattr(args, "resume", None):
+        opts, history, extra = _resumed(args)
+    else:
+        opts = options(args)
+    guard_output(opts)
     output_folder(opts.output_dir)  # before any model call: a run that cannot be saved
     try:  # before the model is asked anything: a bad key is a usage error
         signing = SigningKey.load(opts.sign) if opts.sign else None
     except SigningError as exc:
         raise UsageError(f"--sign: {exc}") from None
     domain = load_domain(opts)
-    if signing is not None and domain.name not in ("bash", "notebook"):
-        raise UsageError(f"--sign: the {domain.name} domain does not sign its trajectories yet")
     system = system_prompt(opts, domain)
     key = api_key(opts)
-    model = resolve_model(opts.model, opts.api_base, key)
+    model, server = resolve(opts, key)
+    prompt_fits(model, server, system, opts.task)
+    if opts.local is not None and not start_local(opts):  # before V2 holds anything
+        return 1
     where = setup(opts, signing)
     G, V1, V2 = build(opts, model, key, domain, where)
+    check_program(opts.check, V2, domain.name, opts.check_files)  # else it cannot be judged
     check = domain_check(opts, domain, where, V2)
     place = opts.env if domain.name == "bash" else domain.name
     display = Display(opts.mode, title=f"{model} · {place}", max_steps=opts.max_steps)
-    recording = Recording(domain.emit(where, V2), components(G, V2, opts.record()))
+    recording = Recording(domain.emit(where, V2), components(G, V2, {**opts.record(), **extra}))
     display.start()
     try:
-        with sigterm_interrupts():
+        beats = env.get_float("FOUR_HEARTBEAT", HEARTBEAT) or 0.0
+        with sigterm_interrupts(), heartbeat(lambda: recording.sink, beats):
             path = run(
                 Watched(G, display),
                 V1,
                 WatchedEnv(V2, display),
                 recording,
                 system,
-                opts.task,
+                "" if history else opts.task,
                 opts.max_steps,
                 opts.max_format_errors,
+                resume=history,
                 check=check,
                 watch=Saving(recording, Deadline(opts.timeout) if opts.timeout else None),
             )
@@ -371,7 +533,29 @@ def main(args: argparse.Namespace) -> int:
         display.stop("done")
     finally:
         display.stop()
+    item = extra.get("batch_item")
+    if isinstance(item, str):  # a resumed item of a batch: its manifest learns of it
+        from four.cli._resume import record_in_batch
+
+        problem = record_in_batch(path, item, opts.attempt)
+        if problem:
+            print(f"four run: not in the batch's manifest: {problem}", file=sys.stderr)
     return report(path, opts)
+
+
+def _resumed(
+    args: argparse.Namespace,
+) -> tuple[RunOptions, tuple[Message, ...], dict[str, JSON]]:
+    """The options, history and extra record of a new attempt at the run ``--resume``
+    names."""
+    from four.cli._resume import extra_record, options_of, resumed
+
+    if args.task is not None:
+        raise UsageError("--resume takes the task from the trajectory: give no TASK")
+    earlier = resumed(args.resume)
+    mode = "quiet" if args.quiet else ("live" if sys.stderr.isatty() else "lines")
+    opts = options_of(earlier, args.resume, mode=mode, json=bool(args.json))
+    return opts, earlier.history, extra_record(earlier.settings)
 
 
 def _not_saved(exc: OSError, opts: RunOptions) -> int:
@@ -391,6 +575,21 @@ def _not_saved(exc: OSError, opts: RunOptions) -> int:
     else:
         print(f"four run: save_failed: {exc}", file=sys.stderr)
     return 1
+
+
+def start_local(opts: RunOptions) -> bool:
+    """Start the local model's server before the first step (so step 1's time is the
+    model's); False, with the reason printed, if it cannot start."""
+    from four.invoke import local_invoke
+
+    assert opts.local is not None
+    if opts.mode != "quiet" and not opts.json:
+        print(f"starting the local model {opts.local} ...", file=sys.stderr, flush=True)
+    started = local_invoke(opts.local, **local_settings()).server()
+    if isinstance(started, Failure):
+        print(f"four run: error: {started.failure()}", file=sys.stderr)
+        return False
+    return True
 
 
 def _interrupted(recording: Recording, opts: RunOptions, exc: KeyboardInterrupt) -> int:

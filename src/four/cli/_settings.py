@@ -25,9 +25,17 @@ class Variable:
 
 VARIABLES: tuple[Variable, ...] = (
     Variable("FOUR_MODEL", "model name for litellm, e.g. openai/gpt-4o-mini (--model)"),
+    Variable("FOUR_LOCAL", "1, or a model name or .gguf path: run on this machine (--local)"),
+    Variable("FOUR_LOCAL_MODEL", "the model --local runs (default qwen2.5-coder-1.5b)"),
+    Variable("FOUR_LOCAL_CTX", "--local: tokens of context per run (8192)"),
+    Variable("FOUR_LOCAL_THREADS", "--local: CPU threads (default: the idle cores, at most 8)"),
+    Variable("FOUR_LOCAL_PARALLEL", "--local: runs served at once (1)"),
+    Variable("FOUR_LOCAL_MAX_TOKENS", "--local: tokens a reply at most (1024)"),
+    Variable("FOUR_LOCAL_TEMPERATURE", "--local: sampling temperature (0: repeatable)"),
+    Variable("FOUR_MODELS", "folder of pulled models (default: the user's cache folder)"),
     Variable("FOUR_API_BASE", "base URL of an OpenAI-compatible server (--api-base)"),
     Variable("FOUR_API_KEY", "key sent to --api-base (default: none; never the provider's)"),
-    Variable("FOUR_OUTPUT_DIR", "where trajectories are saved (-o), default ./trajectories"),
+    Variable("FOUR_OUTPUT_DIR", "where four run saves runs (-o), default ~/.local/state/four/runs"),
     Variable("FOUR_DOMAIN", "the domain: what the agent writes, bash by default (--domain)"),
     Variable("FOUR_ENV", "local, persistent, sandbox or docker (--env)"),
     Variable("FOUR_IMAGE", "container image for --env docker (--image)"),
@@ -40,6 +48,7 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("FOUR_SYSTEM", "file holding the system prompt (--system)"),
     Variable("FOUR_MAX_SIZE", "largest trajectory file read, e.g. 1G (--max-size), default 256M"),
     Variable("FOUR_SIGNING_KEY", "private key (four keygen) that signs each run's seal (--sign)"),
+    Variable("FOUR_HEARTBEAT", "seconds between a run's heartbeats in its stream; 0 = none [5]"),
     Variable("FOUR_FEEDBACK", "full, output or verdict: what --check tells the model (--feedback)"),
 )
 

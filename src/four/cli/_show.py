@@ -65,9 +65,12 @@ def show(
         if step is None or s.number == step:
             if step is None and s.number > shown + 1:
                 _gap(console, s.number - shown - 1)
-            _step(console, s, limit, figures)
+            _step(console, s, limit, figures, "$ " if run.domain == "bash" else "» ")
             shown = s.number
     if step is None:
+        output = run.trajectory.detail.get("output")
+        if isinstance(output, str) and output.strip():  # what the run submitted, as recorded
+            _block(console, "submission", output, limit, "green")
         console.print()
         console.print(Text.assemble(("outcome ", "bold"), _outcome_text(run.outcome)))
 
@@ -144,13 +147,17 @@ def _notebook(console: Console, notebook: Notebook) -> None:
 
 
 def _step(
-    console: Console, step: Step, limit: int, figures: Mapping[int, Figure] | None = None
+    console: Console,
+    step: Step,
+    limit: int,
+    figures: Mapping[int, Figure] | None = None,
+    prompt: str = "$ ",
 ) -> None:
 
     usage = step.reply.usage
     facts = [f"step {step.number}"]
-    if step.duration is not None:
-        facts.append(seconds(step.duration))
+    if step.duration is not None and step.model_time is not None:
+        facts.append(f"{seconds(step.duration)} (model {seconds(step.model_time)})")
     if usage is not None:
         facts.append(f"{tokens(usage.total_tokens)} tok")
         if usage.cost:
@@ -165,17 +172,22 @@ def _step(
         _folded(console, step.reply.reasoning, limit, "dim italic")
     if step.reply.content.strip():
         _folded(console, step.reply.content, limit, "")
-    for command in step.commands:
-        console.print(Text("$ ", style="bold yellow") + Text(visible(command), style="bold"))
-    if step.format_error:
+    if step.format_error and not step.commands:  # nothing ran: the error is the answer
         console.print(Text(visible(f"format error: {step.format_error}"), style="bold magenta"))
         return
     for index, observation in enumerate(step.observations):
+        command = step.actions[index] if index < len(step.actions) else None
+        if command is not None:  # as the loop ran it
+            first, _, rest = visible(command).partition("\n")
+            console.print(Text(prompt, style="bold yellow") + Text(first, style="bold"))
+            if rest:
+                _folded(console, rest, limit, "bold")
         code = step.returncodes[index] if index < len(step.returncodes) else None
-        label = step.label(index)
+        took = step.time_of(index)
         status = "" if code is None else f" · exit {code}"
+        status += "" if took is None else f" · {seconds(took)}"
         style = "red" if code not in (None, 0) else "green"
-        console.print(Text(f"{label}{status}", style=style))
+        console.print(Text(f"{step.label(index)}{status}", style=style))
         _folded(console, observation.content, limit, "")
         for number in mentioned(observation.content):
             figure = (figures or {}).get(number)

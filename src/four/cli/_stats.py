@@ -51,7 +51,7 @@ class Summary:
         for step in run.steps:
             if step.format_error:
                 self.format_errors[step.format_error] += 1
-            for command, code in zip(step.commands, step.returncodes, strict=False):
+            for command, code in step.ran:
                 if code not in (None, 0):
                     self.failing_commands[first_line(visible(command), 80)] += 1
 

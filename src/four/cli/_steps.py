@@ -1,9 +1,11 @@
-"""A saved run as steps: each model reply with the commands it asked for and what they showed.
+"""A saved run as steps: each model reply with the commands the loop ran and what they showed.
 
-The trajectory stores messages; the commands, return codes and format errors are
-read back from them. Tool calls carry their command as JSON arguments; text replies
-carry it in a fenced block. Return codes are read from the observation text in the
-shapes our environments and mini-swe-agent's templates write.
+Our loop records everything a reader needs on its messages: the command each observation
+answers (as V1 parsed it), its return code, what kind of message it is (an observation,
+a format error, a check's feedback, a submission), and when each message was recorded,
+so a step's model call and each command have their own time. Nothing of that is parsed
+again from the reply. Older files and mini-swe-agent's are read by inference: commands
+from tagged fenced blocks, return codes from the observation text.
 """
 
 from __future__ import annotations
@@ -12,11 +14,12 @@ import argparse
 import json
 import re
 from collections import deque
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from four._types import EXIT_SIGNAL, JSON, Assistant, Message, System, ToolResult, Usage, User
+from four._outcomes import outcome_tag
+from four._types import JSON, Assistant, Message, System, ToolResult, Usage, User
 from four.trajectory import Trajectory
 from four.trajectory._codec import usage_from_json
 from four.trajectory._load import (
@@ -28,7 +31,7 @@ from four.trajectory._load import (
 )
 
 _FENCE = re.compile(
-    r"```(bash|sh|shell|console|zsh|mswea_bash_command)?[ \t]*\n(.*?)\n?```", re.DOTALL
+    r"```(bash|sh|shell|console|zsh|mswea_bash_command)[ \t]*\n(.*?)\n?```", re.DOTALL
 )
 _RETURNCODE = (
     re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>"),
@@ -39,34 +42,78 @@ _RETURNCODE = (
 )
 
 
+_LABELS: Mapping[str, str] = {
+    "feedback": "check",
+    "submission": "submission",
+    "rejected": "rejected",
+    "error": "environment error",
+    "skipped": "not run",
+    "format_error": "format error",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class Step:
-    """One model turn and what followed it, up to the next turn."""
+    """One model turn and what answered it, up to the next turn: every field read from
+    what the loop recorded (for our runs; older files and mini-swe-agent's by inference).
+
+    ``observations`` are the messages after the reply; ``actions``, ``returncodes`` and
+    ``times`` line up with them: the command each one answers (None: no command's result,
+    or one the file does not record), its exit status, and the seconds from the message
+    before it to it (for a command: the command's run).
+    """
 
     number: int
     reply: Assistant
-    commands: tuple[str, ...]
+    actions: tuple[str | None, ...]
     observations: tuple[Message, ...]
     returncodes: tuple[int | None, ...]
     format_error: str | None
-    started: float | None = None
-    ended: float | None = None
+    model_time: float | None = None
+    """Seconds the model call took: from the last message it was sent to its reply."""
+    times: tuple[float | None, ...] = ()
     submitted: bool = False
-    """The step claimed completion; what follows it is a check's feedback, if anything."""
+    """The loop took this step as a submission (its outcome, or a recorded kind): what
+    follows it is a check's feedback, if anything."""
+    at: int = 0
+    """The reply's index among the run's messages."""
+
+    @property
+    def commands(self) -> tuple[str, ...]:
+        """The commands the loop ran for this reply, in order."""
+        return tuple(a for a in self.actions if a is not None)
+
+    @property
+    def ran(self) -> tuple[tuple[str, int | None], ...]:
+        """Each command that ran with its exit status."""
+        return tuple(
+            (a, self.returncodes[i] if i < len(self.returncodes) else None)
+            for i, a in enumerate(self.actions)
+            if a is not None
+        )
 
     @property
     def duration(self) -> float | None:
-        """Seconds from this reply to the next one (None without timestamps)."""
-        if self.started is None or self.ended is None:
+        """Seconds the step took: its model call and what answered it (None without
+        recorded times)."""
+        if self.model_time is None:
             return None
-        return max(0.0, self.ended - self.started)
+        return self.model_time + sum(t for t in self.times if t is not None)
+
+    def time_of(self, index: int) -> float | None:
+        """Seconds until the ``index``-th observation was recorded (None: not known)."""
+        return self.times[index] if index < len(self.times) else None
 
     def label(self, index: int) -> str:
-        """What the ``index``-th observation is: a command's output, or a check's answer."""
+        """What the ``index``-th observation is: a command's output, a check's answer..."""
+        message = self.observations[index]
+        kind = message.kind if isinstance(message, User | ToolResult) else "text"
+        if kind in _LABELS:
+            return _LABELS[kind]
         code = self.returncodes[index] if index < len(self.returncodes) else None
-        if self.submitted and code is None:
+        if self.submitted and code is None and kind == "text":
             return "check"
-        return "output" if isinstance(self.observations[index], ToolResult) else "observation"
+        return "output" if isinstance(message, ToolResult) else "observation"
 
     @property
     def failed(self) -> bool:
@@ -89,6 +136,14 @@ class Run:
     """Steps in the run: more than ``steps`` holds when only its ends were kept (-1: as many)."""
     failed_steps: int = 0
     format_error_steps: int = 0
+
+    @property
+    def domain(self) -> str:
+        """The domain ``four run`` recorded (``bash`` when it recorded none)."""
+        components = self.trajectory.info.get("components")
+        cli = components.get("cli") if isinstance(components, dict) else None
+        domain = cli.get("domain") if isinstance(cli, dict) else None
+        return domain if isinstance(domain, str) else "bash"
 
     @property
     def outcome(self) -> str:
@@ -178,33 +233,45 @@ def read_run(trajectory: Trajectory, timestamps: Sequence[float] = ()) -> Run:
 class StepCutter:
     """Messages in, steps out, one message at a time: with ``keep``, only the first and
     the last ``keep`` steps are held (and the totals of all), so a long run is read in
-    memory that follows what is shown; with ``pick``, only that step is held."""
+    memory that follows what is shown; with ``pick``, only that step is held; with
+    ``each``, every step is handed to it as it ends, and none is held."""
 
     __slots__ = (
         "_current",
-        "_ended",
+        "_each",
         "_failed",
         "_formats",
         "_head",
+        "_index",
         "_keep",
+        "_last",
         "_marked",
         "_model",
         "_observed",
         "_pick",
         "_tail",
+        "_times",
         "_usage",
         "count",
         "system",
         "task",
     )
 
-    def __init__(self, keep: int | None = None, pick: int | None = None) -> None:
-        self._keep, self._pick = keep, pick
+    def __init__(
+        self,
+        keep: int | None = None,
+        pick: int | None = None,
+        each: Callable[[Step], object] | None = None,
+    ) -> None:
+        self._keep, self._pick, self._each = keep, pick, each
         self._head: list[Step] = []
         self._tail: deque[Step] = deque(maxlen=keep or None)
-        self._current: tuple[Assistant, float | None] | None = None
+        # the reply, its model call's time, its index among the messages
+        self._current: tuple[Assistant, float | None, int] | None = None
         self._observed: list[Message] = []
-        self._ended: float | None = None
+        self._times: list[float | None] = []
+        self._last: float | None = None  # the previous message's time
+        self._index = 0  # messages seen
         self._marked = False  # our loop marks what it adds; older files are read by inference
         self._usage = Usage(calls=0)
         self._model = ""
@@ -213,38 +280,44 @@ class StepCutter:
 
     def add(self, message: Message, t: float | None = None) -> None:
         """Take the next message (``t``: its time in the run, if known)."""
-        if t is not None:
-            self._ended = t
+        took = None if t is None or self._last is None else max(0.0, t - self._last)
+        self._last = t
+        self._index += 1
         if isinstance(message, Assistant):
-            self._close(t)
-            self._current, self._observed = (message, t), []
+            self._close(False)
+            self._current, self._observed, self._times = (message, took, self._index - 1), [], []
             if message.usage is not None:
                 self._usage += message.usage
             self._model = self._model or message.model
         elif self._current is not None:
             self._observed.append(message)
+            self._times.append(took)
         elif isinstance(message, System) and not self.system:
             self.system = message.content
         elif isinstance(message, User):
             self._marked = self._marked or message.kind == "task"
             self.task = self.task or message.content
 
-    def _close(self, ended: float | None) -> None:
+    def _close(self, last_submitted: bool) -> None:
         if self._current is None:
             return
-        reply, started = self._current
+        reply, model_time, at = self._current
         step = _step(
             self.count + 1,
             reply,
             tuple(self._observed),
-            started,
-            ended if ended is not None else self._ended,
+            model_time,
+            tuple(self._times),
             self._marked,
+            last_submitted,
+            at,
         )
         self.count += 1
         self._failed += step.failed
         self._formats += step.format_error is not None
-        if self._pick is not None:
+        if self._each is not None:
+            self._each(step)
+        elif self._pick is not None:
             if step.number == self._pick:
                 self._head.append(step)
         elif self._keep is None or len(self._head) < self._keep:
@@ -255,8 +328,13 @@ class StepCutter:
 
     def run(self, trajectory: Trajectory) -> Run:
         """The run so far, with ``trajectory``'s outcome and totals."""
-        self._close(None)
-        steps = (*self._head, *self._tail)
+        self._close(_ended_by_submission(trajectory))
+        steps: tuple[Step, ...] = (*self._head, *self._tail)
+        resumed = trajectory.info.get("resumed_from")
+        if isinstance(resumed, int) and resumed > 0:  # those were recorded at once, untimed
+            steps = tuple(
+                replace(s, model_time=None, times=()) if s.at < resumed else s for s in steps
+            )
         return Run(
             trajectory,
             self.system,
@@ -271,26 +349,61 @@ class StepCutter:
         )
 
 
+_SUBMISSION_ENDS = frozenset({"exit:task_complete", "accepted", "held", "blocked", "Submitted"})
+"""Outcomes only a submission reaches (``accepted`` also by a last judgement: see
+``_ended_by_submission``); ``Submitted`` is mini-swe-agent's."""
+
+
+def _ended_by_submission(trajectory: Trajectory) -> bool:
+    """The run's last step was a submission, by its recorded outcome."""
+    detail = trajectory.detail
+    kind = detail.get("kind") if detail else None
+    tag = kind if isinstance(kind, str) else outcome_tag(trajectory.outcome or "")
+    if tag == "crashed":  # the check itself raised while judging a submission
+        return detail.get("component") == "check"
+    if tag == "accepted":
+        verdicts = verdicts_of(trajectory.stats)
+        return not (verdicts and isinstance(verdicts.get("judged_at_end"), str))
+    return tag in _SUBMISSION_ENDS
+
+
 def _step(
     number: int,
     reply: Assistant,
     observations: tuple[Message, ...],
-    started: float | None,
-    ended: float | None,
-    marked: bool = False,
+    model_time: float | None,
+    times: tuple[float | None, ...],
+    marked: bool,
+    last_submitted: bool,
+    at: int = 0,
 ) -> Step:
-    commands = commands_of(reply)
-    submitted = _submits(reply, commands)
-    format_error: str | None = None
+    """One step, from what the loop recorded (``marked``: our loop's kinds, return codes
+    and commands), else by inference from the text (older files, mini-swe-agent's)."""
     if marked:
-        kinds = [o for o in observations if isinstance(o, User | ToolResult)]
-        error = next((o for o in kinds if o.kind in ("format_error", "rejected")), None)
-        format_error = first_line(error.content) if error is not None else None
-        codes = tuple(o.returncode for o in kinds if o.kind == "observation")
-        return Step(
-            number, reply, commands, observations, codes, format_error, started, ended, submitted
+        kinds = [o.kind if isinstance(o, User | ToolResult) else "text" for o in observations]
+        error = next(
+            (
+                o
+                for o, k in zip(observations, kinds, strict=True)
+                if k in ("format_error", "rejected")
+            ),
+            None,
         )
-    if submitted or not observations:
+        return Step(
+            number,
+            reply,
+            tuple(_recorded_command(reply, o) for o in observations),
+            observations,
+            tuple(o.returncode if isinstance(o, User | ToolResult) else None for o in observations),
+            first_line(error.content) if error is not None else None,
+            model_time,
+            times,
+            last_submitted or any(k in ("submission", "feedback") for k in kinds),
+            at,
+        )
+    commands = commands_of(reply)
+    format_error: str | None = None
+    if last_submitted or not observations:
         pass
     elif reply.truncated or not commands:
         format_error = first_line(observations[0].content)
@@ -307,19 +420,36 @@ def _step(
             )
             format_error = first_line(rejected.content if rejected else "unreadable tool call")
     codes = tuple(returncode_of(o.content) for o in observations) if not format_error else ()
+    actions = tuple(
+        commands[i] if i < len(commands) and not format_error else None
+        for i in range(len(observations))
+    )
     return Step(
-        number, reply, commands, observations, codes, format_error, started, ended, submitted
+        number,
+        reply,
+        actions,
+        observations,
+        codes,
+        format_error,
+        model_time,
+        times,
+        last_submitted,
+        at,
     )
 
 
-def _submits(reply: Assistant, commands: tuple[str, ...]) -> bool:
-    """The reply claims completion: a command prints the exit signal, or (no command) a
-    line of the reply is the signal."""
-    if commands:
-        return any(EXIT_SIGNAL in command for command in commands)
-    return any(
-        line.strip().strip("`").strip() == EXIT_SIGNAL for line in reply.content.splitlines()
-    )
+def _recorded_command(reply: Assistant, message: Message) -> str | None:
+    """The command a message of our loop answers: recorded on it; in files from before
+    that was recorded, a tool call's own ``command`` argument (a text reply's blocks are
+    not guessed at)."""
+    if not isinstance(message, User | ToolResult):
+        return None
+    if message.command is not None:
+        return message.command
+    if isinstance(message, ToolResult) and message.kind in ("observation", "submission", "error"):
+        call = next((c for c in reply.tool_calls if c.id == message.tool_call_id), None)
+        return _call_command(call.arguments) if call is not None else None
+    return None
 
 
 def _usage(trajectory: Trajectory, total: Usage) -> Usage:
@@ -383,12 +513,13 @@ def load_run(
     *,
     keep: int | None = None,
     pick: int | None = None,
+    each: Callable[[Step], object] | None = None,
     max_bytes: int = MAX_BYTES,
 ) -> Run:
     """Load a trajectory file as a run (with ``keep``, only its first and last ``keep``
-    steps held; with ``pick``, only that one); a file that cannot be read is a usage
-    error."""
-    cutter = StepCutter(keep, pick)
+    steps held; with ``pick``, only that one; with ``each``, none: each is handed to
+    it); a file that cannot be read is a usage error."""
+    cutter = StepCutter(keep, pick, each)
     try:
         head = scan_trajectory(path, cutter.add, max_bytes=max_bytes)
     except TrajectoryError as exc:

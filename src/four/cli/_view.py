@@ -11,10 +11,12 @@ import argparse
 import contextlib
 import json
 import os
+import tempfile
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from html import escape
 from pathlib import Path
+from typing import IO
 
 from four._types import JSON
 from four.cli._errors import UsageError
@@ -33,24 +35,73 @@ def main(args: argparse.Namespace) -> int:
     """Write the page for ``args.trajectory`` and print its path."""
     source = Path(str(args.trajectory))
     target = Path(str(args.output)) if args.output else _default_target(source)
-    run = load_run(source, max_bytes=max_size(args))
-    write_whole(target, render_page(run).encode("utf-8"))
+    _writable(target)
+    write_page(source, target, max_size(args))
     print(target)
     return 0
 
 
-def write_whole(target: Path, data: bytes) -> None:
-    """Write ``target`` whole or not at all (a temporary beside it, then a rename), in a
-    folder that exists: none is created, so a mistyped path is an error, not a new tree."""
+def write_page(source: Path, target: Path, max_bytes: int) -> None:
+    """The page of the run in ``source``, written to ``target`` a step at a time: each
+    step's HTML goes to a temporary file as it is read (memory follows the largest step,
+    not the run), then the page is put together around it."""
+    try:
+        with (
+            tempfile.TemporaryFile("w+", encoding="utf-8", newline="", dir=target.parent) as steps,
+            tempfile.TemporaryFile("w+", encoding="utf-8", newline="", dir=target.parent) as links,
+        ):
+
+            def each(step: Step) -> None:
+                steps.write(_step(step, None) + "\n")
+                links.write(_link(step))
+
+            run = load_run(source, each=each, max_bytes=max_bytes)
+            notebook = notebook_of(run.trajectory)
+            figures = notebook.by_number() if notebook is not None else {}
+            steps.seek(0)
+            links.seek(0)
+            write_whole(target, _page(run, notebook, _chunks(links), _placed(steps, figures)))
+    except OSError as exc:  # the temporary files: the folder is full, or went
+        raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
+
+
+def _chunks(file: IO[str]) -> Iterator[str]:
+    while chunk := file.read(1 << 20):
+        yield chunk
+
+
+def _placed(steps: IO[str], figures: Mapping[int, Figure]) -> Iterator[str]:
+    """The steps' HTML with each figure where its placeholder is (see ``_step``)."""
+    for line in steps:
+        if line.startswith(_FIGURE):  # ours: a trajectory's text is escaped, so has no "<"
+            number = int(line[len(_FIGURE) :].partition("-->")[0])
+            yield _figure(figures[number]) + "\n" if number in figures else ""
+        else:
+            yield line
+
+
+_FIGURE = "<!--figure "
+
+
+def _writable(target: Path) -> None:
+    """``target`` can be written, in a folder that exists: none is created, so a
+    mistyped path is an error, not a new tree."""
     if not target.parent.is_dir():
         what = "is not a folder" if target.parent.exists() else "does not exist"
         raise UsageError(f"cannot write {target}: the folder {target.parent} {what}")
     if target.is_dir():
         raise UsageError(f"cannot write {target}: it is a folder")
+
+
+def write_whole(target: Path, chunks: Iterable[str]) -> None:
+    """Write ``target`` whole or not at all (a temporary beside it, then a rename), in a
+    folder that exists. Control characters are shown as escapes, as in the terminal."""
+    _writable(target)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
-        with open(tmp, "xb") as out:
-            out.write(data)
+        with open(tmp, "x", encoding="utf-8", newline="") as out:
+            for chunk in chunks:
+                out.write(visible(chunk))
         os.replace(tmp, target)
     except OSError as exc:
         with contextlib.suppress(OSError):
@@ -67,7 +118,7 @@ def _default_target(source: Path) -> Path:
 
 
 def render_page(run: Run) -> str:
-    """The whole page as one string.
+    """The whole page as one string, of a run read whole (``write_page`` streams it).
 
     >>> from four.cli._steps import read_run
     >>> from four.trajectory import Trajectory
@@ -76,9 +127,21 @@ def render_page(run: Run) -> str:
     >>> "&lt;hi&gt;" in page and "<hi>" not in page
     True
     """
+    notebook = notebook_of(run.trajectory)
+    figures = notebook.by_number() if notebook is not None else {}
+    steps = (_step(step, figures) + "\n" for step in run.steps)
+    page = "".join(_page(run, notebook, (_link(step) for step in run.steps), steps))
+    return visible(page)
+
+
+def _page(
+    run: Run, notebook: Notebook | None, links: Iterable[str], steps: Iterable[str]
+) -> Iterator[str]:
+    """The page's pieces around the steps' timeline ``links`` and HTML ``steps`` (each
+    step's ending in a newline), a line each."""
     t = run.trajectory
     title = f"four · {run.outcome} · {t.path.name}"
-    parts = [
+    head = [
         "<!doctype html>",
         '<html lang="en"><head><meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{escape(POLICY, quote=False)}">',
@@ -88,7 +151,11 @@ def render_page(run: Run) -> str:
         f"<h1>{escape(t.path.name)}</h1>",
         f'<div class="dim">{escape(str(t.path))} · {escape(t.format)}</div>',
         _facts(run),
-        _timeline(run.steps),
+    ]
+    yield "\n".join(head) + '\n<nav class="timeline" aria-label="steps">'
+    yield from links
+    parts = [
+        "</nav>",
         '<div class="toolbar"><button type="button" id="expand">Expand all</button>'
         '<button type="button" id="collapse">Collapse all</button>'
         '<button type="button" id="failing" aria-pressed="false">Only failing steps</button>'
@@ -98,20 +165,18 @@ def render_page(run: Run) -> str:
         parts.append(_fold("System prompt", run.system, open_=False))
     if run.task:
         parts.append(_fold("Task", run.task, open_=True))
-    notebook = notebook_of(t)
     if notebook is not None:
         parts.append(_notebook(notebook))
-    figures = notebook.by_number() if notebook is not None else {}
-    parts.append(f'<h2 id="steps">Steps ({len(run.steps)})</h2>')
-    parts.extend(_step(step, figures) for step in run.steps)
-    parts.append(_ending(run))
+    parts.append(f'<h2 id="steps">Steps ({run.total_steps})</h2>')
+    yield "\n".join(parts) + "\n"
+    yield from steps
+    parts = [_ending(run)]
     verdicts = t.stats.get("verdicts")
     if isinstance(verdicts, dict):
         parts.append(_verdicts(run, verdicts))
     parts.append(_fold("Run record (info and stats)", _pretty({"info": t.info, "stats": t.stats})))
     parts.append(f"</main><script>{SCRIPT}</script></body></html>\n")
-    # Raw ESC, NUL and the other controls are shown as escapes, as in the terminal.
-    return visible("\n".join(parts))
+    yield "\n".join(parts)
 
 
 def _facts(run: Run) -> str:
@@ -122,10 +187,9 @@ def _facts(run: Run) -> str:
     ]
     if run.model:
         rows.append(("model", escape(run.model)))
-    failing = sum(1 for s in run.steps if s.failed)
-    formats = sum(1 for s in run.steps if s.format_error)
+    failing, formats = run.failed_steps, run.format_error_steps
     rows.append(
-        ("steps", f"{len(run.steps)} · {failing} with a failing command · {formats} format errors")
+        ("steps", f"{run.total_steps} · {failing} with a failing command · {formats} format errors")
     )
     rows.append(
         (
@@ -157,20 +221,16 @@ def _kind(step: Step) -> str:
     return "ok"
 
 
-def _timeline(steps: Iterable[Step]) -> str:
-    links = []
-    for step in steps:
-        tip = f"step {step.number}: " + (
-            step.format_error or "; ".join(step.commands) or "no command"
-        )
-        grow = ""
-        if step.duration is not None:
-            grow = f' data-seconds="{step.duration:.3f}"'
-        links.append(
-            f'<a href="#step-{step.number}" class="{_kind(step)}" title="{escape(tip[:300])}"'
-            f"{grow}>{step.number}</a>"
-        )
-    return f'<nav class="timeline" aria-label="steps">{"".join(links)}</nav>'
+def _link(step: Step) -> str:
+    """A step's link in the timeline."""
+    tip = f"step {step.number}: " + (step.format_error or "; ".join(step.commands) or "no command")
+    grow = ""
+    if step.duration is not None:
+        grow = f' data-seconds="{step.duration:.3f}"'
+    return (
+        f'<a href="#step-{step.number}" class="{_kind(step)}" title="{escape(tip[:300])}"'
+        f"{grow}>{step.number}</a>"
+    )
 
 
 def _notebook(notebook: Notebook) -> str:
@@ -193,7 +253,9 @@ def _figure(figure: Figure) -> str:
     )
 
 
-def _step(step: Step, figures: Mapping[int, Figure] | None = None) -> str:
+def _step(step: Step, figures: Mapping[int, Figure] | None) -> str:
+    """A step's HTML; with ``figures`` None (not known yet), a placeholder line for each
+    figure its outputs mention (``_placed`` puts the figure there)."""
     reply = step.reply
     facts = []
     if step.duration is not None:
@@ -226,8 +288,11 @@ def _step(step: Step, figures: Mapping[int, Figure] | None = None) -> str:
             css = "code-ok" if code == 0 else "code-bad"
             label += f' · <span class="{css}">exit {code}</span>'
         parts.append(_fold(label, observation.content, open_=None, escaped_label=True))
-        shown = [(figures or {}).get(n) for n in mentioned(observation.content)]
-        parts.extend(_figure(f) for f in shown if f is not None)
+        numbers = mentioned(observation.content)
+        if figures is None:
+            parts.extend(f"{_FIGURE}{n}-->" for n in numbers)
+        else:
+            parts.extend(_figure(figures[n]) for n in numbers if n in figures)
     parts.append("</section>")
     return "\n".join(parts)
 

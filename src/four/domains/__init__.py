@@ -22,9 +22,6 @@ from four.types import Execute, Parse, Recorder, Verify
 if TYPE_CHECKING:
     from four.trajectory._sign import SigningKey
 
-if TYPE_CHECKING:
-    from four.trajectory._sign import SigningKey
-
 __all__ = ["Domain", "DomainError", "DomainSetup", "domain_names", "get_domain"]
 
 
@@ -45,7 +42,7 @@ class DomainSetup:
     command_timeout: float | None = None
     env: str = "local"
     image: str | None = None
-    signing_key: SigningKey | None = None  # the bash domain signs its seal with it
+    signing_key: SigningKey | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +54,9 @@ class Domain:
     (a notebook's outputs, a built binary). ``emit`` is a ``Recorder``: it streams the
     trajectory (sealed as usual) and writes the domain's artifact beside it. ``check``
     says what ``--check ARG`` means here (None when no check applies).
+    ``replay_workspace(trajectory, workspace, scratch)``, for a domain that edits its
+    workspace in place, makes the folder ``four replay`` runs in: a copy of the recorded
+    workspace as it was when the run began (None: it cannot be rebuilt).
     """
 
     name: str
@@ -66,6 +66,7 @@ class Domain:
     environment: Callable[[DomainSetup], Execute]
     emit: Callable[[DomainSetup, Execute], Recorder[Path]]
     check: Callable[[DomainSetup, Execute, str | None], Verify | None]
+    replay_workspace: Callable[[Path, Path | None, Path], Path | None] | None = None
 
 
 class DomainError(ValueError):

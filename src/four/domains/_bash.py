@@ -3,6 +3,7 @@ of ``four.execute``, saved as a trajectory, judged by a command's exit status.""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from four.domains import Domain, DomainSetup
@@ -47,28 +48,35 @@ Format: call the `bash` tool with {"command": "..."} for every command you run.
 
 
 def environment(
-    kind: str, *, image: str | None = None, cwd: str | None = None, timeout: float | None = None
+    kind: str,
+    *,
+    image: str | None = None,
+    cwd: str | None = None,
+    timeout: float | None = None,
+    hide: tuple[str, ...] = (),
 ) -> Execute:
     """V2 for an environment's name; ``cwd`` is the working directory (for docker, inside
     the container; for the sandbox, the one writable folder, a fresh one when None).
+    ``hide``: folders the sandbox's commands must not see (see ``sandbox_env``).
+    A command that repeats the one before it and its output is pointed out to the model.
     An unknown name, or docker without an image, raises ValueError.
 
     >>> environment("local", cwd="/tmp").cwd
     '/tmp'
     """
-    from four.execute import docker_env, local_env, sandbox_env, shell_env
+    from four.execute import docker_env, local_env, note_repeats, sandbox_env, shell_env
 
     limit = DEFAULT_TIMEOUT if timeout is None else timeout
     if kind == "local":
-        return local_env(limit, cwd=cwd)
+        return note_repeats(local_env(limit, cwd=cwd))
     if kind == "persistent":
-        return shell_env(limit, cwd=cwd)
+        return note_repeats(shell_env(limit, cwd=cwd))
     if kind == "sandbox":
-        return sandbox_env(limit, workdir=cwd)
+        return note_repeats(sandbox_env(limit, workdir=cwd, hide=hide))
     if kind == "docker":
         if not image:
             raise ValueError("--env docker needs an image: --image NAME or FOUR_IMAGE")
-        return docker_env(image, limit, cwd=cwd or "/")
+        return note_repeats(docker_env(image, limit, cwd=cwd or "/"))
     raise ValueError(f"unknown environment {kind!r}: use {', '.join(ENVIRONMENTS)}")
 
 
@@ -80,7 +88,25 @@ def _parse() -> Parse:
 
 def _environment(setup: DomainSetup) -> Execute:
     cwd = None if setup.workspace is None else str(setup.workspace)
-    return environment(setup.env, image=setup.image, cwd=cwd, timeout=setup.command_timeout)
+    hide: tuple[str, ...] = ()
+    if setup.workspace is not None and inside(setup.output_dir, setup.workspace):
+        # Named as the sandbox sees it: under the workspace as given (its links kept).
+        rel = setup.output_dir.expanduser().resolve().relative_to(setup.workspace.resolve())
+        hide = (os.path.join(os.path.abspath(setup.workspace), rel),)
+    return environment(
+        setup.env, image=setup.image, cwd=cwd, timeout=setup.command_timeout, hide=hide
+    )
+
+
+def inside(folder: Path, workspace: Path) -> bool:
+    """Whether ``folder`` is ``workspace`` or under it (links resolved).
+
+    >>> inside(Path("/w/runs"), Path("/w")), inside(Path("/runs"), Path("/w"))
+    (True, False)
+    """
+    where = folder.expanduser().resolve()
+    space = workspace.expanduser().resolve()
+    return where == space or space in where.parents
 
 
 def _emit(setup: DomainSetup, env: Execute) -> Recorder[Path]:

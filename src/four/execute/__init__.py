@@ -8,6 +8,7 @@
     Workspace(root)      the files that edits may change: paths outside, and symlinks, refused
     alocal_env()         ``local_env`` awaited, for ``arun`` (asyncio subprocesses)
     ashell_env()         ``shell_env`` awaited, for ``arun``
+    note_repeats(V2)     any of them, warning the model when a command repeats itself
 
 Every environment shares one contract: bash, stdin closed, a timeout that kills every
 process of the command and becomes an observation (return code 124), output decoded
@@ -29,6 +30,7 @@ from four.execute._output import (
     OutputBuffer,
     command_env,
 )
+from four.execute._repeats import NoteRepeats, note_repeats
 from four.execute._sandbox import SandboxEnv, sandbox_env
 from four.execute._shell import ShellEnv
 from four.execute._workspace import Refused, Workspace, Written
@@ -46,6 +48,7 @@ __all__ = [
     "DockerEnv",
     "Limits",
     "LocalEnv",
+    "NoteRepeats",
     "OutputBuffer",
     "Refused",
     "SandboxEnv",
@@ -58,6 +61,7 @@ __all__ = [
     "containment",
     "docker_env",
     "local_env",
+    "note_repeats",
     "sandbox_env",
     "shell_env",
     "super_env",

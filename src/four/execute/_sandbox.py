@@ -87,6 +87,7 @@ class SandboxEnv(ClosedOnExit):
     ro_binds: tuple[str, ...] = ()
     bwrap: str = "bwrap"
     limits: Limits = DEFAULT_LIMITS
+    hide: tuple[str, ...] = ()
     _folder: str | None = field(default=None, repr=False)
     _checked: bool = field(default=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -148,7 +149,10 @@ class SandboxEnv(ClosedOnExit):
             args += ["--ro-bind", path, path]
         # The sandbox's own root is a tmpfs: make it read-only too, so only /tmp and the
         # work folder take writes.
-        args += ["--bind", folder, folder, "--remount-ro", "/", "--chdir", folder, "--clearenv"]
+        args += ["--bind", folder, folder]
+        for path in self.hide:  # an empty read-only folder over it: its files are not there
+            args += ["--tmpfs", path, "--remount-ro", path]
+        args += ["--remount-ro", "/", "--chdir", folder, "--clearenv"]
         variables = command_env(self.inherit, self.deny, {"HOME": folder, **self.env})
         for name, value in variables.items():
             args += ["--setenv", name, value]
@@ -203,6 +207,7 @@ def sandbox_env(
     inherit: Sequence[str] = SANDBOX_INHERIT,
     deny: Sequence[str] = SECRET_PATTERNS,
     ro_binds: Sequence[str] = (),
+    hide: Sequence[str] = (),
     limits: Limits = DEFAULT_LIMITS,
 ) -> SandboxEnv:
     """V2 that runs each command with bash inside a bubblewrap sandbox (Linux, ``bwrap``).
@@ -214,7 +219,8 @@ def sandbox_env(
     process, user, IPC and host namespaces, holds no capability, and runs in a new
     session. bwrap itself starts with an environment that holds nothing but the
     tether's mark (it is PID 1 inside, and its ``/proc/1/environ`` is readable there). ``ro_binds`` adds host paths
-    read-only. The guarantees of ``local_env`` hold (timeout, kill, bounded output,
+    read-only; ``hide`` names folders inside ``workdir`` the commands must not see
+    (a run's output folder): an empty read-only folder is mounted over each. The guarantees of ``local_env`` hold (timeout, kill, bounded output,
     exit signal, environment filter, ``limits``); every process of a command ends
     with it, because the sandbox's PID namespace ends. If bwrap cannot start, the
     run ends with an ``ExecutionError`` carrying bwrap's message.
@@ -226,7 +232,9 @@ def sandbox_env(
     """
     where = "sandbox_env"
     arguments.environment_options(where, timeout, max_output, exit_signal, workdir, env)
-    for name, value in (("inherit", inherit), ("deny", deny), ("ro_binds", ro_binds)):
+    for name, value in (
+        ("inherit", inherit), ("deny", deny), ("ro_binds", ro_binds), ("hide", hide)
+    ):  # fmt: skip
         arguments.names(where, name, value)
     return SandboxEnv(
         timeout,
@@ -239,6 +247,7 @@ def sandbox_env(
         tuple(deny),
         tuple(ro_binds),
         limits=limits,
+        hide=tuple(os.path.abspath(p) for p in hide),
     )
 
 

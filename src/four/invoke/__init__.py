@@ -3,7 +3,9 @@
 Models: ``litellm_invoke`` (text), ``litellm_toolcall_invoke`` (tool calls), both over
 litellm, which they import at their first call, never at import (``alitellm_invoke``
 and ``alitellm_toolcall_invoke`` are their async twins, for ``arun``); and
-``http_response_invoke`` (the Responses API over httpx). Wrappers, each a G of a G:
+``http_response_invoke`` (the Responses API over httpx); ``local_invoke``, a model run
+on this machine by an embedded llama.cpp server (the ``four-loop[local]`` extra).
+Wrappers, each a G of a G:
 ``retry_invoke``, ``budget_invoke``, ``summarizing_invoke``, ``context_aware_invoke``.
 A typical stack, outermost first (budget outermost: it reads the spend from the full
 history; retry outside summarizing: one retry layer covers both model calls)::
@@ -31,6 +33,7 @@ from four.invoke._context import (
     summarizing_invoke,
 )
 from four.invoke._convert import BASH_TOOL, to_chat, to_responses_input
+from four.invoke._local import LocalInvoke, LocalServer, local_invoke, stop_local_servers
 from four.invoke._responses import ResponsesInvoke, http_response_invoke
 from four.invoke._retry import RetryInvoke, retry_invoke
 from four.invoke._scripted import ScriptedInvoke, replay_invoke, scripted_invoke
@@ -42,6 +45,8 @@ __all__ = [
     "ContextAwareInvoke",
     "LitellmCounter",
     "LitellmInvoke",
+    "LocalInvoke",
+    "LocalServer",
     "ResponsesInvoke",
     "RetryInvoke",
     "ScriptedInvoke",
@@ -53,10 +58,12 @@ __all__ = [
     "http_response_invoke",
     "litellm_invoke",
     "litellm_toolcall_invoke",
+    "local_invoke",
     "replay_invoke",
     "retry_invoke",
     "scripted_invoke",
     "spent",
+    "stop_local_servers",
     "summarizing_invoke",
     "to_chat",
     "to_responses_input",

@@ -404,7 +404,11 @@ def load_receipts(text: str) -> list[TransitionReceipt]:
 
     Raises `ValueError` for another format or version, or a malformed document.
     """
-    document = json.loads(text)
+    return receipts_from_json(json.loads(text))
+
+
+def receipts_from_json(document: object) -> list[TransitionReceipt]:
+    """`load_receipts` of a document already parsed (a trajectory holds it as a value)."""
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise ValueError("not a four.quaternary receipts document")
     if document.get("version") != FORMAT_VERSION:

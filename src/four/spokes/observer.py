@@ -54,7 +54,7 @@ TAXONOMY: dict[str, tuple[str, ...]] = {
     "budget": ("max_steps_reached", "cost_limit_reached", "time_limit_reached"),
     "environment": ("execution_error", "crashed"),
     "verification": ("held", "blocked"),
-    "stopped": ("interrupted", "stalled"),
+    "stopped": ("interrupted", "stalled", "stopped"),
 }
 """Failure classes, by the outcome's tag; a run that repeats a command is also
 ``repetition``, whatever its outcome."""

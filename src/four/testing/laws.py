@@ -517,7 +517,9 @@ def check_verify(
 ) -> None:
     """For any run of submissions, the judge ``check`` makes is asked at most its bound
     of times, and (``audited``) every trajectory it leaves audits valid, with as many
-    evaluations as the judge was asked and at most ``initial_rank + 1`` of them.
+    evaluations as the judge was asked and at most ``initial_rank + 1`` of them. A
+    judge's ``at_end`` (the last judgement of a run that ended without a submission) is
+    called as the loop calls it, and counts as one more ask.
     ``bound`` is a fixed bound for a judge that keeps no receipts (then pass
     ``audited=False``). ``make_env`` is the environment the agent and the check share
     (by default an in-memory one that echoes commands).
@@ -540,16 +542,16 @@ def check_verify(
                 _scene_model(script), _scene_parse, env, save_trajectory(folder), "s", "task",
                 max_steps, check=counting,
             )  # fmt: skip
-            if bound is not None and counting.calls > bound:
-                raise LawBroken(f"the judge was asked {counting.calls} times (bound {bound})")
+            asked = counting.calls + counting.at_end_calls
+            if bound is not None and asked > bound:
+                raise LawBroken(f"the judge was asked {asked} times (bound {bound})")
             if audited:
                 result = audit(path)
                 if not result.valid:
                     raise LawBroken(f"the trajectory does not audit: {result.errors}")
-                if result.evaluations != counting.calls:
-                    raise LawBroken(
-                        f"{counting.calls} judgements, {result.evaluations} receipts of them"
-                    )
+                judged = counting.calls + counting.judged_at_end
+                if result.evaluations != judged:
+                    raise LawBroken(f"{judged} judgements, {result.evaluations} receipts of them")
                 if result.evaluations > result.initial_rank + 1:
                     raise LawBroken(
                         f"{result.evaluations} evaluations, over initial_rank + 1 = "
@@ -564,6 +566,8 @@ class _CountingVerify:
     def __init__(self, check: Verify) -> None:
         self.check = check
         self.calls = 0
+        self.at_end_calls = 0
+        self.judged_at_end = 0  # last judgements the judge's record says it made
 
     def open(self, env: Execute, /) -> Judge:
         return _CountingJudge(self, self.check.open(env))
@@ -577,8 +581,19 @@ class _CountingJudge:
         self.owner.calls += 1
         return self.judge(history, claim)
 
+    def at_end(self, history: Sequence[Message], outcome: Outcome, /) -> Outcome:
+        """The judge's own ``at_end`` (the loop asks for it by name), counted."""
+        at_end = getattr(self.judge, "at_end", None)
+        if not callable(at_end):
+            return outcome  # as the loop does for a judge without one
+        self.owner.at_end_calls += 1
+        ended: Outcome = at_end(history, outcome)
+        return ended
+
     def record(self) -> Mapping[str, JSON]:
-        return self.judge.record()
+        record = self.judge.record()
+        self.owner.judged_at_end = 1 if "judged_at_end" in record else 0
+        return record
 
 
 # --- the composition ------------------------------------------------------------------

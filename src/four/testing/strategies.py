@@ -36,6 +36,7 @@ from four._outcomes import (
     RepeatedFormatError,
     Stalled,
     StepsExhausted,
+    Stopped,
     TimeLimitReached,
 )
 from four._types import (
@@ -237,6 +238,7 @@ def outcomes() -> st.SearchStrategy[Outcome]:
         st.builds(Accepted, text),
         st.builds(Held, text),
         st.builds(Blocked, text),
+        st.builds(Stopped, text),
     )
 
 

@@ -1,5 +1,11 @@
 """emit: saving and loading trajectories."""
 
+from four.trajectory._artifacts import (
+    Artifact,
+    ArtifactRecorder,
+    ArtifactSink,
+    save_with_artifact,
+)
 from four.trajectory._load import Trajectory, TrajectoryError, load_trajectory
 from four.trajectory._save import (
     FORMAT,
@@ -12,6 +18,9 @@ from four.trajectory._sign import SigningError, SigningKey
 
 __all__ = [
     "FORMAT",
+    "Artifact",
+    "ArtifactRecorder",
+    "ArtifactSink",
     "SigningError",
     "SigningKey",
     "Trajectory",
@@ -21,4 +30,5 @@ __all__ = [
     "TrajectoryWriter",
     "load_trajectory",
     "save_trajectory",
+    "save_with_artifact",
 ]

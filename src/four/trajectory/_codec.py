@@ -87,6 +87,8 @@ def message_to_json(message: Message) -> JSONDict:
         return {"role": "system", "content": message.content}
     if message.returncode is not None:
         out["returncode"] = message.returncode
+    if message.command is not None:
+        out["command"] = message.command
     return out
 
 
@@ -102,8 +104,10 @@ def message_from_json(data: Mapping[str, JSON]) -> Message | None:
         "returncode", extra.get("returncode") if isinstance(extra, dict) else None
     )
     code = returncode if isinstance(returncode, int) and not isinstance(returncode, bool) else None
+    recorded = data.get("command")
+    command = recorded if isinstance(recorded, str) else None
     if role == "user":
-        return User(content, user_kind(kind), code)
+        return User(content, user_kind(kind), code, command)
     if role == "tool":
         return ToolResult(
             str(data.get("tool_call_id") or ""),
@@ -111,6 +115,7 @@ def message_from_json(data: Mapping[str, JSON]) -> Message | None:
             str(data.get("name") or "bash"),
             tool_result_kind(kind),
             code,
+            command,
         )
     if role != "assistant":
         return None  # e.g. mini-swe-agent's final {"role": "exit"}

@@ -487,6 +487,7 @@ _SHAPES: dict[str, frozenset[type]] = {
     "reasoning": _TEXT,
     "reasoning_content": _TEXT,
     "returncode": frozenset((int, type(None))),  # type(), so a boolean is refused
+    "command": _TEXT,
     "usage": frozenset((dict, type(None))),
     "tool_calls": frozenset((list, type(None))),
     "thinking_blocks": frozenset((list, type(None))),

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,7 +15,8 @@ from four import _arguments as arguments
 from four._outcomes import Outcome
 from four._types import JSON, NO_USAGE, Message, RunInfo, RunStats
 from four.trajectory._codec import message_to_json, usage_to_json
-from four.trajectory._seal import ALGORITHM, Chain, canonical_text, parts, verdict_facts
+from four.trajectory._driver import this_driver
+from four.trajectory._seal import ALGORITHM, Chain, canonical_text, encode_parts, verdict_facts
 from four.trajectory._sign import SigningError, SigningKey
 
 FORMAT = "four.trajectory/1"
@@ -45,7 +46,11 @@ class TrajectorySink:
     """One run's files: ``<stem>.jsonl`` grows a line per message (written through at
     once), and ``<stem>.json`` appears whole when the run ends. Each stream record
     carries the seal's running digest (and, with a key, its signature); the document
-    carries the final one (see ``four.trajectory._seal``)."""
+    carries the final one (see ``four.trajectory._seal``).
+
+    The run's head names its driver (host, pid and the pid's start time); ``beat()``
+    adds a heartbeat record between messages (a timer thread of the driver may call it
+    while a step runs long), so a reader can tell a live run from a dead one."""
 
     __slots__ = (
         "_chain",
@@ -53,7 +58,10 @@ class TrajectorySink:
         "_fd",
         "_head",
         "_info",
+        "_info_parts",
+        "_info_text",
         "_key",
+        "_lock",
         "_messages",
         "_pending",
         "_seal",
@@ -71,21 +79,26 @@ class TrajectorySink:
         self._dir = directory
         self._started = info.started_at
         self._info = _info_json(info)
+        self._info["driver"] = this_driver().to_json()
         self._key = key
+        self._lock = threading.Lock()  # a heartbeat from another thread comes between lines
         self._seal: dict[str, JSON] = {"algorithm": ALGORITHM}
         if key is not None:
             self._seal["signer"] = key.public
+        # Each value is encoded once (canonical JSON), for its links, lines and document.
+        self._info_parts: list[tuple[str, str]] = []
+        self._info_text = encode_parts("info", self._info, 2, self._info_parts)
         self._chain = Chain()
-        self._chain.start(FORMAT, self._seal, self._info)
+        self._chain.start_encoded(FORMAT, self._seal, self._info_text)
         self._times: list[float] | None = []  # each message's time; None: not known
         self._messages: list[str] = []  # each message's canonical JSON, for the document
         self._fd = _create(directory, f"{self._stem}.jsonl")
         # Written with the first message: a run's first messages follow at once.
-        start: dict[str, JSON] = {
-            "type": "start",
-            "format": FORMAT,
-            "info": self._info,
-            "seal": self._seal,
+        start = {
+            "type": '"start"',
+            "format": canonical_text(FORMAT),
+            "info": self._info_text,
+            "seal": canonical_text(self._seal),
         }
         self._head = self._line(start, self._chain)
         self.failure: OSError | None = None
@@ -113,6 +126,30 @@ class TrajectorySink:
                 os.close(fd)
 
     def append(self, message: Message, /) -> None:
+        with self._lock:
+            self._append(message)
+
+    def beat(self) -> None:
+        """Write a heartbeat record (its time, and a digest off the running one: see
+        ``four.trajectory._seal``); nothing before the first message or after the end,
+        or once the stream failed. Safe to call from another thread."""
+        with self._lock:
+            if self._head or self._fd < 0 or self.failure is not None:
+                return
+            t = repr(round(time.time() - self._started, 6))
+            digest = self._chain.beat(t)
+            record = f'{{"type": "beat", "t": {t}, "digest": "{digest.hex()}"'
+            if self._key is not None:
+                record += f', "signature": "{self._key.sign(digest)}"'
+            data = f"{record}}}\n".encode()
+            try:
+                _write(self._fd, data)
+            except OSError as exc:
+                self._failed(exc, [])
+                return
+            self._size += len(data)
+
+    def _append(self, message: Message, /) -> None:
         t = repr(round(time.time() - self._started, 6))  # to the microsecond, as JSON
         text = canonical_text(message_to_json(message))  # encoded once: link, line, document
         label = f"messages[{len(self._messages)}]"
@@ -140,19 +177,21 @@ class TrajectorySink:
         stats_json = _stats_json(stats)
         detail = _outcome_json(outcome)
         stream = f"{self._stem}.jsonl"
-        if self._fd >= 0:
+        found = [*self._info_parts]  # the document's parts: info's, then these
+        end = {  # the values encoded once: the stream's end, the links, the document
+            "type": '"end"',
+            "outcome": canonical_text(outcome.text),
+            "outcome_detail": encode_parts("outcome_detail", detail, 1, found),
+            "stats": encode_parts("stats", stats_json, 2, found),
+            "stream": canonical_text(stream),
+        }
+        shorts = [short for _, short in found]
+        ended = self._ended(end, len(self._messages), stats_json)
+        with self._lock:  # no heartbeat from now on
             fd, self._fd = self._fd, -1
+        if fd >= 0:
             try:
-                streamed = self._chain.copy()
-                streamed.end(outcome.text, detail, stats_json, stream, len(self._messages))
-                end: dict[str, JSON] = {
-                    "type": "end",
-                    "outcome": outcome.text,
-                    "outcome_detail": detail,
-                    "stats": stats_json,
-                    "stream": stream,
-                }
-                self._end_stream(fd, (self._head + self._line(end, streamed)).encode())
+                self._end_stream(fd, (self._head + self._line(end, ended)).encode())
             finally:
                 os.close(fd)
         if len(self._messages) != len(messages):  # a plain-emit history, or one edited after
@@ -160,34 +199,32 @@ class TrajectorySink:
             self._messages = [canonical_text(m) for m in encoded]
             self._times = None
             self._chain = Chain()
-            self._chain.start(FORMAT, self._seal, self._info)
+            self._chain.start_encoded(FORMAT, self._seal, self._info_text)
             for i, data in enumerate(encoded):
                 self._chain.message(i, None, data)
-        document: dict[str, JSON] = {
-            "format": FORMAT,
-            "outcome": outcome.text,
-            "outcome_detail": detail,
-            "info": self._info,
-            "stats": stats_json,
-            "stream": stream,
-            "timestamps": cast(JSON, self._times or []),
+            ended = self._ended(end, len(messages), stats_json)
+        document = {  # the fields as JSON text, in the document's order
+            "format": canonical_text(FORMAT),
+            "outcome": end["outcome"],
+            "outcome_detail": end["outcome_detail"],
+            "info": self._info_text,
+            "stats": end["stats"],
+            "stream": end["stream"],
+            "timestamps": canonical_text(cast(JSON, self._times or [])),
         }
-        chain = self._chain.copy()
-        chain.end(outcome.text, detail, stats_json, stream, len(self._messages))
-        links = list(chain.links)
-        shorts = [short for _, short in parts(document)]
-        chain.close(shorts)
+        links = list(ended.links)
+        ended.close(shorts)
         seal = {
             **self._seal,
             "messages": len(self._messages),
             "receipts": verdict_facts(stats_json)[0],
             "links": cast(JSON, links),
             "parts": cast(JSON, shorts),
-            "digest": chain.digest.hex(),
+            "digest": ended.digest.hex(),
         }
         if self._key is not None:
-            seal["signature"] = self._key.sign(chain.digest)
-        document["seal"] = seal
+            seal["signature"] = self._key.sign(ended.digest)
+        document["seal"] = canonical_text(seal)
         try:
             _write_atomic(
                 self._dir, f"{self._stem}.json", _render(document, self._messages).encode()
@@ -196,12 +233,23 @@ class TrajectorySink:
             raise TrajectoryNotSaved(self, exc, len(self._messages)) from exc
         return self.path
 
-    def _line(self, record: dict[str, JSON], chain: Chain) -> str:
-        """A stream record with the chain's digest after it, signed with a key."""
-        record["digest"] = chain.digest.hex()
+    def _ended(self, end: dict[str, str], messages: int, stats: JSON) -> Chain:
+        """The chain so far, ended with the end record's (encoded) values."""
+        chain = self._chain.copy()
+        chain.end_encoded(
+            end["outcome"], end["outcome_detail"], end["stats"], end["stream"], messages,
+            verdict_facts(stats),
+        )  # fmt: skip
+        return chain
+
+    def _line(self, record: dict[str, str], chain: Chain) -> str:
+        """A stream record (its fields as JSON text) with the chain's digest after it,
+        signed with a key."""
+        fields = [f'"{name}": {text}' for name, text in record.items()]
+        fields.append(f'"digest": "{chain.digest.hex()}"')
         if self._key is not None:
-            record["signature"] = self._key.sign(chain.digest)
-        return json.dumps(record) + "\n"
+            fields.append(f'"signature": "{self._key.sign(chain.digest)}"')
+        return "{" + ", ".join(fields) + "}\n"
 
     def _failed(self, exc: OSError, pending: list[bytes]) -> None:
         """The stream could not take a line: cut it back to its last whole line (so it
@@ -292,11 +340,11 @@ def save_trajectory(
     return TrajectoryWriter(path.expanduser().absolute(), key)
 
 
-def _render(document: dict[str, JSON], messages: list[str]) -> str:
-    """One key, and one message (already encoded), per line: readable, and cheap for a
-    reader that wants only the keys before the messages (``indent=`` would put every
+def _render(document: dict[str, str], messages: list[str]) -> str:
+    """One key, and one message, per line (all already encoded): readable, and cheap for
+    a reader that wants only the keys before the messages (``indent=`` would put every
     value on its own line)."""
-    lines = [f"{json.dumps(k)}: {json.dumps(v)}" for k, v in document.items()]
+    lines = [f'"{k}": {v}' for k, v in document.items()]
     body = ",\n".join(messages)
     lines.append(f'"messages": [\n{body}\n]')
     return "{\n" + ",\n".join(lines) + "\n}\n"

@@ -13,6 +13,11 @@ JSON with sorted keys, no spaces, ASCII only. The links, in order:
 - ``end``: ``{"messages": count, "receipts": count, "head": the receipts' head}``;
 - in the sealed document only, ``parts``: the list of the parts' short digests (below).
 
+Between a stream's records, heartbeats (``{"type": "beat", "t": ...}``, written by a
+live driver) carry ``sha256(digest + canonical(["beat", "value", {"t": t}]))`` off the
+running digest, which they leave as it is: a heartbeat is checked (and signed) where it
+stands, but it is no part of the record, and the document has none.
+
 The stream's records carry the digest after their links (start, each message, end), so
 a stream cut short is a valid prefix. The sealed document carries the final digest, the
 first 16 hex digits of each link's digest (``links``), and of each part's (``parts``:
@@ -50,6 +55,7 @@ DOCUMENT_FIELDS = (
 _RECORD_FIELDS = {
     "start": frozenset({"type", "format", "info", "seal", "digest", "signature"}),
     "message": frozenset({"type", "t", "message", "digest", "signature"}),
+    "beat": frozenset({"type", "t", "digest", "signature"}),
     "end": frozenset(
         {"type", "outcome", "outcome_detail", "stats", "stream", "digest", "signature"}
     ),
@@ -104,20 +110,44 @@ class Chain:
         self.links.append(text[:16])
         return text
 
+    def beat(self, t: str) -> bytes:
+        """A heartbeat's digest at time ``t`` (its canonical text): off the running
+        digest, which does not change."""
+        h = hashlib.sha256(self.digest)
+        h.update(f'["beat","value",{{"t":{t}}}]'.encode())
+        return h.digest()
+
     def start(self, fmt: JSON, seal: JSON, info: JSON) -> None:
+        self.start_encoded(fmt, seal, _ENCODE(info))
+
+    def start_encoded(self, fmt: JSON, seal: JSON, info: str) -> None:
+        """``start`` with the info already encoded."""
         self.link("format", fmt)
         self.link("seal", seal)
-        self.link("info", info)
+        self.link_encoded("info", '"info"', info)
 
     def message(self, index: int, t: JSON, message: JSON) -> None:
         self.link(f"messages[{index}]", {"t": t, "message": message})
 
     def end(self, outcome: JSON, detail: JSON, stats: JSON, stream: JSON, messages: int) -> None:
-        self.link("outcome", outcome)
-        self.link("outcome_detail", detail)
-        self.link("stats", stats)
-        self.link("stream", stream)
-        receipts, head = verdict_facts(stats)
+        texts = _ENCODE(outcome), _ENCODE(detail), _ENCODE(stats), _ENCODE(stream)
+        self.end_encoded(*texts, messages, verdict_facts(stats))
+
+    def end_encoded(
+        self,
+        outcome: str,
+        detail: str,
+        stats: str,
+        stream: str,
+        messages: int,
+        verdicts: tuple[int, str | None],
+    ) -> None:
+        """``end`` with the values already encoded, and the stats' ``verdict_facts``."""
+        self.link_encoded("outcome", '"outcome"', outcome)
+        self.link_encoded("outcome_detail", '"outcome_detail"', detail)
+        self.link_encoded("stats", '"stats"', stats)
+        self.link_encoded("stream", '"stream"', stream)
+        receipts, head = verdicts
         self.link("end", {"messages": messages, "receipts": receipts, "head": head})
 
     def close(self, parts: list[str]) -> None:
@@ -132,20 +162,35 @@ def parts(document: Mapping[str, JSON]) -> list[tuple[str, str]]:
     """The labels and short digests of a document's parts (see the module docstring)."""
     out: list[tuple[str, str]] = []
     for name, depth in _PARTS:
-        _part(out, name, document.get(name), depth)
+        encode_parts(name, document.get(name), depth, out)
     return out
 
 
-def _part(out: list[tuple[str, str]], label: str, value: JSON, depth: int) -> None:
-    if depth and isinstance(value, dict):
-        keys = sorted(value)
-        out.append(
-            (label, hashlib.sha256(canonical([label, "object", cast(JSON, keys)])).hexdigest()[:16])
-        )
-        for key in keys:
-            _part(out, f"{label}.{key}", value[key], depth - 1)
-    else:
-        out.append((label, hashlib.sha256(canonical([label, "value", value])).hexdigest()[:16]))
+def encode_parts(label: str, value: JSON, depth: int, out: list[tuple[str, str]]) -> str:
+    """``canonical_text(value)``, and the parts of ``value`` (the field ``label`` taken
+    apart ``depth`` levels deep) appended to ``out``: each piece is encoded once, for its
+    own part and for the whole (the writer's values are encoded once a run).
+
+    >>> found = []
+    >>> encode_parts("stats", {"steps": 2}, 2, found)
+    '{"steps":2}'
+    >>> [label for label, _ in found]
+    ['stats', 'stats.steps']
+    """
+    if not (depth and isinstance(value, dict)):
+        text = _ENCODE(value)
+        out.append((label, _short(f'[{_ENCODE(label)},"value",{text}]')))
+        return text
+    keys = sorted(value)
+    out.append((label, _short(f'[{_ENCODE(label)},"object",{_ENCODE(keys)}]')))
+    texts = [encode_parts(f"{label}.{key}", value[key], depth - 1, out) for key in keys]
+    if not all(type(key) is str for key in keys):  # not from JSON: let json say how
+        return _ENCODE(value)
+    return "{" + ",".join(f"{_ENCODE(k)}:{t}" for k, t in zip(keys, texts, strict=True)) + "}"
+
+
+def _short(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def recompute(document: Mapping[str, JSON]) -> Chain:
@@ -367,6 +412,18 @@ def check_stream(text: str, verify: Verifier | None) -> SealCheck:
                 else f"{where}: field {missing[0]!r} is missing"
             )
             break
+        if kind == "beat":
+            digest = chain.beat(_ENCODE(record["t"]))
+            if record["digest"] != digest.hex():
+                errors.append(f"{where} (heartbeat) does not match its digest")
+                break
+            _, problem = _signature(
+                record.get("signature"), signer, digest, f"{where} (heartbeat)", verify
+            )
+            if problem:
+                errors.append(problem)
+                break
+            continue
         if kind == "start":
             signer, readable = _settings(record["seal"], where, errors)
             if not readable:

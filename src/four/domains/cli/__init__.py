@@ -14,7 +14,7 @@ sandbox. ``four run --domain cli`` writes C; ``--domain cli-go`` Go; ``cli-rust`
 from four.domains.cli._build import Build, Diagnostic, Language, build
 from four.domains.cli._check import ToolCheck, tool_check
 from four.domains.cli._domain import DOMAIN, GO_DOMAIN, RUST_DOMAIN, SYSTEM, system
-from four.domains.cli._emit import SaveTool, save_tool
+from four.domains.cli._emit import BuiltTool, save_tool
 from four.domains.cli._env import Checked, Probe, ToolEnv, build_env, tool_name
 
 __all__ = [
@@ -23,11 +23,11 @@ __all__ = [
     "RUST_DOMAIN",
     "SYSTEM",
     "Build",
+    "BuiltTool",
     "Checked",
     "Diagnostic",
     "Language",
     "Probe",
-    "SaveTool",
     "ToolCheck",
     "ToolEnv",
     "build",

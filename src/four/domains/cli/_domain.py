@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from four.domains import Domain, DomainSetup
+from four.domains._start import replay_from
 from four.domains.cli._build import Language
 from four.domains.cli._check import tool_check
 from four.domains.cli._emit import save_tool
@@ -115,7 +116,7 @@ def _parse() -> Parse:
 def _emit(setup: DomainSetup, env: Execute) -> Recorder[Path]:
     if not isinstance(env, ToolEnv):
         raise TypeError("--domain cli saves what its own build_env built")
-    return save_tool(setup.output_dir, env)
+    return save_tool(setup.output_dir, env, signing_key=setup.signing_key)
 
 
 def _check(setup: DomainSetup, env: Execute, acceptance: str | None) -> Verify | None:
@@ -131,7 +132,8 @@ def _domain(name: str, language: Language, summary: str) -> Domain:
         workspace = setup.workspace if setup.workspace is not None else Path.cwd()
         return build_env(workspace, language=language, timeout=setup.command_timeout or 60.0)
 
-    return Domain(name, summary, system(language), _parse, environment, _emit, _check)
+    return Domain(name, summary, system(language), _parse, environment, _emit, _check,
+                  replay_workspace=replay_from("tool"))  # fmt: skip
 
 
 DOMAIN = _domain(

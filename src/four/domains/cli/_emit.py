@@ -2,68 +2,55 @@
 
 from __future__ import annotations
 
+import os
 import shutil
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from four.domains.cli._env import ToolEnv
-from four.trajectory import TrajectorySink, save_trajectory
-from four.types import Message, Outcome, RunInfo, RunStats
+from four.domains._start import Start
+from four.domains.cli._env import SOURCES, ToolEnv
+from four.trajectory import ArtifactRecorder, SigningKey, save_trajectory, save_with_artifact
+from four.types import JSON, Outcome
 
 
 @dataclass(frozen=True, slots=True)
-class SaveTool:
-    """The emit made by ``save_tool``: a ``Recorder`` of the trajectory plus the tool."""
+class BuiltTool:
+    """The artifact of ``save_tool``: ``<stem>.tool/`` (``bin/``, ``man/man1/``, ``src/``),
+    and ``<stem>.start/``, the changed sources as they were (for ``four replay``)."""
 
-    output_dir: Path
     env: ToolEnv = field(repr=False)
+    start: Start = field(repr=False)
 
-    def __call__(self, messages: Sequence[Message], outcome: Outcome, /) -> Path:
-        path = save_trajectory(self.output_dir)(messages, outcome)
-        self.save(path)
-        return path
-
-    def open(self, info: RunInfo, /) -> ToolSink:
-        return ToolSink(save_trajectory(self.output_dir).open(info), self)
-
-    def save(self, trajectory: Path) -> Path:
-        """Write ``<stem>.tool/`` (``bin/``, ``man/man1/``, ``src/``) beside ``<stem>.json``."""
-        stem = trajectory.with_suffix("")
+    def __call__(self, stem: Path, outcome: Outcome, /) -> dict[str, JSON]:
         folder = stem.with_name(stem.name + ".tool")
+        kept: list[JSON] = []
         for where, source in self.env.artifacts().items():
             target = folder / where
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target)
-        return folder
+            kept.append(str(where))
+        changed, _ = self.start.changes()
+        record: dict[str, JSON] = {"folder": folder.name if kept else None, "files": kept}
+        return {**record, **self.start.keep(stem, changed)}
 
 
-class ToolSink:
-    """One run's trajectory sink; once it is sealed, the tool is saved beside it."""
-
-    __slots__ = ("_emit", "_inner")
-
-    def __init__(self, inner: TrajectorySink, emit: SaveTool) -> None:
-        self._inner = inner
-        self._emit = emit
-
-    def append(self, message: Message, /) -> None:
-        self._inner.append(message)
-
-    def close(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> Path:
-        path = self._inner.close(messages, outcome, stats)  # sealed first: nothing is lost
-        self._emit.save(path)
-        return path
-
-
-def save_tool(output_dir: str | Path, env: ToolEnv) -> SaveTool:
+def save_tool(
+    output_dir: str | os.PathLike[str],
+    env: ToolEnv,
+    *,
+    signing_key: str | os.PathLike[str] | SigningKey | None = None,
+) -> ArtifactRecorder:
     """emit: the trajectory (as ``save_trajectory``) and, beside ``<stem>.json``, the tool
     ``env`` built, in ``<stem>.tool/``: ``bin/NAME``, ``man/man1/NAME.1`` (made from its
-    ``--help`` and ``--version`` and linted, only when both worked) and ``src/``.
+    ``--help`` and ``--version`` and linted, only when both worked) and ``src/``. The
+    trajectory's ``stats.tool`` names them; ``signing_key`` signs its seal.
 
     >>> import tempfile
     >>> from four.domains.cli import build_env
     >>> save_tool("runs", build_env(tempfile.mkdtemp(), "sum")).output_dir.name
     'runs'
     """
-    return SaveTool(Path(output_dir), env)
+    writer = save_trajectory(output_dir, signing_key=signing_key)
+    return save_with_artifact(
+        writer, "tool", BuiltTool(env, Start.of(env.workspace, SOURCES[env.language]))
+    )

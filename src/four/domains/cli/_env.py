@@ -30,11 +30,13 @@ _SHOWN = 20  # diagnostics listed at most in one observation
 # Where the user's Go keeps its caches and modules (a vendored or cached module builds
 # offline); GOOS and the like are not passed: the binary must run here.
 _GO_INHERIT = ("GOCACHE", "GOPATH", "GOMODCACHE", "GOFLAGS", "GOROOT")
-_SOURCES: dict[Language, tuple[str, ...]] = {
+
+SOURCES: dict[Language, tuple[str, ...]] = {
     "c": (".c", ".h"),
     "go": (".go", "go.mod", "go.sum"),
     "rust": (".rs", ".toml", ".lock"),
 }
+"""The files of a tool's sources, by language (kept in ``src/``, and at a run's start)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +173,7 @@ class ToolEnv:
             found[f"bin/{name}"] = binary
         if self.last is not None and self.last.man_page is not None:
             found[f"man/man1/{name}.1"] = self.last.man_page
-        for path, _ in sorted(self._files.snapshot(_SOURCES[self.language]).items()):
+        for path, _ in sorted(self._files.snapshot(SOURCES[self.language]).items()):
             found[f"src/{path}"] = self.workspace / path
         return found
 

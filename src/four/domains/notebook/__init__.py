@@ -22,8 +22,7 @@ from four.domains.notebook._kernel import MARKDOWN, KernelEnv, Status, kernel_en
 from four.domains.notebook._parse import CellParse, cell_parse
 from four.domains.notebook._save import (
     KeepFailed,
-    NotebookSink,
-    NotebookWriter,
+    NotebookFile,
     notebook_cells,
     save_notebook,
 )
@@ -34,8 +33,7 @@ __all__ = [
     "KeepFailed",
     "KernelEnv",
     "NotebookCheck",
-    "NotebookSink",
-    "NotebookWriter",
+    "NotebookFile",
     "Status",
     "cell_parse",
     "kernel_env",

@@ -5,20 +5,18 @@ from __future__ import annotations
 import copy
 import os
 import platform
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from four._outcomes import Outcome
-from four._types import NO_USAGE
 from four.domains.notebook._kernel import KernelEnv
 from four.domains.notebook._nb import notebook, to_text
 from four.domains.notebook._outputs import figures
-from four.trajectory import TrajectorySink, TrajectoryWriter, save_trajectory
+from four.trajectory import ArtifactRecorder, save_trajectory, save_with_artifact
 from four.trajectory._save import _write_atomic
-from four.types import JSON, Message, RunInfo, RunStats
+from four.types import JSON
 
 if TYPE_CHECKING:
     from nbformat import NotebookNode
@@ -67,75 +65,23 @@ def build_notebook(cells: Sequence[NotebookNode], **metadata: JSON) -> NotebookN
 
 
 @dataclass(frozen=True, slots=True)
-class NotebookWriter:
-    """The emit made by ``save_notebook``: a ``Recorder`` like ``save_trajectory``'s."""
+class NotebookFile:
+    """The artifact of ``save_notebook``: ``<stem>.ipynb``, the cells of ``env`` as a
+    reader gets them, written atomically; the trajectory's ``stats.notebook`` says what
+    it holds."""
 
-    trajectory: TrajectoryWriter
     env: KernelEnv = field(repr=False)  # described once, as the run's V2
     keep_failed: KeepFailed = "drop"
 
-    def __call__(self, messages: Sequence[Message], outcome: Outcome, /) -> Path:
-        now = time.time()
-        sink = self.open(RunInfo({}, 0, 0, now))
-        for message in messages:
-            sink.append(message)
-        return sink.close(messages, outcome, RunStats(0, NO_USAGE, now, now))
-
-    def open(self, info: RunInfo, /) -> NotebookSink:
-        return NotebookSink(self.trajectory.open(info), self)
-
-
-class NotebookSink:
-    """The trajectory's sink; at the end, the notebook is written (atomically) beside
-    it, ``<stem>.ipynb``, and the sealed trajectory names it under ``stats.notebook``."""
-
-    __slots__ = ("_inner", "_writer")
-
-    def __init__(self, inner: TrajectorySink, writer: NotebookWriter) -> None:
-        self._inner = inner
-        self._writer = writer
-
-    @property
-    def jsonl(self) -> Path:
-        return self._inner.jsonl
-
-    @property
-    def path(self) -> Path:
-        return self._inner.path
-
-    @property
-    def notebook(self) -> Path:
-        """Where the notebook is written when the run ends."""
-        return self._inner.path.with_suffix(".ipynb")
-
-    def append(self, message: Message, /) -> None:
-        self._inner.append(message)
-
-    def close(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> Path:
-        record = self._write(outcome)
-        return self._inner.close(messages, outcome, replace(stats, extra={**stats.extra, **record}))
-
-    def _write(self, outcome: Outcome) -> dict[str, JSON]:
-        """Write the notebook; what the trajectory says of it (or why it is missing)."""
-        writer = self._writer
-        target = self.notebook
-        try:
-            cells = notebook_cells(writer.env, writer.keep_failed)
-            made = sum(len(figures(c.get("outputs", []))) for c in cells)
-            four: dict[str, JSON] = {"trajectory": self.path.name, "outcome": outcome.text}
-            text = to_text(build_notebook(cells, four=four))
-            _write_atomic(target.parent, target.name, text.encode())
-        except Exception as exc:  # a full disk, nbformat's ValidationError: the seal goes on
-            return {"notebook": {"error": f"{type(exc).__name__}: {exc}"}}
+    def __call__(self, stem: Path, outcome: Outcome, /) -> dict[str, JSON]:
+        target = stem.with_name(stem.name + ".ipynb")
+        cells = notebook_cells(self.env, self.keep_failed)
+        made = sum(len(figures(c.get("outputs", []))) for c in cells)
+        four: dict[str, JSON] = {"trajectory": f"{stem.name}.json", "outcome": outcome.text}
+        text = to_text(build_notebook(cells, four=four))
+        _write_atomic(target.parent, target.name, text.encode())
         code = sum(1 for c in cells if c.cell_type == "code")
-        return {
-            "notebook": {
-                "path": target.name,
-                "cells": len(cells),
-                "code_cells": code,
-                "figures": made,
-            }
-        }
+        return {"path": target.name, "cells": len(cells), "code_cells": code, "figures": made}
 
 
 def save_notebook(
@@ -144,7 +90,7 @@ def save_notebook(
     *,
     keep_failed: KeepFailed = "drop",
     signing_key: str | os.PathLike[str] | SigningKey | None = None,
-) -> NotebookWriter:
+) -> ArtifactRecorder:
     """emit for the notebook domain: the trajectory as ``save_trajectory`` writes it
     (streamed, then sealed), and beside it ``<stem>.ipynb``: ``env``'s cells with their
     outputs (figures as embedded PNGs), every cell with an id, checked by
@@ -162,4 +108,5 @@ def save_notebook(
         raise TypeError(f"env: give the run's kernel_env(), not {type(env).__name__}")
     if keep_failed not in KEEP_FAILED:
         raise ValueError(f"keep_failed={keep_failed!r}: use one of {', '.join(KEEP_FAILED)}")
-    return NotebookWriter(save_trajectory(output_dir, signing_key=signing_key), env, keep_failed)
+    writer = save_trajectory(output_dir, signing_key=signing_key)
+    return save_with_artifact(writer, "notebook", NotebookFile(env, keep_failed))

@@ -16,15 +16,15 @@ if importlib.util.find_spec("mypy") is None or importlib.util.find_spec("ruff") 
 from four.domains.python._check import TypedCheck, typed_check
 from four.domains.python._diagnostics import Diagnostic
 from four.domains.python._domain import DOMAIN, SYSTEM
-from four.domains.python._emit import SaveFiles, save_files
+from four.domains.python._emit import ChangedFiles, save_files
 from four.domains.python._env import PythonEnv, python_env
 
 __all__ = [
     "DOMAIN",
     "SYSTEM",
+    "ChangedFiles",
     "Diagnostic",
     "PythonEnv",
-    "SaveFiles",
     "TypedCheck",
     "python_env",
     "save_files",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from four.domains import Domain, DomainSetup
+from four.domains._start import replay_from
 from four.domains.python._check import typed_check
 from four.domains.python._emit import save_files
 from four.domains.python._env import PythonEnv, python_env
@@ -61,8 +62,10 @@ def _environment(setup: DomainSetup) -> Execute:
 
 def _emit(setup: DomainSetup, env: Execute) -> Recorder[Path]:
     if isinstance(env, PythonEnv):
-        return save_files(setup.output_dir, env)
-    return save_files(setup.output_dir, setup.workspace or Path.cwd())
+        return save_files(setup.output_dir, env, signing_key=setup.signing_key)
+    return save_files(
+        setup.output_dir, setup.workspace or Path.cwd(), signing_key=setup.signing_key
+    )
 
 
 def _check(setup: DomainSetup, env: Execute, tests: str | None) -> Verify | None:
@@ -77,4 +80,5 @@ DOMAIN = Domain(
     environment=_environment,
     emit=_emit,
     check=_check,
+    replay_workspace=replay_from("files"),
 )

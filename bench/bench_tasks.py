@@ -1,0 +1,396 @@
+"""Small real tasks on the built-in local model: four with and without --check, and
+mini-swe-agent, on the same server, the same tasks, in the same run.
+
+    python bench/run.py tasks
+    python bench/bench_tasks.py [--mini PATH/TO/mini] [--tasks id,id] [--runners four,check,mini]
+
+Each task gets a fresh folder with its files, a prompt, and a deterministic check (a
+shell command run in that folder after the run, whatever the agent said): a task is
+solved when its check exits 0. Runners (ours task by task; mini-swe-agent's at the same
+time, on the server's second slot, so the machine's load hits them alike):
+
+- ``four``: what ``four run --local`` builds (its default prompt, ``regex_parse``, the
+  ``local`` environment in the task's folder);
+- ``four --check``: the same, verified: a submission counts only once the check passes;
+- ``mini-swe-agent``: its ``mini`` command from a separate virtualenv (it is not our
+  dependency: ``--mini`` or ``$FOUR_BENCH_MINI``; the runner is left out if none),
+  with its text-based config and ``--model-class litellm_textbased``, on the same server.
+
+Budgets, the same for all: ``STEPS`` model calls, ``REPLY_TOKENS`` tokens a reply,
+``COMMAND_TIMEOUT`` seconds a command, ``RUN_SECONDS`` seconds a run. The model: ``$FOUR_BENCH_MODEL`` (default the
+registry's default, pulled with ``four model pull``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from four.invoke import LocalInvoke
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "src")]
+
+STEPS = 6
+REPLY_TOKENS = 256
+COMMAND_TIMEOUT = 30.0
+RUN_SECONDS = 600.0  # wall time of one run, for every runner
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One task: files to create (name to text; a name ending in ``*`` is made
+    executable), the prompt, and the check command."""
+
+    id: str
+    prompt: str
+    files: Mapping[str, str]
+    check: str
+
+
+_LOG = (
+    "2026-01-01 user1@example.com login ok\n2026-01-02 user2@mail.org login ok\n"
+    "2026-01-03 user3@example.com login ok\n2026-01-04 user4@corp.net login ok\n"
+    "2026-01-05 user5@mail.org login ok\n2026-01-06 user6@example.com login ok"
+)
+
+TASKS: tuple[Task, ...] = (
+    Task(
+        "email-domains",
+        "log.txt holds login lines with e-mail addresses. Write the unique e-mail domains "
+        "(the part after @), sorted, one per line, to domains.txt.",
+        {"log.txt": _LOG + "\n"},
+        "printf 'corp.net\\nexample.com\\nmail.org\\n' | diff - domains.txt",
+    ),
+    Task(
+        "run-script",
+        "Make the script hello.sh executable, run it, and save its output in out.txt.",
+        {"hello.sh": '#!/bin/sh\necho "hello from $(basename "$0")"\n'},
+        "test -x hello.sh && grep -qx 'hello from hello.sh' out.txt",
+    ),
+    Task(
+        "doctest-prime",
+        "Implement the function is_prime in primes.py so that `python3 -m doctest "
+        "primes.py` passes.",
+        {
+            "primes.py": 'def is_prime(n):\n    """Whether n is a prime number.\n\n'
+            "    >>> [k for k in range(20) if is_prime(k)]\n"
+            "    [2, 3, 5, 7, 11, 13, 17, 19]\n    >>> is_prime(97), is_prime(91)\n"
+            '    (True, False)\n    """\n    raise NotImplementedError\n'
+        },
+        "python3 -m doctest primes.py && python3 -c 'import primes; "
+        "assert primes.is_prime(7919) and not primes.is_prime(7917)'",
+    ),
+    Task(
+        "count-lines",
+        "Count the lines of all .py files under src/ (in all its subfolders) and write "
+        "only the total number to total.txt.",
+        {
+            "src/a.py": "x = 1\n" * 7,
+            "src/pkg/b.py": "y = 2\n" * 11,
+            "src/pkg/deep/c.py": "z = 3\n" * 5,
+            "src/notes.txt": "not python\n" * 40,
+        },
+        'test "$(tr -d " \\n" < total.txt)" = 23',
+    ),
+    Task(
+        "csv-sum",
+        "sales.csv has the columns region,amount. Write the total amount of the region "
+        "north to north.txt (just the number).",
+        {"sales.csv": "region,amount\nnorth,120\nsouth,80\nnorth,45\neast,10\nnorth,35\nsouth,5\n"},
+        "python3 -c \"import sys; v=float(open('north.txt').read().strip()); "
+        'sys.exit(0 if v == 200 else 1)"',
+    ),
+    Task(
+        "fix-bug",
+        "`python3 -m unittest test_calc` fails. Fix calc.py so that the tests pass "
+        "(do not change the tests).",
+        {
+            "calc.py": "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n",
+            "test_calc.py": "import unittest\n\nfrom calc import add, mul\n\n\n"
+            "class T(unittest.TestCase):\n    def test_add(self):\n"
+            "        self.assertEqual(add(2, 3), 5)\n\n    def test_mul(self):\n"
+            "        self.assertEqual(mul(2, 3), 6)\n",
+        },
+        "python3 -m unittest -q test_calc 2>/dev/null && "
+        "python3 -c 'import calc; assert calc.add(10, 4) == 14'",
+    ),
+    Task(
+        "rename-ext",
+        "Rename every .txt file in the folder docs/ to the same name ending in .md.",
+        {"docs/intro.txt": "a\n", "docs/usage.txt": "b\n", "docs/faq.txt": "c\n"},
+        'test "$(ls docs | sort | tr "\\n" " ")" = "faq.md intro.md usage.md "',
+    ),
+    Task(
+        "json-version",
+        'In config.json, set "version" to "1.3.0" and keep every other key as it is.',
+        {"config.json": '{"name": "demo", "version": "1.2.3", "debug": false}\n'},
+        "python3 -c \"import json; d=json.load(open('config.json')); "
+        "assert d == {'name': 'demo', 'version': '1.3.0', 'debug': False}\"",
+    ),
+    Task(
+        "fizzbuzz",
+        "Write a Python script fizz.py that prints the numbers 1 to 15, one per line, "
+        "but Fizz for multiples of 3, Buzz for multiples of 5, and FizzBuzz for both.",
+        {},
+        "python3 fizz.py | diff - <(printf '1\\n2\\nFizz\\n4\\nBuzz\\nFizz\\n7\\n8\\nFizz\\n"
+        "Buzz\\n11\\nFizz\\n13\\n14\\nFizzBuzz\\n')",
+    ),
+    Task(
+        "replace-word",
+        "In notes.txt, replace every occurrence of the word colour with color.",
+        {"notes.txt": "The colour of the sky.\nA colour chart.\nNo change here.\n"},
+        "! grep -q colour notes.txt && test $(grep -c color notes.txt) = 2 && "
+        "grep -qx 'No change here.' notes.txt",
+    ),
+)
+
+
+def make_workspace(task: Task, parent: Path) -> Path:
+    """A fresh folder holding the task's files."""
+    folder = Path(tempfile.mkdtemp(prefix=f"{task.id}-", dir=parent))
+    for name, text in task.files.items():
+        path = folder / name.rstrip("*")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        if name.endswith("*"):
+            path.chmod(0o755)
+    return folder
+
+
+def solved(task: Task, folder: Path) -> bool:
+    done = subprocess.run(
+        ["bash", "-c", task.check], cwd=folder, capture_output=True, timeout=60, check=False
+    )
+    return done.returncode == 0
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    runner: str
+    task: str
+    solved: bool
+    outcome: str
+    steps: int
+    tokens: int
+    seconds: float
+
+
+def run_four(task: Task, folder: Path, out: Path, *, verified: bool) -> tuple[str, int, int]:
+    """One run as ``four run --local`` makes it; (outcome, steps, tokens)."""
+    from four import run
+    from four.checks import command_check
+    from four.cli._envs import make_env
+    from four.cli._prompts import default_system
+    from four.cli._run import Deadline
+    from four.parse import regex_parse
+    from four.trajectory import save_trajectory
+
+    path = run(
+        local_g(),
+        regex_parse(),
+        make_env("local", cwd=str(folder), timeout=COMMAND_TIMEOUT),
+        save_trajectory(out),
+        default_system(False),
+        task.prompt,
+        STEPS,
+        check=command_check(task.check, timeout=60) if verified else None,
+        watch=Deadline(RUN_SECONDS),
+    )
+    doc = json.loads(Path(path).read_text())
+    stats = doc.get("stats") or {}
+    usage = stats.get("usage") or {}
+    tokens = int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0))
+    return str(doc.get("outcome")), int(stats.get("steps") or 0), tokens
+
+
+def local_g() -> LocalInvoke:
+    from four.invoke import local_invoke
+
+    # Two slots: four's prompt and mini-swe-agent's each keep their own prompt cache.
+    # One thread: on a shared machine two threads wait for each other at every barrier.
+    model = os.environ.get("FOUR_BENCH_MODEL")
+    return local_invoke(model, max_tokens=REPLY_TOKENS, parallel=2, threads=1)
+
+
+MINI_CONFIG = """\
+agent:
+  step_limit: {steps}
+  cost_limit: 0
+model:
+  model_name: "openai/{alias}"
+  model_kwargs:
+    api_base: "{base}"
+    api_key: "none"
+    temperature: 0.0
+    max_tokens: {tokens}
+    drop_params: true
+  cost_tracking: "ignore_errors"
+environment:
+  cwd: "{cwd}"
+  timeout: {timeout}
+"""
+
+
+def run_mini(mini: str, task: Task, folder: Path, out: Path) -> tuple[str, int, int]:
+    """One mini-swe-agent run on the same server; (exit status, steps, tokens)."""
+    server = local_g().server().unwrap()
+    extra = out / f"{task.id}.yaml"
+    extra.write_text(
+        MINI_CONFIG.format(
+            steps=STEPS,
+            alias=server.settings.alias,
+            base=server.url + "/v1",
+            tokens=REPLY_TOKENS,
+            cwd=folder,
+            timeout=int(COMMAND_TIMEOUT),
+        )
+    )
+    traj = out / f"{task.id}.traj.json"
+    command = [
+        mini, "-c", "mini_textbased.yaml", "-c", str(extra), "--model-class",
+        "litellm_textbased", "-t", task.prompt, "-y", "--exit-immediately", "-o", str(traj),
+    ]  # fmt: skip
+    env = {**os.environ, "MSWEA_CONFIGURED": "true", "MSWEA_COST_TRACKING": "ignore_errors"}
+    try:
+        subprocess.run(
+            command, cwd=folder, env=env, capture_output=True, timeout=RUN_SECONDS,
+            stdin=subprocess.DEVNULL, check=False,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return "timeout", 0, 0  # its trajectory is written only at its end
+    return mini_stats(traj)
+
+
+def mini_stats(traj: Path) -> tuple[str, int, int]:
+    """Exit status, model calls and tokens from a mini-swe-agent trajectory."""
+    try:
+        doc = json.loads(traj.read_text())
+    except (OSError, ValueError):
+        return "no trajectory", 0, 0
+    info = doc.get("info") or {}
+    steps = int((info.get("model_stats") or {}).get("api_calls") or 0)
+    tokens = 0
+    for message in doc.get("messages") or []:
+        usage = (((message.get("extra") or {}).get("response") or {}).get("usage")) or {}
+        tokens += int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0)
+    return str(info.get("exit_status")), steps, tokens
+
+
+Runner = Callable[[Task, Path, Path], tuple[str, int, int]]
+
+
+def runners(mini: str | None) -> dict[str, Runner]:
+    chosen: dict[str, Runner] = {
+        "four": lambda t, f, o: run_four(t, f, o, verified=False),
+        "four --check": lambda t, f, o: run_four(t, f, o, verified=True),
+    }
+    if mini:
+        chosen["mini-swe-agent"] = lambda t, f, o: run_mini(mini, t, f, o)
+    return chosen
+
+
+def bench(tasks: Sequence[Task], chosen: Mapping[str, Runner], keep: Path | None) -> list[Result]:
+    """Every runner on every task. mini-swe-agent's runs go beside ours, on the server's
+    second slot (its prompt cached there), so one run of the bench fits in an hour."""
+    parent = Path(tempfile.mkdtemp(prefix="four-bench-tasks-"))
+    jobs = [(task, name, runner) for task in tasks for name, runner in chosen.items()]
+    lanes = [
+        [j for j in jobs if j[1] != "mini-swe-agent"],
+        [j for j in jobs if j[1] == "mini-swe-agent"],
+    ]
+
+    def lane(jobs: list[tuple[Task, str, Runner]]) -> list[Result]:
+        return [_one(task, name, runner, parent) for task, name, runner in jobs]
+
+    try:
+        with ThreadPoolExecutor(len(lanes)) as pool:
+            done = list(pool.map(lane, lanes))
+        if keep is not None:
+            shutil.copytree(parent, keep, dirs_exist_ok=True)
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)
+    return [r for results in done for r in results]
+
+
+def _one(task: Task, name: str, runner: Runner, parent: Path) -> Result:
+    folder = make_workspace(task, parent)
+    out = folder.with_name(folder.name + "-out")
+    out.mkdir()
+    start = time.monotonic()
+    outcome, steps, tokens = runner(task, folder, out)
+    seconds = time.monotonic() - start
+    result = Result(name, task.id, solved(task, folder), outcome, steps, tokens, seconds)
+    print(f"<!-- {json.dumps(_row(result))} -->", flush=True)
+    return result
+
+
+def _row(result: Result) -> dict[str, object]:
+    return {f: getattr(result, f) for f in Result.__dataclass_fields__}
+
+
+def table(results: Sequence[Result], tasks: Sequence[Task]) -> str:
+    names = list(dict.fromkeys(r.runner for r in results))
+    lines = [
+        "| runner | solved | steps (mean) | tokens (mean) | wall s (mean) | outcomes |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for name in names:
+        rows = [r for r in results if r.runner == name]
+        n = len(rows)
+        outcomes: dict[str, int] = {}
+        for r in rows:
+            key = r.outcome if r.outcome.startswith("exit:") else r.outcome.split(":", 1)[0]
+            outcomes[key] = outcomes.get(key, 0) + 1
+        lines.append(
+            f"| {name} | {sum(r.solved for r in rows)}/{n} "
+            f"| {sum(r.steps for r in rows) / n:.1f} | {sum(r.tokens for r in rows) / n:,.0f} "
+            f"| {sum(r.seconds for r in rows) / n:.0f} "
+            f"| {', '.join(f'{k} {v}' for k, v in sorted(outcomes.items()))} |"
+        )
+    lines += ["", "| task | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    for task in tasks:
+        cells = []
+        for name in names:
+            row = next((r for r in results if r.runner == name and r.task == task.id), None)
+            cells.append("" if row is None else ("yes" if row.solved else "no") + f" ({row.steps})")
+        lines.append(f"| {task.id} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mini", default=os.environ.get("FOUR_BENCH_MINI"))
+    parser.add_argument("--tasks", help="comma-separated task ids (default: all)")
+    parser.add_argument("--runners", help="comma-separated: four, check, mini (default: all)")
+    parser.add_argument("--keep", type=Path, help="copy the workspaces and trajectories here")
+    args = parser.parse_args(argv if argv is not None else [])
+    tasks = [t for t in TASKS if not args.tasks or t.id in args.tasks.split(",")]
+    chosen = runners(args.mini)
+    if args.runners:
+        wanted = {"four": "four", "check": "four --check", "mini": "mini-swe-agent"}
+        keep = {wanted[w] for w in args.runners.split(",")}
+        chosen = {k: v for k, v in chosen.items() if k in keep}
+    results = bench(tasks, chosen, args.keep)
+    print(table(results, tasks))
+    print(
+        f"\n{len(tasks)} tasks; {STEPS} steps, {REPLY_TOKENS} tokens a reply, "
+        f"temperature 0; tokens are prompt + completion as the server counted them."
+    )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

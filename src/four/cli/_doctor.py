@@ -1,0 +1,151 @@
+"""``four doctor run TASK ...`` / ``four doctor batch TASKS ...``: GO / NO-GO first.
+
+Put ``doctor`` before a ``four run`` or ``four batch`` command line: the same flags and
+``FOUR_*`` variables, read by the same code, and instead of running, a table of checks
+(``four.observe._doctor``), each GO, WARN or NO-GO with its fix. ``--probe`` also sends
+one tiny request to the model and sizes the wall-clock budget with its latency.
+
+Exit codes: 0 every check GO; 3 ready but with warnings (no NO-GO); 1 a NO-GO; 2 a
+usage error (bad flags, an unreadable tasks file or --system file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from dataclasses import replace
+
+from four._types import Execute, Invoke
+from four.observe._check import Check, exit_code
+from four.observe._doctor import Budget, Plan, examine
+
+
+def flags(p: argparse.ArgumentParser) -> None:
+    """``four doctor``'s flags: those of ``four run`` or ``four batch``, and ``--probe``."""
+    from four.cli import _run_flags
+    from four.cli._batch import DESCRIPTION as BATCH
+    from four.cli._batch import batch_flags
+
+    target = p.add_subparsers(dest="target", metavar="run|batch", required=True)
+    for name, define, about in (
+        ("run", _run_flags, "the flags of four run"),
+        ("batch", batch_flags, BATCH),
+    ):
+        sub = target.add_parser(name, help=about, description=f"four doctor {name}: {about}")
+        define(sub)
+        for action in sub._actions:  # the same flags; here they print the checks
+            if action.dest in ("json", "quiet"):
+                action.help = (
+                    "print the checks as JSON"
+                    if action.dest == "json"
+                    else ("print only the verdict line")
+                )
+        sub.add_argument(
+            "--probe",
+            action="store_true",
+            help="send one tiny request to the model: it answers, and its latency sizes "
+            "the wall-clock budget",
+        )
+
+
+def main(args: argparse.Namespace) -> int:
+    """Check, print the table (or JSON), and return the exit status."""
+    from four.cli._terminal import visible
+
+    plan, G, title = _plan(args)
+    checks = examine(plan, send_probe=bool(args.probe), G=G)
+    code = exit_code(checks)
+    if args.json:
+        print(json.dumps(_json(checks, code), indent=2))
+        return code
+    if not args.quiet:
+        print(visible(title))
+        width = max(len(c.name) for c in checks)
+        for c in checks:
+            fix = f"  → {c.fix}" if c.fix and c.status != "GO" else ""
+            print(visible(f"{c.status:<6} {c.name:<{width}}  {c.detail}{fix}"))
+    print(_verdict(checks, code))
+    return code
+
+
+def _verdict(checks: Sequence[Check], code: int) -> str:
+    bad = [c.name for c in checks if c.status == "NO-GO"]
+    warned = [c.name for c in checks if c.status == "WARN"]
+    if bad:
+        return f"NO-GO: {', '.join(bad)} (exit 1)"
+    if warned:
+        return f"GO with warnings: {', '.join(warned)} (exit 3)"
+    return f"GO: {len(checks)} checks (exit {code})"
+
+
+def _json(checks: Sequence[Check], code: int) -> dict[str, object]:
+    worst = "NO-GO" if code == 1 else ("WARN" if code == 3 else "GO")
+    return {"status": worst, "exit": code, "checks": [c.to_json() for c in checks]}
+
+
+def _plan(args: argparse.Namespace) -> tuple[Plan, Invoke, str]:
+    """What the command line would run, read by ``four run``'s and ``four batch``'s own
+    code; the model call for ``--probe``; the table's title."""
+    from four.cli._envs import make_env
+    from four.cli._preflight import held_out, litellm
+    from four.cli._run import api_key, load_domain, options, system_prompt
+
+    batch = None
+    tasks: list[str] = []
+    if args.target == "batch":
+        from four.batch._items import read_items
+        from four.cli._batch import batch_options
+        from four.cli._errors import UsageError
+
+        batch = batch_options(args)
+        try:
+            tasks = [item.task for item in read_items(batch.tasks)]
+        except OSError as exc:
+            raise UsageError(f"cannot read {batch.tasks}: {exc.strerror}") from None
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        args = argparse.Namespace(**{**vars(args), "task": "(each item's task)"})
+    opts = options(args)
+    if batch is not None:
+        opts = replace(opts, output_dir=str(batch.output_dir))
+    system = system_prompt(opts, load_domain(opts))
+    key = api_key(opts)
+    model = opts.model
+    if opts.api_base:
+        try:
+            litellm().get_llm_provider(model, api_base=opts.api_base)
+        except Exception:
+            model = f"openai/{model}"
+
+    def environment() -> Execute:
+        return make_env(opts.env, image=opts.image, cwd=opts.cwd, timeout=30)
+
+    budget = Budget(
+        opts.max_steps,
+        opts.timeout,
+        tasks=len(tasks) or 1,
+        workers=batch.workers if batch else 1,
+        batch_timeout=batch.max_wall_time if batch else None,
+    )
+    plan = Plan(
+        model=model,
+        api_base=opts.api_base,
+        api_key=key,
+        env=opts.env,
+        make_env=environment,
+        output_dir=opts.output_dir,
+        system=system,
+        task=max(tasks, key=len) if tasks else opts.task,
+        check=opts.check if opts.domain != "notebook" else None,  # there, Python
+        held_out=held_out(opts.check_files),
+        image=opts.image,
+        prices=opts.prices,
+        workers=batch.workers if batch else None,
+        budget=budget,
+    )
+    from four.invoke import litellm_invoke
+
+    G = litellm_invoke(model, api_base=opts.api_base, api_key=key, timeout=60, max_tokens=16)
+    what = f"batch of {len(tasks)} tasks, {batch.workers} workers" if batch else "run"
+    return plan, G, f"four doctor · {what} · {model} · {opts.env}"

@@ -1,0 +1,34 @@
+"""``four fleet DIR...``: one page over many folders of runs, what needs attention first.
+
+Per folder: runs, running, stalled, finished, accepted, failed by class, cost, tokens,
+the last recorded activity and the oldest stalled run (``four.observe._fleet``). Exit 0
+when the folders were read, 2 when one is not a folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from four.cli._errors import UsageError
+
+
+def main(args: argparse.Namespace) -> int:
+    """Print the page (or JSON); 0, or 2 for a path that is not a folder."""
+    from four.cli._terminal import visible
+    from four.observe._fleet import fleet, summary_lines
+
+    folders = [Path(p) for p in args.paths]
+    for folder in folders:
+        if not folder.is_dir():
+            raise UsageError(f"{folder} is not a folder")
+    now = time.time()
+    statuses = fleet(folders, now=now, stall_after=float(args.stall))
+    if args.json:
+        print(json.dumps([s.to_json(now) for s in statuses], indent=2))
+        return 0
+    for line in summary_lines(statuses, now):
+        print(visible(line))
+    return 0

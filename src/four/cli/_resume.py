@@ -1,0 +1,178 @@
+"""``four run --resume TRAJ``: a new attempt at a run, from its saved messages, with the
+settings its trajectory recorded (``info.components.cli``), and the heartbeat every
+``four run`` gives its stream while a step runs long."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from four._types import JSON, Assistant, Message, ToolResult, User
+from four.cli._errors import UsageError
+
+if TYPE_CHECKING:
+    from four.cli._run import RunOptions
+
+HEARTBEAT = 5.0
+"""Seconds between heartbeats while nothing else is written (``FOUR_HEARTBEAT``)."""
+
+INTERRUPTED = (
+    "(no output: the run was stopped while this ran, and resumed by four watch; "
+    "it may not have finished, or may have done part of its work)"
+)
+"""The observation given for an action whose result the stopped run never recorded."""
+
+
+@dataclass(frozen=True, slots=True)
+class Resumed:
+    """What a new attempt starts from: the earlier run's messages (closed, so every
+    action has its answer), its recorded settings, and how much budget is left."""
+
+    history: tuple[Message, ...]
+    settings: dict[str, JSON]
+    task: str
+    steps_done: int  # by the earlier attempt itself (its max_steps counts only those)
+    elapsed: float  # of the earlier attempt itself
+    attempt: int
+
+
+def resumed(path: str) -> Resumed:
+    """Read a trajectory to resume; a file that is no run of ``four run`` is a usage error."""
+    from four.trajectory import TrajectoryError, load_trajectory
+
+    try:
+        old = load_trajectory(path)
+    except TrajectoryError as exc:
+        raise UsageError(f"--resume: {exc}") from None
+    components = old.info.get("components")
+    cli = components.get("cli") if isinstance(components, dict) else None
+    if not isinstance(cli, dict):
+        raise UsageError(f"--resume: {path} records no settings of `four run` to resume with")
+    task = next((m.content for m in old.messages if isinstance(m, User) and m.kind == "task"), "")
+    if not task:
+        raise UsageError(f"--resume: {path} holds no task")
+    attempt = cli.get("attempt")
+    begun = old.info.get("resumed_from")  # its own steps and time: its settings are its own
+    own = old.messages[begun if type(begun) is int else 0 :]
+    return Resumed(
+        closed(old.messages),
+        dict(cli),
+        task,
+        sum(1 for m in own if isinstance(m, Assistant)),
+        max(0.0, old.timestamps[-1]) if old.timestamps else 0.0,
+        (attempt if type(attempt) is int else 1) + 1,
+    )
+
+
+def closed(messages: tuple[Message, ...]) -> tuple[Message, ...]:
+    """The history with an answer for what the stopped run left unanswered: a last
+    reply's command (or each of its tool calls) gets ``INTERRUPTED``.
+
+    >>> closed((User("t", "task"), Assistant("```bash\\nsleep 9\\n```")))[-1].content[:30]
+    '(no output: the run was stoppe'
+    """
+    if not messages or not isinstance(messages[-1], Assistant):
+        answered = {m.tool_call_id for m in messages if isinstance(m, ToolResult)}
+        last = next((m for m in reversed(messages) if isinstance(m, Assistant)), None)
+        missing = [c for c in (last.tool_calls if last else ()) if c.id not in answered]
+        return messages + tuple(ToolResult(c.id, INTERRUPTED, c.name) for c in missing)
+    last = messages[-1]
+    if last.tool_calls:
+        return messages + tuple(ToolResult(c.id, INTERRUPTED, c.name) for c in last.tool_calls)
+    return (*messages, User(INTERRUPTED, "observation"))
+
+
+def options_of(earlier: Resumed, path: str, *, mode: str, json: bool) -> RunOptions:
+    """The ``RunOptions`` of the new attempt: the recorded ones, with the steps and
+    wall time left, and the link to the earlier run."""
+    from four.cli._run import RunOptions
+
+    names = {f.name for f in dataclasses.fields(RunOptions)}
+    given: dict[str, object] = {k: v for k, v in earlier.settings.items() if k in names}
+    prices = given.get("prices")
+    given["prices"] = tuple(prices) if isinstance(prices, list) and len(prices) == 2 else None
+    files = given.get("check_files")
+    given["check_files"] = tuple(files) if isinstance(files, list) else ()
+    steps = given.get("max_steps")
+    given["max_steps"] = max(1, (steps if type(steps) is int else 100) - earlier.steps_done)
+    timeout = given.get("timeout")
+    if isinstance(timeout, int | float) and timeout:
+        given["timeout"] = max(0.001, float(timeout) - earlier.elapsed)
+    given.update(
+        output_dir=str(Path(path).resolve().parent),  # beside the earlier attempt
+        task=earlier.task,
+        mode=mode,
+        json=json,
+        resumes=str(Path(path).resolve()),
+        attempt=earlier.attempt,
+    )
+    try:
+        return RunOptions(**given)  # type: ignore[arg-type]  # read from JSON: checked by use
+    except TypeError as exc:
+        raise UsageError(
+            f"--resume: {path} records settings this version cannot use: {exc}"
+        ) from None
+
+
+def extra_record(settings: dict[str, JSON]) -> dict[str, JSON]:
+    """What the earlier run recorded beyond its options (the item of a batch)."""
+    item = settings.get("batch_item")
+    return {"batch_item": item} if isinstance(item, str) else {}
+
+
+def record_in_batch(path: Path, item: str, attempt: int) -> str | None:
+    """Add the new attempt's result to its batch's manifest (``DIR/manifest.jsonl``, the
+    run being in ``DIR/runs/<id>/``), so a later ``four batch`` counts it; None when
+    done, else why not (no manifest there; a batch is writing it)."""
+    from four.batch._manifest import MANIFEST, ManifestWriter
+    from four.batch._result import RunResult, read_saved
+
+    root = path.parent.parent.parent
+    if path.parent.parent.name != "runs" or not (root / MANIFEST).is_file():
+        return f"no batch manifest at {root / MANIFEST}"
+    saved = read_saved(path)
+    if saved is None or saved.outcome is None:
+        return f"{path} cannot be read back"
+    try:
+        writer = ManifestWriter(root)
+    except (RuntimeError, OSError) as exc:
+        return str(exc)
+    result = RunResult(
+        item, saved.outcome, saved.path, saved.steps, saved.prompt_tokens,
+        saved.completion_tokens, saved.cost, saved.wall_time, attempts=attempt,
+    )  # fmt: skip
+    try:
+        writer.write(result)
+    finally:
+        writer.close()
+    return None
+
+
+@contextlib.contextmanager
+def heartbeat(sink: Callable[[], object], every: float = HEARTBEAT) -> Iterator[None]:
+    """While inside, a daemon thread calls ``beat()`` on the sink ``sink()`` gives (the
+    run's, once it is open) every ``every`` seconds; 0: no heartbeat."""
+    if every <= 0:
+        yield
+        return
+    done = threading.Event()
+
+    def loop() -> None:
+        while not done.wait(every):
+            beat = getattr(sink(), "beat", None)
+            if callable(beat):
+                with contextlib.suppress(Exception):  # a heartbeat never ends a run
+                    beat()
+
+    thread = threading.Thread(target=loop, name="four-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join(timeout=max(1.0, every))

@@ -1,0 +1,174 @@
+"""``four watch DIR``: the state of every run under DIR, and with ``--rescue`` the
+action each needs (see ``four.observe._watch`` for the states, ``_rescue`` for the
+actions). Exit 0 when no run is left in trouble, 1 when one is, 2 for a usage error,
+130 on Ctrl-C while watching."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from four.cli._errors import UsageError
+from four.cli._terminal import visible
+from four.observe._rescue import Done, rescue
+from four.observe._watch import STATES, TROUBLE, Policy, judge, survey
+from four.trajectory._sign import SigningError, SigningKey
+
+
+def flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", metavar="DIR", nargs="+", help="folders of runs (searched deeply)")
+    p.add_argument(
+        "--rescue",
+        action="store_true",
+        help="act: resume dead, stalled and retryable runs (a new attempt), stop looping "
+        "and over-budget ones (their driver killed, the run sealed stopped)",
+    )
+    p.add_argument("--once", action="store_true", help="one pass, then exit (for cron)")
+    p.add_argument(
+        "--interval", type=float, default=30.0, metavar="SECONDS", help="between passes [30]"
+    )
+    p.add_argument("--json", action="store_true", help="print each pass as JSON")
+    p.add_argument(
+        "--stall-factor",
+        type=float,
+        default=5.0,
+        metavar="K",
+        help="stalled: no new step for K times the run's median step [5]",
+    )
+    p.add_argument(
+        "--stall-floor",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="...and never less than this [60]",
+    )
+    p.add_argument(
+        "--repeats",
+        type=int,
+        default=4,
+        metavar="N",
+        help="looping: the same command and output N times [4]",
+    )
+    p.add_argument(
+        "--not-found",
+        type=int,
+        default=5,
+        metavar="N",
+        help="looping: N commands in a row not found (exit 127) [5]",
+    )
+    p.add_argument(
+        "--wall",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="over budget past this wall time (a run's own --timeout counts too) [none]",
+    )
+    p.add_argument(
+        "--grace",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="time past a run's own --timeout before it is over budget [30]",
+    )
+    p.add_argument(
+        "--lost",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="a driver on another host is dead after this long without a heartbeat [120]",
+    )
+    p.add_argument(
+        "--attempts",
+        type=int,
+        default=3,
+        metavar="N",
+        help="attempts a run may have in all (retry budget) [3]",
+    )
+    p.add_argument(
+        "--sign", metavar="KEY", help="the private key to seal signed runs that are stopped"
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    folders = [Path(p) for p in args.paths]
+    for folder in folders:
+        if not folder.is_dir():
+            raise UsageError(f"{folder} is not a folder")
+    try:
+        policy = Policy(
+            args.stall_factor,
+            args.stall_floor,
+            args.repeats,
+            args.not_found,
+            args.wall,
+            args.grace,
+            args.lost,
+            args.attempts,
+        )
+    except ValueError as exc:
+        raise UsageError("--" + str(exc).removeprefix("Policy: ").replace("_", "-")) from None
+    if not args.interval > 0:
+        raise UsageError("--interval must be above 0 seconds")
+    key: SigningKey | None = None
+    if args.sign:
+        try:
+            key = SigningKey.load(args.sign)
+        except SigningError as exc:
+            raise UsageError(f"--sign: {exc}") from None
+    while True:
+        status = one_pass(folders, policy, args.rescue, args.json, key)
+        if args.once:
+            return status
+        try:
+            time.sleep(args.interval)
+        except KeyboardInterrupt:
+            return 130
+
+
+def one_pass(
+    folders: list[Path], policy: Policy, act: bool, as_json: bool, key: SigningKey | None = None
+) -> int:
+    """Classify (and with ``act``, rescue) every run; print; the exit status."""
+    now = time.time()
+    verdicts = [judge(run, now, policy) for folder in folders for run in survey(folder)]
+    done = [rescue(v, policy, key) if act else Done(v, "none", "") for v in verdicts]
+    handled = {"resumed", "stopped"}
+    trouble = [d for d in done if d.verdict.state in TROUBLE and d.action not in handled]
+    if as_json:
+        counts = {s: sum(1 for d in done if d.verdict.state == s) for s in _states(done)}
+        print(json.dumps({"runs": [d.to_json() for d in done], "counts": counts}, indent=2))
+    else:
+        _table(done)
+    sys.stdout.flush()
+    return 1 if trouble else 0
+
+
+def _states(done: list[Done]) -> list[str]:
+    present = {d.verdict.state for d in done}
+    return [s for s in STATES if s in present]
+
+
+def _table(rows: list[Done]) -> None:
+    if not rows:
+        print("no runs")
+        return
+    header = ("STATE", "TRY", "STEPS", "RUN", "WHY", "")
+    lines = [header]
+    for d in rows:
+        v = d.verdict
+        steps = v.to_json()["steps"]
+        action = "" if d.action == "none" else f"{d.action}: {d.detail}".rstrip(": ")
+        lines.append(
+            (v.state, str(v.run.attempt), str(steps), v.run.name, visible(v.why), visible(action))
+        )
+    widths = [max(len(line[i]) for line in lines) for i in range(4)]
+    for line in lines:
+        head = "  ".join(cell.ljust(w) for cell, w in zip(line[:4], widths, strict=True))
+        print(f"{head}  {line[4]}" + (f"  · {line[5]}" if line[5] else ""))
+    counts: dict[str, int] = {}
+    for d in rows:
+        counts[d.verdict.state] = counts.get(d.verdict.state, 0) + 1
+    print(" · ".join(f"{n} {state}" for state, n in counts.items()))

@@ -1,0 +1,65 @@
+"""V2 that tells the model when a command gave exactly what it gave before.
+
+A small model that is stuck runs the same command again and again (``ls -la`` nine
+times) and reads the same output each time; nothing in the output says so. This
+wrapper puts a warning before an observation that repeats the one just before it (the
+same command, the same output, nothing run in between), so the model can see that it
+repeats itself. The same command again after another one may be a check of what that
+one changed, and is not pointed out. The run itself is not changed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from returns.result import Result, Success
+
+from four._types import Action, Closeable, Execute, ExecutionError, Observation, Submitted
+
+
+@dataclass(slots=True)
+class NoteRepeats:
+    """V2 over ``inner`` adding a warning to a (command, output) that repeats the one
+    just before it. One per run."""
+
+    inner: Execute
+    _last: tuple[str, str] | None = field(default=None, repr=False)
+    _times: int = field(default=0, repr=False)
+
+    def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]:
+        result = self.inner(action)
+        if not isinstance(result, Success):
+            return result
+        observation: Observation = result.unwrap()
+        key = (action.command.strip(), observation.content)
+        self._times = self._times + 1 if key == self._last else 1
+        self._last = key
+        if self._times == 1:
+            return result
+        warning = (
+            f"<warning>The same command gave the same output {self._times} times in a row: "
+            "running it again changes nothing. Take the next step of the task, or finish "
+            "if it is done.</warning>\n"
+        )
+        return Success(replace(observation, content=warning + observation.content))
+
+    def close(self) -> None:
+        if isinstance(self.inner, Closeable):
+            self.inner.close()
+
+    def __getattr__(self, name: str) -> object:  # the wrapped environment's settings
+        if name.startswith("_") or name == "inner":  # not set yet (copy, pickle)
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+def note_repeats(env: Execute) -> NoteRepeats:
+    """V2 that warns the model when a command repeats an earlier command and its output.
+
+    >>> from four.execute import local_env
+    >>> V2 = note_repeats(local_env())
+    >>> first, again = V2(Action("echo hi")).unwrap(), V2(Action("echo hi")).unwrap()
+    >>> "<warning>" in first.content, "same command" in again.content
+    (False, True)
+    """
+    return NoteRepeats(env)

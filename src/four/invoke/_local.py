@@ -1,0 +1,335 @@
+"""G on a model served on this machine: an embedded llama.cpp server, started on first use.
+
+The server is a child process (``_llama_child.py``: ``xllamacpp``'s server on a port of
+127.0.0.1 the kernel picks), not a server inside this process, because a child can be
+stopped and its 2 GB given back at any time, a crash in llama.cpp cannot take the run
+down with it, and it ends when this process ends, however it ends: it serves only while
+the pipe on its standard input is open, and only this process holds the other end (the
+kernel closes it on exit, SIGKILL included). PR_SET_PDEATHSIG would tie the server to
+the *thread* that started it, and a batch starts it from a worker thread.
+
+One server per process and settings, shared by every run that asks for it (``parallel``
+slots for runs at once); it is talked to through litellm like any OpenAI-compatible
+server, so nothing about the loop changes. Stopped at exit, or by ``stop_local_servers``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.util
+import json
+import os
+import selectors
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Final
+
+from returns.result import Failure, Result, Success
+
+from four._types import Message, ModelError, ModelErrorKind, Reply
+from four.invoke._chat import DEFAULT_TIMEOUT, LitellmInvoke
+
+DEFAULT_CTX: Final = 8192
+"""Tokens of context per slot."""
+DEFAULT_MAX_TOKENS: Final = 1024
+"""Tokens per reply at most: a small model that rambles stops here."""
+DEFAULT_START_TIMEOUT: Final = 300.0
+"""Seconds the server may take to load the model (about 5 s on an idle machine)."""
+
+_CHILD = Path(__file__).with_name("_llama_child.py")
+_INSTALL_HINT = "pip install 'four-loop[local]'"
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSettings:
+    """What one server is started with; runs with equal settings share a server."""
+
+    model: str
+    alias: str
+    ctx: int
+    threads: int | None  # None: as many as are free when the server starts
+    parallel: int
+    temperature: float
+    seed: int
+    max_tokens: int
+
+
+class LocalServer:
+    """A running llama.cpp server child: its address, process and log file."""
+
+    def __init__(
+        self, settings: ServerSettings, process: subprocess.Popen[bytes], url: str, log: Path
+    ) -> None:
+        self.settings = settings
+        self.process = process
+        self.url = url
+        self.log = log
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @property
+    def running(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """End the server: close its lifeline, then kill it if it lingers."""
+        _end(self.process, timeout)
+        self.log.unlink(missing_ok=True)
+
+    def __repr__(self) -> str:
+        return f"LocalServer({self.url}, pid={self.pid}, model={self.settings.alias})"
+
+
+def _end(process: subprocess.Popen[bytes], timeout: float) -> None:
+    for pipe in (process.stdin, process.stdout):
+        if pipe is not None:
+            pipe.close()
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def start_server(
+    settings: ServerSettings, timeout: float = DEFAULT_START_TIMEOUT
+) -> Result[LocalServer, ModelError]:
+    """Start a server child and wait until it answers (at most ``timeout`` seconds)."""
+    fd, name = tempfile.mkstemp(prefix="four-llama-", suffix=".log")
+    log = Path(name)
+    try:
+        process = subprocess.Popen(
+            [sys.executable, str(_CHILD), json.dumps(_resolved(settings))],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=fd,
+            start_new_session=True,  # Ctrl-C goes to us; we stop it
+        )
+    except OSError as exc:
+        log.unlink(missing_ok=True)
+        return Failure(ModelError(ModelErrorKind.OTHER, f"cannot start the local server: {exc}"))
+    finally:
+        os.close(fd)
+    try:
+        answer = _ready_line(process, timeout)
+    except BaseException:  # Ctrl-C while the model loads: no server is left loading
+        _end(process, 5.0)
+        log.unlink(missing_ok=True)
+        raise
+    address = answer.get("address")
+    if isinstance(address, str) and _healthy(address):
+        return Success(LocalServer(settings, process, address, log))
+    _end(process, 5.0)
+    reason = answer.get("error") or _tail(log) or "it exited"
+    log.unlink(missing_ok=True)
+    kind = ModelErrorKind.TIMEOUT if answer.get("timeout") else ModelErrorKind.OTHER
+    return Failure(
+        ModelError(kind, f"the local server for {settings.alias} did not start: {reason}")
+    )
+
+
+def _resolved(settings: ServerSettings) -> dict[str, object]:
+    """The child's settings, its thread count chosen now (so runs started while the
+    server works share it rather than each asking for a server of its own)."""
+    return {**asdict(settings), "threads": settings.threads or default_threads()}
+
+
+def _ready_line(process: subprocess.Popen[bytes], timeout: float) -> dict[str, object]:
+    """The child's first line (its address or its error), or why there is none."""
+    assert process.stdout is not None
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        while (left := deadline - time.monotonic()) > 0:
+            if selector.select(min(left, 1.0)):
+                line = process.stdout.readline()
+                try:
+                    value = json.loads(line) if line else {}
+                except ValueError:
+                    value = {}
+                return value if isinstance(value, dict) else {}
+            if process.poll() is not None:
+                return {}
+    return {"timeout": True, "error": f"no answer in {timeout:.0f} s"}
+
+
+def _healthy(address: str) -> bool:
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(address + "/health", timeout=10) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+def _tail(log: Path) -> str:
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    useful = [line.strip() for line in lines if "error" in line.lower()] or lines[-1:]
+    return useful[-1].strip() if useful else ""
+
+
+_lock = threading.Lock()
+_servers: dict[ServerSettings, LocalServer] = {}
+
+
+def shared_server(
+    settings: ServerSettings, timeout: float = DEFAULT_START_TIMEOUT
+) -> Result[LocalServer, ModelError]:
+    """The process's server for ``settings``: started on first use, again if it died."""
+    with _lock:
+        server = _servers.get(settings)
+        if server is not None and server.running:
+            return Success(server)
+        if server is not None:
+            server.stop()
+            del _servers[settings]
+        started = start_server(settings, timeout)
+        if isinstance(started, Success):
+            _servers[settings] = started.unwrap()
+        return started
+
+
+def stop_local_servers() -> None:
+    """Stop every server this process started (also done at exit)."""
+    with _lock:
+        for server in _servers.values():
+            server.stop()
+        _servers.clear()
+
+
+atexit.register(stop_local_servers)
+
+
+@dataclass(frozen=True, slots=True)
+class LocalInvoke:
+    """G on an embedded llama.cpp server. See ``local_invoke``."""
+
+    model: str
+    path: str
+    ctx: int = DEFAULT_CTX
+    threads: int | None = None
+    parallel: int = 1
+    temperature: float = 0.0
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    seed: int = 0
+    timeout: float = DEFAULT_TIMEOUT
+    start_timeout: float = DEFAULT_START_TIMEOUT
+
+    @property
+    def settings(self) -> ServerSettings:
+        alias = Path(self.model).stem if self.model.endswith(".gguf") else self.model
+        return ServerSettings(
+            self.path,
+            alias,
+            self.ctx,
+            self.threads,
+            self.parallel,
+            self.temperature,
+            self.seed,
+            self.max_tokens,
+        )
+
+    def server(self) -> Result[LocalServer, ModelError]:
+        """The running server (started now if it is not)."""
+        return shared_server(self.settings, self.start_timeout)
+
+    def chat(self, server: LocalServer) -> LitellmInvoke:
+        """The litellm G that talks to ``server``: any OpenAI-compatible server's path."""
+        return LitellmInvoke(
+            f"openai/{server.settings.alias}",
+            api_base=server.url + "/v1",
+            api_key="none",
+            timeout=self.timeout,
+            prices=(0.0, 0.0),  # a model on this machine costs no money
+            kwargs={
+                "temperature": self.temperature,
+                "max_tokens": self.max_tokens,
+                "seed": self.seed,
+            },
+        )
+
+    def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
+        return self.server().bind(lambda server: self.chat(server)(messages))
+
+
+def default_threads() -> int:
+    """Threads for llama.cpp: the cores this process may use (at most 8), less those other
+    work keeps busy now. llama.cpp's threads wait for each other at every step, so one
+    thread more than the free cores makes it several times slower, not faster."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    try:
+        busy = int(os.getloadavg()[0])
+    except OSError:  # no load average here
+        busy = 0
+    return max(1, min(cores, 8) - busy)
+
+
+def local_invoke(
+    model: str | None = None,
+    *,
+    ctx: int = DEFAULT_CTX,
+    threads: int | None = None,
+    parallel: int = 1,
+    temperature: float = 0.0,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    seed: int = 0,
+    timeout: float = DEFAULT_TIMEOUT,
+    start_timeout: float = DEFAULT_START_TIMEOUT,
+    folder: Path | None = None,
+) -> LocalInvoke:
+    """G on a model run here, with no API key and no network: an embedded llama.cpp server.
+
+    ``model`` is a registry name already pulled (``four model pull NAME``; default
+    ``qwen2.5-coder-1.5b``) or a path to a GGUF file. The server starts at the first
+    call, on a free port of 127.0.0.1, and is shared by every G with the same server
+    settings in this process: ``ctx`` tokens of context for each of ``parallel`` slots
+    (runs at once), ``threads`` CPU threads (default: the cores not busy as it starts, at most 8),
+    ``temperature`` (0: the same history gives the same reply, nearly always),
+    ``max_tokens`` per reply, ``seed``. It stops when the process ends. A server that
+    cannot start is a ``ModelError``. Needs the ``four-loop[local]`` extra.
+
+    >>> G = local_invoke("/models/qwen.gguf")  # doctest: +SKIP
+    >>> run(G, regex_parse(), local_env(), save_trajectory(), prompt="...")  # doctest: +SKIP
+    """
+    from four.models import DEFAULT_MODEL, find_model
+
+    for name, value in (("ctx", ctx), ("parallel", parallel), ("max_tokens", max_tokens)):
+        if value < 1:
+            raise ValueError(f"local_invoke({name}={value}): give a positive number")
+    if threads is not None and threads < 1:
+        raise ValueError(f"local_invoke(threads={threads}): give a positive number, or None")
+    if temperature < 0:
+        raise ValueError(f"local_invoke(temperature={temperature}): give 0 or more")
+    chosen = model or DEFAULT_MODEL
+    found = find_model(chosen, folder)
+    if isinstance(found, Failure):
+        raise ValueError(f"local_invoke(model={chosen!r}): {found.failure().message}")
+    if importlib.util.find_spec("xllamacpp") is None:
+        raise ImportError(f"local_invoke needs the xllamacpp package: {_INSTALL_HINT}")
+    return LocalInvoke(
+        chosen,
+        str(found.unwrap()),
+        ctx,
+        threads,
+        parallel,
+        temperature,
+        max_tokens,
+        seed,
+        timeout,
+        start_timeout,
+    )
