@@ -95,6 +95,16 @@ _REGISTRY: dict[str, tuple[str, str | None, str]] = {
         None,
         "a command-line tool in C: compiled with -Werror, run sandboxed, with a man page",
     ),
+    "cli-go": (
+        "four.domains.cli:GO_DOMAIN",
+        None,
+        "the cli domain in Go: go build and go vet, run sandboxed, with a man page",
+    ),
+    "cli-rust": (
+        "four.domains.cli:RUST_DOMAIN",
+        None,
+        "the cli domain in Rust: cargo, offline, run sandboxed, with a man page",
+    ),
 }
 
 

@@ -4,7 +4,7 @@ The binary is the model's code, so it never runs outside the sandbox (``sandbox_
 bubblewrap: the workspace the only writable place, no network, its own PIDs): its
 ``--help`` and ``--version``, help2man (which runs it), the user's smoke commands and
 the model's own shell commands all run there. The compiler runs on the host, like any
-checker, with a clean environment.
+checker, with a clean environment (for Go: offline, its caches kept where Go keeps them).
 """
 
 from __future__ import annotations
@@ -22,14 +22,18 @@ from types import TracebackType
 from returns.result import Failure, Result, Success
 
 from four.domains.cli._build import LANGUAGES, Build, Language, build, toolchain_problem
-from four.execute import SandboxEnv, Workspace, command_env, sandbox_env
+from four.execute import DEFAULT_INHERIT, SandboxEnv, Workspace, command_env, sandbox_env
 from four.parse import EditAction, FileEdit, apply_edits, describe_edit
 from four.types import Action, ExecutionError, Observation, Submitted
 
 _SHOWN = 20  # diagnostics listed at most in one observation
+# Where the user's Go keeps its caches and modules (a vendored or cached module builds
+# offline); GOOS and the like are not passed: the binary must run here.
+_GO_INHERIT = ("GOCACHE", "GOPATH", "GOMODCACHE", "GOFLAGS", "GOROOT")
 
 SOURCES: dict[Language, tuple[str, ...]] = {
     "c": (".c", ".h"),
+    "go": (".go", "go.mod", "go.sum"),
     "rust": (".rs", ".toml", ".lock"),
 }
 """The files of a tool's sources, by language (kept in ``src/``, and at a run's start)."""
@@ -123,13 +127,15 @@ class ToolEnv:
     @property
     def tool(self) -> str:
         """The binary's name: ``name``, else the stem of the C file that defines
-        ``main`` (or of the only C file), else the Cargo package's name, else ``tool``."""
+        ``main`` (or of the only C file), the last part of the Go module's path, or the
+        Cargo package's name; else ``tool``."""
         return self.name or tool_name(self.workspace, self.language)
 
     def check(self) -> Checked:
         """Build the sources as they are now and, if a binary came out, try it."""
         name = self.tool
-        made = build(self.workspace, self.language, name, command_env(), self.build_timeout)
+        inherit = (*DEFAULT_INHERIT, *_GO_INHERIT) if self.language == "go" else DEFAULT_INHERIT
+        made = build(self.workspace, self.language, name, command_env(inherit), self.build_timeout)
         checked = Checked(made)
         if made.clean:
             probes = tuple(self._probe(f"./{name} {flag}") for flag in ("--help", "--version"))
@@ -248,6 +254,10 @@ def tool_name(workspace: Path, language: Language) -> str:
     if language == "rust":
         found = _MANIFEST_NAME.search(_text(workspace / "Cargo.toml"))
         return found.group(1) if found else "tool"
+    if language == "go":  # as go build names it: example.com/sum -> sum
+        module = _MODULE.search(_text(workspace / "go.mod"))
+        last = module.group(1).rstrip("/").rsplit("/", 1)[-1] if module else ""
+        return last if re.fullmatch(r"[A-Za-z0-9_.][A-Za-z0-9_.-]*", last) else "tool"
     sources = sorted(workspace.glob("*.c"))
     with_main = [p for p in sources if _MAIN.search(_text(p))]
     chosen = with_main[0] if with_main else sources[0] if len(sources) == 1 else None
@@ -256,6 +266,7 @@ def tool_name(workspace: Path, language: Language) -> str:
 
 _MAIN = re.compile(r"\bmain\s*\(")
 _MANIFEST_NAME = re.compile(r'^\s*name\s*=\s*"([A-Za-z0-9_-]+)"', re.MULTILINE)
+_MODULE = re.compile(r'^\s*module\s+"?([^\s"]+)"?', re.MULTILINE)
 
 
 def _text(path: Path) -> str:
@@ -275,13 +286,16 @@ def build_env(
     build_timeout: float = 300.0,
 ) -> ToolEnv:
     """V2 for a command-line tool in ``workspace``, its binary called ``name`` (by default
-    the stem of the C source that defines ``main``, or the Cargo package's name).
+    the stem of the C source that defines ``main``, the last part of the Go module's
+    path, or the Cargo package's name).
 
     A turn's file edits (``edit_parse``: sources headed by their path, SEARCH/REPLACE
     blocks) are written all or none, then the tool is built with machine-readable
-    diagnostics (C: ``gcc -Wall -Wextra -Werror -fdiagnostics-format=json``; Rust:
-    ``cargo build --offline --message-format=json``), and the model is shown each
-    diagnostic with its file, line and source line. A clean build is then tried in the
+    diagnostics (C: ``gcc -Wall -Wextra -Werror -fdiagnostics-format=json``; Go: ``go
+    build``, then ``go vet -json``, whose findings fail the build like warnings under
+    -Werror, offline: ``GOPROXY=off``, ``GOTOOLCHAIN=local``; Rust: ``cargo build
+    --offline --message-format=json``), and the model is shown each diagnostic with its
+    file, line and source line. A clean build is then tried in the
     sandbox: ``./name --help`` and ``--version`` (stdout, exit 0), a man page made by
     help2man and linted by mandoc, and each ``smoke`` command, each under ``timeout``.
     Shell commands of the model run in the same sandbox. Raises ``ValueError`` for a

@@ -51,17 +51,16 @@ stopped; its state is gone)."""
 
 _WARM_UP = """\
 def _four_warm_up():
-    import glob, importlib.util, os
-    if importlib.util.find_spec("matplotlib") is None:
-        return
-    import matplotlib
-    if not glob.glob(os.path.join(matplotlib.get_cachedir(), "fontlist-*.json")):
-        import matplotlib.font_manager  # builds the font cache: seconds, once
+    import importlib.util
+    if importlib.util.find_spec("matplotlib") is not None:
+        import matplotlib.font_manager  # reads its font cache, or builds it: seconds, once
 _four_warm_up()
 del _four_warm_up
 """
 """Run in a new kernel before its first cell: matplotlib's font cache, when missing, is
-built now, not inside a cell's timeout (where the build takes seconds)."""
+built now, not inside a cell's timeout (where the build takes seconds). Each matplotlib
+version keeps a cache of its own (``fontlist-v390.json``): another version's does not
+count, so the import decides (with the cache there, it costs milliseconds)."""
 
 
 @dataclass(eq=False, slots=True, weakref_slot=True)
