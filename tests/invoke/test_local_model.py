@@ -90,12 +90,14 @@ def wait_for_server(process: subprocess.Popen[str], within: float = 300.0) -> in
 
 @pytest.fixture
 def workdir(tmp_path: Path) -> Iterator[Path]:
-    (tmp_path / "notes.txt").write_text("alpha\nbeta\ngamma\n")
-    yield tmp_path
+    work = tmp_path / "work"  # the agent's folder; its runs are saved beside it, not in it
+    work.mkdir()
+    (work / "notes.txt").write_text("alpha\nbeta\ngamma\n")
+    yield work
 
 
 def four(*args: str, cwd: Path) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": SRC, "FOUR_OUTPUT_DIR": str(cwd / "runs")}
+    env = {**os.environ, "PYTHONPATH": SRC, "FOUR_OUTPUT_DIR": str(cwd.parent / "runs")}
     return subprocess.Popen(
         [sys.executable, "-m", "four.cli", "run", *args],
         cwd=cwd,
@@ -136,7 +138,7 @@ def test_ctrl_c_during_the_run_saves_it_and_ends_its_server(model: Path, workdir
     process = four("List the files here, one by one.", "--local", "--quiet", cwd=workdir)
     server = wait_for_server(process)
     deadline = time.monotonic() + 300
-    while not list((workdir / "runs").glob("*.jsonl")):  # the run has begun
+    while not list((workdir.parent / "runs").glob("*.jsonl")):  # the run has begun
         assert time.monotonic() < deadline and process.poll() is None
         time.sleep(0.2)
     process.send_signal(signal.SIGINT)
