@@ -274,3 +274,36 @@ def test_a_batch_whose_folder_cannot_hold_runs_does_not_start(
     assert main(argv) == 2
     assert f"-o {taken}: it is a file, not a folder" in capsys.readouterr().err
     assert llama.bodies("/v1/chat/completions") == []
+
+
+def test_the_local_model_needs_no_key_and_is_no_go_until_pulled(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("FOUR_MODELS", str(tmp_path / "models"))  # nothing pulled there
+    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(key, raising=False)
+    work = tmp_path / "work"
+    work.mkdir()
+    flags = ["-o", str(tmp_path / "out"), "--cwd", str(work)]
+    code, checks = _doctor(capsys, "run", "list files", "--local", *flags)
+    assert code == 1 and "key" not in checks and "endpoint" not in checks
+    assert checks["model"]["status"] == "NO-GO"
+    assert "four model pull" in checks["model"]["fix"]
+    assert checks["context"]["status"] == "GO"  # against the local server's context size
+
+
+def test_a_local_gguf_file_is_go_with_room_in_memory(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import importlib.util
+
+    need(None if importlib.util.find_spec("xllamacpp") else "the local extra is not installed")
+    gguf = tmp_path / "tiny.gguf"
+    gguf.write_bytes(b"GGUF" + bytes(1024))
+    work = tmp_path / "work"
+    work.mkdir()
+    flags = ["-o", str(tmp_path / "out"), "--cwd", str(work)]
+    code, checks = _doctor(capsys, "run", "list files", "--local", str(gguf), *flags)
+    assert checks["model"]["status"] == "GO", checks["model"]
+    assert checks["memory"]["status"] == "GO"  # a 1 KB model fits
+    assert code == 0, checks

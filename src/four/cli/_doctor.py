@@ -12,13 +12,18 @@ usage error (bad flags, an unreadable tasks file or --system file).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from four._types import Execute, Invoke
 from four.observe._check import Check, exit_code
 from four.observe._doctor import Budget, Plan, examine
+
+if TYPE_CHECKING:
+    from four.cli._run import RunOptions
 
 
 def flags(p: argparse.ArgumentParser) -> None:
@@ -84,12 +89,12 @@ def _json(checks: Sequence[Check], code: int) -> dict[str, object]:
     return {"status": worst, "exit": code, "checks": [c.to_json() for c in checks]}
 
 
-def _plan(args: argparse.Namespace) -> tuple[Plan, Invoke, str]:
+def _plan(args: argparse.Namespace) -> tuple[Plan, Invoke | None, str]:
     """What the command line would run, read by ``four run``'s and ``four batch``'s own
     code; the model call for ``--probe``; the table's title."""
     from four.cli._envs import make_env
     from four.cli._preflight import held_out, litellm
-    from four.cli._run import api_key, load_domain, options, system_prompt
+    from four.cli._run import api_key, load_domain, local_settings, options, system_prompt
 
     batch = None
     tasks: list[str] = []
@@ -111,8 +116,8 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, Invoke, str]:
         opts = replace(opts, output_dir=str(batch.output_dir))
     system = system_prompt(opts, load_domain(opts))
     key = api_key(opts)
-    model = opts.model
-    if opts.api_base:
+    model = opts.local or opts.model
+    if opts.api_base and opts.local is None:
         try:
             litellm().get_llm_provider(model, api_base=opts.api_base)
         except Exception:
@@ -143,9 +148,25 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, Invoke, str]:
         prices=opts.prices,
         workers=batch.workers if batch else None,
         budget=budget,
+        local_window=local_window(opts),
     )
-    from four.invoke import litellm_invoke
+    from four.invoke import litellm_invoke, local_invoke
 
-    G = litellm_invoke(model, api_base=opts.api_base, api_key=key, timeout=60, max_tokens=16)
+    G: Invoke | None = None
+    if opts.local is None:
+        G = litellm_invoke(model, api_base=opts.api_base, api_key=key, timeout=60, max_tokens=16)
+    else:
+        with contextlib.suppress(ValueError):  # not pulled: the model row says so
+            G = local_invoke(opts.local, **local_settings())
     what = f"batch of {len(tasks)} tasks, {batch.workers} workers" if batch else "run"
     return plan, G, f"four doctor · {what} · {model} · {opts.env}"
+
+
+def local_window(opts: RunOptions) -> int | None:
+    """With ``--local``, the context the local model's server gives a run; else None."""
+    if opts.local is None:
+        return None
+    from four.cli._run import local_settings
+    from four.invoke._local import DEFAULT_CTX
+
+    return local_settings().get("ctx", DEFAULT_CTX)

@@ -458,6 +458,49 @@ def _span(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+# --- the model run on this machine (four run --local) ------------------------------------
+
+
+def local_model(name: str, folder: Path | None = None) -> Check:
+    """The model ``four run --local`` would run: pulled (or a GGUF file) and the local
+    extra installed; nothing is started."""
+    import importlib.util
+
+    from four.models import find_model
+
+    found = find_model(name, folder)
+    if not isinstance(path := found.value_or(None), Path):
+        return Check("model", "NO-GO", str(found.failure()), f"four model pull {name}")
+    if importlib.util.find_spec("xllamacpp") is None:
+        return Check(
+            "model", "NO-GO", f"{name}: the local extra is not installed",
+            "pip install 'four-loop[local]'",
+        )  # fmt: skip
+    size = path.stat().st_size
+    return Check("model", "GO", f"{name}: {path} ({size / 2**30:.2f} GiB), served by llama.cpp")
+
+
+def memory_for(name: str, folder: Path | None = None) -> Check:
+    """Room in memory for the local model: its file and about 1 GiB of context and server,
+    against what ``/proc/meminfo`` says is available."""
+    from four.models import find_model
+
+    path = find_model(name, folder).value_or(None)
+    if not isinstance(path, Path):
+        return Check("memory", "WARN", "not checked: the model is not there", "pull it first")
+    need = path.stat().st_size + 2**30
+    try:
+        info = Path("/proc/meminfo").read_text()
+        free = next(int(line.split()[1]) * 1024 for line in info.splitlines()
+                    if line.startswith("MemAvailable:"))  # fmt: skip
+    except (OSError, StopIteration, ValueError, IndexError):
+        return Check("memory", "WARN", "available memory unknown (no /proc/meminfo)")
+    detail = f"{free / 2**30:.1f} GiB available, the model needs about {need / 2**30:.1f} GiB"
+    if free < need:
+        return Check("memory", "WARN", detail, "close other programs, or a smaller model")
+    return Check("memory", "GO", detail)
+
+
 # --- all of them ----------------------------------------------------------------------------
 
 
@@ -479,12 +522,20 @@ class Plan:
     prices: tuple[float, float] | None = None
     workers: int | None = None  # a batch's
     budget: Budget = field(default_factory=lambda: Budget(100))
+    local_window: int | None = None  # with --local: its context size; no key, no endpoint
 
 
 def cheap_checks(plan: Plan, server: Server | None = None) -> list[Check]:
     """The checks ``four run`` and ``four batch`` make before their first model call:
     the key, the model, the server's answer (with ``--api-base``), the output folder,
     the prompt's fit. None starts a process or sends a model request."""
+    if plan.local_window is not None:
+        return [
+            local_model(plan.model),
+            memory_for(plan.model),
+            output_folder(plan.output_dir, make=False),
+            context_fit(plan.system, plan.task, plan.local_window),
+        ]
     checks = [provider_key(plan.model, plan.api_base)]
     if plan.api_base:
         server = server or read_server(plan.api_base, plan.api_key)
@@ -504,7 +555,7 @@ def examine(plan: Plan, *, send_probe: bool = False, G: Invoke | None = None) ->
     wall-clock budget."""
     server = read_server(plan.api_base, plan.api_key) if plan.api_base else None
     checks = cheap_checks(plan, server)
-    if server is None:
+    if server is None and plan.local_window is None:
         host = provider_host(plan.model)
         checks.insert(1, reach(host) if host else Check(
             "endpoint", "WARN", f"no known API host for {plan.model}", "check it with --probe"
