@@ -32,7 +32,9 @@ def test_the_artifact_is_beside_the_trajectory_and_under_its_seal(tmp_path: Path
     assert isinstance(digests, dict) and list(digests) == [f"{path.stem}.notes/a.txt"]
     assert (tmp_path / f"{path.stem}.notes" / "a.txt").read_text() == "exit:task_complete"
     assert audit(path).valid
-    text = path.read_text().replace('"folder": "', '"folder": "x', 1)
+    original = path.read_text()
+    text = original.replace(f'"{path.stem}.notes"', f'"x{path.stem}.notes"', 1)
+    assert text != original  # the folder's name, edited wherever the encoder put it
     path.write_text(text)
     assert not audit(path).valid  # the record is sealed
 
