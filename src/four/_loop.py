@@ -11,8 +11,10 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Hashable, Sequence
+from functools import partial
 from typing import TypeVar
 
+from four._offload import offload
 from four._outcomes import Outcome
 from four._rules import CallG, CallV1, CallV2, ComponentRaised, Rules, ending, evaluate, start
 from four._types import (
@@ -24,6 +26,8 @@ from four._types import (
     Invoke,
     Message,
     Parse,
+    RunStats,
+    Sink,
     Verify,
     Watch,
 )
@@ -173,8 +177,7 @@ async def _arun(
         await _aclose(V2)
     finally:
         state.close_calls()
-        saved = await _acall(key, "emit", state.sink.close, False, state.history, outcome,
-                             state.stats())  # fmt: skip
+        saved = await _aseal(state.sink, state.history, outcome, state.stats())
     if crash is not None:
         raise crash
     return saved  # type: ignore[return-value]  # what emit's sink returned
@@ -204,6 +207,17 @@ async def _acall(
         raise
     except Exception as exc:
         raise ComponentRaised(component, exc) from exc  # type: ignore[arg-type]
+
+
+async def _aseal(
+    sink: Sink[object], history: Sequence[Message], outcome: Outcome, stats: RunStats
+) -> object:
+    """The run's record closed (sealed, written) off the event loop's thread."""
+    try:
+        saved = await offload(partial(sink.close, history, outcome, stats))
+        return await saved if inspect.isawaitable(saved) else saved
+    except Exception as exc:
+        raise ComponentRaised("emit", exc) from exc
 
 
 def _is_async(fn: object) -> bool:
