@@ -26,8 +26,6 @@ from four._types import (
     Invoke,
     Message,
     Parse,
-    RunStats,
-    Sink,
     Verify,
     Watch,
 )
@@ -177,10 +175,13 @@ async def _arun(
         await _aclose(V2)
     finally:
         state.close_calls()
-        saved = await _aseal(state.sink, state.history, outcome, state.stats())
+        # emit, off the loop's thread; its error is raised as it is, as run raises it
+        saved = await offload(partial(state.sink.close, state.history, outcome, state.stats()))
+        if inspect.isawaitable(saved):
+            saved = await saved
     if crash is not None:
         raise crash
-    return saved  # type: ignore[return-value]  # what emit's sink returned
+    return saved
 
 
 def _call(component: str, fn: Callable[..., object], *args: object) -> object:
@@ -207,17 +208,6 @@ async def _acall(
         raise
     except Exception as exc:
         raise ComponentRaised(component, exc) from exc  # type: ignore[arg-type]
-
-
-async def _aseal(
-    sink: Sink[object], history: Sequence[Message], outcome: Outcome, stats: RunStats
-) -> object:
-    """The run's record closed (sealed, written) off the event loop's thread."""
-    try:
-        saved = await offload(partial(sink.close, history, outcome, stats))
-        return await saved if inspect.isawaitable(saved) else saved
-    except Exception as exc:
-        raise ComponentRaised("emit", exc) from exc
 
 
 def _is_async(fn: object) -> bool:
