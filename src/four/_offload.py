@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import contextvars
 import threading
 from collections.abc import Callable
 from typing import TypeVar
@@ -20,20 +21,23 @@ from typing import TypeVar
 T = TypeVar("T")
 
 _WORKERS = 4  # enough to overlap fsyncs on a real disk
-_Job = tuple[asyncio.AbstractEventLoop, "asyncio.Future[object]", Callable[[], object]]
+_Job = tuple[
+    asyncio.AbstractEventLoop, "asyncio.Future[object]", contextvars.Context, Callable[[], object]
+]
 _jobs: collections.deque[_Job] = collections.deque()
 _lock = threading.Lock()
 _live = 0  # workers started and not ended
 
 
 async def offload(fn: Callable[[], T]) -> T:
-    """``fn()`` on a worker thread, awaited. Cancelling the awaiting task does not stop
-    ``fn`` (as with ``asyncio.to_thread``); its result is then dropped."""
+    """``fn()`` on a worker thread, in the caller's context (as ``asyncio.to_thread``:
+    the run's key goes with it), awaited. Cancelling the awaiting task does not stop
+    ``fn``; its result is then dropped."""
     global _live
     loop = asyncio.get_running_loop()
     future: asyncio.Future[object] = loop.create_future()
     with _lock:
-        _jobs.append((loop, future, fn))
+        _jobs.append((loop, future, contextvars.copy_context(), fn))
         start = _live < min(_WORKERS, len(_jobs))
         if start:
             _live += 1
@@ -49,9 +53,9 @@ def _work() -> None:
             if not _jobs:
                 _live -= 1
                 return
-            loop, future, fn = _jobs.popleft()
+            loop, future, context, fn = _jobs.popleft()
         try:
-            outcome: tuple[bool, object] = (True, fn())
+            outcome: tuple[bool, object] = (True, context.run(fn))
         except BaseException as exc:  # handed to the awaiting task
             outcome = (False, exc)
         with contextlib.suppress(RuntimeError):  # a closed loop: no one awaits it
