@@ -11,10 +11,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Hashable, Sequence
-from functools import partial
 from typing import TypeVar
 
-from four._offload import offload
 from four._outcomes import Outcome
 from four._rules import CallG, CallV1, CallV2, ComponentRaised, Rules, ending, evaluate, start
 from four._types import (
@@ -176,7 +174,7 @@ async def _arun(
     finally:
         state.close_calls()
         # emit, off the loop's thread; its error is raised as it is, as run raises it
-        saved = await offload(partial(state.sink.close, state.history, outcome, state.stats()))
+        saved = await asyncio.to_thread(state.sink.close, state.history, outcome, state.stats())
         if inspect.isawaitable(saved):
             saved = await saved
     if crash is not None:
