@@ -202,3 +202,16 @@ def test_wrong_arguments_are_refused_before_anything_runs(
         else:
             asyncio.run(arun(**kwargs))  # type: ignore[arg-type]
     assert env.seen == []
+
+
+def test_a_failing_emit_fails_arun_as_it_fails_run() -> None:
+    def emit(messages: Sequence[Message], outcome: Outcome) -> Path:
+        raise OSError("disk full")
+
+    G, V1, V2 = scripted_invoke(["DONE"]), line_parse, FakeEnv()
+    with pytest.raises(Exception) as plain:
+        run(G, V1, V2, emit, prompt="p")
+    with pytest.raises(Exception) as awaited:
+        asyncio.run(arun(scripted_invoke(["DONE"]), V1, FakeEnv(), emit, prompt="p"))
+    assert type(awaited.value) is type(plain.value)
+    assert "disk full" in str(awaited.value) and str(awaited.value) == str(plain.value)
