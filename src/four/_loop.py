@@ -24,6 +24,8 @@ from four._types import (
     Invoke,
     Message,
     Parse,
+    RunStats,
+    Sink,
     Verify,
     Watch,
 )
@@ -173,10 +175,7 @@ async def _arun(
         await _aclose(V2)
     finally:
         state.close_calls()
-        # emit, off the loop's thread; its error is raised as it is, as run raises it
-        saved = await asyncio.to_thread(state.sink.close, state.history, outcome, state.stats())
-        if inspect.isawaitable(saved):
-            saved = await saved
+        saved = await _aseal(state.sink, state.history, outcome, state.stats())  # emit
     if crash is not None:
         raise crash
     return saved
@@ -206,6 +205,19 @@ async def _acall(
         raise
     except Exception as exc:
         raise ComponentRaised(component, exc) from exc  # type: ignore[arg-type]
+
+
+async def _aseal(sink: Sink[T], history: list[Message], outcome: Outcome, stats: RunStats) -> T:
+    """The sink's ``aclose`` awaited (see ``AsyncSink``), else its ``close`` in a worker
+    thread; its error is raised as it is, as ``run`` raises it."""
+    aclose = getattr(sink, "aclose", None)
+    if callable(aclose):
+        done: Awaitable[T] = aclose(history, outcome, stats)
+        return await done
+    saved: object = await asyncio.to_thread(sink.close, history, outcome, stats)
+    if inspect.isawaitable(saved):
+        saved = await saved
+    return saved  # type: ignore[return-value]
 
 
 def _is_async(fn: object) -> bool:

@@ -379,6 +379,15 @@ class Sink(Protocol[T_co]):
     def close(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> T_co: ...
 
 
+class AsyncSink(Sink[T_co], Protocol[T_co]):
+    """A sink that ``arun`` seals on its event loop, awaiting ``aclose`` (a sink with no
+    ``aclose`` is closed in a worker thread)."""
+
+    async def aclose(
+        self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /
+    ) -> T_co: ...
+
+
 @runtime_checkable
 class Recorder(Protocol[T_co]):
     """An emit that can also record each message the moment it joins the history."""

@@ -14,7 +14,8 @@ nothing needs to inherit from anything. These are the shapes, as Protocols that
 
 The arrows: ``Invoke`` (G), ``Parse`` (V1), ``Execute`` (V2), ``Emit`` (emit), and
 for ``arun`` the async ``AsyncInvoke`` and ``AsyncExecute``. Around them: ``Recorder``
-and ``Sink`` (an emit that records as the run goes), ``Verify`` and ``Judge`` (a
+and ``Sink`` (an emit that records as the run goes; ``AsyncSink``, sealed on ``arun``'s
+event loop), ``Verify`` and ``Judge`` (a
 check of the agent's submissions), ``Watch`` (a supervisor), ``Closeable`` and
 ``AsyncCloseable`` (components holding resources), and the values that flow through.
 """
@@ -28,6 +29,7 @@ from four._types import (
     AsyncCloseable,
     AsyncExecute,
     AsyncInvoke,
+    AsyncSink,
     Closeable,
     Emit,
     Execute,
@@ -68,6 +70,7 @@ __all__ = [
     "AsyncCloseable",
     "AsyncExecute",
     "AsyncInvoke",
+    "AsyncSink",
     "Closeable",
     "Component",
     "Emit",

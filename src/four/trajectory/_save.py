@@ -16,6 +16,7 @@ from four._outcomes import Outcome
 from four._types import JSON, NO_USAGE, Message, RunInfo, RunStats
 from four.trajectory._codec import message_to_json, usage_to_json
 from four.trajectory._driver import this_driver
+from four.trajectory._durable import write_all, write_atomic, write_atomic_async
 from four.trajectory._seal import ALGORITHM, Chain, canonical_text, encode_parts, verdict_facts
 from four.trajectory._sign import SigningError, SigningKey
 
@@ -143,7 +144,7 @@ class TrajectorySink:
                 record += f', "signature": "{self._key.sign(digest)}"'
             data = f"{record}}}\n".encode()
             try:
-                _write(self._fd, data)
+                write_all(self._fd, data)
             except OSError as exc:
                 self._failed(exc, [])
                 return
@@ -166,7 +167,7 @@ class TrajectorySink:
             self._pending.append(data)  # for the end
             return
         try:  # unbuffered: a killed process keeps every line written
-            _write(self._fd, data)
+            write_all(self._fd, data)
         except OSError as exc:  # the disk is full...: kept, and the run decides
             self._failed(exc, [data])
             return
@@ -174,6 +175,27 @@ class TrajectorySink:
         self._written += 1
 
     def close(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> Path:
+        data = self._document(messages, outcome, stats)
+        try:
+            write_atomic(self._dir, f"{self._stem}.json", data)
+        except OSError as exc:
+            raise TrajectoryNotSaved(self, exc, len(self._messages)) from exc
+        return self.path
+
+    async def aclose(
+        self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /
+    ) -> Path:
+        """``close`` for ``arun``: the document is made on the event loop, and the
+        waits on the disk happen in one thread shared by all runs."""
+        data = self._document(messages, outcome, stats)
+        try:
+            await write_atomic_async(self._dir, f"{self._stem}.json", data)
+        except OSError as exc:
+            raise TrajectoryNotSaved(self, exc, len(self._messages)) from exc
+        return self.path
+
+    def _document(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats) -> bytes:
+        """End the stream, and render the sealed document."""
         stats_json = _stats_json(stats)
         detail = _outcome_json(outcome)
         stream = f"{self._stem}.jsonl"
@@ -225,13 +247,7 @@ class TrajectorySink:
         if self._key is not None:
             seal["signature"] = self._key.sign(ended.digest)
         document["seal"] = canonical_text(seal)
-        try:
-            _write_atomic(
-                self._dir, f"{self._stem}.json", _render(document, self._messages).encode()
-            )
-        except OSError as exc:
-            raise TrajectoryNotSaved(self, exc, len(self._messages)) from exc
-        return self.path
+        return _render(document, self._messages).encode()
 
     def _ended(self, end: dict[str, str], messages: int, stats: JSON) -> Chain:
         """The chain so far, ended with the end record's (encoded) values."""
@@ -269,7 +285,7 @@ class TrajectorySink:
                 self._relink(fd)
             else:
                 os.ftruncate(fd, self._size)
-            _write(fd, rest)
+            write_all(fd, rest)
         except OSError as exc:
             if self.failure is None:
                 self.failure = exc
@@ -286,7 +302,7 @@ class TrajectorySink:
             data = old.read(self._size)
         fresh = os.open(self.jsonl, _FLAGS | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o666)
         try:
-            _write(fresh, data)
+            write_all(fresh, data)
         except BaseException:
             os.close(fresh)
             raise
@@ -361,38 +377,6 @@ def _create(folder: Path, name: str) -> int:
     except FileNotFoundError:  # the folder is made on first use, not checked every run
         folder.mkdir(parents=True, exist_ok=True)
         return os.open(folder / name, flags, 0o666)
-
-
-def _write(fd: int, data: bytes) -> None:
-    """Write all of ``data`` (a short write, from a signal or a nearly full disk, is
-    finished; a disk that stays full raises)."""
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def _write_atomic(folder: Path, name: str, data: bytes) -> None:
-    """``folder/name`` appears whole or not at all, and survives a power cut once this
-    returns: a temporary file in the same folder, written and fsynced, renamed over the
-    name, and the folder fsynced so the rename is on disk too."""
-    tmp = folder / f".{name}.{os.urandom(4).hex()}.tmp"
-    try:
-        fd = os.open(tmp, _FLAGS | os.O_CREAT | os.O_EXCL, 0o666)
-        try:
-            _write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, folder / name)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 def _outcome_json(outcome: Outcome) -> dict[str, JSON]:

@@ -15,7 +15,7 @@ from four.domains.notebook._kernel import KernelEnv
 from four.domains.notebook._nb import notebook, to_text
 from four.domains.notebook._outputs import figures
 from four.trajectory import ArtifactRecorder, save_trajectory, save_with_artifact
-from four.trajectory._save import _write_atomic
+from four.trajectory._durable import write_atomic
 from four.types import JSON
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ class NotebookFile:
         made = sum(len(figures(c.get("outputs", []))) for c in cells)
         four: dict[str, JSON] = {"trajectory": f"{stem.name}.json", "outcome": outcome.text}
         text = to_text(build_notebook(cells, four=four))
-        _write_atomic(target.parent, target.name, text.encode())
+        write_atomic(target.parent, target.name, text.encode())
         code = sum(1 for c in cells if c.cell_type == "code")
         return {"path": target.name, "cells": len(cells), "code_cells": code, "figures": made}
 
