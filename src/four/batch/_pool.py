@@ -57,15 +57,39 @@ class ThreadPool:
 
 @dataclass(frozen=True, slots=True)
 class AsyncPool:
-    """Runs an async ``make_run`` as tasks of one event loop, in one thread of this
-    process, ``max_concurrency`` at once: the default for an async ``make_run``.
+    """Runs an async ``make_run`` as tasks of an event loop, ``max_concurrency`` at once:
+    the default for an async ``make_run``.
 
-    >>> AsyncPool()
-    AsyncPool()
+    With ``processes=1`` (the default) the loop runs in one thread of this process. One
+    process holds one GIL, so past a few thousand runs at once the loop's own CPU
+    bounds the batch: ``processes=N`` spreads the runs over N worker processes, each
+    with its event loop, the least loaded taking the next run (``max_concurrency`` is
+    for them all). This process still writes the manifest, and the budgets, Ctrl-C and
+    ``time_limit`` work as in one process. The workers start fresh (start method
+    ``spawn``), so ``make_run`` must pickle, as for Ray: a function (or an instance of
+    a class) defined at a module's top level, not a lambda or a nested function; a
+    script's own functions need its ``if __name__ == "__main__":`` guard. A worker that
+    dies hands back its runs in flight as ``crashed: batch: worker process N died ...``
+    (not final: run the batch again to retry them); the other workers go on.
+
+    >>> AsyncPool(processes=2).processes
+    2
     """
 
+    processes: int = 1
+
+    def __post_init__(self) -> None:
+        if type(self.processes) is not int or self.processes < 1:
+            raise ValueError(
+                f"AsyncPool: processes must be a whole number >= 1, not {self.processes!r}"
+            )
+
     def open(self, spec: Spec) -> Session:
-        return _AsyncSession(spec)
+        if self.processes == 1:
+            return _AsyncSession(spec)
+        from four.batch._procpool import ProcessSession  # multiprocessing only when asked
+
+        return ProcessSession(spec, self.processes)
 
 
 class _InProcess:
