@@ -27,7 +27,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from multiprocessing.process import BaseProcess
 from pathlib import Path
@@ -242,7 +242,7 @@ class ProcessSession:
 
     def _await_ready(self) -> None:
         """Wait until every worker has loaded make_run; raise if one cannot."""
-        waiting: dict[mpc.Connection | int, _Worker] = {w.reports: w for w in self._workers}
+        waiting: dict[object, _Worker] = {w.reports: w for w in self._workers}
         deadline = time.monotonic() + READY_WITHIN
         while waiting:
             left = deadline - time.monotonic()
@@ -251,9 +251,9 @@ class ProcessSession:
                 raise RuntimeError(
                     f"{self._where}: worker process {numbers} not ready within {READY_WITHIN:g} s"
                 )
-            by_handle: dict[mpc.Connection | int, _Worker] = dict(waiting)
+            by_handle: dict[object, _Worker] = dict(waiting)
             by_handle.update({w.process.sentinel: w for w in waiting.values()})
-            for ready in mpc.wait(list(by_handle), left):
+            for ready in mpc.wait(_handles(waiting.values()), left):
                 worker = by_handle[ready]
                 if worker.reports not in waiting:
                     continue
@@ -300,9 +300,9 @@ class ProcessSession:
         live = [w for w in self._workers if w.alive]
         if not live:
             return
-        by_handle: dict[mpc.Connection | int, _Worker] = {w.reports: w for w in live}
+        by_handle: dict[object, _Worker] = {w.reports: w for w in live}
         by_handle.update({w.process.sentinel: w for w in live})
-        for handle in mpc.wait(list(by_handle), timeout):
+        for handle in mpc.wait(_handles(live), timeout):
             worker = by_handle[handle]
             if worker.alive:
                 self._drain(worker)
@@ -359,6 +359,11 @@ class ProcessSession:
         worker.reports.close()
         with contextlib.suppress(ValueError):  # still running (a kill it ignored)
             worker.process.close()
+
+
+def _handles(workers: Iterable[_Worker]) -> list[mpc.Connection | int]:
+    """What tells of each worker: its reports, and its process's end."""
+    return [h for w in workers for h in (w.reports, w.process.sentinel)]
 
 
 def _lost(item: Item, outcome: str, *, error: str | None = None) -> RunResult:
