@@ -27,6 +27,7 @@ from four.quaternary import (
 )
 from four.quaternary._receipts import receipts_from_json
 from four.trajectory import Trajectory
+from four.trajectory._artifacts import artifact_problems
 from four.trajectory._load import read_text
 from four.trajectory._seal import SealCheck, canonical_text, check_document, check_stream
 from four.trajectory._sign import (
@@ -225,6 +226,8 @@ def _finish(path: Path, seal: SealCheck, wanted: str | None) -> Audit:
         errors += problems
     elif isinstance(detail, dict) and detail.get("kind") == "accepted":
         errors.append("the outcome is 'accepted' but the run holds no verdicts to show it")
+    if isinstance(stats, dict) and "artifacts" in stats:  # files beside it, sealed by digest
+        errors += artifact_problems(path.parent, stats["artifacts"])
     if wanted is not None:
         if seal.signer is None:
             errors.append(f"not signed: the audit asked for a signature by {wanted[:16]}")
