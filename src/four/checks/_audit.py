@@ -25,7 +25,7 @@ from four.quaternary import (
     TransitionReceipt,
     audit_trace,
 )
-from four.quaternary._receipts import receipts_from_json
+from four.quaternary._receipts import STATE_FIELDS, receipts_from_json
 from four.trajectory import Trajectory
 from four.trajectory._artifacts import artifact_problems
 from four.trajectory._load import read_text
@@ -44,21 +44,6 @@ _FIELDS: dict[str, tuple[str, ...]] = {
     "event": ("event", "action", "after", "digest"),
 }
 _EVENT = ("kind", "lease_id", "outcome", "dependency", "clock")
-_STATE = (
-    "exclusions",
-    "used_evidence",
-    "used_compute",
-    "dependencies",
-    "evidence_budget",
-    "compute_budget",
-    "dependency_budget",
-    "status",
-    "candidate_disposition",
-    "evaluation_count",
-    "clock",
-    "pending_lease",
-    "held_reason",
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,7 +344,9 @@ def _receipt_errors(document: JSON) -> list[str]:
             errors.append(f"receipt {i}: field 'before' is not an object")
         elif isinstance(before, dict):
             errors += [
-                f"receipt {i}: field 'before.{k}' is missing" for k in _STATE if k not in before
+                f"receipt {i}: field 'before.{k}' is missing"
+                for k in STATE_FIELDS
+                if k not in before
             ]
         if len(errors) >= 10:
             break
