@@ -52,3 +52,22 @@ def test_a_failing_artifact_is_recorded_and_leaves_nothing(tmp_path: Path) -> No
 def test_a_key_the_stats_use_or_no_word_is_refused(tmp_path: Path, key: str) -> None:
     with pytest.raises(ValueError, match="key="):
         save_with_artifact(save_trajectory(tmp_path), key, note)
+
+
+def test_an_artifact_changed_or_removed_after_the_run_fails_the_audit(tmp_path: Path) -> None:
+    path = save_with_artifact(save_trajectory(tmp_path), "notes", note)([], Finished("ok"))
+    artifact = tmp_path / f"{path.stem}.notes" / "a.txt"
+    assert audit(path).valid and audit(path).errors == ()
+    artifact.write_text("exit:task_complete, honestly")
+    result = audit(path)
+    assert not result.valid
+    assert result.errors == (
+        f"the artifact {path.stem}.notes/a.txt was changed after the run sealed it",
+    )
+    artifact.unlink()
+    assert audit(path).errors == (
+        f"the artifact {path.stem}.notes/a.txt is missing (or not a regular file)",
+    )
+    artifact.symlink_to(tmp_path / "elsewhere.txt")
+    (tmp_path / "elsewhere.txt").write_text("exit:task_complete")  # the same bytes, elsewhere
+    assert not audit(path).valid

@@ -215,3 +215,79 @@ def test_a_failing_emit_fails_arun_as_it_fails_run() -> None:
         asyncio.run(arun(scripted_invoke(["DONE"]), V1, FakeEnv(), emit, prompt="p"))
     assert type(awaited.value) is type(plain.value)
     assert "disk full" in str(awaited.value) and str(awaited.value) == str(plain.value)
+
+
+def _ends_at_once(n: int, folder: Path) -> list[Path]:
+    """``n`` runs on one loop whose documents are all sealed in the same moment."""
+
+    async def G(messages: Sequence[Message]) -> Success[Assistant]:
+        await asyncio.sleep(0.05)
+        return Success(Assistant("DONE"))
+
+    emit = save_trajectory(folder)
+
+    async def many() -> list[Path]:
+        return await asyncio.gather(
+            *(arun(G, line_parse, FakeEnv(), emit, "s", f"task {i}") for i in range(n))  # type: ignore[arg-type]
+        )
+
+    return asyncio.run(many())
+
+
+def test_runs_ending_together_each_leave_their_whole_sealed_document(tmp_path: Path) -> None:
+    from four import audit
+
+    paths = _ends_at_once(300, tmp_path)
+    assert len(set(paths)) == 300 and all(p.is_file() for p in paths)
+    assert sorted(tmp_path.glob("*.json")) == sorted(paths)
+    assert not list(tmp_path.glob(".*.tmp"))  # no temporary file is left behind
+    tasks = {load_trajectory(p).messages[1].content for p in paths}
+    assert tasks == {f"task {i}" for i in range(300)}
+    assert all(audit(p).valid and audit(p).finished for p in paths)
+
+
+def test_a_rename_the_os_refuses_fails_that_run_as_run_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The wait on the disk happens off the loop; its error is still the run's error,
+    the same ``TrajectoryNotSaved`` that ``run`` raises, naming the stream kept."""
+    from four.trajectory import TrajectoryNotSaved
+
+    def refuse(src: object, dst: object) -> None:
+        raise OSError(18, "Invalid cross-device link")
+
+    monkeypatch.setattr(os, "replace", refuse)
+    G, V2 = scripted_invoke(["DONE"]), FakeEnv()
+    with pytest.raises(TrajectoryNotSaved) as plain:
+        run(G, line_parse, V2, save_trajectory(tmp_path / "a"), prompt="p")
+    with pytest.raises(TrajectoryNotSaved) as awaited:
+        asyncio.run(arun(scripted_invoke(["DONE"]), line_parse, FakeEnv(),
+                         save_trajectory(tmp_path / "b"), prompt="p"))  # fmt: skip
+    for error, folder in ((plain.value, tmp_path / "a"), (awaited.value, tmp_path / "b")):
+        assert str(error) == (
+            f"invalid cross-device link: the run could not be saved in {folder} "
+            f"({error.kept} keeps 3 of 3 messages)"
+        )
+    assert awaited.value.kept is not None and awaited.value.kept.is_file()
+    assert not list((tmp_path / "b").glob(".*.tmp"))
+
+
+def test_a_run_cancelled_while_it_is_sealed_still_leaves_its_document(tmp_path: Path) -> None:
+    async def G(messages: Sequence[Message]) -> Success[Assistant]:
+        return Success(Assistant("DONE"))
+
+    async def cancel_at_the_seal() -> None:
+        task = asyncio.ensure_future(arun(G, line_parse, FakeEnv(), save_trajectory(tmp_path),  # type: ignore[arg-type]
+                                          "s", "p"))  # fmt: skip
+        for _ in range(1000):  # until the document is written under its temporary name
+            await asyncio.sleep(0)
+            if list(tmp_path.glob(".*.tmp")) or list(tmp_path.glob("*.json")):
+                break
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancel_at_the_seal())
+    (saved,) = tmp_path.glob("*.json")
+    assert load_trajectory(saved).outcome == "exit:task_complete"
+    assert not list(tmp_path.glob(".*.tmp"))

@@ -4,6 +4,7 @@ thread pool's bound on its threads."""
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import subprocess
@@ -13,6 +14,8 @@ import threading
 import time
 import uuid
 from pathlib import Path
+
+import pytest
 
 from four import Finished
 from four.batch import AsyncPool, Item, RunContext, ThreadPool, iter_runs, run_many
@@ -136,3 +139,28 @@ def test_iter_runs_of_async_runs_yields_each_as_it_ends(tmp_path: Path) -> None:
     make_run = async_scripted_run([SUBMIT], delay=0.05)
     ids = [r.id for r in iter_runs(make_run, [Item("x"), Item("y")], tmp_path)]
     assert sorted(ids) == ["x", "y"]
+
+
+def test_the_collector_is_raised_while_an_async_batch_runs_then_put_back(
+    tmp_path: Path,
+) -> None:
+    seen: list[tuple[int, int, int]] = []
+
+    async def make_run(ctx: RunContext) -> Finished:
+        seen.append(gc.get_threshold())
+        return Finished("ok")
+
+    before = gc.get_threshold()
+    run_many(make_run, [Item("a")], tmp_path / "a")
+    assert seen[-1] == (max(before[0], 50_000), *before[1:])
+    assert gc.get_threshold() == before
+    run_many(make_run, [Item("b")], tmp_path / "b", pool=AsyncPool(gc_threshold=None))
+    assert seen[-1] == before == gc.get_threshold()
+    run_many(make_run, [Item("c")], tmp_path / "c", pool=AsyncPool(gc_threshold=900_000))
+    assert seen[-1][0] == 900_000 and gc.get_threshold() == before
+
+
+def test_a_wrong_gc_threshold_is_one_clear_error() -> None:
+    for wrong in (0, -5, 1.5, "big"):
+        with pytest.raises(ValueError, match="AsyncPool: gc_threshold must be a whole number"):
+            AsyncPool(gc_threshold=wrong)  # type: ignore[arg-type]

@@ -70,3 +70,43 @@ def test_bad_task_files_are_usage_errors(
         batch_command(_args(str(bad), "--model", "m"))
     assert main(["batch", str(tmp_path / "missing.jsonl"), "--model", "m"]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_without_o_the_batch_is_kept_outside_the_workspace_and_resumed_from_there(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("FOUR_MODEL", "FOUR_API_BASE", "FOUR_ENV", "FOUR_WORKERS", "FOUR_BATCH_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    workspace, state = tmp_path / "work", tmp_path / "state"
+    workspace.mkdir()
+    monkeypatch.chdir(workspace)
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    tasks = _tasks(workspace / "tasks.jsonl", 2)
+    model = StepModel(steps=2)
+    with serve_many(model) as server:
+        words = [str(tasks), "--model", "test-model", "--api-base", server.url]
+        assert batch_command(_args(*words)) == 0
+        (folder,) = (state / "four" / "batches").iterdir()
+        assert folder.name.startswith("tasks-")
+        assert sorted(read_manifest(folder)) == ["t0", "t1"]
+        assert str(folder / "manifest.jsonl") in capsys.readouterr().out
+        assert sorted(p.name for p in workspace.iterdir()) == ["tasks.jsonl"]  # nothing here
+        calls = model.calls
+        assert batch_command(_args(*words)) == 0  # the same file: the same batch, resumed
+        assert model.calls == calls and "0 runs" in capsys.readouterr().out
+    gc.collect()
+
+
+def test_a_batch_folder_the_agents_commands_could_read_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("FOUR_ENV", raising=False)
+    monkeypatch.chdir(tmp_path)
+    tasks = _tasks(tmp_path / "tasks.jsonl", 1)
+    assert main(["batch", str(tasks), "--model", "m", "--api-base", "http://127.0.0.1:9/v1",
+                 "-o", "here"]) == 2  # fmt: skip
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("four batch: error: -o here is inside the agent's workspace")
+    assert line.endswith("or --output-in-workspace to allow it")
+    assert not (tmp_path / "here").exists()

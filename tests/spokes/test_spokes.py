@@ -205,7 +205,9 @@ def test_four_spoke_new_from_the_terminal(
     monkeypatch.delenv("FOUR_MODEL", raising=False)
     example = CONTRACT.split("example.py\n```python\n", 1)[1].rsplit("```", 1)[0]
     server.push(chat(f"shout.py\n```python\n{example}```"), chat(SUBMIT))
-    folder, runs = tmp_path / "spokes", tmp_path / "runs"
+    folder, state = tmp_path / "spokes", tmp_path / "state"
+    monkeypatch.delenv("FOUR_OUTPUT_DIR", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))  # the trajectory goes there, not here
     # The folder's own mypy cache, seeded from this file's: typeshed and four are not
     # checked again (the acceptance is the same).
     shutil.copytree(cache, folder / ".four-spoke" / "mypy_cache")
@@ -221,13 +223,12 @@ def test_four_spoke_new_from_the_terminal(
             server.url,
             "--dir",
             str(folder),
-            "-o",
-            str(runs),
         ]
     )
     out = capsys.readouterr().out
     assert status == 0, out
     assert out.startswith("accepted · ") and (folder / "shout.py").read_text() == example
+    assert f"saved {state / 'four' / 'runs'}/" in out
 
 
 def test_a_bad_spoke_name_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:

@@ -108,6 +108,7 @@ class _Setup:
     time_limit: float | None
     stall_timeout: float | None
     max_cost: float | None
+    gc_threshold: int | None
     journal: Path
 
 
@@ -133,7 +134,7 @@ class _Worker:
 class ProcessSession:
     """A batch on ``processes`` worker processes (see ``AsyncPool``)."""
 
-    def __init__(self, spec: Spec, processes: int) -> None:
+    def __init__(self, spec: Spec, processes: int, gc_threshold: int | None) -> None:
         self._spec = spec
         self._where = f"AsyncPool(processes={processes})"
         try:
@@ -157,7 +158,7 @@ class ProcessSession:
                 journal = Path(tempfile.gettempdir()) / f"{tag}-{number}.journal"
                 setup = _Setup(
                     number, blob, spec.output_dir, spec.max_concurrency, spec.time_limit,
-                    spec.stall_timeout, spec.max_cost, journal,
+                    spec.stall_timeout, spec.max_cost, gc_threshold, journal,
                 )  # fmt: skip
                 commands_in, commands = context.Pipe(duplex=False)
                 reports, reports_out = context.Pipe(duplex=False)
@@ -416,7 +417,7 @@ def _worker_main(setup: _Setup, commands: mpc.Connection, reports: mpc.Connectio
     )  # fmt: skip
     journal = Journal(setup.journal)  # what a SIGKILL leaves running, for the batch to kill
     journal.open()
-    session = AsyncPool().open(spec)
+    session = AsyncPool(gc_threshold=setup.gc_threshold).open(spec)
     try:
         reports.send(_Ready(os.getpid()))
         _Relay(session, commands, reports).serve()

@@ -25,8 +25,9 @@ from four.quaternary import (
     TransitionReceipt,
     audit_trace,
 )
-from four.quaternary._receipts import receipts_from_json
+from four.quaternary._receipts import STATE_FIELDS, receipts_from_json
 from four.trajectory import Trajectory
+from four.trajectory._artifacts import artifact_problems
 from four.trajectory._load import read_text
 from four.trajectory._seal import SealCheck, canonical_text, check_document, check_stream
 from four.trajectory._sign import (
@@ -43,21 +44,6 @@ _FIELDS: dict[str, tuple[str, ...]] = {
     "event": ("event", "action", "after", "digest"),
 }
 _EVENT = ("kind", "lease_id", "outcome", "dependency", "clock")
-_STATE = (
-    "exclusions",
-    "used_evidence",
-    "used_compute",
-    "dependencies",
-    "evidence_budget",
-    "compute_budget",
-    "dependency_budget",
-    "status",
-    "candidate_disposition",
-    "evaluation_count",
-    "clock",
-    "pending_lease",
-    "held_reason",
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,6 +211,8 @@ def _finish(path: Path, seal: SealCheck, wanted: str | None) -> Audit:
         errors += problems
     elif isinstance(detail, dict) and detail.get("kind") == "accepted":
         errors.append("the outcome is 'accepted' but the run holds no verdicts to show it")
+    if isinstance(stats, dict) and "artifacts" in stats:  # files beside it, sealed by digest
+        errors += artifact_problems(path.parent, stats["artifacts"])
     if wanted is not None:
         if seal.signer is None:
             errors.append(f"not signed: the audit asked for a signature by {wanted[:16]}")
@@ -356,7 +344,9 @@ def _receipt_errors(document: JSON) -> list[str]:
             errors.append(f"receipt {i}: field 'before' is not an object")
         elif isinstance(before, dict):
             errors += [
-                f"receipt {i}: field 'before.{k}' is missing" for k in _STATE if k not in before
+                f"receipt {i}: field 'before.{k}' is missing"
+                for k in STATE_FIELDS
+                if k not in before
             ]
         if len(errors) >= 10:
             break

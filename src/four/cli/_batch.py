@@ -41,7 +41,6 @@ DESCRIPTION = (
     "DIR/manifest.jsonl; run again and finished tasks are skipped. Exit 0 when every "
     "task has a result, 1 when a batch budget stopped it first."
 )
-DEFAULT_OUTPUT_DIR = "batch"
 DEFAULT_WORKERS = 8
 DEFAULT_STALL = 900.0
 
@@ -63,7 +62,16 @@ def batch_flags(p: argparse.ArgumentParser) -> None:
         "ray://HOST:10001, or HOST:PORT; needs four[ray] [FOUR_RAY]",
     )
     p.add_argument(
-        "-o", "--output-dir", help=f"the batch folder [FOUR_BATCH_DIR, ./{DEFAULT_OUTPUT_DIR}]"
+        "-o",
+        "--output-dir",
+        help="the batch folder, outside the agents' workspace [FOUR_BATCH_DIR, "
+        "$XDG_STATE_HOME/four/batches/<TASKS name>-<digest of its path>]",
+    )
+    p.add_argument(
+        "--output-in-workspace",
+        action="store_true",
+        help="allow -o inside the workspace with --env local/persistent, where the agents' "
+        "commands can read the batch's runs",
     )
     p.add_argument(
         "--max-steps", type=_positive_int, help="model calls per run at most [FOUR_MAX_STEPS, 100]"
@@ -189,9 +197,10 @@ def batch_options(args: argparse.Namespace) -> BatchOptions:
         if args.stall_timeout is not None
         else env.get_float("FOUR_STALL_TIMEOUT", DEFAULT_STALL)
     )
+    folder = args.output_dir or env.get("FOUR_BATCH_DIR")
     return BatchOptions(
         Path(args.tasks),
-        Path(args.output_dir or env.get("FOUR_BATCH_DIR") or DEFAULT_OUTPUT_DIR),
+        Path(folder) if folder else default_batch_dir(Path(args.tasks)),
         workers or DEFAULT_WORKERS,
         args.ray or env.get("FOUR_RAY"),
         stall or None,
@@ -199,6 +208,23 @@ def batch_options(args: argparse.Namespace) -> BatchOptions:
         args.batch_timeout or None,
         bool(args.redo),
     )
+
+
+def default_batch_dir(tasks: Path) -> Path:
+    """Where ``four batch TASKS`` keeps its batch without ``-o``: beside ``four run``'s
+    runs, never in the agents' workspace, one folder per tasks file (its name and a
+    digest of its absolute path: the same file resumes the same batch).
+
+    >>> default_batch_dir(Path("/data/tasks.jsonl")).name
+    'tasks-891ccb84'
+    """
+    import hashlib
+
+    from four.cli._run import default_output_dir
+
+    where = Path(os.path.abspath(tasks.expanduser()))
+    digest = hashlib.sha256(os.fsencode(where)).hexdigest()[:8]
+    return default_output_dir().parent / "batches" / f"{where.stem}-{digest}"
 
 
 def batch_command(args: argparse.Namespace) -> int:
@@ -211,6 +237,7 @@ def batch_command(args: argparse.Namespace) -> int:
     from four.cli._preflight import output_folder, prompt_fits
     from four.cli._run import (
         api_key,
+        guard_output,
         load_domain,
         make_check,
         options,
@@ -231,6 +258,7 @@ def batch_command(args: argparse.Namespace) -> int:
     # four run's settings, with a stand-in task (each item brings its own).
     opts = options(argparse.Namespace(**{**vars(args), "task": "(each item's task)"}))
     make_check(opts)  # a bad --check-files is a usage error now, not in every run
+    guard_output(replace(opts, output_dir=str(batch.output_dir)))
     output_folder(str(batch.output_dir))  # before any model call, as four run
     key = api_key(opts)
     model, server = resolve(opts, key)

@@ -24,7 +24,12 @@ def flags(p: argparse.ArgumentParser) -> None:
     new.add_argument("-m", "--model", help="litellm model name [FOUR_MODEL]")
     new.add_argument("--api-base", help="an OpenAI-compatible server [FOUR_API_BASE]")
     new.add_argument("--dir", default="spokes", help="where the module goes [spokes]")
-    new.add_argument("-o", "--output-dir", help="where the trajectory goes [FOUR_OUTPUT_DIR]")
+    new.add_argument(
+        "-o",
+        "--output-dir",
+        help="where the trajectory goes [FOUR_OUTPUT_DIR, $XDG_STATE_HOME/four/runs or "
+        "~/.local/state/four/runs]",
+    )
     new.add_argument("--max-steps", type=int, default=40, help="model calls at most [40]")
     new.add_argument(
         "--cost-limit", type=float, default=3.0, help="stop after this many USD; 0 = none [3]"
@@ -57,7 +62,9 @@ def main(args: argparse.Namespace) -> int:
     G: Invoke = retry_invoke(litellm_invoke(model, api_base=api_base, api_key=key))
     if args.cost_limit:
         G = budget_invoke(G, cost_limit=args.cost_limit)
-    output = args.output_dir or env.get("FOUR_OUTPUT_DIR") or "trajectories"
+    from four.cli._run import default_output_dir
+
+    output = args.output_dir or env.get("FOUR_OUTPUT_DIR") or str(default_output_dir())
     made = new_spoke(
         args.name, args.purpose, G, folder=args.dir, output_dir=output, max_steps=args.max_steps
     )

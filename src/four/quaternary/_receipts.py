@@ -69,6 +69,8 @@ _SCALARS: Final = (
     "pending_lease",
     "held_reason",
 )
+STATE_FIELDS: Final = ("exclusions", "used_evidence", "used_compute", "dependencies", *_SCALARS)
+"""The fields of a receipt's full controller state (``before`` of the first receipt)."""
 _E = TypeVar("_E", bound=Enum)
 
 

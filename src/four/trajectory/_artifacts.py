@@ -111,12 +111,39 @@ def _digests(folder: Path) -> dict[str, JSON]:
     """``relative path -> sha256:HEX`` of every file under ``folder``, sorted."""
     found: dict[str, JSON] = {}
     for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):
-        digest = hashlib.sha256()
-        with path.open("rb") as data:
-            for block in iter(lambda: data.read(1 << 16), b""):
-                digest.update(block)
-        found[path.relative_to(folder).as_posix()] = f"sha256:{digest.hexdigest()}"
+        found[path.relative_to(folder).as_posix()] = _digest(path)
     return found
+
+
+def _digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as data:
+        for block in iter(lambda: data.read(1 << 16), b""):
+            digest.update(block)
+    return f"sha256:{digest.hexdigest()}"
+
+
+def artifact_problems(folder: Path, artifacts: JSON) -> list[str]:
+    """What does not match in the artifacts a run recorded (``stats.artifacts``, each
+    file's name relative to the run's ``folder`` and its SHA-256): a file missing, not
+    a regular file, or changed since the run sealed it; a name outside ``folder``."""
+    if not isinstance(artifacts, dict):
+        return ["stats.artifacts is not an object of file names and digests"]
+    problems = []
+    for name, recorded in artifacts.items():
+        relative = Path(name)
+        if relative.is_absolute() or ".." in relative.parts or not relative.parts:
+            problems.append(f"the artifact {name!r} is named outside the run's folder")
+            continue
+        path = folder / relative
+        try:
+            if path.is_symlink() or not path.is_file():
+                problems.append(f"the artifact {name} is missing (or not a regular file)")
+            elif _digest(path) != recorded:
+                problems.append(f"the artifact {name} was changed after the run sealed it")
+        except OSError as exc:
+            problems.append(f"the artifact {name} cannot be read: {exc.strerror or exc}")
+    return problems
 
 
 def save_with_artifact(

@@ -3,8 +3,6 @@ live driver would have written, with the outcome the caller gives (``stopped: ..
 
 from __future__ import annotations
 
-import os
-import threading
 import time
 from pathlib import Path
 from typing import cast
@@ -13,8 +11,8 @@ from four._outcomes import Outcome
 from four._types import JSON, NO_USAGE, Assistant, Message, RunStats
 from four.trajectory._codec import message_from_json
 from four.trajectory._load import read_text, stream_records
-from four.trajectory._save import _FLAGS, TrajectorySink
-from four.trajectory._seal import Chain, canonical_text, check_stream, encode_parts
+from four.trajectory._save import TrajectorySink
+from four.trajectory._seal import Chain, canonical_text, check_stream
 from four.trajectory._sign import SigningKey
 
 
@@ -37,7 +35,6 @@ def seal_stream(jsonl: Path, outcome: Outcome, key: SigningKey | None = None) ->
     if found.signer is not None and (key is None or key.public != found.signer):
         raise NotResealable(f"{jsonl} is signed by {found.signer[:16]}: give its key (--sign)")
     whole = text[: text.rfind("\n") + 1]  # up to the last whole line
-    sink = object.__new__(TrajectorySink)
     chain = Chain()
     messages: list[str] = []
     times: list[float] = []
@@ -65,30 +62,6 @@ def seal_stream(jsonl: Path, outcome: Outcome, key: SigningKey | None = None) ->
         if isinstance(m, Assistant) and m.usage is not None:
             usage = usage + m.usage
     steps = sum(1 for m in history if isinstance(m, Assistant))
-    fd = os.open(jsonl, _FLAGS | os.O_APPEND)
-    stem = jsonl.name.removesuffix(".jsonl")
-    info_parts: list[tuple[str, str]] = []  # as the sink's constructor encodes them
-    info_text = encode_parts("info", info, 2, info_parts)
-    state: dict[str, object] = {
-        "_chain": chain,
-        "_dir": jsonl.parent,
-        "_fd": fd,
-        "_head": "",
-        "_info": info,
-        "_info_parts": info_parts,
-        "_info_text": info_text,
-        "_key": key,
-        "_lock": threading.Lock(),
-        "_messages": messages,
-        "_pending": [],
-        "_seal": seal,
-        "_size": len(whole.encode()),
-        "_started": begun,
-        "_stem": stem,
-        "_times": times,
-        "_written": len(messages),
-        "failure": None,
-    }
-    for name, value in state.items():
-        object.__setattr__(sink, name, value)
+    size = len(whole.encode())
+    sink = TrajectorySink.reopen(jsonl, info, seal, chain, messages, times, size, key)
     return sink.close(history, outcome, RunStats(steps, usage, begun, time.time()))

@@ -59,7 +59,6 @@ class TrajectorySink:
         "_fd",
         "_head",
         "_info",
-        "_info_parts",
         "_info_text",
         "_key",
         "_lock",
@@ -86,9 +85,9 @@ class TrajectorySink:
         self._seal: dict[str, JSON] = {"algorithm": ALGORITHM}
         if key is not None:
             self._seal["signer"] = key.public
-        # Each value is encoded once (canonical JSON), for its links, lines and document.
-        self._info_parts: list[tuple[str, str]] = []
-        self._info_text = encode_parts("info", self._info, 2, self._info_parts)
+        # Each value is encoded once (canonical JSON), for its links, lines and document;
+        # info's parts wait for the seal (ten thousand runs starting at once wait less).
+        self._info_text = canonical_text(self._info)
         self._chain = Chain()
         self._chain.start_encoded(FORMAT, self._seal, self._info_text)
         self._times: list[float] | None = []  # each message's time; None: not known
@@ -108,6 +107,34 @@ class TrajectorySink:
         self._size = 0  # bytes of whole lines in the stream
         self._written = 0  # messages in the stream
         self._pending: list[bytes] = []  # lines not written, once it failed
+
+    @classmethod
+    def reopen(
+        cls,
+        jsonl: Path,
+        info: dict[str, JSON],
+        seal: dict[str, JSON],
+        chain: Chain,
+        messages: list[str],
+        times: list[float],
+        size: int,
+        key: SigningKey | None,
+    ) -> TrajectorySink:
+        """The sink of a stream whose driver is gone (``seal_stream``): ``chain``,
+        ``messages`` and ``times`` were read off its first ``size`` bytes (its whole
+        lines; a last line cut short is dropped when the end record is written)."""
+        sink = cls.__new__(cls)
+        started = info.get("started_at")
+        sink._stem = jsonl.name.removesuffix(".jsonl")
+        sink._dir = jsonl.parent
+        sink._started = float(started) if isinstance(started, int | float) else time.time()
+        sink._info, sink._info_text = info, canonical_text(info)
+        sink._key, sink._lock, sink._seal, sink._chain = key, threading.Lock(), seal, chain
+        sink._times, sink._messages = times, messages
+        sink._fd = os.open(jsonl, _FLAGS | os.O_APPEND)
+        sink._head, sink.failure, sink._pending = "", None, []
+        sink._size, sink._written = size, len(messages)
+        return sink
 
     @property
     def jsonl(self) -> Path:
@@ -199,7 +226,8 @@ class TrajectorySink:
         stats_json = _stats_json(stats)
         detail = _outcome_json(outcome)
         stream = f"{self._stem}.jsonl"
-        found = [*self._info_parts]  # the document's parts: info's, then these
+        found: list[tuple[str, str]] = []  # the document's parts: info's, then these
+        encode_parts("info", self._info, 2, found)
         end = {  # the values encoded once: the stream's end, the links, the document
             "type": '"end"',
             "outcome": canonical_text(outcome.text),
