@@ -19,7 +19,7 @@ import pytest
 
 from four.batch import AsyncPool, Item, RunContext, iter_runs, read_manifest, run_many
 from four.trajectory import load_trajectory
-from tests.batch._agents import alive, bash, manifest_lines
+from tests.batch._agents import CannotStart, alive, bash, manifest_lines
 from tests.batch._spawnable import AsyncScriptedRun
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,6 +87,14 @@ def test_make_run_that_does_not_pickle_is_refused_at_once(tmp_path: Path) -> Non
     with pytest.raises(TypeError, match=r"make_run must pickle .*module's top level"):
         run_many(make_run, [Item("a")], tmp_path, pool=TWO)
     assert time.monotonic() - started < 5
+
+
+def test_make_run_that_a_worker_cannot_load_is_refused_at_once(tmp_path: Path) -> None:
+    started = time.monotonic()
+    with pytest.raises(TypeError, match=r"worker process \d cannot load make_run .*no module"):
+        run_many(CannotStart("no module here"), [Item("a")], tmp_path, pool=TWO)
+    assert time.monotonic() - started < 20
+    assert not (tmp_path / "runs").exists()  # nothing ran
 
 
 def test_processes_is_a_whole_number_of_at_least_one() -> None:
