@@ -21,6 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from four._pids import pid_alive
 from four.execute._interrupt import Command, observe
 from four.execute._kill import kill_marked
 
@@ -95,7 +96,7 @@ def sweep(own: Path, quiet: float = QUIET) -> list[str]:
         if path == own:
             continue
         try:
-            if time.time() - path.stat().st_mtime < quiet or _alive(_read(path)[0]):
+            if time.time() - path.stat().st_mtime < quiet or _running(_read(path)[0]):
                 continue
         except OSError:  # gone meanwhile, or another user's
             continue
@@ -117,19 +118,6 @@ def _read(path: Path) -> tuple[int | None, list[str]]:
         elif kind == "-":
             marks.pop(value.strip(), None)
     return pid, list(marks)
-
-
-def _alive(pid: int | None) -> bool:
-    """Whether ``pid`` runs (a reused pid counts as alive: the journal is kept)."""
-    if pid is None:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _remove_containers(pid: str) -> list[str]:
@@ -156,3 +144,8 @@ def _remove_containers(pid: str) -> list[str]:
     except (OSError, subprocess.TimeoutExpired):
         return []
     return listed
+
+
+def _running(pid: int | None) -> bool:
+    """Whether the journal's process runs (a reused pid counts: the journal is kept)."""
+    return pid is not None and pid_alive(pid)

