@@ -6,9 +6,10 @@ Each run is 10 model calls (a scripted G that waits 1 s: ``asyncio.sleep`` for t
 async batch, ``time.sleep`` for the thread pool) and 9 commands to a trivial V2 (an
 observation returned at once), its trajectory saved (``save_trajectory``, into a
 folder on tmpfs) and a manifest line written per run. CPU is counted from the
-batch's start to its end (not the interpreter's start and imports). All N runs start at once, so the
-ideal wall time is 10 s whatever N. Each row runs in a fresh interpreter; CPU is that
-process's user + system time, and "CPU / step" divides it by the N x 10 steps.
+batch's start to its end (not the interpreter's start and imports). All N runs start
+at once, so the ideal wall time is 10 s whatever N. Each row runs in a fresh
+interpreter; CPU is that process's user + system time (with its worker processes'),
+and "CPU / step" divides it by the N x 10 steps.
 
 Rows: ``iter_runs`` with an ``async def make_run`` awaiting ``four.arun`` (the
 ``AsyncPool``: one event loop, runs as tasks) at 100 and 10,000 runs; the same at

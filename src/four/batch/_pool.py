@@ -5,7 +5,8 @@ CPython's thread bookkeeping grows with the number of live threads at every thre
 start and stop, so thousands of threads cost quadratic CPU; past the bound, runs wait
 for a thread and the batch's time grows linearly. ``AsyncPool`` runs an async
 ``make_run`` (``async def make_run(ctx): return await four.arun(...)``) as tasks of one
-event loop in one thread: ten thousand runs at once cost no thread each.
+event loop in one thread: ten thousand runs at once cost no thread each; with
+``processes=N``, over N worker processes (``_procpool``), one event loop each.
 """
 
 from __future__ import annotations
