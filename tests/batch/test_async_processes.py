@@ -123,7 +123,8 @@ def test_the_cost_budget_over_all_workers_stops_every_run(tmp_path: Path) -> Non
     assert len(results) == 2 and len(set(_pids(tmp_path).values())) == 2  # one on each
     assert {r.outcome for r in results} == {"cost_limit_reached: the batch's cost limit of 1 USD"}
     assert not any(r.final for r in results)
-    assert 1.0 <= sum(r.cost for r in results) <= 1.0 + 2 * 0.1 * 3  # a few calls over at most
+    # each worker hears of the other's cost every quarter second: a few calls over, at most
+    assert 1.0 <= sum(r.cost for r in results) <= 2.0
     assert any(0 < c < 1.0 for c in seen_cost)  # the workers' live cost, seen while running
     assert run_many(make_run, items, tmp_path, pool=TWO, max_cost=1.0) == []  # spent
 
