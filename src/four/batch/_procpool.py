@@ -386,10 +386,11 @@ def _deaf_to_ctrl_c() -> Iterator[None]:
     """SIGINT ignored while a worker starts, so it begins ignoring it (a disposition
     carried over exec), until it sets its own no-op handler. Only the main thread sets
     handlers; elsewhere the worker is deaf from that handler on."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
+    old = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or old is None:
+        yield  # (None: a handler set outside Python, which could not be put back)
         return
-    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         yield
     finally:
