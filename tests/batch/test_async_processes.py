@@ -12,6 +12,7 @@ import sys
 import textwrap
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,10 +42,10 @@ def _gone(pid: int) -> bool:
     return state in ("Z", "X")
 
 
-def _wait_until(condition: object, within: float) -> bool:
+def _wait_until(condition: Callable[[], object], within: float) -> bool:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
-        if callable(condition) and condition():
+        if condition():
             return True
         time.sleep(0.05)
     return False
