@@ -228,7 +228,7 @@ def _ends_at_once(n: int, folder: Path) -> list[Path]:
 
     async def many() -> list[Path]:
         return await asyncio.gather(
-            *(arun(G, line_parse, FakeEnv(), emit, "s", f"task {i}") for i in range(n))  # type: ignore[arg-type]
+            *(arun(G, line_parse, FakeEnv(), emit, "s", f"task {i}") for i in range(n))
         )
 
     return asyncio.run(many())
@@ -277,7 +277,7 @@ def test_a_run_cancelled_while_it_is_sealed_still_leaves_its_document(tmp_path: 
         return Success(Assistant("DONE"))
 
     async def cancel_at_the_seal() -> None:
-        task = asyncio.ensure_future(arun(G, line_parse, FakeEnv(), save_trajectory(tmp_path),  # type: ignore[arg-type]
+        task = asyncio.ensure_future(arun(G, line_parse, FakeEnv(), save_trajectory(tmp_path),
                                           "s", "p"))  # fmt: skip
         for _ in range(1000):  # until the document is written under its temporary name
             await asyncio.sleep(0)

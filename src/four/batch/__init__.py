@@ -4,6 +4,7 @@
     run_many(make_run, items, DIR)    the same, collected in a list
     ThreadPool()                      threads of this process (the default pool)
     AsyncPool()                       tasks of one event loop: an async make_run, thousands at once
+    AsyncPool(processes=N)            the same over N worker processes (make_run must pickle)
     RayPool(address=...)              threaded actors of a Ray cluster (``four[ray]``)
     read_items(TASKS.jsonl)           items from a JSON Lines file ({id, task, ...})
     read_manifest(DIR)                the latest RunResult of each item
@@ -30,6 +31,12 @@ returns and the trajectory is saved. A model call blocked in a socket read canno
 interrupted: the run ends when it returns, so bound it with the model's request
 timeout. Batch budgets (``max_cost``, ``max_wall_time``) and Ctrl-C stop scheduling
 and end running runs the same way; their manifest lines are not final.
+
+With ``AsyncPool(processes=N)`` each worker process runs its share of the runs on its
+own event loop (past a few thousand runs at once, one process's GIL is the bound):
+``make_run`` must pickle (defined at a module's top level), a worker ignores Ctrl-C and
+is stopped by the batch, and a worker that dies hands back its runs as crashed, not
+final; workers end with the batch, and on their own if the batch's process dies.
 
 On Ray: ``make_run`` must pickle (build clients inside it, or cache them per process),
 ``four`` must import on every node, and ``DIR`` should be on a file system every node

@@ -1,0 +1,498 @@
+"""``AsyncPool(processes=N)``: an async batch spread over N worker processes.
+
+Imported only by ``AsyncPool.open``. Each worker is a fresh interpreter (start method
+``spawn``: safe beside threads) hosting the in-process ``AsyncPool``, one event loop
+with its runs as tasks, so the runs' CPU is spread over N cores instead of one GIL.
+This process (the batch's) keeps the scheduling and the manifest; a worker only runs
+attempts and reports back. Two pipes per worker: commands in (the items, stop, the
+budget, close), reports out (results, live usage, its own cost stop).
+
+A worker ignores SIGINT (a Ctrl-C at the terminal reaches the whole process group): the
+batch stops it, as it stops in-process runs. A worker that dies hands back its runs in
+flight as ``crashed`` (not final: a rerun tries them again), and the commands it left
+running are killed from its journal. A worker whose batch process dies sees its
+command pipe close, ends its runs (``interrupted``, trajectories sealed) and exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import multiprocessing.connection as mpc
+import os
+import pickle
+import queue
+import signal
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+
+from four._outcomes import Crashed, Interrupted, Outcome
+from four._types import NO_USAGE, Usage
+from four.batch._items import Item
+from four.batch._journal import Journal, clean_up
+from four.batch._result import RunResult
+from four.batch._session import Session, Spec
+
+READY_WITHIN = 120.0
+"""Seconds a worker has to start and load ``make_run`` before the batch gives up."""
+TICK = 0.05
+"""Seconds a busy worker waits for a result before it looks at its commands again."""
+STATUS_EVERY = 0.25
+"""Seconds between a worker's reports of its live usage (when it changed): the batch
+looks at its budgets as often."""
+CLOSE_WITHIN = 60.0
+"""Seconds ``close()`` gives the workers to end (15 without ``wait``) before killing them."""
+ORPHAN_WAIT = 30.0
+"""Seconds a worker whose batch process died gives its runs to end and seal."""
+
+
+# --- the messages ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Stop:
+    outcome: Outcome
+    kill: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Spent:
+    cost: float  # the batch's spend beyond this worker's live runs
+
+
+@dataclass(frozen=True, slots=True)
+class _Close:
+    wait: bool
+
+
+_Command = Item | _Stop | _Spent | _Close
+"""What the batch sends a worker (an ``Item`` is a run to start), a list per message."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Ready:
+    pid: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Failed:
+    error: str  # make_run did not load in the worker
+
+
+@dataclass(frozen=True, slots=True)
+class _Report:
+    results: tuple[RunResult, ...]
+    usage: Usage
+    stopping: Outcome | None
+
+
+_Said = _Ready | _Failed | _Report
+"""What a worker sends the batch."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Setup:
+    """What a worker is started with (``make_run`` pickled: it loads it itself, so a
+    failure to load is a message, not a dead process)."""
+
+    number: int
+    make_run: bytes
+    output_dir: Path
+    max_concurrency: int
+    time_limit: float | None
+    stall_timeout: float | None
+    max_cost: float | None
+    gc_threshold: int | None
+    journal: Path
+
+
+# --- the batch's side -------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class _Worker:
+    """One worker process as the batch sees it."""
+
+    number: int
+    process: BaseProcess
+    commands: mpc.Connection
+    reports: mpc.Connection
+    journal: Path
+    running: dict[str, Item] = field(default_factory=dict)
+    outbox: list[_Command] = field(default_factory=list)
+    usage: Usage = NO_USAGE
+    told_spent: float | None = None
+    alive: bool = True
+
+
+class ProcessSession:
+    """A batch on ``processes`` worker processes (see ``AsyncPool``)."""
+
+    def __init__(self, spec: Spec, processes: int, gc_threshold: int | None) -> None:
+        self._spec = spec
+        self._where = f"AsyncPool(processes={processes})"
+        try:
+            blob = pickle.dumps(spec.make_run)
+        except Exception as exc:
+            raise TypeError(
+                f"{self._where}: make_run must pickle to reach the worker processes (start "
+                "method spawn): define it at a module's top level, not inside a function or "
+                f"as a lambda ({type(exc).__name__}: {exc})"
+            ) from None
+        self._ready: list[RunResult] = []
+        self._stop: Outcome | None = None
+        self._stopping: Outcome | None = None
+        self._spent = 0.0
+        self._closed = False
+        self._workers: list[_Worker] = []
+        context = multiprocessing.get_context("spawn")
+        tag = f"four-procs-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        try:
+            for number in range(1, processes + 1):
+                journal = Path(tempfile.gettempdir()) / f"{tag}-{number}.journal"
+                setup = _Setup(
+                    number, blob, spec.output_dir, spec.max_concurrency, spec.time_limit,
+                    spec.stall_timeout, spec.max_cost, gc_threshold, journal,
+                )  # fmt: skip
+                commands_in, commands = context.Pipe(duplex=False)
+                reports, reports_out = context.Pipe(duplex=False)
+                process = context.Process(
+                    target=_worker_main,
+                    args=(setup, commands_in, reports_out),
+                    name=f"four-batch-worker-{number}",
+                    daemon=True,  # ended at this interpreter's exit, should close be skipped
+                )
+                with _deaf_to_ctrl_c():  # a few ms
+                    process.start()
+                commands_in.close()  # ours closed: the worker sees EOF if we die...
+                reports_out.close()  # ... and we see EOF if it dies
+                self._workers.append(_Worker(number, process, commands, reports, journal))
+            self._await_ready()
+        except BaseException:
+            self._kill_all()
+            raise
+
+    # --- Session ---------------------------------------------------------------------
+
+    @property
+    def capacity(self) -> int:
+        return self._spec.max_concurrency
+
+    @property
+    def running(self) -> int:
+        return sum(len(w.running) for w in self._workers) + len(self._ready)
+
+    def submit(self, item: Item) -> None:
+        live = [w for w in self._workers if w.alive]
+        if not live:
+            why = Crashed("batch", "no worker process is left to run it").text
+            self._ready.append(_lost(item, why))
+            return
+        worker = min(live, key=lambda w: len(w.running))  # the least loaded
+        worker.running[item.id] = item
+        worker.outbox.append(item)  # sent with the next wait, stop or close: one message
+
+    def wait(self, timeout: float) -> list[RunResult]:
+        self._tell_spent()
+        self._flush()
+        if not self._ready and self.running:
+            self._receive(timeout)
+        self._receive(0)  # whatever else is there by now
+        ready, self._ready = self._ready, []
+        return ready
+
+    def stop(self, outcome: Outcome, *, kill: bool) -> None:
+        self._stop = outcome
+        for worker in self._workers:
+            worker.outbox.append(_Stop(outcome, kill))
+        self._flush()
+
+    def live_usage(self) -> Usage:
+        total = NO_USAGE
+        for worker in self._workers:
+            if worker.alive:
+                total += worker.usage
+        return total
+
+    def spent(self, cost: float) -> None:
+        self._spent = cost  # told to the workers at the next wait
+
+    def stopping(self) -> Outcome | None:
+        return self._stopping
+
+    def close(self, wait: bool = True) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for worker in self._workers:
+            worker.outbox.append(_Close(wait))
+        self._flush()
+        deadline = time.monotonic() + (CLOSE_WITHIN if wait else 15.0)
+        for worker in self._workers:
+            if worker.alive:
+                worker.process.join(max(0.0, deadline - time.monotonic()))
+        self._kill_all()
+
+    # --- inner workings ----------------------------------------------------------------
+
+    def _await_ready(self) -> None:
+        """Wait until every worker has loaded make_run; raise if one cannot."""
+        waiting: dict[object, _Worker] = {w.reports: w for w in self._workers}
+        deadline = time.monotonic() + READY_WITHIN
+        while waiting:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                numbers = ", ".join(str(w.number) for w in waiting.values())
+                raise RuntimeError(
+                    f"{self._where}: worker process {numbers} not ready within {READY_WITHIN:g} s"
+                )
+            by_handle: dict[object, _Worker] = dict(waiting)
+            by_handle.update({w.process.sentinel: w for w in waiting.values()})
+            for ready in mpc.wait(_handles(waiting.values()), left):
+                worker = by_handle[ready]
+                if worker.reports not in waiting:
+                    continue
+                said: _Said | None = None
+                with contextlib.suppress(EOFError, OSError):
+                    if worker.reports.poll():
+                        said = worker.reports.recv()
+                if isinstance(said, _Failed):
+                    raise TypeError(
+                        f"{self._where}: worker process {worker.number} cannot load make_run "
+                        f"({said.error}): define it in a module the workers import (a "
+                        'script\'s own functions need its `if __name__ == "__main__":` guard)'
+                    )
+                if said is None:
+                    worker.process.join(5)
+                    raise RuntimeError(
+                        f"{self._where}: worker process {worker.number} "
+                        f"{_ended(worker.process)} before it was ready (its error is above; a "
+                        'script starting worker processes needs `if __name__ == "__main__":`)'
+                    )
+                waiting.pop(worker.reports, None)
+
+    def _flush(self) -> None:
+        for worker in self._workers:
+            if worker.outbox and worker.alive:
+                message, worker.outbox = worker.outbox, []
+                with contextlib.suppress(OSError):  # dead: the next wait hears of it
+                    worker.commands.send(message)
+            worker.outbox.clear()
+
+    def _tell_spent(self) -> None:
+        """With a cost budget, tell each worker what the rest of the batch spent: the
+        runs that ended, and the other workers' live runs."""
+        if self._spec.max_cost is None:
+            return
+        live = self.live_usage().known_cost
+        for worker in self._workers:
+            others = self._spent + live - worker.usage.known_cost
+            if worker.alive and worker.told_spent != others:
+                worker.told_spent = others
+                worker.outbox.append(_Spent(others))
+
+    def _receive(self, timeout: float) -> None:
+        live = [w for w in self._workers if w.alive]
+        if not live:
+            return
+        by_handle: dict[object, _Worker] = {w.reports: w for w in live}
+        by_handle.update({w.process.sentinel: w for w in live})
+        for handle in mpc.wait(_handles(live), timeout):
+            worker = by_handle[handle]
+            if worker.alive:
+                self._drain(worker)
+
+    def _drain(self, worker: _Worker) -> None:
+        try:
+            while worker.reports.poll():
+                self._take(worker, worker.reports.recv())
+        except (EOFError, OSError):
+            self._died(worker)
+            return
+        if not worker.process.is_alive():
+            self._died(worker)
+
+    def _take(self, worker: _Worker, said: _Said) -> None:
+        if not isinstance(said, _Report):
+            return
+        for result in said.results:
+            worker.running.pop(result.id, None)
+            self._ready.append(result)
+        worker.usage = said.usage
+        if said.stopping is not None and self._stop is None and self._stopping is None:
+            self._stopping = said.stopping  # one worker's cost check stops them all
+            self.stop(said.stopping, kill=False)
+
+    def _died(self, worker: _Worker) -> None:
+        """The worker died: its runs in flight come back crashed; what it left running
+        is killed."""
+        worker.alive = False
+        worker.process.join(5)
+        why = f"worker process {worker.number} died ({_ended(worker.process)})"
+        text = Crashed("batch", f"{why} with the run in flight").text
+        for item in worker.running.values():
+            self._ready.append(_lost(item, text, error=why))
+        worker.running.clear()
+        worker.usage = NO_USAGE
+        self._release(worker)
+
+    def _kill_all(self) -> None:
+        """End every worker still up (after close's grace, or a failed start)."""
+        for worker in self._workers:
+            if not worker.alive:
+                continue  # released already
+            worker.alive = False
+            if worker.process.is_alive():
+                worker.process.kill()
+            worker.process.join(5)
+            self._release(worker)
+
+    def _release(self, worker: _Worker) -> None:
+        clean_up(worker.journal)  # a worker that ended well removed it: nothing to do
+        worker.journal.unlink(missing_ok=True)
+        worker.commands.close()
+        worker.reports.close()
+        with contextlib.suppress(ValueError):  # still running (a kill it ignored)
+            worker.process.close()
+
+
+def _handles(workers: Iterable[_Worker]) -> list[mpc.Connection | int]:
+    """What tells of each worker: its reports, and its process's end."""
+    return [h for w in workers for h in (w.reports, w.process.sentinel)]
+
+
+def _lost(item: Item, outcome: str, *, error: str | None = None) -> RunResult:
+    return RunResult(item.id, outcome, error=error or outcome, final=False, fields=item.fields)
+
+
+def _ended(process: BaseProcess) -> str:
+    code = process.exitcode
+    if code is None:
+        return "still running"
+    if code < 0:
+        with contextlib.suppress(ValueError):
+            return f"killed by {signal.Signals(-code).name}"
+    return f"exit code {code}"
+
+
+@contextlib.contextmanager
+def _deaf_to_ctrl_c() -> Iterator[None]:
+    """SIGINT ignored while a worker starts, so it begins ignoring it (a disposition
+    carried over exec), until it sets its own no-op handler. Only the main thread sets
+    handlers; elsewhere the worker is deaf from that handler on."""
+    old = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or old is None:
+        yield  # (None: a handler set outside Python, which could not be put back)
+        return
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+# --- the worker's side ------------------------------------------------------------------
+
+
+def _worker_main(setup: _Setup, commands: mpc.Connection, reports: mpc.Connection) -> None:
+    """A worker process: load make_run, open an in-process AsyncPool, relay."""
+    # Ctrl-C is the batch's to handle: it stops us. A handler, not SIG_IGN, so the
+    # commands the runs start get the default back at their exec.
+    signal.signal(signal.SIGINT, _ignore)
+    try:
+        make_run = pickle.loads(setup.make_run)
+    except Exception as exc:
+        reports.send(_Failed(f"{type(exc).__name__}: {exc}"))
+        return
+    from four.batch._pool import AsyncPool  # (not at import: _pool imports this module)
+
+    spec = Spec(
+        make_run, setup.output_dir, setup.max_concurrency, setup.time_limit,
+        setup.stall_timeout, setup.max_cost,
+    )  # fmt: skip
+    journal = Journal(setup.journal)  # what a SIGKILL leaves running, for the batch to kill
+    journal.open()
+    session = AsyncPool(gc_threshold=setup.gc_threshold).open(spec)
+    try:
+        reports.send(_Ready(os.getpid()))
+        _Relay(session, commands, reports).serve()
+    finally:
+        journal.close()
+
+
+def _ignore(signum: int, frame: object) -> None:
+    """A SIGINT reached a worker: the batch's process decides (see ``_worker_main``)."""
+
+
+class _Relay:
+    """A worker's loop between its pipes and its in-process session (one thread uses the
+    session; another sends the reports, so a full pipe never stops the commands)."""
+
+    def __init__(self, session: Session, commands: mpc.Connection, reports: mpc.Connection) -> None:
+        self.session = session
+        self.commands = commands
+        self.reports = reports
+        self.outbox: queue.SimpleQueue[_Report | None] = queue.SimpleQueue()
+        self.closing: _Close | None = None
+
+    def serve(self) -> None:
+        sender = threading.Thread(target=self._send, name="four-worker-reports", daemon=True)
+        sender.start()
+        session = self.session
+        told: tuple[Usage, Outcome | None] = (NO_USAGE, None)
+        told_at = 0.0
+        orphaned = False
+        while self.closing is None:
+            try:
+                if self.commands.poll(0 if session.running else STATUS_EVERY):
+                    self._obey()
+            except (EOFError, OSError):  # the batch's process is gone
+                orphaned = True
+                break
+            done = session.wait(TICK) if session.running else []
+            now = time.monotonic()
+            if done or now - told_at >= STATUS_EVERY:
+                state = (session.live_usage(), session.stopping())
+                if done or state != told:
+                    self.outbox.put(_Report(tuple(done), *state))
+                    told = state
+                told_at = now
+        if orphaned:
+            session.stop(Interrupted("the batch's process died"), kill=True)
+            deadline = time.monotonic() + ORPHAN_WAIT
+            while session.running and time.monotonic() < deadline:
+                session.wait(TICK)
+            session.close(wait=False)
+        else:
+            session.close(wait=self.closing is not None and self.closing.wait)
+        self.outbox.put(None)
+        sender.join(timeout=5)
+
+    def _obey(self) -> None:
+        """Do every command that has arrived."""
+        while True:
+            message: list[_Command] = self.commands.recv()
+            for command in message:
+                if isinstance(command, Item):
+                    self.session.submit(command)
+                elif isinstance(command, _Stop):
+                    self.session.stop(command.outcome, kill=command.kill)
+                elif isinstance(command, _Spent):
+                    self.session.spent(command.cost)
+                else:
+                    self.closing = command
+            if not self.commands.poll(0):
+                return
+
+    def _send(self) -> None:
+        while (report := self.outbox.get()) is not None:
+            try:
+                self.reports.send(report)
+            except OSError:  # the batch's process is gone: the loop sees it too
+                return
