@@ -12,7 +12,8 @@ interpreter; CPU is that process's user + system time (with its worker processes
 and "CPU / step" divides it by the N x 10 steps.
 
 Rows: ``iter_runs`` with an ``async def make_run`` awaiting ``four.arun`` (the
-``AsyncPool``: one event loop, runs as tasks) at 100 and 10,000 runs; the same at
+``AsyncPool``: one event loop, runs as tasks) at 100 and 10,000 runs, and at 10,000
+with the collector left at CPython's threshold (``gc_threshold=None``); the same at
 10,000 runs spread over two worker processes (``AsyncPool(processes=2)``: their CPU is
 counted too, as the children's); and the same workload with a plain ``make_run`` on
 the ``ThreadPool`` (threads bounded at 1,024) at 1,000 and 5,000 runs. The child is a
@@ -35,12 +36,14 @@ IDEAL = STEPS * LATENCY
 ROWS = (
     ("async", 100),
     ("async", 10_000),
+    ("async-gc", 10_000),
     ("processes", 10_000),
     ("threads", 1_000),
     ("threads", 5_000),
 )
 POOLS = {
     "async": "AsyncPool (arun)",
+    "async-gc": "AsyncPool(gc_threshold=None) (arun)",
     "processes": "AsyncPool(processes=2) (arun)",
     "threads": "ThreadPool (run)",
 }
@@ -90,7 +93,8 @@ def cpu(who: int) -> float:
 if __name__ == "__main__":  # (the worker processes import this file)
     kind, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     items = [Item(f"t{i}", f"task {i}") for i in range(n)]
-    pool = AsyncPool(processes=2) if kind == "processes" else None
+    pools = {"processes": AsyncPool(processes=2), "async-gc": AsyncPool(gc_threshold=None)}
+    pool = pools.get(kind)
     before = cpu(resource.RUSAGE_SELF) + cpu(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     results = run_many(make_run if kind == "threads" else amake_run, items, out, pool=pool,
