@@ -212,8 +212,8 @@ class TrajectorySink:
     async def aclose(
         self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /
     ) -> Path:
-        """``close`` for ``arun``: the document is made on the event loop, and the
-        waits on the disk happen in one thread shared by all runs."""
+        """``close`` for ``arun``: the document is made on the event loop; the waits on
+        the disk happen in a worker thread, one hand-off for all the documents waiting."""
         data = self._document(messages, outcome, stats)
         try:
             await write_atomic_async(self._dir, f"{self._stem}.json", data)
