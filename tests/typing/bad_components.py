@@ -12,6 +12,7 @@ from four.types import (
     Action,
     Assistant,
     AsyncExecute,
+    AsyncSink,
     Emit,
     Execute,
     ExecutionError,
@@ -21,6 +22,7 @@ from four.types import (
     Outcome,
     Parse,
     Reply,
+    RunStats,
     Submitted,
 )
 
@@ -49,6 +51,19 @@ def emit(messages: Sequence[Message], outcome: Outcome) -> int:
     return 1
 
 
+class SyncOnlySink:
+    """``aclose`` that is not a coroutine: no ``AsyncSink``."""
+
+    def append(self, message: Message, /) -> None:
+        pass
+
+    def close(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> int:
+        return 0
+
+    def aclose(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> int:
+        return 0
+
+
 G1: Invoke = returns_text  # E
 G2: Invoke = wrong_error  # E
 V1: Parse = parses_text  # E
@@ -56,6 +71,7 @@ V2: Execute = takes_a_string  # E
 V2_async_as_sync: Execute = async_env  # E
 aV2: AsyncExecute = takes_a_string  # E
 emit_str: Emit[str] = emit  # E
+sink: AsyncSink[int] = SyncOnlySink()  # E
 
 
 def runs_with_an_async_env() -> object:

@@ -14,6 +14,7 @@ from four.types import (
     Assistant,
     AsyncExecute,
     AsyncInvoke,
+    AsyncSink,
     Emit,
     Execute,
     ExecutionError,
@@ -24,8 +25,11 @@ from four.types import (
     Observation,
     Outcome,
     Parse,
+    Recorder,
     Rejected,
     Reply,
+    RunInfo,
+    RunStats,
     Submitted,
 )
 
@@ -64,19 +68,47 @@ def my_emit(messages: Sequence[Message], outcome: Outcome) -> Path:
     return Path(f"{outcome.text}.txt")
 
 
+class CountingSink:
+    """A sink ``arun`` seals on its event loop (``aclose``); ``run`` calls ``close``."""
+
+    def __init__(self) -> None:
+        self.seen = 0
+
+    def append(self, message: Message, /) -> None:
+        self.seen += 1
+
+    def close(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> int:
+        return self.seen
+
+    async def aclose(
+        self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /
+    ) -> int:
+        return self.seen
+
+
+class CountingRecorder:
+    def __call__(self, messages: Sequence[Message], outcome: Outcome, /) -> int:
+        return len(messages)
+
+    def open(self, info: RunInfo, /) -> AsyncSink[int]:
+        return CountingSink()
+
+
 G: Invoke = my_model
 aG: AsyncInvoke = my_async_model
 V1: Parse = my_parser
 V2: Execute = EchoEnv()
 aV2: AsyncExecute = AsyncEchoEnv()
 emit: Emit[Path] = my_emit
+counted: Recorder[int] = CountingRecorder()
 
 
 def runs() -> Path:
     return run(G, V1, V2, emit, prompt="count", max_steps=3)
 
 
-async def aruns() -> tuple[Path, Path]:
+async def aruns() -> tuple[Path, Path, int]:
     first = await arun(aG, V1, aV2, emit, prompt="count")
     second = await arun(G, V1, V2, emit, prompt="count")  # plain components work too
-    return first, second
+    messages = await arun(aG, V1, aV2, counted, prompt="count")
+    return first, second, messages
