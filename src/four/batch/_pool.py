@@ -83,7 +83,8 @@ class AsyncPool:
     (``gc.set_threshold``) is raised to at least this, then put back (in each worker
     process, with ``processes``). Thousands of live runs keep hundreds of thousands of
     objects, and at CPython's default the collector walks them all again and again: a
-    third of the CPU of 10,000 runs (bench_scale). ``None`` leaves the collector as it is.
+    sixth of the CPU of 10,000 runs (bench_scale's ``gc_threshold=None`` row). ``None``
+    leaves the collector as it is.
 
     >>> AsyncPool().gc_threshold
     50000
@@ -195,7 +196,7 @@ class _AsyncSession(_InProcess):
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._serve, name="four-batch-loop", daemon=True)
         self._thread.start()
-        self._collector = _raised_collector(gc_threshold)
+        self._collector = _RaisedCollector(gc_threshold)
 
     def _serve(self) -> None:
         asyncio.set_event_loop(self._loop)
@@ -233,50 +234,39 @@ class _AsyncSession(_InProcess):
 
 
 class _RaisedCollector:
-    """The collector's first threshold raised while any async session is open (they may
-    overlap, in threads), then put back unless someone changed it meanwhile."""
+    """The collector's first threshold raised to ``threshold`` (None: left as it is)
+    while any async session is open (they may overlap, in threads), then put back
+    unless someone changed it meanwhile."""
 
     _lock = threading.Lock()
-    _open: ClassVar[list[_RaisedCollector]] = []
-    _saved: ClassVar[tuple[int, int, int] | None] = None
-    _set: ClassVar[tuple[int, int, int] | None] = None
+    _open: ClassVar[list[int]] = []  # the thresholds of the sessions open
+    _saved: ClassVar[tuple[int, int, int]] = (0, 0, 0)
+    _set: ClassVar[tuple[int, int, int]] = (0, 0, 0)
 
-    def __init__(self, threshold: int) -> None:
+    def __init__(self, threshold: int | None) -> None:
         self._threshold = threshold
-        self._closed = False
+        if threshold is None:
+            return
         cls = type(self)
         with cls._lock:
             if not cls._open:
                 cls._saved = gc.get_threshold()
-            cls._open.append(self)
+            cls._open.append(threshold)
             cls._apply()
 
     @classmethod
     def _apply(cls) -> None:
-        saved = cls._saved
-        if saved is not None:
-            cls._set = (max([saved[0], *(c._threshold for c in cls._open)]), *saved[1:])
-            gc.set_threshold(*cls._set)
+        cls._set = (max(cls._saved[0], *cls._open), *cls._saved[1:])
+        gc.set_threshold(*cls._set)
 
     def close(self) -> None:
+        threshold, self._threshold = self._threshold, None
+        if threshold is None:
+            return
         cls = type(self)
         with cls._lock:
-            if self._closed:
-                return
-            self._closed = True
-            cls._open.remove(self)
+            cls._open.remove(threshold)
             if cls._open:
                 cls._apply()
-            elif cls._saved is not None:
-                if gc.get_threshold() == cls._set:
-                    gc.set_threshold(*cls._saved)
-                cls._saved = cls._set = None
-
-
-class _Untouched:
-    def close(self) -> None:
-        pass
-
-
-def _raised_collector(threshold: int | None) -> _RaisedCollector | _Untouched:
-    return _Untouched() if threshold is None else _RaisedCollector(threshold)
+            elif gc.get_threshold() == cls._set:
+                gc.set_threshold(*cls._saved)

@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-_FLAGS = os.O_WRONLY | os.O_CLOEXEC  # not inherited by the commands a run starts
+WRITE_FLAGS = os.O_WRONLY | os.O_CLOEXEC  # not inherited by the commands a run starts
 
 
 def write_atomic(folder: Path, name: str, data: bytes) -> None:
@@ -55,7 +55,7 @@ def write_all(fd: int, data: bytes) -> None:
 def _write_temporary(folder: Path, name: str, data: bytes) -> tuple[int, Path]:
     """``data`` in a new file beside ``folder/name``, still open; on failure none is left."""
     tmp = folder / f".{name}.{os.urandom(4).hex()}.tmp"
-    fd = os.open(tmp, _FLAGS | os.O_CREAT | os.O_EXCL, 0o666)
+    fd = os.open(tmp, WRITE_FLAGS | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         write_all(fd, data)
     except BaseException:

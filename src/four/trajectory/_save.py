@@ -16,7 +16,7 @@ from four._outcomes import Outcome
 from four._types import JSON, NO_USAGE, Message, RunInfo, RunStats
 from four.trajectory._codec import message_to_json, usage_to_json
 from four.trajectory._driver import this_driver
-from four.trajectory._durable import write_all, write_atomic, write_atomic_async
+from four.trajectory._durable import WRITE_FLAGS, write_all, write_atomic, write_atomic_async
 from four.trajectory._seal import ALGORITHM, Chain, canonical_text, encode_parts, verdict_facts
 from four.trajectory._sign import SigningError, SigningKey
 
@@ -131,7 +131,7 @@ class TrajectorySink:
         sink._info, sink._info_text = info, canonical_text(info)
         sink._key, sink._lock, sink._seal, sink._chain = key, threading.Lock(), seal, chain
         sink._times, sink._messages = times, messages
-        sink._fd = os.open(jsonl, _FLAGS | os.O_APPEND)
+        sink._fd = os.open(jsonl, WRITE_FLAGS | os.O_APPEND)
         sink._head, sink.failure, sink._pending = "", None, []
         sink._size, sink._written = size, len(messages)
         return sink
@@ -328,7 +328,7 @@ class TrajectorySink:
         self._dir.mkdir(parents=True, exist_ok=True)
         with open(f"/proc/self/fd/{fd}", "rb") as old:  # the unlinked file, read
             data = old.read(self._size)
-        fresh = os.open(self.jsonl, _FLAGS | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o666)
+        fresh = os.open(self.jsonl, WRITE_FLAGS | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o666)
         try:
             write_all(fresh, data)
         except BaseException:
@@ -394,12 +394,9 @@ def _render(document: dict[str, str], messages: list[str]) -> str:
     return "{\n" + ",\n".join(lines) + "\n}\n"
 
 
-_FLAGS = os.O_WRONLY | os.O_CLOEXEC  # not inherited by the commands the run starts
-
-
 def _create(folder: Path, name: str) -> int:
     """Create the run's ``.jsonl`` (never an existing file), making its folder if needed."""
-    flags = _FLAGS | os.O_CREAT | os.O_EXCL | os.O_APPEND
+    flags = WRITE_FLAGS | os.O_CREAT | os.O_EXCL | os.O_APPEND
     try:
         return os.open(folder / name, flags, 0o666)
     except FileNotFoundError:  # the folder is made on first use, not checked every run
