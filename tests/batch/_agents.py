@@ -180,6 +180,22 @@ def alive(token: str) -> list[int]:
     return found
 
 
+def commands_running(token: str) -> list[int]:
+    """Pids of the commands (each the leader of its own session) whose command line holds
+    ``token``. A command's forked children, until they exec, show the same command line
+    but lead no session: they are not counted."""
+    leaders = []
+    for pid in alive(token):
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                fields = f.read().rpartition(b")")[2].split()
+        except OSError:
+            continue
+        if int(fields[3]) == pid:  # after the name: state, ppid, pgrp, session
+            leaders.append(pid)
+    return leaders
+
+
 def manifest_lines(folder: Path) -> list[dict[str, object]]:
     text = (folder / "manifest.jsonl").read_text()
     return [json.loads(line) for line in text.splitlines() if line.strip()]

@@ -20,7 +20,7 @@ import pytest
 
 from four.batch import AsyncPool, Item, RunContext, iter_runs, read_manifest, run_many
 from four.trajectory import load_trajectory
-from tests.batch._agents import CannotStart, alive, bash, manifest_lines
+from tests.batch._agents import CannotStart, alive, bash, commands_running, manifest_lines
 from tests.batch._spawnable import AsyncScriptedRun
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -153,7 +153,7 @@ def test_closing_the_iterator_early_ends_and_records_the_workers_runs(tmp_path: 
     items = [Item("quick"), *(Item(f"s{i}") for i in range(3)), Item("never")]
     runs = iter_runs(make_run, items, tmp_path, pool=TWO, max_concurrency=4)
     assert next(runs).id == "quick"
-    assert _wait_until(lambda: len(alive(f"echo {token}")) >= 3, 30)
+    assert _wait_until(lambda: len(commands_running(f"echo {token}")) == 3, 30)
     runs.close()
     assert alive(token) == []
     latest = read_manifest(tmp_path)

@@ -23,6 +23,7 @@ from tests.batch._agents import (
     alive,
     async_scripted_run,
     bash,
+    commands_running,
     manifest_lines,
     scripted_run,
     serve_many,
@@ -219,10 +220,9 @@ def test_ctrl_c_on_a_ray_batch_saves_records_and_kills_everything(tmp_path: Path
     ) as proc:
         try:
             deadline = time.monotonic() + 90
-            # (bash's children also show the command line until they exec: >= 3)
-            while len(alive(f"echo {token}")) < 3 and time.monotonic() < deadline:
+            while len(commands_running(f"echo {token}")) < 3 and time.monotonic() < deadline:
                 time.sleep(0.1)
-            assert len(alive(f"echo {token}")) >= 3, proc.poll()
+            assert len(commands_running(f"echo {token}")) == 3, proc.poll()
             os.killpg(proc.pid, signal.SIGINT)
             stdout, stderr = proc.communicate(timeout=60)
         finally:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from four.batch import Item, iter_runs, read_manifest, run_many
 from four.trajectory import load_trajectory
-from tests.batch._agents import alive, bash, manifest_lines, scripted_run
+from tests.batch._agents import alive, bash, commands_running, manifest_lines, scripted_run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -115,10 +115,9 @@ def test_ctrl_c_ends_running_runs_kills_their_commands_and_records_them(tmp_path
     ) as proc:
         try:
             deadline = time.monotonic() + 30
-            # (bash's children also show the command line until they exec: >= 3)
-            while len(alive(f"echo {token}")) < 3 and time.monotonic() < deadline:
+            while len(commands_running(f"echo {token}")) < 3 and time.monotonic() < deadline:
                 time.sleep(0.05)
-            assert len(alive(f"echo {token}")) >= 3, proc.poll()
+            assert len(commands_running(f"echo {token}")) == 3, proc.poll()
             start = time.monotonic()
             proc.send_signal(signal.SIGINT)
             stdout, stderr = proc.communicate(timeout=30)
