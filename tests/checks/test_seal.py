@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Callable
+from enum import IntEnum, StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from four import Assistant, ToolCall, Usage, audit, run, save_trajectory, script
 from four.checks import Claim, command_check, verify
 from four.quaternary import CheckResult, ComputeNeed, EvidenceNeed, maybe, no, yes
 from four.trajectory import SigningKey
-from four.trajectory._seal import parts, recompute, verdict_facts
+from four.trajectory._seal import canonical_text, encode_parts, parts, recompute, verdict_facts
 from tests._doubles import FakeEnv, line_parse
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -156,6 +157,46 @@ def test_unedited_runs_are_valid(runs: dict[str, Path]) -> None:
     assert verified.verified and verified.evaluations == 3 and verified.receipts == 4
     assert audit(runs["plain"]).verified is False
     assert audit(runs["signed"], public_key=KEY.public).key_checked
+
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.integers(min_value=-(2**80), max_value=2**80)
+    | st.floats()  # NaN and the infinities too: json spells them its own way
+    | st.text(),
+    lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner),
+    max_leaves=20,
+)
+
+
+class Level(IntEnum):
+    HIGH = 3
+
+
+class Tag(StrEnum):
+    RED = "r\u00e9d"
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+@settings(max_examples=500, deadline=None)
+@given(JSON_VALUES, st.integers(0, 3))
+def test_the_canonical_text_is_jsons_with_sorted_keys_and_no_spaces(
+    value: Any, depth: int
+) -> None:
+    assert canonical_text(value) == _json(value)
+    found: list[tuple[str, str]] = []
+    assert encode_parts("info", value, depth, found) == _json(value)  # the whole, from its parts
+    assert found and found[0][0] == "info"
+
+
+def test_the_canonical_text_of_enum_members_is_their_value() -> None:
+    for value in (Level.HIGH, Tag.RED, [Level.HIGH, Tag.RED], {"k": Level.HIGH}):
+        assert canonical_text(value) == _json(value)  # type: ignore[arg-type]
 
 
 @settings(max_examples=300, deadline=None)

@@ -64,10 +64,28 @@ _RECORD_FIELDS = {
 
 # One encoder for every link: json.dumps with options builds a new one on each call.
 _ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
+_ESCAPE = json.encoder.encode_basestring_ascii  # what _ENCODE does with a str
+_INF = float("inf")
 
 
 def canonical_text(value: JSON) -> str:
-    """``canonical`` as text."""
+    """``canonical`` as text.
+
+    >>> canonical_text({"b": [1, 2.5], "a": True})
+    '{"a":true,"b":[1,2.5]}'
+    """
+    # A scalar (most of a seal's parts) without the encoder, which builds its C encoder
+    # on every call: the text is the same (as json's, subclasses too; test_seal checks).
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return _ESCAPE(value)
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, float) and -_INF < value < _INF:  # (json spells NaN its own way)
+        return float.__repr__(value)
     return _ENCODE(value)
 
 
@@ -77,7 +95,7 @@ def canonical(value: JSON) -> bytes:
     >>> canonical({"b": [1, "é"], "a": None})
     b'{"a":null,"b":[1,"\\\\u00e9"]}'
     """
-    return _ENCODE(value).encode()
+    return canonical_text(value).encode()
 
 
 class Chain:
@@ -96,7 +114,7 @@ class Chain:
         return other
 
     def link(self, label: str, value: JSON) -> None:
-        self.link_encoded(label, _ENCODE(label), _ENCODE(value))
+        self.link_encoded(label, _ESCAPE(label), canonical_text(value))
 
     def link_encoded(self, label: str, label_text: str, value_text: str) -> str:
         """``link`` from the label and value already encoded (``canonical`` text: the
@@ -118,7 +136,7 @@ class Chain:
         return h.digest()
 
     def start(self, fmt: JSON, seal: JSON, info: JSON) -> None:
-        self.start_encoded(fmt, seal, _ENCODE(info))
+        self.start_encoded(fmt, seal, canonical_text(info))
 
     def start_encoded(self, fmt: JSON, seal: JSON, info: str) -> None:
         """``start`` with the info already encoded."""
@@ -130,8 +148,8 @@ class Chain:
         self.link(f"messages[{index}]", {"t": t, "message": message})
 
     def end(self, outcome: JSON, detail: JSON, stats: JSON, stream: JSON, messages: int) -> None:
-        texts = _ENCODE(outcome), _ENCODE(detail), _ENCODE(stats), _ENCODE(stream)
-        self.end_encoded(*texts, messages, verdict_facts(stats))
+        texts = canonical_text(outcome), canonical_text(detail), canonical_text(stats)
+        self.end_encoded(*texts, canonical_text(stream), messages, verdict_facts(stats))
 
     def end_encoded(
         self,
@@ -177,16 +195,21 @@ def encode_parts(label: str, value: JSON, depth: int, out: list[tuple[str, str]]
     >>> [label for label, _ in found]
     ['stats', 'stats.steps']
     """
+    name = _ESCAPE(label)
     if not (depth and isinstance(value, dict)):
-        text = _ENCODE(value)
-        out.append((label, _short(f'[{_ENCODE(label)},"value",{text}]')))
+        text = canonical_text(value)
+        out.append((label, _short(f'[{name},"value",{text}]')))
         return text
     keys = sorted(value)
-    out.append((label, _short(f'[{_ENCODE(label)},"object",{_ENCODE(keys)}]')))
-    texts = [encode_parts(f"{label}.{key}", value[key], depth - 1, out) for key in keys]
     if not all(type(key) is str for key in keys):  # not from JSON: let json say how
+        out.append((label, _short(f'[{name},"object",{_ENCODE(keys)}]')))
+        for key in keys:
+            encode_parts(f"{label}.{key}", value[key], depth - 1, out)
         return _ENCODE(value)
-    return "{" + ",".join(f"{_ENCODE(k)}:{t}" for k, t in zip(keys, texts, strict=True)) + "}"
+    names = [_ESCAPE(key) for key in keys]
+    out.append((label, _short(f'[{name},"object",[{",".join(names)}]]')))
+    texts = [encode_parts(f"{label}.{key}", value[key], depth - 1, out) for key in keys]
+    return "{" + ",".join(f"{n}:{t}" for n, t in zip(names, texts, strict=True)) + "}"
 
 
 def _short(text: str) -> str:
@@ -413,7 +436,7 @@ def check_stream(text: str, verify: Verifier | None) -> SealCheck:
             )
             break
         if kind == "beat":
-            digest = chain.beat(_ENCODE(record["t"]))
+            digest = chain.beat(canonical_text(record["t"]))
             if record["digest"] != digest.hex():
                 errors.append(f"{where} (heartbeat) does not match its digest")
                 break
