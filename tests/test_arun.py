@@ -246,6 +246,30 @@ def test_runs_ending_together_each_leave_their_whole_sealed_document(tmp_path: P
     assert all(audit(p).valid and audit(p).finished for p in paths)
 
 
+def test_a_forked_child_seals_its_runs_as_its_parent_does(tmp_path: Path) -> None:
+    """The disk's waits happen in a thread of the process; a child forked after its
+    parent sealed runs (the thread not copied) seals its own."""
+    _ends_at_once(3, tmp_path / "parent")
+    pid = os.fork()
+    if pid == 0:  # the child: a run sealed within the parent's timeout, or exit 1
+        code = 1
+        try:
+            (path,) = _ends_at_once(1, tmp_path / "child")
+            code = 0 if path.is_file() else 1
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 60
+    while (ended := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if ended[0] == 0:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child's run never sealed")
+    assert os.waitstatus_to_exitcode(ended[1]) == 0
+    (saved,) = (tmp_path / "child").glob("*.json")
+    assert load_trajectory(saved).outcome == "exit:task_complete"
+
+
 def test_a_rename_the_os_refuses_fails_that_run_as_run_fails(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,20 +1,22 @@
 """Files made durable: written whole to a temporary name, fsynced, renamed, the folder
 fsynced. ``write_atomic`` does it all in the calling thread; ``write_atomic_async``
 writes on the event loop (the page cache takes it at once) and leaves the waits on the
-disk (fsync, rename) to a worker thread, for all the files waiting at once: while one
-group is being made durable, the next gathers.
+disk (fsync, rename) to one thread of this process, for all the files waiting at once.
 
-Why groups: ``asyncio.to_thread`` per file costs each of ten thousand runs a thread
-hand-off and a wake-up of the loop; a group costs one of each.
+Why one thread that takes groups: ``asyncio.to_thread`` per file costs each of ten
+thousand runs a thread hand-off and a wake-up of the loop. The thread takes the next
+group as soon as one is done, so a group waits on the disk, never on a busy loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
-import functools
 import os
-from dataclasses import dataclass
+import queue
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 
 WRITE_FLAGS = os.O_WRONLY | os.O_CLOEXEC  # not inherited by the commands a run starts
@@ -31,17 +33,16 @@ def write_atomic(folder: Path, name: str, data: bytes) -> None:
 async def write_atomic_async(folder: Path, name: str, data: bytes) -> None:
     """``write_atomic`` for a coroutine: the waits on the disk happen in a worker thread
     while the event loop goes on. Cancelling the caller does not stop the write: the
-    file still appears whole."""
+    file still appears whole, before the cancellation goes on."""
     fd, tmp = _write_temporary(folder, name, data)
     loop = asyncio.get_running_loop()
-    job = _Job(fd, tmp, folder / name, loop.create_future())
-    group = _groups.get(loop)
-    if group is None:
-        group = _groups[loop] = _Group([job])
-        group.task = loop.create_task(_drain(loop, group))
-    else:
-        group.jobs.append(job)
-    await asyncio.shield(job.done)
+    job = _Job(fd, tmp, folder / name, loop, loop.create_future())
+    _flusher.put(job)
+    try:
+        await job.done  # (no shield: each hop through the loop's queue is a turn of it)
+    except asyncio.CancelledError:  # job.done cancelled, not the write
+        job.flushed.wait()  # (at most one group's flush)
+        raise
 
 
 def write_all(fd: int, data: bytes) -> None:
@@ -101,40 +102,72 @@ class _Job:
     fd: int
     tmp: Path
     target: Path
+    loop: asyncio.AbstractEventLoop
     done: asyncio.Future[None]
+    flushed: threading.Event = field(default_factory=threading.Event)
     error: OSError | None = None
 
 
-@dataclass(eq=False, slots=True)
-class _Group:
-    """The files waiting on one event loop, and the task that makes them durable."""
+class _Flusher:
+    """The thread that makes the files of every event loop of this process durable: it
+    takes all the jobs waiting, flushes them, hands each loop its own back (one call
+    per loop), and takes the next group at once. Started with the first job."""
 
-    jobs: list[_Job]
-    task: asyncio.Task[None] | None = None
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def put(self, job: _Job) -> None:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._serve, name="four-durable", daemon=True
+                )
+                self._thread.start()
+        self._jobs.put(job)
+
+    def close(self) -> None:
+        """Flush what waits, and end the thread (at the interpreter's exit)."""
+        with self._lock:
+            thread, self._thread = self._thread, None
+        if thread is not None:
+            self._jobs.put(None)
+            thread.join()
+
+    def _serve(self) -> None:
+        ending = False
+        while not ending:
+            first = self._jobs.get()
+            jobs = [] if first is None else [first]
+            ending = first is None
+            with contextlib.suppress(queue.Empty):
+                while not ending:
+                    job = self._jobs.get_nowait()
+                    ending = job is None
+                    if job is not None:
+                        jobs.append(job)
+            _flush(jobs)
+            for job in jobs:
+                job.flushed.set()
+            by_loop: dict[asyncio.AbstractEventLoop, list[_Job]] = {}
+            for job in jobs:
+                by_loop.setdefault(job.loop, []).append(job)
+            for loop, theirs in by_loop.items():
+                with contextlib.suppress(RuntimeError):  # that loop is closed: none waits
+                    loop.call_soon_threadsafe(_settle, theirs)
 
 
-_groups: dict[asyncio.AbstractEventLoop, _Group] = {}
-"""The loops with files waiting: an entry lives while its task runs."""
+_flusher = _Flusher()
 
 
-async def _drain(loop: asyncio.AbstractEventLoop, group: _Group) -> None:
-    """Make each group of waiting files durable in a worker thread, until none wait. If
-    the loop cancels this (it is closing), the group in the thread is finished there,
-    and the files still waiting are made durable here, at once."""
-    try:
-        while group.jobs:
-            jobs, group.jobs = group.jobs, []
-            flushed = loop.run_in_executor(None, _flush, jobs)
-            try:
-                await asyncio.shield(flushed)
-            except asyncio.CancelledError:
-                flushed.add_done_callback(functools.partial(_settled, jobs))
-                raise
-            _settle(jobs)
-    finally:
-        del _groups[loop]
-        _flush(group.jobs)
-        _settle(group.jobs)
+def _new_flusher() -> None:
+    global _flusher  # a forked child has none of its parent's threads
+    _flusher = _Flusher()
+
+
+os.register_at_fork(after_in_child=_new_flusher)
+atexit.register(lambda: _flusher.close())  # (the flusher of the time: after a fork, a new one)
 
 
 def _flush(jobs: list[_Job]) -> None:
@@ -153,10 +186,6 @@ def _flush(jobs: list[_Job]) -> None:
         except OSError as exc:
             for job in renamed:
                 job.error = exc
-
-
-def _settled(jobs: list[_Job], _: object) -> None:
-    _settle(jobs)
 
 
 def _settle(jobs: list[_Job]) -> None:
