@@ -15,6 +15,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -188,9 +189,15 @@ def test_nothing_outlives_the_driver_killed_with_sigkill(kind: str) -> None:
         while len(alive(f"{token}-")) < 6 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert len(alive(f"{token}-")) == 6  # all started, the command in flight
+        folders = _private_folders(proc.pid)
+        assert bool(folders) == (kind == "shell")  # a shell's own files, in a folder
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         assert gone(f"{token}-", within=2.0) == []
+        deadline = time.monotonic() + 5
+        while _private_folders(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _private_folders(proc.pid) == []  # the last command and its variables too
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -198,6 +205,15 @@ def test_nothing_outlives_the_driver_killed_with_sigkill(kind: str) -> None:
         for pid in alive(f"{token}-"):
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def _private_folders(pid: int) -> list[Path]:
+    """The folders of the shells of process ``pid`` (in memory, else the temp folder)."""
+    return [
+        p
+        for parent in {Path("/dev/shm"), Path(tempfile.gettempdir())}
+        for p in parent.glob(f"four-shell-{pid}-*")
+    ]
 
 
 LIMITS = Limits(processes=40, file_size=1 << 20, memory=16 << 20)

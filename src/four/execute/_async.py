@@ -14,7 +14,6 @@ import contextlib
 import inspect
 import shutil
 import subprocess
-import tempfile
 import time
 import weakref
 from collections.abc import Callable
@@ -26,7 +25,7 @@ from returns.result import Failure, Success
 from four._types import Action, ExecutionError
 from four.execute._aprocess import awatch
 from four.execute._command import Executed, check_command, unrunnable
-from four.execute._contain import Placed, read_exit
+from four.execute._contain import Placed, private_folder, read_exit
 from four.execute._kill import kill_group, kill_marked, new_mark
 from four.execute._local import LocalEnv, local_env, shell_env
 from four.execute._output import OutputBuffer, Ran, conclude
@@ -35,7 +34,6 @@ from four.execute._shell import (
     RESTARTED,
     Scanner,
     ShellEnv,
-    _scratch,
     command_line,
     write_protocol,
 )
@@ -159,7 +157,7 @@ class AsyncShellEnv:
 
     async def _start(self) -> None:
         if self._dir is None:
-            self._dir = tempfile.mkdtemp(prefix="four-shell-", dir=_scratch())
+            self._dir = private_folder()
             self._finalizer = weakref.finalize(self, _cleanup, self._dir, self._running)
         mark = new_mark()
         launched = self.shell.launch(mark)

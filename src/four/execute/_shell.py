@@ -18,7 +18,6 @@ import selectors
 import shlex
 import shutil
 import subprocess
-import tempfile
 import threading
 import time
 import weakref
@@ -32,7 +31,7 @@ from four._secrets import SECRET_PATTERNS
 from four._types import Action, ExecutionError, Observation, Submitted
 from four.execute._closing import ClosedOnExit
 from four.execute._command import check_command, unrunnable
-from four.execute._contain import DEFAULT_LIMITS, Launch, Limits, Placed, launch
+from four.execute._contain import DEFAULT_LIMITS, Launch, Limits, Placed, launch, private_folder
 from four.execute._interrupt import running
 from four.execute._kill import MARK, kill_group, kill_marked, new_mark
 from four.execute._output import (
@@ -113,7 +112,7 @@ class ShellEnv(ClosedOnExit):
 
     def _start(self) -> None:
         if self._dir is None:
-            self._dir = tempfile.mkdtemp(prefix="four-shell-", dir=_scratch())
+            self._dir = private_folder()
             # The last resort if nobody closes us: the folder goes, the shell is killed.
             self._finalizer = weakref.finalize(self, _cleanup, self._dir, self._procs)
         # Every process the shell starts inherits the mark: a timeout or close() finds
@@ -327,15 +326,6 @@ class Scanner:
         self.output.feed(pending[:keep])
         self.pending = pending[keep:]
         return None
-
-
-def _scratch() -> str | None:
-    """A memory-backed folder for the per-command files, if there is one.
-
-    On ext4, truncating a file costs up to a millisecond; on tmpfs, microseconds.
-    """
-    shm = "/dev/shm"
-    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
 
 
 def _read(selector: selectors.BaseSelector, fd: int, wait: float) -> tuple[bytes | None, bool]:
