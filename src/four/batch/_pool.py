@@ -83,7 +83,7 @@ class AsyncPool:
     (``gc.set_threshold``) is raised to at least this, then put back (in each worker
     process, with ``processes``). Thousands of live runs keep hundreds of thousands of
     objects, and at CPython's default the collector walks them all again and again: a
-    sixth of the CPU of 10,000 runs (bench_scale's ``gc_threshold=None`` row). ``None``
+    fifth of the CPU of 10,000 runs (bench_scale's ``gc_threshold=None`` row). ``None``
     leaves the collector as it is.
 
     >>> AsyncPool().gc_threshold

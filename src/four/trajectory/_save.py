@@ -213,7 +213,7 @@ class TrajectorySink:
         self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /
     ) -> Path:
         """``close`` for ``arun``: the document is made on the event loop; the waits on
-        the disk happen in a worker thread, one hand-off for all the documents waiting."""
+        the disk happen in a thread of the process that takes all the documents waiting."""
         data = self._document(messages, outcome, stats)
         try:
             await write_atomic_async(self._dir, f"{self._stem}.json", data)
