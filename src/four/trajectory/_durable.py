@@ -122,28 +122,31 @@ class _Flusher:
         with self._lock:
             if self._thread is None:
                 self._thread = threading.Thread(
-                    target=self._serve, name="four-durable", daemon=True
+                    target=self._serve, args=(self._jobs,), name="four-durable", daemon=True
                 )
                 self._thread.start()
-        self._jobs.put(job)
+            self._jobs.put(job)
 
     def close(self) -> None:
-        """Flush what waits, and end the thread (at the interpreter's exit)."""
+        """Flush what waits, and end the thread (at the interpreter's exit). A job put
+        later starts a new thread, with a queue of its own."""
         with self._lock:
-            thread, self._thread = self._thread, None
+            thread, jobs = self._thread, self._jobs
+            self._thread, self._jobs = None, queue.SimpleQueue()
         if thread is not None:
-            self._jobs.put(None)
+            jobs.put(None)
             thread.join()
 
-    def _serve(self) -> None:
+    @staticmethod
+    def _serve(queued: queue.SimpleQueue[_Job | None]) -> None:
         ending = False
         while not ending:
-            first = self._jobs.get()
+            first = queued.get()
             jobs = [] if first is None else [first]
             ending = first is None
             with contextlib.suppress(queue.Empty):
                 while not ending:
-                    job = self._jobs.get_nowait()
+                    job = queued.get_nowait()
                     ending = job is None
                     if job is not None:
                         jobs.append(job)
