@@ -169,8 +169,9 @@ def test_a_worker_killed_hands_back_its_runs_crashed_and_the_other_goes_on(
     tmp_path: Path,
 ) -> None:
     token = uuid.uuid4().hex[:12]
-    # Item "k0" sleeps in its command; the others each take a few steps of 0.1 s.
-    make_run = AsyncScriptedRun((bash(f"sleep 30; echo {token}"), SUBMIT))
+    # Item "k0" sleeps in its command (its model call cost 0.25); the others each take a
+    # few steps of 0.1 s.
+    make_run = AsyncScriptedRun((bash(f"sleep 30; echo {token}"), SUBMIT), cost=0.25)
     quick = AsyncScriptedRun((bash("true"), bash("true"), SUBMIT), delay=0.1)
     items = [Item("k0"), *(Item(f"q{i}") for i in range(7))]
     either = _Either(make_run, quick, first=("k0",))
@@ -181,6 +182,7 @@ def test_a_worker_killed_hands_back_its_runs_crashed_and_the_other_goes_on(
         results.append(result)
         if killed is None:  # k0's worker: kill it while k0's command runs
             assert _wait_until(lambda: "k0" in _pids(tmp_path) and alive(token), 30)
+            time.sleep(1.0)  # a few of the worker's reports (each 0.25 s), its spend in them
             killed = _pids(tmp_path)["k0"]
             os.kill(killed, signal.SIGKILL)
     by_id = {r.id: r for r in results}
@@ -189,6 +191,10 @@ def test_a_worker_killed_hands_back_its_runs_crashed_and_the_other_goes_on(
     assert crashed.outcome.startswith("crashed: batch: worker process ")
     assert "died (killed by SIGKILL) with the run in flight" in crashed.outcome
     assert not crashed.final
+    # What it spent before its worker died still counts (for the budget, in the manifest).
+    assert (crashed.cost, crashed.prompt_tokens) == (0.25, 10)
+    (line,) = [x for x in manifest_lines(tmp_path) if x["id"] == "k0"]
+    assert line["cost"] == 0.25
     assert all(r.submitted for r in by_id.values())  # the other worker went on
     assert alive(token) == []  # the dead worker's command was killed after it
     # Run again: the crashed item is tried again (and this time it is quick).

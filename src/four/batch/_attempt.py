@@ -144,6 +144,12 @@ async def arun_attempt(
     return begun.result(returned, error, watch)
 
 
+def item_of(key: str) -> str:
+    """The item id of an attempt's key (``<id>#<attempt>#<random>``, as the supervisor
+    knows the run)."""
+    return key.rsplit("#", 2)[0]
+
+
 async def _awaited(value: Awaitable[object]) -> object:
     return await value
 
@@ -174,7 +180,7 @@ class _Attempt:
                     done.completion_tokens, done.cost, done.wall_time, None, attempt, True,
                     node, item.fields,
                 )  # fmt: skip
-        key = f"{item.id}#{attempt}#{uuid.uuid4().hex[:8]}"
+        key = f"{item.id}#{attempt}#{uuid.uuid4().hex[:8]}"  # (see item_of)
         start = time.monotonic()
         try:
             before = _new_folder(folder)

@@ -24,7 +24,7 @@ from typing import ClassVar
 
 from four._outcomes import Crashed, Outcome
 from four._types import Usage
-from four.batch._attempt import arun_attempt, run_attempt
+from four.batch._attempt import arun_attempt, item_of, run_attempt
 from four.batch._items import Item
 from four.batch._result import RunResult
 from four.batch._session import Session, Spec
@@ -108,7 +108,7 @@ class AsyncPool:
 
     def open(self, spec: Spec) -> Session:
         if self.processes == 1:
-            return _AsyncSession(spec, self.gc_threshold)
+            return AsyncSession(spec, self.gc_threshold)
         from four.batch._procpool import ProcessSession  # multiprocessing only when asked
 
         return ProcessSession(spec, self.processes, self.gc_threshold)
@@ -166,6 +166,11 @@ class _InProcess:
     def live_usage(self) -> Usage:
         return self._supervisor.live_usage()
 
+    def live_usages(self) -> dict[str, Usage]:
+        """Each metered run's usage so far, by item id (``AsyncPool(processes=N)``'s
+        workers report them, so a dead worker's runs still count what they spent)."""
+        return {item_of(key): usage for key, usage in self._supervisor.live_usages().items()}
+
     def spent(self, cost: float) -> None:
         self._supervisor.spent = cost
 
@@ -190,7 +195,10 @@ class _ThreadSession(_InProcess):
         self._supervisor.close()
 
 
-class _AsyncSession(_InProcess):
+class AsyncSession(_InProcess):
+    """``AsyncPool``'s session in this process (each worker of ``processes`` hosts one):
+    one event loop in a thread of its own, its runs as tasks."""
+
     def __init__(self, spec: Spec, gc_threshold: int | None = YOUNG_OBJECTS) -> None:
         super().__init__(spec, spec.max_concurrency)
         self._loop = asyncio.new_event_loop()

@@ -31,13 +31,17 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from multiprocessing.process import BaseProcess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from four._outcomes import Crashed, Interrupted, Outcome
 from four._types import NO_USAGE, Usage
 from four.batch._items import Item
 from four.batch._journal import Journal, clean_up
 from four.batch._result import RunResult
-from four.batch._session import Session, Spec
+from four.batch._session import Spec
+
+if TYPE_CHECKING:
+    from four.batch._pool import AsyncSession
 
 READY_WITHIN = 120.0
 """Seconds a worker has to start and load ``make_run`` before the batch gives up."""
@@ -90,6 +94,7 @@ class _Report:
     results: tuple[RunResult, ...]
     usage: Usage
     stopping: Outcome | None
+    runs: tuple[tuple[str, Usage], ...] = ()  # live runs whose usage changed, by item id
 
 
 _Said = _Ready | _Failed | _Report
@@ -125,6 +130,7 @@ class _Worker:
     reports: mpc.Connection
     journal: Path
     running: dict[str, Item] = field(default_factory=dict)
+    spending: dict[str, Usage] = field(default_factory=dict)  # its live runs' usage
     outbox: list[_Command] = field(default_factory=list)
     usage: Usage = NO_USAGE
     told_spent: float | None = None
@@ -321,8 +327,10 @@ class ProcessSession:
     def _take(self, worker: _Worker, said: _Said) -> None:
         if not isinstance(said, _Report):
             return
+        worker.spending.update(said.runs)
         for result in said.results:
             worker.running.pop(result.id, None)
+            worker.spending.pop(result.id, None)
             self._ready.append(result)
         worker.usage = said.usage
         if said.stopping is not None and self._stop is None and self._stopping is None:
@@ -330,15 +338,18 @@ class ProcessSession:
             self.stop(said.stopping, kill=False)
 
     def _died(self, worker: _Worker) -> None:
-        """The worker died: its runs in flight come back crashed; what it left running
-        is killed."""
+        """The worker died: its runs in flight come back crashed, with what each spent by
+        the worker's last report (so the budget counts it); what it left running is
+        killed."""
         worker.alive = False
         worker.process.join(5)
         why = f"worker process {worker.number} died ({_ended(worker.process)})"
         text = Crashed("batch", f"{why} with the run in flight").text
         for item in worker.running.values():
-            self._ready.append(_lost(item, text, error=why))
+            spent = worker.spending.get(item.id, NO_USAGE)
+            self._ready.append(_lost(item, text, error=why, usage=spent))
         worker.running.clear()
+        worker.spending.clear()
         worker.usage = NO_USAGE
         self._release(worker)
 
@@ -367,8 +378,14 @@ def _handles(workers: Iterable[_Worker]) -> list[mpc.Connection | int]:
     return [h for w in workers for h in (w.reports, w.process.sentinel)]
 
 
-def _lost(item: Item, outcome: str, *, error: str | None = None) -> RunResult:
-    return RunResult(item.id, outcome, error=error or outcome, final=False, fields=item.fields)
+def _lost(
+    item: Item, outcome: str, *, error: str | None = None, usage: Usage = NO_USAGE
+) -> RunResult:
+    return RunResult(
+        item.id, outcome, prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens, cost=usage.known_cost,
+        error=error or outcome, final=False, fields=item.fields,
+    )  # fmt: skip
 
 
 def _ended(process: BaseProcess) -> str:
@@ -410,7 +427,7 @@ def _worker_main(setup: _Setup, commands: mpc.Connection, reports: mpc.Connectio
     except Exception as exc:
         reports.send(_Failed(f"{type(exc).__name__}: {exc}"))
         return
-    from four.batch._pool import AsyncPool  # (not at import: _pool imports this module)
+    from four.batch._pool import AsyncSession  # (not at import: _pool imports this module)
 
     spec = Spec(
         make_run, setup.output_dir, setup.max_concurrency, setup.time_limit,
@@ -418,7 +435,7 @@ def _worker_main(setup: _Setup, commands: mpc.Connection, reports: mpc.Connectio
     )  # fmt: skip
     journal = Journal(setup.journal)  # what a SIGKILL leaves running, for the batch to kill
     journal.open()
-    session = AsyncPool(gc_threshold=setup.gc_threshold).open(spec)
+    session = AsyncSession(spec, setup.gc_threshold)
     try:
         reports.send(_Ready(os.getpid()))
         _Relay(session, commands, reports).serve()
@@ -434,7 +451,9 @@ class _Relay:
     """A worker's loop between its pipes and its in-process session (one thread uses the
     session; another sends the reports, so a full pipe never stops the commands)."""
 
-    def __init__(self, session: Session, commands: mpc.Connection, reports: mpc.Connection) -> None:
+    def __init__(
+        self, session: AsyncSession, commands: mpc.Connection, reports: mpc.Connection
+    ) -> None:
         self.session = session
         self.commands = commands
         self.reports = reports
@@ -446,6 +465,7 @@ class _Relay:
         sender.start()
         session = self.session
         told: tuple[Usage, Outcome | None] = (NO_USAGE, None)
+        told_runs: dict[str, Usage] = {}
         told_at = 0.0
         orphaned = False
         while self.closing is None:
@@ -460,8 +480,10 @@ class _Relay:
             if done or now - told_at >= STATUS_EVERY:
                 state = (session.live_usage(), session.stopping())
                 if done or state != told:
-                    self.outbox.put(_Report(tuple(done), *state))
-                    told = state
+                    runs = session.live_usages()
+                    changed = tuple((i, u) for i, u in runs.items() if told_runs.get(i) != u)
+                    self.outbox.put(_Report(tuple(done), *state, changed))
+                    told, told_runs = state, runs
                 told_at = now
         if orphaned:
             session.stop(Interrupted("the batch's process died"), kill=True)

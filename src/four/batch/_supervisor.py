@@ -197,6 +197,12 @@ class Supervisor:
                 total += watch.usage
         return total
 
+    def live_usages(self) -> dict[str, Usage]:
+        """``live_usage`` run by run: each metered run's usage so far, by its key."""
+        with self._lock:
+            watches = list(self._watches.values())
+        return {w.key: w.usage for w in watches if w.usage is not NO_USAGE}
+
     @property
     def running(self) -> int:
         with self._lock:
