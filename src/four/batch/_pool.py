@@ -77,7 +77,8 @@ class AsyncPool:
     a class) defined at a module's top level, not a lambda or a nested function; a
     script's own functions need its ``if __name__ == "__main__":`` guard. A worker that
     dies hands back its runs in flight as ``crashed: batch: worker process N died ...``
-    (not final: run the batch again to retry them); the other workers go on.
+    (not final: run the batch again to retry them), each with the usage its metered model
+    calls had reported (so the budget counts it); the other workers go on.
 
     ``gc_threshold``: while the batch runs, the garbage collector's first threshold
     (``gc.set_threshold``) is raised to at least this, then put back (in each worker
