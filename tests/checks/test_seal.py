@@ -185,9 +185,7 @@ def _json(value: object) -> str:
 
 @settings(max_examples=500, deadline=None)
 @given(JSON_VALUES, st.integers(0, 3))
-def test_the_canonical_text_is_jsons_with_sorted_keys_and_no_spaces(
-    value: Any, depth: int
-) -> None:
+def test_the_canonical_text_is_jsons_with_sorted_keys_and_no_spaces(value: Any, depth: int) -> None:
     assert canonical_text(value) == _json(value)
     found: list[tuple[str, str]] = []
     assert encode_parts("info", value, depth, found) == _json(value)  # the whole, from its parts
