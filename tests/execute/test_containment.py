@@ -245,6 +245,9 @@ def test_limits_bound_processes_file_size_and_memory(
     written = observe(env, "f=/tmp/four-big-$$; head -c 3000000 /dev/zero > $f; wc -c < $f; rm $f")
     assert "File size limit exceeded" in written.content, written.content
     assert "\n1048576\n" in written.content, written.content
+    if kind == "docker":  # the kernel's first choice past the limit: the command, not init
+        adjusted = observe(env, "cat /proc/self/oom_score_adj /proc/1/oom_score_adj")
+        assert "<output>\n1000\n0\n</output>" in adjusted.content, adjusted.content
     # A subshell that holds 40 MB: the kernel kills it, the command goes on.
     filled = observe(env, "head -c 40000000 /dev/zero | tr '\\0' x | (v=$(cat); echo kept ${#v})")
     assert filled.returncode == 137 and "kept 40" not in filled.content, filled.content

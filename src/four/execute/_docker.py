@@ -41,7 +41,10 @@ LABEL = "four.env"
 _INIT = "trap 'exit 0' TERM; while :; do sleep 86400 & wait $!; done"
 # Run the command, then kill what still holds the output open (as local_env does: a
 # background job left writing to the exec's pipe would keep `docker exec` waiting).
-_WRAP = r"""bash -c "$1"; rc=$?
+# The command is the OOM killer's first choice: past the memory limit, the kernel kills
+# it, never the container's first process (which would end the container, and its files).
+_WRAP = r"""{ echo 1000 >/proc/self/oom_score_adj; } 2>/dev/null
+bash -c "$1"; rc=$?
 for d in /proc/[0-9]*; do
   [ "${d#/proc/}" = "$$" ] && continue
   for f in "$d"/fd/*; do
