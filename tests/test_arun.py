@@ -246,6 +246,50 @@ def test_runs_ending_together_each_leave_their_whole_sealed_document(tmp_path: P
     assert all(audit(p).valid and audit(p).finished for p in paths)
 
 
+def _file_system(folder: Path) -> str:
+    return subprocess.run(["stat", "-f", "-c", "%T", str(folder)], capture_output=True,
+                          text=True, check=True).stdout.strip()  # fmt: skip
+
+
+def test_on_a_file_system_in_memory_the_seal_hands_nothing_to_a_thread(tmp_path: Path) -> None:
+    """An fsync on tmpfs never waits, so there a run is sealed on the loop (each hand-off
+    to the durable thread costs a busy loop its GIL); on a disk the thread takes it. The
+    documents are the same: whole, sealed, no temporary file left."""
+    memory = Path("/dev/shm")
+    if not memory.is_dir() or _file_system(memory) != "tmpfs":
+        pytest.skip("no tmpfs at /dev/shm")
+    if _file_system(tmp_path) in ("tmpfs", "ramfs"):
+        pytest.skip("the temporary folder is in memory too")
+    script = textwrap.dedent(
+        """
+        import sys, threading
+        from pathlib import Path
+        sys.path.insert(0, sys.argv[3])
+        from tests.test_arun import _ends_at_once
+        for folder in sys.argv[1:3]:
+            paths = _ends_at_once(20, Path(folder))
+            durable = [t for t in threading.enumerate() if t.name == "four-durable"]
+            print(len(paths), bool(durable))
+        """
+    )
+    in_memory = memory / f"four-test-{os.getpid()}-{time.monotonic_ns()}"
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", script, str(in_memory), str(tmp_path / "disk"), str(ROOT)],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split("\n")[:2] == ["20 False", "20 True"]
+        from four import audit
+
+        for folder in (in_memory, tmp_path / "disk"):
+            paths = sorted(folder.glob("*.json"))
+            assert len(paths) == 20 and all(audit(p).valid for p in paths)
+            assert not list(folder.glob(".*.tmp"))
+    finally:
+        subprocess.run(["rm", "-rf", str(in_memory)], check=False)
+
+
 def test_a_forked_child_seals_its_runs_as_its_parent_does(tmp_path: Path) -> None:
     """The disk's waits happen in a thread of the process; a child forked after its
     parent sealed runs (the thread not copied) seals its own."""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from four.batch import Item, Progress, RunResult, iter_runs, read_manifest, run_many
+from four.batch import Item, Progress, RunContext, RunResult, iter_runs, read_manifest, run_many
 from four.trajectory import load_trajectory
 from tests.batch._agents import StepModel, alive, manifest_lines, serve_many, server_run
 
@@ -144,3 +144,48 @@ def test_read_saved_reads_a_sealed_trajectory_up_to_its_messages(tmp_path: Path)
     cut.write_text(path.read_text()[:200])
     for bad in ("list.json", "cut.json", "missing.json"):
         assert read_saved(tmp_path / bad) is None
+
+
+def _metered_run(ctx: RunContext) -> Path:
+    from four import Assistant, Usage, run, save_trajectory, scripted_invoke
+    from tests._doubles import FakeEnv, line_parse
+
+    n = int(ctx.task)
+    G = scripted_invoke([Assistant("$ echo hi", usage=Usage(n, 2 * n, n / 8)), "$ submit done"])
+    return run(G, line_parse, FakeEnv(), save_trajectory(ctx.output_dir), prompt=ctx.task)
+
+
+async def _ametered_run(ctx: RunContext) -> Path:
+    import asyncio
+
+    return await asyncio.to_thread(_metered_run, ctx)
+
+
+@pytest.mark.parametrize("make_run", [_metered_run, _ametered_run], ids=["threads", "async"])
+def test_a_result_is_what_its_sealed_document_says_without_reading_it_back(
+    tmp_path: Path, make_run: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run sealed in the batch's process is not read back for its result (ten thousand
+    runs ending together read less): its outcome, steps and usage are the document's."""
+    import four.batch._result as result_module
+    from four.batch._result import read_saved
+
+    def no_reading(path: Path) -> None:
+        raise AssertionError(f"{path} was read back")
+
+    items = [Item(f"t{i}", str(i)) for i in range(1, 9)]
+    with monkeypatch.context() as patched:
+        patched.setattr(result_module, "_sealed", no_reading)
+        results = run_many(make_run, items, tmp_path, max_concurrency=4)  # type: ignore[arg-type]
+    assert len(results) == 8
+    for r in results:
+        assert r.trajectory is not None
+        saved = read_saved(r.trajectory)  # now read from the file
+        assert saved is not None
+        n = int(r.id[1:])
+        assert (r.outcome, r.steps) == (saved.outcome, saved.steps) == ("exit:task_complete", 2)
+        assert (
+            (r.prompt_tokens, r.completion_tokens, r.cost)
+            == ((saved.prompt_tokens, saved.completion_tokens, saved.cost))
+            == (n, 2 * n, n / 8)
+        )

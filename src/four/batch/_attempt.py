@@ -16,7 +16,7 @@ from typing import TypeAlias, cast, overload
 from four._outcomes import Crashed, Outcome
 from four._types import AsyncInvoke, Invoke, Watch
 from four.batch._items import Item, folder_name
-from four.batch._result import RunResult, Saved, read_saved
+from four.batch._result import RunResult, Saved, just_sealed, read_saved
 from four.batch._supervisor import AsyncMetered, Metered, RunWatch, Supervisor
 from four.execute._interrupt import interruptible
 
@@ -244,7 +244,9 @@ def _saved(returned: object, folder: Path, before: set[str]) -> Saved | None:
     that appeared in its folder (the sealed ``.json``, or the ``.jsonl`` of a run cut short)."""
     if isinstance(returned, str | os.PathLike):
         path = returned if isinstance(returned, Path) else Path(returned)  # no re-parse
-        saved = read_saved(path) if path.suffix in (".json", ".jsonl") else None
+        saved = (
+            (just_sealed(path) or read_saved(path)) if path.suffix in (".json", ".jsonl") else None
+        )
         if saved is not None:
             return saved
     try:

@@ -14,6 +14,7 @@ from typing import cast
 from four._outcomes import outcome_tag
 from four._types import JSON
 from four.trajectory._load import stream_records
+from four.trajectory._save import sealed_here
 
 SUBMITTED = frozenset({"exit:task_complete", "accepted"})
 """Outcome tags of a run that ended with the agent's submission (accepted, if checked)."""
@@ -148,6 +149,13 @@ def read_saved(path: str | os.PathLike[str]) -> Saved | None:
         return None
     outcome = data.get("outcome")
     return _with_stats(p, outcome if isinstance(outcome, str) else None, stats)
+
+
+def just_sealed(path: Path) -> Saved | None:
+    """``read_saved`` of a document this process sealed just now, from what its sink
+    remembers (``sealed_here``: told once), without reading it back; else None."""
+    known = sealed_here(path)
+    return None if known is None else _with_stats(path, *known)
 
 
 _MESSAGES = b'\n"messages": ['

@@ -13,7 +13,7 @@ from typing import cast
 
 from four import _arguments as arguments
 from four._outcomes import Outcome
-from four._types import JSON, NO_USAGE, Message, RunInfo, RunStats
+from four._types import JSON, NO_USAGE, Assistant, Message, RunInfo, RunStats
 from four.trajectory._codec import message_to_json, usage_to_json
 from four.trajectory._driver import this_driver
 from four.trajectory._durable import WRITE_FLAGS, write_all, write_atomic, write_atomic_async
@@ -59,6 +59,7 @@ class TrajectorySink:
         "_fd",
         "_head",
         "_info",
+        "_info_parts",
         "_info_text",
         "_key",
         "_lock",
@@ -85,9 +86,11 @@ class TrajectorySink:
         self._seal: dict[str, JSON] = {"algorithm": ALGORITHM}
         if key is not None:
             self._seal["signer"] = key.public
-        # Each value is encoded once (canonical JSON), for its links, lines and document;
-        # info's parts wait for the seal (ten thousand runs starting at once wait less).
+        # Each value is encoded once (canonical JSON), for its links, lines and document.
+        # Info's parts wait for the model's first reply: thousands of runs of a batch
+        # start together and end together, and between the two the loop has time.
         self._info_text = canonical_text(self._info)
+        self._info_parts: list[tuple[str, str]] | None = None
         self._chain = Chain()
         self._chain.start_encoded(FORMAT, self._seal, self._info_text)
         self._times: list[float] | None = []  # each message's time; None: not known
@@ -128,7 +131,7 @@ class TrajectorySink:
         sink._stem = jsonl.name.removesuffix(".jsonl")
         sink._dir = jsonl.parent
         sink._started = float(started) if isinstance(started, int | float) else time.time()
-        sink._info, sink._info_text = info, canonical_text(info)
+        sink._info, sink._info_text, sink._info_parts = info, canonical_text(info), None
         sink._key, sink._lock, sink._seal, sink._chain = key, threading.Lock(), seal, chain
         sink._times, sink._messages = times, messages
         sink._fd = os.open(jsonl, WRITE_FLAGS | os.O_APPEND)
@@ -190,6 +193,8 @@ class TrajectorySink:
             line += f', "signature": "{self._key.sign(self._chain.digest)}"'
         data = f"{self._head}{line}}}\n".encode()
         self._head = ""
+        if self._info_parts is None and isinstance(message, Assistant):
+            self._info_parts = self._parts_of_info()
         if self.failure is not None:
             self._pending.append(data)  # for the end
             return
@@ -207,7 +212,7 @@ class TrajectorySink:
             write_atomic(self._dir, f"{self._stem}.json", data)
         except OSError as exc:
             raise TrajectoryNotSaved(self, exc, len(self._messages)) from exc
-        return self.path
+        return _remember(self.path, outcome, stats)
 
     async def aclose(
         self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /
@@ -219,15 +224,15 @@ class TrajectorySink:
             await write_atomic_async(self._dir, f"{self._stem}.json", data)
         except OSError as exc:
             raise TrajectoryNotSaved(self, exc, len(self._messages)) from exc
-        return self.path
+        return _remember(self.path, outcome, stats)
 
     def _document(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats) -> bytes:
         """End the stream, and render the sealed document."""
         stats_json = _stats_json(stats)
         detail = _outcome_json(outcome)
         stream = f"{self._stem}.jsonl"
-        found: list[tuple[str, str]] = []  # the document's parts: info's, then these
-        encode_parts("info", self._info, 2, found)
+        done = self._info_parts  # info's parts (then these), once the model has replied
+        found = list(done) if done is not None else self._parts_of_info()
         end = {  # the values encoded once: the stream's end, the links, the document
             "type": '"end"',
             "outcome": canonical_text(outcome.text),
@@ -276,6 +281,11 @@ class TrajectorySink:
             seal["signature"] = self._key.sign(ended.digest)
         document["seal"] = canonical_text(seal)
         return _render(document, self._messages).encode()
+
+    def _parts_of_info(self) -> list[tuple[str, str]]:
+        found: list[tuple[str, str]] = []
+        encode_parts("info", self._info, 2, found)
+        return found
 
     def _ended(self, end: dict[str, str], messages: int, stats: JSON) -> Chain:
         """The chain so far, ended with the end record's (encoded) values."""
@@ -382,6 +392,29 @@ def save_trajectory(
         except SigningError as exc:
             raise SigningError(f"signing_key: {exc}") from None
     return TrajectoryWriter(path.expanduser().absolute(), key)
+
+
+REMEMBERED = 1024
+"""How many of this process's latest seals ``sealed_here`` keeps."""
+_sealed: dict[Path, tuple[str, dict[str, JSON]]] = {}
+
+
+def sealed_here(path: Path) -> tuple[str, dict[str, JSON]] | None:
+    """The outcome and stats of the document this process sealed at ``path`` lately
+    (told once), or None: a batch learns how its run ended without reading back the
+    document just written (ten thousand runs ending together read less).
+
+    >>> sealed_here(Path("/nowhere.json")) is None
+    True
+    """
+    return _sealed.pop(path, None)
+
+
+def _remember(path: Path, outcome: Outcome, stats: RunStats) -> Path:
+    if len(_sealed) >= REMEMBERED:  # the oldest goes (a batch asks at once)
+        _sealed.pop(next(iter(_sealed), path), None)
+    _sealed[path] = (outcome.text, _stats_json(stats))
+    return path
 
 
 def _render(document: dict[str, str], messages: list[str]) -> str:
