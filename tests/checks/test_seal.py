@@ -192,6 +192,36 @@ def test_the_canonical_text_is_jsons_with_sorted_keys_and_no_spaces(value: Any, 
     assert found and found[0][0] == "info"
 
 
+def _reference_parts(label: str, value: Any, depth: int) -> list[tuple[str, str]]:
+    """The parts as the seal's docstring defines them, spelled out plainly."""
+    import hashlib
+
+    def short(x: Any) -> str:
+        return hashlib.sha256(_json(x).encode()).hexdigest()[:16]
+
+    if not (depth and isinstance(value, dict)):
+        return [(label, short([label, "value", value]))]
+    found = [(label, short([label, "object", sorted(value)]))]
+    for key in sorted(value):
+        found += _reference_parts(f"{label}.{key}", value[key], depth - 1)
+    return found
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.dictionaries(st.text(max_size=3), JSON_VALUES, max_size=4), max_size=4),
+       st.integers(0, 3))  # fmt: skip
+def test_each_part_is_the_digest_the_seal_defines_however_often_it_recurs(
+    objects: list[dict[str, Any]], depth: int
+) -> None:
+    """Objects recur run after run (a driver, a usage record): their parts are the same
+    whether seen for the first time or again, inside another object or alone."""
+    for value in [*objects, *objects, {"a": objects}, {"a": objects}]:
+        for label in ("stats", "stats.usage"):
+            found: list[tuple[str, str]] = []
+            assert encode_parts(label, value, depth, found) == _json(value)
+            assert found == _reference_parts(label, value, depth)
+
+
 def test_the_canonical_text_of_enum_members_is_their_value() -> None:
     for value in (Level.HIGH, Tag.RED, [Level.HIGH, Tag.RED], {"k": Level.HIGH}):
         assert canonical_text(value) == _json(value)  # type: ignore[arg-type]

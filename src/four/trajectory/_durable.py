@@ -57,7 +57,10 @@ async def write_atomic_async(folder: Path, name: str, data: bytes) -> None:
 def write_all(fd: int, data: bytes) -> None:
     """Write all of ``data`` (a short write, from a signal or a nearly full disk, is
     finished; a disk that stays full raises)."""
-    view = memoryview(data)
+    written = os.write(fd, data)
+    if written == len(data):  # (nearly always: no view made)
+        return
+    view = memoryview(data)[written:]
     while view:
         view = view[os.write(fd, view) :]
 

@@ -200,6 +200,27 @@ def encode_parts(label: str, value: JSON, depth: int, out: list[tuple[str, str]]
         text = canonical_text(value)
         out.append((label, _short(f'[{name},"value",{text}]')))
         return text
+    if depth == 1:  # an object of leaves: the same recur run after run (driver, usage...)
+        text = _ENCODE(value)  # (the text the parts would build: test_seal checks)
+        known = _RECURRING.get((label, text))
+        if known is None:
+            known = []
+            _encode_object(label, name, value, 1, known)
+            if len(_RECURRING) >= 1024:
+                _RECURRING.clear()
+            _RECURRING[label, text] = known
+        out.extend(known)
+        return text
+    return _encode_object(label, name, value, depth, out)
+
+
+_RECURRING: dict[tuple[str, str], list[tuple[str, str]]] = {}
+"""The parts of objects of leaves seen lately, by label and canonical text."""
+
+
+def _encode_object(
+    label: str, name: str, value: dict[str, JSON], depth: int, out: list[tuple[str, str]]
+) -> str:
     keys = sorted(value)
     if not all(type(key) is str for key in keys):  # not from JSON: let json say how
         out.append((label, _short(f'[{name},"object",{_ENCODE(keys)}]')))
