@@ -155,30 +155,47 @@ def main() -> None:
     print(f"| litellm imported by `import four` | {'YES (bug)' if leaked else 'no'} |")
     print()
     print(
-        "| trajectories on | steps | wall us/step | CPU us/step | wall beyond the run's own cost |"
+        "| trajectories on | steps | wall us/step | CPU us/step | CPU beyond the run's own cost |"
     )
     print("|---|---:|---:|---:|---:|")
     for label, parent in FOLDERS:
         if not parent.is_dir():
             continue
+        with scratch(parent) as folder:
+            created = create_us(folder)
+            figures = interleaved(folder)
+        print(f"| {label}: one file created, by the filesystem alone | | {created:.0f} us | | |")
         for driver, awaited in (("run", False), ("arun", True)):
-            with scratch(parent) as folder:
-                fixed, fixed_cpu = loop_us_per_step(0, 200, folder, awaited)
-                created = create_us(folder)
-                per = {
-                    n: loop_us_per_step(n, r, folder, awaited)
-                    for n, r in ((10, 200), (100, 40), (1000, 15))
-                }
             where = f"{label}, `{driver}`"
-            if not awaited:
-                print(
-                    f"| {label}: one file created, by the filesystem alone | | {created:.0f} us | | |"
-                )
+            fixed, fixed_cpu = figures[awaited, 0]
             print(
                 f"| {where}: a run of 1 step (per run) | 1 | {fixed:.0f} us | {fixed_cpu:.0f} us | |"
             )
-            for n, (wall, cpu) in per.items():
-                print(f"| {where} | {n} | {wall:.1f} | {cpu:.1f} | {(wall * n - fixed) / n:.1f} |")
+            for n, _ in SIZES[1:]:
+                wall, cpu = figures[awaited, n]
+                beyond = (cpu * n - fixed_cpu) / n
+                print(f"| {where} | {n} | {wall:.1f} | {cpu:.1f} | {beyond:.1f} |")
+
+
+SIZES = ((0, 200), (10, 200), (100, 40), (1000, 15))
+"""(steps, runs): the runs of each size, over all rounds."""
+ROUNDS = 5
+
+
+def interleaved(folder: Path) -> dict[tuple[bool, int], tuple[float, float]]:
+    """Every (driver, size) measured a little in each of ``ROUNDS`` rounds, so that all
+    of them see the host alike (its speed moves by tens of percent within minutes); the
+    median of the rounds' medians."""
+    rounds: dict[tuple[bool, int], list[tuple[float, float]]] = {}
+    for _ in range(ROUNDS):
+        for awaited in (False, True):
+            for n, runs in SIZES:
+                got = loop_us_per_step(n, max(3, runs // ROUNDS), folder, awaited)
+                rounds.setdefault((awaited, n), []).append(got)
+    return {
+        key: (statistics.median(w for w, _ in got), statistics.median(c for _, c in got))
+        for key, got in rounds.items()
+    }
 
 
 STEPS = ((0, 200), (10, 200), (100, 40))
