@@ -10,13 +10,15 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
-from four.batch import Item, RayPool, RunResult, iter_runs, read_manifest, run_many
+from four.batch import Item, RayPool, RunContext, RunResult, iter_runs, read_manifest, run_many
 from four.trajectory import load_trajectory
 from tests.batch._agents import (
     CannotStart,
+    SavedThenHangs,
     SlowSecondStart,
     SlowThenQuick,
     StepModel,
@@ -183,6 +185,81 @@ def test_a_killed_actors_commands_are_killed_by_its_successor(
                   and p.with_suffix(".json") != r.trajectory]  # fmt: skip
     kept = load_trajectory(partial)
     assert kept.outcome is None and token in kept.messages[-1].content
+
+
+def _kill_the_actor_each_time(
+    make_run: Callable[[RunContext], Path], out: Path, *ready: Callable[[list[int]], bool]
+) -> RunResult:
+    """Run one item on one actor; each time ``ready(killed)`` holds, wait for a few of the
+    actor's status polls (every 0.5 s) and kill it."""
+    runs = iter_runs(make_run, [Item("paid")], out, pool=RayPool())
+    result: list[RunResult] = []
+    thread = threading.Thread(target=lambda: result.extend(runs))
+    thread.start()
+    killed: list[int] = []
+    for condition in ready:
+        deadline = time.monotonic() + 60
+        while not condition(killed) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert condition(killed), killed
+        time.sleep(1.5)
+        (actor,) = _actor_pids()
+        os.kill(actor, signal.SIGKILL)
+        killed.append(actor)
+    thread.join(timeout=90)
+    assert not thread.is_alive()
+    (r,) = result
+    (line,) = manifest_lines(out)
+    assert (line["cost"], line["tokens"]) == (r.cost, r.tokens)
+    return r
+
+
+def test_a_retried_run_counts_what_its_killed_first_attempt_spent(
+    tmp_path: Path, ray_cluster: ModuleType
+) -> None:
+    token = f"raypaid-{time.monotonic_ns()}"
+    # Attempt 1: a model call (0.25) then `sleep 60`, killed; attempt 2: one call, submits.
+    r = _kill_the_actor_each_time(
+        SlowThenQuick(token, cost=0.25), tmp_path, lambda _: bool(alive(f"echo {token}"))
+    )
+    assert r.attempts == 2 and r.submitted, r
+    assert (r.cost, r.prompt_tokens, r.completion_tokens) == (0.5, 20, 10)  # both paid for
+    assert r.trajectory is not None  # (whose own stats count attempt 2 only)
+    usage = load_trajectory(r.trajectory).stats["usage"]
+    assert isinstance(usage, dict) and (usage["cost"], usage["prompt_tokens"]) == (0.25, 10)
+    assert alive(token) == []
+
+
+def test_a_run_lost_for_good_carries_what_both_attempts_spent(
+    tmp_path: Path, ray_cluster: ModuleType
+) -> None:
+    token = f"raylost-{time.monotonic_ns()}"
+    folder = tmp_path / "runs" / "paid"
+
+    def second_attempt_sleeps(killed: list[int]) -> bool:  # on the restarted actor
+        pids = _actor_pids()
+        streams = list(folder.glob("*.jsonl"))
+        return pids != killed[:1] and len(streams) == 2 and bool(commands_running(token))
+
+    r = _kill_the_actor_each_time(
+        scripted_run([bash(f"sleep 60; echo {token}")], cost=0.25),
+        tmp_path,
+        lambda _: bool(commands_running(token)),
+        second_attempt_sleeps,
+    )
+    assert r.outcome.startswith("crashed: batch: its Ray actor died twice: "), r
+    assert r.attempts == 2 and not r.final and r.trajectory is None
+    assert (r.cost, r.prompt_tokens, r.completion_tokens) == (0.5, 20, 10)
+
+
+def test_a_recovered_first_attempt_is_counted_once(tmp_path: Path, ray_cluster: ModuleType) -> None:
+    saved = tmp_path / "runs" / "paid" / "saved"
+    # Attempt 1 saves its trajectory (a call of 0.25), then its actor is killed before
+    # the result comes back: the retry takes that trajectory and runs nothing.
+    r = _kill_the_actor_each_time(SavedThenHangs(cost=0.25), tmp_path, lambda _: saved.exists())
+    assert r.attempts == 2 and r.submitted, r
+    assert r.trajectory is not None and str(r.trajectory) == saved.read_text()
+    assert (r.cost, r.prompt_tokens, r.completion_tokens) == (0.25, 10, 5)
 
 
 DRIVER = """
