@@ -20,7 +20,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
 
@@ -358,19 +358,18 @@ class RaySession:
         except ray.exceptions.RayError as exc:  # the actor died, or cannot be placed again
             self._actor_failed(call, exc, spent)
             return
-        if call.errors or (call.lost is not NO_USAGE and not was_recovered):
-            from dataclasses import replace
-
+        if call.errors:  # a retry
             error = "; ".join([*call.errors, *([result.error] if result.error else [])])
-            if was_recovered:  # the trajectory's stats count the first attempt already
-                result = replace(result, error=error)
-            else:  # both attempts were paid for
+            result = replace(result, error=error)
+            # Both attempts were paid for, unless the retry took the first attempt's
+            # finished trajectory (whose stats count it already).
+            if not was_recovered:
+                lost = call.lost
                 result = replace(
                     result,
-                    error=error or None,
-                    prompt_tokens=result.prompt_tokens + call.lost.prompt_tokens,
-                    completion_tokens=result.completion_tokens + call.lost.completion_tokens,
-                    cost=result.cost + call.lost.known_cost,
+                    prompt_tokens=result.prompt_tokens + lost.prompt_tokens,
+                    completion_tokens=result.completion_tokens + lost.completion_tokens,
+                    cost=result.cost + lost.known_cost,
                 )
         self._ready.append(result)
 
