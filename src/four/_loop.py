@@ -117,8 +117,8 @@ async def arun(
     """``run``, awaited: the same rules, outcomes and trajectory, for async components.
 
     G and V2 may be async (``alitellm_invoke``, ``alocal_env``...) or plain; a plain
-    one runs in a worker thread, off the event loop (so does the check, and the sealing
-    of the trajectory). V1 is called on the loop: a parser is quick and does no I/O.
+    one runs in a worker thread, off the event loop (so does the check, and the seal's
+    waits on a disk). V1 is called on the loop: a parser is quick and does no I/O.
     Cancelling the task (or Ctrl-C under ``asyncio.run``) ends the run ``interrupted``:
     its commands are killed, its trajectory sealed, and the cancellation goes on.
 
