@@ -204,16 +204,35 @@ def manifest_lines(folder: Path) -> list[dict[str, object]]:
 @dataclass(frozen=True)
 class SlowThenQuick:
     """make_run: the first attempt runs ``sleep 60`` (tagged with ``token``), a second
-    attempt (after its worker died) submits at once."""
+    attempt (after its worker died) submits at once. Each model call costs ``cost``
+    (and 10 prompt, 5 completion tokens)."""
 
     token: str
+    cost: float = 0.0
 
     def __call__(self, ctx: RunContext) -> Path:
         if ctx.attempt == 1:
             replies = [bash(f"sleep 60; echo {self.token}")]
         else:
             replies = [bash(f"echo {SUBMIT}")]
-        return scripted_run(replies)(ctx)
+        return scripted_run(replies, cost=self.cost)(ctx)
+
+
+@dataclass(frozen=True)
+class SavedThenHangs:
+    """make_run: the first attempt submits (one model call costing ``cost``), then,
+    with its trajectory saved, writes ``saved`` in its folder and hangs in make_run (to
+    be killed there); a second attempt that runs submits at a cost of 1.0."""
+
+    cost: float
+
+    def __call__(self, ctx: RunContext) -> Path:
+        if ctx.attempt > 1:
+            return scripted_run([bash(f"echo {SUBMIT}")], cost=1.0)(ctx)
+        path = scripted_run([bash(f"echo {SUBMIT}")], cost=self.cost)(ctx)
+        (ctx.output_dir / "saved").write_text(str(path))
+        time.sleep(60)
+        return path
 
 
 @dataclass(frozen=True)

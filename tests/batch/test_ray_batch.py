@@ -10,13 +10,15 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
-from four.batch import Item, RayPool, RunResult, iter_runs, read_manifest, run_many
+from four.batch import Item, RayPool, RunContext, RunResult, iter_runs, read_manifest, run_many
 from four.trajectory import load_trajectory
 from tests.batch._agents import (
     CannotStart,
+    SavedThenHangs,
     SlowSecondStart,
     SlowThenQuick,
     StepModel,
@@ -183,6 +185,83 @@ def test_a_killed_actors_commands_are_killed_by_its_successor(
                   and p.with_suffix(".json") != r.trajectory]  # fmt: skip
     kept = load_trajectory(partial)
     assert kept.outcome is None and token in kept.messages[-1].content
+
+
+def _kill_the_actor_each_time(
+    make_run: Callable[[RunContext], Path], out: Path, *ready: Callable[[float], bool]
+) -> tuple[RunResult, list[float]]:
+    """Run one item on one actor; each time ``ready`` holds of the batch's cost so far
+    (``Progress.cost``: results, live runs, lost attempts), kill the actor. The result,
+    and every cost the batch said meanwhile."""
+    costs = [0.0]
+    runs = iter_runs(
+        make_run, [Item("paid")], out, pool=RayPool(), on_progress=lambda p: costs.append(p.cost)
+    )
+    result: list[RunResult] = []
+    thread = threading.Thread(target=lambda: result.extend(runs))
+    thread.start()
+    for condition in ready:
+        deadline = time.monotonic() + 60
+        while not condition(costs[-1]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert condition(costs[-1]), costs[-1]
+        (actor,) = _actor_pids()
+        os.kill(actor, signal.SIGKILL)
+    thread.join(timeout=90)
+    assert not thread.is_alive()
+    (r,) = result
+    (line,) = manifest_lines(out)
+    assert (line["cost"], line["tokens"]) == (r.cost, r.tokens)
+    return r, costs
+
+
+def test_a_retried_run_counts_what_its_killed_first_attempt_spent(
+    tmp_path: Path, ray_cluster: ModuleType
+) -> None:
+    token = f"raypaid-{time.monotonic_ns()}"
+    # Attempt 1: a model call (0.25) then `sleep 60`, killed; attempt 2: one call, submits.
+    r, costs = _kill_the_actor_each_time(
+        SlowThenQuick(token, cost=0.25), tmp_path, lambda cost: cost == 0.25
+    )
+    assert r.attempts == 2 and r.submitted, r
+    assert (r.cost, r.prompt_tokens, r.completion_tokens) == (0.5, 20, 10)  # both paid for
+    assert max(costs) == 0.5  # the lost 0.25 counted once while attempt 2 ran
+    assert r.trajectory is not None  # (whose own stats count attempt 2 only)
+    usage = load_trajectory(r.trajectory).stats["usage"]
+    assert isinstance(usage, dict) and (usage["cost"], usage["prompt_tokens"]) == (0.25, 10)
+    assert alive(token) == []
+
+
+def test_a_run_lost_for_good_carries_what_both_attempts_spent(
+    tmp_path: Path, ray_cluster: ModuleType
+) -> None:
+    token = f"raylost-{time.monotonic_ns()}"
+    sleeping = f"echo {token}"
+    # Each attempt: a model call (0.25), then `sleep 60`; the actor is killed in both.
+    # Before the second kill, the batch counts the lost 0.25 and attempt 2's 0.25.
+    r, costs = _kill_the_actor_each_time(
+        scripted_run([bash(f"sleep 60; {sleeping}")], cost=0.25),
+        tmp_path,
+        lambda cost: cost == 0.25 and bool(commands_running(sleeping)),
+        lambda cost: cost == 0.5 and bool(commands_running(sleeping)),
+    )
+    assert r.outcome.startswith("crashed: batch: its Ray actor died twice: "), r
+    assert r.attempts == 2 and not r.final and r.trajectory is None
+    assert (r.cost, r.prompt_tokens, r.completion_tokens) == (0.5, 20, 10)
+    assert max(costs) == 0.5
+
+
+def test_a_recovered_first_attempt_is_counted_once(tmp_path: Path, ray_cluster: ModuleType) -> None:
+    saved = tmp_path / "runs" / "paid" / "saved"
+    # Attempt 1 saves its trajectory (a call of 0.25), then its actor is killed before
+    # the result comes back: the retry takes that trajectory and runs nothing.
+    r, costs = _kill_the_actor_each_time(
+        SavedThenHangs(cost=0.25), tmp_path, lambda cost: cost == 0.25 and saved.exists()
+    )
+    assert r.attempts == 2 and r.submitted, r
+    assert r.trajectory is not None and str(r.trajectory) == saved.read_text()
+    assert (r.cost, r.prompt_tokens, r.completion_tokens) == (0.25, 10, 5)
+    assert max(costs) == 0.25
 
 
 DRIVER = """

@@ -85,16 +85,12 @@ def run_attempt(
     supervisor: Supervisor,
     attempt: int = 1,
     node: str = NODE,
-    recover_since: float | None = None,
 ) -> RunResult:
     """Run one item under ``supervisor`` and read what it left; never raises an Exception.
 
-    ``recover_since`` (a retry after a lost worker): if a run of the item that started
-    at or after that time (epoch seconds) was saved complete, its result is taken from
-    that trajectory instead of running the item again. An async ``make_run`` is run
-    to its end on an event loop of this thread.
+    An async ``make_run`` is run to its end on an event loop of this thread.
     """
-    begun = _Attempt.begin(item, root, attempt, node, recover_since)
+    begun = _Attempt.begin(item, root, attempt, node)
     if isinstance(begun, RunResult):
         return begun
     watch = supervisor.open(begun.key)
@@ -122,7 +118,7 @@ async def arun_attempt(
 ) -> RunResult:
     """``run_attempt`` as a task of an event loop: an async ``make_run`` is awaited (a
     plain one runs in a worker thread)."""
-    begun = _Attempt.begin(item, root, attempt, node, None)
+    begun = _Attempt.begin(item, root, attempt, node)
     if isinstance(begun, RunResult):
         return begun
     watch = supervisor.open(begun.key)
@@ -142,6 +138,20 @@ async def arun_attempt(
     finally:
         supervisor.done(watch)
     return begun.result(returned, error, watch)
+
+
+def recovered(item: Item, root: Path, attempt: int, node: str, since: float) -> RunResult | None:
+    """A retry after a lost worker: the result of a run of the item that started at or
+    after ``since`` (epoch seconds) and was saved complete, taken from its trajectory
+    (whose stats count that run's whole usage); None when there is none."""
+    done = _finished_since(root.joinpath("runs", folder_name(item.id)), since)
+    if done is None:
+        return None
+    return RunResult(
+        item.id, str(done.outcome), done.path, done.steps, done.prompt_tokens,
+        done.completion_tokens, done.cost, done.wall_time, None, attempt, True,
+        node, item.fields,
+    )  # fmt: skip
 
 
 def item_of(key: str) -> str:
@@ -167,19 +177,9 @@ class _Attempt:
     start: float
 
     @staticmethod
-    def begin(
-        item: Item, root: Path, attempt: int, node: str, recover_since: float | None
-    ) -> _Attempt | RunResult:
-        """The attempt ready to run, or its result already (recovered, or no folder)."""
+    def begin(item: Item, root: Path, attempt: int, node: str) -> _Attempt | RunResult:
+        """The attempt ready to run, or its result already (no folder)."""
         folder = root.joinpath("runs", folder_name(item.id))  # one Path made, not two
-        if recover_since is not None:
-            done = _finished_since(folder, recover_since)
-            if done is not None:
-                return RunResult(
-                    item.id, str(done.outcome), done.path, done.steps, done.prompt_tokens,
-                    done.completion_tokens, done.cost, done.wall_time, None, attempt, True,
-                    node, item.fields,
-                )  # fmt: skip
         key = f"{item.id}#{attempt}#{uuid.uuid4().hex[:8]}"  # (see item_of)
         start = time.monotonic()
         try:

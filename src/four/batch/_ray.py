@@ -6,6 +6,9 @@ threads for runs, plus one control thread (a concurrency group of its own) that 
 stop requests and status polls while every run thread is busy. Ray's own retries are
 off: a run whose actor dies is tried once more here, on a live actor, so a half-done
 run is never replayed silently; its partial trajectory stays where it was written.
+What a lost attempt had spent on metered model calls (as the actor's last status said)
+goes with the item: into its lost result, or added to its retry's result (unless the
+retry took the first attempt's finished trajectory, whose stats count it already).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
 
@@ -27,7 +30,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from four._outcomes import Crashed, Outcome
 from four._types import NO_USAGE, Usage
-from four.batch._attempt import MakeRun, run_attempt
+from four.batch._attempt import MakeRun, item_of, recovered, run_attempt
 from four.batch._items import Item
 from four.batch._journal import Journal, actor_journal, sweep
 from four.batch._result import RunResult
@@ -61,6 +64,7 @@ class _Actor:
         self.root = Path(root)
         self.supervisor = Supervisor(time_limit, stall_timeout, max_cost=max_cost)
         self.node = _node_address()
+        self.told: dict[str, Usage] = {}  # each live run's usage, as the last status said
         # A restarted actor first kills what its killed predecessor left running.
         actor_id = ray.get_runtime_context().get_actor_id()
         path = actor_journal(str(actor_id))
@@ -76,17 +80,28 @@ class _Actor:
     def _sweep(self, own: Path) -> None:
         self.cleaned.extend(sweep(own))
 
-    def run(self, item: Item, attempt: int, since: float | None) -> RunResult:
+    def run(self, item: Item, attempt: int, since: float | None) -> tuple[RunResult, bool]:
+        """The attempt's result, and whether it was recovered: a retry (``since`` given)
+        first looks for the trajectory of a first attempt that finished."""
+        if since is not None:
+            done = recovered(item, self.root, attempt, self.node, since)
+            if done is not None:
+                return done, True
         return run_attempt(
-            self.make_run, item, self.root, self.supervisor, attempt, self.node, since
-        )
+            self.make_run, item, self.root, self.supervisor, attempt, self.node
+        ), False
 
     def stop(self, outcome: Outcome, kill: bool) -> None:
         self.supervisor.stop(outcome, kill=kill)
 
-    def status(self, spent: float) -> tuple[Usage, Outcome | None]:
+    def status(self, spent: float) -> tuple[tuple[tuple[str, Usage], ...], Outcome | None]:
+        """The live runs whose usage changed since the last status (by item id), and the
+        supervisor's own cost stop, if any."""
         self.supervisor.spent = spent
-        return self.supervisor.live_usage(), self.supervisor.stopping
+        runs = {item_of(key): u for key, u in self.supervisor.live_usages().items()}
+        changed = tuple((i, u) for i, u in runs.items() if self.told.get(i) != u)
+        self.told = runs
+        return changed, self.supervisor.stopping
 
     def where(self) -> tuple[str, int]:
         return self.node, os.getpid()
@@ -142,16 +157,20 @@ class _Slot:
     handle: _Handle
     capacity: int
     node_id: str | None
-    running: int = 0
+    # The items in flight on it, each with its usage as the actor last said.
+    spending: dict[str, Usage] = field(default_factory=dict)
     healthy: bool = False  # takes runs (once its first `where` answered)
     starting: bool = True  # its first `where` has not answered yet
     probe: ray.ObjectRef[object] | None = None  # a `where` call: at the start, after a failure
     reprobe_at: float | None = None  # when to ask again (the actor is restarting)
     probes: int = 0
-    usage: Usage = NO_USAGE
     status: ray.ObjectRef[object] | None = None
     where: tuple[str, int] | None = None
     gone: str | None = None  # why it counts as gone for good
+
+    @property
+    def running(self) -> int:
+        return len(self.spending)
 
     @property
     def probing(self) -> bool:
@@ -166,9 +185,10 @@ class _Call:
     attempt: int
     errors: list[str] = field(default_factory=list)
     since: float = 0.0  # when the first attempt was sent (epoch seconds)
+    lost: Usage = NO_USAGE  # what an earlier attempt spent before its actor died
 
 
-_Queued = tuple[Item, int, list[str], float]
+_Queued = tuple[Item, int, list[str], float, Usage]
 
 
 class RaySession:
@@ -240,7 +260,7 @@ class RaySession:
         return len(self._calls) + len(self._queue) + len(self._ready)
 
     def submit(self, item: Item) -> None:
-        self._queue.append((item, 1, [], 0.0))
+        self._queue.append((item, 1, [], 0.0, NO_USAGE))
         self._dispatch()
 
     def wait(self, timeout: float) -> list[RunResult]:
@@ -267,13 +287,17 @@ class RaySession:
             if slot.healthy:
                 slot.handle.stop.remote(outcome, kill)
         while self._queue:  # queued runs never start
-            item, attempt, errors, _ = self._queue.popleft()
-            self._ready.append(self._lost(item, attempt, errors, outcome.text))
+            item, attempt, errors, _, lost = self._queue.popleft()
+            self._ready.append(self._lost(item, attempt, errors, outcome.text, lost))
 
     def live_usage(self) -> Usage:
-        total = NO_USAGE
+        """The runs in flight (as their actors last said), and what lost attempts of
+        items not ended yet spent: each counted until a result carries it."""
+        total = self._lost_usage()
         for slot in self._slots:
-            total += slot.usage
+            for usage in slot.spending.values():
+                if usage is not NO_USAGE:
+                    total += usage
         return total
 
     def spent(self, cost: float) -> None:
@@ -302,57 +326,70 @@ class RaySession:
             free = [s for s in self._slots if s.healthy and s.running < s.capacity]
             if not free:
                 if not any(s.healthy or s.probing for s in self._slots):
-                    item, attempt, errors, _ = self._queue.popleft()
+                    item, attempt, errors, _, lost = self._queue.popleft()
                     why = "; ".join(dict.fromkeys(s.gone for s in self._slots if s.gone))
                     text = "no Ray actor is left to run it" + (f" ({why})" if why else "")
                     text = Crashed("batch", text).text
-                    self._ready.append(self._lost(item, attempt, errors, text))
+                    self._ready.append(self._lost(item, attempt, errors, text, lost))
                     continue
                 return
             slot = min(free, key=lambda s: s.running / s.capacity)
-            item, attempt, errors, since = self._queue.popleft()
+            item, attempt, errors, since, lost = self._queue.popleft()
             # A retry first looks for the trajectory of a first attempt that finished.
             ref = slot.handle.run.remote(item, attempt, since if attempt > 1 else None)
-            slot.running += 1
-            self._calls[ref] = _Call(slot, item, attempt, errors, since or time.time())
+            slot.spending[item.id] = NO_USAGE
+            self._calls[ref] = _Call(slot, item, attempt, errors, since or time.time(), lost)
 
     def _collect(self, ref: ray.ObjectRef[object]) -> None:
         call = self._calls.pop(ref, None)
         if call is None:
             self._probed(ref)
             return
-        call.slot.running -= 1
+        spent = call.slot.spending.pop(call.item.id, NO_USAGE)
         try:
-            result = ray.get(ref)
+            result, was_recovered = cast(tuple[RunResult, bool], ray.get(ref))
         except ray.exceptions.RayTaskError as exc:  # raised in the actor (run_attempt does not)
             text = Crashed("batch", _first_line(exc.cause or exc)).text
-            self._ready.append(self._lost(call.item, call.attempt, call.errors, text, final=True))
+            lost = call.lost + spent
+            self._ready.append(
+                self._lost(call.item, call.attempt, call.errors, text, lost, final=True)
+            )
             return
         except ray.exceptions.RayError as exc:  # the actor died, or cannot be placed again
-            self._actor_failed(call, exc)
+            self._actor_failed(call, exc, spent)
             return
-        assert isinstance(result, RunResult)
-        if call.errors:
-            from dataclasses import replace
-
+        if call.errors:  # a retry
             error = "; ".join([*call.errors, *([result.error] if result.error else [])])
             result = replace(result, error=error)
+            # Both attempts were paid for, unless the retry took the first attempt's
+            # finished trajectory (whose stats count it already).
+            if not was_recovered:
+                lost = call.lost
+                result = replace(
+                    result,
+                    prompt_tokens=result.prompt_tokens + lost.prompt_tokens,
+                    completion_tokens=result.completion_tokens + lost.completion_tokens,
+                    cost=result.cost + lost.known_cost,
+                )
         self._ready.append(result)
 
-    def _actor_failed(self, call: _Call, exc: Exception) -> None:
-        """The actor died (or could not be reached) with the run in flight."""
+    def _actor_failed(self, call: _Call, exc: Exception, spent: Usage) -> None:
+        """The actor died (or could not be reached) with the run in flight, which had
+        ``spent`` by the actor's last status: that stays with the item."""
         slot = call.slot
         if slot.healthy:
             slot.healthy = False
             slot.probes = 1
             slot.probe = slot.handle.where.remote()  # answers once the actor is back
+            slot.status = None  # a dead actor's last status must not count again
         errors = [*call.errors, f"attempt {call.attempt}: {_first_line(exc)}"]
+        lost = call.lost + spent if spent is not NO_USAGE else call.lost
         if call.attempt >= 2 or self._stop is not None:
             reason = self._stop.text if self._stop is not None else None
             text = reason or Crashed("batch", f"its Ray actor died twice: {errors[-1]}").text
-            self._ready.append(self._lost(call.item, call.attempt, errors, text))
+            self._ready.append(self._lost(call.item, call.attempt, errors, text, lost))
             return
-        self._queue.appendleft((call.item, call.attempt + 1, errors, call.since))
+        self._queue.appendleft((call.item, call.attempt + 1, errors, call.since, lost))
 
     def _probes(self) -> list[ray.ObjectRef[object]]:
         return [s.probe for s in self._slots if s.probe is not None]
@@ -406,26 +443,50 @@ class RaySession:
             if not ready:
                 continue
             try:
-                usage, stopping = cast(tuple[Usage, Outcome | None], ray.get(slot.status))
+                said = ray.get(slot.status)
             except ray.exceptions.RayError:
-                usage, stopping = NO_USAGE, None
-            slot.status, slot.usage = None, usage
+                said = ((), None)
+            runs, stopping = cast(tuple[tuple[tuple[str, Usage], ...], Outcome | None], said)
+            slot.status = None
+            for item_id, usage in runs:
+                if item_id in slot.spending:  # (not one whose result came meanwhile)
+                    slot.spending[item_id] = usage
             if stopping is not None and self._stopping is None:
                 self._stopping = stopping  # one actor's cost check stops them all
                 self.stop(stopping, kill=False)
         if now - self._polled < STATUS_EVERY:
             return
         self._polled = now
+        lost = self._lost_usage().known_cost  # spent, and in no result yet
         for slot in self._slots:
             if slot.healthy and slot.status is None:
-                slot.status = slot.handle.status.remote(self._spent)
+                slot.status = slot.handle.status.remote(self._spent + lost)
+
+    def _lost_usage(self) -> Usage:
+        """What lost attempts spent, of the items in flight or queued again."""
+        total = NO_USAGE
+        for lost in [*(c.lost for c in self._calls.values()), *(q[4] for q in self._queue)]:
+            if lost is not NO_USAGE:
+                total += lost
+        return total
 
     def _lost(
-        self, item: Item, attempt: int, errors: list[str], outcome: str, *, final: bool = False
+        self,
+        item: Item,
+        attempt: int,
+        errors: list[str],
+        outcome: str,
+        usage: Usage = NO_USAGE,
+        *,
+        final: bool = False,
     ) -> RunResult:
+        """The item's result with no trajectory: with what its lost attempts spent."""
         return RunResult(
             item.id,
             outcome,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            cost=usage.known_cost,
             error="; ".join(errors) or None,
             attempts=attempt,
             final=final,

@@ -23,7 +23,9 @@ class RayPool:
 
     An actor that dies (killed, its node lost) is restarted (``max_restarts``, on the
     same node when it is alive) and each run it had in flight is tried once more on a
-    live actor; its partial trajectory stays. ``four`` (and whatever ``make_run`` needs)
+    live actor; its partial trajectory stays, and what it had spent on model calls
+    metered with ``ctx.meter`` (by the actor's last status, every 0.5 s) counts in the
+    item's result and the budget. ``four`` (and whatever ``make_run`` needs)
     must be importable on every node, and ``output_dir`` should be a folder every node
     sees (a shared file system), or each node keeps the trajectories it wrote; the
     manifest is always written by this process.

@@ -27,8 +27,10 @@ class RunResult:
     ``outcome`` is the run's outcome text (``exit:task_complete``, ``stalled: ...``,
     ``crashed: make_run: ValueError: ...``). ``trajectory`` is the saved run (None when
     ``make_run`` failed before saving one). ``cost`` counts known prices only
-    (USD). ``wall_time`` is the seconds ``make_run`` took, setup included. ``error`` is
-    the exception that ended ``make_run``, if any. ``attempts`` is 2 when the run's
+    (USD); it and the tokens include, once, what an attempt lost with its worker had
+    spent on metered model calls (``ctx.meter``). ``wall_time`` is the seconds
+    ``make_run`` took, setup included. ``error`` is the exception that ended
+    ``make_run``, if any. ``attempts`` is 2 when the run's
     worker died and the run was tried again. ``final`` is False when the batch, not the
     run, ended it (Ctrl-C, a batch budget, a worker lost twice): a resumed batch runs it
     again. ``node`` says where it ran; ``fields`` are the item's other fields.
