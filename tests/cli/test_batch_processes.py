@@ -134,3 +134,55 @@ def test_a_flag_overrides_the_other_pools_variable(
     assert batch_options(_args("t.jsonl", "--ray", "local")).processes is None
     monkeypatch.delenv("FOUR_RAY")
     assert batch_options(_args("t.jsonl")).processes == 4
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_on_the_async_pool_a_batch_budget_stops_the_runs_and_a_rerun_finishes_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tasks = _tasks(tmp_path / "tasks.jsonl", 3)
+    out = tmp_path / "out"
+    slow = StepModel(steps=40, delay=0.1)  # 4 s a run: the budget stops them first
+    with serve_many(slow) as server:
+        words = [str(tasks), "--model", "test-model", "--api-base", server.url,
+                 "--processes", "1", "-o", str(out), "--json"]  # fmt: skip
+        assert batch_command(_args(*words, "--batch-timeout", "1")) == 1
+        summary = json.loads(capsys.readouterr().out)
+        assert sorted(summary["unfinished"]) == ["t0", "t1", "t2"]
+        latest = read_manifest(out)
+        assert all(not r.final for r in latest.values())
+        assert all("the batch's wall-clock limit of 1 s" in r.outcome for r in latest.values())
+        assert all(r.trajectory and Path(r.trajectory).is_file() for r in latest.values())
+    with serve_many(StepModel(steps=2)) as server:
+        words[4] = server.url
+        assert batch_command(_args(*words)) == 0
+        assert json.loads(capsys.readouterr().out)["ran"] == 3
+    assert all(r.final for r in read_manifest(out).values())
+    gc.collect()
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_ctrl_c_on_the_async_pool_exits_130_with_the_runs_recorded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+    import signal
+    import threading
+
+    tasks = _tasks(tmp_path / "tasks.jsonl", 2)
+    out = tmp_path / "out"
+    with serve_many(StepModel(steps=100, delay=0.05)) as server:
+        words = [str(tasks), "--model", "test-model", "--api-base", server.url,
+                 "--processes", "1", "-o", str(out), "--json"]  # fmt: skip
+        timer = threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGINT))
+        timer.start()
+        try:
+            assert batch_command(_args(*words)) == 130
+        finally:
+            timer.cancel()
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["interrupted"] and sorted(summary["unfinished"]) == ["t0", "t1"]
+    latest = read_manifest(out)
+    assert sorted(latest) == ["t0", "t1"]
+    assert all(r.outcome.startswith("interrupted") and not r.final for r in latest.values())
+    gc.collect()
