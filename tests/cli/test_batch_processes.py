@@ -78,9 +78,17 @@ def test_the_async_make_run_awaits_the_model_and_the_environment(tmp_path: Path)
     make_run = pickle.loads(pickle.dumps(_command(tmp_path)))
     assert isinstance(make_run, AsyncCommandRun)
     assert asyncio.iscoroutinefunction(type(make_run).__call__)
-    agent = make_run.agent(RunContext(Item("a", "task a"), tmp_path, None))
+    agent = make_run.agent(RunContext(Item("a", "task a"), tmp_path, _Unwatched()))
     assert type(awaited_invoke(agent.G)).__name__ == "AsyncBudgetInvoke"
     assert type(awaited_env(agent.V2)).__name__ == "AsyncNoteRepeats"
+
+
+class _Unwatched:
+    def beat(self) -> None:
+        pass
+
+    def stopped(self) -> None:
+        return None
 
 
 def _command(tmp_path: Path) -> AsyncCommandRun:
@@ -88,7 +96,9 @@ def _command(tmp_path: Path) -> AsyncCommandRun:
 
     args = _args("tasks.jsonl", "--model", "m", "--api-base", "http://127.0.0.1:9/v1",
                  "--cost-limit", "1")  # fmt: skip
-    opts = options(argparse.Namespace(**{**vars(args), "task": "(each)", "output_dir": str(tmp_path)}))
+    opts = options(
+        argparse.Namespace(**{**vars(args), "task": "(each)", "output_dir": str(tmp_path)})
+    )
     return AsyncCommandRun(opts, "openai/m", "none", "system")
 
 

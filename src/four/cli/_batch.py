@@ -59,7 +59,6 @@ def batch_flags(p: argparse.ArgumentParser) -> None:
         help=f"runs at once [FOUR_WORKERS, {DEFAULT_WORKERS}]",
     )  # fmt: skip
     p.add_argument(
-        "-p",
         "--processes",
         type=_positive_int,
         metavar="N",
