@@ -15,6 +15,7 @@ import pytest
 from four.batch import read_manifest
 from four.cli import build_parser, main
 from four.cli._batch import AsyncCommandRun, batch_command
+from tests._server import Answer, LoopbackServer, Request, chat
 from tests.batch._agents import StepModel, serve_many
 
 VARIABLES = ("FOUR_MODEL", "FOUR_API_BASE", "FOUR_ENV", "FOUR_WORKERS", "FOUR_RAY",
@@ -195,4 +196,29 @@ def test_ctrl_c_on_the_async_pool_exits_130_with_the_runs_recorded(
     latest = read_manifest(out)
     assert sorted(latest) == ["t0", "t1"]
     assert all(r.outcome.startswith("interrupted") and not r.final for r in latest.values())
+    gc.collect()
+
+
+def _sleeper(request: Request) -> Answer:
+    return chat("```bash\nsleep 60\n```")
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.parametrize("env", ["local", "persistent"])
+def test_timeout_on_the_async_pool_kills_the_awaited_command(
+    env: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import time
+
+    tasks = _tasks(tmp_path / "tasks.jsonl", 2)
+    out = tmp_path / "out"
+    with LoopbackServer(_sleeper) as server:
+        words = [str(tasks), "--model", "test-model", "--api-base", server.url, "--env", env,
+                 "--processes", "1", "--timeout", "1", "-o", str(out), "--json"]  # fmt: skip
+        start = time.monotonic()
+        assert batch_command(_args(*words)) == 0
+        assert time.monotonic() - start < 30  # not the 60 s of the command
+    latest = read_manifest(out)
+    assert sorted(latest) == ["t0", "t1"]
+    assert all(r.outcome.startswith("time_limit_reached") and r.final for r in latest.values())
     gc.collect()
