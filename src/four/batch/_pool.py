@@ -203,6 +203,14 @@ class AsyncSession(_InProcess):
     def __init__(self, spec: Spec, gc_threshold: int | None = YOUNG_OBJECTS) -> None:
         super().__init__(spec, spec.max_concurrency)
         self._loop = asyncio.new_event_loop()
+        # arun runs a run's plain parts (a sandbox's command, a check, the seal) in the
+        # loop's executor: asyncio's default has min(32, CPUs + 4) threads, which would
+        # bound the runs whose plain command is running to a handful. Threads start
+        # only when none is idle; at most ThreadPool's bound (see the module's docstring).
+        threads = min(spec.max_concurrency, DEFAULT_MAX_THREADS)
+        self._loop.set_default_executor(
+            cf.ThreadPoolExecutor(threads, thread_name_prefix="four-arun")
+        )
         self._thread = threading.Thread(target=self._serve, name="four-batch-loop", daemon=True)
         self._thread.start()
         self._collector = _RaisedCollector(gc_threshold)
