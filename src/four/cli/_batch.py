@@ -40,9 +40,10 @@ DESCRIPTION = (
     "Run the agent of `four run` on each task of TASKS (one JSON object per line, with "
     '"id" and "task"; other fields are kept in the manifest; "image" and "cwd" override '
     "--image and --cwd for that task), --workers at a time: on threads here, as async "
-    "tasks here for thousands at once (--processes), or on a Ray cluster (--ray). Trajectories go to DIR/runs/<id>/, one line per finished task to "
-    "DIR/manifest.jsonl; run again and finished tasks are skipped. Exit 0 when every "
-    "task has a result, 1 when a batch budget stopped it first."
+    "tasks here for thousands at once (--processes), or on a Ray cluster (--ray). "
+    "Trajectories go to DIR/runs/<id>/, one line per finished task to DIR/manifest.jsonl; "
+    "run again and finished tasks are skipped. Exit 0 when every task has a result, 1 "
+    "when a batch budget stopped it first."
 )
 DEFAULT_WORKERS = 8
 DEFAULT_STALL = 900.0
@@ -165,6 +166,8 @@ class _Command:
     system: str
 
     def agent(self, ctx: RunContext) -> _Agent:
+        """``four run``'s agent for ``ctx``'s item (its ``image`` and ``cwd`` fields
+        override ``--image`` and ``--cwd``), its trajectory going to ``ctx.output_dir``."""
         from four.cli._live import Recording, components
         from four.cli._run import build, domain_check, load_domain, setup
         from four.trajectory import save_trajectory

@@ -81,7 +81,7 @@ def note_repeats(env: Execute) -> NoteRepeats:
 
 @dataclass(frozen=True, slots=True)
 class AsyncNoteRepeats:
-    """``notes``' warning over an async V2 (``alocal_env``, for ``arun``); ``notes.inner``
+    """The warning of ``notes`` over an async V2 (``alocal_env``, for ``arun``); ``notes.inner``
     is not called. ``aclose()`` closes ``inner``."""
 
     notes: NoteRepeats

@@ -98,7 +98,7 @@ class _Tries:
         if done:
             usage: Usage | None = self.billed if self.billed.calls else error.usage
             return Failure(replace(error, attempts=self.tried, usage=usage))
-        return wait
+        return float(wait)  # an int Retry-After would read as a result
 
 
 def retry_invoke(
