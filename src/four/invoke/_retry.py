@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -59,6 +58,8 @@ class AsyncRetryInvoke:
     G: AsyncInvoke
 
     async def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
+        import asyncio  # here: four.invoke's import does not load asyncio
+
         tries = _Tries(self.retry)
         while True:
             done = tries.settle(await self.G(messages))
