@@ -238,6 +238,8 @@ class AsyncSession(_InProcess):
 
             with contextlib.suppress(Exception):
                 asyncio.run_coroutine_threadsafe(close_async_clients(), self._loop).result(10)
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(_cancel_the_rest(), self._loop).result(10)
         self._call(self._loop.stop)
         self._thread.join(timeout=10)
         if not self._thread.is_alive():
@@ -248,6 +250,17 @@ class AsyncSession(_InProcess):
     def _call(self, fn: Callable[[], object]) -> None:
         with contextlib.suppress(RuntimeError):  # the loop is closed already
             self._loop.call_soon_threadsafe(fn)
+
+
+async def _cancel_the_rest() -> None:
+    """As ``asyncio.run`` does at its end: the tasks a library left on the loop (litellm's
+    logging worker) cancelled and awaited, not destroyed pending when the loop goes."""
+    current = asyncio.current_task()
+    rest = [task for task in asyncio.all_tasks() if task is not current]
+    for task in rest:
+        task.cancel()
+    if rest:
+        await asyncio.wait(rest, timeout=5)
 
 
 class _RaisedCollector:
