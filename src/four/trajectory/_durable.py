@@ -88,7 +88,8 @@ def _mounts() -> dict[int, str]:
     with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as table:
         for line in table:
             fields, _, rest = line.partition(" - ")
-            major, _, minor = (fields.split(" ")[2:3] or [""])[0].partition(":")
+            numbers = fields.split(" ")[2] if fields.count(" ") >= 2 else ""
+            major, _, minor = numbers.partition(":")
             if major.isdigit() and minor.isdigit() and rest:
                 found[os.makedev(int(major), int(minor))] = rest.split(" ", 1)[0]
     return found
