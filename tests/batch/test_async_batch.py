@@ -164,3 +164,37 @@ def test_a_wrong_gc_threshold_is_one_clear_error() -> None:
     for wrong in (0, -5, 1.5, "big"):
         with pytest.raises(ValueError, match="AsyncPool: gc_threshold must be a whole number"):
             AsyncPool(gc_threshold=wrong)  # type: ignore[arg-type]
+
+
+def test_the_plain_parts_of_async_runs_overlap_past_the_default_executors_threads(
+    tmp_path: Path,
+) -> None:
+    """``arun`` runs a plain V2 (the sandbox, docker) in a worker thread: 40 runs whose
+    commands block all run them at once, not asyncio's default few threads at a time."""
+    from returns.result import Success
+
+    from four import Action, Observation, arun, save_trajectory, scripted_invoke
+    from four.parse import regex_parse
+
+    lock = threading.Lock()
+    now = peak = 0
+
+    def V2(action: Action, /) -> Success[Observation]:
+        nonlocal now, peak
+        with lock:
+            now += 1
+            peak = max(peak, now)
+        time.sleep(0.3)  # a blocking command
+        with lock:
+            now -= 1
+        return Success(Observation("<returncode>0</returncode>", 0))
+
+    async def make_run(ctx: RunContext) -> Path:
+        G = scripted_invoke([bash("true")])
+        return await arun(G, regex_parse(), V2, save_trajectory(ctx.output_dir),
+                          prompt=ctx.task, max_steps=1, watch=ctx.watch)  # fmt: skip
+
+    results = run_many(make_run, [Item(f"i{n}") for n in range(40)], tmp_path,
+                       pool=AsyncPool(), max_concurrency=40)  # fmt: skip
+    assert len(results) == 40 and all(r.steps == 1 and r.trajectory for r in results)
+    assert peak >= 32, peak  # asyncio's default executor has min(32, CPUs + 4) threads

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import time
 from collections.abc import Sequence
 
 import pytest
@@ -121,6 +122,34 @@ def test_cancelling_the_awaiting_task_kills_the_command(kind: str) -> None:
             await env.aclose()
 
     asyncio.run(main())
+    assert gone(f"{token}-") == []
+
+
+@pytest.mark.parametrize("kind", ["local", "shell"])
+def test_a_supervisors_interrupt_from_another_thread_kills_the_awaited_command(kind: str) -> None:
+    """As for local_env and shell_env: four.batch's time limit and Ctrl-C reach it."""
+    import threading
+
+    from four.execute._interrupt import interrupt, interruptible
+
+    token = f"four-{secrets.token_hex(6)}"
+
+    async def main() -> int | None:
+        env = alocal_env(timeout=60) if kind == "local" else ashell_env(timeout=60)
+        with interruptible(token):
+            killer = threading.Timer(0.5, interrupt, (token,))
+            killer.start()
+            try:
+                ran = await env(Action(escapes(token) + 'bash -c "exec -a $t-x sleep 60"'))
+            finally:
+                killer.cancel()
+                if isinstance(env, AsyncShellEnv):
+                    await env.aclose()
+        return ran.unwrap().returncode
+
+    started = time.monotonic()
+    code = asyncio.run(main())
+    assert time.monotonic() - started < 20 and code != 0
     assert gone(f"{token}-") == []
 
 

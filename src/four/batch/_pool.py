@@ -203,6 +203,14 @@ class AsyncSession(_InProcess):
     def __init__(self, spec: Spec, gc_threshold: int | None = YOUNG_OBJECTS) -> None:
         super().__init__(spec, spec.max_concurrency)
         self._loop = asyncio.new_event_loop()
+        # arun runs a run's plain parts (a sandbox's command, a check, the seal) in the
+        # loop's executor: asyncio's default has min(32, CPUs + 4) threads, which would
+        # bound the runs whose plain command is running to a handful. Threads start
+        # only when none is idle; at most ThreadPool's bound (see the module's docstring).
+        threads = min(spec.max_concurrency, DEFAULT_MAX_THREADS)
+        self._loop.set_default_executor(
+            cf.ThreadPoolExecutor(threads, thread_name_prefix="four-arun")
+        )
         self._thread = threading.Thread(target=self._serve, name="four-batch-loop", daemon=True)
         self._thread.start()
         self._collector = _RaisedCollector(gc_threshold)
@@ -230,6 +238,8 @@ class AsyncSession(_InProcess):
 
             with contextlib.suppress(Exception):
                 asyncio.run_coroutine_threadsafe(close_async_clients(), self._loop).result(10)
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(_cancel_the_rest(), self._loop).result(10)
         self._call(self._loop.stop)
         self._thread.join(timeout=10)
         if not self._thread.is_alive():
@@ -240,6 +250,17 @@ class AsyncSession(_InProcess):
     def _call(self, fn: Callable[[], object]) -> None:
         with contextlib.suppress(RuntimeError):  # the loop is closed already
             self._loop.call_soon_threadsafe(fn)
+
+
+async def _cancel_the_rest() -> None:
+    """As ``asyncio.run`` does at its end: the tasks a library left on the loop (litellm's
+    logging worker) cancelled and awaited, not destroyed pending when the loop goes."""
+    current = asyncio.current_task()
+    rest = [task for task in asyncio.all_tasks() if task is not current]
+    for task in rest:
+        task.cancel()
+    if rest:
+        await asyncio.wait(rest, timeout=5)
 
 
 class _RaisedCollector:

@@ -1,7 +1,8 @@
 """``four batch TASKS.jsonl``: an agent on every task of a file, many at once.
 
 Its flags are ``batch_flags``, and the ``four`` command calls ``main``. The agent is the one ``four run``
-builds from the same flags and ``FOUR_*`` variables (``four.cli._run``); each task's
+builds from the same flags and ``FOUR_*`` variables (``four.cli._run``), run on threads,
+under ``four.arun`` on ``AsyncPool`` (``--processes``), or on Ray; each task's
 trajectory goes to ``DIR/runs/<id>/`` and one line per finished task to
 ``DIR/manifest.jsonl``. Run it again and finished tasks are skipped. ``four stats DIR``
 summarises the runs.
@@ -26,20 +27,23 @@ from typing import IO, TYPE_CHECKING
 from four._types import JSON
 
 if TYPE_CHECKING:  # only argparse is needed to define the flags (four --help)
-    from four.batch._attempt import RunContext
+    from four._types import AsyncExecute, AsyncInvoke, Execute, Invoke, Parse, Verify
+    from four.batch._attempt import MakeRun, RunContext
     from four.batch._batch import Progress
     from four.batch._result import RunResult
     from four.batch._session import Pool
+    from four.cli._live import Recording
     from four.cli._run import RunOptions
 
 SUMMARY = "run an agent on every task of a JSON Lines file, many at once"
 DESCRIPTION = (
     "Run the agent of `four run` on each task of TASKS (one JSON object per line, with "
     '"id" and "task"; other fields are kept in the manifest; "image" and "cwd" override '
-    "--image and --cwd for that task), --workers at a time, here or on a Ray cluster "
-    "(--ray). Trajectories go to DIR/runs/<id>/, one line per finished task to "
-    "DIR/manifest.jsonl; run again and finished tasks are skipped. Exit 0 when every "
-    "task has a result, 1 when a batch budget stopped it first."
+    "--image and --cwd for that task), --workers at a time: on threads here, as async "
+    "tasks here for thousands at once (--processes), or on a Ray cluster (--ray). "
+    "Trajectories go to DIR/runs/<id>/, one line per finished task to DIR/manifest.jsonl; "
+    "run again and finished tasks are skipped. Exit 0 when every task has a result, 1 "
+    "when a batch budget stopped it first."
 )
 DEFAULT_WORKERS = 8
 DEFAULT_STALL = 900.0
@@ -55,6 +59,14 @@ def batch_flags(p: argparse.ArgumentParser) -> None:
         "-w", "--workers", type=_positive_int, default=None,
         help=f"runs at once [FOUR_WORKERS, {DEFAULT_WORKERS}]",
     )  # fmt: skip
+    p.add_argument(
+        "--processes",
+        type=_positive_int,
+        metavar="N",
+        help="run the tasks as async tasks, not threads, for thousands at once: 1 = one "
+        "event loop in this process, N = spread over N worker processes (one loop each); "
+        "--workers is the runs at once over them all [FOUR_PROCESSES, threads]",
+    )
     p.add_argument(
         "--ray",
         metavar="ADDRESS",
@@ -131,17 +143,31 @@ def batch_flags(p: argparse.ArgumentParser) -> None:
 
 
 @dataclass(frozen=True, slots=True)
-class CommandRun:
-    """The ``make_run`` of ``four batch``: ``four run``'s agent on one item. Picklable,
-    so it can go to Ray actors (it carries the API key with it)."""
+class _Agent:
+    """One item's agent, as ``four run`` builds it (plain G and V2)."""
+
+    G: Invoke
+    V1: Parse
+    V2: Execute
+    recording: Recording
+    check: Verify | None
+    settings: tuple[str, str, int, int]  # system, prompt, max_steps, max_format_errors
+
+
+@dataclass(frozen=True, slots=True)
+class _Command:
+    """What both ``make_run`` of ``four batch`` carry, and the agent they build for an
+    item. Picklable, so it can go to Ray actors and worker processes (it carries the
+    API key with it)."""
 
     opts: RunOptions
     model: str
     key: str | None
     system: str
 
-    def __call__(self, ctx: RunContext) -> Path:
-        from four import run
+    def agent(self, ctx: RunContext) -> _Agent:
+        """``four run``'s agent for ``ctx``'s item (its ``image`` and ``cwd`` fields
+        override ``--image`` and ``--cwd``), its trajectory going to ``ctx.output_dir``."""
         from four.cli._live import Recording, components
         from four.cli._run import build, domain_check, load_domain, setup
         from four.trajectory import save_trajectory
@@ -159,18 +185,38 @@ class CommandRun:
         check = domain_check(opts, domain, where, V2)
         record: dict[str, JSON] = {**opts.record(), "batch_item": ctx.id}
         recording = Recording(save_trajectory(ctx.output_dir), components(G, V2, record))
-        return run(
-            ctx.meter(G),
-            V1,
-            V2,
-            recording,
-            self.system,
-            ctx.task,
-            opts.max_steps,
-            opts.max_format_errors,
-            check=check,
-            watch=ctx.watch,
-        )
+        settings = (self.system, ctx.task, opts.max_steps, opts.max_format_errors)
+        return _Agent(G, V1, V2, recording, check, settings)
+
+
+@dataclass(frozen=True, slots=True)
+class CommandRun(_Command):
+    """The ``make_run`` of ``four batch`` on threads or Ray: ``four run``'s agent on one item."""
+
+    def __call__(self, ctx: RunContext) -> Path:
+        from four import run
+
+        a = self.agent(ctx)
+        return run(ctx.meter(a.G), a.V1, a.V2, a.recording, *a.settings, check=a.check,
+                   watch=ctx.watch)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class AsyncCommandRun(_Command):
+    """The ``make_run`` of ``four batch --processes``: the same agent under ``four.arun``,
+    its model call and ``--env local``/``persistent`` awaited (see ``four.cli._awaited``);
+    the rest runs in worker threads."""
+
+    async def __call__(self, ctx: RunContext) -> Path:
+        from four import arun
+        from four.cli._awaited import awaited_env, awaited_invoke
+
+        a = self.agent(ctx)
+        awaited = awaited_invoke(a.G)
+        G: Invoke | AsyncInvoke = ctx.meter(a.G) if awaited is None else ctx.meter(awaited)
+        V2: Execute | AsyncExecute = awaited_env(a.V2) or a.V2
+        return await arun(G, a.V1, V2, a.recording, *a.settings, check=a.check,
+                          watch=ctx.watch)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +227,7 @@ class BatchOptions:
     output_dir: Path
     workers: int
     ray: str | None
+    processes: int | None  # the async pool's worker processes (None: threads or Ray)
     stall_timeout: float | None
     max_cost: float | None
     max_wall_time: float | None
@@ -198,16 +245,41 @@ def batch_options(args: argparse.Namespace) -> BatchOptions:
         else env.get_float("FOUR_STALL_TIMEOUT", DEFAULT_STALL)
     )
     folder = args.output_dir or env.get("FOUR_BATCH_DIR")
+    ray, processes = _where(args)
     return BatchOptions(
         Path(args.tasks),
         Path(folder) if folder else default_batch_dir(Path(args.tasks)),
         workers or DEFAULT_WORKERS,
-        args.ray or env.get("FOUR_RAY"),
+        ray,
+        processes,
         stall or None,
         args.batch_cost_limit or None,
         args.batch_timeout or None,
         bool(args.redo),
     )
+
+
+def _where(args: argparse.Namespace) -> tuple[str | None, int | None]:
+    """Ray's address or the async pool's processes (or neither: threads). A flag
+    overrides the other's variable; both asked for is a usage error."""
+    from four.cli import _settings as env
+    from four.cli._errors import UsageError
+
+    if args.ray and args.processes is not None:
+        raise UsageError("--processes runs here, --ray on a cluster: give one of them")
+    ray = args.ray or (None if args.processes is not None else env.get("FOUR_RAY"))
+    processes = args.processes
+    given = env.get("FOUR_PROCESSES")
+    if processes is None and not args.ray and given is not None:
+        processes = env.get_int("FOUR_PROCESSES", 0)
+        if processes < 1:
+            raise UsageError(f"FOUR_PROCESSES={given!r} must be at least 1")
+    if processes == 0:
+        raise UsageError("--processes must be at least 1 (1: one event loop here)")
+    if ray and processes is not None:
+        raise UsageError("FOUR_RAY and FOUR_PROCESSES are both set: unset one, or give --ray "
+                         "or --processes")  # fmt: skip
+    return ray, processes
 
 
 def default_batch_dir(tasks: Path) -> Path:
@@ -231,7 +303,7 @@ def batch_command(args: argparse.Namespace) -> int:
     """Run ``four batch``; the exit status (see the module's docstring)."""
     from four.batch._batch import iter_runs
     from four.batch._items import read_items
-    from four.batch._pool import ThreadPool
+    from four.batch._pool import AsyncPool, ThreadPool
     from four.batch._raypool import RayPool
     from four.cli._errors import UsageError
     from four.cli._preflight import output_folder, prompt_fits
@@ -257,6 +329,9 @@ def batch_command(args: argparse.Namespace) -> int:
         raise UsageError(f"{batch.tasks} has no tasks")
     # four run's settings, with a stand-in task (each item brings its own).
     opts = options(argparse.Namespace(**{**vars(args), "task": "(each item's task)"}))
+    if opts.local is not None and (batch.processes or 0) > 1:
+        raise UsageError("--local serves its model in each process it runs in: with it, "
+                         "give --processes 1 or leave it out")  # fmt: skip
     make_check(opts)  # a bad --check-files is a usage error now, not in every run
     guard_output(replace(opts, output_dir=str(batch.output_dir)))
     output_folder(str(batch.output_dir))  # before any model call, as four run
@@ -266,9 +341,12 @@ def batch_command(args: argparse.Namespace) -> int:
         os.environ.setdefault("FOUR_LOCAL_PARALLEL", str(batch.workers))
     system = system_prompt(opts, load_domain(opts))
     prompt_fits(model, server, system, max((item.task for item in items), key=len))
-    make_run = CommandRun(opts, model, key, system)
+    make_run: MakeRun = CommandRun(opts, model, key, system)
     pool: Pool = ThreadPool()
-    if batch.ray:
+    if batch.processes is not None:
+        make_run = AsyncCommandRun(opts, model, key, system)
+        pool = AsyncPool(processes=batch.processes)
+    elif batch.ray:
         import importlib.util
 
         if importlib.util.find_spec("ray") is None:

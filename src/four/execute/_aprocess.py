@@ -15,7 +15,7 @@ import os
 import time
 from collections.abc import Callable
 
-from four.execute._interrupt import stopped
+from four.execute._interrupt import running, stopped
 from four.execute._output import OutputBuffer, Ran
 from four.execute._process import (
     CHUNK,
@@ -58,6 +58,8 @@ async def awatch(start: Callable[[int], Child], output: OutputBuffer, timeout: f
 
     loop.add_reader(fd, read)
     loop.add_reader(child.exit_fd, end)
+    # Under a supervisor (four.batch), its thread may kill this command: the exit is seen.
+    command = running(child.pgid, None, child.kill)
     timed_out = False
     notes: list[str] = []
     try:
@@ -80,6 +82,8 @@ async def awatch(start: Callable[[int], Child], output: OutputBuffer, timeout: f
             await asyncio.shield(asyncio.wait({exited}, timeout=DRAIN + 1))
         raise
     finally:
+        if command is not None:
+            command.release()
         loop.remove_reader(fd)
         loop.remove_reader(child.exit_fd)
         os.close(fd)

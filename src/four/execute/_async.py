@@ -26,6 +26,7 @@ from four._types import Action, ExecutionError
 from four.execute._aprocess import awatch
 from four.execute._command import Executed, check_command, unrunnable
 from four.execute._contain import Placed, private_folder, read_exit
+from four.execute._interrupt import running
 from four.execute._kill import kill_group, kill_marked, new_mark
 from four.execute._local import LocalEnv, local_env, shell_env
 from four.execute._output import OutputBuffer, Ran, conclude
@@ -144,7 +145,14 @@ class AsyncShellEnv:
                     notes = (RESTARTED.format(why=f" because it had exited with code {code}"),)
                 if self._proc is None:
                     await self._start()
-                ran = await self._run(action.command, notes)
+                assert self._proc is not None
+                # Under a supervisor (four.batch), its thread may kill the shell.
+                command = running(self._proc.pid, self._mark)
+                try:
+                    ran = await self._run(action.command, notes)
+                finally:
+                    if command is not None:
+                        command.release()
             except OSError as exc:
                 await self._stop()
                 return Failure(ExecutionError(f"the shell {self.shell.shell} failed: {exc}"))

@@ -14,7 +14,16 @@ from dataclasses import dataclass, field, replace
 
 from returns.result import Result, Success
 
-from four._types import Action, Closeable, Execute, ExecutionError, Observation, Submitted
+from four._types import (
+    Action,
+    AsyncCloseable,
+    AsyncExecute,
+    Closeable,
+    Execute,
+    ExecutionError,
+    Observation,
+    Submitted,
+)
 
 
 @dataclass(slots=True)
@@ -27,7 +36,12 @@ class NoteRepeats:
     _times: int = field(default=0, repr=False)
 
     def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]:
-        result = self.inner(action)
+        return self.noted(action, self.inner(action))
+
+    def noted(
+        self, action: Action, result: Result[Observation, Submitted | ExecutionError]
+    ) -> Result[Observation, Submitted | ExecutionError]:
+        """``result`` of ``action``, with the warning if it repeats the one before."""
         if not isinstance(result, Success):
             return result
         observation: Observation = result.unwrap()
@@ -63,3 +77,19 @@ def note_repeats(env: Execute) -> NoteRepeats:
     (False, True)
     """
     return NoteRepeats(env)
+
+
+@dataclass(frozen=True, slots=True)
+class AsyncNoteRepeats:
+    """The warning of ``notes`` over an async V2 (``alocal_env``, for ``arun``); ``notes.inner``
+    is not called. ``aclose()`` closes ``inner``."""
+
+    notes: NoteRepeats
+    inner: AsyncExecute
+
+    async def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]:
+        return self.notes.noted(action, await self.inner(action))
+
+    async def aclose(self) -> None:
+        if isinstance(self.inner, AsyncCloseable):
+            await self.inner.aclose()

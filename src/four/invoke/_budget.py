@@ -11,6 +11,7 @@ from four import _arguments as check
 from four._types import (
     NO_USAGE,
     Assistant,
+    AsyncInvoke,
     Invoke,
     Message,
     ModelError,
@@ -54,11 +55,26 @@ class BudgetInvoke:
             return f"tokens {used.total_tokens} >= limit {self.token_limit}"
         return None
 
-    def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
+    def refusal(self, messages: Sequence[Message]) -> Failure[ModelError] | None:
+        """The BUDGET error once the history has spent the budget, else None."""
         reason = self.exceeded(spent(messages))
-        if reason is not None:
-            return Failure(ModelError(ModelErrorKind.BUDGET, reason))
-        return self.G(messages)
+        return None if reason is None else Failure(ModelError(ModelErrorKind.BUDGET, reason))
+
+    def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
+        refused = self.refusal(messages)
+        return self.G(messages) if refused is None else refused
+
+
+@dataclass(frozen=True, slots=True)
+class AsyncBudgetInvoke:
+    """``budget``'s limits over an async G (``alitellm_invoke``); ``budget.G`` is not called."""
+
+    budget: BudgetInvoke
+    G: AsyncInvoke
+
+    async def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
+        refused = self.budget.refusal(messages)
+        return await self.G(messages) if refused is None else refused
 
 
 def budget_invoke(

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from returns.result import Failure, Result, Success
 
 from four import _arguments as check
-from four._types import NO_USAGE, Invoke, Message, ModelError, Reply, Usage
+from four._types import NO_USAGE, AsyncInvoke, Invoke, Message, ModelError, Reply, Usage
 from four.invoke._billing import add_usage
 
 
@@ -40,28 +40,66 @@ class RetryInvoke:
         return wait
 
     def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
-        start = self.clock()
-        billed = NO_USAGE  # what failed attempts cost: still spent
-        attempt = tried = 0  # our calls of G; the requests they made (G may retry too)
+        tries = _Tries(self)
         while True:
-            attempt += 1
-            result = self.G(messages)
-            if isinstance(result, Success):
-                if billed.calls == 0:
-                    return result
-                reply = result.unwrap()
-                return Success(add_usage(reply, billed))
-            error = result.failure()
-            billed = billed + (error.usage or NO_USAGE)
-            tried += error.attempts
-            done = not error.kind.transient or attempt >= self.max_attempts
-            wait = 0.0 if done else self.delay(attempt, error)
-            if self.max_elapsed is not None and self.clock() - start + wait > self.max_elapsed:
-                done = True
-            if done:
-                usage: Usage | None = billed if billed.calls else error.usage
-                return Failure(replace(error, attempts=tried, usage=usage))
-            self.sleep(wait)
+            done = tries.settle(self.G(messages))
+            if not isinstance(done, float):
+                return done
+            self.sleep(done)
+
+
+@dataclass(frozen=True, slots=True)
+class AsyncRetryInvoke:
+    """``retry``'s rules for an async G (``alitellm_invoke``): the same attempts and
+    waits, awaited (``asyncio.sleep``: ``retry.sleep`` would block the event loop);
+    ``retry.G`` is not called."""
+
+    retry: RetryInvoke
+    G: AsyncInvoke
+
+    async def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
+        import asyncio  # here: four.invoke's import does not load asyncio
+
+        tries = _Tries(self.retry)
+        while True:
+            done = tries.settle(await self.G(messages))
+            if not isinstance(done, float):
+                return done
+            await asyncio.sleep(done)
+
+
+@dataclass(slots=True)
+class _Tries:
+    """One call's attempts so far: what the plain and the async retry share."""
+
+    rules: RetryInvoke
+    start: float = 0.0
+    billed: Usage = NO_USAGE  # what failed attempts cost: still spent
+    attempt: int = 0  # our calls of G
+    tried: int = 0  # the requests they made (G may retry too)
+
+    def __post_init__(self) -> None:
+        self.start = self.rules.clock()
+
+    def settle(self, result: Result[Reply, ModelError]) -> Result[Reply, ModelError] | float:
+        """The call's result, or the seconds to wait before the next attempt."""
+        self.attempt += 1
+        if isinstance(result, Success):
+            if self.billed.calls == 0:
+                return result
+            return Success(add_usage(result.unwrap(), self.billed))
+        error = result.failure()
+        self.billed = self.billed + (error.usage or NO_USAGE)
+        self.tried += error.attempts
+        rules = self.rules
+        done = not error.kind.transient or self.attempt >= rules.max_attempts
+        wait = 0.0 if done else rules.delay(self.attempt, error)
+        if rules.max_elapsed is not None and rules.clock() - self.start + wait > rules.max_elapsed:
+            done = True
+        if done:
+            usage: Usage | None = self.billed if self.billed.calls else error.usage
+            return Failure(replace(error, attempts=self.tried, usage=usage))
+        return float(wait)  # an int Retry-After would read as a result
 
 
 def retry_invoke(
