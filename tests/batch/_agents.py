@@ -3,6 +3,7 @@ takes a fixed number of steps, and scripted agents that stall, loop or crash."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import functools
 import json
@@ -24,6 +25,20 @@ from four.trajectory import save_trajectory
 from tests._server import Answer, LoopbackServer, Request, chat, error, responses
 
 SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+
+
+def batch_args(*words: str) -> argparse.Namespace:
+    """``four batch WORDS`` parsed, as the command gets them."""
+    from four.cli import build_parser
+
+    return build_parser("batch").parse_args(["batch", *words])
+
+
+def write_tasks(path: Path, n: int) -> Path:
+    """A tasks file of ``n`` items ``t0``... (each with a ``repo`` field kept as is)."""
+    lines = [json.dumps({"id": f"t{i}", "task": f"task {i}", "repo": f"r{i}"}) for i in range(n)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
 
 
 def bash(command: str) -> str:

@@ -3,7 +3,6 @@ loopback model server; the manifest, resume, the summary, ``four stats`` on its 
 
 from __future__ import annotations
 
-import argparse
 import gc
 import json
 from pathlib import Path
@@ -11,20 +10,10 @@ from pathlib import Path
 import pytest
 
 from four.batch import read_manifest
-from four.cli import build_parser, main
+from four.cli import main
 from four.cli._batch import batch_command
 from four.cli._errors import UsageError
-from tests.batch._agents import StepModel, serve_many
-
-
-def _args(*words: str) -> argparse.Namespace:
-    return build_parser("batch").parse_args(["batch", *words])
-
-
-def _tasks(path: Path, n: int) -> Path:
-    lines = [json.dumps({"id": f"t{i}", "task": f"task {i}", "repo": f"r{i}"}) for i in range(n)]
-    path.write_text("\n".join(lines) + "\n")
-    return path
+from tests.batch._agents import StepModel, batch_args, serve_many, write_tasks
 
 
 # litellm makes an HTTP client per thread and drops it unclosed: its sockets are
@@ -35,12 +24,12 @@ def test_four_batch_runs_every_task_records_them_and_skips_them_next_time(
 ) -> None:
     for name in ("FOUR_MODEL", "FOUR_API_BASE", "FOUR_ENV", "FOUR_WORKERS", "FOUR_RAY"):
         monkeypatch.delenv(name, raising=False)
-    tasks = _tasks(tmp_path / "tasks.jsonl", 5)
+    tasks = write_tasks(tmp_path / "tasks.jsonl", 5)
     out = tmp_path / "out"
     model = StepModel(steps=3)
     with serve_many(model) as server:
         words = [str(tasks), "--model", "test-model", "--api-base", server.url, "-w", "3"]
-        assert batch_command(_args(*words, "-o", str(out))) == 0
+        assert batch_command(batch_args(*words, "-o", str(out))) == 0
         lines = capsys.readouterr()
         assert "5 runs: exit:task_complete 5" in lines.out
         assert lines.err.count("exit:task_complete") == 5  # a line per result (no terminal)
@@ -49,7 +38,7 @@ def test_four_batch_runs_every_task_records_them_and_skips_them_next_time(
         assert all(r.submitted and r.steps == 3 for r in latest.values())
         assert latest["t2"].fields == {"repo": "r2"}
         calls = model.calls
-        assert batch_command(_args(*words, "-o", str(out), "--json")) == 0
+        assert batch_command(batch_args(*words, "-o", str(out), "--json")) == 0
         summary = json.loads(capsys.readouterr().out)
         assert summary["ran"] == 0 and summary["unfinished"] == []
         assert model.calls == calls
@@ -67,7 +56,7 @@ def test_bad_task_files_are_usage_errors(
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"task": "no id"}\n')
     with pytest.raises(UsageError, match='needs an "id"'):
-        batch_command(_args(str(bad), "--model", "m"))
+        batch_command(batch_args(str(bad), "--model", "m"))
     assert main(["batch", str(tmp_path / "missing.jsonl"), "--model", "m"]) == 2
     assert "cannot read" in capsys.readouterr().err
 
@@ -82,18 +71,18 @@ def test_without_o_the_batch_is_kept_outside_the_workspace_and_resumed_from_ther
     workspace.mkdir()
     monkeypatch.chdir(workspace)
     monkeypatch.setenv("XDG_STATE_HOME", str(state))
-    tasks = _tasks(workspace / "tasks.jsonl", 2)
+    tasks = write_tasks(workspace / "tasks.jsonl", 2)
     model = StepModel(steps=2)
     with serve_many(model) as server:
         words = [str(tasks), "--model", "test-model", "--api-base", server.url]
-        assert batch_command(_args(*words)) == 0
+        assert batch_command(batch_args(*words)) == 0
         (folder,) = (state / "four" / "batches").iterdir()
         assert folder.name.startswith("tasks-")
         assert sorted(read_manifest(folder)) == ["t0", "t1"]
         assert str(folder / "manifest.jsonl") in capsys.readouterr().out
         assert sorted(p.name for p in workspace.iterdir()) == ["tasks.jsonl"]  # nothing here
         calls = model.calls
-        assert batch_command(_args(*words)) == 0  # the same file: the same batch, resumed
+        assert batch_command(batch_args(*words)) == 0  # the same file: the same batch, resumed
         assert model.calls == calls and "0 runs" in capsys.readouterr().out
     gc.collect()
 
@@ -103,7 +92,7 @@ def test_a_batch_folder_the_agents_commands_could_read_is_refused(
 ) -> None:
     monkeypatch.delenv("FOUR_ENV", raising=False)
     monkeypatch.chdir(tmp_path)
-    tasks = _tasks(tmp_path / "tasks.jsonl", 1)
+    tasks = write_tasks(tmp_path / "tasks.jsonl", 1)
     assert main(["batch", str(tasks), "--model", "m", "--api-base", "http://127.0.0.1:9/v1",
                  "-o", "here"]) == 2  # fmt: skip
     (line,) = capsys.readouterr().err.splitlines()

@@ -13,23 +13,19 @@ from pathlib import Path
 import pytest
 
 from four.batch import read_manifest
-from four.cli import build_parser, main
+from four.cli import main
 from four.cli._batch import AsyncCommandRun, batch_command
 from tests._server import Answer, LoopbackServer, Request, chat
-from tests.batch._agents import StepModel, serve_many
+from tests.batch._agents import StepModel, batch_args, serve_many, write_tasks
 
 VARIABLES = ("FOUR_MODEL", "FOUR_API_BASE", "FOUR_ENV", "FOUR_WORKERS", "FOUR_RAY",
              "FOUR_PROCESSES", "FOUR_BATCH_DIR")  # fmt: skip
 
 
-def _args(*words: str) -> argparse.Namespace:
-    return build_parser("batch").parse_args(["batch", *words])
-
-
-def _tasks(path: Path, n: int) -> Path:
-    lines = [json.dumps({"id": f"t{i}", "task": f"task {i}", "repo": f"r{i}"}) for i in range(n)]
-    path.write_text("\n".join(lines) + "\n")
-    return path
+def _served(tasks: Path, url: str, out: Path, *more: str) -> list[str]:
+    """``four batch`` of ``tasks`` against the loopback model at ``url`` (the words'
+    fifth), into ``out``."""
+    return [str(tasks), "--model", "test-model", "--api-base", url, "-o", str(out), *more]
 
 
 @pytest.fixture(autouse=True)
@@ -45,13 +41,12 @@ def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_four_batch_on_the_async_pool_runs_every_task_and_a_rerun_skips_them(
     processes: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    tasks = _tasks(tmp_path / "tasks.jsonl", 5)
+    tasks = write_tasks(tmp_path / "tasks.jsonl", 5)
     out = tmp_path / "out"
     model = StepModel(steps=3)
     with serve_many(model) as server:
-        words = [str(tasks), "--model", "test-model", "--api-base", server.url, "-w", "5",
-                 "--processes", processes, "-o", str(out)]  # fmt: skip
-        assert batch_command(_args(*words)) == 0
+        words = _served(tasks, server.url, out, "-w", "5", "--processes", processes)
+        assert batch_command(batch_args(*words)) == 0
         lines = capsys.readouterr()
         assert "5 runs: exit:task_complete 5" in lines.out
         latest = read_manifest(out)
@@ -62,7 +57,7 @@ def test_four_batch_on_the_async_pool_runs_every_task_and_a_rerun_skips_them(
         assert model.calls == 15
         saved = json.loads(Path(latest["t1"].trajectory or "").read_text())
         assert "task 1" in json.dumps(saved)
-        assert batch_command(_args(*words, "--json")) == 0
+        assert batch_command(batch_args(*words, "--json")) == 0
         summary = json.loads(capsys.readouterr().out)
         assert summary["ran"] == 0 and summary["unfinished"] == []
         assert model.calls == 15  # nothing ran again
@@ -95,7 +90,7 @@ class _Unwatched:
 def _command(tmp_path: Path) -> AsyncCommandRun:
     from four.cli._run import options
 
-    args = _args("tasks.jsonl", "--model", "m", "--api-base", "http://127.0.0.1:9/v1",
+    args = batch_args("tasks.jsonl", "--model", "m", "--api-base", "http://127.0.0.1:9/v1",
                  "--cost-limit", "1")  # fmt: skip
     opts = options(
         argparse.Namespace(**{**vars(args), "task": "(each)", "output_dir": str(tmp_path)})
@@ -126,7 +121,7 @@ def test_senseless_pool_combinations_are_one_line_usage_errors(
 ) -> None:
     for name, value in variables.items():
         monkeypatch.setenv(name, value)
-    tasks = _tasks(tmp_path / "tasks.jsonl", 1)
+    tasks = write_tasks(tmp_path / "tasks.jsonl", 1)
     out = tmp_path / "out"
     assert main(["batch", str(tasks), "-o", str(out), *words]) == 2
     (line,) = capsys.readouterr().err.splitlines()
@@ -140,24 +135,23 @@ def test_a_flag_overrides_the_other_pools_variable(
     from four.cli._batch import batch_options
 
     monkeypatch.setenv("FOUR_RAY", "auto")
-    assert batch_options(_args("t.jsonl", "--processes", "3")).ray is None
+    assert batch_options(batch_args("t.jsonl", "--processes", "3")).ray is None
     monkeypatch.setenv("FOUR_PROCESSES", "4")
-    assert batch_options(_args("t.jsonl", "--ray", "local")).processes is None
+    assert batch_options(batch_args("t.jsonl", "--ray", "local")).processes is None
     monkeypatch.delenv("FOUR_RAY")
-    assert batch_options(_args("t.jsonl")).processes == 4
+    assert batch_options(batch_args("t.jsonl")).processes == 4
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_on_the_async_pool_a_batch_budget_stops_the_runs_and_a_rerun_finishes_them(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    tasks = _tasks(tmp_path / "tasks.jsonl", 3)
+    tasks = write_tasks(tmp_path / "tasks.jsonl", 3)
     out = tmp_path / "out"
     slow = StepModel(steps=40, delay=0.1)  # 4 s a run: the budget stops them first
     with serve_many(slow) as server:
-        words = [str(tasks), "--model", "test-model", "--api-base", server.url,
-                 "--processes", "1", "-o", str(out), "--json"]  # fmt: skip
-        assert batch_command(_args(*words, "--batch-timeout", "1")) == 1
+        words = _served(tasks, server.url, out, "--processes", "1", "--json")
+        assert batch_command(batch_args(*words, "--batch-timeout", "1")) == 1
         summary = json.loads(capsys.readouterr().out)
         assert sorted(summary["unfinished"]) == ["t0", "t1", "t2"]
         latest = read_manifest(out)
@@ -166,7 +160,7 @@ def test_on_the_async_pool_a_batch_budget_stops_the_runs_and_a_rerun_finishes_th
         assert all(r.trajectory and Path(r.trajectory).is_file() for r in latest.values())
     with serve_many(StepModel(steps=2)) as server:
         words[4] = server.url
-        assert batch_command(_args(*words)) == 0
+        assert batch_command(batch_args(*words)) == 0
         assert json.loads(capsys.readouterr().out)["ran"] == 3
     assert all(r.final for r in read_manifest(out).values())
     gc.collect()
@@ -180,15 +174,14 @@ def test_ctrl_c_on_the_async_pool_exits_130_with_the_runs_recorded(
     import signal
     import threading
 
-    tasks = _tasks(tmp_path / "tasks.jsonl", 2)
+    tasks = write_tasks(tmp_path / "tasks.jsonl", 2)
     out = tmp_path / "out"
     with serve_many(StepModel(steps=100, delay=0.05)) as server:
-        words = [str(tasks), "--model", "test-model", "--api-base", server.url,
-                 "--processes", "1", "-o", str(out), "--json"]  # fmt: skip
+        words = _served(tasks, server.url, out, "--processes", "1", "--json")
         timer = threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGINT))
         timer.start()
         try:
-            assert batch_command(_args(*words)) == 130
+            assert batch_command(batch_args(*words)) == 130
         finally:
             timer.cancel()
     summary = json.loads(capsys.readouterr().out)
@@ -210,13 +203,13 @@ def test_timeout_on_the_async_pool_kills_the_awaited_command(
 ) -> None:
     import time
 
-    tasks = _tasks(tmp_path / "tasks.jsonl", 2)
+    tasks = write_tasks(tmp_path / "tasks.jsonl", 2)
     out = tmp_path / "out"
     with LoopbackServer(_sleeper) as server:
-        words = [str(tasks), "--model", "test-model", "--api-base", server.url, "--env", env,
-                 "--processes", "1", "--timeout", "1", "-o", str(out), "--json"]  # fmt: skip
+        words = _served(tasks, server.url, out, "--env", env, "--processes", "1",
+                        "--timeout", "1", "--json")  # fmt: skip
         start = time.monotonic()
-        assert batch_command(_args(*words)) == 0
+        assert batch_command(batch_args(*words)) == 0
         assert time.monotonic() - start < 30  # not the 60 s of the command
     latest = read_manifest(out)
     assert sorted(latest) == ["t0", "t1"]

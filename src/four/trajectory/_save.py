@@ -207,28 +207,31 @@ class TrajectorySink:
         self._written += 1
 
     def close(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> Path:
-        data = self._document(messages, outcome, stats)
+        stats_json = _stats_json(stats)
+        data = self._document(messages, outcome, stats_json)
         try:
             write_atomic(self._dir, f"{self._stem}.json", data)
         except OSError as exc:
             raise TrajectoryNotSaved(self, exc, len(self._messages)) from exc
-        return _remember(self.path, outcome, stats)
+        return _remember(self.path, outcome, stats_json)
 
     async def aclose(
         self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /
     ) -> Path:
         """``close`` for ``arun``: the document is made on the event loop; the waits on
-        the disk happen in a thread of the process that takes all the documents waiting."""
-        data = self._document(messages, outcome, stats)
+        a disk happen in a thread of the process that takes all the documents waiting."""
+        stats_json = _stats_json(stats)
+        data = self._document(messages, outcome, stats_json)
         try:
             await write_atomic_async(self._dir, f"{self._stem}.json", data)
         except OSError as exc:
             raise TrajectoryNotSaved(self, exc, len(self._messages)) from exc
-        return _remember(self.path, outcome, stats)
+        return _remember(self.path, outcome, stats_json)
 
-    def _document(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats) -> bytes:
+    def _document(
+        self, messages: Sequence[Message], outcome: Outcome, stats_json: dict[str, JSON]
+    ) -> bytes:
         """End the stream, and render the sealed document."""
-        stats_json = _stats_json(stats)
         detail = _outcome_json(outcome)
         stream = f"{self._stem}.jsonl"
         done = self._info_parts  # info's parts (then these), once the model has replied
@@ -410,10 +413,10 @@ def sealed_here(path: Path) -> tuple[str, dict[str, JSON]] | None:
     return _sealed.pop(path, None)
 
 
-def _remember(path: Path, outcome: Outcome, stats: RunStats) -> Path:
+def _remember(path: Path, outcome: Outcome, stats: dict[str, JSON]) -> Path:
     if len(_sealed) >= REMEMBERED:  # the oldest goes (a batch asks at once)
         _sealed.pop(next(iter(_sealed), path), None)
-    _sealed[path] = (outcome.text, _stats_json(stats))
+    _sealed[path] = (outcome.text, stats)
     return path
 
 
