@@ -172,6 +172,15 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
     )
     _add_judge_flags(p)
     p.add_argument(
+        "--workers",
+        dest="attempt_workers",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="attempts run side by side, for a model that serves several at once (--local: "
+        "FOUR_LOCAL_PARALLEL slots); the first accepted stops the others [1]",
+    )
+    p.add_argument(
         "-o",
         "--output-dir",
         help="where to save the trajectory, outside the agent's workspace (it records the "
@@ -206,7 +215,9 @@ def _add_judge_flags(p: argparse.ArgumentParser) -> None:
         choices=("full", "output", "verdict"),
         help="what the model is told when CMD fails: only that it failed (verdict: CMD may "
         "hold the answer), its failing lines (output), or CMD too (full); the trajectory "
-        "keeps it all [FOUR_FEEDBACK, verdict]",
+        "keeps it all [FOUR_FEEDBACK; output for your own check, whose files the agent "
+        "sees anyway (on bench/bench_tasks.py it solved more than verdict), verdict with "
+        "--check-files, whose held-out tests the agent must not learn]",
     )
     p.add_argument(
         "--check-files",
@@ -219,9 +230,39 @@ def _add_judge_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--retries-per-reason",
         type=_positive_int,
-        default=1,
+        default=None,
         metavar="N",
-        help="times the same failure is told to the model before it ends the run held [1]",
+        help="times the same failure is told to the model before the attempt ends held "
+        "[FOUR_RETRIES_PER_REASON, 2: on bench/bench_tasks.py the second telling was "
+        "worth its steps, a third was not]",
+    )
+    p.add_argument(
+        "--attempts",
+        type=_positive_int,
+        default=None,
+        metavar="K",
+        help="with --check: up to K attempts, each from a fresh copy of the workspace (its "
+        "own trajectory, linked in DIR/<group>.attempts.json), until the check accepts one; "
+        "attempts after the first sample with their own seed. The accepted attempt's work "
+        "(with none accepted, the last one's) is put back in the workspace. --max-steps is "
+        "per attempt; --timeout and --cost-limit cover them all [FOUR_ATTEMPTS, 4 with "
+        "--check: on bench/bench_tasks.py 4 attempts solved the most within the same time "
+        "budget; 1 without]",
+    )
+    p.add_argument(
+        "--seed",
+        type=_positive_int,
+        default=None,
+        help="attempt i samples with seed + i - 1, so any attempt can be run again "
+        "[FOUR_SEED, 0]",
+    )
+    p.add_argument(
+        "--attempt-temperature",
+        type=_number,
+        default=None,
+        metavar="T",
+        help="the temperature of every attempt after the first (the first samples as a "
+        "plain run does: 0 on --local) [FOUR_ATTEMPT_TEMPERATURE, 0.7]",
     )
     p.add_argument(
         "--last-judgement",

@@ -41,6 +41,18 @@ if TYPE_CHECKING:
 
 DEFAULT_MAX_STEPS = 100
 DEFAULT_COST_LIMIT = 3.0
+DEFAULT_ATTEMPTS = 4
+"""Attempts at a ``--check`` task unless told otherwise (bench/README.md, tasks: with 4
+attempts the verified runs solved the most; each later attempt is a fresh copy)."""
+DEFAULT_RETRIES_PER_REASON = 2
+"""Times one failure is told to the model before its attempt ends held (bench/README.md,
+tasks: the second telling was worth its steps, a third was not)."""
+VISIBLE_FEEDBACK = "output"
+"""What the model is told of a failing ``--check`` of the user's own: its failing lines
+(the agent can read the check's files anyway; on the bench it solved more than
+``verdict``). The command itself is not shown: it may hold the answer."""
+HELD_OUT_FEEDBACK = "verdict"
+"""With ``--check-files``: only that it failed, so the held-out tests stay held out."""
 
 
 def default_output_dir() -> Path:
@@ -90,6 +102,11 @@ class RunOptions:
     """The model run on this machine (a registry name or a .gguf path), or None."""
     resumes: str | None = None  # the trajectory this attempt continues (four run --resume)
     attempt: int = 1
+    attempts: int = 1
+    """With ``--check``: attempts at the task, each from a fresh copy (``four.search``)."""
+    seed: int = 0
+    attempt_temperature: float = 0.7
+    workers: int = 1
 
     def record(self) -> dict[str, JSON]:
         """The settings stored in the trajectory (``info.components.cli``), task aside."""
@@ -190,13 +207,19 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
     toolcalls = args.toolcalls if args.toolcalls is not None else env.get_bool("FOUR_TOOLCALLS")
     if args.check is not None and not args.check.strip():  # it would accept anything
         raise UsageError("--check is empty: give the command that judges, e.g. --check 'pytest -q'")
-    feedback = args.feedback or env.get("FOUR_FEEDBACK") or "verdict"
+    check_files = tuple(getattr(args, "check_files", ()) or ())
+    default_feedback = HELD_OUT_FEEDBACK if check_files else VISIBLE_FEEDBACK
+    feedback = args.feedback or env.get("FOUR_FEEDBACK") or default_feedback
     if feedback not in ("full", "output", "verdict"):
         raise UsageError(f"FOUR_FEEDBACK={feedback!r}: use full, output or verdict")
     if not args.check and (args.feedback or args.check_files):
         raise UsageError("--feedback and --check-files need --check CMD")
-    if args.retries_per_reason < 1:
+    retries = getattr(args, "retries_per_reason", None)
+    if retries is None:
+        retries = env.get_int("FOUR_RETRIES_PER_REASON", DEFAULT_RETRIES_PER_REASON)
+    if retries < 1:
         raise UsageError("--retries-per-reason must be at least 1")
+    attempts, seed, temperature, workers = search_options(args)
     if local and toolcalls:
         raise UsageError("--local runs in text mode: drop --toolcalls (FOUR_TOOLCALLS)")
     tty = sys.stderr.isatty() if tty is None else tty
@@ -225,7 +248,7 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
         check=args.check,
         feedback=feedback,
         check_files=tuple(args.check_files),
-        retries_per_reason=int(args.retries_per_reason),
+        retries_per_reason=int(retries),
         last_judgement=bool(args.last_judgement),
         output_dir=args.output_dir or env.get("FOUR_OUTPUT_DIR") or str(default_output_dir()),
         system_file=args.system or env.get("FOUR_SYSTEM"),
@@ -234,7 +257,40 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
         sign=getattr(args, "sign", None) or env.get("FOUR_SIGNING_KEY"),
         output_in_workspace=bool(getattr(args, "output_in_workspace", False)),
         local=local,
+        attempts=attempts,
+        seed=seed,
+        attempt_temperature=temperature,
+        workers=workers,
     )
+
+
+def search_options(args: argparse.Namespace) -> tuple[int, int, float, int]:
+    """``--attempts`` (with ``--check``: ``DEFAULT_ATTEMPTS``; without, 1), ``--seed``,
+    ``--attempt-temperature`` and ``--workers``, over their variables."""
+    given = getattr(args, "attempts", None)
+    if given is None and env.get("FOUR_ATTEMPTS") is not None:
+        given = env.get_int("FOUR_ATTEMPTS", 1)
+    if given is not None and given < 1:
+        raise UsageError("--attempts must be at least 1")
+    check = getattr(args, "check", None)
+    if given is not None and given > 1 and not check:
+        raise UsageError(
+            "--attempts needs --check CMD: without a judge, the first submission is the end"
+        )
+    attempts = given if given is not None else (DEFAULT_ATTEMPTS if check else 1)
+    seed = getattr(args, "seed", None)
+    seed = env.get_int("FOUR_SEED", 0) if seed is None else seed
+    temperature = getattr(args, "attempt_temperature", None)
+    if temperature is None:
+        from four.search import DEFAULT_TEMPERATURE
+
+        temperature = env.get_float("FOUR_ATTEMPT_TEMPERATURE", DEFAULT_TEMPERATURE)
+    if seed < 0 or temperature is None or temperature < 0:
+        raise UsageError("--seed and --attempt-temperature must not be negative")
+    workers = getattr(args, "attempt_workers", None) or 1
+    if workers > attempts:
+        workers = attempts
+    return attempts, seed, float(temperature), workers
 
 
 def exposed_workspace(opts: RunOptions) -> Path | None:
@@ -394,9 +450,16 @@ def setup(opts: RunOptions, signing_key: SigningKey | None = None) -> DomainSetu
 
 
 def build(
-    opts: RunOptions, model: str, key: str | None, domain: Domain, where: DomainSetup
+    opts: RunOptions,
+    model: str,
+    key: str | None,
+    domain: Domain,
+    where: DomainSetup,
+    sampling: Mapping[str, float | int] | None = None,
 ) -> tuple[Invoke, Parse, Execute]:
-    """G (retried, budgeted), and the domain's V1 and V2 for the options."""
+    """G (retried, budgeted), and the domain's V1 and V2 for the options. ``sampling``
+    (an attempt's temperature and seed) goes with every request; a hosted model that
+    takes no seed has it dropped."""
     from four.invoke import budget_invoke, litellm_invoke, litellm_toolcall_invoke, retry_invoke
     from four.parse import toolcall_parse
 
@@ -404,10 +467,14 @@ def build(
     if opts.local is not None:
         from four.invoke import local_invoke
 
-        G = retry_invoke(local_invoke(opts.local, **local_settings()))
+        settings = {**local_settings(), **(sampling or {})}
+        G = retry_invoke(local_invoke(opts.local, **settings))  # type: ignore[arg-type]
     else:
         make = litellm_toolcall_invoke if opts.toolcalls else litellm_invoke
-        G = retry_invoke(make(model, api_base=opts.api_base, api_key=key, prices=opts.prices))
+        extra: dict[str, object] = {**sampling, "drop_params": True} if sampling else {}
+        G = retry_invoke(
+            make(model, api_base=opts.api_base, api_key=key, prices=opts.prices, **extra)
+        )
     if opts.cost_limit:
         G = budget_invoke(G, cost_limit=opts.cost_limit)
     V1: Parse = toolcall_parse() if opts.toolcalls else domain.parse()
@@ -491,8 +558,14 @@ def main(args: argparse.Namespace) -> int:
     key = api_key(opts)
     model, server = resolve(opts, key)
     prompt_fits(model, server, system, opts.task)
+    if opts.local is not None and opts.workers > 1:  # a slot for each attempt at once
+        os.environ.setdefault("FOUR_LOCAL_PARALLEL", str(opts.workers))
     if opts.local is not None and not start_local(opts):  # before V2 holds anything
         return 1
+    if opts.attempts > 1 and not history:
+        from four.cli._attempts import run_attempts
+
+        return run_attempts(opts, model, key, domain, system, signing)
     where = setup(opts, signing)
     G, V1, V2 = build(opts, model, key, domain, where)
     check_program(opts.check, V2, domain.name, opts.check_files)  # else it cannot be judged
@@ -604,8 +677,9 @@ def _interrupted(recording: Recording, opts: RunOptions, exc: KeyboardInterrupt)
     return code
 
 
-def report(path: Path, opts: RunOptions) -> int:
-    """Print the final line (or JSON) for a run saved at ``path``; its exit status."""
+def report(path: Path, opts: RunOptions, extra: Mapping[str, JSON] | None = None) -> int:
+    """Print the final line (or JSON, with ``extra`` added) for a run saved at ``path``;
+    its exit status."""
     doc = json.loads(path.read_text(encoding="utf-8"))
     outcome = str(doc.get("outcome"))
     stats: Mapping[str, JSON] = doc.get("stats") or {}
@@ -626,6 +700,7 @@ def report(path: Path, opts: RunOptions) -> int:
                     "usage": usage_json,
                     "wall_time": wall,
                     "submission": output if isinstance(output, str) else None,
+                    **(extra or {}),
                 },
                 indent=2,
             )

@@ -48,15 +48,15 @@ _INSTALL_HINT = "pip install 'four-loop[local]'"
 
 @dataclass(frozen=True, slots=True)
 class ServerSettings:
-    """What one server is started with; runs with equal settings share a server."""
+    """What one server is started with; runs with equal settings share a server. The
+    sampling (temperature, seed) is not among them: every request sends its own, so
+    attempts that sample differently share one server (one copy of the model)."""
 
     model: str
     alias: str
     ctx: int
     threads: int | None  # None: as many as are free when the server starts
     parallel: int
-    temperature: float
-    seed: int
     max_tokens: int
 
 
@@ -236,8 +236,6 @@ class LocalInvoke:
             self.ctx,
             self.threads,
             self.parallel,
-            self.temperature,
-            self.seed,
             self.max_tokens,
         )
 

@@ -309,12 +309,17 @@ class Search(Generic[T]):
 
     # --- the steps both drivers take -----------------------------------------------------------
 
+    def prepare(self) -> None:
+        """Copy the starting workspace now (else the first attempt does): a folder too
+        large to copy raises ``WorkspaceTooLarge`` here, before any model call."""
+        if self.workspace is not None and self._pristine is None:
+            self._pristine = Pristine(self.workspace, keep=self.keep, scratch=self.scratch)
+
     def _begin(self) -> None:
         if self._driven:
             raise RuntimeError("a Search runs once: make a new one (attempts(...))")
         self._driven = True
-        if self.workspace is not None:
-            self._pristine = Pristine(self.workspace, keep=self.keep, scratch=self.scratch)
+        self.prepare()
         self.spend = Spend(self.budget)
 
     def _new(self, index: int, after: str | None) -> Attempt | None:
@@ -439,6 +444,8 @@ class Search(Generic[T]):
     # --- the record ---------------------------------------------------------------------------
 
     def _write(self, *, finished: bool) -> None:
+        if not self.members:  # nothing ran (a usage error before the first run): no record
+            return
         folder = self.record_dir
         if folder is None:
             folder = next((m.path.parent for m in self.members if m.path is not None), None)
