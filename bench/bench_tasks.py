@@ -24,6 +24,7 @@ registry's default, pulled with ``four model pull``).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -61,26 +62,224 @@ class Task:
     check: str
 
 
+def value_check(path: str, answer: str) -> str:
+    """``path`` holds ``answer`` (blanks and newlines aside), compared by SHA-256: the
+    command names no answer, so no feedback level can hand it over."""
+    digest = hashlib.sha256(answer.encode()).hexdigest()
+    return f'test "$(tr -d " \\t\\r\\n" < {path} | sha256sum | cut -c1-64)" = {digest}'
+
+
+def lines_check(path: str, lines: Sequence[str]) -> str:
+    """``path`` holds ``lines`` (trailing blanks and empty lines aside), by digest."""
+    digest = hashlib.sha256("".join(f"{line}\n" for line in lines).encode()).hexdigest()
+    return (
+        f"test \"$(awk '{{sub(/[ \\t\\r]+$/, \"\")}} NF' {path} | sha256sum | cut -c1-64)\" "
+        f"= {digest}"
+    )
+
+
+def number_check(path: str, value: float) -> str:
+    """``path`` holds a number equal to ``value`` (``200`` or ``200.0``), by digest."""
+    digest = hashlib.sha256(repr(float(value)).encode()).hexdigest()
+    return (
+        "python3 -c \"import hashlib, sys; v = float(open('" + path + "').read().strip()); "
+        "sys.exit(hashlib.sha256(repr(v).encode()).hexdigest() != '" + digest + "')\""
+    )
+
+
+def output_check(command: str, lines: Sequence[str]) -> str:
+    """``command``'s output is ``lines``, by digest."""
+    digest = hashlib.sha256("".join(f"{line}\n" for line in lines).encode()).hexdigest()
+    return (
+        f"test \"$({command} 2>/dev/null | awk '{{sub(/[ \\t\\r]+$/, \"\")}} NF' | sha256sum "
+        f"| cut -c1-64)\" = {digest}"
+    )
+
+
+def notebook(*cells: tuple[str, str]) -> str:
+    """A notebook's JSON: (kind, source) cells, no outputs."""
+    return json.dumps(
+        {
+            "cells": [
+                {"cell_type": kind, "metadata": {}, "source": source}
+                | ({"outputs": [], "execution_count": None} if kind == "code" else {})
+                for kind, source in cells
+            ],
+            "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                        "language": "python"}},
+            "nbformat": 4,
+            "nbformat_minor": 4,
+        },
+        indent=1,
+    )
+
+
 _LOG = (
     "2026-01-01 user1@example.com login ok\n2026-01-02 user2@mail.org login ok\n"
     "2026-01-03 user3@example.com login ok\n2026-01-04 user4@corp.net login ok\n"
     "2026-01-05 user5@mail.org login ok\n2026-01-06 user6@example.com login ok"
 )
+_APP_LOG = "".join(
+    f"12:{i:02d} {'ERROR disk full on /dev/sd' + 'abc'[i % 3] if i % 4 == 1 else 'INFO request ' + str(i)}\n"
+    for i in range(1, 23)
+)
+_POEM = "".join(f"line {i}: {'the quick brown fox'.split()[i % 4]} {i * 7 % 13}\n" for i in range(1, 31))
+_STORY = "Once upon a time there was a small robot.\nIt liked to count words,\nand it counted them all day long.\n\nThe end.\n"
+_PEOPLE = "name,age,city\nAnn,34,Oslo\nBen,28,Rome\nCara,41,Lima\nDev,30,Kyiv\nEli,52,Pune\nFay,19,Nice\n"
+_USERS = json.dumps(
+    [{"name": n, "active": a} for n, a in
+     [("ann", True), ("ben", False), ("cara", True), ("dev", True), ("eli", False), ("fay", True),
+      ("gus", False)]],
+    indent=1,
+)  # fmt: skip
+_SALES_NB = notebook(
+    ("markdown", "# Sales report"),
+    ("code", "sales = [120, 80, 45, 10, 35, 5]"),
+    ("markdown", "The total:"),
+    ("code", "total = sum(sales)\nprint(total)"),
+    ("code", "print(max(sales))"),
+)
 
 TASKS: tuple[Task, ...] = (
+    # --- shell: files and text ---------------------------------------------------------
     Task(
         "email-domains",
         "log.txt holds login lines with e-mail addresses. Write the unique e-mail domains "
         "(the part after @), sorted, one per line, to domains.txt.",
         {"log.txt": _LOG + "\n"},
-        "printf 'corp.net\\nexample.com\\nmail.org\\n' | diff - domains.txt",
+        lines_check("domains.txt", ["corp.net", "example.com", "mail.org"]),
     ),
     Task(
         "run-script",
         "Make the script hello.sh executable, run it, and save its output in out.txt.",
         {"hello.sh": '#!/bin/sh\necho "hello from $(basename "$0")"\n'},
-        "test -x hello.sh && grep -qx 'hello from hello.sh' out.txt",
+        "test -x hello.sh && " + lines_check("out.txt", ["hello from hello.sh"]),
     ),
+    Task(
+        "count-lines",
+        "Count the lines of all .py files under src/ (in all its subfolders) and write "
+        "only the total number to total.txt.",
+        {
+            "src/a.py": "x = 1\n" * 7,
+            "src/pkg/b.py": "y = 2\n" * 11,
+            "src/pkg/deep/c.py": "z = 3\n" * 5,
+            "src/notes.txt": "not python\n" * 40,
+        },
+        value_check("total.txt", "23"),
+    ),
+    Task(
+        "csv-sum",
+        "sales.csv has the columns region,amount. Write the total amount of the region "
+        "north to north.txt (just the number).",
+        {"sales.csv": "region,amount\nnorth,120\nsouth,80\nnorth,45\neast,10\nnorth,35\nsouth,5\n"},
+        number_check("north.txt", 200),
+    ),
+    Task(
+        "rename-ext",
+        "Rename every .txt file in the folder docs/ to the same name ending in .md.",
+        {"docs/intro.txt": "a\n", "docs/usage.txt": "b\n", "docs/faq.txt": "c\n"},
+        output_check("ls docs", ["faq.md", "intro.md", "usage.md"]),
+    ),
+    Task(
+        "json-version",
+        'In config.json, set "version" to "1.3.0" and keep every other key as it is.',
+        {"config.json": '{"name": "demo", "version": "1.2.3", "debug": false}\n'},
+        "python3 -c \"import json; d=json.load(open('config.json')); "
+        "assert d == {'name': 'demo', 'version': '1.3.0', 'debug': False}\"",
+    ),
+    Task(
+        "replace-word",
+        "In notes.txt, replace every occurrence of the word colour with color.",
+        {"notes.txt": "The colour of the sky.\nA colour chart.\nNo change here.\n"},
+        lines_check("notes.txt", ["The color of the sky.", "A color chart.", "No change here."]),
+    ),
+    Task(
+        "word-count",
+        "How many words does story.txt have? Write only the number to words.txt.",
+        {"story.txt": _STORY},
+        value_check("words.txt", str(len(_STORY.split()))),
+    ),
+    Task(
+        "largest-file",
+        "Which file in the folder data/ is the largest? Write only its name (without the "
+        "folder) to largest.txt.",
+        {"data/a.bin": "x" * 300, "data/b.bin": "x" * 4000, "data/c.bin": "x" * 1200},
+        value_check("largest.txt", "b.bin"),
+    ),
+    Task(
+        "unique-names",
+        "names.txt has one name per line, some of them repeated. Write each name once, "
+        "sorted alphabetically, one per line, to unique.txt.",
+        {"names.txt": "mia\nleo\nada\nmia\nzoe\nleo\nada\nbob\n"},
+        lines_check("unique.txt", ["ada", "bob", "leo", "mia", "zoe"]),
+    ),
+    Task(
+        "count-errors",
+        "How many lines of app.log contain the word ERROR? Write only the number to count.txt.",
+        {"app.log": _APP_LOG},
+        value_check("count.txt", str(_APP_LOG.count("ERROR"))),
+    ),
+    Task(
+        "extract-errors",
+        "Write every line of app.log that contains ERROR, in the same order, to errors.txt.",
+        {"app.log": _APP_LOG},
+        lines_check("errors.txt", [line for line in _APP_LOG.splitlines() if "ERROR" in line]),
+    ),
+    Task(
+        "env-port",
+        "config.env holds KEY=VALUE lines. Write the value of PORT (only the value) to port.txt.",
+        {"config.env": "HOST=localhost\n# PORT=80 is the old one\nPORT=8471\nDEBUG=0\n"},
+        value_check("port.txt", "8471"),
+    ),
+    Task(
+        "older-than-30",
+        "people.csv has the columns name,age,city. Write the names of the people older "
+        "than 30, one per line, in the order of the file, to older.txt.",
+        {"people.csv": _PEOPLE},
+        lines_check("older.txt", ["Ann", "Cara", "Eli"]),
+    ),
+    Task(
+        "sort-numbers",
+        "numbers.txt has one integer per line. Write them sorted from smallest to largest, "
+        "one per line, to sorted.txt.",
+        {"numbers.txt": "42\n7\n-3\n105\n0\n18\n"},
+        lines_check("sorted.txt", ["-3", "0", "7", "18", "42", "105"]),
+    ),
+    Task(
+        "line-18",
+        "Write line 18 of poem.txt (the whole line, as it is) to line.txt.",
+        {"poem.txt": _POEM},
+        lines_check("line.txt", [_POEM.splitlines()[17]]),
+    ),
+    Task(
+        "tar-archive",
+        "Make a gzip-compressed tar archive backup.tar.gz of the folder notes/ (the folder "
+        "itself inside the archive, as notes/...).",
+        {"notes/a.txt": "alpha\n", "notes/b.txt": "beta\n"},
+        output_check("tar tzf backup.tar.gz | grep -v '/$' | sort", ["notes/a.txt", "notes/b.txt"]),
+    ),
+    Task(
+        "delete-tmp",
+        "Delete every file whose name ends in .tmp anywhere under work/ (in all subfolders); "
+        "keep every other file.",
+        {"work/a.tmp": "", "work/keep.txt": "k\n", "work/sub/b.tmp": "", "work/sub/c.py": "",
+         "work/sub/deep/d.tmp": ""},  # fmt: skip
+        output_check("find work -type f | sort", ["work/keep.txt", "work/sub/c.py"]),
+    ),
+    Task(
+        "checksum",
+        "Write the SHA-256 checksum of data.bin (only its 64 hex digits) to sum.txt.",
+        {"data.bin": "four functions compose\n" * 3},
+        value_check("sum.txt", hashlib.sha256(b"four functions compose\n" * 3).hexdigest()),
+    ),
+    Task(
+        "active-users",
+        'users.json holds a list of users. How many of them have "active": true? Write '
+        "only the number to active.txt.",
+        {"users.json": _USERS},
+        value_check("active.txt", "4"),
+    ),
+    # --- Python: fix or write code ---------------------------------------------------------
     Task(
         "doctest-prime",
         "Implement the function is_prime in primes.py so that `python3 -m doctest "
@@ -93,26 +292,6 @@ TASKS: tuple[Task, ...] = (
         },
         "python3 -m doctest primes.py && python3 -c 'import primes; "
         "assert primes.is_prime(7919) and not primes.is_prime(7917)'",
-    ),
-    Task(
-        "count-lines",
-        "Count the lines of all .py files under src/ (in all its subfolders) and write "
-        "only the total number to total.txt.",
-        {
-            "src/a.py": "x = 1\n" * 7,
-            "src/pkg/b.py": "y = 2\n" * 11,
-            "src/pkg/deep/c.py": "z = 3\n" * 5,
-            "src/notes.txt": "not python\n" * 40,
-        },
-        'test "$(tr -d " \\n" < total.txt)" = 23',
-    ),
-    Task(
-        "csv-sum",
-        "sales.csv has the columns region,amount. Write the total amount of the region "
-        "north to north.txt (just the number).",
-        {"sales.csv": "region,amount\nnorth,120\nsouth,80\nnorth,45\neast,10\nnorth,35\nsouth,5\n"},
-        "python3 -c \"import sys; v=float(open('north.txt').read().strip()); "
-        'sys.exit(0 if v == 200 else 1)"',
     ),
     Task(
         "fix-bug",
@@ -129,36 +308,87 @@ TASKS: tuple[Task, ...] = (
         "python3 -c 'import calc; assert calc.add(10, 4) == 14'",
     ),
     Task(
-        "rename-ext",
-        "Rename every .txt file in the folder docs/ to the same name ending in .md.",
-        {"docs/intro.txt": "a\n", "docs/usage.txt": "b\n", "docs/faq.txt": "c\n"},
-        'test "$(ls docs | sort | tr "\\n" " ")" = "faq.md intro.md usage.md "',
-    ),
-    Task(
-        "json-version",
-        'In config.json, set "version" to "1.3.0" and keep every other key as it is.',
-        {"config.json": '{"name": "demo", "version": "1.2.3", "debug": false}\n'},
-        "python3 -c \"import json; d=json.load(open('config.json')); "
-        "assert d == {'name': 'demo', 'version': '1.3.0', 'debug': False}\"",
-    ),
-    Task(
         "fizzbuzz",
         "Write a Python script fizz.py that prints the numbers 1 to 15, one per line, "
         "but Fizz for multiples of 3, Buzz for multiples of 5, and FizzBuzz for both.",
         {},
-        "python3 fizz.py | diff - <(printf '1\\n2\\nFizz\\n4\\nBuzz\\nFizz\\n7\\n8\\nFizz\\n"
-        "Buzz\\n11\\nFizz\\n13\\n14\\nFizzBuzz\\n')",
+        output_check(
+            "python3 fizz.py",
+            ["1", "2", "Fizz", "4", "Buzz", "Fizz", "7", "8", "Fizz", "Buzz", "11", "Fizz",
+             "13", "14", "FizzBuzz"],
+        ),  # fmt: skip
     ),
     Task(
-        "replace-word",
-        "In notes.txt, replace every occurrence of the word colour with color.",
-        {"notes.txt": "The colour of the sky.\nA colour chart.\nNo change here.\n"},
-        "! grep -q colour notes.txt && test $(grep -c color notes.txt) = 2 && "
-        "grep -qx 'No change here.' notes.txt",
+        "fix-index",
+        "`python3 stats.py` crashes with an IndexError. Fix the function last() in "
+        "stats.py so that it returns the last element of the list.",
+        {"stats.py": "def last(xs):\n    return xs[len(xs)]\n\n\nprint(last([3, 1, 4, 1, 5, 9]))\n"},
+        output_check("python3 stats.py", ["9"])
+        + " && python3 -c 'import stats; assert stats.last([7, 8]) == 8' >/dev/null",
+    ),
+    Task(
+        "greet-arg",
+        "Change greet.py so that `python3 greet.py Ann` prints `Hello, Ann!` (the name "
+        "comes from the first command-line argument).",
+        {"greet.py": 'name = "World"\nprint(f"Hello, {name}!")\n'},
+        output_check("python3 greet.py Zed", ["Hello, Zed!"]),
+    ),
+    Task(
+        "mean-empty",
+        "`python3 -m unittest test_mean` fails: mean() of an empty list must return 0. "
+        "Fix mean.py (do not change the tests).",
+        {
+            "mean.py": "def mean(xs):\n    return sum(xs) / len(xs)\n",
+            "test_mean.py": "import unittest\n\nfrom mean import mean\n\n\n"
+            "class T(unittest.TestCase):\n    def test_empty(self):\n"
+            "        self.assertEqual(mean([]), 0)\n\n    def test_values(self):\n"
+            "        self.assertEqual(mean([2, 4]), 3)\n",
+        },
+        "python3 -m unittest -q test_mean 2>/dev/null && "
+        "python3 -c 'import mean; assert mean.mean([1, 2, 3, 6]) == 3'",
+    ),
+    # --- notebooks ----------------------------------------------------------------------------
+    Task(
+        "nb-count-cells",
+        "How many code cells does the Jupyter notebook report.ipynb have? Write only the "
+        "number to cells.txt.",
+        {"report.ipynb": _SALES_NB},
+        value_check("cells.txt", "3"),
+    ),
+    Task(
+        "nb-to-script",
+        "Write the source of every code cell of the Jupyter notebook report.ipynb, in "
+        "order, to report.py, so that `python3 report.py` prints what the notebook prints.",
+        {"report.ipynb": _SALES_NB},
+        output_check("python3 report.py", ["295", "120"]),
+    ),
+    Task(
+        "nb-execute",
+        "Run the Jupyter notebook report.ipynb so that its outputs are saved in the file "
+        "itself (`jupyter execute` is installed).",
+        {"report.ipynb": _SALES_NB},
+        output_check(
+            "python3 -c \"import json; nb = json.load(open('report.ipynb')); "
+            "[print(''.join(o.get('text', '')).strip()) for c in nb['cells'] for o in c.get('outputs', [])]\"",
+            ["295", "120"],
+        ),
+    ),
+    Task(
+        "nb-fix-cell",
+        "The notebook calc.ipynb fails when it runs: a cell uses a name before any cell "
+        "defines it. Fix the notebook (keep its cells, in order) so that `jupyter execute "
+        "calc.ipynb` runs without an error.",
+        {
+            "calc.ipynb": notebook(
+                ("code", "prices = [3, 5, 8]"),
+                ("code", "print(sum(prices) * rate)"),
+            )
+        },
+        "jupyter execute calc.ipynb >/dev/null 2>&1 && python3 -c \"import json; "
+        "nb = json.load(open('calc.ipynb')); cells = [c for c in nb['cells'] if c['cell_type'] == 'code']; "
+        "assert len(cells) >= 2 and 'prices' in ''.join(cells[0]['source'])\"",
     ),
 )
-
-
 def make_workspace(task: Task, parent: Path) -> Path:
     """A fresh folder holding the task's files."""
     folder = Path(tempfile.mkdtemp(prefix=f"{task.id}-", dir=parent))
