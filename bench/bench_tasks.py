@@ -73,7 +73,7 @@ def lines_check(path: str, lines: Sequence[str]) -> str:
     """``path`` holds ``lines`` (trailing blanks and empty lines aside), by digest."""
     digest = hashlib.sha256("".join(f"{line}\n" for line in lines).encode()).hexdigest()
     return (
-        f"test \"$(awk '{{sub(/[ \\t\\r]+$/, \"\")}} NF' {path} | sha256sum | cut -c1-64)\" "
+        f'test "$(awk \'{{sub(/[ \\t\\r]+$/, "")}} NF\' {path} | sha256sum | cut -c1-64)" '
         f"= {digest}"
     )
 
@@ -91,8 +91,8 @@ def output_check(command: str, lines: Sequence[str]) -> str:
     """``command``'s output is ``lines``, by digest."""
     digest = hashlib.sha256("".join(f"{line}\n" for line in lines).encode()).hexdigest()
     return (
-        f"test \"$({command} 2>/dev/null | awk '{{sub(/[ \\t\\r]+$/, \"\")}} NF' | sha256sum "
-        f"| cut -c1-64)\" = {digest}"
+        f'test "$({command} 2>/dev/null | awk \'{{sub(/[ \\t\\r]+$/, "")}} NF\' | sha256sum '
+        f'| cut -c1-64)" = {digest}'
     )
 
 
@@ -105,8 +105,9 @@ def notebook(*cells: tuple[str, str]) -> str:
                 | ({"outputs": [], "execution_count": None} if kind == "code" else {})
                 for kind, source in cells
             ],
-            "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                        "language": "python"}},
+            "metadata": {
+                "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
+            },
             "nbformat": 4,
             "nbformat_minor": 4,
         },
@@ -123,9 +124,12 @@ _APP_LOG = "".join(
     f"12:{i:02d} {'ERROR disk full on /dev/sd' + 'abc'[i % 3] if i % 4 == 1 else 'INFO request ' + str(i)}\n"
     for i in range(1, 23)
 )
-_POEM = "".join(f"line {i}: {'the quick brown fox'.split()[i % 4]} {i * 7 % 13}\n" for i in range(1, 31))
+_WORDS = ("the", "quick", "brown", "fox")
+_POEM = "".join(f"line {i}: {_WORDS[i % 4]} {i * 7 % 13}\n" for i in range(1, 31))
 _STORY = "Once upon a time there was a small robot.\nIt liked to count words,\nand it counted them all day long.\n\nThe end.\n"
-_PEOPLE = "name,age,city\nAnn,34,Oslo\nBen,28,Rome\nCara,41,Lima\nDev,30,Kyiv\nEli,52,Pune\nFay,19,Nice\n"
+_PEOPLE = (
+    "name,age,city\nAnn,34,Oslo\nBen,28,Rome\nCara,41,Lima\nDev,30,Kyiv\nEli,52,Pune\nFay,19,Nice\n"
+)
 _USERS = json.dumps(
     [{"name": n, "active": a} for n, a in
      [("ann", True), ("ben", False), ("cara", True), ("dev", True), ("eli", False), ("fay", True),
@@ -262,8 +266,13 @@ TASKS: tuple[Task, ...] = (
         "delete-tmp",
         "Delete every file whose name ends in .tmp anywhere under work/ (in all subfolders); "
         "keep every other file.",
-        {"work/a.tmp": "", "work/keep.txt": "k\n", "work/sub/b.tmp": "", "work/sub/c.py": "",
-         "work/sub/deep/d.tmp": ""},  # fmt: skip
+        {
+            "work/a.tmp": "",
+            "work/keep.txt": "k\n",
+            "work/sub/b.tmp": "",
+            "work/sub/c.py": "",
+            "work/sub/deep/d.tmp": "",
+        },
         output_check("find work -type f | sort", ["work/keep.txt", "work/sub/c.py"]),
     ),
     Task(
@@ -314,15 +323,32 @@ TASKS: tuple[Task, ...] = (
         {},
         output_check(
             "python3 fizz.py",
-            ["1", "2", "Fizz", "4", "Buzz", "Fizz", "7", "8", "Fizz", "Buzz", "11", "Fizz",
-             "13", "14", "FizzBuzz"],
-        ),  # fmt: skip
+            [
+                "1",
+                "2",
+                "Fizz",
+                "4",
+                "Buzz",
+                "Fizz",
+                "7",
+                "8",
+                "Fizz",
+                "Buzz",
+                "11",
+                "Fizz",
+                "13",
+                "14",
+                "FizzBuzz",
+            ],
+        ),
     ),
     Task(
         "fix-index",
         "`python3 stats.py` crashes with an IndexError. Fix the function last() in "
         "stats.py so that it returns the last element of the list.",
-        {"stats.py": "def last(xs):\n    return xs[len(xs)]\n\n\nprint(last([3, 1, 4, 1, 5, 9]))\n"},
+        {
+            "stats.py": "def last(xs):\n    return xs[len(xs)]\n\n\nprint(last([3, 1, 4, 1, 5, 9]))\n"
+        },
         output_check("python3 stats.py", ["9"])
         + " && python3 -c 'import stats; assert stats.last([7, 8]) == 8' >/dev/null",
     ),
@@ -384,11 +410,13 @@ TASKS: tuple[Task, ...] = (
                 ("code", "print(sum(prices) * rate)"),
             )
         },
-        "jupyter execute calc.ipynb >/dev/null 2>&1 && python3 -c \"import json; "
+        'jupyter execute calc.ipynb >/dev/null 2>&1 && python3 -c "import json; '
         "nb = json.load(open('calc.ipynb')); cells = [c for c in nb['cells'] if c['cell_type'] == 'code']; "
         "assert len(cells) >= 2 and 'prices' in ''.join(cells[0]['source'])\"",
     ),
 )
+
+
 def make_workspace(task: Task, parent: Path) -> Path:
     """A fresh folder holding the task's files."""
     folder = Path(tempfile.mkdtemp(prefix=f"{task.id}-", dir=parent))
@@ -417,18 +445,44 @@ class Result:
     steps: int
     tokens: int
     seconds: float
+    format_errors: int = 0
+    replies: int = 0
 
 
-def run_four(task: Task, folder: Path, out: Path, *, verified: bool) -> tuple[str, int, int]:
-    """One run as ``four run --local`` makes it; (outcome, steps, tokens)."""
+def local_g(sampling: Mapping[str, float | int] | None = None) -> LocalInvoke:
+    from four.invoke import local_invoke
+
+    # Three slots: four's plain runs, its attempts and mini-swe-agent's each keep their
+    # own prompt cache. One thread: on a shared machine two threads wait for each other at
+    # every barrier.
+    model = os.environ.get("FOUR_BENCH_MODEL")
+    return local_invoke(model, max_tokens=REPLY_TOKENS, parallel=3, threads=1, **(sampling or {}))
+
+
+def _saved(path: Path) -> tuple[str, int, int, int]:
+    """Outcome, steps, tokens and format errors of a sealed trajectory."""
+    doc = json.loads(Path(path).read_text())
+    stats = doc.get("stats") or {}
+    usage = stats.get("usage") or {}
+    tokens = int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0))
+    return (
+        str(doc.get("outcome")),
+        int(stats.get("steps") or 0),
+        tokens,
+        int(stats.get("format_errors") or 0),
+    )
+
+
+def run_plain(task: Task, folder: Path, out: Path) -> list[Result]:
+    """One run as ``four run --local`` makes it (no check)."""
     from four import run
-    from four.checks import command_check
     from four.cli._envs import make_env
     from four.cli._prompts import default_system
     from four.cli._run import Deadline
     from four.parse import regex_parse
     from four.trajectory import save_trajectory
 
+    start = time.monotonic()
     path = run(
         local_g(),
         regex_parse(),
@@ -437,23 +491,82 @@ def run_four(task: Task, folder: Path, out: Path, *, verified: bool) -> tuple[st
         default_system(False),
         task.prompt,
         STEPS,
-        check=command_check(task.check, timeout=60) if verified else None,
         watch=Deadline(RUN_SECONDS),
     )
-    doc = json.loads(Path(path).read_text())
-    stats = doc.get("stats") or {}
-    usage = stats.get("usage") or {}
-    tokens = int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0))
-    return str(doc.get("outcome")), int(stats.get("steps") or 0), tokens
+    outcome, steps, tokens, errors = _saved(path)
+    seconds = time.monotonic() - start
+    return [Result("four", task.id, solved(task, folder), outcome, steps, tokens, seconds,
+                   errors, steps)]  # fmt: skip
 
 
-def local_g() -> LocalInvoke:
-    from four.invoke import local_invoke
+def run_search(task: Task, folder: Path, out: Path) -> list[Result]:
+    """``four run --local --check CMD --attempts 4`` as the command builds it (its default
+    feedback and retries), every attempt's copy kept; rows for 1, 2 and 4 attempts.
 
-    # Two slots: four's prompt and mini-swe-agent's each keep their own prompt cache.
-    # One thread: on a shared machine two threads wait for each other at every barrier.
-    model = os.environ.get("FOUR_BENCH_MODEL")
-    return local_invoke(model, max_tokens=REPLY_TOKENS, parallel=2, threads=1)
+    Attempt i samples with seed i - 1 (temperature 0 for the first, then
+    ``DEFAULT_TEMPERATURE``), whatever K is, so a search of K attempts is exactly the first
+    K attempts of this one: its folder is the first accepted attempt's, else the K-th's."""
+    from four.checks import command_check, verify
+    from four.cli._envs import make_env
+    from four.cli._prompts import default_system
+    from four.cli._run import DEFAULT_RETRIES_PER_REASON, VISIBLE_FEEDBACK, Deadline
+    from four.parse import regex_parse
+    from four.search import Attempt, Search
+    from four.trajectory import save_trajectory
+
+    check = verify(
+        command_check(task.check, timeout=60, feedback=VISIBLE_FEEDBACK),  # type: ignore[arg-type]
+        retries_per_reason=DEFAULT_RETRIES_PER_REASON,
+    )
+
+    def make(a: Attempt) -> Path:
+        return a.run(
+            local_g(a.sampling),
+            regex_parse(),
+            make_env("local", cwd=a.cwd, timeout=COMMAND_TIMEOUT),
+            save_trajectory(out),
+            default_system(False),
+            max_steps=STEPS,
+            check=check,
+            watch=Deadline(RUN_SECONDS),
+        )
+
+    search: Search[Path] = Search(
+        max(ATTEMPTS), task.prompt, workspace=folder, record_dir=out, keep_copies=True
+    )
+    search.run(make)
+    copies = search.copies
+    assert copies is not None
+    rows: list[Result] = []
+    for k in ATTEMPTS:
+        members = search.members[:k]
+        first = next((m for m in members if m.accepted), None)
+        used = members[: first.link.index] if first else members
+        last = used[-1]
+        chosen = copies / f"attempt-{last.link.index}"
+        errors = replies = 0
+        for m in used:
+            assert m.path is not None
+            _, steps, _, errs = _saved(m.path)
+            errors, replies = errors + errs, replies + steps
+        rows.append(
+            Result(
+                f"four --check, {k} attempt{'s' if k > 1 else ''}",
+                task.id,
+                solved(task, chosen),
+                last.outcome.text,
+                sum(m.steps for m in used),
+                sum(m.usage.total_tokens for m in used),
+                sum(m.seconds for m in used),
+                errors,
+                replies,
+            )
+        )
+    whole = rows[-1]
+    if solved(task, folder) != whole.solved:  # the user's folder is the chosen attempt's
+        raise AssertionError(f"{task.id}: the workspace is not the result's")
+    shutil.rmtree(copies, ignore_errors=True)
+    return rows
 
 
 MINI_CONFIG = """\
@@ -475,8 +588,15 @@ environment:
 """
 
 
-def run_mini(mini: str, task: Task, folder: Path, out: Path) -> tuple[str, int, int]:
-    """One mini-swe-agent run on the same server; (exit status, steps, tokens)."""
+def run_mini(mini: str, task: Task, folder: Path, out: Path) -> list[Result]:
+    """One mini-swe-agent run on the same server."""
+    start = time.monotonic()
+    status, steps, tokens = _mini(mini, task, folder, out)
+    seconds = time.monotonic() - start
+    return [Result("mini-swe-agent", task.id, solved(task, folder), status, steps, tokens, seconds)]
+
+
+def _mini(mini: str, task: Task, folder: Path, out: Path) -> tuple[str, int, int]:
     server = local_g().server().unwrap()
     extra = out / f"{task.id}.yaml"
     extra.write_text(
@@ -520,35 +640,46 @@ def mini_stats(traj: Path) -> tuple[str, int, int]:
     return str(info.get("exit_status")), steps, tokens
 
 
-Runner = Callable[[Task, Path, Path], tuple[str, int, int]]
+MINI_VERSION = "2.4.6"
+
+
+def install_mini() -> str:
+    """mini-swe-agent 2.4.6 in a virtualenv of its own (under the user's cache folder,
+    made once): it is the baseline, not a dependency of four. Its ``mini`` command."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    venv = cache / "four-bench" / f"mini-swe-agent-{MINI_VERSION}"
+    mini = venv / "bin" / "mini"
+    if not mini.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run(
+            [str(venv / "bin" / "pip"), "install", "-q", f"mini-swe-agent=={MINI_VERSION}"],
+            check=True,
+        )
+    return str(mini)
+
+
+Runner = Callable[[Task, Path, Path], list[Result]]
+ATTEMPTS = (1, 2, 4)
 
 
 def runners(mini: str | None) -> dict[str, Runner]:
-    chosen: dict[str, Runner] = {
-        "four": lambda t, f, o: run_four(t, f, o, verified=False),
-        "four --check": lambda t, f, o: run_four(t, f, o, verified=True),
-    }
+    chosen: dict[str, Runner] = {"four": run_plain, "check": run_search}
     if mini:
-        chosen["mini-swe-agent"] = lambda t, f, o: run_mini(mini, t, f, o)
+        chosen["mini"] = lambda t, f, o: run_mini(mini, t, f, o)
     return chosen
 
 
 def bench(tasks: Sequence[Task], chosen: Mapping[str, Runner], keep: Path | None) -> list[Result]:
-    """Every runner on every task. mini-swe-agent's runs go beside ours, on the server's
-    second slot (its prompt cached there), so one run of the bench fits in an hour."""
+    """Every runner on every task: one lane per runner, side by side on the server's
+    three slots (each its prompt cached), so the machine's load hits them alike."""
     parent = Path(tempfile.mkdtemp(prefix="four-bench-tasks-"))
-    jobs = [(task, name, runner) for task in tasks for name, runner in chosen.items()]
-    lanes = [
-        [j for j in jobs if j[1] != "mini-swe-agent"],
-        [j for j in jobs if j[1] == "mini-swe-agent"],
-    ]
 
-    def lane(jobs: list[tuple[Task, str, Runner]]) -> list[Result]:
-        return [_one(task, name, runner, parent) for task, name, runner in jobs]
+    def lane(name: str) -> list[Result]:
+        return [r for task in tasks for r in _one(task, name, chosen[name], parent)]
 
     try:
-        with ThreadPoolExecutor(len(lanes)) as pool:
-            done = list(pool.map(lane, lanes))
+        with ThreadPoolExecutor(len(chosen)) as pool:
+            done = list(pool.map(lane, list(chosen)))
         if keep is not None:
             shutil.copytree(parent, keep, dirs_exist_ok=True)
     finally:
@@ -556,16 +687,19 @@ def bench(tasks: Sequence[Task], chosen: Mapping[str, Runner], keep: Path | None
     return [r for results in done for r in results]
 
 
-def _one(task: Task, name: str, runner: Runner, parent: Path) -> Result:
+def _one(task: Task, name: str, runner: Runner, parent: Path) -> list[Result]:
     folder = make_workspace(task, parent)
     out = folder.with_name(folder.name + "-out")
     out.mkdir()
-    start = time.monotonic()
-    outcome, steps, tokens = runner(task, folder, out)
-    seconds = time.monotonic() - start
-    result = Result(name, task.id, solved(task, folder), outcome, steps, tokens, seconds)
-    print(f"<!-- {json.dumps(_row(result))} -->", flush=True)
-    return result
+    try:
+        results = runner(task, folder, out)
+    except Exception as exc:  # a runner's own failure is a row, not the bench's end
+        results = [
+            Result(name, task.id, False, f"bench error: {type(exc).__name__}: {exc}", 0, 0, 0.0)
+        ]
+    for result in results:
+        print(f"<!-- {json.dumps(_row(result))} -->", flush=True)
+    return results
 
 
 def _row(result: Result) -> dict[str, object]:
@@ -575,8 +709,8 @@ def _row(result: Result) -> dict[str, object]:
 def table(results: Sequence[Result], tasks: Sequence[Task]) -> str:
     names = list(dict.fromkeys(r.runner for r in results))
     lines = [
-        "| runner | solved | steps (mean) | tokens (mean) | wall s (mean) | outcomes |",
-        "|---|---:|---:|---:|---:|---|",
+        "| runner | solved | steps (mean) | tokens (total) | wall s (total) | format errors | outcomes |",
+        "|---|---:|---:|---:|---:|---:|---|",
     ]
     for name in names:
         rows = [r for r in results if r.runner == name]
@@ -585,10 +719,12 @@ def table(results: Sequence[Result], tasks: Sequence[Task]) -> str:
         for r in rows:
             key = r.outcome if r.outcome.startswith("exit:") else r.outcome.split(":", 1)[0]
             outcomes[key] = outcomes.get(key, 0) + 1
+        replies = sum(r.replies for r in rows)
+        rate = f"{sum(r.format_errors for r in rows)}/{replies}" if replies else "-"
         lines.append(
             f"| {name} | {sum(r.solved for r in rows)}/{n} "
-            f"| {sum(r.steps for r in rows) / n:.1f} | {sum(r.tokens for r in rows) / n:,.0f} "
-            f"| {sum(r.seconds for r in rows) / n:.0f} "
+            f"| {sum(r.steps for r in rows) / n:.1f} | {sum(r.tokens for r in rows):,} "
+            f"| {sum(r.seconds for r in rows):,.0f} | {rate} "
             f"| {', '.join(f'{k} {v}' for k, v in sorted(outcomes.items()))} |"
         )
     lines += ["", "| task | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
@@ -603,22 +739,27 @@ def table(results: Sequence[Result], tasks: Sequence[Task]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mini", default=os.environ.get("FOUR_BENCH_MINI"))
+    parser.add_argument(
+        "--mini",
+        default=os.environ.get("FOUR_BENCH_MINI"),
+        help="mini-swe-agent's `mini` (default: installed into its own venv)",
+    )
     parser.add_argument("--tasks", help="comma-separated task ids (default: all)")
     parser.add_argument("--runners", help="comma-separated: four, check, mini (default: all)")
     parser.add_argument("--keep", type=Path, help="copy the workspaces and trajectories here")
     args = parser.parse_args(argv if argv is not None else [])
+    # The tasks' own tools (python3 with nbformat, jupyter) are this interpreter's.
+    os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     tasks = [t for t in TASKS if not args.tasks or t.id in args.tasks.split(",")]
-    chosen = runners(args.mini)
-    if args.runners:
-        wanted = {"four": "four", "check": "four --check", "mini": "mini-swe-agent"}
-        keep = {wanted[w] for w in args.runners.split(",")}
-        chosen = {k: v for k, v in chosen.items() if k in keep}
+    wanted = set(args.runners.split(",")) if args.runners else {"four", "check", "mini"}
+    mini = (args.mini or install_mini()) if "mini" in wanted else None
+    chosen = {k: v for k, v in runners(mini).items() if k in wanted}
     results = bench(tasks, chosen, args.keep)
     print(table(results, tasks))
     print(
-        f"\n{len(tasks)} tasks; {STEPS} steps, {REPLY_TOKENS} tokens a reply, "
-        f"temperature 0; tokens are prompt + completion as the server counted them."
+        f"\n{len(tasks)} tasks; {STEPS} steps a run (an attempt), {REPLY_TOKENS} tokens a "
+        f"reply; plain runs and attempt 1 at temperature 0; tokens are prompt + completion "
+        f"as the server counted them."
     )
 
 

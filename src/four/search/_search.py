@@ -124,6 +124,7 @@ class Search(Generic[T]):
         signing_key: SigningKey | None = None,
         loop_repeats: int = 3,
         scratch: str | os.PathLike[str] | None = None,
+        keep_copies: bool = False,
         watch: Watch | None = None,
         on_start: Callable[[Attempt], None] | None = None,
         on_end: Callable[[Member[T]], None] | None = None,
@@ -145,6 +146,10 @@ class Search(Generic[T]):
         self.workspace = None if workspace is None else Path(workspace)
         self.keep = keep
         self.scratch = scratch
+        self.keep_copies = keep_copies
+        self.copies: Path | None = None
+        """With ``keep_copies``: the folder holding each attempt's copy (``attempt-<i>``)
+        after the search, for a look at what every attempt did."""
         self.signing_key = signing_key
         self.loop_repeats = loop_repeats
         self.watch = watch
@@ -436,7 +441,9 @@ class Search(Generic[T]):
                     with _no_interrupts():
                         pristine.promote(pristine.scratch / f"attempt-{result.link.index}")
         finally:
-            if pristine is not None:
+            if pristine is not None and self.keep_copies:
+                self.copies = pristine.scratch
+            elif pristine is not None:
                 pristine.close()
             with self._lock:
                 self._write(finished=True)
