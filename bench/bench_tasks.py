@@ -31,6 +31,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -48,7 +49,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 STEPS = 6
 REPLY_TOKENS = 256
 COMMAND_TIMEOUT = 30.0
-RUN_SECONDS = 600.0  # wall time of one run, for every runner
+RUN_SECONDS = 900.0  # wall time of one run (an attempt), for every runner
+LANES = 6  # jobs at once, one server slot each
 
 
 @dataclass(frozen=True, slots=True)
@@ -452,11 +454,12 @@ class Result:
 def local_g(sampling: Mapping[str, float | int] | None = None) -> LocalInvoke:
     from four.invoke import local_invoke
 
-    # Three slots: four's plain runs, its attempts and mini-swe-agent's each keep their
-    # own prompt cache. One thread: on a shared machine two threads wait for each other at
-    # every barrier.
+    # A slot a lane, each keeping its prompt cache. One thread: on a shared machine two
+    # threads wait for each other at every barrier.
     model = os.environ.get("FOUR_BENCH_MODEL")
-    return local_invoke(model, max_tokens=REPLY_TOKENS, parallel=3, threads=1, **(sampling or {}))
+    return local_invoke(
+        model, max_tokens=REPLY_TOKENS, parallel=LANES, threads=1, **(sampling or {})
+    )
 
 
 def _saved(path: Path) -> tuple[str, int, int, int]:
@@ -496,6 +499,36 @@ def run_plain(task: Task, folder: Path, out: Path) -> list[Result]:
     outcome, steps, tokens, errors = _saved(path)
     seconds = time.monotonic() - start
     return [Result("four", task.id, solved(task, folder), outcome, steps, tokens, seconds,
+                   errors, steps)]  # fmt: skip
+
+
+def run_verified_before(task: Task, folder: Path, out: Path) -> list[Result]:
+    """``four run --check`` as it was before attempts: one run, the model told only that it
+    failed (``verdict``), a reason told once."""
+    from four import run
+    from four.checks import command_check, verify
+    from four.cli._envs import make_env
+    from four.cli._prompts import default_system
+    from four.cli._run import Deadline
+    from four.parse import regex_parse
+    from four.trajectory import save_trajectory
+
+    start = time.monotonic()
+    path = run(
+        local_g(),
+        regex_parse(),
+        make_env("local", cwd=str(folder), timeout=COMMAND_TIMEOUT),
+        save_trajectory(out),
+        default_system(False),
+        task.prompt,
+        STEPS,
+        check=verify(command_check(task.check, timeout=60), retries_per_reason=1),
+        watch=Deadline(RUN_SECONDS),
+    )
+    outcome, steps, tokens, errors = _saved(path)
+    seconds = time.monotonic() - start
+    name = "four --check before (verdict, 1 retry, 1 run)"
+    return [Result(name, task.id, solved(task, folder), outcome, steps, tokens, seconds,
                    errors, steps)]  # fmt: skip
 
 
@@ -663,28 +696,63 @@ ATTEMPTS = (1, 2, 4)
 
 
 def runners(mini: str | None) -> dict[str, Runner]:
-    chosen: dict[str, Runner] = {"four": run_plain, "check": run_search}
+    chosen: dict[str, Runner] = {
+        "four": run_plain,
+        "check": run_search,
+        "before": run_verified_before,
+    }
     if mini:
         chosen["mini"] = lambda t, f, o: run_mini(mini, t, f, o)
     return chosen
 
 
-def bench(tasks: Sequence[Task], chosen: Mapping[str, Runner], keep: Path | None) -> list[Result]:
-    """Every runner on every task: one lane per runner, side by side on the server's
-    three slots (each its prompt cached), so the machine's load hits them alike."""
+def bench(
+    tasks: Sequence[Task],
+    chosen: Mapping[str, Runner],
+    keep: Path | None,
+    rows: Path | None = None,
+    lanes: int = LANES,
+) -> list[Result]:
+    """Every runner on every task, ``lanes`` jobs at a time on the server's slots (a
+    slot's prompt cache serves its job's steps; several replies decoded together cost
+    little more than one). Each row is printed, and appended to ``rows`` as it comes;
+    jobs whose rows are there already are not run again (a bench cut short goes on)."""
+    done = _read_rows(rows)
+    names = {
+        "four": "four",
+        "check": "four --check,",
+        "before": "four --check before",
+        "mini": "mini-swe-agent",
+    }
+    jobs = [
+        (task, name) for task in tasks for name in chosen
+        if not any(r.task == task.id and r.runner.startswith(names[name]) for r in done)
+    ]  # fmt: skip
     parent = Path(tempfile.mkdtemp(prefix="four-bench-tasks-"))
+    lock = threading.Lock()
 
-    def lane(name: str) -> list[Result]:
-        return [r for task in tasks for r in _one(task, name, chosen[name], parent)]
+    def job(item: tuple[Task, str]) -> list[Result]:
+        task, name = item
+        results = _one(task, name, chosen[name], parent)
+        if rows is not None:
+            with lock, rows.open("a") as f:
+                f.writelines(json.dumps(_row(r)) + "\n" for r in results)
+        return results
 
     try:
-        with ThreadPoolExecutor(len(chosen)) as pool:
-            done = list(pool.map(lane, list(chosen)))
+        with ThreadPoolExecutor(lanes) as pool:
+            ran = [r for results in pool.map(job, jobs) for r in results]
         if keep is not None:
             shutil.copytree(parent, keep, dirs_exist_ok=True)
     finally:
         shutil.rmtree(parent, ignore_errors=True)
-    return [r for results in done for r in results]
+    return [*done, *ran]
+
+
+def _read_rows(rows: Path | None) -> list[Result]:
+    if rows is None or not rows.exists():
+        return []
+    return [Result(**json.loads(line)) for line in rows.read_text().splitlines() if line]
 
 
 def _one(task: Task, name: str, runner: Runner, parent: Path) -> list[Result]:
@@ -694,9 +762,8 @@ def _one(task: Task, name: str, runner: Runner, parent: Path) -> list[Result]:
     try:
         results = runner(task, folder, out)
     except Exception as exc:  # a runner's own failure is a row, not the bench's end
-        results = [
-            Result(name, task.id, False, f"bench error: {type(exc).__name__}: {exc}", 0, 0, 0.0)
-        ]
+        failed = f"bench error: {type(exc).__name__}: {exc}"
+        results = [Result(name, task.id, False, failed, 0, 0, 0.0)]
     for result in results:
         print(f"<!-- {json.dumps(_row(result))} -->", flush=True)
     return results
@@ -745,16 +812,19 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="mini-swe-agent's `mini` (default: installed into its own venv)",
     )
     parser.add_argument("--tasks", help="comma-separated task ids (default: all)")
-    parser.add_argument("--runners", help="comma-separated: four, check, mini (default: all)")
+    parser.add_argument(
+        "--runners", help="comma-separated: four, check, before, mini (default: all)"
+    )
     parser.add_argument("--keep", type=Path, help="copy the workspaces and trajectories here")
+    parser.add_argument("--rows", type=Path, help="append each row here; skip the jobs it has")
     args = parser.parse_args(argv if argv is not None else [])
     # The tasks' own tools (python3 with nbformat, jupyter) are this interpreter's.
     os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     tasks = [t for t in TASKS if not args.tasks or t.id in args.tasks.split(",")]
-    wanted = set(args.runners.split(",")) if args.runners else {"four", "check", "mini"}
+    wanted = set(args.runners.split(",")) if args.runners else {"four", "check", "before", "mini"}
     mini = (args.mini or install_mini()) if "mini" in wanted else None
     chosen = {k: v for k, v in runners(mini).items() if k in wanted}
-    results = bench(tasks, chosen, args.keep)
+    results = bench(tasks, chosen, args.keep, args.rows)
     print(table(results, tasks))
     print(
         f"\n{len(tasks)} tasks; {STEPS} steps a run (an attempt), {REPLY_TOKENS} tokens a "
