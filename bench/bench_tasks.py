@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from four.invoke import LocalInvoke
+    from four.search._attempt import Sampling
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 ROOT = Path(__file__).resolve().parents[1]
@@ -451,15 +452,15 @@ class Result:
     replies: int = 0
 
 
-def local_g(sampling: Mapping[str, float | int] | None = None) -> LocalInvoke:
+def local_g(sampling: Sampling | None = None) -> LocalInvoke:
     from four.invoke import local_invoke
 
     # A slot a lane, each keeping its prompt cache. One thread: on a shared machine two
     # threads wait for each other at every barrier.
     model = os.environ.get("FOUR_BENCH_MODEL")
-    return local_invoke(
-        model, max_tokens=REPLY_TOKENS, parallel=LANES, threads=1, **(sampling or {})
-    )
+    if sampling is None:
+        return local_invoke(model, max_tokens=REPLY_TOKENS, parallel=LANES, threads=1)
+    return local_invoke(model, max_tokens=REPLY_TOKENS, parallel=LANES, threads=1, **sampling)
 
 
 def _saved(path: Path) -> tuple[str, int, int, int]:

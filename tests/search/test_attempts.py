@@ -6,7 +6,7 @@ them so that `audit_group` notices a member dropped, added or edited."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -16,8 +16,9 @@ from four._outcomes import Accepted, Interrupted
 from four.checks import command_check, verify
 from four.execute import local_env
 from four.invoke import scripted_invoke
-from four.search import Attempt, Budget, Search, attempts, audit_group
+from four.search import Attempt, AttemptLink, Budget, Search, attempts, audit_group
 from four.search._group import write_record
+from four.search._link import link_of
 
 WRONG = "```bash\necho junk > junk.txt && echo 5 > answer.txt\n```"
 SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
@@ -35,7 +36,7 @@ def workspace(tmp_path: Path) -> Path:
 
 
 def maker(
-    scripts: dict[int, Sequence[object]], runs: Path, *, retries: int = 1, max_steps: int = 6
+    scripts: Mapping[int, Sequence[object]], runs: Path, *, retries: int = 1, max_steps: int = 6
 ) -> Callable[[Attempt], Path]:
     check = verify(command_check(CHECK), retries_per_reason=retries)
 
@@ -69,13 +70,14 @@ def test_a_held_attempt_is_followed_by_one_from_a_pristine_copy(tmp_path: Path) 
     seen = load_trajectory(second.path).messages[3]
     assert isinstance(seen, User) and seen.returncode == 0
     # Each attempt its own sealed trajectory, linked.
-    links = [load_trajectory(m.path).info["components"]["attempt"] for m in search.members if m.path]
-    assert [(x["index"], x["of"], x["seed"], x["temperature"]) for x in links] == [
+    links = [AttemptLink.from_json(link_of(load_trajectory(m.path).info))
+             for m in search.members if m.path]  # fmt: skip
+    assert [(x.index, x.of, x.seed, x.temperature) for x in links] == [
         (1, 4, 0, 0.0),
         (2, 4, 1, 0.7),
     ]
-    assert links[1]["after"] == first.outcome.text
-    assert links[0]["group"] == links[1]["group"] == search.group
+    assert links[1].after == first.outcome.text
+    assert links[0].group == links[1].group == search.group
     found = audit_group(search.record or "")
     assert found.valid, found.errors
     assert (found.members, found.result, found.accepted, found.finished) == (2, 2, True, True)
@@ -136,7 +138,7 @@ def test_the_steps_budget_covers_all_attempts(tmp_path: Path) -> None:
     work, runs = workspace(tmp_path), tmp_path / "runs"
     wander = [f"```bash\necho {i}\n```" for i in range(10)]
     scripts = {1: wander, 2: wander, 3: wander}
-    search = Search(3, "t", workspace=work, budget=Budget(steps=5))
+    search: Search[Path] = Search(3, "t", workspace=work, budget=Budget(steps=5))
     search.run(maker(scripts, runs, max_steps=4))
     assert [m.steps for m in search.members] == [4, 1]
     assert search.ended is not None and search.ended.startswith("budget spent: the attempts made 5")
@@ -150,7 +152,7 @@ def test_the_token_budget_covers_all_attempts(tmp_path: Path) -> None:
         return Assistant("```bash\necho more\n```", usage=Usage(60, 40))
 
     scripts = {i: [costly] * 10 for i in (1, 2, 3)}
-    search = Search(3, "t", workspace=work, budget=Budget(tokens=250))
+    search: Search[Path] = Search(3, "t", workspace=work, budget=Budget(tokens=250))
     search.run(maker(scripts, runs, max_steps=2))
     # 100 tokens a call: two calls in attempt 1, one in attempt 2, then refused.
     outcomes = [m.outcome.text for m in search.members]
@@ -163,7 +165,9 @@ def test_the_time_budget_covers_all_attempts(tmp_path: Path) -> None:
     work, runs = workspace(tmp_path), tmp_path / "runs"
     slow = ["```bash\nsleep 0.4\n```"] * 10
     scripts = {i: list(slow) for i in (1, 2, 3)}
-    search = Search(3, "t", workspace=work, budget=Budget(seconds=0.6), loop_repeats=0)
+    search: Search[Path] = Search(
+        3, "t", workspace=work, budget=Budget(seconds=0.6), loop_repeats=0
+    )
     search.run(maker(scripts, runs, max_steps=10))
     assert search.members[-1].outcome.text.startswith("time_limit_reached: the attempts took")
     assert search.ended is not None and search.ended.startswith("budget spent")
@@ -176,7 +180,10 @@ def test_ctrl_c_during_attempt_2_saves_both_and_the_record(tmp_path: Path) -> No
     def interrupt(history: Sequence[Message]) -> Assistant:
         raise KeyboardInterrupt
 
-    scripts = {1: [WRONG, SUBMIT, SUBMIT], 2: ["```bash\necho half > half.txt\n```", interrupt]}
+    scripts: dict[int, list[object]] = {
+        1: [WRONG, SUBMIT, SUBMIT],
+        2: ["```bash\necho half > half.txt\n```", interrupt],
+    }
     search: Search[Path] = Search(4, "t", workspace=work)
     with pytest.raises(KeyboardInterrupt):
         search.run(maker(scripts, runs))
@@ -199,7 +206,7 @@ def test_a_run_without_its_record_linked_is_refused(tmp_path: Path) -> None:
         return run(scripted_invoke([SUBMIT]), regex_parse(), local_env(cwd=a.cwd),
                    save_trajectory(tmp_path / "runs"))  # fmt: skip
 
-    with pytest.raises(TypeError, match="attempt.emit"):
+    with pytest.raises(TypeError, match=r"attempt\.emit"):
         attempts(unlinked, 2, task="t", workspace=workspace(tmp_path))
 
 

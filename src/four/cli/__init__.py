@@ -253,8 +253,7 @@ def _add_judge_flags(p: argparse.ArgumentParser) -> None:
         "--seed",
         type=_positive_int,
         default=None,
-        help="attempt i samples with seed + i - 1, so any attempt can be run again "
-        "[FOUR_SEED, 0]",
+        help="attempt i samples with seed + i - 1, so any attempt can be run again [FOUR_SEED, 0]",
     )
     p.add_argument(
         "--attempt-temperature",

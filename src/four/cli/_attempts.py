@@ -148,7 +148,9 @@ def _say(opts: RunOptions, line: str) -> None:
 def _started(a: Attempt, opts: RunOptions) -> None:
     after = f" · after {a.link.after}" if a.link.after else ""
     after = after if len(after) <= 100 else after[:97] + "..."
-    _say(opts, f"attempt {a.index} of {a.of} · temperature {a.temperature:g} · seed {a.seed}{after}")
+    _say(
+        opts, f"attempt {a.index} of {a.of} · temperature {a.temperature:g} · seed {a.seed}{after}"
+    )
 
 
 def _ended(m: Member[Path], opts: RunOptions) -> None:
@@ -199,4 +201,3 @@ def _json(search: Search[Path]) -> dict[str, JSON]:
             ],
         }
     }
-

@@ -37,6 +37,7 @@ from four.trajectory._codec import usage_from_json
 
 if TYPE_CHECKING:
     from four.observe._endpoint import Server
+    from four.search._attempt import Sampling
     from four.trajectory._sign import SigningKey
 
 DEFAULT_MAX_STEPS = 100
@@ -455,7 +456,7 @@ def build(
     key: str | None,
     domain: Domain,
     where: DomainSetup,
-    sampling: Mapping[str, float | int] | None = None,
+    sampling: Sampling | None = None,
 ) -> tuple[Invoke, Parse, Execute]:
     """G (retried, budgeted), and the domain's V1 and V2 for the options. ``sampling``
     (an attempt's temperature and seed) goes with every request; a hosted model that
@@ -467,14 +468,21 @@ def build(
     if opts.local is not None:
         from four.invoke import local_invoke
 
-        settings = {**local_settings(), **(sampling or {})}
-        G = retry_invoke(local_invoke(opts.local, **settings))  # type: ignore[arg-type]
+        settings = local_settings()
+        if sampling is not None:
+            settings["temperature"] = sampling["temperature"]
+        seed = 0 if sampling is None else sampling["seed"]
+        G = retry_invoke(local_invoke(opts.local, **settings, seed=seed))
     else:
         make = litellm_toolcall_invoke if opts.toolcalls else litellm_invoke
-        extra: dict[str, object] = {**sampling, "drop_params": True} if sampling else {}
-        G = retry_invoke(
-            make(model, api_base=opts.api_base, api_key=key, prices=opts.prices, **extra)
-        )
+        if sampling is None:
+            G = make(model, api_base=opts.api_base, api_key=key, prices=opts.prices)
+        else:
+            G = make(
+                model, api_base=opts.api_base, api_key=key, prices=opts.prices,
+                temperature=sampling["temperature"], seed=sampling["seed"], drop_params=True,
+            )  # fmt: skip
+        G = retry_invoke(G)
     if opts.cost_limit:
         G = budget_invoke(G, cost_limit=opts.cost_limit)
     V1: Parse = toolcall_parse() if opts.toolcalls else domain.parse()

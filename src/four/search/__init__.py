@@ -9,7 +9,14 @@ from four.search._attempt import Attempt
 from four.search._audit import GroupAudit, audit_group
 from four.search._budget import Budget
 from four.search._link import AttemptLink
-from four.search._search import DEFAULT_TEMPERATURE, Member, Search, aattempts, attempts, next_attempt
+from four.search._search import (
+    DEFAULT_TEMPERATURE,
+    Member,
+    Search,
+    aattempts,
+    attempts,
+    next_attempt,
+)
 
 __all__ = [
     "DEFAULT_TEMPERATURE",

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import inspect
 import threading
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar, cast, overload
+from typing import TypedDict, TypeVar, cast, overload
 
 from returns.result import Result, Success
 
@@ -35,6 +35,14 @@ from four.search._budget import AsyncMetered, Metered, Spend
 from four.search._link import AttemptLink, Linked
 
 T = TypeVar("T")
+
+
+class Sampling(TypedDict):
+    """How an attempt's G samples: ``local_invoke(**a.sampling)``."""
+
+    temperature: float
+    seed: int
+
 
 LOOPING = "looping"
 """The start of a looping attempt's ``Stopped`` reason."""
@@ -68,7 +76,7 @@ class Attempt:
     outer: Watch | None = None
     stop: Callable[[], Outcome | None] | None = field(default=None, repr=False)
     looping: str | None = None
-    linked: Linked | None = field(default=None, repr=False)
+    linked: Linked[object] | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -93,9 +101,9 @@ class Attempt:
         return None if self.workspace is None else str(self.workspace)
 
     @property
-    def sampling(self) -> Mapping[str, float | int]:
+    def sampling(self) -> Sampling:
         """``temperature`` and ``seed``, as keyword arguments for a G's constructor."""
-        return {"temperature": self.temperature, "seed": self.seed}
+        return Sampling(temperature=self.temperature, seed=self.seed)
 
     @property
     def steps_left(self) -> int | None:
@@ -132,8 +140,9 @@ class Attempt:
 
     def emit(self, recorder: Recorder[T] | Emit[T]) -> Recorder[T]:
         """The recorder, its run's head carrying the attempt's link (see ``AttemptLink``)."""
-        self.linked = Linked(recorder, self.link)
-        return cast(Recorder[T], self.linked)
+        linked = Linked(recorder, self.link)
+        self.linked = cast(Linked[object], linked)
+        return linked
 
     @property
     def watch(self) -> Watch:
@@ -237,7 +246,12 @@ class _Repeats:
     last: tuple[str, str] | None = None
     times: int = 0
 
-    def note(self, attempt: Attempt, action: Action, result: Result[Observation, Submitted | ExecutionError]) -> None:
+    def note(
+        self,
+        attempt: Attempt,
+        action: Action,
+        result: Result[Observation, Submitted | ExecutionError],
+    ) -> None:
         if not isinstance(result, Success) or attempt.loop_repeats < 1:
             return
         key = (action.command.strip(), result.unwrap().content)

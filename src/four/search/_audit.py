@@ -125,14 +125,17 @@ def _shape(record: Mapping[str, JSON]) -> list[str]:
     extra = sorted(set(record) - set(_FIELDS))
     if extra:
         errors.append(f"fields the format does not have: {extra}")
-    for i, member in enumerate(record.get("members") or []):
+    members = record.get("members")
+    for i, member in enumerate(members if isinstance(members, list) else []):
         if not isinstance(member, dict):
             errors.append(f"members[{i}] is not an object")
             continue
         for name, kinds in _MEMBER.items():
             value = member.get(name, ...)
             if value is ... or isinstance(value, bool) or not isinstance(value, kinds):
-                errors.append(f"members[{i}].{name} is {'missing' if value is ... else repr(value)}")
+                errors.append(
+                    f"members[{i}].{name} is {'missing' if value is ... else repr(value)}"
+                )
         try:
             AttemptLink.from_json({k: member.get(k) for k in _LINK if k in member})
         except ValueError as exc:
@@ -209,12 +212,16 @@ class _Members:
         if record["result"] != want_result:
             errors.append(f"the result is attempt {record['result']}, the rule gives {want_result}")
         if bool(record["accepted"]) != bool(accepted):
-            errors.append(f"accepted is {record['accepted']}, the attempts' outcomes say {bool(accepted)}")
+            errors.append(
+                f"accepted is {record['accepted']}, the attempts' outcomes say {bool(accepted)}"
+            )
         if record["finished"]:
             if record["ended"] is None:
                 errors.append("a finished search says nothing of why it ended")
             elif record["ended"] == "attempts spent" and len(members) != of:
-                errors.append(f"the search says its attempts were spent after {len(members)} of {of}")
+                errors.append(
+                    f"the search says its attempts were spent after {len(members)} of {of}"
+                )
         errors += self._strays(listed, len(members), workers)
         return errors
 
@@ -283,7 +290,9 @@ class _Members:
             ):  # fmt: skip
                 self.running.append(path.name)  # an attempt that was running at the kill
                 continue
-            errors.append(f"{path.name} claims to be attempt {index} of the group, which the record does not list")
+            errors.append(
+                f"{path.name} claims to be attempt {index} of the group, which the record does not list"
+            )
         return errors
 
 

@@ -12,7 +12,16 @@ from dataclasses import dataclass, field
 from returns.result import Failure, Result, Success
 
 from four import _arguments as arguments
-from four._types import NO_USAGE, AsyncInvoke, Invoke, Message, ModelError, ModelErrorKind, Reply, Usage
+from four._types import (
+    NO_USAGE,
+    AsyncInvoke,
+    Invoke,
+    Message,
+    ModelError,
+    ModelErrorKind,
+    Reply,
+    Usage,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +81,9 @@ class Spend:
     def out_of_time(self) -> str | None:
         """Why the time budget is spent, or None."""
         if self.budget.seconds is not None and self.elapsed() >= self.budget.seconds:
-            return f"the attempts took {self.elapsed():.0f} s, the budget's {self.budget.seconds:g} s"
+            return (
+                f"the attempts took {self.elapsed():.0f} s, the budget's {self.budget.seconds:g} s"
+            )
         return None
 
 

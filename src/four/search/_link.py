@@ -14,9 +14,12 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Generic, TypeVar
 
 from four._outcomes import Outcome
-from four._types import JSON, Message, Recorder, RunInfo, RunStats, Sink
+from four._types import JSON, Emit, Message, Recorder, RunInfo, RunStats, Sink
+
+T = TypeVar("T")
 
 KEY = "attempt"
 """Where the link is stored: ``info.components[KEY]``."""
@@ -66,7 +69,9 @@ class AttemptLink:
             if isinstance(field, bool) or not isinstance(field, kinds):
                 raise ValueError(f"the attempt link's {name!r} is {field!r}")
         if set(value) != set(fields):
-            raise ValueError(f"the attempt link has other fields: {sorted(set(value) - set(fields))}")
+            raise ValueError(
+                f"the attempt link has other fields: {sorted(set(value) - set(fields))}"
+            )
         temperature = value["temperature"]
         assert isinstance(temperature, int | float)
         return AttemptLink(
@@ -106,21 +111,20 @@ class Ended:
     path: Path | None
 
 
-class Linked:
+class Linked(Generic[T]):
     """A ``Recorder`` that stores ``link`` in the run's head and notes how the run ended
     (``ended``); everything else is ``recorder``'s. A plain emit is accepted too: its
     run then has no head to store the link in."""
 
-    def __init__(self, recorder: object, link: AttemptLink) -> None:
+    def __init__(self, recorder: Recorder[T] | Emit[T], link: AttemptLink) -> None:
         self.recorder = recorder
         self.link = link
         self.ended: Ended | None = None
-        self.sink: _LinkedSink | None = None
 
-    def __call__(self, messages: Sequence[Message], outcome: Outcome, /) -> object:
-        return self.recorder(messages, outcome)  # type: ignore[operator]
+    def __call__(self, messages: Sequence[Message], outcome: Outcome, /) -> T:
+        return self.recorder(messages, outcome)
 
-    def open(self, info: RunInfo, /) -> Sink[object]:
+    def open(self, info: RunInfo, /) -> Sink[T]:
         linked = RunInfo(
             {**info.components, KEY: self.link.to_json()},
             info.max_steps,
@@ -129,32 +133,29 @@ class Linked:
             info.resumed_from,
         )
         opener = getattr(self.recorder, "open", None)
-        inner: Sink[object] = opener(linked) if callable(opener) else _Plain(self.recorder)
-        self.sink = _LinkedSink(inner, self)
-        return self.sink
+        inner: Sink[T] = opener(linked) if callable(opener) else _Plain(self.recorder)
+        return _LinkedSink(inner, self)
 
 
-class _LinkedSink:
+class _LinkedSink(Generic[T]):
     """The recorder's sink, passing everything through, noting the end."""
 
-    def __init__(self, inner: Sink[object], owner: Linked) -> None:
+    def __init__(self, inner: Sink[T], owner: Linked[T]) -> None:
         self.inner = inner
         self.owner = owner
 
     def append(self, message: Message, /) -> None:
         self.inner.append(message)
 
-    def close(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> object:
+    def close(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> T:
         saved = self.inner.close(messages, outcome, stats)
         self._ended(outcome, stats, saved)
         return saved
 
-    async def aclose(
-        self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /
-    ) -> object:
+    async def aclose(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> T:
         aclose = getattr(self.inner, "aclose", None)
         if callable(aclose):
-            saved = await aclose(messages, outcome, stats)
+            saved: T = await aclose(messages, outcome, stats)
         else:
             import asyncio
 
@@ -172,19 +173,14 @@ class _LinkedSink:
         return getattr(self.inner, name)
 
 
-class _Plain:
+class _Plain(Generic[T]):
     """A plain ``(messages, outcome) -> T`` emit as a sink: nothing until the end."""
 
-    def __init__(self, emit: object) -> None:
+    def __init__(self, emit: Emit[T]) -> None:
         self.emit = emit
 
     def append(self, message: Message, /) -> None:
         pass
 
-    def close(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> object:
-        return self.emit(messages, outcome)  # type: ignore[operator]
-
-
-def recorder_of(linked: Linked) -> Recorder[object]:
-    """``linked`` as the ``Recorder`` type ``run`` takes."""
-    return linked  # type: ignore[return-value]
+    def close(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> T:
+        return self.emit(messages, outcome)

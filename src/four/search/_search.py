@@ -138,7 +138,9 @@ class Search(Generic[T]):
         arguments.count("attempts", "workers", workers, minimum=1)
         arguments.count("attempts", "loop_repeats", loop_repeats, minimum=0)
         if budget is not None and not isinstance(budget, Budget):
-            raise TypeError(f"attempts: budget must be a Budget, e.g. Budget(steps=40); got {budget!r:.60}")
+            raise TypeError(
+                f"attempts: budget must be a Budget, e.g. Budget(steps=40); got {budget!r:.60}"
+            )
         self.k, self.task, self.seed = k, task, seed
         self.temperature, self.first_temperature = float(temperature), float(first_temperature)
         self.budget = budget or Budget()
@@ -306,7 +308,9 @@ class Search(Generic[T]):
                     future.result()  # a crash in a worker ends the search
         except BaseException as exc:
             crashed = Stopped(f"another attempt crashed: {type(exc).__name__}")
-            self._stop_all(crashed if isinstance(exc, Exception) else Interrupted(type(exc).__name__))
+            self._stop_all(
+                crashed if isinstance(exc, Exception) else Interrupted(type(exc).__name__)
+            )
             wait(pending)
             raise
         finally:
@@ -364,7 +368,9 @@ class Search(Generic[T]):
 
         return stop
 
-    def _add(self, attempt: Attempt, saved: T | None, error: BaseException | None) -> Member[T] | None:
+    def _add(
+        self, attempt: Attempt, saved: T | None, error: BaseException | None
+    ) -> Member[T] | None:
         """The attempt's end, noted: a member (None if its run never opened a record)."""
         linked = attempt.linked
         ended = linked.ended if linked is not None else None
@@ -458,7 +464,9 @@ class Search(Generic[T]):
             folder = next((m.path.parent for m in self.members if m.path is not None), None)
         if folder is None:
             return
-        self.record = write_record(folder, self.group, self.to_json(folder, finished), self.signing_key)
+        self.record = write_record(
+            folder, self.group, self.to_json(folder, finished), self.signing_key
+        )
 
     def to_json(self, folder: Path, finished: bool) -> dict[str, JSON]:
         """The group record (without its seal), trajectories named relative to ``folder``."""
@@ -604,4 +612,3 @@ async def aattempts(
         record_dir=record_dir, signing_key=signing_key, loop_repeats=loop_repeats, watch=watch,
     )  # fmt: skip
     return await search.arun(make)
-

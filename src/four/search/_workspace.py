@@ -12,6 +12,7 @@ neither copied nor touched.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
@@ -111,7 +112,7 @@ def _entries(folder: Path, rel: str = "") -> Iterator[tuple[str, os.stat_result]
 
 def _measure(folder: Path, skip: object) -> tuple[int, int]:
     files = size = 0
-    for rel, info in _walk(folder, skip):
+    for _rel, info in _walk(folder, skip):
         files += 1
         size += info.st_size if stat.S_ISREG(info.st_mode) else 0
     return files, size
@@ -207,9 +208,7 @@ def _replace(source: Path, target: Path) -> None:
 
 def _remove(path: Path, info: os.stat_result) -> None:
     if stat.S_ISDIR(info.st_mode):
-        try:
+        with contextlib.suppress(OSError):  # it holds a kept folder (the runs' output)
             path.rmdir()  # its entries went first
-        except OSError:  # it holds a kept folder (the runs' output): left
-            pass
     else:
         path.unlink()
