@@ -52,9 +52,11 @@ class Pristine:
         *,
         keep: tuple[str | os.PathLike[str], ...] = (),
         scratch: str | os.PathLike[str] | None = None,
-        max_bytes: int = DEFAULT_MAX_BYTES,
-        max_files: int = DEFAULT_MAX_FILES,
+        max_bytes: int | None = None,
+        max_files: int | None = None,
     ) -> None:
+        max_bytes = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
+        max_files = DEFAULT_MAX_FILES if max_files is None else max_files
         self.folder = Path(folder).resolve()
         if not self.folder.is_dir():
             raise NotADirectoryError(f"the workspace {folder} is not a folder")
