@@ -299,3 +299,87 @@ def test_a_missing_member_file_is_found(tmp_path: Path) -> None:
     search.members[1].path.unlink()
     errors = audit_group(search.record).errors
     assert any(e.startswith("attempt 2: cannot read") for e in errors), errors
+
+
+# --- side by side, awaited, in a batch ---------------------------------------------------
+
+
+def test_attempts_side_by_side_stop_at_the_first_accepted(tmp_path: Path) -> None:
+    import time
+
+    work, runs = workspace(tmp_path), tmp_path / "runs"
+    slow = ["```bash\nsleep 60\n```"] * 3
+    scripts = {1: slow, 2: [RIGHT, SUBMIT], 3: slow, 4: slow}
+    started = time.monotonic()
+    search: Search[Path] = Search(4, "t", workspace=work, workers=2)
+    search.run(maker(scripts, runs))
+    assert time.monotonic() - started < 50  # attempt 1's sleep was killed, not waited for
+    assert search.ended == "accepted" and search.result is not None
+    assert search.result.link.index == 2
+    first = search.members[0]
+    assert first.outcome.text == "stopped: another attempt was accepted (attempt 2)"
+    assert [m.link.index for m in search.members] == [1, 2]  # 3 and 4 never started
+    assert (work / "answer.txt").read_text() == "4\n"
+    found = audit_group(search.record or "")
+    assert found.valid, found.errors
+
+
+def test_awaited_attempts(tmp_path: Path) -> None:
+    import asyncio
+
+    from four.search import aattempts
+
+    work, runs = workspace(tmp_path), tmp_path / "runs"
+    scripts = {1: [WRONG, SUBMIT, SUBMIT], 2: [RIGHT, SUBMIT]}
+    check = verify(command_check(CHECK))
+
+    async def make(a: Attempt) -> Path:
+        return await a.arun(
+            scripted_invoke(scripts[a.index]), regex_parse(), local_env(cwd=a.cwd),
+            save_trajectory(runs), max_steps=6, check=check,
+        )  # fmt: skip
+
+    search = asyncio.run(aattempts(make, 3, task="t", workspace=work))
+    assert [m.outcome.text.split(":")[0] for m in search.members] == ["held", "accepted"]
+    assert (work / "answer.txt").read_text() == "4\n" and not (work / "junk.txt").exists()
+    assert audit_group(search.record or "").valid
+
+
+def test_four_batch_makes_attempts_for_each_item(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from four.batch._manifest import read_manifest
+    from four.cli._batch import batch_command
+    from tests._server import Answer, LoopbackServer, Request, chat
+    from tests.batch._agents import batch_args
+
+    for name in ("FOUR_MODEL", "FOUR_API_BASE", "FOUR_ENV", "FOUR_WORKERS", "FOUR_RAY"):
+        monkeypatch.delenv(name, raising=False)
+
+    def model(request: Request) -> Answer:
+        """At temperature 0 a wrong answer then submissions; sampled, the right one."""
+        body = request.json()
+        said = [m for m in body["messages"] if m.get("role") == "assistant"]
+        if body.get("temperature") == 0.0:
+            return chat(WRONG if not said else SUBMIT)
+        return chat(RIGHT if not said else SUBMIT)
+
+    lines = []
+    for i in range(2):
+        folder = tmp_path / f"w{i}"
+        folder.mkdir()
+        lines.append(json.dumps({"id": f"t{i}", "task": "2 + 2", "cwd": str(folder)}))
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("\n".join(lines) + "\n")
+    with LoopbackServer(model) as server:
+        words = [str(tasks), "--model", "m", "--api-base", server.url, "-w", "2",
+                 "--check", CHECK, "--attempts", "3", "--retries-per-reason", "1"]  # fmt: skip
+        assert batch_command(batch_args(*words, "-o", str(tmp_path / "out"))) == 0
+    assert "2 runs: accepted 2" in capsys.readouterr().out
+    latest = read_manifest(tmp_path / "out")
+    for i in range(2):
+        assert (tmp_path / f"w{i}" / "answer.txt").read_text() == "4\n"
+        assert not (tmp_path / f"w{i}" / "junk.txt").exists()
+        (record,) = (tmp_path / "out" / "runs" / f"t{i}").glob("*.attempts.json")
+        assert audit_group(record).valid
+        assert latest[f"t{i}"].outcome == "accepted"
