@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from four._types import Verify
     from four.invoke import LocalInvoke
     from four.search._attempt import Sampling
 
@@ -50,7 +51,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 STEPS = 6
 REPLY_TOKENS = 256
 COMMAND_TIMEOUT = 30.0
-RUN_SECONDS = 900.0  # wall time of one run (an attempt), for every runner
+RUN_SECONDS = 3600.0  # wall time of one run (an attempt), a guard: the budget is the steps
 LANES = 6  # jobs at once, one server slot each
 
 
@@ -479,35 +480,20 @@ def _saved(path: Path) -> tuple[str, int, int, int]:
 
 def run_plain(task: Task, folder: Path, out: Path) -> list[Result]:
     """One run as ``four run --local`` makes it (no check)."""
-    from four import run
-    from four.cli._envs import make_env
-    from four.cli._prompts import default_system
-    from four.cli._run import Deadline
-    from four.parse import regex_parse
-    from four.trajectory import save_trajectory
-
-    start = time.monotonic()
-    path = run(
-        local_g(),
-        regex_parse(),
-        make_env("local", cwd=str(folder), timeout=COMMAND_TIMEOUT),
-        save_trajectory(out),
-        default_system(False),
-        task.prompt,
-        STEPS,
-        watch=Deadline(RUN_SECONDS),
-    )
-    outcome, steps, tokens, errors = _saved(path)
-    seconds = time.monotonic() - start
-    return [Result("four", task.id, solved(task, folder), outcome, steps, tokens, seconds,
-                   errors, steps)]  # fmt: skip
+    return _single("four", task, folder, out, None)
 
 
 def run_verified_before(task: Task, folder: Path, out: Path) -> list[Result]:
     """``four run --check`` as it was before attempts: one run, the model told only that it
     failed (``verdict``), a reason told once."""
-    from four import run
     from four.checks import command_check, verify
+
+    check = verify(command_check(task.check, timeout=60), retries_per_reason=1)
+    return _single("four --check before (verdict, 1 retry, 1 run)", task, folder, out, check)
+
+
+def _single(name: str, task: Task, folder: Path, out: Path, check: Verify | None) -> list[Result]:
+    from four import run
     from four.cli._envs import make_env
     from four.cli._prompts import default_system
     from four.cli._run import Deadline
@@ -523,12 +509,11 @@ def run_verified_before(task: Task, folder: Path, out: Path) -> list[Result]:
         default_system(False),
         task.prompt,
         STEPS,
-        check=verify(command_check(task.check, timeout=60), retries_per_reason=1),
+        check=check,
         watch=Deadline(RUN_SECONDS),
     )
     outcome, steps, tokens, errors = _saved(path)
     seconds = time.monotonic() - start
-    name = "four --check before (verdict, 1 retry, 1 run)"
     return [Result(name, task.id, solved(task, folder), outcome, steps, tokens, seconds,
                    errors, steps)]  # fmt: skip
 

@@ -327,8 +327,6 @@ def test_attempts_side_by_side_stop_at_the_first_accepted(tmp_path: Path) -> Non
 def test_awaited_attempts(tmp_path: Path) -> None:
     import asyncio
 
-    from four.search import aattempts
-
     work, runs = workspace(tmp_path), tmp_path / "runs"
     scripts = {1: [WRONG, SUBMIT, SUBMIT], 2: [RIGHT, SUBMIT]}
     check = verify(command_check(CHECK))
@@ -339,7 +337,7 @@ def test_awaited_attempts(tmp_path: Path) -> None:
             save_trajectory(runs), max_steps=6, check=check,
         )  # fmt: skip
 
-    search = asyncio.run(aattempts(make, 3, task="t", workspace=work))
+    search: Search[Path] = asyncio.run(Search(3, "t", workspace=work).arun(make))
     assert [m.outcome.text.split(":")[0] for m in search.members] == ["held", "accepted"]
     assert (work / "answer.txt").read_text() == "4\n" and not (work / "junk.txt").exists()
     assert audit_group(search.record or "").valid

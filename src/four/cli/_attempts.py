@@ -10,7 +10,7 @@ every attempt together, ``--max-steps`` each one.
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -68,7 +68,7 @@ def run_attempts(
     except (WorkspaceTooLarge, NotADirectoryError) as exc:
         raise UsageError(f"--attempts {opts.attempts}: {exc}, or --attempts 1") from None
     try:
-        search.run(lambda a: _attempt(a, opts, model, key, domain, system, signing))
+        search.run(_Attempts(opts, model, key, domain, system, signing))
     except KeyboardInterrupt as exc:
         from four.cli._run import Terminated
 
@@ -91,53 +91,56 @@ def _first_temperature() -> float | None:
     return local_settings().get("temperature")
 
 
-def _attempt(
-    a: Attempt,
-    opts: RunOptions,
-    model: str,
-    key: str | None,
-    domain: Domain,
-    system: str,
-    signing: SigningKey | None,
-) -> Path:
-    """One attempt: ``four run``'s run in the attempt's copy of the workspace."""
-    from four import run
-    from four.cli import _settings as env
-    from four.cli._live import Display, Recording, Watched, WatchedEnv, components
-    from four.cli._preflight import check_program
-    from four.cli._resume import HEARTBEAT, heartbeat
-    from four.cli._run import Saving, build, domain_check, setup
+@dataclass(frozen=True, slots=True)
+class _Attempts:
+    """What every attempt of ``four run`` is made of; called, one attempt."""
 
-    mine = replace(opts, cwd=a.cwd or opts.cwd, cost_limit=None, timeout=None)
-    where = setup(mine, signing)
-    G, V1, V2 = build(mine, model, key, domain, where, a.sampling)
-    if a.index == 1:
-        check_program(opts.check, V2, domain.name, opts.check_files)
-    check = domain_check(mine, domain, where, V2)
-    place = opts.env if domain.name == "bash" else domain.name
-    display = Display(
-        opts.mode, title=f"{model} · {place} · attempt {a.index}/{a.of}", max_steps=opts.max_steps
-    )
-    record: dict[str, JSON] = {**opts.record()}
-    recording = Recording(domain.emit(where, V2), components(G, V2, record))
-    display.start()
-    try:
-        beats = env.get_float("FOUR_HEARTBEAT", HEARTBEAT) or 0.0
-        with heartbeat(lambda: recording.sink, beats):
-            return run(
-                a.invoke(Watched(G, display)),
-                V1,
-                a.env(WatchedEnv(V2, display)),
-                a.emit(recording),
-                system,
-                opts.task,
-                a.limit(opts.max_steps),
-                opts.max_format_errors,
-                check=check,
-                watch=a.watching(Saving(recording)),
-            )
-    finally:
-        display.stop("done")
+    opts: RunOptions
+    model: str
+    key: str | None
+    domain: Domain
+    system: str
+    signing: SigningKey | None
+
+    def __call__(self, a: Attempt) -> Path:
+        """``four run``'s run in the attempt's copy of the workspace."""
+        from four import run
+        from four.cli import _settings as env
+        from four.cli._live import Display, Recording, Watched, WatchedEnv, components
+        from four.cli._preflight import check_program
+        from four.cli._resume import HEARTBEAT, heartbeat
+        from four.cli._run import Saving, build, domain_check, setup
+
+        opts, domain = self.opts, self.domain
+        mine = replace(opts, cwd=a.cwd or opts.cwd, cost_limit=None, timeout=None)
+        where = setup(mine, self.signing)
+        G, V1, V2 = build(mine, self.model, self.key, domain, where, a.sampling)
+        if a.index == 1:
+            check_program(opts.check, V2, domain.name, opts.check_files)
+        check = domain_check(mine, domain, where, V2)
+        place = opts.env if domain.name == "bash" else domain.name
+        title = f"{self.model} · {place} · attempt {a.index}/{a.of}"
+        display = Display(opts.mode, title=title, max_steps=opts.max_steps)
+        record: dict[str, JSON] = {**opts.record()}
+        recording = Recording(domain.emit(where, V2), components(G, V2, record))
+        display.start()
+        try:
+            beats = env.get_float("FOUR_HEARTBEAT", HEARTBEAT) or 0.0
+            with heartbeat(lambda: recording.sink, beats):
+                return run(
+                    a.invoke(Watched(G, display)),
+                    V1,
+                    a.env(WatchedEnv(V2, display)),
+                    a.emit(recording),
+                    self.system,
+                    opts.task,
+                    a.limit(opts.max_steps),
+                    opts.max_format_errors,
+                    check=check,
+                    watch=a.watching(Saving(recording)),
+                )
+        finally:
+            display.stop("done")
 
 
 def _say(opts: RunOptions, line: str) -> None:

@@ -13,7 +13,6 @@ from four.search._search import (
     DEFAULT_TEMPERATURE,
     Member,
     Search,
-    aattempts,
     attempts,
     next_attempt,
 )
@@ -26,7 +25,6 @@ __all__ = [
     "GroupAudit",
     "Member",
     "Search",
-    "aattempts",
     "attempts",
     "audit_group",
     "next_attempt",

@@ -174,11 +174,9 @@ class Attempt:
         budget, the link, the loop stop and the search's watch in place."""
         from four._loop import run
 
-        return run(
-            self.invoke(G), V1, self.env(V2), self.emit(emit), system,
-            self.task if prompt is None else prompt, self.limit(max_steps), max_format_errors,
-            check=check, watch=self.watching(watch),
-        )  # fmt: skip
+        settings = self._settings(system, prompt, max_steps, max_format_errors)
+        return run(self.invoke(G), V1, self.env(V2), self.emit(emit), *settings,
+                   check=check, watch=self.watching(watch))  # fmt: skip
 
     async def arun(
         self,
@@ -197,11 +195,19 @@ class Attempt:
         """``four.arun`` for this attempt, as ``run``."""
         from four._loop import arun
 
-        return await arun(
-            self.invoke(G), V1, self.env(V2), self.emit(emit), system,
-            self.task if prompt is None else prompt, self.limit(max_steps), max_format_errors,
-            check=check, watch=self.watching(watch),
-        )  # fmt: skip
+        settings = self._settings(system, prompt, max_steps, max_format_errors)
+        return await arun(self.invoke(G), V1, self.env(V2), self.emit(emit), *settings,
+                          check=check, watch=self.watching(watch))  # fmt: skip
+
+    def _settings(
+        self, system: str, prompt: str | None, max_steps: int, max_format_errors: int
+    ) -> tuple[str, str, int, int]:
+        return (
+            system,
+            self.task if prompt is None else prompt,
+            self.limit(max_steps),
+            max_format_errors,
+        )
 
     # --- what the wrappers tell it ------------------------------------------------------
 

@@ -215,7 +215,7 @@ class Search(Generic[T]):
 
     async def arun(self, make: Callable[[Attempt], Awaitable[T]]) -> Search[T]:
         """``run`` for an ``async def make`` (``await a.arun(...)``): ``workers`` at a time,
-        as tasks of the running event loop."""
+        as tasks of the running event loop: ``await Search(k, task, ...).arun(make)``."""
         from four.execute._interrupt import interruptible
 
         self._begin()
@@ -586,29 +586,3 @@ def attempts(
         record_dir=record_dir, signing_key=signing_key, loop_repeats=loop_repeats, watch=watch,
     )  # fmt: skip
     return search.run(make)
-
-
-async def aattempts(
-    make: Callable[[Attempt], Awaitable[T]],
-    k: int = 4,
-    *,
-    task: str,
-    workspace: str | os.PathLike[str] | None = None,
-    keep: tuple[str | os.PathLike[str], ...] = (),
-    seed: int = 0,
-    temperature: float = DEFAULT_TEMPERATURE,
-    first_temperature: float = 0.0,
-    budget: Budget | None = None,
-    workers: int = 1,
-    record_dir: str | os.PathLike[str] | None = None,
-    signing_key: SigningKey | None = None,
-    loop_repeats: int = 3,
-    watch: Watch | None = None,
-) -> Search[T]:
-    """``attempts`` for an ``async def make`` (``await attempt.arun(...)``)."""
-    search: Search[T] = Search(
-        k, task, workspace=workspace, keep=keep, seed=seed, temperature=temperature,
-        first_temperature=first_temperature, budget=budget, workers=workers,
-        record_dir=record_dir, signing_key=signing_key, loop_repeats=loop_repeats, watch=watch,
-    )  # fmt: skip
-    return await search.arun(make)
