@@ -396,18 +396,25 @@ def setup(opts: RunOptions, signing_key: SigningKey | None = None) -> DomainSetu
 def build(
     opts: RunOptions, model: str, key: str | None, domain: Domain, where: DomainSetup
 ) -> tuple[Invoke, Parse, Execute]:
-    """G (retried, budgeted), and the domain's V1 and V2 for the options."""
-    from four.invoke import budget_invoke, litellm_invoke, litellm_toolcall_invoke, retry_invoke
+    """G (cycles broken, retried, budgeted), and the domain's V1 and V2 for the options."""
+    from four.invoke import (
+        budget_invoke,
+        cycle_breaking_invoke,
+        litellm_invoke,
+        litellm_toolcall_invoke,
+        retry_invoke,
+    )
     from four.parse import toolcall_parse
 
     G: Invoke
     if opts.local is not None:
         from four.invoke import local_invoke
 
-        G = retry_invoke(local_invoke(opts.local, **local_settings()))
+        G = retry_invoke(cycle_breaking_invoke(local_invoke(opts.local, **local_settings())))
     else:
         make = litellm_toolcall_invoke if opts.toolcalls else litellm_invoke
-        G = retry_invoke(make(model, api_base=opts.api_base, api_key=key, prices=opts.prices))
+        model_G = make(model, api_base=opts.api_base, api_key=key, prices=opts.prices)
+        G = retry_invoke(cycle_breaking_invoke(model_G))
     if opts.cost_limit:
         G = budget_invoke(G, cost_limit=opts.cost_limit)
     V1: Parse = toolcall_parse() if opts.toolcalls else domain.parse()
