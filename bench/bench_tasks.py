@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from four._types import Verify
     from four.invoke import LocalInvoke
-    from four.search._attempt import Sampling
+    from four.search._attempt import SamplingArgs
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 ROOT = Path(__file__).resolve().parents[1]
@@ -453,7 +453,7 @@ class Result:
     replies: int = 0
 
 
-def local_g(sampling: Sampling | None = None) -> LocalInvoke:
+def local_g(sampling: SamplingArgs | None = None) -> LocalInvoke:
     from four.invoke import local_invoke
 
     # A slot a lane, each keeping its prompt cache. One thread: on a shared machine two

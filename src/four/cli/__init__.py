@@ -390,8 +390,10 @@ def _batch_flags(p: argparse.ArgumentParser) -> None:
 _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]] = {
     "run": (
         "run an agent on a task",
-        "Run an agent on TASK until it submits, and save its trajectory. "
-        "Exit 0 only for a finished (or accepted) run.",
+        "Run an agent on TASK until it submits, and save its trajectory. A model that "
+        "repeats a turn is not sent the same context again: the repeats are sent once and "
+        "the next call is resampled (a seed and temperature drawn from the history, kept "
+        "with the reply). Exit 0 only for a finished (or accepted) run.",
         _run_flags,
     ),
     "replay": (

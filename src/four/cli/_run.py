@@ -37,7 +37,7 @@ from four.trajectory._codec import usage_from_json
 
 if TYPE_CHECKING:
     from four.observe._endpoint import Server
-    from four.search._attempt import Sampling
+    from four.search._attempt import SamplingArgs
     from four.trajectory._sign import SigningKey
 
 DEFAULT_MAX_STEPS = 100
@@ -456,12 +456,18 @@ def build(
     key: str | None,
     domain: Domain,
     where: DomainSetup,
-    sampling: Sampling | None = None,
+    sampling: SamplingArgs | None = None,
 ) -> tuple[Invoke, Parse, Execute]:
-    """G (retried, budgeted), and the domain's V1 and V2 for the options. ``sampling``
-    (an attempt's temperature and seed) goes with every request; a hosted model that
-    takes no seed has it dropped."""
-    from four.invoke import budget_invoke, litellm_invoke, litellm_toolcall_invoke, retry_invoke
+    """G (cycles broken, retried, budgeted), and the domain's V1 and V2 for the options.
+    ``sampling`` (an attempt's temperature and seed) goes with every request; a hosted
+    model that takes no seed has it dropped."""
+    from four.invoke import (
+        budget_invoke,
+        cycle_breaking_invoke,
+        litellm_invoke,
+        litellm_toolcall_invoke,
+        retry_invoke,
+    )
     from four.parse import toolcall_parse
 
     G: Invoke
@@ -472,17 +478,17 @@ def build(
         if sampling is not None:
             settings["temperature"] = sampling["temperature"]
         seed = 0 if sampling is None else sampling["seed"]
-        G = retry_invoke(local_invoke(opts.local, **settings, seed=seed))
+        G = retry_invoke(cycle_breaking_invoke(local_invoke(opts.local, **settings, seed=seed)))
     else:
         make = litellm_toolcall_invoke if opts.toolcalls else litellm_invoke
         if sampling is None:
-            G = make(model, api_base=opts.api_base, api_key=key, prices=opts.prices)
+            model_G = make(model, api_base=opts.api_base, api_key=key, prices=opts.prices)
         else:
-            G = make(
+            model_G = make(
                 model, api_base=opts.api_base, api_key=key, prices=opts.prices,
                 temperature=sampling["temperature"], seed=sampling["seed"], drop_params=True,
             )  # fmt: skip
-        G = retry_invoke(G)
+        G = retry_invoke(cycle_breaking_invoke(model_G))
     if opts.cost_limit:
         G = budget_invoke(G, cost_limit=opts.cost_limit)
     V1: Parse = toolcall_parse() if opts.toolcalls else domain.parse()

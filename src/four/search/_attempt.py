@@ -37,7 +37,7 @@ from four.search._link import AttemptLink, Linked
 T = TypeVar("T")
 
 
-class Sampling(TypedDict):
+class SamplingArgs(TypedDict):
     """How an attempt's G samples: ``local_invoke(**a.sampling)``."""
 
     temperature: float
@@ -101,9 +101,9 @@ class Attempt:
         return None if self.workspace is None else str(self.workspace)
 
     @property
-    def sampling(self) -> Sampling:
+    def sampling(self) -> SamplingArgs:
         """``temperature`` and ``seed``, as keyword arguments for a G's constructor."""
-        return Sampling(temperature=self.temperature, seed=self.seed)
+        return SamplingArgs(temperature=self.temperature, seed=self.seed)
 
     @property
     def steps_left(self) -> int | None:
