@@ -1,24 +1,30 @@
-"""Small real tasks on the built-in local model: four with and without --check, and
-mini-swe-agent, on the same server, the same tasks, in the same run.
+"""Small real tasks on the built-in local model: four plain, verified as before, and as a
+search of up to 4 attempts; and mini-swe-agent, on the same server, the same tasks, in
+the same run.
 
     python bench/run.py tasks
-    python bench/bench_tasks.py [--mini PATH/TO/mini] [--tasks id,id] [--runners four,check,mini]
+    python bench/bench_tasks.py [--tasks id,id] [--runners four,check,before,mini] [--rows F]
 
 Each task gets a fresh folder with its files, a prompt, and a deterministic check (a
 shell command run in that folder after the run, whatever the agent said): a task is
-solved when its check exits 0. Runners (ours task by task; mini-swe-agent's at the same
-time, on the server's second slot, so the machine's load hits them alike):
+solved when its check exits 0. A value is compared by its SHA-256, so no feedback can
+hand it over. Runners, as jobs on the server's ``LANES`` slots (the machine's load hits
+them alike):
 
 - ``four``: what ``four run --local`` builds (its default prompt, ``regex_parse``, the
-  ``local`` environment in the task's folder);
-- ``four --check``: the same, verified: a submission counts only once the check passes;
-- ``mini-swe-agent``: its ``mini`` command from a separate virtualenv (it is not our
-  dependency: ``--mini`` or ``$FOUR_BENCH_MINI``; the runner is left out if none),
-  with its text-based config and ``--model-class litellm_textbased``, on the same server.
+  ``local`` environment in the task's folder, the model's cycles broken);
+- ``four --check before``: verified as ``four run --check`` was before attempts (the model
+  told only that it failed, a reason told once, one run);
+- ``four --check, K attempts``: ``four run --check --attempts 4`` with its defaults
+  (``run_search``: the rows for 1 and 2 attempts are the first attempts of it);
+- ``mini-swe-agent``: mini-swe-agent 2.4.6 from a virtualenv of its own (not our
+  dependency: made under the user's cache folder, or ``--mini PATH``), its text-based
+  config and ``--model-class litellm_textbased``, on the same server.
 
-Budgets, the same for all: ``STEPS`` model calls, ``REPLY_TOKENS`` tokens a reply,
-``COMMAND_TIMEOUT`` seconds a command, ``RUN_SECONDS`` seconds a run. The model: ``$FOUR_BENCH_MODEL`` (default the
-registry's default, pulled with ``four model pull``).
+Budgets, the same for all: ``STEPS`` model calls a run (an attempt), ``REPLY_TOKENS``
+tokens a reply, ``COMMAND_TIMEOUT`` seconds a command, ``RUN_SECONDS`` seconds a run (a
+guard only). The model: ``$FOUR_BENCH_MODEL`` (default the registry's default, pulled
+with ``four model pull``).
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from four._types import Verify
+    from four._types import Invoke, Verify
     from four.invoke import LocalInvoke
     from four.search._attempt import SamplingArgs
 
@@ -453,6 +459,13 @@ class Result:
     replies: int = 0
 
 
+def cycle_breaking_invoke(G: Invoke) -> Invoke:
+    """G as ``four run`` wraps it: a model repeating itself is resampled."""
+    from four.invoke import cycle_breaking_invoke as breaking
+
+    return breaking(G)
+
+
 def local_g(sampling: SamplingArgs | None = None) -> LocalInvoke:
     from four.invoke import local_invoke
 
@@ -502,7 +515,7 @@ def _single(name: str, task: Task, folder: Path, out: Path, check: Verify | None
 
     start = time.monotonic()
     path = run(
-        local_g(),
+        cycle_breaking_invoke(local_g()),
         regex_parse(),
         make_env("local", cwd=str(folder), timeout=COMMAND_TIMEOUT),
         save_trajectory(out),
@@ -540,7 +553,7 @@ def run_search(task: Task, folder: Path, out: Path) -> list[Result]:
 
     def make(a: Attempt) -> Path:
         return a.run(
-            local_g(a.sampling),
+            cycle_breaking_invoke(local_g(a.sampling)),
             regex_parse(),
             make_env("local", cwd=a.cwd, timeout=COMMAND_TIMEOUT),
             save_trajectory(out),
