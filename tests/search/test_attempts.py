@@ -337,7 +337,8 @@ def test_awaited_attempts(tmp_path: Path) -> None:
             save_trajectory(runs), max_steps=6, check=check,
         )  # fmt: skip
 
-    search: Search[Path] = asyncio.run(Search(3, "t", workspace=work).arun(make))
+    search: Search[Path] = Search(3, "t", workspace=work)
+    asyncio.run(search.arun(make))
     assert [m.outcome.text.split(":")[0] for m in search.members] == ["held", "accepted"]
     assert (work / "answer.txt").read_text() == "4\n" and not (work / "junk.txt").exists()
     assert audit_group(search.record or "").valid
@@ -357,7 +358,9 @@ def test_four_batch_makes_attempts_for_each_item(
     def model(request: Request) -> Answer:
         """At temperature 0 a wrong answer then submissions; sampled, the right one."""
         body = request.json()
-        said = [m for m in body["messages"] if m.get("role") == "assistant"]
+        messages = body.get("messages")
+        assert isinstance(messages, list)
+        said = [m for m in messages if isinstance(m, dict) and m.get("role") == "assistant"]
         if body.get("temperature") == 0.0:
             return chat(WRONG if not said else SUBMIT)
         return chat(RIGHT if not said else SUBMIT)
