@@ -344,8 +344,12 @@ def test_awaited_attempts(tmp_path: Path) -> None:
     assert audit_group(search.record or "").valid
 
 
+@pytest.mark.parametrize("pool", [[], ["--processes", "1"]], ids=["threads", "async"])
 def test_four_batch_makes_attempts_for_each_item(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    pool: list[str],
 ) -> None:
     from four.batch._manifest import read_manifest
     from four.cli._batch import batch_command
@@ -374,7 +378,7 @@ def test_four_batch_makes_attempts_for_each_item(
     tasks.write_text("\n".join(lines) + "\n")
     with LoopbackServer(model) as server:
         words = [str(tasks), "--model", "m", "--api-base", server.url, "-w", "2",
-                 "--check", CHECK, "--attempts", "3", "--retries-per-reason", "1"]  # fmt: skip
+                 "--check", CHECK, "--attempts", "3", "--retries-per-reason", "1", *pool]  # fmt: skip
         assert batch_command(batch_args(*words, "-o", str(tmp_path / "out"))) == 0
     assert "2 runs: accepted 2" in capsys.readouterr().out
     latest = read_manifest(tmp_path / "out")
