@@ -221,6 +221,26 @@ def test_wrong_arguments_are_named(tmp_path: Path) -> None:
         Search(2, "t", workspace=tmp_path / "missing").prepare()
 
 
+def test_a_workspace_that_is_the_runs_folder_is_refused(tmp_path: Path) -> None:
+    work = workspace(tmp_path)
+    with pytest.raises(ValueError, match="is the runs' output folder itself"):
+        Search(2, "t", workspace=work, keep=(work,)).prepare()
+
+
+def test_the_runs_folder_inside_the_workspace_is_neither_copied_nor_touched(
+    tmp_path: Path,
+) -> None:
+    work = workspace(tmp_path)
+    runs = work / "runs"
+    runs.mkdir()
+    (runs / "earlier.json").write_text("{}")
+    look = "```bash\ntest ! -e runs && echo 4 > answer.txt\n```"
+    search = attempts(maker({1: [look, SUBMIT]}, runs), 2, task="t", workspace=work, keep=(runs,))
+    assert search.ended == "accepted"
+    assert (runs / "earlier.json").exists() and search.record is not None
+    assert search.record.parent == runs and search.record.exists()
+
+
 def test_a_search_runs_once(tmp_path: Path) -> None:
     search: Search[Path] = Search(1, "t", workspace=workspace(tmp_path))
     search.run(maker({1: [RIGHT, SUBMIT]}, tmp_path / "runs"))

@@ -67,6 +67,8 @@ def run_attempts(
             search.prepare()
     except (WorkspaceTooLarge, NotADirectoryError) as exc:
         raise UsageError(f"--attempts {opts.attempts}: {exc}, or --attempts 1") from None
+    except ValueError as exc:
+        raise UsageError(f"--attempts {opts.attempts}: {exc}") from None
     try:
         search.run(_Attempts(opts, model, key, domain, system, signing))
     except KeyboardInterrupt as exc:

@@ -252,6 +252,9 @@ class Search(Generic[T]):
                         after = member.outcome.text
         except BaseException as exc:
             self._stop_all(Interrupted(type(exc).__name__))
+            if not isinstance(exc, Exception):  # cancelled: each run ends interrupted, sealed
+                for task in tasks:
+                    task.cancel()
             if tasks:
                 await asyncio.gather(*tasks, return_exceptions=True)
             self._finish(_why(exc))

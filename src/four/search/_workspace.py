@@ -60,7 +60,13 @@ class Pristine:
         self.folder = Path(folder).resolve()
         if not self.folder.is_dir():
             raise NotADirectoryError(f"the workspace {folder} is not a folder")
-        self._keep = frozenset(self._relative(Path(k)) for k in keep) - {None}
+        kept = {self._relative(Path(k)) for k in keep}
+        if "." in kept:  # promote would delete the runs' own records
+            raise ValueError(
+                f"the workspace {self.folder} is the runs' output folder itself: "
+                "give the runs a folder of their own"
+            )
+        self._keep = frozenset(k for k in kept if k is not None)
         files, size = _measure(self.folder, self._skip)
         if size > max_bytes or files > max_files:
             raise WorkspaceTooLarge(
