@@ -199,3 +199,8 @@ def test_a_workspace_too_large_to_copy_is_refused_before_any_model_call(
     err = capsys.readouterr().err
     assert "each attempt works in a copy of it" in err and "or --attempts 1" in err
     assert server.bodies("/v1/chat/completions") == []
+    # Not asked for, the attempts give way: one run, and a line that says so.
+    server.push(*[chat(text) for text in CASES[0].second])
+    assert main([*_argv(server, tmp_path, CASES[0]), "-q"]) == 0
+    assert "four run: one attempt, not 4: the workspace" in capsys.readouterr().err
+    assert not list((tmp_path / "runs").glob("*.attempts.json"))

@@ -40,8 +40,10 @@ def run_attempts(
     domain: Domain,
     system: str,
     signing: SigningKey | None,
-) -> int:
-    """Run the attempts; the exit status of ``four run`` (0 accepted)."""
+) -> int | None:
+    """Run the attempts; the exit status of ``four run`` (0 accepted). None: the
+    attempts were the default and the workspace is too large to copy, so ``four run``
+    makes one run instead (said on standard error)."""
     from four.search import Budget, Search
     from four.search._workspace import WorkspaceTooLarge
 
@@ -65,8 +67,13 @@ def run_attempts(
         )
         if where is not None:  # copied now: a folder too large to copy is refused here
             search.prepare()
-    except (WorkspaceTooLarge, NotADirectoryError) as exc:
+    except WorkspaceTooLarge as exc:
+        if opts.attempts_by_default:
+            print(f"four run: one attempt, not {opts.attempts}: {exc}", file=sys.stderr)
+            return None
         raise UsageError(f"--attempts {opts.attempts}: {exc}, or --attempts 1") from None
+    except NotADirectoryError as exc:
+        raise UsageError(f"--attempts {opts.attempts}: {exc}") from None
     except ValueError as exc:
         raise UsageError(f"--attempts {opts.attempts}: {exc}") from None
     try:

@@ -111,6 +111,7 @@ def options_of(earlier: Resumed, path: str, *, mode: str, json: bool) -> RunOpti
         resumes=str(Path(path).resolve()),
         attempt=earlier.attempt,
         attempts=1,  # the run goes on as it was: no new search from its middle
+        attempts_by_default=False,
         workers=1,
     )
     try:

@@ -105,6 +105,7 @@ class RunOptions:
     attempt: int = 1
     attempts: int = 1
     """With ``--check``: attempts at the task, each from a fresh copy (``four.search``)."""
+    attempts_by_default: bool = False  # not asked for: a workspace too large to copy runs once
     seed: int = 0
     attempt_temperature: float = 0.7
     workers: int = 1
@@ -259,6 +260,9 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
         output_in_workspace=bool(getattr(args, "output_in_workspace", False)),
         local=local,
         attempts=attempts,
+        attempts_by_default=attempts > 1
+        and getattr(args, "attempts", None) is None
+        and env.get("FOUR_ATTEMPTS") is None,
         seed=seed,
         attempt_temperature=temperature,
         workers=workers,
@@ -579,7 +583,9 @@ def main(args: argparse.Namespace) -> int:
     if opts.attempts > 1 and not history:
         from four.cli._attempts import run_attempts
 
-        return run_attempts(opts, model, key, domain, system, signing)
+        status = run_attempts(opts, model, key, domain, system, signing)
+        if status is not None:
+            return status  # else: one run, as without --attempts
     where = setup(opts, signing)
     G, V1, V2 = build(opts, model, key, domain, where)
     check_program(opts.check, V2, domain.name, opts.check_files)  # else it cannot be judged
