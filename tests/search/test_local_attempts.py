@@ -20,21 +20,10 @@ from tests.invoke.test_local_model import SRC, model
 
 __all__ = ["model"]  # the fixture
 
-LOG = "".join(
-    f"2026-01-0{i} user{i}@{domain} login ok\n"
-    for i, domain in enumerate(
-        ["example.com", "mail.org", "example.com", "corp.net", "mail.org", "example.com"], 1
-    )
-)
-DOMAINS = hashlib.sha256(b"corp.net\nexample.com\nmail.org\n").hexdigest()
-TASK = (
-    "log.txt holds login lines with e-mail addresses. Write the unique e-mail domains "
-    "(the part after @), sorted, one per line, to domains.txt."
-)
-CHECK = (
-    f'test "$(awk \'{{sub(/[ \\t\\r]+$/, "")}} NF\' domains.txt | sha256sum | cut -c1-64)" '
-    f"= {DOMAINS}"
-)
+CONFIG = "HOST=localhost\n# PORT=80 is the old one\nPORT=8471\nDEBUG=0\n"
+TASK = "config.env holds KEY=VALUE lines. Write the value of PORT (only the value) to port.txt."
+PORT = hashlib.sha256(b"8471").hexdigest()  # the answer, by digest: no feedback can give it
+CHECK = f'test "$(tr -d " \\t\\r\\n" < port.txt | sha256sum | cut -c1-64)" = {PORT}'
 
 
 def test_a_task_failed_at_temperature_0_is_solved_within_4_attempts(
@@ -42,7 +31,7 @@ def test_a_task_failed_at_temperature_0_is_solved_within_4_attempts(
 ) -> None:
     work = tmp_path / "work"
     work.mkdir()
-    (work / "log.txt").write_text(LOG)
+    (work / "config.env").write_text(CONFIG)
     env = {
         **os.environ,
         "PYTHONPATH": SRC,
