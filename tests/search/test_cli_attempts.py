@@ -204,3 +204,21 @@ def test_a_workspace_too_large_to_copy_is_refused_before_any_model_call(
     assert main([*_argv(server, tmp_path, CASES[0]), "-q"]) == 0
     assert "four run: one attempt, not 4: the workspace" in capsys.readouterr().err
     assert not list((tmp_path / "runs").glob("*.attempts.json"))
+
+
+def test_a_signed_search_audits_with_the_public_key_only(
+    server: LoopbackServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("cryptography")
+    key, other = tmp_path / "key", tmp_path / "other"
+    assert main(["keygen", str(key)]) == 0 and main(["keygen", str(other)]) == 0
+    case = CASES[0]
+    server.push(*[chat(text) for text in (*case.first, *case.second)])
+    argv = [*_argv(server, tmp_path, case), "--attempts", "2", "--sign", str(key), "--json"]
+    capsys.readouterr()
+    assert main(argv) == 0
+    record = json.loads(capsys.readouterr().out)["attempts"]["record"]
+    assert main(["audit", "--public-key", f"{key}.pub", record]) == 0
+    capsys.readouterr()
+    assert main(["audit", "--public-key", f"{other}.pub", record]) == 1
+    assert "not signed by the given key" in capsys.readouterr().out

@@ -216,8 +216,8 @@ def _add_judge_flags(p: argparse.ArgumentParser) -> None:
         help="what the model is told when CMD fails: only that it failed (verdict: CMD may "
         "hold the answer), its failing lines (output), or CMD too (full); the trajectory "
         "keeps it all [FOUR_FEEDBACK; output for your own check, whose files the agent "
-        "sees anyway (on bench/bench_tasks.py it solved more than verdict), verdict with "
-        "--check-files, whose held-out tests the agent must not learn]",
+        "can read anyway (its failing lines, never CMD itself); verdict with --check-files, "
+        "whose held-out tests must stay held out]",
     )
     p.add_argument(
         "--check-files",
@@ -233,8 +233,8 @@ def _add_judge_flags(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="N",
         help="times the same failure is told to the model before the attempt ends held "
-        "[FOUR_RETRIES_PER_REASON, 2: on bench/bench_tasks.py the second telling was "
-        "worth its steps, a third was not]",
+        "[FOUR_RETRIES_PER_REASON, 2: told once, the built-in model was often held at its "
+        "second submission with its budget unused; bench/README.md, tasks]",
     )
     p.add_argument(
         "--attempts",
@@ -246,8 +246,8 @@ def _add_judge_flags(p: argparse.ArgumentParser) -> None:
         "attempts after the first sample with their own seed. The accepted attempt's work "
         "(with none accepted, the last one's) is put back in the workspace. --max-steps is "
         "per attempt; --timeout and --cost-limit cover them all [FOUR_ATTEMPTS, 4 with "
-        "--check: on bench/bench_tasks.py 4 attempts solved the most within the same time "
-        "budget; 1 without]",
+        "--check, 1 without: what 1, 2 and 4 attempts solved is in bench/README.md, tasks; "
+        "a workspace too large to copy runs once]",
     )
     p.add_argument(
         "--seed",
