@@ -171,6 +171,7 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
         "Python run after it, e.g. an assert)",
     )
     _add_judge_flags(p)
+    _mcp_run_flags(p)
     p.add_argument(
         "-o",
         "--output-dir",
@@ -341,6 +342,18 @@ def _watch_flags(p: argparse.ArgumentParser) -> None:
     flags(p)
 
 
+def _mcp_run_flags(p: argparse.ArgumentParser) -> None:
+    from four.cli._mcp import run_flags
+
+    run_flags(p)
+
+
+def _mcp_flags(p: argparse.ArgumentParser) -> None:
+    from four.cli._mcp import flags
+
+    flags(p)
+
+
 def _batch_flags(p: argparse.ArgumentParser) -> None:
     from four.cli._batch import batch_flags
 
@@ -438,6 +451,13 @@ _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]]
         "over-budget ones. --once for one pass (cron); else a pass every --interval. "
         "Exit 0 when no run is left in trouble, 1 when one is, 2 for a usage error.",
         _watch_flags,
+    ),
+    "mcp": (
+        "four as an MCP server: verified runs for other agents",
+        "four mcp serve [--http HOST:PORT] [-- FLAGS OF four run]: serve four over MCP "
+        "(stdio by default): run a verified task in a folder, audit a run, show a run's "
+        "outcome and steps; each saved run is a resource.",
+        _mcp_flags,
     ),
     "spoke": (
         "write a new, type-checked component of four with the model",
