@@ -7,6 +7,7 @@ listed at start, and a call is checked here before anything is sent.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -132,11 +133,16 @@ def validator(schema: Mapping[str, JSON]) -> Validate:
     checker = kind(schema)
 
     def check(arguments: Mapping[str, JSON]) -> str | None:
-        error = best_match(checker.iter_errors(dict(arguments)))
-        if error is None:
+        errors = list(itertools.islice(checker.iter_errors(dict(arguments)), 5))
+        if not errors:
             return None
-        where = "".join(f"[{p!r}]" for p in error.absolute_path)
-        return f"{error.message} (at arguments{where})" if where else error.message
+        first = best_match(errors)  # the most telling first, then the others as found
+        ordered = [first, *(e for e in errors if e is not first)] if first else errors
+        said = []
+        for error in ordered:
+            where = "".join(f"[{p!r}]" for p in error.absolute_path)
+            said.append(f"{error.message} (at arguments{where})" if where else error.message)
+        return "; ".join(said)
 
     return check
 
