@@ -162,8 +162,9 @@ class _Link:
         """The server's last words on standard error, for a message ("" if none)."""
         if self.stderr is None:
             return ""
-        text = self.stderr.text(wait=0.5)
-        return f"; its standard error ends: {text[-600:]}" if text else ""
+        lines = [line.strip() for line in self.stderr.text(wait=0.5).splitlines()]
+        text = " / ".join(line for line in lines if line)[-600:]  # one line, for one error
+        return f"; its standard error ends: {text}" if text else ""
 
 
 def _stdio(

@@ -25,7 +25,9 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal
+
+from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -172,7 +174,7 @@ def run_command(
     feedback: str,
 ) -> list[str]:
     """The ``four run`` command line for one task (the task itself comes on stdin)."""
-    argv = [sys.executable, "-m", "four.cli", "run", "-", "--json", "-q"]
+    argv = [sys.executable, "-m", "four.cli", "run", "-", "--json"]
     argv += ["--cwd", folder, "-o", str(settings.runs), "--env", environment]
     argv += ["--max-steps", str(max_steps)]
     if check:
