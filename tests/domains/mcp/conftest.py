@@ -13,8 +13,8 @@ import pytest
 
 pytest.importorskip("mcp", reason="the mcp extra is not installed: pip install 'four-loop[mcp]'")
 
-from four.domains.mcp import StdioServer  # noqa: E402
-from tests.execute.conftest import alive  # noqa: E402
+from four.domains.mcp import StdioServer
+from tests.execute.conftest import alive
 
 SERVER = Path(__file__).with_name("server.py")
 

@@ -82,7 +82,9 @@ def environment() -> str:
         if pid.isdigit() and int(pid) != os.getpid():
             try:
                 with open(f"/proc/{pid}/environ", "rb") as f:
-                    lines.append(f"proc {pid}: " + f.read().replace(b"\0", b" ").decode("utf-8", "replace"))
+                    lines.append(
+                        f"proc {pid}: " + f.read().replace(b"\0", b" ").decode("utf-8", "replace")
+                    )
             except OSError:
                 continue
     return "\n".join(lines)

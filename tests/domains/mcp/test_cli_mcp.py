@@ -12,7 +12,7 @@ import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import pytest
@@ -23,6 +23,11 @@ from tests.domains.mcp.conftest import gone, stdio
 
 ROOT = Path(__file__).resolve().parents[3]
 SUBMIT = "Done.\nCOMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+
+
+def bodies(server: LoopbackServer) -> list[dict[str, Any]]:
+    """The chat requests the model server received, as plain JSON."""
+    return cast(list[dict[str, Any]], server.bodies(CHAT))
 
 
 @pytest.fixture(autouse=True)
@@ -52,10 +57,10 @@ def test_four_run_mcp_gives_the_model_the_tools_and_bash_and_the_check_decides(
     )  # fmt: skip
     result = json.loads(capsys.readouterr().out)
     assert status == 0 and result["outcome"] == "accepted", result
-    first = server.bodies(CHAT)[0]
-    names = [t["function"]["name"] for t in first["tools"]]  # type: ignore[index,union-attr]
+    first = bodies(server)[0]
+    names = [t["function"]["name"] for t in first["tools"]]
     assert names[0] == "bash" and f"{name}__add" in names
-    assert f"{name}__add" in first["messages"][0]["content"]  # type: ignore[index,call-overload]
+    assert f"{name}__add" in first["messages"][0]["content"]
     saved = json.loads(Path(result["path"]).read_text())
     assert saved["info"]["components"]["cli"]["mcp"] == [command]
     assert gone(name) == []
@@ -75,10 +80,10 @@ def test_four_run_mcp_in_text_mode_describes_the_tools_in_the_system_prompt(
     )  # fmt: skip
     result = json.loads(capsys.readouterr().out)
     assert status == 0, result
-    system = server.bodies(CHAT)[0]["messages"][0]["content"]  # type: ignore[index,call-overload]
+    system = bodies(server)[0]["messages"][0]["content"]
     assert "<tool_call>" in system and "t__add" in system and "input schema" in system
-    second = server.bodies(CHAT)[1]["messages"]
-    assert "<result>ok</result>" in second[-1]["content"]  # type: ignore[index,call-overload]
+    second = bodies(server)[1]["messages"]
+    assert "<result>ok</result>" in second[-1]["content"]
 
 
 def test_four_run_with_a_server_that_cannot_start_is_a_usage_error(

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 from returns.result import Failure, Success
@@ -32,7 +33,7 @@ from four.domains.mcp import HttpServer, McpEnv, StartError, ToolAction, mcp_env
 from four.invoke import litellm_toolcall_invoke
 from four.parse import regex_parse, toolcall_parse
 from four.types import Assistant
-from tests._server import LoopbackServer, call, chat, openai_history_problems
+from tests._server import CHAT, LoopbackServer, call, chat, openai_history_problems
 from tests.domains.mcp.conftest import gone, stdio
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -68,10 +69,10 @@ def test_a_model_gets_the_tools_as_definitions_and_calls_them_with_bash(
     saved = load_trajectory(path)
     assert saved.outcome == "exit:task_complete"
     assert (tmp_path / "answer.txt").read_text() == "42\n"
-    first = server.bodies()[0]
-    offered = {t["function"]["name"]: t["function"] for t in first["tools"]}  # type: ignore[index,union-attr]
+    first = cast(dict[str, Any], server.bodies(CHAT)[0])
+    offered = {t["function"]["name"]: t["function"] for t in first["tools"]}
     assert "bash" in offered and f"{name}__add" in offered
-    assert offered[f"{name}__add"]["parameters"]["required"] == ["a", "b"]  # type: ignore[index,call-overload]
+    assert offered[f"{name}__add"]["parameters"]["required"] == ["a", "b"]
     results = [m for m in saved.messages if isinstance(m, ToolResult)]
     assert results[0].name == f"{name}__read" and "the answer is 42" in results[0].content
     assert results[0].returncode == 0
@@ -94,7 +95,9 @@ def test_in_text_mode_the_prompt_describes_the_tools_and_tool_call_blocks_call_t
         G = scripted_invoke([reply, "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"])
         path = run(G, mcp_parse(env, regex_parse()), env, save_trajectory(tmp_path),
                    system=prompt, prompt="Add.")  # fmt: skip
-    seen = [m for m in load_trajectory(path).messages if isinstance(m, User) and m.kind == "observation"]
+    seen = [
+        m for m in load_trajectory(path).messages if isinstance(m, User) and m.kind == "observation"
+    ]
     assert "<result>ok</result>" in seen[0].content and "42" in seen[0].content
     assert "after" in seen[1].content  # in the order written
 
@@ -163,7 +166,7 @@ def test_a_server_that_prints_garbage_on_stdout_still_serves() -> None:
 def test_a_server_that_cannot_start_is_one_clear_error() -> None:
     with pytest.raises(StartError, match="did not start"):
         mcp_env(f"{sys.executable} -c 'import sys; sys.exit(3)'", start_timeout=30)
-    with pytest.raises(StartError, match="did not answer .* within 1 s"):
+    with pytest.raises(StartError, match=r"did not answer .* within 1 s"):
         mcp_env(f"{sys.executable} -c 'import time; time.sleep(60)'", start_timeout=1)
     with pytest.raises(ValueError, match="give at least one server"):
         mcp_env()
@@ -305,4 +308,3 @@ def test_tool_names_are_prefixed_per_server_and_unique() -> None:
         assert servers == ["same", "same2"]
         assert all(len(t.name) <= 64 for t in env.tools)
         assert env.tool("same2__add") is not None
-

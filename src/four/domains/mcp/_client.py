@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import concurrent.futures
 import contextlib
+import logging
 import os
 import threading
 import time
@@ -42,6 +43,10 @@ from four.execute._output import command_env
 
 if TYPE_CHECKING:
     import httpx2
+
+# The SDK logs a server's bad output with tracebacks; with no handler of the user's, they
+# would reach the terminal of `four run` (the observation says what went wrong).
+logging.getLogger("mcp").addHandler(logging.NullHandler())
 
 GRACE = 5.0
 """Seconds past a call's timeout before a server that has not answered, not even with
@@ -167,9 +172,7 @@ class _Link:
         return f"; its standard error ends: {text}" if text else ""
 
 
-def _stdio(
-    spec: StdioServer, inherit: Sequence[str], limits: Limits, link: _Link
-) -> Transport:
+def _stdio(spec: StdioServer, inherit: Sequence[str], limits: Limits, link: _Link) -> Transport:
     """The SDK transport that starts ``spec`` contained (see the module's docstring)."""
     named = {n: os.environ[n] for n in (*inherit, *spec.inherit) if n in os.environ}
     env = command_env(env={**named, **spec.env})
@@ -227,9 +230,7 @@ async def _keep(link: _Link, inherit: Sequence[str], limits: Limits) -> None:
 def _http(spec: HttpServer) -> httpx2.AsyncClient:
     import httpx2
 
-    return httpx2.AsyncClient(
-        headers=dict(spec.headers), timeout=httpx2.Timeout(30.0, read=300.0)
-    )
+    return httpx2.AsyncClient(headers=dict(spec.headers), timeout=httpx2.Timeout(30.0, read=300.0))
 
 
 async def _list(client: Client) -> tuple[Listed, ...]:
@@ -290,9 +291,7 @@ class Hub:
                 f"{link.said()}"
             )
 
-    def call(
-        self, index: int, tool: str, arguments: Mapping[str, JSON], timeout: float
-    ) -> Outcome:
+    def call(self, index: int, tool: str, arguments: Mapping[str, JSON], timeout: float) -> Outcome:
         """Call ``tool`` of the server ``index``; never raises for what the server does
         (Ctrl-C and other interrupts go on, the call cancelled)."""
         link = self.links[index]
@@ -300,7 +299,7 @@ class Hub:
             return Lost(f"the MCP server {link.spec.label} is not running{link.said()}")
         future = self._portal.start_task_soon(_call, link, tool, dict(arguments), timeout)
         try:
-            outcome = future.result(timeout + GRACE)
+            outcome: Outcome = future.result(timeout + GRACE)
         except concurrent.futures.TimeoutError:
             future.cancel()
             return Lost(
@@ -331,7 +330,7 @@ class Hub:
                 if link.stop is not None:
                     with contextlib.suppress(Exception):
                         portal.call(link.stop.set)
-            done, pending = concurrent.futures.wait(keepers, timeout=wait)
+            _, pending = concurrent.futures.wait(keepers, timeout=wait)
             for keeper in pending:
                 keeper.cancel()
             concurrent.futures.wait(pending, timeout=wait)

@@ -29,7 +29,6 @@ from four.domains.mcp._client import (
     Answered,
     Hub,
     Lost,
-    Outcome,
     Refused,
     StartError,
     TimedOut,
@@ -144,7 +143,9 @@ class McpEnv:
         index, tool = self._where[action.tool]
         hub = self._hub
         if hub is None:
-            return Failure(ExecutionError("the MCP servers are not running (closed, or never started)"))
+            return Failure(
+                ExecutionError("the MCP servers are not running (closed, or never started)")
+            )
         begin = time.monotonic()
         outcome = hub.call(index, tool.tool, action.arguments, self.timeout)
         if isinstance(outcome, Lost):
@@ -167,7 +168,9 @@ class McpEnv:
         self.close()
 
 
-def observe(outcome: Outcome, max_output: int, duration: float = 0.0) -> Observation:
+def observe(
+    outcome: Answered | Refused | TimedOut, max_output: int, duration: float = 0.0
+) -> Observation:
     """A call's outcome as the model reads it: ``<result>`` (ok, error, timeout), notes,
     the content as ``<output>`` and the structured content, bounded to ``max_output``
     characters (head and tail) as a command's output is. Return code 0 for a result,

@@ -18,7 +18,17 @@ from typing import Protocol
 from returns.result import Failure, Result, Success
 
 from four import _arguments as check
-from four._types import JSON, Action, Assistant, FormatError, Parse, Rejected, Reply, Submitted, ToolCall
+from four._types import (
+    JSON,
+    Action,
+    Assistant,
+    FormatError,
+    Parse,
+    Rejected,
+    Reply,
+    Submitted,
+    ToolCall,
+)
 from four.domains.mcp._tools import McpTool, ToolAction, usage
 from four.parse import fenced_blocks
 from four.parse._toolcall import arguments_of
@@ -89,7 +99,8 @@ class McpParse:
             own = getattr(self.base, "tool", None)  # the base parser's tool (bash)
             if own is None or call.name == own:
                 read = self.base(Assistant("", (call,)))
-                if isinstance(read, Success) and (done := read.unwrap()):
+                done: Sequence[Action | Rejected] = read.value_or(())
+                if done:
                     return done
             return [Rejected(call.id, self._unknown(call.name))]
         arguments = arguments_of(call.arguments)
@@ -151,7 +162,9 @@ def _text_calls(content: str) -> list[tuple[str, str | None]] | str:
         if any(lo <= match.start() < hi for lo, hi in fenced):
             continue  # a tag inside a code block is text (a heredoc, say), never a call
         if not match.group(2):
-            return "A <tool_call> block is never closed (no </tool_call> after it); nothing was run."
+            return (
+                "A <tool_call> block is never closed (no </tool_call> after it); nothing was run."
+            )
         pieces.append((content[at : match.start()], match.group(1)))
         at = match.end()
     if not pieces:

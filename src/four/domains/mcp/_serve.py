@@ -27,12 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12
-
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import Resource
+from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12
 
 from four.checks import audit
 from four.trajectory import TrajectoryError, load_trajectory
@@ -153,8 +152,12 @@ def steps_of(path: Path, limit: int = 2000) -> RunSteps:
     steps: list[Step] = []
     for message in trajectory.messages:
         if isinstance(message, Assistant):
-            said = message.content or "; ".join(f"{c.name}({c.arguments})" for c in message.tool_calls)
-            steps.append(Step(step=len(steps) + 1, said=_clip(said, limit), actions=[], observations=[]))
+            said = message.content or "; ".join(
+                f"{c.name}({c.arguments})" for c in message.tool_calls
+            )
+            steps.append(
+                Step(step=len(steps) + 1, said=_clip(said, limit), actions=[], observations=[])
+            )
         elif steps and isinstance(message, ToolResult | User) and message.kind != "task":
             if message.command is not None:
                 steps[-1]["actions"].append(_clip(message.command, limit))
@@ -299,9 +302,7 @@ def saved_runs(settings: ServeSettings) -> list[Path]:
         return []
     found: dict[str, Path] = {}
     for path in settings.runs.iterdir():
-        if path.suffix == ".jsonl" and path.stem not in found:
-            found[path.stem] = path
-        elif path.suffix == ".json":
+        if (path.suffix == ".jsonl" and path.stem not in found) or path.suffix == ".json":
             found[path.stem] = path
     return sorted(found.values(), key=lambda p: p.stem, reverse=True)
 
@@ -432,4 +433,3 @@ async def _serve_http(
     if on_listen is not None:
         on_listen(f"http://{shown}:{bound}/mcp")
     await running.serve(sockets=[sock])
-

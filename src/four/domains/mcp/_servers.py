@@ -89,8 +89,10 @@ class HttpServer:
 
     @property
     def fallback_name(self) -> str:
-        return (urlsplit(self.url).netloc.rpartition("@")[2] or "mcp").replace(".", "_").replace(
-            ":", "_"
+        return (
+            (urlsplit(self.url).netloc.rpartition("@")[2] or "mcp")
+            .replace(".", "_")
+            .replace(":", "_")
         )
 
 

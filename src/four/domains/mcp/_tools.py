@@ -77,8 +77,7 @@ class ToolAction(Action):
             object.__setattr__(
                 self,
                 "command",
-                f"# {self.tool} {shown}\n"
-                "echo 'this environment cannot call MCP tools' >&2; exit 2",
+                f"# {self.tool} {shown}\necho 'this environment cannot call MCP tools' >&2; exit 2",
             )
 
 
