@@ -34,6 +34,7 @@ from mcp_types import Resource
 from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12
 
 from four.checks import audit
+from four.execute._contain import launcher_env
 from four.trajectory import TrajectoryError, load_trajectory
 from four.types import Assistant, ToolResult, User
 
@@ -218,6 +219,7 @@ async def run_task(
     process = await anyio.open_process(
         argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         start_new_session=True,
+        env=launcher_env(dict(os.environ)),  # marked: it dies with this server, SIGKILL too
     )  # fmt: skip
     try:
         async with process:
