@@ -31,7 +31,6 @@ _COMMAND = re.compile(r"<command>|\bCOMMAND\b|\{\w+,|\bcommand \[")
 _OUTPUT = re.compile(r"<output>\n?(.*?)\n?</output>", re.S)
 
 
-
 @dataclass(frozen=True, slots=True)
 class Help:
     """How a program tells its interface: the words that print it (each tuple one
@@ -50,8 +49,19 @@ HELP: Mapping[str, Help] = {
     "git": Help(
         (("--help",), ("help", "-a")),
         ("{}", "-h"),
-        frozenset({"log", "show", "diff", "whatchanged", "format-patch", "shortlog",
-                   "rev-list", "range-diff", "difftool"}),  # fmt: skip
+        frozenset(
+            {
+                "log",
+                "show",
+                "diff",
+                "whatchanged",
+                "format-patch",
+                "shortlog",
+                "rev-list",
+                "range-diff",
+                "difftool",
+            }
+        ),
     ),
     "go": Help((("help",),), ("help", "{}")),  # `go build -h` names two flags of forty
     # gcc's --help lists a tenth of its options: -v --help adds its tools' (ld's -l),
@@ -115,9 +125,15 @@ def from_argparse(data: object) -> Interface:
     if not isinstance(data, dict):
         return Interface(source="argparse")
     options = data.get("options")
-    pairs = [p for p in options if isinstance(p, list) and len(p) == 2] if isinstance(options, list) else []
+    pairs = (
+        [p for p in options if isinstance(p, list) and len(p) == 2]
+        if isinstance(options, list)
+        else []
+    )
     subs = data.get("subcommands")
-    subcommands = {str(k): from_argparse(v) for k, v in subs.items()} if isinstance(subs, dict) else {}
+    subcommands = (
+        {str(k): from_argparse(v) for k, v in subs.items()} if isinstance(subs, dict) else {}
+    )
     return Interface(
         frozenset(str(p[0]) for p in pairs),
         frozenset(str(p[0]) for p in pairs if p[1]),
@@ -366,8 +382,10 @@ def _binds(workspace: str | None, path: bool = False) -> tuple[str, ...]:
     if path:
         for entry in os.environ.get("PATH", "").split(os.pathsep):
             real = os.path.abspath(entry) if entry else ""
-            if not real or not os.path.isdir(real) or any(
-                real == s or real.startswith(s.rstrip("/") + "/") for s in SYSTEM
+            if (
+                not real
+                or not os.path.isdir(real)
+                or any(real == s or real.startswith(s.rstrip("/") + "/") for s in SYSTEM)
             ):
                 continue
             root = os.path.dirname(real) if os.path.basename(real) == "bin" else real

@@ -26,9 +26,51 @@ from four.observe._interface import Interface, Toolbox
 Kind: TypeAlias = Literal["missing", "subcommand", "option", "unread"]
 
 BUILTINS = frozenset(
-    "cd echo printf test [ [[ true false export set unset source . read exit return local "
-    "declare typeset alias eval shift wait trap pushd popd dirs type hash ulimit umask let "
-    "readonly break continue getopts jobs fg bg disown kill history shopt".split()
+    [
+        "cd",
+        "echo",
+        "printf",
+        "test",
+        "[",
+        "[[",
+        "true",
+        "false",
+        "export",
+        "set",
+        "unset",
+        "source",
+        ".",
+        "read",
+        "exit",
+        "return",
+        "local",
+        "declare",
+        "typeset",
+        "alias",
+        "eval",
+        "shift",
+        "wait",
+        "trap",
+        "pushd",
+        "popd",
+        "dirs",
+        "type",
+        "hash",
+        "ulimit",
+        "umask",
+        "let",
+        "readonly",
+        "break",
+        "continue",
+        "getopts",
+        "jobs",
+        "fg",
+        "bg",
+        "disown",
+        "kill",
+        "history",
+        "shopt",
+    ]
 )
 """Shell builtins: always there, and their options are the shell's business."""
 
@@ -164,7 +206,8 @@ def _walk(
         if here.subcommands and not chosen:
             if word not in here.subcommands:
                 near = tuple(difflib.get_close_matches(word, sorted(here.subcommands), 3, 0.6))
-                found.append(Finding(source, command.line, "subcommand", shown, word, near))
+                if near or command.certain:  # `go 1.19` in backticks: no command at all
+                    found.append(Finding(source, command.line, "subcommand", shown, word, near))
                 return found
             sub = here.subcommands[word]
             read = sub if _filled(sub) else tools.subcommand(tool, word)
@@ -216,7 +259,9 @@ def read_prompt(path: str | os.PathLike[str]) -> str:
             raise PromptError(f"{path}: {kind}" if where.exists() else f"{path}: no such file")
         size = where.stat().st_size
         if size > MAX_PROMPT:
-            raise PromptError(f"{path}: {size:,} bytes, more than {MAX_PROMPT >> 20} MiB: not a prompt")
+            raise PromptError(
+                f"{path}: {size:,} bytes, more than {MAX_PROMPT >> 20} MiB: not a prompt"
+            )
         data = where.read_bytes()
     except OSError as exc:
         raise PromptError(f"{path}: cannot read it: {exc.strerror or exc}") from None
@@ -240,7 +285,9 @@ def decode_prompt(data: bytes, where: str) -> str:
         raise PromptError(f"{where}: not UTF-8 text (byte {exc.start}), not a prompt") from None
 
 
-def lint_prompt(path: str | os.PathLike[str], tools: Toolbox, only: Iterable[str] = ()) -> list[Finding]:
+def lint_prompt(
+    path: str | os.PathLike[str], tools: Toolbox, only: Iterable[str] = ()
+) -> list[Finding]:
     """The findings of a prompt file: a system prompt or task (text), or a tasks file
     (``.jsonl``: each line's ``task`` and its ``check`` command, at that line)."""
     text = read_prompt(path)
