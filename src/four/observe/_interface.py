@@ -291,8 +291,11 @@ class Toolbox:
         self, python: str, mode: str, target: str, words: tuple[str, ...]
     ) -> Interface | str:
         source = Path(_argparse_dump.__file__).read_text(encoding="utf-8")
+        here = mode == "-m"  # a module may be the workspace's own; a script is named whole
+        if mode == "run" and not target.startswith("/") and self.workspace:
+            target = str(Path(self.workspace, target))
         line = shlex.join([python, "-c", source, mode, target, *words, "--help"])
-        code, output = self._ask(self.helper or self.env, line, not target.startswith("/"))
+        code, output = self._ask(self.helper or self.env, line, here)
         for text in output.splitlines():
             if text.startswith(_argparse_dump.MARK):
                 try:
