@@ -153,11 +153,21 @@ def test_a_tool_that_does_not_exist(tools: Toolbox) -> None:
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
-def test_a_program_outside_the_sandbox_is_missing_there(tmp_path: Path) -> None:
-    tools = toolbox("sandbox", str(tmp_path))
-    assert problems(bash(f"{sys.executable} -c pass"), tools) != [] or sys.executable.startswith(
-        ("/usr/", "/bin/")
-    )
+def test_a_program_is_looked_for_where_the_run_will_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tool = tmp_path / "opt-tools" / "bin" / "my-tool"
+    tool.parent.mkdir(parents=True)
+    tool.write_text("#!/bin/sh\necho 'usage: my-tool [--fast]'\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tool.parent}{os.pathsep}{os.environ['PATH']}")
+    text = bash("my-tool --fast")
+    work = tmp_path / "work"  # the tool is outside it
+    work.mkdir()
+    assert problems(text, toolbox("local", str(work))) == []
+    assert problems(text, toolbox("sandbox", str(work))) == [
+        "prompt.md:2: `my-tool` is not found where the run's commands run"
+    ]
 
 
 def test_every_built_in_prompt_of_four_lints_clean(tools: Toolbox) -> None:
