@@ -40,8 +40,12 @@ def problems(text: str, tools: Toolbox) -> list[str]:
 def test_the_commands_of_a_prompt_are_found_in_blocks_backticks_and_run_sentences() -> None:
     text = (
         "Use `cat` and `sed -n` to read files, and the `bash` tool.\n"
-        + bash("cd src && FOO=1 timeout 5 make -j2 test 2>&1 | tee log.txt", "cat <<EOF > x",
-               "not a command", "EOF")  # fmt: skip
+        + bash(
+            "cd src && FOO=1 timeout 5 make -j2 test 2>&1 | tee log.txt",
+            "cat <<EOF > x",
+            "not a command",
+            "EOF",
+        )  # fmt: skip
         + "When done, run pytest -q and commit.\n```python\nprint('not shell')\n```\n"
     )
     found = [(c.words, c.line, c.certain) for c in commands(text)]
@@ -69,7 +73,11 @@ def test_fours_own_parser_is_introspected(tools: Toolbox) -> None:
         "prompt.md:3: `four batch` has no option `--proceses`",
         "prompt.md:4: `four` has no subcommand `bach`",
     ]
-    assert [f.split(" (nearest: ")[1].split(",")[0] for f in found] == ["--check", "--processes", "batch"]
+    assert [f.split(" (nearest: ")[1].split(",")[0] for f in found] == [
+        "--check",
+        "--processes",
+        "batch",
+    ]
 
 
 def test_git_subcommands_and_their_options(tools: Toolbox) -> None:
@@ -77,7 +85,9 @@ def test_git_subcommands_and_their_options(tools: Toolbox) -> None:
                          "git add -A"), tools) == []  # fmt: skip
     found = problems(bash("git comit -m x", "git commit --fixupp x"), tools)
     assert found[0].startswith("prompt.md:2: `git` has no subcommand `comit` (nearest: commit")
-    assert found[1].startswith("prompt.md:3: `git commit` has no option `--fixupp` (nearest: --fixup")
+    assert found[1].startswith(
+        "prompt.md:3: `git commit` has no option `--fixupp` (nearest: --fixup"
+    )
     assert len(found) == 2
 
 
@@ -141,7 +151,10 @@ def test_a_tool_that_hangs_on_help_is_a_note_within_the_timeout(tmp_path: Path) 
     finally:
         os.environ["PATH"] = os.environ["PATH"].split(os.pathsep, 1)[1]
     assert not found.problem and found.kind == "unread"
-    assert str(found) == "p.md:2: `hangs-on-help` not checked: `hangs-on-help --help` did not finish within 2 s"
+    assert (
+        str(found)
+        == "p.md:2: `hangs-on-help` not checked: `hangs-on-help --help` did not finish within 2 s"
+    )
 
 
 def test_a_tool_that_does_not_exist(tools: Toolbox) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -39,7 +40,7 @@ class PlanCheck:
                   feedback="full")  # fmt: skip
 
 
-def plan_domain(launch: Launch, mission: str) -> Domain:
+def plan_domain(launch: Launch, mission: str, keep: Mapping[str, bytes] | None = None) -> Domain:
     """The plan domain's functions for one launch (not one of ``four run``'s domains:
     its V2 and emit need the launch's settings)."""
 
@@ -48,7 +49,7 @@ def plan_domain(launch: Launch, mission: str) -> Domain:
 
     def emit(setup: DomainSetup, env: Execute) -> Recorder[Path]:
         assert isinstance(env, PlanEnv)
-        return launch_emit(setup.output_dir, env, mission, setup.signing_key)
+        return launch_emit(setup.output_dir, env, mission, setup.signing_key, keep)
 
     def check(setup: DomainSetup, env: Execute, command: str | None) -> Verify | None:
         assert isinstance(env, PlanEnv)
@@ -93,7 +94,7 @@ def compile_launch(
     """
     if not mission.strip():
         raise ValueError("mission: the mission is empty")
-    return _run(G, launch, mission, mission_prompt(mission, launch), max_steps, signing_key)
+    return _run(G, launch, mission, mission_prompt(mission, launch), max_steps, signing_key, None)
 
 
 def _run(
@@ -103,11 +104,12 @@ def _run(
     prompt: str,
     max_steps: int,
     signing_key: SigningKey | None,
+    keep: Mapping[str, bytes] | None,
 ) -> Compiled:
     from four import run
     from four.trajectory import load_trajectory
 
-    domain = plan_domain(launch, mission)
+    domain = plan_domain(launch, mission, keep)
     setup = DomainSetup(launch.workspace, launch.folder, signing_key=signing_key)
     env = domain.environment(setup)
     assert isinstance(env, PlanEnv)
@@ -130,7 +132,8 @@ def check_launch(
     plan, launch, mission = read_launch(folder)
     G = scripted_invoke([f"```json\n{plan.text()}\n```"])
     prompt = f"Validate the launch in {launch.folder} again.\n\n{mission_prompt(mission, launch)}"
-    return _run(G, launch, mission, prompt, 1, signing_key)
+    kept = {name: (launch.folder / name).read_bytes() for name in ("tasks.jsonl", "four.toml")}
+    return _run(G, launch, mission, prompt, 1, signing_key, kept)
 
 
 def read_launch(folder: str | os.PathLike[str]) -> tuple[Plan, Launch, str]:
@@ -212,7 +215,6 @@ def _launch(settings: dict[str, object], folder: Path, workspace: Path) -> Launc
         timeout=number("timeout", 1800.0),
         cost_limit=number("cost-limit", 0.0) or None,
         command_timeout=number("command-timeout", 120.0),
-        feedback=str(settings.get("feedback", "verdict")),
     )
 
 

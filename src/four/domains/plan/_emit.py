@@ -56,6 +56,8 @@ def _item(task: PlanTask, plan: Plan, launch: Launch) -> dict[str, JSON]:
                              "check": task.check, "cwd": str(launch.workspace)}  # fmt: skip
     if task.max_steps is not None:
         item["max_steps"] = min(task.max_steps, launch.max_steps)
+    if launch.feedback != "verdict":
+        item["feedback"] = launch.feedback
     places = sorted({PurePosixPath(p).parts[0] for p in task.held_out})
     if places:
         item["check_files"] = [f"{p}=held_out/{task.id}/{p}" for p in places]
@@ -175,10 +177,16 @@ def _warnings(plan: Plan, launch: Launch) -> list[str]:
 
 
 def launch_emit(
-    folder: Path, env: PlanEnv, mission: str, signing_key: SigningKey | None = None
+    folder: Path,
+    env: PlanEnv,
+    mission: str,
+    signing_key: SigningKey | None = None,
+    keep: Mapping[str, bytes] | None = None,
 ) -> ArtifactRecorder:
     """emit of the plan domain: the planning run's trajectory in ``folder``, and, when
-    the run ended with a validated plan, the launch beside it under its seal."""
+    the run ended with a validated plan, the launch beside it under its seal. ``keep``:
+    files written as they are (a person's edited ``tasks.jsonl`` and ``four.toml``, when
+    an existing launch is validated again), not made anew from the plan."""
     from four.trajectory import save_trajectory, save_with_artifact
 
     def artifact(stem: Path, outcome: Outcome) -> Mapping[str, JSON]:
@@ -190,6 +198,8 @@ def launch_emit(
             return {"valid": False, "rejected": len(env.rejected)}
         _retire(folder, keep=stem.name)
         record = write_launch(staging, env.accepted, env.launch, mission, env.rejected)
+        for name, data in (keep or {}).items():
+            (staging / name).write_bytes(data)
         return {**record, "valid": True, "rejected": len(env.rejected)}
 
     return save_with_artifact(save_trajectory(folder, signing_key=signing_key), KEY, artifact)

@@ -67,7 +67,6 @@ class Launch:
         data["command-timeout"] = self.command_timeout
         if self.cost_limit is not None:
             data["cost-limit"] = self.cost_limit
-        data["feedback"] = self.feedback
         return data
 
 
