@@ -11,13 +11,13 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
 from returns.result import Result, Success
 
-from four import Assistant, Message, ModelError, Reply
+from four import Assistant, FormatError, Message, ModelError, Reply
 from four.checks import audit
 from four.cli import main
 from four.domains.plan import Launch, compile_launch, plan_parse, read_launch, run_check
@@ -53,7 +53,7 @@ def workspace(tmp_path: Path) -> Path:
     return work
 
 
-def plan(*tasks: dict[str, object], **more: object) -> str:
+def plan(*tasks: Mapping[str, object], **more: object) -> str:
     return "```json\n" + json.dumps({"tasks": list(tasks), **more}, indent=1) + "\n```"
 
 
@@ -281,11 +281,8 @@ def test_four_plan_from_the_terminal(
             out.out == f"valid launch · 1 task · {launch} · four batch {launch / 'tasks.jsonl'}\n"
         )
         assert out.err.startswith("plan 1 rejected:\n  - task greet: the check already passes")
-        first = server.bodies("/v1/chat/completions")[0]["messages"]
-        assert (
-            "Mission: A greeting script." in first[1]["content"]
-            and "notes.txt" in first[1]["content"]
-        )
+        told = json.dumps(server.bodies("/v1/chat/completions")[0]["messages"])
+        assert "Mission: A greeting script." in told and "notes.txt" in told
         assert main(words) == 2  # the folder holds a launch now
         assert "already holds a launch" in capsys.readouterr().err
     assert (launch / "four.toml").read_text().count('model = "openai/test-model"') == 1
@@ -322,16 +319,16 @@ def test_a_bad_mission_is_one_line(
     assert not (tmp_path / "l").exists()
 
 
+def feedback(reply: str) -> str:
+    """What V1 tells the model of ``reply`` (it must be a format error)."""
+    said = plan_parse()(Assistant(reply)).failure()
+    assert isinstance(said, FormatError)
+    return said.feedback
+
+
 def test_v1_never_takes_the_models_word_for_a_plan() -> None:
-    said = plan_parse()(Assistant(SUBMIT)).failure()
-    assert (
-        said.feedback.startswith("no plan found")
-        and "(a plan is done when it validates" in said.feedback
-    )
-    assert (
-        "not valid JSON" in plan_parse()(Assistant('```json\n{"tasks": [\n```')).failure().feedback
-    )
-    assert (
-        "tasks[0].check must be a non-empty string"
-        in plan_parse()(Assistant(plan({"id": "a", "task": "t", "why": "w"}))).failure().feedback
-    )
+    said = feedback(SUBMIT)
+    assert said.startswith("no plan found") and "(a plan is done when it validates" in said
+    assert "not valid JSON" in feedback('```json\n{"tasks": [\n```')
+    incomplete = plan({"id": "a", "task": "t", "why": "w"})
+    assert "tasks[0].check must be a non-empty string" in feedback(incomplete)

@@ -214,7 +214,7 @@ def _report(made: Compiled, args: argparse.Namespace) -> int:
             for r in made.rejected:
                 if r.attempt == attempt:
                     print(visible(f"  - {r}"), file=sys.stderr)
-    if made.valid:
+    if made.valid and made.plan is not None:
         count = len(made.plan.tasks)
         print(f"valid launch · {count} task{'s' * (count != 1)} · {made.folder} · "
               f"four batch {made.folder / 'tasks.jsonl'}")  # fmt: skip

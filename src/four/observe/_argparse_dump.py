@@ -1,6 +1,5 @@
 """An argparse parser as data: its options (and whether each takes a value) and its
-subcommands, recursively. ``describe`` is used in this process for ``four`` itself; the
-same source, run as ``python -c SOURCE -m MODULE ARGS`` or ``python -c SOURCE run PATH
+subcommands, recursively. This source, run as ``python -c SOURCE -m MODULE ARGS`` or ``python -c SOURCE run PATH
 ARGS``, starts a Python tool with argparse's ``parse_known_args`` replaced by a dump of
 the parser it was about to parse with, printed after ``MARK``, and exits before the
 tool does anything else. A tool that never reaches argparse runs with ``ARGS`` (``--help``)

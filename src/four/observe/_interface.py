@@ -1,7 +1,7 @@
 """A tool's real command-line interface: its options and subcommands.
 
-For a Python tool, its ``argparse`` parser, introspected (``_argparse_dump``: four's own
-in this process, any other's in a process of its own that stops at the parse); for any
+For a Python tool, its ``argparse`` parser, introspected (``_argparse_dump``, in a
+process of its own that stops at the parse: four's own too); for any
 other program, its ``--help`` parsed. Every process runs in an environment of
 ``four.execute`` (contained, with a timeout), never in this one.
 """
@@ -237,10 +237,6 @@ class Toolbox:
         return self._interfaces[key]
 
     def _read(self, tool: tuple[str, ...]) -> Interface | str:
-        if tool == ("four",):
-            from four.cli import build_parser
-
-            return from_argparse(_argparse_dump.describe(build_parser()))
         python = self._python(tool)
         if python is not None:
             return self._introspect(*python, ())
@@ -374,7 +370,8 @@ def toolbox(
 
 def _binds(workspace: str | None, path: bool = False) -> tuple[str, ...]:
     """The folders a help sandbox shows read-only: the workspace and, with ``path``, the
-    PATH's folders outside the system's (a virtual environment: its root, for its Python)."""
+    PATH's folders outside the system's (a virtual environment: its root, for its Python)
+    and this Python's import path."""
     import os
 
     from four.execute._sandbox import SYSTEM
@@ -382,8 +379,11 @@ def _binds(workspace: str | None, path: bool = False) -> tuple[str, ...]:
     found: list[str] = []
     if workspace and os.path.isdir(workspace):
         found.append(os.path.abspath(workspace))
-    if path:
-        for entry in os.environ.get("PATH", "").split(os.pathsep):
+    if path:  # and this Python's own path: four itself (an editable install's source too)
+        import sys
+
+        entries = os.environ.get("PATH", "").split(os.pathsep) + sys.path
+        for entry in entries:
             real = os.path.abspath(entry) if entry else ""
             if (
                 not real
