@@ -45,7 +45,7 @@ def test_the_commands_of_a_prompt_are_found_in_blocks_backticks_and_run_sentence
             "cat <<EOF > x",
             "not a command",
             "EOF",
-        )  # fmt: skip
+        )
         + "When done, run pytest -q and commit.\n```python\nprint('not shell')\n```\n"
     )
     found = [(c.words, c.line, c.certain) for c in commands(text)]
