@@ -82,12 +82,16 @@ class Cost:
     workers: int = 1
 
     def lines(self) -> list[str]:
-        tokens = f"{self.tokens:,}" if self.tokens is not None else "unknown (no context window)"
-        usd = f"${self.usd:,.2f}" if self.usd is not None else "unknown (no price)"
+        tokens = (
+            f"at most {self.tokens:,} (each call's prompt fills at most the context window)"
+            if self.tokens is not None
+            else "not bounded here: the context window is unknown"
+        )
+        usd = f"at most ${self.usd:,.2f}" if self.usd is not None else "unknown: no price is known"
         return [
             f"- model calls: at most {self.steps:,} (each task's max_steps, summed)",
-            f"- tokens: at most {tokens} (each call's prompt fills at most the context window)",
-            f"- cost: at most {usd}",
+            f"- tokens: {tokens}",
+            f"- cost: {usd}",
             f"- wall time: at most {_span(self.wall)} (rounds of {self.workers} runs at once, "
             "each stopped at its --timeout)",
         ]
