@@ -129,7 +129,7 @@ def _launch(args: argparse.Namespace) -> tuple[Launch, Invoke]:
     from four.cli._run import local_model, local_settings
     from four.domains._bash import environment as make_env
     from four.domains.plan import Launch
-    from four.invoke import budget_invoke, litellm_invoke, local_invoke, retry_invoke
+    from four.invoke import litellm_invoke, local_invoke, retry_invoke
     from four.invoke._local import DEFAULT_CTX
     from four.observe._doctor import environment, model_facts
 
@@ -165,8 +165,6 @@ def _launch(args: argparse.Namespace) -> tuple[Launch, Invoke]:
         model, server = resolve_hosted(str(model), api_base, key)
         G = retry_invoke(litellm_invoke(model, api_base=api_base, api_key=key))
         window = model_facts(model).context_window or (server.context_window if server else None)
-    if args.cost_limit:
-        G = budget_invoke(G, cost_limit=args.cost_limit * 2)
     try:
         launch = Launch(
             folder, workspace, env=kind, image=image,
@@ -219,5 +217,6 @@ def _report(made: Compiled, args: argparse.Namespace) -> int:
         print(f"valid launch · {count} task{'s' * (count != 1)} · {made.folder} · "
               f"four batch {made.folder / 'tasks.jsonl'}")  # fmt: skip
         return 0
-    print(f"no valid launch · {made.outcome} · see {made.folder / 'PLAN.md'}")
+    why = f" · {made.problem}" if made.problem else ""
+    print(f"no valid launch · {made.outcome}{why} · see {made.folder / 'PLAN.md'}")
     return 1

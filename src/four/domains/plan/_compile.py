@@ -69,10 +69,11 @@ class Compiled:
     outcome: str
     plan: Plan | None
     rejected: tuple[Rejection, ...]
+    problem: str = ""  # why a validated plan's launch is not there (a full disk...)
 
     @property
     def valid(self) -> bool:
-        return self.plan is not None and self.outcome == "accepted"
+        return self.plan is not None and self.outcome == "accepted" and not self.problem
 
 
 def compile_launch(
@@ -115,9 +116,15 @@ def _run(
     assert isinstance(env, PlanEnv)
     path = run(G, domain.parse(), env, domain.emit(setup, env), domain.system, prompt,
                max_steps, check=domain.check(setup, env, None))  # fmt: skip
-    outcome = load_trajectory(path).outcome or "unfinished"
+    record = load_trajectory(path)
+    outcome = record.outcome or "unfinished"
     plan = env.accepted if outcome == "accepted" else None
-    return Compiled(launch.folder, path, outcome, plan, tuple(env.rejected))
+    written = record.stats.get(KEY)
+    problem = ""
+    if plan is not None and not (isinstance(written, dict) and written.get("valid") is True):
+        error = written.get("error") if isinstance(written, dict) else None
+        problem = f"the launch could not be written: {error or 'no record of it'}"
+    return Compiled(launch.folder, path, outcome, plan, tuple(env.rejected), problem)
 
 
 def check_launch(

@@ -247,7 +247,10 @@ class PlanEnv:
         import json
 
         self.attempts += 1
-        plan = plan_from_json(json.loads(action.command))
+        try:
+            plan = plan_from_json(json.loads(action.command))
+        except (ValueError, RecursionError) as exc:  # an action not made by plan_parse
+            return Success(Observation(f"not a plan: {exc}", returncode=2))
         if self.tools is None:
             try:
                 self.tools = toolbox(
