@@ -147,7 +147,7 @@ def test_a_tool_that_hangs_on_help_is_a_note_within_the_timeout(tmp_path: Path) 
         tools = toolbox("local", str(tmp_path), timeout=2)
         started = time.monotonic()
         (found,) = lint_text(bash("hangs-on-help --fast"), "p.md", tools)
-        assert time.monotonic() - started < 30
+        assert time.monotonic() - started < 120  # the tool sleeps 600 s
     finally:
         os.environ["PATH"] = os.environ["PATH"].split(os.pathsep, 1)[1]
     assert not found.problem and found.kind == "unread"

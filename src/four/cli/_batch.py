@@ -38,8 +38,10 @@ if TYPE_CHECKING:  # only argparse is needed to define the flags (four --help)
 SUMMARY = "run an agent on every task of a JSON Lines file, many at once"
 DESCRIPTION = (
     "Run the agent of `four run` on each task of TASKS (one JSON object per line, with "
-    '"id" and "task"; other fields are kept in the manifest; "image" and "cwd" override '
-    "--image and --cwd for that task), --workers at a time: on threads here, as async "
+    '"id" and "task"; other fields are kept in the manifest; "domain", "check", '
+    '"check_files", "max_steps", "feedback", "image" and "cwd" are that task\'s own; '
+    "a four.toml beside TASKS holds flags, as four plan writes it), --workers at a time: "
+    "on threads here, as async "
     "tasks here for thousands at once (--processes), or on a Ray cluster (--ray). "
     "Trajectories go to DIR/runs/<id>/, one line per finished task to DIR/manifest.jsonl; "
     "run again and finished tasks are skipped. Exit 0 when every task has a result, 1 "
@@ -166,8 +168,9 @@ class _Command:
     system: str
 
     def agent(self, ctx: RunContext) -> _Agent:
-        """``four run``'s agent for ``ctx``'s item (its ``image`` and ``cwd`` fields
-        override ``--image`` and ``--cwd``), its trajectory going to ``ctx.output_dir``."""
+        """``four run``'s agent for ``ctx``'s item (its own settings, ``ITEM_FIELDS`` of
+        ``four.cli._launchfile``, over the batch's), its trajectory going to
+        ``ctx.output_dir``."""
         from four.cli._launchfile import item_options
         from four.cli._live import Recording, components
         from four.cli._run import build, domain_check, load_domain, setup, system_prompt

@@ -22,6 +22,7 @@ from pathlib import Path
 from returns.result import Failure, Result, Success
 
 from four._types import Action, ExecutionError, Observation, Submitted
+from four.domains._start import _not_regular
 from four.domains.plan._launch import Launch
 from four.domains.plan._plan import Plan, PlanTask, plan_from_json
 from four.observe._interface import Toolbox, toolbox
@@ -161,7 +162,7 @@ def run_check(task: PlanTask, launch: Launch, times: int = 1) -> list[Verdict]:
         cwd = str(launch.workspace)
         if launch.env != "docker":
             cwd = os.path.join(scratch, "work")
-            shutil.copytree(launch.workspace, cwd, symlinks=True, ignore=_special)
+            shutil.copytree(launch.workspace, cwd, symlinks=True, ignore=_not_regular)
         env = environment(
             launch.env, image=launch.image, cwd=cwd, timeout=launch.check_timeout + 10
         )
@@ -197,13 +198,6 @@ def _exit(reason: str) -> int | None:
         return None
     digits = reason.split(marker, 1)[1].split(")", 1)[0]
     return int(digits) if digits.lstrip("-").isdigit() else None
-
-
-def _special(folder: str, names: list[str]) -> list[str]:
-    import stat
-
-    kept = (stat.S_ISREG, stat.S_ISDIR, stat.S_ISLNK)
-    return [n for n in names if not any(k(os.lstat(os.path.join(folder, n)).st_mode) for k in kept)]
 
 
 def _agents_can_read(launch: Launch) -> str | None:
