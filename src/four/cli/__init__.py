@@ -426,8 +426,10 @@ _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]]
     "batch": (
         "run an agent on every task of a JSON Lines file, many at once",
         "Run the agent of `four run` on each task of TASKS (one JSON object per line, with "
-        '"id" and "task"), --workers at a time: on threads here, as async tasks here for '
-        "thousands at once (--processes 1, or N worker processes), or on a Ray cluster "
+        '"id" and "task"; "domain", "check", "check_files", "max_steps", "feedback", "image" '
+        'and "cwd" are that task\'s own; flags may also come from a four.toml beside TASKS, '
+        "as four plan writes it), --workers at a time: on threads here, as async tasks here "
+        "for thousands at once (--processes 1, or N worker processes), or on a Ray cluster "
         "(--ray). Trajectories go to DIR/runs/<id>/, one line per task to "
         "DIR/manifest.jsonl; run again and finished tasks are skipped.",
         _batch_flags,
