@@ -11,8 +11,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from four.cli._errors import UsageError
+
+if TYPE_CHECKING:
+    from four.observe._interface import Toolbox
+    from four.observe._lint import Finding
 
 DESCRIPTION = (
     "Find every command PROMPT tells the model to run (fenced shell blocks, backticks, "
@@ -63,7 +68,7 @@ def main(args: argparse.Namespace) -> int:
     from four.cli import _settings as env
     from four.cli._terminal import visible
     from four.observe._interface import toolbox
-    from four.observe._lint import Finding, PromptError, decode_prompt, lint_prompt, lint_text
+    from four.observe._lint import PromptError
 
     if not args.prompts and not args.domain:
         raise UsageError("give a PROMPT file (or -, or --domain NAME) to lint")
@@ -77,16 +82,11 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     found: list[Finding] = []
     try:
-        for name in args.domain:
-            found += lint_text(_domain_prompt(name), f"<{name} domain>", tools, only=args.tool)
-        for prompt in args.prompts:
-            if prompt == "-":
-                text = decode_prompt(sys.stdin.buffer.read(), "<stdin>")
-                found += lint_text(text, "<stdin>", tools, only=args.tool)
-            else:
-                found += lint_prompt(prompt, tools, only=args.tool)
+        found = _lint_all(args, tools)
     except PromptError as exc:
         raise UsageError(str(exc)) from None
+    finally:
+        tools.close()
     problems = [f for f in found if f.problem]
     if args.json:
         rows = [{"source": f.source, "line": f.line, "kind": f.kind, "command": f.command,
@@ -98,6 +98,22 @@ def main(args: argparse.Namespace) -> int:
         print(visible(str(finding) if finding.problem else f"note: {finding}"))
     print(f"{len(problems)} problems" if problems else "clean: every command matches its tool")
     return 1 if problems else 0
+
+
+def _lint_all(args: argparse.Namespace, tools: Toolbox) -> list[Finding]:
+    """The findings of every prompt asked for, in order."""
+    from four.observe._lint import decode_prompt, lint_prompt, lint_text
+
+    found: list[Finding] = []
+    for name in args.domain:
+        found += lint_text(_domain_prompt(name), f"<{name} domain>", tools, only=args.tool)
+    for prompt in args.prompts:
+        if prompt == "-":
+            text = decode_prompt(sys.stdin.buffer.read(), "<stdin>")
+            found += lint_text(text, "<stdin>", tools, only=args.tool)
+        else:
+            found += lint_prompt(prompt, tools, only=args.tool)
+    return found
 
 
 def _domain_prompt(name: str) -> str:

@@ -558,7 +558,8 @@ def _prompt_row(plan: Plan) -> Check:
         tools = toolbox(plan.env, plan.workspace, image=plan.image)
     except ValueError as exc:
         return Check("prompt", "WARN", f"not checked: {exc}")
-    return prompt_check(plan.system, plan.task, tools)
+    with tools:
+        return prompt_check(plan.system, plan.task, tools)
 
 
 def examine(plan: Plan, *, send_probe: bool = False, G: Invoke | None = None) -> list[Check]:

@@ -214,6 +214,19 @@ class Toolbox:
     _found: dict[str, str | None] = field(default_factory=dict)
     _interfaces: dict[tuple[str, ...], Interface | str] = field(default_factory=dict)
 
+    def close(self) -> None:
+        """End what the environments hold (a launcher, a container, a sandbox's folder)."""
+        for env in (self.env, self.helper):
+            close = getattr(env, "close", None)
+            if callable(close):
+                close()
+
+    def __enter__(self) -> Toolbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def where(self, program: str) -> str | None:
         """The program's path (or ``builtin``) in the run's environment, None if absent."""
         if program not in self._found:

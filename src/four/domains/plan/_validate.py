@@ -59,7 +59,9 @@ def validate(
     plan: Plan, launch: Launch, tools: Toolbox | None = None, attempt: int = 1
 ) -> list[Rejection]:
     """Every reason ``plan`` cannot be launched as ``launch`` (none: it can)."""
-    tools = tools or toolbox(launch.env, str(launch.workspace), image=launch.image)
+    if tools is None:
+        with toolbox(launch.env, str(launch.workspace), image=launch.image) as made:
+            return validate(plan, launch, made, attempt)
     out: list[Rejection] = []
 
     def reject(task: str | None, reason: str) -> None:
@@ -269,7 +271,8 @@ class PlanEnv:
         ))  # fmt: skip
 
     def close(self) -> None:
-        pass
+        if self.tools is not None:
+            self.tools.close()
 
 
 def digest(text: str) -> str:
