@@ -332,3 +332,24 @@ def test_v1_never_takes_the_models_word_for_a_plan() -> None:
     assert "not valid JSON" in feedback('```json\n{"tasks": [\n```')
     incomplete = plan({"id": "a", "task": "t", "why": "w"})
     assert "tasks[0].check must be a non-empty string" in feedback(incomplete)
+
+
+def test_four_toml_fills_only_the_flags_not_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from four.cli._launchfile import apply_settings
+    from tests.batch._agents import batch_args
+
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text('{"id": "a", "task": "t"}\n')
+    (tmp_path / "four.toml").write_text(
+        'max-steps = 30\nsystem = "system.md"\nenv = "sandbox"\ntoolcalls = false\n'
+    )
+    monkeypatch.setenv("FOUR_ENV", "docker")  # a variable: the file wins over it
+    args = batch_args(str(tasks), "--max-steps", "5")
+    assert apply_settings(args, tasks) == tmp_path / "four.toml"
+    assert (args.max_steps, args.env, args.toolcalls) == (5, "sandbox", False)
+    assert args.system == str(tmp_path / "system.md")  # relative to the file's folder
+    assert (
+        apply_settings(batch_args(str(tmp_path / "elsewhere.jsonl")), tmp_path / "x" / "t") is None
+    )

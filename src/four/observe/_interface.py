@@ -359,7 +359,15 @@ def toolbox(
     persistent, sandbox, docker) starting in ``workspace``. Programs are looked for
     there; their help runs under bubblewrap (the PATH's folders and the workspace
     read-only, no network) where it is installed and the run's own environment is not
-    contained already, else in the run's environment itself."""
+    contained already, else in the run's environment itself. Close it when done (it is
+    a context manager).
+
+    Example::
+
+        with toolbox("sandbox", "project") as tools:
+            tools.where("gcc")               # '/usr/bin/gcc' (None: not in the sandbox)
+            tools.interface(("git",))        # Interface(options=..., subcommands=...)
+    """
     import shutil
 
     from four.execute import docker_env, local_env, sandbox_env

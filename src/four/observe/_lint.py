@@ -117,7 +117,14 @@ def lint_text(
     first_line: int = 1,
 ) -> list[Finding]:
     """The findings of every command ``text`` tells the model to run; ``only`` limits
-    them to these programs (``four lint --tool``)."""
+    them to these programs (``four lint --tool``).
+
+    Example (it asks the machine: tar's own ``--help``)::
+
+        with toolbox("local", ".") as tools:
+            [str(f) for f in lint_text("```bash\ntar --creat -f x d\n```", "p.md", tools)]
+        # ['p.md:2: `tar` has no option `--creat` (nearest: --create, --get, --format)']
+    """
     wanted = frozenset(only)
     found: list[Finding] = []
     for command in commands(text, first_line):

@@ -19,15 +19,14 @@ from four.domains.plan._compile import (
     launch_problems,
     read_launch,
 )
-from four.domains.plan._launch import Cost, Launch, cost
-from four.domains.plan._plan import Plan, PlanParse, PlanTask, plan_from_json, plan_parse, read_plan
-from four.domains.plan._prompt import SYSTEM, mission_prompt
+from four.domains.plan._launch import Launch
+from four.domains.plan._plan import Plan, PlanParse, PlanTask, plan_parse, read_plan
+from four.domains.plan._prompt import SYSTEM
 from four.domains.plan._validate import PlanEnv, Rejection, Verdict, plan_env, run_check, validate
 
 __all__ = [
     "SYSTEM",
     "Compiled",
-    "Cost",
     "Launch",
     "Plan",
     "PlanEnv",
@@ -37,11 +36,8 @@ __all__ = [
     "Verdict",
     "check_launch",
     "compile_launch",
-    "cost",
     "launch_problems",
-    "mission_prompt",
     "plan_env",
-    "plan_from_json",
     "plan_parse",
     "read_launch",
     "read_plan",
