@@ -353,3 +353,22 @@ def test_four_toml_fills_only_the_flags_not_given(
     assert (
         apply_settings(batch_args(str(tmp_path / "elsewhere.jsonl")), tmp_path / "x" / "t") is None
     )
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
+def test_held_out_folders_replace_the_workspaces_as_four_batch_puts_them(
+    tmp_path: Path, workspace: Path
+) -> None:
+    (workspace / "tests").mkdir()
+    (workspace / "tests" / "visible.sh").write_text("exit 0\n")
+    launch = launch_in(tmp_path, workspace, env="sandbox")
+    # four batch puts tests/ in place whole: the workspace's tests/visible.sh is not there
+    task = PlanTask("t", "t", "test ! -e tests/visible.sh && test -e tests/hidden.sh", "w",
+                    held_out={"tests/hidden.sh": "exit 0\n"})  # fmt: skip
+    assert run_check(task, launch)[0].passed
+    alone = {**GREET, "check": "bash judge.sh", "held_out": {"judge.sh": "exit 1"}}
+    made = compile_launch("x", scripted_invoke([plan(alone)]), launch)
+    assert [r.reason for r in made.rejected] == [
+        "held-out file 'judge.sh': put it in a folder of its own, e.g. hidden/judge.sh "
+        "(held-out files replace whole folders)"
+    ]

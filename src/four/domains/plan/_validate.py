@@ -108,6 +108,9 @@ def _task_problems(
     for place in task.held_out:
         if _bad_place(place):
             problems.append(f"held-out file {place!r}: give a relative path inside the workspace")
+        elif len(Path(place).parts) < 2:
+            problems.append(f"held-out file {place!r}: put it in a folder of its own, e.g. "
+                            f"hidden/{place} (held-out files replace whole folders)")  # fmt: skip
     if task.held_out and readable:
         problems.append(readable)
     if launch.window is not None:
@@ -169,7 +172,7 @@ def run_check(task: PlanTask, launch: Launch, times: int = 1) -> list[Verdict]:
             launch.env, image=launch.image, cwd=cwd, timeout=launch.check_timeout + 10
         )
         try:
-            files = {place: content.encode() for place, content in task.held_out.items()}
+            files = _held_folders(task, Path(scratch) / "held")
             check = command_check(task.check, timeout=launch.check_timeout, feedback="full",
                                   files=files or None)  # fmt: skip
             return [_verdict(check(Claim("", (), env)), check.need) for _ in range(times)]
@@ -177,6 +180,19 @@ def run_check(task: PlanTask, launch: Launch, times: int = 1) -> list[Verdict]:
             close = getattr(env, "close", None)
             if callable(close):
                 close()
+
+
+def _held_folders(task: PlanTask, into: Path) -> dict[str, str | os.PathLike[str] | bytes]:
+    """The task's held-out files written under ``into``, as ``four batch`` is given them
+    (``--check-files DEST=DIR``: each top folder put in place whole)."""
+    tops: dict[str, str | os.PathLike[str] | bytes] = {}
+    for place, content in task.held_out.items():
+        target = into / place
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content, encoding="utf-8")
+        top = Path(place).parts[0]
+        tops[f"{top}/"] = str(into / top)
+    return tops
 
 
 def _verdict(said: CheckResult, need: str) -> Verdict:
