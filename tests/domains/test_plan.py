@@ -285,6 +285,9 @@ def test_four_plan_from_the_terminal(
         assert "Mission: A greeting script." in told and "notes.txt" in told
         assert main(words) == 2  # the folder holds a launch now
         assert "already holds a launch" in capsys.readouterr().err
+        inner = ["plan", "x", "-o", str(workspace / "launch"), "--cwd", str(workspace), "-m", "m"]
+        assert main(inner) == 2
+        assert "is inside the agents' workspace" in capsys.readouterr().err
     assert (launch / "four.toml").read_text().count('model = "openai/test-model"') == 1
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     assert main(["lint", str(launch / "PLAN.md"), "--tool", "four"]) == 0  # its command lines

@@ -142,6 +142,12 @@ def _launch(args: argparse.Namespace) -> tuple[Launch, Invoke]:
     workspace = Path(args.cwd or ".").expanduser().absolute()
     if not workspace.is_dir():
         raise UsageError(f"--cwd {workspace}: not a folder")
+    from four.domains._bash import inside
+
+    if inside(folder, workspace):
+        raise UsageError(f"-o {folder} is inside the agents' workspace {workspace}, where "
+                         "their commands could read and change the launch: give a folder "
+                         "outside it")  # fmt: skip
     kind = args.env or env.get("FOUR_ENV") or "local"
     image = args.image or env.get("FOUR_IMAGE")
     local = local_model(args)
