@@ -259,17 +259,19 @@ def launch_problems(folder: str | os.PathLike[str]) -> list[str]:
     return found
 
 
-def _current(folder: Path) -> dict[str, JSON] | None:
+def _current(folder: Path) -> Mapping[str, JSON] | None:
     """The artifacts (file -> digest) of the latest planning run in ``folder`` that
-    recorded a valid launch."""
-    latest: dict[str, JSON] | None = None
+    recorded a valid launch, as the trajectory reader gives them."""
+    from four.trajectory import TrajectoryError, load_trajectory
+
+    latest: Mapping[str, JSON] | None = None
     for path in sorted(folder.glob("*.json")):
         try:
-            stats = json.loads(path.read_text(encoding="utf-8")).get("stats") or {}
-        except (OSError, ValueError, AttributeError):
+            stats = load_trajectory(path).stats
+        except (TrajectoryError, OSError):
             continue
         record, files = stats.get(KEY), stats.get("artifacts")
-        if isinstance(record, dict) and record.get("valid") and isinstance(files, dict):
+        if isinstance(record, dict) and record.get("valid") is True and isinstance(files, dict):
             latest = files
     return latest
 
