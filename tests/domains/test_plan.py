@@ -226,6 +226,11 @@ def test_the_launch_runs_under_four_batch_as_it_is_and_is_audited(
                         'prices = "0,0"\n')  # fmt: skip
         assert main(["plan", "--check", str(made.folder)]) == 0  # edited: validated again
         capsys.readouterr()
+        tasks = str(made.folder / "tasks.jsonl")
+        assert main(["doctor", "batch", tasks, "--json"]) in (0, 3)  # four.toml read too
+        rows = {c["check"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
+        assert rows["prompt"]["status"] == rows["environment"]["status"] == "GO"
+        assert rows["endpoint"]["status"] == "GO"  # the api-base of four.toml
         out = tmp_path / "out"
         code = main(["batch", str(made.folder / "tasks.jsonl"), "-o", str(out), "--json"])
         assert code == 0, capsys.readouterr()

@@ -155,8 +155,11 @@ def plan_text(plan: Plan, launch: Launch, mission: str, rejected: Sequence[Rejec
     warnings = _warnings(plan, launch)
     if warnings:
         out += ["## Warnings", "", *[f"- {w}" for w in warnings], ""]
-    out += ["## Running it", "", "```bash", f"four batch {shlex.quote(str(folder / 'tasks.jsonl'))}",
-            "```", "", "One task alone (the same settings, as flags):", ""]  # fmt: skip
+    tasks = shlex.quote(str(folder / "tasks.jsonl"))
+    out += ["## Running it", "", "Check the model, the endpoint and the wall-clock budget "
+            "first, then run it:", "", "```bash", f"four doctor batch {tasks} --probe",
+            f"four batch {tasks}", "```", "", "One task alone (the same settings, as flags):",
+            ""]  # fmt: skip
     for task in plan.tasks:
         out += ["```bash", run_line(task, launch, folder, plan), "```", ""]
     out += ["Before and after editing:", "", "```bash",
