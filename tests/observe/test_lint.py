@@ -255,3 +255,20 @@ def test_a_missing_prompt_or_none_is_one_line(
 def test_findings_read_as_compiler_lines() -> None:
     finding = Finding("p.md", 4, "option", "tar", "--creat", ("--create",))
     assert str(finding) == "p.md:4: `tar` has no option `--creat` (nearest: --create)"
+
+
+def test_everyday_commands_lint_clean(tools: Toolbox) -> None:
+    """Bundles with joined values, a subcommand's own options, find's -exec, options
+    with an optional value: none of them is a finding."""
+    text = bash(
+        "find . -name '*.py' -exec wc -l {} +",
+        "curl -sSL http://127.0.0.1:9/x",
+        "ruff check --fix src && ruff format --check src",
+        "make -j2 -k",
+        "cut -d, -f1 data.csv | sort -u | head -n 5",
+        "grep -rn TODO . && ls -la && tail -20 log.txt",
+        "python3 -m venv .venv && mkdir -p a/b && cp -r a c && rm -rf c",
+    )
+    assert problems(text, tools) == []
+    (found,) = problems(bash("ruff chek src"), tools)
+    assert found.startswith("prompt.md:2: `ruff` has no subcommand `chek` (nearest: check")

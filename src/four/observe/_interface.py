@@ -21,10 +21,11 @@ from four._types import Action, Execute
 from four.observe import _argparse_dump
 
 _OPTION = re.compile(
-    r"(?<![\w/=.<>-])(--?(?:\[no-\])?[A-Za-z0-9?][\w.+#-]*(?:,)?)(\[?=|\s?<|\[<|\s[A-Z][A-Z_-]+\b)?"
+    r"(?<![\w/=.<>-])(--?(?:\[no-\])?[A-Za-z0-9?][\w.+#-]*(?:,)?)"
+    r"(\[?=|\s?<|\[<|\s\[?[A-Z][A-Z_-]*\b)?"
 )
 _SUBCOMMAND = re.compile(r"^\s{1,8}([a-z][\w-]*)(?:,\s*[a-z][\w-]*)*(?:\s{2,}|\t)\S")
-_HEADER = re.compile(r"^\S.*\b(?:commands?|subcommands?)\b.*:?\s*$", re.I)
+_HEADER = re.compile(r"^(?=\S).*?\b(?:commands?|subcommands?)\b.*$", re.I)
 _BRACES = re.compile(r"\{([a-z][\w-]*(?:,[a-z][\w-]*)+)\}")
 _USAGE = re.compile(r"^\s*usage:\s*\S.*?(?:\n\s*\n|\Z)", re.I | re.M | re.S)
 _COMMAND = re.compile(r"<command>|\bCOMMAND\b|\{\w+,|\bcommand \[")
@@ -45,6 +46,7 @@ class Help:
 
 
 HELP: Mapping[str, Help] = {
+    "curl": Help((("--help", "all"),)),  # its --help names the important options only
     # git's --help opens a manual page for a subcommand; `help -a` lists them all
     "git": Help(
         (("--help",), ("help", "-a")),
@@ -324,8 +326,8 @@ class Toolbox:
         if code in (None, 124, 137):
             return f"`{shown} --help` did not finish within {self.timeout:g} s"
         found = parse_help(output, subcommands)
-        if not found.options and not found.subcommands:
-            return f"`{shown} --help` names no options (exit {code})"
+        if not found.subcommands and found.options <= {"--help", "-h", "--version"}:
+            return f"`{shown} --help` names no options (exit {code})"  # mawk: "not an option"
         return found
 
     def _ask(self, env: Execute, command: str, here: bool = False) -> tuple[int | None, str]:

@@ -76,6 +76,7 @@ BUILTINS = frozenset(
 
 _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
 _NUMBER = re.compile(r"^-\d+$")
+_SUBPROGRAM = frozenset({"-exec", "-execdir", "-ok", "-okdir"})  # find: another program's words
 MAX_PROMPT = 4 << 20
 """A prompt larger than this (bytes) is refused: no prompt that size fits a model."""
 
@@ -194,7 +195,7 @@ def _walk(
         if skip:
             skip = False
             continue
-        if word == "--":
+        if word == "--" or word in _SUBPROGRAM:
             break
         if word.startswith("-") and len(word) > 1 and not _NUMBER.match(word):
             if "$" in word or "*" in word:
@@ -239,8 +240,11 @@ def _filled(sub: Interface | None) -> bool:
 
 def _bundle(interface: Interface, word: str) -> tuple[bool, bool]:
     """Whether ``-abc`` is bundled single-letter options (the one that takes a value
-    ends the bundle), and whether the next word is that value."""
+    ends the bundle; so does a digit or a sign, a joined value: ``-j2``, ``-F:``), and
+    whether the next word is that value."""
     for index, letter in enumerate(word[1:], 1):
+        if index > 1 and not letter.isalpha():  # -j2, -F:, -d, : the value of the one before
+            return True, False
         flag = f"-{letter}"
         if flag not in interface.options:
             return False, False
