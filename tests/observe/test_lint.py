@@ -12,6 +12,7 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,10 +24,12 @@ from four.observe._lint import Finding, lint_text
 
 
 @pytest.fixture(scope="module")
-def tools(tmp_path_factory: pytest.TempPathFactory) -> Toolbox:
+def tools(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Toolbox]:
     """Where a run's commands run here (local), the PATH starting with this Python's."""
-    os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
-    return toolbox("local", str(tmp_path_factory.mktemp("work")))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+        with toolbox("local", str(tmp_path_factory.mktemp("work"))) as made:
+            yield made
 
 
 def bash(*lines: str) -> str:
@@ -108,14 +111,14 @@ def test_a_python_scripts_own_parser_is_introspected_not_run(tmp_path: Path) -> 
         "add.add_argument('--name', required=True)\n"
         "p.parse_args()\n"
     )
-    tools = toolbox("local", str(tmp_path))
-    assert tools.helper is not None  # under bubblewrap: the workspace is read-only there
-    assert problems(bash("python3 tool.py add --name x"), tools) == []
-    assert problems(bash("python3 tool.py add --nme x", "python3 tool.py ad"), tools) == [
-        "prompt.md:2: `python3 tool.py add` has no option `--nme` (nearest: --name)",
-        "prompt.md:3: `python3 tool.py` has no subcommand `ad` (nearest: add)",
-    ]
-    assert not (tmp_path / "ran").exists()  # introspected in a sandbox (or a copy), read-only
+    with toolbox("local", str(tmp_path)) as tools:
+        assert tools.helper is not None  # under bubblewrap: the workspace is read-only there
+        assert problems(bash("python3 tool.py add --name x"), tools) == []
+        assert problems(bash("python3 tool.py add --nme x", "python3 tool.py ad"), tools) == [
+            "prompt.md:2: `python3 tool.py add` has no option `--nme` (nearest: --name)",
+            "prompt.md:3: `python3 tool.py` has no subcommand `ad` (nearest: add)",
+        ]
+    assert not (tmp_path / "ran").exists()  # introspected in a sandbox, the workspace read-only
 
 
 def test_gcc_options_from_its_whole_help(tools: Toolbox) -> None:
@@ -136,20 +139,19 @@ def test_tar_options_bundled_and_long(tools: Toolbox) -> None:
     assert found.startswith("prompt.md:2: `tar` has no option `--creat` (nearest: --create")
 
 
-def test_a_tool_that_hangs_on_help_is_a_note_within_the_timeout(tmp_path: Path) -> None:
+def test_a_tool_that_hangs_on_help_is_a_note_within_the_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     bin_dir = tmp_path / "tools" / "bin"
     bin_dir.mkdir(parents=True)
     hang = bin_dir / "hangs-on-help"
     hang.write_text("#!/bin/sh\nsleep 600\n")
     hang.chmod(0o755)
-    os.environ["PATH"] = f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
-    try:
-        tools = toolbox("local", str(tmp_path), timeout=2)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    with toolbox("local", str(tmp_path), timeout=2) as tools:
         started = time.monotonic()
         (found,) = lint_text(bash("hangs-on-help --fast"), "p.md", tools)
         assert time.monotonic() - started < 120  # the tool sleeps 600 s
-    finally:
-        os.environ["PATH"] = os.environ["PATH"].split(os.pathsep, 1)[1]
     assert not found.problem and found.kind == "unread"
     assert (
         str(found)
@@ -177,10 +179,11 @@ def test_a_program_is_looked_for_where_the_run_will_run(
     text = bash("my-tool --fast")
     work = tmp_path / "work"  # the tool is outside it
     work.mkdir()
-    assert problems(text, toolbox("local", str(work))) == []
-    assert problems(text, toolbox("sandbox", str(work))) == [
-        "prompt.md:2: `my-tool` is not found where the run's commands run"
-    ]
+    with toolbox("local", str(work)) as here:
+        assert problems(text, here) == []
+    with toolbox("sandbox", str(work)) as sandbox:
+        found = problems(text, sandbox)
+    assert found == ["prompt.md:2: `my-tool` is not found where the run's commands run"]
 
 
 def test_every_built_in_prompt_of_four_lints_clean(tools: Toolbox) -> None:
