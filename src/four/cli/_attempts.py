@@ -124,6 +124,11 @@ class _Attempts:
         mine = replace(opts, cwd=a.cwd or opts.cwd, cost_limit=None, timeout=None)
         where = setup(mine, self.signing)
         G, V1, V2 = build(mine, self.model, self.key, domain, where, a.sampling)
+        system = self.system
+        if opts.mcp:  # the servers' tools, as four run names them
+            from four.cli import _mcp
+
+            system = _mcp.system(system, V2, opts.toolcalls)
         if a.index == 1:
             check_program(opts.check, V2, domain.name, opts.check_files)
         check = domain_check(mine, domain, where, V2)
@@ -141,7 +146,7 @@ class _Attempts:
                     V1,
                     a.env(WatchedEnv(V2, display)),
                     a.emit(recording),
-                    self.system,
+                    system,
                     opts.task,
                     a.limit(opts.max_steps),
                     opts.max_format_errors,

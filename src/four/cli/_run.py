@@ -15,7 +15,7 @@ import signal
 import sys
 import time
 import traceback
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -26,6 +26,7 @@ from returns.result import Failure
 
 from four._outcomes import Outcome
 from four._types import JSON, Execute, Invoke, Message, Parse, Verify
+from four.cli import _mcp
 from four.cli import _settings as env
 from four.cli._errors import UsageError
 from four.cli._format import cost, fold, seconds, succeeded, tokens
@@ -101,6 +102,9 @@ class RunOptions:
     output_in_workspace: bool = False
     local: str | None = None
     """The model run on this machine (a registry name or a .gguf path), or None."""
+    mcp: tuple[str, ...] = ()
+    """MCP servers whose tools the agent gets (commands or URLs: four run --mcp)."""
+    mcp_env: tuple[str, ...] = ()
     resumes: str | None = None  # the trajectory this attempt continues (four run --resume)
     attempt: int = 1
     attempts: int = 1
@@ -228,6 +232,8 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
     mode = "quiet" if args.quiet else ("live" if tty else "lines")
     if toolcalls and domain != "bash":
         raise UsageError(f"--toolcalls is for the bash domain, not --domain {domain}")
+    if getattr(args, "mcp", None) and domain != "bash":
+        raise UsageError(f"--mcp is for the bash domain, not --domain {domain}")
     return RunOptions(
         task=task,
         domain=domain,
@@ -259,6 +265,8 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
         sign=getattr(args, "sign", None) or env.get("FOUR_SIGNING_KEY"),
         output_in_workspace=bool(getattr(args, "output_in_workspace", False)),
         local=local,
+        mcp=tuple(getattr(args, "mcp", None) or ()),
+        mcp_env=tuple(getattr(args, "mcp_env", None) or ()),
         attempts=attempts,
         attempts_by_default=attempts > 1
         and getattr(args, "attempts", None) is None
@@ -474,6 +482,14 @@ def build(
     )
     from four.parse import toolcall_parse
 
+    try:
+        V2 = domain.environment(where)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    V1: Parse = toolcall_parse() if opts.toolcalls else domain.parse()
+    if opts.mcp:  # the servers' tools beside the shell
+        V2 = _mcp.start(opts.mcp, opts.mcp_env, V2)
+        V1 = _mcp.parser(V2, V1)
     G: Invoke
     if opts.local is not None:
         from four.invoke import local_invoke
@@ -484,22 +500,19 @@ def build(
         seed = 0 if sampling is None else sampling["seed"]
         G = retry_invoke(cycle_breaking_invoke(local_invoke(opts.local, **settings, seed=seed)))
     else:
-        make = litellm_toolcall_invoke if opts.toolcalls else litellm_invoke
-        if sampling is None:
-            model_G = make(model, api_base=opts.api_base, api_key=key, prices=opts.prices)
+        extra: dict[str, object] = {}
+        if sampling is not None:
+            extra = {**sampling, "drop_params": True}
+        make: Callable[..., Invoke]
+        if opts.toolcalls:
+            tools = _mcp.definitions(V2) if opts.mcp else []
+            make, extra = litellm_toolcall_invoke, {**extra, "tools": tools}
         else:
-            model_G = make(
-                model, api_base=opts.api_base, api_key=key, prices=opts.prices,
-                temperature=sampling["temperature"], seed=sampling["seed"], drop_params=True,
-            )  # fmt: skip
+            make = litellm_invoke
+        model_G = make(model, api_base=opts.api_base, api_key=key, prices=opts.prices, **extra)
         G = retry_invoke(cycle_breaking_invoke(model_G))
     if opts.cost_limit:
         G = budget_invoke(G, cost_limit=opts.cost_limit)
-    V1: Parse = toolcall_parse() if opts.toolcalls else domain.parse()
-    try:
-        V2 = domain.environment(where)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
     return G, V1, V2
 
 
@@ -588,6 +601,8 @@ def main(args: argparse.Namespace) -> int:
             return status  # else: one run, as without --attempts
     where = setup(opts, signing)
     G, V1, V2 = build(opts, model, key, domain, where)
+    if opts.mcp:
+        system = _mcp.system(system, V2, opts.toolcalls)
     check_program(opts.check, V2, domain.name, opts.check_files)  # else it cannot be judged
     check = domain_check(opts, domain, where, V2)
     place = opts.env if domain.name == "bash" else domain.name
