@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from returns.result import Failure
 
@@ -503,12 +503,10 @@ def build(
         extra: dict[str, object] = {}
         if sampling is not None:
             extra = {**sampling, "drop_params": True}
-        make: Callable[..., Invoke]
+        make = cast(Callable[..., Invoke], litellm_invoke)
         if opts.toolcalls:
-            tools = _mcp.definitions(V2) if opts.mcp else []
-            make, extra = litellm_toolcall_invoke, {**extra, "tools": tools}
-        else:
-            make = litellm_invoke
+            make = cast(Callable[..., Invoke], litellm_toolcall_invoke)
+            extra["tools"] = _mcp.definitions(V2) if opts.mcp else []
         model_G = make(model, api_base=opts.api_base, api_key=key, prices=opts.prices, **extra)
         G = retry_invoke(cycle_breaking_invoke(model_G))
     if opts.cost_limit:
