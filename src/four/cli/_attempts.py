@@ -133,7 +133,7 @@ class _Attempts:
             check_program(opts.check, V2, domain.name, opts.check_files)
         check = domain_check(mine, domain, where, V2)
         place = opts.env if domain.name == "bash" else domain.name
-        title = f"{self.model} · {place} · attempt {a.index}/{a.of}"
+        title = f"{self.model} · {place} · attempt {a.index}/{a.link.of}"
         display = Display(opts.mode, title=title, max_steps=opts.max_steps)
         record: dict[str, JSON] = {**opts.record()}
         recording = Recording(domain.emit(where, V2), components(G, V2, record))
@@ -165,12 +165,12 @@ def _say(opts: RunOptions, line: str) -> None:
 def _started(a: Attempt, opts: RunOptions) -> None:
     after = f" · after {a.link.after}" if a.link.after else ""
     after = after if len(after) <= 100 else after[:97] + "..."
-    _say(
-        opts, f"attempt {a.index} of {a.of} · temperature {a.temperature:g} · seed {a.seed}{after}"
-    )
+    link = a.link
+    _say(opts, f"attempt {link.index} of {link.of} · temperature {link.temperature:g} · "
+               f"seed {link.seed}{after}")  # fmt: skip
 
 
-def _ended(m: Member[Path], opts: RunOptions) -> None:
+def _ended(m: Member[object], opts: RunOptions) -> None:
     outcome = m.outcome.text if len(m.outcome.text) <= 100 else m.outcome.text[:97] + "..."
     _say(
         opts,

@@ -50,12 +50,13 @@ LOOPING = "looping"
 
 @dataclass(slots=True)
 class Attempt:
-    """Attempt ``index`` of ``of`` at ``task``: what ``make`` builds its run from.
+    """One attempt at ``task``: what ``make`` builds its run from.
 
-    ``workspace`` is this attempt's own copy of the starting workspace (None when the
-    search copies none: a sandbox's fresh folder, a container); ``temperature`` and
-    ``seed`` are what its G must sample with (``sampling`` as keyword arguments:
-    ``local_invoke(**a.sampling)``, ``litellm_invoke(model, **a.sampling)``);
+    ``link`` says which (``index`` of ``of``) and how it samples (``seed``,
+    ``temperature``); ``workspace`` is its own copy of the starting workspace (None when
+    the search copies none: a sandbox's fresh folder, a container); ``sampling`` is what
+    its G must sample with, as keyword arguments (``local_invoke(**a.sampling)``,
+    ``litellm_invoke(model, **a.sampling)``);
     ``steps_left`` the model calls the search's budget still allows (None: no limit).
 
     ``run`` (or ``arun``) calls ``four.run`` with the search's wrappers in place: use it,
@@ -84,18 +85,6 @@ class Attempt:
         return self.link.index
 
     @property
-    def of(self) -> int:
-        return self.link.of
-
-    @property
-    def seed(self) -> int:
-        return self.link.seed
-
-    @property
-    def temperature(self) -> float:
-        return self.link.temperature
-
-    @property
     def cwd(self) -> str | None:
         """``workspace`` as the environments take it (``local_env(cwd=a.cwd)``)."""
         return None if self.workspace is None else str(self.workspace)
@@ -103,7 +92,7 @@ class Attempt:
     @property
     def sampling(self) -> SamplingArgs:
         """``temperature`` and ``seed``, as keyword arguments for a G's constructor."""
-        return SamplingArgs(temperature=self.temperature, seed=self.seed)
+        return SamplingArgs(temperature=self.link.temperature, seed=self.link.seed)
 
     @property
     def steps_left(self) -> int | None:

@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable, Hashable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Generic, TypeVar, cast, get_args
+from typing import TYPE_CHECKING, Generic, TypedDict, TypeVar, Unpack, cast, get_args
 
 from four import _arguments as arguments
 from four._outcomes import (
@@ -59,6 +59,38 @@ DEFAULT_TEMPERATURE = 0.7
 """The temperature of every attempt after the first: the sampling Qwen2.5's own
 generation settings recommend, random enough that a second attempt is not the first
 again, not so random that a small model's commands fall apart."""
+
+
+class SearchOptions(TypedDict, total=False):
+    """How a search is made (``Search(k, task, **options)``, ``attempts``), each optional:
+
+    ``workspace`` the folder copied for each attempt (None: none); ``keep`` folders in it
+    neither copied nor touched; ``seed`` (0) and ``temperature`` (``DEFAULT_TEMPERATURE``)
+    of attempts after the first, ``first_temperature`` (0) the first's; ``budget`` of all
+    attempts together; ``workers`` (1) attempts at once; ``record_dir`` where the group
+    record goes (default: beside the first trajectory); ``signing_key`` that signs it;
+    ``loop_repeats`` (3; 0: never) the same command and output in a row that stop an
+    attempt; ``scratch`` where the copies go (the system's temporary folder);
+    ``keep_copies`` (False) to keep them; ``watch`` asked by every attempt's run;
+    ``on_start``, ``on_end`` told of each attempt as it starts and ends.
+    """
+
+    workspace: str | os.PathLike[str] | None
+    keep: tuple[str | os.PathLike[str], ...]
+    seed: int
+    temperature: float
+    first_temperature: float
+    budget: Budget | None
+    workers: int
+    record_dir: str | os.PathLike[str] | None
+    signing_key: SigningKey | None
+    loop_repeats: int
+    scratch: str | os.PathLike[str] | None
+    keep_copies: bool
+    watch: Watch | None
+    on_start: Callable[[Attempt], None] | None
+    on_end: Callable[[Member[object]], None] | None
+
 
 ANOTHER_ACCEPTED = "another attempt was accepted"
 _OUTCOMES: tuple[type, ...] = get_args(Outcome)
@@ -108,27 +140,12 @@ class Search(Generic[T]):
     """A search's state: its members as they end, its result, its group record. See
     ``attempts``; ``run`` and ``arun`` drive it, once."""
 
-    def __init__(
-        self,
-        k: int,
-        task: str,
-        *,
-        workspace: str | os.PathLike[str] | None = None,
-        keep: tuple[str | os.PathLike[str], ...] = (),
-        seed: int = 0,
-        temperature: float = DEFAULT_TEMPERATURE,
-        first_temperature: float = 0.0,
-        budget: Budget | None = None,
-        workers: int = 1,
-        record_dir: str | os.PathLike[str] | None = None,
-        signing_key: SigningKey | None = None,
-        loop_repeats: int = 3,
-        scratch: str | os.PathLike[str] | None = None,
-        keep_copies: bool = False,
-        watch: Watch | None = None,
-        on_start: Callable[[Attempt], None] | None = None,
-        on_end: Callable[[Member[T]], None] | None = None,
-    ) -> None:
+    def __init__(self, k: int, task: str, **options: Unpack[SearchOptions]) -> None:
+        workspace = options.get("workspace")
+        seed, workers = options.get("seed", 0), options.get("workers", 1)
+        temperature = options.get("temperature", DEFAULT_TEMPERATURE)
+        first_temperature = options.get("first_temperature", 0.0)
+        loop_repeats, budget = options.get("loop_repeats", 3), options.get("budget")
         arguments.count("attempts", "k", k, minimum=1)
         arguments.text("attempts", "task", task, empty=True)
         arguments.path("attempts", "workspace", workspace, optional=True)
@@ -146,16 +163,17 @@ class Search(Generic[T]):
         self.budget = budget or Budget()
         self.workers = workers
         self.workspace = None if workspace is None else Path(workspace)
-        self.keep = keep
-        self.scratch = scratch
-        self.keep_copies = keep_copies
+        self.keep = options.get("keep", ())
+        self.scratch = options.get("scratch")
+        self.keep_copies = options.get("keep_copies", False)
         self.copies: Path | None = None
         """With ``keep_copies``: the folder holding each attempt's copy (``attempt-<i>``)
         after the search, for a look at what every attempt did."""
-        self.signing_key = signing_key
+        self.signing_key = options.get("signing_key")
         self.loop_repeats = loop_repeats
-        self.watch = watch
-        self.on_start, self.on_end = on_start, on_end
+        self.watch = options.get("watch")
+        self.on_start = options.get("on_start")
+        self.on_end: Callable[[Member[T]], None] | None = options.get("on_end")  # type: ignore[assignment]
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         self.group = f"{stamp}-{os.urandom(6).hex()}"
         self.digest = task_digest(task)
@@ -166,6 +184,7 @@ class Search(Generic[T]):
         ``interrupted``, ``crashed: ...``."""
         self.record: Path | None = None
         """The group record, once the first attempt's trajectory has a folder."""
+        record_dir = options.get("record_dir")
         self.record_dir = None if record_dir is None else Path(record_dir)
         self.spend = Spend(self.budget)
         self.started_at = time.time()
@@ -534,21 +553,7 @@ def _no_interrupts() -> Iterator[None]:
 
 
 def attempts(
-    make: Callable[[Attempt], T],
-    k: int = 4,
-    *,
-    task: str,
-    workspace: str | os.PathLike[str] | None = None,
-    keep: tuple[str | os.PathLike[str], ...] = (),
-    seed: int = 0,
-    temperature: float = DEFAULT_TEMPERATURE,
-    first_temperature: float = 0.0,
-    budget: Budget | None = None,
-    workers: int = 1,
-    record_dir: str | os.PathLike[str] | None = None,
-    signing_key: SigningKey | None = None,
-    loop_repeats: int = 3,
-    watch: Watch | None = None,
+    make: Callable[[Attempt], T], k: int = 4, *, task: str, **options: Unpack[SearchOptions]
 ) -> Search[T]:
     """Up to ``k`` independent attempts at ``task`` until the check accepts one.
 
@@ -583,9 +588,5 @@ def attempts(
     >>> search.ended, search.result.link.index
     ('accepted', 1)
     """
-    search: Search[T] = Search(
-        k, task, workspace=workspace, keep=keep, seed=seed, temperature=temperature,
-        first_temperature=first_temperature, budget=budget, workers=workers,
-        record_dir=record_dir, signing_key=signing_key, loop_repeats=loop_repeats, watch=watch,
-    )  # fmt: skip
+    search: Search[T] = Search(k, task, **options)
     return search.run(make)
