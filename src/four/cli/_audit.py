@@ -96,13 +96,20 @@ def _signature(result: Audit) -> str:
     return "unsigned: the seal catches accidents and careless edits, not a forger"
 
 
-def _json(result: Audit) -> dict[str, JSON]:
+def _head(result: Audit | GroupAudit) -> dict[str, JSON]:
+    """What a run's audit and a search's say alike."""
     return {
         "path": str(result.path),
         "status": result.status,
         "valid": result.valid,
         "finished": result.finished,
         "errors": list(result.errors),
+    }
+
+
+def _json(result: Audit) -> dict[str, JSON]:
+    return {
+        **_head(result),
         "outcome": result.outcome,
         "messages": result.messages,
         "seal": result.digest,
@@ -144,11 +151,7 @@ def _group_text(result: GroupAudit) -> str:
 
 def _group_json(result: GroupAudit) -> dict[str, JSON]:
     return {
-        "path": str(result.path),
-        "status": result.status,
-        "valid": result.valid,
-        "finished": result.finished,
-        "errors": list(result.errors),
+        **_head(result),
         "attempts": result.members,
         "of": result.of,
         "result": result.result,
