@@ -222,3 +222,42 @@ def test_a_signed_search_audits_with_the_public_key_only(
     capsys.readouterr()
     assert main(["audit", "--public-key", f"{other}.pub", record]) == 1
     assert "not signed by the given key" in capsys.readouterr().out
+
+
+def test_ctrl_c_during_attempt_2_exits_130_with_both_saved(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests._server import hang
+    from tests.cli._runs import cli_env
+
+    case = CASES[0]
+    server.push(*[chat(text) for text in case.first], chat(PRISTINE), hang())
+    argv = _argv(server, tmp_path, case, "--attempts", "3")
+    process = subprocess.Popen([sys.executable, "-m", "four.cli", *argv], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env=cli_env())  # fmt: skip
+    try:
+        while len(server.bodies("/v1/chat/completions")) < 5:  # attempt 2's second call
+            assert process.poll() is None, process.communicate()
+            time.sleep(0.05)
+        time.sleep(0.2)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 130, err
+    assert "Traceback" not in err
+    line = out.strip().splitlines()[-1]
+    assert line.startswith("interrupted · saved "), (out, err)
+    record = json.loads(Path(line.removeprefix("interrupted · saved ")).read_text())
+    assert record["finished"] and record["ended"] == "interrupted: KeyboardInterrupt"
+    assert [m["outcome"].split(":")[0] for m in record["members"]] == ["held", "interrupted"]
+    assert main(["audit", line.removeprefix("interrupted · saved ")]) == 0
+    work = tmp_path / "work"  # the last attempt's work: it ran the pristine check only
+    assert sorted(p.name for p in work.iterdir()) == ["mine.txt"]

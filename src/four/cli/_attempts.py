@@ -9,6 +9,7 @@ every attempt together, ``--max-steps`` each one.
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -81,7 +82,13 @@ def run_attempts(
     except KeyboardInterrupt as exc:
         from four.cli._run import Terminated
 
-        _say(opts, f"interrupted · saved {search.record}" if search.record else "interrupted")
+        saved = str(search.record) if search.record else None
+        if opts.json:  # as a plain run says it, the search's record as the path
+            outcome = f"interrupted: {type(exc).__name__}"
+            print(json.dumps({"outcome": outcome, "success": False, "path": saved,
+                              **_json(search)}, indent=2))  # fmt: skip
+        else:
+            print(f"interrupted · saved {saved}" if saved else "interrupted before a run began")
         return 143 if isinstance(exc, Terminated) else 130
     except UsageError:
         raise
