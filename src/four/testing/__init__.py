@@ -19,33 +19,17 @@ from typing import TYPE_CHECKING
 
 from four._lazy import lazy
 
-if TYPE_CHECKING:
-    from four.testing.laws import (
-        LawBroken,
-        acheck_execute,
-        acheck_invoke,
-        acheck_loop,
-        check_emit,
-        check_execute,
-        check_invoke,
-        check_loop,
-        check_parse,
-        check_verify,
-        valid_history,
-    )
+if TYPE_CHECKING:  # the public names, each once
+    from four.testing.laws import LawBroken as LawBroken
+    from four.testing.laws import acheck_execute as acheck_execute
+    from four.testing.laws import acheck_invoke as acheck_invoke
+    from four.testing.laws import acheck_loop as acheck_loop
+    from four.testing.laws import check_emit as check_emit
+    from four.testing.laws import check_execute as check_execute
+    from four.testing.laws import check_invoke as check_invoke
+    from four.testing.laws import check_loop as check_loop
+    from four.testing.laws import check_parse as check_parse
+    from four.testing.laws import check_verify as check_verify
+    from four.testing.laws import valid_history as valid_history
 
-__all__ = [
-    "LawBroken",
-    "acheck_execute",
-    "acheck_invoke",
-    "acheck_loop",
-    "check_emit",
-    "check_execute",
-    "check_invoke",
-    "check_loop",
-    "check_parse",
-    "check_verify",
-    "valid_history",
-]
-
-__getattr__, __dir__ = lazy("four.testing", dict.fromkeys(__all__, "four.testing.laws"), __all__)
+__getattr__, __dir__, __all__ = lazy(__name__, __file__)
