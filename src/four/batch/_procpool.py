@@ -31,7 +31,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from multiprocessing.process import BaseProcess
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from four._outcomes import Crashed, Interrupted, Outcome
 from four._types import NO_USAGE, Usage
@@ -39,9 +38,7 @@ from four.batch._items import Item
 from four.batch._journal import Journal, clean_up
 from four.batch._result import RunResult
 from four.batch._session import Spec
-
-if TYPE_CHECKING:
-    from four.batch._pool import AsyncSession
+from four.batch._sessions import AsyncSession
 
 READY_WITHIN = 120.0
 """Seconds a worker has to start and load ``make_run`` before the batch gives up."""
@@ -427,8 +424,6 @@ def _worker_main(setup: _Setup, commands: mpc.Connection, reports: mpc.Connectio
     except Exception as exc:
         reports.send(_Failed(f"{type(exc).__name__}: {exc}"))
         return
-    from four.batch._pool import AsyncSession  # (not at import: _pool imports this module)
-
     spec = Spec(
         make_run, setup.output_dir, setup.max_concurrency, setup.time_limit,
         setup.stall_timeout, setup.max_cost,
