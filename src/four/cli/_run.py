@@ -242,7 +242,7 @@ def exposed_workspace(opts: RunOptions) -> Path | None:
     would see it there; None when it is outside, or hidden: the bash domain's sandbox
     mounts an empty folder over it (not over the whole workspace), a docker container
     never mounts it, a sandbox without ``--cwd`` works in a fresh folder."""
-    from four.domains._bash import inside
+    from four.domains._host import inside
 
     if opts.domain == "bash" and opts.env in ("sandbox", "docker"):
         if opts.env == "docker" or opts.cwd is None:
