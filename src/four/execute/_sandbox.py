@@ -178,7 +178,9 @@ class SandboxEnv(ClosedOnExit):
         Asked once: a failure then is the environment's; later, a command's own."""
         if self._checked:
             return None
-        probe = run_captured(self._launcher("true"), OutputBuffer(2_000), 60.0, env=launcher_env({}))
+        probe = run_captured(
+            self._launcher("true"), OutputBuffer(2_000), 60.0, env=launcher_env({})
+        )
         if probe.returncode != 0:
             return f"{self.bwrap} cannot run here: {probe.output.text().strip()}"
         self._checked = True

@@ -33,6 +33,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -230,6 +231,47 @@ class ToolHost(ClosedOnExit):
                 close()
         finally:
             shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class Tail:
+    """A pipe for a long-lived tool's own stdout and stderr (``fd``: give it as the tool's
+    output), read by a thread of ours that keeps only the last few kilobytes (what a tool
+    that failed to start said). Nothing the tool writes reaches this process's own
+    output, nor the user's terminal, nor a disk."""
+
+    __slots__ = ("_kept", "_lock", "_read", "_thread", "fd")
+
+    KEEP = 4096
+
+    def __init__(self) -> None:
+        self._read, self.fd = os.pipe()
+        self._kept = b""
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._drain, name="four-tool-output", daemon=True)
+        self._thread.start()
+
+    def started(self) -> None:
+        """The tool holds the write end now: ours is closed (the read ends with it)."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def _drain(self) -> None:
+        with contextlib.suppress(OSError):
+            while data := os.read(self._read, 65536):
+                with self._lock:
+                    self._kept = (self._kept + data)[-self.KEEP :]
+
+    def text(self) -> str:
+        with self._lock:
+            return self._kept.decode("utf-8", "replace").strip()[-1000:]
+
+    def close(self) -> None:
+        self.started()
+        self._thread.join(timeout=2)  # the pipe ends with the tool's processes
+        if not self._thread.is_alive():
+            with contextlib.suppress(OSError):
+                os.close(self._read)
 
 
 def _collect(

@@ -37,7 +37,7 @@ from four.execute._closing import ClosedOnExit
 from four.execute._contain import Contained
 from four.execute._interrupt import running, stopped
 from four.execute._kill import kill_group, kill_marked
-from four.execute._tools import ToolHost, tool_host
+from four.execute._tools import Tail, ToolHost, tool_host
 from four.types import Action, ExecutionError, Observation, Submitted
 
 if TYPE_CHECKING:
@@ -369,7 +369,7 @@ class _Kernel:
     folder: str
     pid: int
     contained: Contained
-    output: _Tail
+    output: Tail
     ended: bool = False
 
     @property
@@ -398,7 +398,7 @@ class _Kernel:
             connection_file=os.path.join(folder, "kernel.json"),
         )
         contained: Contained | None = None
-        output: _Tail | None = None
+        output: Tail | None = None
         kernel: _Kernel | None = None
         try:
             spec = manager.kernel_spec_manager.get_kernel_spec(name)
@@ -427,7 +427,7 @@ class _Kernel:
                 record_timing=False,
                 kernel_name=name,
             )
-            output = _Tail()
+            output = Tail()
             launched = client.async_start_new_kernel(
                 cwd=contained.cwd or cwd, env=contained.env, stdout=output.fd, stderr=output.fd
             )
@@ -532,46 +532,6 @@ class _Kernel:
             self.contained.release()
             self.output.close()
             shutil.rmtree(self.folder, ignore_errors=True)
-
-
-class _Tail:
-    """A pipe for a kernel's own stdout and stderr, read by a thread of ours that keeps
-    only the last few kilobytes (what a kernel that failed to start said). Nothing a cell
-    writes to its fd 1 or 2 reaches this process's own, nor the user's terminal."""
-
-    __slots__ = ("_kept", "_lock", "_read", "_thread", "fd")
-
-    KEEP = 4096
-
-    def __init__(self) -> None:
-        self._read, self.fd = os.pipe()
-        self._kept = b""
-        self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._drain, name="four-kernel-output", daemon=True)
-        self._thread.start()
-
-    def started(self) -> None:
-        """The kernel holds the write end now: ours is closed (the read ends with it)."""
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
-
-    def _drain(self) -> None:
-        with contextlib.suppress(OSError):
-            while data := os.read(self._read, 65536):
-                with self._lock:
-                    self._kept = (self._kept + data)[-self.KEEP :]
-
-    def text(self) -> str:
-        with self._lock:
-            return self._kept.decode("utf-8", "replace").strip()[-1000:]
-
-    def close(self) -> None:
-        self.started()
-        self._thread.join(timeout=2)  # the pipe ends with the kernel's processes
-        if not self._thread.is_alive():
-            with contextlib.suppress(OSError):
-                os.close(self._read)
 
 
 def _cancel_all(loop: asyncio.AbstractEventLoop) -> None:
