@@ -330,8 +330,8 @@ def _turn(run: RunState[T]) -> Generator[Call, object, TurnStop | None]:
         run.answer(action, seen)
         if isinstance(seen, Submitted):
             return Finished(seen.output)
-        if isinstance(seen, ExecutionError):
-            return ExecutionFailed(seen.message)
+        if isinstance(seen, ExecutionError):  # failed as the run was being stopped: stopped
+            return run.stopped() or ExecutionFailed(seen.message)
     return AllRejected(rejected) if rejected is not None and not ran else None
 
 
