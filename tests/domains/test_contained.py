@@ -235,7 +235,7 @@ def test_ruff_and_mypy_configuration_shows_no_file_outside_the_workspace(
     assert "import-not-found" in seen and secret not in seen, seen
 
 
-def test_a_fifo_named_like_a_module_is_never_opened(tmp_path: Path) -> None:
+def test_a_fifo_or_a_huge_file_named_like_a_module_is_never_read(tmp_path: Path) -> None:
     pytest.importorskip("mypy")
     from four import run, scripted_invoke
     from four.domains.python import python_env, save_files
@@ -245,6 +245,8 @@ def test_a_fifo_named_like_a_module_is_never_opened(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
     os.mkfifo(work / "pipe.py")
+    with open(work / "huge.py", "wb") as f:  # sparse: 20 GiB named, no disk used
+        f.truncate(20 << 30)
     (work / "ok.py").write_text("x: int = 1\n")
     done: list[Path] = []
 
@@ -264,7 +266,10 @@ def test_a_fifo_named_like_a_module_is_never_opened(tmp_path: Path) -> None:
         pytest.fail("the run hung on a FIFO named pipe.py")
     files = load_trajectory(done[0]).stats["files"]
     assert isinstance(files, dict) and files["changed"] == ["ok.py"]
-    assert files["skipped"] == ["pipe.py: a FIFO"]
+    assert files["skipped"] == [
+        f"huge.py: {20 << 30} bytes, over the {64 << 20} read",
+        "pipe.py: a FIFO",
+    ]
 
 
 # --- cli -----------------------------------------------------------------------------------

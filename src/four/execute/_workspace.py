@@ -26,6 +26,10 @@ SKIPPED_DIRS = frozenset(
 )
 """Folders ``snapshot`` does not look into (besides every hidden one)."""
 
+LARGEST = 64 << 20
+"""Bytes of the largest file ``snapshot`` reads (a larger one is left out, with a line:
+a sparse 20 GiB ``big.py`` is not read into memory)."""
+
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -144,7 +148,8 @@ class Workspace:
 
     def snapshot(self, suffixes: tuple[str, ...]) -> dict[str, bytes]:
         """The bytes of every file under the root whose name ends with one of ``suffixes``
-        (hidden folders, ``SKIPPED_DIRS`` and symlinks left out), by relative path."""
+        (hidden folders, ``SKIPPED_DIRS``, symlinks, special files and files over
+        ``LARGEST`` bytes left out: see ``special``), by relative path."""
         found: dict[str, bytes] = {}
         for path in self.files(suffixes):
             with contextlib.suppress(Refused):
@@ -155,20 +160,23 @@ class Workspace:
 
     def files(self, suffixes: tuple[str, ...]) -> Iterator[str]:
         """Relative paths of the regular files ``snapshot`` would read, sorted per folder."""
-        for path, mode in self._named(suffixes):
-            if stat.S_ISREG(mode):
+        for path, found in self._named(suffixes):
+            if stat.S_ISREG(found.st_mode) and found.st_size <= LARGEST:
                 yield path
 
     def special(self, suffixes: tuple[str, ...]) -> list[str]:
-        """A line for each FIFO, socket or device named like one of ``suffixes`` that
-        ``snapshot`` left out (never opening it): ``"x.py: a FIFO"``."""
-        return [
-            f"{path}: {special_kind(mode)}"
-            for path, mode in self._named(suffixes)
-            if not stat.S_ISREG(mode) and not stat.S_ISLNK(mode)
-        ]
+        """A line for each file named like one of ``suffixes`` that ``snapshot`` left out
+        without opening it: a FIFO, socket or device (``"x.py: a FIFO"``), or a file over
+        ``LARGEST`` bytes."""
+        lines = []
+        for path, found in self._named(suffixes):
+            if stat.S_ISREG(found.st_mode) and found.st_size > LARGEST:
+                lines.append(f"{path}: {found.st_size} bytes, over the {LARGEST} read")
+            elif not stat.S_ISREG(found.st_mode) and not stat.S_ISLNK(found.st_mode):
+                lines.append(f"{path}: {special_kind(found.st_mode)}")
+        return lines
 
-    def _named(self, suffixes: tuple[str, ...]) -> Iterator[tuple[str, int]]:
+    def _named(self, suffixes: tuple[str, ...]) -> Iterator[tuple[str, os.stat_result]]:
         for folder, dirs, names in os.walk(self.root):
             dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_DIRS)
             base = Path(folder)
@@ -177,10 +185,10 @@ class Workspace:
                     continue
                 full = base / name
                 try:
-                    mode = full.lstat().st_mode
+                    found = full.lstat()
                 except OSError:
                     continue
-                yield full.relative_to(self.root).as_posix(), mode
+                yield full.relative_to(self.root).as_posix(), found
 
     def _put(self, path: str, data: bytes, created: list[str]) -> None:
         parts = _parts(path)

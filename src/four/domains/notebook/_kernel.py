@@ -390,6 +390,11 @@ class _Kernel:
         from nbclient import NotebookClient
 
         folder = tempfile.mkdtemp(prefix="four-kernel-", dir=host.folder)
+        # A profile of its own, and no user site: what a cell of an earlier kernel left in
+        # ~/.ipython (a startup file) or in the user's site-packages does not run here (the
+        # notebook check's fresh kernel must start from nothing but the notebook).
+        environment = {**environment, "PYTHONNOUSERSITE": "1",
+                       "IPYTHONDIR": os.path.join(folder, "ipython")}  # fmt: skip
         loop = asyncio.new_event_loop()
         manager = AsyncKernelManager(
             kernel_name=name,

@@ -14,6 +14,8 @@ this interpreter, else through ``dmypy check`` in the same place as the daemon.
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import sys
 import tempfile
@@ -125,6 +127,9 @@ class Dmypy:
             from mypy.dmypy.client import request
             from mypy.ipc import BadStatus
 
+            elsewhere = self._elsewhere()
+            if elsewhere is not None:
+                return Failure(elsewhere)
             try:
                 response = request(
                     str(self.status_file),
@@ -160,6 +165,20 @@ class Dmypy:
             return Success(output)
         problem = (output + done.stderr.decode("utf-8", "replace")).strip()
         return Failure(f"dmypy failed (exit {done.returncode}): {problem[-500:]}")
+
+    def _elsewhere(self) -> str | None:
+        """Why the status file cannot be trusted, or None. It lies in the folder the tools
+        share with us (a tool may write there): the socket it names, which this process
+        connects to, must be the daemon's own, in that folder."""
+        try:
+            status = json.loads((self.status_file or Path()).read_text("utf-8"))
+            socket = str(status["connection_name"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return "the mypy daemon is gone: its status file cannot be read"
+        folder = os.path.realpath(self.host.folder)
+        if not os.path.realpath(socket).startswith(folder + os.sep):
+            return "the mypy daemon's status file names a socket outside its folder"
+        return None
 
     def _client(self) -> list[str]:
         return [self.python, "-m", "mypy.dmypy", "--status-file", str(self.status_file)]
