@@ -171,6 +171,35 @@ def test_a_cells_raw_output_never_reaches_the_terminal(
     assert secret not in record
 
 
+STARTUP = """import os, pathlib
+for home in (os.environ.get("IPYTHONDIR", ""), os.path.expanduser("~/.ipython")):
+    startup = pathlib.Path(home or "/nonexistent") / "profile_default" / "startup"
+    startup.mkdir(parents=True, exist_ok=True)
+    (startup / "00-hidden.py").write_text("answer = 42\\n")
+answer = 42
+raise RuntimeError("this cell is dropped from the notebook")
+"""
+
+
+def test_the_notebook_check_runs_nothing_an_earlier_kernel_planted(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dropped cell plants an IPython startup file; the re-run must not load it."""
+    pytest.importorskip("ipykernel")
+    from four.checks import Claim
+    from four.domains.notebook import kernel_env, notebook_check
+    from four.quaternary import Verdict
+
+    (tmp_path / "home").mkdir()
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the planted file stays in the test
+    env = kernel_env(30, cwd=str(tmp_path), host=make_host(kind, tmp_path)).owns_host()
+    with env:
+        assert "RuntimeError" in cell(env, STARTUP).content
+        assert "42" in cell(env, "print(answer)").content  # hidden state, in this kernel
+        judged = notebook_check(env)(Claim("", (), env))
+    assert judged.verdict == Verdict.NO and "NameError" in str(judged.reason), judged
+
+
 # --- python -----------------------------------------------------------------------------
 
 PLUGIN = (
