@@ -200,6 +200,24 @@ def test_the_notebook_check_runs_nothing_an_earlier_kernel_planted(
     assert judged.verdict == Verdict.NO and "NameError" in str(judged.reason), judged
 
 
+def test_a_flood_of_output_is_cut_and_the_kernel_goes_on() -> None:
+    """What a cell prints is bounded where it arrives: this process never holds more than
+    a cell's share (and one message), whatever the kernel sends."""
+    pytest.importorskip("ipykernel")
+    from four.domains.notebook import kernel_env
+    from four.domains.notebook._kernel import CELL_OUTPUT_LIMIT, DROPPED
+
+    with kernel_env(120) as env:
+        seen = cell(env, "for i in range(40):\n    print('y' * 1_000_000)")
+        kept = sum(len(o.get("text", "")) for o in env.cells[-1].outputs)
+        assert CELL_OUTPUT_LIMIT <= kept <= CELL_OUTPUT_LIMIT + len(DROPPED)
+        assert DROPPED.strip() in seen.content and len(seen.content) < 20_000
+        cell(env, "print('z' * 300_000_000)")  # one message over the limit: dropped unread
+        kept = sum(len(o.get("text", "")) for o in env.cells[-1].outputs)
+        assert kept <= CELL_OUTPUT_LIMIT + len(DROPPED)
+        assert "still here" in cell(env, "print('still here')").content
+
+
 # --- python -----------------------------------------------------------------------------
 
 PLUGIN = (

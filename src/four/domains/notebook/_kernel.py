@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import contextlib
+import functools
 import math
 import os
 import shutil
@@ -41,7 +42,7 @@ from four.execute._tools import Tail, ToolHost, tool_host
 from four.types import Action, ExecutionError, Observation, Submitted
 
 if TYPE_CHECKING:
-    from jupyter_client.manager import KernelManager
+    from jupyter_client.manager import AsyncKernelManager, KernelManager
     from nbclient import NotebookClient
     from nbformat import NotebookNode
 
@@ -385,10 +386,11 @@ class _Kernel:
         startup_timeout: float,
         host: ToolHost,
     ) -> _Kernel:
+        import zmq
+        import zmq.asyncio
         from jupyter_client.kernelspec import KernelSpec
-        from jupyter_client.manager import AsyncKernelManager
-        from nbclient import NotebookClient
 
+        manager_class, client_class = _bounded()
         folder = tempfile.mkdtemp(prefix="four-kernel-", dir=host.folder)
         # A profile of its own, and no user site: what a cell of an earlier kernel left in
         # ~/.ipython (a startup file) or in the user's site-packages does not run here (the
@@ -396,11 +398,16 @@ class _Kernel:
         environment = {**environment, "PYTHONNOUSERSITE": "1",
                        "IPYTHONDIR": os.path.join(folder, "ipython")}  # fmt: skip
         loop = asyncio.new_event_loop()
-        manager = AsyncKernelManager(
+        # A message larger than this from the kernel drops its connection (zmq reconnects):
+        # a hostile cell cannot make this process hold gigabytes (see MESSAGE_LIMIT).
+        context = zmq.asyncio.Context()
+        context.setsockopt(zmq.MAXMSGSIZE, MESSAGE_LIMIT)
+        manager = manager_class(
             kernel_name=name,
             transport="ipc",  # sockets in our private folder: no port to race for
             ip=os.path.join(folder, "ipc"),
             connection_file=os.path.join(folder, "kernel.json"),
+            context=context,
         )
         contained: Contained | None = None
         output: Tail | None = None
@@ -421,7 +428,7 @@ class _Kernel:
                 metadata={},
                 resource_dir=spec.resource_dir,
             )
-            client = NotebookClient(
+            client = client_class(
                 notebook(),
                 km=manager,
                 timeout=None,
@@ -464,6 +471,7 @@ class _Kernel:
                 with contextlib.suppress(Exception):
                     loop.run_until_complete(_shut(manager))
                 loop.close()
+                context.destroy(linger=0)
                 if contained is not None:
                     contained.end()
                 if output is not None:
@@ -483,6 +491,7 @@ class _Kernel:
     def execute(self, cell: NotebookNode, timeout: int, grace: float) -> Literal["done", "lost"]:
         """Run ``cell``; at ``timeout`` interrupt it, and ``grace`` seconds later give up."""
         from nbclient.exceptions import DeadKernelError
+        from nbformat.v4 import new_output
 
         client = self.client
         client.nb.cells.append(cell)  # nbclient finds display updates by index there
@@ -509,6 +518,14 @@ class _Kernel:
         finally:
             if command is not None:
                 command.release()
+        if index not in client.__dict__.get("_four_idle", ()):
+            # The kernel never said it was idle: its output channel was dropped (a message
+            # over MESSAGE_LIMIT). A new client connects afresh; the kernel keeps its state.
+            cell.outputs.append(new_output("stream", name="stderr", text=LOST_OUTPUT))  # type: ignore[no-untyped-call]
+            with contextlib.suppress(Exception):
+                assert client.kc is not None
+                client.kc.stop_channels()
+                self.loop.run_until_complete(client.async_start_new_kernel_client())
         return "done"
 
     def shutdown(self) -> None:
@@ -532,11 +549,88 @@ class _Kernel:
                     with contextlib.suppress(Exception):
                         self.loop.run_until_complete(_shut(manager))
                 self.loop.close()
+            manager_context = getattr(manager, "context", None)
+            if manager_context is not None:
+                manager_context.destroy(linger=0)
         finally:
             _reap(self.pid)
             self.contained.release()
             self.output.close()
             shutil.rmtree(self.folder, ignore_errors=True)
+
+
+MESSAGE_LIMIT = 64 << 20
+"""Bytes of the largest message taken from a kernel (a larger one is dropped unread)."""
+
+CELL_OUTPUT_LIMIT = 16 << 20
+"""Characters of output kept of one cell (text, images' base64...); the rest is dropped,
+and a line says so. Memory and the saved notebook stay bounded whatever a cell prints."""
+
+DROPPED = f"[four: output past {CELL_OUTPUT_LIMIT >> 20} MiB in this cell was dropped]\n"
+LOST_OUTPUT = (
+    f"[four: output of this cell was lost: a message over {MESSAGE_LIMIT >> 20} MiB; "
+    "the kernel kept its state]\n"
+)
+
+
+@functools.cache
+def _bounded() -> tuple[type[AsyncKernelManager], type[NotebookClient]]:
+    """A kernel manager whose client shares its (bounded) zmq context, and a notebook
+    client that keeps at most ``CELL_OUTPUT_LIMIT`` of each cell's outputs."""
+    from jupyter_client.manager import AsyncKernelManager
+    from nbclient import NotebookClient
+    from nbformat.v4 import new_output
+
+    class Manager(AsyncKernelManager):
+        def client(self, **kwargs: Any) -> Any:
+            return super().client(context=self.context, **kwargs)
+
+    class Client(NotebookClient):
+        def process_message(
+            self, msg: dict[str, Any], cell: NotebookNode, cell_index: int
+        ) -> NotebookNode | None:
+            content = msg.get("content")
+            if msg.get("msg_type") == "status" and isinstance(content, dict):
+                if content.get("execution_state") == "idle":
+                    self.__dict__.setdefault("_four_idle", set()).add(cell_index)
+            return super().process_message(msg, cell, cell_index)
+
+        def output(
+            self,
+            outs: list[NotebookNode],
+            msg: dict[str, Any],
+            display_id: str | None,
+            cell_index: int,
+        ) -> NotebookNode | None:
+            used: dict[int, int] = self.__dict__.setdefault("_four_used", {})
+            size = _size(msg.get("content"))
+            before = used.get(cell_index, 0)
+            used[cell_index] = before + size
+            if before + size <= CELL_OUTPUT_LIMIT:
+                return super().output(outs, msg, display_id, cell_index)
+            if before > CELL_OUTPUT_LIMIT:
+                return None  # past the limit already: said so
+            kept = None
+            content = msg.get("content")
+            if msg.get("msg_type") == "stream" and isinstance(content, dict):
+                head = str(content.get("text", ""))[: CELL_OUTPUT_LIMIT - before]
+                msg = {**msg, "content": {**content, "text": head}}
+                kept = super().output(outs, msg, display_id, cell_index)
+            outs.append(new_output("stream", name="stderr", text=DROPPED))  # type: ignore[no-untyped-call]
+            return kept
+
+    return Manager, Client
+
+
+def _size(content: object) -> int:
+    """Roughly how many characters a message's content holds (its strings)."""
+    if isinstance(content, str):
+        return len(content)
+    if isinstance(content, dict):
+        return sum(_size(v) for v in content.values())
+    if isinstance(content, list):
+        return sum(_size(v) for v in content)
+    return 8
 
 
 def _cancel_all(loop: asyncio.AbstractEventLoop) -> None:
