@@ -590,9 +590,9 @@ def _bounded() -> tuple[type[AsyncKernelManager], type[NotebookClient]]:
             self, msg: dict[str, Any], cell: NotebookNode, cell_index: int
         ) -> NotebookNode | None:
             content = msg.get("content")
-            if msg.get("msg_type") == "status" and isinstance(content, dict):
-                if content.get("execution_state") == "idle":
-                    self.__dict__.setdefault("_four_idle", set()).add(cell_index)
+            idle = isinstance(content, dict) and content.get("execution_state") == "idle"
+            if msg.get("msg_type") == "status" and idle:
+                self.__dict__.setdefault("_four_idle", set()).add(cell_index)
             return super().process_message(msg, cell, cell_index)
 
         def output(
