@@ -376,6 +376,31 @@ def test_no_diagnostic_shows_a_file_outside_the_workspace(
             assert not any(word in seen for word in passwd if word not in HELLO), seen
 
 
+def test_files_the_build_made_are_never_followed_out_of_the_workspace(
+    compilers: None, secret: str, tmp_path: Path
+) -> None:
+    """The model links the man page and the binary to a file of the host: the page is not
+    dated through the link (a write outside), and neither goes into the artifacts."""
+    from four.domains.cli import build_env
+
+    target = tmp_path / "host-file"
+    target.write_text(f"word_{secret}\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    source = HELLO.replace("int main(void) {", "int main(int argc, char **argv) {\n"
+                           r'if (argc > 1) { (void)argv; puts("Usage: tool"); return 0; }')  # fmt: skip
+    with build_env(work, "tool") as env:
+        assert "Build OK" in env.edit([WholeFile("tool.c", source)]).content
+        (work / "tool.1").unlink()
+        (work / "tool.1").symlink_to(target)
+        seen = env.edit([WholeFile("tool.c", source + "\n")]).content
+        assert "help2man could not make the page" in seen and secret not in seen, seen
+        (work / "tool").unlink()
+        (work / "tool").symlink_to(target)
+        assert [p for p in env.artifacts() if not p.startswith("src/")] == []
+    assert target.read_text() == f"word_{secret}\n"  # never written through the link
+
+
 GO_MOD = "module example.com/cgo\n\ngo 1.19\n"
 
 
