@@ -121,9 +121,9 @@ def test_an_unknown_domain_flag_is_a_usage_error(
 
 
 def test_import_four_and_four_run_help_load_no_notebook_package() -> None:
-    heavy = ("nbformat", "nbclient", "jupyter_client", "ipykernel", "matplotlib", "zmq")
+    heavy = ("nbformat", "nbclient", "jupyter_client", "ipykernel", "matplotlib", "zmq", "mcp")
     code = (
-        "import sys, four, four.domains\n"
+        "import sys, four, four.domains, four.domains.mcp\n"
         "from four.cli import build_parser\n"
         "build_parser('run')\n"
         f"print(sorted(m for m in sys.modules if m.split('.')[0] in {heavy!r}))"

@@ -235,10 +235,11 @@ def test_the_table_has_a_row_per_check_and_the_verdict_last(
         "context",
         "environment",
         "check",
+        "prompt",
         "budget",
     ]
     assert (
-        all(line.startswith("GO ") for line in lines[1:-1]) and lines[-1] == "GO: 8 checks (exit 0)"
+        all(line.startswith("GO ") for line in lines[1:-1]) and lines[-1] == "GO: 9 checks (exit 0)"
     )
     assert llama.bodies("/v1/chat/completions") == []  # no --probe: no model request
 
@@ -307,3 +308,16 @@ def test_a_local_gguf_file_is_go_with_room_in_memory(
     assert checks["model"]["status"] == "GO", checks["model"]
     assert checks["memory"]["status"] == "GO"  # a 1 KB model fits
     assert code == 0, checks
+
+
+def test_the_prompt_row_is_no_go_for_a_command_the_tool_does_not_take(
+    llama: LoopbackServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    task = "Commit the change: run `git commit --amned` when the tests pass."
+    code, rows = _doctor(capsys, "run", task, *_agent(llama, tmp_path))
+    assert code == 1 and rows["prompt"]["status"] == "NO-GO"
+    detail = rows["prompt"]["detail"]
+    assert "task:1: `git commit` has no option `--amned` (nearest: --amend" in detail
+    code, rows = _doctor(capsys, "run", "Run `git status -s` and say what changed.",
+                         *_agent(llama, tmp_path))  # fmt: skip
+    assert rows["prompt"]["status"] == "GO", rows["prompt"]

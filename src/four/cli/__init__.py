@@ -171,6 +171,7 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
         "Python run after it, e.g. an assert)",
     )
     _add_judge_flags(p)
+    _mcp_run_flags(p)
     p.add_argument(
         "-o",
         "--output-dir",
@@ -335,8 +336,32 @@ def _doctor_flags(p: argparse.ArgumentParser) -> None:
     flags(p)
 
 
+def _lint_flags(p: argparse.ArgumentParser) -> None:
+    from four.cli._lint import flags
+
+    flags(p)
+
+
+def _plan_flags(p: argparse.ArgumentParser) -> None:
+    from four.cli._plan import flags
+
+    flags(p)
+
+
 def _watch_flags(p: argparse.ArgumentParser) -> None:
     from four.cli._watch import flags
+
+    flags(p)
+
+
+def _mcp_run_flags(p: argparse.ArgumentParser) -> None:
+    from four.cli._mcp import run_flags
+
+    run_flags(p)
+
+
+def _mcp_flags(p: argparse.ArgumentParser) -> None:
+    from four.cli._mcp import flags
 
     flags(p)
 
@@ -414,8 +439,10 @@ _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]]
     "batch": (
         "run an agent on every task of a JSON Lines file, many at once",
         "Run the agent of `four run` on each task of TASKS (one JSON object per line, with "
-        '"id" and "task"), --workers at a time: on threads here, as async tasks here for '
-        "thousands at once (--processes 1, or N worker processes), or on a Ray cluster "
+        '"id" and "task"; "domain", "check", "check_files", "max_steps", "feedback", "image" '
+        'and "cwd" are that task\'s own; flags may also come from a four.toml beside TASKS, '
+        "as four plan writes it), --workers at a time: on threads here, as async tasks here "
+        "for thousands at once (--processes 1, or N worker processes), or on a Ray cluster "
         "(--ray). Trajectories go to DIR/runs/<id>/, one line per task to "
         "DIR/manifest.jsonl; run again and finished tasks are skipped.",
         _batch_flags,
@@ -430,6 +457,30 @@ _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]]
         "NO-GO, 2 a usage error.",
         _doctor_flags,
     ),
+    "lint": (
+        "check a prompt's commands against the tools' real interfaces",
+        "Find every command PROMPT tells the model to run (fenced shell blocks, backticks, "
+        '"run X" sentences; a tasks .jsonl: each task and its check) and check it where '
+        "the run's commands run: the program exists, and every subcommand and option is "
+        "in the tool's real interface (argparse introspected for Python tools, four "
+        "included; otherwise its --help, run sandboxed with a timeout). Unknown ones are "
+        "reported with file, line and the nearest real names. Exit 0 clean, 1 any finding, "
+        "2 a usage error.",
+        _lint_flags,
+    ),
+    "plan": (
+        "compile a free-text mission into a validated launch folder",
+        "four plan MISSION -o LAUNCH: the model writes a plan (tasks, their checks, held-out "
+        "files, settings); every check is run on the starting workspace, where it must "
+        "fail, twice, with the same verdict; held-out files must be out of the agents' "
+        "reach; the domains, the environment and the prompt must be ready (four doctor's "
+        "rows, four lint). Each failure goes back to the model until the plan passes. "
+        "LAUNCH gets tasks.jsonl, the held-out files, four.toml and PLAN.md, sealed: "
+        "four audit LAUNCH checks it was not edited since; four plan --check LAUNCH "
+        "validates an edited launch again and seals it anew. four batch LAUNCH/tasks.jsonl "
+        "runs it. Exit 0 a valid launch, 1 none, 2 a usage error.",
+        _plan_flags,
+    ),
     "watch": (
         "classify runs, and rescue the dead, stalled and looping ones",
         "Say of every run under DIR whether it is finished, running, stalled, over its "
@@ -438,6 +489,13 @@ _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]]
         "over-budget ones. --once for one pass (cron); else a pass every --interval. "
         "Exit 0 when no run is left in trouble, 1 when one is, 2 for a usage error.",
         _watch_flags,
+    ),
+    "mcp": (
+        "four as an MCP server: verified runs for other agents",
+        "four mcp serve [--http HOST:PORT] [-- FLAGS OF four run]: serve four over MCP "
+        "(stdio by default): run a verified task in a folder, audit a run, show a run's "
+        "outcome and steps; each saved run is a resource.",
+        _mcp_flags,
     ),
     "spoke": (
         "write a new, type-checked component of four with the model",

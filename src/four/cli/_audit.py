@@ -32,7 +32,8 @@ def main(args: argparse.Namespace) -> int:
     if target.is_dir():
         if not any(True for _ in runs_under(target)):
             raise UsageError(f"nothing to audit: {target} is a folder holding no trajectory")
-        return _fleet(target, sorted(runs_under(target)), key, bool(args.json))
+        launch = _launch(target)
+        return _fleet(target, sorted(runs_under(target)), key, bool(args.json), launch)
     result = _audit(target, key)
     if result is None or not result.trajectory:
         reason = result.errors[0] if result else "cannot be read"
@@ -110,7 +111,18 @@ def _json(result: Audit) -> dict[str, JSON]:
     }
 
 
-def _fleet(folder: Path, paths: list[Path], key: str | None, as_json: bool) -> int:
+def _launch(folder: Path) -> list[str]:
+    """A launch folder's problems beyond its seal (a file added since): see ``four plan``."""
+    if not (folder / "tasks.jsonl").is_file():
+        return []
+    from four.domains.plan import launch_problems
+
+    return launch_problems(folder)
+
+
+def _fleet(
+    folder: Path, paths: list[Path], key: str | None, as_json: bool, launch: list[str]
+) -> int:
     from four.checks._audit import audit_all
 
     counts: Counter[str] = Counter()
@@ -132,10 +144,12 @@ def _fleet(folder: Path, paths: list[Path], key: str | None, as_json: bool) -> i
     if counts["skipped"]:
         summary += f"; {counts['skipped']} other files skipped"
     if as_json:
-        print(json.dumps({"runs": rows, "summary": dict(counts)}, indent=2))
+        print(json.dumps({"runs": rows, "summary": dict(counts), "launch": launch}, indent=2))
     else:
-        print(summary)
-    return 1 if counts["invalid"] else 0
+        for problem in launch:
+            print(f"{'invalid':<10} {problem}")
+        print(summary + (f"; the launch: {len(launch)} problems" if launch else ""))
+    return 1 if counts["invalid"] or launch else 0
 
 
 def _brief(result: Audit) -> str:

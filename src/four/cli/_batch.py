@@ -38,8 +38,10 @@ if TYPE_CHECKING:  # only argparse is needed to define the flags (four --help)
 SUMMARY = "run an agent on every task of a JSON Lines file, many at once"
 DESCRIPTION = (
     "Run the agent of `four run` on each task of TASKS (one JSON object per line, with "
-    '"id" and "task"; other fields are kept in the manifest; "image" and "cwd" override '
-    "--image and --cwd for that task), --workers at a time: on threads here, as async "
+    '"id" and "task"; other fields are kept in the manifest; "domain", "check", '
+    '"check_files", "max_steps", "feedback", "image" and "cwd" are that task\'s own; '
+    "a four.toml beside TASKS holds flags, as four plan writes it), --workers at a time: "
+    "on threads here, as async "
     "tasks here for thousands at once (--processes), or on a Ray cluster (--ray). "
     "Trajectories go to DIR/runs/<id>/, one line per finished task to DIR/manifest.jsonl; "
     "run again and finished tasks are skipped. Exit 0 when every task has a result, 1 "
@@ -166,26 +168,23 @@ class _Command:
     system: str
 
     def agent(self, ctx: RunContext) -> _Agent:
-        """``four run``'s agent for ``ctx``'s item (its ``image`` and ``cwd`` fields
-        override ``--image`` and ``--cwd``), its trajectory going to ``ctx.output_dir``."""
+        """``four run``'s agent for ``ctx``'s item (its own settings, ``ITEM_FIELDS`` of
+        ``four.cli._launchfile``, over the batch's), its trajectory going to
+        ``ctx.output_dir``."""
+        from four.cli._launchfile import item_options
         from four.cli._live import Recording, components
-        from four.cli._run import build, domain_check, load_domain, setup
+        from four.cli._run import build, domain_check, load_domain, setup, system_prompt
         from four.trajectory import save_trajectory
 
-        fields = ctx.item.fields
-        image, cwd = fields.get("image"), fields.get("cwd")
-        opts = replace(
-            self.opts,
-            task=ctx.task,
-            image=image if isinstance(image, str) else self.opts.image,
-            cwd=cwd if isinstance(cwd, str) else self.opts.cwd,
-        )
+        opts = item_options(self.opts, ctx.task, ctx.item.fields)
         domain, where = load_domain(opts), setup(opts)
+        same = opts.domain == self.opts.domain or opts.system_file
+        system = self.system if same else system_prompt(opts, domain)
         G, V1, V2 = build(opts, self.model, self.key, domain, where)
         check = domain_check(opts, domain, where, V2)
         record: dict[str, JSON] = {**opts.record(), "batch_item": ctx.id}
         recording = Recording(save_trajectory(ctx.output_dir), components(G, V2, record))
-        settings = (self.system, ctx.task, opts.max_steps, opts.max_format_errors)
+        settings = (system, ctx.task, opts.max_steps, opts.max_format_errors)
         return _Agent(G, V1, V2, recording, check, settings)
 
 
@@ -306,6 +305,7 @@ def batch_command(args: argparse.Namespace) -> int:
     from four.batch._pool import AsyncPool, ThreadPool
     from four.batch._raypool import RayPool
     from four.cli._errors import UsageError
+    from four.cli._launchfile import apply_settings, check_items, resolve_items
     from four.cli._preflight import output_folder, prompt_fits
     from four.cli._run import (
         api_key,
@@ -318,9 +318,10 @@ def batch_command(args: argparse.Namespace) -> int:
         system_prompt,
     )
 
+    settings = apply_settings(args, Path(args.tasks))  # the launch's four.toml, if any
     batch = batch_options(args)
     try:
-        items = read_items(batch.tasks)
+        items = resolve_items(read_items(batch.tasks), batch.tasks)
     except OSError as exc:
         raise UsageError(f"cannot read {batch.tasks}: {exc.strerror}") from None
     except ValueError as exc:
@@ -329,6 +330,9 @@ def batch_command(args: argparse.Namespace) -> int:
         raise UsageError(f"{batch.tasks} has no tasks")
     # four run's settings, with a stand-in task (each item brings its own).
     opts = options(argparse.Namespace(**{**vars(args), "task": "(each item's task)"}))
+    check_items(opts, items, batch.tasks)
+    if settings is not None and opts.mode != "quiet" and not opts.json:
+        print(f"settings from {settings}", file=sys.stderr)
     if opts.local is not None and (batch.processes or 0) > 1:
         raise UsageError("--local serves its model in each process it runs in: with it, "
                          "give --processes 1 or leave it out")  # fmt: skip

@@ -99,10 +99,14 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, Invoke | None, str]:
     batch = None
     tasks: list[str] = []
     if args.target == "batch":
+        from pathlib import Path
+
         from four.batch._items import read_items
         from four.cli._batch import batch_options
         from four.cli._errors import UsageError
+        from four.cli._launchfile import apply_settings
 
+        apply_settings(args, Path(args.tasks))  # the launch's four.toml, as four batch
         batch = batch_options(args)
         try:
             tasks = [item.task for item in read_items(batch.tasks)]
@@ -149,6 +153,7 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, Invoke | None, str]:
         workers=batch.workers if batch else None,
         budget=budget,
         local_window=local_window(opts),
+        workspace=opts.cwd,
     )
     from four.invoke import litellm_invoke, local_invoke
 

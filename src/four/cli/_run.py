@@ -26,6 +26,7 @@ from returns.result import Failure
 
 from four._outcomes import Outcome
 from four._types import JSON, Execute, Invoke, Message, Parse, Verify
+from four.cli import _mcp
 from four.cli import _settings as env
 from four.cli._errors import UsageError
 from four.cli._format import cost, fold, seconds, succeeded, tokens
@@ -88,6 +89,9 @@ class RunOptions:
     output_in_workspace: bool = False
     local: str | None = None
     """The model run on this machine (a registry name or a .gguf path), or None."""
+    mcp: tuple[str, ...] = ()
+    """MCP servers whose tools the agent gets (commands or URLs: four run --mcp)."""
+    mcp_env: tuple[str, ...] = ()
     resumes: str | None = None  # the trajectory this attempt continues (four run --resume)
     attempt: int = 1
 
@@ -228,6 +232,8 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
     mode = "quiet" if args.quiet else ("live" if tty else "lines")
     if toolcalls and domain != "bash":
         raise UsageError(f"--toolcalls is for the bash domain, not --domain {domain}")
+    if getattr(args, "mcp", None) and domain != "bash":
+        raise UsageError(f"--mcp is for the bash domain, not --domain {domain}")
     return RunOptions(
         task=task,
         domain=domain,
@@ -259,6 +265,8 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
         sign=getattr(args, "sign", None) or env.get("FOUR_SIGNING_KEY"),
         output_in_workspace=bool(getattr(args, "output_in_workspace", False)),
         local=local,
+        mcp=tuple(getattr(args, "mcp", None) or ()),
+        mcp_env=tuple(getattr(args, "mcp_env", None) or ()),
     )
 
 
@@ -425,21 +433,28 @@ def build(
     from four.invoke import budget_invoke, litellm_invoke, litellm_toolcall_invoke, retry_invoke
     from four.parse import toolcall_parse
 
+    try:
+        V2 = domain.environment(where)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    V1: Parse = toolcall_parse() if opts.toolcalls else domain.parse()
+    if opts.mcp:  # the servers' tools beside the shell
+        V2 = _mcp.start(opts.mcp, opts.mcp_env, V2)
+        V1 = _mcp.parser(V2, V1)
     G: Invoke
     if opts.local is not None:
         from four.invoke import local_invoke
 
         G = retry_invoke(local_invoke(opts.local, **local_settings()))
+    elif opts.toolcalls:
+        tools = _mcp.definitions(V2) if opts.mcp else []
+        G = retry_invoke(litellm_toolcall_invoke(model, tools=tools, api_base=opts.api_base,
+                                                 api_key=key, prices=opts.prices))  # fmt: skip
     else:
-        make = litellm_toolcall_invoke if opts.toolcalls else litellm_invoke
-        G = retry_invoke(make(model, api_base=opts.api_base, api_key=key, prices=opts.prices))
+        G = retry_invoke(litellm_invoke(model, api_base=opts.api_base, api_key=key,
+                                        prices=opts.prices))  # fmt: skip
     if opts.cost_limit:
         G = budget_invoke(G, cost_limit=opts.cost_limit)
-    V1: Parse = toolcall_parse() if opts.toolcalls else domain.parse()
-    try:
-        V2 = domain.environment(where)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
     return G, V1, V2
 
 
@@ -520,6 +535,8 @@ def main(args: argparse.Namespace) -> int:
         return 1
     where = setup(opts, signing)
     G, V1, V2 = build(opts, model, key, domain, where)
+    if opts.mcp:
+        system = _mcp.system(system, V2, opts.toolcalls)
     check_program(opts.check, V2, domain.name, opts.check_files)  # else it cannot be judged
     check = domain_check(opts, domain, where, V2)
     place = opts.env if domain.name == "bash" else domain.name

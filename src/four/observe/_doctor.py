@@ -523,6 +523,7 @@ class Plan:
     workers: int | None = None  # a batch's
     budget: Budget = field(default_factory=lambda: Budget(100))
     local_window: int | None = None  # with --local: its context size; no key, no endpoint
+    workspace: str | None = None  # where the commands start (--cwd)
 
 
 def cheap_checks(plan: Plan, server: Server | None = None) -> list[Check]:
@@ -548,6 +549,19 @@ def cheap_checks(plan: Plan, server: Server | None = None) -> list[Check]:
     return checks
 
 
+def _prompt_row(plan: Plan) -> Check:
+    """The prompt's commands against the tools' real interfaces (``four lint``)."""
+    from four.observe._interface import toolbox
+    from four.observe._lint import prompt_check
+
+    try:
+        tools = toolbox(plan.env, plan.workspace, image=plan.image)
+    except ValueError as exc:
+        return Check("prompt", "WARN", f"not checked: {exc}")
+    with tools:
+        return prompt_check(plan.system, plan.task, tools)
+
+
 def examine(plan: Plan, *, send_probe: bool = False, G: Invoke | None = None) -> list[Check]:
     """Every check of ``four doctor``, in order: ``cheap_checks``, then the endpoint
     (hosted: a TCP connection), the environment (a trivial command in it), the check's
@@ -567,6 +581,8 @@ def examine(plan: Plan, *, send_probe: bool = False, G: Invoke | None = None) ->
     if command is not None and len(ran) == 1:  # the environment did not run
         checks.append(Check("check", "WARN", "not checked: the environment does not run",
                             "fix the environment first"))  # fmt: skip
+    if len(ran) > 1 or (command is None and ran[0].status == "GO"):  # the environment runs
+        checks.append(_prompt_row(plan))
     if plan.workers is not None:
         checks.append(parallel(plan.workers, server))
     latency = None

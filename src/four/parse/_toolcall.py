@@ -51,7 +51,7 @@ class ToolcallParse:
             return Rejected(
                 call.id, f"There is no tool named {call.name!r}; nothing was run. {self.usage()}"
             )
-        arguments = _decode(cast(object, call.arguments))
+        arguments = arguments_of(cast(object, call.arguments))
         if isinstance(arguments, str):
             return Rejected(call.id, f"{arguments} Nothing was run. {self.usage()}")
         command = arguments.get(self.argument)
@@ -65,7 +65,7 @@ class ToolcallParse:
         return Action(command, call.id)
 
 
-def _decode(raw: object) -> Mapping[str, object] | str:
+def arguments_of(raw: object) -> Mapping[str, object] | str:
     """The arguments as a mapping, or the problem with them (as text)."""
     value = raw
     if isinstance(raw, str):

@@ -1,0 +1,172 @@
+"""What ``four batch TASKS`` takes from beside TASKS: ``four.toml`` (flags written down,
+as ``four plan`` leaves them) and each item's own settings.
+
+A key of ``four.toml`` is a long flag of ``four batch`` (``max-steps = 30``); a flag given
+on the command line wins over it, and it wins over the ``FOUR_*`` variables. A relative
+path in it is relative to its folder. An item of TASKS may carry ``domain``, ``check``,
+``check_files`` (relative to TASKS's folder), ``max_steps``, ``feedback``, ``cwd`` and
+``image``: that run's own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from four._types import JSON
+from four.batch._items import Item
+from four.cli._errors import UsageError
+
+if TYPE_CHECKING:
+    from four.cli._run import RunOptions
+
+NAME = "four.toml"
+_PATHS = frozenset({"system", "output_dir", "cwd", "sign"})
+_FIXED = frozenset({"tasks", "help", "redo", "quiet", "json", "check_files", "output_in_workspace"})
+ITEM_FIELDS = ("domain", "check", "check_files", "max_steps", "feedback", "cwd", "image")
+
+
+def apply_settings(args: argparse.Namespace, tasks: Path) -> Path | None:
+    """Fill the flags not given on the command line from ``four.toml`` beside ``tasks``;
+    the file read (None: there is none). A key that is no flag of ``four batch``, or a
+    value it does not take, is a ``UsageError`` naming the file."""
+    path = tasks.parent / NAME
+    if not path.is_file():
+        return None
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise UsageError(f"{path}: {getattr(exc, 'strerror', None) or exc}") from None
+    actions = _actions()
+    for key, value in data.items():
+        action = actions.get(key)
+        if action is None:
+            near = difflib.get_close_matches(key, sorted(actions), 1)
+            hint = f" (did you mean {near[0]}?)" if near else ""
+            raise UsageError(f"{path}: {key!r} is no setting of four batch{hint}")
+        if getattr(args, action.dest, None) is not None:
+            continue  # given on the command line
+        setattr(args, action.dest, _value(action, key, value, path))
+    return path
+
+
+def _actions() -> dict[str, argparse.Action]:
+    from four.cli import build_parser
+
+    parser = build_parser("batch")
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    found: dict[str, argparse.Action] = {}
+    for action in sub.choices["batch"]._actions:
+        if action.dest in _FIXED or action.default is not None:
+            continue
+        for spelling in action.option_strings:
+            if spelling.startswith("--"):
+                found[spelling[2:]] = action
+    return found
+
+
+def _value(action: argparse.Action, key: str, value: object, path: Path) -> object:
+    if isinstance(action, argparse.BooleanOptionalAction):
+        if not isinstance(value, bool):
+            raise UsageError(f"{path}: {key} must be true or false")
+        return value
+    if isinstance(value, bool | dict | list):
+        raise UsageError(f"{path}: {key} must be a string or a number")
+    text = str(value)
+    if action.dest in _PATHS:
+        text = str(path.parent / os.path.expanduser(text))
+    try:
+        converted = action.type(text) if callable(action.type) else text
+    except (ValueError, argparse.ArgumentTypeError) as exc:
+        raise UsageError(f"{path}: {key} = {value!r}: {exc}") from None
+    if action.choices is not None and converted not in action.choices:
+        raise UsageError(
+            f"{path}: {key} = {value!r}: use one of {', '.join(map(str, action.choices))}"
+        )
+    return converted
+
+
+def resolve_items(items: list[Item], tasks: Path) -> list[Item]:
+    """The items with each ``check_files`` source made relative to ``tasks``'s folder
+    (as the item was written, for a launch folder that moves)."""
+    base = tasks.parent.absolute()
+    out = []
+    for item in items:
+        files = item.fields.get("check_files")
+        if isinstance(files, list):
+            fixed: list[JSON] = []
+            for given in files:
+                dest, sep, source = str(given).rpartition("=")
+                where = source if os.path.isabs(source) else str(base / source)
+                fixed.append(f"{dest}{sep}{where}")
+            item = replace(item, fields={**item.fields, "check_files": fixed})
+        out.append(item)
+    return out
+
+
+def item_options(opts: RunOptions, task: str, fields: Mapping[str, JSON]) -> RunOptions:
+    """``opts`` for one item: its own ``ITEM_FIELDS`` over the batch's."""
+
+    def text(name: str) -> str | None:
+        value = fields.get(name)
+        return value if isinstance(value, str) and value else None
+
+    steps = fields.get("max_steps")
+    files = fields.get("check_files")
+    return replace(
+        opts,
+        task=task,
+        image=text("image") or opts.image,
+        cwd=text("cwd") or opts.cwd,
+        domain=text("domain") or opts.domain,
+        check=text("check") or opts.check,
+        check_files=tuple(str(f) for f in files) if isinstance(files, list) else opts.check_files,
+        max_steps=steps
+        if isinstance(steps, int) and not isinstance(steps, bool)
+        else opts.max_steps,
+        feedback=text("feedback") or opts.feedback,
+    )
+
+
+def check_items(opts: RunOptions, items: list[Item], tasks: Path) -> None:
+    """Each item's own settings are ones its run can take, or a ``UsageError`` naming the
+    item: before any model call, not in the middle of the night."""
+    from four.cli._run import load_domain, make_check
+    from four.domains import domain_names
+
+    for item in items:
+        where = f"{tasks}: item {item.id!r}"
+        fields = item.fields
+        for name in ("domain", "check", "feedback", "cwd", "image"):
+            if name in fields and not (isinstance(fields[name], str) and str(fields[name]).strip()):
+                raise UsageError(f"{where}: {name} must be a non-empty string")
+        steps = fields.get("max_steps")
+        if "max_steps" in fields and (
+            isinstance(steps, bool) or not isinstance(steps, int) or steps < 1
+        ):
+            raise UsageError(f"{where}: max_steps must be a whole number of at least 1")
+        files = fields.get("check_files")
+        if "check_files" in fields and not (
+            isinstance(files, list) and all(isinstance(f, str) for f in files)
+        ):
+            raise UsageError(f"{where}: check_files must be a list of [DEST=]DIR strings")
+        mine = item_options(opts, item.task, fields)
+        if mine.domain not in domain_names():
+            raise UsageError(
+                f"{where}: unknown domain {mine.domain!r}: use {', '.join(domain_names())}"
+            )
+        if mine.feedback not in ("full", "output", "verdict"):
+            raise UsageError(f"{where}: feedback {mine.feedback!r}: use full, output or verdict")
+        if mine.check_files and not mine.check:
+            raise UsageError(f"{where}: check_files need a check")
+        try:
+            load_domain(mine)
+            make_check(mine)
+        except UsageError as exc:
+            raise UsageError(f"{where}: {exc}") from None

@@ -1,0 +1,125 @@
+"""``four lint PROMPT... [--tool NAME ...]``: the commands a prompt tells the model to
+run, against the real interfaces of the tools (``four.observe._lint``).
+
+Exit codes: 0 every command checked matches its tool (a tool whose interface could not
+be read is printed as a note); 1 a program missing, or an unknown subcommand or option;
+2 a usage error (a prompt that cannot be read, is binary or too large).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING
+
+from four.cli._errors import UsageError
+
+if TYPE_CHECKING:
+    from four.observe._interface import Toolbox
+    from four.observe._lint import Finding
+
+DESCRIPTION = (
+    "Find every command PROMPT tells the model to run (fenced shell blocks, backticks, "
+    '"run X" sentences; a .jsonl tasks file: each task and its check) and check it '
+    "where the run's commands run: the program exists, and every subcommand and option "
+    "is in the tool's real interface (argparse introspected for Python tools, four "
+    "itself included; otherwise its --help, run sandboxed with a timeout). Unknown ones "
+    "are reported with file, line and the nearest real names. Exit 0 clean, 1 any "
+    "finding, 2 a usage error."
+)
+
+
+def flags(p: argparse.ArgumentParser) -> None:
+    """``four lint``'s flags."""
+    from four.cli import _add_env_flags
+    from four.domains import domain_names
+
+    p.add_argument(
+        "prompts",
+        metavar="PROMPT",
+        nargs="*",
+        help="a system prompt, a task, or a tasks .jsonl; '-' reads standard input",
+    )
+    p.add_argument(
+        "--tool",
+        metavar="NAME",
+        action="append",
+        default=[],
+        help="check only the commands of this program (repeatable; default: every command)",
+    )
+    p.add_argument(
+        "--domain",
+        metavar="NAME",
+        action="append",
+        default=[],
+        choices=domain_names(),
+        help="also lint this domain's built-in system prompt (repeatable)",
+    )
+    _add_env_flags(p)
+    for action in p._actions:  # here --command-timeout bounds each --help
+        if action.dest == "command_timeout":
+            action.help = "seconds one tool's --help (or introspection) may take [10]"
+    p.add_argument("--json", action="store_true", help="print the findings as JSON")
+
+
+def main(args: argparse.Namespace) -> int:
+    """Lint each prompt; print a line per finding (or JSON); the exit status."""
+    from four.cli import _settings as env
+    from four.cli._terminal import visible
+    from four.observe._interface import toolbox
+    from four.observe._lint import PromptError
+
+    if not args.prompts and not args.domain:
+        raise UsageError("give a PROMPT file (or -, or --domain NAME) to lint")
+    kind = args.env or env.get("FOUR_ENV") or "local"
+    try:
+        tools = toolbox(
+            kind, args.cwd, image=args.image or env.get("FOUR_IMAGE"),
+            timeout=args.command_timeout or 10.0,
+        )  # fmt: skip
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    found: list[Finding] = []
+    try:
+        found = _lint_all(args, tools)
+    except PromptError as exc:
+        raise UsageError(str(exc)) from None
+    finally:
+        tools.close()
+    problems = [f for f in found if f.problem]
+    if args.json:
+        rows = [{"source": f.source, "line": f.line, "kind": f.kind, "command": f.command,
+                 "word": f.word, "nearest": list(f.nearest), "detail": f.detail,
+                 "text": str(f)} for f in found]  # fmt: skip
+        print(json.dumps({"findings": rows, "problems": len(problems)}, indent=2))
+        return 1 if problems else 0
+    for finding in found:
+        print(visible(str(finding) if finding.problem else f"note: {finding}"))
+    print(f"{len(problems)} problems" if problems else "clean: every command matches its tool")
+    return 1 if problems else 0
+
+
+def _lint_all(args: argparse.Namespace, tools: Toolbox) -> list[Finding]:
+    """The findings of every prompt asked for, in order."""
+    from four.observe._lint import decode_prompt, lint_prompt, lint_text
+
+    found: list[Finding] = []
+    for name in args.domain:
+        found += lint_text(_domain_prompt(name), f"<{name} domain>", tools, only=args.tool)
+    for prompt in args.prompts:
+        if prompt == "-":
+            text = decode_prompt(sys.stdin.buffer.read(), "<stdin>")
+            found += lint_text(text, "<stdin>", tools, only=args.tool)
+        else:
+            found += lint_prompt(prompt, tools, only=args.tool)
+    return found
+
+
+def _domain_prompt(name: str) -> str:
+    from four.domains import DomainError, get_domain
+
+    try:
+        return get_domain(name).system
+    except DomainError as exc:
+        raise UsageError(str(exc)) from None

@@ -1,0 +1,158 @@
+"""MCP on the command line: ``four run --mcp CMD|URL`` (servers' tools beside the shell)
+and ``four mcp serve`` (``four`` as an MCP server, over stdio or streamable HTTP).
+
+Argument parsing and presentation only: the work is ``four.domains.mcp``'s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from four.cli._errors import UsageError
+from four.types import JSON, Execute, Parse
+
+if TYPE_CHECKING:
+    from four.domains.mcp import McpEnv
+
+EXTRA = "the MCP extra is not installed: pip install 'four-loop[mcp]'"
+
+
+def run_flags(p: argparse.ArgumentParser) -> None:
+    """``four run``'s MCP flags."""
+    p.add_argument(
+        "--mcp",
+        metavar="CMD|URL",
+        action="append",
+        default=[],
+        help="an MCP server whose tools the agent gets beside the shell: a command started "
+        "here (stdio, contained like a command) or an http(s) URL (repeatable; needs "
+        "four-loop[mcp])",
+    )
+    p.add_argument(
+        "--mcp-env",
+        metavar="NAME",
+        action="append",
+        default=[],
+        help="a variable of this environment passed to the --mcp servers even if it looks "
+        "secret, e.g. GITHUB_TOKEN (repeatable; others are filtered as for commands)",
+    )
+
+
+def start(servers: Sequence[str], inherit: Sequence[str], shell: Execute) -> McpEnv:
+    """The run's MCP servers started, with ``shell`` for every other action; a server
+    that cannot start is a usage error (the shell is closed then)."""
+    try:
+        from four.domains.mcp import StartError, mcp_env
+    except ImportError:
+        _close(shell)
+        raise UsageError(EXTRA) from None
+    try:
+        return mcp_env(*servers, shell=shell, inherit=tuple(inherit))
+    except (StartError, ValueError, TypeError, OSError) as exc:
+        _close(shell)
+        raise UsageError(f"--mcp: {exc}") from None
+
+
+def parser(env: McpEnv, base: Parse) -> Parse:
+    """V1 for the servers' tools, and ``base`` for the rest."""
+    from four.domains.mcp import mcp_parse
+
+    return mcp_parse(env, base)
+
+
+def definitions(V2: Execute) -> list[Mapping[str, JSON]]:
+    """The tool definitions of an MCP environment (none for another)."""
+    describe = getattr(V2, "definitions", None)
+    return list(describe()) if callable(describe) else []
+
+
+def system(text: str, V2: Execute, toolcalls: bool) -> str:
+    """The system prompt with the servers' tools: described in text mode; named in
+    tool-call mode, where their definitions go with every request."""
+    tools = getattr(V2, "tools", ())
+    if not tools:
+        return text
+    if toolcalls:
+        names = ", ".join(t.name for t in tools)
+        return f"{text}\nYou can also call these tools (from MCP servers): {names}.\n"
+    describe = getattr(V2, "describe", None)
+    return f"{text}\n{describe()}\n" if callable(describe) else text
+
+
+def _close(V2: Execute) -> None:
+    close = getattr(V2, "close", None)
+    if callable(close):
+        close()
+
+
+# --- four mcp serve ------------------------------------------------------------------
+
+
+def flags(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="mcp_command", metavar="SUBCOMMAND")
+    serve = sub.add_parser(
+        "serve",
+        help="serve four's verified runs to other agents",
+        description="Serve four as an MCP server (stdio, or streamable HTTP with --http): "
+        "tools to run a verified task in a folder (run_task), audit a run, show its outcome "
+        "and steps, list the runs; every saved run is a resource (four://runs/ID). Flags "
+        "after -- go to every `four run` (the model: -- --model NAME --api-base URL).",
+    )
+    serve.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        help="serve streamable HTTP at http://HOST:PORT/mcp (port 0: a free one; the URL is "
+        "printed on standard error); default: stdio",
+    )
+    serve.add_argument(
+        "--runs",
+        metavar="DIR",
+        help="where the runs are saved, outside the agents' folders [FOUR_OUTPUT_DIR, "
+        "$XDG_STATE_HOME/four/runs]",
+    )
+    serve.add_argument("run_flags", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+
+
+def _address(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise UsageError(f"--http {text}: give HOST:PORT, e.g. 127.0.0.1:8765 (port 0: any)")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def main(args: argparse.Namespace) -> int:
+    """``four mcp serve``: serve until Ctrl-C (exit 0), 2 for a usage error."""
+    if args.mcp_command != "serve":
+        raise UsageError("give a subcommand: four mcp serve")
+    try:
+        from four.domains.mcp._serve import ServeSettings, serve
+    except ImportError:
+        raise UsageError(EXTRA) from None
+    from four.cli import _settings as env
+    from four.cli._run import default_output_dir
+
+    run_flags = [f for f in args.run_flags if f != "--"] if args.run_flags else []
+    if any(f in ("--cwd", "-o", "--output-dir", "--json", "-q", "--quiet") for f in run_flags):
+        raise UsageError("the flags after -- may not set --cwd, -o, --json or -q: run_task does")
+    runs = Path(args.runs or env.get("FOUR_OUTPUT_DIR") or default_output_dir()).expanduser()
+    settings = ServeSettings(runs.resolve(), tuple(run_flags))
+    sys.stdout = sys.__stdout__  # the protocol's channel: written by the SDK as it is
+    try:
+        if args.http is None:
+            serve(settings)
+        else:
+            host, port = _address(args.http)
+
+            def listening(url: str) -> None:
+                print(f"four mcp serve: listening on {url}", file=sys.__stderr__, flush=True)
+
+            serve(settings, "http", host, port, listening)
+    except KeyboardInterrupt:
+        return 0
+    except OSError as exc:
+        raise UsageError(f"cannot serve: {exc.strerror or exc}") from None
+    return 0

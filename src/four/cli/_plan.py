@@ -1,0 +1,228 @@
+"""``four plan MISSION -o LAUNCH``: the loop compiles a mission into a validated launch;
+``four plan --check LAUNCH`` validates an (edited) launch again and seals it anew.
+
+Exit codes: 0 a valid launch was written (or the launch validates); 1 no plan validated
+(PLAN.md and the printed lines say why); 2 a usage error (an empty, binary or huge
+mission, a folder that already holds a launch, no model); 130 Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from four.cli._errors import UsageError
+
+if TYPE_CHECKING:
+    from four._types import Invoke
+    from four.domains.plan import Compiled, Launch
+    from four.trajectory._sign import SigningKey
+
+MAX_MISSION = 64 << 10
+"""Bytes of a mission at most: it is a paragraph for the planner, not a document."""
+
+
+def flags(p: argparse.ArgumentParser) -> None:
+    """``four plan``'s flags."""
+    from four.cli import _add_agent_flags, _number, _positive_int
+
+    p.add_argument(
+        "mission", metavar="MISSION", nargs="?", help="what the launch is for; '-' reads stdin"
+    )
+    p.add_argument("-o", "--output-dir", metavar="LAUNCH", help="the launch folder to write")
+    p.add_argument(
+        "--check",
+        metavar="LAUNCH",
+        dest="check_launch",
+        help="validate this launch again as its files are now; sealed anew if it passes",
+    )
+    _add_agent_flags(p)
+    p.add_argument(
+        "-w", "--workers", type=_positive_int, default=1, help="the launch's runs at once [1]"
+    )
+    p.add_argument(
+        "--max-steps", type=_positive_int, default=30, help="model calls per agent run at most [30]"
+    )
+    p.add_argument(
+        "--timeout", type=_number, default=1800.0, metavar="SECONDS",
+        help="wall-clock limit of each agent run [1800]",
+    )  # fmt: skip
+    p.add_argument("--cost-limit", type=_number, metavar="USD", help="USD per agent run [none]")
+    p.add_argument(
+        "--check-timeout", type=_number, default=120.0, metavar="SECONDS",
+        help="seconds a check may take when it is validated [120]",
+    )  # fmt: skip
+    p.add_argument(
+        "--attempts", type=_positive_int, default=6,
+        help="plans the model may write before planning stops [6]",
+    )  # fmt: skip
+    p.add_argument("--sign", metavar="KEY", help="sign the launch's seal with this private key")
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("-q", "--quiet", action="store_true", help="print only the final line")
+    group.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def main(args: argparse.Namespace) -> int:
+    """Plan (or check) a launch; print what was validated and rejected."""
+    from four.domains.plan import check_launch
+
+    signing = _signing(args)
+    if args.check_launch:
+        if args.mission is not None:
+            raise UsageError("--check LAUNCH takes the plan from the folder: give no MISSION")
+        try:
+            made = check_launch(args.check_launch, signing_key=signing)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        return _report(made, args)
+    mission = _mission(args.mission)
+    if not args.output_dir:
+        raise UsageError("give the launch folder: -o LAUNCH")
+    from four.domains.plan import compile_launch
+
+    launch, G = _launch(args)
+    made = compile_launch(mission, G, launch, max_steps=args.attempts, signing_key=signing)
+    return _report(made, args)
+
+
+def _mission(given: str | None) -> str:
+    from four.observe._lint import PromptError, decode_prompt
+
+    if given is None:
+        raise UsageError("give the MISSION (or - to read it, or --check LAUNCH)")
+    data = (
+        sys.stdin.buffer.read(MAX_MISSION + 1)
+        if given == "-"
+        else given.encode(errors="surrogateescape")
+    )
+    if len(data) > MAX_MISSION:
+        raise UsageError(f"the mission is longer than {MAX_MISSION >> 10} KiB: say what the "
+                         "launch is for in a few paragraphs")  # fmt: skip
+    try:
+        mission = decode_prompt(data, "the mission")
+    except PromptError as exc:
+        raise UsageError(str(exc)) from None
+    if not mission.strip():
+        raise UsageError("the mission is empty: say what the launch is for")
+    return mission
+
+
+def _signing(args: argparse.Namespace) -> SigningKey | None:
+    if not args.sign:
+        return None
+    from four.trajectory._sign import SigningError, SigningKey
+
+    try:
+        return SigningKey.load(args.sign)
+    except SigningError as exc:
+        raise UsageError(f"--sign: {exc}") from None
+
+
+def _launch(args: argparse.Namespace) -> tuple[Launch, Invoke]:
+    """The launch's settings and the planning model, checked before the first call."""
+    from four.cli import _settings as env
+    from four.cli._preflight import output_folder, refuse
+    from four.cli._preflight import resolve as resolve_hosted
+    from four.cli._run import local_model, local_settings
+    from four.domains._bash import environment as make_env
+    from four.domains.plan import Launch
+    from four.invoke import litellm_invoke, local_invoke, retry_invoke
+    from four.invoke._local import DEFAULT_CTX
+    from four.observe._doctor import environment, model_facts
+
+    folder = Path(args.output_dir).expanduser().absolute()
+    if (folder / "tasks.jsonl").exists():
+        raise UsageError(f"{folder} already holds a launch: choose another folder, or "
+                         f"four plan --check {folder} after editing it")  # fmt: skip
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"-o {folder}: it is a file, not a folder")
+    workspace = Path(args.cwd or ".").expanduser().absolute()
+    if not workspace.is_dir():
+        raise UsageError(f"--cwd {workspace}: not a folder")
+    from four.domains._bash import inside
+
+    if inside(folder, workspace):
+        raise UsageError(f"-o {folder} is inside the agents' workspace {workspace}, where "
+                         "their commands could read and change the launch: give a folder "
+                         "outside it")  # fmt: skip
+    kind = args.env or env.get("FOUR_ENV") or "local"
+    image = args.image or env.get("FOUR_IMAGE")
+    local = local_model(args)
+    model = local or args.model or env.get("FOUR_MODEL")
+    if not model:
+        raise UsageError("no model: give --model NAME or --local")
+    api_base = args.api_base or env.get("FOUR_API_BASE")
+    key = env.get("FOUR_API_KEY") or ("none" if api_base else None)
+    output_folder(str(folder))
+    ran = environment(
+        kind, lambda: make_env(kind, image=image, cwd=str(workspace), timeout=30), image
+    )
+    for check in ran:
+        refuse(check)
+    G: Invoke
+    if local is not None:
+        _local_ready(local)
+        G = retry_invoke(local_invoke(local, **local_settings()))
+        window: int | None = local_settings().get("ctx", DEFAULT_CTX)
+    else:
+        model, server = resolve_hosted(str(model), api_base, key)
+        G = retry_invoke(litellm_invoke(model, api_base=api_base, api_key=key))
+        window = model_facts(model).context_window or (server.context_window if server else None)
+    try:
+        launch = Launch(
+            folder, workspace, env=kind, image=image,
+            model=None if local else str(model), local=local, api_base=api_base,
+            workers=args.workers, max_steps=args.max_steps, timeout=args.timeout,
+            cost_limit=args.cost_limit or None,
+            command_timeout=args.command_timeout or 120.0, check_timeout=args.check_timeout,
+            window=window,
+        )  # fmt: skip
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return launch, G
+
+
+def _local_ready(name: str) -> None:
+    """The local model is pulled and its extra installed, or a usage error."""
+    import importlib.util
+
+    from returns.result import Failure
+
+    from four.models import find_model
+
+    found = find_model(name)
+    if isinstance(found, Failure):
+        raise UsageError(f"{found.failure()}; or give --model NAME for a hosted model")
+    if importlib.util.find_spec("xllamacpp") is None:
+        raise UsageError("--local needs the local extra: pip install 'four-loop[local]'")
+
+
+def _report(made: Compiled, args: argparse.Namespace) -> int:
+    from four.cli._terminal import visible
+
+    if args.json:
+        print(json.dumps({
+            "valid": made.valid, "outcome": made.outcome, "folder": str(made.folder),
+            "trajectory": str(made.trajectory),
+            "tasks": [t.id for t in made.plan.tasks] if made.plan else [],
+            "rejected": [{"attempt": r.attempt, "task": r.task, "reason": r.reason}
+                         for r in made.rejected],
+        }, indent=2))  # fmt: skip
+        return 0 if made.valid else 1
+    if not args.quiet:
+        for attempt in sorted({r.attempt for r in made.rejected}):
+            print(f"plan {attempt} rejected:", file=sys.stderr)
+            for r in made.rejected:
+                if r.attempt == attempt:
+                    print(visible(f"  - {r}"), file=sys.stderr)
+    if made.valid and made.plan is not None:
+        count = len(made.plan.tasks)
+        print(f"valid launch · {count} task{'s' * (count != 1)} · {made.folder} · "
+              f"four batch {made.folder / 'tasks.jsonl'}")  # fmt: skip
+        return 0
+    why = f" · {made.problem}" if made.problem else ""
+    print(f"no valid launch · {made.outcome}{why} · see {made.folder / 'PLAN.md'}")
+    return 1
