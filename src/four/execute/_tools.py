@@ -35,6 +35,7 @@ import sys
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Literal
@@ -109,6 +110,11 @@ class ToolHost(ClosedOnExit):
     """The interpreter of the tools written in Python (this one; in a container, its
     ``python3`` unless told otherwise)."""
     _closed: bool = field(default=False, repr=False)
+    _remove: weakref.finalize[[str, bool], ToolHost] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        # The folder goes with the host, also when nobody closes it (a run never begun).
+        self._remove = weakref.finalize(self, shutil.rmtree, self.folder, True)
 
     @property
     def kind(self) -> HostKind:
@@ -230,7 +236,8 @@ class ToolHost(ClosedOnExit):
             if callable(close):
                 close()
         finally:
-            shutil.rmtree(self.folder, ignore_errors=True)
+            if self._remove is not None:
+                self._remove()
 
 
 class Tail:
