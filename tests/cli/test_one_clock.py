@@ -55,24 +55,25 @@ def timed(
     return str(said["outcome"]), took, path
 
 
-def test_a_check_that_hangs_is_cut_when_the_time_is_spent(
-    server: LoopbackServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("reply", "flags"),
+    [
+        (SUBMIT, ("--check", "sleep 300.6161")),  # the check hangs
+        ("```bash\nsleep 300.6161\n```", ("--command-timeout", "600")),  # a long command
+    ],
+    ids=["check", "command"],
+)
+def test_what_runs_when_the_time_is_spent_is_cut(
+    reply: str,
+    flags: tuple[str, ...],
+    server: LoopbackServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    server.push(chat(SUBMIT))
-    outcome, took, _ = timed(
-        server, tmp_path, capsys, "--timeout", "3", "--check", "sleep 300.6161"
-    )
+    server.push(chat(reply))
+    outcome, took, _ = timed(server, tmp_path, capsys, "--timeout", "3", *flags)
     assert outcome.startswith("time_limit_reached"), outcome
     assert took < BOUND and not alive("300.6161")
-
-
-def test_a_command_longer_than_the_run_is_cut_at_its_end(
-    server: LoopbackServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    server.push(chat("```bash\nsleep 300.6162\n```"))
-    outcome, took, _ = timed(server, tmp_path, capsys, "--timeout", "3", "--command-timeout", "600")
-    assert outcome.startswith("time_limit_reached"), outcome
-    assert took < BOUND and not alive("300.6162")
 
 
 def test_the_last_judgement_is_cut_and_the_run_keeps_its_own_end(

@@ -29,7 +29,15 @@ from returns.result import Success
 from four import Action, Observation
 from four.execute._tools import ToolHost, python_prefixes, tool_host
 from four.parse import WholeFile
-from tests.execute.conftest import TEST_IMAGE, alive, bwrap_problem, docker_problem, need
+from tests.execute.conftest import (
+    TEST_IMAGE,
+    alive,
+    bwrap_problem,
+    containers_left,
+    docker_problem,
+    need,
+    need_service,
+)
 
 HOSTS = ("local", "sandbox", "docker")
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,10 +61,7 @@ def make_host(kind: str, workspace: Path) -> ToolHost:
 @pytest.fixture(params=HOSTS)
 def kind(request: pytest.FixtureRequest) -> str:
     name: str = request.param
-    if name == "sandbox":
-        need(bwrap_problem())
-    if name == "docker":
-        need(docker_problem())
+    need_service(name)
     return name
 
 
@@ -533,12 +538,4 @@ time.sleep(300)
 def _no_container_left() -> Iterator[None]:
     yield
     if docker_problem() is None:
-        from four.execute._docker import LABEL
-
-        left = subprocess.run(
-            ["docker", "ps", "-a", "-q", "--filter", f"label={LABEL}={os.getpid()}"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        ).stdout.split()
-        assert left == [], f"containers left behind: {left}"
+        assert containers_left() == []

@@ -14,16 +14,13 @@ import pytest
 
 from four.execute._interrupt import interrupt, interruptible
 from four.execute._tools import ToolHost, tool_host
-from tests.execute.conftest import TEST_IMAGE, alive, bwrap_problem, docker_problem, need
+from tests.execute.conftest import TEST_IMAGE, alive, need_service
 
 
 @pytest.fixture(params=["local", "sandbox", "docker"])
 def host(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ToolHost]:
     kind: str = request.param
-    if kind == "sandbox":
-        need(bwrap_problem())
-    if kind == "docker":
-        need(docker_problem())
+    need_service(kind)
     with tool_host(kind, tmp_path, timeout=30, image=TEST_IMAGE) as made:
         yield made
     assert not Path(made.folder).exists()  # the shared folder goes with the host

@@ -157,20 +157,7 @@ class ToolHost(ClosedOnExit):
         """Start a long-lived tool: stdin a pipe from us, stdout and stderr to ``output``
         (never this process's own: a tool never writes to the user's terminal)."""
         contained = self.contain(argv, cwd=cwd, env=env)
-        try:
-            proc = subprocess.Popen(
-                contained.argv,
-                stdin=subprocess.PIPE,
-                stdout=output,
-                stderr=subprocess.STDOUT,
-                cwd=contained.cwd,
-                env=contained.env,
-                start_new_session=True,  # a Ctrl-C at the terminal is ours to handle
-                close_fds=True,
-            )
-        except BaseException:
-            contained.end()
-            raise
+        proc = _spawn(contained, subprocess.PIPE, output, subprocess.STDOUT)
         return Started(proc, contained)
 
     def run(
@@ -189,20 +176,7 @@ class ToolHost(ClosedOnExit):
         if stopped():
             return ToolRun(None, b"", b"", stopped=True)
         contained = self.contain(argv, cwd=cwd, env=env)
-        try:
-            proc = subprocess.Popen(
-                contained.argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=contained.cwd,
-                env=contained.env,
-                start_new_session=True,
-                close_fds=True,
-            )
-        except BaseException:
-            contained.end()
-            raise
+        proc = _spawn(contained, subprocess.DEVNULL, subprocess.PIPE, subprocess.PIPE)
         command = running(proc.pid, contained.mark, contained.kill_inside)
         timed_out = False
         try:
@@ -279,6 +253,27 @@ class Tail:
         if not self._thread.is_alive():
             with contextlib.suppress(OSError):
                 os.close(self._read)
+
+
+def _spawn(
+    contained: Contained, stdin: int, stdout: IO[bytes] | int, stderr: int
+) -> subprocess.Popen[bytes]:
+    """Start a contained tool's launcher in a session of its own (a Ctrl-C at the
+    terminal is ours to handle); if it cannot start, what was made for it goes."""
+    try:
+        return subprocess.Popen(
+            contained.argv,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            cwd=contained.cwd,
+            env=contained.env,
+            start_new_session=True,
+            close_fds=True,
+        )
+    except BaseException:
+        contained.end()
+        raise
 
 
 def _collect(
