@@ -35,14 +35,14 @@ def test_a_tool_gets_the_environment_it_is_given_and_no_secret(
         'cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null | tr "\\0" "\\n" '
         f'| grep -c "sk-{token[:8]}""{token[8:]}"; echo "given=$GIVEN"; pwd'
     )
-    done = host.run(["bash", "-c", script], env=host.environment({"GIVEN": "yes"}), timeout=30)
+    done = host.run(["bash", "-c", script], env=host.environment({"GIVEN": "yes"}), timeout=120)
     assert done.returncode == 0, done
     assert done.stdout.decode().split() == ["0", "given=yes", host.workspace]
 
 
 def test_stdout_and_stderr_are_read_apart_and_bounded(host: ToolHost) -> None:
     script = "head -c 3000000 /dev/zero | tr '\\0' o; echo err >&2; exit 3"
-    done = host.run(["bash", "-c", script], timeout=30, limit=1000)
+    done = host.run(["bash", "-c", script], timeout=120, limit=1000)
     assert (done.returncode, done.stdout, done.stderr) == (3, b"o" * 1000, b"err\n")
 
 

@@ -30,6 +30,7 @@ import contextlib
 import os
 import selectors
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -196,7 +197,9 @@ class ToolHost(ClosedOnExit):
             for stream in (proc.stdout, proc.stderr):
                 if stream is not None:
                     stream.close()
-        if stopped() and (timed_out or code < 0):
+        # Killed because the run is being stopped: by a signal here, or inside a container
+        # (where its wrapper says 128 + 9).
+        if stopped() and (timed_out or code < 0 or code == 128 + signal.SIGKILL):
             return ToolRun(None, out, err, stopped=True)
         return ToolRun(None if timed_out else code, out, err, timed_out)
 
