@@ -27,8 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, TypeAlias
 
-from four.execute import Refused, Workspace
-from four.execute._tools import ToolHost, ToolRun
+from four.execute import Refused, ToolHost, ToolRun, Workspace
 
 Language: TypeAlias = Literal["c", "go", "rust"]
 LANGUAGES: tuple[Language, ...] = ("c", "go", "rust")
@@ -154,7 +153,7 @@ def toolchain_env(host: ToolHost, language: Language) -> dict[str, str]:
     for Rust, a ``CARGO_HOME`` of the run's own and the user's rustup toolchains.
 
     >>> import tempfile
-    >>> from four.execute._tools import tool_host
+    >>> from four.execute import tool_host
     >>> with tool_host("local", tempfile.mkdtemp()) as host:
     ...     toolchain_env(host, "go")["GOPROXY"]
     'off'

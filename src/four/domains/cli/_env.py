@@ -29,8 +29,7 @@ from four.domains.cli._build import (
     toolchain_folders,
     toolchain_problem,
 )
-from four.execute import Refused, Workspace
-from four.execute._tools import ToolHost, tool_host
+from four.execute import Refused, ToolHost, Workspace, tool_host
 from four.parse import EditAction, FileEdit, apply_edits, describe_edit
 from four.types import Action, ExecutionError, Observation, Submitted
 
