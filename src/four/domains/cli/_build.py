@@ -480,7 +480,7 @@ def source_line(workspace: Path, file: str, line: int) -> str:
     read only from a regular file inside the workspace, never through a symlink (an
     absolute path is read only when it names a file there).
 
-    >>> source_line(Path("/"), "/etc/passwd", 1)
+    >>> source_line(Path("/tmp"), "/etc/passwd", 1)
     ''
     """
     if not file or line < 1:
