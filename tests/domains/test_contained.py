@@ -260,6 +260,26 @@ def test_a_mypy_plugin_the_workspace_names_is_contained(
     assert settled(f"300.{tag}") == []
 
 
+def test_what_a_plugin_prints_never_reaches_the_terminal(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """mypy's own client writes what the daemon's plugins printed to its stdout: ours
+    does not (the plugin loads during the first check, inside the daemon's capture)."""
+    pytest.importorskip("mypy")
+    from four.domains.python import python_env
+
+    (tmp_path / "mypy.ini").write_text("[mypy]\nplugins = ./loud.py\n")
+    (tmp_path / "loud.py").write_text(
+        'import sys\nprint("\\x1b]52;c;UkFX\\x07PLUGIN-OUT")\nprint("PLUGIN-ERR", file=sys.stderr)\n'
+        "from mypy.plugin import Plugin\ndef plugin(version):\n    return Plugin\n"
+    )
+    with python_env(tmp_path) as env:
+        seen = env.edit([WholeFile("a.py", "x: int = 'no'\n")]).content
+    assert "Incompatible types in assignment" in seen  # the plugin loaded, the check ran
+    out, err = capfd.readouterr()
+    assert "PLUGIN-" not in out + err and "\x1b" not in out + err
+
+
 def test_ruff_and_mypy_configuration_shows_no_file_outside_the_workspace(
     secret: str, tmp_path: Path
 ) -> None:

@@ -18,6 +18,7 @@ import ast
 import asyncio
 import contextlib
 import functools
+import logging
 import math
 import os
 import shutil
@@ -408,6 +409,7 @@ class _Kernel:
             ip=os.path.join(folder, "ipc"),
             connection_file=os.path.join(folder, "kernel.json"),
             context=context,
+            log=_QUIET,
         )
         contained: Contained | None = None
         output: Tail | None = None
@@ -438,6 +440,7 @@ class _Kernel:
                 shutdown_kernel="immediate",
                 record_timing=False,
                 kernel_name=name,
+                log=_QUIET,
             )
             output = Tail()
             launched = client.async_start_new_kernel(
@@ -558,6 +561,12 @@ class _Kernel:
             self.output.close()
             shutil.rmtree(self.folder, ignore_errors=True)
 
+
+_QUIET = logging.getLogger("four.notebook.kernel")
+_QUIET.addHandler(logging.NullHandler())
+_QUIET.propagate = False
+"""jupyter_client's and nbclient's log: it may quote what a kernel sent (an unknown message
+type, raw), and what matters reaches the model as the cell's observation, not stderr."""
 
 MESSAGE_LIMIT = 64 << 20
 """Bytes of the largest message taken from a kernel (a larger one is dropped unread)."""

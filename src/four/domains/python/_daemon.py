@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
+import struct
 import sys
 import tempfile
 import time
@@ -51,6 +53,49 @@ threading.Thread(target=watch, daemon=True).start()
 from mypy.dmypy.client import main
 main(["--status-file", status, "daemon", "--timeout", sys.argv[2], "--", *sys.argv[3:]])
 """
+
+
+ANSWER_LIMIT = 16 << 20
+"""Bytes of the largest answer taken from the daemon (its plugins may be hostile)."""
+
+
+def ask_daemon(socket_path: str, files: list[str], timeout: float) -> dict[str, object]:
+    """One ``check`` request to a dmypy daemon, in mypy's framing (a 4-byte length, then
+    JSON), within ``timeout`` seconds. Not mypy's own client: that one writes what the
+    daemon says its plugins printed to this process's stdout and stderr (a plugin's
+    escape sequences would reach the user's terminal) and takes an answer of any size.
+    Raises OSError or ValueError when the daemon does not answer as it should."""
+    deadline = time.monotonic() + timeout
+    request = {"command": "check", "files": files, "export_types": False,
+               "is_tty": False, "terminal_width": 100}  # fmt: skip
+    data = json.dumps(request).encode()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.settimeout(timeout)
+        conn.connect(socket_path)
+        conn.sendall(struct.pack("!L", len(data)) + data)
+        while True:
+            (size,) = struct.unpack("!L", _read(conn, 4, deadline))
+            if size > ANSWER_LIMIT:
+                raise ValueError(f"an answer of {size} bytes, over the {ANSWER_LIMIT} taken")
+            answer = json.loads(_read(conn, size, deadline))
+            if not isinstance(answer, dict):
+                raise ValueError("an answer that is not a JSON object")
+            if answer.get("final"):  # earlier frames: what its plugins printed; not shown
+                return answer
+
+
+def _read(conn: socket.socket, size: int, deadline: float) -> bytes:
+    data = bytearray()
+    while len(data) < size:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("it took too long")
+        conn.settimeout(left)
+        more = conn.recv(min(size - len(data), 1 << 20))
+        if not more:
+            raise ConnectionError("it closed the connection")
+        data += more
+    return bytes(data)
 
 
 class Dmypy:
@@ -124,24 +169,13 @@ class Dmypy:
         (its client module costs half a second to start in a process of its own), else
         through ``dmypy check`` where the daemon runs."""
         if self.python == sys.executable:
-            from mypy.dmypy.client import request
-            from mypy.ipc import BadStatus
-
-            elsewhere = self._elsewhere()
-            if elsewhere is not None:
-                return Failure(elsewhere)
+            socket_path = self._socket()
+            if isinstance(socket_path, Failure):
+                return socket_path
             try:
-                response = request(
-                    str(self.status_file),
-                    "check",
-                    timeout=int(self.timeout),
-                    files=list(files),
-                    export_types=False,
-                )
-            except BadStatus as exc:
-                return Failure(f"the mypy daemon is gone: {exc}")
-            if "error" in response:
-                return Failure(f"the mypy daemon did not answer: {response['error']}")
+                response = ask_daemon(socket_path.unwrap(), list(files), self.timeout)
+            except (OSError, ValueError) as exc:
+                return Failure(f"the mypy daemon did not answer: {exc}")
             status, output = response.get("status"), str(response.get("out", ""))
             if status in (0, 1):
                 return Success(output)
@@ -166,19 +200,18 @@ class Dmypy:
         problem = (output + done.stderr.decode("utf-8", "replace")).strip()
         return Failure(f"dmypy failed (exit {done.returncode}): {problem[-500:]}")
 
-    def _elsewhere(self) -> str | None:
-        """Why the status file cannot be trusted, or None. It lies in the folder the tools
-        share with us (a tool may write there): the socket it names, which this process
-        connects to, must be the daemon's own, in that folder."""
+    def _socket(self) -> Result[str, str]:
+        """The daemon's socket, named by its status file. That file lies in the folder the
+        tools share with us (a tool may write there): the socket must be in that folder."""
         try:
             status = json.loads((self.status_file or Path()).read_text("utf-8"))
-            socket = str(status["connection_name"])
+            socket_path = str(status["connection_name"])
         except (OSError, ValueError, KeyError, TypeError):
-            return "the mypy daemon is gone: its status file cannot be read"
+            return Failure("the mypy daemon is gone: its status file cannot be read")
         folder = os.path.realpath(self.host.folder)
-        if not os.path.realpath(socket).startswith(folder + os.sep):
-            return "the mypy daemon's status file names a socket outside its folder"
-        return None
+        if not os.path.realpath(socket_path).startswith(folder + os.sep):
+            return Failure("the mypy daemon's status file names a socket outside its folder")
+        return Success(socket_path)
 
     def _client(self) -> list[str]:
         return [self.python, "-m", "mypy.dmypy", "--status-file", str(self.status_file)]
