@@ -223,6 +223,30 @@ def test_a_flood_of_output_is_cut_and_the_kernel_goes_on() -> None:
         assert "still here" in cell(env, "print('still here')").content
 
 
+def test_no_module_of_the_workspace_stands_in_for_a_tool(tmp_path: Path) -> None:
+    """A workspace's ruff/ and ipykernel_launcher.py would be checkers and a kernel that
+    say all is well: the tools start with a safe path; the cells still import from it."""
+    pytest.importorskip("ipykernel")
+    from four.checks import Claim
+    from four.domains.notebook import kernel_env, notebook_check
+    from four.domains.python import python_env
+    from four.quaternary import Verdict
+
+    (tmp_path / "ruff").mkdir()
+    (tmp_path / "ruff" / "__init__.py").write_text("")
+    (tmp_path / "ruff" / "__main__.py").write_text("print('[]')\n")  # "no problem"
+    (tmp_path / "mypy").mkdir()
+    (tmp_path / "mypy" / "__init__.py").write_text("raise SystemExit(0)\n")
+    (tmp_path / "ipykernel_launcher.py").write_text("raise SystemExit('not a kernel')\n")
+    (tmp_path / "helper.py").write_text("X = 5\n")
+    with python_env(tmp_path) as env:
+        seen = env.edit([WholeFile("a.py", "import os\nx: int = 'no'\n")]).content
+    assert "[ruff F401]" in seen and "[mypy assignment]" in seen, seen
+    with kernel_env(30, cwd=str(tmp_path)) as env:
+        assert "5" in cell(env, "import helper\nprint(helper.X)").content
+        assert notebook_check(env)(Claim("", (), env)).verdict == Verdict.YES
+
+
 # --- python -----------------------------------------------------------------------------
 
 PLUGIN = (

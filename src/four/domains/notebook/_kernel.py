@@ -59,16 +59,19 @@ stopped; its state is gone)."""
 
 _WARM_UP = """\
 def _four_warm_up():
-    import importlib.util
+    import importlib.util, sys
     if importlib.util.find_spec("matplotlib") is not None:
         import matplotlib.font_manager  # reads its font cache, or builds it: seconds, once
+    if "" not in sys.path:  # started with a safe path: the cells import from the workspace
+        sys.path.insert(0, "")
 _four_warm_up()
 del _four_warm_up
 """
 """Run in a new kernel before its first cell: matplotlib's font cache, when missing, is
 built now, not inside a cell's timeout (where the build takes seconds). Each matplotlib
 version keeps a cache of its own (``fontlist-v390.json``): another version's does not
-count, so the import decides (with the cache there, it costs milliseconds)."""
+count, so the import decides (with the cache there, it costs milliseconds). Then the
+working folder goes on the path, as in any Jupyter kernel (it started without it)."""
 
 
 @dataclass(eq=False, slots=True, weakref_slot=True)
@@ -396,7 +399,10 @@ class _Kernel:
         # A profile of its own, and no user site: what a cell of an earlier kernel left in
         # ~/.ipython (a startup file) or in the user's site-packages does not run here (the
         # notebook check's fresh kernel must start from nothing but the notebook).
-        environment = {**environment, "PYTHONNOUSERSITE": "1",
+        # PYTHONSAFEPATH: `python -m ipykernel_launcher` does not look in the workspace
+        # first (an ipykernel_launcher.py there would be a kernel that says every cell
+        # ran); the warm-up puts the workspace on the path afterwards, for the cells.
+        environment = {**environment, "PYTHONNOUSERSITE": "1", "PYTHONSAFEPATH": "1",
                        "IPYTHONDIR": os.path.join(folder, "ipython")}  # fmt: skip
         loop = asyncio.new_event_loop()
         # A message larger than this from the kernel drops its connection (zmq reconnects):

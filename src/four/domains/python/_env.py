@@ -57,8 +57,10 @@ class PythonEnv:
         if self.python is not None:
             self.host.python = self.python
         self.python = self.host.python
-        # The checkers run the workspace's configuration and plugins: no secrets.
-        self._env = self.host.environment()
+        # The checkers run the workspace's configuration and plugins: no secrets. And no
+        # module of the workspace in their place: `python -m ruff` would find a ruff/ of
+        # the workspace first (a checker that says nothing), unless the path is safe.
+        self._env = self.host.environment({"PYTHONSAFEPATH": "1"})
         self._start = self._files.snapshot((".py",))
         self._known = {}
         if self.mypy_flags is not None:
