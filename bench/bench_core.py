@@ -202,9 +202,16 @@ STEPS = ((0, 200), (10, 200), (100, 40))
 
 
 def child(folder: str) -> None:
-    """One process's figures for ``compare``: wall and CPU us per run (0 steps) or per step."""
+    """One process's figures for ``compare``: wall and CPU us per run (0 steps) or per
+    step, of ``run`` then of ``arun``."""
     with scratch(Path(folder)) as tmp:
-        print(*(f"{x:.2f}" for n, r in STEPS for x in loop_us_per_step(n, r, tmp)))
+        figures = [
+            x
+            for awaited in (False, True)
+            for n, r in STEPS
+            for x in loop_us_per_step(n, r, tmp, awaited)
+        ]
+        print(*(f"{x:.2f}" for x in figures))
 
 
 def instructions(other: str | None = None, steps: int = 10) -> None:
@@ -217,19 +224,20 @@ def instructions(other: str | None = None, steps: int = 10) -> None:
         return
     trees = {"this tree": ROOT} | ({other: Path(other).resolve()} if other else {})
     print(f"{steps} steps a run, trajectories on /dev/shm; instructions (callgrind)\n")
-    print("| tree | per run | per step |\n|---|---:|---:|")
-    for name, tree in trees.items():
-        counts = []
-        for runs in (10, 40):
-            done = subprocess.run(
-                ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-                 sys.executable, __file__, "runs", str(steps), str(runs), "/dev/shm"],
-                capture_output=True, text=True, check=True,
-                env={**os.environ, "PYTHONPATH": str(tree / "src")},
-            )  # fmt: skip
-            counts += [int(w) for w in done.stderr.split("Collected :")[1].split()[:1]]
-        per_run = (counts[1] - counts[0]) / 30
-        print(f"| {name} | {per_run:,.0f} | {per_run / max(steps, 1):,.0f} |")
+    print("| driver | tree | per run | per step |\n|---|---|---:|---:|")
+    for driver in ("run", "arun"):
+        for name, tree in trees.items():
+            counts = []
+            for runs in (10, 40):
+                done = subprocess.run(
+                    ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                     sys.executable, __file__, "runs", str(steps), str(runs), "/dev/shm", driver],
+                    capture_output=True, text=True, check=True,
+                    env={**os.environ, "PYTHONPATH": str(tree / "src")},
+                )  # fmt: skip
+                counts += [int(w) for w in done.stderr.split("Collected :")[1].split()[:1]]
+            per_run = (counts[1] - counts[0]) / 30
+            print(f"| `{driver}` | {name} | {per_run:,.0f} | {per_run / max(steps, 1):,.0f} |")
 
 
 def compare(other: str, rounds: int = 9, folder: str = "/dev/shm") -> None:
@@ -250,13 +258,15 @@ def compare(other: str, rounds: int = 9, folder: str = "/dev/shm") -> None:
             samples[name].append([float(x) for x in out.split()])
     print(f"trajectories on {folder}, median of {rounds} alternating processes\n")
     print("wall time, and in brackets the process's CPU time (less moved by other jobs)\n")
-    print("| tree | run of 0 steps, us | 10 steps, us/step | 100 steps, us/step |")
-    print("|---|---:|---:|---:|")
-    for name, rows in samples.items():
-        m = [statistics.median(column) for column in zip(*rows, strict=True)]
-        print(
-            f"| {name} | {m[0]:.0f} ({m[1]:.0f}) | {m[2]:.1f} ({m[3]:.1f}) | {m[4]:.1f} ({m[5]:.1f}) |"
-        )
+    print("| driver | tree | run of 0 steps, us | 10 steps, us/step | 100 steps, us/step |")
+    print("|---|---|---:|---:|---:|")
+    for i, driver in enumerate(("run", "arun")):
+        for name, rows in samples.items():
+            m = [statistics.median(column) for column in zip(*rows, strict=True)][i * 6 :]
+            print(
+                f"| `{driver}` | {name} | {m[0]:.0f} ({m[1]:.0f}) | {m[2]:.1f} ({m[3]:.1f}) "
+                f"| {m[4]:.1f} ({m[5]:.1f}) |"
+            )
 
 
 if __name__ == "__main__":
@@ -264,7 +274,7 @@ if __name__ == "__main__":
         child(sys.argv[2])  # four comes from PYTHONPATH, the tree under test
     elif sys.argv[1:2] == ["runs"]:  # counted by ``instructions``; four from PYTHONPATH
         with scratch(Path(sys.argv[4])) as tmp:
-            loop_us_per_step(int(sys.argv[2]), int(sys.argv[3]), tmp)
+            loop_us_per_step(int(sys.argv[2]), int(sys.argv[3]), tmp, sys.argv[5] == "arun")
     elif sys.argv[1:2] == ["instructions"]:
         instructions(sys.argv[2] if len(sys.argv) > 2 else None)
     elif sys.argv[1:2] == ["compare"]:

@@ -1,35 +1,43 @@
-"""Small real tasks on the built-in local model: four with and without --check, and
-mini-swe-agent, on the same server, the same tasks, in the same run.
+"""Small real tasks on the built-in local model: four plain, verified as before, and as a
+search of up to 4 attempts; and mini-swe-agent, on the same server, the same tasks, in
+the same run.
 
     python bench/run.py tasks
-    python bench/bench_tasks.py [--mini PATH/TO/mini] [--tasks id,id] [--runners four,check,mini]
+    python bench/bench_tasks.py [--tasks id,id] [--runners four,check,before,mini] [--rows F]
 
 Each task gets a fresh folder with its files, a prompt, and a deterministic check (a
 shell command run in that folder after the run, whatever the agent said): a task is
-solved when its check exits 0. Runners (ours task by task; mini-swe-agent's at the same
-time, on the server's second slot, so the machine's load hits them alike):
+solved when its check exits 0. A value is compared by its SHA-256, so no feedback can
+hand it over. Runners, as jobs on the server's ``LANES`` slots (the machine's load hits
+them alike):
 
 - ``four``: what ``four run --local`` builds (its default prompt, ``regex_parse``, the
-  ``local`` environment in the task's folder);
-- ``four --check``: the same, verified: a submission counts only once the check passes;
-- ``mini-swe-agent``: its ``mini`` command from a separate virtualenv (it is not our
-  dependency: ``--mini`` or ``$FOUR_BENCH_MINI``; the runner is left out if none),
-  with its text-based config and ``--model-class litellm_textbased``, on the same server.
+  ``local`` environment in the task's folder, the model's cycles broken);
+- ``four --check before``: verified as ``four run --check`` was before attempts (the model
+  told only that it failed, a reason told once, one run);
+- ``four --check, K attempts``: ``four run --check --attempts 4`` with its defaults
+  (``run_search``: the rows for 1 and 2 attempts are the first attempts of it);
+- ``mini-swe-agent``: mini-swe-agent 2.4.6 from a virtualenv of its own (not our
+  dependency: made under the user's cache folder, or ``--mini PATH``), its text-based
+  config and ``--model-class litellm_textbased``, on the same server.
 
-Budgets, the same for all: ``STEPS`` model calls, ``REPLY_TOKENS`` tokens a reply,
-``COMMAND_TIMEOUT`` seconds a command, ``RUN_SECONDS`` seconds a run. The model: ``$FOUR_BENCH_MODEL`` (default the
-registry's default, pulled with ``four model pull``).
+Budgets, the same for all: ``STEPS`` model calls a run (an attempt), ``REPLY_TOKENS``
+tokens a reply, ``COMMAND_TIMEOUT`` seconds a command, ``RUN_SECONDS`` seconds a run (a
+guard only). The model: ``$FOUR_BENCH_MODEL`` (default the registry's default, pulled
+with ``four model pull``).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -38,7 +46,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from four._types import Invoke, Verify
     from four.invoke import LocalInvoke
+    from four.search._attempt import SamplingArgs
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,7 +57,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 STEPS = 6
 REPLY_TOKENS = 256
 COMMAND_TIMEOUT = 30.0
-RUN_SECONDS = 600.0  # wall time of one run, for every runner
+RUN_SECONDS = 3600.0  # wall time of one run (an attempt), a guard: the budget is the steps
+LANES = 6  # jobs at once, one server slot each
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,26 +72,233 @@ class Task:
     check: str
 
 
+def value_check(path: str, answer: str) -> str:
+    """``path`` holds ``answer`` (blanks and newlines aside), compared by SHA-256: the
+    command names no answer, so no feedback level can hand it over."""
+    digest = hashlib.sha256(answer.encode()).hexdigest()
+    return f'test "$(tr -d " \\t\\r\\n" < {path} | sha256sum | cut -c1-64)" = {digest}'
+
+
+def lines_check(path: str, lines: Sequence[str]) -> str:
+    """``path`` holds ``lines`` (trailing blanks and empty lines aside), by digest."""
+    digest = hashlib.sha256("".join(f"{line}\n" for line in lines).encode()).hexdigest()
+    return (
+        f'test "$(awk \'{{sub(/[ \\t\\r]+$/, "")}} NF\' {path} | sha256sum | cut -c1-64)" '
+        f"= {digest}"
+    )
+
+
+def number_check(path: str, value: float) -> str:
+    """``path`` holds a number equal to ``value`` (``200`` or ``200.0``), by digest."""
+    digest = hashlib.sha256(repr(float(value)).encode()).hexdigest()
+    return (
+        "python3 -c \"import hashlib, sys; v = float(open('" + path + "').read().strip()); "
+        "sys.exit(hashlib.sha256(repr(v).encode()).hexdigest() != '" + digest + "')\""
+    )
+
+
+def output_check(command: str, lines: Sequence[str]) -> str:
+    """``command``'s output is ``lines``, by digest."""
+    digest = hashlib.sha256("".join(f"{line}\n" for line in lines).encode()).hexdigest()
+    return (
+        f'test "$({command} 2>/dev/null | awk \'{{sub(/[ \\t\\r]+$/, "")}} NF\' | sha256sum '
+        f'| cut -c1-64)" = {digest}'
+    )
+
+
+def notebook(*cells: tuple[str, str]) -> str:
+    """A notebook's JSON: (kind, source) cells, no outputs."""
+    return json.dumps(
+        {
+            "cells": [
+                {"cell_type": kind, "metadata": {}, "source": source}
+                | ({"outputs": [], "execution_count": None} if kind == "code" else {})
+                for kind, source in cells
+            ],
+            "metadata": {
+                "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
+            },
+            "nbformat": 4,
+            "nbformat_minor": 4,
+        },
+        indent=1,
+    )
+
+
 _LOG = (
     "2026-01-01 user1@example.com login ok\n2026-01-02 user2@mail.org login ok\n"
     "2026-01-03 user3@example.com login ok\n2026-01-04 user4@corp.net login ok\n"
     "2026-01-05 user5@mail.org login ok\n2026-01-06 user6@example.com login ok"
 )
+_APP_LOG = "".join(
+    f"12:{i:02d} {'ERROR disk full on /dev/sd' + 'abc'[i % 3] if i % 4 == 1 else 'INFO request ' + str(i)}\n"
+    for i in range(1, 23)
+)
+_WORDS = ("the", "quick", "brown", "fox")
+_POEM = "".join(f"line {i}: {_WORDS[i % 4]} {i * 7 % 13}\n" for i in range(1, 31))
+_STORY = "Once upon a time there was a small robot.\nIt liked to count words,\nand it counted them all day long.\n\nThe end.\n"
+_PEOPLE = (
+    "name,age,city\nAnn,34,Oslo\nBen,28,Rome\nCara,41,Lima\nDev,30,Kyiv\nEli,52,Pune\nFay,19,Nice\n"
+)
+_USERS = json.dumps(
+    [{"name": n, "active": a} for n, a in
+     [("ann", True), ("ben", False), ("cara", True), ("dev", True), ("eli", False), ("fay", True),
+      ("gus", False)]],
+    indent=1,
+)  # fmt: skip
+_SALES_NB = notebook(
+    ("markdown", "# Sales report"),
+    ("code", "sales = [120, 80, 45, 10, 35, 5]"),
+    ("markdown", "The total:"),
+    ("code", "total = sum(sales)\nprint(total)"),
+    ("code", "print(max(sales))"),
+)
 
 TASKS: tuple[Task, ...] = (
+    # --- shell: files and text ---------------------------------------------------------
     Task(
         "email-domains",
         "log.txt holds login lines with e-mail addresses. Write the unique e-mail domains "
         "(the part after @), sorted, one per line, to domains.txt.",
         {"log.txt": _LOG + "\n"},
-        "printf 'corp.net\\nexample.com\\nmail.org\\n' | diff - domains.txt",
+        lines_check("domains.txt", ["corp.net", "example.com", "mail.org"]),
     ),
     Task(
         "run-script",
         "Make the script hello.sh executable, run it, and save its output in out.txt.",
         {"hello.sh": '#!/bin/sh\necho "hello from $(basename "$0")"\n'},
-        "test -x hello.sh && grep -qx 'hello from hello.sh' out.txt",
+        "test -x hello.sh && " + lines_check("out.txt", ["hello from hello.sh"]),
     ),
+    Task(
+        "count-lines",
+        "Count the lines of all .py files under src/ (in all its subfolders) and write "
+        "only the total number to total.txt.",
+        {
+            "src/a.py": "x = 1\n" * 7,
+            "src/pkg/b.py": "y = 2\n" * 11,
+            "src/pkg/deep/c.py": "z = 3\n" * 5,
+            "src/notes.txt": "not python\n" * 40,
+        },
+        value_check("total.txt", "23"),
+    ),
+    Task(
+        "csv-sum",
+        "sales.csv has the columns region,amount. Write the total amount of the region "
+        "north to north.txt (just the number).",
+        {"sales.csv": "region,amount\nnorth,120\nsouth,80\nnorth,45\neast,10\nnorth,35\nsouth,5\n"},
+        number_check("north.txt", 200),
+    ),
+    Task(
+        "rename-ext",
+        "Rename every .txt file in the folder docs/ to the same name ending in .md.",
+        {"docs/intro.txt": "a\n", "docs/usage.txt": "b\n", "docs/faq.txt": "c\n"},
+        output_check("ls docs", ["faq.md", "intro.md", "usage.md"]),
+    ),
+    Task(
+        "json-version",
+        'In config.json, set "version" to "1.3.0" and keep every other key as it is.',
+        {"config.json": '{"name": "demo", "version": "1.2.3", "debug": false}\n'},
+        "python3 -c \"import json; d=json.load(open('config.json')); "
+        "assert d == {'name': 'demo', 'version': '1.3.0', 'debug': False}\"",
+    ),
+    Task(
+        "replace-word",
+        "In notes.txt, replace every occurrence of the word colour with color.",
+        {"notes.txt": "The colour of the sky.\nA colour chart.\nNo change here.\n"},
+        lines_check("notes.txt", ["The color of the sky.", "A color chart.", "No change here."]),
+    ),
+    Task(
+        "word-count",
+        "How many words does story.txt have? Write only the number to words.txt.",
+        {"story.txt": _STORY},
+        value_check("words.txt", str(len(_STORY.split()))),
+    ),
+    Task(
+        "largest-file",
+        "Which file in the folder data/ is the largest? Write only its name (without the "
+        "folder) to largest.txt.",
+        {"data/a.bin": "x" * 300, "data/b.bin": "x" * 4000, "data/c.bin": "x" * 1200},
+        value_check("largest.txt", "b.bin"),
+    ),
+    Task(
+        "unique-names",
+        "names.txt has one name per line, some of them repeated. Write each name once, "
+        "sorted alphabetically, one per line, to unique.txt.",
+        {"names.txt": "mia\nleo\nada\nmia\nzoe\nleo\nada\nbob\n"},
+        lines_check("unique.txt", ["ada", "bob", "leo", "mia", "zoe"]),
+    ),
+    Task(
+        "count-errors",
+        "How many lines of app.log contain the word ERROR? Write only the number to count.txt.",
+        {"app.log": _APP_LOG},
+        value_check("count.txt", str(_APP_LOG.count("ERROR"))),
+    ),
+    Task(
+        "extract-errors",
+        "Write every line of app.log that contains ERROR, in the same order, to errors.txt.",
+        {"app.log": _APP_LOG},
+        lines_check("errors.txt", [line for line in _APP_LOG.splitlines() if "ERROR" in line]),
+    ),
+    Task(
+        "env-port",
+        "config.env holds KEY=VALUE lines. Write the value of PORT (only the value) to port.txt.",
+        {"config.env": "HOST=localhost\n# PORT=80 is the old one\nPORT=8471\nDEBUG=0\n"},
+        value_check("port.txt", "8471"),
+    ),
+    Task(
+        "older-than-30",
+        "people.csv has the columns name,age,city. Write the names of the people older "
+        "than 30, one per line, in the order of the file, to older.txt.",
+        {"people.csv": _PEOPLE},
+        lines_check("older.txt", ["Ann", "Cara", "Eli"]),
+    ),
+    Task(
+        "sort-numbers",
+        "numbers.txt has one integer per line. Write them sorted from smallest to largest, "
+        "one per line, to sorted.txt.",
+        {"numbers.txt": "42\n7\n-3\n105\n0\n18\n"},
+        lines_check("sorted.txt", ["-3", "0", "7", "18", "42", "105"]),
+    ),
+    Task(
+        "line-18",
+        "Write line 18 of poem.txt (the whole line, as it is) to line.txt.",
+        {"poem.txt": _POEM},
+        lines_check("line.txt", [_POEM.splitlines()[17]]),
+    ),
+    Task(
+        "tar-archive",
+        "Make a gzip-compressed tar archive backup.tar.gz of the folder notes/ (the folder "
+        "itself inside the archive, as notes/...).",
+        {"notes/a.txt": "alpha\n", "notes/b.txt": "beta\n"},
+        output_check("tar tzf backup.tar.gz | grep -v '/$' | sort", ["notes/a.txt", "notes/b.txt"]),
+    ),
+    Task(
+        "delete-tmp",
+        "Delete every file whose name ends in .tmp anywhere under work/ (in all subfolders); "
+        "keep every other file.",
+        {
+            "work/a.tmp": "",
+            "work/keep.txt": "k\n",
+            "work/sub/b.tmp": "",
+            "work/sub/c.py": "",
+            "work/sub/deep/d.tmp": "",
+        },
+        output_check("find work -type f | sort", ["work/keep.txt", "work/sub/c.py"]),
+    ),
+    Task(
+        "checksum",
+        "Write the SHA-256 checksum of data.bin (only its 64 hex digits) to sum.txt.",
+        {"data.bin": "four functions compose\n" * 3},
+        value_check("sum.txt", hashlib.sha256(b"four functions compose\n" * 3).hexdigest()),
+    ),
+    Task(
+        "active-users",
+        'users.json holds a list of users. How many of them have "active": true? Write '
+        "only the number to active.txt.",
+        {"users.json": _USERS},
+        value_check("active.txt", "4"),
+    ),
+    # --- Python: fix or write code ---------------------------------------------------------
     Task(
         "doctest-prime",
         "Implement the function is_prime in primes.py so that `python3 -m doctest "
@@ -93,26 +311,6 @@ TASKS: tuple[Task, ...] = (
         },
         "python3 -m doctest primes.py && python3 -c 'import primes; "
         "assert primes.is_prime(7919) and not primes.is_prime(7917)'",
-    ),
-    Task(
-        "count-lines",
-        "Count the lines of all .py files under src/ (in all its subfolders) and write "
-        "only the total number to total.txt.",
-        {
-            "src/a.py": "x = 1\n" * 7,
-            "src/pkg/b.py": "y = 2\n" * 11,
-            "src/pkg/deep/c.py": "z = 3\n" * 5,
-            "src/notes.txt": "not python\n" * 40,
-        },
-        'test "$(tr -d " \\n" < total.txt)" = 23',
-    ),
-    Task(
-        "csv-sum",
-        "sales.csv has the columns region,amount. Write the total amount of the region "
-        "north to north.txt (just the number).",
-        {"sales.csv": "region,amount\nnorth,120\nsouth,80\nnorth,45\neast,10\nnorth,35\nsouth,5\n"},
-        "python3 -c \"import sys; v=float(open('north.txt').read().strip()); "
-        'sys.exit(0 if v == 200 else 1)"',
     ),
     Task(
         "fix-bug",
@@ -129,32 +327,102 @@ TASKS: tuple[Task, ...] = (
         "python3 -c 'import calc; assert calc.add(10, 4) == 14'",
     ),
     Task(
-        "rename-ext",
-        "Rename every .txt file in the folder docs/ to the same name ending in .md.",
-        {"docs/intro.txt": "a\n", "docs/usage.txt": "b\n", "docs/faq.txt": "c\n"},
-        'test "$(ls docs | sort | tr "\\n" " ")" = "faq.md intro.md usage.md "',
-    ),
-    Task(
-        "json-version",
-        'In config.json, set "version" to "1.3.0" and keep every other key as it is.',
-        {"config.json": '{"name": "demo", "version": "1.2.3", "debug": false}\n'},
-        "python3 -c \"import json; d=json.load(open('config.json')); "
-        "assert d == {'name': 'demo', 'version': '1.3.0', 'debug': False}\"",
-    ),
-    Task(
         "fizzbuzz",
         "Write a Python script fizz.py that prints the numbers 1 to 15, one per line, "
         "but Fizz for multiples of 3, Buzz for multiples of 5, and FizzBuzz for both.",
         {},
-        "python3 fizz.py | diff - <(printf '1\\n2\\nFizz\\n4\\nBuzz\\nFizz\\n7\\n8\\nFizz\\n"
-        "Buzz\\n11\\nFizz\\n13\\n14\\nFizzBuzz\\n')",
+        output_check(
+            "python3 fizz.py",
+            [
+                "1",
+                "2",
+                "Fizz",
+                "4",
+                "Buzz",
+                "Fizz",
+                "7",
+                "8",
+                "Fizz",
+                "Buzz",
+                "11",
+                "Fizz",
+                "13",
+                "14",
+                "FizzBuzz",
+            ],
+        ),
     ),
     Task(
-        "replace-word",
-        "In notes.txt, replace every occurrence of the word colour with color.",
-        {"notes.txt": "The colour of the sky.\nA colour chart.\nNo change here.\n"},
-        "! grep -q colour notes.txt && test $(grep -c color notes.txt) = 2 && "
-        "grep -qx 'No change here.' notes.txt",
+        "fix-index",
+        "`python3 stats.py` crashes with an IndexError. Fix the function last() in "
+        "stats.py so that it returns the last element of the list.",
+        {
+            "stats.py": "def last(xs):\n    return xs[len(xs)]\n\n\nprint(last([3, 1, 4, 1, 5, 9]))\n"
+        },
+        output_check("python3 stats.py", ["9"])
+        + " && python3 -c 'import stats; assert stats.last([7, 8]) == 8' >/dev/null",
+    ),
+    Task(
+        "greet-arg",
+        "Change greet.py so that `python3 greet.py Ann` prints `Hello, Ann!` (the name "
+        "comes from the first command-line argument).",
+        {"greet.py": 'name = "World"\nprint(f"Hello, {name}!")\n'},
+        output_check("python3 greet.py Zed", ["Hello, Zed!"]),
+    ),
+    Task(
+        "mean-empty",
+        "`python3 -m unittest test_mean` fails: mean() of an empty list must return 0. "
+        "Fix mean.py (do not change the tests).",
+        {
+            "mean.py": "def mean(xs):\n    return sum(xs) / len(xs)\n",
+            "test_mean.py": "import unittest\n\nfrom mean import mean\n\n\n"
+            "class T(unittest.TestCase):\n    def test_empty(self):\n"
+            "        self.assertEqual(mean([]), 0)\n\n    def test_values(self):\n"
+            "        self.assertEqual(mean([2, 4]), 3)\n",
+        },
+        "python3 -m unittest -q test_mean 2>/dev/null && "
+        "python3 -c 'import mean; assert mean.mean([1, 2, 3, 6]) == 3'",
+    ),
+    # --- notebooks ----------------------------------------------------------------------------
+    Task(
+        "nb-count-cells",
+        "How many code cells does the Jupyter notebook report.ipynb have? Write only the "
+        "number to cells.txt.",
+        {"report.ipynb": _SALES_NB},
+        value_check("cells.txt", "3"),
+    ),
+    Task(
+        "nb-to-script",
+        "Write the source of every code cell of the Jupyter notebook report.ipynb, in "
+        "order, to report.py, so that `python3 report.py` prints what the notebook prints.",
+        {"report.ipynb": _SALES_NB},
+        output_check("python3 report.py", ["295", "120"]),
+    ),
+    Task(
+        "nb-execute",
+        "Run the Jupyter notebook report.ipynb so that its outputs are saved in the file "
+        "itself (`jupyter execute` is installed).",
+        {"report.ipynb": _SALES_NB},
+        output_check(
+            "python3 -c \"import json; nb = json.load(open('report.ipynb')); "
+            "[print(''.join(o.get('text', '')).strip()) for c in nb['cells'] for o in c.get('outputs', [])]\"",
+            ["295", "120"],
+        ),
+    ),
+    Task(
+        "nb-fix-cell",
+        "The notebook calc.ipynb fails when it runs: a cell uses a name before any cell "
+        "defines it. Fix the notebook (keep its cells, in order) so that `jupyter execute "
+        "calc.ipynb` runs without an error.",
+        {
+            "calc.ipynb": notebook(
+                ("code", "prices = [3, 5, 8]"),
+                ("code", "print(sum(prices) * rate)"),
+            )
+        },
+        'jupyter execute calc.ipynb >/dev/null 2>&1 && python3 -c "import json; '
+        "nb = json.load(open('calc.ipynb')); cells = [c for c in nb['cells'] if c['cell_type'] == 'code']; "
+        "assert len(cells) >= 2 and 'prices' in ''.join(cells[0]['source'])\"",
     ),
 )
 
@@ -187,43 +455,150 @@ class Result:
     steps: int
     tokens: int
     seconds: float
+    format_errors: int = 0
+    replies: int = 0
 
 
-def run_four(task: Task, folder: Path, out: Path, *, verified: bool) -> tuple[str, int, int]:
-    """One run as ``four run --local`` makes it; (outcome, steps, tokens)."""
+def cycle_breaking_invoke(G: Invoke) -> Invoke:
+    """G as ``four run`` wraps it: a model repeating itself is resampled."""
+    from four.invoke import cycle_breaking_invoke as breaking
+
+    return breaking(G)
+
+
+def local_g(sampling: SamplingArgs | None = None) -> LocalInvoke:
+    from four.invoke import local_invoke
+
+    # A slot a lane, each keeping its prompt cache. One thread: on a shared machine two
+    # threads wait for each other at every barrier.
+    model = os.environ.get("FOUR_BENCH_MODEL")
+    if sampling is None:
+        return local_invoke(model, max_tokens=REPLY_TOKENS, parallel=LANES, threads=1)
+    return local_invoke(model, max_tokens=REPLY_TOKENS, parallel=LANES, threads=1, **sampling)
+
+
+def _saved(path: Path) -> tuple[str, int, int, int]:
+    """Outcome, steps, tokens and format errors of a sealed trajectory."""
+    doc = json.loads(Path(path).read_text())
+    stats = doc.get("stats") or {}
+    usage = stats.get("usage") or {}
+    tokens = int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0))
+    return (
+        str(doc.get("outcome")),
+        int(stats.get("steps") or 0),
+        tokens,
+        int(stats.get("format_errors") or 0),
+    )
+
+
+def run_plain(task: Task, folder: Path, out: Path) -> list[Result]:
+    """One run as ``four run --local`` makes it (no check)."""
+    return _single("four", task, folder, out, None)
+
+
+def run_verified_before(task: Task, folder: Path, out: Path) -> list[Result]:
+    """``four run --check`` as it was before attempts: one run, the model told only that it
+    failed (``verdict``), a reason told once."""
+    from four.checks import command_check, verify
+
+    check = verify(command_check(task.check, timeout=60), retries_per_reason=1)
+    return _single("four --check before (verdict, 1 retry, 1 run)", task, folder, out, check)
+
+
+def _single(name: str, task: Task, folder: Path, out: Path, check: Verify | None) -> list[Result]:
     from four import run
-    from four.checks import command_check
     from four.cli._envs import make_env
     from four.cli._prompts import default_system
     from four.cli._run import Deadline
     from four.parse import regex_parse
     from four.trajectory import save_trajectory
 
+    start = time.monotonic()
     path = run(
-        local_g(),
+        cycle_breaking_invoke(local_g()),
         regex_parse(),
         make_env("local", cwd=str(folder), timeout=COMMAND_TIMEOUT),
         save_trajectory(out),
         default_system(False),
         task.prompt,
         STEPS,
-        check=command_check(task.check, timeout=60) if verified else None,
+        check=check,
         watch=Deadline(RUN_SECONDS),
     )
-    doc = json.loads(Path(path).read_text())
-    stats = doc.get("stats") or {}
-    usage = stats.get("usage") or {}
-    tokens = int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0))
-    return str(doc.get("outcome")), int(stats.get("steps") or 0), tokens
+    outcome, steps, tokens, errors = _saved(path)
+    seconds = time.monotonic() - start
+    return [Result(name, task.id, solved(task, folder), outcome, steps, tokens, seconds,
+                   errors, steps)]  # fmt: skip
 
 
-def local_g() -> LocalInvoke:
-    from four.invoke import local_invoke
+def run_search(task: Task, folder: Path, out: Path) -> list[Result]:
+    """``four run --local --check CMD --attempts 4`` as the command builds it (its default
+    feedback and retries), every attempt's copy kept; rows for 1, 2 and 4 attempts.
 
-    # Two slots: four's prompt and mini-swe-agent's each keep their own prompt cache.
-    # One thread: on a shared machine two threads wait for each other at every barrier.
-    model = os.environ.get("FOUR_BENCH_MODEL")
-    return local_invoke(model, max_tokens=REPLY_TOKENS, parallel=2, threads=1)
+    Attempt i samples with seed i - 1 (temperature 0 for the first, then
+    ``DEFAULT_TEMPERATURE``), whatever K is, so a search of K attempts is exactly the first
+    K attempts of this one: its folder is the first accepted attempt's, else the K-th's."""
+    from four.checks import command_check, verify
+    from four.cli._envs import make_env
+    from four.cli._prompts import default_system
+    from four.cli._run import DEFAULT_RETRIES_PER_REASON, VISIBLE_FEEDBACK, Deadline
+    from four.parse import regex_parse
+    from four.search import Attempt, Search
+    from four.trajectory import save_trajectory
+
+    check = verify(
+        command_check(task.check, timeout=60, feedback=VISIBLE_FEEDBACK),  # type: ignore[arg-type]
+        retries_per_reason=DEFAULT_RETRIES_PER_REASON,
+    )
+
+    def make(a: Attempt) -> Path:
+        return a.run(
+            cycle_breaking_invoke(local_g(a.sampling)),
+            regex_parse(),
+            make_env("local", cwd=a.cwd, timeout=COMMAND_TIMEOUT),
+            save_trajectory(out),
+            default_system(False),
+            max_steps=STEPS,
+            check=check,
+            watch=Deadline(RUN_SECONDS),
+        )
+
+    search: Search[Path] = Search(
+        max(ATTEMPTS), task.prompt, workspace=folder, record_dir=out, keep_copies=True
+    )
+    search.run(make)
+    copies = search.copies
+    assert copies is not None
+    rows: list[Result] = []
+    for k in ATTEMPTS:
+        members = search.members[:k]
+        first = next((m for m in members if m.accepted), None)
+        used = members[: first.link.index] if first else members
+        last = used[-1]
+        chosen = copies / f"attempt-{last.link.index}"
+        errors = replies = 0
+        for m in used:
+            assert m.path is not None
+            _, steps, _, errs = _saved(m.path)
+            errors, replies = errors + errs, replies + steps
+        rows.append(
+            Result(
+                f"four --check, {k} attempt{'s' if k > 1 else ''}",
+                task.id,
+                solved(task, chosen),
+                last.outcome.text,
+                sum(m.steps for m in used),
+                sum(m.usage.total_tokens for m in used),
+                sum(m.seconds for m in used),
+                errors,
+                replies,
+            )
+        )
+    whole = rows[-1]
+    if solved(task, folder) != whole.solved:  # the user's folder is the chosen attempt's
+        raise AssertionError(f"{task.id}: the workspace is not the result's")
+    shutil.rmtree(copies, ignore_errors=True)
+    return rows
 
 
 MINI_CONFIG = """\
@@ -245,8 +620,15 @@ environment:
 """
 
 
-def run_mini(mini: str, task: Task, folder: Path, out: Path) -> tuple[str, int, int]:
-    """One mini-swe-agent run on the same server; (exit status, steps, tokens)."""
+def run_mini(mini: str, task: Task, folder: Path, out: Path) -> list[Result]:
+    """One mini-swe-agent run on the same server."""
+    start = time.monotonic()
+    status, steps, tokens = _mini(mini, task, folder, out)
+    seconds = time.monotonic() - start
+    return [Result("mini-swe-agent", task.id, solved(task, folder), status, steps, tokens, seconds)]
+
+
+def _mini(mini: str, task: Task, folder: Path, out: Path) -> tuple[str, int, int]:
     server = local_g().server().unwrap()
     extra = out / f"{task.id}.yaml"
     extra.write_text(
@@ -290,52 +672,100 @@ def mini_stats(traj: Path) -> tuple[str, int, int]:
     return str(info.get("exit_status")), steps, tokens
 
 
-Runner = Callable[[Task, Path, Path], tuple[str, int, int]]
+MINI_VERSION = "2.4.6"
+
+
+def install_mini() -> str:
+    """mini-swe-agent 2.4.6 in a virtualenv of its own (under the user's cache folder,
+    made once): it is the baseline, not a dependency of four. Its ``mini`` command."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    venv = cache / "four-bench" / f"mini-swe-agent-{MINI_VERSION}"
+    mini = venv / "bin" / "mini"
+    if not mini.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run(
+            [str(venv / "bin" / "pip"), "install", "-q", f"mini-swe-agent=={MINI_VERSION}"],
+            check=True,
+        )
+    return str(mini)
+
+
+Runner = Callable[[Task, Path, Path], list[Result]]
+ATTEMPTS = (1, 2, 4)
 
 
 def runners(mini: str | None) -> dict[str, Runner]:
     chosen: dict[str, Runner] = {
-        "four": lambda t, f, o: run_four(t, f, o, verified=False),
-        "four --check": lambda t, f, o: run_four(t, f, o, verified=True),
+        "four": run_plain,
+        "check": run_search,
+        "before": run_verified_before,
     }
     if mini:
-        chosen["mini-swe-agent"] = lambda t, f, o: run_mini(mini, t, f, o)
+        chosen["mini"] = lambda t, f, o: run_mini(mini, t, f, o)
     return chosen
 
 
-def bench(tasks: Sequence[Task], chosen: Mapping[str, Runner], keep: Path | None) -> list[Result]:
-    """Every runner on every task. mini-swe-agent's runs go beside ours, on the server's
-    second slot (its prompt cached there), so one run of the bench fits in an hour."""
+def bench(
+    tasks: Sequence[Task],
+    chosen: Mapping[str, Runner],
+    keep: Path | None,
+    rows: Path | None = None,
+    lanes: int = LANES,
+) -> list[Result]:
+    """Every runner on every task, ``lanes`` jobs at a time on the server's slots (a
+    slot's prompt cache serves its job's steps; several replies decoded together cost
+    little more than one). Each row is printed, and appended to ``rows`` as it comes;
+    jobs whose rows are there already are not run again (a bench cut short goes on)."""
+    done = _read_rows(rows)
+    names = {
+        "four": "four",
+        "check": "four --check,",
+        "before": "four --check before",
+        "mini": "mini-swe-agent",
+    }
+    jobs = [
+        (task, name) for task in tasks for name in chosen
+        if not any(r.task == task.id and r.runner.startswith(names[name]) for r in done)
+    ]  # fmt: skip
     parent = Path(tempfile.mkdtemp(prefix="four-bench-tasks-"))
-    jobs = [(task, name, runner) for task in tasks for name, runner in chosen.items()]
-    lanes = [
-        [j for j in jobs if j[1] != "mini-swe-agent"],
-        [j for j in jobs if j[1] == "mini-swe-agent"],
-    ]
+    lock = threading.Lock()
 
-    def lane(jobs: list[tuple[Task, str, Runner]]) -> list[Result]:
-        return [_one(task, name, runner, parent) for task, name, runner in jobs]
+    def job(item: tuple[Task, str]) -> list[Result]:
+        task, name = item
+        results = _one(task, name, chosen[name], parent)
+        if rows is not None:
+            with lock, rows.open("a") as f:
+                f.writelines(json.dumps(_row(r)) + "\n" for r in results)
+        return results
 
     try:
-        with ThreadPoolExecutor(len(lanes)) as pool:
-            done = list(pool.map(lane, lanes))
+        with ThreadPoolExecutor(lanes) as pool:
+            ran = [r for results in pool.map(job, jobs) for r in results]
         if keep is not None:
             shutil.copytree(parent, keep, dirs_exist_ok=True)
     finally:
         shutil.rmtree(parent, ignore_errors=True)
-    return [r for results in done for r in results]
+    return [*done, *ran]
 
 
-def _one(task: Task, name: str, runner: Runner, parent: Path) -> Result:
+def _read_rows(rows: Path | None) -> list[Result]:
+    if rows is None or not rows.exists():
+        return []
+    return [Result(**json.loads(line)) for line in rows.read_text().splitlines() if line]
+
+
+def _one(task: Task, name: str, runner: Runner, parent: Path) -> list[Result]:
     folder = make_workspace(task, parent)
     out = folder.with_name(folder.name + "-out")
     out.mkdir()
-    start = time.monotonic()
-    outcome, steps, tokens = runner(task, folder, out)
-    seconds = time.monotonic() - start
-    result = Result(name, task.id, solved(task, folder), outcome, steps, tokens, seconds)
-    print(f"<!-- {json.dumps(_row(result))} -->", flush=True)
-    return result
+    try:
+        results = runner(task, folder, out)
+    except Exception as exc:  # a runner's own failure is a row, not the bench's end
+        failed = f"bench error: {type(exc).__name__}: {exc}"
+        results = [Result(name, task.id, False, failed, 0, 0, 0.0)]
+    for result in results:
+        print(f"<!-- {json.dumps(_row(result))} -->", flush=True)
+    return results
 
 
 def _row(result: Result) -> dict[str, object]:
@@ -345,8 +775,8 @@ def _row(result: Result) -> dict[str, object]:
 def table(results: Sequence[Result], tasks: Sequence[Task]) -> str:
     names = list(dict.fromkeys(r.runner for r in results))
     lines = [
-        "| runner | solved | steps (mean) | tokens (mean) | wall s (mean) | outcomes |",
-        "|---|---:|---:|---:|---:|---|",
+        "| runner | solved | steps (mean) | tokens (total) | wall s (total) | format errors | outcomes |",
+        "|---|---:|---:|---:|---:|---:|---|",
     ]
     for name in names:
         rows = [r for r in results if r.runner == name]
@@ -355,10 +785,12 @@ def table(results: Sequence[Result], tasks: Sequence[Task]) -> str:
         for r in rows:
             key = r.outcome if r.outcome.startswith("exit:") else r.outcome.split(":", 1)[0]
             outcomes[key] = outcomes.get(key, 0) + 1
+        replies = sum(r.replies for r in rows)
+        rate = f"{sum(r.format_errors for r in rows)}/{replies}" if replies else "-"
         lines.append(
             f"| {name} | {sum(r.solved for r in rows)}/{n} "
-            f"| {sum(r.steps for r in rows) / n:.1f} | {sum(r.tokens for r in rows) / n:,.0f} "
-            f"| {sum(r.seconds for r in rows) / n:.0f} "
+            f"| {sum(r.steps for r in rows) / n:.1f} | {sum(r.tokens for r in rows):,} "
+            f"| {sum(r.seconds for r in rows):,.0f} | {rate} "
             f"| {', '.join(f'{k} {v}' for k, v in sorted(outcomes.items()))} |"
         )
     lines += ["", "| task | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
@@ -373,22 +805,30 @@ def table(results: Sequence[Result], tasks: Sequence[Task]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mini", default=os.environ.get("FOUR_BENCH_MINI"))
+    parser.add_argument(
+        "--mini",
+        default=os.environ.get("FOUR_BENCH_MINI"),
+        help="mini-swe-agent's `mini` (default: installed into its own venv)",
+    )
     parser.add_argument("--tasks", help="comma-separated task ids (default: all)")
-    parser.add_argument("--runners", help="comma-separated: four, check, mini (default: all)")
+    parser.add_argument(
+        "--runners", help="comma-separated: four, check, before, mini (default: all)"
+    )
     parser.add_argument("--keep", type=Path, help="copy the workspaces and trajectories here")
+    parser.add_argument("--rows", type=Path, help="append each row here; skip the jobs it has")
     args = parser.parse_args(argv if argv is not None else [])
+    # The tasks' own tools (python3 with nbformat, jupyter) are this interpreter's.
+    os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     tasks = [t for t in TASKS if not args.tasks or t.id in args.tasks.split(",")]
-    chosen = runners(args.mini)
-    if args.runners:
-        wanted = {"four": "four", "check": "four --check", "mini": "mini-swe-agent"}
-        keep = {wanted[w] for w in args.runners.split(",")}
-        chosen = {k: v for k, v in chosen.items() if k in keep}
-    results = bench(tasks, chosen, args.keep)
+    wanted = set(args.runners.split(",")) if args.runners else {"four", "check", "before", "mini"}
+    mini = (args.mini or install_mini()) if "mini" in wanted else None
+    chosen = {k: v for k, v in runners(mini).items() if k in wanted}
+    results = bench(tasks, chosen, args.keep, args.rows)
     print(table(results, tasks))
     print(
-        f"\n{len(tasks)} tasks; {STEPS} steps, {REPLY_TOKENS} tokens a reply, "
-        f"temperature 0; tokens are prompt + completion as the server counted them."
+        f"\n{len(tasks)} tasks; {STEPS} steps a run (an attempt), {REPLY_TOKENS} tokens a "
+        f"reply; plain runs and attempt 1 at temperature 0; tokens are prompt + completion "
+        f"as the server counted them."
     )
 
 

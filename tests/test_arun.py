@@ -359,3 +359,13 @@ def test_a_run_cancelled_while_it_is_sealed_still_leaves_its_document(tmp_path: 
     (saved,) = tmp_path.glob("*.json")
     assert load_trajectory(saved).outcome == "exit:task_complete"
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_arun_reads_the_clock_it_is_given_as_run_does(tmp_path: Path) -> None:
+    from tests.test_loop import Ticks
+
+    clock = Ticks(50.0)
+    path = asyncio.run(arun(scripted_invoke(["DONE"]), line_parse, FakeEnv(),
+                            save_trajectory(tmp_path), "s", "p", clock=clock))  # fmt: skip
+    stats = load_trajectory(path).stats
+    assert (stats["started_at"], stats["ended_at"], clock.reads) == (51.5, 53.0, 2)

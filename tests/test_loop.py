@@ -352,3 +352,32 @@ def test_a_turn_with_one_good_call_among_rejected_ones_is_progress() -> None:
         scripted_invoke([mixed] * 4), line_parse, FakeEnv(), keep, "s", "p", max_steps=4
     )
     assert outcome == StepsExhausted() and paired(history)
+
+
+class Ticks:
+    """A clock that moves 1.5 s each time it is read: the run's own times, without sleeps."""
+
+    def __init__(self, start: float) -> None:
+        self.now, self.reads = start, 0
+
+    def __call__(self) -> float:
+        self.reads += 1
+        self.now += 1.5
+        return self.now
+
+
+def test_the_run_reads_the_clock_it_is_given_when_it_starts_and_ends(tmp_path: Path) -> None:
+    clock = Ticks(1_000_000.0)
+    G = scripted_invoke(["$ ls", "DONE"])
+    path = run(G, line_parse, FakeEnv(), save_trajectory(tmp_path), "s", "p", clock=clock)
+    stats = load_trajectory(path).stats
+    assert clock.reads == 2
+    assert (stats["started_at"], stats["ended_at"]) == (1_000_001.5, 1_000_003.0)
+    assert stats["wall_time"] == 1.5
+
+
+def test_a_clock_that_is_not_a_function_is_refused_before_anything_runs() -> None:
+    env = FakeEnv()
+    with pytest.raises(TypeError, match=r"clock must be a function like time\.time; got 3\.0"):
+        run(scripted_invoke(["$ ls"]), line_parse, env, keep, "s", "p", clock=3.0)  # type: ignore[arg-type]
+    assert env.seen == []

@@ -5,191 +5,89 @@
     V2 (execute): Action  -> Result[Observation, Submitted | ExecutionError]
     emit        : (history, Outcome) -> T
 
-``import four`` never imports litellm. The types a user needs to write a component of
-their own are in ``four.types``.
+Every public name is imported below for type checkers only, and loaded on first use
+(``_lazy``): ``import four`` loads none of them, and never litellm. The types a user needs
+to write a component of their own are in ``four.types``.
 """
 
 from typing import TYPE_CHECKING
 
 from four._lazy import lazy
-from four._outcomes import (
-    Accepted,
-    Blocked,
-    CostLimitReached,
-    Crashed,
-    ExecutionFailed,
-    Finished,
-    Held,
-    Interrupted,
-    ModelFailed,
-    Outcome,
-    RepeatedFormatError,
-    Stalled,
-    StepsExhausted,
-    Stopped,
-    TimeLimitReached,
-)
-from four._types import (
-    Action,
-    Assistant,
-    Emit,
-    Execute,
-    ExecutionError,
-    Feedback,
-    FormatError,
-    Invoke,
-    Message,
-    ModelError,
-    ModelErrorKind,
-    Observation,
-    Parse,
-    Rejected,
-    Reply,
-    Submitted,
-    System,
-    ToolCall,
-    ToolResult,
-    Usage,
-    User,
-)
 
-if TYPE_CHECKING:  # run and the components load on first use, so `import four` stays cheap
-    from four._loop import arun, run
-    from four.batch import RayPool, RunContext, RunResult, ThreadPool, iter_runs, run_many
-    from four.checks import Claim, all_of, audit, command_check, file_check, verify
-    from four.execute import docker_env, local_env, sandbox_env, shell_env, super_env
-    from four.invoke import (
-        alitellm_invoke,
-        alitellm_toolcall_invoke,
-        budget_invoke,
-        context_aware_invoke,
-        http_response_invoke,
-        litellm_invoke,
-        litellm_toolcall_invoke,
-        local_invoke,
-        replay_invoke,
-        retry_invoke,
-        scripted_invoke,
-        summarizing_invoke,
-    )
-    from four.parse import regex_parse, toolcall_parse
-    from four.trajectory import Trajectory, load_trajectory, save_trajectory
+if TYPE_CHECKING:  # the public names, each once
+    from four._loop import arun as arun
+    from four._loop import run as run
+    from four._outcomes import Accepted as Accepted
+    from four._outcomes import Blocked as Blocked
+    from four._outcomes import CostLimitReached as CostLimitReached
+    from four._outcomes import Crashed as Crashed
+    from four._outcomes import ExecutionFailed as ExecutionFailed
+    from four._outcomes import Finished as Finished
+    from four._outcomes import Held as Held
+    from four._outcomes import Interrupted as Interrupted
+    from four._outcomes import ModelFailed as ModelFailed
+    from four._outcomes import Outcome as Outcome
+    from four._outcomes import RepeatedFormatError as RepeatedFormatError
+    from four._outcomes import Stalled as Stalled
+    from four._outcomes import StepsExhausted as StepsExhausted
+    from four._outcomes import Stopped as Stopped
+    from four._outcomes import TimeLimitReached as TimeLimitReached
+    from four._types import Action as Action
+    from four._types import Assistant as Assistant
+    from four._types import Emit as Emit
+    from four._types import Execute as Execute
+    from four._types import ExecutionError as ExecutionError
+    from four._types import Feedback as Feedback
+    from four._types import FormatError as FormatError
+    from four._types import Invoke as Invoke
+    from four._types import Message as Message
+    from four._types import ModelError as ModelError
+    from four._types import ModelErrorKind as ModelErrorKind
+    from four._types import Observation as Observation
+    from four._types import Parse as Parse
+    from four._types import Rejected as Rejected
+    from four._types import Reply as Reply
+    from four._types import Submitted as Submitted
+    from four._types import System as System
+    from four._types import ToolCall as ToolCall
+    from four._types import ToolResult as ToolResult
+    from four._types import Usage as Usage
+    from four._types import User as User
+    from four.batch import RayPool as RayPool
+    from four.batch import RunContext as RunContext
+    from four.batch import RunResult as RunResult
+    from four.batch import ThreadPool as ThreadPool
+    from four.batch import iter_runs as iter_runs
+    from four.batch import run_many as run_many
+    from four.checks import Claim as Claim
+    from four.checks import all_of as all_of
+    from four.checks import audit as audit
+    from four.checks import command_check as command_check
+    from four.checks import file_check as file_check
+    from four.checks import verify as verify
+    from four.execute import docker_env as docker_env
+    from four.execute import local_env as local_env
+    from four.execute import sandbox_env as sandbox_env
+    from four.execute import shell_env as shell_env
+    from four.execute import super_env as super_env
+    from four.invoke import alitellm_invoke as alitellm_invoke
+    from four.invoke import alitellm_toolcall_invoke as alitellm_toolcall_invoke
+    from four.invoke import budget_invoke as budget_invoke
+    from four.invoke import context_aware_invoke as context_aware_invoke
+    from four.invoke import http_response_invoke as http_response_invoke
+    from four.invoke import litellm_invoke as litellm_invoke
+    from four.invoke import litellm_toolcall_invoke as litellm_toolcall_invoke
+    from four.invoke import local_invoke as local_invoke
+    from four.invoke import replay_invoke as replay_invoke
+    from four.invoke import retry_invoke as retry_invoke
+    from four.invoke import scripted_invoke as scripted_invoke
+    from four.invoke import summarizing_invoke as summarizing_invoke
+    from four.parse import regex_parse as regex_parse
+    from four.parse import toolcall_parse as toolcall_parse
+    from four.trajectory import Trajectory as Trajectory
+    from four.trajectory import load_trajectory as load_trajectory
+    from four.trajectory import save_trajectory as save_trajectory
 
 __version__ = "0.1.0"
 
-_LAZY = {
-    "run": "four._loop",
-    "arun": "four._loop",
-    "RayPool": "four.batch",
-    "RunContext": "four.batch",
-    "RunResult": "four.batch",
-    "ThreadPool": "four.batch",
-    "iter_runs": "four.batch",
-    "run_many": "four.batch",
-    "docker_env": "four.execute",
-    "sandbox_env": "four.execute",
-    "alitellm_invoke": "four.invoke",
-    "alitellm_toolcall_invoke": "four.invoke",
-    "budget_invoke": "four.invoke",
-    "context_aware_invoke": "four.invoke",
-    "http_response_invoke": "four.invoke",
-    "litellm_invoke": "four.invoke",
-    "litellm_toolcall_invoke": "four.invoke",
-    "local_invoke": "four.invoke",
-    "retry_invoke": "four.invoke",
-    "summarizing_invoke": "four.invoke",
-    "local_env": "four.execute",
-    "shell_env": "four.execute",
-    "super_env": "four.execute",
-    "regex_parse": "four.parse",
-    "toolcall_parse": "four.parse",
-    "replay_invoke": "four.invoke",
-    "scripted_invoke": "four.invoke",
-    "Trajectory": "four.trajectory",
-    "load_trajectory": "four.trajectory",
-    "save_trajectory": "four.trajectory",
-    "Claim": "four.checks",
-    "all_of": "four.checks",
-    "audit": "four.checks",
-    "command_check": "four.checks",
-    "file_check": "four.checks",
-    "verify": "four.checks",
-}
-
-
-__all__ = [
-    "Accepted",
-    "Action",
-    "Assistant",
-    "Blocked",
-    "Claim",
-    "CostLimitReached",
-    "Crashed",
-    "Emit",
-    "Execute",
-    "ExecutionError",
-    "ExecutionFailed",
-    "Feedback",
-    "Finished",
-    "FormatError",
-    "Held",
-    "Interrupted",
-    "Invoke",
-    "Message",
-    "ModelError",
-    "ModelErrorKind",
-    "ModelFailed",
-    "Observation",
-    "Outcome",
-    "Parse",
-    "RayPool",
-    "Rejected",
-    "RepeatedFormatError",
-    "Reply",
-    "RunContext",
-    "RunResult",
-    "Stalled",
-    "StepsExhausted",
-    "Stopped",
-    "Submitted",
-    "System",
-    "ThreadPool",
-    "TimeLimitReached",
-    "ToolCall",
-    "ToolResult",
-    "Trajectory",
-    "Usage",
-    "User",
-    "alitellm_invoke",
-    "alitellm_toolcall_invoke",
-    "all_of",
-    "arun",
-    "audit",
-    "budget_invoke",
-    "command_check",
-    "context_aware_invoke",
-    "docker_env",
-    "file_check",
-    "http_response_invoke",
-    "iter_runs",
-    "litellm_invoke",
-    "litellm_toolcall_invoke",
-    "load_trajectory",
-    "local_env",
-    "local_invoke",
-    "regex_parse",
-    "replay_invoke",
-    "retry_invoke",
-    "run",
-    "run_many",
-    "sandbox_env",
-    "save_trajectory",
-    "scripted_invoke",
-    "shell_env",
-    "summarizing_invoke",
-    "super_env",
-    "toolcall_parse",
-    "verify",
-]
-
-__getattr__, __dir__ = lazy("four", _LAZY, __all__)
+__getattr__, __dir__, __all__ = lazy(__name__, __file__)

@@ -20,34 +20,24 @@ def describe(component: object) -> JSON:
     """
     if isinstance(component, functools.partial):
         return {"type": _name(component.func), "args": _json(component.args)}
-    kind: type = type(component)
-    dataclass = _dataclass(kind)  # None for a class itself too (its type is no dataclass)
-    if dataclass is None:
+    if isinstance(component, type) or not dataclasses.is_dataclass(component):
         return _name(component)
-    name, fields = dataclass
-    settings: dict[str, JSON] = {"type": name}
-    for field, hidden in fields:
-        value = getattr(component, field)
-        if hidden and value:
-            value = "***"
-        elif value.__class__ not in _PLAIN:  # most settings are plain: no _json call
-            value = _json(value)
-        settings[field] = value
+    kind: type = type(component)
+    settings: dict[str, JSON] = {"type": _name(kind)}
+    for name, secret in _shown(kind):
+        value = getattr(component, name)
+        settings[name] = "***" if value and secret else _json(value)
     return settings
 
 
-@functools.lru_cache(maxsize=512)  # every run describes its four components
-def _dataclass(kind: type) -> tuple[str, tuple[tuple[str, bool], ...]] | None:
-    """A dataclass's name and shown fields, each with whether its value is a secret to
-    mask; None for any other class."""
-    if not dataclasses.is_dataclass(kind):
-        return None
-    shown = tuple(
+@functools.cache  # a class's fields, once: 3% of a short run's instructions (bench_core)
+def _shown(kind: type) -> tuple[tuple[str, bool], ...]:
+    """A dataclass's shown fields, each with whether its value is a secret to mask."""
+    return tuple(
         (f.name, is_secret(f.name))  # api_key, not token_limit
         for f in dataclasses.fields(kind)
-        if not f.name.startswith("_") and f.repr
+        if f.repr and not f.name.startswith("_")
     )
-    return _name(kind), shown
 
 
 def _name(obj: object) -> str:
@@ -56,19 +46,11 @@ def _name(obj: object) -> str:
     return f"{module}.{qualname}"
 
 
-_PLAIN = frozenset({str, int, float, bool, type(None)})
-
-
 def _json(value: object) -> JSON:
-    if value.__class__ in _PLAIN:  # most settings: a set lookup, not an isinstance of a union
-        return value  # type: ignore[return-value]  # a JSON value (cast() would be a call)
-    if isinstance(value, bool | int | float | str):
+    if value is None or isinstance(value, bool | int | float | str):
         return value
-    if isinstance(value, list | tuple | frozenset | set):  # before Mapping: an ABC check is slow
-        values = cast(tuple[object, ...], tuple(value))
-        if _PLAIN.issuperset(map(type, values)):  # names, patterns: no call per value
-            return list(values)  # type: ignore[arg-type]  # of JSON values
-        return [_json(v) for v in values]
+    if isinstance(value, list | tuple | frozenset | set):
+        return [_json(v) for v in cast(tuple[object, ...], tuple(value))]
     if isinstance(value, os.PathLike):  # a folder reads as its path, not as a repr
         return str(os.fspath(cast("os.PathLike[str]", value)))
     if isinstance(value, Mapping):

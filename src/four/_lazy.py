@@ -2,19 +2,31 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
+from pathlib import Path
 
 
 def lazy(
-    package: str, where: Mapping[str, str], names: Sequence[str]
-) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
-    """``__getattr__`` and ``__dir__`` for ``package``: ``where`` maps a name to its module.
+    package: str, init: str
+) -> tuple[Callable[[str], object], Callable[[], list[str]], list[str]]:
+    """``__getattr__``, ``__dir__`` and ``__all__`` for ``package``, whose public names are
+    those its ``__init__.py`` (``init``) imports under ``if TYPE_CHECKING:``: each written
+    once, where a type checker reads it, and loaded from its module on first use.
 
-    >>> getattr_, dir_ = lazy("p", {"dumps": "json"}, ["dumps"])
-    >>> getattr_("dumps").__name__, dir_()
-    ('dumps', ['dumps'])
+    >>> import four
+    >>> getattr_, dir_, names = lazy("four", four.__file__)
+    >>> getattr_("run").__name__, "Reply" in names
+    ('run', True)
     """
+    where: dict[str, str] = {}
+    for node in ast.parse(Path(init).read_bytes()).body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            for statement in node.body:
+                if isinstance(statement, ast.ImportFrom) and statement.module:
+                    where.update((a.asname or a.name, statement.module) for a in statement.names)
+    names = sorted(where)
 
     def __getattr__(name: str) -> object:
         module = where.get(name)
@@ -25,6 +37,6 @@ def lazy(
         return value
 
     def __dir__() -> list[str]:
-        return sorted(names)
+        return names
 
-    return __getattr__, __dir__
+    return __getattr__, __dir__, names

@@ -1,31 +1,56 @@
-"""run() and arun(): the evaluator, (G -> V1 -> V2*)* -> emit, plainly and awaited.
+"""run() and arun(): the evaluator, ``(G -> V1 -> V2*)* -> emit``, written once.
 
-Both drive the same rules (``_rules.evaluate``): the rules say which component to call
-next, the driver calls it and hands back what it returned. Every ending (the agent
-submits, a component fails, the budget is spent, a crash, Ctrl-C, a cancelled task)
-leaves the driver's loop the same way, and the trajectory is sealed in one place.
+``evaluate`` is the loop: one coroutine that calls G, V1, V2, the check and emit, in
+that order, through a driver. ``run``'s driver (``Plain``) calls each component as it
+is, so the coroutine never waits and runs to its end in one step; ``arun``'s
+(``Awaited``) is the same with ``await``: it awaits an async G or V2 and runs a plain
+one in a worker thread. Every ending (the agent submits, a component fails, the budget
+is spent, a crash, Ctrl-C, a cancelled task) leaves the loop the same way, and the
+trajectory is sealed in one place.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Hashable, Sequence
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Hashable, Sequence
 from typing import TypeVar
 
-from four._outcomes import Outcome
-from four._rules import CallG, CallV1, CallV2, ComponentRaised, Rules, ending, evaluate, start
+from four._outcomes import Finished, Outcome
+from four._rules import (
+    Actions,
+    AllRejected,
+    Clock,
+    ComponentRaised,
+    Halt,
+    RunState,
+    actions_of,
+    ending,
+    judgement_of,
+    last_judgement_of,
+    observation_of,
+    reply_of,
+    start,
+)
 from four._types import (
     Action,
     AsyncExecute,
     AsyncInvoke,
     Emit,
     Execute,
+    ExecutionError,
+    FormatError,
     Invoke,
     Message,
+    ModelError,
+    Observation,
     Parse,
+    Rejected,
+    Reply,
     RunStats,
     Sink,
+    Submitted,
     Verify,
     Watch,
 )
@@ -46,6 +71,7 @@ def run(
     resume: Sequence[Message] = (),
     check: Verify | None = None,
     watch: Watch | None = None,
+    clock: Clock = time.time,
 ) -> T:
     """Run the loop until the agent submits, a component fails, or ``max_steps`` G calls.
 
@@ -63,41 +89,18 @@ def run(
     check's feedback; the verdicts' receipts are stored in the trajectory. With
     ``watch``, a supervisor hears of every model call and command that finishes and can
     stop the run (``stalled``, ``time_limit_reached``, ...) before the next one.
+    ``clock`` gives the time of day in seconds (``time.time``): read when the run
+    starts and when it ends, for the trajectory's ``started_at`` and ``ended_at``.
 
     >>> from four import scripted_invoke, regex_parse, local_env, save_trajectory
     >>> path = run(scripted_invoke(["```bash\\necho hi\\n```", "done"]),
     ...            regex_parse(finish_on_plain_text=True),
     ...            local_env(), save_trajectory("/tmp/four-doc"), prompt="say hi")
     """
-    components = {"G": G, "V1": V1, "V2": V2, "emit": emit}
-    state = start(components, emit, system, prompt, max_steps, max_format_errors, resume,
-                  check, V2, watch)  # fmt: skip
-    rules: Rules = evaluate(state)
-    crash: BaseException | None = None
-    try:
-        call = next(rules)
-        while True:
-            if isinstance(call, CallG):
-                answer = _call("G", G, call.history)
-            elif isinstance(call, CallV1):
-                answer = _call("V1", V1, call.reply)
-            elif isinstance(call, CallV2):
-                answer = _call("V2", V2, call.action)
-            else:
-                answer = _call("check", call.judge, call.history, call.claim)
-            call = rules.send(answer)
-    except StopIteration as done:
-        outcome: Outcome = done.value
-    except BaseException as exc:  # a crash or Ctrl-C: recorded and saved, then raised
-        outcome, crash = ending(exc)
-    try:
-        _close(V2)  # the environment released, however the run ended
-    finally:
-        state.close_calls()  # every tool call answered
-        saved = state.sink.close(state.history, outcome, state.stats())  # emit
-    if crash is not None:
-        raise crash
-    return saved
+    driver = Plain(G, V1, V2)
+    state: RunState[T] = start(driver.components(emit), system, prompt, max_steps,
+                               max_format_errors, resume, check, watch, clock, V2)  # fmt: skip
+    return _to_end(evaluate(state, driver))
 
 
 async def arun(
@@ -113,6 +116,7 @@ async def arun(
     resume: Sequence[Message] = (),
     check: Verify | None = None,
     watch: Watch | None = None,
+    clock: Clock = time.time,
 ) -> T:
     """``run``, awaited: the same rules, outcomes and trajectory, for async components.
 
@@ -131,54 +135,175 @@ async def arun(
     from four.execute._interrupt import keyed  # the run's commands, in worker threads too
 
     with keyed() as key:  # a cancellation kills them
-        return await _arun(key, G, V1, V2, emit, system, prompt, max_steps, max_format_errors,
-                           resume, check, watch)  # fmt: skip
+        driver = Awaited(G, V1, V2, key)
+        state: RunState[T] = start(driver.components(emit), system, prompt, max_steps,
+                                   max_format_errors, resume, check, watch, clock,
+                                   driver.blocking_env())  # fmt: skip
+        return await evaluate(state, driver)
 
 
-async def _arun(
-    key: Hashable,
-    G: Invoke | AsyncInvoke,
-    V1: Parse,
-    V2: Execute | AsyncExecute,
-    emit: Emit[T],
-    system: str,
-    prompt: str,
-    max_steps: int,
-    max_format_errors: int,
-    resume: Sequence[Message],
-    check: Verify | None,
-    watch: Watch | None,
-) -> T:
-    components = {"G": G, "V1": V1, "V2": V2, "emit": emit}
-    state = start(components, emit, system, prompt, max_steps, max_format_errors, resume,
-                  check, _blocking(V2, asyncio.get_running_loop()), watch)  # fmt: skip
-    rules: Rules = evaluate(state)
+async def evaluate(run: RunState[T], call: Plain) -> T:
+    """``(G -> V1 -> V2*)*`` until the agent submits, something fails, or the budget of
+    G calls is spent; then a judge with ``at_end`` (``four.checks``'s) may judge the
+    final state once; then the environment is closed and the run emitted. ``call`` makes
+    each call (plainly or awaited); ``run`` keeps the history and decides (``_rules``)."""
     crash: BaseException | None = None
-    G_awaits, V2_awaits = _is_async(G), _is_async(V2)  # else: run in a worker thread
     try:
-        call = next(rules)
-        while True:
-            if isinstance(call, CallG):
-                answer = await _acall(key, "G", G, G_awaits, call.history)
-            elif isinstance(call, CallV1):
-                answer = _call("V1", V1, call.reply)
-            elif isinstance(call, CallV2):
-                answer = await _acall(key, "V2", V2, V2_awaits, call.action)
+        while (outcome := run.over()) is None:  # the budget spent, or a watch's stop
+            run.steps += 1
+            halt: Halt = None
+            reply = await call.G(run.history)  # G
+            if isinstance(reply, ModelError):
+                halt = run.model_failed(reply)
+            # V1, unless the reply was cut off at the token limit: never run half a command
+            elif isinstance(actions := run.take(reply) or call.V1(reply), Finished | FormatError):
+                halt = actions
             else:
-                answer = await _acall(key, "check", call.judge, False, call.history, call.claim)
-            call = rules.send(answer)
-    except StopIteration as done:
-        outcome: Outcome = done.value
+                rejected, ran = None, False
+                for action in actions:
+                    if isinstance(action, Rejected):  # answered with its error; nothing runs
+                        run.reply_to(action.call_id, action.error, "rejected")
+                        rejected = rejected or action.error
+                        continue
+                    if (halt := run.stopped()) is not None:
+                        break
+                    ran = True
+                    if (halt := run.answer(action, await call.V2(action))) is not None:  # V2
+                        break
+                if rejected is not None and not ran and halt is None:
+                    halt = AllRejected(rejected)  # no progress: counts as a format error
+            if isinstance(halt, Finished) and run.judge is not None:
+                halt = judgement_of(await call.check(run.judge, run.history, halt))  # check
+            if (outcome := run.next_step(halt)) is not None:
+                break
+        if callable(at_end := getattr(run.judge, "at_end", None)):
+            outcome = last_judgement_of(await call.check(at_end, run.history, outcome))
     except BaseException as exc:  # a crash, Ctrl-C or cancellation: saved, then raised
         outcome, crash = ending(exc)
     try:
-        await _aclose(V2)
+        await call.close()  # the environment released, however the run ended
     finally:
-        state.close_calls()
-        saved = await _aseal(state.sink, state.history, outcome, state.stats())  # emit
+        run.close_calls()  # every tool call answered
+        saved = await call.emit(run.sink, run.history, outcome, run.stats())  # emit
     if crash is not None:
         raise crash
     return saved
+
+
+def _to_end(loop: Coroutine[object, object, T]) -> T:
+    """``run``'s evaluation: with plain components, the coroutine never waits."""
+    try:
+        loop.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    loop.close()
+    raise RuntimeError("run: a component was awaited; use arun for async components")
+
+
+class Plain:
+    """``run``'s driver: each component called as it is, its answer typed (``_rules``)."""
+
+    __slots__ = ("_G", "_V1", "_V2")
+
+    def __init__(self, G: Callable[..., object], V1: Parse, V2: Callable[..., object]) -> None:
+        self._G, self._V1, self._V2 = G, V1, V2
+
+    def components(self, emit: object) -> dict[str, object]:
+        return {"G": self._G, "V1": self._V1, "V2": self._V2, "emit": emit}
+
+    async def G(self, history: Sequence[Message]) -> Reply | ModelError:
+        return reply_of(_call("G", self._G, history))
+
+    def V1(self, reply: Reply) -> Actions | FormatError | Finished:
+        return actions_of(_call("V1", self._V1, reply))
+
+    async def V2(self, action: Action) -> Observation | Submitted | ExecutionError:
+        return observation_of(_call("V2", self._V2, action))
+
+    async def check(self, judge: Callable[..., object], *args: object) -> object:
+        return _call("check", judge, *args)
+
+    async def close(self) -> None:
+        _close(self._V2)
+
+    async def emit(
+        self, sink: Sink[T], history: list[Message], outcome: Outcome, stats: RunStats
+    ) -> T:
+        return sink.close(history, outcome, stats)
+
+
+class Awaited(Plain):
+    """``arun``'s driver: ``Plain`` with ``await``. An async G or V2 is awaited; a plain
+    one, the check and the seal's waits on a disk run in a worker thread (which has the
+    run's ``key``, so its commands are killed if the run is cancelled meanwhile)."""
+
+    __slots__ = ("_G_awaits", "_V2_awaits", "_key")
+
+    def __init__(
+        self, G: Callable[..., object], V1: Parse, V2: Callable[..., object], key: Hashable
+    ) -> None:
+        super().__init__(G, V1, V2)
+        self._G_awaits, self._V2_awaits, self._key = _is_async(G), _is_async(V2), key
+
+    async def G(self, history: Sequence[Message]) -> Reply | ModelError:
+        return reply_of(await self._call("G", self._G, self._G_awaits, history))
+
+    async def V2(self, action: Action) -> Observation | Submitted | ExecutionError:
+        return observation_of(await self._call("V2", self._V2, self._V2_awaits, action))
+
+    async def check(self, judge: Callable[..., object], *args: object) -> object:
+        return await self._call("check", judge, False, *args)
+
+    async def close(self) -> None:
+        aclose = getattr(self._V2, "aclose", None)  # see AsyncCloseable
+        if callable(aclose):
+            done: Awaitable[object] = aclose()
+            await done
+        elif callable(getattr(self._V2, "close", None)):
+            await asyncio.to_thread(_close, self._V2)
+
+    async def emit(
+        self, sink: Sink[T], history: list[Message], outcome: Outcome, stats: RunStats
+    ) -> T:
+        """The sink's ``aclose`` awaited (see ``AsyncSink``), else its ``close`` in a
+        worker thread; its error is raised as it is, as ``run`` raises it."""
+        aclose = getattr(sink, "aclose", None)
+        if callable(aclose):
+            sealed: Awaitable[T] = aclose(history, outcome, stats)
+            return await sealed
+        saved: object = await asyncio.to_thread(sink.close, history, outcome, stats)
+        if inspect.isawaitable(saved):
+            saved = await saved
+        return saved  # type: ignore[return-value]
+
+    async def _call(
+        self, component: str, fn: Callable[..., object], awaits: bool, *args: object
+    ) -> object:
+        try:
+            if awaits:
+                return await fn(*args)  # type: ignore[misc]
+            result = await asyncio.to_thread(fn, *args)
+            return await result if inspect.isawaitable(result) else result
+        except asyncio.CancelledError:
+            from four.execute._interrupt import interrupt  # only arun's threads need it
+
+            interrupt(self._key)  # a plain V2's command would run on in its thread
+            raise
+        except Exception as exc:  # which component failed is part of the outcome
+            raise ComponentRaised(component, exc) from exc  # type: ignore[arg-type]
+
+    def blocking_env(self) -> Execute:
+        """V2 as the check sees it: a plain function (the check runs in a worker thread,
+        so an async V2 is run on the event loop and waited for)."""
+        if not self._V2_awaits:
+            return self._V2  # type: ignore[return-value]
+        async_v2: AsyncExecute = self._V2  # type: ignore[assignment]
+        loop = asyncio.get_running_loop()
+
+        def execute(action: Action, /) -> object:
+            return asyncio.run_coroutine_threadsafe(async_v2(action), loop).result()
+
+        return execute  # type: ignore[return-value]
 
 
 def _call(component: str, fn: Callable[..., object], *args: object) -> object:
@@ -188,67 +313,13 @@ def _call(component: str, fn: Callable[..., object], *args: object) -> object:
         raise ComponentRaised(component, exc) from exc  # type: ignore[arg-type]
 
 
-async def _acall(
-    key: Hashable, component: str, fn: Callable[..., object], awaits: bool, *args: object
-) -> object:
-    """Await ``fn``, or run it in a worker thread if it is plain (the thread has the
-    run's key, so its commands are killed if the run is cancelled meanwhile)."""
-    try:
-        if awaits:
-            return await fn(*args)  # type: ignore[misc]
-        result = await asyncio.to_thread(fn, *args)
-        return await result if inspect.isawaitable(result) else result
-    except asyncio.CancelledError:
-        from four.execute._interrupt import interrupt  # only arun's threads need it
-
-        interrupt(key)  # a plain V2's command would run on in its thread
-        raise
-    except Exception as exc:
-        raise ComponentRaised(component, exc) from exc  # type: ignore[arg-type]
-
-
-async def _aseal(sink: Sink[T], history: list[Message], outcome: Outcome, stats: RunStats) -> T:
-    """The sink's ``aclose`` awaited (see ``AsyncSink``), else its ``close`` in a worker
-    thread; its error is raised as it is, as ``run`` raises it."""
-    aclose = getattr(sink, "aclose", None)
-    if callable(aclose):
-        done: Awaitable[T] = aclose(history, outcome, stats)
-        return await done
-    saved: object = await asyncio.to_thread(sink.close, history, outcome, stats)
-    if inspect.isawaitable(saved):
-        saved = await saved
-    return saved  # type: ignore[return-value]
-
-
 def _is_async(fn: object) -> bool:
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
         getattr(fn, "__call__", None)  # noqa: B004  (an object with an async __call__)
     )
 
 
-def _blocking(V2: Execute | AsyncExecute, loop: asyncio.AbstractEventLoop) -> Execute:
-    """V2 as the check sees it: a plain function (the check runs in a worker thread, so
-    an async V2 is run on the event loop and waited for)."""
-    if not _is_async(V2):
-        return V2  # type: ignore[return-value]
-    async_v2: AsyncExecute = V2  # type: ignore[assignment]
-
-    def execute(action: Action, /) -> object:
-        return asyncio.run_coroutine_threadsafe(async_v2(action), loop).result()
-
-    return execute  # type: ignore[return-value]
-
-
 def _close(V2: object) -> None:
     close = getattr(V2, "close", None)  # see Closeable
     if callable(close):
         close()
-
-
-async def _aclose(V2: object) -> None:
-    aclose = getattr(V2, "aclose", None)  # see AsyncCloseable
-    if callable(aclose):
-        done: Awaitable[object] = aclose()
-        await done
-    elif callable(getattr(V2, "close", None)):
-        await asyncio.to_thread(_close, V2)

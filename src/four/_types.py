@@ -148,12 +148,47 @@ class ToolCall:
 
 
 @dataclass(frozen=True, slots=True)
+class Sampling:
+    """How a model call samples: ``temperature`` (None: the provider's default) and
+    ``seed`` (None: none sent). A run at temperature 0 gives the same reply to the same
+    history, nearly always; another temperature and seed give another draw.
+
+    >>> Sampling(0.7, 42)
+    Sampling(temperature=0.7, seed=42)
+    """
+
+    temperature: float | None = None
+    seed: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CycleBreak:
+    """What was changed in the model call that made a reply, because the model was
+    repeating itself (see ``four.invoke.cycle_breaking_invoke``): kept in the
+    trajectory with the reply, never sent.
+
+    ``reason`` says what repeated; ``dropped`` are the positions in the history of the
+    messages left out of the request (repeated turns: all but the last of a run);
+    ``sampling`` is what the call was sampled with (None: not changed, the model cannot
+    be resampled); ``discarded`` counts the replies drawn in that call that were equal to
+    the repeated one and so drawn again (their usage is in the reply's).
+    """
+
+    reason: str
+    repeats: int = 0
+    dropped: tuple[int, ...] = ()
+    sampling: Sampling | None = None
+    discarded: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class Assistant:
     """A model reply, as stored in the history.
 
     ``reasoning`` is kept apart from ``content`` and never parsed for actions.
     ``thinking`` holds provider thinking blocks verbatim, to be sent back in order.
-    ``usage`` and ``finish_reason`` are metadata: kept in the trajectory, not sent.
+    ``usage``, ``finish_reason`` and ``cycle_break`` (what a cycle breaker changed in the
+    call that made it) are metadata: kept in the trajectory, not sent.
     """
 
     content: str
@@ -163,6 +198,7 @@ class Assistant:
     finish_reason: FinishReason | None = "stop"
     usage: Usage | None = None
     model: str = ""
+    cycle_break: CycleBreak | None = field(default=None, compare=False)  # for readers only
 
     @property
     def truncated(self) -> bool:
@@ -321,6 +357,18 @@ class Execute(Protocol):
     """V2: one action to what it showed, or to the end of the run."""
 
     def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]: ...
+
+
+@runtime_checkable
+class Sampled(Protocol):
+    """A G whose sampling can be set for a call: ``sampling`` is its own, ``sampled(s)``
+    the same G sampling with ``s`` (what the provider cannot take is left out, so the
+    new G's ``sampling`` says what is sent). ``litellm_invoke`` and ``local_invoke`` are."""
+
+    @property
+    def sampling(self) -> Sampling: ...
+
+    def sampled(self, sampling: Sampling, /) -> Invoke: ...
 
 
 class AsyncInvoke(Protocol):

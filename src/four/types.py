@@ -17,7 +17,9 @@ for ``arun`` the async ``AsyncInvoke`` and ``AsyncExecute``. Around them: ``Reco
 and ``Sink`` (an emit that records as the run goes; ``AsyncSink``, sealed on ``arun``'s
 event loop), ``Verify`` and ``Judge`` (a
 check of the agent's submissions), ``Watch`` (a supervisor), ``Closeable`` and
-``AsyncCloseable`` (components holding resources), and the values that flow through.
+``AsyncCloseable`` (components holding resources), ``Sampled`` (a G whose sampling can
+be set for a call, with ``Sampling`` and the ``CycleBreak`` record), and the values that
+flow through.
 """
 
 from four._outcomes import Component, Outcome
@@ -31,6 +33,7 @@ from four._types import (
     AsyncInvoke,
     AsyncSink,
     Closeable,
+    CycleBreak,
     Emit,
     Execute,
     ExecutionError,
@@ -49,6 +52,8 @@ from four._types import (
     Reply,
     RunInfo,
     RunStats,
+    Sampled,
+    Sampling,
     Sink,
     Submitted,
     System,
@@ -73,6 +78,7 @@ __all__ = [
     "AsyncSink",
     "Closeable",
     "Component",
+    "CycleBreak",
     "Emit",
     "Execute",
     "ExecutionError",
@@ -92,6 +98,8 @@ __all__ = [
     "Reply",
     "RunInfo",
     "RunStats",
+    "Sampled",
+    "Sampling",
     "Sink",
     "Submitted",
     "System",

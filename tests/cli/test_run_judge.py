@@ -16,6 +16,7 @@ __all__ = ["no_settings"]  # the fixture, autouse here too
 
 ANSWER = "6011"
 CHECK = f'test "$(cat result.txt)" = {ANSWER}'
+ONE_RUN = ["--attempts", "1", "--retries-per-reason", "1"]  # the search: tests/search
 
 
 def outcome_of(capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
@@ -29,7 +30,7 @@ def test_the_check_text_stays_out_of_the_models_messages(
     server: LoopbackServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], level: str | None
 ) -> None:
     server.push(chat("```bash\necho 1 > result.txt\n```"), chat(SUBMIT), chat(SUBMIT))
-    flags = ["--check", CHECK, *(["--feedback", level] if level else []), "--json"]
+    flags = ["--check", CHECK, *(["--feedback", level] if level else []), "--json", *ONE_RUN]
     assert main(["run", "write it", *args(server, tmp_path, *flags)]) == 1
     result = outcome_of(capsys)
     assert str(result["outcome"]).startswith("held: repeated failure")
@@ -65,7 +66,7 @@ def test_work_done_at_the_budget(
     outcome: str,
 ) -> None:
     server.push(chat(f"```bash\necho {ANSWER} > result.txt\n```"), chat("```bash\nls\n```"))
-    flags = ["--check", CHECK, "--max-steps", "2", *flag, "--json"]
+    flags = ["--check", CHECK, "--max-steps", "2", *flag, "--json", *ONE_RUN]
     assert main(["run", "write it", *args(server, tmp_path, *flags)]) == (outcome != "accepted")
     assert outcome_of(capsys)["outcome"] == outcome
 
@@ -86,3 +87,23 @@ def test_bad_judge_flags_are_usage_errors(
         == 2
     )
     assert "--retries-per-reason must be at least 1" in capsys.readouterr().err
+
+
+def test_the_defaults_of_a_verified_run(
+    server: LoopbackServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Your own check: its failing lines shown, a reason told twice, 4 attempts; with
+    held-out files, only the verdict (bench/README.md, tasks, has why)."""
+    from four.cli import build_parser
+    from four.cli._run import RunOptions, options
+
+    def parsed(*flags: str) -> RunOptions:
+        argv = ["run", "t", "--model", "m", "--api-base", server.url, *flags]
+        return options(build_parser("run").parse_args(argv))
+
+    own = parsed("--check", "pytest -q")
+    assert (own.feedback, own.retries_per_reason, own.attempts) == ("output", 2, 4)
+    held = parsed("--check", "pytest -q", "--check-files", str(tmp_path))
+    assert held.feedback == "verdict"
+    plain = parsed()
+    assert plain.attempts == 1

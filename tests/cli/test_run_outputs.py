@@ -38,7 +38,9 @@ def cheat(server: LoopbackServer) -> None:
 
 
 def model(server: LoopbackServer) -> list[str]:
-    return ["--model", "test-model", "--api-base", server.url, "--check", CHECK, "--json"]
+    """One verified run, a reason told once (not a search: tests/search has those)."""
+    return ["--model", "test-model", "--api-base", server.url, "--check", CHECK, "--json",
+            "--attempts", "1", "--retries-per-reason", "1"]  # fmt: skip
 
 
 def need_bwrap() -> None:

@@ -50,58 +50,24 @@ from typing import TYPE_CHECKING
 from four._lazy import lazy
 
 if TYPE_CHECKING:  # names load on first use: `four batch --help` imports none of this
-    from four.batch._attempt import MakeRun, RunContext
-    from four.batch._batch import Progress, iter_runs, run_many
-    from four.batch._items import Item, folder_name, item_from_json, read_items
-    from four.batch._manifest import MANIFEST, read_manifest, read_results
-    from four.batch._pool import AsyncPool, ThreadPool
-    from four.batch._raypool import RayPool
-    from four.batch._result import RunResult
-    from four.batch._session import Pool, Session, Spec
+    from four.batch._attempt import MakeRun as MakeRun
+    from four.batch._attempt import RunContext as RunContext
+    from four.batch._batch import Progress as Progress
+    from four.batch._batch import iter_runs as iter_runs
+    from four.batch._batch import run_many as run_many
+    from four.batch._items import Item as Item
+    from four.batch._items import folder_name as folder_name
+    from four.batch._items import item_from_json as item_from_json
+    from four.batch._items import read_items as read_items
+    from four.batch._manifest import MANIFEST as MANIFEST
+    from four.batch._manifest import read_manifest as read_manifest
+    from four.batch._manifest import read_results as read_results
+    from four.batch._pool import AsyncPool as AsyncPool
+    from four.batch._pool import ThreadPool as ThreadPool
+    from four.batch._raypool import RayPool as RayPool
+    from four.batch._result import RunResult as RunResult
+    from four.batch._session import Pool as Pool
+    from four.batch._session import Session as Session
+    from four.batch._session import Spec as Spec
 
-_LAZY = {
-    "MakeRun": "four.batch._attempt",
-    "RunContext": "four.batch._attempt",
-    "Progress": "four.batch._batch",
-    "iter_runs": "four.batch._batch",
-    "run_many": "four.batch._batch",
-    "Item": "four.batch._items",
-    "folder_name": "four.batch._items",
-    "item_from_json": "four.batch._items",
-    "read_items": "four.batch._items",
-    "MANIFEST": "four.batch._manifest",
-    "read_manifest": "four.batch._manifest",
-    "read_results": "four.batch._manifest",
-    "AsyncPool": "four.batch._pool",
-    "Pool": "four.batch._session",
-    "RayPool": "four.batch._raypool",
-    "Session": "four.batch._session",
-    "Spec": "four.batch._session",
-    "ThreadPool": "four.batch._pool",
-    "RunResult": "four.batch._result",
-}
-
-
-__all__ = [
-    "MANIFEST",
-    "AsyncPool",
-    "Item",
-    "MakeRun",
-    "Pool",
-    "Progress",
-    "RayPool",
-    "RunContext",
-    "RunResult",
-    "Session",
-    "Spec",
-    "ThreadPool",
-    "folder_name",
-    "item_from_json",
-    "iter_runs",
-    "read_items",
-    "read_manifest",
-    "read_results",
-    "run_many",
-]
-
-__getattr__, __dir__ = lazy("four.batch", _LAZY, __all__)
+__getattr__, __dir__, __all__ = lazy(__name__, __file__)

@@ -20,6 +20,7 @@ from four._outcomes import (
     Outcome,
     RepeatedFormatError,
     StepsExhausted,
+    Stopped,
 )
 from four._types import JSON, Action, Execute, Feedback, Message
 from four.checks._claim import Check, Claim, Gatherer, Resolver
@@ -46,9 +47,10 @@ from four.quaternary import (
     rank,
 )
 
-LAST_JUDGED = (StepsExhausted, RepeatedFormatError, CostLimitReached)
-"""The ends after which the final state is judged once: the budget ran out, or the
-model stopped acting, without a submission."""
+LAST_JUDGED = (StepsExhausted, RepeatedFormatError, CostLimitReached, Stopped)
+"""The ends after which the final state is judged once: the budget ran out, the model
+stopped acting, or it was stopped going round in circles (a search's looping attempt),
+without a submission."""
 
 
 @dataclass(frozen=True, slots=True)

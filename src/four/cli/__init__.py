@@ -174,6 +174,15 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
     _add_judge_flags(p)
     _mcp_run_flags(p)
     p.add_argument(
+        "--workers",
+        dest="attempt_workers",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="attempts run side by side, for a model that serves several at once (--local: "
+        "FOUR_LOCAL_PARALLEL slots); the first accepted stops the others [1]",
+    )
+    p.add_argument(
         "-o",
         "--output-dir",
         help="where to save the trajectory, outside the agent's workspace (it records the "
@@ -208,7 +217,9 @@ def _add_judge_flags(p: argparse.ArgumentParser) -> None:
         choices=("full", "output", "verdict"),
         help="what the model is told when CMD fails: only that it failed (verdict: CMD may "
         "hold the answer), its failing lines (output), or CMD too (full); the trajectory "
-        "keeps it all [FOUR_FEEDBACK, verdict]",
+        "keeps it all [FOUR_FEEDBACK; output for your own check, whose files the agent "
+        "can read anyway (its failing lines, never CMD itself); verdict with --check-files, "
+        "whose held-out tests must stay held out]",
     )
     p.add_argument(
         "--check-files",
@@ -221,9 +232,38 @@ def _add_judge_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--retries-per-reason",
         type=_positive_int,
-        default=1,
+        default=None,
         metavar="N",
-        help="times the same failure is told to the model before it ends the run held [1]",
+        help="times the same failure is told to the model before the attempt ends held "
+        "[FOUR_RETRIES_PER_REASON, 2: told once, the built-in model was often held at its "
+        "second submission with its budget unused; bench/README.md, tasks]",
+    )
+    p.add_argument(
+        "--attempts",
+        type=_positive_int,
+        default=None,
+        metavar="K",
+        help="with --check: up to K attempts, each from a fresh copy of the workspace (its "
+        "own trajectory, linked in DIR/<group>.attempts.json), until the check accepts one; "
+        "attempts after the first sample with their own seed. The accepted attempt's work "
+        "(with none accepted, the last one's) is put back in the workspace. --max-steps is "
+        "per attempt; --timeout and --cost-limit cover them all [FOUR_ATTEMPTS, 4 with "
+        "--check, 1 without: what 1, 2 and 4 attempts solved is in bench/README.md, tasks; "
+        "a workspace too large to copy runs once]",
+    )
+    p.add_argument(
+        "--seed",
+        type=_positive_int,
+        default=None,
+        help="attempt i samples with seed + i - 1, so any attempt can be run again [FOUR_SEED, 0]",
+    )
+    p.add_argument(
+        "--attempt-temperature",
+        type=_number,
+        default=None,
+        metavar="T",
+        help="the temperature of every attempt after the first (the first samples as a "
+        "plain run does: 0 on --local) [FOUR_ATTEMPT_TEMPERATURE, 0.7]",
     )
     p.add_argument(
         "--last-judgement",
@@ -376,8 +416,10 @@ def _batch_flags(p: argparse.ArgumentParser) -> None:
 _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]] = {
     "run": (
         "run an agent on a task",
-        "Run an agent on TASK until it submits, and save its trajectory. "
-        "Exit 0 only for a finished (or accepted) run.",
+        "Run an agent on TASK until it submits, and save its trajectory. A model that "
+        "repeats a turn is not sent the same context again: the repeats are sent once and "
+        "the next call is resampled (a seed and temperature drawn from the history, kept "
+        "with the reply). Exit 0 only for a finished (or accepted) run.",
         _run_flags,
     ),
     "replay": (

@@ -11,10 +11,15 @@ import argparse
 import json
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from four._types import JSON
 from four.checks._audit import Audit
 from four.cli._errors import UsageError
+from four.search._group import is_record
+
+if TYPE_CHECKING:
+    from four.search import GroupAudit
 
 
 def main(args: argparse.Namespace) -> int:
@@ -34,6 +39,8 @@ def main(args: argparse.Namespace) -> int:
             raise UsageError(f"nothing to audit: {target} is a folder holding no trajectory")
         launch = _launch(target)
         return _fleet(target, sorted(runs_under(target)), key, bool(args.json), launch)
+    if is_record(target):
+        return _group(target, key, bool(args.json))
     result = _audit(target, key)
     if result is None or not result.trajectory:
         reason = result.errors[0] if result else "cannot be read"
@@ -89,13 +96,20 @@ def _signature(result: Audit) -> str:
     return "unsigned: the seal catches accidents and careless edits, not a forger"
 
 
-def _json(result: Audit) -> dict[str, JSON]:
+def _head(result: Audit | GroupAudit) -> dict[str, JSON]:
+    """What a run's audit and a search's say alike."""
     return {
         "path": str(result.path),
         "status": result.status,
         "valid": result.valid,
         "finished": result.finished,
         "errors": list(result.errors),
+    }
+
+
+def _json(result: Audit) -> dict[str, JSON]:
+    return {
+        **_head(result),
         "outcome": result.outcome,
         "messages": result.messages,
         "seal": result.digest,
@@ -108,6 +122,43 @@ def _json(result: Audit) -> dict[str, JSON]:
         "final_rank": result.final_rank,
         "receipts": result.receipts,
         "head": result.head.hex(),
+    }
+
+
+def _group(path: Path, key: str | None, as_json: bool) -> int:
+    """A search's group record and every attempt it names (``four.search.audit_group``)."""
+    from four.search import audit_group
+
+    result = audit_group(path, public_key=key)
+    if as_json:
+        print(json.dumps(_group_json(result), indent=2))
+    else:
+        print(_group_text(result))
+    return 0 if result.valid else 1
+
+
+def _group_text(result: GroupAudit) -> str:
+    if not result.valid:
+        return "\n".join([f"invalid: {result.path}", *(f"  - {e}" for e in result.errors)])
+    head = "valid" if result.finished else "valid, unfinished"
+    said = "accepted" if result.accepted else "none accepted"
+    return (
+        f"{head}: {result.path}\n  a search of {result.members} attempts of {result.of}: "
+        f"{said}, the result attempt {result.result} ({result.ended}); every attempt sealed "
+        f"and linked; {result.evaluations} evaluations of the check, at most {result.bound}"
+    )
+
+
+def _group_json(result: GroupAudit) -> dict[str, JSON]:
+    return {
+        **_head(result),
+        "attempts": result.members,
+        "of": result.of,
+        "result": result.result,
+        "accepted": result.accepted,
+        "ended": result.ended,
+        "evaluations": result.evaluations,
+        "bound": result.bound,
     }
 
 
@@ -124,9 +175,19 @@ def _fleet(
     folder: Path, paths: list[Path], key: str | None, as_json: bool, launch: list[str]
 ) -> int:
     from four.checks._audit import audit_all
+    from four.search import audit_group
 
     counts: Counter[str] = Counter()
     rows: list[JSON] = []
+    groups = [p for p in paths if is_record(p)]
+    paths = [p for p in paths if not is_record(p)]
+    for group in map(lambda p: audit_group(p, public_key=key), groups):
+        counts["group " + group.status] += 1
+        if as_json:
+            rows.append(_group_json(group))
+        else:
+            brief = group.errors[0] if group.errors else f"{group.members} attempts, {group.ended}"
+            print(f"{'group ' + group.status:<10} {group.path.relative_to(folder)}  {brief}")
     for result in audit_all(paths, public_key=key):
         path = result.path
         counts[result.status] += 1
@@ -141,6 +202,11 @@ def _fleet(
         f"{runs} runs: {counts['valid']} valid, {counts['invalid']} invalid, "
         f"{counts['unfinished']} unfinished, {counts['unsigned']} unsigned"
     )
+    if groups:
+        summary += (
+            f"; {len(groups)} searches: {counts['group valid']} valid, "
+            f"{counts['group invalid']} invalid, {counts['group unfinished']} unfinished"
+        )
     if counts["skipped"]:
         summary += f"; {counts['skipped']} other files skipped"
     if as_json:
@@ -149,7 +215,7 @@ def _fleet(
         for problem in launch:
             print(f"{'invalid':<10} {problem}")
         print(summary + (f"; the launch: {len(launch)} problems" if launch else ""))
-    return 1 if counts["invalid"] or launch else 0
+    return 1 if counts["invalid"] or counts["group invalid"] or launch else 0
 
 
 def _brief(result: Audit) -> str:

@@ -20,18 +20,27 @@ def awaited_invoke(G: Invoke) -> AsyncInvoke | None:
     ... # doctest: +ELLIPSIS
     AsyncBudgetInvoke(budget=BudgetInvoke(...), G=AsyncRetryInvoke(...))
     """
-    from four.invoke import AsyncLitellmInvoke, BudgetInvoke, LitellmInvoke, RetryInvoke
+    from four.invoke import (
+        AsyncLitellmInvoke,
+        BudgetInvoke,
+        CycleBreakingInvoke,
+        LitellmInvoke,
+        RetryInvoke,
+    )
     from four.invoke._budget import AsyncBudgetInvoke
+    from four.invoke._cycles import AsyncCycleBreakingInvoke
     from four.invoke._retry import AsyncRetryInvoke
 
     if type(G) is LitellmInvoke:
         return AsyncLitellmInvoke(G)
-    if isinstance(G, BudgetInvoke | RetryInvoke):
+    if isinstance(G, BudgetInvoke | RetryInvoke | CycleBreakingInvoke):
         inner = awaited_invoke(G.G)
         if inner is None:
             return None
         if isinstance(G, BudgetInvoke):
             return AsyncBudgetInvoke(G, inner)
+        if isinstance(G, CycleBreakingInvoke):
+            return AsyncCycleBreakingInvoke(G, inner)
         return AsyncRetryInvoke(G, inner)
     return None
 

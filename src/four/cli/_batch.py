@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # only argparse is needed to define the flags (four --help)
     from four.batch._session import Pool
     from four.cli._live import Recording
     from four.cli._run import RunOptions
+    from four.search import Attempt, Search
 
 SUMMARY = "run an agent on every task of a JSON Lines file, many at once"
 DESCRIPTION = (
@@ -167,25 +168,54 @@ class _Command:
     key: str | None
     system: str
 
-    def agent(self, ctx: RunContext) -> _Agent:
-        """``four run``'s agent for ``ctx``'s item (its own settings, ``ITEM_FIELDS`` of
-        ``four.cli._launchfile``, over the batch's), its trajectory going to
-        ``ctx.output_dir``."""
+    def options(self, ctx: RunContext) -> RunOptions:
+        """``four run``'s options for ``ctx``'s item: its own settings (``ITEM_FIELDS`` of
+        ``four.cli._launchfile``) over the batch's."""
         from four.cli._launchfile import item_options
+
+        return item_options(self.opts, ctx.task, ctx.item.fields)
+
+    def agent(self, ctx: RunContext, attempt: Attempt | None = None) -> _Agent:
+        """``four run``'s agent for ``ctx``'s item, its trajectory going to
+        ``ctx.output_dir``; for an ``attempt`` of a search, in the attempt's copy of the
+        workspace, sampling as the attempt says."""
         from four.cli._live import Recording, components
         from four.cli._run import build, domain_check, load_domain, setup, system_prompt
         from four.trajectory import save_trajectory
 
-        opts = item_options(self.opts, ctx.task, ctx.item.fields)
+        opts = self.options(ctx)
+        sampling = None
+        if attempt is not None:
+            opts = replace(opts, cwd=attempt.cwd or opts.cwd, cost_limit=None)  # the search's
+            sampling = attempt.sampling
         domain, where = load_domain(opts), setup(opts)
         same = opts.domain == self.opts.domain or opts.system_file
         system = self.system if same else system_prompt(opts, domain)
-        G, V1, V2 = build(opts, self.model, self.key, domain, where)
+        G, V1, V2 = build(opts, self.model, self.key, domain, where, sampling)
         check = domain_check(opts, domain, where, V2)
-        record: dict[str, JSON] = {**opts.record(), "batch_item": ctx.id}
+        record: dict[str, JSON] = {**self.options(ctx).record(), "batch_item": ctx.id}
         recording = Recording(save_trajectory(ctx.output_dir), components(G, V2, record))
         settings = (system, ctx.task, opts.max_steps, opts.max_format_errors)
         return _Agent(G, V1, V2, recording, check, settings)
+
+    def search(self, ctx: RunContext) -> Search[Path]:
+        """A search for ``ctx``'s item (``--attempts``): its attempts' trajectories and its
+        group record in ``ctx.output_dir``, the item's workspace copied for each."""
+        from four.cli._attempts import workspace
+        from four.cli._run import load_domain
+        from four.search import Budget, Search
+
+        opts = self.options(ctx)
+        return Search(
+            opts.attempts,
+            ctx.task,
+            workspace=workspace(opts, load_domain(opts)),
+            keep=(str(ctx.output_dir.parent.parent),),  # the batch folder, if inside
+            seed=opts.seed,
+            temperature=opts.attempt_temperature,
+            budget=Budget(cost=opts.cost_limit),
+            record_dir=ctx.output_dir,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,9 +225,20 @@ class CommandRun(_Command):
     def __call__(self, ctx: RunContext) -> Path:
         from four import run
 
+        if self.opts.attempts > 1:  # each attempt as below, the result's trajectory returned
+            return _result(self.search(ctx).run(lambda attempt: self.attempt(ctx, attempt)))
         a = self.agent(ctx)
         return run(ctx.meter(a.G), a.V1, a.V2, a.recording, *a.settings, check=a.check,
                    watch=ctx.watch)  # fmt: skip
+
+    def attempt(self, ctx: RunContext, attempt: Attempt) -> Path:
+        from four import run
+
+        a = self.agent(ctx, attempt)
+        system, prompt, steps, errors = a.settings
+        return run(attempt.invoke(ctx.meter(a.G)), a.V1, attempt.env(a.V2),
+                   attempt.emit(a.recording), system, prompt, attempt.limit(steps), errors,
+                   check=a.check, watch=attempt.watching(ctx.watch))  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,15 +248,34 @@ class AsyncCommandRun(_Command):
     the rest runs in worker threads."""
 
     async def __call__(self, ctx: RunContext) -> Path:
+        if self.opts.attempts > 1:
+            search = await self.search(ctx).arun(lambda attempt: self.run(ctx, attempt))
+            return _result(search)
+        return await self.run(ctx, None)
+
+    async def run(self, ctx: RunContext, attempt: Attempt | None) -> Path:
         from four import arun
         from four.cli._awaited import awaited_env, awaited_invoke
 
-        a = self.agent(ctx)
+        a = self.agent(ctx, attempt)
         awaited = awaited_invoke(a.G)
         G: Invoke | AsyncInvoke = ctx.meter(a.G) if awaited is None else ctx.meter(awaited)
         V2: Execute | AsyncExecute = awaited_env(a.V2) or a.V2
-        return await arun(G, a.V1, V2, a.recording, *a.settings, check=a.check,
-                          watch=ctx.watch)  # fmt: skip
+        if attempt is None:
+            return await arun(G, a.V1, V2, a.recording, *a.settings, check=a.check,
+                              watch=ctx.watch)  # fmt: skip
+        system, prompt, steps, errors = a.settings
+        return await arun(attempt.invoke(G), a.V1, attempt.env(V2), attempt.emit(a.recording),
+                          system, prompt, attempt.limit(steps), errors, check=a.check,
+                          watch=attempt.watching(ctx.watch))  # fmt: skip
+
+
+def _result(search: Search[Path]) -> Path:
+    """The trajectory a search's item stands for in the manifest: its result's."""
+    result = search.result
+    if result is None or result.path is None:
+        raise RuntimeError(f"no attempt ran: {search.ended}")
+    return result.path
 
 
 @dataclass(frozen=True, slots=True)

@@ -110,6 +110,9 @@ def options_of(earlier: Resumed, path: str, *, mode: str, json: bool) -> RunOpti
         json=json,
         resumes=str(Path(path).resolve()),
         attempt=earlier.attempt,
+        attempts=1,  # the run goes on as it was: no new search from its middle
+        attempts_by_default=False,
+        workers=1,
     )
     try:
         return RunOptions(**given)  # type: ignore[arg-type]  # read from JSON: checked by use

@@ -15,12 +15,12 @@ import signal
 import sys
 import time
 import traceback
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from returns.result import Failure
 
@@ -38,10 +38,23 @@ from four.trajectory._codec import usage_from_json
 
 if TYPE_CHECKING:
     from four.observe._endpoint import Server
+    from four.search._attempt import SamplingArgs
     from four.trajectory._sign import SigningKey
 
 DEFAULT_MAX_STEPS = 100
 DEFAULT_COST_LIMIT = 3.0
+DEFAULT_ATTEMPTS = 4
+"""Attempts at a ``--check`` task unless told otherwise (bench/README.md, tasks: with 4
+attempts the verified runs solved the most; each later attempt is a fresh copy)."""
+DEFAULT_RETRIES_PER_REASON = 2
+"""Times one failure is told to the model before its attempt ends held (bench/README.md,
+tasks: the second telling was worth its steps, a third was not)."""
+VISIBLE_FEEDBACK = "output"
+"""What the model is told of a failing ``--check`` of the user's own: its failing lines
+(the agent can read the check's files anyway; on the bench it solved more than
+``verdict``). The command itself is not shown: it may hold the answer."""
+HELD_OUT_FEEDBACK = "verdict"
+"""With ``--check-files``: only that it failed, so the held-out tests stay held out."""
 
 
 def default_output_dir() -> Path:
@@ -94,6 +107,12 @@ class RunOptions:
     mcp_env: tuple[str, ...] = ()
     resumes: str | None = None  # the trajectory this attempt continues (four run --resume)
     attempt: int = 1
+    attempts: int = 1
+    """With ``--check``: attempts at the task, each from a fresh copy (``four.search``)."""
+    attempts_by_default: bool = False  # not asked for: a workspace too large to copy runs once
+    seed: int = 0
+    attempt_temperature: float = 0.7
+    workers: int = 1
 
     def record(self) -> dict[str, JSON]:
         """The settings stored in the trajectory (``info.components.cli``), task aside."""
@@ -219,13 +238,19 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
     toolcalls = args.toolcalls if args.toolcalls is not None else env.get_bool("FOUR_TOOLCALLS")
     if args.check is not None and not args.check.strip():  # it would accept anything
         raise UsageError("--check is empty: give the command that judges, e.g. --check 'pytest -q'")
-    feedback = args.feedback or env.get("FOUR_FEEDBACK") or "verdict"
+    check_files = tuple(getattr(args, "check_files", ()) or ())
+    default_feedback = HELD_OUT_FEEDBACK if check_files else VISIBLE_FEEDBACK
+    feedback = args.feedback or env.get("FOUR_FEEDBACK") or default_feedback
     if feedback not in ("full", "output", "verdict"):
         raise UsageError(f"FOUR_FEEDBACK={feedback!r}: use full, output or verdict")
     if not args.check and (args.feedback or args.check_files):
         raise UsageError("--feedback and --check-files need --check CMD")
-    if args.retries_per_reason < 1:
+    retries = getattr(args, "retries_per_reason", None)
+    if retries is None:
+        retries = env.get_int("FOUR_RETRIES_PER_REASON", DEFAULT_RETRIES_PER_REASON)
+    if retries < 1:
         raise UsageError("--retries-per-reason must be at least 1")
+    attempts, seed, temperature, workers = search_options(args)
     if local and toolcalls:
         raise UsageError("--local runs in text mode: drop --toolcalls (FOUR_TOOLCALLS)")
     tty = sys.stderr.isatty() if tty is None else tty
@@ -256,7 +281,7 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
         check=args.check,
         feedback=feedback,
         check_files=tuple(args.check_files),
-        retries_per_reason=int(args.retries_per_reason),
+        retries_per_reason=int(retries),
         last_judgement=bool(args.last_judgement),
         output_dir=args.output_dir or env.get("FOUR_OUTPUT_DIR") or str(default_output_dir()),
         system_file=args.system or env.get("FOUR_SYSTEM"),
@@ -267,7 +292,43 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
         local=local,
         mcp=tuple(getattr(args, "mcp", None) or ()),
         mcp_env=tuple(getattr(args, "mcp_env", None) or ()),
+        attempts=attempts,
+        attempts_by_default=attempts > 1
+        and getattr(args, "attempts", None) is None
+        and env.get("FOUR_ATTEMPTS") is None,
+        seed=seed,
+        attempt_temperature=temperature,
+        workers=workers,
     )
+
+
+def search_options(args: argparse.Namespace) -> tuple[int, int, float, int]:
+    """``--attempts`` (with ``--check``: ``DEFAULT_ATTEMPTS``; without, 1), ``--seed``,
+    ``--attempt-temperature`` and ``--workers``, over their variables."""
+    given = getattr(args, "attempts", None)
+    if given is None and env.get("FOUR_ATTEMPTS") is not None:
+        given = env.get_int("FOUR_ATTEMPTS", 1)
+    if given is not None and given < 1:
+        raise UsageError("--attempts must be at least 1")
+    check = getattr(args, "check", None)
+    if given is not None and given > 1 and not check:
+        raise UsageError(
+            "--attempts needs --check CMD: without a judge, the first submission is the end"
+        )
+    attempts = given if given is not None else (DEFAULT_ATTEMPTS if check else 1)
+    seed = getattr(args, "seed", None)
+    seed = env.get_int("FOUR_SEED", 0) if seed is None else seed
+    temperature = getattr(args, "attempt_temperature", None)
+    if temperature is None:
+        from four.search import DEFAULT_TEMPERATURE
+
+        temperature = env.get_float("FOUR_ATTEMPT_TEMPERATURE", DEFAULT_TEMPERATURE)
+    if seed < 0 or temperature is None or temperature < 0:
+        raise UsageError("--seed and --attempt-temperature must not be negative")
+    workers = getattr(args, "attempt_workers", None) or 1
+    if workers > attempts:
+        workers = attempts
+    return attempts, seed, float(temperature), workers
 
 
 def exposed_workspace(opts: RunOptions) -> Path | None:
@@ -427,10 +488,23 @@ def setup(opts: RunOptions, signing_key: SigningKey | None = None) -> DomainSetu
 
 
 def build(
-    opts: RunOptions, model: str, key: str | None, domain: Domain, where: DomainSetup
+    opts: RunOptions,
+    model: str,
+    key: str | None,
+    domain: Domain,
+    where: DomainSetup,
+    sampling: SamplingArgs | None = None,
 ) -> tuple[Invoke, Parse, Execute]:
-    """G (retried, budgeted), and the domain's V1 and V2 for the options."""
-    from four.invoke import budget_invoke, litellm_invoke, litellm_toolcall_invoke, retry_invoke
+    """G (cycles broken, retried, budgeted), and the domain's V1 and V2 for the options.
+    ``sampling`` (an attempt's temperature and seed) goes with every request; a hosted
+    model that takes no seed has it dropped."""
+    from four.invoke import (
+        budget_invoke,
+        cycle_breaking_invoke,
+        litellm_invoke,
+        litellm_toolcall_invoke,
+        retry_invoke,
+    )
     from four.parse import toolcall_parse
 
     try:
@@ -445,14 +519,21 @@ def build(
     if opts.local is not None:
         from four.invoke import local_invoke
 
-        G = retry_invoke(local_invoke(opts.local, **local_settings()))
-    elif opts.toolcalls:
-        tools = _mcp.definitions(V2) if opts.mcp else []
-        G = retry_invoke(litellm_toolcall_invoke(model, tools=tools, api_base=opts.api_base,
-                                                 api_key=key, prices=opts.prices))  # fmt: skip
+        settings = local_settings()
+        if sampling is not None:
+            settings["temperature"] = sampling["temperature"]
+        seed = 0 if sampling is None else sampling["seed"]
+        G = retry_invoke(cycle_breaking_invoke(local_invoke(opts.local, **settings, seed=seed)))
     else:
-        G = retry_invoke(litellm_invoke(model, api_base=opts.api_base, api_key=key,
-                                        prices=opts.prices))  # fmt: skip
+        extra: dict[str, object] = {}
+        if sampling is not None:
+            extra = {**sampling, "drop_params": True}
+        make = cast(Callable[..., Invoke], litellm_invoke)
+        if opts.toolcalls:
+            make = cast(Callable[..., Invoke], litellm_toolcall_invoke)
+            extra["tools"] = _mcp.definitions(V2) if opts.mcp else []
+        model_G = make(model, api_base=opts.api_base, api_key=key, prices=opts.prices, **extra)
+        G = retry_invoke(cycle_breaking_invoke(model_G))
     if opts.cost_limit:
         G = budget_invoke(G, cost_limit=opts.cost_limit)
     return G, V1, V2
@@ -531,8 +612,16 @@ def main(args: argparse.Namespace) -> int:
     key = api_key(opts)
     model, server = resolve(opts, key)
     prompt_fits(model, server, system, opts.task)
+    if opts.local is not None and opts.workers > 1:  # a slot for each attempt at once
+        os.environ.setdefault("FOUR_LOCAL_PARALLEL", str(opts.workers))
     if opts.local is not None and not start_local(opts):  # before V2 holds anything
         return 1
+    if opts.attempts > 1 and not history:
+        from four.cli._attempts import run_attempts
+
+        status = run_attempts(opts, model, key, domain, system, signing)
+        if status is not None:
+            return status  # else: one run, as without --attempts
     where = setup(opts, signing)
     G, V1, V2 = build(opts, model, key, domain, where)
     if opts.mcp:
@@ -648,8 +737,9 @@ def _interrupted(recording: Recording, opts: RunOptions, exc: KeyboardInterrupt)
     return code
 
 
-def report(path: Path, opts: RunOptions) -> int:
-    """Print the final line (or JSON) for a run saved at ``path``; its exit status."""
+def report(path: Path, opts: RunOptions, extra: Mapping[str, JSON] | None = None) -> int:
+    """Print the final line (or JSON, with ``extra`` added) for a run saved at ``path``;
+    its exit status."""
     doc = json.loads(path.read_text(encoding="utf-8"))
     outcome = str(doc.get("outcome"))
     stats: Mapping[str, JSON] = doc.get("stats") or {}
@@ -670,6 +760,7 @@ def report(path: Path, opts: RunOptions) -> int:
                     "usage": usage_json,
                     "wall_time": wall,
                     "submission": output if isinstance(output, str) else None,
+                    **(extra or {}),
                 },
                 indent=2,
             )

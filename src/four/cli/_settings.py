@@ -50,6 +50,10 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("FOUR_SIGNING_KEY", "private key (four keygen) that signs each run's seal (--sign)"),
     Variable("FOUR_HEARTBEAT", "seconds between a run's heartbeats in its stream; 0 = none [5]"),
     Variable("FOUR_FEEDBACK", "full, output or verdict: what --check tells the model (--feedback)"),
+    Variable("FOUR_ATTEMPTS", "attempts at a --check task, each from a fresh copy (--attempts)"),
+    Variable("FOUR_SEED", "the first attempt's seed; attempt i samples with seed + i - 1 (--seed)"),
+    Variable("FOUR_ATTEMPT_TEMPERATURE", "temperature of every attempt after the first"),
+    Variable("FOUR_RETRIES_PER_REASON", "times one failure is told before the attempt is held"),
 )
 
 

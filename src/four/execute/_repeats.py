@@ -25,6 +25,20 @@ from four._types import (
     Submitted,
 )
 
+_WARNING = "<warning>The same command gave the same output "
+_END = "</warning>\n"
+
+
+def unwarned(content: str) -> str:
+    """An observation's content without the warning ``note_repeats`` put before it.
+
+    >>> unwarned(NoteRepeats(print).noted(Action("ls"), Success(Observation("a"))).unwrap().content)
+    'a'
+    """
+    if content.startswith(_WARNING) and (end := content.find(_END)) >= 0:
+        return content[end + len(_END) :]
+    return content
+
 
 @dataclass(slots=True)
 class NoteRepeats:
@@ -51,9 +65,8 @@ class NoteRepeats:
         if self._times == 1:
             return result
         warning = (
-            f"<warning>The same command gave the same output {self._times} times in a row: "
-            "running it again changes nothing. Take the next step of the task, or finish "
-            "if it is done.</warning>\n"
+            f"{_WARNING}{self._times} times in a row: running it again changes nothing. "
+            f"Take the next step of the task, or finish if it is done.{_END}"
         )
         return Success(replace(observation, content=warning + observation.content))
 

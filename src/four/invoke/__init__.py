@@ -6,12 +6,18 @@ and ``alitellm_toolcall_invoke`` are their async twins, for ``arun``); and
 ``http_response_invoke`` (the Responses API over httpx); ``local_invoke``, a model run
 on this machine by an embedded llama.cpp server (the ``four-loop[local]`` extra).
 Wrappers, each a G of a G:
-``retry_invoke``, ``budget_invoke``, ``summarizing_invoke``, ``context_aware_invoke``.
+``retry_invoke``, ``budget_invoke``, ``summarizing_invoke``, ``context_aware_invoke``,
+``cycle_breaking_invoke`` (a model repeating itself is not sent the same context again).
 A typical stack, outermost first (budget outermost: it reads the spend from the full
-history; retry outside summarizing: one retry layer covers both model calls)::
+history; retry outside summarizing: one retry layer covers both model calls; the cycle
+breaker right around the model, whose sampling it sets)::
 
     G = budget_invoke(
-        retry_invoke(summarizing_invoke(litellm_toolcall_invoke(model), threshold=80_000)),
+        retry_invoke(
+            summarizing_invoke(
+                cycle_breaking_invoke(litellm_toolcall_invoke(model)), threshold=80_000
+            )
+        ),
         cost_limit=3.0,
     )
 """
@@ -33,6 +39,7 @@ from four.invoke._context import (
     summarizing_invoke,
 )
 from four.invoke._convert import BASH_TOOL, to_chat, to_responses_input
+from four.invoke._cycles import CycleBreakingInvoke, cycle_breaking_invoke
 from four.invoke._local import LocalInvoke, LocalServer, local_invoke, stop_local_servers
 from four.invoke._responses import ResponsesInvoke, http_response_invoke
 from four.invoke._retry import RetryInvoke, retry_invoke
@@ -43,6 +50,7 @@ __all__ = [
     "AsyncLitellmInvoke",
     "BudgetInvoke",
     "ContextAwareInvoke",
+    "CycleBreakingInvoke",
     "LitellmCounter",
     "LitellmInvoke",
     "LocalInvoke",
@@ -55,6 +63,7 @@ __all__ = [
     "alitellm_toolcall_invoke",
     "budget_invoke",
     "context_aware_invoke",
+    "cycle_breaking_invoke",
     "http_response_invoke",
     "litellm_invoke",
     "litellm_toolcall_invoke",

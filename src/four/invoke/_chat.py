@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final, ParamSpec
 
 from returns.result import Failure, Result, Success
@@ -18,6 +18,7 @@ from four._types import (
     ModelError,
     ModelErrorKind,
     Reply,
+    Sampling,
     ToolCall,
     Usage,
     finish_reason,
@@ -65,6 +66,25 @@ class LitellmInvoke:
         provider = self.model.split("/", 1)[0] if "/" in self.model else ""
         return provider in _THINKING_PROVIDERS or self.model.startswith("claude")
 
+    @property
+    def sampling(self) -> Sampling:
+        """The temperature and seed sent (None: the provider's default, no seed)."""
+        temperature, seed = self.kwargs.get("temperature"), self.kwargs.get("seed")
+        return Sampling(
+            float(temperature) if isinstance(temperature, int | float) else None,
+            seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
+        )
+
+    def sampled(self, sampling: Sampling, /) -> LitellmInvoke:
+        """This G sending ``sampling``'s temperature and seed, each where the provider
+        takes it (litellm's list of its parameters: Anthropic takes no seed)."""
+        takes = _sampling_params(self.model)
+        kwargs = dict(self.kwargs)
+        for name, value in (("temperature", sampling.temperature), ("seed", sampling.seed)):
+            if value is not None and name in takes:
+                kwargs[name] = value
+        return replace(self, kwargs=kwargs)
+
     def request(self, messages: Sequence[Message]) -> dict[str, object]:
         """The keyword arguments of the ``litellm.completion`` call for ``messages``."""
         request: dict[str, object] = {
@@ -98,11 +118,30 @@ class LitellmInvoke:
         return read_chat(response, self.model, self.prices, keep_tool_calls=offered)
 
 
+def _sampling_params(model: str) -> frozenset[str]:
+    """Which of temperature and seed the provider of ``model`` takes (by litellm's list)."""
+    litellm = litellm_module()
+    try:
+        name, provider, _, _ = litellm.get_llm_provider(model)
+        known = litellm.get_supported_openai_params(model=name, custom_llm_provider=provider)
+    except Exception:  # a model litellm cannot place: send neither
+        return frozenset()
+    return frozenset(p for p in ("temperature", "seed") if p in (known or ()))
+
+
 @dataclass(frozen=True, slots=True)
 class AsyncLitellmInvoke:
     """``invoke``, awaited: the same request through ``litellm.acompletion``, for ``arun``."""
 
     invoke: LitellmInvoke
+
+    @property
+    def sampling(self) -> Sampling:
+        return self.invoke.sampling
+
+    def sampled(self, sampling: Sampling, /) -> AsyncLitellmInvoke:
+        """The awaited ``invoke.sampled(sampling)``."""
+        return AsyncLitellmInvoke(self.invoke.sampled(sampling))
 
     async def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
         litellm = litellm_module()

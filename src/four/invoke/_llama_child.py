@@ -29,8 +29,7 @@ def main(argv: list[str]) -> int:
     params.use_jinja = True  # the chat template the GGUF file carries
     params.cpuparams.n_threads = settings["threads"]
     params.cpuparams_batch.n_threads = settings["threads"]
-    params.sampling.temp = settings["temperature"]
-    params.sampling.seed = settings["seed"]
+    params.sampling.temp = 0.0  # each request sends its own temperature and seed
     params.n_predict = settings["max_tokens"]
     try:
         server = xllamacpp.Server(params)  # returns once the model is loaded and listening

@@ -26,13 +26,13 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Final
 
 from returns.result import Failure, Result, Success
 
-from four._types import Message, ModelError, ModelErrorKind, Reply
+from four._types import Message, ModelError, ModelErrorKind, Reply, Sampling
 from four.invoke._chat import DEFAULT_TIMEOUT, LitellmInvoke
 
 DEFAULT_CTX: Final = 8192
@@ -48,15 +48,15 @@ _INSTALL_HINT = "pip install 'four-loop[local]'"
 
 @dataclass(frozen=True, slots=True)
 class ServerSettings:
-    """What one server is started with; runs with equal settings share a server."""
+    """What one server is started with; runs with equal settings share a server. The
+    sampling (temperature, seed) is not among them: every request sends its own, so
+    attempts that sample differently share one server (one copy of the model)."""
 
     model: str
     alias: str
     ctx: int
     threads: int | None  # None: as many as are free when the server starts
     parallel: int
-    temperature: float
-    seed: int
     max_tokens: int
 
 
@@ -236,9 +236,19 @@ class LocalInvoke:
             self.ctx,
             self.threads,
             self.parallel,
-            self.temperature,
-            self.seed,
             self.max_tokens,
+        )
+
+    @property
+    def sampling(self) -> Sampling:
+        return Sampling(self.temperature, self.seed)
+
+    def sampled(self, sampling: Sampling, /) -> LocalInvoke:
+        """This G with ``sampling``'s temperature and seed (the same server)."""
+        return replace(
+            self,
+            temperature=self.temperature if sampling.temperature is None else sampling.temperature,
+            seed=self.seed if sampling.seed is None else sampling.seed,
         )
 
     def server(self) -> Result[LocalServer, ModelError]:
@@ -299,9 +309,11 @@ def local_invoke(
     call, on a free port of 127.0.0.1, and is shared by every G with the same server
     settings in this process: ``ctx`` tokens of context for each of ``parallel`` slots
     (runs at once), ``threads`` CPU threads (default: the cores not busy as it starts, at most 8),
-    ``temperature`` (0: the same history gives the same reply, nearly always),
-    ``max_tokens`` per reply, ``seed``. It stops when the process ends. A server that
-    cannot start is a ``ModelError``. Needs the ``four-loop[local]`` extra.
+    ``max_tokens`` per reply. ``temperature`` (0: the same history gives the same reply,
+    nearly always) and ``seed`` are sent with each request, so Gs that sample otherwise
+    (``sampled``, as ``cycle_breaking_invoke`` does) share the server. It stops when the
+    process ends. A server that cannot start is a ``ModelError``. Needs the
+    ``four-loop[local]`` extra.
 
     >>> G = local_invoke("/models/qwen.gguf")  # doctest: +SKIP
     >>> run(G, regex_parse(), local_env(), save_trajectory(), prompt="...")  # doctest: +SKIP

@@ -26,7 +26,7 @@ from returns.result import Failure, Result, Success
 
 from four._types import Action, FormatError, Rejected, Reply, Submitted
 from four.execute._output import EXIT_SIGNAL
-from four.parse._finish import finish_rule, no_action
+from four.parse._finish import finish_rule, no_action, unapplied
 from four.parse._regex import DEFAULT_TAGS, Block, _console, fenced_blocks
 
 _SEARCH = re.compile(r"^\s*<{5,9} ?SEARCH\s*$")
@@ -34,6 +34,7 @@ _DIVIDER = re.compile(r"^\s*={5,9}\s*$")
 _REPLACE = re.compile(r"^\s*>{5,9} ?REPLACE\s*$")
 _PATH = re.compile(r"^[A-Za-z0-9_~+@-]?[A-Za-z0-9_.~+@/-]*$")
 _SHOWN = 30  # lines of a closest match shown at most
+_NO_FILE = "has no path on the line before it, so it was not written anywhere (and nothing was run)"
 _DECORATION = re.compile(r"^(?:#+\s*|[-*]\s+)?(?:(?:file|path|filename)\s*:\s*)?", re.I)
 
 
@@ -203,12 +204,10 @@ class EditParse:
             return Success(actions)
         if others:
             first = others[0]
-            problem = (
-                f"The ```{first.tag or ''} block on line {first.line} has no path on the line "
-                "before it, so it was not written anywhere (and nothing was run)."
-            )
+            problem = f"The ```{first.tag or ''} block on line {first.line} {_NO_FILE}."
         else:
             problem = "Your reply has no file edit and no ```bash block, so nothing was done."
+        kept = others[0] if others else None
         return no_action(
             content,
             self.exit_signal,
@@ -216,6 +215,7 @@ class EditParse:
             bool(blocks),
             problem,
             self.expected(),
+            None if kept is None else unapplied(kept.tag, kept.line, _NO_FILE),
         )
 
 

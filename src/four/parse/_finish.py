@@ -8,8 +8,11 @@ A reply with no action is a submission only when:
    non-blank text with no code fence at all: the submission is the whole text.
 
 Anything else (an empty reply, a reply with only a ``python`` block, an unclosed fence,
-prose when plain text does not finish) is a ``FormatError`` fed back to the model.
-``reply.reasoning`` is never read.
+prose when plain text does not finish) is a ``FormatError`` fed back to the model. So is
+a reply that submits and also holds a block the parser did not apply (a ``python``
+block beside the exit signal in the bash domain, a block naming no file in the python
+domain): the model would believe that block's work was done. ``reply.reasoning`` is
+never read.
 """
 
 from __future__ import annotations
@@ -48,6 +51,15 @@ def finish_rule(exit_signal: str, finish_on_plain_text: bool) -> str:
     return text + "."
 
 
+def unapplied(tag: str, line: int, why: str) -> str:
+    """A block that was not applied, as a submission's format error names it.
+
+    >>> unapplied("python", 3, "names no file, so it was not written")
+    'a ```python block on line 3, which names no file, so it was not written'
+    """
+    return f"a ```{tag} block on line {line}, which {why}"
+
+
 def no_action(
     content: str,
     exit_signal: str,
@@ -55,12 +67,24 @@ def no_action(
     has_fence: bool,
     problem: str,
     expected: str,
+    not_applied: str | None = None,
 ) -> Result[Sequence[Action | Rejected], FormatError | Submitted]:
     """Apply the completion rule to a reply with no action.
 
     The feedback is ``problem`` (or "empty" for a blank reply), then ``expected``.
+    ``not_applied`` names the first block of the reply that holds something but was not
+    applied (see ``unapplied``): with it, a reply that submits is a format error saying so.
     """
     submitted = signal_submission(content, exit_signal)
+    if submitted is not None and not_applied is not None:
+        return Failure(
+            FormatError(
+                f"Your reply submits (the line {exit_signal}) but also holds {not_applied}: "
+                "nothing was submitted. If that block is work still to do, send it in a "
+                "form that is applied and look at the result; finish in a reply of its own, "
+                f"with no code block.\n\n{expected}"
+            )
+        )
     if submitted is not None:
         return Failure(Submitted(submitted))
     if finish_on_plain_text and content.strip() and not has_fence:

@@ -19,7 +19,7 @@ from returns.result import Failure, Result, Success
 from four import _arguments as check
 from four._types import Action, FormatError, Rejected, Reply, Submitted
 from four.execute._output import EXIT_SIGNAL
-from four.parse._finish import finish_rule, no_action
+from four.parse._finish import finish_rule, no_action, unapplied
 
 DEFAULT_TAGS: tuple[str, ...] = ("mswea_bash_command", "bash", "sh", "shell", "console", "zsh")
 """Info-string tags whose blocks are run (compared in lower case)."""
@@ -275,6 +275,7 @@ class RegexParse:
             )
         else:
             problem = f"Your reply has no fenced ```{tag} block, so nothing was run."
+        kept = next((b for b in blocks if b.body.strip()), None)  # no shell block: never run
         return no_action(
             content,
             self.exit_signal,
@@ -282,6 +283,9 @@ class RegexParse:
             bool(blocks),
             problem,
             self.expected(),
+            None
+            if kept is None
+            else unapplied(kept.tag, kept.line, f"is not a ```{tag} block, so it is never run"),
         )
 
 

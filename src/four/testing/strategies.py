@@ -10,8 +10,8 @@ value of it (short text, no tool calls, the first enum member)::
     def test_my_parser_never_raises(reply):
         my_parser(reply)
 
-``register()`` (done by four's pytest plugin) lets ``st.from_type(four.Reply)`` and
-the like draw from these.
+Installing four registers them with Hypothesis (its ``hypothesis`` entry point), so
+``st.from_type(four.Reply)`` and the like draw from these in any script.
 """
 
 from __future__ import annotations
@@ -71,12 +71,12 @@ from four.quaternary import (
 __all__ = [
     "actions",
     "commands",
+    "for_type",
     "histories",
     "model_errors",
     "observations",
     "outcomes",
     "qict_configs",
-    "register",
     "replies",
     "texts",
     "tool_calls",
@@ -279,9 +279,9 @@ def qict_configs() -> st.SearchStrategy[QICTConfig]:
     )
 
 
-def register() -> None:
-    """Let ``st.from_type`` draw four's values from these strategies (four's pytest
-    plugin calls it, so ``@given(st.from_type(four.Reply))`` just works)."""
+def for_type(kind: type) -> st.SearchStrategy[object]:
+    """The strategy ``st.from_type(kind)`` draws from, for each type of four's that
+    Hypothesis' entry point registers (``four.testing._hypothesis``)."""
     made: dict[type, Callable[[], st.SearchStrategy[object]]] = {
         Assistant: replies,
         Action: actions,
@@ -295,6 +295,4 @@ def register() -> None:
         ExecutionError: lambda: st.builds(ExecutionError, texts(80)),
         Rejected: lambda: st.builds(Rejected, st.just("call_0"), texts(80)),
     }
-    for kind, make in made.items():
-        # A function of the type, so nothing is built until a test draws from it.
-        st.register_type_strategy(kind, lambda _, make=make: make())  # type: ignore[misc]
+    return made[kind]()

@@ -9,7 +9,9 @@ from typing import cast
 from four._types import (
     JSON,
     Assistant,
+    CycleBreak,
     Message,
+    Sampling,
     System,
     ToolCall,
     ToolResult,
@@ -44,6 +46,40 @@ def usage_from_json(data: Mapping[str, JSON]) -> Usage:
     )
 
 
+def cycle_break_to_json(change: CycleBreak) -> JSONDict:
+    """What a cycle breaker changed in a call, as stored with its reply.
+
+    >>> cycle_break_to_json(CycleBreak("the reply repeated", 2, (3, 4), Sampling(0.7, 9)))
+    {'reason': 'the reply repeated', 'repeats': 2, 'dropped': [3, 4], 'temperature': 0.7, 'seed': 9, 'discarded': 0}
+    """
+    sampling = change.sampling
+    return {
+        "reason": change.reason,
+        "repeats": change.repeats,
+        "dropped": list(change.dropped),
+        "temperature": None if sampling is None else sampling.temperature,
+        "seed": None if sampling is None else sampling.seed,
+        "discarded": change.discarded,
+    }
+
+
+def cycle_break_from_json(data: Mapping[str, JSON]) -> CycleBreak:
+    temperature, seed = data.get("temperature"), data.get("seed")
+    sampled = isinstance(temperature, int | float) or isinstance(seed, int)
+    return CycleBreak(
+        str(data.get("reason") or ""),
+        _int(data.get("repeats")),
+        tuple(i for i in _list(data.get("dropped")) if isinstance(i, int)),
+        Sampling(
+            float(temperature) if isinstance(temperature, int | float) else None,
+            seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
+        )
+        if sampled
+        else None,
+        _int(data.get("discarded")),
+    )
+
+
 def message_to_json(message: Message) -> JSONDict:
     """One message as a JSON object.
 
@@ -70,6 +106,8 @@ def message_to_json(message: Message) -> JSONDict:
             out["usage"] = usage_to_json(message.usage)
         if message.model:
             out["model"] = message.model
+        if message.cycle_break is not None:
+            out["cycle_break"] = cycle_break_to_json(message.cycle_break)
         return out
     if isinstance(message, ToolResult):
         out = {
@@ -130,6 +168,9 @@ def message_from_json(data: Mapping[str, JSON]) -> Message | None:
         finish_reason(finish),
         usage_from_json(usage) if isinstance(usage, dict) else None,
         str(data.get("model") or ""),
+        cycle_break_from_json(change)
+        if isinstance(change := data.get("cycle_break"), dict)
+        else None,
     )
 
 

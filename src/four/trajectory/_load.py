@@ -492,6 +492,7 @@ _SHAPES: dict[str, frozenset[type]] = {
     "tool_calls": frozenset((list, type(None))),
     "thinking_blocks": frozenset((list, type(None))),
     "extra": frozenset((dict, type(None))),
+    "cycle_break": frozenset((dict, type(None))),
 }
 _NUMBER: frozenset[type] = frozenset((int, float, type(None)))
 

@@ -17,39 +17,21 @@ when a server is started, never by ``import four``. The protocol is the SDK's: i
 ...         save_trajectory("runs"), system=SYSTEM + "\\n\\n" + env.describe(), prompt=task)
 """
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING
 
 from four._lazy import lazy
-from four.domains.mcp._parse import McpParse, mcp_parse
-from four.domains.mcp._servers import HttpServer, Server, StdioServer, server_of
-from four.domains.mcp._tools import McpTool, ToolAction
 
-if TYPE_CHECKING:  # they import the SDK: loaded on first use
-    from four.domains.mcp._client import StartError
-    from four.domains.mcp._env import McpEnv, mcp_env
+if TYPE_CHECKING:  # loaded on first use (_env and _client import the SDK)
+    from four.domains.mcp._client import StartError as StartError
+    from four.domains.mcp._env import McpEnv as McpEnv
+    from four.domains.mcp._env import mcp_env as mcp_env
+    from four.domains.mcp._parse import McpParse as McpParse
+    from four.domains.mcp._parse import mcp_parse as mcp_parse
+    from four.domains.mcp._servers import HttpServer as HttpServer
+    from four.domains.mcp._servers import Server as Server
+    from four.domains.mcp._servers import StdioServer as StdioServer
+    from four.domains.mcp._servers import server_of as server_of
+    from four.domains.mcp._tools import McpTool as McpTool
+    from four.domains.mcp._tools import ToolAction as ToolAction
 
-__all__ = [
-    "HttpServer",
-    "McpEnv",
-    "McpParse",
-    "McpTool",
-    "Server",
-    "StartError",
-    "StdioServer",
-    "ToolAction",
-    "mcp_env",
-    "mcp_parse",
-    "server_of",
-]
-
-__getattr__, __dir__ = lazy(
-    "four.domains.mcp",
-    {
-        "McpEnv": "four.domains.mcp._env",
-        "mcp_env": "four.domains.mcp._env",
-        "StartError": "four.domains.mcp._client",
-    },
-    __all__,
-)
+__getattr__, __dir__, __all__ = lazy(__name__, __file__)

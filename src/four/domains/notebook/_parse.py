@@ -10,7 +10,7 @@ from returns.result import Failure, Result, Success
 from four.domains.notebook._kernel import MARKDOWN
 from four.execute import EXIT_SIGNAL
 from four.parse import fenced_blocks
-from four.parse._finish import signal_submission
+from four.parse._finish import no_action, unapplied
 from four.types import Action, FormatError, Rejected, Reply, Submitted
 
 PYTHON_TAGS = ("python", "py", "python3", "ipython", "ipython3")
@@ -40,9 +40,6 @@ class CellParse:
         blocks = fenced_blocks(text, ())
         code = [b for b in blocks if b.tag in PYTHON_TAGS]
         if not code:
-            submitted = signal_submission(text, self.exit_signal)
-            if submitted is not None:
-                return Failure(Submitted(submitted))
             if not text.strip():
                 problem = "Your reply was empty, so no cell was run."
             elif blocks:
@@ -50,7 +47,17 @@ class CellParse:
                 problem = f"Your reply has code blocks tagged {tags}, but no ```python block."
             else:
                 problem = "Your reply has no ```python block, so no cell was run."
-            return Failure(FormatError(f"{problem}\n\n{_expected(self.exit_signal)}"))
+            kept = next((b for b in blocks if b.body.strip()), None)
+            why = "is not a ```python block, so no cell was run"
+            return no_action(
+                text,
+                self.exit_signal,
+                False,
+                bool(blocks),
+                problem,
+                _expected(self.exit_signal),
+                None if kept is None else unapplied(kept.tag, kept.line, why),
+            )
         if any(not b.closed for b in code):
             return Failure(
                 FormatError(

@@ -1,0 +1,227 @@
+"""``four run --check CMD --attempts K``: the run of ``four run``, tried again from a fresh
+copy of the workspace until the check accepts it (``four.search``).
+
+Each attempt is ``four run``'s own run (its display, its trajectory in ``-o``, its
+heartbeat), with G sampling at the attempt's temperature and seed; the search's record
+(``DIR/<group>.attempts.json``) links them. ``--timeout`` and ``--cost-limit`` cover
+every attempt together, ``--max-steps`` each one.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from four._types import JSON
+from four.cli._errors import UsageError
+from four.cli._format import seconds, tokens
+
+if TYPE_CHECKING:
+    from four.cli._run import RunOptions
+    from four.domains import Domain
+    from four.search import Attempt, Member, Search
+    from four.trajectory._sign import SigningKey
+
+
+def workspace(opts: RunOptions, domain: Domain) -> Path | None:
+    """The folder the attempts copy: ``--cwd`` or here; None where each attempt gets a
+    fresh one anyway (a container; a sandbox with no ``--cwd``)."""
+    if domain.name == "bash" and (opts.env == "docker" or (opts.env == "sandbox" and not opts.cwd)):
+        return None
+    return Path(opts.cwd) if opts.cwd else Path.cwd()
+
+
+def run_attempts(
+    opts: RunOptions,
+    model: str,
+    key: str | None,
+    domain: Domain,
+    system: str,
+    signing: SigningKey | None,
+) -> int | None:
+    """Run the attempts; the exit status of ``four run`` (0 accepted). None: the
+    attempts were the default and the workspace is too large to copy, so ``four run``
+    makes one run instead (said on standard error)."""
+    from four.search import Budget, Search
+    from four.search._workspace import WorkspaceTooLarge
+
+    first = opts.local is not None and _first_temperature()
+    where = workspace(opts, domain)
+    try:
+        search: Search[Path] = Search(
+            opts.attempts,
+            opts.task,
+            workspace=where,
+            keep=(opts.output_dir,),
+            seed=opts.seed,
+            temperature=opts.attempt_temperature,
+            first_temperature=first or 0.0,
+            budget=Budget(cost=opts.cost_limit, seconds=opts.timeout),
+            workers=opts.workers,
+            record_dir=opts.output_dir,
+            signing_key=signing,
+            on_start=lambda a: _started(a, opts),
+            on_end=lambda m: _ended(m, opts),
+        )
+        if where is not None:  # copied now: a folder too large to copy is refused here
+            search.prepare()
+    except WorkspaceTooLarge as exc:
+        if opts.attempts_by_default:
+            print(f"four run: one attempt, not {opts.attempts}: {exc}", file=sys.stderr)
+            return None
+        raise UsageError(f"--attempts {opts.attempts}: {exc}, or --attempts 1") from None
+    except NotADirectoryError as exc:
+        raise UsageError(f"--attempts {opts.attempts}: {exc}") from None
+    except ValueError as exc:
+        raise UsageError(f"--attempts {opts.attempts}: {exc}") from None
+    try:
+        search.run(_Attempts(opts, model, key, domain, system, signing))
+    except KeyboardInterrupt as exc:
+        from four.cli._run import Terminated
+
+        saved = str(search.record) if search.record else None
+        if opts.json:  # as a plain run says it, the search's record as the path
+            outcome = f"interrupted: {type(exc).__name__}"
+            print(json.dumps({"outcome": outcome, "success": False, "path": saved,
+                              **_json(search)}, indent=2))  # fmt: skip
+        else:
+            print(f"interrupted · saved {saved}" if saved else "interrupted before a run began")
+        return 143 if isinstance(exc, Terminated) else 130
+    except UsageError:
+        raise
+    except Exception:
+        import traceback
+
+        traceback.print_exc()
+        print(f"crashed · saved {search.record}", file=sys.stderr)
+        return 1
+    return _report(search, opts)
+
+
+def _first_temperature() -> float | None:
+    from four.cli._run import local_settings
+
+    return local_settings().get("temperature")
+
+
+@dataclass(frozen=True, slots=True)
+class _Attempts:
+    """What every attempt of ``four run`` is made of; called, one attempt."""
+
+    opts: RunOptions
+    model: str
+    key: str | None
+    domain: Domain
+    system: str
+    signing: SigningKey | None
+
+    def __call__(self, a: Attempt) -> Path:
+        """``four run``'s run in the attempt's copy of the workspace."""
+        from four import run
+        from four.cli import _settings as env
+        from four.cli._live import Display, Recording, Watched, WatchedEnv, components
+        from four.cli._preflight import check_program
+        from four.cli._resume import HEARTBEAT, heartbeat
+        from four.cli._run import Saving, build, domain_check, setup
+
+        opts, domain = self.opts, self.domain
+        mine = replace(opts, cwd=a.cwd or opts.cwd, cost_limit=None, timeout=None)
+        where = setup(mine, self.signing)
+        G, V1, V2 = build(mine, self.model, self.key, domain, where, a.sampling)
+        system = self.system
+        if opts.mcp:  # the servers' tools, as four run names them
+            from four.cli import _mcp
+
+            system = _mcp.system(system, V2, opts.toolcalls)
+        if a.index == 1:
+            check_program(opts.check, V2, domain.name, opts.check_files)
+        check = domain_check(mine, domain, where, V2)
+        place = opts.env if domain.name == "bash" else domain.name
+        title = f"{self.model} · {place} · attempt {a.index}/{a.link.of}"
+        display = Display(opts.mode, title=title, max_steps=opts.max_steps)
+        record: dict[str, JSON] = {**opts.record()}
+        recording = Recording(domain.emit(where, V2), components(G, V2, record))
+        display.start()
+        try:
+            beats = env.get_float("FOUR_HEARTBEAT", HEARTBEAT) or 0.0
+            with heartbeat(lambda: recording.sink, beats):
+                return run(
+                    a.invoke(Watched(G, display)),
+                    V1,
+                    a.env(WatchedEnv(V2, display)),
+                    a.emit(recording),
+                    system,
+                    opts.task,
+                    a.limit(opts.max_steps),
+                    opts.max_format_errors,
+                    check=check,
+                    watch=a.watching(Saving(recording)),
+                )
+        finally:
+            display.stop("done")
+
+
+def _say(opts: RunOptions, line: str) -> None:
+    if opts.mode != "quiet" and not opts.json:
+        print(line, file=sys.stderr, flush=True)
+
+
+def _started(a: Attempt, opts: RunOptions) -> None:
+    after = f" · after {a.link.after}" if a.link.after else ""
+    after = after if len(after) <= 100 else after[:97] + "..."
+    link = a.link
+    _say(opts, f"attempt {link.index} of {link.of} · temperature {link.temperature:g} · "
+               f"seed {link.seed}{after}")  # fmt: skip
+
+
+def _ended(m: Member[object], opts: RunOptions) -> None:
+    outcome = m.outcome.text if len(m.outcome.text) <= 100 else m.outcome.text[:97] + "..."
+    _say(
+        opts,
+        f"attempt {m.link.index} of {m.link.of}: {outcome} · {m.steps} steps · "
+        f"{tokens(m.usage.total_tokens)} tokens · {seconds(m.seconds)}",
+    )
+
+
+def _report(search: Search[Path], opts: RunOptions) -> int:
+    from four.cli._run import report
+
+    result = search.result
+    if result is None or result.path is None:
+        print(f"four run: no attempt ran: {search.ended}", file=sys.stderr)
+        return 1
+    code = report(result.path, opts, extra=_json(search) if opts.json else None)
+    if not opts.json:
+        verdict = "accepted" if search.accepted else "not accepted"
+        print(
+            f"attempt {result.link.index} of {search.k} {verdict} ({search.ended}) · "
+            f"{len(search.members)} attempts · {tokens(search.usage.total_tokens)} tokens · "
+            f"{search.record}"
+        )
+    return code
+
+
+def _json(search: Search[Path]) -> dict[str, JSON]:
+    return {
+        "attempts": {
+            "record": str(search.record) if search.record else None,
+            "ended": search.ended,
+            "accepted": search.accepted,
+            "result": search.result.link.index if search.result else None,
+            "members": [
+                {
+                    "index": m.link.index,
+                    "outcome": m.outcome.text,
+                    "path": str(m.path) if m.path else None,
+                    "steps": m.steps,
+                    "tokens": m.usage.total_tokens,
+                    "seed": m.link.seed,
+                    "temperature": m.link.temperature,
+                }
+                for m in search.members
+            ],
+        }
+    }

@@ -1,0 +1,282 @@
+"""cycle_breaking_invoke: a G that never sends a model caught in a cycle the same context again.
+
+At temperature 0 the same history gives the same reply. Once a small model repeats a
+turn (the same reply with the same answer, or the same commands with the same output),
+the history that follows gives that turn again, until the budget runs out: a warning in
+the observation does not help, the warned history gives the same reply too. So before
+each call this wrapper reads the history, and:
+
+- sends each run of repeated turns once: all but the last turn of a run are left out
+  (whole turns, so every tool call keeps its result; the last keeps its answer, with
+  the repetition warning if the environment added one);
+- when the history ends in such a run, resamples the call: a temperature above 0
+  (higher the longer the run) and a seed, both functions of the history, so a run at
+  temperature 0 stays reproducible; a reply equal to the repeated one is drawn again
+  with the next seed, up to ``redraws`` times.
+
+What it changed, and why, is kept with the reply (``Assistant.cycle_break``); a history
+with no repeated turn is sent as it is, with the model's own sampling.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol, TypeAlias, runtime_checkable
+
+from returns.result import Failure, Result, Success
+
+from four import _arguments as check
+from four._types import (
+    NO_USAGE,
+    Assistant,
+    AsyncInvoke,
+    CycleBreak,
+    Invoke,
+    Message,
+    ModelError,
+    Reply,
+    Sampled,
+    Sampling,
+    ToolResult,
+    Usage,
+    User,
+)
+from four.execute._repeats import unwarned
+from four.invoke._billing import add_error_usage, add_usage
+
+DEFAULT_TEMPERATURES: tuple[float, ...] = (0.7, 1.0, 1.3)
+"""The temperature of a resampled call: the first when a turn has repeated once, the next
+for each further repeat or redraw, the last from then on."""
+
+_Key: TypeAlias = tuple[object, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Turn:
+    """An assistant reply and the messages that answer it, ``history[start:end]``."""
+
+    start: int
+    end: int
+    reply: _Key  # the text and the tool calls (names and arguments: ids differ every time)
+    answers: _Key  # what answered it (observations without the repetition warning)
+    ran: _Key  # (command, output, status) of each command it ran; () if none ran
+
+
+def _key(reply: Assistant) -> _Key:
+    return (reply.content.strip(), tuple((c.name, c.arguments) for c in reply.tool_calls))
+
+
+def _turns(history: Sequence[Message]) -> list[_Turn]:
+    starts = [i for i, m in enumerate(history) if isinstance(m, Assistant)]
+    turns = []
+    for n, start in enumerate(starts):
+        end = starts[n + 1] if n + 1 < len(starts) else len(history)
+        answers = [m for m in history[start + 1 : end] if isinstance(m, User | ToolResult)]
+        reply = history[start]
+        assert isinstance(reply, Assistant)
+        turns.append(
+            _Turn(
+                start,
+                end,
+                _key(reply),
+                tuple((m.kind, unwarned(m.content)) for m in answers),
+                tuple(
+                    (m.command, unwarned(m.content), m.returncode)
+                    for m in answers
+                    if m.kind == "observation"
+                ),
+            )
+        )
+    return turns
+
+
+def _same(a: _Turn, b: _Turn) -> bool:
+    """Whether ``b`` repeats ``a``: the same reply answered alike, or the same commands
+    with the same output."""
+    return (a.reply == b.reply and a.answers == b.answers) or (bool(a.ran) and a.ran == b.ran)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What one call sends, given the history (see ``plan``)."""
+
+    sent: Sequence[Message]
+    dropped: tuple[int, ...]
+    repeats: int  # turns in the run the history ends with (1: no cycle)
+    looping: _Key | None  # the reply repeated at the end of the history
+    reason: str
+    seed: int
+
+    def record(self, sampling: Sampling | None, discarded: int) -> CycleBreak:
+        return CycleBreak(self.reason, self.repeats, self.dropped, sampling, discarded)
+
+
+def plan(history: Sequence[Message]) -> Plan | None:
+    """What to send instead of ``history``, or None to send it as it is: a pure function
+    of the history (so a run stays reproducible).
+
+    >>> from four import Assistant, User
+    >>> def turn(thought): return [Assistant(thought + "```bash\\nls\\n```"),
+    ...                            User("a.txt", "observation", 0, "ls")]
+    >>> p = plan([User("task", "task"), *turn("Look."), *turn("Again.")])
+    >>> p.dropped, p.repeats, p.reason
+    ((1, 2), 2, 'the same command gave the same output 2 times in a row')
+    """
+    runs: list[list[_Turn]] = []
+    for turn in _turns(history):
+        if runs and _same(runs[-1][-1], turn):
+            runs[-1].append(turn)
+        else:
+            runs.append([turn])
+    dropped = tuple(i for run in runs for turn in run[:-1] for i in range(turn.start, turn.end))
+    tail = runs[-1] if runs else []
+    if not dropped:
+        return None
+    left_out = set(dropped)
+    sent = [m for i, m in enumerate(history) if i not in left_out]
+    if len(tail) < 2:
+        return Plan(sent, dropped, 1, None, "earlier repeated turns are sent once", 0)
+    last = tail[-1]
+    if all(t.reply == last.reply for t in tail):
+        what = "the same reply, answered alike, came"
+    else:
+        what = "the same command gave the same output"
+    digest = hashlib.sha256(repr((last.reply, len(tail), len(history))).encode()).digest()
+    seed = int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+    return Plan(sent, dropped, len(tail), last.reply, f"{what} {len(tail)} times in a row", seed)
+
+
+@runtime_checkable
+class _AsyncSampled(Protocol):
+    @property
+    def sampling(self) -> Sampling: ...
+
+    def sampled(self, sampling: Sampling, /) -> AsyncInvoke: ...
+
+
+Drawn: TypeAlias = Result[Reply, ModelError]
+
+
+@dataclass(frozen=True, slots=True)
+class CycleBreakingInvoke:
+    """G over ``G`` that breaks cycles (see ``cycle_breaking_invoke``)."""
+
+    G: Invoke
+    temperatures: tuple[float, ...] = DEFAULT_TEMPERATURES
+    redraws: int = 2
+
+    def sampling(self, base: Sampling, plan: Plan, draw: int) -> Sampling:
+        """The ``draw``-th sampling (0: the first) of a call that ``plan`` resamples: never
+        below the model's own temperature, which stays the provider's if unknown."""
+        index = min(plan.repeats - 2 + draw, len(self.temperatures) - 1)
+        temperature = base.temperature
+        if temperature is not None:
+            temperature = max(temperature, self.temperatures[index])
+        return Sampling(temperature, (plan.seed + draw) & 0x7FFFFFFF)
+
+    def settle(self, plan: Plan, drawn: Drawn, draw: int, billed: Usage) -> Drawn | None:
+        """The call's result, or None to draw again (the reply repeats the cycle)."""
+        if isinstance(drawn, Failure):
+            error = drawn.failure()
+            return Failure(add_error_usage(error, billed)) if billed.calls else drawn
+        reply = drawn.unwrap()
+        if _key(reply) == plan.looping and draw < self.redraws:
+            return None
+        return Success(add_usage(reply, billed) if billed.calls else reply)
+
+    def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
+        chosen = plan(messages)
+        if chosen is None:
+            return self.G(messages)
+        if chosen.looping is None or not isinstance(self.G, Sampled):
+            return _noted(self.G(chosen.sent), chosen.record(None, 0))
+        billed, draw = NO_USAGE, 0
+        while True:
+            G = self.G.sampled(self.sampling(self.G.sampling, chosen, draw))
+            drawn = G(chosen.sent)
+            done = self.settle(chosen, drawn, draw, billed)
+            if done is not None:
+                return _noted(done, chosen.record(_sampling_of(G), draw))
+            billed += drawn.unwrap().usage or NO_USAGE
+            draw += 1
+
+
+@dataclass(frozen=True, slots=True)
+class AsyncCycleBreakingInvoke:
+    """``breaker``'s rules over an async G (``alitellm_invoke``), for ``arun``;
+    ``breaker.G`` is not called."""
+
+    breaker: CycleBreakingInvoke
+    G: AsyncInvoke
+
+    async def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
+        chosen = plan(messages)
+        if chosen is None:
+            return await self.G(messages)
+        if chosen.looping is None or not isinstance(self.G, _AsyncSampled):
+            return _noted(await self.G(chosen.sent), chosen.record(None, 0))
+        billed, draw = NO_USAGE, 0
+        while True:
+            G = self.G.sampled(self.breaker.sampling(self.G.sampling, chosen, draw))
+            call: Callable[[Sequence[Message]], Awaitable[Drawn]] = G
+            drawn = await call(chosen.sent)
+            done = self.breaker.settle(chosen, drawn, draw, billed)
+            if done is not None:
+                return _noted(done, chosen.record(_sampling_of(G), draw))
+            billed += drawn.unwrap().usage or NO_USAGE
+            draw += 1
+
+
+def _sampling_of(G: object) -> Sampling | None:
+    sampling = getattr(G, "sampling", None)
+    return sampling if isinstance(sampling, Sampling) else None
+
+
+def _noted(drawn: Drawn, change: CycleBreak) -> Drawn:
+    if isinstance(drawn, Success):
+        return Success(replace(drawn.unwrap(), cycle_break=change))
+    return drawn
+
+
+def cycle_breaking_invoke(
+    G: Invoke, temperatures: Sequence[float] = DEFAULT_TEMPERATURES, redraws: int = 2
+) -> CycleBreakingInvoke:
+    """G that never sends a model caught in a cycle the same context again.
+
+    Before each call it reads the history. Each run of repeated turns (the same reply
+    answered alike, or the same commands with the same output) is sent once: its
+    earlier turns are left out. When the history ends in such a run, the call is also
+    resampled, if ``G`` can be (``litellm_invoke``, ``local_invoke``: see
+    ``four.types.Sampled``): at ``temperatures[0]`` after one repeat, the next for each
+    further repeat (never below the model's own temperature), with a seed that is a
+    function of the history; a reply equal to the repeated one is drawn again, with the
+    next temperature and seed, up to ``redraws`` times (their usage is added to the
+    reply's). Everything is a function of the history, so a run at temperature 0 is as
+    reproducible as before. Each changed call's reply records what was changed and why
+    (``Assistant.cycle_break``); a history with no repeat is sent as it is.
+
+    Put it directly around the model, inside ``retry_invoke`` and ``budget_invoke``.
+
+    >>> from four import scripted_invoke, Assistant, User
+    >>> turn = [Assistant("```bash\\nls\\n```"), User("a.txt", "observation", 0, "ls")]
+    >>> G = cycle_breaking_invoke(scripted_invoke(["```bash\\ncat a.txt\\n```"]))
+    >>> G([User("task", "task"), *turn, *turn]).unwrap().cycle_break.dropped
+    (1, 2)
+    """
+    where = "cycle_breaking_invoke"
+    check.component(where, "G", G, "a G (a function: history -> Result[Reply, ModelError])")
+    if isinstance(temperatures, str) or not isinstance(temperatures, Sequence):
+        raise TypeError(
+            f"{where}: temperatures must be a sequence of numbers; got {temperatures!r}"
+        )
+    chosen = tuple(temperatures)
+    if not chosen or not all(
+        isinstance(t, int | float) and not isinstance(t, bool) and 0 < t <= 2 for t in chosen
+    ):
+        raise ValueError(
+            f"{where}: temperatures must be numbers above 0 and at most 2; got {temperatures!r}"
+        )
+    check.count(where, "redraws", redraws, minimum=0)
+    return CycleBreakingInvoke(G, tuple(float(t) for t in chosen), redraws)
