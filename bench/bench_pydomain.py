@@ -3,7 +3,9 @@ ruff and mypy --strict (through the run's dmypy daemon) on the changed file.
 
 Rows: the cold start (a fresh environment's first check: the daemon starts and mypy reads
 typeshed and the workspace), the warm check after a one-line edit (target: under 1 s),
-and, for scale, the same check's parts and one plain ``mypy --strict`` process.
+and, for scale, the same check's parts and one plain ``mypy --strict`` process. The
+checkers run contained (each in a PID namespace of its own here); the warm edit is timed
+again with them in the sandbox (bubblewrap), where bwrap is usable.
 
     python bench/run.py pydomain
 """
@@ -21,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from four.domains.python import python_env
+from four.execute._tools import tool_host
 from four.parse import SearchReplace
 
 MODULES = 10
@@ -79,10 +82,27 @@ def main() -> None:
             rows.append(
                 ("  of which ruff", [timed(lambda: env._ruff([target])) for _ in range(ROUNDS)])
             )
+            ruff = [sys.executable, "-m", "ruff", "check", "--output-format", "json"]
+            ruff += ["--no-cache", "--", target]
+            bare = [
+                timed(lambda: subprocess.run(ruff, cwd=root, capture_output=True, check=False))
+                for _ in range(ROUNDS)
+            ]
+            rows.append(("  the same ruff, not contained (for the ratio)", bare))
             daemon = env._daemon
             assert daemon is not None
             checks = [timed(lambda: daemon.check([target])) for _ in range(ROUNDS)]
             rows.append(("  dmypy round trip, nothing changed", checks))
+        if shutil.which("bwrap") is not None:
+            with python_env(root, host=tool_host("sandbox", root)).owns_host() as env:
+                assert "no problems" in env.edit([one_line(root, target)]).content  # warm
+                edits = []
+                for _ in range(ROUNDS):
+                    edit = one_line(root, target)
+                    start = time.perf_counter()
+                    assert "no problems" in env.edit([edit]).content
+                    edits.append(time.perf_counter() - start)
+                rows.append(("warm, the checkers in the sandbox (bwrap)", edits))
         plain = [sys.executable, "-m", "mypy", "--strict", "--no-incremental"]
         plain += ["--cache-dir", os.devnull, target]
         once = timed(lambda: subprocess.run(plain, cwd=root, capture_output=True, check=False))

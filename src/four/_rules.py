@@ -238,7 +238,7 @@ class RunState(Generic[T]):
         failed = ExecutionFailed(seen.message)
         if call_id:
             self.reply_to(call_id, failed.text, "error", None, command)
-        return failed
+        return self.stopped() or failed  # it failed as the run was being stopped: stopped
 
     def reply_to(
         self,

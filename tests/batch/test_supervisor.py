@@ -19,7 +19,13 @@ from four.execute import local_env, shell_env
 from four.execute._interrupt import interrupt, interruptible
 from four.trajectory import load_trajectory
 from tests.batch._agents import alive, bash, scripted_run
-from tests.execute.conftest import TEST_IMAGE, bwrap_problem, docker_problem, need
+from tests.execute.conftest import (
+    TEST_IMAGE,
+    bwrap_problem,
+    containers_left,
+    docker_problem,
+    need,
+)
 
 
 def _token() -> str:
@@ -65,20 +71,7 @@ def test_a_stalled_command_is_killed_and_the_run_ends_stalled(tmp_path: Path, ki
     assert result.steps == 2
     assert alive(token) == []
     if kind == "docker":
-        assert _containers() == []
-
-
-def _containers() -> list[str]:
-    import subprocess
-
-    from four.execute._docker import LABEL
-
-    return subprocess.run(
-        ["docker", "ps", "-a", "-q", "--filter", f"label={LABEL}={os.getpid()}"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    ).stdout.split()
+        assert containers_left() == []
 
 
 def test_a_run_past_its_time_limit_ends_with_time_limit_reached(tmp_path: Path) -> None:

@@ -116,7 +116,7 @@ def test_run_domain_python_is_accepted_once_typed_and_tested(
     )
 
 
-def test_run_domain_python_refuses_other_environments(
+def test_run_domain_python_refuses_a_persistent_shell(
     server: LoopbackServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     status = main(
@@ -126,7 +126,7 @@ def test_run_domain_python_refuses_other_environments(
             "--domain",
             "python",
             "--env",
-            "sandbox",
+            "persistent",
             "--model",
             "test-model",
             "--api-base",
@@ -136,7 +136,7 @@ def test_run_domain_python_refuses_other_environments(
         ]
     )
     assert status == 2
-    assert "runs locally in its workspace, not --env sandbox" in capsys.readouterr().err
+    assert "runs in --env local, sandbox or docker, not --env persistent" in capsys.readouterr().err
 
 
 def test_replay_of_a_python_run_begins_where_it_began_and_leaves_the_workspace_alone(

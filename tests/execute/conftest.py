@@ -80,6 +80,25 @@ def docker_problem() -> str | None:
     return None
 
 
+def need_service(kind: str) -> None:
+    """Skip (or fail, in CI) a test of ``kind`` whose service is missing: bwrap for the
+    sandbox, a Docker daemon and the test image for docker."""
+    if kind == "sandbox":
+        need(bwrap_problem())
+    if kind == "docker":
+        need(docker_problem())
+
+
+def containers_left() -> list[str]:
+    """The containers ``docker_env`` made for this process that still exist."""
+    return subprocess.run(
+        ["docker", "ps", "-a", "-q", "--filter", f"label={LABEL}={os.getpid()}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout.split()
+
+
 class _Factory:
     def __init__(self, kind: str, container: str | None = None) -> None:
         self.kind = kind
@@ -115,12 +134,7 @@ def shared_container() -> Iterator[str]:
     with docker_env(TEST_IMAGE) as env:
         assert env.container is not None
         yield env.container
-    left = subprocess.run(
-        ["docker", "ps", "-a", "-q", "--filter", f"label={LABEL}={os.getpid()}"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    ).stdout.split()
+    left = containers_left()
     assert left == [], f"containers left behind: {left}"
 
 

@@ -32,9 +32,7 @@ from tests.execute.conftest import (
     TEST_IMAGE,
     Env,
     alive,
-    bwrap_problem,
-    docker_problem,
-    need,
+    need_service,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,10 +71,7 @@ def _make(kind: str, **settings: Any) -> Env:
 @pytest.fixture(params=ENVS)
 def kind(request: pytest.FixtureRequest) -> str:
     name: str = request.param
-    if name == "sandbox":
-        need(bwrap_problem())
-    if name == "docker":
-        need(docker_problem())
+    need_service(name)
     return name
 
 

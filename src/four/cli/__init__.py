@@ -48,8 +48,9 @@ def _add_env_flags(p: argparse.ArgumentParser) -> None:
         "--env",
         choices=env.ENVIRONMENTS,
         default=None,
-        help="where commands run: a fresh process each (local), one shell kept "
-        "(persistent), bubblewrap (sandbox) or a container (docker) [FOUR_ENV, local]",
+        help="where commands, and a domain's tools (kernel, checkers, compilers), run: "
+        "a fresh process each (local), one shell kept (persistent), bubblewrap (sandbox) "
+        "or a container (docker) [FOUR_ENV, local]",
     )
     p.add_argument("--image", help="container image for --env docker [FOUR_IMAGE]")
     p.add_argument(

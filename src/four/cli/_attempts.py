@@ -77,8 +77,15 @@ def run_attempts(
         raise UsageError(f"--attempts {opts.attempts}: {exc}") from None
     except ValueError as exc:
         raise UsageError(f"--attempts {opts.attempts}: {exc}") from None
+    from contextlib import nullcontext
+
+    from four.cli._run import Deadline
+
+    # --timeout's one clock: what runs when it is spent (a check, a build...) is killed.
+    armed = Deadline(opts.timeout).armed() if opts.timeout else nullcontext()
     try:
-        search.run(_Attempts(opts, model, key, domain, system, signing))
+        with armed:
+            search.run(_Attempts(opts, model, key, domain, system, signing))
     except KeyboardInterrupt as exc:
         from four.cli._run import Terminated
 

@@ -142,7 +142,7 @@ def _launch(args: argparse.Namespace) -> tuple[Launch, Invoke]:
     workspace = Path(args.cwd or ".").expanduser().absolute()
     if not workspace.is_dir():
         raise UsageError(f"--cwd {workspace}: not a folder")
-    from four.domains._bash import inside
+    from four.domains._host import inside
 
     if inside(folder, workspace):
         raise UsageError(f"-o {folder} is inside the agents' workspace {workspace}, where "

@@ -16,7 +16,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -131,10 +131,14 @@ class RunOptions:
 
 @dataclass(slots=True)
 class Deadline:
-    """A watch that ends the run once ``seconds`` of wall time have passed.
+    """The run's one clock: once ``seconds`` of wall time have passed since ``started``,
+    the run ends ``time_limit_reached``.
 
-    It is asked before each model call and each command, so a call or command already
-    running finishes first (``--command-timeout`` bounds a command).
+    While ``armed()``, the run's every command, tool and check (a check's command, a
+    notebook's re-run, a build, a type check, the last judgement) is killed at that
+    moment (``four.execute``'s interrupt switch), and none starts after it; the loop,
+    asking before each model call and each action, then ends the run, its record sealed.
+    A model call already waiting for its answer is not cut: the run ends when it returns.
     """
 
     seconds: float
@@ -143,12 +147,33 @@ class Deadline:
     def beat(self) -> None:
         pass
 
+    def left(self) -> float:
+        """Seconds left (0 once spent)."""
+        return max(0.0, self.started + self.seconds - time.monotonic())
+
     def stopped(self) -> Outcome | None:
-        if time.monotonic() - self.started < self.seconds:
+        if self.left() > 0:
             return None
         from four._outcomes import TimeLimitReached
 
         return TimeLimitReached(f"the run took {seconds(self.seconds)} (--timeout)")
+
+    @contextmanager
+    def armed(self) -> Iterator[None]:
+        """While inside, what this thread runs is killed when the time is spent."""
+        import threading
+
+        from four.execute._interrupt import interrupt, interruptible
+
+        key = object()
+        timer = threading.Timer(self.left(), interrupt, (key,))
+        timer.daemon = True
+        with interruptible(key):
+            timer.start()
+            try:
+                yield
+            finally:
+                timer.cancel()
 
 
 @dataclass(slots=True)
@@ -311,7 +336,7 @@ def exposed_workspace(opts: RunOptions) -> Path | None:
     would see it there; None when it is outside, or hidden: the bash domain's sandbox
     mounts an empty folder over it (not over the whole workspace), a docker container
     never mounts it, a sandbox without ``--cwd`` works in a fresh folder."""
-    from four.domains._bash import inside
+    from four.domains._host import inside
 
     if opts.domain == "bash" and opts.env in ("sandbox", "docker"):
         if opts.env == "docker" or opts.cwd is None:
@@ -609,7 +634,9 @@ def main(args: argparse.Namespace) -> int:
     display.start()
     try:
         beats = env.get_float("FOUR_HEARTBEAT", HEARTBEAT) or 0.0
-        with sigterm_interrupts(), heartbeat(lambda: recording.sink, beats):
+        deadline = Deadline(opts.timeout) if opts.timeout else None
+        armed = deadline.armed() if deadline is not None else nullcontext()
+        with sigterm_interrupts(), heartbeat(lambda: recording.sink, beats), armed:
             path = run(
                 Watched(G, display),
                 V1,
@@ -621,7 +648,7 @@ def main(args: argparse.Namespace) -> int:
                 opts.max_format_errors,
                 resume=history,
                 check=check,
-                watch=Saving(recording, Deadline(opts.timeout) if opts.timeout else None),
+                watch=Saving(recording, deadline),
             )
     except TrajectoryNotSaved as exc:
         display.stop("not saved")

@@ -3,10 +3,10 @@ of ``four.execute``, saved as a trajectory, judged by a command's exit status.""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from four.domains import Domain, DomainSetup
+from four.domains._host import hidden
 from four.execute import EXIT_SIGNAL
 from four.types import Execute, Parse, Recorder, Verify
 
@@ -88,25 +88,10 @@ def _parse() -> Parse:
 
 def _environment(setup: DomainSetup) -> Execute:
     cwd = None if setup.workspace is None else str(setup.workspace)
-    hide: tuple[str, ...] = ()
-    if setup.workspace is not None and inside(setup.output_dir, setup.workspace):
-        # Named as the sandbox sees it: under the workspace as given (its links kept).
-        rel = setup.output_dir.expanduser().resolve().relative_to(setup.workspace.resolve())
-        hide = (os.path.join(os.path.abspath(setup.workspace), rel),)
+    hide = () if setup.workspace is None else hidden(setup, setup.workspace)
     return environment(
         setup.env, image=setup.image, cwd=cwd, timeout=setup.command_timeout, hide=hide
     )
-
-
-def inside(folder: Path, workspace: Path) -> bool:
-    """Whether ``folder`` is ``workspace`` or under it (links resolved).
-
-    >>> inside(Path("/w/runs"), Path("/w")), inside(Path("/runs"), Path("/w"))
-    (True, False)
-    """
-    where = folder.expanduser().resolve()
-    space = workspace.expanduser().resolve()
-    return where == space or space in where.parents
 
 
 def _emit(setup: DomainSetup, env: Execute) -> Recorder[Path]:

@@ -48,12 +48,17 @@ class Start:
 
     def keep(self, stem: Path, changed: Mapping[str, bytes]) -> dict[str, JSON]:
         """Write ``<stem>.start/`` (the changed or deleted files as they were); what the
-        trajectory records of it, for ``replay_workspace``."""
+        trajectory records of it, for ``replay_workspace``, and a line for each special
+        file (a FIFO, a socket, a device) named like a source, left out unopened."""
         now = set(self.files.snapshot(self.suffixes))
         before = {p: d for p, d in self.texts.items() if p in changed or p not in now}
         folder = write_tree(stem.with_name(stem.name + ".start"), before)
         created: list[JSON] = [p for p in sorted(changed) if p not in self.texts]
-        return {"start": folder.name, "created": created}
+        kept: dict[str, JSON] = {"start": folder.name, "created": created}
+        skipped: list[JSON] = [*self.files.special(self.suffixes)]
+        if skipped:  # FIFOs, sockets, devices: left out, never opened
+            kept["skipped"] = skipped
+        return kept
 
 
 def _lines(data: bytes | None) -> list[str]:

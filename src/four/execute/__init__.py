@@ -6,6 +6,8 @@
     sandbox_env()        each command under bubblewrap: read-only system, one writable folder
     docker_env(image)    each command in one Docker container, removed at the end
     Workspace(root)      the files that edits may change: paths outside, and symlinks, refused
+    tool_host(kind, dir) the run's environment for a domain's tools too (a kernel, a type
+                         checker, a compiler): each contained as a command of it is
     alocal_env()         ``local_env`` awaited, for ``arun`` (asyncio subprocesses)
     ashell_env()         ``shell_env`` awaited, for ``arun``
     note_repeats(V2)     any of them, warning the model when a command repeats itself
@@ -19,7 +21,7 @@ context managers (``async with`` for ``ashell_env``).
 
 from four._secrets import SECRET_PATTERNS
 from four.execute._async import AsyncLocalEnv, AsyncShellEnv, alocal_env, ashell_env
-from four.execute._contain import DEFAULT_LIMITS, Containment, Limits, containment
+from four.execute._contain import DEFAULT_LIMITS, Contained, Containment, Limits, containment
 from four.execute._docker import DockerEnv, docker_env
 from four.execute._local import LocalEnv, local_env, shell_env, super_env
 from four.execute._output import (
@@ -33,6 +35,7 @@ from four.execute._output import (
 from four.execute._repeats import NoteRepeats, note_repeats
 from four.execute._sandbox import SandboxEnv, sandbox_env
 from four.execute._shell import ShellEnv
+from four.execute._tools import ToolHost, ToolRun, tool_host
 from four.execute._workspace import Refused, Workspace, Written
 
 __all__ = [
@@ -44,6 +47,7 @@ __all__ = [
     "TIMEOUT_RETURNCODE",
     "AsyncLocalEnv",
     "AsyncShellEnv",
+    "Contained",
     "Containment",
     "DockerEnv",
     "Limits",
@@ -53,6 +57,8 @@ __all__ = [
     "Refused",
     "SandboxEnv",
     "ShellEnv",
+    "ToolHost",
+    "ToolRun",
     "Workspace",
     "Written",
     "alocal_env",
@@ -65,4 +71,5 @@ __all__ = [
     "sandbox_env",
     "shell_env",
     "super_env",
+    "tool_host",
 ]

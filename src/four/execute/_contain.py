@@ -37,7 +37,7 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -178,6 +178,40 @@ def launch(argv: Sequence[str], env: dict[str, str], limits: Limits) -> Launch:
     contained_argv = contained(argv, env)
     placed = place(limits)
     return Launch(contained_argv, launcher_env({**env, **placed.env}), placed)
+
+
+@dataclass(frozen=True, slots=True)
+class Contained:
+    """How to start one tool (a kernel, a type checker, a compiler) in a run's environment,
+    as that environment's commands are started: what ``Popen`` is given (``argv``, ``env``
+    and ``cwd``; the tool's own environment is set inside, never inherited from this
+    process), the ``FOUR_RUN`` mark its processes carry, and what ends it all.
+
+    The process ``Popen`` starts is a launcher (``unshare``, ``bwrap`` or ``docker exec``):
+    start it in a new session, kill its process group to end the tool, then call
+    ``end()``, which kills what the tool left where the group cannot reach (inside a
+    container) and removes its cgroups.
+    """
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str | None
+    mark: str
+    kill_inside: Callable[[], None]
+    """Kill the tool's processes that its launcher's death does not end (a container's)."""
+    release: Callable[[], None]
+    """Remove its cgroups (once it has ended)."""
+
+    def end(self) -> None:
+        """Kill what is left of the tool, then release its cgroups."""
+        try:
+            self.kill_inside()
+        finally:
+            self.release()
+
+
+def nothing() -> None:
+    """Nothing to do (a ``Contained`` whose launcher's death ends every process)."""
 
 
 _PRIVATE = "four-shell-"

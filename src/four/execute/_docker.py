@@ -25,7 +25,8 @@ from four._secrets import SECRET_PATTERNS, is_secret
 from four._types import Action, ExecutionError, Observation, Submitted
 from four.execute._closing import ClosedOnExit
 from four.execute._command import check_command, unrunnable
-from four.execute._contain import DEFAULT_LIMITS, Limits
+from four.execute._contain import DEFAULT_LIMITS, Contained, Limits, nothing
+from four.execute._kill import MARK, new_mark
 from four.execute._output import (
     EXIT_SIGNAL,
     OutputBuffer,
@@ -52,6 +53,8 @@ for d in /proc/[0-9]*; do
   done
 done 2>/dev/null
 exit $rc"""
+_TOOL = _WRAP.replace('bash -c "$1"', '"$@"')
+"""``_WRAP`` for a tool: its program and arguments, not a command."""
 # In a container of our own: kill every process but its first (the reaper) and this one,
 # however it detached from the command (setsid, env -i). Commands run one at a time.
 _KILL_ALL = r"""for d in /proc/[0-9]*; do
@@ -79,6 +82,7 @@ class DockerEnv(ClosedOnExit):
     deny: tuple[str, ...] = SECRET_PATTERNS
     container_name: str | None = None
     limits: Limits = DEFAULT_LIMITS
+    mounts: tuple[str, ...] = ()
     _container: str | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _finalizer: weakref.finalize[[str, str, Tether], DockerEnv] | None = field(
@@ -119,6 +123,7 @@ class DockerEnv(ClosedOnExit):
                 f"{LABEL}={os.getpid()}",
                 *(["--network", "none"] if not self.network else []),
                 *_limit_args(self.limits),
+                *(a for path in self.mounts for a in ("-v", f"{path}:{path}")),
                 "-w",
                 self.cwd,
                 *self.run_args,
@@ -204,6 +209,35 @@ class DockerEnv(ClosedOnExit):
             )
         return conclude(ran)
 
+    def contain(self, argv: Sequence[str], *, cwd: str, env: Mapping[str, str]) -> Contained:
+        """How to start the tool ``argv`` in this environment's container (``docker exec
+        -i``, started first if need be), as its commands run: with ``env`` (secrets
+        filtered) and the image's own variables, working in ``cwd`` (inside the
+        container). ``end()`` kills, inside, every process that still carries the tool's
+        mark. Raises OSError when the container cannot start."""
+        started = self.start()
+        if isinstance(started, Failure):
+            raise OSError(started.failure().message)
+        name = started.unwrap()
+        mark = new_mark()
+        args = [self.docker, "exec", "-i", "-w", cwd]
+        for key, value in {**command_env((), self.deny, env), MARK: mark}.items():
+            args += ["-e", f"{key}={value}"]
+        docker = self.docker
+
+        def kill_inside() -> None:
+            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+                subprocess.run(
+                    [docker, "exec", name, "bash", "-c", KILL_MARKED, "kill", f"{MARK}={mark}"],
+                    stdin=subprocess.DEVNULL,
+                    capture_output=True,
+                    timeout=30,
+                    check=False,
+                )
+
+        wrapped = [*args, name, "bash", "-c", _TOOL, "four-tool", *argv]
+        return Contained(wrapped, _docker_env(), None, mark, kill_inside, nothing)
+
     def _running(self, name: str) -> bool:
         try:
             state = subprocess.run(
@@ -231,6 +265,7 @@ def docker_env(
     docker: str = "docker",
     container: str | None = None,
     limits: Limits = DEFAULT_LIMITS,
+    mounts: Sequence[str] = (),
 ) -> DockerEnv:
     """V2 that runs each command with bash in one Docker container of ``image``.
 
@@ -245,7 +280,9 @@ def docker_env(
     ``container``: those that still carry the command's ``FOUR_RUN``), not just the
     client, and the container is removed when this process dies, even by SIGKILL.
     ``limits`` become ``docker run``'s ``--pids-limit``, ``--memory`` and
-    ``--ulimit fsize`` (not applied to a given ``container``). If the container
+    ``--ulimit fsize`` (not applied to a given ``container``). ``mounts`` are host
+    folders shown in the container at the same path, writable (a domain's workspace, and
+    the folder its tools share with this process). If the container
     cannot start or dies, the run ends with an ``ExecutionError``.
 
     >>> from four import Action
@@ -259,6 +296,7 @@ def docker_env(
     arguments.names(where, "run_args", run_args)
     arguments.text(where, "docker", docker)
     arguments.optional_text(where, "container", container)
+    arguments.names(where, "mounts", mounts)
     return DockerEnv(
         image,
         timeout,
@@ -271,6 +309,7 @@ def docker_env(
         docker,
         container_name=container,
         limits=limits,
+        mounts=tuple(os.path.abspath(p) for p in mounts),
     )
 
 

@@ -15,11 +15,17 @@ from four._types import Action, ExecutionError
 from four.execute._command import Executed, check_command, unrunnable
 from four.execute._contain import (
     DEFAULT_LIMITS,
+    PLACE,
+    Contained,
     Limits,
+    contained,
     find_program,
     launcher_env,
+    nothing,
+    place,
     read_exit,
 )
+from four.execute._kill import MARK, new_mark
 from four.execute._launcher import Launched, Launcher
 from four.execute._output import (
     DEFAULT_INHERIT,
@@ -77,6 +83,29 @@ class LocalEnv:
     def close(self) -> None:
         """End the launcher, if one runs (and any command still running with it)."""
         self._launcher.close()
+
+    def contain(self, argv: Sequence[str], *, cwd: str, env: Mapping[str, str]) -> Contained:
+        """How to start the tool ``argv`` here as this environment's commands run: with
+        ``env`` as its whole environment (nothing of this process's), in a PID namespace
+        of its own under ``limits``, killed with its namespace when this process dies
+        (see ``Contained``). Raises FileNotFoundError when the program is not on
+        ``env``'s PATH."""
+        mark = new_mark()
+        variables = {**env, MARK: mark}
+        program = find_program(argv[0], variables.get("PATH", os.defpath))
+        pairs = [f"{name}={value}" for name, value in variables.items()]
+        # env -i: the tool's environment is exactly ``variables`` (the launchers' own, the
+        # tether's mark and the limits, are not passed on).
+        tool = [find_program("env"), "-i", "--", *pairs, program, *argv[1:]]
+        placed = place(self.limits, bash_env=False)
+        try:
+            launcher = contained(tool, {"PATH": os.environ.get("PATH", os.defpath)})
+            bash = find_program("bash")
+        except BaseException:
+            placed.release()
+            raise
+        wrapped = [bash, "-c", f'{PLACE}exec "$@"', "four-limits", *launcher]
+        return Contained(wrapped, launcher_env(placed.env), cwd, mark, nothing, placed.release)
 
     def cannot_start(self, exc: OSError) -> ExecutionError:
         """The error for a command that could not start: no bash, no working folder."""

@@ -20,11 +20,14 @@ from four.execute._command import check_command, unrunnable
 from four.execute._contain import (
     DEFAULT_LIMITS,
     PLACE,
+    Contained,
     Limits,
     find_program,
     launcher_env,
+    nothing,
     place,
 )
+from four.execute._kill import MARK, new_mark
 from four.execute._output import (
     EXIT_SIGNAL,
     OutputBuffer,
@@ -88,6 +91,7 @@ class SandboxEnv(ClosedOnExit):
     bwrap: str = "bwrap"
     limits: Limits = DEFAULT_LIMITS
     hide: tuple[str, ...] = ()
+    binds: tuple[str, ...] = ()
     _folder: str | None = field(default=None, repr=False)
     _checked: bool = field(default=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -116,6 +120,13 @@ class SandboxEnv(ClosedOnExit):
 
     def argv(self, command: str) -> list[str]:
         """The bwrap command line that runs ``command``."""
+        folder = self.folder
+        variables = command_env(self.inherit, self.deny, {"HOME": folder, **self.env})
+        return [*self._policy(folder, variables), "bash", "-c", command]
+
+    def _policy(self, cwd: str, variables: Mapping[str, str]) -> list[str]:
+        """bwrap and its options: what a process of this sandbox sees, where it starts,
+        and its whole environment (``variables``); the program and its arguments follow."""
         folder = self.folder
         args = [
             self.bwrap,
@@ -147,20 +158,47 @@ class SandboxEnv(ClosedOnExit):
                 args += ["--ro-bind", path, path]
         for path in self.ro_binds:
             args += ["--ro-bind", path, path]
-        # The sandbox's own root is a tmpfs: make it read-only too, so only /tmp and the
-        # work folder take writes.
-        args += ["--bind", folder, folder]
+        # The sandbox's own root is a tmpfs: make it read-only too, so only /tmp, the
+        # work folder and ``binds`` take writes.
+        for path in (folder, *self.binds):
+            args += ["--bind", path, path]
         for path in self.hide:  # an empty read-only folder over it: its files are not there
             args += ["--tmpfs", path, "--remount-ro", path]
-        args += ["--remount-ro", "/", "--chdir", folder, "--clearenv"]
-        variables = command_env(self.inherit, self.deny, {"HOME": folder, **self.env})
+        args += ["--remount-ro", "/", "--chdir", cwd, "--clearenv"]
         for name, value in variables.items():
             args += ["--setenv", name, value]
-        return [*args, "bash", "-c", command]
+        return args
 
     def _launcher(self, command: str) -> list[str]:
         argv = self.argv(command)
         return [find_program(argv[0]), *argv[1:]]  # on our PATH: bwrap's environment has none
+
+    def usable(self) -> str | None:
+        """Why bwrap cannot make this sandbox here (user namespaces, the binds), or None.
+        Asked once: a failure then is the environment's; later, a command's own."""
+        if self._checked:
+            return None
+        probe = run_captured(
+            self._launcher("true"), OutputBuffer(2_000), 60.0, env=launcher_env({})
+        )
+        if probe.returncode != 0:
+            return f"{self.bwrap} cannot run here: {probe.output.text().strip()}"
+        self._checked = True
+        return None
+
+    def contain(self, argv: Sequence[str], *, cwd: str, env: Mapping[str, str]) -> Contained:
+        """How to start the tool ``argv`` in this sandbox, as its commands run (the same
+        binds, namespaces and limits): with ``env`` as its whole environment, working in
+        ``cwd`` (a folder the sandbox shows). Raises OSError when bwrap cannot start."""
+        problem = self.usable()
+        if problem is not None:
+            raise OSError(problem)
+        mark = new_mark()
+        args = self._policy(cwd, {**env, MARK: mark})
+        bwrap = [find_program(args[0]), *args[1:], "--", *argv]
+        placed = place(self.limits, bash_env=False)
+        wrapped = [find_program("bash"), "-c", f'{PLACE}exec "$@"', "four-limits", *bwrap]
+        return Contained(wrapped, launcher_env(placed.env), None, mark, nothing, placed.release)
 
     def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]:
         if not isinstance(action, Action):  # V2("echo hi"): say so, not 'no attribute command'
@@ -171,16 +209,9 @@ class SandboxEnv(ClosedOnExit):
         output = OutputBuffer(self.max_output, self.exit_signal)
         try:
             launcher = self._launcher(action.command)
-            if not self._checked:
-                # Once: can bwrap make this sandbox at all (user namespaces, the binds)?
-                # A failure then is the environment's; later, a command's own.
-                probe = run_captured(
-                    self._launcher("true"), OutputBuffer(2_000), 60.0, env=launcher_env({})
-                )
-                if probe.returncode != 0:
-                    text = probe.output.text().strip()
-                    return Failure(ExecutionError(f"{self.bwrap} cannot run here: {text}"))
-                self._checked = True
+            problem = self.usable()
+            if problem is not None:
+                return Failure(ExecutionError(problem))
             # bwrap itself starts with no variable but the tether's mark: it is PID 1 in
             # the sandbox, and its /proc/1/environ is readable there.
             # PLACE, run by a bash before bwrap, puts it under the limits.
@@ -208,6 +239,7 @@ def sandbox_env(
     deny: Sequence[str] = SECRET_PATTERNS,
     ro_binds: Sequence[str] = (),
     hide: Sequence[str] = (),
+    binds: Sequence[str] = (),
     limits: Limits = DEFAULT_LIMITS,
 ) -> SandboxEnv:
     """V2 that runs each command with bash inside a bubblewrap sandbox (Linux, ``bwrap``).
@@ -220,7 +252,9 @@ def sandbox_env(
     session. bwrap itself starts with an environment that holds nothing but the
     tether's mark (it is PID 1 inside, and its ``/proc/1/environ`` is readable there). ``ro_binds`` adds host paths
     read-only; ``hide`` names folders inside ``workdir`` the commands must not see
-    (a run's output folder): an empty read-only folder is mounted over each. The guarantees of ``local_env`` hold (timeout, kill, bounded output,
+    (a run's output folder): an empty read-only folder is mounted over each; ``binds``
+    names more host folders that take writes (a domain's tools share one with this
+    process). The guarantees of ``local_env`` hold (timeout, kill, bounded output,
     exit signal, environment filter, ``limits``); every process of a command ends
     with it, because the sandbox's PID namespace ends. If bwrap cannot start, the
     run ends with an ``ExecutionError`` carrying bwrap's message.
@@ -233,7 +267,8 @@ def sandbox_env(
     where = "sandbox_env"
     arguments.environment_options(where, timeout, max_output, exit_signal, workdir, env)
     for name, value in (
-        ("inherit", inherit), ("deny", deny), ("ro_binds", ro_binds), ("hide", hide)
+        ("inherit", inherit), ("deny", deny), ("ro_binds", ro_binds), ("hide", hide),
+        ("binds", binds),
     ):  # fmt: skip
         arguments.names(where, name, value)
     return SandboxEnv(
@@ -248,6 +283,7 @@ def sandbox_env(
         tuple(ro_binds),
         limits=limits,
         hide=tuple(os.path.abspath(p) for p in hide),
+        binds=tuple(os.path.abspath(p) for p in binds),
     )
 
 

@@ -26,6 +26,10 @@ SKIPPED_DIRS = frozenset(
 )
 """Folders ``snapshot`` does not look into (besides every hidden one)."""
 
+LARGEST = 64 << 20
+"""Bytes of the largest file ``snapshot`` reads (a larger one is left out, with a line:
+a sparse 20 GiB ``big.py`` is not read into memory)."""
+
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -82,14 +86,24 @@ class Workspace:
         try:
             with self._folder(parts[:-1], create=False) as folder:
                 try:
-                    fd = os.open(
-                        parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder
-                    )
+                    # Never opened when it is not a regular file: a FIFO's open would
+                    # wait for a writer, a device's could do anything.
+                    kind = os.stat(parts[-1], dir_fd=folder, follow_symlinks=False).st_mode
+                except FileNotFoundError:
+                    return None
+                if not stat.S_ISREG(kind) and not stat.S_ISLNK(kind):
+                    raise Refused(f"{path}: {special_kind(kind)}, not a regular file")
+                # O_NONBLOCK too: a FIFO swapped in since the look would not block the open.
+                flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+                try:
+                    fd = os.open(parts[-1], flags, dir_fd=folder)
                 except FileNotFoundError:
                     return None
                 with os.fdopen(fd, "rb") as file:
-                    if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-                        raise Refused(f"{path}: not a regular file")
+                    mode = os.fstat(file.fileno()).st_mode
+                    if not stat.S_ISREG(mode):
+                        raise Refused(f"{path}: {special_kind(mode)}, not a regular file")
+                    os.set_blocking(file.fileno(), True)
                     return file.read()
         except FileNotFoundError:
             return None
@@ -134,7 +148,8 @@ class Workspace:
 
     def snapshot(self, suffixes: tuple[str, ...]) -> dict[str, bytes]:
         """The bytes of every file under the root whose name ends with one of ``suffixes``
-        (hidden folders, ``SKIPPED_DIRS`` and symlinks left out), by relative path."""
+        (hidden folders, ``SKIPPED_DIRS``, symlinks, special files and files over
+        ``LARGEST`` bytes left out: see ``special``), by relative path."""
         found: dict[str, bytes] = {}
         for path in self.files(suffixes):
             with contextlib.suppress(Refused):
@@ -144,14 +159,36 @@ class Workspace:
         return found
 
     def files(self, suffixes: tuple[str, ...]) -> Iterator[str]:
-        """Relative paths of the files ``snapshot`` would read, sorted per folder."""
+        """Relative paths of the regular files ``snapshot`` would read, sorted per folder."""
+        for path, found in self._named(suffixes):
+            if stat.S_ISREG(found.st_mode) and found.st_size <= LARGEST:
+                yield path
+
+    def special(self, suffixes: tuple[str, ...]) -> list[str]:
+        """A line for each file named like one of ``suffixes`` that ``snapshot`` left out
+        without opening it: a FIFO, socket or device (``"x.py: a FIFO"``), or a file over
+        ``LARGEST`` bytes."""
+        lines = []
+        for path, found in self._named(suffixes):
+            if stat.S_ISREG(found.st_mode) and found.st_size > LARGEST:
+                lines.append(f"{path}: {found.st_size} bytes, over the {LARGEST} read")
+            elif not stat.S_ISREG(found.st_mode) and not stat.S_ISLNK(found.st_mode):
+                lines.append(f"{path}: {special_kind(found.st_mode)}")
+        return lines
+
+    def _named(self, suffixes: tuple[str, ...]) -> Iterator[tuple[str, os.stat_result]]:
         for folder, dirs, names in os.walk(self.root):
             dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_DIRS)
             base = Path(folder)
             for name in sorted(names):
+                if not name.endswith(suffixes):
+                    continue
                 full = base / name
-                if name.endswith(suffixes) and not full.is_symlink():
-                    yield full.relative_to(self.root).as_posix()
+                try:
+                    found = full.lstat()
+                except OSError:
+                    continue
+                yield full.relative_to(self.root).as_posix(), found
 
     def _put(self, path: str, data: bytes, created: list[str]) -> None:
         parts = _parts(path)
@@ -201,6 +238,25 @@ class Workspace:
             yield fd
         finally:
             os.close(fd)
+
+
+def special_kind(mode: int) -> str:
+    """What a file that is not a regular one is, in words.
+
+    >>> special_kind(stat.S_IFIFO)
+    'a FIFO'
+    """
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISLNK, "a symlink"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
 
 
 def _refusal(path: str) -> str | None:

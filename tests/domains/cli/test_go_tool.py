@@ -83,7 +83,7 @@ def test_a_go_compile_error_comes_back_with_its_file_line_column_and_source(
         text = _edit(env, _files(("go.mod", GO_MOD), ("main.go", broken)))
         assert env.last is not None and env.last.build.binary is None
         found = {(d.file, d.line) for d in env.last.build.diagnostics}
-    assert "Build failed (go build -o sum .)" in text
+    assert "Build failed (go build -o ./sum .)" in text
     assert ("main.go", 22) in found and ("main.go", 31) in found  # both, not just the first
     assert "main.go:22:2: error: " in text and "not used" in text
     assert "\n    unused := total\n" in text  # the source line, under the message

@@ -13,6 +13,7 @@ from returns.result import Failure, Success
 
 from four import Action, ExecutionError, Observation, Submitted
 from four.domains.notebook import KernelEnv, kernel_env
+from tests.execute.conftest import alive
 
 
 def cell(env: KernelEnv, source: str) -> Observation:
@@ -118,18 +119,20 @@ def test_no_process_a_cell_started_outlives_the_run() -> None:
     seen = cell(
         env,
         "import subprocess\n"
-        "a = subprocess.Popen(['sleep', '300'])\n"
-        "b = subprocess.Popen(['sleep', '301'], start_new_session=True)\n"  # left the group
-        "print(a.pid, b.pid)",
+        "a = subprocess.Popen(['sleep', '300.4101'])\n"
+        "b = subprocess.Popen(['sleep', '301.4101'], start_new_session=True)\n"  # left the group
+        "c = subprocess.Popen(['bash', '-c', '(setsid sleep 302.4101 &)'])\n"  # double fork
+        "c.wait(); print(a.pid, b.pid)",
     )
-    pids = [int(p) for p in seen.content.split("[stdout]\n")[1].split()]
+    assert seen.returncode == 0, seen.content
     kernel = env.pid
-    assert kernel is not None and all(_alive(p) for p in [*pids, kernel])
+    started = alive("4101")
+    assert kernel is not None and len(started) == 3 and _alive(kernel)
     env.close()
     deadline = time.monotonic() + 5
-    while any(_alive(p) for p in [*pids, kernel]) and time.monotonic() < deadline:
+    while (alive("4101") or _alive(kernel)) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not any(_alive(p) for p in [*pids, kernel])
+    assert not alive("4101") and not _alive(kernel)
     assert env.pid is None
 
 

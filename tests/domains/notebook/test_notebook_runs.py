@@ -18,6 +18,7 @@ from four.domains.notebook import cell_parse, kernel_env, notebook_check, save_n
 from four.quaternary import Verdict
 from four.trajectory import load_trajectory
 from tests._server import LoopbackServer, chat
+from tests.execute.conftest import alive
 
 if TYPE_CHECKING:
     from nbformat import NotebookNode
@@ -201,7 +202,7 @@ def later():
     print(env.pid, open(sys.argv[2]).read(), flush=True)
     os.kill(os.getpid(), signal.SIGINT)
 threading.Thread(target=later, daemon=True).start()
-cell = ("```python\nimport subprocess, time\np = subprocess.Popen(['sleep', '300'])\n"
+cell = ("```python\nimport subprocess, time\np = subprocess.Popen(['sleep', '300.5303'])\n"
         f"open({sys.argv[2]!r}, 'w').write(str(p.pid))\ntime.sleep(60)\n```")
 try:
     emit = save_notebook(sys.argv[1], env, keep_failed="keep")
@@ -223,23 +224,22 @@ def test_ctrl_c_in_a_cell_leaves_no_process_and_saves_the_notebook(tmp_path: Pat
         timeout=120,
     )
     assert out.returncode == 0, out.stderr
-    kernel, sleeper, said = out.stdout.split()
+    kernel, _, said = out.stdout.split()  # the sleeper's pid is its namespace's
     assert said == "interrupted" and out.stderr == ""  # nothing left for asyncio to report
-    for pid in (int(kernel), int(sleeper)):
-        deadline = time.monotonic() + 5
-        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not Path(f"/proc/{pid}").exists(), pid
+    deadline = time.monotonic() + 5
+    while (Path(f"/proc/{kernel}").exists() or alive("300.5303")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not Path(f"/proc/{kernel}").exists() and not alive("300.5303")
     (saved,) = tmp_path.glob("*.json")
     assert load_trajectory(saved).outcome == "interrupted: KeyboardInterrupt"
     assert notebook_of(saved).cells[0].metadata["four"]["status"] == "lost"
 
 
-def test_the_notebook_domain_runs_its_kernel_here_only(
+def test_the_notebook_domain_refuses_a_persistent_shell_and_tool_calls(
     server: LoopbackServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv = ["run", "x", "--domain", "notebook", "--model", "m", "--api-base", server.url]
-    assert main([*argv, "--env", "docker", "--image", "i", "-o", str(tmp_path)]) == 2
-    assert "runs its kernel here (--env local)" in capsys.readouterr().err
+    assert main([*argv, "--env", "persistent", "-o", str(tmp_path)]) == 2
+    assert "runs in --env local, sandbox or docker" in capsys.readouterr().err
     assert main([*argv, "--toolcalls", "-o", str(tmp_path)]) == 2
     assert "--toolcalls is for the bash domain" in capsys.readouterr().err

@@ -6,6 +6,14 @@ diagnostics (file, line, column, message, the source line) and whether a binary 
 They are read from the compiler's JSON where it has one (gcc, cargo, ``go vet -json``),
 else from its one-line ``file:line:column: message`` form (``go build``). Warnings fail
 the build: ``-Werror`` for gcc; for cargo any warning, for Go any ``go vet`` finding.
+
+The compilers, and all they run (cgo's gcc, a ``build.rs``, a linker a configuration
+names), are tools of the run's environment (``four.execute``'s ``ToolHost``): in the
+sandbox they see the workspace, the system and the toolchain, nothing else. Every file
+name reaches a compiler as ``./name``, never as an option (``-B.c`` would be one). A
+diagnostic never shows the content of a file outside the workspace: one placed in such a
+file (not a system header) is withheld, and a source line is only ever read from the
+workspace, never through a symlink.
 """
 
 from __future__ import annotations
@@ -14,12 +22,12 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, TypeAlias
+
+from four.execute import Refused, ToolHost, ToolRun, Workspace
 
 Language: TypeAlias = Literal["c", "go", "rust"]
 LANGUAGES: tuple[Language, ...] = ("c", "go", "rust")
@@ -70,47 +78,60 @@ def toolchain_problem(language: Language) -> str | None:
     return None
 
 
-def build(
-    workspace: Path, language: Language, name: str, env: Mapping[str, str], timeout: float
-) -> Build:
-    """Compile the tool called ``name`` in ``workspace`` (C: every ``*.c`` there, into
-    ``./name``; Go: the main package of the module there; Rust: the Cargo project there,
-    copied to ``./name``)."""
+def build(host: ToolHost, language: Language, name: str, timeout: float) -> Build:
+    """Compile the tool called ``name`` in ``host``'s workspace (C: every ``*.c`` there,
+    into ``./name``; Go: the main package of the module there; Rust: the Cargo project
+    there, copied to ``./name``), each compiler run in ``host`` within ``timeout``
+    seconds. Diagnostics outside the workspace are withheld (see the module docstring).
+    """
+    workspace = Path(host.workspace)
+    env = host.environment(toolchain_env(host, language))
     if language == "c":
-        sources = sorted(str(p.relative_to(workspace)) for p in workspace.rglob("*.c"))
-        if not sources:
-            return Build((), (Diagnostic("", 0, 0, "error", "there is no .c file to build"),),
-                         None, 1)  # fmt: skip
-        command = ("gcc", *C_FLAGS, "-o", name, *sources)
-        done = _run(command, workspace, env, timeout)
-        if isinstance(done, str):
-            return Build(command, (Diagnostic("", 0, 0, "error", done),), None, 1)
-        found = gcc_diagnostics(done.stderr, workspace)
-        made = workspace / name
-        ok = done.returncode == 0 and made.is_file()
-        return Build(command, found, made if ok else None, done.returncode)
-    if language == "go":
-        return _go(workspace, name, {**env, **go_env(env)}, timeout)
-    return _cargo(workspace, name, env, timeout)
+        made = _gcc(host, workspace, name, env, timeout)
+    elif language == "go":
+        made = _go(host, workspace, name, env, timeout)
+    else:
+        made = _cargo(host, workspace, name, env, timeout)
+    return replace(made, diagnostics=confine(made.diagnostics, workspace))
 
 
-def _go(workspace: Path, name: str, env: Mapping[str, str], timeout: float) -> Build:
+def _gcc(
+    host: ToolHost, workspace: Path, name: str, env: Mapping[str, str], timeout: float
+) -> Build:
+    files = Workspace(workspace).files((".c",))
+    sources = [f"./{path}" for path in files]  # never an option: ./-B.c, ./@x.c
+    if not sources:
+        return Build((), (Diagnostic("", 0, 0, "error", "there is no .c file to build"),),
+                     None, 1)  # fmt: skip
+    command = ("gcc", *C_FLAGS, "-o", f"./{name}", *sources)
+    done = _run(host, command, env, timeout)
+    if isinstance(done, str):
+        return Build(command, (Diagnostic("", 0, 0, "error", done),), None, 1)
+    found = gcc_diagnostics(done.stderr, workspace)
+    binary = _regular(workspace, name)
+    ok = done.returncode == 0 and binary is not None
+    return Build(command, found, binary if ok else None, done.returncode or 0)
+
+
+def _go(
+    host: ToolHost, workspace: Path, name: str, env: Mapping[str, str], timeout: float
+) -> Build:
     """``go build``, then ``go vet -json`` on what built: a vet finding fails the build
     (Go's compiler has no warnings; vet is its -Werror) and takes the binary away."""
-    if not (workspace / "go.mod").is_file():
+    if _regular(workspace, "go.mod") is None:
         why = "there is no go.mod: write one (a `module NAME` line, then a `go 1.N` line)"
         return Build((), (Diagnostic("go.mod", 0, 0, "error", why),), None, 1)
-    made = workspace / name
-    command = ("go", "build", "-o", name, ".")
-    done = _run(command, workspace, env, timeout)
+    command = ("go", "build", "-o", f"./{name}", ".")
+    done = _run(host, command, env, timeout)
     if isinstance(done, str):
         return Build(command, (Diagnostic("", 0, 0, "error", done),), None, 1)
     found = go_diagnostics(done.stderr, workspace)
-    if done.returncode != 0 or not made.is_file():
+    made = _regular(workspace, name)
+    if done.returncode != 0 or made is None:
         return Build(command, found or (Diagnostic("", 0, 0, "error", "go build failed"),),
                      None, done.returncode or 1)  # fmt: skip
     vet = ("go", "vet", "-json", ".")
-    checked = _run(vet, workspace, env, timeout)
+    checked = _run(host, vet, env, timeout)
     if isinstance(checked, str):
         found = (Diagnostic("", 0, 0, "error", checked),)
     else:
@@ -123,32 +144,77 @@ def _go(workspace: Path, name: str, env: Mapping[str, str], timeout: float) -> B
     return Build(vet, found, None, 1)
 
 
-def go_env(env: Mapping[str, str]) -> dict[str, str]:
-    """The variables that make a Go build local and offline: no module proxy, no
-    checksum database, no toolchain download (``GOPROXY=off``, ``GOSUMDB=off``,
-    ``GOTOOLCHAIN=local``), and a writable build cache and GOPATH (``env``'s own, else
-    under its ``HOME``, else in the temporary folder). Modules come from ``vendor/`` or
-    from the module cache, never from the network.
+def toolchain_env(host: ToolHost, language: Language) -> dict[str, str]:
+    """The variables a build of ``language`` needs in ``host`` besides its environment:
+    for Go, local and offline (``GOPROXY=off``, ``GOSUMDB=off``, ``GOTOOLCHAIN=local``)
+    with a build cache and GOPATH of the run's own (in the host's shared folder: one
+    run's builds cannot leave a poisoned object for another's), the user's module cache
+    read where it is (vendored or cached modules build offline, never from the network);
+    for Rust, a ``CARGO_HOME`` of the run's own and the user's rustup toolchains.
 
-    >>> go_env({"GOCACHE": "/c", "GOPATH": "/p"})["GOPROXY"], go_env({"GOCACHE": "/c"})["GOCACHE"]
-    ('off', '/c')
+    >>> import tempfile
+    >>> from four.execute import tool_host
+    >>> with tool_host("local", tempfile.mkdtemp()) as host:
+    ...     toolchain_env(host, "go")["GOPROXY"]
+    'off'
     """
-    home = env.get("HOME", "")
-    usable = bool(home) and os.path.isdir(home) and os.access(home, os.W_OK)
-    spare = Path(tempfile.gettempdir()) / f"four-go-{os.getuid()}"
-    cache = env.get("GOCACHE") or (
-        os.path.join(env.get("XDG_CACHE_HOME") or os.path.join(home, ".cache"), "go-build")
-        if usable
-        else str(spare / "cache")
-    )
-    gopath = env.get("GOPATH") or (os.path.join(home, "go") if usable else str(spare / "path"))
-    offline = {"GOPROXY": "off", "GOSUMDB": "off", "GOTOOLCHAIN": "local", "GOWORK": "off"}
-    return {"GOCACHE": cache, "GOPATH": gopath, "GOTELEMETRY": "off", **offline}
+    own = Path(host.folder)
+    if language == "go":
+        offline = {"GOPROXY": "off", "GOSUMDB": "off", "GOTOOLCHAIN": "local", "GOWORK": "off"}
+        found = {"GOCACHE": str(own / "go-cache"), "GOPATH": str(own / "go"),
+                 "GOTELEMETRY": "off", "GOFLAGS": "", **offline}  # fmt: skip
+        modules = _go_modules()
+        if modules is not None and host.kind != "docker":
+            found["GOMODCACHE"] = modules
+        return found
+    if language == "rust":
+        found = {"CARGO_HOME": str(own / "cargo")}
+        rustup = _rustup_home()
+        if rustup is not None and host.kind != "docker":
+            found["RUSTUP_HOME"] = rustup
+        return found
+    return {}
 
 
-def _cargo(workspace: Path, name: str, env: Mapping[str, str], timeout: float) -> Build:
+def toolchain_folders(language: Language) -> list[str]:
+    """Host folders a sandbox must show (read-only) for ``language``'s toolchain to run
+    there, besides the system folders: the Go module cache, rustup's toolchains and the
+    folder of the ``cargo`` found on PATH."""
+    found: list[str] = []
+    if language == "go":
+        modules = _go_modules()
+        found += [modules] if modules is not None else []
+        goroot = os.environ.get("GOROOT")
+        found += [goroot] if goroot and os.path.isdir(goroot) else []
+    if language == "rust":
+        rustup = _rustup_home()
+        found += [rustup] if rustup is not None else []
+        cargo = shutil.which("cargo")
+        if cargo is not None:
+            found.append(os.path.dirname(os.path.abspath(cargo)))
+            found.append(os.path.dirname(os.path.realpath(cargo)))
+    return list(dict.fromkeys(found))
+
+
+def _go_modules() -> str | None:
+    """The user's Go module cache, if there is one (read-only to builds)."""
+    given = os.environ.get("GOMODCACHE")
+    if not given:
+        gopath = os.environ.get("GOPATH") or os.path.join(os.path.expanduser("~"), "go")
+        given = os.path.join(gopath.split(os.pathsep)[0], "pkg", "mod")
+    return given if os.path.isdir(given) else None
+
+
+def _rustup_home() -> str | None:
+    home = os.environ.get("RUSTUP_HOME") or os.path.join(os.path.expanduser("~"), ".rustup")
+    return home if os.path.isdir(home) else None
+
+
+def _cargo(
+    host: ToolHost, workspace: Path, name: str, env: Mapping[str, str], timeout: float
+) -> Build:
     command = ("cargo", "build", "--offline", "--release", "--message-format=json")
-    done = _run(command, workspace, env, timeout)
+    done = _run(host, command, env, timeout)
     if isinstance(done, str):
         return Build(command, (Diagnostic("", 0, 0, "error", done),), None, 1)
     found, artifact = cargo_diagnostics(done.stdout, workspace)
@@ -156,24 +222,81 @@ def _cargo(workspace: Path, name: str, env: Mapping[str, str], timeout: float) -
         text = done.stderr.decode("utf-8", "replace").strip()[-1000:]
         found = (Diagnostic("Cargo.toml", 0, 0, "error", text or "cargo failed"),)
     binary: Path | None = None
-    if done.returncode == 0 and artifact is not None and artifact.is_file():
-        binary = workspace / name
-        shutil.copy2(artifact, binary)
-    return Build(command, found, binary, done.returncode)
+    if done.returncode == 0 and artifact is not None:
+        binary = _take(host, workspace, artifact, name, env)
+    return Build(command, found, binary, done.returncode or 0)
+
+
+def _take(
+    host: ToolHost, workspace: Path, artifact: Path, name: str, env: Mapping[str, str]
+) -> Path | None:
+    """Copy cargo's executable to ``./name`` where the build ran (never here: the path
+    comes from the build's output, and a symlink there could lead anywhere), and only
+    from inside the workspace."""
+    try:
+        inside = artifact.relative_to(workspace).as_posix()
+    except ValueError:
+        return None
+    done = host.run(["cp", "-P", "--", f"./{inside}", f"./{name}"], env=env, timeout=60)
+    return _regular(workspace, name) if done.returncode == 0 else None
+
+
+def _regular(workspace: Path, name: str) -> Path | None:
+    """``workspace/name`` when it is a regular file there (not a symlink, FIFO...)."""
+    path = workspace / name
+    try:
+        return path if Path(path).lstat().st_mode & 0o170000 == 0o100000 else None
+    except OSError:
+        return None
 
 
 def _run(
-    command: Sequence[str], cwd: Path, env: Mapping[str, str], timeout: float
-) -> subprocess.CompletedProcess[bytes] | str:
+    host: ToolHost, command: Sequence[str], env: Mapping[str, str], timeout: float
+) -> ToolRun | str:
     try:
-        return subprocess.run(
-            list(command), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
-            capture_output=True, timeout=timeout, start_new_session=True,
-        )  # fmt: skip
-    except subprocess.TimeoutExpired:
-        return f"{command[0]} did not finish within {timeout:g} s"
+        done = host.run(list(command), env=env, timeout=timeout)
     except OSError as exc:
         return f"{command[0]} could not run: {exc}"
+    if done.stopped:
+        return f"{command[0]} was stopped: the run is being stopped"
+    if done.timed_out or done.returncode is None:
+        return f"{command[0]} did not finish within {timeout:g} s"
+    return done
+
+
+SYSTEM_SOURCES = ("/usr/",)
+"""Where a diagnostic may point outside the workspace and still be shown: the system's
+headers and the toolchain's own sources."""
+
+
+def confine(found: Sequence[Diagnostic], workspace: Path) -> tuple[Diagnostic, ...]:
+    """``found`` with every diagnostic placed in a file outside ``workspace`` (links
+    resolved) and outside ``SYSTEM_SOURCES`` withheld: its message and source line may
+    hold that file's content (``#include "/etc/passwd"`` makes gcc name its words).
+
+    >>> d = Diagnostic("/etc/passwd", 1, 5, "error", "unknown type name 'root'")
+    >>> confine([d], Path("/w"))[0].message
+    'a problem in a file outside the workspace (not shown)'
+    """
+    root = workspace.resolve()
+    kept = []
+    for diagnostic in found:
+        if diagnostic.file and not _shown(diagnostic.file, workspace, root):
+            diagnostic = Diagnostic(diagnostic.file, diagnostic.line, diagnostic.column,
+                                    diagnostic.kind, WITHHELD)  # fmt: skip
+        kept.append(diagnostic)
+    return tuple(kept)
+
+
+WITHHELD = "a problem in a file outside the workspace (not shown)"
+
+
+def _shown(file: str, workspace: Path, root: Path) -> bool:
+    path = Path(os.path.normpath(file if os.path.isabs(file) else workspace / file))
+    if path.is_relative_to(workspace) or path.is_relative_to(root):
+        real = path.resolve()
+        return real.is_relative_to(root) or str(real).startswith(SYSTEM_SOURCES)
+    return str(path).startswith(SYSTEM_SOURCES) and str(path.resolve()).startswith(SYSTEM_SOURCES)
 
 
 def gcc_diagnostics(stderr: bytes, workspace: Path) -> tuple[Diagnostic, ...]:
@@ -210,7 +333,7 @@ def _gcc_item(item: Mapping[str, object], workspace: Path) -> Diagnostic:
         found = locations[0].get("caret")
         caret = found if isinstance(found, dict) else {}
     file, line, column = (
-        str(caret.get("file", "")),
+        str(caret.get("file", "")).removeprefix("./"),
         _int(caret.get("line")),
         _int(caret.get("column")),
     )
@@ -353,18 +476,29 @@ def cargo_diagnostics(stdout: bytes, workspace: Path) -> tuple[tuple[Diagnostic,
 
 
 def source_line(workspace: Path, file: str, line: int) -> str:
-    """Line ``line`` of ``file`` (relative to the workspace), or "" when it is not there."""
+    """Line ``line`` of ``file`` (relative to the workspace), or "" when it is not there:
+    read only from a regular file inside the workspace, never through a symlink (an
+    absolute path is read only when it names a file there).
+
+    >>> source_line(Path("/tmp"), "/etc/passwd", 1)
+    ''
+    """
     if not file or line < 1:
         return ""
-    path = Path(file) if os.path.isabs(file) else workspace / file
+    relative = file
+    if os.path.isabs(file):
+        try:
+            relative = Path(file).relative_to(workspace).as_posix()
+        except ValueError:
+            return ""
     try:
-        with path.open(encoding="utf-8", errors="replace") as f:
-            for number, text in enumerate(f, 1):
-                if number == line:
-                    return text.rstrip("\n")
-    except OSError:
+        data = Workspace(workspace).read_bytes(relative)
+    except (Refused, ValueError):
         return ""
-    return ""
+    if data is None:
+        return ""
+    lines = data.decode("utf-8", "replace").splitlines()
+    return lines[line - 1] if line <= len(lines) else ""
 
 
 def _int(value: object) -> int:

@@ -4,12 +4,13 @@ and a recorded run names its language (``four replay`` makes the same V2 again).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from four.domains import Domain, DomainSetup
+from four.domains._host import domain_host
 from four.domains._start import replay_from
-from four.domains.cli._build import Language
+from four.domains.cli._build import Language, toolchain_folders
 from four.domains.cli._check import tool_check
 from four.domains.cli._emit import save_tool
 from four.domains.cli._env import ToolEnv, build_env
@@ -125,12 +126,17 @@ def _check(setup: DomainSetup, env: Execute, acceptance: str | None) -> Verify |
 
 def _domain(name: str, language: Language, summary: str) -> Domain:
     def environment(setup: DomainSetup) -> Execute:
-        if setup.env not in ("local", "sandbox"):
-            raise ValueError(
-                f"--domain {name} builds here and runs its tool sandboxed, not --env {setup.env}"
-            )
-        workspace = setup.workspace if setup.workspace is not None else Path.cwd()
-        return build_env(workspace, language=language, timeout=setup.command_timeout or 60.0)
+        # The compiler and the binary never run outside a sandbox: --env local means one.
+        kind = "sandbox" if setup.env == "local" else setup.env
+        timeout = setup.command_timeout or 60.0
+        folders = toolchain_folders(language)
+        host = domain_host(replace(setup, env=kind), timeout, name=name, readable=folders)
+        try:
+            made = build_env(host.workspace, language=language, timeout=timeout, host=host)
+        except BaseException:
+            host.close()
+            raise
+        return made.owns_host()
 
     return Domain(name, summary, system(language), _parse, environment, _emit, _check,
                   replay_workspace=replay_from("tool"))  # fmt: skip

@@ -1,10 +1,11 @@
 """V2 for a command-line tool: edits written, the tool compiled, then run sandboxed.
 
-The binary is the model's code, so it never runs outside the sandbox (``sandbox_env``,
-bubblewrap: the workspace the only writable place, no network, its own PIDs): its
-``--help`` and ``--version``, help2man (which runs it), the user's smoke commands and
-the model's own shell commands all run there. The compiler runs on the host, like any
-checker, with a clean environment (for Go: offline, its caches kept where Go keeps them).
+Everything the tool's sources can make run runs in the run's environment (a
+``four.execute`` ``ToolHost``: bubblewrap by default, the workspace the only writable
+place, no network, its own PIDs; or the run's container): the compiler and what it runs
+(cgo, ``build.rs``), the binary's ``--help`` and ``--version``, help2man (which runs it),
+mandoc, the user's smoke commands and the model's own shell commands. Files the build
+made are read here only from inside the workspace, never through a symlink.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,15 +21,19 @@ from types import TracebackType
 
 from returns.result import Failure, Result, Success
 
-from four.domains.cli._build import LANGUAGES, Build, Language, build, toolchain_problem
-from four.execute import DEFAULT_INHERIT, SandboxEnv, Workspace, command_env, sandbox_env
+from four.domains.cli._build import (
+    LANGUAGES,
+    Build,
+    Language,
+    build,
+    toolchain_folders,
+    toolchain_problem,
+)
+from four.execute import Refused, ToolHost, Workspace, tool_host
 from four.parse import EditAction, FileEdit, apply_edits, describe_edit
 from four.types import Action, ExecutionError, Observation, Submitted
 
 _SHOWN = 20  # diagnostics listed at most in one observation
-# Where the user's Go keeps its caches and modules (a vendored or cached module builds
-# offline); GOOS and the like are not passed: the binary must run here.
-_GO_INHERIT = ("GOCACHE", "GOPATH", "GOMODCACHE", "GOFLAGS", "GOROOT")
 
 SOURCES: dict[Language, tuple[str, ...]] = {
     "c": (".c", ".h"),
@@ -89,23 +93,44 @@ class ToolEnv:
     smoke: tuple[str, ...] = ()
     timeout: float = 60.0
     build_timeout: float = 300.0
+    host: ToolHost | None = field(default=None, repr=False)
+    """Where the builds, the binary and the commands run (None: a sandbox made for this
+    environment and closed with it)."""
     last: Checked | None = field(init=False, default=None)
     _files: Workspace = field(init=False, repr=False)
-    _sandbox: SandboxEnv = field(init=False, repr=False)
+    _own_host: bool = field(init=False, default=False, repr=False)
 
     def __post_init__(self) -> None:
         self._files = Workspace(self.workspace)
         self.workspace = self._files.root
-        self._sandbox = sandbox_env(self.timeout, workdir=str(self.workspace))
+        if self.host is None:
+            self.host = tool_host(
+                "sandbox",
+                self.workspace,
+                timeout=self.timeout,
+                readable=toolchain_folders(self.language),
+            )
+            self._own_host = True
+
+    @property
+    def place(self) -> ToolHost:
+        assert self.host is not None
+        return self.host
+
+    def owns_host(self) -> ToolEnv:
+        """Make ``close()`` end the host too (a domain hands its host over); returns self."""
+        self._own_host = True
+        return self
 
     def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]:
         if isinstance(action, EditAction):
             return Success(self.edit(action.edits))
-        return self._sandbox(action)
+        return self.place(action)
 
     def sandboxed(self, command: str) -> Result[Observation, Submitted | ExecutionError]:
-        """Run ``command`` in the tool's sandbox (its working directory: the workspace)."""
-        return self._sandbox(Action(command))
+        """Run ``command`` where the tool runs (the sandbox, or the run's container; its
+        working directory: the workspace)."""
+        return self.place(Action(command))
 
     def edit(self, edits: Sequence[FileEdit]) -> Observation:
         """Write ``edits`` (all or none), then build and try the tool; say what came of it."""
@@ -134,8 +159,7 @@ class ToolEnv:
     def check(self) -> Checked:
         """Build the sources as they are now and, if a binary came out, try it."""
         name = self.tool
-        inherit = (*DEFAULT_INHERIT, *_GO_INHERIT) if self.language == "go" else DEFAULT_INHERIT
-        made = build(self.workspace, self.language, name, command_env(inherit), self.build_timeout)
+        made = build(self.place, self.language, name, self.build_timeout)
         checked = Checked(made)
         if made.clean:
             probes = tuple(self._probe(f"./{name} {flag}") for flag in ("--help", "--version"))
@@ -155,13 +179,29 @@ class ToolEnv:
     def _man_page(self, name: str) -> tuple[Path | None, str | None]:
         """help2man's page (it runs the binary: in the sandbox), and mandoc's lint of it."""
         page = f"{name}.1"
-        made = self.sandboxed(f"help2man --no-info --no-discard-stderr -o {page} ./{name}")
+        made = self.sandboxed(f"help2man --no-info --no-discard-stderr -o ./{page} ./{name}")
         target = self.workspace / page
-        if isinstance(made, Failure) or made.unwrap().returncode != 0 or not target.is_file():
+        failed = isinstance(made, Failure) or made.unwrap().returncode != 0
+        if failed or not _dated(self._files, page):
             why = _output(made.unwrap().content) if isinstance(made, Success) else str(made)
             return None, f"help2man could not make the page: {why.strip()[:300]}"
-        _dated(target)
-        return target, _lint(target)
+        return target, self._lint(page)
+
+    def _lint(self, page: str) -> str | None:
+        """mandoc's warnings and errors for ``page`` (None when clean), or groff's when
+        there is no mandoc, run where the tool runs (a page may ask to read a file:
+        ``.so``)."""
+        command = (
+            f"mandoc -T lint -W warning ./{page}"
+            if shutil.which("mandoc") is not None or self.place.kind == "docker"
+            else f"groff -man -ww -z ./{page}"
+        )
+        done = self.sandboxed(f"{command} 2>&1")
+        if isinstance(done, Failure):
+            return f"the man page could not be linted: {done.failure()}"
+        seen = done.unwrap()
+        text = _output(seen.content).strip().replace("./", "").replace(f"{self.workspace}/", "")
+        return text or (None if seen.returncode == 0 else f"lint exited {seen.returncode}")
 
     def artifacts(self) -> dict[str, Path]:
         """The tool as it stands: binary, man page and sources, by their place in a
@@ -169,16 +209,18 @@ class ToolEnv:
         found: dict[str, Path] = {}
         name = self.tool
         binary = self.workspace / name
-        if self.last is not None and self.last.build.clean and binary.is_file():
+        if self.last is not None and self.last.build.clean and _regular(binary):
             found[f"bin/{name}"] = binary
-        if self.last is not None and self.last.man_page is not None:
-            found[f"man/man1/{name}.1"] = self.last.man_page
+        page = self.last.man_page if self.last is not None else None
+        if page is not None and _regular(page):
+            found[f"man/man1/{name}.1"] = page
         for path, _ in sorted(self._files.snapshot(SOURCES[self.language]).items()):
             found[f"src/{path}"] = self.workspace / path
         return found
 
     def close(self) -> None:
-        self._sandbox.close()
+        if self._own_host and self.host is not None:
+            self.host.close()
 
     def __enter__(self) -> ToolEnv:
         return self
@@ -221,32 +263,31 @@ def _output(content: str) -> str:
     return text.removesuffix("</output>").rstrip("\n")
 
 
-def _dated(page: Path) -> None:
-    """The page's ``.TH`` date as ``YYYY-MM-DD``: help2man writes "December 2026", which
-    mandoc cannot read as a date (SOURCE_DATE_EPOCH, if set, gives the day)."""
+def _dated(files: Workspace, page: str) -> bool:
+    """Give the page's ``.TH`` date as ``YYYY-MM-DD`` (help2man writes "December 2026",
+    which mandoc cannot read as a date; SOURCE_DATE_EPOCH, if set, gives the day).
+    False when there is no page, or it is not a regular file of the workspace."""
     epoch = os.environ.get("SOURCE_DATE_EPOCH", "")
     day = time.gmtime(int(epoch) if epoch.isdigit() else None)
-    text = page.read_text("utf-8", "replace")
+    try:
+        text = files.read(page)
+    except Refused:
+        return False
+    if text is None:
+        return False
     dated = _TH_DATE.sub(lambda m: f'{m.group(1)}"{time.strftime("%Y-%m-%d", day)}"', text, 1)
-    page.write_text(dated, "utf-8")
+    return not isinstance(files.write({page: dated}), Failure)
 
 
 _TH_DATE = re.compile(r'^(\.TH\s+(?:"[^"]*"|\S+)\s+(?:"[^"]*"|\S+)\s+)"[^"]*"', re.MULTILINE)
 
 
-def _lint(page: Path) -> str | None:
-    """mandoc's warnings and errors for ``page`` (None when clean), or groff's when there
-    is no mandoc."""
-    if shutil.which("mandoc") is not None:
-        command = ["mandoc", "-T", "lint", "-W", "warning", str(page)]
-    else:
-        command = ["groff", "-man", "-ww", "-z", str(page)]
+def _regular(path: Path) -> bool:
+    """A regular file, not a symlink (a build may leave one leading anywhere)."""
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"the man page could not be linted: {exc}"
-    text = (done.stdout + done.stderr).strip().replace(str(page.parent) + "/", "")
-    return text or (None if done.returncode == 0 else f"lint exited {done.returncode}")
+        return path.lstat().st_mode & 0o170000 == 0o100000
+    except OSError:
+        return False
 
 
 def tool_name(workspace: Path, language: Language) -> str:
@@ -258,7 +299,7 @@ def tool_name(workspace: Path, language: Language) -> str:
         module = _MODULE.search(_text(workspace / "go.mod"))
         last = module.group(1).rstrip("/").rsplit("/", 1)[-1] if module else ""
         return last if re.fullmatch(r"[A-Za-z0-9_.][A-Za-z0-9_.-]*", last) else "tool"
-    sources = sorted(workspace.glob("*.c"))
+    sources = sorted(p for p in workspace.glob("*.c") if _regular(p))
     with_main = [p for p in sources if _MAIN.search(_text(p))]
     chosen = with_main[0] if with_main else sources[0] if len(sources) == 1 else None
     return chosen.stem if chosen is not None else "tool"
@@ -270,10 +311,13 @@ _MODULE = re.compile(r'^\s*module\s+"?([^\s"]+)"?', re.MULTILINE)
 
 
 def _text(path: Path) -> str:
+    """The text of a regular file of the workspace ("" for anything else: a symlink, a
+    FIFO, which is never opened)."""
     try:
-        return path.read_text("utf-8", "replace")
-    except OSError:
+        data = Workspace(path.parent).read_bytes(path.name)
+    except (Refused, ValueError):
         return ""
+    return "" if data is None else data.decode("utf-8", "replace")
 
 
 def build_env(
@@ -284,6 +328,7 @@ def build_env(
     smoke: Sequence[str] = (),
     timeout: float = 60.0,
     build_timeout: float = 300.0,
+    host: ToolHost | None = None,
 ) -> ToolEnv:
     """V2 for a command-line tool in ``workspace``, its binary called ``name`` (by default
     the stem of the C source that defines ``main``, the last part of the Go module's
@@ -298,8 +343,10 @@ def build_env(
     file, line and source line. A clean build is then tried in the
     sandbox: ``./name --help`` and ``--version`` (stdout, exit 0), a man page made by
     help2man and linted by mandoc, and each ``smoke`` command, each under ``timeout``.
-    Shell commands of the model run in the same sandbox. Raises ``ValueError`` for a
-    language whose toolchain is missing here.
+    Shell commands of the model run in the same sandbox, and so do the compilers and
+    all they run (``build.rs``, cgo): ``host`` is that place (a ``four.execute``
+    ``ToolHost``: the run's container, say; by default a sandbox made for this
+    environment). Raises ``ValueError`` for a language whose toolchain is missing here.
 
     >>> import tempfile
     >>> with build_env(tempfile.mkdtemp(), "sum") as env:
@@ -315,4 +362,4 @@ def build_env(
         raise ValueError(f"build_env: {problem}")
     if name is not None and (not name or "/" in name or name.startswith("-")):
         raise ValueError(f"build_env: name must be a plain file name, not {name!r}")
-    return ToolEnv(Path(workspace), name, language, tuple(smoke), timeout, build_timeout)
+    return ToolEnv(Path(workspace), name, language, tuple(smoke), timeout, build_timeout, host)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from returns.result import Success
 
 from four.checks import Claim, Judgement, verify
-from four.domains.notebook._kernel import KernelEnv, kernel_env
+from four.domains.notebook._kernel import KernelEnv
 from four.domains.notebook._outputs import error_of, figures
 from four.domains.notebook._save import notebook_cells
 from four.quaternary import CheckResult, EvidenceNeed, maybe, no, yes
@@ -34,18 +34,10 @@ class NotebookCheck:
         code = [c for c in notebook_cells(self.env) if c.cell_type == "code"]
         if not code:
             return shown("the notebook has no cell that ran without error")
-        source = self.env
-        fresh = kernel_env(
-            self.timeout or source.timeout,
-            max_output=source.max_output,
-            cwd=source.cwd,
-            env=source.env,
-            kernel_name=source.kernel_name,
-            startup_timeout=source.startup_timeout,
+        # In the same place as the run's kernel (its sandbox, its container).
+        fresh = self.env.fresh(
+            timeout=self.timeout or self.env.timeout,
             exit_signal="",  # a re-run submits nothing
-            inherit=source.inherit,
-            deny=source.deny,
-            interrupt_grace=source.interrupt_grace,
         )
         made = 0
         with fresh:

@@ -6,6 +6,7 @@ import importlib.util
 from pathlib import Path
 
 from four.domains import Domain, DomainSetup
+from four.domains._host import domain_host
 from four.domains.notebook._check import notebook_check
 from four.domains.notebook._kernel import KernelEnv, kernel_env
 from four.domains.notebook._parse import cell_parse
@@ -53,13 +54,9 @@ Rules:
 
 
 def _environment(setup: DomainSetup) -> Execute:
-    if setup.env != "local":
-        raise ValueError(
-            f"--env {setup.env}: the notebook domain runs its kernel here (--env local)"
-        )
     timeout = DEFAULT_TIMEOUT if setup.command_timeout is None else setup.command_timeout
-    cwd = None if setup.workspace is None else str(setup.workspace)
-    return kernel_env(timeout, cwd=cwd)
+    host = domain_host(setup, timeout, name="notebook")
+    return kernel_env(timeout, cwd=host.workspace, host=host).owns_host()
 
 
 def _kernel(env: Execute) -> KernelEnv:

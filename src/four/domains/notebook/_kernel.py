@@ -1,11 +1,15 @@
 """V2 of the notebook domain: each cell checked with ``ast``, then run in one persistent
 Jupyter kernel (``jupyter_client`` + ``ipykernel``, driven through ``nbclient``).
 
-Containment: each kernel has a private folder for its connection file and IPC sockets
-(concurrent kernels never share a socket or race for a port), runs in a session of its
-own with every variable of ``four.execute``'s command environment (secrets filtered) and
-a ``FOUR_RUN`` mark, and at the end its process group and every marked process are
-killed, so nothing a cell started outlives the run.
+Containment: the kernel is a tool of the run's environment (``four.execute``'s
+``ToolHost``): here in a PID namespace of its own, in the sandbox, or in the run's
+container, as a command of that environment would run, with an environment made for it
+(no secret of the driver's). Each kernel has a private folder in the host's shared
+folder for its connection file and IPC sockets (concurrent kernels never share a socket
+or race for a port). Its own stdout and stderr (what a cell writes to fd 1 and 2 past
+ipykernel's capture) go to a pipe of ours, never to the user's terminal. At the end the
+kernel's launcher is killed, and with it the namespace (or sandbox) and every process a
+cell started; in a container, every process still carrying the kernel's mark.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ from __future__ import annotations
 import ast
 import asyncio
 import contextlib
+import functools
+import logging
 import math
 import os
 import shutil
@@ -30,12 +36,14 @@ from four.domains.notebook._nb import code_cell, error_output, markdown_cell, no
 from four.domains.notebook._outputs import describe_outputs, error_of, figures, streams
 from four.execute import DEFAULT_INHERIT, EXIT_SIGNAL, SECRET_PATTERNS, command_env
 from four.execute._closing import ClosedOnExit
+from four.execute._contain import Contained
 from four.execute._interrupt import running, stopped
-from four.execute._kill import MARK, kill_group, kill_marked, new_mark
+from four.execute._kill import kill_group, kill_marked
+from four.execute._tools import Tail, ToolHost, tool_host
 from four.types import Action, ExecutionError, Observation, Submitted
 
 if TYPE_CHECKING:
-    from jupyter_client.manager import KernelManager
+    from jupyter_client.manager import AsyncKernelManager, KernelManager
     from nbclient import NotebookClient
     from nbformat import NotebookNode
 
@@ -51,16 +59,19 @@ stopped; its state is gone)."""
 
 _WARM_UP = """\
 def _four_warm_up():
-    import importlib.util
+    import importlib.util, sys
     if importlib.util.find_spec("matplotlib") is not None:
         import matplotlib.font_manager  # reads its font cache, or builds it: seconds, once
+    if "" not in sys.path:  # started with a safe path: the cells import from the workspace
+        sys.path.insert(0, "")
 _four_warm_up()
 del _four_warm_up
 """
 """Run in a new kernel before its first cell: matplotlib's font cache, when missing, is
 built now, not inside a cell's timeout (where the build takes seconds). Each matplotlib
 version keeps a cache of its own (``fontlist-v390.json``): another version's does not
-count, so the import decides (with the cache there, it costs milliseconds)."""
+count, so the import decides (with the cache there, it costs milliseconds). Then the
+working folder goes on the path, as in any Jupyter kernel (it started without it)."""
 
 
 @dataclass(eq=False, slots=True, weakref_slot=True)
@@ -83,6 +94,8 @@ class KernelEnv(ClosedOnExit):
     inherit: tuple[str, ...] = DEFAULT_INHERIT
     deny: tuple[str, ...] = SECRET_PATTERNS
     interrupt_grace: float = 5.0
+    host: ToolHost | None = field(default=None, repr=False)
+    """Where the kernel runs (None: here, in a PID namespace of its own, made at start)."""
     restarts: int = field(default=0, repr=False, init=False)
     _cells: list[NotebookNode] = field(default_factory=list, repr=False, init=False)
     _figures: int = field(default=0, repr=False, init=False)
@@ -92,6 +105,7 @@ class KernelEnv(ClosedOnExit):
         default=None, repr=False, init=False
     )
     _holder: list[_Kernel | None] = field(default_factory=lambda: [None], repr=False, init=False)
+    _own_host: bool = field(default=False, repr=False, init=False)
 
     def __post_init__(self) -> None:
         if self.timeout <= 0:
@@ -139,6 +153,9 @@ class KernelEnv(ClosedOnExit):
             started = self._start()
             if isinstance(started, Failure):
                 _status(cell, "lost")
+                if stopped():  # killed while it started: the run's end, not the kernel's
+                    text = f"cell {number} was not run: the run is being stopped"
+                    return Success(Observation(text, -9))
                 return Failure(started.failure())
         kernel = self._kernel
         assert kernel is not None
@@ -200,12 +217,20 @@ class KernelEnv(ClosedOnExit):
     def _start(self) -> Result[None, ExecutionError]:
         if self._finalizer is None:
             self._finalizer = weakref.finalize(self, _shutdown, self._holder)
-        environment = {**command_env(self.inherit, self.deny, self.env), MARK: new_mark()}
+        try:
+            host = self._host()
+        except (OSError, ValueError) as exc:
+            return Failure(ExecutionError(f"the Jupyter kernel has no place to run: {exc}"))
+        if host.kind == "local":
+            environment = command_env(self.inherit, self.deny, self.env)
+        else:
+            environment = host.environment(self.env)
         environment.pop("MPLBACKEND", None)  # Agg here would capture no figure: keep inline
         try:
             kernel = _Kernel.start(
-                self.kernel_name, self.cwd or os.getcwd(), environment, self.startup_timeout
-            )
+                self.kernel_name, self.cwd or host.workspace, environment, self.startup_timeout,
+                host,
+            )  # fmt: skip
         except Exception as exc:  # jupyter_client, zmq, the file system: one typed error
             return Failure(ExecutionError(f"the Jupyter kernel did not start: {exc}"))
         self._kernel = self._holder[0] = kernel
@@ -229,13 +254,42 @@ class KernelEnv(ClosedOnExit):
         if kernel is not None:
             kernel.shutdown()
 
+    def _host(self) -> ToolHost:
+        if self.host is None:
+            self.host = tool_host("local", self.cwd or os.getcwd(), timeout=self.timeout)
+            self._own_host = True
+        return self.host
+
+    def fresh(self, **changes: Any) -> KernelEnv:
+        """A new environment with this one's settings (and ``changes``) whose kernel runs
+        in the same place (the same sandbox or container); closing it leaves that place
+        as it is."""
+        settings = {f: getattr(self, f) for f in _SETTINGS}
+        return KernelEnv(**{**settings, "host": self._host(), **changes})
+
     def close(self) -> None:
-        """End the kernel and every process a cell started; delete its private folder."""
+        """End the kernel and every process a cell started; delete its private folder
+        (and end the place it ran in, if this environment made it or was given it by
+        its domain)."""
         with self._lock:
             self._stop()
             if self._finalizer is not None:
                 self._finalizer.detach()
                 self._finalizer = None
+            if self._own_host and self.host is not None:
+                self.host.close()
+                self.host, self._own_host = None, False
+
+    def owns_host(self) -> KernelEnv:
+        """Make ``close()`` end the host too (a domain hands its host over); returns self."""
+        self._own_host = self.host is not None
+        return self
+
+
+_SETTINGS = (
+    "timeout", "max_output", "cwd", "env", "kernel_name", "startup_timeout", "exit_signal",
+    "inherit", "deny", "interrupt_grace",
+)  # fmt: skip
 
 
 def _shutdown(holder: list[_Kernel | None]) -> None:
@@ -312,53 +366,112 @@ def _ipython_to_python(source: str) -> str:
 
 @dataclass(eq=False, slots=True)
 class _Kernel:
-    """One running kernel: its client, manager, private folder and event loop."""
+    """One running kernel: its client, manager, private folder, event loop, and how it
+    was contained (its launcher's pid is ``pid``)."""
 
     client: NotebookClient
     loop: asyncio.AbstractEventLoop
     folder: str
     pid: int
-    mark: str
+    contained: Contained
+    output: Tail
     ended: bool = False
+
+    @property
+    def mark(self) -> str:
+        return self.contained.mark
 
     @classmethod
     def start(
-        cls, name: str, cwd: str, environment: dict[str, str], startup_timeout: float
+        cls,
+        name: str,
+        cwd: str,
+        environment: dict[str, str],
+        startup_timeout: float,
+        host: ToolHost,
     ) -> _Kernel:
-        from jupyter_client.manager import AsyncKernelManager
-        from nbclient import NotebookClient
+        import zmq
+        import zmq.asyncio
+        from jupyter_client.kernelspec import KernelSpec
 
-        folder = tempfile.mkdtemp(prefix="four-kernel-")
+        manager_class, client_class = _bounded()
+        folder = tempfile.mkdtemp(prefix="four-kernel-", dir=host.folder)
+        # A profile of its own, and no user site: what a cell of an earlier kernel left in
+        # ~/.ipython (a startup file) or in the user's site-packages does not run here (the
+        # notebook check's fresh kernel must start from nothing but the notebook).
+        # PYTHONSAFEPATH: `python -m ipykernel_launcher` does not look in the workspace
+        # first (an ipykernel_launcher.py there would be a kernel that says every cell
+        # ran); the warm-up puts the workspace on the path afterwards, for the cells.
+        environment = {**environment, "PYTHONNOUSERSITE": "1", "PYTHONSAFEPATH": "1",
+                       "IPYTHONDIR": os.path.join(folder, "ipython")}  # fmt: skip
         loop = asyncio.new_event_loop()
-        manager = AsyncKernelManager(
+        # A message larger than this from the kernel drops its connection (zmq reconnects):
+        # a hostile cell cannot make this process hold gigabytes (see MESSAGE_LIMIT).
+        context = zmq.asyncio.Context()
+        context.setsockopt(zmq.MAXMSGSIZE, MESSAGE_LIMIT)
+        manager = manager_class(
             kernel_name=name,
             transport="ipc",  # sockets in our private folder: no port to race for
             ip=os.path.join(folder, "ipc"),
             connection_file=os.path.join(folder, "kernel.json"),
+            context=context,
+            log=_QUIET,
         )
-        client = NotebookClient(
-            notebook(),
-            km=manager,
-            timeout=None,
-            startup_timeout=int(max(1, startup_timeout)),
-            interrupt_on_timeout=True,
-            allow_errors=True,
-            shutdown_kernel="immediate",
-            record_timing=False,
-            kernel_name=name,
-        )
+        contained: Contained | None = None
+        output: Tail | None = None
         kernel: _Kernel | None = None
         try:
-            loop.run_until_complete(client.async_start_new_kernel(cwd=cwd, env=environment))
-            pid = int(manager.provisioner.process.pid)  # type: ignore[union-attr]
-            kernel = cls(client, loop, folder, pid, environment[MARK])
-            loop.run_until_complete(client.async_start_new_kernel_client())
-            assert client.kc is not None
-            # The font cache is built here, before any cell's timeout starts.
-            warm = client.kc.execute_interactive(  # type: ignore[attr-defined]
-                _WARM_UP, store_history=False, output_hook=_ignore, timeout=startup_timeout
+            spec = manager.kernel_spec_manager.get_kernel_spec(name)
+            argv = list(spec.argv)
+            if argv and os.path.basename(argv[0]).startswith("python"):
+                argv[0] = host.python  # "python" would be our sys.executable (jupyter's rule)
+            contained = host.contain(argv, cwd=cwd, env=environment)
+            # Our spec: the kernel behind its launcher, interrupted by a message (a signal
+            # to the launcher would not reach it).
+            manager._kernel_spec = KernelSpec(
+                argv=contained.argv,
+                display_name=spec.display_name,
+                language=spec.language,
+                interrupt_mode="message",
+                metadata={},
+                resource_dir=spec.resource_dir,
             )
-            loop.run_until_complete(warm)
+            client = client_class(
+                notebook(),
+                km=manager,
+                timeout=None,
+                startup_timeout=int(max(1, startup_timeout)),
+                interrupt_on_timeout=True,
+                allow_errors=True,
+                shutdown_kernel="immediate",
+                record_timing=False,
+                kernel_name=name,
+                log=_QUIET,
+            )
+            output = Tail()
+            launched = client.async_start_new_kernel(
+                cwd=contained.cwd or cwd, env=contained.env, stdout=output.fd, stderr=output.fd
+            )
+            loop.run_until_complete(launched)
+            output.started()
+            pid = int(manager.provisioner.process.pid)  # type: ignore[union-attr]
+            kernel = cls(client, loop, folder, pid, contained, output)
+            # Under a supervisor (four.batch, four run --timeout): a start can be stopped.
+            command = running(pid, contained.mark, contained.kill_inside)
+            try:
+                loop.run_until_complete(client.async_start_new_kernel_client())
+                assert client.kc is not None
+                # The font cache is built here, before any cell's timeout starts.
+                warm = client.kc.execute_interactive(  # type: ignore[attr-defined]
+                    _WARM_UP, store_history=False, output_hook=_ignore, timeout=startup_timeout
+                )
+                loop.run_until_complete(warm)
+            except Exception as exc:
+                said = output.text()
+                raise RuntimeError(f"{exc}{': ' + said if said else ''}") from exc
+            finally:
+                if command is not None:
+                    command.release()
             return kernel
         except BaseException:
             if kernel is not None:
@@ -367,6 +480,11 @@ class _Kernel:
                 with contextlib.suppress(Exception):
                     loop.run_until_complete(_shut(manager))
                 loop.close()
+                context.destroy(linger=0)
+                if contained is not None:
+                    contained.end()
+                if output is not None:
+                    output.close()
                 shutil.rmtree(folder, ignore_errors=True)
             raise
 
@@ -382,12 +500,13 @@ class _Kernel:
     def execute(self, cell: NotebookNode, timeout: int, grace: float) -> Literal["done", "lost"]:
         """Run ``cell``; at ``timeout`` interrupt it, and ``grace`` seconds later give up."""
         from nbclient.exceptions import DeadKernelError
+        from nbformat.v4 import new_output
 
         client = self.client
         client.nb.cells.append(cell)  # nbclient finds display updates by index there
         index = len(client.nb.cells) - 1
         client.timeout = timeout
-        command = running(self.pid, self.mark, None)
+        command = running(self.pid, self.mark, self.contained.kill_inside)
         task = self.loop.create_task(
             asyncio.wait_for(client.async_execute_cell(cell, index), timeout + grace)
         )
@@ -408,11 +527,20 @@ class _Kernel:
         finally:
             if command is not None:
                 command.release()
+        if index not in client.__dict__.get("_four_idle", ()):
+            # The kernel never said it was idle: its output channel was dropped (a message
+            # over MESSAGE_LIMIT). A new client connects afresh; the kernel keeps its state.
+            cell.outputs.append(new_output("stream", name="stderr", text=LOST_OUTPUT))  # type: ignore[no-untyped-call]
+            with contextlib.suppress(Exception):
+                assert client.kc is not None
+                client.kc.stop_channels()
+                self.loop.run_until_complete(client.async_start_new_kernel_client())
         return "done"
 
     def shutdown(self) -> None:
-        """Kill the kernel's process group and everything marked, then let
-        ``jupyter_client`` clean up; the folder is removed."""
+        """Kill the kernel's launcher (and with it all the kernel started), what is left
+        of it inside a container, then let ``jupyter_client`` clean up; the folder is
+        removed."""
         if self.ended:
             return
         self.ended = True
@@ -420,6 +548,7 @@ class _Kernel:
         kill_marked(self.mark)
         manager = self.client.km
         try:
+            self.contained.kill_inside()
             if not self.loop.is_closed():
                 _cancel_all(self.loop)
                 with contextlib.suppress(Exception):
@@ -429,9 +558,94 @@ class _Kernel:
                     with contextlib.suppress(Exception):
                         self.loop.run_until_complete(_shut(manager))
                 self.loop.close()
+            manager_context = getattr(manager, "context", None)
+            if manager_context is not None:
+                manager_context.destroy(linger=0)
         finally:
             _reap(self.pid)
+            self.contained.release()
+            self.output.close()
             shutil.rmtree(self.folder, ignore_errors=True)
+
+
+_QUIET = logging.getLogger("four.notebook.kernel")
+_QUIET.addHandler(logging.NullHandler())
+_QUIET.propagate = False
+"""jupyter_client's and nbclient's log: it may quote what a kernel sent (an unknown message
+type, raw), and what matters reaches the model as the cell's observation, not stderr."""
+
+MESSAGE_LIMIT = 64 << 20
+"""Bytes of the largest message taken from a kernel (a larger one is dropped unread)."""
+
+CELL_OUTPUT_LIMIT = 16 << 20
+"""Characters of output kept of one cell (text, images' base64...); the rest is dropped,
+and a line says so. Memory and the saved notebook stay bounded whatever a cell prints."""
+
+DROPPED = f"[four: output past {CELL_OUTPUT_LIMIT >> 20} MiB in this cell was dropped]\n"
+LOST_OUTPUT = (
+    f"[four: output of this cell was lost: a message over {MESSAGE_LIMIT >> 20} MiB; "
+    "the kernel kept its state]\n"
+)
+
+
+@functools.cache
+def _bounded() -> tuple[type[AsyncKernelManager], type[NotebookClient]]:
+    """A kernel manager whose client shares its (bounded) zmq context, and a notebook
+    client that keeps at most ``CELL_OUTPUT_LIMIT`` of each cell's outputs."""
+    from jupyter_client.manager import AsyncKernelManager
+    from nbclient import NotebookClient
+    from nbformat.v4 import new_output
+
+    class Manager(AsyncKernelManager):
+        def client(self, **kwargs: Any) -> Any:
+            return super().client(context=self.context, **kwargs)
+
+    class Client(NotebookClient):
+        def process_message(
+            self, msg: dict[str, Any], cell: NotebookNode, cell_index: int
+        ) -> NotebookNode | None:
+            content = msg.get("content")
+            idle = isinstance(content, dict) and content.get("execution_state") == "idle"
+            if msg.get("msg_type") == "status" and idle:
+                self.__dict__.setdefault("_four_idle", set()).add(cell_index)
+            return super().process_message(msg, cell, cell_index)
+
+        def output(
+            self,
+            outs: list[NotebookNode],
+            msg: dict[str, Any],
+            display_id: str | None,
+            cell_index: int,
+        ) -> NotebookNode | None:
+            used: dict[int, int] = self.__dict__.setdefault("_four_used", {})
+            size = _size(msg.get("content"))
+            before = used.get(cell_index, 0)
+            used[cell_index] = before + size
+            if before + size <= CELL_OUTPUT_LIMIT:
+                return super().output(outs, msg, display_id, cell_index)
+            if before > CELL_OUTPUT_LIMIT:
+                return None  # past the limit already: said so
+            kept = None
+            content = msg.get("content")
+            if msg.get("msg_type") == "stream" and isinstance(content, dict):
+                head = str(content.get("text", ""))[: CELL_OUTPUT_LIMIT - before]
+                msg = {**msg, "content": {**content, "text": head}}
+                kept = super().output(outs, msg, display_id, cell_index)
+            outs.append(new_output("stream", name="stderr", text=DROPPED))  # type: ignore[no-untyped-call]
+            return kept
+
+    return Manager, Client
+
+
+def _size(content: object) -> int:
+    """Roughly how many characters a message's content holds (its strings)."""
+    if isinstance(content, str):
+        return len(content)
+    if isinstance(content, dict):
+        return sum(_size(v) for v in content.values())
+    if isinstance(content, list):
+        return sum(_size(v) for v in content)
+    return 8
 
 
 def _cancel_all(loop: asyncio.AbstractEventLoop) -> None:
@@ -480,6 +694,7 @@ def kernel_env(
     inherit: tuple[str, ...] = DEFAULT_INHERIT,
     deny: tuple[str, ...] = SECRET_PATTERNS,
     interrupt_grace: float = 5.0,
+    host: ToolHost | None = None,
 ) -> KernelEnv:
     """V2 for Python cells: one Jupyter kernel per run, so state carries from cell to cell.
 
@@ -495,6 +710,12 @@ def kernel_env(
     cell's timeout); ``close()`` (or the end of ``run``) kills it and every process its
     cells started. A cell whose output starts with the exit-signal line submits the rest
     of its output. A kernel that cannot start is an ``ExecutionError``.
+
+    The kernel runs in ``host`` (a ``four.execute`` ``ToolHost``: the sandbox, or a
+    container, of the run), or, by default, here in a PID namespace of its own: it sees
+    no other process, none of the driver's secrets, and every process a cell starts,
+    however it detaches, ends with the kernel. What a cell writes to its file
+    descriptors 1 and 2 directly is captured, never written to this process's terminal.
 
     >>> from four import Action
     >>> with kernel_env(timeout=10) as env:
@@ -513,4 +734,5 @@ def kernel_env(
         tuple(inherit),
         tuple(deny),
         interrupt_grace,
+        host,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from four.domains import Domain, DomainSetup
+from four.domains._host import domain_host
 from four.domains._start import replay_from
 from four.domains.python._check import typed_check
 from four.domains.python._emit import save_files
@@ -54,10 +55,9 @@ def _parse() -> Parse:
 
 
 def _environment(setup: DomainSetup) -> Execute:
-    if setup.env != "local":
-        raise ValueError(f"--domain python runs locally in its workspace, not --env {setup.env}")
-    workspace = setup.workspace if setup.workspace is not None else Path.cwd()
-    return python_env(workspace, timeout=setup.command_timeout or 120.0)
+    timeout = setup.command_timeout or 120.0
+    host = domain_host(setup, timeout, name="python")
+    return python_env(host.workspace, timeout=timeout, host=host).owns_host()
 
 
 def _emit(setup: DomainSetup, env: Execute) -> Recorder[Path]:

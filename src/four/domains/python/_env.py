@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import subprocess
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,9 +19,9 @@ from four.domains.python._diagnostics import (
     mypy_diagnostics,
     ruff_diagnostics,
 )
-from four.execute import Refused, Workspace, command_env, local_env
+from four.execute import Refused, ToolHost, Workspace, tool_host
 from four.parse import EditAction, FileEdit, apply_edits, describe_edit
-from four.types import Action, Execute, ExecutionError, Observation, Submitted
+from four.types import Action, ExecutionError, Observation, Submitted
 
 _SHOWN_IN_CONTEXT = 8  # new diagnostics shown with their function; the rest in one line
 _SHOWN = 30  # diagnostics listed at most in one observation
@@ -39,36 +37,53 @@ class PythonEnv:
     reject_new_errors: bool = False
     timeout: float = 120.0
     check_timeout: float = 120.0
-    python: str = sys.executable
+    python: str | None = None
+    host: ToolHost | None = field(default=None, repr=False)
+    """Where the commands and the checkers run (None: here, each in a PID namespace of its
+    own, made for this environment and closed with it)."""
     _files: Workspace = field(init=False, repr=False)
-    _commands: Execute = field(init=False, repr=False)
     _daemon: Dmypy | None = field(init=False, repr=False, default=None)
     _start: dict[str, bytes] = field(init=False, repr=False)
     _known: dict[str, tuple[str, tuple[Diagnostic, ...]]] = field(init=False, repr=False)
     _env: dict[str, str] = field(init=False, repr=False)
+    _own_host: bool = field(init=False, repr=False, default=False)
 
     def __post_init__(self) -> None:
         self._files = Workspace(self.workspace)
         self.workspace = self._files.root
-        self._env = command_env()  # the checkers run the workspace's config: no secrets
-        self._commands = local_env(self.timeout, cwd=str(self.workspace))
+        if self.host is None:
+            self.host = tool_host("local", self.workspace, timeout=self.timeout)
+            self._own_host = True
+        if self.python is not None:
+            self.host.python = self.python
+        self.python = self.host.python
+        # The checkers run the workspace's configuration and plugins: no secrets. And no
+        # module of the workspace in their place: `python -m ruff` would find a ruff/ of
+        # the workspace first (a checker that says nothing), unless the path is safe.
+        self._env = self.host.environment({"PYTHONSAFEPATH": "1"})
         self._start = self._files.snapshot((".py",))
         self._known = {}
         if self.mypy_flags is not None:
             self._daemon = Dmypy(
                 self.workspace,
                 self.mypy_flags,
-                python=self.python,
+                host=self.host,
                 env=self._env,
                 timeout=self.check_timeout,
             )
+
+    def owns_host(self) -> PythonEnv:
+        """Make ``close()`` end the host too (a domain hands its host over); returns self."""
+        self._own_host = True
+        return self
 
     # --- V2 -------------------------------------------------------------------------
 
     def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]:
         if isinstance(action, EditAction):
             return Success(self.edit(action.edits))
-        return self._commands(action)
+        assert self.host is not None
+        return self.host(action)
 
     def edit(self, edits: Sequence[FileEdit]) -> Observation:
         """Apply ``edits`` (all or none) and say what the checkers think of the result."""
@@ -138,18 +153,21 @@ class PythonEnv:
         return Success(sorted(found, key=lambda d: (d.file, d.line, d.tool)))
 
     def _ruff(self, files: Sequence[str]) -> Result[list[Diagnostic], str]:
+        assert self.host is not None and self.python is not None
         command = [self.python, "-m", "ruff", "check", "--output-format", "json", "--no-cache"]
         try:
-            done = subprocess.run(
+            done = self.host.run(
                 [*command, "--", *files],
-                cwd=self.workspace,
+                cwd=str(self.workspace),
                 env=self._env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
                 timeout=self.check_timeout,
             )
-        except (OSError, subprocess.TimeoutExpired) as exc:
+        except OSError as exc:
             return Failure(f"ruff could not run: {exc}")
+        if done.stopped:
+            return Failure("the run is being stopped")
+        if done.returncode is None:
+            return Failure(f"ruff did not finish within {self.check_timeout:g}s")
         if done.returncode not in (0, 1):
             problem = done.stderr.decode("utf-8", "replace").strip()
             return Failure(f"ruff failed (exit {done.returncode}): {problem[-500:]}")
@@ -199,12 +217,12 @@ class PythonEnv:
         return None if self._daemon is None else self._daemon.pid
 
     def close(self) -> None:
-        """Stop the mypy daemon. Safe to call again."""
+        """Stop the mypy daemon (and end the host, if this environment made it or was
+        given it by its domain). Safe to call again."""
         if self._daemon is not None:
             self._daemon.stop()
-        close = getattr(self._commands, "close", None)
-        if callable(close):
-            close()
+        if self._own_host and self.host is not None:
+            self.host.close()
 
     def __enter__(self) -> PythonEnv:
         return self
@@ -278,6 +296,7 @@ def python_env(
     timeout: float = 120.0,
     check_timeout: float = 120.0,
     python: str | None = None,
+    host: ToolHost | None = None,
 ) -> PythonEnv:
     """V2 for Python code: the edits of ``edit_parse`` applied in ``workspace``, judged.
 
@@ -291,9 +310,12 @@ def python_env(
     inside its enclosing function, and says which the edit introduced, which were
     already there and which it fixed. With ``reject_new_errors=True`` an edit that adds
     problems is undone and the model is shown why. Other actions run as bash commands
-    in ``workspace`` (``local_env``). The checkers run with ``python`` (default: this
-    interpreter, which needs the ``four-loop[python]`` extra) and the workspace's own
-    ruff and mypy configuration, without the driver's secrets.
+    in ``workspace``. The checkers run with ``python`` (default: this interpreter, which
+    needs the ``four-loop[python]`` extra; in a container, its ``python3``) and the
+    workspace's own ruff and mypy configuration (mypy plugins included). Commands and
+    checkers alike run in ``host`` (a ``four.execute`` ``ToolHost``: the run's sandbox
+    or container) or, by default, here, each in a PID namespace of its own: they see no
+    other process, none of the driver's secrets, and nothing they start outlives them.
 
     ``close()`` (which ``run`` calls, whatever ends the run) stops the daemon; if this
     process dies without closing, the daemon sees its pipe close and exits.
@@ -311,5 +333,6 @@ def python_env(
         reject_new_errors,
         timeout,
         check_timeout,
-        python or sys.executable,
+        python,
+        host,
     )

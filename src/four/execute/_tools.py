@@ -1,0 +1,388 @@
+"""The tools a domain runs for the model, run where the model's commands run.
+
+A domain runs programs on the model's behalf besides its commands: a Jupyter kernel, a
+type checker with the workspace's plugins, a compiler and a build script, a man-page
+maker that runs the built binary. Each of them is started by the run's environment as
+its commands are, so each is contained as they are:
+
+    host = tool_host("sandbox", workspace)          # "local", "sandbox" or "docker"
+    host(Action("ls"))                              # a command of the model (V2)
+    done = host.run(["gcc", "-o", "./t", "--", "./t.c"], timeout=60)   # a tool, to its end
+    daemon = host.start(["python", "-m", "mypy.dmypy", ...])           # a long-lived one
+
+- ``local``: each tool in a PID namespace of its own (no other process's ``/proc``, so
+  no secret of this process; nothing it starts outlives it), under the limits, with an
+  environment made for it (secrets filtered), killed when this process dies.
+- ``sandbox``: in bubblewrap, as the sandbox's commands: the system read-only, the
+  workspace and ``folder`` the only writable places, no network, its own PIDs.
+- ``docker``: in the run's container (``docker exec``), where the workspace and
+  ``folder`` are mounted at their own paths; what a tool leaves is killed inside.
+
+``folder`` is a private folder that the tools and this process see at the same path: a
+kernel's connection file and sockets, a daemon's status file and socket, a build's caches.
+Every tool registers with the run's interrupt switch (``_interrupt.running``): a
+supervisor, or ``four run --timeout``, kills it when the run's time is spent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Literal
+
+from four._secrets import SECRET_PATTERNS
+from four._types import Action
+from four.execute._closing import ClosedOnExit
+from four.execute._command import Executed
+from four.execute._contain import DEFAULT_LIMITS, Contained, Limits
+from four.execute._docker import DockerEnv, docker_env
+from four.execute._interrupt import running, stopped
+from four.execute._kill import kill_group
+from four.execute._local import LocalEnv, local_env
+from four.execute._output import DEFAULT_INHERIT, command_env
+from four.execute._sandbox import SANDBOX_INHERIT, SandboxEnv, sandbox_env
+
+HostKind = Literal["local", "sandbox", "docker"]
+HOST_KINDS: tuple[HostKind, ...] = ("local", "sandbox", "docker")
+
+OUTPUT_LIMIT = 4 << 20
+"""Bytes kept of each of a tool's two outputs (the head); the rest is read and dropped."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRun:
+    """How a tool run to its end ended: its exit status (None when it was killed at its
+    timeout, or because the run was being stopped), and the head of its outputs."""
+
+    returncode: int | None
+    stdout: bytes
+    stderr: bytes
+    timed_out: bool = False
+    stopped: bool = False
+    """The run was being stopped (its time was spent): the tool was killed, or not started."""
+
+
+@dataclass(eq=False, slots=True)
+class Started:
+    """A long-lived tool started by ``ToolHost.start``: its launcher's ``Popen`` (stdin a
+    pipe) and what ends it. ``stop()`` closes stdin, waits ``grace`` seconds, then kills."""
+
+    proc: subprocess.Popen[bytes]
+    contained: Contained
+
+    def stop(self, grace: float = 5.0) -> None:
+        with contextlib.suppress(OSError):
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+        try:
+            self.proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            kill_group(self.proc.pid)
+            self.proc.wait()
+        finally:
+            self.contained.end()
+
+    def kill(self) -> None:
+        """Kill it now, with all it started."""
+        kill_group(self.proc.pid)
+        self.contained.kill_inside()
+
+
+@dataclass(eq=False)
+class ToolHost(ClosedOnExit):
+    """The run's environment, for the model's commands and for the domain's tools; see
+    the module docstring and ``tool_host``. ``close()`` ends it and removes ``folder``."""
+
+    env: LocalEnv | SandboxEnv | DockerEnv
+    workspace: str
+    folder: str
+    python: str = sys.executable
+    """The interpreter of the tools written in Python (this one; in a container, its
+    ``python3`` unless told otherwise)."""
+    _closed: bool = field(default=False, repr=False)
+    _remove: weakref.finalize[[str, bool], ToolHost] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        # The folder goes with the host, also when nobody closes it (a run never begun).
+        self._remove = weakref.finalize(self, shutil.rmtree, self.folder, True)
+
+    @property
+    def kind(self) -> HostKind:
+        if isinstance(self.env, SandboxEnv):
+            return "sandbox"
+        return "docker" if isinstance(self.env, DockerEnv) else "local"
+
+    def __call__(self, action: Action, /) -> Executed:
+        return self.env(action)
+
+    def environment(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The whole environment of a tool here: the host variables a command of this
+        environment gets (none of the driver's secrets), ``HOME`` and ``TMPDIR`` in
+        ``folder`` outside the local host, and ``extra``."""
+        own = {"TMPDIR": os.path.join(self.folder, "tmp")}
+        if self.kind == "local":
+            return command_env(DEFAULT_INHERIT, SECRET_PATTERNS, {**own, **(extra or {})})
+        own["HOME"] = os.path.join(self.folder, "home")
+        inherit = SANDBOX_INHERIT if self.kind == "sandbox" else ()
+        return command_env(inherit, SECRET_PATTERNS, {**own, **(extra or {})})
+
+    def contain(
+        self, argv: Sequence[str], *, cwd: str | None = None, env: Mapping[str, str] | None = None
+    ) -> Contained:
+        """How to start ``argv`` here (see ``Contained``): in ``cwd`` (the workspace by
+        default), with ``env`` (``environment()`` by default) as its whole environment.
+        Raises OSError when it cannot start (no such program, no sandbox, no container)."""
+        where = cwd or self.workspace
+        variables = self.environment() if env is None else dict(env)
+        return self.env.contain(list(argv), cwd=where, env=variables)
+
+    def start(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        output: IO[bytes] | int = subprocess.DEVNULL,
+    ) -> Started:
+        """Start a long-lived tool: stdin a pipe from us, stdout and stderr to ``output``
+        (never this process's own: a tool never writes to the user's terminal)."""
+        contained = self.contain(argv, cwd=cwd, env=env)
+        proc = _spawn(contained, subprocess.PIPE, output, subprocess.STDOUT)
+        return Started(proc, contained)
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        limit: int = OUTPUT_LIMIT,
+    ) -> ToolRun:
+        """Run a tool to its end (stdin closed) within ``timeout`` seconds, its stdout and
+        stderr read apart, each up to ``limit`` bytes. A tool still running at its timeout,
+        or when the run is being stopped, is killed with all it started. Raises OSError
+        when it cannot start."""
+        if stopped():
+            return ToolRun(None, b"", b"", stopped=True)
+        contained = self.contain(argv, cwd=cwd, env=env)
+        proc = _spawn(contained, subprocess.DEVNULL, subprocess.PIPE, subprocess.PIPE)
+        command = running(proc.pid, contained.mark, contained.kill_inside)
+        timed_out = False
+        try:
+            out, err, timed_out = _collect(proc, timeout, limit)
+            if timed_out:
+                kill_group(proc.pid)
+                contained.kill_inside()
+        except BaseException:  # Ctrl-C: nothing of it may live on
+            kill_group(proc.pid)
+            contained.kill_inside()
+            raise
+        finally:
+            if command is not None:
+                command.release()
+            code = proc.wait()
+            contained.release()
+            for stream in (proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
+        # Killed because the run is being stopped: by a signal here, or inside a container
+        # (where its wrapper says 128 + 9).
+        if stopped() and (timed_out or code < 0 or code == 128 + signal.SIGKILL):
+            return ToolRun(None, out, err, stopped=True)
+        return ToolRun(None if timed_out else code, out, err, timed_out)
+
+    def close(self) -> None:
+        """End the environment (its commands, its container) and remove ``folder``."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            close = getattr(self.env, "close", None)
+            if callable(close):
+                close()
+        finally:
+            if self._remove is not None:
+                self._remove()
+
+
+class Tail:
+    """A pipe for a long-lived tool's own stdout and stderr (``fd``: give it as the tool's
+    output), read by a thread of ours that keeps only the last few kilobytes (what a tool
+    that failed to start said). Nothing the tool writes reaches this process's own
+    output, nor the user's terminal, nor a disk."""
+
+    __slots__ = ("_kept", "_lock", "_read", "_thread", "fd")
+
+    KEEP = 4096
+
+    def __init__(self) -> None:
+        self._read, self.fd = os.pipe()
+        self._kept = b""
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._drain, name="four-tool-output", daemon=True)
+        self._thread.start()
+
+    def started(self) -> None:
+        """The tool holds the write end now: ours is closed (the read ends with it)."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def _drain(self) -> None:
+        with contextlib.suppress(OSError):
+            while data := os.read(self._read, 65536):
+                with self._lock:
+                    self._kept = (self._kept + data)[-self.KEEP :]
+
+    def text(self) -> str:
+        with self._lock:
+            return self._kept.decode("utf-8", "replace").strip()[-1000:]
+
+    def close(self) -> None:
+        self.started()
+        self._thread.join(timeout=2)  # the pipe ends with the tool's processes
+        if not self._thread.is_alive():
+            with contextlib.suppress(OSError):
+                os.close(self._read)
+
+
+def _spawn(
+    contained: Contained, stdin: int, stdout: IO[bytes] | int, stderr: int
+) -> subprocess.Popen[bytes]:
+    """Start a contained tool's launcher in a session of its own (a Ctrl-C at the
+    terminal is ours to handle); if it cannot start, what was made for it goes."""
+    try:
+        return subprocess.Popen(
+            contained.argv,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            cwd=contained.cwd,
+            env=contained.env,
+            start_new_session=True,
+            close_fds=True,
+        )
+    except BaseException:
+        contained.end()
+        raise
+
+
+def _collect(
+    proc: subprocess.Popen[bytes], timeout: float, limit: int
+) -> tuple[bytes, bytes, bool]:
+    """Read ``proc``'s stdout and stderr until both end or ``timeout`` passes: their
+    heads, and whether the time ran out."""
+    deadline = time.monotonic() + timeout
+    kept = {"out": bytearray(), "err": bytearray()}
+    with selectors.DefaultSelector() as selector:
+        for name, stream in (("out", proc.stdout), ("err", proc.stderr)):
+            assert stream is not None
+            os.set_blocking(stream.fileno(), False)
+            selector.register(stream.fileno(), selectors.EVENT_READ, name)
+        while selector.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return bytes(kept["out"]), bytes(kept["err"]), True
+            for key, _ in selector.select(left):
+                try:
+                    data = os.read(key.fd, 1 << 16)
+                except BlockingIOError:
+                    continue
+                if not data:
+                    selector.unregister(key.fd)
+                    continue
+                buffer = kept[key.data]
+                if len(buffer) < limit:
+                    buffer += data[: limit - len(buffer)]
+    try:
+        proc.wait(max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        return bytes(kept["out"]), bytes(kept["err"]), True
+    return bytes(kept["out"]), bytes(kept["err"]), False
+
+
+def tool_host(
+    kind: str,
+    workspace: str | os.PathLike[str],
+    *,
+    timeout: float = 120.0,
+    image: str | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+    readable: Sequence[str] = (),
+    hide: Sequence[str] = (),
+    run_args: Sequence[str] = (),
+    python: str | None = None,
+) -> ToolHost:
+    """The run's environment of ``kind`` (``local``, ``sandbox`` or ``docker``) for a
+    domain working in ``workspace``: its commands get ``timeout`` seconds each, as with
+    ``local_env``, ``sandbox_env`` and ``docker_env``, which it is made of; its tools
+    are contained as its commands (see the module docstring).
+
+    ``readable``: host folders the sandbox shows read-only besides the system (the
+    tools' interpreter or toolchain: this Python's prefixes are added); ``hide``: folders
+    of the workspace the sandbox's commands must not see; ``image`` and ``run_args``:
+    the container's, for ``docker``; ``python``: the interpreter of Python tools (this
+    one; ``python3`` in a container). Raises ValueError for an unknown kind, or docker
+    without an image.
+
+    >>> import tempfile
+    >>> with tool_host("local", tempfile.mkdtemp()) as host:
+    ...     host.run(["echo", "hi"], timeout=10).stdout
+    b'hi\\n'
+    """
+    if kind not in HOST_KINDS:
+        raise ValueError(f"unknown environment {kind!r}: use {', '.join(HOST_KINDS)}")
+    if kind == "docker" and not image:
+        raise ValueError("--env docker needs an image: --image NAME or FOUR_IMAGE")
+    root = os.path.abspath(workspace)
+    folder = tempfile.mkdtemp(prefix="four-tools-")
+    for sub in ("home", "tmp"):
+        os.mkdir(os.path.join(folder, sub))
+    env: LocalEnv | SandboxEnv | DockerEnv
+    try:
+        if kind == "local":
+            env = local_env(timeout, cwd=root, limits=limits)
+        elif kind == "sandbox":
+            shown = [*readable, *python_prefixes()]
+            unique = tuple(dict.fromkeys(p for p in shown if os.path.exists(p)))
+            env = sandbox_env(
+                timeout, workdir=root, binds=[folder], ro_binds=unique, hide=hide, limits=limits
+            )
+        else:
+            assert image is not None
+            env = docker_env(
+                image, timeout, cwd=root, mounts=[root, folder], run_args=run_args, limits=limits
+            )
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    chosen = python or ("python3" if kind == "docker" else sys.executable)
+    return ToolHost(env, root, folder, chosen)
+
+
+_SYSTEM_PARENTS = ("/usr/", "/bin/", "/lib/", "/lib64/", "/opt/")
+
+
+def python_prefixes() -> list[str]:
+    """This interpreter's folders a sandbox must show for it to run there (its virtual
+    environment and its base installation), unless the system folders hold them."""
+    found = []
+    for prefix in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix):
+        real = os.path.realpath(prefix)
+        if not (real + "/").startswith(_SYSTEM_PARENTS):
+            found.append(prefix)
+            if real != prefix:
+                found.append(real)
+    return list(dict.fromkeys(found))
