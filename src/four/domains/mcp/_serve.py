@@ -35,6 +35,7 @@ from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12
 
 from four.checks import audit
 from four.execute._contain import launcher_env
+from four.search._group import is_record
 from four.trajectory import TrajectoryError, load_trajectory
 from four.types import Assistant, ToolResult, User
 
@@ -304,6 +305,8 @@ def saved_runs(settings: ServeSettings) -> list[Path]:
         return []
     found: dict[str, Path] = {}
     for path in settings.runs.iterdir():
+        if is_record(path):  # a search's group record (--attempts) is not a run
+            continue
         if (path.suffix == ".jsonl" and path.stem not in found) or path.suffix == ".json":
             found[path.stem] = path
     return sorted(found.values(), key=lambda p: p.stem, reverse=True)
