@@ -133,7 +133,10 @@ def one_pass(
 ) -> int:
     """Classify (and with ``act``, rescue) every run; print; the exit status."""
     now = time.time()
-    verdicts = [judge(run, now, policy) for folder in folders for run in survey(folder)]
+    skipped: list[str] = []
+    verdicts = [judge(run, now, policy) for f in folders for run in survey(f, skipped)]
+    for why in skipped:
+        print(f"four watch: skipped: {visible(why)}", file=sys.stderr)
     done = [rescue(v, policy, key) if act else Done(v, "none", "") for v in verdicts]
     handled = {"resumed", "stopped"}
     trouble = [d for d in done if d.verdict.state in TROUBLE and d.action not in handled]
