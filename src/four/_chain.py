@@ -5,7 +5,7 @@ A chain starts from ``sha256(tag)``; each link is
 ``digest = sha256(digest + canonical([label, "value", value]))``, where ``canonical`` is
 JSON with sorted keys, no spaces, ASCII only. SHA-256 rather than BLAKE2b: as fast for a
 short link and about twice as fast for a long one on CPUs with SHA extensions
-(bench/README.md, "chain").
+(bench/README.md, "audit").
 """
 
 from __future__ import annotations

@@ -179,7 +179,7 @@ def _public_key(source: str | os.PathLike[str] | None) -> str | None:
 
 def _loads(text: str) -> JSON:
     try:
-        return json.loads(text, object_pairs_hook=_unique)  # type: ignore[no-any-return]
+        return _DECODER.decode(text)  # type: ignore[no-any-return]
     except (ValueError, RecursionError):  # not JSON, or nested beyond the parser's depth
         return None
 
@@ -190,6 +190,9 @@ def _unique(pairs: list[tuple[str, JSON]]) -> dict[str, JSON]:
     if len(out) != len(pairs):
         raise ValueError("a key repeated in one object")
     return out
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_unique)  # (json.loads builds one a call)
 
 
 def _ours(data: JSON, kind: str | None) -> bool:
