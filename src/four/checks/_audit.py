@@ -26,7 +26,8 @@ from four.quaternary import (
     TransitionReceipt,
     audit_trace,
 )
-from four.quaternary._receipts import STATE_FIELDS, receipts_from_json
+from four.quaternary._canonical import STATE_FIELDS
+from four.quaternary._receipts import receipts_from_json
 from four.trajectory import Trajectory
 from four.trajectory._artifacts import artifact_problems
 from four.trajectory._load import read_text
@@ -178,7 +179,7 @@ def _public_key(source: str | os.PathLike[str] | None) -> str | None:
 
 def _loads(text: str) -> JSON:
     try:
-        return json.loads(text, object_pairs_hook=_unique)  # type: ignore[no-any-return]
+        return _DECODER.decode(text)  # type: ignore[no-any-return]
     except (ValueError, RecursionError):  # not JSON, or nested beyond the parser's depth
         return None
 
@@ -189,6 +190,9 @@ def _unique(pairs: list[tuple[str, JSON]]) -> dict[str, JSON]:
     if len(out) != len(pairs):
         raise ValueError("a key repeated in one object")
     return out
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_unique)  # (json.loads builds one a call)
 
 
 def _ours(data: JSON, kind: str | None) -> bool:
@@ -265,7 +269,9 @@ def _verdicts(record: JSON, detail: JSON) -> tuple[list[str], AuditResult | None
         receipts = _load(document)
     except ValueError as exc:
         return [f"stats.verdicts.receipts: {exc}"], None, 0
-    result = audit_trace(config, receipts, head=bytes.fromhex(str(head)))
+    version = document["version"]  # 1 or 2: load_receipts refuses another
+    assert isinstance(version, int)
+    result = audit_trace(config, receipts, head=bytes.fromhex(str(head)), version=version)
     errors += [f"receipts: {e}" for e in result.errors]
     for name, replayed in (
         ("evaluations", result.evaluations),
