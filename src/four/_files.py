@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import errno
 import os
+import select
 import stat
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,6 +99,59 @@ def read_regular(
     if len(data) > max_bytes:
         raise TooLarge(os.fspath(path), len(data), max_bytes)
     return data
+
+
+def read_given(
+    path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES, wait: float = 10.0
+) -> bytes:
+    """A file named on a command line (``--system``): a regular file as ``read_regular``
+    reads it, or a pipe (``<(command)``) read to its end within ``wait`` seconds; a FIFO
+    nothing writes to, a device or a socket is refused with one line, never waited on.
+
+    >>> read_given("/dev/null")
+    Traceback (most recent call last):
+    ...
+    four._files.Unreadable: /dev/null is a character device, not a regular file
+    """
+    name = os.fspath(path)
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise Unreadable(_refusal(name, exc, None), exc.errno) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISFIFO(mode):
+            return _drain(fd, name, max_bytes, time.monotonic() + wait)
+        if not stat.S_ISREG(mode):
+            what = f"{kind(mode)}{_link(name, None)}"
+            raise Unreadable(f"{name} is {what}, not a regular file", mode=mode)
+        if os.fstat(fd).st_size > max_bytes:
+            raise TooLarge(name, os.fstat(fd).st_size, max_bytes)
+        os.set_blocking(fd, True)
+        return _drain(fd, name, max_bytes, None)
+    finally:
+        os.close(fd)
+
+
+def _drain(fd: int, name: str, max_bytes: int, deadline: float | None) -> bytes:
+    """The bytes up to the end (of a pipe: every writer gone, by ``deadline``)."""
+    data = bytearray()
+    while True:
+        try:
+            block = os.read(fd, 1 << 16)
+        except BlockingIOError:  # a pipe whose writer has not written yet
+            assert deadline is not None
+            if not select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
+                raise Unreadable(f"{name} is a pipe that did not end in time") from None
+            continue
+        if not block:
+            break
+        data += block
+        if len(data) > max_bytes:
+            raise TooLarge(name, len(data), max_bytes)
+    if not data and deadline is not None:
+        raise Unreadable(f"{name} is a FIFO (named pipe) that nothing writes to", mode=stat.S_IFIFO)
+    return bytes(data)
 
 
 def read_head(path: str | os.PathLike[str], size: int, *, follow: bool = True) -> bytes:

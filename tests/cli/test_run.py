@@ -326,7 +326,7 @@ def test_bad_settings_are_usage_errors(
     assert "FOUR_MAX_STEPS='lots' is not an integer" in capsys.readouterr().err
     monkeypatch.delenv("FOUR_MAX_STEPS")
     assert main(["run", "x", "--system", "/no/such/file"]) == 2
-    assert "cannot read --system /no/such/file" in capsys.readouterr().err
+    assert "--system: cannot read /no/such/file" in capsys.readouterr().err
     assert main(["run", "x", "--env", "docker"]) == 2
     assert "needs an image" in capsys.readouterr().err
 

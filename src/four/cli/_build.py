@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, cast
 
 from returns.result import Failure
 
+from four._files import Unreadable, read_given
 from four._outcomes import Outcome
 from four._types import JSON, Execute, Invoke, Parse, Verify
 from four.cli import _mcp
@@ -109,10 +110,12 @@ def system_prompt(opts: RunOptions, domain: Domain) -> str:
 
     if not opts.system_file:
         return default_system(True) if opts.toolcalls else domain.system
-    try:
-        return Path(opts.system_file).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot read --system {opts.system_file}: {exc.strerror}") from None
+    try:  # a FIFO nothing writes to, or a device, is refused: never waited on
+        return read_given(opts.system_file).decode("utf-8")
+    except Unreadable as exc:
+        raise UsageError(f"--system: {exc}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"--system {opts.system_file} is not UTF-8 text") from None
 
 
 def load_domain(opts: RunOptions) -> Domain:

@@ -155,6 +155,7 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, Invoke | None, str]:
         budget=budget,
         local_window=local_window(opts),
         workspace=opts.cwd,
+        sign=opts.sign,
     )
     from four.invoke import litellm_invoke, local_invoke
 
