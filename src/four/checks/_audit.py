@@ -14,6 +14,7 @@ from itertools import repeat
 from pathlib import Path
 from typing import Literal
 
+from four._files import walk
 from four._types import JSON
 from four.checks._config import config_from_json
 from four.quaternary import (
@@ -153,14 +154,13 @@ def runs_under(folder: str | os.PathLike[str]) -> Iterator[Path]:
     """Every run saved under ``folder`` (recursively), in name order: each sealed
     ``.json``, and each ``.jsonl`` with no ``.json`` beside it (a run still going, or
     killed). Other files ending in ``.json`` or ``.jsonl`` come too (audit skips them)."""
-    for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames.sort()
-        names = set(filenames)
-        for name in sorted(filenames):
+    for listing in walk(folder):  # no recursion: a folder thousands deep is walked too
+        names = listing.names()
+        for name in sorted(names):  # a FIFO or a link comes too: audit names what it is
             if name.endswith(".json") or (
                 name.endswith(".jsonl") and f"{name.removesuffix('.jsonl')}.json" not in names
             ):
-                yield Path(dirpath, name)
+                yield listing.folder / name
 
 
 def _verify(public: str, digest: bytes, signature: str) -> bool | None:
