@@ -11,12 +11,16 @@ and imports excluded.
 
     python bench/bench_audit.py [N ...]        # default: 1000 10000
     python bench/bench_audit.py compare OTHER_TREE [N] [ROUNDS]
+    python bench/bench_audit.py instructions OTHER_TREE
     python bench/bench_audit.py hash [N]
 
 ``compare`` audits N runs (default 10,000) written by this tree, and N written by
 another checkout of four (``git worktree add --detach OTHER_TREE COMMIT``, with its own
 ``.venv``) with that tree's own code, compiled and pure, the four taking turns for
 ROUNDS rounds (default 3): the medians of CPU and wall seconds, one process each.
+``instructions`` counts the instructions of such audits with valgrind's callgrind (the
+same count whatever else the machine does): of 100 and of 300 runs, subtracted, so
+start-up and imports drop out.
 ``hash`` times SHA-256 against BLAKE2b-256 (``hashlib``) over the links of N verified
 runs' seals and receipts (the texts the chain hashes): ns a link, and the ratio.
 """
@@ -129,25 +133,28 @@ def main(sizes: list[int] | None = None) -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
+def _make_with(tree: Path, python: str, folder: Path, n: int) -> None:
+    """N runs written by ``tree``'s own code (its interpreter ``python``)."""
+    code = f"import sys; sys.path[:0] = [{str(tree / 'src')!r}, {str(tree)!r}]; "
+    code += "from bench.bench_audit import make_runs; from pathlib import Path; "
+    code += f"make_runs(Path({str(folder)!r}), {n})"
+    subprocess.run([python, "-c", code], check=True)
+
+
 def compare(other: Path, n: int, rounds: int) -> None:
     """This tree against ``other``, each auditing the runs it wrote (see the docstring)."""
-    python = str(other / ".venv" / "bin" / "python")
+    pythons = {other: str(other / ".venv" / "bin" / "python"), ROOT: sys.executable}
     folders = {
-        tree: Path(tempfile.mkdtemp(prefix="four-bench-audit-", dir=SCRATCH))
-        for tree in (ROOT, other)
+        tree: Path(tempfile.mkdtemp(prefix="four-bench-audit-", dir=SCRATCH)) for tree in pythons
     }
     try:
         for tree, folder in folders.items():
-            code = f"import sys; sys.path[:0] = [{str(tree / 'src')!r}, {str(tree)!r}]; "
-            code += f"from bench.bench_audit import make_runs; make_runs(__import__('pathlib').Path({str(folder)!r}), {n})"
-            subprocess.run([python if tree == other else sys.executable, "-c", code], check=True)
+            _make_with(tree, pythons[tree], folder, n)
         figures: dict[tuple[Path, bool], list[tuple[float, float]]] = {}
         for _ in range(rounds):
             for tree in (other, ROOT):
                 for pure in (False, True):
-                    r = _audit(
-                        folders[tree], pure, 1, tree, python if tree == other else sys.executable
-                    )
+                    r = _audit(folders[tree], pure, 1, tree, pythons[tree])
                     assert r["compiled"] is not pure and r["statuses"] == {"valid": n}, r
                     figures.setdefault((tree, pure), []).append(
                         (float(str(r["cpu"])), float(str(r["wall"])))
@@ -162,6 +169,38 @@ def compare(other: Path, n: int, rounds: int) -> None:
         cpu, wall = (statistics.median(v[i] for v in values) for i in (0, 1))
         name = ("this tree" if tree == ROOT else "before") + (", pure" if pure else ", compiled")
         print(f"| {name} | {cpu:.2f} | {wall:.2f} | {cpu / base:.2f}x |")
+
+
+def instructions(other: Path) -> None:
+    """Instructions a run audited, this tree against ``other`` (see the docstring)."""
+    pythons = {other: str(other / ".venv" / "bin" / "python"), ROOT: sys.executable}
+    print("| tree, core | instructions a run audited | / before compiled |")
+    print("|---|---:|---:|")
+    base = 0.0
+    for tree, python in pythons.items():
+        folder = Path(tempfile.mkdtemp(prefix="four-bench-audit-", dir=SCRATCH))
+        try:
+            _make_with(tree, python, folder, 300)
+            for pure in (False, True):
+                env = {**os.environ, "PYTHONPATH": f"{tree / 'src'}{os.pathsep}{tree}"}
+                env.pop("FOUR_NO_EXTENSIONS", None)
+                env |= {"FOUR_NO_EXTENSIONS": "1"} if pure else {}
+                counts = []
+                for where in (folder / "000", folder):  # 100 runs, then 300
+                    done = subprocess.run(
+                        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", python,
+                         str(tree / "bench" / "bench_audit.py"), "child", str(where), "1"],
+                        capture_output=True, text=True, check=True, env=env,
+                    )  # fmt: skip
+                    counts.append(int(done.stderr.split("Collected :")[1].split()[0]))
+                per_run = (counts[1] - counts[0]) / 200
+                base = base or per_run
+                name = ("this tree" if tree == ROOT else "before") + (
+                    ", pure" if pure else ", compiled"
+                )
+                print(f"| {name} | {per_run:,.0f} | {per_run / base:.2f}x |", flush=True)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def hashes(n: int) -> None:
@@ -229,6 +268,9 @@ if __name__ == "__main__":
         sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
         size = int(sys.argv[3]) if len(sys.argv) > 3 else 10000
         compare(Path(sys.argv[2]).resolve(), size, int(sys.argv[4]) if len(sys.argv) > 4 else 3)
+    elif sys.argv[1:2] == ["instructions"]:
+        sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
+        instructions(Path(sys.argv[2]).resolve())
     elif sys.argv[1:2] == ["hash"]:
         sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
         hashes(int(sys.argv[2]) if len(sys.argv) > 2 else 100)

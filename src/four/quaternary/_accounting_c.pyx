@@ -42,7 +42,6 @@ cdef extern from "Python.h":
         Py_ssize_t offset
     ctypedef struct PyMemberDescrObject:
         PyMemberDef *d_member
-    long long PyLong_AsLongLongAndOverflow(object, int *) noexcept
     PyObject *PyDict_GetItem(object, object)
     int PySequence_Contains(object, object) except -1
     int PyObject_RichCompareBool(object, object, int) except -1
