@@ -11,6 +11,7 @@ from returns.result import Failure, Success
 from four import Assistant
 from four._grammar import WHITESPACE
 from four.domains.notebook._parse import cell_parse
+from four.domains.plan import plan_parse
 from four.parse import edit_parse, regex_parse
 from four.parse._edits import EditAction
 from four.parse._shapes import without
@@ -41,6 +42,7 @@ PARSERS = {
     "bash, console": regex_parse(("console", "zsh")),
     "notebook": cell_parse(),
     "notebook, no markdown": cell_parse(markdown=False),
+    "plan": plan_parse(),
 }
 
 
