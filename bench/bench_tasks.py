@@ -513,9 +513,9 @@ def run_verified_before(task: Task, folder: Path, out: Path) -> list[Result]:
 
 def _single(name: str, task: Task, folder: Path, out: Path, check: Verify | None) -> list[Result]:
     from four import run
+    from four.cli._build import Deadline
     from four.cli._envs import make_env
     from four.cli._prompts import default_system
-    from four.cli._run import Deadline
     from four.parse import regex_parse
     from four.trajectory import save_trajectory
 
@@ -546,9 +546,10 @@ def run_search(task: Task, folder: Path, out: Path) -> list[Result]:
     ``DEFAULT_TEMPERATURE``), whatever K is, so a search of K attempts is exactly the first
     K attempts of this one: its folder is the first accepted attempt's, else the K-th's."""
     from four.checks import command_check, verify
+    from four.cli._build import Deadline
     from four.cli._envs import make_env
+    from four.cli._options import DEFAULT_RETRIES_PER_REASON, VISIBLE_FEEDBACK
     from four.cli._prompts import default_system
-    from four.cli._run import DEFAULT_RETRIES_PER_REASON, VISIBLE_FEEDBACK, Deadline
     from four.parse import regex_parse
     from four.search import Attempt, Search
     from four.trajectory import save_trajectory

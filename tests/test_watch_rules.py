@@ -30,7 +30,7 @@ from four.observe._watch import (
     observe,
     survey,
 )
-from four.trajectory._driver import Driver, process_start, this_driver
+from four.trajectory._driver import Driver, boot_id, process_start, this_driver
 from four.trajectory._reseal import NotResealable, seal_stream
 from four.trajectory._save import TrajectorySink
 
@@ -207,15 +207,19 @@ def test_a_driver_is_judged_by_pid_and_start_time() -> None:
 # --- acting safely -------------------------------------------------------------------
 
 
-def test_a_process_that_only_reuses_the_pid_is_never_killed() -> None:
-    sleeper = subprocess.Popen(["sleep", "30"])
+def test_a_process_that_only_reuses_the_pid_is_never_killed(tmp_path: Path) -> None:
+    stream = tmp_path / "run.jsonl"
+    stream.write_text("")
+    sleeper = subprocess.Popen(["sh", "-c", f"exec sleep 30 >> {stream}"])  # as a driver
     try:
         start = process_start(sleeper.pid)
         assert start is not None
-        other = Driver(platform.node(), sleeper.pid, start + 1, None)
-        assert stop_driver(other) == f"pid {sleeper.pid} is another process now: not touched"
+        other = Driver(platform.node(), sleeper.pid, start + 1, boot_id())
+        said = stop_driver(other, stream)
+        assert said == f"pid {sleeper.pid} is another process now: not touched"
         assert sleeper.poll() is None
-        assert stop_driver(Driver(platform.node(), sleeper.pid, start, None)) is None
+        time.sleep(0.2)  # exec'd, its stream open
+        assert stop_driver(Driver(platform.node(), sleeper.pid, start, boot_id()), stream) is None
         assert sleeper.wait(timeout=10) == -9
     finally:
         sleeper.kill()
@@ -287,8 +291,8 @@ def test_signed_heartbeats_and_sealing_a_signed_stream_needs_its_key(tmp_path: P
 
 def test_a_new_attempt_gets_the_steps_and_time_its_predecessor_left(tmp_path: Path) -> None:
     from four.cli import build_parser
+    from four.cli._options import RunOptions, options
     from four.cli._resume import INTERRUPTED, options_of, resumed
-    from four.cli._run import RunOptions, options
 
     argv = ["run", "t", "-m", "m", "--max-steps", "10", "--timeout", "100", "--cwd", str(tmp_path)]
     settings = {**options(build_parser().parse_args(argv), tty=False).record(), "attempt": 2}

@@ -103,6 +103,29 @@ def test_items_may_be_json_objects_and_ids_must_be_unique(tmp_path: Path) -> Non
         run_many(lambda ctx: Finished(), [], tmp_path, max_concurrency=0)
 
 
+def test_ids_that_clean_to_one_name_each_get_their_own_folder(tmp_path: Path) -> None:
+    """``a/b`` is cleaned to ``a_b-<16 hex>``; an id spelled as that cleaned name, and
+    ids that clean alike (``a:b``, ``a b``), still get folders of their own."""
+    from four import Finished
+    from four.batch import folder_name
+
+    ids = ["a/b", folder_name("a/b"), "a:b", "a b", "a_b", ".", ".."]
+    names = {folder_name(i) for i in ids}
+    assert len(names) == len(ids) and not names & {".", "..", ""}
+    assert all("/" not in name for name in names)
+
+    def one(ctx: RunContext) -> Finished:
+        Path(ctx.output_dir).mkdir(parents=True, exist_ok=True)
+        with open(Path(ctx.output_dir, "id.txt"), "x") as f:  # "x": a shared folder fails
+            f.write(ctx.id)
+        return Finished()
+
+    assert len(run_many(one, [Item(i, i) for i in ids], tmp_path)) == len(ids)
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == sorted(names)
+    for i in ids:
+        assert (tmp_path / "runs" / folder_name(i) / "id.txt").read_text() == i
+
+
 def test_two_batches_cannot_write_one_folder(tmp_path: Path) -> None:
     from four import Finished
 

@@ -229,3 +229,48 @@ def test_a_fifo_in_the_workspace_does_not_stop_the_judge(tmp_path: Path) -> None
     (tmp_path / "result.txt").write_text("42\n")
     check = command_check("cat result.txt", files={"expected.txt": b"42\n"}, timeout=30)
     assert check(Claim("", (), local_env(cwd=str(tmp_path)))).verdict == Verdict.YES
+
+
+def test_sparse_files_stay_sparse_in_the_checks_copy(tmp_path: Path) -> None:
+    """Three 2 GiB files of holes (as `truncate -s 2G` makes them) and one of data, a
+    hole and data: the check's copy holds the same bytes and takes no more room."""
+    for n in range(3):
+        with open(tmp_path / f"big{n}", "wb") as f:
+            f.truncate(2 << 30)
+    with open(tmp_path / "mixed", "wb") as f:
+        f.write(b"head" * 1024)
+        f.seek(64 << 20)
+        f.write(b"tail" * 1024)
+    files = held_out_files({"expected.txt": b"42\n"})
+    with isolated(local_env(cwd=str(tmp_path)), files, 60) as made:
+        env = made.unwrap()
+        shown = env(Action("du -sk . && stat -c '%n %s' big0 big1 big2 mixed")).unwrap()
+        digest = env(Action("sha256sum mixed")).unwrap().content
+    used_kib = int(shown.content.split("<output>")[1].split()[0])
+    assert used_kib < 1024, shown.content  # the holes were not written
+    for n in range(3):
+        assert f"big{n} {2 << 30}" in shown.content
+    assert f"mixed {(64 << 20) + 4096}" in shown.content
+    import hashlib
+
+    assert hashlib.sha256((tmp_path / "mixed").read_bytes()).hexdigest() in digest
+
+
+def test_a_workspace_with_more_data_than_the_copy_may_hold_is_refused_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("four._sparse.COPY_LIMIT", 1 << 20)
+    (tmp_path / "data.bin").write_bytes(os.urandom(2 << 20))
+    with isolated(local_env(cwd=str(tmp_path)), held_out_files({"x": b"1"}), 30) as made:
+        reason = made.failure()
+    assert reason.startswith("cannot make the check's copy of the workspace: the copy passed ")
+    assert "1.0 MiB of data at" in reason and "data.bin" in reason and "\n" not in reason
+
+
+def test_a_held_out_source_that_is_a_fifo_or_a_device_is_refused_at_once(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "zero").symlink_to("/dev/zero")
+    with pytest.raises(ValueError, match="is a FIFO"):
+        held_out_files({"expected.txt": tmp_path / "fifo"})
+    with pytest.raises(ValueError, match="is a character device"):
+        held_out_files({"expected.txt": tmp_path / "zero"})

@@ -169,7 +169,7 @@ def test_unknown_model(capsys: pytest.CaptureFixture[str]) -> None:
 def test_no_model_and_no_key_means_the_local_model(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from four.cli._run import PROVIDER_KEYS
+    from four.cli._options import PROVIDER_KEYS
 
     for key in PROVIDER_KEYS:
         monkeypatch.delenv(key, raising=False)
@@ -326,7 +326,7 @@ def test_bad_settings_are_usage_errors(
     assert "FOUR_MAX_STEPS='lots' is not an integer" in capsys.readouterr().err
     monkeypatch.delenv("FOUR_MAX_STEPS")
     assert main(["run", "x", "--system", "/no/such/file"]) == 2
-    assert "cannot read --system /no/such/file" in capsys.readouterr().err
+    assert "--system: cannot read /no/such/file" in capsys.readouterr().err
     assert main(["run", "x", "--env", "docker"]) == 2
     assert "needs an image" in capsys.readouterr().err
 

@@ -138,7 +138,16 @@ def test_a_killed_run_is_resumed_once_by_two_watchers_with_no_model_call_repeate
         # two watchers at once: the run is resumed once
         both = [
             subprocess.Popen(
-                [sys.executable, "-m", "four.cli", "watch", str(runs), "--rescue", "--once"],
+                [
+                    sys.executable,
+                    "-m",
+                    "four.cli",
+                    "watch",
+                    str(runs),
+                    "--rescue",
+                    "--once",
+                    "--any-cwd",
+                ],
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
@@ -190,7 +199,7 @@ def test_a_run_stuck_in_a_long_sleep_is_stopped_as_stalled_and_its_command_kille
         status, report = watch(runs, "--stall-floor", "60")
         assert status == 0 and list(states(report).values()) == ["running"]
         time.sleep(1.2)
-        status, report = watch(runs, "--rescue", "--stall-floor", "1")
+        status, report = watch(runs, "--rescue", "--any-cwd", "--stall-floor", "1")
         assert status == 0, report
         (verdict,) = report["runs"]
         assert verdict["state"] == "stalled" and verdict["action"] == "resumed", verdict
@@ -235,7 +244,7 @@ def test_a_killed_batch_item_is_resumed_and_added_to_the_batch_manifest(
         os.kill(batch.pid, signal.SIGKILL)
         batch.wait(timeout=10)
         assert read_manifest(out) == {}
-        status, report = watch(out, "--rescue")
+        status, report = watch(out, "--rescue", "--any-cwd")
         assert status == 0 and [r["action"] for r in report["runs"]] == ["resumed"], report
         finished_attempt(out / "runs" / "t1")
         until("the manifest line", lambda: "t1" in read_manifest(out), 30)

@@ -17,10 +17,12 @@ from returns.result import Success
 from four import Assistant, System, User
 from four._grammar import Grammar, Lit
 from four.cli import build_parser
-from four.cli._run import build, options, setup
+from four.cli._build import build, setup
+from four.cli._options import options
 from four.domains import get_domain
 from four.domains.notebook._parse import CellParse, cell_parse
 from four.invoke import LocalInvoke, local_invoke
+from four.invoke._budget import BudgetInvoke
 from four.invoke._cycles import CycleBreakingInvoke
 from four.invoke._local import LocalServer, ServerSettings
 from four.invoke._retry import RetryInvoke
@@ -61,7 +63,7 @@ def test_the_local_server_is_sent_the_grammar_and_a_hosted_model_is_not() -> Non
 
 def _local_of(G: Invoke) -> LocalInvoke:
     """The ``LocalInvoke`` inside the wrappers ``build`` puts around it."""
-    while isinstance(G, RetryInvoke | CycleBreakingInvoke):
+    while isinstance(G, BudgetInvoke | RetryInvoke | CycleBreakingInvoke):
         G = G.G
     assert isinstance(G, LocalInvoke)
     return G

@@ -12,6 +12,7 @@ import os
 import re
 import socket
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -321,3 +322,63 @@ def test_the_prompt_row_is_no_go_for_a_command_the_tool_does_not_take(
     code, rows = _doctor(capsys, "run", "Run `git status -s` and say what changed.",
                          *_agent(llama, tmp_path))  # fmt: skip
     assert rows["prompt"]["status"] == "GO", rows["prompt"]
+
+
+# --- hostile paths: never waited on, never called GO ------------------------------------
+
+
+def test_a_system_prompt_fifo_is_refused_at_once_and_a_pipe_is_read(
+    llama: LoopbackServer, tmp_path: Path
+) -> None:
+    from tests.cli._runs import cli
+
+    fifo = tmp_path / "system.md"
+    os.mkfifo(fifo)
+    done = cli("doctor", "run", "t", *_agent(llama, tmp_path), "--system", str(fifo), timeout=20)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"four doctor: error: --system: {fifo} is a FIFO (named pipe) that nothing writes to"
+    ]
+    argv = " ".join(["four", "doctor", "run", "t", *_agent(llama, tmp_path), "--json"])
+    piped = subprocess.run(
+        ["bash", "-c", f"{argv} --system <(echo 'You run commands.')"],
+        capture_output=True, text=True, timeout=60, check=False,
+        env={**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"},
+    )  # fmt: skip
+    assert json.loads(piped.stdout)["checks"][0]["check"] == "key", piped.stderr
+
+
+def test_an_output_folder_through_a_link_loop_or_a_broken_link_is_no_go(
+    llama: LoopbackServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    broken = tmp_path / "broken"
+    broken.symlink_to(tmp_path / "nowhere" / "at-all")
+    for out, words in (
+        (loop, "symbolic link loop"),
+        (loop / "runs", "symbolic link loop"),
+        (broken, f"{broken} is a broken symbolic link"),
+    ):
+        code, rows = _doctor(capsys, "run", "t", *_agent(llama, tmp_path), "-o", str(out))
+        assert code == 1 and rows["output"]["status"] == "NO-GO", rows["output"]
+        assert words in rows["output"]["detail"]
+
+
+def test_the_signing_key_is_read_and_checked(
+    llama: LoopbackServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from four.trajectory._sign import write_key_pair
+
+    good, public = write_key_pair(tmp_path / "run.key")
+    fifo = tmp_path / "key.fifo"
+    os.mkfifo(fifo)
+    for key, status, words in (
+        (good, "GO", "an Ed25519 key"),
+        (public, "NO-GO", "is not an unencrypted PEM private key"),
+        (fifo, "NO-GO", "is a FIFO (named pipe), not a regular file"),
+        (tmp_path / "missing.key", "NO-GO", "No such file or directory"),
+    ):
+        code, rows = _doctor(capsys, "run", "t", *_agent(llama, tmp_path), "--sign", str(key))
+        assert rows["signing"]["status"] == status and words in rows["signing"]["detail"], rows
+        assert (code == 1) == (status == "NO-GO")

@@ -87,17 +87,23 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+_HASHED = re.compile(r".*-[0-9a-f]{16}")
+"""The shape of a cleaned name: a safe id of this shape is hashed too, so that no id is
+ever left as it is where another id's cleaned name could be."""
 
 
 def folder_name(item_id: str) -> str:
-    """A folder name for an id: the id itself when it is safe, else a cleaned form with a
-    short hash (so two ids never share a folder).
+    """A folder name for an id: the id itself when it is safe, else a cleaned form with
+    16 hex digits of the id's SHA-256. One-to-one: two ids never share a folder (a safe
+    id shaped like a cleaned name is cleaned as well).
 
     >>> folder_name("astropy__astropy-12907"), folder_name("a/b")
-    ('astropy__astropy-12907', 'a_b-c14cddc0')
+    ('astropy__astropy-12907', 'a_b-c14cddc033f64b9d')
+    >>> folder_name("a_b-c14cddc033f64b9d") != folder_name("a/b")
+    True
     """
     clean = _UNSAFE.sub("_", item_id)[:100]
-    if clean == item_id and clean not in (".", ".."):
+    if clean == item_id and clean not in (".", "..", "") and not _HASHED.fullmatch(clean):
         return clean
-    digest = hashlib.sha256(item_id.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    digest = hashlib.sha256(item_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return f"{clean}-{digest}"

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
+from four._files import open_regular, read_regular
 from four._outcomes import outcome_tag
 from four._types import JSON
 from four.trajectory._load import stream_records
@@ -141,8 +142,8 @@ def read_saved(path: str | os.PathLike[str]) -> Saved | None:
     p = path if isinstance(path, Path) else Path(path)  # a Path is not parsed again
     if p.suffix == ".jsonl":
         try:
-            text = p.read_text(encoding="utf-8", errors="replace")
-        except OSError:
+            text = read_regular(p).decode("utf-8", errors="replace")
+        except (OSError, ValueError):  # Unreadable: a FIFO, a device, too large
             return None
         return _from_stream(p, text)
     data = _sealed(p)
@@ -169,26 +170,25 @@ def _sealed(path: Path) -> JSON:
     """A sealed trajectory's keys before its messages (everything, for a file in another
     layout); None when it cannot be read or parsed."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
+        f = open_regular(path)  # not a FIFO, a device, nor over the limit
+    except ValueError:
         return None
     data = bytearray()
-    try:
-        while block := os.read(fd, 1 << 16):
-            seen = max(0, len(data) - len(_MESSAGES))
-            data += block
-            cut = data.find(_MESSAGES, seen)
-            if cut >= 0:
-                head = data[:cut].rstrip().rstrip(b",") + b"\n}"
-                with contextlib.suppress(ValueError):
-                    return cast(JSON, json.loads(head.decode("utf-8", "replace")))
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+    with f:
+        try:
+            while block := f.read(1 << 16):
+                seen = max(0, len(data) - len(_MESSAGES))
+                data += block
+                cut = data.find(_MESSAGES, seen)
+                if cut >= 0:
+                    head = data[:cut].rstrip().rstrip(b",") + b"\n}"
+                    with contextlib.suppress(ValueError, RecursionError):
+                        return cast(JSON, json.loads(head.decode("utf-8", "replace")))
+        except OSError:
+            return None
     try:  # not our layout (or a head that did not parse): the whole document
         return cast(JSON, json.loads(data.decode("utf-8", "replace")))
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 

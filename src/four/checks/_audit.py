@@ -14,6 +14,7 @@ from itertools import repeat
 from pathlib import Path
 from typing import Literal
 
+from four._files import walk
 from four._types import JSON
 from four.checks._config import config_from_json
 from four.quaternary import (
@@ -25,7 +26,8 @@ from four.quaternary import (
     TransitionReceipt,
     audit_trace,
 )
-from four.quaternary._receipts import STATE_FIELDS, receipts_from_json
+from four.quaternary._canonical import STATE_FIELDS
+from four.quaternary._receipts import receipts_from_json
 from four.trajectory import Trajectory
 from four.trajectory._artifacts import artifact_problems
 from four.trajectory._load import read_text
@@ -152,14 +154,13 @@ def runs_under(folder: str | os.PathLike[str]) -> Iterator[Path]:
     """Every run saved under ``folder`` (recursively), in name order: each sealed
     ``.json``, and each ``.jsonl`` with no ``.json`` beside it (a run still going, or
     killed). Other files ending in ``.json`` or ``.jsonl`` come too (audit skips them)."""
-    for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames.sort()
-        names = set(filenames)
-        for name in sorted(filenames):
+    for listing in walk(folder):  # no recursion: a folder thousands deep is walked too
+        names = listing.names()
+        for name in sorted(names):  # a FIFO or a link comes too: audit names what it is
             if name.endswith(".json") or (
                 name.endswith(".jsonl") and f"{name.removesuffix('.jsonl')}.json" not in names
             ):
-                yield Path(dirpath, name)
+                yield listing.folder / name
 
 
 def _verify(public: str, digest: bytes, signature: str) -> bool | None:
@@ -178,7 +179,7 @@ def _public_key(source: str | os.PathLike[str] | None) -> str | None:
 
 def _loads(text: str) -> JSON:
     try:
-        return json.loads(text, object_pairs_hook=_unique)  # type: ignore[no-any-return]
+        return _DECODER.decode(text)  # type: ignore[no-any-return]
     except (ValueError, RecursionError):  # not JSON, or nested beyond the parser's depth
         return None
 
@@ -189,6 +190,9 @@ def _unique(pairs: list[tuple[str, JSON]]) -> dict[str, JSON]:
     if len(out) != len(pairs):
         raise ValueError("a key repeated in one object")
     return out
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_unique)  # (json.loads builds one a call)
 
 
 def _ours(data: JSON, kind: str | None) -> bool:
@@ -265,7 +269,9 @@ def _verdicts(record: JSON, detail: JSON) -> tuple[list[str], AuditResult | None
         receipts = _load(document)
     except ValueError as exc:
         return [f"stats.verdicts.receipts: {exc}"], None, 0
-    result = audit_trace(config, receipts, head=bytes.fromhex(str(head)))
+    version = document["version"]  # 1 or 2: load_receipts refuses another
+    assert isinstance(version, int)
+    result = audit_trace(config, receipts, head=bytes.fromhex(str(head)), version=version)
     errors += [f"receipts: {e}" for e in result.errors]
     for name, replayed in (
         ("evaluations", result.evaluations),

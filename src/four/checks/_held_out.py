@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from returns.result import Failure, Result, Success
 
+from four._files import Unreadable, read_regular
+from four._sparse import Allowance, CopyTooLarge, copy_sparse
 from four._types import Action, Execute
 
 if TYPE_CHECKING:  # imported when a held-out check first runs
@@ -114,9 +116,18 @@ def _read(place: str, folder: bool, source: Source) -> list[tuple[str, bytes, in
         if not folder:
             raise ValueError(f"files: {source!r} is a folder: end the destination with '/'")
         found = sorted(p for p in root.rglob("*") if p.is_file())
-        return [(f"{place}/{p.relative_to(root)}", p.read_bytes(), _mode(p)) for p in found]
+        return [(f"{place}/{p.relative_to(root)}", _bytes(p), _mode(p)) for p in found]
     relative = f"{place}/{root.name}" if folder else place
-    return [(relative, root.read_bytes(), _mode(root))]
+    return [(relative, _bytes(root), _mode(root))]
+
+
+def _bytes(path: Path) -> bytes:
+    """A held-out file's bytes: never a FIFO waited on, a device read without end, nor
+    more than the held-out files may hold in all."""
+    try:
+        return read_regular(path, max_bytes=MAX_BYTES)
+    except Unreadable as exc:
+        raise OSError(str(exc)) from None
 
 
 def _mode(path: Path) -> int:
@@ -144,7 +155,7 @@ def isolated(env: Execute, files: HeldOutFiles, timeout: float) -> Iterator[Resu
                     "held-out files need local_env, shell_env, sandbox_env or docker_env, "
                     f"not {type(base).__name__}"
                 )
-        except (OSError, subprocess.SubprocessError) as exc:
+        except (OSError, subprocess.SubprocessError, CopyTooLarge) as exc:
             made = Failure(f"cannot make the check's copy of the workspace: {exc}")
         yield made
 
@@ -174,7 +185,14 @@ def _copy(
         skipped = _special(folder, names)
         return skipped + [n for n in names if os.path.join(folder, n) in hidden]
 
-    shutil.copytree(source, work, symlinks=True, ignore=ignore if hidden else _special)
+    allowance = Allowance()  # holes stay holes, and the data copied is bounded
+
+    def copy(src: str, dst: str) -> str:
+        return copy_sparse(src, dst, allowance)
+
+    shutil.copytree(
+        source, work, symlinks=True, ignore=ignore if hidden else _special, copy_function=copy
+    )
     files.write(work)
     return work
 

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from four._files import is_group_record, walk
 from four._outcomes import outcome_tag
 from four._types import JSON
 from four.cli._errors import UsageError
@@ -72,9 +73,13 @@ class Summary:
         }
 
 
-def trajectory_files(paths: Iterable[str | Path]) -> Iterator[Path]:
+def trajectory_files(
+    paths: Iterable[str | Path], skipped: dict[Path, str] | None = None
+) -> Iterator[Path]:
     """Trajectory files under the paths: our ``.json``, mini-swe-agent's ``.traj.json``,
-    and a ``.jsonl`` only where its sealed ``.json`` is missing (a killed run).
+    and a ``.jsonl`` only where its sealed ``.json`` is missing (a killed run). A search's
+    group record is no run; why each entry named like one but not a regular file (a FIFO,
+    a device, a link) is not read goes to ``skipped``.
 
     >>> list(trajectory_files([]))
     []
@@ -85,14 +90,20 @@ def trajectory_files(paths: Iterable[str | Path]) -> Iterator[Path]:
                 raise UsageError(f"{root} is neither a folder nor a file")
             yield root  # a file, or something the reader will refuse by name
             continue
-        # rglob does not follow links to folders, so a link loop cannot make it endless
-        for path in sorted(root.rglob("*.json*")):
-            if path.name.startswith(".") or path.is_dir():
-                continue
-            if path.suffix == ".json" or (
-                path.suffix == ".jsonl" and not path.with_suffix(".json").exists()
-            ):
-                yield path
+        for listing in walk(root):
+            names = listing.names()
+            for name, why in listing.others:
+                if skipped is not None and _wanted(name, names):
+                    skipped[listing.folder / name] = why
+            yield from (listing.folder / n for n in listing.files if _wanted(n, names))
+
+
+def _wanted(name: str, names: frozenset[str]) -> bool:
+    if name.startswith(".") or is_group_record(name):
+        return False
+    return name.endswith(".json") or (
+        name.endswith(".jsonl") and f"{name.removesuffix('.jsonl')}.json" not in names
+    )
 
 
 def summarise(paths: Iterable[str | Path], max_bytes: int = MAX_BYTES) -> Summary:
@@ -101,7 +112,8 @@ def summarise(paths: Iterable[str | Path], max_bytes: int = MAX_BYTES) -> Summar
     from four.observe import tags
 
     summary = Summary()
-    for path in trajectory_files(paths):
+    special: dict[Path, str] = {}
+    for path in trajectory_files(paths, special):
         try:
             trajectory = load_trajectory_or_say(path, max_bytes)
         except UsageError as exc:
@@ -110,6 +122,8 @@ def summarise(paths: Iterable[str | Path], max_bytes: int = MAX_BYTES) -> Summar
             continue
         summary.add(read_run(trajectory))
         summary.tags.update(tags(trajectory.messages, trajectory.outcome).keys())
+    summary.skipped += map(str, special)
+    summary.reasons += special.values()
     return summary
 
 

@@ -88,7 +88,16 @@ def flags(p: argparse.ArgumentParser) -> None:
         help="attempts a run may have in all (retry budget) [3]",
     )
     p.add_argument(
-        "--sign", metavar="KEY", help="the private key to seal signed runs that are stopped"
+        "--sign",
+        metavar="KEY",
+        help="the private key to seal signed runs that are stopped; only runs signed by "
+        "it are acted on",
+    )
+    p.add_argument(
+        "--any-cwd",
+        action="store_true",
+        help="resume a run in its recorded working folder even when that is outside DIR "
+        "(a record names it: trust the records first)",
     )
 
 
@@ -119,7 +128,7 @@ def main(args: argparse.Namespace) -> int:
         except SigningError as exc:
             raise UsageError(f"--sign: {exc}") from None
     while True:
-        status = one_pass(folders, policy, args.rescue, args.json, key)
+        status = one_pass(folders, policy, args.rescue, args.json, key, args.any_cwd)
         if args.once:
             return status
         try:
@@ -129,12 +138,25 @@ def main(args: argparse.Namespace) -> int:
 
 
 def one_pass(
-    folders: list[Path], policy: Policy, act: bool, as_json: bool, key: SigningKey | None = None
+    folders: list[Path],
+    policy: Policy,
+    act: bool,
+    as_json: bool,
+    key: SigningKey | None = None,
+    any_cwd: bool = False,
 ) -> int:
-    """Classify (and with ``act``, rescue) every run; print; the exit status."""
+    """Classify (and with ``act``, rescue) every run; print; the exit status. A run is
+    resumed in its recorded working folder only when that is inside its DIR, unless
+    ``any_cwd``."""
     now = time.time()
-    verdicts = [judge(run, now, policy) for folder in folders for run in survey(folder)]
-    done = [rescue(v, policy, key) if act else Done(v, "none", "") for v in verdicts]
+    skipped: list[str] = []
+    verdicts = [(f, judge(run, now, policy)) for f in folders for run in survey(f, skipped)]
+    for why in skipped:
+        print(f"four watch: skipped: {visible(why)}", file=sys.stderr)
+    done = [
+        rescue(v, policy, key, within=None if any_cwd else f) if act else Done(v, "none", "")
+        for f, v in verdicts
+    ]
     handled = {"resumed", "stopped"}
     trouble = [d for d in done if d.verdict.state in TROUBLE and d.action not in handled]
     if as_json:

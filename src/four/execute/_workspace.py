@@ -21,6 +21,8 @@ from pathlib import Path, PurePosixPath
 
 from returns.result import Failure, Result, Success
 
+from four import _files as files
+
 SKIPPED_DIRS = frozenset(
     {".git", ".hg", ".venv", "venv", "__pycache__", "node_modules", "build", "dist", ".tox"}
 )
@@ -85,26 +87,22 @@ class Workspace:
         parts = _parts(path)
         try:
             with self._folder(parts[:-1], create=False) as folder:
-                try:
-                    # Never opened when it is not a regular file: a FIFO's open would
-                    # wait for a writer, a device's could do anything.
-                    kind = os.stat(parts[-1], dir_fd=folder, follow_symlinks=False).st_mode
-                except FileNotFoundError:
-                    return None
-                if not stat.S_ISREG(kind) and not stat.S_ISLNK(kind):
-                    raise Refused(f"{path}: {special_kind(kind)}, not a regular file")
-                # O_NONBLOCK too: a FIFO swapped in since the look would not block the open.
-                flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
-                try:
-                    fd = os.open(parts[-1], flags, dir_fd=folder)
-                except FileNotFoundError:
-                    return None
-                with os.fdopen(fd, "rb") as file:
-                    mode = os.fstat(file.fileno()).st_mode
-                    if not stat.S_ISREG(mode):
-                        raise Refused(f"{path}: {special_kind(mode)}, not a regular file")
-                    os.set_blocking(file.fileno(), True)
-                    return file.read()
+                # the shared opener: never a FIFO's open that waits for a writer, never
+                # through a symlink, never a device's endless read, never over LARGEST
+                opened = files.open_regular(
+                    parts[-1], max_bytes=LARGEST, follow=False, dir_fd=folder
+                )
+                with opened:
+                    return opened.read(LARGEST)
+        except files.Unreadable as exc:
+            if exc.errno == errno.ENOENT:
+                return None
+            if exc.mode is not None:
+                raise Refused(f"{path}: {special_kind(exc.mode)}, not a regular file") from None
+            if isinstance(exc, files.TooLarge):
+                raise Refused(f"{path}: over {LARGEST >> 20} MiB, too large to edit") from None
+            code = exc.errno or errno.EIO
+            raise Refused(_why(path, OSError(code, os.strerror(code)))) from None
         except FileNotFoundError:
             return None
         except OSError as exc:

@@ -10,6 +10,7 @@ request when asked (``four doctor --probe``).
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import shlex
@@ -143,6 +144,9 @@ def output_folder(text: str, *, make: bool = False, flag: str = "-o") -> Check:
     folder = Path(text).expanduser()
     if folder.exists() and not folder.is_dir():
         return Check("output", "NO-GO", f"{flag} {text}: it is a file, not a folder; name a folder")
+    broken = _unresolvable(folder)
+    if broken:
+        return Check("output", "NO-GO", f"{flag} {text}: {broken}", "name a real folder")
     probe = folder
     if make:
         try:
@@ -171,6 +175,36 @@ def output_folder(text: str, *, make: bool = False, flag: str = "-o") -> Check:
         )
     made = "" if probe == folder else f" (to be made, in {probe})"
     return Check("output", "GO", f"{text}: writable, {shown} free{made}")
+
+
+def _unresolvable(folder: Path) -> str | None:
+    """Why ``folder`` (or a parent) names no place a folder can be: a symbolic link loop,
+    a broken link (a folder cannot be made through it), a path through a file; else None."""
+    try:
+        os.stat(folder)
+        return None
+    except FileNotFoundError:
+        pass
+    except OSError as exc:  # ELOOP, ENOTDIR, ENAMETOOLONG...
+        loop = " (a symbolic link loop)" if exc.errno == errno.ELOOP else ""
+        return f"{(exc.strerror or str(exc)).lower()}{loop}"
+    here = folder
+    while here != here.parent:  # the first link on the way that leads nowhere
+        if here.is_symlink() and not here.exists():
+            return f"{here} is a broken symbolic link (to {os.readlink(here)})"
+        here = here.parent
+    return None
+
+
+def signing_key(path: str) -> Check:
+    """The ``--sign`` key: a readable, unencrypted Ed25519 private key (``four keygen``)."""
+    from four.trajectory._sign import SigningError, SigningKey
+
+    try:
+        key = SigningKey.load(path)
+    except SigningError as exc:
+        return Check("signing", "NO-GO", f"--sign: {exc}", "make one with four keygen")
+    return Check("signing", "GO", f"{path}: an Ed25519 key, public {key.public[:16]}…")
 
 
 def _unwritable(text: str, exc: OSError) -> Check:
@@ -524,17 +558,20 @@ class Plan:
     budget: Budget = field(default_factory=lambda: Budget(100))
     local_window: int | None = None  # with --local: its context size; no key, no endpoint
     workspace: str | None = None  # where the commands start (--cwd)
+    sign: str | None = None  # the private key that signs each run's seal (--sign)
 
 
 def cheap_checks(plan: Plan, server: Server | None = None) -> list[Check]:
     """The checks ``four run`` and ``four batch`` make before their first model call:
     the key, the model, the server's answer (with ``--api-base``), the output folder,
     the prompt's fit. None starts a process or sends a model request."""
+    signing = [signing_key(plan.sign)] if plan.sign else []
     if plan.local_window is not None:
         return [
             local_model(plan.model),
             memory_for(plan.model),
             output_folder(plan.output_dir, make=False),
+            *signing,
             context_fit(plan.system, plan.task, plan.local_window),
         ]
     checks = [provider_key(plan.model, plan.api_base)]
@@ -544,6 +581,7 @@ def cheap_checks(plan: Plan, server: Server | None = None) -> list[Check]:
     facts = model_facts(plan.model)
     checks.append(known_model(plan.model, facts, server, plan.prices))
     checks.append(output_folder(plan.output_dir, make=False))
+    checks += signing
     window = facts.context_window or (server.context_window if server else None)
     checks.append(context_fit(plan.system, plan.task, window))
     return checks

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeAlias
 
+from four._files import ANY_SIZE, is_group_record, open_regular, walk
 from four._outcomes import outcome_tag
 from four._types import JSON
 
@@ -152,43 +153,48 @@ def fleet(
 
 
 def folder_status(folder: Path, now: float, stall_after: float) -> FolderStatus:
-    """One folder: every run under it, read as little as it can be."""
+    """One folder: every run under it, read as little as it can be; a file that cannot
+    be read (a FIFO, a device, a link, damage) is named in ``unreadable``."""
     status = FolderStatus(folder)
     listed = _manifest(folder)
-    for path, sealed in _records(folder):
+    for found in _records(folder):
+        if isinstance(found, str):
+            status.unreadable.append(found)
+            continue
+        path, sealed = found
         try:
             facts = _facts(path, sealed, listed, now, stall_after)
-        except (OSError, ValueError) as exc:
-            status.unreadable.append(f"{path}: {exc}")
+        except (OSError, ValueError, RecursionError) as exc:
+            status.unreadable.append(f"{path}: {exc}" if str(path) not in str(exc) else str(exc))
             continue
         status.add(facts)
     return status
 
 
-def _records(folder: Path) -> Iterator[tuple[Path, bool]]:
-    """Each run's file under ``folder``: its sealed ``.json``, else its ``.jsonl``."""
-    stack = [folder]
-    while stack:
-        here = stack.pop()
-        try:
-            entries = list(os.scandir(here))
-        except OSError:
-            continue
-        names = {e.name for e in entries}
-        for entry in entries:
-            name = entry.name
-            if entry.is_dir(follow_symlinks=False):
-                stack.append(Path(entry.path))
-            elif name.endswith(".traj.json") or (
+def _records(folder: Path) -> Iterator[tuple[Path, bool] | str]:
+    """Each run's file under ``folder``: its sealed ``.json``, else its ``.jsonl``; and
+    why each entry named like a record but not a regular file is not read."""
+    for listing in walk(folder):
+        names = listing.names()
+        yield from (why for name, why in listing.others if _named_as_record(name))
+        for name in listing.files:
+            path = listing.folder / name
+            if is_group_record(name):
+                continue
+            if name.endswith(".traj.json") or (
                 name.endswith(".json") and f"{name[:-5]}.jsonl" in names
             ):
-                yield Path(entry.path), True
+                yield path, True
             elif (
                 name.endswith(".jsonl")
                 and name != "manifest.jsonl"
                 and f"{name[:-6]}.json" not in names
             ):
-                yield Path(entry.path), False
+                yield path, False
+
+
+def _named_as_record(name: str) -> bool:
+    return name.endswith((".json", ".jsonl")) and not is_group_record(name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,9 +209,10 @@ def _manifest(folder: Path) -> dict[str, _Listed]:
     """A batch manifest's latest line for each trajectory it names, by absolute path."""
     path = folder / "manifest.jsonl"
     try:
-        written = path.stat().st_mtime
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        with open_regular(path, follow=False) as f:  # a FIFO is named by the walk
+            written = os.fstat(f.fileno()).st_mtime
+            text = f.read().decode("utf-8", errors="replace")
+    except (OSError, ValueError):
         return {}
     listed: dict[str, _Listed] = {}
     for line in text.splitlines():
@@ -243,7 +250,7 @@ def _sealed_head(path: Path) -> tuple[str | None, JSON, float | None]:
     """A sealed document's outcome, usage and end time, from the lines before its
     messages (ours puts one key on a line); another layout is read whole."""
     keys: dict[str, JSON] = {}
-    with open(path, "rb") as f:
+    with open_regular(path, max_bytes=ANY_SIZE, follow=False) as f:
         first = f.readline()
         if first.strip() == b"{":
             for _ in range(_HEAD_LINES):
@@ -289,7 +296,7 @@ def _stream(path: Path, now: float, stall_after: float) -> RunFacts:
     last_t: float | None = None
     end: dict[str, JSON] | None = None
     cost, tokens = 0.0, 0
-    with open(path, "rb") as f:
+    with open_regular(path, follow=False) as f:
         for raw in f:
             if not raw.endswith(b"\n"):
                 break  # a line cut short by a kill

@@ -38,7 +38,7 @@ from four.observe._watch import (
     successor_of,
     watch_log,
 )
-from four.trajectory._driver import Driver, process_start
+from four.trajectory._driver import Driver, boot_id, process_start
 from four.trajectory._sign import SigningKey
 
 Action: TypeAlias = Literal["none", "resumed", "stopped", "gave_up", "skipped", "failed"]
@@ -65,9 +65,17 @@ PLAN: dict[str, tuple[bool, bool]] = {  # state: (stop it, resume it)
 }
 
 
-def rescue(verdict: Verdict, policy: Policy, key: SigningKey | None = None) -> Done:
+def rescue(
+    verdict: Verdict,
+    policy: Policy,
+    key: SigningKey | None = None,
+    *,
+    within: Path | None = None,
+) -> Done:
     """Act on one run as ``PLAN`` says for its state; the state is read again under the
-    run's lock first (another watcher may have acted). Never raises for a run's own
+    run's lock first (another watcher may have acted). Only a record whose seal verifies
+    (and, with ``key``, is signed by it) is acted on; a run whose recorded working folder
+    is outside ``within`` (when given) is not resumed. Never raises for a run's own
     trouble: what failed is the result's ``detail``."""
     if verdict.state not in PLAN:
         return Done(verdict, "none", "")
@@ -82,10 +90,30 @@ def rescue(verdict: Verdict, policy: Policy, key: SigningKey | None = None) -> D
         current = judge(again, time.time(), policy)
         if current.state != verdict.state:
             return Done(current, "skipped", f"now {current.state}")
-        return _act(current, policy, key)
+        problem = unverified(stream, key)
+        if problem:
+            return _log(Done(current, "failed", f"{problem}: not acted on"))
+        return _act(current, policy, key, within)
 
 
-def _act(verdict: Verdict, policy: Policy, key: SigningKey | None) -> Done:
+def unverified(stream: Path, key: SigningKey | None = None) -> str | None:
+    """Why the run's record does not vouch for what a rescue would act on (its driver,
+    its settings), or None: its stream, and its sealed document if there is one, must
+    each verify against their seal and, with ``key``, be signed by it."""
+    from four.checks._audit import audit
+
+    document = stream.with_suffix(".json")
+    for record in (stream, document) if document.is_file() else (stream,):
+        try:
+            found = audit(record, public_key=key.public if key else None)
+        except (OSError, ValueError) as exc:  # TrajectoryError: a FIFO, too large...
+            return f"its record cannot be verified ({exc})"
+        if not found.valid:
+            return f"its record {record.name} does not verify ({found.errors[0]})"
+    return None
+
+
+def _act(verdict: Verdict, policy: Policy, key: SigningKey | None, within: Path | None) -> Done:
     stop, resume = PLAN[verdict.state]
     run = verdict.run
     process = driver_state(run.driver)
@@ -99,7 +127,7 @@ def _act(verdict: Verdict, policy: Policy, key: SigningKey | None) -> Done:
         host = run.driver.host if run.driver else "an unknown host"
         return _log(Done(verdict, "failed", f"its driver runs on {host}: stop it there"))
     if stop and run.driver is not None and process == "alive":
-        problem = stop_driver(run.driver)
+        problem = stop_driver(run.driver, run.stream)
         if problem:
             return _log(Done(verdict, "failed", problem))
     sealed = ""
@@ -113,13 +141,22 @@ def _act(verdict: Verdict, policy: Policy, key: SigningKey | None) -> Done:
         if logged(run.stream, "gave_up"):
             return Done(verdict, "gave_up", spent)
         return _log(Done(verdict, "gave_up", spent))
+    cwd = run.settings.get("cwd")
+    if within is not None and isinstance(cwd, str) and not _inside(cwd, within):
+        why = f"its working folder {cwd} is outside {within}: not resumed (--any-cwd would)"
+        return _log(Done(verdict, "failed", why))
     try:
-        pid, log = spawn_resume(run.stream, run.attempt + 1, run.settings.get("cwd"))
+        pid, log = spawn_resume(run.stream, run.attempt + 1, cwd)
     except OSError as exc:
         return _log(Done(verdict, "failed", f"cannot start the new attempt: {exc.strerror}"))
     detail = f"attempt {run.attempt + 1}: pid {pid}, log {log.name}"
     done = Done(verdict, "resumed", f"{sealed}; {detail}" if sealed else detail)
     return _log(done, pid)
+
+
+def _inside(path: str, folder: Path) -> bool:
+    """Whether ``path`` is ``folder`` or under it, links resolved."""
+    return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(folder))
 
 
 def _seal(stream: Path, why: str, key: SigningKey | None) -> str:
@@ -138,11 +175,12 @@ def _seal(stream: Path, why: str, key: SigningKey | None) -> str:
 # --- stopping a driver ---------------------------------------------------------------
 
 
-def stop_driver(driver: Driver, wait: float = 10.0) -> str | None:
-    """SIGKILL the driver and every process it started (each frozen first, so none can
-    start another while the tree is read); None when done, else why not. The pid is
-    held as a pidfd and its start time checked: a process that merely reused the pid is
-    never touched."""
+def stop_driver(driver: Driver, stream: Path, wait: float = 10.0) -> str | None:
+    """SIGKILL the driver of the run whose stream is ``stream`` and every process it
+    started (each frozen first, so none can start another while the tree is read); None
+    when done, else why not. The pid is held as a pidfd and checked first: its start
+    time and boot are the recorded ones, and it holds ``stream`` open for appending, as
+    only the run's driver does; a process that merely has the pid is never touched."""
     try:
         pidfd = os.pidfd_open(driver.pid)
     except OSError:
@@ -150,6 +188,10 @@ def stop_driver(driver: Driver, wait: float = 10.0) -> str | None:
     try:
         if driver.start is None or process_start(driver.pid) != driver.start:
             return f"pid {driver.pid} is another process now: not touched"
+        if driver.boot != boot_id():
+            return f"pid {driver.pid} was recorded in another boot: not touched"
+        if not writes_to(driver.pid, stream):
+            return f"pid {driver.pid} does not write this run's stream: not its driver, not touched"
         signal.pidfd_send_signal(pidfd, signal.SIGSTOP)
         tree = _freeze_tree(driver.pid)
         signal.pidfd_send_signal(pidfd, signal.SIGKILL)
@@ -164,6 +206,27 @@ def stop_driver(driver: Driver, wait: float = 10.0) -> str | None:
         return f"cannot stop pid {driver.pid}: {exc.strerror}"
     finally:
         os.close(pidfd)
+
+
+def writes_to(pid: int, path: Path) -> bool:
+    """Whether process ``pid`` holds ``path`` open for appending (its ``/proc`` fds)."""
+    try:
+        wanted = os.stat(path)
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            held = os.stat(f"/proc/{pid}/fd/{fd}")
+            if (held.st_dev, held.st_ino) != (wanted.st_dev, wanted.st_ino):
+                continue
+            with open(f"/proc/{pid}/fdinfo/{fd}", "rb") as f:
+                flags = next(int(line.split()[1], 8) for line in f if line.startswith(b"flags:"))
+        except (OSError, StopIteration, ValueError, IndexError):
+            continue
+        if flags & os.O_ACCMODE != os.O_RDONLY and flags & os.O_APPEND:
+            return True
+    return False
 
 
 def _freeze_tree(root: int) -> list[int]:

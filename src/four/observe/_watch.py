@@ -16,11 +16,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, TypeAlias, cast
 
+from four._files import ANY_SIZE, MAX_BYTES, open_regular, read_regular, walk
 from four._types import JSON, Assistant, Message, ToolResult, User
 from four.batch._result import read_saved
 from four.trajectory._codec import message_from_json
 from four.trajectory._driver import Driver, boot_id, process_start
-from four.trajectory._load import read_text, stream_records
+from four.trajectory._load import stream_records
 
 State: TypeAlias = Literal[
     "finished", "running", "stalled", "over_budget", "looping", "dead", "failed", "resumed"
@@ -292,9 +293,15 @@ def _zombie(pid: int) -> bool:
     return stat[stat.rfind(b")") + 2 :][:1] == b"Z"
 
 
-def streams(folder: Path) -> list[Path]:
-    """Every run stream (``*.jsonl`` but the watch logs) under ``folder``, sorted."""
-    return sorted(p for p in folder.rglob("*.jsonl") if p.name != WATCH_LOG and p.is_file())
+def streams(folder: Path, skipped: list[str] | None = None) -> list[Path]:
+    """Every run stream (``*.jsonl`` but the watch logs) under ``folder``, sorted; why
+    each ``*.jsonl`` that is not a regular file is not read goes to ``skipped``."""
+    found: list[Path] = []
+    for listing in walk(folder):
+        found += (listing.folder / n for n in listing.files if n.endswith(".jsonl"))
+        if skipped is not None:
+            skipped += (why for name, why in listing.others if name.endswith(".jsonl"))
+    return sorted(p for p in found if p.name != WATCH_LOG)
 
 
 def observe(stream: Path) -> Observed | None:
@@ -304,8 +311,8 @@ def observe(stream: Path) -> Observed | None:
     document = stream.with_suffix(".json")
     try:
         mtime = stream.stat().st_mtime
-        text = _start_line(stream) if document.is_file() else read_text(stream)
-    except (OSError, ValueError):
+        text = _start_line(stream) if document.is_file() else _whole(stream)
+    except (OSError, ValueError):  # Unreadable: not a regular file, or too large
         return None
     info: Mapping[str, JSON] = {}
     times: list[float] = []
@@ -364,15 +371,19 @@ def observe(stream: Path) -> Observed | None:
 
 def _start_line(stream: Path) -> str:
     """The stream's first line: its start record (the run's settings and driver)."""
-    with open(stream, encoding="utf-8", errors="replace") as f:
-        return f.readline()
+    with open_regular(stream, max_bytes=ANY_SIZE, follow=False) as f:
+        return f.readline(MAX_BYTES).decode("utf-8", errors="replace")
+
+
+def _whole(stream: Path) -> str:
+    return read_regular(stream, follow=False).decode("utf-8", errors="replace")
 
 
 def watch_log(folder: Path) -> list[dict[str, JSON]]:
     """The actions recorded in ``folder/watch.jsonl`` (a line cut short is skipped)."""
     try:
-        text = (folder / WATCH_LOG).read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        text = read_regular(folder / WATCH_LOG, follow=False).decode("utf-8", errors="replace")
+    except (OSError, ValueError):  # missing, or not a regular file (the walk names it)
         return []
     out = []
     for line in text.splitlines():
@@ -385,9 +396,10 @@ def watch_log(folder: Path) -> list[dict[str, JSON]]:
     return out
 
 
-def survey(folder: Path) -> list[Observed]:
-    """Every run under ``folder``, each linked to the attempt that continues it."""
-    runs = [r for r in (observe(p) for p in streams(folder)) if r is not None]
+def survey(folder: Path, skipped: list[str] | None = None) -> list[Observed]:
+    """Every run under ``folder``, each linked to the attempt that continues it; why each
+    stream that is not a regular file is not read goes to ``skipped``."""
+    runs = [r for r in (observe(p) for p in streams(folder, skipped)) if r is not None]
     later = {r.resumes: str(r.stream) for r in runs if r.resumes}
     logs: dict[Path, list[dict[str, JSON]]] = {}
     out = []
@@ -419,9 +431,8 @@ def successor_of(stream: Path) -> str | None:
         if other == stream or other.name == WATCH_LOG:
             continue
         try:
-            with open(other, encoding="utf-8", errors="replace") as f:
-                head = f.readline()
-        except OSError:
+            head = _start_line(other)
+        except (OSError, ValueError):
             continue
         if wanted in head:
             found = observe(other)

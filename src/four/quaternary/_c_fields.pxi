@@ -160,17 +160,6 @@ cdef PyObject *O_RUNNING = <PyObject *>RUNNING
 cdef PyObject *O_NO = <PyObject *>V_NO
 cdef PyObject *O_EXCLUDE = <PyObject *>A_EXCLUDE
 
-# Enum members are singletons: match them by identity, most frequent first.
-cdef list _ENUM_LIST = [m for e in (Verdict, ControllerAction, ControllerEventKind,
-                                    ResolutionOutcome, LeaseKind, ControllerStatus,
-                                    CandidateDisposition) for m in e]
-cdef list _ENUM_ENCODED = [_py._enc_bytes(m) for m in _ENUM_LIST]
-cdef PyObject *_ENUM_MEMBERS[64]
-cdef Py_ssize_t _N_ENUMS = len(_ENUM_LIST)
-assert _N_ENUMS <= 64
-for _i, _m in enumerate(_ENUM_LIST):
-    _ENUM_MEMBERS[_i] = <PyObject *>_m
-
 # ------------------------------------------------------------------ field shapes
 
 

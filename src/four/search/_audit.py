@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from four._files import Unreadable, read_regular
 from four._types import JSON, User
 from four.search._group import FORMAT, SUFFIX, digest_of
 from four.search._link import AttemptLink, link_of, task_digest
@@ -76,10 +77,12 @@ def audit_group(
     where = Path(path)
     wanted = _public_key(public_key)
     try:
-        record = json.loads(where.read_bytes(), object_pairs_hook=_unique)
-    except OSError as exc:
-        return GroupAudit(where, False, (f"cannot read {where}: {exc.strerror}",))
-    except ValueError as exc:
+        data = read_regular(where)  # not a FIFO, a device, nor over the limit
+    except Unreadable as exc:
+        return GroupAudit(where, False, (str(exc),))
+    try:
+        record = json.loads(data, object_pairs_hook=_unique)
+    except (ValueError, RecursionError) as exc:
         return GroupAudit(where, False, (f"{where} is not JSON: {exc}",))
     if not isinstance(record, dict) or record.get("format") != FORMAT:
         return GroupAudit(where, False, (f"{where} is not a group record ({FORMAT})",))

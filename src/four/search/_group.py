@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from four._files import GROUP_SUFFIX, is_group_record, read_regular
 from four._types import JSON
 from four.trajectory._durable import write_atomic
 from four.trajectory._seal import canonical
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from four.trajectory._sign import SigningKey
 
 FORMAT = "four.attempts/1"
-SUFFIX = ".attempts.json"
+SUFFIX = GROUP_SUFFIX
 _DOMAIN = b"four.attempts/1\n"
 
 
@@ -51,14 +52,14 @@ def write_record(
 
 def is_record(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` is named as a group record is (``*.attempts.json``)."""
-    return os.fspath(path).endswith(SUFFIX)
+    return is_group_record(path)
 
 
 def trajectory_seal(path: Path) -> str | None:
     """The seal digest of a sealed trajectory document (None if it has none)."""
     try:
-        data = json.loads(path.read_bytes())
-    except (OSError, ValueError):
+        data = json.loads(read_regular(path))
+    except (ValueError, RecursionError):  # Unreadable too: a FIFO, a device, too large
         return None
     seal = data.get("seal") if isinstance(data, dict) else None
     digest = seal.get("digest") if isinstance(seal, dict) else None

@@ -14,17 +14,17 @@ import codecs
 import json
 import os
 import re
-import stat
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO, NoReturn, cast
 
 from four import _arguments as arguments
+from four import _files as files
 from four._types import JSON, Message
 from four.trajectory._codec import message_from_json
 
-MAX_BYTES = 256 * 1024 * 1024
+MAX_BYTES = files.MAX_BYTES
 """The largest file read unless the caller raises it (``max_bytes=``; ``--max-size``)."""
 
 MAX_DEPTH = 64
@@ -40,7 +40,8 @@ class TrajectoryTooLarge(TrajectoryError):
 
     def __init__(self, path: str, size: int, limit: int) -> None:
         super().__init__(
-            f"{path} is {_size(size)}, over the limit of {_size(limit)} (raise max_bytes)"
+            f"{path} is {files.size_text(size)}, over the limit of {files.size_text(limit)} "
+            "(raise max_bytes)"
         )
         self.path, self.size, self.limit = path, size, limit
 
@@ -150,47 +151,14 @@ def stream_records(text: str) -> Iterator[dict[str, JSON]]:
 
 
 def _open_regular(name: str, max_bytes: int) -> BinaryIO:
-    """The file opened for reading, if it is a regular file within the limit. Opened
-    non-blocking, so a FIFO is refused instead of waiting forever for a writer."""
+    """The file opened for reading, if it is a regular file within the limit (the
+    shared opener: a FIFO is refused instead of waited on)."""
     try:
-        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        if os.path.islink(name):
-            raise TrajectoryError(
-                f"{name} is a broken symbolic link (to {os.readlink(name)})"
-            ) from None
-        raise TrajectoryError(f"cannot read {name}: No such file or directory") from None
-    except OSError as exc:
-        raise TrajectoryError(f"cannot read {name}: {exc.strerror}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            link = f" (a symbolic link to {os.readlink(name)})" if os.path.islink(name) else ""
-            raise TrajectoryError(f"{name} is {_kind(info.st_mode)}{link}, not a regular file")
-        if info.st_size > max_bytes:
-            raise TrajectoryTooLarge(name, info.st_size, max_bytes)
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def _kind(mode: int) -> str:
-    for test, what in (
-        (stat.S_ISDIR, "a folder"),
-        (stat.S_ISFIFO, "a FIFO (named pipe)"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if test(mode):
-            return what
-    return "not a file"
-
-
-def _size(n: int) -> str:
-    return f"{n / 1024 / 1024:.1f} MiB" if n >= 1024 * 1024 else f"{n} bytes"
+        return files.open_regular(name, max_bytes=max_bytes)
+    except files.TooLarge as exc:
+        raise TrajectoryTooLarge(name, exc.size, exc.limit) from None
+    except files.Unreadable as exc:
+        raise TrajectoryError(str(exc)) from None
 
 
 # --- JSON, strictly ------------------------------------------------------------------

@@ -8,11 +8,15 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from four._files import Unreadable, read_regular
+
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 _EXTRA = "signing needs the cryptography package: pip install 'four-loop[sign]'"
 _HEX_KEY = re.compile(r"[0-9a-f]{64}")
+KEY_BYTES = 64 * 1024
+"""The largest key file read (a PEM key is a few hundred bytes)."""
 SIGNED = b"four.seal/1 signature\n"
 """What a signature signs: this prefix and the 32 bytes of a seal's digest."""
 
@@ -57,9 +61,11 @@ class SigningKey:
         from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
         try:
-            key = load_pem_private_key(Path(path).read_bytes(), password=None)
-        except OSError as exc:
-            raise SigningError(f"cannot read the signing key {path}: {exc.strerror}") from None
+            data = read_regular(path, max_bytes=KEY_BYTES)
+        except Unreadable as exc:
+            raise SigningError(f"cannot read the signing key: {exc}") from None
+        try:
+            key = load_pem_private_key(data, password=None)
         except (ValueError, TypeError) as exc:
             raise SigningError(f"{path} is not an unencrypted PEM private key: {exc}") from None
         if not isinstance(key, ed25519.Ed25519PrivateKey):
@@ -108,9 +114,9 @@ def load_public_key(source: str | os.PathLike[str]) -> str:
     if _HEX_KEY.fullmatch(text):
         return text
     try:
-        data = Path(source).read_bytes()
-    except OSError as exc:
-        raise SigningError(f"cannot read the public key {source}: {exc.strerror}") from None
+        data = read_regular(source, max_bytes=KEY_BYTES)
+    except Unreadable as exc:
+        raise SigningError(f"cannot read the public key: {exc}") from None
     if _HEX_KEY.fullmatch(inline := data.decode("ascii", "replace").strip().lower()):
         return inline
     ed25519 = _ed25519()

@@ -20,6 +20,7 @@ import json
 import os
 import re
 import signal
+import stat
 import subprocess
 import sys
 from collections.abc import Callable
@@ -33,6 +34,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import Resource
 from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12
 
+from four._files import Unreadable, read_head, read_regular
 from four.checks import audit
 from four.execute._contain import launcher_env
 from four.search._group import is_record
@@ -114,7 +116,7 @@ def _path(settings: ServeSettings, run: str) -> Path:
         raise ToolError(f"{run!r} is not a run id (see list_runs)")
     for suffix in (".json", ".jsonl"):
         path = settings.runs / f"{name}{suffix}"
-        if path.is_file():
+        if _regular(path):
             return path
     raise ToolError(f"no run {name!r} in {settings.runs}")
 
@@ -299,14 +301,22 @@ def _result(out: str, err: str, code: int) -> RunResult:
     )
 
 
+def _regular(path: Path) -> bool:
+    """A regular file itself, not a link to one (a run's files are never links)."""
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return False
+
+
 def saved_runs(settings: ServeSettings) -> list[Path]:
     """The runs in the folder, newest first: each sealed record, else its stream."""
     if not settings.runs.is_dir():
         return []
     found: dict[str, Path] = {}
     for path in settings.runs.iterdir():
-        if is_record(path):  # a search's group record (--attempts) is not a run
-            continue
+        if is_record(path) or not _regular(path):  # a group record (--attempts) is no run,
+            continue  # nor is a FIFO, a device or a link
         if (path.suffix == ".jsonl" and path.stem not in found) or path.suffix == ".json":
             found[path.stem] = path
     return sorted(found.values(), key=lambda p: p.stem, reverse=True)
@@ -317,9 +327,8 @@ def _outcome(path: Path) -> str | None:
     if path.suffix != ".json":
         return None
     try:
-        with path.open("rb") as f:
-            head = f.read(4096).decode("utf-8", "replace")
-    except OSError:
+        head = read_head(path, 4096, follow=False).decode("utf-8", "replace")
+    except (OSError, ValueError):  # Unreadable: swapped for a FIFO since listed...
         return None
     found = re.search(r'"outcome":\s*"((?:[^"\\]|\\.)*)"', head)
     return json.loads(f'"{found.group(1)}"') if found else None
@@ -398,7 +407,10 @@ def server(settings: ServeSettings) -> FourServer:
     @app.resource(RESOURCE, name="run", mime_type="application/json")
     def read_run(run_id: str) -> str:
         """A saved run's sealed trajectory (its stream, if it has not ended)."""
-        return _path(settings, run_id).read_text(encoding="utf-8")
+        try:
+            return read_regular(_path(settings, run_id), follow=False).decode("utf-8")
+        except (Unreadable, UnicodeDecodeError) as exc:
+            raise ToolError(str(exc)) from None
 
     return app
 

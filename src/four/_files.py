@@ -1,0 +1,296 @@
+"""Files that others wrote, opened as records: a regular file only, never waiting, bounded.
+
+Every reader of runs (fleet, watch, stats, audit, doctor, show, view, mcp serve, the
+python domain's workspace) opens through here, because a FIFO's open waits for a writer
+forever, a device (a link to ``/dev/zero``) reads forever, a socket cannot be opened and a
+link loop never resolves: each is refused with one line naming the file and what it is.
+Folders are walked here too, without recursion (a folder nested thousands deep is one more
+entry) and without following links to folders (a loop cannot make a walk endless).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import select
+import stat
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+MAX_BYTES = 256 * 1024 * 1024
+"""The largest record read unless the caller raises it (``max_bytes=``; ``--max-size``)."""
+
+ANY_SIZE = 2**63 - 1
+"""No limit: for a reader that reads only a file's head, whatever its size."""
+
+GROUP_SUFFIX = ".attempts.json"
+"""A search's group record (``four run --attempts``): it links runs, it is not one."""
+
+
+class Unreadable(ValueError):
+    """A file that is not opened as a record; the message is one line naming it.
+    ``errno`` is the open's error, ``mode`` what the file is when it is not regular."""
+
+    def __init__(self, message: str, errno: int | None = None, mode: int | None = None) -> None:
+        super().__init__(message)
+        self.errno, self.mode = errno, mode
+
+
+class TooLarge(Unreadable):
+    """A regular file larger than the limit the reader was given."""
+
+    def __init__(self, path: str, size: int, limit: int) -> None:
+        super().__init__(f"{path} is {size_text(size)}, over the limit of {size_text(limit)}")
+        self.path, self.size, self.limit = path, size, limit
+
+
+def open_regular(
+    path: str | os.PathLike[str],
+    *,
+    max_bytes: int = MAX_BYTES,
+    follow: bool = True,
+    dir_fd: int | None = None,
+) -> BinaryIO:
+    """``path`` opened for reading, if it is a regular file of at most ``max_bytes``;
+    else ``Unreadable`` with one line. Opened non-blocking, so a FIFO is refused instead
+    of waited on; ``follow=False`` refuses a symbolic link too (a folder's entries).
+
+    >>> open_regular("/dev/null")
+    Traceback (most recent call last):
+    ...
+    four._files.Unreadable: /dev/null is a character device, not a regular file
+    """
+    name = os.fspath(path)
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    try:
+        fd = os.open(name, flags, dir_fd=dir_fd)
+    except OSError as exc:
+        raise Unreadable(_refusal(name, exc, dir_fd), exc.errno) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            what = f"{kind(info.st_mode)}{_link(name, dir_fd)}"
+            raise Unreadable(f"{name} is {what}, not a regular file", mode=info.st_mode)
+        if info.st_size > max_bytes:
+            raise TooLarge(name, info.st_size, max_bytes)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(
+    path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES, follow: bool = True
+) -> bytes:
+    """The bytes of ``path``, refused as ``open_regular`` refuses (also when it grew
+    past ``max_bytes`` while read).
+
+    >>> read_regular("missing.json")
+    Traceback (most recent call last):
+    ...
+    four._files.Unreadable: cannot read missing.json: No such file or directory
+    """
+    with open_regular(path, max_bytes=max_bytes, follow=follow) as f:
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise TooLarge(os.fspath(path), len(data), max_bytes)
+    return data
+
+
+def read_given(
+    path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES, wait: float = 10.0
+) -> bytes:
+    """A file named on a command line (``--system``): a regular file as ``read_regular``
+    reads it, or a pipe (``<(command)``) read to its end within ``wait`` seconds; a FIFO
+    nothing writes to, a device or a socket is refused with one line, never waited on.
+
+    >>> read_given("/dev/null")
+    Traceback (most recent call last):
+    ...
+    four._files.Unreadable: /dev/null is a character device, not a regular file
+    """
+    name = os.fspath(path)
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise Unreadable(_refusal(name, exc, None), exc.errno) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISFIFO(mode):
+            return _drain(fd, name, max_bytes, time.monotonic() + wait)
+        if not stat.S_ISREG(mode):
+            what = f"{kind(mode)}{_link(name, None)}"
+            raise Unreadable(f"{name} is {what}, not a regular file", mode=mode)
+        if os.fstat(fd).st_size > max_bytes:
+            raise TooLarge(name, os.fstat(fd).st_size, max_bytes)
+        os.set_blocking(fd, True)
+        return _drain(fd, name, max_bytes, None)
+    finally:
+        os.close(fd)
+
+
+def _drain(fd: int, name: str, max_bytes: int, deadline: float | None) -> bytes:
+    """The bytes up to the end (of a pipe: every writer gone, by ``deadline``)."""
+    data = bytearray()
+    while True:
+        try:
+            block = os.read(fd, 1 << 16)
+        except BlockingIOError:  # a pipe whose writer has not written yet
+            assert deadline is not None
+            if not select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
+                raise Unreadable(f"{name} is a pipe that did not end in time") from None
+            continue
+        if not block:
+            break
+        data += block
+        if len(data) > max_bytes:
+            raise TooLarge(name, len(data), max_bytes)
+    if not data and deadline is not None:
+        raise Unreadable(f"{name} is a FIFO (named pipe) that nothing writes to", mode=stat.S_IFIFO)
+    return bytes(data)
+
+
+def read_head(path: str | os.PathLike[str], size: int, *, follow: bool = True) -> bytes:
+    """At most the first ``size`` bytes of ``path`` (any length of file), refused as
+    ``open_regular`` refuses what is not a regular file.
+
+    >>> read_head("missing.json", 10)
+    Traceback (most recent call last):
+    ...
+    four._files.Unreadable: cannot read missing.json: No such file or directory
+    """
+    with open_regular(path, max_bytes=ANY_SIZE, follow=follow) as f:
+        return f.read(size)
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """One folder as a walk found it: its regular files and, named with why, the
+    entries that are neither a regular file nor a folder (FIFOs, devices, sockets,
+    symbolic links); all sorted by name."""
+
+    folder: Path
+    files: tuple[str, ...]
+    others: tuple[tuple[str, str], ...]
+
+    def names(self) -> frozenset[str]:
+        """Every entry's name but the subfolders'."""
+        return frozenset(self.files) | {name for name, _ in self.others}
+
+
+def walk(root: str | os.PathLike[str]) -> Iterator[Listing]:
+    """Each folder under ``root`` (``root`` first, then in name order), without
+    recursion and without following links to folders; a folder that cannot be listed
+    (gone, no permission, a path too long) is left out.
+
+    >>> [listing.folder.name for listing in walk("/nonexistent")]
+    []
+    """
+    stack = [Path(root)]
+    while stack:
+        here = stack.pop()
+        try:
+            with os.scandir(here) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue
+        files: list[str] = []
+        others: list[tuple[str, str]] = []
+        folders: list[Path] = []
+        for entry in entries:
+            try:
+                mode = entry.stat(follow_symlinks=False).st_mode
+            except OSError as exc:  # gone since listed
+                others.append((entry.name, _refusal(entry.path, exc, None)))
+                continue
+            if stat.S_ISDIR(mode):
+                folders.append(Path(entry.path))
+            elif stat.S_ISREG(mode):
+                files.append(entry.name)
+            elif stat.S_ISLNK(mode):
+                to = f" (to {_target(entry.path)})"
+                broken = not os.path.exists(entry.path)
+                what = f"a broken symbolic link{to}" if broken else f"a symbolic link{to}"
+                others.append((entry.name, f"{entry.path} is {what}, not followed in a folder"))
+            else:
+                others.append((entry.name, f"{entry.path} is {kind(mode)}, not a regular file"))
+        stack.extend(reversed(folders))
+        yield Listing(here, tuple(files), tuple(others))
+
+
+def is_group_record(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is named as a search's group record (``*.attempts.json``).
+
+    >>> is_group_record("runs/g1.attempts.json"), is_group_record("runs/r1.json")
+    (True, False)
+    """
+    return os.fspath(path).endswith(GROUP_SUFFIX)
+
+
+def kind(mode: int) -> str:
+    """What a file that is not a regular one is, in words.
+
+    >>> kind(stat.S_IFIFO)
+    'a FIFO (named pipe)'
+    """
+    for test, what in (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISLNK, "a symbolic link"),
+    ):
+        if test(mode):
+            return what
+    return "not a file"
+
+
+def size_text(n: int) -> str:
+    """A size in words: bytes, or MiB with one decimal.
+
+    >>> size_text(3 * 1024 * 1024), size_text(12)
+    ('3.0 MiB', '12 bytes')
+    """
+    return f"{n / 1024 / 1024:.1f} MiB" if n >= 1024 * 1024 else f"{n} bytes"
+
+
+def _refusal(name: str, exc: OSError, dir_fd: int | None) -> str:
+    """One line for an open that failed, naming what the file is where that explains it."""
+    try:
+        info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except OSError:
+        info = None
+    if info is not None and stat.S_ISLNK(info.st_mode):
+        target = os.readlink(name, dir_fd=dir_fd)
+        if exc.errno == errno.ENOENT:
+            return f"{name} is a broken symbolic link (to {target})"
+        if exc.errno == errno.ELOOP:
+            try:
+                os.stat(name, dir_fd=dir_fd)
+            except OSError as again:
+                if again.errno == errno.ELOOP:
+                    return f"{name} is a symbolic link loop (to {target})"
+            return f"{name} is a symbolic link (to {target}), not followed here"
+    if info is not None and exc.errno == errno.ENXIO:  # the open of a socket
+        return f"{name} is {kind(info.st_mode)}, not a regular file"
+    return f"cannot read {name}: {exc.strerror or exc}"
+
+
+def _target(name: str) -> str:
+    try:
+        return os.readlink(name)
+    except OSError:  # gone since listed
+        return "?"
+
+
+def _link(name: str, dir_fd: int | None) -> str:
+    """`` (a symbolic link to X)`` when ``name`` is a link, else nothing."""
+    try:
+        return f" (a symbolic link to {os.readlink(name, dir_fd=dir_fd)})"
+    except OSError:
+        return ""
