@@ -17,11 +17,13 @@ for ``arun`` the async ``AsyncInvoke`` and ``AsyncExecute``. Around them: ``Reco
 and ``Sink`` (an emit that records as the run goes; ``AsyncSink``, sealed on ``arun``'s
 event loop), ``Verify`` and ``Judge`` (a
 check of the agent's submissions), ``Watch`` (a supervisor), ``Closeable`` and
-``AsyncCloseable`` (components holding resources), ``Sampled`` (a G whose sampling can
+``AsyncCloseable`` (components holding resources), ``Event`` (what a watch that
+listens hears: ``RunBegan``, ``ModelCalled``, ``ActionRan``, ``Judged``, ``RunEnded``), ``Sampled`` (a G whose sampling can
 be set for a call, with ``Sampling`` and the ``CycleBreak`` record), and the values that
 flow through.
 """
 
+from four._events import ActionRan, Event, Judged, ModelCalled, RunBegan, RunEnded
 from four._outcomes import Component, Outcome
 from four._types import (
     EXIT_SIGNAL,
@@ -71,6 +73,7 @@ __all__ = [
     "EXIT_SIGNAL",
     "JSON",
     "Action",
+    "ActionRan",
     "Assistant",
     "AsyncCloseable",
     "AsyncExecute",
@@ -80,6 +83,7 @@ __all__ = [
     "Component",
     "CycleBreak",
     "Emit",
+    "Event",
     "Execute",
     "ExecutionError",
     "Feedback",
@@ -87,7 +91,9 @@ __all__ = [
     "FormatError",
     "Invoke",
     "Judge",
+    "Judged",
     "Message",
+    "ModelCalled",
     "ModelError",
     "ModelErrorKind",
     "Observation",
@@ -96,6 +102,8 @@ __all__ = [
     "Recorder",
     "Rejected",
     "Reply",
+    "RunBegan",
+    "RunEnded",
     "RunInfo",
     "RunStats",
     "Sampled",

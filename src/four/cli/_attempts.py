@@ -132,7 +132,7 @@ class _Attempts:
         from four.cli._live import Display, Recording, Watched, WatchedEnv, components
         from four.cli._preflight import check_program
         from four.cli._resume import HEARTBEAT, heartbeat
-        from four.cli._run import Saving, build, domain_check, setup
+        from four.cli._run import Saving, build, domain_check, setup, traced
 
         opts, domain = self.opts, self.domain
         mine = replace(opts, cwd=a.cwd or opts.cwd, cost_limit=None, timeout=None)
@@ -165,7 +165,7 @@ class _Attempts:
                     a.limit(opts.max_steps),
                     opts.max_format_errors,
                     check=check,
-                    watch=a.watching(Saving(recording)),
+                    watch=traced(opts, a.watching(Saving(recording))),
                 )
         finally:
             display.stop("done")

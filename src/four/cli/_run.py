@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, TypedDict, cast
 from returns.result import Failure
 
 from four._outcomes import Outcome
-from four._types import JSON, Execute, Invoke, Message, Parse, Verify
+from four._types import JSON, Execute, Invoke, Message, Parse, Verify, Watch
 from four.cli import _mcp
 from four.cli import _settings as env
 from four.cli._errors import UsageError
@@ -113,6 +113,8 @@ class RunOptions:
     seed: int = 0
     attempt_temperature: float = 0.7
     workers: int = 1
+    otel: bool = False
+    """Each run sent as OpenTelemetry traces (four run --otel)."""
 
     def record(self) -> dict[str, JSON]:
         """The settings stored in the trajectory (``info.components.cli``), task aside."""
@@ -194,6 +196,36 @@ class Saving:
 
             return SaveFailed((failure.strerror or str(failure)).lower())
         return self.then.stopped() if self.then is not None else None
+
+
+def otel_wanted(flag: bool | None) -> bool:
+    """``--otel``/``--no-otel``, else on where the standard variables name a receiver
+    (and ``OTEL_SDK_DISABLED`` does not say ``true``); a usage error if it is on without
+    the extra installed."""
+    if flag is None:
+        named = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get(
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+        )
+        disabled = os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true"
+        flag = bool(named) and not disabled
+        why = "OTEL_EXPORTER_OTLP_ENDPOINT is set"
+    else:
+        why = "--otel"
+    if flag:
+        import importlib.util
+
+        if importlib.util.find_spec("opentelemetry.sdk") is None:
+            raise UsageError(f"{why}: traces need four-loop[otel] (pip install 'four-loop[otel]')")
+    return flag
+
+
+def traced(opts: RunOptions, watch: Watch | None) -> Watch | None:
+    """``watch``, behind an ``otel_watch`` with ``--otel`` (the run's spans, sent)."""
+    if not opts.otel:
+        return watch
+    from four.otel import otel_watch
+
+    return otel_watch(then=watch)
 
 
 class Terminated(KeyboardInterrupt):
@@ -288,6 +320,7 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
         mode=mode,
         json=bool(args.json),
         sign=getattr(args, "sign", None) or env.get("FOUR_SIGNING_KEY"),
+        otel=otel_wanted(getattr(args, "otel", None)),
         output_in_workspace=bool(getattr(args, "output_in_workspace", False)),
         local=local,
         mcp=tuple(getattr(args, "mcp", None) or ()),
@@ -648,7 +681,7 @@ def main(args: argparse.Namespace) -> int:
                 opts.max_format_errors,
                 resume=history,
                 check=check,
-                watch=Saving(recording, deadline),
+                watch=traced(opts, Saving(recording, deadline)),
             )
     except TrajectoryNotSaved as exc:
         display.stop("not saved")

@@ -1,0 +1,172 @@
+"""A real OTLP receiver with a query API: Arize Phoenix, installed by services.sh under the
+user's cache folder, started once for these tests on 127.0.0.1 (free ports, its own
+folder, no telemetry, no external resources). Absent, the tests skip with a reason; with
+FOUR_REQUIRE_SERVICES=1 (CI) they fail.
+
+``Receiver.spans(trace_id, n)`` reads a trace back from Phoenix's REST API in the OTLP
+JSON shape (``/v1/projects/default/spans/otlpv1``), waiting for its ``n`` spans: Phoenix
+takes a request at once and stores its spans a moment later.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+PHOENIX = CACHE / "four" / "phoenix" / "bin" / "phoenix"
+STARTUP = 600.0  # seconds: its first start migrates its database; slow on a loaded machine
+
+
+def wait_until(ready: Callable[[], bool], timeout: float) -> None:
+    """Ask ``ready`` every tenth of a second until it says yes or ``timeout`` seconds
+    pass (a bound on a wait for a server, not a measure of speed)."""
+    deadline = time.monotonic() + timeout
+    while not ready() and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+JSONSpan = dict[str, object]
+
+
+@dataclass(frozen=True)
+class Receiver:
+    url: str  # where OTLP/HTTP goes: url + /v1/traces
+
+    def spans(self, trace_id: str, count: int, timeout: float = 120.0) -> list[JSONSpan]:
+        """The trace's spans once there are ``count`` (or what there is after
+        ``timeout`` seconds: the test's assertion then says what is missing)."""
+        found: list[JSONSpan] = []
+
+        def enough() -> bool:
+            found[:] = self._read(trace_id)
+            return len(found) >= count
+
+        wait_until(enough, timeout)
+        return found
+
+    def _read(self, trace_id: str) -> list[JSONSpan]:
+        spans: list[JSONSpan] = []
+        cursor = ""
+        while True:
+            query = f"trace_id={trace_id}&limit=1000" + (f"&cursor={cursor}" if cursor else "")
+            url = f"{self.url}/v1/projects/default/spans/otlpv1?{query}"
+            try:
+                with urllib.request.urlopen(url, timeout=30) as answer:
+                    page = json.load(answer)
+            except urllib.error.HTTPError as exc:
+                if exc.code == 404:  # no span yet: the project is made with the first
+                    return []
+                raise
+            spans.extend(page["data"])
+            cursor = page.get("next_cursor") or ""
+            if not cursor:
+                return spans
+
+
+@pytest.fixture(scope="session")
+def receiver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Receiver]:
+    if not PHOENIX.is_file():
+        reason = f"no OTLP receiver: {PHOENIX} missing (bash tests/otel/services.sh)"
+        if os.environ.get("FOUR_REQUIRE_SERVICES") == "1":
+            pytest.fail(f"FOUR_REQUIRE_SERVICES=1 but {reason}")
+        pytest.skip(reason)
+    folder = tmp_path_factory.mktemp("phoenix")
+    port = _free_port()
+    env = {
+        **os.environ,
+        "PHOENIX_WORKING_DIR": str(folder),
+        "PHOENIX_HOST": "127.0.0.1",
+        "PHOENIX_PORT": str(port),
+        "PHOENIX_GRPC_PORT": str(_free_port()),
+        "PHOENIX_TELEMETRY_ENABLED": "false",
+        "PHOENIX_ALLOW_EXTERNAL_RESOURCES": "false",
+    }
+    log = (folder / "phoenix.log").open("wb")
+    process = subprocess.Popen(
+        [str(PHOENIX), "serve"], env=env, stdout=log, stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+
+    def up() -> bool:
+        if process.poll() is not None:
+            return True
+        try:
+            with urllib.request.urlopen(f"{url}/healthz", timeout=5) as answer:
+                return bool(answer.status == 200)
+        except OSError:
+            return False
+
+    try:
+        wait_until(up, STARTUP)
+        if process.poll() is not None or not up():
+            tail = (folder / "phoenix.log").read_text(errors="replace")[-2000:]
+            pytest.fail(f"Phoenix did not start on {url}:\n{tail}")
+        yield Receiver(url)
+    finally:
+        process.terminate()
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+
+
+def attributes(span: JSONSpan) -> dict[str, object]:
+    """A span's attributes as plain values (Phoenix's own ``llm.*``/``openinference.*``
+    and the like left out: the ones four sent)."""
+    return _values(span.get("attributes"))
+
+
+def _values(items: object) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for item in items if isinstance(items, list) else []:
+        value = item["value"]
+        out[item["key"]] = _value(value)
+    return {
+        k: v for k, v in out.items() if k.startswith(("gen_ai.", "four.", "error.", "process."))
+    }
+
+
+def _value(value: dict[str, object]) -> object:
+    for key, found in value.items():
+        if found is None:
+            continue
+        if key == "array_value" and isinstance(found, dict):
+            return tuple(_value(v) for v in found.get("values") or [])
+        return found
+    return None
+
+
+def events(span: JSONSpan) -> list[tuple[str, dict[str, object]]]:
+    """A span's events: name and attributes."""
+    found = span.get("events")
+    return (
+        [(e["name"], _values(e.get("attributes"))) for e in found if isinstance(e, dict)]
+        if isinstance(found, list)
+        else []
+    )
+
+
+def status(span: JSONSpan) -> tuple[object, object]:
+    """A span's status: its code (0 unset, 1 OK, 2 error) and message."""
+    found = span.get("status")
+    return (found.get("code"), found.get("message")) if isinstance(found, dict) else (None, None)
