@@ -15,6 +15,7 @@ import os
 import socket
 import subprocess
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -49,24 +50,28 @@ JSONSpan = dict[str, object]
 class Receiver:
     url: str  # where OTLP/HTTP goes: url + /v1/traces
 
-    def spans(self, trace_id: str, count: int, timeout: float = 120.0) -> list[JSONSpan]:
-        """The trace's spans once there are ``count`` (or what there is after
-        ``timeout`` seconds: the test's assertion then says what is missing)."""
+    def spans(
+        self, trace_id: str | None, count: int, project: str = "default", timeout: float = 120.0
+    ) -> list[JSONSpan]:
+        """The trace's spans (every span of ``project`` for None) once there are
+        ``count`` (or what there is after ``timeout`` seconds: the test's assertion then
+        says what is missing)."""
         found: list[JSONSpan] = []
 
         def enough() -> bool:
-            found[:] = self._read(trace_id)
+            found[:] = self._read(trace_id, project)
             return len(found) >= count
 
         wait_until(enough, timeout)
         return found
 
-    def _read(self, trace_id: str) -> list[JSONSpan]:
+    def _read(self, trace_id: str | None, project: str) -> list[JSONSpan]:
         spans: list[JSONSpan] = []
         cursor = ""
         while True:
-            query = f"trace_id={trace_id}&limit=1000" + (f"&cursor={cursor}" if cursor else "")
-            url = f"{self.url}/v1/projects/default/spans/otlpv1?{query}"
+            query = "limit=1000" + (f"&trace_id={trace_id}" if trace_id else "")
+            query += f"&cursor={cursor}" if cursor else ""
+            url = f"{self.url}/v1/projects/{project}/spans/otlpv1?{query}"
             try:
                 with urllib.request.urlopen(url, timeout=30) as answer:
                     page = json.load(answer)
@@ -78,6 +83,20 @@ class Receiver:
             cursor = page.get("next_cursor") or ""
             if not cursor:
                 return spans
+
+
+def in_project(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """Spans sent from now on go to Phoenix's project ``name`` (a resource attribute)."""
+    monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", f"openinference.project.name={name}")
+
+
+@pytest.fixture(autouse=True)
+def no_metrics(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The receiver takes traces only: no metrics sent (tests/otel/test_metrics.py reads
+    them from the SDK's own reader)."""
+    monkeypatch.setenv("OTEL_METRICS_EXPORTER", "none")
+    for name in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture(scope="session")

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from four._types import Watch
+from four.otel._metrics import metrics
 from four.otel._saved import saved_spans
 from four.otel._send import AT_EXIT, flush_all, sender
 from four.otel._watch import OtelWatch
@@ -39,13 +40,16 @@ def otel_watch(
     another watch this one stands in front of (a batch's supervisor). The trace and span
     ids go into the trajectory (``stats.otel``). A receiver that is down or slow never
     slows the run: spans wait in a bounded queue, and what is lost is counted
-    (``watch.sender``) and said once.
+    (``watch.sender``) and said once. Each model call also counts in the metrics
+    ``gen_ai.client.token.usage`` and ``gen_ai.client.operation.duration`` (sent to
+    the same receiver's ``/v1/metrics``; ``OTEL_METRICS_EXPORTER=none`` sends none).
 
     >>> watch = otel_watch("http://127.0.0.1:4318")
     >>> watch.sender.where, watch.trace_id
     ('http://127.0.0.1:4318/v1/traces', None)
     """
-    return OtelWatch(sender(endpoint), content_wanted(content), then)
+    out = sender(endpoint)
+    return OtelWatch(out, content_wanted(content), then, metrics(out.where))
 
 
 @dataclass(frozen=True, slots=True)

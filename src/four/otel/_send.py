@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import atexit
 import collections
+import contextlib
 import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from importlib.metadata import PackageNotFoundError, version
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -34,8 +35,13 @@ MAX_QUEUE = 20_000
 dropped, not waited for."""
 BATCH = 512
 """Spans per request at most (``OTEL_BSP_MAX_EXPORT_BATCH_SIZE``)."""
-TIMEOUT = 5.0
-"""Seconds one request may take when ``OTEL_EXPORTER_OTLP_TIMEOUT`` says nothing."""
+DELAY = 1.0
+"""Seconds a span may wait for others to fill a request (``OTEL_BSP_SCHEDULE_DELAY``, in
+milliseconds, sets another); a flush sends at once. Few large requests cost a receiver
+less than many small ones."""
+TIMEOUT = 10.0
+"""Seconds one request may take, its retries included, when ``OTEL_EXPORTER_OTLP_TIMEOUT``
+says nothing (a receiver at capacity answers slowly)."""
 AT_EXIT = 10.0
 """Seconds a process that ends waits at most for its spans to be sent."""
 
@@ -55,16 +61,18 @@ class Sender:
         where: str,
         max_queue: int = MAX_QUEUE,
         batch: int = BATCH,
+        delay: float = DELAY,
     ) -> None:
         self._exporter, self.where = exporter, where
-        self._max, self._batch = max_queue, batch
+        self._max, self._batch, self._delay = max_queue, batch, delay
+        self._flushing = 0  # flushes waiting: send what there is, now
         self._queue: collections.deque[Span] = collections.deque()
         self._lock = threading.Condition()
         self._busy = 0  # spans taken off the queue and not yet answered
         self._thread: threading.Thread | None = None
         self._closed = False
-        self._resource = _resource()
-        self._scope = InstrumentationScope("four", _version(), SCHEMA_URL)
+        self._resource = resource()
+        self._scope = InstrumentationScope("four", scope_version(), SCHEMA_URL)
         self.sent = self.dropped = self.failed = 0
         self.warned = False
 
@@ -78,13 +86,19 @@ class Sender:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="four-otel", daemon=True)
                 self._thread.start()
-            self._lock.notify()
+            if len(self._queue) == self._batch:  # else it wakes by itself (``DELAY``)
+                self._lock.notify()
 
     def flush(self, timeout: float) -> bool:
         """Wait until every span put so far is answered (sent or lost), ``timeout``
         seconds at most; whether it was."""
         with self._lock:
-            return self._lock.wait_for(lambda: not self._queue and not self._busy, timeout)
+            self._flushing += 1
+            self._lock.notify_all()
+            try:
+                return self._lock.wait_for(lambda: not self._queue and not self._busy, timeout)
+            finally:
+                self._flushing -= 1
 
     def close(self, timeout: float = AT_EXIT) -> None:
         """Flush, then stop taking spans (what comes later is dropped)."""
@@ -94,16 +108,21 @@ class Sender:
             self._lock.notify_all()
 
     def _run(self) -> None:
-        _quiet.threads.add(threading.get_ident())  # the exporter's own retry messages
         while True:
             with self._lock:
-                self._lock.wait_for(lambda: self._queue or self._closed)
+                self._lock.wait_for(  # a full request, or what there is now and then
+                    lambda: len(self._queue) >= self._batch or self._flushing or self._closed,
+                    self._delay,
+                )
                 if not self._queue:
-                    return
+                    if self._closed:
+                        return
+                    continue
                 taken = [self._queue.popleft() for _ in range(min(self._batch, len(self._queue)))]
                 self._busy = len(taken)
             try:
-                result = self._exporter.export([self._readable(s) for s in taken])
+                with quietly():
+                    result = self._exporter.export([self._readable(s) for s in taken])
                 problem = "" if result is SpanExportResult.SUCCESS else "it did not take them"
             except Exception as exc:  # an exporter's bug must not end the thread
                 problem = f"{type(exc).__name__}: {exc}"
@@ -148,7 +167,7 @@ def _ns(seconds: float) -> int:
     return round(seconds * 1e9)
 
 
-def _resource() -> Resource:
+def resource() -> Resource:
     """The standard resource (``OTEL_SERVICE_NAME``, ``OTEL_RESOURCE_ATTRIBUTES``), named
     ``four`` when the user names no service."""
     resource = Resource.create()
@@ -158,7 +177,7 @@ def _resource() -> Resource:
     return resource
 
 
-def _version() -> str:
+def scope_version() -> str:
     try:
         return version("four-loop")
     except PackageNotFoundError:
@@ -166,23 +185,35 @@ def _version() -> str:
 
 
 class _Quiet(logging.Filter):
-    """Drops the SDK exporter's messages logged from a sender's thread: its retries and
-    failures are said once, by the sender."""
+    """Drops the SDK exporters' messages while four exports (``quietly``): their retries
+    and failures are said once, by four."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.threads: set[int] = set()
+        self.local = threading.local()
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return record.thread not in self.threads
+        return not getattr(self.local, "on", False)
 
 
 _quiet = _Quiet()
 for _name in (
     "opentelemetry.exporter.otlp.common.http",
     "opentelemetry.exporter.otlp.proto.http.trace_exporter",
+    "opentelemetry.exporter.otlp.proto.http.metric_exporter",
 ):
     logging.getLogger(_name).addFilter(_quiet)
+
+
+@contextlib.contextmanager
+def quietly() -> Iterator[None]:
+    """The SDK exporters' messages dropped in this thread meanwhile."""
+    _quiet.local.on = True
+    try:
+        yield
+    finally:
+        _quiet.local.on = False
+
 
 _senders: dict[str, Sender] = {}
 _senders_lock = threading.Lock()
@@ -209,14 +240,16 @@ def sender(endpoint: str | None = None) -> Sender:
     """The process's sender to ``endpoint`` (see ``endpoint_of``): one per endpoint, its
     spans flushed when the process ends (``AT_EXIT`` seconds at most)."""
     url = endpoint_of(endpoint)
+    key = f"{url} {resource_variables()}"  # another service's name: another sender
     with _senders_lock:
-        found = _senders.get(url)
+        found = _senders.get(key)
         if found is None or found._closed:
             timeout = None if os.environ.get("OTEL_EXPORTER_OTLP_TIMEOUT") else TIMEOUT
             exporter = OTLPSpanExporter(endpoint=url, timeout=timeout)
-            found = _senders[url] = Sender(
+            found = _senders[key] = Sender(
                 exporter, url, _int_env("OTEL_BSP_MAX_QUEUE_SIZE", MAX_QUEUE),
                 _int_env("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", BATCH),
+                _int_env("OTEL_BSP_SCHEDULE_DELAY", round(DELAY * 1000)) / 1000,
             )  # fmt: skip
         return found
 
@@ -228,6 +261,11 @@ def flush_all(timeout: float = AT_EXIT) -> Sequence[Sender]:
     for each in senders:
         each.flush(timeout)
     return senders
+
+
+def resource_variables() -> str:
+    """What the standard variables say of the resource (a sender is made for each)."""
+    return f"{os.environ.get('OTEL_SERVICE_NAME', '')} {os.environ.get('OTEL_RESOURCE_ATTRIBUTES', '')}"
 
 
 def _int_env(name: str, default: int) -> int:

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from four._events import ActionRan, Event, Judged, ModelCalled, RunBegan, RunEnded
 from four._outcomes import Outcome
 from four._types import JSON, ExecutionError, ModelError, Observation, RunInfo, Watch
+from four.otel._metrics import Metrics
 from four.otel._send import Sender
 from four.otel._spans import (
     SEMCONV,
@@ -31,10 +32,19 @@ class OtelWatch:
     """One run's spans (see ``otel_watch``). ``then`` is the watch it stands in front
     of (a batch's supervisor...): asked whether to stop, told of each beat."""
 
-    __slots__ = ("_agent", "_entries", "_events", "_judged", "_tools", "content", "sender", "then")
+    __slots__ = (
+        "_agent", "_entries", "_events", "_judged", "_tools", "content", "metrics", "sender",
+        "then",
+    )  # fmt: skip
 
-    def __init__(self, sender: Sender, content: bool = False, then: Watch | None = None) -> None:
-        self.sender, self.content, self.then = sender, content, then
+    def __init__(
+        self,
+        sender: Sender,
+        content: bool = False,
+        then: Watch | None = None,
+        metrics: Metrics | None = None,
+    ) -> None:
+        self.sender, self.content, self.then, self.metrics = sender, content, then, metrics
         self._agent: Agent | None = None
         self._entries: list[JSON] = []  # what the trajectory keeps: ids and times
         self._events: list[SpanEvent] = []  # the verdicts, on the run's span
@@ -97,7 +107,10 @@ class OtelWatch:
                 chat = Chat(span_id, agent.started + start, agent.started + end, reply,
                             inputs=inputs)  # fmt: skip
             self._entries.append(entry)
-            self.sender.put(chat_span(agent, chat))
+            span = chat_span(agent, chat)
+            self.sender.put(span)
+            if self.metrics is not None:
+                self.metrics.chat(span)
         elif isinstance(event, ActionRan):
             self._ran(agent, event)
         elif isinstance(event, Judged):
