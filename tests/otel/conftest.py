@@ -28,12 +28,12 @@ PHOENIX = CACHE / "four" / "phoenix" / "bin" / "phoenix"
 STARTUP = 600.0  # seconds: its first start migrates its database; slow on a loaded machine
 
 
-def wait_until(ready: Callable[[], bool], timeout: float) -> None:
-    """Ask ``ready`` every tenth of a second until it says yes or ``timeout`` seconds
+def wait_until(ready: Callable[[], bool], timeout: float, every: float = 0.1) -> None:
+    """Ask ``ready`` every ``every`` seconds until it says yes or ``timeout`` seconds
     pass (a bound on a wait for a server, not a measure of speed)."""
     deadline = time.monotonic() + timeout
     while not ready() and time.monotonic() < deadline:
-        time.sleep(0.1)
+        time.sleep(every)
 
 
 def _free_port() -> int:
@@ -51,25 +51,33 @@ class Receiver:
     url: str  # where OTLP/HTTP goes: url + /v1/traces
 
     def spans(
-        self, trace_id: str | None, count: int, project: str = "default", timeout: float = 120.0
+        self,
+        trace_id: str | None,
+        count: int,
+        project: str = "default",
+        timeout: float = 120.0,
+        roots: bool = False,
     ) -> list[JSONSpan]:
-        """The trace's spans (every span of ``project`` for None) once there are
-        ``count`` (or what there is after ``timeout`` seconds: the test's assertion then
-        says what is missing)."""
+        """The trace's spans (every span of ``project`` for None; ``roots``: the spans
+        without a parent only) once there are ``count`` (or what there is after
+        ``timeout`` seconds: the test's assertion then says what is missing). Phoenix
+        stores some hundred spans a second on a loaded machine: a project's whole is
+        asked for every 2 seconds, not to slow it further."""
         found: list[JSONSpan] = []
 
         def enough() -> bool:
-            found[:] = self._read(trace_id, project)
+            found[:] = self._read(trace_id, project, roots)
             return len(found) >= count
 
-        wait_until(enough, timeout)
+        wait_until(enough, timeout, 0.1 if trace_id else 2.0)
         return found
 
-    def _read(self, trace_id: str | None, project: str) -> list[JSONSpan]:
+    def _read(self, trace_id: str | None, project: str, roots: bool = False) -> list[JSONSpan]:
         spans: list[JSONSpan] = []
         cursor = ""
         while True:
             query = "limit=1000" + (f"&trace_id={trace_id}" if trace_id else "")
+            query += "&parent_id=null" if roots else ""
             query += f"&cursor={cursor}" if cursor else ""
             url = f"{self.url}/v1/projects/{project}/spans/otlpv1?{query}"
             try:
