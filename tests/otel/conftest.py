@@ -43,6 +43,11 @@ def _free_port() -> int:
         return port
 
 
+def nowhere() -> str:
+    """The URL of a port on 127.0.0.1 that nothing listens on (a receiver that is down)."""
+    return f"http://127.0.0.1:{_free_port()}"
+
+
 JSONSpan = dict[str, object]
 
 

@@ -22,17 +22,16 @@ def main(args: argparse.Namespace) -> int:
     if importlib.util.find_spec("opentelemetry.sdk") is None:
         raise UsageError("traces need four-loop[otel] (pip install 'four-loop[otel]')")
     from four.otel import export_runs
-    from four.otel._send import endpoint_of, sender
+    from four.otel._send import endpoint_of
 
     files = list(trajectory_files(args.runs))
     done = export_runs(files, args.endpoint, content=args.content or None,
                        timeout=float(args.timeout), max_bytes=max_size(args))  # fmt: skip
     where = endpoint_of(args.endpoint)
-    out = sender(args.endpoint)
     if args.json:
         print(json.dumps({
             "endpoint": where, "runs": done.runs, "spans": done.spans, "sent": done.sent,
-            "lost": out.failed + out.dropped,
+            "lost": done.lost,
             "skipped": [{"path": p, "reason": r} for p, r in done.unreadable],
         }, indent=2))  # fmt: skip
     else:
@@ -44,7 +43,6 @@ def main(args: argparse.Namespace) -> int:
         if done.sent:
             print(f"exported {done.runs} runs ({done.spans} spans) to {where}")
         else:
-            lost = out.failed + out.dropped
-            print(f"four export: {lost} of {done.spans} spans of {done.runs} runs were not "
+            print(f"four export: {done.lost} of {done.spans} spans of {done.runs} runs were not "
                   f"taken by {where}", file=sys.stderr)  # fmt: skip
     return 0 if done.sent and done.runs else 1

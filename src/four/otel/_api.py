@@ -54,12 +54,13 @@ def otel_watch(
 
 @dataclass(frozen=True, slots=True)
 class Exported:
-    """What ``export_runs`` did: runs read, spans put, and the runs it could not read
-    (path and why)."""
+    """What ``export_runs`` did: runs read, spans put, whether all were sent (``lost``:
+    how many were not), and the files it could not read (path and why)."""
 
     runs: int
     spans: int
     sent: bool
+    lost: int = 0
     unreadable: tuple[tuple[str, str], ...] = ()
 
 
@@ -96,8 +97,8 @@ def export_runs(
             out.put(span)
             spans += 1
     done = out.flush(timeout)
-    return Exported(runs, spans, done and out.failed + out.dropped == failed_before,
-                    tuple(unreadable))  # fmt: skip
+    lost = out.failed + out.dropped - failed_before
+    return Exported(runs, spans, done and not lost, lost, tuple(unreadable))
 
 
 def flush(timeout: float = AT_EXIT) -> bool:

@@ -80,7 +80,7 @@ class Sender:
         with self._lock:
             if len(self._queue) >= self._max or self._closed:
                 self.dropped += 1
-                self._warn("the queue is full (the receiver is slow or down)")
+                self._warn("the queue is full: not taken fast enough")
                 return
             self._queue.append(span)
             if self._thread is None:
@@ -123,7 +123,11 @@ class Sender:
             try:
                 with quietly():
                     result = self._exporter.export([self._readable(s) for s in taken])
-                problem = "" if result is SpanExportResult.SUCCESS else "it did not take them"
+                problem = (
+                    ""
+                    if result is SpanExportResult.SUCCESS
+                    else "not taken (down, slow or refusing)"
+                )
             except Exception as exc:  # an exporter's bug must not end the thread
                 problem = f"{type(exc).__name__}: {exc}"
             with self._lock:
@@ -139,8 +143,8 @@ class Sender:
         if not self.warned:
             self.warned = True
             log.warning(
-                "four: otel: spans are lost: %s at %s (the runs go on; later losses are "
-                "counted, not said)", why, self.where,
+                "four: otel: spans lost: %s by %s (the runs go on; later losses are counted, "
+                "not said)", why, self.where,
             )  # fmt: skip
 
     def _readable(self, span: Span) -> ReadableSpan:
