@@ -70,7 +70,8 @@ class Judged:
 
 @dataclass(frozen=True, slots=True)
 class RunEnded:
-    """The run ended and was emitted (``stats.ended_at`` is its end)."""
+    """The run ended (``stats.ended_at``), told once its record was emitted, or failed
+    to be."""
 
     outcome: Outcome
     stats: RunStats

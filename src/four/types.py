@@ -18,9 +18,9 @@ and ``Sink`` (an emit that records as the run goes; ``AsyncSink``, sealed on ``a
 event loop), ``Verify`` and ``Judge`` (a
 check of the agent's submissions), ``Watch`` (a supervisor), ``Closeable`` and
 ``AsyncCloseable`` (components holding resources), ``Event`` (what a watch that
-listens hears: ``RunBegan``, ``ModelCalled``, ``ActionRan``, ``Judged``, ``RunEnded``), ``Sampled`` (a G whose sampling can
-be set for a call, with ``Sampling`` and the ``CycleBreak`` record), and the values that
-flow through.
+listens hears: ``RunBegan``, ``ModelCalled``, ``ActionRan``, ``Judged``,
+``RunEnded``), ``Sampled`` (a G whose sampling can be set for a call, with ``Sampling``
+and the ``CycleBreak`` record), and the values that flow through.
 """
 
 from four._events import ActionRan, Event, Judged, ModelCalled, RunBegan, RunEnded
