@@ -81,6 +81,31 @@ def _replay_flags(p: argparse.ArgumentParser) -> None:
     output_flags(p, "the comparison")
 
 
+def _export_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("format", choices=["otel"], help="otel: OpenTelemetry traces over OTLP/HTTP")
+    p.add_argument("runs", metavar="RUN", nargs="+", help="trajectory files or folders of runs")
+    p.add_argument(
+        "--endpoint",
+        metavar="URL",
+        help="the OTLP/HTTP receiver, e.g. http://127.0.0.1:4318 [OTEL_EXPORTER_OTLP_ENDPOINT]",
+    )
+    p.add_argument(
+        "--content",
+        action="store_true",
+        help="message contents in the spans, as the trajectory holds them "
+        "[OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT]",
+    )
+    p.add_argument(
+        "--timeout",
+        type=number,
+        default=60.0,
+        metavar="SECONDS",
+        help="how long to wait at most for the receiver to take the spans [60]",
+    )
+    _add_read_flags(p)
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
 def _audit_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("trajectory", metavar="TRAJ|DIR")
     p.add_argument(
@@ -211,6 +236,14 @@ _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]]
         "the folder, one line each and a summary. Exit 0 valid (an unfinished run is a "
         "valid prefix), 1 any invalid, 2 when the file cannot be read.",
         _audit_flags,
+    ),
+    "export": (
+        "send saved runs to a tracing backend",
+        "Send every run in RUN (trajectory files, or folders searched recursively) to an "
+        "OTLP/HTTP receiver as OpenTelemetry traces in the GenAI conventions, with their "
+        "recorded times; a run made with --otel keeps its trace and span ids. Exit 0 when "
+        "the receiver took every span, 1 otherwise.",
+        _export_flags,
     ),
     "keygen": (
         "make an Ed25519 key pair for signing runs",

@@ -129,7 +129,7 @@ class _Attempts:
         """``four run``'s run in the attempt's copy of the workspace."""
         from four import run
         from four.cli import _settings as env
-        from four.cli._build import Saving, build, domain_check, setup
+        from four.cli._build import Saving, build, domain_check, setup, traced
         from four.cli._live import Display, Recording, Watched, WatchedEnv, components
         from four.cli._preflight import check_program
         from four.cli._resume import HEARTBEAT, heartbeat
@@ -165,7 +165,7 @@ class _Attempts:
                     a.limit(opts.max_steps),
                     opts.max_format_errors,
                     check=check,
-                    watch=a.watching(Saving(recording)),
+                    watch=traced(opts, a.watching(Saving(recording))),
                 )
         finally:
             display.stop("done")

@@ -224,21 +224,23 @@ class CommandRun(_Command):
 
     def __call__(self, ctx: RunContext) -> Path:
         from four import run
+        from four.cli._build import traced
 
         if self.opts.attempts > 1:  # each attempt as below, the result's trajectory returned
             return _result(self.search(ctx).run(lambda attempt: self.attempt(ctx, attempt)))
         a = self.agent(ctx)
         return run(ctx.meter(a.G), a.V1, a.V2, a.recording, *a.settings, check=a.check,
-                   watch=ctx.watch)  # fmt: skip
+                   watch=traced(self.opts, ctx.watch))  # fmt: skip
 
     def attempt(self, ctx: RunContext, attempt: Attempt) -> Path:
         from four import run
+        from four.cli._build import traced
 
         a = self.agent(ctx, attempt)
         system, prompt, steps, errors = a.settings
         return run(attempt.invoke(ctx.meter(a.G)), a.V1, attempt.env(a.V2),
                    attempt.emit(a.recording), system, prompt, attempt.limit(steps), errors,
-                   check=a.check, watch=attempt.watching(ctx.watch))  # fmt: skip
+                   check=a.check, watch=traced(self.opts, attempt.watching(ctx.watch)))  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,6 +258,7 @@ class AsyncCommandRun(_Command):
     async def run(self, ctx: RunContext, attempt: Attempt | None) -> Path:
         from four import arun
         from four.cli._awaited import awaited_env, awaited_invoke
+        from four.cli._build import traced
 
         a = self.agent(ctx, attempt)
         awaited = awaited_invoke(a.G)
@@ -263,11 +266,11 @@ class AsyncCommandRun(_Command):
         V2: Execute | AsyncExecute = awaited_env(a.V2) or a.V2
         if attempt is None:
             return await arun(G, a.V1, V2, a.recording, *a.settings, check=a.check,
-                              watch=ctx.watch)  # fmt: skip
+                              watch=traced(self.opts, ctx.watch))  # fmt: skip
         system, prompt, steps, errors = a.settings
         return await arun(attempt.invoke(G), a.V1, attempt.env(V2), attempt.emit(a.recording),
                           system, prompt, attempt.limit(steps), errors, check=a.check,
-                          watch=attempt.watching(ctx.watch))  # fmt: skip
+                          watch=traced(self.opts, attempt.watching(ctx.watch)))  # fmt: skip
 
 
 def _result(search: Search[Path]) -> Path:

@@ -19,7 +19,7 @@ from returns.result import Failure
 from four._files import Unreadable, read_given
 from four._grammar import Constrained
 from four._outcomes import Outcome
-from four._types import JSON, Execute, Invoke, Parse, Verify
+from four._types import JSON, Execute, Invoke, Parse, Verify, Watch
 from four.cli import _mcp
 from four.cli._errors import UsageError
 from four.cli._format import cost, fold, seconds, succeeded, tokens
@@ -99,6 +99,15 @@ class Saving:
 
             return SaveFailed((failure.strerror or str(failure)).lower())
         return self.then.stopped() if self.then is not None else None
+
+
+def traced(opts: RunOptions, watch: Watch | None) -> Watch | None:
+    """``watch``, behind an ``otel_watch`` with ``--otel`` (the run's spans, sent)."""
+    if not opts.otel:
+        return watch
+    from four.otel import otel_watch
+
+    return otel_watch(then=watch)
 
 
 class Terminated(KeyboardInterrupt):

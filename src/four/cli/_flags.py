@@ -70,6 +70,14 @@ def agent_flags(p: argparse.ArgumentParser) -> None:
         default=None,
         help="actions as tool calls instead of ```bash blocks [FOUR_TOOLCALLS]",
     )
+    p.add_argument(
+        "--otel",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="send each run as OpenTelemetry traces (GenAI conventions) to the OTLP/HTTP "
+        "receiver of the standard OTEL_* variables (needs four-loop[otel]; docs/otel.md) "
+        "[on when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set]",
+    )
     env_flags(p)
 
 

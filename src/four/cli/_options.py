@@ -96,6 +96,8 @@ class RunOptions:
     seed: int = 0
     attempt_temperature: float = 0.7
     workers: int = 1
+    otel: bool = False
+    """Each run sent as OpenTelemetry traces (four run --otel)."""
 
     def record(self) -> dict[str, JSON]:
         """The settings stored in the trajectory (``info.components.cli``), task aside."""
@@ -200,6 +202,7 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
         mode=mode,
         json=bool(args.json),
         sign=getattr(args, "sign", None) or env.get("FOUR_SIGNING_KEY"),
+        otel=otel_wanted(getattr(args, "otel", None)),
         output_in_workspace=bool(getattr(args, "output_in_workspace", False)),
         local=local,
         mcp=tuple(getattr(args, "mcp", None) or ()),
@@ -212,6 +215,27 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
         attempt_temperature=temperature,
         workers=workers,
     )
+
+
+def otel_wanted(flag: bool | None) -> bool:
+    """``--otel``/``--no-otel``, else on where the standard variables name a receiver
+    (and ``OTEL_SDK_DISABLED`` does not say ``true``); a usage error if it is on without
+    the extra installed."""
+    if flag is None:
+        named = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get(
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+        )
+        disabled = os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true"
+        flag = bool(named) and not disabled
+        why = "OTEL_EXPORTER_OTLP_ENDPOINT is set"
+    else:
+        why = "--otel"
+    if flag:
+        import importlib.util
+
+        if importlib.util.find_spec("opentelemetry.sdk") is None:
+            raise UsageError(f"{why}: traces need four-loop[otel] (pip install 'four-loop[otel]')")
+    return flag
 
 
 def search_options(args: argparse.Namespace) -> tuple[int, int, float, int]:

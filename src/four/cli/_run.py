@@ -29,6 +29,7 @@ from four.cli._build import (
     sigterm_interrupts,
     start_local,
     system_prompt,
+    traced,
 )
 from four.cli._errors import UsageError
 from four.cli._live import Display, Recording, Watched, WatchedEnv, components
@@ -96,7 +97,7 @@ def main(args: argparse.Namespace) -> int:
                 opts.max_format_errors,
                 resume=history,
                 check=check,
-                watch=Saving(recording, deadline),
+                watch=traced(opts, Saving(recording, deadline)),
             )
     except TrajectoryNotSaved as exc:
         display.stop("not saved")
