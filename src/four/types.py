@@ -18,10 +18,13 @@ and ``Sink`` (an emit that records as the run goes; ``AsyncSink``, sealed on ``a
 event loop), ``Verify`` and ``Judge`` (a
 check of the agent's submissions), ``Watch`` (a supervisor), ``Closeable`` and
 ``AsyncCloseable`` (components holding resources), ``Sampled`` (a G whose sampling can
-be set for a call, with ``Sampling`` and the ``CycleBreak`` record), and the values that
+be set for a call, with ``Sampling`` and the ``CycleBreak`` record), ``Constrained`` (a V1
+that says, as a ``Grammar`` of ``Lit``, ``Chars``, ``Seq``, ``Alt``, ``Rep`` and ``Ref``
+nodes, replies it accepts: the built-in model is decoded under it), and the values that
 flow through.
 """
 
+from four._grammar import Alt, Chars, Constrained, Grammar, Lit, Ref, Rep, Seq
 from four._outcomes import Component, Outcome
 from four._types import (
     EXIT_SIGNAL,
@@ -71,13 +74,16 @@ __all__ = [
     "EXIT_SIGNAL",
     "JSON",
     "Action",
+    "Alt",
     "Assistant",
     "AsyncCloseable",
     "AsyncExecute",
     "AsyncInvoke",
     "AsyncSink",
+    "Chars",
     "Closeable",
     "Component",
+    "Constrained",
     "CycleBreak",
     "Emit",
     "Execute",
@@ -85,8 +91,10 @@ __all__ = [
     "Feedback",
     "FinishReason",
     "FormatError",
+    "Grammar",
     "Invoke",
     "Judge",
+    "Lit",
     "Message",
     "ModelError",
     "ModelErrorKind",
@@ -94,12 +102,15 @@ __all__ = [
     "Outcome",
     "Parse",
     "Recorder",
+    "Ref",
     "Rejected",
+    "Rep",
     "Reply",
     "RunInfo",
     "RunStats",
     "Sampled",
     "Sampling",
+    "Seq",
     "Sink",
     "Submitted",
     "System",

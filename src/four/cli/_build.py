@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, cast
 from returns.result import Failure
 
 from four._files import Unreadable, read_given
+from four._grammar import Constrained
 from four._outcomes import Outcome
 from four._types import JSON, Execute, Invoke, Parse, Verify
 from four.cli import _mcp
@@ -174,7 +175,10 @@ def build(
         if sampling is not None:
             settings["temperature"] = sampling["temperature"]
         seed = 0 if sampling is None else sampling["seed"]
-        G = retry_invoke(cycle_breaking_invoke(local_invoke(opts.local, **settings, seed=seed)))
+        # Decoded under V1's grammar, every reply parses (a V1 with none: free text).
+        grammar = V1.grammar() if isinstance(V1, Constrained) else None
+        local = local_invoke(opts.local, **settings, seed=seed, grammar=grammar)
+        G = retry_invoke(cycle_breaking_invoke(local))
     else:
         extra: dict[str, object] = {}
         if sampling is not None:

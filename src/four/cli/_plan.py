@@ -128,7 +128,7 @@ def _launch(args: argparse.Namespace) -> tuple[Launch, Invoke]:
     from four.cli._preflight import output_folder, refuse
     from four.cli._preflight import resolve as resolve_hosted
     from four.domains._bash import environment as make_env
-    from four.domains.plan import Launch
+    from four.domains.plan import Launch, plan_parse
     from four.invoke import litellm_invoke, local_invoke, retry_invoke
     from four.invoke._local import DEFAULT_CTX
     from four.observe._doctor import environment, model_facts
@@ -165,7 +165,8 @@ def _launch(args: argparse.Namespace) -> tuple[Launch, Invoke]:
     G: Invoke
     if local is not None:
         _local_ready(local)
-        G = retry_invoke(local_invoke(local, **local_settings()))
+        grammar = plan_parse().grammar()  # every plan it writes reads (V2 judges it)
+        G = retry_invoke(local_invoke(local, **local_settings(), grammar=grammar))
         window: int | None = local_settings().get("ctx", DEFAULT_CTX)
     else:
         model, server = resolve_hosted(str(model), api_base, key)
