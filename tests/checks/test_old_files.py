@@ -41,3 +41,14 @@ def test_a_format_1_receipt_document_replays_only_under_its_own_chain(tmp_path: 
     (tmp_path / "relabelled.json").write_text(json.dumps(data))
     errors = audit(tmp_path / "relabelled.json").errors
     assert "receipts: receipt 1: digest does not match the chain" in errors
+
+
+@pytest.mark.parametrize("version", [1.0, True])
+def test_a_receipts_version_of_another_type_is_an_error_not_a_crash(
+    tmp_path: Path, version: object
+) -> None:
+    data = json.loads((FIXTURES / "verified.json").read_text())
+    data["stats"]["verdicts"]["receipts"]["version"] = version
+    (tmp_path / "retyped.json").write_text(json.dumps(data))
+    result = audit(tmp_path / "retyped.json")
+    assert result.errors == ("stats.verdicts.receipts does not match the seal",)

@@ -26,7 +26,7 @@ from four.quaternary import (
     TransitionReceipt,
     audit_trace,
 )
-from four.quaternary._canonical import STATE_FIELDS
+from four.quaternary._canonical import FORMAT_VERSION, STATE_FIELDS
 from four.quaternary._receipts import receipts_from_json
 from four.trajectory import Trajectory
 from four.trajectory._artifacts import artifact_problems
@@ -269,8 +269,7 @@ def _verdicts(record: JSON, detail: JSON) -> tuple[list[str], AuditResult | None
         receipts = _load(document)
     except ValueError as exc:
         return [f"stats.verdicts.receipts: {exc}"], None, 0
-    version = document["version"]  # 1 or 2: load_receipts refuses another
-    assert isinstance(version, int)
+    version = 1 if document.get("version") == 1 else FORMAT_VERSION  # (load_receipts read it)
     result = audit_trace(config, receipts, head=bytes.fromhex(str(head)), version=version)
     errors += [f"receipts: {e}" for e in result.errors]
     for name, replayed in (
