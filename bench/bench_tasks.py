@@ -461,10 +461,12 @@ class Result:
 
 
 def cycle_breaking_invoke(G: Invoke) -> Invoke:
-    """G as ``four run`` wraps it: a model repeating itself is resampled."""
+    """G as ``four run`` wraps it: a model repeating itself is resampled, a transient
+    error (a request timed out on a busy server) tried again."""
     from four.invoke import cycle_breaking_invoke as breaking
+    from four.invoke import retry_invoke
 
-    return breaking(G)
+    return retry_invoke(breaking(G))
 
 
 def local_g(sampling: SamplingArgs | None = None, grammar: Grammar | None = None) -> LocalInvoke:

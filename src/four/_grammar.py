@@ -4,7 +4,7 @@ A parser that owns a grammar (``Constrained``) builds it from its own settings (
 exit signal), and ``Grammar.gbnf()`` writes it in llama.cpp's GBNF, which the built-in
 model decodes under (``local_invoke(grammar=...)``), so a reply it samples parses by
 construction. A grammar may be narrower than its parser (one good way to reply), never
-wider: ``four.testing.grammar_replies`` samples strings from one, for a test to parse.
+wider: ``four.testing.check_grammar`` parses strings drawn from one (``grammar_texts``).
 
 Nodes: ``Lit`` (a literal text), ``Chars`` (one character of a set, or of its
 complement), ``Seq``, ``Alt``, ``Rep`` (``low`` to ``high`` times) and ``Ref`` (a rule
