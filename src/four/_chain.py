@@ -12,24 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
 
 from four._types import JSON
 
-# One encoder for every value: json.dumps, and JSONEncoder.encode, build a new C encoder
-# on each call. Values are JSON data (no cycles), so there is no circular-reference check.
-_C_ENCODER: Callable[..., Callable[[object, int], list[str]]] | None = getattr(
-    json.encoder, "c_make_encoder", None
-)
-_ESCAPE = json.encoder.encode_basestring_ascii
-_ENCODE: Callable[[object], str]
-if _C_ENCODER is None:  # pragma: no cover - an interpreter without json's C accelerator
-    _ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
-else:
-    _ITERENCODE = _C_ENCODER(None, None, _ESCAPE, None, ":", ",", True, False, True)
-
-    def _ENCODE(value: object) -> str:
-        return "".join(_ITERENCODE(value, 0))
+# One encoder, made once (json.dumps with these arguments would make one each call).
+_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), check_circular=False).encode
 
 
 def canonical_text(value: JSON) -> str:
@@ -70,4 +57,4 @@ def link(digest: bytes, label: str, value: JSON) -> bytes:
     >>> link(start("t"), "x", [1]) == link_text(start("t"), '"x"', "[1]")
     True
     """
-    return link_text(digest, _ESCAPE(label), canonical_text(value))
+    return link_text(digest, _ENCODE(label), canonical_text(value))

@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal, cast
 
-from four._chain import _ENCODE, _ESCAPE, canonical, canonical_text, link_text, start
+from four._chain import canonical, canonical_text, link_text, start
 from four._types import JSON
 
 __all__ = ["ALGORITHM", "Chain", "canonical", "canonical_text", "check_document", "check_stream"]
@@ -78,7 +78,7 @@ class Chain:
         return other
 
     def link(self, label: str, value: JSON) -> None:
-        self.link_encoded(label, _ESCAPE(label), canonical_text(value))
+        self.link_encoded(label, canonical_text(label), canonical_text(value))
 
     def link_encoded(self, label: str, label_text: str, value_text: str) -> str:
         """``link`` from the label and value already encoded (``canonical`` text: the
@@ -155,13 +155,13 @@ def encode_parts(label: str, value: JSON, depth: int, out: list[tuple[str, str]]
     >>> [label for label, _ in found]
     ['stats', 'stats.steps']
     """
-    name = _ESCAPE(label)
+    name = canonical_text(label)
     if not (depth and isinstance(value, dict)):
         text = canonical_text(value)
         out.append((label, _short(f'[{name},"value",{text}]')))
         return text
     if depth == 1:  # an object of leaves: the same recur run after run (driver, usage...)
-        text = _ENCODE(value)  # (the text the parts would build: test_seal checks)
+        text = canonical_text(value)  # (the text the parts would build: test_seal checks)
         known = _RECURRING.get((label, text))
         if known is None:
             known = []
@@ -183,11 +183,11 @@ def _encode_object(
 ) -> str:
     keys = sorted(value)
     if not all(type(key) is str for key in keys):  # not from JSON: let json say how
-        out.append((label, _short(f'[{name},"object",{_ENCODE(keys)}]')))
+        out.append((label, _short(f'[{name},"object",{canonical_text(list[JSON](keys))}]')))
         for key in keys:
             encode_parts(f"{label}.{key}", value[key], depth - 1, out)
-        return _ENCODE(value)
-    names = [_ESCAPE(key) for key in keys]
+        return canonical_text(value)
+    names = [canonical_text(key) for key in keys]
     out.append((label, _short(f'[{name},"object",[{",".join(names)}]]')))
     texts = [encode_parts(f"{label}.{key}", value[key], depth - 1, out) for key in keys]
     return "{" + ",".join(f"{n}:{t}" for n, t in zip(names, texts, strict=True)) + "}"
