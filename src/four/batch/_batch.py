@@ -13,12 +13,14 @@ from four import _arguments as arguments
 from four._outcomes import Interrupted, Outcome, TimeLimitReached
 from four._types import JSON
 from four.batch._attempt import MakeRun
-from four.batch._items import Item, item_from_json
-from four.batch._manifest import ManifestWriter, read_results
+from four.batch._items import Item, folder_name, item_from_json
+from four.batch._manifest import MANIFEST, ManifestWriter, read_results
 from four.batch._pool import AsyncPool, ThreadPool
+from four.batch._publish import Publisher
 from four.batch._result import RunResult
 from four.batch._session import Pool, Session, Spec
 from four.batch._supervisor import cost_limit_reached
+from four.trajectory._destination import Remote, is_url
 
 TICK = 0.25
 """Seconds between looks at the budgets (and progress calls) while no run ends."""
@@ -77,6 +79,9 @@ def iter_runs(
     watch=ctx.watch)``. A run that fails, even by raising, comes back as a result with
     its outcome (``crashed: ...``); nothing a run does stops the batch.
 
+    ``output_dir`` is a folder, or an object store URL (``s3://bucket/batch``: the
+    batch works in a local copy and uploads each run's files as it ends, running runs'
+    streams and the manifest every few seconds; ``pip install 'four-loop[s3]'``).
     Each result is appended to ``output_dir/manifest.jsonl`` as it comes. With
     ``resume`` (the default), items whose latest manifest line is final are skipped:
     run the same batch again and it picks up where it stopped. Items are ``Item``s or
@@ -126,9 +131,10 @@ def iter_runs(
     arguments.amount(where, "max_cost", max_cost, optional=True)
     arguments.amount(where, "max_wall_time", max_wall_time, optional=True)
     arguments.flag(where, "resume", resume)
+    remote = Remote(os.fspath(output_dir)) if is_url(output_dir) else None
+    folder = remote.local if remote is not None else Path(output_dir).expanduser().absolute()
     spec = Spec(
-        make_run, Path(output_dir).expanduser().absolute(), max_concurrency, time_limit,
-        stall_timeout, max_cost,
+        make_run, folder, max_concurrency, time_limit, stall_timeout, max_cost,
     )  # fmt: skip
     batch = _Batch(
         spec,
@@ -138,6 +144,7 @@ def iter_runs(
         max_cost,
         max_wall_time,
         on_progress,
+        remote,
     )
     return batch.results(iter(items))
 
@@ -202,8 +209,11 @@ class _Batch:
         max_cost: float | None,
         max_wall_time: float | None,
         on_progress: Callable[[Progress], None] | None,
+        remote: Remote | None = None,
     ) -> None:
         self.spec = spec
+        self.remote = remote
+        self.publisher: Publisher | None = None
         self.pool = pool
         self.resume = resume
         self.total = total
@@ -220,7 +230,9 @@ class _Batch:
     def results(
         self, source: Iterator[Item | Mapping[str, JSON]]
     ) -> Generator[RunResult, None, None]:
-        self.writer = writer = ManifestWriter(self.spec.output_dir)
+        if self.remote is not None:  # the URL's manifest says what is done
+            self.remote.pull([MANIFEST])
+        self.writer = writer = ManifestWriter(self.spec.output_dir, relative=bool(self.remote))
         try:
             earlier = read_results(writer.path)
             self.spent = sum(r.cost for r in earlier)
@@ -232,12 +244,16 @@ class _Batch:
         except BaseException:
             writer.close()
             raise
+        if self.remote is not None:
+            self.publisher = Publisher(self.remote)
         self.started = time.monotonic()
         try:
             yield from self._loop(source)
         finally:
             self.session.close()
             writer.close()
+            if self.publisher is not None:
+                self.publisher.close()
 
     def _loop(self, source: Iterator[Item | Mapping[str, JSON]]) -> Iterator[RunResult]:
         session = self.session
@@ -278,6 +294,8 @@ class _Batch:
 
     def _record(self, result: RunResult) -> None:
         self.writer.write(result)
+        if self.publisher is not None:
+            self.publisher.ended(f"runs/{folder_name(result.id)}")
         self.spent += result.cost
         self.session.spent(self.spent)
         self.done += 1
