@@ -6,18 +6,18 @@ import inspect
 import os
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sized
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from four import _arguments as arguments
 from four._outcomes import Interrupted, Outcome, TimeLimitReached
-from four._types import JSON
+from four._types import JSON, NO_USAGE, Usage
 from four.batch._attempt import MakeRun
 from four.batch._items import Item, folder_name, item_from_json
-from four.batch._manifest import MANIFEST, ManifestWriter, read_results
+from four.batch._manifest import ManifestWriter, read_results
 from four.batch._pool import AsyncPool, ThreadPool
 from four.batch._publish import Publisher
-from four.batch._result import RunResult
+from four.batch._result import RunResult, Saved, read_saved
 from four.batch._session import Pool, Session, Spec
 from four.batch._supervisor import cost_limit_reached
 from four.trajectory._destination import Remote, is_url
@@ -226,16 +226,19 @@ class _Batch:
         self.spent = 0.0
         self.seen: set[str] = set()
         self.finished: set[str] = set()
+        self.accounted: set[str] = set()  # streams whose spend a manifest line carries
+        self.carried: dict[str, tuple[Usage, tuple[str, ...]]] = {}  # by item id
 
     def results(
         self, source: Iterator[Item | Mapping[str, JSON]]
     ) -> Generator[RunResult, None, None]:
-        if self.remote is not None:  # the URL's manifest says what is done
-            self.remote.pull([MANIFEST])
+        if self.remote is not None:  # what the URL has (its manifest says what is done)
+            self.remote.pull()
         self.writer = writer = ManifestWriter(self.spec.output_dir, relative=bool(self.remote))
         try:
             earlier = read_results(writer.path)
             self.spent = sum(r.cost for r in earlier)
+            self.accounted = {s for r in earlier for s in self._streams_of(r)}
             if self.resume:
                 latest = {r.id: r for r in earlier}
                 self.finished = {i for i, r in latest.items() if r.final}
@@ -269,13 +272,14 @@ class _Batch:
                         exhausted = True
                     elif item.id in self.finished:
                         self.skipped += 1
+                    elif (taken := self._earlier(item)) is not None:
+                        yield self._record(taken)
                     else:
                         session.submit(item)
                 if session.running == 0 and (exhausted or self.stopping is not None):
                     break
                 for result in session.wait(TICK):
-                    self._record(result)
-                    yield result
+                    yield self._record(result)
                 self._progress()
             self._progress()
         except BaseException as exc:
@@ -292,7 +296,65 @@ class _Batch:
         self.seen.add(item.id)
         return item
 
-    def _record(self, result: RunResult) -> None:
+    def _streams_of(self, result: RunResult) -> list[str]:
+        """The streams (relative to the batch folder) whose spend a result carries."""
+        names = list(result.lost_streams)
+        path = result.trajectory
+        if path is not None and path.is_relative_to(self.spec.output_dir):
+            names.append(path.relative_to(self.spec.output_dir).with_suffix(".jsonl").as_posix())
+        return names
+
+    def _earlier(self, item: Item) -> RunResult | None:
+        """What attempts at ``item`` whose results never reached the manifest left (a
+        driver killed mid-batch): the result of one that ended, taken as it is (newest
+        first); else their spend, carried into the item's next result."""
+        root = self.spec.output_dir
+        folder = root / "runs" / folder_name(item.id)
+        if not self.resume or not folder.is_dir():  # (not resumed: every item anew)
+            return None
+        lost: list[tuple[str, Saved]] = []
+        for stream in sorted(folder.glob("*.jsonl"), reverse=True):  # (named by start time)
+            name = stream.relative_to(root).as_posix()
+            sealed = stream.with_suffix(".json")
+            saved = (
+                read_saved(sealed if sealed.is_file() else stream)
+                if name not in self.accounted
+                else None
+            )
+            if saved is not None:
+                lost.append((name, saved))
+        if not lost:
+            return None
+        ended = next(((n, s) for n, s in lost if s.outcome is not None), None)
+        others = [(n, s) for n, s in lost if (n, s) != ended]
+        usage = NO_USAGE
+        for _, saved in others:
+            usage += Usage(saved.prompt_tokens, saved.completion_tokens, saved.cost)
+        names = tuple(n for n, _ in others)
+        self.accounted.update(n for n, _ in lost)
+        if ended is None:
+            self.carried[item.id] = (usage, names)
+            return None
+        s = ended[1]
+        return RunResult(
+            item.id, str(s.outcome), s.path, s.steps, s.prompt_tokens + usage.prompt_tokens,
+            s.completion_tokens + usage.completion_tokens, s.cost + usage.known_cost,
+            s.wall_time, "its result was not recorded (the batch's driver was lost): taken",
+            fields=item.fields, lost_streams=names,
+        )  # fmt: skip
+
+    def _record(self, result: RunResult) -> RunResult:
+        """Write the result's manifest line (with what it carries); the result."""
+        carried = self.carried.pop(result.id, None)
+        if carried is not None:  # what attempts lost with an earlier driver spent
+            usage, names = carried
+            result = replace(
+                result,
+                prompt_tokens=result.prompt_tokens + usage.prompt_tokens,
+                completion_tokens=result.completion_tokens + usage.completion_tokens,
+                cost=result.cost + usage.known_cost,
+                lost_streams=(*names, *result.lost_streams),
+            )
         self.writer.write(result)
         if self.publisher is not None:
             self.publisher.ended(f"runs/{folder_name(result.id)}")
@@ -300,6 +362,7 @@ class _Batch:
         self.session.spent(self.spent)
         self.done += 1
         self.failed += not result.submitted
+        return result
 
     def _check_budgets(self) -> None:
         if self.stopping is not None:

@@ -276,6 +276,7 @@ class _Call:
     key: str
     errors: list[str] = field(default_factory=list)
     lost: Usage = NO_USAGE  # what earlier attempts spent before they were lost
+    lost_streams: tuple[str, ...] = ()  # ... and their streams (relative paths)
     streams: set[str] = field(default_factory=set)  # its streams landed (relative paths)
     doubt: str | None = None  # its call failed for a while: the actor's status settles it
 
@@ -285,6 +286,7 @@ class _Queued(NamedTuple):
     attempt: int
     errors: list[str]
     lost: Usage
+    lost_streams: tuple[str, ...] = ()
     not_before: float = 0.0  # (monotonic) a lost attempt's lease runs out
 
 
@@ -394,7 +396,9 @@ class RaySession:
                 slot.handle.stop.remote(outcome, kill)
         while self._queue:  # queued runs never start
             q = self._queue.popleft()
-            self._ready.append(self._lost(q.item, q.attempt, q.errors, outcome.text, q.lost))
+            self._ready.append(
+                self._lost(q.item, q.attempt, q.errors, outcome.text, q.lost, q.lost_streams)
+            )
 
     def live_usage(self) -> Usage:
         """The runs in flight (as their actors last said), and what lost attempts of
@@ -448,7 +452,9 @@ class RaySession:
                     why = "; ".join(dict.fromkeys(s.gone for s in self._slots if s.gone))
                     text = "no Ray actor is left to run it" + (f" ({why})" if why else "")
                     text = Crashed("batch", text).text
-                    self._ready.append(self._lost(q.item, q.attempt, q.errors, text, q.lost))
+                    self._ready.append(
+                        self._lost(q.item, q.attempt, q.errors, text, q.lost, q.lost_streams)
+                    )
                     continue
                 return
             ready = next((q for q in self._queue if q.not_before <= now), None)
@@ -459,7 +465,9 @@ class RaySession:
             key = attempt_key(ready.item, ready.attempt)
             ref = slot.handle.run.remote(ready.item, ready.attempt, key)
             slot.spending[key] = NO_USAGE
-            call = _Call(slot, ready.item, ready.attempt, key, ready.errors, ready.lost)
+            call = _Call(
+                slot, ready.item, ready.attempt, key, ready.errors, ready.lost, ready.lost_streams
+            )
             self._calls[ref] = call
             self._keys[key] = call
 
@@ -475,10 +483,10 @@ class RaySession:
         except ray.exceptions.RayTaskError as exc:  # raised in the actor (run_attempt does not)
             spent = self._settle(call)
             text = Crashed("batch", _first_line(exc.cause or exc)).text
+            lost = call.lost + spent
+            streams = (*call.lost_streams, *sorted(call.streams))
             self._ready.append(
-                self._lost(
-                    call.item, call.attempt, call.errors, text, call.lost + spent, final=True
-                )
+                self._lost(call.item, call.attempt, call.errors, text, lost, streams, final=True)
             )
             return
         except ray.exceptions.ActorUnavailableError as exc:
@@ -502,6 +510,8 @@ class RaySession:
         if call.errors:  # a retry
             error = "; ".join([*call.errors, *([result.error] if result.error else [])])
             result = replace(result, error=error)
+        if call.lost_streams:
+            result = replace(result, lost_streams=call.lost_streams)
         if call.lost is not NO_USAGE:  # earlier attempts were paid for too
             lost = call.lost
             result = replace(
@@ -545,6 +555,7 @@ class RaySession:
         self._revoked.append(call.key)
         errors = [*call.errors, f"attempt {call.attempt}: {why}"]
         lost = call.lost + spent if spent is not NO_USAGE else call.lost
+        lost_streams = (*call.lost_streams, *sorted(call.streams))
         out = self._spec.output_dir
         done = recovered(call.item, [out / p for p in call.streams], call.attempt, "")
         if done is not None:  # it had ended: its stats count it whole
@@ -556,6 +567,7 @@ class RaySession:
                     done,
                     node=node,
                     error=error,
+                    lost_streams=call.lost_streams,
                     prompt_tokens=done.prompt_tokens + earlier.prompt_tokens,
                     completion_tokens=done.completion_tokens + earlier.completion_tokens,
                     cost=done.cost + earlier.known_cost,
@@ -565,10 +577,13 @@ class RaySession:
         if call.attempt >= 2 or self._stop is not None:
             reason = self._stop.text if self._stop is not None else None
             text = reason or Crashed("batch", f"its Ray actor died twice: {errors[-1]}").text
-            self._ready.append(self._lost(call.item, call.attempt, errors, text, lost))
+            self._ready.append(
+                self._lost(call.item, call.attempt, errors, text, lost, lost_streams)
+            )
             return
         wait = 0.0 if sure else time.monotonic() + self._lease + GRACE
-        self._queue.appendleft(_Queued(call.item, call.attempt + 1, errors, lost, wait))
+        retry = _Queued(call.item, call.attempt + 1, errors, lost, lost_streams, wait)
+        self._queue.appendleft(retry)
 
     def _probes(self) -> list[ray.ObjectRef[object]]:
         return [s.probe for s in self._slots if s.probe is not None]
@@ -708,6 +723,7 @@ class RaySession:
         errors: list[str],
         outcome: str,
         usage: Usage = NO_USAGE,
+        lost_streams: tuple[str, ...] = (),
         *,
         final: bool = False,
     ) -> RunResult:
@@ -722,6 +738,7 @@ class RaySession:
             attempts=attempt,
             final=final,
             fields=item.fields,
+            lost_streams=lost_streams,
         )
 
 
