@@ -46,9 +46,12 @@ class Publisher:
             self._closed = True
         self._wake.set()
         self._thread.join()
-        self.remote.push(["runs"])
-        self.remote.push()
-        self.remote.push([MANIFEST])
+        try:
+            self.remote.push(["runs"])
+            self.remote.push()
+            self.remote.push([MANIFEST])
+        finally:
+            self.remote.save()
 
     def _work(self) -> None:
         flushed = time.monotonic()
@@ -67,6 +70,7 @@ class Publisher:
                     flushed = time.monotonic()
                     self.remote.push(["runs"])
                     self.remote.push([MANIFEST])
+                    self.remote.save()
                 self.failure = None
             except Exception as exc:  # the store is down, a credential expired: next time
                 self.failure = f"{type(exc).__name__}: {exc}".splitlines()[0]

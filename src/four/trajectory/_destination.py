@@ -20,7 +20,7 @@ import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Protocol, cast
+from typing import NamedTuple, Protocol, cast
 
 _URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 
@@ -55,6 +55,11 @@ def cache_root() -> Path:
 class Remote:
     """The folder at ``url`` and its local copy.
 
+    The copy keeps an index (``.remote.json``) of each file as last synced: its tag at
+    the URL (from a pull; None from a push), its size, and the copy's size and change
+    time then. A pull never overwrites a file the copy changed since (a batch's records
+    not pushed yet, its driver lost: they go up with the next push).
+
     >>> Remote("s3://bucket/runs").url
     's3://bucket/runs'
     """
@@ -65,7 +70,7 @@ class Remote:
         self.local = local if local is not None else cache_root() / digest
         self._fs: _FileSystem | None = None
         self._root = ""
-        self._pushed: dict[str, tuple[int, int]] = {}  # relative path -> (size, mtime_ns)
+        self._index: dict[str, _Synced] | None = None
 
     @property
     def fs(self) -> _FileSystem:
@@ -82,58 +87,78 @@ class Remote:
         return self._fs
 
     def _remote(self, relative: str) -> str:
-        fs = self.fs  # (sets the root)
-        del fs
-        return f"{self._root}/{relative}"
+        _ = self.fs  # (sets the root)
+        return f"{self._root}/{relative}".rstrip("/")
+
+    @property
+    def index(self) -> dict[str, _Synced]:
+        if self._index is None:
+            try:
+                data = json.loads((self.local / INDEX).read_text())
+            except (OSError, ValueError):
+                data = {}
+            self._index = {
+                k: _Synced(*v) for k, v in data.items() if isinstance(v, list) and len(v) == 3
+            } if isinstance(data, dict) else {}  # fmt: skip
+        return self._index
+
+    def save(self) -> None:
+        """Write the index (a pull does; a batch does now and then, and at its end)."""
+        self.local.mkdir(parents=True, exist_ok=True)
+        temporary = self.local / f"{INDEX}.tmp"
+        temporary.write_text(json.dumps({k: list(v) for k, v in self.index.items()}))
+        os.replace(temporary, self.local / INDEX)
 
     def push(self, relatives: Iterable[str] | None = None) -> list[str]:
-        """Upload the local copy's files that changed since they last went up (those of
+        """Upload the copy's files that changed since they were last synced (those of
         ``relatives``, files or folders, when given); what went up. Files whose names
         start with a dot (being written) stay."""
         pushed = []
         for relative, size, stamp in self._changed(relatives):
-            local = self.local / relative
-            self.fs.put_file(str(local), self._remote(relative))
-            self._pushed[relative] = (size, stamp)
+            self.fs.put_file(str(self.local / relative), self._remote(relative))
+            self.index[relative] = _Synced(None, size, stamp)
             pushed.append(relative)
         return pushed
 
     def pull(self, relatives: Iterable[str] | None = None) -> Path:
-        """Download what changed at the URL since the last pull (under ``relatives``
-        when given) into the local copy; the copy's path."""
+        """Download what changed at the URL since the last sync (under ``relatives``
+        when given) into the copy; the copy's path."""
         self.local.mkdir(parents=True, exist_ok=True)
-        index_path = self.local / ".remote.json"
-        try:
-            index = json.loads(index_path.read_text())
-            if not isinstance(index, dict):
-                index = {}
-        except (OSError, ValueError):
-            index = {}
-        prefixes = list(relatives) if relatives is not None else [""]
-        for prefix in prefixes:
+        for prefix in list(relatives) if relatives is not None else [""]:
             try:
-                found = self.fs.find(self._remote(prefix).rstrip("/"), detail=True)
+                found = self.fs.find(self._remote(prefix), detail=True)
             except FileNotFoundError:
                 continue
             for name, info in found.items():
                 relative = name[len(self._root) :].lstrip("/")
-                if not relative or info.get("type") == "directory":
+                if not relative or info.get("type") == "directory" or relative == INDEX:
                     continue
-                tag = str(info.get("ETag") or info.get("etag") or "") + f":{info.get('size')}"
+                size = info.get("size")
+                tag = f"{info.get('ETag') or info.get('etag') or ''}:{size}"
+                if self._current(relative, tag, size):
+                    continue
                 target = self.local / relative
-                if index.get(relative) == tag and target.exists():
-                    continue
                 target.parent.mkdir(parents=True, exist_ok=True)
                 temporary = target.with_name(f".{target.name}.pull")
                 self.fs.get_file(name, str(temporary))
                 os.replace(temporary, target)  # a reader of the copy never sees half
-                index[relative] = tag
                 stat = target.stat()
-                self._pushed[relative] = (stat.st_size, stat.st_mtime_ns)  # (not sent back)
-        temporary = index_path.with_name(".remote.json.tmp")
-        temporary.write_text(json.dumps(index))
-        os.replace(temporary, index_path)
+                self.index[relative] = _Synced(tag, stat.st_size, stat.st_mtime_ns)
+        self.save()
         return self.local
+
+    def _current(self, relative: str, tag: str, size: object) -> bool:
+        """Whether the copy's file needs no download: the same as at the URL, or
+        changed here since the last sync (then it is newer: it goes up, not down)."""
+        try:
+            stat = (self.local / relative).stat()
+        except OSError:
+            return False
+        synced = self.index.get(relative)
+        if synced is None or (stat.st_size, stat.st_mtime_ns) != (synced.size, synced.stamp):
+            # Changed here (or never synced): records only grow, so the longer one wins.
+            return isinstance(size, int) and stat.st_size >= size
+        return synced.tag == tag or (synced.tag is None and _same_size(synced.size, size))
 
     def _changed(self, relatives: Iterable[str] | None) -> list[tuple[str, int, int]]:
         roots = [self.local / r for r in relatives] if relatives is not None else [self.local]
@@ -151,7 +176,23 @@ class Remote:
                     stat = path.stat()
                 except OSError:
                     continue
-                now = (stat.st_size, stat.st_mtime_ns)
-                if self._pushed.get(relative) != now:
-                    changed.append((relative, *now))
+                synced = self.index.get(relative)
+                if synced is None or (synced.size, synced.stamp) != (
+                    stat.st_size,
+                    stat.st_mtime_ns,
+                ):
+                    changed.append((relative, stat.st_size, stat.st_mtime_ns))
         return changed
+
+
+INDEX = ".remote.json"
+
+
+class _Synced(NamedTuple):
+    tag: str | None  # the file's tag at the URL when pulled (None: pushed from here)
+    size: int
+    stamp: int  # the copy's change time (ns) then
+
+
+def _same_size(a: object, b: object) -> bool:
+    return isinstance(a, int) and a == b
