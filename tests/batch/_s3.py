@@ -26,7 +26,7 @@ def need_s3() -> None:
 def s3_server() -> Iterator[dict[str, str]]:
     """A running S3 server; the environment that points S3 clients at it."""
     need_s3()
-    from moto.server import ThreadedMotoServer
+    from moto.server import ThreadedMotoServer  # type: ignore[import-not-found,unused-ignore]
 
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
@@ -45,7 +45,7 @@ def s3_server() -> Iterator[dict[str, str]]:
 
 def new_bucket(env: dict[str, str]) -> str:
     """A new empty bucket on the server; its s3:// URL."""
-    import boto3
+    import boto3  # type: ignore[import-untyped,unused-ignore]
 
     name = f"four-{uuid.uuid4().hex[:12]}"
     client = boto3.client(

@@ -229,3 +229,17 @@ def test_a_revoked_attempt_is_stopped_and_the_others_go_on() -> None:
     stop = revoked.stopped()
     assert stop is not None and stop.text == "interrupted: the batch gave this attempt up"
     supervisor.close()
+
+
+def test_a_renewal_after_the_lease_ran_out_does_not_revive_its_runs() -> None:
+    """Renewals queued while the worker was paused arrive late: the runs the lapsed
+    lease covered stay stopped; runs opened after the renewal go on."""
+    supervisor = Supervisor(lease=0.2)
+    before = supervisor.open("a#1#x")
+    time.sleep(0.3)  # (paused past the lease, nothing looked at it meanwhile)
+    supervisor.renew()
+    stop = before.stopped()
+    assert stop is not None and stop.text.startswith("interrupted: no word from the batch")
+    after = supervisor.open("b#1#y")
+    assert after.stopped() is None
+    supervisor.close()

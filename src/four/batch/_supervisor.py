@@ -185,8 +185,11 @@ class Supervisor:
 
     def renew(self, revoked: Collection[str] = ()) -> None:
         """Word from the driver: the lease goes on, and the runs ``revoked`` (attempts
-        it gave up on, by key) are stopped and their commands killed."""
+        it gave up on, by key) are stopped and their commands killed. A lease already
+        over stays over for the runs it covered (renewals sent while this process was
+        paused arrive late, all at once: the driver may have given their runs up)."""
         if self.lease is not None:
+            self.check_lease()
             self._lease_until = time.monotonic() + self.lease
         if revoked:
             with self._lock:
