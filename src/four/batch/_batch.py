@@ -6,7 +6,7 @@ import inspect
 import os
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sized
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from four import _arguments as arguments
@@ -33,7 +33,8 @@ class Progress:
     ``total`` is the number of items when known; ``skipped`` were finished by an earlier
     invocation; ``done`` have finished in this one, ``failed`` of them without a
     submission; ``cost`` is the whole batch's so far (earlier invocations and running
-    runs' metered calls included); ``stopping`` says why no new run starts, if so.
+    runs' metered calls included, lost attempts' too); ``stopping`` says why no new run
+    starts, if so; ``nodes`` says how many runs run on each node (by address or host).
 
     >>> Progress(total=10, skipped=0, done=4, failed=1, running=2, cost=0.5, elapsed=8.0).eta
     12.0
@@ -47,6 +48,7 @@ class Progress:
     cost: float
     elapsed: float
     stopping: str | None = None
+    nodes: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def eta(self) -> float | None:
@@ -401,6 +403,7 @@ class _Batch:
                 self._cost(),
                 time.monotonic() - self.started,
                 self.stopping.text if self.stopping is not None else None,
+                self.session.running_by_node(),
             )
         )
 

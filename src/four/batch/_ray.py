@@ -410,6 +410,15 @@ class RaySession:
                     total += usage
         return total
 
+    def running_by_node(self) -> dict[str, int]:
+        """The attempts in flight on each node, as its actor said where it is."""
+        nodes: dict[str, int] = {}
+        for slot in self._slots:
+            if slot.spending:
+                node = slot.where[0] if slot.where is not None else "?"
+                nodes[node] = nodes.get(node, 0) + len(slot.spending)
+        return nodes
+
     def spent(self, cost: float) -> None:
         self._spent = cost
 
