@@ -25,6 +25,7 @@ from tests._server import LoopbackServer
 from tests.batch._agents import GatedModel
 from tests.batch._cluster import HEAD, WORKERS, three_nodes
 from tests.batch.conftest import ROOT, WORKER_PATH, need_ray
+from tests.cli._runs import cli
 
 ITEMS = 30
 LEASE = 3.0
@@ -75,6 +76,21 @@ def _quiet(model: GatedModel) -> None:
     time.sleep(1.5)
 
 
+def _doctor(address: str, model: str, tmp_path: Path) -> None:
+    """``four doctor batch --ray``: the cluster, each node's scratch, the model from each."""
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text('{"id": "a", "task": "say hi"}\n')
+    said = cli("doctor", "batch", str(tasks), "--ray", address, "--model", "openai/test-model",
+               "--api-base", model, "-o", str(tmp_path / "doctor-out"), "--json",
+               env={"RAY_AUTH_MODE": "disabled"}, timeout=180)  # fmt: skip
+    checks = {c["check"]: c for c in json.loads(said.stdout)["checks"]}
+    assert checks["ray"]["status"] == "GO", said.stderr[-2000:]
+    assert checks["nodes"]["detail"] == "3 alive: 127.0.0.2, 127.0.0.3, 127.0.0.4"
+    for ip in (HEAD, *WORKERS):
+        assert checks[f"node {ip}"]["status"] == "GO", checks[f"node {ip}"]
+        assert checks[f"model from {ip}"]["status"] == "GO", checks[f"model from {ip}"]
+
+
 def test_three_nodes_sharing_no_disk_lose_nothing_under_faults(tmp_path: Path) -> None:
     need_ray()
     if shutil.which("unshare") is None:
@@ -83,6 +99,7 @@ def test_three_nodes_sharing_no_disk_lose_nothing_under_faults(tmp_path: Path) -
     out.mkdir()
     model = GatedModel(steps=6, sleep=0.5)
     with LoopbackServer(model) as server, three_nodes(tmp_path / "cluster", [out]) as cluster:
+        _doctor(cluster.address, server.url, tmp_path)
         first = _Driver(cluster.address, out, server.url)
         try:
             first.wait_for(3)
