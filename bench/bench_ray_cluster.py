@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import shutil
 import signal
 import sys
 import tempfile
@@ -87,6 +88,7 @@ def main(runs: int) -> dict[str, float]:
     landed = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     retried = sum(1 for line in (out / "manifest.jsonl").read_text().splitlines()
                   if json.loads(line)["attempts"] > 1)  # fmt: skip
+    shutil.rmtree(work, ignore_errors=True)
     ideal = runs * STEPS * LATENCY / CONCURRENCY
     driver = (after.ru_utime - cpu.ru_utime) + (after.ru_stime - cpu.ru_stime)
     return {
