@@ -45,6 +45,84 @@ def bash(command: str) -> str:
     return f"```bash\n{command}\n```"
 
 
+@functools.cache
+def _patient_model(base: str) -> Invoke:
+    from four.invoke import http_response_invoke, retry_invoke
+
+    G = http_response_invoke("test-model", base, "x", bash_tool=False, timeout=30)
+    # The model may answer "busy" (503) for a few seconds while a test kills a node.
+    return retry_invoke(G, max_attempts=60, base_delay=0.1, max_delay=0.2)
+
+
+@dataclass(frozen=True)
+class PatientServerRun:
+    """make_run like ``server_run``, whose model calls wait out a busy model."""
+
+    base: str
+
+    def __call__(self, ctx: RunContext) -> Path:
+        return run(
+            ctx.meter(_patient_model(self.base)),
+            regex_parse(),
+            local_env(timeout=30),
+            save_trajectory(ctx.output_dir),
+            prompt=ctx.task,
+            max_steps=20,
+            watch=ctx.watch,
+        )
+
+
+@dataclass
+class GatedModel:
+    """A model that counts the calls it answered (each 10 + 5 tokens): ``steps - 1``
+    commands of ``sleep`` s each, then a submission. ``drain()`` answers "busy" (503,
+    not counted) to new calls and waits for those being answered; ``reopen()`` ends it.
+    So a test can kill a node when no call is between the model and its client."""
+
+    steps: int = 6
+    sleep: float = 0.5
+    answered: int = 0
+    by_task: dict[str, int] = field(default_factory=dict)  # calls answered, by task
+    in_flight: int = 0
+    open: bool = True
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, request: Request) -> Answer:
+        with self._lock:
+            if not self.open:
+                return error(503, "busy")
+            self.in_flight += 1
+        try:
+            items = request.json().get("input")
+            said = [m for m in items if isinstance(m, dict)] if isinstance(items, list) else []
+            done = sum(1 for m in said if m.get("role") == "assistant")
+            task = next((str(m.get("content")) for m in said if m.get("role") == "user"), "")
+            if done + 1 >= self.steps:
+                answer = _responses(bash(f"echo {SUBMIT}; echo {task}"))
+            else:
+                answer = _responses(bash(f"sleep {self.sleep}; echo step {done} {task}"))
+            with self._lock:
+                self.answered += 1
+                self.by_task[task] = self.by_task.get(task, 0) + 1
+            return answer
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def drain(self) -> None:
+        with self._lock:
+            self.open = False
+        while True:
+            with self._lock:
+                if self.in_flight == 0:
+                    return
+            time.sleep(0.01)
+
+    def reopen(self) -> None:
+        with self._lock:
+            self.open = True
+
+
 @dataclass
 class StepModel:
     """The loopback server's default answer: ``steps - 1`` commands, then a submission.

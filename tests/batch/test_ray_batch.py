@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import Any, cast
 
 from four.batch import Item, RayPool, RunContext, RunResult, iter_runs, read_manifest, run_many
 from four.trajectory import load_trajectory
@@ -172,8 +173,10 @@ def test_a_killed_actors_commands_are_killed_by_its_successor(
     thread = threading.Thread(target=consume)
     thread.start()
     deadline = time.monotonic() + 60
-    while not alive(f"echo {token}") and time.monotonic() < deadline:
+    # Killed once its stream's last message (the command) has reached the batch folder.
+    while not _landed(tmp_path / "runs" / "orphan", token) and time.monotonic() < deadline:
         time.sleep(0.05)
+    assert alive(f"echo {token}")
     (actor,) = _actor_pids()
     os.kill(actor, signal.SIGKILL)
     thread.join(timeout=90)
@@ -185,6 +188,10 @@ def test_a_killed_actors_commands_are_killed_by_its_successor(
                   and p.with_suffix(".json") != r.trajectory]  # fmt: skip
     kept = load_trajectory(partial)
     assert kept.outcome is None and token in kept.messages[-1].content
+
+
+def _landed(folder: Path, text: str) -> bool:
+    return any(text in p.read_text() for p in folder.glob("*.jsonl"))
 
 
 def _kill_the_actor_each_time(
@@ -254,12 +261,16 @@ def test_a_run_lost_for_good_carries_what_both_attempts_spent(
 def test_a_recovered_first_attempt_is_counted_once(tmp_path: Path, ray_cluster: ModuleType) -> None:
     saved = tmp_path / "runs" / "paid" / "saved"
     # Attempt 1 saves its trajectory (a call of 0.25), then its actor is killed before
-    # the result comes back: the retry takes that trajectory and runs nothing.
+    # the result comes back: its trajectory reached the batch folder, and is taken (no
+    # second attempt runs).
     r, costs = _kill_the_actor_each_time(
         SavedThenHangs(cost=0.25), tmp_path, lambda cost: cost == 0.25 and saved.exists()
     )
-    assert r.attempts == 2 and r.submitted, r
-    assert r.trajectory is not None and str(r.trajectory) == saved.read_text()
+    assert r.attempts == 1 and r.submitted, r
+    assert r.error is not None and r.error.startswith("attempt 1: Actor")
+    assert r.error.endswith("its run had ended: its trajectory is taken")
+    assert r.trajectory is not None and r.trajectory.name == Path(saved.read_text()).name
+    assert r.trajectory.parent == saved.parent
     assert (r.cost, r.prompt_tokens, r.completion_tokens) == (0.25, 10, 5)
     assert max(costs) == 0.25
 
@@ -314,3 +325,47 @@ def test_ctrl_c_on_a_ray_batch_saves_records_and_kills_everything(tmp_path: Path
     for line in lines:
         assert line["outcome"] == "interrupted: batch interrupted" and line["final"] is False
         assert load_trajectory(str(line["trajectory"])).outcome == line["outcome"]
+
+
+def test_a_status_reply_lost_is_sent_again_until_acknowledged(
+    tmp_path: Path, ray_cluster: ModuleType
+) -> None:
+    """The actor counts a report as had only once the next poll acknowledges it: a reply
+    lost on the way (the actor alive) is sent again, usage and records alike. A revoked
+    attempt stops, its commands killed."""
+    from four.batch._ray import Report, actor_class
+
+    token = f"raystatus-{time.monotonic_ns()}"
+    make_run = scripted_run([bash(f"sleep 60; echo {token}")], cost=0.25)
+    actor = (
+        cast(Any, actor_class())
+        .options(max_concurrency=2)
+        .remote(make_run, str(tmp_path / "scratch"), None, None, None, 60.0)
+    )
+    key = "p#1#abcd"
+    ran = actor.run.remote(Item("p"), 1, key)
+    seq, got = 0, None
+    deadline = time.monotonic() + 60
+    while got is None and time.monotonic() < deadline:
+        report = cast(Report, ray_cluster.get(actor.status.remote(0.0, seq, ())))
+        seq = report.seq
+        streams = [p for _, ps in report.pieces for p in ps if token.encode() in p.data]
+        if report.usages and streams:
+            got = report
+        time.sleep(0.1)
+    assert got is not None
+    assert [(k, u.known_cost) for k, u in got.usages] == [(key, 0.25)]
+    # That reply is lost: the next poll acknowledges the one before.
+    again = cast(Report, ray_cluster.get(actor.status.remote(0.0, got.seq - 1, ())))
+    assert [(k, u.known_cost) for k, u in again.usages] == [(key, 0.25)]
+    assert [p.data for _, ps in again.pieces for p in ps] == [
+        p.data for _, ps in got.pieces for p in ps
+    ]
+    # Acknowledged: nothing is sent twice.
+    quiet = cast(Report, ray_cluster.get(actor.status.remote(0.0, again.seq, ())))
+    assert quiet.usages == () and quiet.pieces == () and quiet.running == (key,)
+    actor.renew.remote((key,))
+    result, _ = ray_cluster.get(ran, timeout=60)
+    assert result.outcome == "interrupted: the batch gave this attempt up" and not result.final
+    assert alive(token) == []
+    ray_cluster.kill(actor)

@@ -187,3 +187,59 @@ def test_meter_reports_a_runs_usage_while_it_goes(tmp_path: Path) -> None:
 
     (result,) = run_many(make_run, [Item("m")], tmp_path)
     assert seen == [0.5] and result.cost == 0.5
+
+
+def test_runs_stop_and_their_commands_die_once_the_lease_runs_out(tmp_path: Path) -> None:
+    """A worker that hears nothing from its driver for ``lease`` seconds stops its runs
+    (the driver may be running the same items elsewhere by then)."""
+    token = _token()
+    supervisor = Supervisor(lease=1.0)
+    make_run = scripted_run([bash(f"sleep 60; echo {token}"), bash("echo never")])
+    renewing = threading.Event()
+
+    def renew() -> None:  # the driver, for a while
+        while not renewing.wait(0.2):
+            supervisor.renew()
+
+    thread = threading.Thread(target=renew)
+    thread.start()
+    try:
+        from four.batch._attempt import run_attempt
+
+        started = threading.Timer(2.0, renewing.set)  # then the driver goes quiet
+        started.start()
+        begun = time.monotonic()
+        result = run_attempt(make_run, Item("leased"), tmp_path, supervisor)
+    finally:
+        renewing.set()
+        thread.join()
+        supervisor.close()
+    assert result.outcome == "interrupted: no word from the batch's driver for 1 s"
+    assert 2.0 <= time.monotonic() - begun < 30 and not result.final
+    assert result.trajectory is not None
+    assert load_trajectory(result.trajectory).outcome == result.outcome
+    assert alive(token) == []
+
+
+def test_a_revoked_attempt_is_stopped_and_the_others_go_on() -> None:
+    supervisor = Supervisor(lease=60.0)
+    kept, revoked = supervisor.open("a#1#x"), supervisor.open("b#1#y")
+    supervisor.renew(revoked=("b#1#y", "gone#1#z"))
+    assert kept.stopped() is None
+    stop = revoked.stopped()
+    assert stop is not None and stop.text == "interrupted: the batch gave this attempt up"
+    supervisor.close()
+
+
+def test_a_renewal_after_the_lease_ran_out_does_not_revive_its_runs() -> None:
+    """Renewals queued while the worker was paused arrive late: the runs the lapsed
+    lease covered stay stopped; runs opened after the renewal go on."""
+    supervisor = Supervisor(lease=0.2)
+    before = supervisor.open("a#1#x")
+    time.sleep(0.3)  # (paused past the lease, nothing looked at it meanwhile)
+    supervisor.renew()
+    stop = before.stopped()
+    assert stop is not None and stop.text.startswith("interrupted: no word from the batch")
+    after = supervisor.open("b#1#y")
+    assert after.stopped() is None
+    supervisor.close()

@@ -85,12 +85,14 @@ def run_attempt(
     supervisor: Supervisor,
     attempt: int = 1,
     node: str = NODE,
+    key: str | None = None,
 ) -> RunResult:
     """Run one item under ``supervisor`` and read what it left; never raises an Exception.
 
-    An async ``make_run`` is run to its end on an event loop of this thread.
+    An async ``make_run`` is run to its end on an event loop of this thread. ``key`` is
+    how the supervisor knows the run (``attempt_key``; a new one when None).
     """
-    begun = _Attempt.begin(item, root, attempt, node)
+    begun = _Attempt.begin(item, root, attempt, node, key)
     if isinstance(begun, RunResult):
         return begun
     watch = supervisor.open(begun.key)
@@ -140,11 +142,11 @@ async def arun_attempt(
     return begun.result(returned, error, watch)
 
 
-def recovered(item: Item, root: Path, attempt: int, node: str, since: float) -> RunResult | None:
-    """A retry after a lost worker: the result of a run of the item that started at or
-    after ``since`` (epoch seconds) and was saved complete, taken from its trajectory
-    (whose stats count that run's whole usage); None when there is none."""
-    done = _finished_since(root.joinpath("runs", folder_name(item.id)), since)
+def recovered(item: Item, streams: list[Path], attempt: int, node: str) -> RunResult | None:
+    """The result of a lost attempt whose run had ended: read from whichever of its
+    ``streams`` was saved complete (sealed, or with its end record: the worker was lost
+    while sealing), whose stats count that run's whole usage; None when none was."""
+    done = _ended(streams)
     if done is None:
         return None
     return RunResult(
@@ -152,6 +154,11 @@ def recovered(item: Item, root: Path, attempt: int, node: str, since: float) -> 
         done.completion_tokens, done.cost, done.wall_time, None, attempt, True,
         node, item.fields,
     )  # fmt: skip
+
+
+def attempt_key(item: Item, attempt: int) -> str:
+    """A new key for an attempt at ``item`` (unique among the batch's attempts)."""
+    return f"{item.id}#{attempt}#{uuid.uuid4().hex[:8]}"
 
 
 def item_of(key: str) -> str:
@@ -177,10 +184,12 @@ class _Attempt:
     start: float
 
     @staticmethod
-    def begin(item: Item, root: Path, attempt: int, node: str) -> _Attempt | RunResult:
+    def begin(
+        item: Item, root: Path, attempt: int, node: str, key: str | None = None
+    ) -> _Attempt | RunResult:
         """The attempt ready to run, or its result already (no folder)."""
         folder = root.joinpath("runs", folder_name(item.id))  # one Path made, not two
-        key = f"{item.id}#{attempt}#{uuid.uuid4().hex[:8]}"  # (see item_of)
+        key = key or attempt_key(item, attempt)  # (see item_of)
         start = time.monotonic()
         try:
             before = _new_folder(folder)
@@ -261,17 +270,12 @@ def _saved(returned: object, folder: Path, before: set[str]) -> Saved | None:
     return None
 
 
-def _finished_since(folder: Path, since: float) -> Saved | None:
-    """The trajectory in ``folder`` of a run that started at or after ``since`` and ended
-    (sealed, or its stream has the end record: killed while sealing)."""
-    try:
-        streams = list(folder.glob("*.jsonl"))
-    except OSError:
-        return None
+def _ended(streams: list[Path]) -> Saved | None:
+    """The newest of ``streams`` whose run ended (its sealed document, when there)."""
     for stream in sorted(streams, key=_mtime, reverse=True):
         sealed = stream.with_suffix(".json")
         saved = read_saved(sealed if sealed.is_file() else stream)
-        if saved is not None and saved.outcome is not None and saved.started_at >= since:
+        if saved is not None and saved.outcome is not None:
             return saved
     return None
 

@@ -6,19 +6,21 @@ import inspect
 import os
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sized
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from four import _arguments as arguments
 from four._outcomes import Interrupted, Outcome, TimeLimitReached
-from four._types import JSON
+from four._types import JSON, NO_USAGE, Usage
 from four.batch._attempt import MakeRun
-from four.batch._items import Item, item_from_json
+from four.batch._items import Item, folder_name, item_from_json
 from four.batch._manifest import ManifestWriter, read_results
 from four.batch._pool import AsyncPool, ThreadPool
-from four.batch._result import RunResult
+from four.batch._publish import Publisher
+from four.batch._result import RunResult, Saved, read_saved
 from four.batch._session import Pool, Session, Spec
 from four.batch._supervisor import cost_limit_reached
+from four.trajectory._destination import Remote, is_url
 
 TICK = 0.25
 """Seconds between looks at the budgets (and progress calls) while no run ends."""
@@ -31,7 +33,8 @@ class Progress:
     ``total`` is the number of items when known; ``skipped`` were finished by an earlier
     invocation; ``done`` have finished in this one, ``failed`` of them without a
     submission; ``cost`` is the whole batch's so far (earlier invocations and running
-    runs' metered calls included); ``stopping`` says why no new run starts, if so.
+    runs' metered calls included, lost attempts' too); ``stopping`` says why no new run
+    starts, if so; ``nodes`` says how many runs run on each node (by address or host).
 
     >>> Progress(total=10, skipped=0, done=4, failed=1, running=2, cost=0.5, elapsed=8.0).eta
     12.0
@@ -45,6 +48,7 @@ class Progress:
     cost: float
     elapsed: float
     stopping: str | None = None
+    nodes: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def eta(self) -> float | None:
@@ -77,6 +81,9 @@ def iter_runs(
     watch=ctx.watch)``. A run that fails, even by raising, comes back as a result with
     its outcome (``crashed: ...``); nothing a run does stops the batch.
 
+    ``output_dir`` is a folder, or an object store URL (``s3://bucket/batch``: the
+    batch works in a local copy and uploads each run's files as it ends, running runs'
+    streams and the manifest every few seconds; ``pip install 'four-loop[s3]'``).
     Each result is appended to ``output_dir/manifest.jsonl`` as it comes. With
     ``resume`` (the default), items whose latest manifest line is final are skipped:
     run the same batch again and it picks up where it stopped. Items are ``Item``s or
@@ -126,9 +133,10 @@ def iter_runs(
     arguments.amount(where, "max_cost", max_cost, optional=True)
     arguments.amount(where, "max_wall_time", max_wall_time, optional=True)
     arguments.flag(where, "resume", resume)
+    remote = Remote(os.fspath(output_dir)) if is_url(output_dir) else None
+    folder = remote.local if remote is not None else Path(output_dir).expanduser().absolute()
     spec = Spec(
-        make_run, Path(output_dir).expanduser().absolute(), max_concurrency, time_limit,
-        stall_timeout, max_cost,
+        make_run, folder, max_concurrency, time_limit, stall_timeout, max_cost,
     )  # fmt: skip
     batch = _Batch(
         spec,
@@ -138,6 +146,7 @@ def iter_runs(
         max_cost,
         max_wall_time,
         on_progress,
+        remote,
     )
     return batch.results(iter(items))
 
@@ -202,8 +211,11 @@ class _Batch:
         max_cost: float | None,
         max_wall_time: float | None,
         on_progress: Callable[[Progress], None] | None,
+        remote: Remote | None = None,
     ) -> None:
         self.spec = spec
+        self.remote = remote
+        self.publisher: Publisher | None = None
         self.pool = pool
         self.resume = resume
         self.total = total
@@ -216,14 +228,19 @@ class _Batch:
         self.spent = 0.0
         self.seen: set[str] = set()
         self.finished: set[str] = set()
+        self.accounted: set[str] = set()  # streams whose spend a manifest line carries
+        self.carried: dict[str, tuple[Usage, tuple[str, ...]]] = {}  # by item id
 
     def results(
         self, source: Iterator[Item | Mapping[str, JSON]]
     ) -> Generator[RunResult, None, None]:
-        self.writer = writer = ManifestWriter(self.spec.output_dir)
+        if self.remote is not None:  # what the URL has (its manifest says what is done)
+            self.remote.pull()
+        self.writer = writer = ManifestWriter(self.spec.output_dir, relative=bool(self.remote))
         try:
             earlier = read_results(writer.path)
             self.spent = sum(r.cost for r in earlier)
+            self.accounted = {s for r in earlier for s in self._streams_of(r)}
             if self.resume:
                 latest = {r.id: r for r in earlier}
                 self.finished = {i for i, r in latest.items() if r.final}
@@ -232,12 +249,16 @@ class _Batch:
         except BaseException:
             writer.close()
             raise
+        if self.remote is not None:
+            self.publisher = Publisher(self.remote)
         self.started = time.monotonic()
         try:
             yield from self._loop(source)
         finally:
             self.session.close()
             writer.close()
+            if self.publisher is not None:
+                self.publisher.close()
 
     def _loop(self, source: Iterator[Item | Mapping[str, JSON]]) -> Iterator[RunResult]:
         session = self.session
@@ -253,13 +274,14 @@ class _Batch:
                         exhausted = True
                     elif item.id in self.finished:
                         self.skipped += 1
+                    elif (taken := self._earlier(item)) is not None:
+                        yield self._record(taken)
                     else:
                         session.submit(item)
                 if session.running == 0 and (exhausted or self.stopping is not None):
                     break
                 for result in session.wait(TICK):
-                    self._record(result)
-                    yield result
+                    yield self._record(result)
                 self._progress()
             self._progress()
         except BaseException as exc:
@@ -276,12 +298,73 @@ class _Batch:
         self.seen.add(item.id)
         return item
 
-    def _record(self, result: RunResult) -> None:
+    def _streams_of(self, result: RunResult) -> list[str]:
+        """The streams (relative to the batch folder) whose spend a result carries."""
+        names = list(result.lost_streams)
+        path = result.trajectory
+        if path is not None and path.is_relative_to(self.spec.output_dir):
+            names.append(path.relative_to(self.spec.output_dir).with_suffix(".jsonl").as_posix())
+        return names
+
+    def _earlier(self, item: Item) -> RunResult | None:
+        """What attempts at ``item`` whose results never reached the manifest left (a
+        driver killed mid-batch): the result of one that ended, taken as it is (newest
+        first); else their spend, carried into the item's next result."""
+        root = self.spec.output_dir
+        folder = root / "runs" / folder_name(item.id)
+        if not self.resume or not folder.is_dir():  # (not resumed: every item anew)
+            return None
+        lost: list[tuple[str, Saved]] = []
+        for stream in sorted(folder.glob("*.jsonl"), reverse=True):  # (named by start time)
+            name = stream.relative_to(root).as_posix()
+            sealed = stream.with_suffix(".json")
+            saved = (
+                read_saved(sealed if sealed.is_file() else stream)
+                if name not in self.accounted
+                else None
+            )
+            if saved is not None:
+                lost.append((name, saved))
+        if not lost:
+            return None
+        ended = next(((n, s) for n, s in lost if s.outcome is not None), None)
+        others = [(n, s) for n, s in lost if (n, s) != ended]
+        usage = NO_USAGE
+        for _, saved in others:
+            usage += Usage(saved.prompt_tokens, saved.completion_tokens, saved.cost)
+        names = tuple(n for n, _ in others)
+        self.accounted.update(n for n, _ in lost)
+        if ended is None:
+            self.carried[item.id] = (usage, names)
+            return None
+        s = ended[1]
+        return RunResult(
+            item.id, str(s.outcome), s.path, s.steps, s.prompt_tokens + usage.prompt_tokens,
+            s.completion_tokens + usage.completion_tokens, s.cost + usage.known_cost,
+            s.wall_time, "its result was not recorded (the batch's driver was lost): taken",
+            fields=item.fields, lost_streams=names,
+        )  # fmt: skip
+
+    def _record(self, result: RunResult) -> RunResult:
+        """Write the result's manifest line (with what it carries); the result."""
+        carried = self.carried.pop(result.id, None)
+        if carried is not None:  # what attempts lost with an earlier driver spent
+            usage, names = carried
+            result = replace(
+                result,
+                prompt_tokens=result.prompt_tokens + usage.prompt_tokens,
+                completion_tokens=result.completion_tokens + usage.completion_tokens,
+                cost=result.cost + usage.known_cost,
+                lost_streams=(*names, *result.lost_streams),
+            )
         self.writer.write(result)
+        if self.publisher is not None:
+            self.publisher.ended(f"runs/{folder_name(result.id)}")
         self.spent += result.cost
         self.session.spent(self.spent)
         self.done += 1
         self.failed += not result.submitted
+        return result
 
     def _check_budgets(self) -> None:
         if self.stopping is not None:
@@ -320,6 +403,7 @@ class _Batch:
                 self._cost(),
                 time.monotonic() - self.started,
                 self.stopping.text if self.stopping is not None else None,
+                self.session.running_by_node(),
             )
         )
 

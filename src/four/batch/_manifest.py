@@ -6,6 +6,7 @@ import contextlib
 import fcntl
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import IO
 
@@ -34,7 +35,11 @@ def read_results(path: str | os.PathLike[str]) -> list[RunResult]:
         except json.JSONDecodeError:
             continue
         if isinstance(data, dict) and isinstance(data.get("id"), str):
-            results.append(RunResult.from_json(data))
+            result = RunResult.from_json(data)
+            if result.trajectory is not None and not result.trajectory.is_absolute():
+                # (a batch folder at a URL names them from its folder)
+                result = replace(result, trajectory=p.parent / result.trajectory)
+            results.append(result)
     return results
 
 
@@ -50,9 +55,12 @@ def read_manifest(path: str | os.PathLike[str]) -> dict[str, RunResult]:
 
 class ManifestWriter:
     """Appends results to a manifest, one flushed line each. Holds an exclusive lock on
-    the file, so two batches cannot write one folder at once."""
+    the file, so two batches cannot write one folder at once. With ``relative``, a
+    trajectory in the folder is named from it (the folder is a copy of one at a URL)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, *, relative: bool = False) -> None:
+        self.folder = folder
+        self.relative = relative
         folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / MANIFEST
         self._file: IO[str] = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115
@@ -68,6 +76,9 @@ class ManifestWriter:
             self._file.flush()
 
     def write(self, result: RunResult) -> None:
+        path = result.trajectory
+        if self.relative and path is not None and path.is_relative_to(self.folder):
+            result = replace(result, trajectory=path.relative_to(self.folder))
         self._file.write(json.dumps(result.to_json()) + "\n")
         self._file.flush()
 

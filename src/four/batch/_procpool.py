@@ -34,6 +34,7 @@ from pathlib import Path
 
 from four._outcomes import Crashed, Interrupted, Outcome
 from four._types import NO_USAGE, Usage
+from four.batch._attempt import NODE
 from four.batch._items import Item
 from four.batch._journal import Journal, clean_up
 from four.batch._result import RunResult
@@ -215,6 +216,10 @@ class ProcessSession:
         for worker in self._workers:
             worker.outbox.append(_Stop(outcome, kill))
         self._flush()
+
+    def running_by_node(self) -> dict[str, int]:
+        running = sum(len(w.running) for w in self._workers)
+        return {NODE: running} if running else {}
 
     def live_usage(self) -> Usage:
         total = NO_USAGE

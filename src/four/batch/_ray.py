@@ -3,12 +3,24 @@
 Imported only by ``RayPool.open``. Each actor holds ``make_run`` (shipped once, at its
 creation), a ``Supervisor`` (one watchdog thread for its runs) and ``max_concurrency``
 threads for runs, plus one control thread (a concurrency group of its own) that takes
-stop requests and status polls while every run thread is busy. Ray's own retries are
-off: a run whose actor dies is tried once more here, on a live actor, so a half-done
-run is never replayed silently; its partial trajectory stays where it was written.
-What a lost attempt had spent on metered model calls (as the actor's last status said)
-goes with the item: into its lost result, or added to its retry's result (unless the
-retry took the first attempt's finished trajectory, whose stats count it already).
+stop requests, lease renewals and status polls while every run thread is busy.
+
+Records travel: each attempt runs in a scratch folder of its actor's node, and what it
+writes comes back to this process (``_ship``, ``_land``): in each status reply (every
+0.5 s, so a node lost mid-run leaves its partial stream here) and whole in the run's
+reply. A status reply counts only once acknowledged (the next poll says which it got):
+one lost on the way is sent again, usage and records alike.
+
+Exactly one result per item. Each attempt has a key (its lease token). Ray's own
+retries are off; an attempt lost here is tried once more, on a live actor: at once when
+its process is known dead (its actor restarted, or died on a live node), else only once
+its lease has run out (``Supervisor.renew``: an actor that hears nothing from this
+process for ``lease`` seconds stops its runs), so two attempts at one item never run at
+once. A call that failed only for a while (``ActorUnavailableError``) is not lost: its
+result comes with the actor's next status. A lost attempt whose run had ended (its
+stream landed whole) is taken, not run again. What a lost attempt had spent on metered
+model calls (as the actor's last status said) goes with the item: into its lost result,
+or added to its retry's result.
 """
 
 from __future__ import annotations
@@ -16,13 +28,16 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import shutil
+import tempfile
 import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, cast
+from typing import TYPE_CHECKING, NamedTuple, Protocol, cast
 
 import ray
 import ray.exceptions
@@ -30,10 +45,12 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from four._outcomes import Crashed, Outcome
 from four._types import NO_USAGE, Usage
-from four.batch._attempt import MakeRun, item_of, recovered, run_attempt
-from four.batch._items import Item
+from four.batch._attempt import MakeRun, attempt_key, recovered, run_attempt
+from four.batch._items import Item, folder_name
 from four.batch._journal import Journal, actor_journal, sweep
+from four.batch._land import Landing
 from four.batch._result import RunResult
+from four.batch._ship import STREAM, Piece, Shipper
 from four.batch._supervisor import Supervisor
 
 if TYPE_CHECKING:
@@ -46,7 +63,25 @@ PROBE_EVERY = 0.2
 MAX_PROBES = 300
 """... for at most about a minute; then it counts as gone."""
 STATUS_EVERY = 0.5
-"""Seconds between polls of the actors' live cost (for the budget and the progress)."""
+"""Seconds between polls of the actors' live cost and records."""
+GRACE = 2.0
+"""Seconds past a lost attempt's lease before its retry starts (a renewal in flight)."""
+
+
+class Report(NamedTuple):
+    """An actor's status: ``seq`` (acknowledge it in the next poll), who answers
+    (``incarnation``: new at each restart), the attempts running, usages changed since
+    the last acknowledged report (by attempt key), attempts ended whose end this process
+    has not acknowledged, the records it lacks (by attempt key), and the supervisor's
+    own cost stop."""
+
+    seq: int
+    incarnation: str
+    running: tuple[str, ...]
+    usages: tuple[tuple[str, Usage], ...]
+    ended: tuple[tuple[str, RunResult], ...]
+    pieces: tuple[tuple[str, tuple[Piece, ...]], ...]
+    stopping: Outcome | None
 
 
 class _Actor:
@@ -55,19 +90,30 @@ class _Actor:
     def __init__(
         self,
         make_run: MakeRun,
-        root: str,
+        scratch: str | None,
         time_limit: float | None,
         stall_timeout: float | None,
         max_cost: float | None,
+        lease: float,
     ) -> None:
         self.make_run = make_run
-        self.root = Path(root)
-        self.supervisor = Supervisor(time_limit, stall_timeout, max_cost=max_cost)
+        self.supervisor = Supervisor(time_limit, stall_timeout, max_cost=max_cost, lease=lease)
         self.node = _node_address()
-        self.told: dict[str, Usage] = {}  # each live run's usage, as the last status said
+        self.incarnation = uuid.uuid4().hex
+        self.lock = threading.Lock()
+        self.shipper = Shipper()
+        self.running: set[str] = set()
+        self.ended: dict[str, RunResult] = {}  # results the driver has not acknowledged
+        self.told: dict[str, Usage] = {}  # each run's usage, as acknowledged
+        self.telling: dict[str, Usage] = {}  # ... as the last report said
+        self.seq = 0
         # A restarted actor first kills what its killed predecessor left running.
-        actor_id = ray.get_runtime_context().get_actor_id()
-        path = actor_journal(str(actor_id))
+        actor_id = str(ray.get_runtime_context().get_actor_id())
+        path = actor_journal(actor_id)
+        # Each attempt's scratch folder, under one per actor (a predecessor's is dropped:
+        # what of it the driver had not got is lost with the attempt).
+        self.scratch = Path(scratch or tempfile.gettempdir()) / f"four-ray-{actor_id}.scratch"
+        shutil.rmtree(self.scratch, ignore_errors=True)
         self.journal = Journal(path)
         self.cleaned = self.journal.open()
         # Then, beside the runs (the actor is up meanwhile), what actors killed for good
@@ -80,38 +126,70 @@ class _Actor:
     def _sweep(self, own: Path) -> None:
         self.cleaned.extend(sweep(own))
 
-    def run(self, item: Item, attempt: int, since: float | None) -> tuple[RunResult, bool]:
-        """The attempt's result, and whether it was recovered: a retry (``since`` given)
-        first looks for the trajectory of a first attempt that finished."""
-        if since is not None:
-            done = recovered(item, self.root, attempt, self.node, since)
-            if done is not None:
-                return done, True
-        return run_attempt(
-            self.make_run, item, self.root, self.supervisor, attempt, self.node
-        ), False
+    def run(self, item: Item, attempt: int, key: str) -> tuple[RunResult, tuple[Piece, ...]]:
+        """The attempt's result (its trajectory's path relative to the batch folder),
+        and every record of it the driver lacks."""
+        base = self.scratch / key.rsplit("#", 1)[-1]
+        self.shipper.track(key, base, f"runs/{folder_name(item.id)}")
+        with self.lock:
+            self.running.add(key)
+        result = run_attempt(self.make_run, item, base, self.supervisor, attempt, self.node, key)
+        if result.trajectory is not None and result.trajectory.is_relative_to(base):
+            result = replace(result, trajectory=result.trajectory.relative_to(base))
+        with self.lock:
+            self.ended[key] = result
+            self.running.discard(key)
+        return result, tuple(self.shipper.final(key))
 
     def stop(self, outcome: Outcome, kill: bool) -> None:
         self.supervisor.stop(outcome, kill=kill)
 
-    def status(self, spent: float) -> tuple[tuple[tuple[str, Usage], ...], Outcome | None]:
-        """The live runs whose usage changed since the last status (by item id), and the
-        supervisor's own cost stop, if any."""
-        self.supervisor.spent = spent
-        runs = {item_of(key): u for key, u in self.supervisor.live_usages().items()}
-        changed = tuple((i, u) for i, u in runs.items() if self.told.get(i) != u)
-        self.told = runs
-        return changed, self.supervisor.stopping
+    def renew(self, revoked: tuple[str, ...]) -> None:
+        self.supervisor.renew(revoked)
 
-    def where(self) -> tuple[str, int]:
-        return self.node, os.getpid()
+    def status(self, spent: float, ack: int, done: tuple[str, ...]) -> Report:
+        """Acknowledge report ``ack`` and the ends ``done``; report again."""
+        self.supervisor.spent = spent
+        self.supervisor.renew()
+        if ack == self.seq:
+            self.shipper.commit()
+            self.told = self.telling
+        for key in done:
+            self.shipper.drop(key)
+            with self.lock:
+                self.ended.pop(key, None)
+        self.seq += 1
+        usages = self.supervisor.live_usages()
+        changed = tuple((k, u) for k, u in usages.items() if self.told.get(k) != u)
+        self.telling = {**self.told, **usages}
+        with self.lock:
+            running, ended = tuple(self.running), tuple(self.ended.items())
+        pieces = _by_attempt(self.shipper.report({k for k, _ in ended}))
+        return Report(
+            self.seq, self.incarnation, running, changed, ended, pieces,
+            self.supervisor.stopping,
+        )  # fmt: skip
+
+    def where(self) -> tuple[str, int, str, str]:
+        """Its node's address, its pid, its incarnation, its node's id."""
+        node_id = str(ray.get_runtime_context().get_node_id())
+        return self.node, os.getpid(), self.incarnation, node_id
 
     def finish(self) -> list[str]:
-        """The batch is over: drop the journal; what this incarnation cleaned up."""
+        """The batch is over: drop the journal and the scratch; what this incarnation
+        cleaned up."""
         self.journal.close()
         self.supervisor.close()
+        shutil.rmtree(self.scratch, ignore_errors=True)
         self.sweeping.join(timeout=1)  # (unfinished: the next actor on the node sweeps)
         return list(self.cleaned)
+
+
+def _by_attempt(pieces: list[tuple[str, Piece]]) -> tuple[tuple[str, tuple[Piece, ...]], ...]:
+    grouped: dict[str, list[Piece]] = {}
+    for key, piece in pieces:
+        grouped.setdefault(key, []).append(piece)
+    return tuple((k, tuple(v)) for k, v in grouped.items())
 
 
 def _node_address() -> str:
@@ -134,6 +212,7 @@ class _Handle(Protocol):
 
     run: _Method
     stop: _Method
+    renew: _Method
     status: _Method
     where: _Method
     finish: _Method
@@ -141,13 +220,21 @@ class _Handle(Protocol):
 
 def _remote_actor() -> object:
     control = ray.method(concurrency_group="control")
-    for name in ("stop", "status", "where", "finish"):
+    for name in ("stop", "renew", "status", "where", "finish"):
         setattr(_Actor, name, control(getattr(_Actor, name)))
     remote = cast(Callable[..., Callable[[type], object]], ray.remote)  # its overloads omit it
     return remote(concurrency_groups={"control": 1})(_Actor)
 
 
 _ACTOR: object | None = None
+
+
+def actor_class() -> object:
+    """The remote actor class (made once per process)."""
+    global _ACTOR
+    if _ACTOR is None:
+        _ACTOR = _remote_actor()
+    return _ACTOR
 
 
 @dataclass
@@ -157,7 +244,7 @@ class _Slot:
     handle: _Handle
     capacity: int
     node_id: str | None
-    # The items in flight on it, each with its usage as the actor last said.
+    # The attempts in flight on it (by key), each with its usage as the actor last said.
     spending: dict[str, Usage] = field(default_factory=dict)
     healthy: bool = False  # takes runs (once its first `where` answered)
     starting: bool = True  # its first `where` has not answered yet
@@ -165,7 +252,10 @@ class _Slot:
     reprobe_at: float | None = None  # when to ask again (the actor is restarting)
     probes: int = 0
     status: ray.ObjectRef[object] | None = None
-    where: tuple[str, int] | None = None
+    asked: float = 0.0  # when the status call was sent
+    seq: int = 0  # the last report received (acknowledged by the next poll)
+    done: list[str] = field(default_factory=list)  # ends received, to acknowledge
+    where: tuple[str, int, str, str] | None = None  # node, pid, incarnation, node id
     gone: str | None = None  # why it counts as gone for good
 
     @property
@@ -183,12 +273,21 @@ class _Call:
     slot: _Slot
     item: Item
     attempt: int
+    key: str
     errors: list[str] = field(default_factory=list)
-    since: float = 0.0  # when the first attempt was sent (epoch seconds)
-    lost: Usage = NO_USAGE  # what an earlier attempt spent before its actor died
+    lost: Usage = NO_USAGE  # what earlier attempts spent before they were lost
+    lost_streams: tuple[str, ...] = ()  # ... and their streams (relative paths)
+    streams: set[str] = field(default_factory=set)  # its streams landed (relative paths)
+    doubt: str | None = None  # its call failed for a while: the actor's status settles it
 
 
-_Queued = tuple[Item, int, list[str], float, Usage]
+class _Queued(NamedTuple):
+    item: Item
+    attempt: int
+    errors: list[str]
+    lost: Usage
+    lost_streams: tuple[str, ...] = ()
+    not_before: float = 0.0  # (monotonic) a lost attempt's lease runs out
 
 
 class RaySession:
@@ -201,15 +300,16 @@ class RaySession:
         max_restarts: int,
         init: Mapping[str, object],
         spec: Spec,
+        scratch: str | None = None,
+        lease: float = 30.0,
     ) -> None:
-        global _ACTOR
         self._spec = spec
+        self._lease = lease
+        self._landing = Landing(spec.output_dir)
         self._started_ray = False
         if not ray.is_initialized():
             cast(Callable[..., object], ray.init)(address=address, **dict(init))
             self._started_ray = True
-        if _ACTOR is None:
-            _ACTOR = _remote_actor()
         listed = cast(Callable[[], list[dict[str, object]]], ray.nodes)()
         nodes = [n for n in listed if n.get("Alive")]
         count = actors if actors is not None else max(1, len(nodes))
@@ -227,14 +327,15 @@ class RaySession:
                 options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node_id, soft=False)
             handle = cast(
                 _Handle,
-                cast(_Remote, _ACTOR)
+                cast(_Remote, actor_class())
                 .options(**options)
                 .remote(
                     spec.make_run,
-                    str(spec.output_dir),
+                    scratch,
                     spec.time_limit,
                     spec.stall_timeout,
                     spec.max_cost,
+                    lease,
                 ),
             )
             # Runs go to an actor once it answers (each takes at most its share, so
@@ -242,12 +343,19 @@ class RaySession:
             self._slots.append(_Slot(handle, per_actor, node_id, probe=handle.where.remote()))
         self._ready_by = time.monotonic() + READY_WITHIN
         self._calls: dict[ray.ObjectRef[object], _Call] = {}
+        self._keys: dict[str, _Call] = {}  # every attempt not settled yet, by key
+        self._revoked: list[str] = []  # attempts given up on (their actors stop them)
         self._queue: deque[_Queued] = deque()
         self._ready: list[RunResult] = []
         self._stop: Outcome | None = None
         self._stopping: Outcome | None = None
         self._spent = 0.0
         self._polled = 0.0
+        # Leases are renewed from a thread of their own: a driver busy with a result
+        # (the user's loop body) is still there.
+        self._closed = threading.Event()
+        self._renewing = threading.Thread(target=self._renew, name="four-lease", daemon=True)
+        self._renewing.start()
 
     # --- Session ---------------------------------------------------------------------
 
@@ -257,10 +365,10 @@ class RaySession:
 
     @property
     def running(self) -> int:
-        return len(self._calls) + len(self._queue) + len(self._ready)
+        return len(self._keys) + len(self._queue) + len(self._ready)
 
     def submit(self, item: Item) -> None:
-        self._queue.append((item, 1, [], 0.0, NO_USAGE))
+        self._queue.append(_Queued(item, 1, [], NO_USAGE))
         self._dispatch()
 
     def wait(self, timeout: float) -> list[RunResult]:
@@ -275,7 +383,7 @@ class RaySession:
                     ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
                 for ref in ready:
                     self._collect(ref)
-            elif self._queue:  # waiting for an actor to come back
+            elif self._queue or self._keys:  # waiting for an actor, a lease, a status
                 time.sleep(min(timeout, PROBE_EVERY))
         self._dispatch()
         ready_results, self._ready = self._ready, []
@@ -287,8 +395,10 @@ class RaySession:
             if slot.healthy:
                 slot.handle.stop.remote(outcome, kill)
         while self._queue:  # queued runs never start
-            item, attempt, errors, _, lost = self._queue.popleft()
-            self._ready.append(self._lost(item, attempt, errors, outcome.text, lost))
+            q = self._queue.popleft()
+            self._ready.append(
+                self._lost(q.item, q.attempt, q.errors, outcome.text, q.lost, q.lost_streams)
+            )
 
     def live_usage(self) -> Usage:
         """The runs in flight (as their actors last said), and what lost attempts of
@@ -300,6 +410,15 @@ class RaySession:
                     total += usage
         return total
 
+    def running_by_node(self) -> dict[str, int]:
+        """The attempts in flight on each node, as its actor said where it is."""
+        nodes: dict[str, int] = {}
+        for slot in self._slots:
+            if slot.spending:
+                node = slot.where[0] if slot.where is not None else "?"
+                nodes[node] = nodes.get(node, 0) + len(slot.spending)
+        return nodes
+
     def spent(self, cost: float) -> None:
         self._spent = cost
 
@@ -307,12 +426,14 @@ class RaySession:
         return self._stopping
 
     def close(self, wait: bool = True) -> None:
+        self._closed.set()
         # (An actor still starting is not waited for: it is killed below, and its journal,
         # if it wrote one, is swept by the next actor on its node.)
         finishing = [s.handle.finish.remote() for s in self._slots if s.healthy]
         if finishing:
             with contextlib.suppress(ray.exceptions.RayError):
                 ray.wait(finishing, num_returns=len(finishing), timeout=10 if wait else 1)
+        self._renewing.join(timeout=5)
         if self._started_ray:
             ray.shutdown()
             return
@@ -321,75 +442,157 @@ class RaySession:
 
     # --- inner workings ----------------------------------------------------------------
 
+    def _renew(self) -> None:
+        every = min(1.0, self._lease / 4)
+        while not self._closed.wait(every):
+            revoked = tuple(self._revoked[-1000:])
+            for slot in self._slots:
+                if slot.gone is None:
+                    with contextlib.suppress(Exception):  # (a dead actor: its probe tells)
+                        slot.handle.renew.remote(revoked)
+
     def _dispatch(self) -> None:
+        now = time.monotonic()
         while self._queue and self._stop is None:
             free = [s for s in self._slots if s.healthy and s.running < s.capacity]
             if not free:
                 if not any(s.healthy or s.probing for s in self._slots):
-                    item, attempt, errors, _, lost = self._queue.popleft()
+                    q = self._queue.popleft()
                     why = "; ".join(dict.fromkeys(s.gone for s in self._slots if s.gone))
                     text = "no Ray actor is left to run it" + (f" ({why})" if why else "")
                     text = Crashed("batch", text).text
-                    self._ready.append(self._lost(item, attempt, errors, text, lost))
+                    self._ready.append(
+                        self._lost(q.item, q.attempt, q.errors, text, q.lost, q.lost_streams)
+                    )
                     continue
                 return
+            ready = next((q for q in self._queue if q.not_before <= now), None)
+            if ready is None:  # every retry waits for its lost attempt's lease
+                return
+            self._queue.remove(ready)
             slot = min(free, key=lambda s: s.running / s.capacity)
-            item, attempt, errors, since, lost = self._queue.popleft()
-            # A retry first looks for the trajectory of a first attempt that finished.
-            ref = slot.handle.run.remote(item, attempt, since if attempt > 1 else None)
-            slot.spending[item.id] = NO_USAGE
-            self._calls[ref] = _Call(slot, item, attempt, errors, since or time.time(), lost)
+            key = attempt_key(ready.item, ready.attempt)
+            ref = slot.handle.run.remote(ready.item, ready.attempt, key)
+            slot.spending[key] = NO_USAGE
+            call = _Call(
+                slot, ready.item, ready.attempt, key, ready.errors, ready.lost, ready.lost_streams
+            )
+            self._calls[ref] = call
+            self._keys[key] = call
 
     def _collect(self, ref: ray.ObjectRef[object]) -> None:
         call = self._calls.pop(ref, None)
         if call is None:
             self._probed(ref)
             return
-        spent = call.slot.spending.pop(call.item.id, NO_USAGE)
+        if self._keys.get(call.key) is not call:  # settled meanwhile (by a status)
+            return
         try:
-            result, was_recovered = cast(tuple[RunResult, bool], ray.get(ref))
+            result, pieces = cast(tuple[RunResult, tuple[Piece, ...]], ray.get(ref))
         except ray.exceptions.RayTaskError as exc:  # raised in the actor (run_attempt does not)
+            spent = self._settle(call)
             text = Crashed("batch", _first_line(exc.cause or exc)).text
             lost = call.lost + spent
+            streams = (*call.lost_streams, *sorted(call.streams))
             self._ready.append(
-                self._lost(call.item, call.attempt, call.errors, text, lost, final=True)
+                self._lost(call.item, call.attempt, call.errors, text, lost, streams, final=True)
             )
             return
-        except ray.exceptions.RayError as exc:  # the actor died, or cannot be placed again
-            self._actor_failed(call, exc, spent)
+        except ray.exceptions.ActorUnavailableError as exc:
+            # For a while only (a restart, a network blip): the attempt may still run.
+            # The actor's next status says how it went (or that it is another actor).
+            call.doubt = _first_line(exc)
+            self._unhealthy(call.slot)
             return
+        except ray.exceptions.RayError as exc:  # the actor died, or cannot be placed again
+            self._actor_failed(call, exc)
+            return
+        self._ended(call, result, pieces)
+
+    def _ended(self, call: _Call, result: RunResult, pieces: tuple[Piece, ...]) -> None:
+        """The attempt's result and its last records are in."""
+        self._land(call, pieces)
+        self._settle(call)
+        call.slot.done.append(call.key)
+        if result.trajectory is not None and not result.trajectory.is_absolute():
+            result = replace(result, trajectory=self._spec.output_dir / result.trajectory)
         if call.errors:  # a retry
             error = "; ".join([*call.errors, *([result.error] if result.error else [])])
             result = replace(result, error=error)
-            # Both attempts were paid for, unless the retry took the first attempt's
-            # finished trajectory (whose stats count it already).
-            if not was_recovered:
-                lost = call.lost
-                result = replace(
-                    result,
-                    prompt_tokens=result.prompt_tokens + lost.prompt_tokens,
-                    completion_tokens=result.completion_tokens + lost.completion_tokens,
-                    cost=result.cost + lost.known_cost,
-                )
+        if call.lost_streams:
+            result = replace(result, lost_streams=call.lost_streams)
+        if call.lost is not NO_USAGE:  # earlier attempts were paid for too
+            lost = call.lost
+            result = replace(
+                result,
+                prompt_tokens=result.prompt_tokens + lost.prompt_tokens,
+                completion_tokens=result.completion_tokens + lost.completion_tokens,
+                cost=result.cost + lost.known_cost,
+            )
         self._ready.append(result)
 
-    def _actor_failed(self, call: _Call, exc: Exception, spent: Usage) -> None:
-        """The actor died (or could not be reached) with the run in flight, which had
-        ``spent`` by the actor's last status: that stays with the item."""
-        slot = call.slot
+    def _settle(self, call: _Call) -> Usage:
+        """The attempt is over: what it had spent, as its actor last said."""
+        self._keys.pop(call.key, None)
+        return call.slot.spending.pop(call.key, NO_USAGE)
+
+    def _land(self, call: _Call, pieces: tuple[Piece, ...]) -> None:
+        for path in self._landing.put(pieces):
+            if path.endswith(STREAM):
+                call.streams.add(path)
+
+    def _unhealthy(self, slot: _Slot) -> None:
         if slot.healthy:
             slot.healthy = False
             slot.probes = 1
             slot.probe = slot.handle.where.remote()  # answers once the actor is back
-            slot.status = None  # a dead actor's last status must not count again
-        errors = [*call.errors, f"attempt {call.attempt}: {_first_line(exc)}"]
+
+    def _actor_failed(self, call: _Call, exc: Exception) -> None:
+        """The actor died (or could not be reached) with the attempt in flight."""
+        slot = call.slot
+        self._unhealthy(slot)
+        slot.status = None  # a dead actor's last status must not count again
+        # Its process is dead for sure when its node lives (Ray saw the process go);
+        # on a lost node it may live on (cut off, or paused) until its lease ends.
+        node_id = slot.where[3] if slot.where is not None else slot.node_id
+        self._lose(call, _first_line(exc), sure=_node_alive(node_id))
+
+    def _lose(self, call: _Call, why: str, *, sure: bool) -> None:
+        """The attempt is lost (``why``): take its run if it had ended, else try again
+        (at once when ``sure`` its process is dead, else once its lease is over)."""
+        spent = self._settle(call)
+        self._revoked.append(call.key)
+        errors = [*call.errors, f"attempt {call.attempt}: {why}"]
         lost = call.lost + spent if spent is not NO_USAGE else call.lost
+        lost_streams = (*call.lost_streams, *sorted(call.streams))
+        out = self._spec.output_dir
+        done = recovered(call.item, [out / p for p in call.streams], call.attempt, "")
+        if done is not None:  # it had ended: its stats count it whole
+            node = call.slot.where[0] if call.slot.where is not None else ""
+            error = "; ".join([*errors, "its run had ended: its trajectory is taken"])
+            earlier = call.lost
+            self._ready.append(
+                replace(
+                    done,
+                    node=node,
+                    error=error,
+                    lost_streams=call.lost_streams,
+                    prompt_tokens=done.prompt_tokens + earlier.prompt_tokens,
+                    completion_tokens=done.completion_tokens + earlier.completion_tokens,
+                    cost=done.cost + earlier.known_cost,
+                )
+            )
+            return
         if call.attempt >= 2 or self._stop is not None:
             reason = self._stop.text if self._stop is not None else None
             text = reason or Crashed("batch", f"its Ray actor died twice: {errors[-1]}").text
-            self._ready.append(self._lost(call.item, call.attempt, errors, text, lost))
+            self._ready.append(
+                self._lost(call.item, call.attempt, errors, text, lost, lost_streams)
+            )
             return
-        self._queue.appendleft((call.item, call.attempt + 1, errors, call.since, lost))
+        wait = 0.0 if sure else time.monotonic() + self._lease + GRACE
+        retry = _Queued(call.item, call.attempt + 1, errors, lost, lost_streams, wait)
+        self._queue.appendleft(retry)
 
     def _probes(self) -> list[ray.ObjectRef[object]]:
         return [s.probe for s in self._slots if s.probe is not None]
@@ -399,23 +602,40 @@ class RaySession:
             if slot.probe is not None and slot.probe == ref:
                 slot.probe = None
                 try:
-                    where = ray.get(ref)
+                    where = cast(tuple[str, int, str, str], ray.get(ref))
                 except ray.exceptions.ActorUnavailableError as exc:  # restarting: ask again soon
                     if slot.probes < MAX_PROBES:
                         slot.reprobe_at = time.monotonic() + PROBE_EVERY
                     else:  # not back within about a minute: gone
                         slot.starting, slot.gone = False, _first_line(exc)
+                        self._doubts_lost(slot, slot.gone)
                     return
                 except ray.exceptions.RayError as exc:
                     # Gone for good: its node is dead, no restart is left, or it could
                     # not start (its __init__ failed: make_run not importable there...).
                     slot.starting, slot.gone = False, _why_gone(exc)
+                    self._doubts_lost(slot, slot.gone)
                     return
+                self._answered(slot, where)
                 slot.healthy, slot.starting, slot.probes = True, False, 0
-                slot.where = cast(tuple[str, int], where)
                 if self._stop is not None:
                     slot.handle.stop.remote(self._stop, True)
                 return
+
+    def _answered(self, slot: _Slot, where: tuple[str, int, str, str]) -> None:
+        """An actor said who it is: a new incarnation (restarted) lost every attempt
+        the old one had (on the same node, its successor killed their commands)."""
+        before, slot.where = slot.where, where
+        if before is None or before[2] == where[2]:
+            return
+        slot.seq, slot.done = 0, []
+        for call in [c for c in self._keys.values() if c.slot is slot]:
+            if call.doubt is not None:  # (the others' calls fail: ActorDiedError)
+                self._lose(call, f"{call.doubt} (its actor restarted)", sure=before[0] == where[0])
+
+    def _doubts_lost(self, slot: _Slot, why: str) -> None:
+        for call in [c for c in self._keys.values() if c.slot is slot and c.doubt is not None]:
+            self._lose(call, f"{call.doubt}; then {why}", sure=False)
 
     def _overdue(self) -> None:
         """Actors not up within READY_WITHIN get runs anyway (queued by Ray until they are)."""
@@ -441,31 +661,66 @@ class RaySession:
                 continue
             ready, _ = ray.wait([slot.status], timeout=0)
             if not ready:
+                if now - slot.asked > self._lease:  # no answer: paused, or cut off
+                    slot.status = None
+                    self._silent(slot)
                 continue
+            ref, slot.status = slot.status, None
             try:
-                said = ray.get(slot.status)
+                report = cast(Report, ray.get(ref))
             except ray.exceptions.RayError:
-                said = ((), None)
-            runs, stopping = cast(tuple[tuple[tuple[str, Usage], ...], Outcome | None], said)
-            slot.status = None
-            for item_id, usage in runs:
-                if item_id in slot.spending:  # (not one whose result came meanwhile)
-                    slot.spending[item_id] = usage
-            if stopping is not None and self._stopping is None:
-                self._stopping = stopping  # one actor's cost check stops them all
-                self.stop(stopping, kill=False)
+                continue  # (its calls' own errors tell what happened to it)
+            self._reported(slot, report)
         if now - self._polled < STATUS_EVERY:
             return
         self._polled = now
         lost = self._lost_usage().known_cost  # spent, and in no result yet
         for slot in self._slots:
-            if slot.healthy and slot.status is None:
-                slot.status = slot.handle.status.remote(self._spent + lost)
+            if slot.status is None and slot.gone is None and (slot.healthy or slot.spending):
+                done, slot.done = tuple(slot.done), []
+                slot.status = slot.handle.status.remote(self._spent + lost, slot.seq, done)
+                slot.asked = now
+
+    def _reported(self, slot: _Slot, report: Report) -> None:
+        if slot.where is not None and report.incarnation != slot.where[2]:
+            return  # a restarted actor: its `where` tells (and settles the old one's)
+        slot.seq = report.seq
+        for key, pieces in report.pieces:
+            call = self._keys.get(key)
+            if call is not None:
+                self._land(call, pieces)
+        for key, usage in report.usages:
+            if key in slot.spending:  # (not one whose result came meanwhile)
+                slot.spending[key] = usage
+        for key, result in report.ended:
+            call = self._keys.get(key)
+            if call is None:
+                slot.done.append(key)  # had: the actor may forget it
+            elif call.doubt is not None:  # its reply was lost: here it is
+                self._ended(call, result, ())
+        running = set(report.running)
+        for call in [c for c in self._keys.values() if c.slot is slot and c.doubt is not None]:
+            if call.key not in running and call.key in self._keys:
+                self._lose(call, f"{call.doubt} (its actor does not run it)", sure=True)
+        if not slot.healthy and slot.gone is None and slot.probe is None:
+            slot.healthy = True  # it answers again
+        if report.stopping is not None and self._stopping is None:
+            self._stopping = report.stopping  # one actor's cost check stops them all
+            self.stop(report.stopping, kill=False)
+
+    def _silent(self, slot: _Slot) -> None:
+        """An actor has not answered a status call for a lease: every attempt on it
+        counts as lost (it stops them itself once it hears nothing for as long)."""
+        self._unhealthy(slot)
+        for call in [c for c in self._keys.values() if c.slot is slot]:
+            self._lose(call, f"its Ray actor did not answer for {self._lease:g} s", sure=False)
+        for ref in [r for r, c in self._calls.items() if c.slot is slot]:
+            del self._calls[ref]
 
     def _lost_usage(self) -> Usage:
         """What lost attempts spent, of the items in flight or queued again."""
         total = NO_USAGE
-        for lost in [*(c.lost for c in self._calls.values()), *(q[4] for q in self._queue)]:
+        for lost in [*(c.lost for c in self._keys.values()), *(q.lost for q in self._queue)]:
             if lost is not NO_USAGE:
                 total += lost
         return total
@@ -477,6 +732,7 @@ class RaySession:
         errors: list[str],
         outcome: str,
         usage: Usage = NO_USAGE,
+        lost_streams: tuple[str, ...] = (),
         *,
         final: bool = False,
     ) -> RunResult:
@@ -491,7 +747,19 @@ class RaySession:
             attempts=attempt,
             final=final,
             fields=item.fields,
+            lost_streams=lost_streams,
         )
+
+
+def _node_alive(node_id: str | None) -> bool:
+    """Whether Ray counts the node alive (False when unknown)."""
+    if node_id is None:
+        return False
+    with contextlib.suppress(Exception):
+        for node in cast(Callable[[], list[dict[str, object]]], ray.nodes)():
+            if node.get("NodeID") == node_id:
+                return node.get("Alive") is True
+    return False
 
 
 class _Remote(Protocol):

@@ -21,14 +21,19 @@ class RayPool:
     in threads, with one supervisor thread per actor. ``init`` adds keyword arguments for
     ``ray.init`` (``object_store_memory``, ``runtime_env``...).
 
+    Records travel: each run writes into a scratch folder on its node (under
+    ``scratch``, default the node's temporary folder), and its trajectory, stream and
+    whatever else it writes there come back to the batch folder here as the run goes
+    (every 0.5 s) and whole when it ends; no node needs to see ``output_dir``.
+
     An actor that dies (killed, its node lost) is restarted (``max_restarts``, on the
     same node when it is alive) and each run it had in flight is tried once more on a
-    live actor; its partial trajectory stays, and what it had spent on model calls
-    metered with ``ctx.meter`` (by the actor's last status, every 0.5 s) counts in the
-    item's result and the budget. ``four`` (and whatever ``make_run`` needs)
-    must be importable on every node, and ``output_dir`` should be a folder every node
-    sees (a shared file system), or each node keeps the trajectories it wrote; the
-    manifest is always written by this process.
+    live actor: at once when its process is known dead, else once its ``lease`` is over
+    (an actor that hears nothing from this process for ``lease`` seconds stops its
+    runs), so no item runs twice at once. Its partial stream stays in the batch folder,
+    and what it had spent on model calls metered with ``ctx.meter`` (by the actor's last
+    status) counts in the item's result and the budget. ``four`` (and whatever
+    ``make_run`` needs) must be importable on every node.
 
     >>> RayPool(address="auto").address
     'auto'
@@ -38,6 +43,12 @@ class RayPool:
     actors: int | None = None
     max_restarts: int = 4
     init: Mapping[str, object] = field(default_factory=dict)
+    scratch: str | None = None
+    lease: float = 30.0
+
+    def __post_init__(self) -> None:
+        if not self.lease > 0:
+            raise ValueError(f"RayPool: lease={self.lease!r}: give seconds, more than 0")
 
     def open(self, spec: Spec) -> Session:
         try:
@@ -46,4 +57,7 @@ class RayPool:
             if exc.name != "ray":
                 raise
             raise ImportError("RayPool needs Ray: pip install 'four-loop[ray]'") from exc
-        return RaySession(self.address, self.actors, self.max_restarts, self.init, spec)
+        return RaySession(
+            self.address, self.actors, self.max_restarts, self.init, spec, self.scratch,
+            self.lease,
+        )  # fmt: skip

@@ -35,6 +35,8 @@ class RunResult:
     worker died and the run was tried again. ``final`` is False when the batch, not the
     run, ended it (Ctrl-C, a batch budget, a worker lost twice): a resumed batch runs it
     again. ``node`` says where it ran; ``fields`` are the item's other fields.
+    ``lost_streams`` names (from the batch folder) the streams of lost attempts whose
+    spend this result carries (a worker or a driver lost mid-run), so none counts twice.
 
     >>> RunResult("a", "stalled: no progress for 60 s").tag
     'stalled'
@@ -53,6 +55,7 @@ class RunResult:
     final: bool = True
     node: str = ""
     fields: Mapping[str, JSON] = field(default_factory=dict)
+    lost_streams: tuple[str, ...] = ()
 
     @property
     def tag(self) -> str:
@@ -89,6 +92,7 @@ class RunResult:
             "final": self.final,
             "node": self.node,
             "fields": dict(self.fields),
+            **({"lost_streams": list(self.lost_streams)} if self.lost_streams else {}),
         }
 
     @staticmethod
@@ -102,6 +106,7 @@ class RunResult:
         trajectory = data.get("trajectory")
         error = data.get("error")
         fields = data.get("fields")
+        lost = data.get("lost_streams")
         return RunResult(
             str(data.get("id", "")),
             str(data.get("outcome", "")),
@@ -116,6 +121,7 @@ class RunResult:
             data.get("final", True) is not False,
             str(data.get("node") or ""),
             fields if isinstance(fields, dict) else {},
+            tuple(s for s in lost if isinstance(s, str)) if isinstance(lost, list) else (),
         )
 
 

@@ -59,6 +59,10 @@ class Session(Protocol):
         """What the running runs' metered model calls have used so far."""
         ...
 
+    def running_by_node(self) -> dict[str, int]:
+        """Runs running on each node (by its address or host name)."""
+        ...
+
     def spent(self, cost: float) -> None:
         """What the batch has spent on runs that ended (earlier invocations included):
         with ``spec.max_cost``, the session stops its runs once that plus their live

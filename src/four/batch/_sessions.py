@@ -16,7 +16,7 @@ from typing import ClassVar
 
 from four._outcomes import Crashed, Outcome
 from four._types import Usage
-from four.batch._attempt import arun_attempt, item_of, run_attempt
+from four.batch._attempt import NODE, arun_attempt, item_of, run_attempt
 from four.batch._items import Item
 from four.batch._result import RunResult
 from four.batch._session import Spec
@@ -80,6 +80,10 @@ class _InProcess:
 
     def live_usage(self) -> Usage:
         return self._supervisor.live_usage()
+
+    def running_by_node(self) -> dict[str, int]:
+        running = len(self._futures)
+        return {NODE: running} if running else {}
 
     def live_usages(self) -> dict[str, Usage]:
         """Each metered run's usage so far, by item id (``AsyncPool(processes=N)``'s

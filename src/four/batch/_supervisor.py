@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from returns.result import Result, Success
 
-from four._outcomes import CostLimitReached, Outcome, Stalled, TimeLimitReached
+from four._outcomes import CostLimitReached, Interrupted, Outcome, Stalled, TimeLimitReached
 from four._types import NO_USAGE, AsyncInvoke, Invoke, Message, ModelError, Reply, Usage
 from four.execute._interrupt import interrupt
 
@@ -54,6 +54,8 @@ class RunWatch:
 
     def stopped(self) -> Outcome | None:
         """The outcome to end with now, or None to go on."""
+        if self.stop is None and self.supervisor is not None:
+            self.supervisor.check_lease()  # (before a step: a process resumed after a pause)
         return self.stop
 
     def charge(self, used: Usage) -> None:
@@ -103,6 +105,11 @@ class Supervisor:
     beat. Either may be None. The watchdog thread starts with the first run that needs
     it and ends at ``close()``.
 
+    ``lease``: seconds the runs may go on without word from whoever collects their
+    results (``renew``); past it they are stopped and their commands killed, so a
+    worker cut off from its driver (a paused or lost node) never runs an attempt at the
+    same time as the retry the driver started elsewhere.
+
     >>> s = Supervisor(time_limit=None, stall_timeout=None)
     >>> w = s.open("run-1"); w.stopped() is None
     True
@@ -118,6 +125,7 @@ class Supervisor:
         stall_timeout: float | None = None,
         *,
         max_cost: float | None = None,
+        lease: float | None = None,
         killer: Callable[[str], object] = interrupt,
     ) -> None:
         for name, value in (("time_limit", time_limit), ("stall_timeout", stall_timeout)):
@@ -134,7 +142,9 @@ class Supervisor:
         self._all: tuple[Outcome, bool] | None = None  # a stop for runs opened later too
         self._closed = threading.Event()
         self._thread: threading.Thread | None = None
-        limits = [v for v in (time_limit, stall_timeout) if v is not None]
+        self.lease = lease
+        self._lease_until = time.monotonic() + lease if lease is not None else None
+        limits = [v for v in (time_limit, stall_timeout, lease) if v is not None]
         # Check ten times per limit, within [10 ms, 1 s].
         self._tick = min(1.0, max(0.01, min(limits) / 10)) if limits else 1.0
 
@@ -172,6 +182,31 @@ class Supervisor:
                 watch.stop, watch.by_batch = outcome, True
         if kill:
             self._kill_all([w.key for w in targets])
+
+    def renew(self, revoked: Collection[str] = ()) -> None:
+        """Word from the driver: the lease goes on, and the runs ``revoked`` (attempts
+        it gave up on, by key) are stopped and their commands killed. A lease already
+        over stays over for the runs it covered (renewals sent while this process was
+        paused arrive late, all at once: the driver may have given their runs up)."""
+        if self.lease is not None:
+            self.check_lease()
+            self._lease_until = time.monotonic() + self.lease
+        if revoked:
+            with self._lock:
+                keys = [k for k in revoked if k in self._watches]
+            if keys:
+                self.stop(Interrupted("the batch gave this attempt up"), kill=True, keys=keys)
+
+    def check_lease(self) -> None:
+        """Stop every run once the lease has run out."""
+        until = self._lease_until
+        if until is None or time.monotonic() <= until:
+            return
+        with self._lock:
+            going = [k for k, w in self._watches.items() if w.stop is None]
+        if going:
+            reason = f"no word from the batch's driver for {self.lease:g} s"
+            self.stop(Interrupted(reason), kill=True, keys=going)
 
     @property
     def stopping(self) -> Outcome | None:
@@ -220,7 +255,7 @@ class Supervisor:
     def _start(self) -> None:
         if self._thread is not None or self._closed.is_set():
             return
-        if self.time_limit is None and self.stall_timeout is None:
+        if self.time_limit is None and self.stall_timeout is None and self.lease is None:
             return
         self._thread = threading.Thread(target=self._watchdog, name="four-supervisor", daemon=True)
         self._thread.start()
@@ -232,6 +267,7 @@ class Supervisor:
     def check(self, now: float) -> list[str]:
         """Stop the runs over a limit at ``now`` (what the watchdog does every tick);
         returns their keys."""
+        self.check_lease()
         over: list[RunWatch] = []
         with self._lock:
             for watch in self._watches.values():

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from four._types import JSON
 from four.checks._audit import Audit
 from four.cli._errors import UsageError
+from four.cli._remote import local_paths
 from four.search._group import is_record
 
 if TYPE_CHECKING:
@@ -33,7 +34,8 @@ def main(args: argparse.Namespace) -> int:
             key = load_public_key(str(args.public_key))
         except SigningError as exc:
             raise UsageError(f"--public-key: {exc}") from None
-    target = Path(str(args.trajectory))
+    (target_path,) = local_paths([str(args.trajectory)])
+    target = Path(target_path)
     if target.is_dir():
         if not any(True for _ in runs_under(target)):
             raise UsageError(f"nothing to audit: {target} is a folder holding no trajectory")

@@ -528,8 +528,11 @@ class _Display:
             return f"{self.title} · starting"
         eta = f"ETA {_duration(p.eta)}" if p.eta is not None else "ETA -"
         stopping = f" · stopping: {p.stopping}" if p.stopping else ""
+        # (over several nodes: how many runs each has)
+        nodes = " ".join(f"{n}:{k}" for n, k in sorted(p.nodes.items()))
+        running = f"running {p.running}" + (f" ({nodes})" if len(p.nodes) > 1 else "")
         return (
-            f"{self.title} · done {p.done + p.skipped}/{self.total} · running {p.running} · "
+            f"{self.title} · done {p.done + p.skipped}/{self.total} · {running} · "
             f"failed {p.failed} · ${p.cost:.4f} · {_duration(p.elapsed)} · {eta}{stopping}"
         )
 

@@ -58,8 +58,19 @@ def main(args: argparse.Namespace) -> int:
     """Check, print the table (or JSON), and return the exit status."""
     from four.cli._terminal import visible
 
-    plan, G, title = _plan(args)
+    plan, G, title, ray = _plan(args)
     checks = examine(plan, send_probe=bool(args.probe), G=G)
+    if ray is not None:  # the cluster: its nodes, each one's scratch and model endpoint
+        import importlib.util
+
+        if importlib.util.find_spec("ray") is None:
+            checks.append(
+                Check("ray", "NO-GO", "Ray is not installed", "pip install 'four-loop[ray]'")
+            )
+        else:
+            from four.batch._raycheck import cluster_checks
+
+            checks += cluster_checks(ray, plan.api_base)
     code = exit_code(checks)
     if args.json:
         print(json.dumps(_json(checks, code), indent=2))
@@ -89,9 +100,9 @@ def _json(checks: Sequence[Check], code: int) -> dict[str, object]:
     return {"status": worst, "exit": code, "checks": [c.to_json() for c in checks]}
 
 
-def _plan(args: argparse.Namespace) -> tuple[Plan, Invoke | None, str]:
+def _plan(args: argparse.Namespace) -> tuple[Plan, Invoke | None, str, str | None]:
     """What the command line would run, read by ``four run``'s and ``four batch``'s own
-    code; the model call for ``--probe``; the table's title."""
+    code; the model call for ``--probe``; the table's title; a batch's Ray address."""
     from four.cli._build import load_domain, system_prompt
     from four.cli._envs import make_env
     from four.cli._options import api_key, local_settings, options
@@ -166,7 +177,8 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, Invoke | None, str]:
         with contextlib.suppress(ValueError):  # not pulled: the model row says so
             G = local_invoke(opts.local, **local_settings())
     what = f"batch of {len(tasks)} tasks, {batch.workers} workers" if batch else "run"
-    return plan, G, f"four doctor · {what} · {model} · {opts.env}"
+    ray = batch.ray if batch is not None else None
+    return plan, G, f"four doctor · {what} · {model} · {opts.env}", ray
 
 
 def local_window(opts: RunOptions) -> int | None:

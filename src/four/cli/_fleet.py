@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from four.cli._errors import UsageError
+from four.cli._remote import local_paths
 
 
 def main(args: argparse.Namespace) -> int:
@@ -20,7 +21,7 @@ def main(args: argparse.Namespace) -> int:
     from four.cli._terminal import visible
     from four.observe._fleet import fleet, summary_lines
 
-    folders = [Path(p) for p in args.paths]
+    folders = [Path(p) for p in local_paths([str(p) for p in args.paths])]
     for folder in folders:
         if not folder.is_dir():
             raise UsageError(f"{folder} is not a folder")

@@ -16,6 +16,7 @@ from four._files import is_group_record, walk
 from four._outcomes import outcome_tag
 from four._types import JSON
 from four.cli._errors import UsageError
+from four.cli._remote import local_paths
 from four.cli._steps import Run, first_line, load_trajectory_or_say, max_size, read_run
 from four.cli._terminal import visible
 from four.trajectory._load import MAX_BYTES
@@ -135,7 +136,7 @@ def main(args: argparse.Namespace) -> int:
     """Print the summary of the runs under ``args.paths``; 1 when there were none. Each
     file skipped is named, with why, on standard error."""
     top = int(args.top)
-    summary = summarise([str(p) for p in args.paths], max_size(args))
+    summary = summarise(local_paths([str(p) for p in args.paths]), max_size(args))
     for reason in summary.reasons[:SAID_SKIPPED]:
         print(f"four stats: skipped: {reason}", file=sys.stderr)
     if len(summary.reasons) > SAID_SKIPPED:

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from four.cli._errors import UsageError
+from four.cli._remote import local_paths
 from four.cli._terminal import visible
 from four.observe._rescue import Done, rescue
 from four.observe._watch import STATES, TROUBLE, Policy, judge, survey
@@ -102,7 +103,8 @@ def flags(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    folders = [Path(p) for p in args.paths]
+    urls = [str(p) for p in args.paths]
+    folders = [Path(p) for p in local_paths(urls)]
     for folder in folders:
         if not folder.is_dir():
             raise UsageError(f"{folder} is not a folder")
@@ -135,6 +137,7 @@ def main(args: argparse.Namespace) -> int:
             time.sleep(args.interval)
         except KeyboardInterrupt:
             return 130
+        local_paths(urls)  # (URLs: what changed there since)
 
 
 def one_pass(

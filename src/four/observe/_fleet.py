@@ -223,7 +223,8 @@ def _manifest(folder: Path) -> dict[str, _Listed]:
         trajectory = data.get("trajectory") if isinstance(data, dict) else None
         if isinstance(trajectory, str) and isinstance(data.get("outcome"), str):
             cost, tokens = data.get("cost"), data.get("tokens")
-            listed[os.path.abspath(trajectory)] = _Listed(
+            # (a relative name: from the folder, as a batch at a URL writes it)
+            listed[os.path.abspath(os.path.join(folder, trajectory))] = _Listed(
                 data["outcome"],
                 float(cost) if isinstance(cost, int | float) else 0.0,
                 tokens if isinstance(tokens, int) else 0,

@@ -1,0 +1,103 @@
+"""Ray over three nodes sharing no disk: 2,000 scripted 10-step runs, one node lost halfway.
+
+    python bench/bench_ray_cluster.py [RUNS]
+
+A head and two workers on 127.0.0.2-4 (``tests/batch/_cluster``: each worker in a mount
+namespace where the batch folder is an empty tmpfs), one actor per node, 150 runs at
+once. Each step is a scripted model call taking 50 ms (in the actor's process: no
+server) and `true` in a fresh bash; the tenth step submits. Halfway (after RUNS/2
+results), the raylet of one worker node is killed: its runs are tried again on the
+others, after their lease (here 5 s). Prints: wall time against the ideal (RUNS x 10 x
+50 ms / 150), the driver's CPU per run (its own process: polling, landing records,
+the manifest), and what travelled per run (bytes landed in the batch folder, and the
+status replies that carried pieces).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import cast
+
+ROOT = Path(__file__).resolve().parents[1]
+STEPS, LATENCY, CONCURRENCY = 10, 0.05, 150
+
+
+@dataclass(frozen=True)
+class TenSteps:
+    """make_run: the bench's scripted 10-step run (picklable, for Ray)."""
+
+    def __call__(self, ctx: object) -> Path:
+        from bench.bench_batch import SleepyModel
+        from four import Invoke, run
+        from four.batch import RunContext
+        from four.execute import local_env
+        from four.parse import regex_parse
+        from four.trajectory import save_trajectory
+
+        assert isinstance(ctx, RunContext)
+        return run(
+            ctx.meter(cast(Invoke, SleepyModel(LATENCY, STEPS))),
+            regex_parse(),
+            local_env(),
+            save_trajectory(ctx.output_dir),
+            prompt=ctx.task,
+            max_steps=STEPS + 2,
+            watch=ctx.watch,
+        )
+
+
+def main(runs: int) -> dict[str, float]:
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    from four.batch import Item, RayPool, iter_runs
+    from tests.batch._cluster import WORKERS, three_nodes
+
+    work = Path(tempfile.mkdtemp(prefix="bench-ray-"))
+    out = work / "out"
+    out.mkdir()
+    path = f"{ROOT / 'src'}{os.pathsep}{ROOT}"
+    with three_nodes(work / "cluster", [out]) as cluster:
+        pool = RayPool(
+            address=cluster.address, lease=5.0,
+            init={"log_to_driver": False, "runtime_env": {"env_vars": {"PYTHONPATH": path}}},
+        )  # fmt: skip
+        items = [Item(f"r{i:04d}", f"task {i}") for i in range(runs)]
+        cpu = resource.getrusage(resource.RUSAGE_SELF)
+        start = time.perf_counter()
+        killed = 0
+        up = 0.0
+        results = iter_runs(TenSteps(), items, out, pool=pool, max_concurrency=CONCURRENCY)
+        for done, result in enumerate(results, start=1):
+            assert result.outcome == "exit:task_complete", result
+            if done == 1:
+                up = time.perf_counter() - start
+            if done == runs // 2:
+                os.kill(cluster.raylet(WORKERS[0]), signal.SIGKILL)
+                killed = done
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_SELF)
+    landed = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    retried = sum(1 for line in (out / "manifest.jsonl").read_text().splitlines()
+                  if json.loads(line)["attempts"] > 1)  # fmt: skip
+    shutil.rmtree(work, ignore_errors=True)
+    ideal = runs * STEPS * LATENCY / CONCURRENCY
+    driver = (after.ru_utime - cpu.ru_utime) + (after.ru_stime - cpu.ru_stime)
+    return {
+        "runs": runs, "wall_s": round(wall, 2), "ideal_s": round(ideal, 2),
+        "x_ideal": round(wall / ideal, 2), "first_result_s": round(up, 2),
+        "driver_cpu_s": round(driver, 2), "driver_cpu_ms_per_run": round(1000 * driver / runs, 2),
+        "bytes_per_run": round(landed / runs), "killed_after": killed, "retried": retried,
+    }  # fmt: skip
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(int(sys.argv[1]) if len(sys.argv) > 1 else 2000)))

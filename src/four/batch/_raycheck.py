@@ -1,0 +1,112 @@
+"""``four doctor batch --ray ADDRESS``: the cluster, as the batch would use it.
+
+Joins the cluster (the address reachable), lists its alive nodes, and on each node runs
+one small task pinned there: its scratch folder writable (where its runs write before
+their records travel to the driver), and the model's endpoint reachable from it (a TCP
+connection). Imported only by ``four doctor`` (it imports Ray).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+from collections.abc import Callable
+from typing import Protocol, cast
+from urllib.parse import urlsplit
+
+import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from four.observe._check import Check
+
+
+class _Task(Protocol):
+    def options(self, **kwargs: object) -> _Task: ...
+    def remote(self, *args: object) -> ray.ObjectRef[tuple[str, str]]: ...
+
+
+WITHIN = 60.0
+"""Seconds each node has to answer."""
+
+
+def _on_node(scratch: str | None, endpoint: tuple[str, int] | None) -> tuple[str, str]:
+    """Run on a node: what went wrong with its scratch folder and with the endpoint
+    ("" when fine)."""
+    folder = scratch or tempfile.gettempdir()
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".four-doctor-", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+        wrote = ""
+    except OSError as exc:
+        wrote = f"{folder}: {exc.strerror or exc}"
+    reached = ""
+    if endpoint is not None:
+        try:
+            socket.create_connection(endpoint, timeout=10).close()
+        except OSError as exc:
+            reached = f"{endpoint[0]}:{endpoint[1]}: {exc.strerror or exc}"
+    return wrote, reached
+
+
+def cluster_checks(address: str, api_base: str | None, scratch: str | None = None) -> list[Check]:
+    """The cluster's checks: reachable, its nodes, and each node's scratch and model
+    endpoint (``api_base``; a hosted provider's is not checked from the nodes)."""
+    try:
+        cast(Callable[..., object], ray.init)(address=address, log_to_driver=False)
+    except Exception as exc:  # ConnectionError, a timeout, a version mismatch...
+        text = str(exc).strip().splitlines()
+        why = f"{type(exc).__name__}: {text[0] if text else ''}"
+        return [Check("ray", "NO-GO", f"{address}: {why}", "start the cluster, or fix --ray")]
+    try:
+        return _checks(address, api_base, scratch)
+    finally:
+        ray.shutdown()
+
+
+def _checks(address: str, api_base: str | None, scratch: str | None) -> list[Check]:
+    listed = cast(Callable[[], list[dict[str, object]]], ray.nodes)()
+    nodes = [n for n in listed if n.get("Alive")]
+    checks = [Check("ray", "GO", f"{address}: joined (Ray {ray.__version__})")]
+    if not nodes:
+        return [*checks, Check("nodes", "NO-GO", "no node is alive", "start the workers")]
+    names = ", ".join(sorted(str(n.get("NodeManagerAddress")) for n in nodes))
+    checks.append(Check("nodes", "GO", f"{len(nodes)} alive: {names}"))
+    parts = urlsplit(api_base) if api_base else None
+    endpoint = None
+    if parts is not None and parts.hostname:
+        endpoint = (parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
+    remote = cast(Callable[..., Callable[[object], _Task]], ray.remote)  # (overloads omit it)
+    task = remote(num_cpus=0, max_retries=0)(_on_node)
+    refs = {
+        str(n.get("NodeManagerAddress")): task.options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(str(n["NodeID"]), soft=False)
+        ).remote(scratch, endpoint)
+        for n in nodes
+    }
+    for name, ref in refs.items():
+        try:
+            wrote, reached = ray.get(ref, timeout=WITHIN)
+        except Exception as exc:  # the node could not run it: four not importable there...
+            line = (str(exc).strip().splitlines() or [""])[-1]
+            checks.append(Check(f"node {name}", "NO-GO", f"a task did not run: {line}",
+                                "install four on every node (or a runtime_env)"))  # fmt: skip
+            continue
+        if wrote:
+            checks.append(Check(f"node {name}", "NO-GO", f"scratch not writable: {wrote}",
+                                "give its runs a writable folder (RayPool(scratch=...))"))  # fmt: skip
+        else:
+            checks.append(
+                Check(f"node {name}", "GO", "scratch writable; records travel to the driver")
+            )
+        if endpoint is None:
+            continue
+        if reached:
+            checks.append(Check(f"model from {name}", "NO-GO", f"cannot reach {reached}",
+                                "open the network from the workers to the model server"))  # fmt: skip
+        else:
+            checks.append(
+                Check(f"model from {name}", "GO", f"{endpoint[0]}:{endpoint[1]} reachable")
+            )
+    return checks

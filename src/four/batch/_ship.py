@@ -1,0 +1,195 @@
+"""Records that travel: what a worker's runs wrote, sent on to the batch's driver.
+
+A Ray actor runs each attempt in a scratch folder of its own node; ``Shipper`` says
+what of those folders the driver does not have yet, as ``Piece``s: the new whole lines
+of a stream (``.jsonl``, written as the run goes), and any other file whole when it
+changed (the sealed ``.json``, notebooks, built tools, diffs). Files whose names start
+with a dot are left alone (``write_atomic``'s temporary files).
+
+What was sent counts as had only once the driver acknowledges the report that carried
+it (``commit``): a reply lost on the way is sent again, whole, in the next report.
+Pieces are idempotent: a stream's piece says where its bytes go, a whole file says
+which version it is, so the same piece landing twice (or an older one late) changes
+nothing (see ``_land``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from collections.abc import Collection
+from dataclasses import dataclass
+from pathlib import Path
+
+STREAM = ".jsonl"
+CHUNK = 8 << 20
+"""At most this many bytes of one file per report (the rest follows in the next)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """Bytes of one file of a batch folder: ``path`` (relative, ``/``-separated) gets
+    ``data`` at ``offset`` (a stream's new lines), or is replaced by it when ``whole``
+    (``version``: the file's change time in ns, newest wins).
+
+    >>> Piece("runs/a/x.jsonl", 0, b"{}\\n").end
+    3
+    """
+
+    path: str
+    offset: int
+    data: bytes
+    whole: bool = False
+    version: int = 0
+
+    @property
+    def end(self) -> int:
+        return self.offset + len(self.data)
+
+
+@dataclass(frozen=True, slots=True)
+class _Had:
+    """A file as the driver has it: bytes of a stream, or a whole file's version."""
+
+    size: int
+    version: int
+
+
+_Folder = dict[str, _Had]
+
+
+class Shipper:
+    """The folders being sent on, each under a token (one attempt's): ``folder`` of the
+    attempt's own scratch root ``base`` (pieces' paths are relative to ``base``, and
+    ``base`` goes when the driver has it all).
+
+    Thread-safe: runs end (``final``) while the control thread reports (``report``).
+
+    >>> import tempfile
+    >>> base = Path(tempfile.mkdtemp())
+    >>> (base / "a").mkdir(); _ = (base / "a" / "s.jsonl").write_text("one\\ntw")
+    >>> s = Shipper(); s.track("t", base, "a")
+    >>> [(t, p.path, p.data) for t, p in s.report()]
+    [('t', 'a/s.jsonl', b'one\\n')]
+    >>> s.commit(); s.report()
+    []
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._folders: dict[str, tuple[Path, str]] = {}  # token -> (base, folder)
+        self._had: dict[str, _Folder] = {}  # token -> what the driver has of it
+        self._sent: dict[str, _Folder] = {}  # what the last report sent, unacknowledged
+
+    def track(self, token: str, base: Path, folder: str) -> None:
+        with self._lock:
+            self._folders[token] = (base, folder)
+            self._had[token] = {}
+
+    def drop(self, token: str) -> None:
+        """The driver has all of the attempt: forget it and delete its folder."""
+        with self._lock:
+            folder = self._folders.pop(token, None)
+            self._had.pop(token, None)
+            self._sent.pop(token, None)
+        if folder is not None:
+            shutil.rmtree(folder[0], ignore_errors=True)
+
+    def report(self, ended: Collection[str] = ()) -> list[tuple[str, Piece]]:
+        """What the driver lacks of every folder, by token (of the attempts ``ended``,
+        every byte; of the others, whole lines and at most ``CHUNK`` bytes a file).
+        What the driver then has is remembered until ``commit`` (it got the report) or
+        the next ``report`` (it did not)."""
+        with self._lock:
+            tokens = list(self._folders.items())
+            had = {t: dict(self._had[t]) for t, _ in tokens}
+        pieces: list[tuple[str, Piece]] = []
+        for token, folder in tokens:
+            final = token in ended
+            while more := self._pieces(folder, had[token], final=final):
+                pieces += [(token, p) for p in more]
+                if not final:
+                    break
+        with self._lock:
+            self._sent = {t: f for t, f in had.items() if t in self._folders}
+        return pieces
+
+    def commit(self) -> None:
+        """The driver got the last report."""
+        with self._lock:
+            for token, folder in self._sent.items():
+                if token in self._had:
+                    self._had[token] = folder
+            self._sent = {}
+
+    def final(self, token: str) -> list[Piece]:
+        """All the driver lacks of one attempt's folder (its run ended): every byte,
+        not one report's worth."""
+        with self._lock:
+            folder = self._folders.get(token)
+            had = dict(self._had.get(token, {}))
+        pieces: list[Piece] = []
+        while folder is not None and (more := self._pieces(folder, had, final=True)):
+            pieces += more
+        return pieces
+
+    def _pieces(self, where: tuple[Path, str], had: _Folder, *, final: bool = False) -> list[Piece]:
+        """The pieces of a folder the driver lacks, given ``had`` (updated)."""
+        base, folder = where
+        pieces = []
+        for path, st in _files(base / folder):
+            name = f"{folder}/{path}"
+            before = had.get(name)
+            version = st.st_mtime_ns
+            if path.endswith(STREAM):
+                start = before.size if before is not None else 0
+                if st.st_size <= start:
+                    continue
+                data = _read(base / name, start, min(st.st_size - start, CHUNK))
+                if data is None:
+                    continue
+                if not final:  # whole lines only: a reader never sees a line cut short
+                    data = data[: data.rfind(b"\n") + 1]
+                if data:
+                    pieces.append(Piece(name, start, data))
+                    had[name] = _Had(start + len(data), version)
+            elif before is None or before.version != version or before.size != st.st_size:
+                data = _read(base / name, 0, st.st_size)
+                if data is None:  # gone meanwhile (replaced): the next report has it
+                    continue
+                pieces.append(Piece(name, 0, data, whole=True, version=version))
+                had[name] = _Had(st.st_size, version)
+        return pieces
+
+
+def _files(folder: Path) -> list[tuple[str, os.stat_result]]:
+    """Every regular file under ``folder`` (relative ``/`` paths), dot files left out."""
+    found: list[tuple[str, os.stat_result]] = []
+    stack = [("", folder)]
+    while stack:
+        prefix, here = stack.pop()
+        try:
+            entries = list(os.scandir(here))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append((f"{prefix}{entry.name}/", Path(entry.path)))
+                elif entry.is_file(follow_symlinks=False):
+                    found.append((f"{prefix}{entry.name}", entry.stat()))
+            except OSError:
+                continue
+    return found
+
+
+def _read(path: Path, offset: int, size: int) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            return f.read(size)
+    except OSError:
+        return None

@@ -1,0 +1,39 @@
+"""Run records at a URL, for the commands that read them (audit, stats, watch, fleet):
+each URL is pulled into its local copy (what changed since the last pull) and read there."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from four.cli._errors import UsageError
+from four.trajectory._destination import Remote, is_url
+
+
+def local_paths(paths: list[str]) -> list[str]:
+    """``paths`` with each URL replaced by its pulled local copy (a folder's, or for a
+    URL of one file, that file in its folder's copy).
+
+    >>> local_paths(["runs", "other/x.json"])
+    ['runs', 'other/x.json']
+    """
+    return [str(_pull(p)) if is_url(p) else p for p in paths]
+
+
+def _pull(url: str) -> Path:
+    remote = Remote(url)
+    try:
+        found = remote.pull()
+        if any(p.is_file() for p in found.rglob("*") if not p.name.startswith(".")):
+            return found
+        # Nothing under it as a folder: a URL of one file, pulled into its folder's copy.
+        parent, _, name = url.rstrip("/").rpartition("/")
+        if name and is_url(parent):
+            one = Remote(parent)
+            copy = one.pull([name]) / name
+            if copy.is_file():
+                return copy
+        raise UsageError(f"{url}: nothing there")
+    except ImportError as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"{url}: cannot read: {exc}".splitlines()[0]) from None
