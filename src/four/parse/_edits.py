@@ -24,6 +24,7 @@ from typing import TypeAlias
 
 from returns.result import Failure, Result, Success
 
+from four._checked import checked
 from four._types import Action, FormatError, Rejected, Reply, Submitted
 from four.execute._output import EXIT_SIGNAL
 from four.parse._finish import finish_rule, no_action, unapplied
@@ -87,6 +88,7 @@ class EditAction(Action):
             object.__setattr__(self, "command", "\n".join(lines))
 
 
+@checked
 def describe_edit(edit: FileEdit) -> str:
     """One line for an edit.
 
@@ -150,6 +152,7 @@ class EditParse:
     def _error(self, problem: str) -> FormatError:
         return FormatError(f"{problem}\n\n{self.expected()}")
 
+    @checked
     def __call__(
         self, reply: Reply, /
     ) -> Result[Sequence[Action | Rejected], FormatError | Submitted]:
