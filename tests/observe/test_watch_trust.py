@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from four import Assistant, System, User
-from four._types import JSON, RunInfo
+from four._types import JSON, Message, RunInfo
 from four.observe._rescue import stop_driver
 from four.trajectory import SigningKey
 from four.trajectory._driver import Driver, boot_id, process_start
@@ -70,7 +70,8 @@ def plant(
     settings = cli_settings or {"attempt": 1, "cwd": str(folder)}
     sink = TrajectorySink(folder, RunInfo({"cli": settings}, 10, 3, time.time() - HOUR), key)
     sink._started = time.time()  # its steps recorded a second into a run begun an hour ago
-    for m in [System("s"), User("count the files", "task"), Assistant("```bash\nls\n```")]:
+    messages: list[Message] = [System("s"), User("count the files", "task")]
+    for m in [*messages, Assistant("```bash\nls\n```")]:
         sink.append(m)
     monkeypatch.undo()
     past = time.time() - HOUR
