@@ -13,7 +13,6 @@ from setuptools import Extension, setup
 PYX = "src/four/quaternary/_accounting_c.pyx"
 C_SOURCE = "src/four/quaternary/_accounting_c.c"
 NAME = "four.quaternary._accounting_c"
-DEPENDS = ["src/four/quaternary/_blake2b.h"]  # the .pxi includes are tracked by cythonize
 
 ext_modules: list[Extension] = []
 if not os.environ.get("FOUR_NO_EXTENSIONS"):
@@ -23,11 +22,11 @@ if not os.environ.get("FOUR_NO_EXTENSIONS"):
         cythonize = None
     if cythonize is not None and os.path.exists(PYX):
         ext_modules = cythonize(
-            [Extension(NAME, [PYX], depends=DEPENDS)],
+            [Extension(NAME, [PYX])],
             compiler_directives={"language_level": "3"},
         )
     elif os.path.exists(C_SOURCE):  # an sdist that ships the generated C needs no Cython
-        ext_modules = [Extension(NAME, [C_SOURCE], depends=DEPENDS)]
+        ext_modules = [Extension(NAME, [C_SOURCE])]
 for ext in ext_modules:
     ext.optional = True  # set after cythonize(), which drops it
 

@@ -10,18 +10,34 @@ its receipts to their head. Wall and CPU time of the audit alone, interpreter st
 and imports excluded.
 
     python bench/bench_audit.py [N ...]        # default: 1000 10000
+    python bench/bench_audit.py compare OTHER_TREE [N] [ROUNDS]
+    python bench/bench_audit.py instructions OTHER_TREE
+    python bench/bench_audit.py hash [N]
+
+``compare`` audits N runs (default 10,000) written by this tree, and N written by
+another checkout of four (``git worktree add --detach OTHER_TREE COMMIT``, with its own
+``.venv``) with that tree's own code, compiled and pure, the four taking turns for
+ROUNDS rounds (default 3): the medians of CPU and wall seconds, one process each.
+``instructions`` counts the instructions of such audits with valgrind's callgrind (the
+same count whatever else the machine does): of 100 and of 300 runs, subtracted, so
+start-up and imports drop out.
+``hash`` times SHA-256 against BLAKE2b-256 (``hashlib``) over the links of N verified
+runs' seals and receipts (the texts the chain hashes): ns a link, and the ratio.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,13 +88,15 @@ def _cpu() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def _audit(folder: Path, pure: bool, jobs: int) -> dict[str, object]:
-    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}"}
+def _audit(
+    folder: Path, pure: bool, jobs: int, tree: Path = ROOT, python: str = sys.executable
+) -> dict[str, object]:
+    env = {**os.environ, "PYTHONPATH": f"{tree / 'src'}{os.pathsep}{tree}"}
     env.pop("FOUR_NO_EXTENSIONS", None)
     if pure:
         env["FOUR_NO_EXTENSIONS"] = "1"
     done = subprocess.run(
-        [sys.executable, __file__, "child", str(folder), str(jobs)],
+        [python, str(tree / "bench" / "bench_audit.py"), "child", str(folder), str(jobs)],
         env=env,
         capture_output=True,
         text=True,
@@ -115,9 +133,147 @@ def main(sizes: list[int] | None = None) -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
+def _make_with(tree: Path, python: str, folder: Path, n: int) -> None:
+    """N runs written by ``tree``'s own code (its interpreter ``python``)."""
+    code = f"import sys; sys.path[:0] = [{str(tree / 'src')!r}, {str(tree)!r}]; "
+    code += "from bench.bench_audit import make_runs; from pathlib import Path; "
+    code += f"make_runs(Path({str(folder)!r}), {n})"
+    subprocess.run([python, "-c", code], check=True)
+
+
+def compare(other: Path, n: int, rounds: int) -> None:
+    """This tree against ``other``, each auditing the runs it wrote (see the docstring)."""
+    pythons = {other: str(other / ".venv" / "bin" / "python"), ROOT: sys.executable}
+    folders = {
+        tree: Path(tempfile.mkdtemp(prefix="four-bench-audit-", dir=SCRATCH)) for tree in pythons
+    }
+    try:
+        for tree, folder in folders.items():
+            _make_with(tree, pythons[tree], folder, n)
+        figures: dict[tuple[Path, bool], list[tuple[float, float]]] = {}
+        for _ in range(rounds):
+            for tree in (other, ROOT):
+                for pure in (False, True):
+                    r = _audit(folders[tree], pure, 1, tree, pythons[tree])
+                    assert r["compiled"] is not pure and r["statuses"] == {"valid": n}, r
+                    figures.setdefault((tree, pure), []).append(
+                        (float(str(r["cpu"])), float(str(r["wall"])))
+                    )
+    finally:
+        for folder in folders.values():
+            shutil.rmtree(folder, ignore_errors=True)
+    base = statistics.median(cpu for cpu, _ in figures[other, False])
+    print(f"| tree, core ({n:,} runs, {rounds} rounds) | CPU s | wall s | CPU / before compiled |")
+    print("|---|---:|---:|---:|")
+    for (tree, pure), values in figures.items():
+        cpu, wall = (statistics.median(v[i] for v in values) for i in (0, 1))
+        name = ("this tree" if tree == ROOT else "before") + (", pure" if pure else ", compiled")
+        print(f"| {name} | {cpu:.2f} | {wall:.2f} | {cpu / base:.2f}x |")
+
+
+def instructions(other: Path) -> None:
+    """Instructions a run audited, this tree against ``other`` (see the docstring)."""
+    pythons = {other: str(other / ".venv" / "bin" / "python"), ROOT: sys.executable}
+    print("| tree, core | instructions a run audited | / before compiled |")
+    print("|---|---:|---:|")
+    base = 0.0
+    for tree, python in pythons.items():
+        folder = Path(tempfile.mkdtemp(prefix="four-bench-audit-", dir=SCRATCH))
+        try:
+            _make_with(tree, python, folder, 300)
+            for pure in (False, True):
+                env = {**os.environ, "PYTHONPATH": f"{tree / 'src'}{os.pathsep}{tree}"}
+                env.pop("FOUR_NO_EXTENSIONS", None)
+                env |= {"FOUR_NO_EXTENSIONS": "1"} if pure else {}
+                counts = []
+                for where in (folder / "000", folder):  # 100 runs, then 300
+                    done = subprocess.run(
+                        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", python,
+                         str(tree / "bench" / "bench_audit.py"), "child", str(where), "1"],
+                        capture_output=True, text=True, check=True, env=env,
+                    )  # fmt: skip
+                    counts.append(int(done.stderr.split("Collected :")[1].split()[0]))
+                per_run = (counts[1] - counts[0]) / 200
+                base = base or per_run
+                name = ("this tree" if tree == ROOT else "before") + (
+                    ", pure" if pure else ", compiled"
+                )
+                print(f"| {name} | {per_run:,.0f} | {per_run / base:.2f}x |", flush=True)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def hashes(n: int) -> None:
+    """SHA-256 against BLAKE2b-256 over the texts the chain hashes, from N verified runs."""
+    from four._chain import canonical_text
+    from four.checks._audit import runs_under
+
+    folder = Path(tempfile.mkdtemp(prefix="four-bench-audit-", dir=SCRATCH))
+    try:
+        make_runs(folder, n)
+        texts: list[bytes] = []
+        for path in runs_under(folder):
+            if path.suffix == ".json":
+                data = json.loads(path.read_text())
+                fields = [
+                    data[k]
+                    for k in (
+                        "format",
+                        "seal",
+                        "info",
+                        "outcome",
+                        "outcome_detail",
+                        "stats",
+                        "stream",
+                    )
+                ]
+                receipts = data["stats"]["verdicts"]["receipts"]["receipts"]
+                texts += [
+                    canonical_text(v).encode() for v in [*fields, *data["messages"], *receipts]
+                ]
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    long = [bytes([i % 256]) * 65536 for i in range(64)]  # long tool outputs, 64 KB a link
+    print("| links hashed | sha256, ns a link | blake2b-256, ns a link | blake2b / sha256 |")
+    print("|---|---:|---:|---:|")
+    for name, links in ((f"{n} runs' seals and receipts", texts), ("64 KB outputs", long)):
+        best = [
+            min(_cpu_of(_hashing(algorithm, links)) for _ in range(5)) / len(links) * 1e9
+            for algorithm in ("sha256", "blake2b")
+        ]
+        mean = sum(map(len, links)) / len(links)
+        print(
+            f"| {len(links):,} {name} ({mean:,.0f} bytes mean) | {best[0]:,.0f} "
+            f"| {best[1]:,.0f} | {best[1] / best[0]:.2f}x |"
+        )
+
+
+def _hashing(algorithm: str, links: list[bytes]) -> Callable[[], object]:
+    prev = bytes(32)
+    if algorithm == "sha256":
+        return lambda: [hashlib.sha256(prev + t).digest() for t in links]
+    return lambda: [hashlib.blake2b(prev + t, digest_size=32).digest() for t in links]
+
+
+def _cpu_of(work: Callable[[], object]) -> float:
+    start = time.process_time()
+    work()
+    return time.process_time() - start
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["child"]:
         child(sys.argv[2], int(sys.argv[3]))
+    elif sys.argv[1:2] == ["compare"]:
+        sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
+        size = int(sys.argv[3]) if len(sys.argv) > 3 else 10000
+        compare(Path(sys.argv[2]).resolve(), size, int(sys.argv[4]) if len(sys.argv) > 4 else 3)
+    elif sys.argv[1:2] == ["instructions"]:
+        sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
+        instructions(Path(sys.argv[2]).resolve())
+    elif sys.argv[1:2] == ["hash"]:
+        sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
+        hashes(int(sys.argv[2]) if len(sys.argv) > 2 else 100)
     else:
         sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
         main([int(a) for a in sys.argv[1:]] or None)

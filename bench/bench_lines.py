@@ -2,8 +2,9 @@
 
 python bench/bench_lines.py OTHER_TREE   # e.g. git archive main src | tar -x -C OTHER_TREE
 
-The core is four/*.py, parse/, invoke/, execute/, checks/, batch/ but its Ray driver, and
-cli/ but its readers; testing/ is shown apart. Lines as ``wc -l`` counts them.
+The core is four/*.py, parse/, invoke/, execute/, checks/, quaternary/ (its Cython and C
+too), batch/ but its Ray driver, and cli/ but its readers; testing/ is shown apart. Lines
+as ``wc -l`` counts them.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 READERS = {"_show.py", "_view.py", "_stats.py", "_watch.py", "_fleet.py", "_audit.py",
            "_replay.py", "_steps.py"}  # fmt: skip
-PACKAGES = {"parse": (), "invoke": (), "execute": (), "checks": (), "batch": ("_ray.py",),
-            "cli": tuple(READERS)}  # fmt: skip
+PACKAGES = {"parse": (), "invoke": (), "execute": (), "checks": (), "quaternary": (),
+            "batch": ("_ray.py",), "cli": tuple(READERS)}  # fmt: skip
+SUFFIXES = {".py", ".pyx", ".pxi", ".h"}
 
 
 def lines(tree: Path) -> dict[str, int]:
@@ -24,8 +26,8 @@ def lines(tree: Path) -> dict[str, int]:
     for package, left_out in (*PACKAGES.items(), ("testing", ())):
         counts[f"{package}/"] = sum(
             len(p.read_text().splitlines())
-            for p in (src / package).rglob("*.py")
-            if p.name not in left_out
+            for p in (src / package).rglob("*")
+            if p.suffix in SUFFIXES and p.name not in left_out
         )
     return counts
 

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from four._types import Invoke, Verify
     from four.invoke import LocalInvoke
     from four.search._attempt import SamplingArgs
+    from four.types import Grammar
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 ROOT = Path(__file__).resolve().parents[1]
@@ -466,15 +467,20 @@ def cycle_breaking_invoke(G: Invoke) -> Invoke:
     return breaking(G)
 
 
-def local_g(sampling: SamplingArgs | None = None) -> LocalInvoke:
+def local_g(sampling: SamplingArgs | None = None, grammar: Grammar | None = None) -> LocalInvoke:
+    """The bench's G: decoded under ``grammar`` (V1's, as ``four run --local`` does)."""
     from four.invoke import local_invoke
 
     # A slot a lane, each keeping its prompt cache. One thread: on a shared machine two
     # threads wait for each other at every barrier.
     model = os.environ.get("FOUR_BENCH_MODEL")
-    if sampling is None:
-        return local_invoke(model, max_tokens=REPLY_TOKENS, parallel=LANES, threads=1)
-    return local_invoke(model, max_tokens=REPLY_TOKENS, parallel=LANES, threads=1, **sampling)
+    temperature, seed = (
+        (0.0, 0) if sampling is None else (sampling["temperature"], sampling["seed"])
+    )
+    return local_invoke(
+        model, max_tokens=REPLY_TOKENS, parallel=LANES, threads=1, temperature=temperature,
+        seed=seed, grammar=grammar,
+    )  # fmt: skip
 
 
 def _saved(path: Path) -> tuple[str, int, int, int]:
@@ -507,16 +513,17 @@ def run_verified_before(task: Task, folder: Path, out: Path) -> list[Result]:
 
 def _single(name: str, task: Task, folder: Path, out: Path, check: Verify | None) -> list[Result]:
     from four import run
+    from four.cli._build import Deadline
     from four.cli._envs import make_env
     from four.cli._prompts import default_system
-    from four.cli._run import Deadline
     from four.parse import regex_parse
     from four.trajectory import save_trajectory
 
     start = time.monotonic()
+    V1 = regex_parse()
     path = run(
-        cycle_breaking_invoke(local_g()),
-        regex_parse(),
+        cycle_breaking_invoke(local_g(grammar=V1.grammar())),
+        V1,
         make_env("local", cwd=str(folder), timeout=COMMAND_TIMEOUT),
         save_trajectory(out),
         default_system(False),
@@ -539,9 +546,10 @@ def run_search(task: Task, folder: Path, out: Path) -> list[Result]:
     ``DEFAULT_TEMPERATURE``), whatever K is, so a search of K attempts is exactly the first
     K attempts of this one: its folder is the first accepted attempt's, else the K-th's."""
     from four.checks import command_check, verify
+    from four.cli._build import Deadline
     from four.cli._envs import make_env
+    from four.cli._options import DEFAULT_RETRIES_PER_REASON, VISIBLE_FEEDBACK
     from four.cli._prompts import default_system
-    from four.cli._run import DEFAULT_RETRIES_PER_REASON, VISIBLE_FEEDBACK, Deadline
     from four.parse import regex_parse
     from four.search import Attempt, Search
     from four.trajectory import save_trajectory
@@ -551,10 +559,12 @@ def run_search(task: Task, folder: Path, out: Path) -> list[Result]:
         retries_per_reason=DEFAULT_RETRIES_PER_REASON,
     )
 
+    V1 = regex_parse()
+
     def make(a: Attempt) -> Path:
         return a.run(
-            cycle_breaking_invoke(local_g(a.sampling)),
-            regex_parse(),
+            cycle_breaking_invoke(local_g(a.sampling, V1.grammar())),
+            V1,
             make_env("local", cwd=a.cwd, timeout=COMMAND_TIMEOUT),
             save_trajectory(out),
             default_system(False),

@@ -1,8 +1,11 @@
-"""The package's layout: no module imports, at import time, a module that imports it back.
+"""The package's layout: no module imports a module that imports it back.
 
-An import cycle makes the result depend on which module a user imports first. Imports inside
-functions (the lazy ones) and under ``TYPE_CHECKING`` are not run at import time, so they do
-not count; ``from package import submodule`` counts as importing the submodule only.
+An import cycle makes the result depend on which module a user imports first, and a reader
+cannot take the modules in order. Imports inside functions (the lazy ones) count too: they
+run later, but they tie the modules together all the same. Imports under ``TYPE_CHECKING``
+never run and do not count, except that a package's lazily exported names (``_lazy``) count
+as imports of the modules that define them. ``from package import submodule`` counts as
+importing the submodule only.
 """
 
 from __future__ import annotations
@@ -27,10 +30,14 @@ def _modules() -> dict[str, tuple[Path, bool]]:
 MODULES = _modules()
 
 
+def _type_checking(node: ast.stmt) -> bool:
+    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+
+
 def _run_at_import(body: list[ast.stmt]) -> list[ast.Import | ast.ImportFrom]:
     found: list[ast.Import | ast.ImportFrom] = []
     for node in body:
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+        if _type_checking(node):
             continue
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             found.append(node)
@@ -42,11 +49,47 @@ def _run_at_import(body: list[ast.stmt]) -> list[ast.Import | ast.ImportFrom]:
     return found
 
 
-def _imports(name: str) -> set[str]:
+def _ever_run(body: list[ast.stmt]) -> list[ast.Import | ast.ImportFrom]:
+    """Every import outside ``TYPE_CHECKING``, at any depth (in functions too)."""
+    found: list[ast.Import | ast.ImportFrom] = []
+    for node in body:
+        if _type_checking(node):
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(node)
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.stmt):
+                found += _ever_run([child])
+            elif isinstance(child, ast.ExceptHandler):
+                found += _ever_run(child.body)
+    return found
+
+
+def _lazy_names(name: str) -> dict[str, str]:
+    """A package's lazily exported names and the modules that define them."""
+    path, package = MODULES[name]
+    text = path.read_text()
+    if not package or "lazy(" not in text:
+        return {}
+    return {
+        alias.asname or alias.name: node.module
+        for branch in ast.parse(text).body
+        if _type_checking(branch)
+        for node in branch.body  # type: ignore[attr-defined]
+        if isinstance(node, ast.ImportFrom) and node.module
+        for alias in node.names
+    }
+
+
+LAZY = {name: _lazy_names(name) for name in MODULES}
+
+
+def _imports(name: str, ever: bool = False) -> set[str]:
     path, package = MODULES[name]
     here = name if package else name.rpartition(".")[0]
     targets: set[str] = set()
-    for node in _run_at_import(ast.parse(path.read_text()).body):
+    body = ast.parse(path.read_text()).body
+    for node in _ever_run(body) if ever else _run_at_import(body):
         if isinstance(node, ast.Import):
             targets.update(alias.name for alias in node.names)
             continue
@@ -55,6 +98,12 @@ def _imports(name: str) -> set[str]:
             parts = here.split(".")[: len(here.split(".")) - node.level + 1]
             base = ".".join(parts + ([node.module] if node.module else []))
         submodules = {f"{base}.{alias.name}" for alias in node.names} & MODULES.keys()
+        if ever and LAZY.get(base):  # a lazy name: an import of the module defining it
+            lazy = {LAZY[base][a.name] for a in node.names if a.name in LAZY[base]}
+            submodules |= lazy
+            if len(submodules) == len(node.names):
+                targets |= submodules
+                continue
         targets |= submodules if len(submodules) == len(node.names) else {base} | submodules
     return {target for target in targets if target in MODULES and target != name}
 
@@ -103,6 +152,11 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_module_imports_itself_back() -> None:
     graph = {name: _imports(name) for name in MODULES}
+    assert _cycles(graph) == []
+
+
+def test_no_module_imports_itself_back_even_from_a_function() -> None:
+    graph = {name: _imports(name, ever=True) for name in MODULES}
     assert _cycles(graph) == []
 
 

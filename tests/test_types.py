@@ -79,6 +79,7 @@ def test_values_are_frozen_slotted_dataclasses(value: object) -> None:
 def test_import_four_loads_neither_returns_nor_litellm_nor_an_extra() -> None:
     extras = (
         "returns", "litellm", "ray", "nbclient", "xllamacpp", "cryptography", "hypothesis", "mcp",
+        "opentelemetry",
     )  # fmt: skip
     probe = (
         f"import four, four.types, sys; print(sorted(m for m in {extras!r} if m in sys.modules))"

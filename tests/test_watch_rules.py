@@ -291,8 +291,8 @@ def test_signed_heartbeats_and_sealing_a_signed_stream_needs_its_key(tmp_path: P
 
 def test_a_new_attempt_gets_the_steps_and_time_its_predecessor_left(tmp_path: Path) -> None:
     from four.cli import build_parser
+    from four.cli._options import RunOptions, options
     from four.cli._resume import INTERRUPTED, options_of, resumed
-    from four.cli._run import RunOptions, options
 
     argv = ["run", "t", "-m", "m", "--max-steps", "10", "--timeout", "100", "--cwd", str(tmp_path)]
     settings = {**options(build_parser().parse_args(argv), tty=False).record(), "attempt": 2}

@@ -82,6 +82,7 @@ if TYPE_CHECKING:  # the public names, each once
     from four.invoke import retry_invoke as retry_invoke
     from four.invoke import scripted_invoke as scripted_invoke
     from four.invoke import summarizing_invoke as summarizing_invoke
+    from four.otel import otel_watch as otel_watch
     from four.parse import regex_parse as regex_parse
     from four.parse import toolcall_parse as toolcall_parse
     from four.trajectory import Trajectory as Trajectory

@@ -148,11 +148,14 @@ async def evaluate(run: RunState[T], call: Plain) -> T:
     final state once; then the environment is closed and the run emitted. ``call`` makes
     each call (plainly or awaited); ``run`` keeps the history and decides (``_rules``)."""
     crash: BaseException | None = None
+    run.began()
     try:
         while (outcome := run.over()) is None:  # the budget spent, or a watch's stop
             run.steps += 1
             halt: Halt = None
+            t = run.now()  # (0 unless a watch listens: then each call is timed)
             reply = await call.G(run.history)  # G
+            run.called(reply, t)
             if isinstance(reply, ModelError):
                 halt = run.model_failed(reply)
             # V1, unless the reply was cut off at the token limit: never run half a command
@@ -167,24 +170,35 @@ async def evaluate(run: RunState[T], call: Plain) -> T:
                         continue
                     if (halt := run.stopped()) is not None:
                         break
-                    ran = True
-                    if (halt := run.answer(action, await call.V2(action))) is not None:  # V2
+                    ran, t = True, run.now()
+                    seen = await call.V2(action)  # V2
+                    run.ran(action, seen, t)
+                    if (halt := run.answer(action, seen)) is not None:
                         break
                 if rejected is not None and not ran and halt is None:
                     halt = AllRejected(rejected)  # no progress: counts as a format error
             if isinstance(halt, Finished) and run.judge is not None:
-                halt = judgement_of(await call.check(run.judge, run.history, halt))  # check
+                t = run.now()
+                judged = await call.check(run.judge, run.history, halt)  # check
+                halt = run.judged(judgement_of(judged), t)
             if (outcome := run.next_step(halt)) is not None:
                 break
         if callable(at_end := getattr(run.judge, "at_end", None)):
-            outcome = last_judgement_of(await call.check(at_end, run.history, outcome))
+            t = run.now()
+            outcome = run.judged(
+                last_judgement_of(await call.check(at_end, run.history, outcome)), t
+            )
     except BaseException as exc:  # a crash, Ctrl-C or cancellation: saved, then raised
         outcome, crash = ending(exc)
     try:
         await call.close()  # the environment released, however the run ended
     finally:
         run.close_calls()  # every tool call answered
-        saved = await call.emit(run.sink, run.history, outcome, run.stats())  # emit
+        stats = run.stats()
+        try:
+            saved = await call.emit(run.sink, run.history, outcome, stats)  # emit
+        finally:
+            run.ended(outcome, stats)
     if crash is not None:
         raise crash
     return saved

@@ -12,6 +12,7 @@ from typing import Generic, Literal, TypeAlias, TypeVar, cast
 from returns.result import Failure, Success
 
 from four._describe import describe
+from four._events import ActionRan, Event, Judged, ModelCalled, RunBegan, RunEnded
 from four._history import unanswered
 from four._outcomes import (
     Component,
@@ -26,6 +27,7 @@ from four._outcomes import (
     StepsExhausted,
 )
 from four._types import (
+    JSON,
     NO_USAGE,
     Action,
     Assistant,
@@ -55,6 +57,7 @@ from four._types import (
 )
 
 T = TypeVar("T")
+J = TypeVar("J", Outcome, Outcome | Feedback)
 
 Clock: TypeAlias = Callable[[], float]
 """The time of day in seconds, as ``time.time`` gives it: when a run starts and ends."""
@@ -194,6 +197,36 @@ class RunState(Generic[T]):
     format_errors: int = 0
     usage: Usage = NO_USAGE
     tools: Mapping[str, str] = field(default_factory=dict)  # the last reply's, by call id
+    hears: Callable[[Event], object] | None = None  # the watch's ``hear``, if it listens
+
+    # --- what a listening watch is told (nothing is made for one that does not) ---
+
+    def now(self) -> float:
+        return self.clock() if self.hears is not None else 0.0
+
+    def began(self) -> None:
+        if self.hears is not None:
+            self.hears(RunBegan(self.info))
+
+    def called(self, reply: Reply | ModelError, started: float) -> None:
+        if self.hears is not None:
+            self.hears(ModelCalled(reply, self.history, started, self.clock()))
+
+    def ran(
+        self, action: Action, seen: Observation | Submitted | ExecutionError, started: float
+    ) -> None:
+        if self.hears is not None:
+            ended = self.clock()
+            self.hears(ActionRan(action, seen, started, ended, len(self.history)))
+
+    def judged(self, judgement: J, started: float) -> J:
+        if self.hears is not None and self.judge is not None:
+            self.hears(Judged(judgement, self.judge.record(), started, self.clock()))
+        return judgement
+
+    def ended(self, outcome: Outcome, stats: RunStats) -> None:
+        if self.hears is not None:
+            self.hears(RunEnded(outcome, stats))
 
     def add(self, message: Message) -> None:
         self.history.append(message)
@@ -295,7 +328,12 @@ class RunState(Generic[T]):
         return self.watch.stopped() if self.watch is not None else None
 
     def stats(self) -> RunStats:
-        extra = {"verdicts": dict(self.judge.record())} if self.judge is not None else {}
+        extra: dict[str, JSON] = {}
+        if self.judge is not None:
+            extra["verdicts"] = dict(self.judge.record())
+        noted = getattr(self.watch, "record", None)  # a watch's own record (see Watch)
+        if callable(noted):
+            extra.update(noted())
         started, ended = self.info.started_at, self.clock()
         return RunStats(self.steps, self.usage, started, ended, self.format_errors, extra)
 
@@ -368,7 +406,9 @@ def start(
     judge = check.open(checked_env) if check is not None else None
     for message in history:
         sink.append(message)  # before the run: a failure here is raised as it is
-    return RunState(history, sink, info, judge, watch, max_steps, max_format_errors, clock)
+    hear = getattr(watch, "hear", None)
+    return RunState(history, sink, info, judge, watch, max_steps, max_format_errors, clock,
+                    hears=hear if callable(hear) else None)  # fmt: skip
 
 
 class _Plain(Sink[T]):

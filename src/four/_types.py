@@ -484,7 +484,13 @@ class Judge(Protocol):
 
 class Watch(Protocol):
     """A supervisor's view of a run (see ``four.batch``): told of progress, asked whether
-    to stop. ``stopped`` is asked before each model call and each action."""
+    to stop. ``stopped`` is asked before each model call and each action.
+
+    A watch may also have ``hear(event)``: the loop then tells it each thing done, as a
+    record of ``four.types.Event`` (run began, model called, action ran, judged, run
+    ended), with its times; and ``record() -> Mapping[str, JSON]``: what it returns is
+    stored in the run's stats, under the trajectory's seal (``otel_watch``'s trace ids).
+    """
 
     def beat(self) -> None: ...
 

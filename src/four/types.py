@@ -17,11 +17,16 @@ for ``arun`` the async ``AsyncInvoke`` and ``AsyncExecute``. Around them: ``Reco
 and ``Sink`` (an emit that records as the run goes; ``AsyncSink``, sealed on ``arun``'s
 event loop), ``Verify`` and ``Judge`` (a
 check of the agent's submissions), ``Watch`` (a supervisor), ``Closeable`` and
-``AsyncCloseable`` (components holding resources), ``Sampled`` (a G whose sampling can
-be set for a call, with ``Sampling`` and the ``CycleBreak`` record), and the values that
-flow through.
+``AsyncCloseable`` (components holding resources), ``Event`` (what a watch that
+listens hears: ``RunBegan``, ``ModelCalled``, ``ActionRan``, ``Judged``, ``RunEnded``),
+``Sampled`` (a G whose sampling can be set for a call, with ``Sampling`` and the
+``CycleBreak`` record), ``Constrained`` (a V1 that says, as a ``Grammar`` of ``Lit``,
+``Chars``, ``Seq``, ``Alt``, ``Rep`` and ``Ref`` nodes, replies it accepts: the built-in
+model is decoded under it), and the values that flow through.
 """
 
+from four._events import ActionRan, Event, Judged, ModelCalled, RunBegan, RunEnded
+from four._grammar import Alt, Chars, Constrained, Grammar, Lit, Ref, Rep, Seq
 from four._outcomes import Component, Outcome
 from four._types import (
     EXIT_SIGNAL,
@@ -71,35 +76,49 @@ __all__ = [
     "EXIT_SIGNAL",
     "JSON",
     "Action",
+    "ActionRan",
+    "Alt",
     "Assistant",
     "AsyncCloseable",
     "AsyncExecute",
     "AsyncInvoke",
     "AsyncSink",
+    "Chars",
     "Closeable",
     "Component",
+    "Constrained",
     "CycleBreak",
     "Emit",
+    "Event",
     "Execute",
     "ExecutionError",
     "Feedback",
     "FinishReason",
     "FormatError",
+    "Grammar",
     "Invoke",
     "Judge",
+    "Judged",
+    "Lit",
     "Message",
+    "ModelCalled",
     "ModelError",
     "ModelErrorKind",
     "Observation",
     "Outcome",
     "Parse",
     "Recorder",
+    "Ref",
     "Rejected",
+    "Rep",
     "Reply",
+    "RunBegan",
+    "RunEnded",
     "RunInfo",
     "RunStats",
     "Sampled",
     "Sampling",
+    "Seq",
     "Sink",
     "Submitted",
     "System",

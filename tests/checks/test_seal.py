@@ -419,6 +419,7 @@ def test_free_text_reasons_keep_their_slots_under_the_seal(runs: dict[str, Path]
     assert verdicts["log"][0] == {
         "verdict": "NO",
         "action": "exclude_retry",
+        "shown": "failure 1",  # what the feedback level (verdict) lets be seen
         "slot": "no:1",
         "reason": "tests fail",
     }

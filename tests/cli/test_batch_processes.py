@@ -88,7 +88,7 @@ class _Unwatched:
 
 
 def _command(tmp_path: Path) -> AsyncCommandRun:
-    from four.cli._run import options
+    from four.cli._options import options
 
     args = batch_args("tasks.jsonl", "--model", "m", "--api-base", "http://127.0.0.1:9/v1",
                  "--cost-limit", "1")  # fmt: skip

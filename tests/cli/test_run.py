@@ -169,7 +169,7 @@ def test_unknown_model(capsys: pytest.CaptureFixture[str]) -> None:
 def test_no_model_and_no_key_means_the_local_model(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from four.cli._run import PROVIDER_KEYS
+    from four.cli._options import PROVIDER_KEYS
 
     for key in PROVIDER_KEYS:
         monkeypatch.delenv(key, raising=False)

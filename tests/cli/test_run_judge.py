@@ -95,7 +95,7 @@ def test_the_defaults_of_a_verified_run(
     """Your own check: its failing lines shown, a reason told twice, 4 attempts; with
     held-out files, only the verdict (bench/README.md, tasks, has why)."""
     from four.cli import build_parser
-    from four.cli._run import RunOptions, options
+    from four.cli._options import RunOptions, options
 
     def parsed(*flags: str) -> RunOptions:
         argv = ["run", "t", "--model", "m", "--api-base", server.url, *flags]

@@ -345,6 +345,7 @@ def test_v1_never_takes_the_models_word_for_a_plan() -> None:
 def test_four_toml_fills_only_the_flags_not_given(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from four.cli._batch import batch_flags
     from four.cli._launchfile import apply_settings
     from tests.batch._agents import batch_args
 
@@ -355,12 +356,11 @@ def test_four_toml_fills_only_the_flags_not_given(
     )
     monkeypatch.setenv("FOUR_ENV", "docker")  # a variable: the file wins over it
     args = batch_args(str(tasks), "--max-steps", "5")
-    assert apply_settings(args, tasks) == tmp_path / "four.toml"
+    assert apply_settings(args, tasks, batch_flags) == tmp_path / "four.toml"
     assert (args.max_steps, args.env, args.toolcalls) == (5, "sandbox", False)
     assert args.system == str(tmp_path / "system.md")  # relative to the file's folder
-    assert (
-        apply_settings(batch_args(str(tmp_path / "elsewhere.jsonl")), tmp_path / "x" / "t") is None
-    )
+    elsewhere = batch_args(str(tmp_path / "elsewhere.jsonl"))
+    assert apply_settings(elsewhere, tmp_path / "x" / "t", batch_flags) is None
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")

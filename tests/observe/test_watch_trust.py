@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from four import Assistant, System, User
-from four._types import JSON, Message, RunInfo
+from four import Assistant, Message, System, User
+from four._types import JSON, RunInfo
 from four.observe._rescue import stop_driver
 from four.trajectory import SigningKey
 from four.trajectory._driver import Driver, boot_id, process_start

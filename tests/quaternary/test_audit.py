@@ -227,7 +227,7 @@ def test_json_round_trip_is_lossless() -> None:
     controller = full_run()
     text = dump_receipts(controller.receipts)
     document = json.loads(text)
-    assert (document["format"], document["version"]) == ("four.quaternary.receipts", 1)
+    assert (document["format"], document["version"]) == ("four.quaternary.receipts", 2)
     loaded = load_receipts(text)
     assert loaded == controller.receipts
     assert [r.digest for r in loaded] == [r.digest for r in controller.receipts]

@@ -27,7 +27,8 @@ from four.quaternary import (
     TransitionReceipt,
     audit_trace,
 )
-from four.quaternary._receipts import STATE_FIELDS, receipts_from_json
+from four.quaternary._canonical import FORMAT_VERSION, STATE_FIELDS
+from four.quaternary._receipts import receipts_from_json
 from four.trajectory import Trajectory
 from four.trajectory._artifacts import artifact_problems
 from four.trajectory._load import read_text
@@ -180,7 +181,7 @@ def _public_key(source: str | os.PathLike[str] | None) -> str | None:
 
 def _loads(text: str) -> JSON:
     try:
-        return json.loads(text, object_pairs_hook=_unique)  # type: ignore[no-any-return]
+        return _DECODER.decode(text)  # type: ignore[no-any-return]
     except (ValueError, RecursionError):  # not JSON, or nested beyond the parser's depth
         return None
 
@@ -191,6 +192,9 @@ def _unique(pairs: list[tuple[str, JSON]]) -> dict[str, JSON]:
     if len(out) != len(pairs):
         raise ValueError("a key repeated in one object")
     return out
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_unique)  # (json.loads builds one a call)
 
 
 def _ours(data: JSON, kind: str | None) -> bool:
@@ -267,7 +271,8 @@ def _verdicts(record: JSON, detail: JSON) -> tuple[list[str], AuditResult | None
         receipts = _load(document)
     except ValueError as exc:
         return [f"stats.verdicts.receipts: {exc}"], None, 0
-    result = audit_trace(config, receipts, head=bytes.fromhex(str(head)))
+    version = 1 if document.get("version") == 1 else FORMAT_VERSION  # (load_receipts read it)
+    result = audit_trace(config, receipts, head=bytes.fromhex(str(head)), version=version)
     errors += [f"receipts: {e}" for e in result.errors]
     for name, replayed in (
         ("evaluations", result.evaluations),

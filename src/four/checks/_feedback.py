@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Literal, TypeAlias, cast
 
-from four.quaternary import CheckResult, no
+from four.quaternary import CheckResult, ComputeNeed, Verdict, no
 
 FeedbackLevel: TypeAlias = Literal["full", "output", "verdict"]
 """``full``: the check's command and its output; ``output``: the output only, trimmed
@@ -76,11 +76,27 @@ def told(result: CheckResult, level: FeedbackLevel, number: int) -> str:
     """The model's text for a NO at ``level``; ``number`` names the reason's slot."""
     if level == "verdict":
         return REJECTED_VERDICT.format(number=number)
-    reason = str(result.reason)
-    if level == "output":
-        shown = result.meta.get("output")
-        reason = shown if isinstance(shown, str) else reason
-    return REJECTED.format(reason=reason)
+    return REJECTED.format(reason=shown(result, level, number))
+
+
+def shown(result: CheckResult, level: FeedbackLevel, number: int) -> str:
+    """What a verdict's words may show at ``level``, to the model or any other reader
+    (a trace): a NO's reason, its output only, or the number of its slot; admitted
+    work's step, or its number; any other verdict's reason at ``full`` only.
+
+    >>> shown(no("`test 1 = 2` failed", output="exit 1"), "output", 1)
+    'exit 1'
+    >>> shown(no("`test 1 = 2` failed"), "verdict", 2)
+    'failure 2'
+    """
+    if result.verdict == Verdict.NO:
+        if level == "verdict":
+            return f"failure {number}"
+        output = result.meta.get("output") if level == "output" else None
+        return output if isinstance(output, str) else str(result.reason)
+    if isinstance(result.needed, ComputeNeed):
+        return f"step {number}" if level == "verdict" else result.needed.step
+    return str(result.reason) if level == "full" and result.reason else ""
 
 
 def more_work(step: str, level: FeedbackLevel, number: int) -> str:

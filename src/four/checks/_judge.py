@@ -30,6 +30,7 @@ from four.checks._feedback import (
     feedback_level,
     level_of,
     more_work,
+    shown,
     told,
 )
 from four.quaternary import (
@@ -189,7 +190,7 @@ class Judgement:
             result = self._verifier.check(current)
             symbolic, number = self._symbolic(result)
             receipt = controller.process(symbolic)
-            self._note(result, receipt.action.value, symbolic)
+            self._note(result, receipt.action.value, symbolic, number)
             lease = controller.state.pending_lease
             match receipt.action:
                 case ControllerAction.EXIT_ACCEPT:
@@ -268,8 +269,11 @@ class Judgement:
             self._numbers[key] = sum(k == kind for k, _ in self._numbers) + 1
         return self._numbers[key]
 
-    def _note(self, result: CheckResult, action: str, symbolic: CheckResult) -> None:
+    def _note(self, result: CheckResult, action: str, symbolic: CheckResult, number: int) -> None:
         entry: dict[str, JSON] = {"verdict": result.verdict.name, "action": action}
+        # what its feedback level lets any reader see (the model, a trace): "shown"
+        if text := shown(result, level_of(result, self._verifier.feedback), number):
+            entry["shown"] = text
         if symbolic is not result:  # the free text went to a slot (no:1, compute:1, ...)
             slot = _need_text(symbolic.needed) if symbolic.needed else str(symbolic.reason)
             entry["slot"] = slot

@@ -20,7 +20,7 @@ from four.cli._errors import UsageError
 from four.cli._format import seconds, tokens
 
 if TYPE_CHECKING:
-    from four.cli._run import RunOptions
+    from four.cli._options import RunOptions
     from four.domains import Domain
     from four.search import Attempt, Member, Search
     from four.trajectory._sign import SigningKey
@@ -79,7 +79,7 @@ def run_attempts(
         raise UsageError(f"--attempts {opts.attempts}: {exc}") from None
     from contextlib import nullcontext
 
-    from four.cli._run import Deadline
+    from four.cli._build import Deadline
 
     # --timeout's one clock: what runs when it is spent (a check, a build...) is killed.
     armed = Deadline(opts.timeout).armed() if opts.timeout else nullcontext()
@@ -87,7 +87,7 @@ def run_attempts(
         with armed:
             search.run(_Attempts(opts, model, key, domain, system, signing))
     except KeyboardInterrupt as exc:
-        from four.cli._run import Terminated
+        from four.cli._build import Terminated
 
         saved = str(search.record) if search.record else None
         if opts.json:  # as a plain run says it, the search's record as the path
@@ -109,7 +109,7 @@ def run_attempts(
 
 
 def _first_temperature() -> float | None:
-    from four.cli._run import local_settings
+    from four.cli._options import local_settings
 
     return local_settings().get("temperature")
 
@@ -129,10 +129,10 @@ class _Attempts:
         """``four run``'s run in the attempt's copy of the workspace."""
         from four import run
         from four.cli import _settings as env
+        from four.cli._build import Saving, build, domain_check, setup, traced
         from four.cli._live import Display, Recording, Watched, WatchedEnv, components
         from four.cli._preflight import check_program
         from four.cli._resume import HEARTBEAT, heartbeat
-        from four.cli._run import Saving, build, domain_check, setup
 
         opts, domain = self.opts, self.domain
         mine = replace(opts, cwd=a.cwd or opts.cwd, cost_limit=None, timeout=None)
@@ -165,7 +165,7 @@ class _Attempts:
                     a.limit(opts.max_steps),
                     opts.max_format_errors,
                     check=check,
-                    watch=a.watching(Saving(recording)),
+                    watch=traced(opts, a.watching(Saving(recording))),
                 )
         finally:
             display.stop("done")
@@ -194,7 +194,7 @@ def _ended(m: Member[object], opts: RunOptions) -> None:
 
 
 def _report(search: Search[Path], opts: RunOptions) -> int:
-    from four.cli._run import report
+    from four.cli._build import report
 
     result = search.result
     if result is None or result.path is None:

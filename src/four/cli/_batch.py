@@ -1,7 +1,7 @@
 """``four batch TASKS.jsonl``: an agent on every task of a file, many at once.
 
 Its flags are ``batch_flags``, and the ``four`` command calls ``main``. The agent is the one ``four run``
-builds from the same flags and ``FOUR_*`` variables (``four.cli._run``), run on threads,
+builds from the same flags and ``FOUR_*`` variables (``four.cli._options``), run on threads,
 under ``four.arun`` on ``AsyncPool`` (``--processes``), or on Ray; each task's
 trajectory goes to ``DIR/runs/<id>/`` and one line per finished task to
 ``DIR/manifest.jsonl``. Run it again and finished tasks are skipped. ``four stats DIR``
@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # only argparse is needed to define the flags (four --help)
     from four.batch._result import RunResult
     from four.batch._session import Pool
     from four.cli._live import Recording
-    from four.cli._run import RunOptions
+    from four.cli._options import RunOptions
     from four.search import Attempt, Search
 
 SUMMARY = "run an agent on every task of a JSON Lines file, many at once"
@@ -54,17 +54,17 @@ DEFAULT_STALL = 900.0
 
 def batch_flags(p: argparse.ArgumentParser) -> None:
     """Define the flags of ``four batch`` on ``p`` (the subcommand's parser)."""
-    from four.cli import _add_agent_flags, _add_judge_flags, _number, _positive_int
+    from four.cli._flags import agent_flags, judge_flags, number, positive_int
 
     p.add_argument("tasks", metavar="TASKS", help="JSON Lines file: {id, task, ...} per line")
-    _add_agent_flags(p)
+    agent_flags(p)
     p.add_argument(
-        "-w", "--workers", type=_positive_int, default=None,
+        "-w", "--workers", type=positive_int, default=None,
         help=f"runs at once [FOUR_WORKERS, {DEFAULT_WORKERS}]",
     )  # fmt: skip
     p.add_argument(
         "--processes",
-        type=_positive_int,
+        type=positive_int,
         metavar="N",
         help="run the tasks as async tasks, not threads, for thousands at once: 1 = one "
         "event loop in this process, N = spread over N worker processes (one loop each); "
@@ -89,37 +89,37 @@ def batch_flags(p: argparse.ArgumentParser) -> None:
         "commands can read the batch's runs",
     )
     p.add_argument(
-        "--max-steps", type=_positive_int, help="model calls per run at most [FOUR_MAX_STEPS, 100]"
+        "--max-steps", type=positive_int, help="model calls per run at most [FOUR_MAX_STEPS, 100]"
     )
     p.add_argument(
         "--timeout",
-        type=_number,
+        type=number,
         metavar="SECONDS",
         help="wall-clock limit of each run; its running command is killed; 0 = none "
         "[FOUR_TIMEOUT, none]",
     )
     p.add_argument(
         "--stall-timeout",
-        type=_number,
+        type=number,
         metavar="SECONDS",
         help="end a run (stalled) when no model call or command finished for this long; "
         f"0 = never [FOUR_STALL_TIMEOUT, {DEFAULT_STALL:g}]",
     )
     p.add_argument(
         "--cost-limit",
-        type=_number,
+        type=number,
         help="USD per run; 0 = none [FOUR_COST_LIMIT, 3]",
     )
     p.add_argument(
         "--batch-cost-limit",
-        type=_number,
+        type=number,
         metavar="USD",
         help="USD for the whole batch (earlier invocations included); then no run starts "
         "and running ones stop [none]",
     )
     p.add_argument(
         "--batch-timeout",
-        type=_number,
+        type=number,
         metavar="SECONDS",
         help="wall-clock limit of this invocation; then no run starts and running ones stop",
     )
@@ -130,12 +130,12 @@ def batch_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--max-format-errors",
-        type=_positive_int,
+        type=positive_int,
         default=3,
         help="unreadable replies in a row before a run stops; 0 = no cap [3]",
     )
     p.add_argument("--check", metavar="CMD", help="verified loop, as `four run --check`")
-    _add_judge_flags(p)
+    judge_flags(p)
     p.add_argument("--system", metavar="FILE", help="system prompt from FILE [FOUR_SYSTEM]")
     p.add_argument(
         "--redo", action="store_true", help="run every task again, finished ones included"
@@ -179,8 +179,8 @@ class _Command:
         """``four run``'s agent for ``ctx``'s item, its trajectory going to
         ``ctx.output_dir``; for an ``attempt`` of a search, in the attempt's copy of the
         workspace, sampling as the attempt says."""
+        from four.cli._build import build, domain_check, load_domain, setup, system_prompt
         from four.cli._live import Recording, components
-        from four.cli._run import build, domain_check, load_domain, setup, system_prompt
         from four.trajectory import save_trajectory
 
         opts = self.options(ctx)
@@ -202,7 +202,7 @@ class _Command:
         """A search for ``ctx``'s item (``--attempts``): its attempts' trajectories and its
         group record in ``ctx.output_dir``, the item's workspace copied for each."""
         from four.cli._attempts import workspace
-        from four.cli._run import load_domain
+        from four.cli._build import load_domain
         from four.search import Budget, Search
 
         opts = self.options(ctx)
@@ -224,21 +224,23 @@ class CommandRun(_Command):
 
     def __call__(self, ctx: RunContext) -> Path:
         from four import run
+        from four.cli._build import traced
 
         if self.opts.attempts > 1:  # each attempt as below, the result's trajectory returned
             return _result(self.search(ctx).run(lambda attempt: self.attempt(ctx, attempt)))
         a = self.agent(ctx)
         return run(ctx.meter(a.G), a.V1, a.V2, a.recording, *a.settings, check=a.check,
-                   watch=ctx.watch)  # fmt: skip
+                   watch=traced(self.opts, ctx.watch))  # fmt: skip
 
     def attempt(self, ctx: RunContext, attempt: Attempt) -> Path:
         from four import run
+        from four.cli._build import traced
 
         a = self.agent(ctx, attempt)
         system, prompt, steps, errors = a.settings
         return run(attempt.invoke(ctx.meter(a.G)), a.V1, attempt.env(a.V2),
                    attempt.emit(a.recording), system, prompt, attempt.limit(steps), errors,
-                   check=a.check, watch=attempt.watching(ctx.watch))  # fmt: skip
+                   check=a.check, watch=traced(self.opts, attempt.watching(ctx.watch)))  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,6 +258,7 @@ class AsyncCommandRun(_Command):
     async def run(self, ctx: RunContext, attempt: Attempt | None) -> Path:
         from four import arun
         from four.cli._awaited import awaited_env, awaited_invoke
+        from four.cli._build import traced
 
         a = self.agent(ctx, attempt)
         awaited = awaited_invoke(a.G)
@@ -263,11 +266,11 @@ class AsyncCommandRun(_Command):
         V2: Execute | AsyncExecute = awaited_env(a.V2) or a.V2
         if attempt is None:
             return await arun(G, a.V1, V2, a.recording, *a.settings, check=a.check,
-                              watch=ctx.watch)  # fmt: skip
+                              watch=traced(self.opts, ctx.watch))  # fmt: skip
         system, prompt, steps, errors = a.settings
         return await arun(attempt.invoke(G), a.V1, attempt.env(V2), attempt.emit(a.recording),
                           system, prompt, attempt.limit(steps), errors, check=a.check,
-                          watch=attempt.watching(ctx.watch))  # fmt: skip
+                          watch=traced(self.opts, attempt.watching(ctx.watch)))  # fmt: skip
 
 
 def _result(search: Search[Path]) -> Path:
@@ -351,7 +354,7 @@ def default_batch_dir(tasks: Path) -> Path:
     """
     import hashlib
 
-    from four.cli._run import default_output_dir
+    from four.cli._options import default_output_dir
 
     where = Path(os.path.abspath(tasks.expanduser()))
     digest = hashlib.sha256(os.fsencode(where)).hexdigest()[:8]
@@ -364,21 +367,13 @@ def batch_command(args: argparse.Namespace) -> int:
     from four.batch._items import read_items
     from four.batch._pool import AsyncPool, ThreadPool
     from four.batch._raypool import RayPool
+    from four.cli._build import load_domain, make_check, sigterm_interrupts, system_prompt
     from four.cli._errors import UsageError
     from four.cli._launchfile import apply_settings, check_items, resolve_items
+    from four.cli._options import api_key, guard_output, options, resolve
     from four.cli._preflight import output_folder, prompt_fits
-    from four.cli._run import (
-        api_key,
-        guard_output,
-        load_domain,
-        make_check,
-        options,
-        resolve,
-        sigterm_interrupts,
-        system_prompt,
-    )
 
-    settings = apply_settings(args, Path(args.tasks))  # the launch's four.toml, if any
+    settings = apply_settings(args, Path(args.tasks), batch_flags)  # the launch's four.toml, if any
     batch = batch_options(args)
     try:
         items = resolve_items(read_items(batch.tasks), batch.tasks)
@@ -439,7 +434,7 @@ def batch_command(args: argparse.Namespace) -> int:
                 results.append(result)
                 display.result(result)
     except KeyboardInterrupt as exc:
-        from four.cli._run import Terminated
+        from four.cli._build import Terminated
 
         status = 143 if isinstance(exc, Terminated) else 130
     finally:

@@ -23,18 +23,18 @@ from four.observe._check import Check, exit_code
 from four.observe._doctor import Budget, Plan, examine
 
 if TYPE_CHECKING:
-    from four.cli._run import RunOptions
+    from four.cli._options import RunOptions
 
 
 def flags(p: argparse.ArgumentParser) -> None:
     """``four doctor``'s flags: those of ``four run`` or ``four batch``, and ``--probe``."""
-    from four.cli import _run_flags
     from four.cli._batch import DESCRIPTION as BATCH
     from four.cli._batch import batch_flags
+    from four.cli._flags import run_flags
 
     target = p.add_subparsers(dest="target", metavar="run|batch", required=True)
     for name, define, about in (
-        ("run", _run_flags, "the flags of four run"),
+        ("run", run_flags, "the flags of four run"),
         ("batch", batch_flags, BATCH),
     ):
         sub = target.add_parser(name, help=about, description=f"four doctor {name}: {about}")
@@ -92,9 +92,10 @@ def _json(checks: Sequence[Check], code: int) -> dict[str, object]:
 def _plan(args: argparse.Namespace) -> tuple[Plan, Invoke | None, str]:
     """What the command line would run, read by ``four run``'s and ``four batch``'s own
     code; the model call for ``--probe``; the table's title."""
+    from four.cli._build import load_domain, system_prompt
     from four.cli._envs import make_env
+    from four.cli._options import api_key, local_settings, options
     from four.cli._preflight import held_out, litellm
-    from four.cli._run import api_key, load_domain, local_settings, options, system_prompt
 
     batch = None
     tasks: list[str] = []
@@ -102,11 +103,11 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, Invoke | None, str]:
         from pathlib import Path
 
         from four.batch._items import read_items
-        from four.cli._batch import batch_options
+        from four.cli._batch import batch_flags, batch_options
         from four.cli._errors import UsageError
         from four.cli._launchfile import apply_settings
 
-        apply_settings(args, Path(args.tasks))  # the launch's four.toml, as four batch
+        apply_settings(args, Path(args.tasks), batch_flags)  # the launch's four.toml, as four batch
         batch = batch_options(args)
         try:
             tasks = [item.task for item in read_items(batch.tasks)]
@@ -172,7 +173,7 @@ def local_window(opts: RunOptions) -> int | None:
     """With ``--local``, the context the local model's server gives a run; else None."""
     if opts.local is None:
         return None
-    from four.cli._run import local_settings
+    from four.cli._options import local_settings
     from four.invoke._local import DEFAULT_CTX
 
     return local_settings().get("ctx", DEFAULT_CTX)

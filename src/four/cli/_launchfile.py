@@ -14,7 +14,7 @@ import argparse
 import difflib
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,7 +24,7 @@ from four.batch._items import Item
 from four.cli._errors import UsageError
 
 if TYPE_CHECKING:
-    from four.cli._run import RunOptions
+    from four.cli._options import RunOptions
 
 NAME = "four.toml"
 _PATHS = frozenset({"system", "output_dir", "cwd", "sign"})
@@ -32,8 +32,11 @@ _FIXED = frozenset({"tasks", "help", "redo", "quiet", "json", "check_files", "ou
 ITEM_FIELDS = ("domain", "check", "check_files", "max_steps", "feedback", "cwd", "image")
 
 
-def apply_settings(args: argparse.Namespace, tasks: Path) -> Path | None:
-    """Fill the flags not given on the command line from ``four.toml`` beside ``tasks``;
+def apply_settings(
+    args: argparse.Namespace, tasks: Path, flags: Callable[[argparse.ArgumentParser], None]
+) -> Path | None:
+    """Fill the flags not given on the command line from ``four.toml`` beside ``tasks``
+    (``flags`` defines ``four batch``'s);
     the file read (None: there is none). A key that is no flag of ``four batch``, or a
     value it does not take, is a ``UsageError`` naming the file."""
     path = tasks.parent / NAME
@@ -43,7 +46,7 @@ def apply_settings(args: argparse.Namespace, tasks: Path) -> Path | None:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise UsageError(f"{path}: {getattr(exc, 'strerror', None) or exc}") from None
-    actions = _actions()
+    actions = _actions(flags)
     for key, value in data.items():
         action = actions.get(key)
         if action is None:
@@ -56,13 +59,11 @@ def apply_settings(args: argparse.Namespace, tasks: Path) -> Path | None:
     return path
 
 
-def _actions() -> dict[str, argparse.Action]:
-    from four.cli import build_parser
-
-    parser = build_parser("batch")
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+def _actions(flags: Callable[[argparse.ArgumentParser], None]) -> dict[str, argparse.Action]:
+    parser = argparse.ArgumentParser()
+    flags(parser)
     found: dict[str, argparse.Action] = {}
-    for action in sub.choices["batch"]._actions:
+    for action in parser._actions:
         if action.dest in _FIXED or action.default is not None:
             continue
         for spelling in action.option_strings:
@@ -137,7 +138,7 @@ def item_options(opts: RunOptions, task: str, fields: Mapping[str, JSON]) -> Run
 def check_items(opts: RunOptions, items: list[Item], tasks: Path) -> None:
     """Each item's own settings are ones its run can take, or a ``UsageError`` naming the
     item: before any model call, not in the middle of the night."""
-    from four.cli._run import load_domain, make_check
+    from four.cli._build import load_domain, make_check
     from four.domains import domain_names
 
     for item in items:

@@ -32,7 +32,7 @@ DESCRIPTION = (
 
 def flags(p: argparse.ArgumentParser) -> None:
     """``four lint``'s flags."""
-    from four.cli import _add_env_flags
+    from four.cli._flags import env_flags
     from four.domains import domain_names
 
     p.add_argument(
@@ -56,7 +56,7 @@ def flags(p: argparse.ArgumentParser) -> None:
         choices=domain_names(),
         help="also lint this domain's built-in system prompt (repeatable)",
     )
-    _add_env_flags(p)
+    env_flags(p)
     for action in p._actions:  # here --command-timeout bounds each --help
         if action.dest == "command_timeout":
             action.help = "seconds one tool's --help (or introspection) may take [10]"

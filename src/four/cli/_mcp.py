@@ -133,7 +133,7 @@ def main(args: argparse.Namespace) -> int:
     except ImportError:
         raise UsageError(EXTRA) from None
     from four.cli import _settings as env
-    from four.cli._run import default_output_dir
+    from four.cli._options import default_output_dir
 
     run_flags = [f for f in args.run_flags if f != "--"] if args.run_flags else []
     if any(f in ("--cwd", "-o", "--output-dir", "--json", "-q", "--quiet") for f in run_flags):

@@ -27,7 +27,7 @@ MAX_MISSION = 64 << 10
 
 def flags(p: argparse.ArgumentParser) -> None:
     """``four plan``'s flags."""
-    from four.cli import _add_agent_flags, _number, _positive_int
+    from four.cli._flags import agent_flags, number, positive_int
 
     p.add_argument(
         "mission", metavar="MISSION", nargs="?", help="what the launch is for; '-' reads stdin"
@@ -39,24 +39,24 @@ def flags(p: argparse.ArgumentParser) -> None:
         dest="check_launch",
         help="validate this launch again as its files are now; sealed anew if it passes",
     )
-    _add_agent_flags(p)
+    agent_flags(p)
     p.add_argument(
-        "-w", "--workers", type=_positive_int, default=1, help="the launch's runs at once [1]"
+        "-w", "--workers", type=positive_int, default=1, help="the launch's runs at once [1]"
     )
     p.add_argument(
-        "--max-steps", type=_positive_int, default=30, help="model calls per agent run at most [30]"
+        "--max-steps", type=positive_int, default=30, help="model calls per agent run at most [30]"
     )
     p.add_argument(
-        "--timeout", type=_number, default=1800.0, metavar="SECONDS",
+        "--timeout", type=number, default=1800.0, metavar="SECONDS",
         help="wall-clock limit of each agent run [1800]",
     )  # fmt: skip
-    p.add_argument("--cost-limit", type=_number, metavar="USD", help="USD per agent run [none]")
+    p.add_argument("--cost-limit", type=number, metavar="USD", help="USD per agent run [none]")
     p.add_argument(
-        "--check-timeout", type=_number, default=120.0, metavar="SECONDS",
+        "--check-timeout", type=number, default=120.0, metavar="SECONDS",
         help="seconds a check may take when it is validated [120]",
     )  # fmt: skip
     p.add_argument(
-        "--attempts", type=_positive_int, default=6,
+        "--attempts", type=positive_int, default=6,
         help="plans the model may write before planning stops [6]",
     )  # fmt: skip
     p.add_argument("--sign", metavar="KEY", help="sign the launch's seal with this private key")
@@ -124,11 +124,11 @@ def _signing(args: argparse.Namespace) -> SigningKey | None:
 def _launch(args: argparse.Namespace) -> tuple[Launch, Invoke]:
     """The launch's settings and the planning model, checked before the first call."""
     from four.cli import _settings as env
+    from four.cli._options import local_model, local_settings
     from four.cli._preflight import output_folder, refuse
     from four.cli._preflight import resolve as resolve_hosted
-    from four.cli._run import local_model, local_settings
     from four.domains._bash import environment as make_env
-    from four.domains.plan import Launch
+    from four.domains.plan import Launch, plan_parse
     from four.invoke import litellm_invoke, local_invoke, retry_invoke
     from four.invoke._local import DEFAULT_CTX
     from four.observe._doctor import environment, model_facts
@@ -165,7 +165,8 @@ def _launch(args: argparse.Namespace) -> tuple[Launch, Invoke]:
     G: Invoke
     if local is not None:
         _local_ready(local)
-        G = retry_invoke(local_invoke(local, **local_settings()))
+        grammar = plan_parse().grammar()  # every plan it writes reads (V2 judges it)
+        G = retry_invoke(local_invoke(local, **local_settings(), grammar=grammar))
         window: int | None = local_settings().get("ctx", DEFAULT_CTX)
     else:
         model, server = resolve_hosted(str(model), api_base, key)

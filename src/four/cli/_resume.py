@@ -16,7 +16,7 @@ from four._types import JSON, Assistant, Message, ToolResult, User
 from four.cli._errors import UsageError
 
 if TYPE_CHECKING:
-    from four.cli._run import RunOptions
+    from four.cli._options import RunOptions
 
 HEARTBEAT = 5.0
 """Seconds between heartbeats while nothing else is written (``FOUR_HEARTBEAT``)."""
@@ -90,7 +90,7 @@ def closed(messages: tuple[Message, ...]) -> tuple[Message, ...]:
 def options_of(earlier: Resumed, path: str, *, mode: str, json: bool) -> RunOptions:
     """The ``RunOptions`` of the new attempt: the recorded ones, with the steps and
     wall time left, and the link to the earlier run."""
-    from four.cli._run import RunOptions
+    from four.cli._options import RunOptions
 
     names = {f.name for f in dataclasses.fields(RunOptions)}
     given: dict[str, object] = {k: v for k, v in earlier.settings.items() if k in names}

@@ -62,7 +62,7 @@ def main(args: argparse.Namespace) -> int:
     G: Invoke = retry_invoke(litellm_invoke(model, api_base=api_base, api_key=key))
     if args.cost_limit:
         G = budget_invoke(G, cost_limit=args.cost_limit)
-    from four.cli._run import default_output_dir
+    from four.cli._options import default_output_dir
 
     output = args.output_dir or env.get("FOUR_OUTPUT_DIR") or str(default_output_dir())
     made = new_spoke(

@@ -32,6 +32,7 @@ from typing import Final
 
 from returns.result import Failure, Result, Success
 
+from four._grammar import Grammar
 from four._types import Message, ModelError, ModelErrorKind, Reply, Sampling
 from four.invoke._chat import DEFAULT_TIMEOUT, LitellmInvoke
 
@@ -226,6 +227,7 @@ class LocalInvoke:
     seed: int = 0
     timeout: float = DEFAULT_TIMEOUT
     start_timeout: float = DEFAULT_START_TIMEOUT
+    grammar: str | None = None  # GBNF every reply is decoded under
 
     @property
     def settings(self) -> ServerSettings:
@@ -267,6 +269,8 @@ class LocalInvoke:
                 "temperature": self.temperature,
                 "max_tokens": self.max_tokens,
                 "seed": self.seed,
+                # llama.cpp's own field: only this server is ever sent it
+                **({"extra_body": {"grammar": self.grammar}} if self.grammar else {}),
             },
         )
 
@@ -301,6 +305,7 @@ def local_invoke(
     timeout: float = DEFAULT_TIMEOUT,
     start_timeout: float = DEFAULT_START_TIMEOUT,
     folder: Path | None = None,
+    grammar: Grammar | None = None,
 ) -> LocalInvoke:
     """G on a model run here, with no API key and no network: an embedded llama.cpp server.
 
@@ -312,11 +317,13 @@ def local_invoke(
     ``max_tokens`` per reply. ``temperature`` (0: the same history gives the same reply,
     nearly always) and ``seed`` are sent with each request, so Gs that sample otherwise
     (``sampled``, as ``cycle_breaking_invoke`` does) share the server. It stops when the
-    process ends. A server that cannot start is a ``ModelError``. Needs the
-    ``four-loop[local]`` extra.
+    process ends. A server that cannot start is a ``ModelError``. ``grammar`` (a V1's
+    own, see ``Constrained``) holds every reply to it, so each one parses: ``four run
+    --local`` gives the domain's. Needs the ``four-loop[local]`` extra.
 
-    >>> G = local_invoke("/models/qwen.gguf")  # doctest: +SKIP
-    >>> run(G, regex_parse(), local_env(), save_trajectory(), prompt="...")  # doctest: +SKIP
+    >>> V1 = regex_parse()  # doctest: +SKIP
+    >>> G = local_invoke("/models/qwen.gguf", grammar=V1.grammar())  # doctest: +SKIP
+    >>> run(G, V1, local_env(), save_trajectory(), prompt="...")  # doctest: +SKIP
     """
     from four.models import DEFAULT_MODEL, find_model
 
@@ -344,4 +351,5 @@ def local_invoke(
         seed,
         timeout,
         start_timeout,
+        None if grammar is None else grammar.gbnf(),
     )

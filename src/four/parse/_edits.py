@@ -25,17 +25,41 @@ from typing import TypeAlias
 from returns.result import Failure, Result, Success
 
 from four._checked import checked
+from four._grammar import WHITESPACE, Chars, Expr, Grammar, Lit, Ref, Rep, grammar_of
 from four._types import Action, FormatError, Rejected, Reply, Submitted
 from four.execute._output import EXIT_SIGNAL
 from four.parse._finish import finish_rule, no_action, unapplied
 from four.parse._regex import DEFAULT_TAGS, Block, _console, fenced_blocks
+from four.parse._shapes import (
+    INDENT,
+    NEWLINE,
+    REST,
+    THOUGHT_LINES,
+    alt,
+    command,
+    opt,
+    prose,
+    seq,
+    shell_tag,
+    thought,
+)
 
 _SEARCH = re.compile(r"^\s*<{5,9} ?SEARCH\s*$")
 _DIVIDER = re.compile(r"^\s*={5,9}\s*$")
 _REPLACE = re.compile(r"^\s*>{5,9} ?REPLACE\s*$")
 _PATH = re.compile(r"^[A-Za-z0-9_~+@-]?[A-Za-z0-9_.~+@/-]*$")
+_ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+_WORD = _ALNUM + "_"
 _SHOWN = 30  # lines of a closest match shown at most
 _NO_FILE = "has no path on the line before it, so it was not written anywhere (and nothing was run)"
+FILE_TAGS = (
+    "python", "c", "h", "go", "rust", "toml", "json", "yaml", "ini", "text", "markdown",
+    "makefile", "roff", "man", "html", "css", "javascript", "typescript", "sql", "csv",
+)  # fmt: skip
+"""Tags a file's block may carry in the grammar (none of them a shell tag: a shell
+block follows here-documents, so its end depends on its text)."""
+MAX_EDITS = 4
+"""Files a reply of the grammar writes or edits at most."""
 _DECORATION = re.compile(r"^(?:#+\s*|[-*]\s+)?(?:(?:file|path|filename)\s*:\s*)?", re.I)
 
 
@@ -151,6 +175,49 @@ class EditParse:
 
     def _error(self, problem: str) -> FormatError:
         return FormatError(f"{problem}\n\n{self.expected()}")
+
+    def grammar(self) -> Grammar:
+        """The replies the built-in model is held to (see ``Constrained``): a short
+        thought (up to three sentences, each ending in a full stop, so none is taken for a
+        path), then up to four files, each its path alone on a line and a block of its
+        whole content or of SEARCH/REPLACE blocks, and after them at most one ```bash
+        block; or the exit signal alone on the last line. No line of a file's block
+        starts with a backtick or ``<``, ``=`` or ``>`` (but a doctest's ``>>>``).
+
+        >>> [name for name, _ in edit_parse().grammar().rules][:5]
+        ['root', 'file', 'path', 'code-line', 'sentence']
+        """
+        tags = {t.lower() for t in self.tags}
+        shell = shell_tag(self.tags)
+        runs = () if shell is None else (opt(seq(NEWLINE, Ref("command"))),)
+        files = seq(Ref("file"), Rep(seq(NEWLINE, Ref("file")), 0, MAX_EDITS - 1), *runs)
+        ends: list[Expr] = [alt(files, Ref("command")) if runs else files]
+        if self.exit_signal:
+            ends.append(Lit(self.exit_signal))
+        tag = opt(alt(*(Lit(t) for t in FILE_TAGS if t not in tags)))
+        segment = seq(Chars(_WORD), Rep(Chars(_WORD + "-")))
+        folders = Rep(seq(segment, Lit("/")))
+        code = Chars(WHITESPACE + "`<=>", negated=True)  # no fence, no SEARCH/REPLACE mark
+        doctest = seq(Lit(">>>"), opt(seq(Chars(" \t"), REST)))
+        lines = Rep(Ref("code-line"))
+        edit = seq(
+            Lit("<<<<<<< SEARCH\n"), lines, Lit("=======\n"), lines, Lit(">>>>>>> REPLACE\n")
+        )
+        rules: list[tuple[str, Expr]] = [
+            ("root", seq(thought(THOUGHT_LINES, "sentence"), alt(*ends))),
+            ("file", seq(
+                Ref("path"), Lit("\n```"), tag, NEWLINE, alt(Rep(edit, 1), lines), Lit("```")
+            )),
+            ("path", alt(
+                seq(folders, segment, Lit("."), Rep(Chars(_ALNUM), 1)),
+                seq(Lit("./"), folders, segment),
+            )),
+            ("code-line", seq(INDENT, opt(alt(seq(code, REST), doctest)), NEWLINE)),
+            *prose("sentence", end="."),
+        ]  # fmt: skip
+        if shell is not None:
+            rules += command(shell, self.exit_signal)
+        return grammar_of(*rules)
 
     @checked
     def __call__(

@@ -18,9 +18,11 @@ from returns.result import Failure, Result, Success
 
 from four import _arguments as check
 from four._checked import checked
+from four._grammar import Alt, Expr, Grammar, Lit, Ref, Seq, grammar_of
 from four._types import Action, FormatError, Rejected, Reply, Submitted
 from four.execute._output import EXIT_SIGNAL
 from four.parse._finish import finish_rule, no_action, unapplied
+from four.parse._shapes import THOUGHT_LINES, command, prose, shell_tag, thought
 
 DEFAULT_TAGS: tuple[str, ...] = ("mswea_bash_command", "bash", "sh", "shell", "console", "zsh")
 """Info-string tags whose blocks are run (compared in lower case)."""
@@ -157,6 +159,22 @@ class RegexParse:
             "Commands run with bash; text outside the block is not run. "
             + finish_rule(self.exit_signal, self.finish_on_plain_text)
         )
+
+    def grammar(self) -> Grammar:
+        """The replies the built-in model is held to (see ``Constrained``): a short
+        thought (up to three lines of prose), then one block tagged as ``expected`` says
+        or the exit signal alone on the last line.
+
+        >>> print(regex_parse().grammar().gbnf().splitlines()[0])
+        root ::= prose{0,3} (command | "COMPLETE\\x5FTASK\\x5FAND\\x5FSUBMIT\\x5FFINAL\\x5FOUTPUT")
+        """
+        tag = shell_tag(self.tags)
+        ends: list[Expr] = [] if tag is None else [Ref("command")]
+        if self.exit_signal:
+            ends.append(Lit(self.exit_signal))
+        root = Seq((thought(THOUGHT_LINES), Alt(tuple(ends))))
+        commands = [] if tag is None else command(tag, self.exit_signal)
+        return grammar_of(("root", root), *prose(), *commands)
 
     def _bare_signal(self, block: Block, command: str) -> str | None:
         """Feedback for a block that cannot finish the way it means to, or None: one that

@@ -4,27 +4,18 @@ This module is the reference implementation; `_accounting_c.pyx` mirrors it name
 name and `_accounting.py` selects one of them. Every function here is exact: no
 floats, no implicit coercions, Python ints throughout.
 
-Digest design. A trace's digests form a chain:
-
-* ``fingerprint(config) = BLAKE2b-256("C" || enc(config fields))``
-* ``genesis(config, s0) = BLAKE2b-256("G" || VERSION || fingerprint(config) || enc(s0))``
-  where ``s0`` is the before-state of the first receipt;
-* ``digest_k = BLAKE2b-256("R" || digest_{k-1} || enc(transition_k))`` where the
-  transition is the receipt's inputs, action and evaluation index.
-
-The states themselves are not hashed at every step: the audit replays each transition
-and checks the claimed after-state, so the chain of inputs plus the genesis state
-determines (and so commits to) every state, at O(1) cost per receipt.
+The digests are the receipts' hash chain of `_canonical` (documents of format 1 audit
+under `_chain_v1`, the chain an `AuditCursor` names).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
-from enum import Enum
-from hashlib import blake2b
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
+from . import _canonical, _chain_v1
+from ._canonical import FORMAT_VERSION
 from ._core import ComputeNeed, EvidenceNeed, Verdict
 from ._state import (
     AuditCursor,
@@ -66,8 +57,6 @@ __all__ = [
     "receipt_digest",
 ]
 
-FORMAT_VERSION: Final = 1
-_VERSION_TAG: Final = b"four.quaternary/1"
 _RUNNING: Final = ControllerStatus.RUNNING
 _HELD: Final = ControllerStatus.HELD
 _RANK_CONSUMING: Final = frozenset(
@@ -437,201 +426,79 @@ def _resolved(record: DependencyRecord, name: str, outcome: object) -> Dependenc
 # --------------------------------------------------------------------------- digests
 
 
-def _enc(value: object, out: list[bytes]) -> None:
-    """Append the canonical, type-tagged encoding of a receipt value to `out`.
+class _Chain(Protocol):
+    """A receipts' chain (a module: `_canonical`, or `_chain_v1` for format 1)."""
 
-    str (and str enums) -> ``s<len>:<utf-8>``, None -> ``N``, bools -> ``T``/``F``,
-    ints (and int enums) -> ``i<decimal>;``, floats -> ``f<repr>;``, tuples ->
-    ``(...)``, sets -> ``{<count>:<sorted encodings>}``, needs -> ``E``/``K`` + field.
-    """
-    kind = type(value)
-    if kind is str:
-        assert isinstance(value, str)
-        data = value.encode("utf-8", "surrogatepass")
-        out.append(b"s%d:%b" % (len(data), data))
-    elif value is None:
-        out.append(b"N")
-    elif kind is int:
-        assert isinstance(value, int)
-        out.append(b"i%d;" % value)
-    elif kind is bool:
-        out.append(b"T" if value else b"F")
-    elif isinstance(value, Enum):
-        _enc(value.value, out)
-    elif kind is tuple:
-        assert isinstance(value, tuple)
-        out.append(b"(")
-        for item in value:
-            _enc(item, out)
-        out.append(b")")
-    elif kind is frozenset or kind is set:
-        assert isinstance(value, AbstractSet)
-        if not value:
-            out.append(b"{0:}")
-            return
-        encoded = []
-        for item in value:
-            part: list[bytes] = []
-            _enc(item, part)
-            encoded.append(b"".join(part))
-        encoded.sort()
-        out.append(b"{%d:" % len(encoded))
-        out.extend(encoded)
-        out.append(b"}")
-    elif kind is EvidenceNeed:
-        assert isinstance(value, EvidenceNeed)
-        out.append(b"E")
-        _enc(value.evidence, out)
-    elif kind is ComputeNeed:
-        assert isinstance(value, ComputeNeed)
-        out.append(b"K")
-        _enc(value.step, out)
-    elif kind is float:
-        out.append(b"f%b;" % repr(value).encode())
-    elif isinstance(value, str):
-        _enc(str.__str__(value), out)
-    elif isinstance(value, int):
-        _enc(int.__int__(value), out)
-    else:
-        raise TypeError(f"{kind.__name__} values cannot be encoded in a receipt")
+    def fingerprint(self, config: QICTConfig) -> bytes: ...
+    def genesis_after(self, fingerprinted: bytes, state: ControllerState) -> bytes: ...
+    def evaluation_digest(
+        self,
+        prev: bytes,
+        verdict: object,
+        payload: object,
+        arcs: object,
+        action: object,
+        index: object,
+    ) -> bytes: ...
+    def event_digest(self, prev: bytes, event: ControllerEvent, action: object) -> bytes: ...
 
 
-def _enc_state(state: ControllerState, out: list[bytes]) -> None:
-    deps = state.dependencies
-    lease = state.pending_lease
-    _enc(
-        (
-            state.exclusions,
-            state.used_evidence,
-            state.used_compute,
-            (deps.used, deps.unresolved, deps.relation, deps.outcomes),
-            state.evidence_budget,
-            state.compute_budget,
-            state.dependency_budget,
-            state.status,
-            state.candidate_disposition,
-            state.evaluation_count,
-            state.clock,
-            None
-            if lease is None
-            else (lease.lease_id, lease.kind, lease.obligation, lease.deadline),
-            state.held_reason,
-        ),
-        out,
-    )
-
-
-_FINGERPRINTS: dict[int, tuple[QICTConfig, bytes]] = {}
+_CHAINS: Final[dict[int, _Chain]] = {1: _chain_v1, FORMAT_VERSION: _canonical}
+_FINGERPRINTS: dict[tuple[int, int], tuple[QICTConfig, bytes, ControllerState, bytes]] = {}
 _FINGERPRINT_CACHE_SIZE: Final = 16
 
 
-def fingerprint(config: QICTConfig) -> bytes:
-    """BLAKE2b-256 of the canonical encoding of the config's ten resolved fields.
+def _fingerprinted(
+    config: QICTConfig, version: int
+) -> tuple[QICTConfig, bytes, ControllerState, bytes]:
+    """The config's fingerprint, and its initial state's genesis, under chain ``version``:
+    the last few configs (immutable) are cached by identity, so a fleet of runs under one
+    config computes them once."""
+    key = (id(config), version)
+    cached = _FINGERPRINTS.get(key)
+    if cached is not None and cached[0] is config:
+        return cached
+    chain = _CHAINS[version]
+    fingerprinted = chain.fingerprint(config)
+    initial = config.initial_state()
+    cached = (config, fingerprinted, initial, chain.genesis_after(fingerprinted, initial))
+    if len(_FINGERPRINTS) >= _FINGERPRINT_CACHE_SIZE:
+        _FINGERPRINTS.pop(next(iter(_FINGERPRINTS)))
+    _FINGERPRINTS[key] = cached
+    return cached
 
-    O(alphabet size); the last few configs (immutable) are cached by identity.
+
+def fingerprint(config: QICTConfig) -> bytes:
+    """The receipts' chain after the config's ten resolved fields (SHA-256).
 
     >>> len(fingerprint(QICTConfig()))
     32
     """
-    cached = _FINGERPRINTS.get(id(config))
-    if cached is not None and cached[0] is config:
-        return cached[1]
-    result = _fingerprint(config)
-    if len(_FINGERPRINTS) >= _FINGERPRINT_CACHE_SIZE:
-        _FINGERPRINTS.pop(next(iter(_FINGERPRINTS)))
-    _FINGERPRINTS[id(config)] = (config, result)
-    return result
+    return _fingerprinted(config, FORMAT_VERSION)[1]
 
 
-def _fingerprint(config: QICTConfig) -> bytes:
-    out = [b"C"]
-    _enc(
-        (
-            frozenset(config.failure_alphabet),
-            frozenset(config.evidence_alphabet),
-            frozenset(config.compute_alphabet),
-            frozenset(config.dependency_alphabet),
-            config.evidence_budget,
-            config.compute_budget,
-            config.dependency_budget,
-            frozenset(config.admissible_failures or ()),
-            frozenset(config.admissible_dependencies or ()),
-            config.lease_ticks,
-        ),
-        out,
-    )
-    return blake2b(b"".join(out), digest_size=32).digest()
-
-
-def genesis(config: QICTConfig, state: ControllerState) -> bytes:
+def genesis(config: QICTConfig, state: ControllerState, version: int = FORMAT_VERSION) -> bytes:
     """The digest a trace starting at `state` under `config` chains from.
 
     >>> genesis(QICTConfig(), QICTConfig().initial_state()) == genesis(QICTConfig(), QICTConfig().initial_state())
     True
     """
-    out = [b"G", _VERSION_TAG, fingerprint(config)]
-    _enc_state(state, out)
-    return blake2b(b"".join(out), digest_size=32).digest()
+    _, fingerprinted, initial, start = _fingerprinted(config, version)
+    if state is initial or state == initial:
+        return start
+    return _CHAINS[version].genesis_after(fingerprinted, state)
 
 
-def _enc_bytes(value: object) -> bytes:
-    out: list[bytes] = []
-    _enc(value, out)
-    return b"".join(out)
-
-
-_VERDICT_BYTES: Final = {v: _enc_bytes(v) for v in Verdict}
-_ACTION_BYTES: Final = {a: _enc_bytes(a) for a in ControllerAction}
-
-
-def _evaluation_digest(
-    prev: bytes, verdict: object, payload: object, arcs: object, action: object, index: object
+def receipt_digest(
+    prev: bytes, receipt: EvaluationReceipt | EventReceipt, version: int = FORMAT_VERSION
 ) -> bytes:
-    if (
-        type(verdict) is Verdict
-        and type(action) is ControllerAction
-        and type(payload) is str
-        and type(index) is int
-        and type(arcs) is frozenset
-        and not arcs
-    ):  # the common shape, encoded exactly as the general path below would
-        data = payload.encode("utf-8", "surrogatepass")
-        message = b"R%bV%bs%d:%b{0:}%bi%d;" % (
-            prev,
-            _VERDICT_BYTES[verdict],
-            len(data),
-            data,
-            _ACTION_BYTES[action],
-            index,
-        )
-        return blake2b(message, digest_size=32).digest()
-    out = [b"R", prev, b"V"]
-    _enc(verdict, out)
-    _enc(payload, out)
-    _enc(arcs, out)
-    _enc(action, out)
-    _enc(index, out)
-    return blake2b(b"".join(out), digest_size=32).digest()
-
-
-def _event_digest(prev: bytes, event: ControllerEvent, action: object) -> bytes:
-    out = [b"R", prev, b"W"]
-    _enc(event.kind, out)
-    _enc(event.lease_id, out)
-    _enc(event.outcome, out)
-    _enc(event.dependency, out)
-    _enc(event.clock, out)
-    _enc(action, out)
-    return blake2b(b"".join(out), digest_size=32).digest()
-
-
-def receipt_digest(prev: bytes, receipt: EvaluationReceipt | EventReceipt) -> bytes:
     """The digest `receipt` must carry when it follows a receipt whose digest is `prev`.
 
     Raises `TypeError` for a value that has no canonical encoding.
     """
+    chain = _CHAINS[version]
     if isinstance(receipt, EvaluationReceipt):
-        return _evaluation_digest(
+        return chain.evaluation_digest(
             prev,
             receipt.verdict,
             receipt.payload,
@@ -639,7 +506,7 @@ def receipt_digest(prev: bytes, receipt: EvaluationReceipt | EventReceipt) -> by
             receipt.action,
             receipt.evaluation_index,
         )
-    return _event_digest(prev, receipt.event, receipt.action)
+    return chain.event_digest(prev, receipt.event, receipt.action)
 
 
 # --------------------------------------------------------------------------- steps
@@ -660,7 +527,7 @@ def evaluate(
     """
     action, after = _evaluation_transition(config, state, verdict, payload, arcs)
     index = after.evaluation_count
-    digest = _evaluation_digest(prev, verdict, payload, arcs, action, index)
+    digest = _canonical.evaluation_digest(prev, verdict, payload, arcs, action, index)
     return EvaluationReceipt(state, verdict, payload, arcs, action, after, index, digest)
 
 
@@ -670,7 +537,8 @@ def handle(
     """One event step from `state`, as a receipt chained to `prev` (the config is only
     used by the digest chain; events never depend on it)."""
     action, after = _event_transition(state, event)
-    return EventReceipt(state, event, action, after, _event_digest(prev, event, action))
+    digest = _canonical.event_digest(prev, event, action)
+    return EventReceipt(state, event, action, after, digest)
 
 
 # --------------------------------------------------------------------------- audit
@@ -704,8 +572,8 @@ def _audit_one(config: QICTConfig, cursor: AuditCursor, receipt: object, n: int)
     prev = cursor.prev
     try:
         if prev is None:
-            prev = genesis(config, before)
-        expected: bytes | None = receipt_digest(prev, receipt)
+            prev = genesis(config, before, cursor.version)
+        expected: bytes | None = receipt_digest(prev, receipt, cursor.version)
     except (TypeError, ValueError, AttributeError):
         expected = None
     claimed = receipt.digest
@@ -761,7 +629,9 @@ def audit_result(config: QICTConfig, cursor: AuditCursor, head: bytes | None) ->
     """The AuditResult for everything fed to `cursor` so far (the cursor is unchanged)."""
     errors = list(cursor.errors)
     final = cursor.state
-    end = cursor.prev if cursor.prev is not None else genesis(config, cursor.initial_state)
+    end = cursor.prev
+    if end is None:
+        end = genesis(config, cursor.initial_state, cursor.version)
     if head is not None and end != head:
         errors.append("trace does not end at the recorded head digest")
     if cursor.evaluations > cursor.initial_rank + 1:

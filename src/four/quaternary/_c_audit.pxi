@@ -1,31 +1,9 @@
 # ------------------------------------------------------------------ audit
 #
-# Receipts are replayed in order against a running state and digest. A continuing NO
-# is checked in place (`_exclusion_message`) and its digest message staged in one of
-# four lanes; the lanes are hashed side by side (the receipts claim their digests,
-# so the messages are known before any is checked) and then accepted in order. Any
-# other receipt first flushes the lanes, then is replayed by the C transitions
-# (`_evaluation_replays`, `_event_replays`) or, failing that, by the reference
-# `_audit_one`, which writes the error messages. A staged receipt whose digest does
-# not match also goes to `_audit_one`, with the running state it was staged against.
-
-cdef enum:
-    _AHEAD = 12  # receipts between prefetching an alphabet slot and looking it up
-    _LANES = 4  # continuing NOs whose digests are hashed side by side
-    _BLOCK = 128  # a lane holds a message of at most one BLAKE2b block
-
-
-cdef struct _Lane:
-    PyObject *receipt  # owned references, released by flush
-    PyObject *before
-    PyObject *prev
-    PyObject *log
-    Py_ssize_t n
-    Py_ssize_t position
-
-
-cdef bytes _NO_CODE = _py._enc_bytes(V_NO)
-cdef bytes _EXCLUDE_TAIL = b"{0:}" + _py._enc_bytes(A_EXCLUDE) + b"i"
+# Receipts are replayed in order against a running state and digest: each that
+# follows the running state is replayed by the C transitions (`_evaluation_replays`,
+# `_event_replays`) and compared in C; any other, and every receipt that would report
+# an error, goes to the reference `_audit_one`, which writes the messages.
 
 
 cdef inline bint _same_int(PyObject *a, PyObject *b) except -1:
@@ -35,136 +13,16 @@ cdef inline bint _same_int(PyObject *a, PyObject *b) except -1:
     return a == b or PyObject_RichCompareBool(<object>a, <object>b, Py_EQ)
 
 
-cdef inline bint _kept(PyObject *after, PyObject *before, Py_ssize_t offset) noexcept:
-    cdef PyObject *value = _raw(before, offset)
-    return value is not NULL and _raw(after, offset) == value
-
-
-cdef Py_ssize_t _exclusion_message(_Replay r, PyObject *receipt, PyObject *state,
-                                   PyObject *prev, _Lane *lane) except -2:
-    """When `receipt` is a continuing NO from `state` (EXCLUDE_RETRY) that replays
-    exactly, write the message its digest hashes into the buffer, note the exclusion
-    log and position in `lane`, and return the message length; -1 otherwise. No
-    object is created. It checks what the reference replay would: one new exclusion,
-    in the alphabets and not seen before (keys of a log never repeat), and the rest of
-    the state carried over."""
-    global _len
-    cdef PyObject *before = _raw(receipt, R_BEFORE)
-    cdef PyObject *after = _raw(receipt, R_AFTER)
-    cdef PyObject *payload = _raw(receipt, R_PAYLOAD)
-    cdef PyObject *arcs = _raw(receipt, R_ARCS)
-    cdef PyObject *claimed = _raw(receipt, R_DIGEST)
-    cdef PyObject *old
-    cdef PyObject *new
-    cdef PyObject *log
-    cdef PyObject *keys
-    cdef PyObject *key
-    cdef PyObject *base
-    cdef long long index, count, n
-    cdef const char *text
-    cdef Py_ssize_t size, plen
-    cdef unsigned char *at
-    if before != state or FOUR_TYPE(before) != P_STATE or not _is(after, P_STATE):
-        return -1
-    if (_raw(receipt, R_VERDICT) != O_NO or _raw(receipt, R_ACTION) != O_EXCLUDE
-            or not _is(payload, P_STR) or not _is(arcs, P_FROZENSET)
-            or PySet_GET_SIZE(<object>arcs) != 0 or not _is(claimed, P_BYTES)
-            or PyBytes_GET_SIZE(<object>claimed) != 32 or not _is(prev, P_BYTES)):
-        return -1
-    if _raw(before, S_STATUS) != O_RUNNING or _raw(before, S_LEASE) != O_NONE:
-        return -1
-    if not (_raw(after, S_STATUS) == O_RUNNING and _raw(after, S_DISP) == O_NONE
-            and _raw(after, S_LEASE) == O_NONE and _raw(after, S_HELD) == O_NONE
-            and _kept(after, before, S_EVID) and _kept(after, before, S_COMP)
-            and _kept(after, before, S_DEPS)
-            and _same_int(_raw(after, S_EB), _raw(before, S_EB))
-            and _same_int(_raw(after, S_CB), _raw(before, S_CB))
-            and _same_int(_raw(after, S_DB), _raw(before, S_DB))
-            and _same_int(_raw(after, S_CLOCK), _raw(before, S_CLOCK))):
-        return -1
-    if FOUR_TYPE(_raw(before, S_DEPS)) != P_RECORD:
-        return -1
-    # evaluation_index = before.evaluation_count + 1 = after.evaluation_count
-    if not (_as_ll(_raw(receipt, R_INDEX), &index) and _as_ll(_raw(before, S_COUNT), &count)):
-        return -1
-    if count == LLONG_MAX or index != count + 1:
-        return -1
-    if not _same_int(_raw(after, S_COUNT), _raw(receipt, R_INDEX)):
-        return -1
-    # the exclusions grow by exactly this reason, in the shared log
-    old = _raw(before, S_EXCL)
-    new = _raw(after, S_EXCL)
-    if not (_is(old, P_PREFIX) and _is(new, P_PREFIX)):
-        return -1
-    log = _raw(old, P_LOG_SLOT)
-    if not _is(log, P_LOG) or _raw(new, P_LOG_SLOT) != log:
-        return -1
-    if not (_as_ll(_raw(old, P_N), &n) and _as_ll(_raw(new, P_N), &count)):
-        return -1
-    keys = _raw(log, G_KEYS)
-    if n < 0 or count != n + 1 or not _is(keys, P_LIST) or n >= PyList_GET_SIZE(<object>keys):
-        return -1
-    key = PyList_GET_ITEM(<object>keys, n)
-    if key != payload and not (FOUR_TYPE(key) == P_STR and PyObject_RichCompareBool(
-            <object>key, <object>payload, Py_EQ)):
-        return -1
-    base = _raw(log, G_BASE_KEYS)
-    if not _is(base, P_FROZENSET) or (PySet_GET_SIZE(<object>base) != 0
-                                      and PySet_Contains(<object>base, <object>payload)):
-        return -1
-    # the reason is in the failure alphabet and admissible
-    if not PySet_Contains(r.failures, <object>payload):
-        return -1
-    if not r.all_admissible and not PySet_Contains(r.admissible, <object>payload):
-        return -1
-    # the message: R prev V <NO> s<len>:<reason> {0:} <EXCLUDE_RETRY> i<index>;
-    text = four_utf8(payload, &size)
-    if text is NULL:  # lone surrogates: the general path encodes them
-        PyErr_Clear()
-        return -1
-    plen = PyBytes_GET_SIZE(<object>prev)
-    _len = 0
-    _reserve(plen + size + 96)
-    at = _buf
-    at[0] = 82  # "R"
-    memcpy(at + 1, PyBytes_AS_STRING(<object>prev), plen)
-    at += 1 + plen
-    at[0] = 86  # "V"
-    memcpy(at + 1, PyBytes_AS_STRING(_NO_CODE), PyBytes_GET_SIZE(_NO_CODE))
-    at += 1 + PyBytes_GET_SIZE(_NO_CODE)
-    at[0] = 115  # "s"
-    at = _digits(at + 1, size)
-    at[0] = 58  # ":"
-    memcpy(at + 1, text, size)
-    at += 1 + size
-    memcpy(at, PyBytes_AS_STRING(_EXCLUDE_TAIL), PyBytes_GET_SIZE(_EXCLUDE_TAIL))
-    at = _digits(at + PyBytes_GET_SIZE(_EXCLUDE_TAIL), index)
-    at[0] = 59  # ";"
-    _len = FOUR_SPAN(at + 1, _buf)  # (pointer arithmetic: no overflow check)
-    lane.log = log
-    lane.n = n
-    return _len
-
-
 @cython.auto_pickle(False)  # internal; no pickling helpers in the module namespace
 cdef class _Replay:
     """One audit_feed call: the running state, digest and evaluation count (written to
-    the cursor around every call to the reference `_audit_one`), the config fields the
-    hot path reads, the staged lanes, and the run of exclusions verified so far (noted
-    in the log's membership record, so the final rank does not look them up again)."""
+    the cursor around every call to the reference `_audit_one`)."""
 
-    cdef object config, cursor, failures, admissible
+    cdef object config, cursor
     cdef object state, prev, start_prev
     cdef object evaluations
     cdef Py_ssize_t fast  # evaluations accepted in C since the cursor was last written
-    cdef bint hot, all_admissible, start_known
-    cdef PySetObject *table
-    cdef object run_log
-    cdef Py_ssize_t run_start, run_end
-    cdef int pending
-    cdef _Lane lanes[_LANES]
-    cdef uint8_t blocks[_LANES][_BLOCK]
-    cdef size_t sizes[_LANES]
+    cdef bint start_known
 
     def __cinit__(self, config, cursor):
         self.config = config
@@ -172,24 +30,6 @@ cdef class _Replay:
         self.state = cursor.state
         self.prev = cursor.prev
         self.evaluations = cursor.evaluations
-        if type(config) is T_CONFIG:
-            self.failures = _get(config, Q_FAILURES)
-            self.admissible = _get(config, Q_ADMISSIBLE)
-            self.hot = type(self.failures) is frozenset and type(self.admissible) is frozenset
-            self.all_admissible = self.admissible is self.failures
-        if self.hot:
-            self.table = <PySetObject *>self.failures
-
-    def __dealloc__(self):
-        self.release(0)
-
-    cdef void release(self, int first) noexcept:
-        cdef int j
-        for j in range(first, self.pending):
-            Py_XDECREF(self.lanes[j].receipt)
-            Py_XDECREF(self.lanes[j].before)
-            Py_XDECREF(self.lanes[j].prev)
-        self.pending = first
 
     cdef object chain(self):
         """The digest the next receipt chains from: the last one, or for the first
@@ -204,85 +44,6 @@ cdef class _Replay:
                 except (TypeError, ValueError, AttributeError):
                     self.start_prev = None  # the reference audit reports it
         return self.start_prev
-
-    cdef void prefetch(self, PyObject *receipt) noexcept:
-        """Start loading the alphabet slot a later NO's reason hashes to: the alphabet
-        is as large as the trace, so each lookup would otherwise miss the cache."""
-        cdef PyObject *payload
-        cdef Py_hash_t hashed
-        if FOUR_TYPE(receipt) != P_EVAL:
-            return
-        payload = _raw(receipt, R_PAYLOAD)
-        if _is(payload, P_STR):
-            hashed = (<PyASCIIObject *>payload).hash
-            if hashed != -1:
-                FOUR_PREFETCH(&self.table.table[<size_t>hashed & <size_t>self.table.mask])
-
-    cdef bint stage(self, object receipt, Py_ssize_t position) except -1:
-        """Take a continuing NO into a lane (or, for a long message, check it now);
-        False leaves the receipt to the general paths."""
-        cdef object prev = self.chain()
-        cdef _Lane *lane = &self.lanes[self.pending]
-        cdef Py_ssize_t size
-        if prev is None or type(receipt) is not T_EVAL:
-            return False
-        size = _exclusion_message(self, <PyObject *>receipt, <PyObject *>self.state,
-                                  <PyObject *>prev, lane)
-        if size < 0:
-            return False
-        if size > _BLOCK:  # a long reason: hashed alone, after the lanes, in order
-            self.flush()
-            _exclusion_message(self, <PyObject *>receipt, <PyObject *>self.state,
-                               <PyObject *>prev, &self.lanes[0])
-            if not _buffer_hashes_to(_get(receipt, R_DIGEST)):
-                return False
-            self.verified(<object>self.lanes[0].log, self.lanes[0].n)
-            self.accept(receipt, R_AFTER, R_DIGEST)
-            self.fast += 1
-            return True
-        memcpy(self.blocks[self.pending], _buf, size)
-        self.sizes[self.pending] = size
-        lane.position = position
-        lane.receipt = <PyObject *>receipt
-        lane.before = <PyObject *>self.state
-        lane.prev = <PyObject *>prev
-        Py_INCREF(receipt)
-        Py_INCREF(self.state)
-        Py_INCREF(prev)
-        self.pending += 1
-        self.accept(receipt, R_AFTER, R_DIGEST)  # provisionally: the next check needs it
-        if self.pending == _LANES:
-            self.flush()
-        return True
-
-    cdef int flush(self) except -1:
-        """Hash the staged messages and accept the lanes in order; a lane whose digest
-        differs goes to the reference audit from the state it was staged against."""
-        cdef int count = self.pending, j
-        cdef _Lane *lane
-        cdef unsigned char digests[_LANES][32]
-        if count == 0:
-            return 0
-        if count == _LANES:
-            four_b2_lanes(self.blocks, self.sizes, digests)
-        else:
-            for j in range(count):
-                four_blake2b_256(self.blocks[j], self.sizes[j], digests[j])
-        try:
-            for j in range(count):
-                lane = &self.lanes[j]
-                if memcmp(digests[j], PyBytes_AS_STRING(<object>_raw(lane.receipt, R_DIGEST)),
-                          32) == 0:
-                    self.verified(<object>lane.log, lane.n)
-                    self.fast += 1
-                    self.accept(<object>lane.receipt, R_AFTER, R_DIGEST)
-                else:
-                    self.state = <object>lane.before
-                    self.prev = <object>lane.prev
-                    self.slow(<object>lane.receipt, lane.position)
-        finally:
-            self.release(0)
-        return 0
 
     cdef inline void accept(self, object receipt, Py_ssize_t after, Py_ssize_t digest):
         self.state = _get(receipt, after)
@@ -325,7 +86,6 @@ cdef class _Replay:
     cdef int slow(self, object receipt, Py_ssize_t position) except -1:
         """The reference audit of one receipt, from the running state."""
         cursor = self.cursor
-        self.commit()
         cursor.evaluations = self.evaluations + self.fast
         cursor.state = self.state
         cursor.prev = self.prev
@@ -340,54 +100,14 @@ cdef class _Replay:
         """Audit receipts[start:len(receipts)] and write the cursor (as the reference
         `audit_feed` does, the length is read once)."""
         cdef Py_ssize_t position, end = len(receipts)
-        cdef bint listed = _plain_list(receipts)
         for position in range(start, end):
-            if listed and position < PyList_GET_SIZE(receipts):
-                if self.hot and position + _AHEAD < PyList_GET_SIZE(receipts):
-                    self.prefetch(PyList_GET_ITEM(receipts, position + _AHEAD))
-                receipt = <object>PyList_GET_ITEM(receipts, position)
-            else:
-                receipt = receipts[position]
+            receipt = receipts[position]
             self.rebase(receipt)
-            if not (self.hot and self.stage(receipt, position)):
-                self.flush()
-                self.general(receipt, position)
-        self.flush()
-        self.commit()
+            self.general(receipt, position)
         cursor = self.cursor
         cursor.evaluations = self.evaluations + self.fast
         cursor.state = self.state
         cursor.prev = self.prev
-        return 0
-
-    cdef int verified(self, object log, Py_ssize_t n) except -1:
-        """Note that key n of the exclusion `log` is in the failure alphabet."""
-        if log is self.run_log and n == self.run_end:
-            self.run_end += 1
-            return 0
-        self.commit()
-        self.run_log = log
-        self.run_start = n
-        self.run_end = n + 1
-        return 0
-
-    cdef int commit(self) except -1:
-        """Extend the log's membership record of the failure alphabet by the verified
-        run, when the run starts where the record ends."""
-        cdef object log = self.run_log
-        cdef object entry
-        cdef Py_ssize_t checked
-        if log is None:
-            return 0
-        self.run_log = None
-        # the keys before the run (usually one, checked by the general path) are
-        # checked here: the final rank would look them up anyway
-        entry = _count_entry(log, self.failures, self.run_start)
-        if entry is None:
-            return 0
-        checked = _get(entry, C_CHECKED)
-        if self.run_start <= checked < self.run_end:
-            _put(entry, C_CHECKED, self.run_end)
         return 0
 
 
@@ -503,8 +223,8 @@ cdef bint _evaluation_replays(object config, object receipt, object state,
     index = <object>_raw(r, R_INDEX)
     arcs = <object>_raw(r, R_ARCS)
     try:  # the reference audit reports these errors
-        if not _evaluation_digest_is(<object>claimed, prev, <object>verdict, <object>payload,
-                                     arcs, action, index):
+        if _canonical.evaluation_digest(prev, <object>verdict, <object>payload, arcs, action,
+                                        index) != <object>claimed:
             return False
         step = _evaluation_transition(config, state, <object>verdict, <object>payload, arcs)
         if step is None or (<tuple>step)[0] is not action:
@@ -530,7 +250,7 @@ cdef bint _event_replays(object receipt, object state, object prev) except -1:
         return False
     action = <object>_raw(r, E_ACTION)
     try:  # the reference audit reports these errors
-        if _event_digest(prev, event, action) != <object>claimed:
+        if _canonical.event_digest(prev, event, action) != <object>claimed:
             return False
         step = _event_transition(state, event)
         if step is None or (<tuple>step)[0] is not action:
@@ -538,12 +258,3 @@ cdef bint _event_replays(object receipt, object state, object prev) except -1:
         return _states_match(<object>_raw(r, E_AFTER), (<tuple>step)[1])
     except (TypeError, ValueError, AttributeError):
         return False
-
-
-cdef bint _plain_list(object receipts):
-    """Whether items can be read with PyList_GET_ITEM (a list whose indexing is list's)."""
-    if type(receipts) is list:
-        return True
-    cls = type(receipts)
-    return (isinstance(receipts, list) and cls.__getitem__ is list.__getitem__
-            and cls.__len__ is list.__len__)

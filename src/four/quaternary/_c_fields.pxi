@@ -82,9 +82,6 @@ cdef Py_ssize_t Q_FAILURES = _offset(T_CONFIG, "failure_alphabet")
 cdef Py_ssize_t Q_EVIDENCE = _offset(T_CONFIG, "evidence_alphabet")
 cdef Py_ssize_t Q_COMPUTE = _offset(T_CONFIG, "compute_alphabet")
 cdef Py_ssize_t Q_DEPENDENCY = _offset(T_CONFIG, "dependency_alphabet")
-cdef Py_ssize_t Q_EB = _offset(T_CONFIG, "evidence_budget")
-cdef Py_ssize_t Q_CB = _offset(T_CONFIG, "compute_budget")
-cdef Py_ssize_t Q_DB = _offset(T_CONFIG, "dependency_budget")
 cdef Py_ssize_t Q_ADMISSIBLE = _offset(T_CONFIG, "admissible_failures")
 cdef Py_ssize_t Q_ADMISSIBLE_DEPS = _offset(T_CONFIG, "admissible_dependencies")
 cdef Py_ssize_t Q_TICKS = _offset(T_CONFIG, "lease_ticks")
@@ -120,8 +117,6 @@ cdef Py_ssize_t P_N = _offset(T_PREFIX, "n")
 cdef Py_ssize_t G_BASE_KEYS = _offset(T_LOG, "base_keys")
 cdef Py_ssize_t G_KEYS = _offset(T_LOG, "keys")
 cdef Py_ssize_t G_INDEX = _offset(T_LOG, "index")
-cdef Py_ssize_t G_COUNTS = _offset(T_LOG, "counts")
-cdef Py_ssize_t C_ALPHABET = _offset(T_COUNT, "alphabet")
 cdef Py_ssize_t C_BASE = _offset(T_COUNT, "base")
 cdef Py_ssize_t C_CHECKED = _offset(T_COUNT, "checked")
 cdef Py_ssize_t C_MISSES = _offset(T_COUNT, "misses")
@@ -160,31 +155,11 @@ cdef PyObject *O_RUNNING = <PyObject *>RUNNING
 cdef PyObject *O_NO = <PyObject *>V_NO
 cdef PyObject *O_EXCLUDE = <PyObject *>A_EXCLUDE
 
-# Enum members are singletons: match them by identity, most frequent first.
-cdef list _ENUM_LIST = [m for e in (Verdict, ControllerAction, ControllerEventKind,
-                                    ResolutionOutcome, LeaseKind, ControllerStatus,
-                                    CandidateDisposition) for m in e]
-cdef list _ENUM_ENCODED = [_py._enc_bytes(m) for m in _ENUM_LIST]
-cdef PyObject *_ENUM_MEMBERS[64]
-cdef Py_ssize_t _N_ENUMS = len(_ENUM_LIST)
-assert _N_ENUMS <= 64
-for _i, _m in enumerate(_ENUM_LIST):
-    _ENUM_MEMBERS[_i] = <PyObject *>_m
-
 # ------------------------------------------------------------------ field shapes
 
 
 cdef inline bint _is(PyObject *value, void *kind) noexcept:
     return value is not NULL and FOUR_TYPE(value) == kind
-
-
-cdef inline bint _as_ll(PyObject *value, long long *out) noexcept:
-    """Store an exact int that fits in 64 bits; False for anything else (no coercion)."""
-    cdef int overflow = 0
-    if not _is(value, P_INT):
-        return False
-    out[0] = PyLong_AsLongLongAndOverflow(<object>value, &overflow)
-    return not overflow
 
 
 cdef inline bint _prefix(PyObject *value) noexcept:

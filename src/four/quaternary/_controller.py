@@ -233,13 +233,15 @@ def audit_trace(
     *,
     initial_state: ControllerState | None = None,
     head: bytes | None = None,
+    version: int = acc.FORMAT_VERSION,
 ) -> AuditResult:
     """Replay a whole trace and report every inconsistency.
 
     Reports what verdict4 0.2.0 reports (chain breaks, transitions that do not replay,
     rank violations) plus: digests that do not match the chain or the config, objects
     that are not receipts, and, when `head` is given, a trace that does not end at
-    that recorded head digest (so a trace cut short is caught).
+    that recorded head digest (so a trace cut short is caught). `version` is the
+    receipts document's (`load_receipts` reads both): its digests' chain.
 
     >>> from four.quaternary import no
     >>> controller = QICTController(QICTConfig(failure_alphabet={"a"}))
@@ -250,7 +252,9 @@ def audit_trace(
     False
     """
     start = config.initial_state() if initial_state is None else initial_state
-    cursor = AuditCursor(start, acc.rank(config, start))
+    if version not in (1, acc.FORMAT_VERSION):
+        raise ValueError(f"unsupported receipts version: {version!r}")
+    cursor = AuditCursor(start, acc.rank(config, start), version)
     items = receipts if isinstance(receipts, list | tuple) else list(receipts)
     acc.audit_feed(config, cursor, items, 0)
     return acc.audit_result(config, cursor, head)

@@ -1,8 +1,11 @@
-"""Lossless JSON serialisation of receipt traces (schema "four.quaternary.receipts", v1).
+"""Lossless JSON serialisation of receipt traces (schema "four.quaternary.receipts").
 
 Document layout::
 
-    {"format": "four.quaternary.receipts", "version": 1, "receipts": [ENTRY, ...]}
+    {"format": "four.quaternary.receipts", "version": 2, "receipts": [ENTRY, ...]}
+
+The version names the digests' chain: 2 is ``_canonical``'s; documents of version 1
+(``_chain_v1``) still load, and audit under their own chain.
 
 An ENTRY is ``{"type": "evaluation", "verdict": int, "payload": V, "arcs": [V],
 "action": str, "index": int, "after": DELTA, "digest": hex}`` or ``{"type": "event",
@@ -17,9 +20,7 @@ record as an object, the lease as an object or null). A DELTA lists only the fie
 that changed: a set field as ``{"add": [...], "remove": [...]}`` (additions in the
 order the controller made them), outcomes as ``{"add": [[name, outcome], ...]}``
 (merged and re-sorted by name) or ``{"replace": [...]}``, any other field as its new
-value. A value V is JSON null, bool, int or string, or one of ``{"float": repr}``,
-``{"tuple": [V]}``, ``{"set": [V]}``, ``{"evidence": V}``, ``{"compute": V}``.
-String enums are written as their values and read back as members.
+value. A value V is as ``_canonical`` writes it; string enums are read back as members.
 """
 
 from __future__ import annotations
@@ -29,7 +30,16 @@ from collections.abc import Iterable
 from enum import Enum
 from typing import Any, Final, TypeVar
 
-from ._accounting_py import FORMAT_VERSION
+from ._canonical import (
+    FORMAT_VERSION,
+    SCALARS,
+    json_event,
+    json_pairs,
+    json_scalar,
+    json_state,
+    json_value,
+    json_values,
+)
 from ._core import ComputeNeed, EvidenceNeed, Verdict
 from ._state import (
     CandidateDisposition,
@@ -58,49 +68,10 @@ from ._state import (
 __all__ = ["FORMAT", "dump_receipts", "load_receipts"]
 
 FORMAT: Final = "four.quaternary.receipts"
-_SCALARS: Final = (
-    "evidence_budget",
-    "compute_budget",
-    "dependency_budget",
-    "status",
-    "candidate_disposition",
-    "evaluation_count",
-    "clock",
-    "pending_lease",
-    "held_reason",
-)
-STATE_FIELDS: Final = ("exclusions", "used_evidence", "used_compute", "dependencies", *_SCALARS)
-"""The fields of a receipt's full controller state (``before`` of the first receipt)."""
 _E = TypeVar("_E", bound=Enum)
 
 
 # --------------------------------------------------------------------------- values
-
-
-def _value(value: object) -> Any:
-    if value is None or isinstance(value, bool | str):
-        return value.value if isinstance(value, Enum) else value
-    if isinstance(value, int):
-        return int(value)
-    if type(value) is float:
-        return {"float": repr(value)}
-    if type(value) is tuple:
-        return {"tuple": [_value(v) for v in value]}
-    if type(value) is frozenset or type(value) is set:
-        return {"set": _sorted_values(value)}
-    if type(value) is EvidenceNeed:
-        return {"evidence": _value(value.evidence)}
-    if type(value) is ComputeNeed:
-        return {"compute": _value(value.step)}
-    raise TypeError(f"{type(value).__name__} values cannot be stored in a receipt document")
-
-
-def _sort_key(item: Any) -> str:
-    return json.dumps(item, sort_keys=True)
-
-
-def _sorted_values(items: Iterable[object]) -> list[Any]:
-    return sorted((_value(v) for v in items), key=_sort_key)
 
 
 def _unvalue(data: Any) -> Any:
@@ -134,17 +105,6 @@ def _member(enum: type[_E], data: Any) -> _E | Any:
 # --------------------------------------------------------------------------- states
 
 
-def _lease(lease: Lease | None) -> Any:
-    if lease is None:
-        return None
-    return {
-        "lease_id": _value(lease.lease_id),
-        "kind": _value(lease.kind),
-        "obligation": _value(lease.obligation),
-        "deadline": _value(lease.deadline),
-    }
-
-
 def _unlease(data: Any) -> Lease | None:
     if data is None:
         return None
@@ -154,10 +114,6 @@ def _unlease(data: Any) -> Lease | None:
         _unvalue(data["obligation"]),
         _unvalue(data["deadline"]),
     )
-
-
-def _scalar(name: str, value: object) -> Any:
-    return _lease(value) if name == "pending_lease" else _value(value)  # type: ignore[arg-type]
 
 
 def _unscalar(name: str, data: Any) -> Any:
@@ -170,30 +126,8 @@ def _unscalar(name: str, data: Any) -> Any:
     return _unvalue(data)
 
 
-def _pairs(pairs: Iterable[tuple[Any, Any]]) -> list[Any]:
-    return [[_value(name), _value(outcome)] for name, outcome in pairs]
-
-
 def _unpairs(data: Any) -> tuple[tuple[Any, Any], ...]:
     return tuple((_unvalue(n), _member(ResolutionOutcome, o)) for n, o in data)
-
-
-def _full_state(state: ControllerState) -> dict[str, Any]:
-    deps = state.dependencies
-    out: dict[str, Any] = {
-        "exclusions": _sorted_values(state.exclusions),
-        "used_evidence": _sorted_values(state.used_evidence),
-        "used_compute": _sorted_values(state.used_compute),
-        "dependencies": {
-            "used": _sorted_values(deps.used),
-            "unresolved": _sorted_values(deps.unresolved),
-            "relation": _sorted_values(deps.relation),
-            "outcomes": _pairs(deps.outcomes),
-        },
-    }
-    for name in _SCALARS:
-        out[name] = _scalar(name, getattr(state, name))
-    return out
 
 
 def _read_state(data: dict[str, Any]) -> ControllerState:
@@ -209,7 +143,7 @@ def _read_state(data: dict[str, Any]) -> ControllerState:
         frozenset(_unvalue(v) for v in data["used_evidence"]),
         frozenset(_unvalue(v) for v in data["used_compute"]),
         record,
-        **{name: _unscalar(name, data[name]) for name in _SCALARS},
+        **{name: _unscalar(name, data[name]) for name in SCALARS},
     )
 
 
@@ -219,14 +153,14 @@ def _set_delta(old: Any, new: Any) -> dict[str, Any] | None:
     if type(old) is _Prefix and type(new) is _Prefix and old.log is new.log and old.n <= new.n:
         if old.n == new.n:
             return None
-        return {"add": [_value(v) for v in new.log.keys[old.n : new.n]]}
+        return {"add": [json_value(v) for v in new.log.keys[old.n : new.n]]}
     before = old.as_set() if type(old) is _Prefix else old
     after = new.as_set() if type(new) is _Prefix else new
     if before == after:
         return None
-    delta: dict[str, Any] = {"add": _sorted_values(after - before)}
+    delta: dict[str, Any] = {"add": json_values(after - before)}
     if before - after:
-        delta["remove"] = _sorted_values(before - after)
+        delta["remove"] = json_values(before - after)
     return delta
 
 
@@ -253,10 +187,12 @@ def _outcome_delta(old: Any, new: Any) -> dict[str, Any] | None:
         if old.n == new.n:
             return None
         log = new.log
-        return {"add": _pairs(zip(log.keys[old.n : new.n], log.values[old.n : new.n], strict=True))}
+        return {
+            "add": json_pairs(zip(log.keys[old.n : new.n], log.values[old.n : new.n], strict=True))
+        }
     before = old.as_outcomes() if type(old) is _Prefix else old
     after = new.as_outcomes() if type(new) is _Prefix else new
-    return None if before == after else {"replace": _pairs(after)}
+    return None if before == after else {"replace": json_pairs(after)}
 
 
 def _apply_outcomes(raw: Any, delta: dict[str, Any] | None) -> Any:
@@ -299,12 +235,12 @@ def _delta(before: ControllerState, after: ControllerState) -> dict[str, Any]:
             deps["outcomes"] = change
         if deps:
             out["dependencies"] = deps
-    for name in _SCALARS:
+    for name in SCALARS:
         old_value, new_value = getattr(before, name), getattr(after, name)
         if old_value is not new_value and (
             type(old_value) is not type(new_value) or old_value != new_value
         ):
-            out[name] = _scalar(name, new_value)
+            out[name] = json_scalar(name, new_value)
     return out
 
 
@@ -334,8 +270,7 @@ def _apply(before: ControllerState, delta: dict[str, Any]) -> ControllerState:
             _apply_outcomes(raw_outcomes(record), deps.get("outcomes")),
         )
     scalars = [
-        _unscalar(name, delta[name]) if name in delta else getattr(before, name)
-        for name in _SCALARS
+        _unscalar(name, delta[name]) if name in delta else getattr(before, name) for name in SCALARS
     ]
     state = make_state(
         _apply_set(excl, delta.get("exclusions")),
@@ -366,30 +301,24 @@ def dump_receipts(receipts: Iterable[TransitionReceipt]) -> str:
         if isinstance(receipt, EvaluationReceipt):
             entry: dict[str, Any] = {
                 "type": "evaluation",
-                "verdict": _value(receipt.verdict),
-                "payload": _value(receipt.payload),
-                "arcs": _sorted_values(receipt.dependency_arcs),
-                "action": _value(receipt.action),
-                "index": _value(receipt.evaluation_index),
+                "verdict": json_value(receipt.verdict),
+                "payload": json_value(receipt.payload),
+                "arcs": json_values(receipt.dependency_arcs),
+                "action": json_value(receipt.action),
+                "index": json_value(receipt.evaluation_index),
             }
         elif isinstance(receipt, EventReceipt):
             event = receipt.event
             entry = {
                 "type": "event",
-                "event": {
-                    "kind": _value(event.kind),
-                    "lease_id": _value(event.lease_id),
-                    "outcome": _value(event.outcome),
-                    "dependency": _value(event.dependency),
-                    "clock": _value(event.clock),
-                },
-                "action": _value(receipt.action),
+                "event": json_event(event),
+                "action": json_value(receipt.action),
             }
         else:
             raise TypeError(f"not a transition receipt: {type(receipt).__name__}")
         before = receipt.before
         if previous is None or (before is not previous and before != previous):
-            entry["before"] = _full_state(before)
+            entry["before"] = json_state(before)
         entry["after"] = _delta(before, receipt.after)
         entry["digest"] = receipt.digest.hex()
         entries.append(entry)
@@ -413,7 +342,7 @@ def receipts_from_json(document: object) -> list[TransitionReceipt]:
     """`load_receipts` of a document already parsed (a trajectory holds it as a value)."""
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise ValueError("not a four.quaternary receipts document")
-    if document.get("version") != FORMAT_VERSION:
+    if document.get("version") not in (1, FORMAT_VERSION):  # 1: chained by _chain_v1
         raise ValueError(f"unsupported receipts document version: {document.get('version')!r}")
     receipts: list[TransitionReceipt] = []
     previous: ControllerState | None = None

@@ -668,7 +668,8 @@ class AuditResult:
 
 
 class AuditCursor:
-    """The running position of an (incremental) audit over one trace."""
+    """The running position of an (incremental) audit over one trace, whose digests
+    follow the receipts' chain ``version`` (2; 1 for documents written before it)."""
 
     __slots__ = (
         "errors",
@@ -678,11 +679,13 @@ class AuditCursor:
         "position",
         "prev",
         "state",
+        "version",
     )
 
-    def __init__(self, initial_state: ControllerState, initial_rank: int) -> None:
+    def __init__(self, initial_state: ControllerState, initial_rank: int, version: int = 2) -> None:
         self.initial_state = initial_state
         self.initial_rank = initial_rank
+        self.version = version
         self.state: object = initial_state
         self.prev: bytes | None = None
         self.errors: list[str] = []

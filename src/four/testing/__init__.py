@@ -6,7 +6,7 @@
         check_execute(lambda: my_env(timeout=1))
 
 The laws (``four.testing.laws``): ``check_parse`` (V1), ``check_execute`` (V2),
-``check_invoke`` (G), ``check_emit``, ``check_verify`` (a check of the verified loop),
+``check_invoke`` (G), ``check_grammar`` (a V1's grammar: what it allows parses), ``check_emit``, ``check_verify`` (a check of the verified loop),
 ``check_loop`` (the composition), and the async ``acheck_invoke``, ``acheck_execute``
 and ``acheck_loop``. Each returns when the component obeys, or raises ``LawBroken``
 with Hypothesis' smallest counterexample. The strategies behind them are in
@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # the public names, each once
     from four.testing.laws import acheck_loop as acheck_loop
     from four.testing.laws import check_emit as check_emit
     from four.testing.laws import check_execute as check_execute
+    from four.testing.laws import check_grammar as check_grammar
     from four.testing.laws import check_invoke as check_invoke
     from four.testing.laws import check_loop as check_loop
     from four.testing.laws import check_parse as check_parse

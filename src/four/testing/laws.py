@@ -34,6 +34,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from returns.result import Failure, Result, Success
 
+from four._grammar import Constrained
 from four._history import unanswered
 from four._outcomes import Finished, Outcome
 from four._types import (
@@ -73,6 +74,7 @@ __all__ = [
     "acheck_loop",
     "check_emit",
     "check_execute",
+    "check_grammar",
     "check_invoke",
     "check_loop",
     "check_parse",
@@ -181,6 +183,37 @@ def check_parse(
             raise LawBroken(f"V1 returned {result!r:.200}, not a Result")
 
     _law(law, [fs.replies()], max_examples, deadline, seed)
+
+
+def check_grammar(
+    V1: Constrained,
+    *,
+    max_examples: int = 200,
+    deadline: float | None = None,
+    seed: int | None = None,
+) -> None:
+    """Every reply V1's grammar allows (``V1.grammar()``, see ``four.types.Constrained``)
+    parses: to actions, or a submission, never a format error; so a model decoded under
+    it makes no format error.
+
+    >>> from four import regex_parse
+    >>> check_grammar(regex_parse(), max_examples=20)
+    """
+    grammar = V1.grammar()
+    parse: Parse = V1  # type: ignore[assignment]  # a Constrained V1 is a Parse too
+
+    def law(text: str) -> None:
+        try:
+            result = parse(Assistant(text))
+        except Exception as exc:
+            raise LawBroken(f"V1 raised {type(exc).__name__}: {exc}") from exc
+        if isinstance(result, Failure) and isinstance(error := result.failure(), FormatError):
+            raise LawBroken(
+                f"the grammar allows {text!r:.300}, which V1 reads as a format error: "
+                f"{error.feedback:.300}"
+            )
+
+    _law(law, [fs.grammar_texts(grammar)], max_examples, deadline, seed)
 
 
 def _submits(reply: Reply, exit_signal: str | None, plain_text_submits: bool) -> bool:

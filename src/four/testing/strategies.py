@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 
 from hypothesis import strategies as st
 
+from four._grammar import Alt, Chars, Expr, Grammar, Lit, Rep, Seq
 from four._outcomes import (
     Accepted,
     Blocked,
@@ -296,3 +297,38 @@ def for_type(kind: type) -> st.SearchStrategy[object]:
         Rejected: lambda: st.builds(Rejected, st.just("call_0"), texts(80)),
     }
     return made[kind]()
+
+
+def grammar_texts(grammar: Grammar, more: int = 3) -> st.SearchStrategy[str]:
+    """Strings ``grammar`` allows (see ``four.types.Grammar``), each drawn node by node: a
+    repetition with no upper bound at most ``more`` times past its least; a negated
+    character class any character but its own.
+
+    >>> from four import regex_parse
+    >>> text = grammar_texts(regex_parse().grammar()).example()  # doctest: +SKIP
+    """
+    rules = dict(grammar.rules)
+    made: dict[str, st.SearchStrategy[str]] = {}
+
+    def rule(name: str) -> st.SearchStrategy[str]:
+        if name not in made:
+            made[name] = st.deferred(lambda: of(rules[name]))
+        return made[name]
+
+    def of(expr: Expr) -> st.SearchStrategy[str]:
+        if isinstance(expr, Lit):
+            return st.just(expr.text)
+        if isinstance(expr, Chars):
+            if expr.negated:
+                return st.characters(exclude_characters=expr.chars)
+            return st.sampled_from(expr.chars)
+        if isinstance(expr, Seq):
+            return st.tuples(*map(of, expr.items)).map("".join)
+        if isinstance(expr, Alt):
+            return st.one_of(*map(of, expr.options))
+        if isinstance(expr, Rep):
+            high = expr.low + more if expr.high is None else expr.high
+            return st.lists(of(expr.item), min_size=expr.low, max_size=high).map("".join)
+        return rule(expr.name)
+
+    return rule("root")

@@ -1,8 +1,5 @@
-"""The seal: one SHA-256 chain over a run's whole record, link by link as it is written.
-
-The chain starts from ``sha256(b"four.seal/1")``; each link is
-``digest = sha256(digest + canonical([label, "value", value]))``, where ``canonical`` is
-JSON with sorted keys, no spaces, ASCII only. The links, in order:
+"""The seal: the hash chain of ``four._chain`` over a run's whole record, link by link as
+it is written, from ``sha256(b"four.seal/1")``. The links, in order:
 
 - ``format``; ``seal`` (the algorithm and, when signed, the signer's public key);
   ``info`` (the run's settings: components, limits, the check command);
@@ -35,10 +32,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal, cast
 
+from four._chain import _ENCODE, _ESCAPE, canonical, canonical_text, link_text, start
 from four._types import JSON
 
+__all__ = ["ALGORITHM", "Chain", "canonical", "canonical_text", "check_document", "check_stream"]
+
 ALGORITHM = "four.seal/1"
-_GENESIS = hashlib.sha256(ALGORITHM.encode()).digest()
+_GENESIS = start(ALGORITHM)
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _HEX128 = re.compile(r"[0-9a-f]{128}")
 DOCUMENT_FIELDS = (
@@ -60,42 +60,6 @@ _RECORD_FIELDS = {
         {"type", "outcome", "outcome_detail", "stats", "stream", "digest", "signature"}
     ),
 }
-
-
-# One encoder for every link: json.dumps with options builds a new one on each call.
-_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
-_ESCAPE = json.encoder.encode_basestring_ascii  # what _ENCODE does with a str
-_INF = float("inf")
-
-
-def canonical_text(value: JSON) -> str:
-    """``canonical`` as text.
-
-    >>> canonical_text({"b": [1, 2.5], "a": True})
-    '{"a":true,"b":[1,2.5]}'
-    """
-    # A scalar (most of a seal's parts) without the encoder, which builds its C encoder
-    # on every call: the text is the same (as json's, subclasses too; test_seal checks).
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return _ESCAPE(value)
-    if isinstance(value, int):
-        return int.__repr__(value)
-    if isinstance(value, float) and -_INF < value < _INF:  # (json spells NaN its own way)
-        return float.__repr__(value)
-    return _ENCODE(value)
-
-
-def canonical(value: JSON) -> bytes:
-    """The bytes a value is hashed as: equal JSON values give equal bytes.
-
-    >>> canonical({"b": [1, "é"], "a": None})
-    b'{"a":null,"b":[1,"\\\\u00e9"]}'
-    """
-    return canonical_text(value).encode()
 
 
 class Chain:
@@ -120,9 +84,7 @@ class Chain:
         """``link`` from the label and value already encoded (``canonical`` text: the
         writer encodes each message once, for the link, the stream and the document).
         Returns the new digest in hex."""
-        h = hashlib.sha256(self.digest)
-        h.update(f'[{label_text},"value",{value_text}]'.encode())  # canonical([l, "value", v])
-        self.digest = h.digest()
+        self.digest = link_text(self.digest, label_text, value_text)
         text = self.digest.hex()
         self.labels.append(label)
         self.links.append(text[:16])
@@ -131,9 +93,7 @@ class Chain:
     def beat(self, t: str) -> bytes:
         """A heartbeat's digest at time ``t`` (its canonical text): off the running
         digest, which does not change."""
-        h = hashlib.sha256(self.digest)
-        h.update(f'["beat","value",{{"t":{t}}}]'.encode())
-        return h.digest()
+        return link_text(self.digest, '"beat"', f'{{"t":{t}}}')
 
     def start(self, fmt: JSON, seal: JSON, info: JSON) -> None:
         self.start_encoded(fmt, seal, canonical_text(info))

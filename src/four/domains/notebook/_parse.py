@@ -7,13 +7,17 @@ from dataclasses import dataclass
 
 from returns.result import Failure, Result, Success
 
+from four._grammar import Alt, Expr, Grammar, Lit, Ref, Rep, Seq, grammar_of
 from four.domains.notebook._kernel import MARKDOWN
 from four.execute import EXIT_SIGNAL
 from four.parse import fenced_blocks
 from four.parse._finish import no_action, unapplied
+from four.parse._shapes import NEWLINE, THOUGHT_LINES, body, fenced, plain_line, prose, thought
 from four.types import Action, FormatError, Rejected, Reply, Submitted
 
 PYTHON_TAGS = ("python", "py", "python3", "ipython", "ipython3")
+MAX_CELLS = 4
+"""Cells a reply of the grammar holds at most."""
 
 
 def _expected(exit_signal: str) -> str:
@@ -32,6 +36,26 @@ class CellParse:
 
     markdown: bool = True
     exit_signal: str = EXIT_SIGNAL
+
+    def grammar(self) -> Grammar:
+        """The replies the built-in model is held to (see ``Constrained``): a short
+        thought (up to three lines of prose), then up to four ```python cells; or the exit
+        signal alone on the last line.
+
+        >>> print(cell_parse().grammar().gbnf().splitlines()[0])
+        root ::= prose{0,3} (cells | "COMPLETE\\x5FTASK\\x5FAND\\x5FSUBMIT\\x5FFINAL\\x5FOUTPUT")
+        """
+        ends: list[Expr] = [Ref("cells")]
+        if self.exit_signal:
+            ends.append(Lit(self.exit_signal))
+        cells = Seq((Ref("cell"), Rep(Seq((NEWLINE, Ref("cell"))), 0, MAX_CELLS - 1)))
+        return grammar_of(
+            ("root", Seq((thought(THOUGHT_LINES), Alt(tuple(ends))))),
+            ("cells", cells),
+            ("cell", fenced("python", "cell-body")),
+            *body("cell-body", plain_line()),
+            *prose(),
+        )
 
     def __call__(
         self, reply: Reply, /

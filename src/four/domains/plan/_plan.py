@@ -19,12 +19,17 @@ from dataclasses import dataclass, field
 
 from returns.result import Failure, Result, Success
 
+from four._grammar import WHITESPACE, Chars, Expr, Grammar, Lit, Ref, Rep, grammar_of
 from four._types import JSON, Action, FormatError, Rejected, Reply, Submitted
 from four.parse._regex import fenced_blocks
+from four.parse._shapes import THOUGHT_LINES, alt, opt, prose, seq, thought
 
 MAX_PLAN = 1 << 20
 """Characters of a plan read at most (held-out files included)."""
 MAX_TASKS = 200
+GRAMMAR_TASKS = 20
+"""Tasks a plan of the grammar holds at most (the built-in model's plans are small)."""
+_HEX = "0123456789abcdefABCDEF"
 
 _KNOWN = frozenset({"id", "task", "check", "why", "domain", "max_steps", "held_out"})
 
@@ -159,6 +164,51 @@ class PlanParse:
     """V1 of the plan domain: the reply's plan as one action (its JSON text) for V2, or
     a format error saying what to fix. A plan is never submitted by the model's word:
     only V2 submits one, once it validates."""
+
+    def grammar(self) -> Grammar:
+        """The replies the built-in model is held to (see ``Constrained``): a short
+        thought, then the plan in one ```json block, its fields in the order the prompt
+        shows them, up to ``GRAMMAR_TASKS`` tasks (the size of a reply is the model's
+        ``max_tokens``, well under ``MAX_PLAN``).
+
+        >>> [name for name, _ in plan_parse().grammar().rules][:3]
+        ['root', 'plan', 'task']
+        """
+        ws = opt(alt(Lit(" "), seq(Lit("\n"), Rep(Lit(" "), 0, 12))))
+
+        def field(name: str, value: str, first: bool = False) -> Expr:
+            head = seq(ws, Lit(f'"{name}"'), ws, Lit(":"), ws, Ref(value))
+            return head if first else seq(ws, Lit(","), head)
+
+        def obj(*fields: Expr) -> Expr:
+            return seq(Lit("{"), *fields, ws, Lit("}"))
+
+        control = "".join(map(chr, range(32)))
+        escape = seq(Lit("\\"), alt(Chars('"\\/bfnrt'), seq(Lit("u"), Rep(Chars(_HEX), 4, 4))))
+        char = alt(Chars('"\\' + control, negated=True), escape)
+        pair = seq(ws, Ref("string"), ws, Lit(":"), ws, Ref("string"))
+        return grammar_of(
+            ("root", seq(thought(THOUGHT_LINES), Lit("```json\n"), Ref("plan"), Lit("\n```"))),
+            ("plan", obj(
+                seq(field("tasks", "tasks", first=True)), opt(field("system", "text"))
+            )),
+            ("task", obj(
+                field("id", "text", first=True), field("task", "text"), field("check", "text"),
+                field("why", "text"), opt(field("domain", "string")),
+                opt(field("max_steps", "steps")), opt(field("held_out", "files")),
+            )),
+            ("tasks", seq(
+                Lit("["), ws, Ref("task"),
+                Rep(seq(ws, Lit(","), ws, Ref("task")), 0, GRAMMAR_TASKS - 1), ws, Lit("]"),
+            )),
+            ("files", seq(Lit("{"), opt(seq(pair, Rep(seq(ws, Lit(","), pair)))), ws, Lit("}"))),
+            ("steps", seq(Chars("123456789"), Rep(Chars("0123456789"), 0, 5))),
+            # A text holds a character that is not blank, so it is not blank once stripped.
+            ("text", seq(Lit('"'), Rep(char), Chars('"\\' + control + WHITESPACE, negated=True),
+                         Rep(char), Lit('"'))),
+            ("string", seq(Lit('"'), Rep(char), Lit('"'))),
+            *prose(),
+        )  # fmt: skip
 
     def __call__(
         self, reply: Reply, /

@@ -1,0 +1,306 @@
+"""The parts of a run made from its options: the domain's setup, G, V1 and V2, the check,
+the run's one clock (``Deadline``), SIGTERM as an interrupt, and the final report."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, cast
+
+from returns.result import Failure
+
+from four._files import Unreadable, read_given
+from four._grammar import Constrained
+from four._outcomes import Outcome
+from four._types import JSON, Execute, Invoke, Parse, Verify, Watch
+from four.cli import _mcp
+from four.cli._errors import UsageError
+from four.cli._format import cost, fold, seconds, succeeded, tokens
+from four.cli._live import Recording
+from four.cli._options import RunOptions, local_settings
+from four.cli._terminal import visible
+from four.domains import Domain, DomainError, DomainSetup, get_domain
+from four.trajectory._codec import usage_from_json
+
+if TYPE_CHECKING:
+    from four.search._attempt import SamplingArgs
+    from four.trajectory._sign import SigningKey
+
+
+@dataclass(slots=True)
+class Deadline:
+    """The run's one clock: once ``seconds`` of wall time have passed since ``started``,
+    the run ends ``time_limit_reached``.
+
+    While ``armed()``, the run's every command, tool and check (a check's command, a
+    notebook's re-run, a build, a type check, the last judgement) is killed at that
+    moment (``four.execute``'s interrupt switch), and none starts after it; the loop,
+    asking before each model call and each action, then ends the run, its record sealed.
+    A model call already waiting for its answer is not cut: the run ends when it returns.
+    """
+
+    seconds: float
+    started: float = field(default_factory=time.monotonic)
+
+    def beat(self) -> None:
+        pass
+
+    def left(self) -> float:
+        """Seconds left (0 once spent)."""
+        return max(0.0, self.started + self.seconds - time.monotonic())
+
+    def stopped(self) -> Outcome | None:
+        if self.left() > 0:
+            return None
+        from four._outcomes import TimeLimitReached
+
+        return TimeLimitReached(f"the run took {seconds(self.seconds)} (--timeout)")
+
+    @contextmanager
+    def armed(self) -> Iterator[None]:
+        """While inside, what this thread runs is killed when the time is spent."""
+        import threading
+
+        from four.execute._interrupt import interrupt, interruptible
+
+        key = object()
+        timer = threading.Timer(self.left(), interrupt, (key,))
+        timer.daemon = True
+        with interruptible(key):
+            timer.start()
+            try:
+                yield
+            finally:
+                timer.cancel()
+
+
+@dataclass(slots=True)
+class Saving:
+    """A watch that ends the run ``save_failed`` once its trajectory cannot be written
+    (a full disk...), rather than let it go on unrecorded; then asks ``then``."""
+
+    recording: Recording
+    then: Deadline | None = None
+
+    def beat(self) -> None:
+        pass
+
+    def stopped(self) -> Outcome | None:
+        failure = getattr(self.recording.sink, "failure", None)  # a trajectory sink's
+        if isinstance(failure, OSError):
+            from four._outcomes import SaveFailed
+
+            return SaveFailed((failure.strerror or str(failure)).lower())
+        return self.then.stopped() if self.then is not None else None
+
+
+def traced(opts: RunOptions, watch: Watch | None) -> Watch | None:
+    """``watch``, behind an ``otel_watch`` with ``--otel`` (the run's spans, sent)."""
+    if not opts.otel:
+        return watch
+    from four.otel import otel_watch
+
+    return otel_watch(then=watch)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised as an interrupt so the run saves itself and says ``interrupted``."""
+
+
+def system_prompt(opts: RunOptions, domain: Domain) -> str:
+    """The ``--system`` file's text, or the domain's own prompt."""
+    from four.cli._prompts import default_system
+
+    if not opts.system_file:
+        return default_system(True) if opts.toolcalls else domain.system
+    try:  # a FIFO nothing writes to, or a device, is refused: never waited on
+        return read_given(opts.system_file).decode("utf-8")
+    except Unreadable as exc:
+        raise UsageError(f"--system: {exc}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"--system {opts.system_file} is not UTF-8 text") from None
+
+
+def load_domain(opts: RunOptions) -> Domain:
+    """The ``--domain``'s functions; a domain whose extra is missing is a usage error."""
+    try:
+        return get_domain(opts.domain)
+    except DomainError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def setup(opts: RunOptions, signing_key: SigningKey | None = None) -> DomainSetup:
+    """What the domain is given for this run."""
+    return DomainSetup(
+        workspace=Path(opts.cwd) if opts.cwd else None,
+        output_dir=Path(opts.output_dir),
+        command_timeout=opts.command_timeout,
+        env=opts.env,
+        image=opts.image,
+        signing_key=signing_key,
+    )
+
+
+def build(
+    opts: RunOptions,
+    model: str,
+    key: str | None,
+    domain: Domain,
+    where: DomainSetup,
+    sampling: SamplingArgs | None = None,
+) -> tuple[Invoke, Parse, Execute]:
+    """G (cycles broken, retried, budgeted), and the domain's V1 and V2 for the options.
+    ``sampling`` (an attempt's temperature and seed) goes with every request; a hosted
+    model that takes no seed has it dropped."""
+    from four.invoke import (
+        budget_invoke,
+        cycle_breaking_invoke,
+        litellm_invoke,
+        litellm_toolcall_invoke,
+        retry_invoke,
+    )
+    from four.parse import toolcall_parse
+
+    try:
+        V2 = domain.environment(where)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    V1: Parse = toolcall_parse() if opts.toolcalls else domain.parse()
+    if opts.mcp:  # the servers' tools beside the shell
+        V2 = _mcp.start(opts.mcp, opts.mcp_env, V2)
+        V1 = _mcp.parser(V2, V1)
+    G: Invoke
+    if opts.local is not None:
+        from four.invoke import local_invoke
+
+        settings = local_settings()
+        if sampling is not None:
+            settings["temperature"] = sampling["temperature"]
+        seed = 0 if sampling is None else sampling["seed"]
+        # Decoded under V1's grammar, every reply parses (a V1 with none: free text).
+        grammar = V1.grammar() if isinstance(V1, Constrained) else None
+        local = local_invoke(opts.local, **settings, seed=seed, grammar=grammar)
+        G = retry_invoke(cycle_breaking_invoke(local))
+    else:
+        extra: dict[str, object] = {}
+        if sampling is not None:
+            extra = {**sampling, "drop_params": True}
+        make = cast(Callable[..., Invoke], litellm_invoke)
+        if opts.toolcalls:
+            make = cast(Callable[..., Invoke], litellm_toolcall_invoke)
+            extra["tools"] = _mcp.definitions(V2) if opts.mcp else []
+        model_G = make(model, api_base=opts.api_base, api_key=key, prices=opts.prices, **extra)
+        G = retry_invoke(cycle_breaking_invoke(model_G))
+    if opts.cost_limit:
+        G = budget_invoke(G, cost_limit=opts.cost_limit)
+    return G, V1, V2
+
+
+def domain_check(
+    opts: RunOptions, domain: Domain, where: DomainSetup, V2: Execute
+) -> Verify | None:
+    """What ``--check`` means for the domain: for bash, a command judged with the
+    feedback level, held-out files and settings (``make_check``); else the domain's."""
+    if domain.name == "bash":
+        return make_check(opts)
+    return domain.check(where, V2, opts.check)
+
+
+def make_check(opts: RunOptions) -> Verify | None:
+    """The judge of ``--check`` with its feedback level, held-out files and settings."""
+    if not opts.check:
+        return None
+    from four.checks import command_check, verify
+    from four.checks._feedback import feedback_level
+
+    files: dict[str, str] = {}
+    for given in opts.check_files:
+        destination, _, folder = given.rpartition("=")
+        folder = folder.rstrip("/") or folder
+        files[f"{(destination or Path(folder).name).rstrip('/')}/"] = folder
+    try:
+        check = command_check(opts.check, feedback=feedback_level(opts.feedback), files=files)
+    except ValueError as exc:
+        raise UsageError(f"--check-files: {exc}") from None
+    return verify(
+        check, retries_per_reason=opts.retries_per_reason, last_judgement=opts.last_judgement
+    )
+
+
+@contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """While inside, SIGTERM raises ``Terminated`` (main thread only)."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise Terminated
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def start_local(opts: RunOptions) -> bool:
+    """Start the local model's server before the first step (so step 1's time is the
+    model's); False, with the reason printed, if it cannot start."""
+    from four.invoke import local_invoke
+
+    assert opts.local is not None
+    if opts.mode != "quiet" and not opts.json:
+        print(f"starting the local model {opts.local} ...", file=sys.stderr, flush=True)
+    started = local_invoke(opts.local, **local_settings()).server()
+    if isinstance(started, Failure):
+        print(f"four run: error: {started.failure()}", file=sys.stderr)
+        return False
+    return True
+
+
+def report(path: Path, opts: RunOptions, extra: Mapping[str, JSON] | None = None) -> int:
+    """Print the final line (or JSON, with ``extra`` added) for a run saved at ``path``;
+    its exit status."""
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    outcome = str(doc.get("outcome"))
+    stats: Mapping[str, JSON] = doc.get("stats") or {}
+    usage_json = stats.get("usage")
+    usage = usage_from_json(usage_json if isinstance(usage_json, dict) else {})
+    detail = doc.get("outcome_detail") or {}
+    output = detail.get("output") if isinstance(detail, dict) else None
+    code = 0 if succeeded(outcome) else 1
+    wall = stats.get("wall_time")
+    if opts.json:
+        print(
+            json.dumps(
+                {
+                    "outcome": outcome,
+                    "success": code == 0,
+                    "path": str(path),
+                    "steps": stats.get("steps"),
+                    "usage": usage_json,
+                    "wall_time": wall,
+                    "submission": output if isinstance(output, str) else None,
+                    **(extra or {}),
+                },
+                indent=2,
+            )
+        )
+        return code
+    if opts.mode != "quiet" and isinstance(output, str) and output.strip():
+        shown, _ = fold(visible(output), 20)  # before splitting: a CR is shown, not a break
+        print(f"submission:\n{shown}", file=sys.stderr)
+    print(
+        f"{outcome} · {stats.get('steps')} steps · {tokens(usage.total_tokens)} tokens · "
+        f"{cost(usage)} · {seconds(wall if isinstance(wall, int | float) else None)} · {path}"
+    )
+    return code

@@ -1,0 +1,391 @@
+"""What ``four run`` was asked: flags, ``FOUR_*`` variables and defaults combined into one
+``RunOptions``, and the checks that need nothing started (the model named, the output
+folder outside the workspace).
+
+Flags win over ``FOUR_*`` variables, which win over the defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, TypedDict
+
+from returns.result import Failure
+
+from four._types import JSON
+from four.cli import _settings as env
+from four.cli._errors import UsageError
+from four.domains import domain_names
+
+if TYPE_CHECKING:
+    from four.observe._endpoint import Server
+
+DEFAULT_MAX_STEPS = 100
+DEFAULT_COST_LIMIT = 3.0
+DEFAULT_ATTEMPTS = 4
+"""Attempts at a ``--check`` task unless told otherwise (bench/README.md, tasks: with 4
+attempts the verified runs solved the most; each later attempt is a fresh copy)."""
+DEFAULT_RETRIES_PER_REASON = 2
+"""Times one failure is told to the model before its attempt ends held (bench/README.md,
+tasks: the second telling was worth its steps, a third was not)."""
+VISIBLE_FEEDBACK = "output"
+"""What the model is told of a failing ``--check`` of the user's own: its failing lines
+(the agent can read the check's files anyway; on the bench it solved more than
+``verdict``). The command itself is not shown: it may hold the answer."""
+HELD_OUT_FEEDBACK = "verdict"
+"""With ``--check-files``: only that it failed, so the held-out tests stay held out."""
+
+
+def default_output_dir() -> Path:
+    """Where ``four run`` saves runs without ``-o``: ``$XDG_STATE_HOME/four/runs``, else
+    ``~/.local/state/four/runs``. Never the agent's workspace: a run's record holds its
+    check's command (which often holds the answer), and an agent's ``grep -r .`` would
+    read the earlier runs' (and its own).
+
+    >>> default_output_dir().parts[-2:]
+    ('four', 'runs')
+    """
+    state = env.get("XDG_STATE_HOME")
+    base = Path(state) if state and os.path.isabs(state) else Path.home() / ".local" / "state"
+    return base / "four" / "runs"
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """Everything ``four run`` was asked, after flags and variables are combined."""
+
+    task: str
+    domain: str
+    model: str
+    api_base: str | None
+    toolcalls: bool
+    env: str
+    image: str | None
+    cwd: str | None
+    command_timeout: float | None
+    timeout: float | None
+    max_steps: int
+    cost_limit: float | None
+    prices: tuple[float, float] | None
+    max_format_errors: int
+    check: str | None
+    feedback: str
+    check_files: tuple[str, ...]
+    retries_per_reason: int
+    last_judgement: bool
+    output_dir: str
+    system_file: str | None
+    mode: str
+    json: bool
+    sign: str | None = None
+    output_in_workspace: bool = False
+    local: str | None = None
+    """The model run on this machine (a registry name or a .gguf path), or None."""
+    mcp: tuple[str, ...] = ()
+    """MCP servers whose tools the agent gets (commands or URLs: four run --mcp)."""
+    mcp_env: tuple[str, ...] = ()
+    resumes: str | None = None  # the trajectory this attempt continues (four run --resume)
+    attempt: int = 1
+    attempts: int = 1
+    """With ``--check``: attempts at the task, each from a fresh copy (``four.search``)."""
+    attempts_by_default: bool = False  # not asked for: a workspace too large to copy runs once
+    seed: int = 0
+    attempt_temperature: float = 0.7
+    workers: int = 1
+    otel: bool = False
+    """Each run sent as OpenTelemetry traces (four run --otel)."""
+
+    def record(self) -> dict[str, JSON]:
+        """The settings stored in the trajectory (``info.components.cli``), task aside."""
+        from four import __version__
+
+        data: dict[str, JSON] = {
+            k: v for k, v in asdict(self).items() if k not in ("task", "prices", "mode", "json")
+        }
+        data["prices"] = list(self.prices) if self.prices else None
+        data["check_files"] = list(self.check_files)
+        if self.env in ("local", "persistent"):  # so `four replay` from elsewhere runs there
+            data["cwd"] = os.path.abspath(self.cwd) if self.cwd else os.getcwd()
+        data["version"] = __version__
+        return data
+
+
+def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
+    """Combine flags, ``FOUR_*`` variables and defaults; a missing or bad value is a
+    ``UsageError``."""
+    if args.task is None:
+        raise UsageError("give TASK (or --resume TRAJ to continue a run)")
+    task = str(args.task)
+    if task == "-":
+        task = sys.stdin.read()
+    if not task.strip():
+        raise UsageError("the task is empty")
+    domain = getattr(args, "domain", None) or env.get("FOUR_DOMAIN") or "bash"
+    if domain not in domain_names():
+        raise UsageError(f"FOUR_DOMAIN={domain!r}: use one of {', '.join(domain_names())}")
+    local = local_model(args)
+    model = local or args.model or env.get("FOUR_MODEL")
+    if not model:
+        raise UsageError("no model: give --model NAME or set FOUR_MODEL")
+    kind = args.env or env.get("FOUR_ENV") or "local"
+    if kind not in env.ENVIRONMENTS:
+        raise UsageError(f"FOUR_ENV={kind!r}: use one of {', '.join(env.ENVIRONMENTS)}")
+    image = args.image or env.get("FOUR_IMAGE")
+    if kind == "docker" and not image:
+        raise UsageError("--env docker needs an image: --image NAME or FOUR_IMAGE")
+    cost_limit = (
+        args.cost_limit
+        if args.cost_limit is not None
+        else env.get_float("FOUR_COST_LIMIT", DEFAULT_COST_LIMIT)
+    )
+    timeout = args.timeout if args.timeout is not None else env.get_float("FOUR_TIMEOUT", None)
+    command_timeout = (
+        args.command_timeout
+        if args.command_timeout is not None
+        else env.get_float("FOUR_COMMAND_TIMEOUT", None)
+    )
+    prices = args.prices or env.get("FOUR_PRICES")
+    toolcalls = args.toolcalls if args.toolcalls is not None else env.get_bool("FOUR_TOOLCALLS")
+    if args.check is not None and not args.check.strip():  # it would accept anything
+        raise UsageError("--check is empty: give the command that judges, e.g. --check 'pytest -q'")
+    check_files = tuple(getattr(args, "check_files", ()) or ())
+    default_feedback = HELD_OUT_FEEDBACK if check_files else VISIBLE_FEEDBACK
+    feedback = args.feedback or env.get("FOUR_FEEDBACK") or default_feedback
+    if feedback not in ("full", "output", "verdict"):
+        raise UsageError(f"FOUR_FEEDBACK={feedback!r}: use full, output or verdict")
+    if not args.check and (args.feedback or args.check_files):
+        raise UsageError("--feedback and --check-files need --check CMD")
+    retries = getattr(args, "retries_per_reason", None)
+    if retries is None:
+        retries = env.get_int("FOUR_RETRIES_PER_REASON", DEFAULT_RETRIES_PER_REASON)
+    if retries < 1:
+        raise UsageError("--retries-per-reason must be at least 1")
+    attempts, seed, temperature, workers = search_options(args)
+    if local and toolcalls:
+        raise UsageError("--local runs in text mode: drop --toolcalls (FOUR_TOOLCALLS)")
+    tty = sys.stderr.isatty() if tty is None else tty
+    mode = "quiet" if args.quiet else ("live" if tty else "lines")
+    if toolcalls and domain != "bash":
+        raise UsageError(f"--toolcalls is for the bash domain, not --domain {domain}")
+    if getattr(args, "mcp", None) and domain != "bash":
+        raise UsageError(f"--mcp is for the bash domain, not --domain {domain}")
+    return RunOptions(
+        task=task,
+        domain=domain,
+        model=str(model),
+        api_base=args.api_base or env.get("FOUR_API_BASE"),
+        toolcalls=bool(toolcalls),
+        env=kind,
+        image=image,
+        cwd=args.cwd,
+        command_timeout=command_timeout,
+        timeout=timeout or None,
+        max_steps=(
+            args.max_steps
+            if args.max_steps is not None
+            else env.get_int("FOUR_MAX_STEPS", DEFAULT_MAX_STEPS)
+        ),
+        cost_limit=cost_limit if cost_limit else None,
+        prices=env.parse_prices(prices) if prices else None,
+        max_format_errors=int(args.max_format_errors),
+        check=args.check,
+        feedback=feedback,
+        check_files=tuple(args.check_files),
+        retries_per_reason=int(retries),
+        last_judgement=bool(args.last_judgement),
+        output_dir=args.output_dir or env.get("FOUR_OUTPUT_DIR") or str(default_output_dir()),
+        system_file=args.system or env.get("FOUR_SYSTEM"),
+        mode=mode,
+        json=bool(args.json),
+        sign=getattr(args, "sign", None) or env.get("FOUR_SIGNING_KEY"),
+        otel=otel_wanted(getattr(args, "otel", None)),
+        output_in_workspace=bool(getattr(args, "output_in_workspace", False)),
+        local=local,
+        mcp=tuple(getattr(args, "mcp", None) or ()),
+        mcp_env=tuple(getattr(args, "mcp_env", None) or ()),
+        attempts=attempts,
+        attempts_by_default=attempts > 1
+        and getattr(args, "attempts", None) is None
+        and env.get("FOUR_ATTEMPTS") is None,
+        seed=seed,
+        attempt_temperature=temperature,
+        workers=workers,
+    )
+
+
+def otel_wanted(flag: bool | None) -> bool:
+    """``--otel``/``--no-otel``, else on where the standard variables name a receiver
+    (and ``OTEL_SDK_DISABLED`` does not say ``true``); a usage error if it is on without
+    the extra installed."""
+    if flag is None:
+        named = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get(
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+        )
+        disabled = os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true"
+        flag = bool(named) and not disabled
+        why = "OTEL_EXPORTER_OTLP_ENDPOINT is set"
+    else:
+        why = "--otel"
+    if flag:
+        import importlib.util
+
+        if importlib.util.find_spec("opentelemetry.sdk") is None:
+            raise UsageError(f"{why}: traces need four-loop[otel] (pip install 'four-loop[otel]')")
+    return flag
+
+
+def search_options(args: argparse.Namespace) -> tuple[int, int, float, int]:
+    """``--attempts`` (with ``--check``: ``DEFAULT_ATTEMPTS``; without, 1), ``--seed``,
+    ``--attempt-temperature`` and ``--workers``, over their variables."""
+    given = getattr(args, "attempts", None)
+    if given is None and env.get("FOUR_ATTEMPTS") is not None:
+        given = env.get_int("FOUR_ATTEMPTS", 1)
+    if given is not None and given < 1:
+        raise UsageError("--attempts must be at least 1")
+    check = getattr(args, "check", None)
+    if given is not None and given > 1 and not check:
+        raise UsageError(
+            "--attempts needs --check CMD: without a judge, the first submission is the end"
+        )
+    attempts = given if given is not None else (DEFAULT_ATTEMPTS if check else 1)
+    seed = getattr(args, "seed", None)
+    seed = env.get_int("FOUR_SEED", 0) if seed is None else seed
+    temperature = getattr(args, "attempt_temperature", None)
+    if temperature is None:
+        from four.search import DEFAULT_TEMPERATURE
+
+        temperature = env.get_float("FOUR_ATTEMPT_TEMPERATURE", DEFAULT_TEMPERATURE)
+    if seed < 0 or temperature is None or temperature < 0:
+        raise UsageError("--seed and --attempt-temperature must not be negative")
+    workers = getattr(args, "attempt_workers", None) or 1
+    if workers > attempts:
+        workers = attempts
+    return attempts, seed, float(temperature), workers
+
+
+def exposed_workspace(opts: RunOptions) -> Path | None:
+    """The agent's workspace when the output folder is inside it and the agent's commands
+    would see it there; None when it is outside, or hidden: the bash domain's sandbox
+    mounts an empty folder over it (not over the whole workspace), a docker container
+    never mounts it, a sandbox without ``--cwd`` works in a fresh folder."""
+    from four.domains._host import inside
+
+    if opts.domain == "bash" and opts.env in ("sandbox", "docker"):
+        if opts.env == "docker" or opts.cwd is None:
+            return None
+        same = Path(opts.cwd).resolve() == Path(opts.output_dir).expanduser().resolve()
+        return Path(opts.cwd) if same else None  # a folder inside it is hidden
+    workspace = Path(opts.cwd) if opts.cwd else Path.cwd()
+    return workspace if inside(Path(opts.output_dir), workspace) else None
+
+
+def guard_output(opts: RunOptions) -> None:
+    """Refuse an output folder the agent's commands could read (``exposed_workspace``),
+    unless ``--output-in-workspace``: one line naming the flag and the fix."""
+    workspace = exposed_workspace(opts)
+    if workspace is None or opts.output_in_workspace:
+        return
+    raise UsageError(
+        f"-o {opts.output_dir} is inside the agent's workspace {workspace}, where its "
+        "commands can read the runs saved there (a check's command often holds the "
+        "answer): give -o a folder outside it, or --output-in-workspace to allow it"
+    )
+
+
+PROVIDER_KEYS = (
+    "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY",
+    "MISTRAL_API_KEY", "GROQ_API_KEY", "OPENROUTER_API_KEY", "DEEPSEEK_API_KEY",
+    "TOGETHERAI_API_KEY", "XAI_API_KEY", "AZURE_API_KEY", "COHERE_API_KEY",
+)  # fmt: skip
+"""Variables whose presence means a hosted model is meant when none is named."""
+
+
+def local_model(args: argparse.Namespace) -> str | None:
+    """The local model to run on: ``--local [MODEL]`` or ``FOUR_LOCAL``, or, with no model,
+    server or provider key given, the default one; None for a hosted model."""
+    from four.models import DEFAULT_MODEL
+
+    chosen: str | None = getattr(args, "local", None)
+    if chosen is not None and args.model:
+        raise UsageError("--local and --model: choose one")
+    if chosen is None and not args.model:
+        variable = env.get("FOUR_LOCAL")
+        if variable is not None and variable.lower() not in ("0", "false", "no", "off"):
+            chosen = "" if variable.lower() in ("1", "true", "yes", "on") else variable
+    if chosen is None:
+        if args.model or env.get("FOUR_MODEL") or args.api_base or env.get("FOUR_API_BASE"):
+            return None
+        keys = [k for k in PROVIDER_KEYS if os.environ.get(k)]
+        if keys:
+            raise UsageError(
+                f"no model: give --model NAME ({keys[0]} is set), or --local for the "
+                "model run on this machine"
+            )
+        chosen = ""
+    return chosen or env.get("FOUR_LOCAL_MODEL") or DEFAULT_MODEL
+
+
+def resolve(opts: RunOptions, key: str | None) -> tuple[str, Server | None]:
+    """The model to run and what its server said of itself, checked before the first
+    step (``UsageError`` if it cannot run)."""
+    if opts.local is None:
+        from four.cli._preflight import resolve as resolve_hosted
+
+        return resolve_hosted(opts.model, opts.api_base, key)
+    import importlib.util
+
+    from four.models import find_model
+
+    found = find_model(opts.local)
+    if isinstance(found, Failure):
+        raise UsageError(f"{found.failure()}; or give --model NAME for a hosted model")
+    if importlib.util.find_spec("xllamacpp") is None:
+        raise UsageError("--local needs the local extra: pip install 'four-loop[local]'")
+    return opts.local, None
+
+
+class LocalSettings(TypedDict, total=False):
+    """The ``local_invoke`` settings a person can set with ``FOUR_LOCAL_*`` variables."""
+
+    ctx: int
+    threads: int
+    parallel: int
+    max_tokens: int
+    temperature: float
+
+
+def local_settings() -> LocalSettings:
+    """``local_invoke``'s settings from the ``FOUR_LOCAL_*`` variables that are set."""
+
+    def count(name: str) -> int | None:
+        value = env.get_int(name, 0)
+        if value < 0:
+            raise UsageError(f"{name}={value} is negative")
+        return value or None
+
+    settings = LocalSettings()
+    if ctx := count("FOUR_LOCAL_CTX"):
+        settings["ctx"] = ctx
+    if threads := count("FOUR_LOCAL_THREADS"):
+        settings["threads"] = threads
+    if parallel := count("FOUR_LOCAL_PARALLEL"):
+        settings["parallel"] = parallel
+    if max_tokens := count("FOUR_LOCAL_MAX_TOKENS"):
+        settings["max_tokens"] = max_tokens
+    temperature = env.get_float("FOUR_LOCAL_TEMPERATURE", None)
+    if temperature is not None:
+        if temperature < 0:
+            raise UsageError(f"FOUR_LOCAL_TEMPERATURE={temperature} is negative")
+        settings["temperature"] = temperature
+    return settings
+
+
+def api_key(opts: RunOptions) -> str | None:
+    """``FOUR_API_KEY``; with ``--api-base`` and no such key, ``none``: a provider's real
+    key is never sent to a server of the user's choosing."""
+    key = env.get("FOUR_API_KEY")
+    return "none" if opts.api_base and key is None else key

@@ -1,0 +1,13 @@
+"""Runs as OpenTelemetry traces, in the GenAI semantic conventions (``four-loop[otel]``).
+
+otel_watch(...)          the ``watch=`` of ``run``/``arun``: each step sent as a span as
+                         it ends, the trace's ids kept in the trajectory
+export_runs(paths, ...)  saved runs sent after the fact, with their recorded times
+flush(timeout)           wait for the spans put so far to be sent
+"""
+
+from four.otel._api import export_runs, flush, otel_watch
+from four.otel._spans import SEMCONV
+from four.otel._watch import OtelWatch
+
+__all__ = ["SEMCONV", "OtelWatch", "export_runs", "flush", "otel_watch"]

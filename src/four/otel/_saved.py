@@ -1,0 +1,182 @@
+"""A saved run's spans: the same facts the live watch sent (``_spans``), read off the
+trajectory. A run recorded with ``otel_watch`` keeps its trace and span ids and each
+span's times (``stats.otel``): its spans are the live ones again. Any other run gets ids
+made from its file's name (a second export gives the same ids) and the times of its
+messages."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+
+from four._types import JSON, Assistant, Message, ToolResult, User
+from four.otel._spans import (
+    Agent,
+    Chat,
+    Span,
+    SpanEvent,
+    Tool,
+    agent_of,
+    agent_span,
+    chat_span,
+    evaluations,
+    tool_span,
+)
+from four.trajectory import Trajectory
+from four.trajectory._codec import usage_from_json
+
+_ACTIONS = frozenset({"observation", "submission", "error"})
+
+
+def saved_spans(run: Trajectory, content: bool = False) -> list[Span]:
+    """Every span of the saved ``run``, the run's own last.
+
+    A run that never ended (a killed driver: no outcome) has its steps but no run span
+    to hang them on: they come with a run span that ends at its last message, status
+    ``unfinished``.
+    """
+    info, stats = run.info, run.stats
+    started = _float(info.get("started_at"), _float(stats.get("started_at"), 0.0))
+    record = stats.get("otel")
+    kept = record if isinstance(record, dict) else {}
+    trace_id, span_id = _ids(kept) or _made_ids(run, -1)
+    components = info.get("components")
+    agent = agent_of(
+        components if isinstance(components, dict) else {}, started, trace_id, span_id, content
+    )
+    spans_kept = kept.get("spans")
+    entries = spans_kept if _ids(kept) and isinstance(spans_kept, list) else _entries_of(run)
+    verdicts = stats.get("verdicts")
+    log = verdicts.get("log") if isinstance(verdicts, dict) else None
+    spans, events = _steps(agent, run.messages, entries, log if isinstance(log, list) else [])
+    ended = stats.get("ended_at")
+    if isinstance(ended, int | float) and not isinstance(ended, bool):
+        end = started + round(float(ended) - started, 6)
+    else:  # never ended: its last message
+        end = started + (run.timestamps[-1] if run.timestamps else 0.0)
+    usage = stats.get("usage")
+    steps = stats.get("steps")
+    spans.append(
+        agent_span(
+            agent, end, run.outcome or "unfinished",
+            steps if isinstance(steps, int) else sum(isinstance(m, Assistant) for m in run.messages),
+            usage_from_json(usage if isinstance(usage, dict) else {}), events,
+        )
+    )  # fmt: skip
+    return spans
+
+
+def _steps(
+    agent: Agent, messages: Sequence[Message], entries: Sequence[JSON], log: list[JSON]
+) -> tuple[list[Span], list[SpanEvent]]:
+    spans: list[Span] = []
+    events: list[SpanEvent] = []
+    judged = 0
+    for entry in entries:
+        if not isinstance(entry, dict):
+            continue
+        op, times = entry.get("op"), entry.get("t")
+        if not isinstance(times, list) or len(times) != 2:
+            continue
+        start, end = (agent.started + _float(t, 0.0) for t in times)
+        at = entry.get("at")
+        where = at if isinstance(at, int) and 0 <= at <= len(messages) else None
+        error = entry.get("error")
+        detail = str(entry.get("detail") or "")
+        if op == "chat":
+            reply = messages[where] if where is not None and where < len(messages) else None
+            inputs = messages[:where] if agent.content and where is not None else ()
+            span_id = _hex(entry.get("id"))
+            if isinstance(error, str):
+                spans.append(
+                    chat_span(agent, Chat(span_id, start, end, None, error, detail, inputs))
+                )
+            elif isinstance(reply, Assistant):
+                spans.append(chat_span(agent, Chat(span_id, start, end, reply, inputs=inputs)))
+        elif op == "execute_tool":
+            spans.append(tool_span(agent, _tool(entry, messages, where, start, end)))
+        elif op == "evaluate":
+            n = entry.get("log")
+            count = n if isinstance(n, int) else 0
+            events.extend(evaluations(log[judged : judged + count], end))
+            judged += count
+    return spans, events
+
+
+def _tool(
+    entry: Mapping[str, JSON],
+    messages: Sequence[Message],
+    where: int | None,
+    start: float,
+    end: float,
+) -> Tool:
+    error = entry.get("error")
+    failed = error if isinstance(error, str) else None
+    detail = str(entry.get("detail") or "")
+    span_id = _hex(entry.get("id"))
+    answer = messages[where] if where is not None and where < len(messages) else None
+    if isinstance(answer, ToolResult):
+        output = None if answer.kind == "error" else answer.content
+        return Tool(
+            span_id, start, end, answer.command or "", answer.tool_call_id, answer.name,
+            answer.returncode, output, failed, detail,
+        )  # fmt: skip
+    if isinstance(answer, User):
+        return Tool(span_id, start, end, answer.command or "", None, "bash",
+                    answer.returncode, answer.content, failed, detail)  # fmt: skip
+    command = entry.get("command")
+    return Tool(span_id, start, end, str(command or ""), None, "bash", None, None, failed, detail)
+
+
+def _entries_of(run: Trajectory) -> list[JSON]:
+    """A run saved without ``otel_watch``: its steps from its messages, each from the
+    message before it to its own (times where the file has them), made-up ids."""
+    times = run.timestamps
+    resumed = run.info.get("resumed_from")
+    first = resumed if isinstance(resumed, int) else 0
+    entries: list[JSON] = []
+    for i, message in enumerate(run.messages):
+        if i < first or i == 0:
+            continue
+        t = [times[i - 1], times[i]] if len(times) == len(run.messages) else [0.0, 0.0]
+        span = f"{_made_ids(run, i)[1]:016x}"
+        if isinstance(message, Assistant):
+            entries.append({"op": "chat", "id": span, "t": list(t), "at": i})
+        elif (isinstance(message, ToolResult) and message.kind in _ACTIONS) or (
+            isinstance(message, User) and message.kind == "observation"
+        ):
+            entries.append({"op": "execute_tool", "id": span, "t": list(t), "at": i})
+    verdicts = run.stats.get("verdicts")
+    log = verdicts.get("log") if isinstance(verdicts, dict) else None
+    if isinstance(log, list) and log:
+        end = run.timestamps[-1] if run.timestamps else 0.0
+        entries.append({"op": "evaluate", "t": [end, end], "log": len(log)})
+    return entries
+
+
+def _ids(record: Mapping[str, JSON]) -> tuple[int, int] | None:
+    trace, span = record.get("trace_id"), record.get("span_id")
+    try:
+        ids = int(str(trace), 16), int(str(span), 16)
+    except ValueError:
+        return None
+    return ids if 0 < ids[0] < 1 << 128 and 0 < ids[1] < 1 << 64 else None
+
+
+def _made_ids(run: Trajectory, index: int) -> tuple[int, int]:
+    """Ids that depend only on the file's name and the step: the same on every export."""
+    digest = hashlib.sha256(f"{run.path.name}\0{index}".encode()).digest()
+    return int.from_bytes(digest[:16], "big") or 1, int.from_bytes(digest[16:24], "big") or 1
+
+
+def _hex(value: JSON) -> int:
+    try:
+        return int(str(value), 16) or 1
+    except ValueError:
+        return 1
+
+
+def _float(value: JSON, default: float) -> float:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return default

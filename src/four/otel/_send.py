@@ -1,0 +1,280 @@
+"""Spans to an OTLP receiver, from a thread of their own: a run only puts them in a
+bounded queue (never waits), a receiver that is down or slow loses spans, counted, with
+one warning line; nothing of it reaches the run.
+
+The OTLP/HTTP exporter is the OpenTelemetry SDK's: it reads the standard
+``OTEL_EXPORTER_OTLP_*`` variables (endpoint, headers, certificates, timeout,
+compression) as every OpenTelemetry program does.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import contextlib
+import logging
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from importlib.metadata import PackageNotFoundError, version
+
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import Event as SdkEvent
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
+
+from four.otel._spans import SCHEMA_URL, Span
+
+log = logging.getLogger("four.otel")
+
+MAX_QUEUE = 20_000
+"""Spans waiting at most (``OTEL_BSP_MAX_QUEUE_SIZE`` sets another): past it a span is
+dropped, not waited for."""
+BATCH = 512
+"""Spans per request at most (``OTEL_BSP_MAX_EXPORT_BATCH_SIZE``)."""
+DELAY = 1.0
+"""Seconds a span may wait for others to fill a request (``OTEL_BSP_SCHEDULE_DELAY``, in
+milliseconds, sets another); a flush sends at once. Few large requests cost a receiver
+less than many small ones."""
+TIMEOUT = 10.0
+"""Seconds one request may take, its retries included, when ``OTEL_EXPORTER_OTLP_TIMEOUT``
+says nothing (a receiver at capacity answers slowly)."""
+AT_EXIT = 10.0
+"""Seconds a process that ends waits at most for its spans to be sent."""
+
+_KINDS = {"internal": SpanKind.INTERNAL, "client": SpanKind.CLIENT}
+_SAMPLED = TraceFlags(TraceFlags.SAMPLED)
+
+
+class Sender:
+    """Takes finished spans (``put``: constant time, never blocks) and sends them in
+    batches from its thread. ``sent``, ``dropped`` (the queue was full) and ``failed``
+    (the receiver did not take them) count spans; the first loss is said once, as a
+    warning of the ``four.otel`` logger."""
+
+    def __init__(
+        self,
+        exporter: SpanExporter,
+        where: str,
+        max_queue: int = MAX_QUEUE,
+        batch: int = BATCH,
+        delay: float = DELAY,
+    ) -> None:
+        self._exporter, self.where = exporter, where
+        self._max, self._batch, self._delay = max_queue, batch, delay
+        self._flushing = 0  # flushes waiting: send what there is, now
+        self._queue: collections.deque[Span] = collections.deque()
+        self._lock = threading.Condition()
+        self._busy = 0  # spans taken off the queue and not yet answered
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self._resource = resource()
+        self._scope = InstrumentationScope("four", scope_version(), SCHEMA_URL)
+        self.sent = self.dropped = self.failed = 0
+        self.warned = False
+
+    def put(self, span: Span) -> None:
+        with self._lock:
+            if len(self._queue) >= self._max or self._closed:
+                self.dropped += 1
+                self._warn("the queue is full: not taken fast enough")
+                return
+            self._queue.append(span)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="four-otel", daemon=True)
+                self._thread.start()
+            if len(self._queue) == self._batch:  # else it wakes by itself (``DELAY``)
+                self._lock.notify()
+
+    def flush(self, timeout: float) -> bool:
+        """Wait until every span put so far is answered (sent or lost), ``timeout``
+        seconds at most; whether it was."""
+        with self._lock:
+            self._flushing += 1
+            self._lock.notify_all()
+            try:
+                return self._lock.wait_for(lambda: not self._queue and not self._busy, timeout)
+            finally:
+                self._flushing -= 1
+
+    def close(self, timeout: float = AT_EXIT) -> None:
+        """Flush, then stop taking spans (what comes later is dropped)."""
+        self.flush(timeout)
+        with self._lock:
+            self._closed = True
+            self._lock.notify_all()
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                self._lock.wait_for(  # a full request, or what there is now and then
+                    lambda: len(self._queue) >= self._batch or self._flushing or self._closed,
+                    self._delay,
+                )
+                if not self._queue:
+                    if self._closed:
+                        return
+                    continue
+                taken = [self._queue.popleft() for _ in range(min(self._batch, len(self._queue)))]
+                self._busy = len(taken)
+            try:
+                with quietly():
+                    result = self._exporter.export([self._readable(s) for s in taken])
+                problem = (
+                    ""
+                    if result is SpanExportResult.SUCCESS
+                    else "not taken (down, slow or refusing)"
+                )
+            except Exception as exc:  # an exporter's bug must not end the thread
+                problem = f"{type(exc).__name__}: {exc}"
+            with self._lock:
+                if problem:
+                    self.failed += len(taken)
+                    self._warn(problem)
+                else:
+                    self.sent += len(taken)
+                self._busy = 0
+                self._lock.notify_all()
+
+    def _warn(self, why: str) -> None:
+        if not self.warned:
+            self.warned = True
+            log.warning(
+                "four: otel: spans lost: %s by %s (the runs go on; later losses are counted, "
+                "not said)", why, self.where,
+            )  # fmt: skip
+
+    def _readable(self, span: Span) -> ReadableSpan:
+        context = SpanContext(span.trace_id, span.span_id, False, _SAMPLED)
+        parent = (
+            None
+            if span.parent_id is None
+            else SpanContext(span.trace_id, span.parent_id, False, _SAMPLED)
+        )
+        if span.error is not None:
+            status = Status(StatusCode.ERROR, span.error)
+        else:
+            status = Status(StatusCode.OK if span.ok else StatusCode.UNSET)
+        events = [SdkEvent(e.name, dict(e.attributes), _ns(e.time)) for e in span.events]
+        return ReadableSpan(
+            name=span.name, context=context, parent=parent, resource=self._resource,
+            attributes=dict(span.attributes), events=events, kind=_KINDS[span.kind],
+            status=status, start_time=_ns(span.start), end_time=_ns(span.end),
+            instrumentation_scope=self._scope,
+        )  # fmt: skip
+
+
+def _ns(seconds: float) -> int:
+    return round(seconds * 1e9)
+
+
+def resource() -> Resource:
+    """The standard resource (``OTEL_SERVICE_NAME``, ``OTEL_RESOURCE_ATTRIBUTES``), named
+    ``four`` when the user names no service."""
+    resource = Resource.create()
+    named = str(resource.attributes.get("service.name", ""))
+    if named.startswith("unknown_service"):
+        resource = resource.merge(Resource({"service.name": "four"}))
+    return resource
+
+
+def scope_version() -> str:
+    try:
+        return version("four-loop")
+    except PackageNotFoundError:
+        return "0"
+
+
+class _Quiet(logging.Filter):
+    """Drops the SDK exporters' messages while four exports (``quietly``): their retries
+    and failures are said once, by four."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.local = threading.local()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not getattr(self.local, "on", False)
+
+
+_quiet = _Quiet()
+for _name in (
+    "opentelemetry.exporter.otlp.common.http",
+    "opentelemetry.exporter.otlp.proto.http.trace_exporter",
+    "opentelemetry.exporter.otlp.proto.http.metric_exporter",
+):
+    logging.getLogger(_name).addFilter(_quiet)
+
+
+@contextlib.contextmanager
+def quietly() -> Iterator[None]:
+    """The SDK exporters' messages dropped in this thread meanwhile."""
+    _quiet.local.on = True
+    try:
+        yield
+    finally:
+        _quiet.local.on = False
+
+
+_senders: dict[str, Sender] = {}
+_senders_lock = threading.Lock()
+
+
+def endpoint_of(endpoint: str | None) -> str:
+    """Where spans go: ``endpoint`` (a base URL or the full ``.../v1/traces``), else the
+    standard variables', else the OTLP default.
+
+    >>> endpoint_of("http://127.0.0.1:4318")
+    'http://127.0.0.1:4318/v1/traces'
+    """
+    if endpoint is None:
+        traces = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        if traces:
+            return traces
+        endpoint = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "http://localhost:4318"
+    return endpoint if endpoint.rstrip("/").endswith("/v1/traces") else (
+        endpoint.rstrip("/") + "/v1/traces"
+    )  # fmt: skip
+
+
+def sender(endpoint: str | None = None) -> Sender:
+    """The process's sender to ``endpoint`` (see ``endpoint_of``): one per endpoint, its
+    spans flushed when the process ends (``AT_EXIT`` seconds at most)."""
+    url = endpoint_of(endpoint)
+    key = f"{url} {resource_variables()}"  # another service's name: another sender
+    with _senders_lock:
+        found = _senders.get(key)
+        if found is None or found._closed:
+            timeout = None if os.environ.get("OTEL_EXPORTER_OTLP_TIMEOUT") else TIMEOUT
+            exporter = OTLPSpanExporter(endpoint=url, timeout=timeout)
+            found = _senders[key] = Sender(
+                exporter, url, _int_env("OTEL_BSP_MAX_QUEUE_SIZE", MAX_QUEUE),
+                _int_env("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", BATCH),
+                _int_env("OTEL_BSP_SCHEDULE_DELAY", round(DELAY * 1000)) / 1000,
+            )  # fmt: skip
+        return found
+
+
+def flush_all(timeout: float = AT_EXIT) -> Sequence[Sender]:
+    """Flush every sender of the process (each within ``timeout``); the senders."""
+    with _senders_lock:
+        senders = list(_senders.values())
+    for each in senders:
+        each.flush(timeout)
+    return senders
+
+
+def resource_variables() -> str:
+    """What the standard variables say of the resource (a sender is made for each)."""
+    return f"{os.environ.get('OTEL_SERVICE_NAME', '')} {os.environ.get('OTEL_RESOURCE_ATTRIBUTES', '')}"
+
+
+def _int_env(name: str, default: int) -> int:
+    raw = os.environ.get(name, "")
+    return int(raw) if raw.isdigit() and int(raw) > 0 else default
+
+
+atexit.register(flush_all)

@@ -1,0 +1,126 @@
+"""Pieces of the parsers' reply grammars: prose, fenced blocks, the exit signal.
+
+Each piece is a list of named rules (see ``four._grammar``) that a parser's ``grammar()``
+puts together with its own settings. The pieces are narrower than what the parsers
+read, on purpose: a body line never starts with a backtick, so the only fence line in a
+block is the one that closes it; a prose line never starts a fence.
+"""
+
+from __future__ import annotations
+
+from four._grammar import WHITESPACE, Alt, Chars, Expr, Lit, Ref, Rep, Seq
+
+Rules = list[tuple[str, Expr]]
+
+NEWLINE = Lit("\n")
+REST = Rep(Chars("\n", negated=True))  # the rest of a line
+INDENT = Rep(Chars(" \t"))
+BLANK_LINE = Seq((INDENT, NEWLINE))
+
+
+def seq(*items: Expr) -> Seq:
+    """Each of ``items`` in turn."""
+    return Seq(items)
+
+
+def alt(*options: Expr) -> Alt:
+    """One of ``options``."""
+    return Alt(options)
+
+
+def opt(expr: Expr) -> Rep:
+    """``expr`` or nothing."""
+    return Rep(expr, 0, 1)
+
+
+def prose(name: str = "prose", end: str = "") -> Rules:
+    """A line of prose and its newline: it starts with no blank and no fence character
+    (so it never opens a block), and ends with ``end`` (a sentence's ``.``, so that no
+    parser takes it for a file's path)."""
+    first = Chars(WHITESPACE + "`~", negated=True)
+    line = Seq((first, REST, Lit(end), NEWLINE)) if end else Seq((first, REST, NEWLINE))
+    return [(name, line)]
+
+
+def thought(lines: int, line: str = "prose") -> Expr:
+    """Up to ``lines`` lines of the rule ``line``."""
+    return Rep(Ref(line), 0, lines)
+
+
+def fenced(tag: str, body: str) -> Expr:
+    """A fenced block tagged ``tag`` holding the rule ``body`` (lines ending in newlines)."""
+    return Seq((Lit(f"```{tag}\n"), Ref(body), Lit("```")))
+
+
+def body(name: str, line_start: Expr, first: Expr | None = None) -> Rules:
+    """The lines of a block, at least one of them not blank: a line is blank or an indent
+    and ``line_start`` (which matches the rest of the line, from a character that is not a
+    blank nor a backtick, without its newline). ``first``: another form the first line
+    that is not blank may take (with its newline)."""
+    content = f"{name}-line"
+    opening: Expr = Ref(content) if first is None else Alt((first, Ref(content)))
+    return [
+        (name, Seq((Rep(BLANK_LINE), opening, Rep(Alt((BLANK_LINE, Ref(content))))))),
+        (content, Seq((INDENT, line_start, NEWLINE))),
+    ]
+
+
+def command(tag: str, exit_signal: str) -> Rules:
+    """``command``: one fenced block of shell commands tagged ``tag``. No line of it holds
+    ``exit_signal`` (a line that is the signal, or echoes it after other commands, is a
+    format error), but the first may be ``echo SIGNAL``: the way to finish."""
+    if not exit_signal:
+        return [("command", fenced(tag, "command-body")), *body("command-body", plain_line())]
+    finish = Lit(f"echo {exit_signal}\n")
+    return [
+        ("command", fenced(tag, "command-body")),
+        *body("command-body", Ref("no-signal"), finish),
+        *without("no-signal", exit_signal, WHITESPACE + "`"),
+    ]
+
+
+def plain_line() -> Expr:
+    """The rest of a line from a character that is neither a blank nor a backtick."""
+    return Seq((Chars(WHITESPACE + "`", negated=True), REST))
+
+
+def without(name: str, word: str, first_not: str) -> Rules:
+    """Rules for the rest of a line (no newline) that never holds ``word``, whose first
+    character is not one of ``first_not``: ``name`` is the start; ``name-K`` the rest once
+    the line's last K characters are the first K of ``word`` (a Knuth-Morris-Pratt
+    automaton, one rule a state)."""
+    size = len(word)
+    letters = sorted(set(word))
+
+    def step(state: int, c: str) -> int:
+        seen = word[:state] + c
+        return next(k for k in range(min(len(seen), size), -1, -1) if seen.endswith(word[:k]))
+
+    def moves(state: int, excluded: str) -> list[Expr]:
+        targets: dict[int, str] = {}
+        for c in letters:
+            if c not in excluded and (to := step(state, c)) < size:
+                targets[to] = targets.get(to, "") + c
+        options: list[Expr] = [
+            Seq((Chars(chars), Ref(f"{name}-{to}"))) for to, chars in sorted(targets.items())
+        ]
+        others = "".join(sorted(set(excluded + "\n" + "".join(letters))))
+        options.append(Seq((Chars(others, negated=True), Ref(f"{name}-0"))))
+        return options
+
+    rules: Rules = [(name, Alt(tuple(moves(0, first_not))))]
+    for state in range(size):
+        rules.append((f"{name}-{state}", Rep(Alt(tuple(moves(state, ""))), 0, 1)))
+    return rules
+
+
+THOUGHT_LINES = 3
+"""Lines of prose before the action, at most: a short thought, and room left for it."""
+
+
+def shell_tag(tags: tuple[str, ...]) -> str | None:
+    """The tag a grammar's command block carries: ``bash`` if the parser runs it, else
+    its first tag but ``console`` (whose ``$`` lines alone run, so a block of them may
+    be empty); None if there is none."""
+    lowered = [t.lower() for t in tags]
+    return next((t for t in ("bash", *lowered) if t in lowered and t != "console"), None)

@@ -1,0 +1,166 @@
+"""The JSON form of receipt values and controller states, and the receipts' hash chain
+over it: one encoding for the receipts document and for the digests.
+
+The chain is ``four._chain``'s (the seal's): it starts from ``sha256("four.quaternary/2")``;
+``fingerprint(config)`` is its link ``config`` (the config's ten resolved fields),
+``genesis`` the link ``state`` after it (the before-state of the first receipt), and each
+receipt a link ``evaluation`` (verdict, payload, arcs, action, index) or ``event`` (the
+event and the action). The states themselves are not hashed at every step: the audit
+replays each transition and checks the claimed after-state, so the chain of inputs
+plus the genesis state determines (and so commits to) every state.
+
+A value is JSON null, bool, int or string, or one of ``{"float": repr}``, ``{"tuple":
+[V]}``, ``{"set": [V]}`` (sorted by canonical text), ``{"evidence": V}``, ``{"compute":
+V}``; enums are written as their values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import Enum
+from typing import Any, Final
+
+from four._chain import canonical_text, link, start
+
+from ._core import ComputeNeed, EvidenceNeed
+from ._state import ControllerEvent, ControllerState, Lease, QICTConfig
+
+FORMAT_VERSION: Final = 2
+"""The receipts' chain (and document) version; 1 is ``_chain_v1``'s."""
+_START: Final = start("four.quaternary/2")
+
+SCALARS: Final = (
+    "evidence_budget",
+    "compute_budget",
+    "dependency_budget",
+    "status",
+    "candidate_disposition",
+    "evaluation_count",
+    "clock",
+    "pending_lease",
+    "held_reason",
+)
+STATE_FIELDS: Final = ("exclusions", "used_evidence", "used_compute", "dependencies", *SCALARS)
+"""The fields of a receipt's full controller state (``before`` of the first receipt)."""
+
+
+def json_value(value: object) -> Any:
+    if value is None or isinstance(value, bool | str):
+        return value.value if isinstance(value, Enum) else value
+    if isinstance(value, int):
+        return int(value)
+    if type(value) is float:
+        return {"float": repr(value)}
+    if type(value) is tuple:
+        return {"tuple": [json_value(v) for v in value]}
+    if type(value) is frozenset or type(value) is set:
+        return {"set": json_values(value)}
+    if type(value) is EvidenceNeed:
+        return {"evidence": json_value(value.evidence)}
+    if type(value) is ComputeNeed:
+        return {"compute": json_value(value.step)}
+    raise TypeError(f"{type(value).__name__} values cannot be stored in a receipt document")
+
+
+def json_values(items: Iterable[object]) -> list[Any]:
+    return sorted((json_value(v) for v in items), key=canonical_text)
+
+
+def json_lease(lease: Lease | None) -> Any:
+    if lease is None:
+        return None
+    return {
+        "lease_id": json_value(lease.lease_id),
+        "kind": json_value(lease.kind),
+        "obligation": json_value(lease.obligation),
+        "deadline": json_value(lease.deadline),
+    }
+
+
+def json_scalar(name: str, value: object) -> Any:
+    return json_lease(value) if name == "pending_lease" else json_value(value)  # type: ignore[arg-type]
+
+
+def json_pairs(pairs: Iterable[tuple[Any, Any]]) -> list[Any]:
+    return [[json_value(name), json_value(outcome)] for name, outcome in pairs]
+
+
+def json_state(state: ControllerState) -> dict[str, Any]:
+    deps = state.dependencies
+    out: dict[str, Any] = {
+        "exclusions": json_values(state.exclusions),
+        "used_evidence": json_values(state.used_evidence),
+        "used_compute": json_values(state.used_compute),
+        "dependencies": {
+            "used": json_values(deps.used),
+            "unresolved": json_values(deps.unresolved),
+            "relation": json_values(deps.relation),
+            "outcomes": json_pairs(deps.outcomes),
+        },
+    }
+    for name in SCALARS:
+        out[name] = json_scalar(name, getattr(state, name))
+    return out
+
+
+_CONFIG_SETS: Final = (
+    "failure_alphabet",
+    "evidence_alphabet",
+    "compute_alphabet",
+    "dependency_alphabet",
+    "admissible_failures",
+    "admissible_dependencies",
+)
+
+
+def config_json(config: QICTConfig) -> dict[str, Any]:
+    """The config's ten resolved fields (sets sorted).
+
+    >>> config_json(QICTConfig(failure_alphabet={"b", "a"}))["failure_alphabet"]
+    ['a', 'b']
+    """
+    out: dict[str, Any] = {name: json_values(getattr(config, name) or ()) for name in _CONFIG_SETS}
+    for name in ("evidence_budget", "compute_budget", "dependency_budget", "lease_ticks"):
+        out[name] = json_value(getattr(config, name))
+    return out
+
+
+def fingerprint(config: QICTConfig) -> bytes:
+    """The chain's digest after the config (SHA-256, 32 bytes)."""
+    return link(_START, "config", config_json(config))
+
+
+def genesis_after(fingerprinted: bytes, state: ControllerState) -> bytes:
+    """The digest a trace starting at ``state`` chains from, after its config's
+    ``fingerprint``."""
+    return link(fingerprinted, "state", json_state(state))
+
+
+def evaluation_digest(
+    prev: bytes, verdict: object, payload: object, arcs: object, action: object, index: object
+) -> bytes:
+    """The digest of an evaluation receipt after ``prev``; TypeError for a value with no
+    JSON form."""
+    transition = {
+        "action": json_value(action),
+        "arcs": json_values(arcs),  # type: ignore[arg-type]
+        "index": json_value(index),
+        "payload": json_value(payload),
+        "verdict": json_value(verdict),
+    }
+    return link(prev, "evaluation", transition)
+
+
+def event_digest(prev: bytes, event: ControllerEvent, action: object) -> bytes:
+    """The digest of an event receipt after ``prev``."""
+    return link(prev, "event", {"action": json_value(action), "event": json_event(event)})
+
+
+def json_event(event: ControllerEvent) -> dict[str, Any]:
+    return {
+        "kind": json_value(event.kind),
+        "lease_id": json_value(event.lease_id),
+        "outcome": json_value(event.outcome),
+        "dependency": json_value(event.dependency),
+        "clock": json_value(event.clock),
+    }

@@ -1,0 +1,144 @@
+"""The receipts' first chain (format 1), kept to audit documents written before the one
+chain of ``_canonical``: BLAKE2b-256 over a type-tagged encoding.
+
+* ``fingerprint(config) = BLAKE2b-256("C" || enc(config fields))``
+* ``genesis = BLAKE2b-256("G" || "four.quaternary/1" || fingerprint(config) || enc(s0))``
+* ``digest_k = BLAKE2b-256("R" || digest_{k-1} || enc(transition_k))``
+"""
+
+from __future__ import annotations
+
+from collections.abc import Set as AbstractSet
+from enum import Enum
+from hashlib import blake2b
+
+from ._core import ComputeNeed, EvidenceNeed
+from ._state import ControllerEvent, ControllerState, QICTConfig
+
+
+def _enc(value: object, out: list[bytes]) -> None:
+    """Append the canonical, type-tagged encoding of a receipt value to `out`.
+
+    str (and str enums) -> ``s<len>:<utf-8>``, None -> ``N``, bools -> ``T``/``F``,
+    ints (and int enums) -> ``i<decimal>;``, floats -> ``f<repr>;``, tuples ->
+    ``(...)``, sets -> ``{<count>:<sorted encodings>}``, needs -> ``E``/``K`` + field.
+    """
+    kind = type(value)
+    if kind is str:
+        assert isinstance(value, str)
+        data = value.encode("utf-8", "surrogatepass")
+        out.append(b"s%d:%b" % (len(data), data))
+    elif value is None:
+        out.append(b"N")
+    elif kind is int:
+        assert isinstance(value, int)
+        out.append(b"i%d;" % value)
+    elif kind is bool:
+        out.append(b"T" if value else b"F")
+    elif isinstance(value, Enum):
+        _enc(value.value, out)
+    elif kind is tuple:
+        assert isinstance(value, tuple)
+        out.append(b"(")
+        for item in value:
+            _enc(item, out)
+        out.append(b")")
+    elif kind is frozenset or kind is set:
+        assert isinstance(value, AbstractSet)
+        if not value:
+            out.append(b"{0:}")
+            return
+        encoded = []
+        for item in value:
+            part: list[bytes] = []
+            _enc(item, part)
+            encoded.append(b"".join(part))
+        encoded.sort()
+        out.append(b"{%d:" % len(encoded))
+        out.extend(encoded)
+        out.append(b"}")
+    elif kind is EvidenceNeed:
+        assert isinstance(value, EvidenceNeed)
+        out.append(b"E")
+        _enc(value.evidence, out)
+    elif kind is ComputeNeed:
+        assert isinstance(value, ComputeNeed)
+        out.append(b"K")
+        _enc(value.step, out)
+    elif kind is float:
+        out.append(b"f%b;" % repr(value).encode())
+    elif isinstance(value, str):
+        _enc(str.__str__(value), out)
+    elif isinstance(value, int):
+        _enc(int.__int__(value), out)
+    else:
+        raise TypeError(f"{kind.__name__} values cannot be encoded in a receipt")
+
+
+def _enc_state(state: ControllerState, out: list[bytes]) -> None:
+    deps = state.dependencies
+    lease = state.pending_lease
+    _enc(
+        (
+            state.exclusions,
+            state.used_evidence,
+            state.used_compute,
+            (deps.used, deps.unresolved, deps.relation, deps.outcomes),
+            state.evidence_budget,
+            state.compute_budget,
+            state.dependency_budget,
+            state.status,
+            state.candidate_disposition,
+            state.evaluation_count,
+            state.clock,
+            None
+            if lease is None
+            else (lease.lease_id, lease.kind, lease.obligation, lease.deadline),
+            state.held_reason,
+        ),
+        out,
+    )
+
+
+def fingerprint(config: QICTConfig) -> bytes:
+    out = [b"C"]
+    _enc(
+        (
+            frozenset(config.failure_alphabet),
+            frozenset(config.evidence_alphabet),
+            frozenset(config.compute_alphabet),
+            frozenset(config.dependency_alphabet),
+            config.evidence_budget,
+            config.compute_budget,
+            config.dependency_budget,
+            frozenset(config.admissible_failures or ()),
+            frozenset(config.admissible_dependencies or ()),
+            config.lease_ticks,
+        ),
+        out,
+    )
+    return blake2b(b"".join(out), digest_size=32).digest()
+
+
+def genesis_after(fingerprinted: bytes, state: ControllerState) -> bytes:
+    """The digest a trace starting at ``state`` chains from, after its config's
+    ``fingerprint``."""
+    out = [b"G", b"four.quaternary/1", fingerprinted]
+    _enc_state(state, out)
+    return blake2b(b"".join(out), digest_size=32).digest()
+
+
+def evaluation_digest(
+    prev: bytes, verdict: object, payload: object, arcs: object, action: object, index: object
+) -> bytes:
+    out = [b"R", prev, b"V"]
+    for value in (verdict, payload, arcs, action, index):
+        _enc(value, out)
+    return blake2b(b"".join(out), digest_size=32).digest()
+
+
+def event_digest(prev: bytes, event: ControllerEvent, action: object) -> bytes:
+    out = [b"R", prev, b"W"]
+    for value in (event.kind, event.lease_id, event.outcome, event.dependency, event.clock, action):
+        _enc(value, out)
+    return blake2b(b"".join(out), digest_size=32).digest()

@@ -1,0 +1,112 @@
+"""Replies that parse by construction on the built-in model: the domain's V1 grammar goes
+to the local llama.cpp server with every request (and to no other provider), and what
+the real model samples under it parses.
+
+The real-model tests need the model pulled and the ``local`` extra (see
+test_local_model.py: they skip, or fail with FOUR_REQUIRE_SERVICES=1).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from returns.result import Success
+
+from four import Assistant, System, User
+from four._grammar import Grammar, Lit
+from four.cli import build_parser
+from four.cli._build import build, setup
+from four.cli._options import options
+from four.domains import get_domain
+from four.domains.notebook._parse import CellParse, cell_parse
+from four.invoke import LocalInvoke, local_invoke
+from four.invoke._budget import BudgetInvoke
+from four.invoke._cycles import CycleBreakingInvoke
+from four.invoke._local import LocalServer, ServerSettings
+from four.invoke._retry import RetryInvoke
+from four.parse import edit_parse, regex_parse
+from four.parse._edits import EditParse
+from four.parse._regex import RegexParse
+from four.types import Constrained, FormatError, Invoke, Sampling
+from tests._server import CHAT, LoopbackServer, chat
+from tests.invoke.test_local_model import model  # noqa: F401  (the fixture)
+
+
+def loopback_local(server: LoopbackServer) -> LocalServer:
+    """A ``LocalServer`` record for the loopback server (its process: a finished one)."""
+    process = subprocess.Popen(["true"])
+    process.wait()
+    settings = ServerSettings("m.gguf", "m", 512, 1, 1, 64)
+    return LocalServer(settings, process, server.url.removesuffix("/v1"), Path("/nonexistent"))
+
+
+def test_the_local_server_is_sent_the_grammar_and_a_hosted_model_is_not() -> None:
+    from four.invoke import litellm_invoke
+
+    grammar = regex_parse().grammar()
+    G = LocalInvoke("m", "m.gguf", grammar=grammar.gbnf())
+    with LoopbackServer() as server:
+        server.push(chat("```bash\nls\n```"), chat("```bash\nls\n```"), chat("ok"))
+        assert isinstance(G.chat(loopback_local(server))([User("hi")]), Success)
+        resampled = G.sampled(Sampling(0.7, 3))  # as a broken cycle or a later attempt
+        assert isinstance(resampled, LocalInvoke)
+        assert isinstance(resampled.chat(loopback_local(server))([User("hi")]), Success)
+        hosted = litellm_invoke("openai/gpt-test", api_base=server.url, api_key="none")
+        assert isinstance(hosted([User("hi")]), Success)
+        local, again, other = server.bodies(CHAT)
+    assert local["grammar"] == grammar.gbnf() == again["grammar"]
+    assert again["temperature"] == 0.7 and again["seed"] == 3
+    assert "grammar" not in other and "extra_body" not in other
+
+
+def _local_of(G: Invoke) -> LocalInvoke:
+    """The ``LocalInvoke`` inside the wrappers ``build`` puts around it."""
+    while isinstance(G, BudgetInvoke | RetryInvoke | CycleBreakingInvoke):
+        G = G.G
+    assert isinstance(G, LocalInvoke)
+    return G
+
+
+@pytest.mark.parametrize("domain", ["bash", "python", "cli"])
+def test_four_run_local_decodes_under_its_domains_grammar(domain: str, tmp_path: Path) -> None:
+    args = build_parser().parse_args(["run", "task", "--local", "--domain", domain])
+    opts = options(args)
+    chosen = get_domain(domain)
+    G, V1, _ = build(opts, opts.local or "", None, chosen, setup(opts))
+    assert isinstance(V1, Constrained)
+    assert _local_of(G).grammar == V1.grammar().gbnf()
+
+
+CASES: dict[str, tuple[RegexParse | EditParse | CellParse, str, str]] = {
+    "bash": (regex_parse(), "bash", "How many lines does notes.txt have? Check it yourself."),
+    "python": (edit_parse(), "python", "Write calc.py with a function add(a, b) returning a + b."),
+    "notebook": (cell_parse(), "notebook", "Compute the mean of the numbers 1 to 10."),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_the_real_model_under_the_grammar_replies_what_parses(
+    name: str,
+    model: Path,  # noqa: F811
+) -> None:
+    V1, domain, task = CASES[name]
+    system = get_domain(domain).system
+    G = local_invoke(max_tokens=256, grammar=V1.grammar(), temperature=0.8, seed=0)
+    for seed in range(3):
+        reply = G.sampled(Sampling(0.8, seed))([System(system), User(task)])
+        assert isinstance(reply, Success), reply
+        parsed = V1(reply.unwrap())
+        assert not (
+            not isinstance(parsed, Success) and isinstance(parsed.failure(), FormatError)
+        ), (reply.unwrap().content, parsed)
+
+
+def test_the_real_server_holds_the_reply_to_the_grammar(model: Path) -> None:  # noqa: F811
+    only = Grammar((("root", Lit("```bash\nwc -l notes.txt\n```")),))
+    G = local_invoke(max_tokens=64, grammar=only)
+    reply = G([System("Answer in French."), User("Say hello.")])
+    assert isinstance(reply, Success)
+    assert reply.unwrap().content == "```bash\nwc -l notes.txt\n```"
+    assert isinstance(regex_parse()(Assistant(reply.unwrap().content)), Success)
