@@ -14,6 +14,11 @@ from pathlib import Path
 import pytest
 
 from four import (
+    Action,
+    Assistant,
+    Observation,
+    User,
+    audit,
     command_check,
     file_check,
     litellm_invoke,
@@ -35,7 +40,7 @@ from four.invoke import (
     retry_invoke,
     summarizing_invoke,
 )
-from four.parse import toolcall_parse
+from four.parse import describe_edit, fenced_blocks, toolcall_parse
 
 G = scripted_invoke(["hi"])
 
@@ -110,6 +115,17 @@ CASES: list[tuple[str, Callable[[], object], type[Exception], tuple[str, ...]]] 
     ("iter_runs max_concurrency", lambda: iter_runs(_run, [], max_concurrency=0), ValueError, ("max_concurrency=0",)),
     ("iter_runs time_limit", lambda: iter_runs(_run, [], time_limit=-1), ValueError, ("time_limit=-1",)),
     ("iter_runs max_cost", lambda: iter_runs(_run, [], max_cost="5"), TypeError, ("max_cost='5'",)),  # type: ignore[arg-type]
+    # arrows and records called with what they do not take: named by the checker
+    ("regex_parse()(None)", lambda: regex_parse()(None), TypeError, ("RegexParse", "reply=None", "give an Assistant")),  # type: ignore[arg-type]
+    ("toolcall_parse()('x')", lambda: toolcall_parse()("x"), TypeError, ("ToolcallParse", "reply='x'", "give an Assistant", "not a str")),  # type: ignore[arg-type]
+    ("Action(123)", lambda: Action(123), TypeError, ("Action", "command=123", "give a str", "not an int")),  # type: ignore[arg-type]
+    ("Action call_id", lambda: Action("ls", 5), TypeError, ("Action", "call_id=5", "a str or None")),  # type: ignore[arg-type]
+    ("User(None)", lambda: User(None), TypeError, ("User", "content=None", "give a str")),  # type: ignore[arg-type]
+    ("Assistant tool_calls", lambda: Assistant("x", tool_calls=None), TypeError, ("Assistant", "tool_calls=None", "give a tuple")),  # type: ignore[arg-type]
+    ("Observation returncode", lambda: Observation("x", returncode="0"), TypeError, ("Observation", "returncode='0'", "an int or None")),  # type: ignore[arg-type]
+    ("audit(None)", lambda: audit(None), TypeError, ("audit", "trajectory=None", "a str or a PathLike or a Trajectory")),  # type: ignore[arg-type]
+    ("fenced_blocks(None)", lambda: fenced_blocks(None), TypeError, ("fenced_blocks", "text=None", "give a str")),  # type: ignore[arg-type]
+    ("describe_edit(3)", lambda: describe_edit(3), TypeError, ("describe_edit", "edit=3", "a WholeFile or a SearchReplace")),  # type: ignore[arg-type]
 ]  # fmt: skip
 
 

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, TypeVar, runtime_checkable
 
+from four._checked import check_fields
 from four._outcomes import Finished, Outcome
 
 if TYPE_CHECKING:  # annotations only: `import four` does not load returns
@@ -124,6 +125,9 @@ NO_USAGE = Usage(calls=0)
 class System:
     content: str
 
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
+
 
 @dataclass(frozen=True, slots=True)
 class User:
@@ -137,6 +141,9 @@ class User:
     returncode: int | None = None
     command: str | None = field(default=None, compare=False)  # for readers only
 
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
+
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
@@ -144,7 +151,7 @@ class ToolCall:
 
     id: str
     name: str
-    arguments: str
+    arguments: str  # a sloppy client's decoded object too: V1 reads or rejects it
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +207,9 @@ class Assistant:
     model: str = ""
     cycle_break: CycleBreak | None = field(default=None, compare=False)  # for readers only
 
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
+
     @property
     def truncated(self) -> bool:
         """The provider cut the reply off at its token limit."""
@@ -221,6 +231,9 @@ class ToolResult:
     returncode: int | None = None
     command: str | None = field(default=None, compare=False)  # for readers only
 
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
+
 
 Message: TypeAlias = System | User | Assistant | ToolResult
 Reply: TypeAlias = Assistant
@@ -236,6 +249,9 @@ class Action:
     command: str
     call_id: str | None = None
 
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
+
 
 @dataclass(frozen=True, slots=True)
 class Rejected:
@@ -243,6 +259,9 @@ class Rejected:
 
     call_id: str
     error: str
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,6 +272,9 @@ class Observation:
     returncode: int | None = None
     timed_out: bool = False
     duration: float = 0.0
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 # --- errors (the Err sides of the arrows) ----------------------------------------

@@ -14,6 +14,7 @@ from itertools import repeat
 from pathlib import Path
 from typing import Literal
 
+from four._checked import checked
 from four._files import walk
 from four._types import JSON
 from four.checks._config import config_from_json
@@ -93,6 +94,7 @@ class Audit:
         return "valid" if self.finished else "unfinished"
 
 
+@checked
 def audit(
     trajectory: str | os.PathLike[str] | Trajectory,
     *,

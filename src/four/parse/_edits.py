@@ -24,6 +24,7 @@ from typing import TypeAlias
 
 from returns.result import Failure, Result, Success
 
+from four._checked import checked
 from four._grammar import WHITESPACE, Chars, Expr, Grammar, Lit, Ref, Rep, grammar_of
 from four._types import Action, FormatError, Rejected, Reply, Submitted
 from four.execute._output import EXIT_SIGNAL
@@ -111,6 +112,7 @@ class EditAction(Action):
             object.__setattr__(self, "command", "\n".join(lines))
 
 
+@checked
 def describe_edit(edit: FileEdit) -> str:
     """One line for an edit.
 
@@ -217,6 +219,7 @@ class EditParse:
             rules += command(shell, self.exit_signal)
         return grammar_of(*rules)
 
+    @checked
     def __call__(
         self, reply: Reply, /
     ) -> Result[Sequence[Action | Rejected], FormatError | Submitted]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from returns.result import Failure, Result, Success
 
 from four import _arguments as check
+from four._checked import checked
 from four._grammar import Alt, Expr, Grammar, Lit, Ref, Seq, grammar_of
 from four._types import Action, FormatError, Rejected, Reply, Submitted
 from four.execute._output import EXIT_SIGNAL
@@ -49,6 +50,7 @@ class Block:
     closed: bool = True
 
 
+@checked
 def fenced_blocks(text: str, shell_tags: Sequence[str] = DEFAULT_TAGS) -> list[Block]:
     """The fenced blocks of ``text``, in order; a block left open runs to the end.
 
@@ -226,6 +228,7 @@ class RegexParse:
     def _error(self, problem: str) -> FormatError:
         return FormatError(f"{problem}\n\n{self.expected()}")
 
+    @checked
     def __call__(
         self, reply: Reply, /
     ) -> Result[Sequence[Action | Rejected], FormatError | Submitted]:

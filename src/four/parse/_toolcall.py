@@ -10,6 +10,7 @@ from typing import cast
 from returns.result import Result, Success
 
 from four import _arguments as check
+from four._checked import checked
 from four._types import Action, FormatError, Rejected, Reply, Submitted, ToolCall
 from four.execute._output import EXIT_SIGNAL
 from four.parse._finish import finish_rule, no_action, unapplied
@@ -33,6 +34,7 @@ class ToolcallParse:
             f'Call the `{self.tool}` tool with arguments {{"{self.argument}": "<shell command>"}}.'
         )
 
+    @checked
     def __call__(
         self, reply: Reply, /
     ) -> Result[Sequence[Action | Rejected], FormatError | Submitted]:
