@@ -51,7 +51,12 @@ def test_what_a_plain_run_recorded_is_read_back() -> None:
 def test_a_verified_run_keeps_its_verdicts_and_receipts() -> None:
     (path,) = (V1 / "verified").glob("*[0-9a-f].json")
     t = load_trajectory(path)
-    assert t.outcome == "accepted"
+    assert t.outcome == "accepted" and t.detail.kind == "accepted"
+    verdicts = t.stats.verdicts
+    assert verdicts is not None and verdicts.evaluations == 3
+    assert [v.verdict for v in verdicts.log] == ["NO", "NO", "YES"]
+    assert verdicts.slots["no:2"] == "`grep -qx 4 answer.txt` failed (exit 1): no output"
+    assert t.stats.usage.prompt_tokens == 50 and t.info.settings["check"] == "grep -qx 4 answer.txt"
     result = audit(path)
     assert result.valid and result.evaluations == 3 and result.verified, result
 
@@ -78,6 +83,6 @@ def test_a_signed_run_is_not_signed_by_another_key(tmp_path: Path) -> None:
 
 def test_a_resumed_run_names_the_run_it_resumed() -> None:
     runs = [load_trajectory(p) for p in (V1 / "resumed").glob("*.json")]
-    (resumed,) = [t for t in runs if t.info.get("resumed_from")]
+    (resumed,) = [t for t in runs if t.info.resumed_from]
     (first,) = [t for t in runs if t is not resumed]
     assert resumed.messages[: len(first.messages)] == first.messages
