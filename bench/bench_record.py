@@ -12,7 +12,6 @@ The files are written once, by this tree (the format is the same): 10,000 sealed
 from __future__ import annotations
 
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -27,7 +26,7 @@ HUGE_STEPS = 185_000  # about 70 MB sealed
 
 
 def child(kind: str, target: str) -> None:
-    """One measure in this process (four from PYTHONPATH): wall s, CPU s, peak MB."""
+    """One measure in this process (four from PYTHONPATH): wall s, CPU s."""
     wall, cpu = time.perf_counter(), time.process_time()
     if kind == "import":
         import four
@@ -42,33 +41,40 @@ def child(kind: str, target: str) -> None:
         from four.trajectory import load_trajectory
 
         load_trajectory(target)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(time.perf_counter() - wall, time.process_time() - cpu, peak)
+    print(time.perf_counter() - wall, time.process_time() - cpu)
+
+
+PROBE = (
+    "import resource, subprocess, sys, time; t = time.perf_counter(); "
+    "subprocess.run(sys.argv[1:], stderr=subprocess.DEVNULL); "
+    "u = resource.getrusage(resource.RUSAGE_CHILDREN); "
+    "print(time.perf_counter() - t, u.ru_utime + u.ru_stime, u.ru_maxrss / 1024)"
+)
+"""Runs argv in a fresh process and measures it from a small parent (a child forked from
+this process would count this process's peak as its own)."""
 
 
 def command(argv: list[str], tree: Path) -> tuple[float, float, float]:
     """A ``four`` command of ``tree`` in a fresh process: wall s, CPU s, peak MB."""
-    probe = (
-        "import resource, subprocess, sys, time; t = time.perf_counter(); "
-        "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "
-        "u = resource.getrusage(resource.RUSAGE_CHILDREN); "
-        "print(time.perf_counter() - t, u.ru_utime + u.ru_stime, u.ru_maxrss / 1024)"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", probe, sys.executable, "-m", "four.cli", *argv],
-        capture_output=True, text=True, check=True, env=_env(tree),
-    ).stdout  # fmt: skip
-    wall, cpu, peak = out.split()
+    *_, last = probed([sys.executable, "-m", "four.cli", *argv], tree)
+    wall, cpu, peak = last.split()
     return float(wall), float(cpu), float(peak)
 
 
 def measured(kind: str, target: str, tree: Path) -> tuple[float, float, float]:
-    out = subprocess.run(
-        [sys.executable, __file__, "child", kind, target],
-        capture_output=True, text=True, check=True, env=_env(tree),
-    ).stdout  # fmt: skip
-    wall, cpu, peak = out.split()
-    return float(wall), float(cpu), float(peak)
+    """One ``child`` measure of ``tree`` in a fresh process: wall s, CPU s (its own),
+    peak MB (the process's)."""
+    own, probe = probed([sys.executable, __file__, "child", kind, target], tree)
+    wall, cpu = own.split()
+    return float(wall), float(cpu), float(probe.split()[2])
+
+
+def probed(argv: list[str], tree: Path) -> list[str]:
+    """The lines ``argv`` printed, and the probe's: wall s, CPU s, peak MB."""
+    return subprocess.run(
+        [sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, check=True,
+        env=_env(tree),
+    ).stdout.splitlines()  # fmt: skip
 
 
 def _env(tree: Path) -> dict[str, str]:

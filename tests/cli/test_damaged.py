@@ -326,7 +326,7 @@ def test_the_refusals_name_the_problem(damaged: dict[str, Path]) -> None:
         "a folder": "is a folder, not a regular file",
         "sparse file over the limit": "over the limit of 2.0 MiB: raise it with --max-size",
         "invalid UTF-8": "is not UTF-8 text (byte 0xff",
-        "200,000 nested [": "[0]: expected `object`, got `array`",
+        "200,000 nested [": "nests deeper than this reader follows",
         "nested 5,000 deep in info": "nests deeper than this reader follows",
         "wrong type: role value": "messages[0].role: invalid value 'wizard'",
         "wrong type: usage.prompt_tokens": "usage.prompt_tokens: expected `int`, got `str`",

@@ -26,6 +26,7 @@ from four.trajectory._load import (
     TrajectoryError,
     TrajectoryTooLarge,
     load_trajectory,
+    scan_trajectory,
 )
 
 _FENCE = re.compile(
@@ -508,13 +509,10 @@ def load_run(
     it); a file that cannot be read is a usage error."""
     cutter = StepCutter(keep, pick, each)
     try:
-        trajectory = load_trajectory(path, max_bytes=max_bytes)
+        head = scan_trajectory(path, cutter.add, max_bytes=max_bytes)
     except TrajectoryError as exc:
         raise refused(exc) from None
-    times = trajectory.timestamps or (None,) * len(trajectory.messages)
-    for message, t in zip(trajectory.messages, times, strict=True):
-        cutter.add(message, t)
-    return cutter.run(replace(trajectory, messages=()))
+    return cutter.run(head)
 
 
 def load_trajectory_or_say(path: str | Path, max_bytes: int = MAX_BYTES) -> Trajectory:

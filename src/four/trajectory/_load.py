@@ -14,8 +14,8 @@ import json
 import os
 import re
 import stat
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO, TypeVar
 
@@ -26,6 +26,7 @@ from four._types import JSON, Message
 from four.trajectory._record import (
     FILE,
     HEAD,
+    MESSAGE,
     RECORD,
     Beat,
     Detail,
@@ -34,7 +35,6 @@ from four.trajectory._record import (
     Head,
     Info,
     Line,
-    MessageRecord,
     Start,
     Stats,
     StreamRecord,
@@ -85,6 +85,10 @@ class Trajectory:
     timestamps: tuple[float, ...] = ()
 
 
+OnMessage = Callable[[Message, "float | None"], object]
+"""What ``scan_trajectory`` hands each message to, with its time if the file has one."""
+
+
 def load_trajectory(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -> Trajectory:
     """Read a trajectory: our ``.json`` or ``.jsonl`` (also one cut short by a kill),
     or a mini-swe-agent ``.traj.json`` (v1 list or v2 document). A file larger than
@@ -95,7 +99,32 @@ def load_trajectory(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES)
     ...
     four.trajectory._load.TrajectoryError: cannot read missing.json: No such file or directory
     """
-    return _load(path, max_bytes, messages=True)
+    messages: list[Message] = []
+    times: list[float] = []
+
+    def keep(message: Message, t: float | None) -> None:
+        messages.append(message)
+        if t is not None:
+            times.append(t)
+
+    head = scan_trajectory(path, keep, max_bytes=max_bytes)
+    stamps = tuple(times) if len(times) == len(messages) else ()
+    return replace(head, messages=tuple(messages), timestamps=stamps)
+
+
+def scan_trajectory(
+    path: str | os.PathLike[str], each: OnMessage, *, max_bytes: int = MAX_BYTES
+) -> Trajectory:
+    """Read a trajectory, handing each message to ``each`` as it is decoded; the record
+    returned holds everything else (its ``messages`` are empty): memory follows the
+    file and the messages ``each`` keeps.
+
+    >>> scan_trajectory("missing.json", print)
+    Traceback (most recent call last):
+    ...
+    four.trajectory._load.TrajectoryError: cannot read missing.json: No such file or directory
+    """
+    return _load(path, max_bytes, each)
 
 
 def load_head(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -> Trajectory:
@@ -108,32 +137,32 @@ def load_head(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -> Tr
     ...
     four.trajectory._load.TrajectoryError: cannot read missing.json: No such file or directory
     """
-    return _load(path, max_bytes, messages=False)
+    return _load(path, max_bytes, None)
 
 
-def _load(path: str | os.PathLike[str], max_bytes: int, *, messages: bool) -> Trajectory:
+def _load(path: str | os.PathLike[str], max_bytes: int, each: OnMessage | None) -> Trajectory:
     arguments.path("load_trajectory", "path", path)
     arguments.count("load_trajectory", "max_bytes", max_bytes, minimum=1)
     name = os.fspath(path)
     p = Path(name)
     with _open_regular(name, max_bytes) as raw:
         if p.suffix == ".jsonl":
-            return _from_jsonl(p, raw, max_bytes, messages)
-        if not messages and (head := _head(p, raw, max_bytes)) is not None:
+            return _from_jsonl(p, raw, max_bytes, each)
+        if each is None and (head := _head(p, raw, max_bytes)) is not None:
             return head
         raw.seek(0)
         data = raw.read(max_bytes + 1)
     if len(data) > max_bytes:  # it grew while read
         raise TrajectoryTooLarge(name, len(data), max_bytes)
     try:
-        decoded: Head | tuple[MessageRecord, ...] = (
-            decode(FILE, data) if messages else decode(HEAD, data)
-        )
+        decoded = decode(HEAD, data) if each is None else decode(FILE, data)
     except (msgspec.DecodeError, RecursionError) as exc:
         raise TrajectoryError(_refusal(name, data, exc)) from None
     if isinstance(decoded, tuple):  # mini-swe-agent v1: a bare message list
-        return Trajectory(_messages(decoded), None, "mini-swe-agent-1.0", p)
-    return _document(p, decoded)
+        if each is not None:
+            _hand(p, data, decoded, (), each)
+        return Trajectory((), None, "mini-swe-agent-1.0", p)
+    return _document(p, decoded, data, each)
 
 
 _MESSAGES = b'\n"messages": ['
@@ -148,13 +177,14 @@ def _head(path: Path, raw: BinaryIO, limit: int) -> Trajectory | None:
         cut = data.find(_MESSAGES, seen)
         if cut >= 0:
             try:
-                return _document(path, decode(HEAD, data[:cut] + b'\n"messages": []}'))
+                head = decode(HEAD, data[:cut] + b'\n"messages": []}')
+                return _document(path, head, b"", None)
             except (msgspec.DecodeError, RecursionError):
                 return None
     return None
 
 
-def decode(decoder: msgspec.json.Decoder[T], data: bytes | bytearray | str) -> T:
+def decode(decoder: msgspec.json.Decoder[T], data: bytes | bytearray | str | msgspec.Raw) -> T:
     """``decoder.decode(data)``; JSON that escapes a lone surrogate (as ``json.dumps``
     writes a reply's broken text), which msgspec refuses, goes through ``json`` first."""
     try:
@@ -163,37 +193,49 @@ def decode(decoder: msgspec.json.Decoder[T], data: bytes | bytearray | str) -> T
         if "surrogate" not in str(exc) or isinstance(exc, msgspec.ValidationError):
             raise
         try:
-            value = json.loads(data)
+            value = json.loads(bytes(data) if isinstance(data, msgspec.Raw) else data)
         except ValueError:
             raise exc from None
+        if decoder is FILE or decoder is HEAD:  # the messages stay encoded (Raw)
+            listed = value.get("messages") if isinstance(value, dict) else value
+            if isinstance(listed, list):
+                raws = [msgspec.Raw(json.dumps(m).encode()) for m in listed]
+                whole = msgspec.Raw(json.dumps(listed).encode())
+                encoded = whole if decoder is HEAD else raws
+                value = {**value, "messages": encoded} if isinstance(value, dict) else raws
         converted: T = msgspec.convert(value, decoder.type)
         return converted
 
 
-def _document(path: Path, doc: Head) -> Trajectory:
-    records = doc.messages if isinstance(doc, Document) else ()
-    if doc.trajectory_format is not None or doc.format is None:  # mini-swe-agent v2
+def _document(path: Path, doc: Head, data: bytes, each: OnMessage | None) -> Trajectory:
+    mini = doc.trajectory_format is not None or doc.format is None  # mini-swe-agent v2
+    if each is not None and isinstance(doc, Document):
+        _hand(path, data, doc.messages, () if mini else doc.timestamps, each)
+    if mini:
         status = doc.info.exit_status
         fmt = doc.trajectory_format or "mini-swe-agent"
-        return Trajectory(
-            _messages(records), None if status is None else str(status), fmt, path, doc.info
-        )
-    stamps = doc.timestamps
-    out = _messages(records)
+        return Trajectory((), None if status is None else str(status), fmt, path, doc.info)
     return Trajectory(
-        out,
-        doc.outcome,
-        doc.format,
-        path,
-        doc.info,
-        _stats(path, doc.stats, ""),
+        (), doc.outcome, doc.format or "", path, doc.info, _stats(path, doc.stats, ""),
         doc.outcome_detail,
-        stamps if len(stamps) == len(out) else (),
-    )
+    )  # fmt: skip
 
 
-def _messages(records: tuple[MessageRecord, ...]) -> tuple[Message, ...]:
-    return tuple(m for r in records if (m := message_of(r)) is not None)
+def _hand(
+    path: Path,
+    data: bytes,
+    records: tuple[msgspec.Raw, ...],
+    stamps: tuple[float, ...],
+    each: OnMessage,
+) -> None:
+    """Decode each message and hand it on (mini-swe-agent's ``exit`` is no message)."""
+    for i, raw in enumerate(records):
+        try:
+            message = message_of(decode(MESSAGE, raw))
+        except (msgspec.DecodeError, RecursionError) as exc:
+            raise TrajectoryError(_refusal(str(path), data, exc, f".messages[{i}]")) from None
+        if message is not None:
+            each(message, stamps[i] if i < len(stamps) else None)
 
 
 def read_text(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -> str:
@@ -250,7 +292,7 @@ _BYTE = re.compile(r"\(byte (\d+)\)")
 _MESSAGE = re.compile(r"^\.messages\[(\d+)\]")
 
 
-def _refusal(name: str, data: bytes, exc: Exception) -> str:
+def _refusal(name: str, data: bytes, exc: Exception, within: str = "") -> str:
     """One line naming the file, the line and what is wrong."""
     if isinstance(exc, RecursionError):
         return f"{name} nests deeper than this reader follows"
@@ -265,6 +307,7 @@ def _refusal(name: str, data: bytes, exc: Exception) -> str:
         )
     if isinstance(exc, msgspec.ValidationError):
         where, what = _invalid(why)
+        where = within + where
         if what == "object missing required field `messages`" and not where:
             return f"{name} has no message list"
         return f"{name}: {_line_of(data, where)}{where.lstrip('.') or 'the file'}: {what}"
@@ -357,13 +400,11 @@ def _size(n: int) -> str:
 # --- the streaming record ----------------------------------------------------------------
 
 
-def _from_jsonl(path: Path, raw: BinaryIO, limit: int, messages: bool) -> Trajectory:
+def _from_jsonl(path: Path, raw: BinaryIO, limit: int, each: OnMessage | None) -> Trajectory:
     """Line by line; only the last line may be cut short (a killed process), and only
     when no newline ends it."""
     start: Start | None = None
     end: End | None = None
-    out: list[Message] = []
-    times: list[float] = []
     read = 0
     for number, line in enumerate(raw, 1):
         read += len(line)
@@ -382,9 +423,8 @@ def _from_jsonl(path: Path, raw: BinaryIO, limit: int, messages: bool) -> Trajec
                 f"{path} has no start record (line {number} is {type(record).__name__.lower()})"
             )
         if isinstance(record, Line):
-            if messages and (message := message_of(record.message)) is not None:
-                out.append(message)
-                times.append(record.t or 0.0)
+            if each is not None and (message := message_of(record.message)) is not None:
+                each(message, record.t or 0.0)
         elif isinstance(record, Start):
             if start is not None:
                 raise TrajectoryError(f"{path}: line {number} is a second start record")
@@ -396,9 +436,6 @@ def _from_jsonl(path: Path, raw: BinaryIO, limit: int, messages: bool) -> Trajec
     if start is None:
         raise TrajectoryError(f"{path} has no start record")
     if end is None:
-        return Trajectory(tuple(out), None, start.format, path, start.info, timestamps=tuple(times))
-    return Trajectory(
-        tuple(out), end.outcome, start.format, path, start.info,
-        _stats(path, end.stats, "the end record: "), end.outcome_detail,
-        tuple(times),
-    )  # fmt: skip
+        return Trajectory((), None, start.format, path, start.info)
+    stats = _stats(path, end.stats, "the end record: ")
+    return Trajectory((), end.outcome, start.format, path, start.info, stats, end.outcome_detail)

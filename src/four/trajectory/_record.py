@@ -404,7 +404,7 @@ class Head(Struct, frozen=True, kw_only=True):
 class Document(Head, frozen=True, kw_only=True):
     """A file holding a message list: our sealed document, or mini-swe-agent's v2."""
 
-    messages: tuple[MessageRecord, ...]  # type: ignore[assignment]
+    messages: tuple[msgspec.Raw, ...]  # type: ignore[assignment]  # decoded one by one
 
 
 class Start(Struct, frozen=True, forbid_unknown_fields=True, tag_field="type", tag="start"):
@@ -439,8 +439,9 @@ class End(Struct, frozen=True, forbid_unknown_fields=True, tag_field="type", tag
 
 StreamRecord = Start | Line | Beat | End
 
-FILE = msgspec.json.Decoder(Document | tuple[MessageRecord, ...])
+FILE = msgspec.json.Decoder(Document | tuple[msgspec.Raw, ...])
 """Our document, mini-swe-agent's v2 document, or its v1 (a bare message list)."""
 HEAD = msgspec.json.Decoder(Head)
+MESSAGE = msgspec.json.Decoder(MessageRecord)
 RECORD = msgspec.json.Decoder(StreamRecord)
 Kind = Literal["document", "stream"]
