@@ -317,6 +317,7 @@ class Verdict(Struct, frozen=True, kw_only=True, omit_defaults=True):
     needed: str | None = None
     dependency: Value = None
     judged_at_end: Value = None
+    shown: str | None = None  # what the feedback level let be seen (the otel explanation)
 
 
 class Verdicts(Struct, frozen=True, kw_only=True):
