@@ -6,7 +6,7 @@ them: ``runs/<id>/<stem>.json`` and ``.jsonl``, and 1% of the runs as unsealed s
 (a killed run's). Two folders: a batch folder whose ``manifest.jsonl`` lists the
 sealed runs, and the same runs with no manifest (each sealed document's head is read).
 Each is read by ``four.observe.fleet`` and, for the ratio, by reading every trajectory
-whole (``scan_trajectory``, what ``four stats`` does), in one process, warm page cache;
+whole (``load_trajectory``, what ``four stats`` does), in one process, warm page cache;
 wall and CPU time of the reading alone, best of 3.
 
     python bench/bench_fleet.py [N]        # default: 10000
@@ -69,11 +69,11 @@ def timed(fn: object) -> tuple[float, float]:
 
 def read_all(folder: Path) -> None:
     from four.cli._stats import trajectory_files
-    from four.trajectory._load import TrajectoryError, scan_trajectory
+    from four.trajectory._load import TrajectoryError, load_trajectory
 
     for path in trajectory_files([folder]):
         with contextlib.suppress(TrajectoryError):  # the manifest: four stats skips it too
-            scan_trajectory(path, lambda m, t: None)
+            load_trajectory(path)
 
 
 def main(n: int = 10_000) -> None:

@@ -27,9 +27,9 @@ def broken(stem: Path, outcome: Outcome) -> dict[str, JSON]:
 def test_the_artifact_is_beside_the_trajectory_and_under_its_seal(tmp_path: Path) -> None:
     path = save_with_artifact(save_trajectory(tmp_path), "notes", note)([], Finished("ok"))
     stats = load_trajectory(path).stats
-    assert stats["notes"] == {"folder": f"{path.stem}.notes"}
-    digests = stats["artifacts"]
-    assert isinstance(digests, dict) and list(digests) == [f"{path.stem}.notes/a.txt"]
+    assert stats.extra["notes"] == {"folder": f"{path.stem}.notes"}
+    digests = stats.artifacts
+    assert digests is not None and list(digests) == [f"{path.stem}.notes/a.txt"]
     assert (tmp_path / f"{path.stem}.notes" / "a.txt").read_text() == "exit:task_complete"
     assert audit(path).valid
     original = path.read_text()
@@ -41,7 +41,7 @@ def test_the_artifact_is_beside_the_trajectory_and_under_its_seal(tmp_path: Path
 
 def test_a_failing_artifact_is_recorded_and_leaves_nothing(tmp_path: Path) -> None:
     path = save_with_artifact(save_trajectory(tmp_path), "notes", broken)([], Finished("ok"))
-    assert load_trajectory(path).stats["notes"] == {
+    assert load_trajectory(path).stats.extra["notes"] == {
         "error": "OSError: [Errno 28] No space left on device"
     }
     assert sorted(p.name for p in tmp_path.iterdir()) == [path.name, f"{path.stem}.jsonl"]

@@ -368,4 +368,4 @@ def test_arun_reads_the_clock_it_is_given_as_run_does(tmp_path: Path) -> None:
     path = asyncio.run(arun(scripted_invoke(["DONE"]), line_parse, FakeEnv(),
                             save_trajectory(tmp_path), "s", "p", clock=clock))  # fmt: skip
     stats = load_trajectory(path).stats
-    assert (stats["started_at"], stats["ended_at"], clock.reads) == (51.5, 53.0, 2)
+    assert (stats.started_at, stats.ended_at, clock.reads) == (51.5, 53.0, 2)

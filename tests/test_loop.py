@@ -34,6 +34,7 @@ from four import (
 )
 from four._outcomes import CostLimitReached
 from four._types import Usage
+from four.trajectory import UsageRecord
 from tests._doubles import FakeEnv, line_parse
 
 
@@ -273,14 +274,8 @@ def test_usage_is_accumulated_into_the_trajectory(tmp_path: Path) -> None:
     ]
     path = run(scripted_invoke(replies), line_parse, FakeEnv(), save_trajectory(tmp_path), "s", "p")
     stats = load_trajectory(path).stats
-    assert stats["usage"] == {
-        "prompt_tokens": 15,
-        "completion_tokens": 3,
-        "cost": 0.5,
-        "calls": 2,
-        "cost_unknown_calls": 1,
-    }
-    assert stats["steps"] == 2
+    assert stats.usage == UsageRecord(15, 3, 0.5, 2, 1)
+    assert stats.steps == 2
 
 
 def test_default_trajectory_folder_is_under_the_working_directory(
@@ -372,8 +367,8 @@ def test_the_run_reads_the_clock_it_is_given_when_it_starts_and_ends(tmp_path: P
     path = run(G, line_parse, FakeEnv(), save_trajectory(tmp_path), "s", "p", clock=clock)
     stats = load_trajectory(path).stats
     assert clock.reads == 2
-    assert (stats["started_at"], stats["ended_at"]) == (1_000_001.5, 1_000_003.0)
-    assert stats["wall_time"] == 1.5
+    assert (stats.started_at, stats.ended_at) == (1_000_001.5, 1_000_003.0)
+    assert stats.wall_time == 1.5
 
 
 def test_a_clock_that_is_not_a_function_is_refused_before_anything_runs() -> None:

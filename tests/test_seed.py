@@ -38,7 +38,7 @@ def test_seed_example_runs_verbatim(
     (saved,) = (tmp_path / "trajectories").glob("*.json")
     trajectory = load_trajectory(saved)
     assert trajectory.outcome == "exit:task_complete"
-    assert trajectory.detail["output"] == "counted"
+    assert trajectory.detail.output == "counted"
     bodies = server.bodies(MESSAGES)
     assert len(bodies) == 2
     assert all(anthropic_problems(body) == [] for body in bodies)

@@ -200,7 +200,7 @@ def test_replay_reproduces_a_saved_run(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("content", "error"),
-    [("not json", "is not JSON of a trajectory"), ('{"a": 1}', "has no message list")],
+    [("not json", "line 1 is not JSON"), ('{"a": 1}', "has no message list")],
 )
 def test_bad_files_give_clear_errors(tmp_path: Path, content: str, error: str) -> None:
     p = tmp_path / "bad.json"

@@ -64,7 +64,7 @@ def show(path: Path) -> str | None:
         elif isinstance(message, User | ToolResult):
             print(f"--- back to the model ---\n{message.content}")
     print(f"\noutcome: {trajectory.outcome}")
-    print(f"final output: {trajectory.detail.get('output', '')!r}")
+    print(f"final output: {trajectory.detail.output or ''!r}")
     print(f"trajectory: {path}")
     return trajectory.outcome
 

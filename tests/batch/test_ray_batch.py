@@ -234,8 +234,8 @@ def test_a_retried_run_counts_what_its_killed_first_attempt_spent(
     assert (r.cost, r.prompt_tokens, r.completion_tokens) == (0.5, 20, 10)  # both paid for
     assert max(costs) == 0.5  # the lost 0.25 counted once while attempt 2 ran
     assert r.trajectory is not None  # (whose own stats count attempt 2 only)
-    usage = load_trajectory(r.trajectory).stats["usage"]
-    assert isinstance(usage, dict) and (usage["cost"], usage["prompt_tokens"]) == (0.25, 10)
+    usage = load_trajectory(r.trajectory).stats.usage
+    assert (usage.cost, usage.prompt_tokens) == (0.25, 10)
     assert alive(token) == []
 
 

@@ -198,7 +198,7 @@ def test_a_result_is_what_its_sealed_document_says_without_reading_it_back(
 
     items = [Item(f"t{i}", str(i)) for i in range(1, 9)]
     with monkeypatch.context() as patched:
-        patched.setattr(result_module, "_sealed", no_reading)
+        patched.setattr(result_module, "load_head", no_reading)
         results = run_many(make_run, items, tmp_path, max_concurrency=4)  # type: ignore[arg-type]
     assert len(results) == 8
     for r in results:

@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import cast
+
+import msgspec
 
 from four._types import JSON
-from four.trajectory import Trajectory
+from four.trajectory import Trajectory, Verdict, Verdicts
 
 
-def record_of(trajectory: Trajectory) -> Mapping[str, JSON]:
-    record = trajectory.stats["verdicts"]
-    assert isinstance(record, dict)
+def record_of(trajectory: Trajectory) -> Verdicts:
+    record = trajectory.stats.verdicts
+    assert record is not None
     return record
 
 
-def log_of(source: Trajectory | Mapping[str, JSON]) -> list[dict[str, JSON]]:
+def log_of(source: Trajectory | Mapping[str, JSON]) -> tuple[Verdict, ...]:
     """The verdict log (of a trajectory, or a judge's record): one entry per evaluation."""
-    log = (record_of(source) if isinstance(source, Trajectory) else source)["log"]
-    assert isinstance(log, list) and all(isinstance(entry, dict) for entry in log)
-    return cast(list[dict[str, JSON]], log)
+    if isinstance(source, Trajectory):
+        return record_of(source).log
+    return msgspec.convert(source, Verdicts).log

@@ -105,7 +105,7 @@ def test_a_literal_answer_in_the_command_never_reaches_the_model(
     trajectory = load_trajectory(model.path)
     assert str(trajectory.outcome).startswith("held: repeated failure")
     assert f"`{LITERAL}` failed (exit 1)" in str(
-        log_of(trajectory)[0]["reason"]
+        log_of(trajectory)[0].reason
     )  # the human still sees it all
 
 

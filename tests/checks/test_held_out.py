@@ -111,7 +111,7 @@ def agent_run(
     )
     trajectory = load_trajectory(path)
     assert trajectory.outcome == "accepted"  # the check saw the hidden test: it ran it
-    assert [entry["verdict"] for entry in log_of(trajectory)] == ["NO", "YES"]
+    assert [entry.verdict for entry in log_of(trajectory)] == ["NO", "YES"]
     assert audit(path).valid
     seen = observations(trajectory.messages)
     searched = next(text for text in seen if "FIND" in text)

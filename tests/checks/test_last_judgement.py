@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from four import (
@@ -27,6 +28,7 @@ from four.checks import Judgement, Verifier, command_check, verify
 from four.execute import local_env
 from four.parse import regex_parse
 from four.quaternary import CheckResult
+from four.trajectory import Verdicts
 from four.types import RunInfo, RunStats, Sink
 from tests.checks._verdicts import log_of, record_of
 
@@ -102,7 +104,7 @@ def ended(
 def audited(judge: Judgement, messages: Sequence[Message], tmp_path: Path) -> bool:
     """The run's sealed trajectory audits valid, and holds the judge's record."""
     path = SAVED[tmp_path]
-    assert load_trajectory(path).stats["verdicts"] == judge.record()
+    assert load_trajectory(path).stats.verdicts == msgspec.convert(judge.record(), Verdicts)
     assert list(load_trajectory(path).messages) == list(messages)
     return audit(path).valid
 
@@ -145,7 +147,7 @@ def test_a_run_told_no_then_fixed_without_submitting_is_accepted_in_bound(
     judge, history, outcome = ended(tmp_path, [submit, WORK, "```bash\nls\n```"], verifier, 3)
     assert outcome == Accepted("")
     record = judge.record()
-    assert [e["verdict"] for e in log_of(record)] == ["NO", "YES"]
+    assert [e.verdict for e in log_of(record)] == ["NO", "YES"]
     assert record["evaluations"] == 2 and record["initial_rank"] == 2  # F=1 + evidence=1
     assert audited(judge, history, tmp_path)
 
@@ -186,8 +188,8 @@ def test_a_run_that_does_the_work_and_stops_at_the_budget(
     assert trajectory.outcome == expected
     assert audit(path).valid
     record = record_of(trajectory)
-    assert record["evaluations"] == (1 if on else 0)
-    assert record.get("judged_at_end") == ("max_steps_reached" if on else None)
+    assert record.evaluations == (1 if on else 0)
+    assert record.judged_at_end == ("max_steps_reached" if on else None)
 
 
 def test_the_last_judgement_says_no_and_the_outcome_stays(tmp_path: Path) -> None:
@@ -196,7 +198,7 @@ def test_the_last_judgement_says_no_and_the_outcome_stays(tmp_path: Path) -> Non
     )
     trajectory = load_trajectory(path)
     assert trajectory.outcome == "max_steps_reached"
-    assert [e["verdict"] for e in log_of(trajectory)] == ["NO"]
+    assert [e.verdict for e in log_of(trajectory)] == ["NO"]
     assert audit(path).valid
 
 

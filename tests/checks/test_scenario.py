@@ -43,12 +43,10 @@ def test_two_failures_with_different_reasons_then_accepted(tmp_path: Path) -> No
     )
     trajectory = load_trajectory(path)
     assert trajectory.outcome == "accepted"
-    assert trajectory.detail["output"] == "42"
-    record = trajectory.stats["verdicts"]
-    assert isinstance(record, dict) and record["evaluations"] == 3
-    log = record["log"]
-    assert isinstance(log, list)
-    reasons = [entry["reason"] for entry in log if isinstance(entry, dict) and "reason" in entry]
+    assert trajectory.detail.output == "42"
+    record = trajectory.stats.verdicts
+    assert record is not None and record.evaluations == 3
+    reasons = [entry.reason for entry in record.log if entry.reason is not None]
     assert reasons == [
         "`bash check.sh` failed (exit 1): FAIL: answer.txt missing",
         "`bash check.sh` failed (exit 1): FAIL: answer.txt is not 42",

@@ -25,6 +25,7 @@ from four import (
 )
 from four.checks import Check, Claim
 from four.quaternary import CheckResult, ComputeNeed, EvidenceNeed, iff, maybe, no, yes
+from four.trajectory import Detail
 from tests._doubles import FakeEnv, line_parse
 
 
@@ -56,10 +57,10 @@ def test_yes_accepts_with_the_final_output(tmp_path: Path) -> None:
     )
     trajectory = load_trajectory(path)
     assert trajectory.outcome == "accepted"
-    assert trajectory.detail == {"kind": "accepted", "output": "42"}
+    assert trajectory.detail == Detail(kind="accepted", output="42")
     assert seen[0].output == "42" and seen[0].messages[-1].content == "DONE 42"
-    record = trajectory.stats["verdicts"]
-    assert isinstance(record, dict) and record["evaluations"] == 1
+    record = trajectory.stats.verdicts
+    assert record is not None and record.evaluations == 1
     assert audit(path).valid
 
 

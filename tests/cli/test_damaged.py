@@ -2,11 +2,14 @@
 
 A corpus is built from a real run's files: cut at many byte offsets, a value of the
 wrong type at every level the readers read, invalid UTF-8, a stream with a line cut in
-its middle, repeated keys, a string over the size limit, 200,000 nested brackets, a
-FIFO, a link to /dev/zero, a broken link, a folder, a sparse file over the limit. Each
-goes through `four show`, `view`, `audit`, `stats`, `replay` and `load_trajectory`:
-exit 1 or 2, exactly one line on standard error starting with the command's name, no
-traceback, and soon (a reader that blocks or loops fails the timeout).
+its middle, a string over the size limit, 200,000 nested brackets, a FIFO, a link to
+/dev/zero, a broken link, a folder, a sparse file over the limit. Each goes through
+`four show`, `view`, `audit`, `stats`, `replay` and `load_trajectory`: exit 1 or 2,
+exactly one line on standard error starting with the command's name, no traceback, and
+soon (a reader that blocks or loops fails the timeout).
+
+A key repeated in one object is read with its last value (as msgspec and ``json`` read
+it), and refused by `four audit`: which value the seal covers is the auditor's business.
 """
 
 from __future__ import annotations
@@ -112,24 +115,13 @@ def corpus(run: Path) -> dict[str, Build]:
     cases["jsonl wrong type"] = _bytes_file(
         lines[0] + b'{"type": "message", "t": 0, "message": [1]}\n', "x.jsonl"
     )
-    cases["duplicate key, top level"] = _bytes_file(
-        _replaced(text, b'"outcome": ', b'"outcome": "held", "outcome": ')
-    )
-    cases["duplicate key, in a message"] = _bytes_file(
-        _replaced(
-            text, b'{"content":"do the task",', b'{"content":"do it","content":"do the task",'
-        )
-    )
-    cases["duplicate key, jsonl"] = _bytes_file(
-        _replaced(lines[0], b'"type": "start", ', b'"type": "start", "type": "end", '), "x.jsonl"
-    )
     cases["200,000 nested ["] = _bytes_file(b"[" * 200_000)
     cases["200,000 nested [ in messages"] = _bytes_file(b'{"messages": [' + b"[" * 200_000)
-    cases["nested 70 deep in a message"] = _json_file(
-        {"messages": [{"role": "user", "content": "hi", "extra": _deep(70)}]}
+    cases["nested 5,000 deep in a message"] = _bytes_file(
+        b'{"messages": [{"role": "user", "content": "hi", "extra": ' + _deep(5000) + b"}]}"
     )
-    cases["nested 70 deep in info"] = _json_file(
-        {"format": "four.trajectory/1", "messages": [], "info": _deep(70)}
+    cases["nested 5,000 deep in info"] = _bytes_file(
+        b'{"format": "four.trajectory/1", "messages": [], "info": ' + _deep(5000) + b"}"
     )
     cases["nested 200,000 deep in a jsonl line"] = _bytes_file(
         lines[0] + b'{"type": "message", "message": ' + b"[" * 200_000 + b"\n", "x.jsonl"
@@ -155,11 +147,28 @@ def _replaced(data: bytes, old: bytes, new: bytes) -> bytes:
     return data.replace(old, new, 1)
 
 
-def _deep(levels: int) -> object:
-    value: object = "bottom"
-    for _ in range(levels):
-        value = {"a": value}
-    return value
+def _deep(levels: int) -> bytes:
+    return b'{"a": ' * levels + b'"bottom"' + b"}" * levels
+
+
+def duplicates(run: Path) -> dict[str, Build]:
+    """Files that repeat a key in one object, which only `four audit` refuses."""
+    text = run.read_bytes()
+    lines = run.with_suffix(".jsonl").read_bytes().splitlines(keepends=True)
+    return {
+        "duplicate key, top level": _bytes_file(
+            _replaced(text, b'"outcome": ', b'"outcome": "held", "outcome": ')
+        ),
+        "duplicate key, in a message": _bytes_file(
+            _replaced(
+                text, b'{"content":"do the task",', b'{"content":"do it","content":"do the task",'
+            )
+        ),
+        "duplicate key, jsonl": _bytes_file(
+            _replaced(lines[0], b'"type": "start", ', b'"type": "start", "type": "end", '),
+            "x.jsonl",
+        ),
+    }
 
 
 def _sparse(folder: Path) -> Path:
@@ -317,18 +326,38 @@ def test_the_refusals_name_the_problem(damaged: dict[str, Path]) -> None:
         "a folder": "is a folder, not a regular file",
         "sparse file over the limit": "over the limit of 2.0 MiB: raise it with --max-size",
         "invalid UTF-8": "is not UTF-8 text (byte 0xff",
-        "duplicate key, in a message": "a key repeated in one object: 'content'",
-        "200,000 nested [": "nests deeper than",
-        "nested 70 deep in info": "info nests deeper than 64 levels",
-        "wrong type: role value": "has the role 'wizard'",
-        "wrong type: usage.prompt_tokens": "usage 'prompt_tokens' is text, not a number",
+        "200,000 nested [": "nests deeper than this reader follows",
+        "nested 5,000 deep in info": "nests deeper than this reader follows",
+        "wrong type: role value": "messages[0].role: invalid value 'wizard'",
+        "wrong type: usage.prompt_tokens": "usage.prompt_tokens: expected `int`, got `str`",
         "jsonl cut mid-line": "line 4 is not JSON",
+        "no messages": "has no message list",
     }
     for name, words in expected.items():
         err = io.StringIO()
         with redirect_stderr(err), redirect_stdout(io.StringIO()):
             main(["show", str(damaged[name]), *LIMIT])
         assert words in err.getvalue(), (name, err.getvalue())
+
+
+def test_a_repeated_key_is_read_with_its_last_value_and_refused_by_audit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = sample_run(tmp_path / "run")
+    for n, (name, build) in enumerate(duplicates(run).items()):
+        folder = tmp_path / f"case{n}"
+        folder.mkdir()
+        path = build(folder)
+        if name == "duplicate key, jsonl":  # its type is "end" then: no start record
+            with pytest.raises(TrajectoryError, match=r"x\.jsonl: type: invalid value 'end'"):
+                load_trajectory(path)
+        else:
+            trajectory = load_trajectory(path)
+            assert trajectory.outcome == "exit:task_complete"
+            assert trajectory.messages[1].content == "do the task"
+        code = main(["audit", str(path)])
+        out, err = capsys.readouterr()
+        assert (code == 1 and out.startswith("invalid: ")) or (code == 2 and "x.jsonl" in err), name
 
 
 def test_a_stream_cut_by_a_kill_still_reads_at_every_offset(tmp_path: Path) -> None:

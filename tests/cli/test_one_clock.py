@@ -86,8 +86,8 @@ def test_the_last_judgement_is_cut_and_the_run_keeps_its_own_end(
     )  # fmt: skip
     assert outcome == "max_steps_reached", outcome
     assert took < BOUND and not alive("300.6163")
-    verdicts = load_trajectory(path).stats["verdicts"]
-    assert isinstance(verdicts, dict) and verdicts.get("judged_at_end") == "max_steps_reached"
+    verdicts = load_trajectory(path).stats.verdicts
+    assert verdicts is not None and verdicts.judged_at_end == "max_steps_reached"
 
 
 NOTEBOOK_CELL = """A cell that is quick now and hangs when the notebook is run again.

@@ -229,7 +229,9 @@ def test_a_recorded_command_that_is_no_text_is_refused(
     broken = tmp_path / "broken.json"
     broken.write_text(doc.replace('"command":"echo hi"', '"command":5'))
     assert main(["show", str(broken)]) == 2
-    assert "message 4: 'command' is a number, not text" in capsys.readouterr().err
+    assert (
+        "line 14: messages[3].command: expected `str | null`, got `int`" in capsys.readouterr().err
+    )
 
 
 def test_resumed_steps_show_no_time_they_were_not_timed_in_this_run(

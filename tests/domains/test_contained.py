@@ -360,7 +360,7 @@ def test_a_fifo_or_a_huge_file_named_like_a_module_is_never_read(tmp_path: Path)
         with open(work / "pipe.py", "w"):
             pass
         pytest.fail("the run hung on a FIFO named pipe.py")
-    files = load_trajectory(done[0]).stats["files"]
+    files = load_trajectory(done[0]).stats.files
     assert isinstance(files, dict) and files["changed"] == ["ok.py"]
     assert files["skipped"] == [
         f"huge.py: {20 << 30} bytes, over the {64 << 20} read",

@@ -111,10 +111,10 @@ def test_a_signed_run_audits_with_the_public_key(
     assert main(["audit", "--public-key", f"{key}.pub", str(path)]) == 0
     assert main(["audit", "--public-key", f"{other}.pub", str(path)]) == 1
     stats = load_trajectory(path).stats
-    said = stats[record]
+    said = getattr(stats, record)
     assert isinstance(said, dict) and "error" not in said
-    digests = stats["artifacts"]
-    assert isinstance(digests, dict) and path.stem + suffix in digests
+    digests = stats.artifacts
+    assert digests is not None and path.stem + suffix in digests
     for name, digest in digests.items():  # each file as it is on disk, under the seal
         assert digest == "sha256:" + hashlib.sha256((path.parent / name).read_bytes()).hexdigest()
 

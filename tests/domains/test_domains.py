@@ -92,10 +92,7 @@ def test_four_run_domain_bash_uses_the_domains_prompt_parser_and_environment(
     trajectory = load_trajectory(result["path"])
     system = trajectory.messages[0]
     assert system.content == get_domain("bash").system
-    components = trajectory.info["components"]
-    assert isinstance(components, dict)
-    cli_record = components["cli"]
-    assert isinstance(cli_record, dict) and cli_record["domain"] == "bash"
+    assert trajectory.info.settings["domain"] == "bash"
     observation = trajectory.messages[3]
     assert not isinstance(observation, Assistant)
     assert str(tmp_path / "work") in observation.content

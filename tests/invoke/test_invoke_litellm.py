@@ -332,9 +332,9 @@ def test_model_missing_from_price_map_costs_unknown_and_is_stored(
     trajectory = load_trajectory(path)
     replies = [m for m in trajectory.messages if isinstance(m, Assistant)]
     assert [r.usage.cost if r.usage else 0 for r in replies] == [None, None]
-    usage = cast(dict[str, JSON], trajectory.stats["usage"])
-    assert usage["prompt_tokens"] == 250 and usage["completion_tokens"] == 50
-    assert usage["cost_unknown_calls"] == 2 and usage["calls"] == 2
+    usage = trajectory.stats.usage
+    assert usage.prompt_tokens == 250 and usage.completion_tokens == 50
+    assert usage.cost_unknown_calls == 2 and usage.calls == 2
 
 
 def test_known_model_has_a_cost_and_prices_override_it(server: LoopbackServer) -> None:

@@ -41,7 +41,7 @@ def test_a_batch_of_a_thousand_runs_is_exported_without_loss(
     traces = set()
     for result in results:
         assert result.trajectory is not None
-        record = load_trajectory(result.trajectory).stats["otel"]
+        record = load_trajectory(result.trajectory).stats.extra["otel"]
         assert isinstance(record, dict)
         traces.add(record["trace_id"])
     assert len(traces) == RUNS

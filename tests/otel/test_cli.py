@@ -40,7 +40,7 @@ def test_run_is_traced_when_the_standard_variable_names_a_receiver(
     assert main(["run", "say hi", *_flags(server, tmp_path), "-o", str(runs)]) == 0
     assert flush(60)
     (path,) = runs.glob("*.json")
-    record = load_trajectory(path).stats["otel"]
+    record = load_trajectory(path).stats.extra["otel"]
     assert isinstance(record, dict)
     live = receiver.spans(str(record["trace_id"]), 5)
     names = sorted(str(s["name"]) for s in live)
@@ -61,7 +61,7 @@ def test_a_run_made_offline_is_exported_later_with_its_recorded_ids_and_times(
     assert main(["run", "say hi", *_flags(server, tmp_path), "-o", str(runs)]) == 0
     (path,) = runs.glob("*.json")
     saved = load_trajectory(path)
-    record = saved.stats["otel"]
+    record = saved.stats.extra["otel"]
     assert isinstance(record, dict) and isinstance(record["spans"], list)
     in_project(monkeypatch, "offline")
     capsys.readouterr()
@@ -70,7 +70,7 @@ def test_a_run_made_offline_is_exported_later_with_its_recorded_ids_and_times(
     spans = receiver.spans(str(record["trace_id"]), 5, project="offline")
     by_id = {str(s["span_id"]): s for s in spans}
     root = by_id[str(record["span_id"])]
-    started = saved.info["started_at"]
+    started = saved.info.started_at
     assert isinstance(started, float)
     assert abs(int(str(root["start_time_unix_nano"])) - round(started * 1e9)) < 1000  # (us)
     for entry in record["spans"]:
@@ -95,7 +95,7 @@ def test_no_otel_turns_it_off_and_export_says_what_it_could_not_send(
     runs = tmp_path / "runs"
     assert main(["run", "go", *_flags(server, tmp_path), "-o", str(runs), "--no-otel"]) == 0
     (path,) = runs.glob("*.json")
-    assert "otel" not in load_trajectory(path).stats
+    assert "otel" not in load_trajectory(path).stats.extra
     (runs / "notes.json").write_text("{}")  # no trajectory: skipped, named
     code = main(["export", "otel", str(runs), "--endpoint", down, "--timeout", "30"])
     err = capsys.readouterr().err
@@ -114,7 +114,7 @@ def test_batch_sends_each_run_as_its_own_trace(
     assert main(["batch", str(tasks), "-o", str(out), "--otel", *_flags(server, tmp_path)]) == 0
     assert flush(60)
     saved = [load_trajectory(p) for p in sorted(out.rglob("*.json")) if p.parent.name != "batch"]
-    records = [r.stats.get("otel") for r in saved]
+    records = [r.stats.extra.get("otel") for r in saved]
     traces = {str(r["trace_id"]) for r in records if isinstance(r, dict)}
     assert len(traces) == 3
     for trace in traces:

@@ -54,7 +54,7 @@ def test_a_verified_run_is_one_trace_of_its_model_calls_and_commands(
     assert flush(60)
     saved = load_trajectory(path)
     assert saved.outcome == "accepted"
-    record = saved.stats["otel"]
+    record = saved.stats.extra["otel"]
     assert isinstance(record, dict) and record["trace_id"] == watch.trace_id
 
     root, children = _tree(receiver.spans(str(watch.trace_id), 7))

@@ -97,7 +97,7 @@ def test_a_verified_run_exports_its_verdicts_as_they_were_sent(tmp_path: Path) -
     labels = [e[2]["gen_ai.evaluation.score.label"] for e in verdicts]
     assert labels == ["NO", "YES"]
     assert _again(sender, memory, path, False) == live
-    saved = load_trajectory(path).stats["otel"]
+    saved = load_trajectory(path).stats.extra["otel"]
     assert isinstance(saved, dict) and saved["semconv"] == SEMCONV
 
 
@@ -115,6 +115,6 @@ def test_a_run_saved_without_a_watch_gets_its_spans_from_its_messages(tmp_path: 
     assert all(s[1] == root[1] and s[3] == root[2] for s in first[:-1])  # one tree
     assert first[3][6]["process.exit.code"] == 2  # type: ignore[index]
     saved = load_trajectory(path)
-    started = float(saved.info["started_at"])  # type: ignore[arg-type]
+    started = float(saved.info.started_at or 0.0)
     assert first[1][5] == round((started + saved.timestamps[3]) * 1e9)  # the recorded times
     assert _again(sender, memory, path, False) == first  # the same ids again

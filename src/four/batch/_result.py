@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import contextlib
-import json
 import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
 
-from four._files import open_regular, read_regular
+import msgspec
+
+from four._files import read_regular
 from four._outcomes import outcome_tag
 from four._types import JSON
-from four.trajectory._load import stream_records
+from four.trajectory._load import TrajectoryError, load_head, stream_lines
+from four.trajectory._record import AssistantRecord, End, Line, Start, Stats, stats_of
 from four.trajectory._save import sealed_here
 
 SUBMITTED = frozenset({"exit:task_complete", "accepted"})
@@ -152,87 +152,49 @@ def read_saved(path: str | os.PathLike[str]) -> Saved | None:
         except (OSError, ValueError):  # Unreadable: a FIFO, a device, too large
             return None
         return _from_stream(p, text)
-    data = _sealed(p)
-    stats = data.get("stats") if isinstance(data, dict) else None
-    if not isinstance(data, dict) or not isinstance(stats, dict):
+    try:
+        head = load_head(p)
+    except TrajectoryError:
         return None
-    outcome = data.get("outcome")
-    return _with_stats(p, outcome if isinstance(outcome, str) else None, stats)
+    return _with_stats(p, head.outcome, head.stats)
 
 
 def just_sealed(path: Path) -> Saved | None:
     """``read_saved`` of a document this process sealed just now, from what its sink
     remembers (``sealed_here``: told once), without reading it back; else None."""
     known = sealed_here(path)
-    return None if known is None else _with_stats(path, *known)
-
-
-_MESSAGES = b'\n"messages": ['
-"""Where the messages start in a sealed trajectory: one top-level key per line, the
-messages last (a value never holds a raw newline)."""
-
-
-def _sealed(path: Path) -> JSON:
-    """A sealed trajectory's keys before its messages (everything, for a file in another
-    layout); None when it cannot be read or parsed."""
-    try:
-        f = open_regular(path)  # not a FIFO, a device, nor over the limit
-    except ValueError:
+    if known is None:
         return None
-    data = bytearray()
-    with f:
-        try:
-            while block := f.read(1 << 16):
-                seen = max(0, len(data) - len(_MESSAGES))
-                data += block
-                cut = data.find(_MESSAGES, seen)
-                if cut >= 0:
-                    head = data[:cut].rstrip().rstrip(b",") + b"\n}"
-                    with contextlib.suppress(ValueError, RecursionError):
-                        return cast(JSON, json.loads(head.decode("utf-8", "replace")))
-        except OSError:
-            return None
-    try:  # not our layout (or a head that did not parse): the whole document
-        return cast(JSON, json.loads(data.decode("utf-8", "replace")))
-    except (ValueError, RecursionError):
-        return None
+    outcome, stats = known
+    return _with_stats(path, outcome, stats_of(stats))
 
 
-def _with_stats(path: Path, outcome: str | None, stats: Mapping[str, JSON]) -> Saved:
-    usage = stats.get("usage")
-    u = usage if isinstance(usage, dict) else {}
+def _with_stats(path: Path, outcome: str | None, stats: Stats) -> Saved:
+    u = stats.usage
     return Saved(
-        path,
-        outcome,
-        _int(stats.get("steps")),
-        _int(u.get("prompt_tokens")),
-        _int(u.get("completion_tokens")),
-        _float(u.get("cost")),
-        _float(stats.get("started_at")),
-        _float(stats.get("wall_time")),
-    )
+        path, outcome, stats.steps, u.prompt_tokens, u.completion_tokens, _float(u.cost),
+        _float(stats.started_at), _float(stats.wall_time),
+    )  # fmt: skip
 
 
 def _from_stream(path: Path, text: str) -> Saved | None:
     started = False
     steps = prompt = completion = 0
     cost = 0.0
-    for record in stream_records(text):
-        kind = record.get("type")
-        if kind == "start":
+    for record in stream_lines(text):
+        if isinstance(record, Start):
             started = True
-        elif kind == "end" and isinstance(stats := record.get("stats"), dict):
-            outcome = record.get("outcome")
-            return _with_stats(path, outcome if isinstance(outcome, str) else None, stats)
-        elif kind == "message":
-            message = record.get("message")
-            if isinstance(message, dict) and message.get("role") == "assistant":
-                steps += 1
-                usage = message.get("usage")
-                if isinstance(usage, dict):
-                    prompt += _int(usage.get("prompt_tokens"))
-                    completion += _int(usage.get("completion_tokens"))
-                    cost += _float(usage.get("cost"))
+        elif isinstance(record, End):
+            try:
+                return _with_stats(path, record.outcome, stats_of(record.stats))
+            except msgspec.ValidationError:
+                return None
+        elif isinstance(record, Line) and isinstance(m := record.message, AssistantRecord):
+            steps += 1
+            if m.usage is not None:
+                prompt += m.usage.prompt_tokens
+                completion += m.usage.completion_tokens
+                cost += _float(m.usage.cost)
     return Saved(path, None, steps, prompt, completion, cost) if started else None
 
 

@@ -27,7 +27,8 @@ from four.cli._live import Recording
 from four.cli._options import RunOptions, local_settings
 from four.cli._terminal import visible
 from four.domains import Domain, DomainError, DomainSetup, get_domain
-from four.trajectory._codec import usage_from_json
+from four.trajectory._load import load_head
+from four.trajectory._record import usage_json
 
 if TYPE_CHECKING:
     from four.search._attempt import SamplingArgs
@@ -270,15 +271,10 @@ def start_local(opts: RunOptions) -> bool:
 def report(path: Path, opts: RunOptions, extra: Mapping[str, JSON] | None = None) -> int:
     """Print the final line (or JSON, with ``extra`` added) for a run saved at ``path``;
     its exit status."""
-    doc = json.loads(path.read_text(encoding="utf-8"))
-    outcome = str(doc.get("outcome"))
-    stats: Mapping[str, JSON] = doc.get("stats") or {}
-    usage_json = stats.get("usage")
-    usage = usage_from_json(usage_json if isinstance(usage_json, dict) else {})
-    detail = doc.get("outcome_detail") or {}
-    output = detail.get("output") if isinstance(detail, dict) else None
+    saved = load_head(path)
+    outcome, stats, output = str(saved.outcome), saved.stats, saved.detail.output
+    usage, wall = stats.usage.usage(), stats.wall_time
     code = 0 if succeeded(outcome) else 1
-    wall = stats.get("wall_time")
     if opts.json:
         print(
             json.dumps(
@@ -286,21 +282,21 @@ def report(path: Path, opts: RunOptions, extra: Mapping[str, JSON] | None = None
                     "outcome": outcome,
                     "success": code == 0,
                     "path": str(path),
-                    "steps": stats.get("steps"),
-                    "usage": usage_json,
+                    "steps": stats.steps,
+                    "usage": usage_json(usage),
                     "wall_time": wall,
-                    "submission": output if isinstance(output, str) else None,
+                    "submission": output,
                     **(extra or {}),
                 },
                 indent=2,
             )
         )
         return code
-    if opts.mode != "quiet" and isinstance(output, str) and output.strip():
+    if opts.mode != "quiet" and output and output.strip():
         shown, _ = fold(visible(output), 20)  # before splitting: a CR is shown, not a break
         print(f"submission:\n{shown}", file=sys.stderr)
     print(
-        f"{outcome} · {stats.get('steps')} steps · {tokens(usage.total_tokens)} tokens · "
-        f"{cost(usage)} · {seconds(wall if isinstance(wall, int | float) else None)} · {path}"
+        f"{outcome} · {stats.steps} steps · {tokens(usage.total_tokens)} tokens · "
+        f"{cost(usage)} · {seconds(wall)} · {path}"
     )
     return code

@@ -41,7 +41,7 @@ class Notebook:
 def notebook_of(trajectory: Trajectory) -> Notebook | None:
     """The notebook a run saved (named in ``stats.notebook``), or None for a run that
     saved none. A notebook that cannot be read is returned with its ``problem``."""
-    record = trajectory.stats.get("notebook")
+    record = trajectory.stats.notebook
     if not isinstance(record, Mapping):
         return None
     name = record.get("path")

@@ -127,9 +127,7 @@ def _observed(step: Step) -> str:
 
 
 def _settings(recorded: Run) -> Mapping[str, JSON]:
-    components = recorded.trajectory.info.get("components")
-    cli = components.get("cli") if isinstance(components, dict) else None
-    return cli if isinstance(cli, dict) else {}
+    return recorded.trajectory.info.settings
 
 
 def _parser(recorded: Run, toolcalls: bool | None) -> Parse:

@@ -49,16 +49,14 @@ def resumed(path: str) -> Resumed:
         old = load_trajectory(path)
     except TrajectoryError as exc:
         raise UsageError(f"--resume: {exc}") from None
-    components = old.info.get("components")
-    cli = components.get("cli") if isinstance(components, dict) else None
-    if not isinstance(cli, dict):
+    cli = old.info.settings
+    if not cli:
         raise UsageError(f"--resume: {path} records no settings of `four run` to resume with")
     task = next((m.content for m in old.messages if isinstance(m, User) and m.kind == "task"), "")
     if not task:
         raise UsageError(f"--resume: {path} holds no task")
     attempt = cli.get("attempt")
-    begun = old.info.get("resumed_from")  # its own steps and time: its settings are its own
-    own = old.messages[begun if type(begun) is int else 0 :]
+    own = old.messages[old.info.resumed_from :]  # its own steps and time: its own settings
     return Resumed(
         closed(old.messages),
         dict(cli),

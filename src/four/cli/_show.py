@@ -68,8 +68,8 @@ def show(
             _step(console, s, limit, figures, "$ " if run.domain == "bash" else "» ")
             shown = s.number
     if step is None:
-        output = run.trajectory.detail.get("output")
-        if isinstance(output, str) and output.strip():  # what the run submitted, as recorded
+        output = run.trajectory.detail.output
+        if output and output.strip():  # what the run submitted, as recorded
             _block(console, "submission", output, limit, "green")
         console.print()
         console.print(Text.assemble(("outcome ", "bold"), _outcome_text(run.outcome)))
@@ -100,15 +100,10 @@ def _header(console: Console, run: Run) -> None:
     rows.append(("usage", Text(usage_line(run.usage))))
     if run.wall_time is not None:
         rows.append(("time", Text(seconds(run.wall_time))))
-    verdicts = t.stats.get("verdicts")
-    if isinstance(verdicts, dict):
-        log = verdicts.get("log")
-        said = (
-            [str(e.get("verdict")) for e in log if isinstance(e, dict)]
-            if isinstance(log, list)
-            else []
-        )
-        at_end = verdicts.get("judged_at_end")  # the last judgement, not a submission
+    verdicts = t.stats.verdicts
+    if verdicts is not None:
+        said = [e.verdict for e in verdicts.log]
+        at_end = verdicts.judged_at_end  # the last judgement, not a submission
         said_at = f", the last judged at the end: {at_end}" if isinstance(at_end, str) else ""
         receipts = f"(receipts: four audit {t.path.name})"
         rows.append(("verdicts", Text(f"{' → '.join(said) or 'none'}{said_at} {receipts}")))

@@ -21,7 +21,6 @@ from pathlib import Path
 from four._outcomes import outcome_tag
 from four._types import JSON, Assistant, Message, System, ToolResult, Usage, User
 from four.trajectory import Trajectory
-from four.trajectory._codec import usage_from_json
 from four.trajectory._load import (
     MAX_BYTES,
     TrajectoryError,
@@ -140,9 +139,7 @@ class Run:
     @property
     def domain(self) -> str:
         """The domain ``four run`` recorded (``bash`` when it recorded none)."""
-        components = self.trajectory.info.get("components")
-        cli = components.get("cli") if isinstance(components, dict) else None
-        domain = cli.get("domain") if isinstance(cli, dict) else None
+        domain = self.trajectory.info.settings.get("domain")
         return domain if isinstance(domain, str) else "bash"
 
     @property
@@ -330,8 +327,8 @@ class StepCutter:
         """The run so far, with ``trajectory``'s outcome and totals."""
         self._close(_ended_by_submission(trajectory))
         steps: tuple[Step, ...] = (*self._head, *self._tail)
-        resumed = trajectory.info.get("resumed_from")
-        if isinstance(resumed, int) and resumed > 0:  # those were recorded at once, untimed
+        resumed = trajectory.info.resumed_from
+        if resumed > 0:  # those were recorded at once, untimed
             steps = tuple(
                 replace(s, model_time=None, times=()) if s.at < resumed else s for s in steps
             )
@@ -357,13 +354,12 @@ _SUBMISSION_ENDS = frozenset({"exit:task_complete", "accepted", "held", "blocked
 def _ended_by_submission(trajectory: Trajectory) -> bool:
     """The run's last step was a submission, by its recorded outcome."""
     detail = trajectory.detail
-    kind = detail.get("kind") if detail else None
-    tag = kind if isinstance(kind, str) else outcome_tag(trajectory.outcome or "")
+    tag = detail.kind or outcome_tag(trajectory.outcome or "")
     if tag == "crashed":  # the check itself raised while judging a submission
-        return detail.get("component") == "check"
+        return detail.component == "check"
     if tag == "accepted":
-        verdicts = verdicts_of(trajectory.stats)
-        return not (verdicts and isinstance(verdicts.get("judged_at_end"), str))
+        verdicts = trajectory.stats.verdicts
+        return not (verdicts and isinstance(verdicts.judged_at_end, str))
     return tag in _SUBMISSION_ENDS
 
 
@@ -453,11 +449,10 @@ def _recorded_command(reply: Assistant, message: Message) -> str | None:
 
 
 def _usage(trajectory: Trajectory, total: Usage) -> Usage:
-    stats_usage = trajectory.stats.get("usage")
-    if isinstance(stats_usage, dict):
-        return usage_from_json(stats_usage)
-    model_stats = trajectory.info.get("model_stats")  # mini-swe-agent
-    if isinstance(model_stats, dict):
+    if trajectory.outcome is not None and trajectory.format.startswith("four."):
+        return trajectory.stats.usage.usage()  # a run that ended: its own total
+    model_stats = trajectory.info.model_stats  # mini-swe-agent
+    if model_stats:
         cost, calls = model_stats.get("instance_cost"), model_stats.get("api_calls")
         return Usage(
             total.prompt_tokens,
@@ -469,20 +464,14 @@ def _usage(trajectory: Trajectory, total: Usage) -> Usage:
 
 
 def _model(trajectory: Trajectory) -> str:
-    components = trajectory.info.get("components")
-    if isinstance(components, dict):
-        cli = components.get("cli")
-        if isinstance(cli, dict) and isinstance(cli.get("model"), str):
-            return str(cli["model"])
-        found = _find_key(components.get("G"), "model")
-        if found:
-            return found
-    config = trajectory.info.get("config")  # mini-swe-agent
-    if isinstance(config, dict):
-        found = _find_key(config.get("model"), "model_name")
-        if found:
-            return found
-    return ""
+    info = trajectory.info
+    model = info.settings.get("model")
+    if isinstance(model, str):
+        return model
+    return _find_key(info.components.get("G"), "model") or _find_key(
+        info.config.get("model"),
+        "model_name",  # mini-swe-agent
+    )
 
 
 def _find_key(data: JSON, key: str) -> str:
@@ -504,8 +493,7 @@ def _find_key(data: JSON, key: str) -> str:
 
 
 def _wall(trajectory: Trajectory) -> float | None:
-    wall = trajectory.stats.get("wall_time")
-    return float(wall) if isinstance(wall, int | float) else None
+    return trajectory.stats.wall_time
 
 
 def load_run(
@@ -553,9 +541,3 @@ def max_size(args: argparse.Namespace) -> int:
 
     text = getattr(args, "max_size", None) or env.get("FOUR_MAX_SIZE")
     return MAX_BYTES if text is None else env.parse_size(str(text))
-
-
-def verdicts_of(stats: Mapping[str, JSON]) -> Mapping[str, JSON] | None:
-    """The verified loop's record in a run's stats (``verdicts``), if the run has one."""
-    value = stats.get("verdicts")
-    return value if isinstance(value, dict) else None

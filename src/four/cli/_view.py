@@ -18,6 +18,8 @@ from html import escape
 from pathlib import Path
 from typing import IO
 
+import msgspec
+
 from four._types import JSON
 from four.cli._errors import UsageError
 from four.cli._figures import Figure, Notebook, mentioned, notebook_of
@@ -25,6 +27,7 @@ from four.cli._format import cost, seconds, succeeded, tokens
 from four.cli._html import CSS, POLICY, SCRIPT
 from four.cli._steps import Run, Step, load_run, max_size
 from four.cli._terminal import visible
+from four.trajectory._record import Verdicts
 
 OPEN_LINES = 20
 """Outputs up to this many lines are shown open; longer ones are folded."""
@@ -171,10 +174,10 @@ def _page(
     yield "\n".join(parts) + "\n"
     yield from steps
     parts = [_ending(run)]
-    verdicts = t.stats.get("verdicts")
-    if isinstance(verdicts, dict):
-        parts.append(_verdicts(run, verdicts))
-    parts.append(_fold("Run record (info and stats)", _pretty({"info": t.info, "stats": t.stats})))
+    if t.stats.verdicts is not None:
+        parts.append(_verdicts(run, t.stats.verdicts))
+    record = msgspec.to_builtins({"info": t.info, "stats": t.stats})
+    parts.append(_fold("Run record (info and stats)", _pretty(record)))
     parts.append(f"</main><script>{SCRIPT}</script></body></html>\n")
     yield "\n".join(parts)
 
@@ -201,8 +204,8 @@ def _facts(run: Run) -> str:
     rows.append(("cost", escape(cost(usage))))
     if run.wall_time is not None:
         rows.append(("wall time", escape(seconds(run.wall_time))))
-    started = t.info.get("started_at")
-    if isinstance(started, int | float) and started > 0:
+    started = t.info.started_at
+    if started is not None and started > 0:
         stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(started))
         rows.append(("started", stamp))
     body = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in rows)
@@ -315,45 +318,42 @@ def _ending(run: Run) -> str:
     parts = ['<h2 id="outcome-detail">Outcome</h2>']
     kind = "ok" if succeeded(run.outcome) else "bad"
     parts.append(f'<p><span class="badge {kind}">{escape(run.outcome)}</span></p>')
-    detail: Mapping[str, JSON] = t.detail
-    output = detail.get("output", t.info.get("submission"))
-    if isinstance(output, str) and output:
+    detail: dict[str, JSON] = msgspec.to_builtins(t.detail)
+    output = t.detail.output or t.info.submission
+    if output:
         parts.append(_fold("submission", output, open_=True))
     if detail:
         parts.append(_fold("outcome detail", _pretty(detail), open_=False))
     return "\n".join(parts)
 
 
-def _verdicts(run: Run, verdicts: Mapping[str, JSON]) -> str:
+def _verdicts(run: Run, verdicts: Verdicts) -> str:
     """The verified loop's record: the audit, the verdict log, the receipts, the config."""
     parts = ['<h2 id="verdicts">Verdicts and receipts</h2>', _audit(run)]
     facts = [
-        (key, verdicts[key])
-        for key in ("evaluations", "initial_rank", "head")
-        if isinstance(verdicts.get(key), str | int)
+        ("evaluations", verdicts.evaluations),
+        ("initial_rank", verdicts.initial_rank),
+        ("head", verdicts.head),
     ]
-    if facts:
-        body = "".join(f"<tr><td>{escape(k)}</td><td>{escape(str(v))}</td></tr>" for k, v in facts)
-        parts.append(f'<table class="facts">{body}</table>')
-    log = verdicts.get("log")
-    if isinstance(log, list) and log:
+    body = "".join(
+        f"<tr><td>{escape(k)}</td><td>{escape(str(v))}</td></tr>" for k, v in facts if v is not None
+    )
+    parts.append(f'<table class="facts">{body}</table>')
+    if verdicts.log:
+        log: list[JSON] = msgspec.to_builtins(verdicts.log)
         parts.append(f"<h3>verdict log · {len(log)}</h3>")
         parts.append(_records(log, "verdict-log"))
-    receipts = verdicts.get("receipts")
-    if isinstance(receipts, str):
-        with contextlib.suppress(json.JSONDecodeError):
-            receipts = json.loads(receipts)
-    if isinstance(receipts, dict) and isinstance(receipts.get("receipts"), list):
-        receipts = receipts["receipts"]
+    receipts = verdicts.receipts.get("receipts")
     if isinstance(receipts, list):
         parts.append(f"<h3>receipts · {len(receipts)}</h3>")
         parts.append(_records(receipts, "receipts", _RECEIPT_KEYS))
         parts.append(_fold("receipts as stored", _pretty(receipts), open_=False))
-    elif receipts is not None:
-        parts.append(_fold("receipts as stored", _pretty(receipts), open_=False))
-    rest = {k: v for k, v in verdicts.items() if k not in ("log", "receipts", *dict(facts))}
-    if rest:
-        parts.append(_fold("verdict record", _pretty(rest), open_=False))
+    elif verdicts.receipts:
+        parts.append(_fold("receipts as stored", _pretty(verdicts.receipts), open_=False))
+    rest = {"config": verdicts.config, "slots": verdicts.slots}
+    if verdicts.judged_at_end is not None:
+        rest["judged_at_end"] = verdicts.judged_at_end
+    parts.append(_fold("verdict record", _pretty(rest), open_=False))
     return "\n".join(parts)
 
 

@@ -86,7 +86,7 @@ def replay_from(key: str) -> Callable[[Path, Path | None, Path], Path | None]:
         if workspace is None or not workspace.is_dir():
             return None
         try:
-            record = load_trajectory(trajectory).stats.get(key)
+            record = getattr(load_trajectory(trajectory).stats, key, None)
         except TrajectoryError:
             return None
         if not isinstance(record, dict) or not isinstance(record.get("start"), str):

@@ -22,9 +22,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeAlias
 
-from four._files import ANY_SIZE, is_group_record, open_regular, walk
+from four._files import is_group_record, open_regular, walk
 from four._outcomes import outcome_tag
 from four._types import JSON
+from four.trajectory._load import TrajectoryError, load_head
+from four.trajectory._record import (
+    RECORD,
+    AssistantRecord,
+    End,
+    Line,
+    Start,
+    UsageRecord,
+    stats_of,
+)
 
 State: TypeAlias = Literal["finished", "running", "stalled"]
 
@@ -34,8 +44,6 @@ STALL_AFTER = 900.0
 
 SUCCESS = frozenset({"accepted", "exit:task_complete", "Submitted"})
 """Outcomes counted as accepted: a check's YES, or a submission where no check ran."""
-
-_HEAD_LINES = 64  # a sealed document's keys before its messages: a handful of lines
 
 
 def classify(sealed: bool, last_activity: float | None, now: float, stall_after: float) -> State:
@@ -247,47 +255,21 @@ def _facts(
     return _stream(path, now, stall_after)
 
 
-def _sealed_head(path: Path) -> tuple[str | None, JSON, float | None]:
-    """A sealed document's outcome, usage and end time, from the lines before its
-    messages (ours puts one key on a line); another layout is read whole."""
-    keys: dict[str, JSON] = {}
-    with open_regular(path, max_bytes=ANY_SIZE, follow=False) as f:
-        first = f.readline()
-        if first.strip() == b"{":
-            for _ in range(_HEAD_LINES):
-                line = f.readline().rstrip(b"\n").rstrip(b",")
-                if not line or line.startswith((b'"stream"', b'"timestamps"', b'"messages"')):
-                    break
-                if line.startswith((b'"outcome": ', b'"stats": ')):  # the rest is not needed
-                    name, _, value = line.partition(b": ")
-                    keys[name.strip(b'"').decode()] = json.loads(value)
-    if "outcome" not in keys:  # not our layout (mini-swe-agent's...): the reader's way
-        from four.trajectory._load import TrajectoryError, scan_trajectory
-
-        try:
-            head = scan_trajectory(path, lambda m, t: None)
-        except TrajectoryError as exc:
-            raise ValueError(str(exc)) from None
-        keys = {"outcome": head.outcome, "stats": dict(head.stats)}
-    stats = keys.get("stats")
-    stats = stats if isinstance(stats, dict) else {}
-    ended = stats.get("ended_at")
-    outcome = keys.get("outcome")
-    return (
-        outcome if isinstance(outcome, str) else None,
-        stats.get("usage"),
-        float(ended) if isinstance(ended, int | float) else path.stat().st_mtime,
-    )
+def _sealed_head(path: Path) -> tuple[str | None, UsageRecord, float]:
+    """A sealed document's outcome, usage and end time (``load_head``)."""
+    try:
+        head = load_head(path)
+    except TrajectoryError as exc:
+        raise ValueError(str(exc)) from None
+    stats = head.stats
+    ended = stats.ended_at if stats.ended_at is not None else path.stat().st_mtime
+    return head.outcome, stats.usage, ended
 
 
-def _usage(usage: JSON) -> tuple[float, int]:
-    if not isinstance(usage, dict):
+def _usage(usage: UsageRecord | None) -> tuple[float, int]:
+    if usage is None:
         return 0.0, 0
-    cost, prompt, completion = (
-        usage.get(k) for k in ("cost", "prompt_tokens", "completion_tokens")
-    )
-    tokens = sum(n for n in (prompt, completion) if isinstance(n, int))
-    return (float(cost) if isinstance(cost, int | float) else 0.0), tokens
+    return usage.cost or 0.0, usage.prompt_tokens + usage.completion_tokens
 
 
 def _stream(path: Path, now: float, stall_after: float) -> RunFacts:
@@ -295,25 +277,22 @@ def _stream(path: Path, now: float, stall_after: float) -> RunFacts:
     an end record (the document could not be written) makes it finished."""
     started: float | None = None
     last_t: float | None = None
-    end: dict[str, JSON] | None = None
+    end: End | None = None
     cost, tokens = 0.0, 0
     with open_regular(path, follow=False) as f:
         for raw in f:
             if not raw.endswith(b"\n"):
                 break  # a line cut short by a kill
             if started is None or b'"usage"' in raw or b'"type": "end"' in raw:
-                record = json.loads(raw)
-                if record.get("type") == "start":
-                    info = record.get("info")
-                    at = info.get("started_at") if isinstance(info, dict) else None
-                    started = float(at) if isinstance(at, int | float) else None
+                record = RECORD.decode(raw)
+                if isinstance(record, Start):
+                    started = record.info.started_at
                     continue
-                if record.get("type") == "end":
+                if isinstance(record, End):
                     end = record
                     continue
-                message = record.get("message")
-                if isinstance(message, dict) and message.get("role") == "assistant":
-                    c, n = _usage(message.get("usage"))
+                if isinstance(record, Line) and isinstance(record.message, AssistantRecord):
+                    c, n = _usage(record.message.usage)
                     cost, tokens = cost + c, tokens + n
             t = _time_of(raw)
             last_t = t if t is not None else last_t
@@ -321,11 +300,8 @@ def _stream(path: Path, now: float, stall_after: float) -> RunFacts:
     if last is None:
         last = path.stat().st_mtime  # nothing recorded a time: the file's own
     if end is not None:
-        stats = end.get("stats")
-        usage = stats.get("usage") if isinstance(stats, dict) else None
-        c, n = _usage(usage)
-        outcome = end.get("outcome")
-        return RunFacts(path, "finished", str(outcome) if outcome else None, c, n, last)
+        c, n = _usage(stats_of(end.stats).usage)
+        return RunFacts(path, "finished", end.outcome or None, c, n, last)
     state = classify(False, last, now, stall_after)
     return RunFacts(path, state, None, cost, tokens, last)
 

@@ -19,9 +19,9 @@ from typing import Literal, TypeAlias, cast
 from four._files import ANY_SIZE, MAX_BYTES, open_regular, read_regular, walk
 from four._types import JSON, Assistant, Message, ToolResult, User
 from four.batch._result import read_saved
-from four.trajectory._codec import message_from_json
 from four.trajectory._driver import Driver, boot_id, process_start
-from four.trajectory._load import stream_records
+from four.trajectory._load import stream_lines
+from four.trajectory._record import Beat, Info, Line, Start, message_of
 
 State: TypeAlias = Literal[
     "finished", "running", "stalled", "over_budget", "looping", "dead", "failed", "resumed"
@@ -314,29 +314,24 @@ def observe(stream: Path) -> Observed | None:
         text = _start_line(stream) if document.is_file() else _whole(stream)
     except (OSError, ValueError):  # Unreadable: not a regular file, or too large
         return None
-    info: Mapping[str, JSON] = {}
+    info: Info | None = None
     times: list[float] = []
     messages: list[Message] = []
     outcome: str | None = None
     last_beat = 0.0
-    started = False
-    for record in stream_records(text):
-        kind = record.get("type")
-        if kind == "start":
-            value = record.get("info")
-            info, started = (value if isinstance(value, dict) else {}), True
-        elif kind == "message" and isinstance(data := record.get("message"), dict):
-            message = message_from_json(data)
-            t = record.get("t")
+    for record in stream_lines(text):
+        if isinstance(record, Start):
+            info = record.info
+        elif isinstance(record, Line):
+            message = message_of(record.message)
             if message is not None:
                 messages.append(message)
-                times.append(float(t) if isinstance(t, int | float) else 0.0)
-        elif kind == "beat" and isinstance(t := record.get("t"), int | float):
-            last_beat = float(t)
-        elif kind == "end":
-            value = record.get("outcome")
-            outcome = value if isinstance(value, str) else "sealed"
-    if not started:
+                times.append(record.t or 0.0)
+        elif isinstance(record, Beat):
+            last_beat = record.t or 0.0
+        else:
+            outcome = record.outcome or "sealed"
+    if info is None:
         return None
     sealed = outcome is not None or document.is_file()
     steps = sum(1 for m in messages if isinstance(m, Assistant))
@@ -345,10 +340,8 @@ def observe(stream: Path) -> Observed | None:
         if saved is not None:
             outcome, steps = outcome or saved.outcome, saved.steps
         outcome = outcome or "sealed"
-    begun = info.get("started_at")
-    start = float(begun) if isinstance(begun, int | float) else mtime
-    components = info.get("components")
-    cli = components.get("cli") if isinstance(components, dict) else None
+    start = mtime if info.started_at is None else info.started_at
+    cli = info.components.get("cli")
     settings: Mapping[str, JSON] = cli if isinstance(cli, dict) else {}
     timeout, attempt, resumes = (settings.get(k) for k in ("timeout", "attempt", "resumes"))
     last = max([start + last_beat, start + (times[-1] if times else 0.0), mtime])
@@ -356,7 +349,7 @@ def observe(stream: Path) -> Observed | None:
         stream,
         sealed,
         outcome,
-        Driver.from_json(info.get("driver")),
+        Driver.from_json(info.driver),
         start,
         tuple(times),
         last,

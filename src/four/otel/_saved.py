@@ -9,6 +9,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 
+import msgspec
+
 from four._types import JSON, Assistant, Message, ToolResult, User
 from four.otel._spans import (
     Agent,
@@ -23,7 +25,6 @@ from four.otel._spans import (
     tool_span,
 )
 from four.trajectory import Trajectory
-from four.trajectory._codec import usage_from_json
 
 _ACTIONS = frozenset({"observation", "submission", "error"})
 
@@ -36,34 +37,30 @@ def saved_spans(run: Trajectory, content: bool = False) -> list[Span]:
     ``unfinished``.
     """
     info, stats = run.info, run.stats
-    started = _float(info.get("started_at"), _float(stats.get("started_at"), 0.0))
-    record = stats.get("otel")
+    started = _float(info.started_at, _float(stats.started_at, 0.0))
+    record = stats.extra.get("otel")
     kept = record if isinstance(record, dict) else {}
     trace_id, span_id = _ids(kept) or _made_ids(run, -1)
-    components = info.get("components")
-    agent = agent_of(
-        components if isinstance(components, dict) else {}, started, trace_id, span_id, content
-    )
+    agent = agent_of(info.components, started, trace_id, span_id, content)
     spans_kept = kept.get("spans")
     entries = spans_kept if _ids(kept) and isinstance(spans_kept, list) else _entries_of(run)
-    verdicts = stats.get("verdicts")
-    log = verdicts.get("log") if isinstance(verdicts, dict) else None
-    spans, events = _steps(agent, run.messages, entries, log if isinstance(log, list) else [])
-    ended = stats.get("ended_at")
-    if isinstance(ended, int | float) and not isinstance(ended, bool):
+    spans, events = _steps(agent, run.messages, entries, _log(run))
+    ended = stats.ended_at
+    if ended is not None:
         end = started + round(float(ended) - started, 6)
     else:  # never ended: its last message
         end = started + (run.timestamps[-1] if run.timestamps else 0.0)
-    usage = stats.get("usage")
-    steps = stats.get("steps")
+    steps = stats.steps or sum(isinstance(m, Assistant) for m in run.messages)
     spans.append(
-        agent_span(
-            agent, end, run.outcome or "unfinished",
-            steps if isinstance(steps, int) else sum(isinstance(m, Assistant) for m in run.messages),
-            usage_from_json(usage if isinstance(usage, dict) else {}), events,
-        )
-    )  # fmt: skip
+        agent_span(agent, end, run.outcome or "unfinished", steps, stats.usage.usage(), events)
+    )
     return spans
+
+
+def _log(run: Trajectory) -> list[JSON]:
+    """The verdict log as the file holds it (the evaluation events' source)."""
+    verdicts = run.stats.verdicts
+    return [] if verdicts is None else [msgspec.to_builtins(v) for v in verdicts.log]
 
 
 def _steps(
@@ -132,8 +129,7 @@ def _entries_of(run: Trajectory) -> list[JSON]:
     """A run saved without ``otel_watch``: its steps from its messages, each from the
     message before it to its own (times where the file has them), made-up ids."""
     times = run.timestamps
-    resumed = run.info.get("resumed_from")
-    first = resumed if isinstance(resumed, int) else 0
+    first = run.info.resumed_from
     entries: list[JSON] = []
     for i, message in enumerate(run.messages):
         if i < first or i == 0:
@@ -146,9 +142,7 @@ def _entries_of(run: Trajectory) -> list[JSON]:
             isinstance(message, User) and message.kind == "observation"
         ):
             entries.append({"op": "execute_tool", "id": span, "t": list(t), "at": i})
-    verdicts = run.stats.get("verdicts")
-    log = verdicts.get("log") if isinstance(verdicts, dict) else None
-    if isinstance(log, list) and log:
+    if log := _log(run):
         end = run.timestamps[-1] if run.timestamps else 0.0
         entries.append({"op": "evaluate", "t": [end, end], "log": len(log)})
     return entries

@@ -270,7 +270,7 @@ class _Members:
 
     def _strays(self, listed: set[Path], count: int, workers: int) -> list[str]:
         """Trajectories beside the members whose link names this group, unlisted."""
-        from four.trajectory._load import TrajectoryError, scan_trajectory
+        from four.trajectory._load import TrajectoryError, load_head
 
         group = self.record["group"]
         folders = {self.where.parent.resolve(), *(p.parent for p in listed)}
@@ -279,7 +279,7 @@ class _Members:
             if path.resolve() in listed:
                 continue
             try:
-                head = scan_trajectory(path, lambda message, t: None)
+                head = load_head(path)
             except (OSError, TrajectoryError):
                 continue
             value = link_of(head.info)

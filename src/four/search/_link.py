@@ -11,13 +11,14 @@ one before them ends).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, TypeVar
 
 from four._outcomes import Outcome
 from four._types import JSON, Emit, Message, Recorder, RunInfo, RunStats, Sink
+from four.trajectory._record import Info
 
 T = TypeVar("T")
 
@@ -94,10 +95,9 @@ def task_digest(task: str) -> str:
     return hashlib.sha256(task.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def link_of(info: Mapping[str, JSON]) -> JSON:
+def link_of(info: Info) -> JSON:
     """The stored link of a trajectory's ``info`` (JSON, unchecked), or None."""
-    components = info.get("components")
-    return components.get(KEY) if isinstance(components, dict) else None
+    return info.components.get(KEY)
 
 
 @dataclass(slots=True)

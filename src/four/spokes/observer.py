@@ -106,17 +106,13 @@ def read_runs(folder: Path) -> list[Run]:
         except ValueError:
             continue  # not a trajectory (a manifest, a report): not ours to judge
         stats = saved.stats
-        usage = stats.get("usage")
-        cost = usage.get("cost") if isinstance(usage, dict) else None
-        steps = stats.get("steps")
-        errors = stats.get("format_errors")
         runs.append(
             Run(
                 path.stem,
                 saved.outcome or "unfinished",
-                steps if isinstance(steps, int) else _turns(saved.messages),
-                float(cost) if isinstance(cost, int | float) else 0.0,
-                errors if isinstance(errors, int) else 0,
+                stats.steps or _turns(saved.messages),
+                stats.usage.cost or 0.0,
+                stats.format_errors,
                 tuple(_commands(saved.messages)),
             )
         )

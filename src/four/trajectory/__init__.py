@@ -7,6 +7,7 @@ from four.trajectory._artifacts import (
     save_with_artifact,
 )
 from four.trajectory._load import Trajectory, TrajectoryError, load_trajectory
+from four.trajectory._record import Detail, Info, Stats, UsageRecord, Verdict, Verdicts
 from four.trajectory._save import (
     FORMAT,
     TrajectoryNotSaved,
@@ -21,13 +22,19 @@ __all__ = [
     "Artifact",
     "ArtifactRecorder",
     "ArtifactSink",
+    "Detail",
+    "Info",
     "SigningError",
     "SigningKey",
+    "Stats",
     "Trajectory",
     "TrajectoryError",
     "TrajectoryNotSaved",
     "TrajectorySink",
     "TrajectoryWriter",
+    "UsageRecord",
+    "Verdict",
+    "Verdicts",
     "load_trajectory",
     "save_trajectory",
     "save_with_artifact",

@@ -1,34 +1,51 @@
 """Reading trajectories back: ours (final .json or the streaming .jsonl) and mini-swe-agent's.
 
 Files come from disks, other tools and other people, so reading refuses, with one line
-naming the file and what is wrong, anything that is not a regular file, is larger
-than a limit, is not UTF-8 JSON, repeats a key, nests too deeply, or holds a value of
-the wrong type. A large file is read a piece at a time: memory follows its largest
-message, not its size, when the caller takes the messages one by one
-(``scan_trajectory``).
+naming the file, the line and what is wrong, anything that is not a regular file, is
+larger than a limit, is not UTF-8 JSON, nests too deeply, or holds a value of the wrong
+type: the file is decoded straight into the typed record (``four.trajectory._record``).
+A key repeated in one object counts with its last value here; ``four audit`` refuses
+the file.
 """
 
 from __future__ import annotations
 
-import codecs
 import json
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import BinaryIO, NoReturn, cast
+from typing import BinaryIO, TypeVar
+
+import msgspec
 
 from four import _arguments as arguments
 from four import _files as files
 from four._types import JSON, Message
-from four.trajectory._codec import message_from_json
+from four.trajectory._record import (
+    FILE,
+    HEAD,
+    MESSAGE,
+    RECORD,
+    Beat,
+    Detail,
+    Document,
+    End,
+    Head,
+    Info,
+    Line,
+    Start,
+    Stats,
+    StreamRecord,
+    message_of,
+    stats_of,
+)
+
+T = TypeVar("T")
 
 MAX_BYTES = files.MAX_BYTES
 """The largest file read unless the caller raises it (``max_bytes=``; ``--max-size``)."""
-
-MAX_DEPTH = 64
-"""The deepest nesting accepted inside a message or a header value."""
 
 
 class TrajectoryError(ValueError):
@@ -46,21 +63,26 @@ class TrajectoryTooLarge(TrajectoryError):
         self.path, self.size, self.limit = path, size, limit
 
 
+NO_INFO, NO_STATS, NO_DETAIL = Info(), Stats(), Detail()
+
+
 @dataclass(frozen=True, slots=True)
 class Trajectory:
     """A saved run. ``outcome`` is None for a run that never ended (a killed process).
 
-    ``timestamps`` are seconds since the run started, one per message, where the file
-    records them (ours does; mini-swe-agent's does not).
+    ``info``, ``stats`` and ``detail`` are the typed record (``four.trajectory._record``):
+    ``stats.usage.cost``, ``stats.verdicts.log``, ``info.components``... ``timestamps``
+    are seconds since the run started, one per message, where the file records them
+    (ours does; mini-swe-agent's does not).
     """
 
     messages: tuple[Message, ...]
     outcome: str | None
     format: str
     path: Path
-    info: Mapping[str, JSON] = field(default_factory=dict)
-    stats: Mapping[str, JSON] = field(default_factory=dict)
-    detail: Mapping[str, JSON] = field(default_factory=dict)
+    info: Info = NO_INFO
+    stats: Stats = NO_STATS
+    detail: Detail = NO_DETAIL
     timestamps: tuple[float, ...] = ()
 
 
@@ -94,25 +116,127 @@ def load_trajectory(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES)
 def scan_trajectory(
     path: str | os.PathLike[str], each: OnMessage, *, max_bytes: int = MAX_BYTES
 ) -> Trajectory:
-    """Read a trajectory, handing each message to ``each`` as it is read; the record
-    returned holds everything else (its ``messages`` are empty).
+    """Read a trajectory, handing each message to ``each`` as it is decoded; the record
+    returned holds everything else (its ``messages`` are empty): memory follows the
+    file and the messages ``each`` keeps.
 
     >>> scan_trajectory("missing.json", print)
     Traceback (most recent call last):
     ...
     four.trajectory._load.TrajectoryError: cannot read missing.json: No such file or directory
     """
+    return _load(path, max_bytes, each)
+
+
+def load_head(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -> Trajectory:
+    """``load_trajectory`` without the messages: how a run ended, its info and stats,
+    for readers of many runs. Of a document as we write it (one key a line, the
+    messages last), only the part before the messages is read.
+
+    >>> load_head("missing.json")
+    Traceback (most recent call last):
+    ...
+    four.trajectory._load.TrajectoryError: cannot read missing.json: No such file or directory
+    """
+    return _load(path, max_bytes, None)
+
+
+def _load(path: str | os.PathLike[str], max_bytes: int, each: OnMessage | None) -> Trajectory:
     arguments.path("load_trajectory", "path", path)
     arguments.count("load_trajectory", "max_bytes", max_bytes, minimum=1)
     name = os.fspath(path)
     p = Path(name)
     with _open_regular(name, max_bytes) as raw:
+        if p.suffix == ".jsonl":
+            return _from_jsonl(p, raw, max_bytes, each)
+        if each is None and (head := _head(p, raw, max_bytes)) is not None:
+            return head
+        raw.seek(0)
+        data = raw.read(max_bytes + 1)
+    if len(data) > max_bytes:  # it grew while read
+        raise TrajectoryTooLarge(name, len(data), max_bytes)
+    try:
+        decoded = decode(HEAD, data) if each is None else decode(FILE, data)
+    except (msgspec.DecodeError, RecursionError) as exc:
+        raise TrajectoryError(_refusal(name, data, exc)) from None
+    if isinstance(decoded, tuple):  # mini-swe-agent v1: a bare message list
+        if each is not None:
+            _hand(p, data, decoded, (), each)
+        return Trajectory((), None, "mini-swe-agent-1.0", p)
+    return _document(p, decoded, data, each)
+
+
+_MESSAGES = b'\n"messages": ['
+
+
+def _head(path: Path, raw: BinaryIO, limit: int) -> Trajectory | None:
+    """The keys before the messages, in our layout; None for another."""
+    data = bytearray()
+    while len(data) <= limit and (block := raw.read(1 << 16)):
+        seen = max(0, len(data) - len(_MESSAGES))
+        data += block
+        cut = data.find(_MESSAGES, seen)
+        if cut >= 0:
+            try:
+                head = decode(HEAD, data[:cut] + b'\n"messages": []}')
+                return _document(path, head, b"", None)
+            except (msgspec.DecodeError, RecursionError):
+                return None
+    return None
+
+
+def decode(decoder: msgspec.json.Decoder[T], data: bytes | bytearray | str | msgspec.Raw) -> T:
+    """``decoder.decode(data)``; JSON that escapes a lone surrogate (as ``json.dumps``
+    writes a reply's broken text), which msgspec refuses, goes through ``json`` first."""
+    try:
+        return decoder.decode(data)
+    except msgspec.DecodeError as exc:
+        if "surrogate" not in str(exc) or isinstance(exc, msgspec.ValidationError):
+            raise
         try:
-            if p.suffix == ".jsonl":
-                return _from_jsonl(p, raw, each, max_bytes)
-            return _from_json(p, _Chars(raw, name, max_bytes), each)
-        except RecursionError:
-            raise TrajectoryError(f"{name} nests deeper than this reader follows") from None
+            value = json.loads(bytes(data) if isinstance(data, msgspec.Raw) else data)
+        except ValueError:
+            raise exc from None
+        if decoder is FILE or decoder is HEAD:  # the messages stay encoded (Raw)
+            listed = value.get("messages") if isinstance(value, dict) else value
+            if isinstance(listed, list):
+                raws = [msgspec.Raw(json.dumps(m).encode()) for m in listed]
+                whole = msgspec.Raw(json.dumps(listed).encode())
+                encoded = whole if decoder is HEAD else raws
+                value = {**value, "messages": encoded} if isinstance(value, dict) else raws
+        converted: T = msgspec.convert(value, decoder.type)
+        return converted
+
+
+def _document(path: Path, doc: Head, data: bytes, each: OnMessage | None) -> Trajectory:
+    mini = doc.trajectory_format is not None or doc.format is None  # mini-swe-agent v2
+    if each is not None and isinstance(doc, Document):
+        _hand(path, data, doc.messages, () if mini else doc.timestamps, each)
+    if mini:
+        status = doc.info.exit_status
+        fmt = doc.trajectory_format or "mini-swe-agent"
+        return Trajectory((), None if status is None else str(status), fmt, path, doc.info)
+    return Trajectory(
+        (), doc.outcome, doc.format or "", path, doc.info, _stats(path, doc.stats, ""),
+        doc.outcome_detail,
+    )  # fmt: skip
+
+
+def _hand(
+    path: Path,
+    data: bytes,
+    records: tuple[msgspec.Raw, ...],
+    stamps: tuple[float, ...],
+    each: OnMessage,
+) -> None:
+    """Decode each message and hand it on (mini-swe-agent's ``exit`` is no message)."""
+    for i, raw in enumerate(records):
+        try:
+            message = message_of(decode(MESSAGE, raw))
+        except (msgspec.DecodeError, RecursionError) as exc:
+            raise TrajectoryError(_refusal(str(path), data, exc, f".messages[{i}]")) from None
+        if message is not None:
+            each(message, stamps[i] if i < len(stamps) else None)
 
 
 def read_text(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -> str:
@@ -133,7 +257,8 @@ def read_text(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -> st
 
 
 def stream_records(text: str) -> Iterator[dict[str, JSON]]:
-    """The records of a ``.jsonl`` stream, up to a line cut short by a killed process.
+    """The records of a ``.jsonl`` stream as JSON values (what the seal hashes), up to
+    a line cut short by a killed process.
 
     >>> [r["type"] for r in stream_records('{"type": "start"}\\n[1]\\n{"type": "mess')]
     ['start']
@@ -147,7 +272,86 @@ def stream_records(text: str) -> Iterator[dict[str, JSON]]:
             yield record
 
 
-# --- opening ---------------------------------------------------------------------------
+def stream_lines(text: str) -> Iterator[StreamRecord]:
+    """The typed records of a ``.jsonl`` stream, up to a line cut short by a killed
+    process (or any line that is not a record).
+
+    >>> [type(r).__name__ for r in stream_lines('{"type": "start", "format": "f"}\\n{"type"')]
+    ['Start']
+    """
+    for line in text.splitlines():
+        try:
+            yield decode(RECORD, line)
+        except (msgspec.DecodeError, RecursionError):
+            return
+
+
+# --- refusals ----------------------------------------------------------------------------
+
+_AT = re.compile(r"(?: - at `\$(?P<path>[^`]*)`)?$")
+_BYTE = re.compile(r"\(byte (\d+)\)")
+_MESSAGE = re.compile(r"^\.messages\[(\d+)\]")
+
+
+def _refusal(name: str, data: bytes, exc: Exception, within: str = "") -> str:
+    """One line naming the file, the line and what is wrong."""
+    if isinstance(exc, RecursionError):
+        return f"{name} nests deeper than this reader follows"
+    why = str(exc)
+    try:
+        data.decode()
+    except UnicodeDecodeError as bad:
+        line = data.count(b"\n", 0, bad.start) + 1
+        return (
+            f"{name}: line {line} is not UTF-8 text "
+            f"(byte {data[bad.start]:#04x} at offset {bad.start})"
+        )
+    if isinstance(exc, msgspec.ValidationError):
+        where, what = _invalid(why)
+        where = within + where
+        if what == "object missing required field `messages`" and not where:
+            return f"{name} has no message list"
+        return f"{name}: {_line_of(data, where)}{where.lstrip('.') or 'the file'}: {what}"
+    why = why.removeprefix("JSON is malformed: ")
+    byte = _BYTE.search(why)
+    if byte is None:  # cut short, or empty
+        lines = data.count(b"\n") + 1
+        return f"{name}: line {lines} is not JSON ({_lower(why)}: cut short?)"
+    line = data.count(b"\n", 0, int(byte[1])) + 1
+    return f"{name}: line {line} is not JSON ({_lower(why[: byte.start()].strip())})"
+
+
+def _invalid(why: str) -> tuple[str, str]:
+    """A msgspec ValidationError's path (``.messages[3].role``) and its complaint."""
+    match = _AT.search(why)
+    where = match["path"] if match and match["path"] else ""
+    return where, _lower(why[: match.start()] if match else why)
+
+
+def _stats(path: Path, data: dict[str, JSON], where: str) -> Stats:
+    try:
+        return stats_of(data)
+    except msgspec.ValidationError as exc:
+        at, what = _invalid(str(exc))
+        raise TrajectoryError(f"{path}: {where}stats{at}: {what}") from None
+
+
+def _line_of(data: bytes, where: str) -> str:
+    """``line N: `` of a message, in a document laid out as we write it (one message a
+    line after the line opening the list); "" otherwise."""
+    match = _MESSAGE.match(where)
+    opening = data.find(b'\n"messages": [\n')
+    if match is None or opening < 0:
+        return ""
+    start = data.count(b"\n", 0, opening) + 3  # the line of message 0
+    return f"line {start + int(match[1])}: "
+
+
+def _lower(text: str) -> str:
+    return text[:1].lower() + text[1:]
+
+
+# --- opening -----------------------------------------------------------------------------
 
 
 def _open_regular(name: str, max_bytes: int) -> BinaryIO:
@@ -161,440 +365,45 @@ def _open_regular(name: str, max_bytes: int) -> BinaryIO:
         raise TrajectoryError(str(exc)) from None
 
 
-# --- JSON, strictly ------------------------------------------------------------------
+# --- the streaming record ----------------------------------------------------------------
 
 
-def _unique(pairs: list[tuple[str, JSON]]) -> dict[str, JSON]:
-    """An object, refused when it repeats a key (which one counts is anyone's guess)."""
-    out = dict(pairs)
-    if len(out) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _Duplicate(key)
-            seen.add(key)
-    return out
-
-
-class _Duplicate(Exception):
-    pass
-
-
-_DECODER = json.JSONDecoder(object_pairs_hook=_unique)
-_SCAN: Callable[[str, int], tuple[object, int]] = _DECODER.scan_once  # type: ignore[attr-defined]  # raw_decode without its wrapper: one call a message
-_BLANK = re.compile(r"[ \t\n\r]*")
-
-
-class _Chars:
-    """A file's text read a piece at a time, for json's ``raw_decode``: memory follows
-    the largest value taken, not the file."""
-
-    CHUNK = 1 << 20
-
-    def __init__(self, raw: BinaryIO, name: str, limit: int) -> None:
-        self._raw, self.name, self._limit = raw, name, limit
-        self._decode = codecs.getincrementaldecoder("utf-8")("strict").decode
-        self._buf, self._pos, self._base, self._read, self._eof = "", 0, 0, 0, False
-
-    def _more(self) -> bool:
-        """Read on (at least as much as is buffered: a long value is parsed again only
-        a few times); False at the end of the file."""
-        if self._eof:
-            return False
-        data = self._raw.read(max(self.CHUNK, len(self._buf) - self._pos))
-        self._read += len(data)
-        if self._read > self._limit:  # it grew while read
-            raise TrajectoryTooLarge(self.name, self._read, self._limit)
-        self._eof = not data
-        try:
-            text = self._decode(data, final=self._eof)
-        except UnicodeDecodeError as exc:
-            at = self._read - len(data) + exc.start
-            raise TrajectoryError(
-                f"{self.name} is not UTF-8 text (byte {data[exc.start]:#04x} at offset {at})"
-            ) from None
-        self._base += self._pos
-        self._buf = self._buf[self._pos :] + text
-        self._pos = 0
-        return True
-
-    def peek(self) -> str:
-        """The next character that is not blank ("" at the end)."""
-        while True:
-            match = _BLANK.match(self._buf, self._pos)
-            self._pos = match.end() if match else self._pos
-            if self._pos < len(self._buf):
-                return self._buf[self._pos]
-            if not self._more():
-                return ""
-
-    def comma(self) -> bool:
-        """Step over a comma that follows at once (the usual case, quickly)."""
-        if self._buf.startswith(",", self._pos):
-            self._pos += 1
-            return True
-        return False
-
-    def take(self, expected: str, what: str) -> None:
-        found = self.peek()
-        if found != expected:
-            self.fail(f"expected {what}, found {_shown(found)}")
-        self._pos += 1
-
-    def value(self) -> JSON:
-        self.peek()
-        while True:
-            try:
-                value, end = _SCAN(self._buf, self._pos)
-            except StopIteration:  # what is left is not a value, or not all of one yet
-                if self._more():
-                    continue
-                try:
-                    _DECODER.raw_decode(self._buf, self._pos)
-                except json.JSONDecodeError as exc:
-                    self.fail(exc.msg, exc.pos)
-                self.fail("expected a value")
-            except json.JSONDecodeError as exc:
-                if self._more():
-                    continue
-                self.fail(exc.msg, exc.pos)
-            except _Duplicate as exc:
-                self.fail(f"a key repeated in one object: {exc.args[0]!r}")
-            if end >= len(self._buf) and self._more():  # a number may go on
-                continue
-            self._pos = end
-            return cast(JSON, value)
-
-    def fail(self, why: str, pos: int | None = None) -> NoReturn:
-        at = self._base + (self._pos if pos is None else pos)
-        raise TrajectoryError(f"{self.name} is not valid JSON: {why} (character {at})")
-
-
-def _shown(char: str) -> str:
-    return "the end of the file" if not char else repr(char)
-
-
-def _from_json(path: Path, chars: _Chars, each: OnMessage) -> Trajectory:
-    head: dict[str, JSON] = {}
-    count = [0]
-
-    def message(value: JSON) -> None:
-        stamps = head.get("timestamps")
-        i = count[0]
-        t = stamps[i] if isinstance(stamps, list) and i < len(stamps) else None
-        _hand(path, value, i, each, float(t) if isinstance(t, int | float) else None)
-        count[0] += 1
-
-    first = chars.peek()
-    if first == "[":  # mini-swe-agent v1: a bare message list
-        _elements(chars, message)
-        _end(chars)
-        return Trajectory((), None, "mini-swe-agent-1.0", path)
-    if first != "{":
-        raise TrajectoryError(
-            f"{path} is not JSON of a trajectory: it starts with {_shown(first)}, not {{ or ["
-        )
-    chars.take("{", "{")
-    while chars.peek() != "}":
-        if head:
-            chars.take(",", "',' or '}'")
-        if chars.peek() != '"':
-            chars.fail(f"expected a key, found {_shown(chars.peek())}")
-        key = cast(str, chars.value())
-        chars.take(":", "':'")
-        if key in head:
-            raise TrajectoryError(f"{path} has the key {key!r} twice")
-        if key == "messages" and chars.peek() == "[":
-            _elements(chars, message)
-            head[key] = []
-        else:
-            head[key] = chars.value()
-    chars.take("}", "'}'")
-    _end(chars)
-    return _header(path, head)
-
-
-def _elements(chars: _Chars, each: Callable[[JSON], None]) -> None:
-    chars.take("[", "[")
-    if chars.peek() == "]":
-        chars.take("]", "]")
-        return
-    while True:
-        each(chars.value())
-        if chars.comma():
-            continue
-        if chars.peek() == "]":
-            chars.take("]", "]")
-            return
-        chars.take(",", "',' or ']'")
-
-
-def _end(chars: _Chars) -> None:
-    if chars.peek():
-        chars.fail("more data after the document")
-
-
-def _header(path: Path, head: dict[str, JSON]) -> Trajectory:
-    if "messages" not in head:
-        raise TrajectoryError(f"{path} has no message list")
-    _list(path, head, "messages")
-    info = _object(path, head, "info")
-    if "trajectory_format" in head or "format" not in head:  # mini-swe-agent v2
-        status = info.get("exit_status")
-        fmt = _text(path, head, "trajectory_format")
-        return Trajectory(
-            (),
-            str(status) if isinstance(status, str | int) else None,
-            fmt or "mini-swe-agent",
-            path,
-            info,
-        )
-    fmt = _text(path, head, "format")
-    outcome = _text(path, head, "outcome")
-    stats = _object(path, head, "stats")
-    detail = _object(path, head, "outcome_detail")
-    stamps = _list(path, head, "timestamps")
-    if not all(isinstance(t, int | float) and not isinstance(t, bool) for t in stamps):
-        raise TrajectoryError(f"{path}: 'timestamps' holds something other than numbers")
-    return Trajectory((), outcome, fmt or "", path, info, stats, detail)
-
-
-def _typed(path: Path, data: Mapping[str, JSON], key: str, kind: type, name: str) -> JSON:
-    """``data[key]`` if it is absent, null or of ``kind`` (and not nested too deeply)."""
-    value = data.get(key)
-    if value is not None and not isinstance(value, kind):
-        raise TrajectoryError(f"{path}: {key!r} is {_json_type(value)}, not {name}")
-    _shallow(path, key, value)
-    return value
-
-
-def _text(path: Path, data: Mapping[str, JSON], key: str) -> str | None:
-    return cast("str | None", _typed(path, data, key, str, "text"))
-
-
-def _object(path: Path, data: Mapping[str, JSON], key: str) -> dict[str, JSON]:
-    value = cast("dict[str, JSON]", _typed(path, data, key, dict, "an object") or {})
-    for name, shape in _FIELDS.get(key, {}).items():
-        v = value.get(name)
-        if v is not None and type(v) not in shape:
-            raise TrajectoryError(f"{path}: {key}.{name} is {_json_type(v)}, not {_wanted(shape)}")
-    if key == "stats" and isinstance(usage := value.get("usage"), dict):
-        _usage_numbers(f"{path}: stats", usage)
-    return value
-
-
-_NUM: frozenset[type] = frozenset((int, float))
-_FIELDS: dict[str, dict[str, frozenset[type]]] = {  # what the readers take from a header
-    "info": {
-        "components": frozenset((dict,)),
-        "max_steps": frozenset((int,)),
-        "max_format_errors": frozenset((int,)),
-        "started_at": _NUM,
-        "exit_status": frozenset((str,)),
-        "model_stats": frozenset((dict,)),
-        "config": frozenset((dict,)),
-    },
-    "stats": {
-        "steps": frozenset((int,)),
-        "format_errors": frozenset((int,)),
-        "usage": frozenset((dict,)),
-        "started_at": _NUM,
-        "ended_at": _NUM,
-        "wall_time": _NUM,
-        "verdicts": frozenset((dict,)),
-    },
-    "outcome_detail": {"kind": frozenset((str,)), "output": frozenset((str,))},
-}
-
-
-def _list(path: Path, data: Mapping[str, JSON], key: str) -> list[JSON]:
-    return cast("list[JSON]", _typed(path, data, key, list, "a list") or [])
-
-
-def _shallow(path: Path, where: str, value: JSON) -> None:
-    """Refuse values nested deeper than ``MAX_DEPTH`` (later code may walk them)."""
-    level: list[JSON] = [value]
-    for _ in range(MAX_DEPTH):
-        level = [
-            v
-            for item in level
-            if isinstance(item, dict | list)
-            for v in (item.values() if isinstance(item, dict) else item)
-            if isinstance(v, dict | list)
-        ]
-        if not level:
-            return
-    raise TrajectoryError(f"{path}: {where} nests deeper than {MAX_DEPTH} levels")
-
-
-def _json_type(value: JSON) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    return {
-        str: "text",
-        int: "a number",
-        float: "a number",
-        list: "a list",
-        dict: "an object",
-        type(None): "null",
-    }.get(type(value), type(value).__name__)
-
-
-# --- messages ------------------------------------------------------------------------
-
-_ROLES = frozenset(("system", "user", "assistant", "tool", "exit"))
-_TEXT: frozenset[type] = frozenset((str, type(None)))
-_SHAPES: dict[str, frozenset[type]] = {
-    "role": frozenset((str,)),
-    "content": frozenset((str, list, type(None))),
-    "tool_call_id": _TEXT,
-    "name": _TEXT,
-    "kind": _TEXT,
-    "finish_reason": _TEXT,
-    "model": _TEXT,
-    "reasoning": _TEXT,
-    "reasoning_content": _TEXT,
-    "returncode": frozenset((int, type(None))),  # type(), so a boolean is refused
-    "command": _TEXT,
-    "usage": frozenset((dict, type(None))),
-    "tool_calls": frozenset((list, type(None))),
-    "thinking_blocks": frozenset((list, type(None))),
-    "extra": frozenset((dict, type(None))),
-    "cycle_break": frozenset((dict, type(None))),
-}
-_NUMBER: frozenset[type] = frozenset((int, float, type(None)))
-
-
-def _hand(path: Path, value: JSON, index: int, each: OnMessage, t: float | None) -> None:
-    """Check one message's shape and hand it on; mini-swe-agent's ``exit`` is skipped.
-    Keys of other tools are let through; the keys this library reads must have their type."""
-    if type(value) is not dict:
-        raise TrajectoryError(f"{path}: message {index + 1} is {_json_type(value)}, not an object")
-    nested = False
-    for key, v in value.items():
-        shape = _SHAPES.get(key)
-        if shape is not None and type(v) not in shape:
-            raise TrajectoryError(
-                f"{path}: message {index + 1}: {key!r} is {_json_type(v)}, not {_wanted(shape)}"
-            )
-        nested = nested or type(v) is dict or type(v) is list
-    if value.get("role") not in _ROLES:
-        raise TrajectoryError(
-            f"{path}: message {index + 1} has the role {value.get('role')!r:.40}; "
-            f"expected one of {', '.join(sorted(_ROLES))}"
-        )
-    if nested:
-        _nested(path, value, index)
-    message = message_from_json(value)
-    if message is not None:
-        each(message, t)
-
-
-def _nested(path: Path, value: dict[str, JSON], index: int) -> None:
-    """The lists and objects of a message: usage numbers, text parts, tool calls, and
-    no nesting deeper than ``MAX_DEPTH``."""
-    where = f"{path}: message {index + 1}"
-    deep = False
-    for key, v in value.items():
-        if key == "usage" and type(v) is dict:
-            deep = _usage_numbers(where, v) or deep
-        elif type(v) is dict or type(v) is list:
-            deep = True
-    content = value.get("content")
-    if isinstance(content, list) and not all(
-        isinstance(p, dict) and isinstance(p.get("text", ""), str) for p in content
-    ):
-        raise TrajectoryError(f"{where}: 'content' is a list, but not of text parts")
-    calls = value.get("tool_calls")
-    if isinstance(calls, list) and not all(_is_call(c) for c in calls):
-        raise TrajectoryError(f"{where}: 'tool_calls' is not a list of tool calls")
-    if deep:
-        _shallow(path, f"message {index + 1}", value)
-
-
-def _usage_numbers(where: str, usage: dict[str, JSON]) -> bool:
-    """Refuse a usage record whose counts are not numbers; True if it nests further."""
-    deep = False
-    for name, n in usage.items():
-        if type(n) in _NUMBER:
-            continue
-        if name in _USAGE:
-            raise TrajectoryError(f"{where}: usage {name!r} is {_json_type(n)}, not a number")
-        deep = deep or type(n) is dict or type(n) is list
-    return deep
-
-
-_USAGE = frozenset(("prompt_tokens", "completion_tokens", "cost", "calls", "cost_unknown_calls"))
-
-
-def _wanted(shape: frozenset[type]) -> str:
-    names = {str: "text", int: "a whole number", list: "a list", dict: "an object"}
-    return " or ".join(sorted(names[t] for t in shape if t in names))
-
-
-def _is_call(call: JSON) -> bool:
-    if not isinstance(call, dict):
-        return False
-    function = call.get("function")
-    if not isinstance(function, dict) or not isinstance(call.get("id", ""), str | None):
-        return False
-    return isinstance(function.get("name", ""), str | None) and isinstance(
-        function.get("arguments", ""), str | dict | None
-    )
-
-
-# --- the streaming record --------------------------------------------------------------
-
-
-def _from_jsonl(path: Path, raw: BinaryIO, each: OnMessage, limit: int) -> Trajectory:
+def _from_jsonl(path: Path, raw: BinaryIO, limit: int, each: OnMessage | None) -> Trajectory:
     """Line by line; only the last line may be cut short (a killed process), and only
     when no newline ends it."""
-    fmt: str | None = None
-    info: dict[str, JSON] = {}
-    outcome: str | None = None
-    stats: dict[str, JSON] = {}
-    count, read = 0, 0
+    start: Start | None = None
+    end: End | None = None
+    read = 0
     for number, line in enumerate(raw, 1):
         read += len(line)
         if read > limit:
             raise TrajectoryTooLarge(str(path), read, limit)
         try:
-            record = _DECODER.decode(line.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            record = decode(RECORD, line)
+        except (msgspec.DecodeError, RecursionError) as exc:
             if not line.endswith(b"\n"):
                 break  # the line in flight when the process died
-            why = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else f"not JSON ({exc.msg})"
-            raise TrajectoryError(f"{path}: line {number} is {why}") from None
-        except _Duplicate as exc:
             raise TrajectoryError(
-                f"{path}: line {number} repeats the key {exc.args[0]!r}"
+                _refusal(str(path), line, exc).replace(": line 1", f": line {number}", 1)
             ) from None
-        if not isinstance(record, dict):
-            raise TrajectoryError(f"{path}: line {number} is {_json_type(record)}, not a record")
-        kind = record.get("type")
-        where = Path(f"{path}: line {number}")
-        if fmt is None and kind != "start":
-            raise TrajectoryError(f"{path} has no start record (line {number} is {kind!r:.40})")
-        if kind == "start":
-            if fmt is not None:
-                raise TrajectoryError(f"{path}: line {number} is a second start record")
-            fmt = _text(where, record, "format") or ""
-            info = _object(where, record, "info")
-            if not fmt:
-                raise TrajectoryError(f"{path}: the start record names no format")
-        elif kind == "message":
-            t = record.get("t")
-            _hand(
-                path,
-                record.get("message"),
-                count,
-                each,
-                float(t) if isinstance(t, int | float) and not isinstance(t, bool) else 0.0,
+        if start is None and not isinstance(record, Start):
+            raise TrajectoryError(
+                f"{path} has no start record (line {number} is {type(record).__name__.lower()})"
             )
-            count += 1
-        elif kind == "end":
-            outcome = _text(where, record, "outcome")
-            stats = _object(where, record, "stats")
-    if fmt is None:
+        if isinstance(record, Line):
+            if each is not None and (message := message_of(record.message)) is not None:
+                each(message, record.t or 0.0)
+        elif isinstance(record, Start):
+            if start is not None:
+                raise TrajectoryError(f"{path}: line {number} is a second start record")
+            start = record
+        elif isinstance(record, End):
+            end = record
+        else:
+            assert isinstance(record, Beat)
+    if start is None:
         raise TrajectoryError(f"{path} has no start record")
-    return Trajectory((), outcome, fmt, path, info, stats)
+    if end is None:
+        return Trajectory((), None, start.format, path, start.info)
+    stats = _stats(path, end.stats, "the end record: ")
+    return Trajectory((), end.outcome, start.format, path, start.info, stats, end.outcome_detail)

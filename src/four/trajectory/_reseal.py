@@ -9,8 +9,8 @@ from typing import cast
 
 from four._outcomes import Outcome
 from four._types import JSON, NO_USAGE, Assistant, Message, RunStats
-from four.trajectory._codec import message_from_json
 from four.trajectory._load import read_text, stream_records
+from four.trajectory._record import message_from_json
 from four.trajectory._save import TrajectorySink
 from four.trajectory._seal import Chain, canonical_text, check_stream
 from four.trajectory._sign import SigningKey

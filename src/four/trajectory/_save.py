@@ -14,9 +14,9 @@ from typing import cast
 from four import _arguments as arguments
 from four._outcomes import Outcome
 from four._types import JSON, NO_USAGE, Assistant, Message, RunInfo, RunStats
-from four.trajectory._codec import message_to_json, usage_to_json
 from four.trajectory._driver import this_driver
 from four.trajectory._durable import WRITE_FLAGS, write_all, write_atomic, write_atomic_async
+from four.trajectory._record import message_json, usage_json
 from four.trajectory._seal import ALGORITHM, Chain, canonical_text, encode_parts, verdict_facts
 from four.trajectory._sign import SigningError, SigningKey
 
@@ -182,7 +182,7 @@ class TrajectorySink:
 
     def _append(self, message: Message, /) -> None:
         t = repr(round(time.time() - self._started, 6))  # to the microsecond, as JSON
-        text = canonical_text(message_to_json(message))  # encoded once: link, line, document
+        text = canonical_text(message_json(message))  # encoded once: link, line, document
         label = f"messages[{len(self._messages)}]"
         digest = self._chain.link_encoded(label, f'"{label}"', f'{{"message":{text},"t":{t}}}')
         if self._times is not None:
@@ -253,7 +253,7 @@ class TrajectorySink:
             finally:
                 os.close(fd)
         if len(self._messages) != len(messages):  # a plain-emit history, or one edited after
-            encoded = [message_to_json(m) for m in messages]
+            encoded = [message_json(m) for m in messages]
             self._messages = [canonical_text(m) for m in encoded]
             self._times = None
             self._chain = Chain()
@@ -462,7 +462,7 @@ def _stats_json(stats: RunStats) -> dict[str, JSON]:
     return {
         "steps": stats.steps,
         "format_errors": stats.format_errors,
-        "usage": usage_to_json(stats.usage),
+        "usage": usage_json(stats.usage),
         "started_at": stats.started_at,
         "ended_at": stats.ended_at,
         "wall_time": round(stats.wall_time, 6),

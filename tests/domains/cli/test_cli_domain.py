@@ -135,9 +135,9 @@ def test_the_domain_end_to_end_with_a_scripted_model(tmp_path: Path) -> None:
     assert trajectory.outcome == "accepted"
     feedback = [m.content for m in trajectory.messages if getattr(m, "kind", "") == "feedback"]
     assert feedback and all("grep -qx 5" not in f for f in feedback)  # the answer key is not told
-    verdicts = trajectory.stats["verdicts"]
-    assert isinstance(verdicts, dict) and isinstance(verdicts["log"], list)
-    reasons = [str(e.get("reason")) for e in verdicts["log"] if isinstance(e, dict)]
+    verdicts = trajectory.stats.verdicts
+    assert verdicts is not None
+    reasons = [str(e.reason) for e in verdicts.log]
     assert any("./sum 2 3 | grep -qx 5` failed (exit 1)" in r for r in reasons)
     tool = path.with_suffix("").with_name(path.stem + ".tool")
     assert (tool / "bin" / "sum").is_file() and (tool / "src" / "sum.c").is_file()

@@ -56,7 +56,7 @@ def test_a_figure_is_embedded_as_png_in_a_valid_notebook_beside_the_trajectory(
     assert [c.cell_type for c in nb.cells] == ["markdown", "code"]  # the failed cell dropped
     png = next(o for o in nb.cells[1].outputs if "image/png" in o.get("data", {}))
     assert base64.b64decode(png["data"]["image/png"]).startswith(b"\x89PNG\r\n\x1a\n")
-    assert trajectory.stats["notebook"] == {
+    assert trajectory.stats.notebook == {
         "path": path.with_suffix(".ipynb").name,
         "cells": 2,
         "code_cells": 1,

@@ -34,11 +34,12 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import Resource
 from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12
 
-from four._files import Unreadable, read_head, read_regular
+from four._files import Unreadable, read_regular
 from four.checks import audit
 from four.execute._contain import launcher_env
 from four.search._group import is_record
 from four.trajectory import TrajectoryError, load_trajectory
+from four.trajectory._load import load_head
 from four.types import Assistant, ToolResult, User
 
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,200}")
@@ -283,18 +284,19 @@ def _result(out: str, err: str, code: int) -> RunResult:
         said = lines[-1] if lines else f"four run exited {code} with no result"
         raise ToolError(said)
     path = Path(doc["path"])
-    usage = doc.get("usage") if isinstance(doc.get("usage"), dict) else {}
-    cost = usage.get("cost") if isinstance(usage, dict) else None
-    outcome = str(doc.get("outcome"))
-    steps = doc.get("steps")
+    try:
+        saved = load_head(path)
+    except TrajectoryError as exc:
+        raise ToolError(str(exc)) from None
+    outcome = str(saved.outcome)
     return RunResult(
         run=path.stem,
         outcome=outcome,
         success=bool(doc.get("success")),
         accepted=outcome.startswith("accepted"),
-        steps=steps if isinstance(steps, int) else 0,
-        cost=float(cost) if isinstance(cost, int | float) else None,
-        submission=doc.get("submission") if isinstance(doc.get("submission"), str) else None,
+        steps=saved.stats.steps,
+        cost=saved.stats.usage.cost,
+        submission=saved.detail.output,
         trajectory=str(path),
         resource=RESOURCE.format(run_id=path.stem),
         audit=audited(path),
@@ -327,11 +329,9 @@ def _outcome(path: Path) -> str | None:
     if path.suffix != ".json":
         return None
     try:
-        head = read_head(path, 4096, follow=False).decode("utf-8", "replace")
-    except (OSError, ValueError):  # Unreadable: swapped for a FIFO since listed...
+        return load_head(path).outcome
+    except TrajectoryError:
         return None
-    found = re.search(r'"outcome":\s*"((?:[^"\\]|\\.)*)"', head)
-    return json.loads(f'"{found.group(1)}"') if found else None
 
 
 class FourServer(MCPServer):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from four._types import JSON, Execute, Invoke
 from four.checks import Claim, verify
 from four.domains import Domain, DomainSetup
-from four.domains.plan._emit import KEY, OURS, SUPERSEDED, launch_emit
+from four.domains.plan._emit import OURS, SUPERSEDED, launch_emit
 from four.domains.plan._launch import Launch
 from four.domains.plan._plan import Plan, PlanTask, plan_parse
 from four.domains.plan._prompt import SYSTEM, mission_prompt
@@ -119,7 +119,7 @@ def _run(
     record = load_trajectory(path)
     outcome = record.outcome or "unfinished"
     plan = env.accepted if outcome == "accepted" else None
-    written = record.stats.get(KEY)
+    written = record.stats.launch
     problem = ""
     if plan is not None and not (isinstance(written, dict) and written.get("valid") is True):
         error = written.get("error") if isinstance(written, dict) else None
@@ -270,7 +270,7 @@ def _current(folder: Path) -> Mapping[str, JSON] | None:
             stats = load_trajectory(path).stats
         except (TrajectoryError, OSError):
             continue
-        record, files = stats.get(KEY), stats.get("artifacts")
+        record, files = stats.launch, stats.artifacts
         if isinstance(record, dict) and record.get("valid") is True and isinstance(files, dict):
             latest = files
     return latest
