@@ -34,34 +34,21 @@ def _type_checking(node: ast.stmt) -> bool:
     return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
 
 
-def _run_at_import(body: list[ast.stmt]) -> list[ast.Import | ast.ImportFrom]:
+def _import_nodes(body: list[ast.stmt], deep: bool) -> list[ast.Import | ast.ImportFrom]:
+    """The imports outside ``TYPE_CHECKING``: those run at import time (in the module's
+    own blocks), or with ``deep`` every one at any depth (in functions too)."""
     found: list[ast.Import | ast.ImportFrom] = []
     for node in body:
         if _type_checking(node):
             continue
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             found.append(node)
-        elif isinstance(node, (ast.If, ast.Try, ast.With)):
-            found += _run_at_import(node.body)
-            found += _run_at_import(getattr(node, "orelse", []))
-            for handler in getattr(node, "handlers", []):
-                found += _run_at_import(handler.body)
-    return found
-
-
-def _ever_run(body: list[ast.stmt]) -> list[ast.Import | ast.ImportFrom]:
-    """Every import outside ``TYPE_CHECKING``, at any depth (in functions too)."""
-    found: list[ast.Import | ast.ImportFrom] = []
-    for node in body:
-        if _type_checking(node):
-            continue
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            found.append(node)
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.stmt):
-                found += _ever_run([child])
-            elif isinstance(child, ast.ExceptHandler):
-                found += _ever_run(child.body)
+        elif deep or isinstance(node, (ast.If, ast.Try, ast.With)):
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.stmt):
+                    found += _import_nodes([child], deep)
+                elif isinstance(child, ast.ExceptHandler):
+                    found += _import_nodes(child.body, deep)
     return found
 
 
@@ -89,7 +76,7 @@ def _imports(name: str, ever: bool = False) -> set[str]:
     here = name if package else name.rpartition(".")[0]
     targets: set[str] = set()
     body = ast.parse(path.read_text()).body
-    for node in _ever_run(body) if ever else _run_at_import(body):
+    for node in _import_nodes(body, deep=ever):
         if isinstance(node, ast.Import):
             targets.update(alias.name for alias in node.names)
             continue
