@@ -107,14 +107,15 @@ class Cluster:
     def _spawn(self, argv: list[str], scratch: Path, hidden: list[Path]) -> subprocess.Popen[bytes]:
         mounts = "".join(f"mount -t tmpfs tmpfs {shlex.quote(str(h))} && " for h in hidden)
         script = f"{mounts}exec {shlex.join(argv)}"
-        return subprocess.Popen(
-            ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
-            env=self._env(scratch),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=open(self.root / f"node-{len(self.starters)}.log", "wb"),
-            start_new_session=True,
-        )
+        with open(self.root / f"node-{len(self.starters)}.log", "wb") as log:  # the child's
+            return subprocess.Popen(
+                ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+                env=self._env(scratch),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                start_new_session=True,
+            )
 
     def alive_nodes(self) -> list[str]:
         """The alive nodes' addresses, as the head says."""

@@ -66,6 +66,13 @@ class _Driver:
         os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait(timeout=30)
 
+    def close(self) -> None:
+        """The ended process's pipes closed (its reader done with them)."""
+        self.reader.join(timeout=10)
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                pipe.close()
+
 
 def _quiet(model: GatedModel) -> None:
     """No model call between the model and its client, and every answer's usage
@@ -126,10 +133,16 @@ def test_three_nodes_sharing_no_disk_lose_nothing_under_faults(tmp_path: Path) -
         finally:
             if first.proc.poll() is None:
                 first.kill()
+            first.close()
         second = _Driver(cluster.address, out, server.url)
-        second.proc.wait(timeout=180)
-        second.reader.join(timeout=10)
-        assert second.proc.returncode == 0, second._stderr()
+        try:
+            second.proc.wait(timeout=180)
+            second.reader.join(timeout=10)
+            assert second.proc.returncode == 0, second._stderr()
+        finally:
+            if second.proc.poll() is None:
+                second.kill()
+            second.close()
     assert len(first.results) >= 20
     lines: list[dict[str, Any]] = [
         json.loads(line) for line in (out / "manifest.jsonl").read_text().splitlines()
