@@ -191,7 +191,9 @@ def decode(decoder: msgspec.json.Decoder[T], data: bytes | bytearray | str | msg
     try:
         return decoder.decode(data)
     except msgspec.DecodeError as exc:
-        if "surrogate" not in str(exc) or isinstance(exc, msgspec.ValidationError):
+        why = str(exc)  # msgspec: "...surrogate..." or "unexpected end of hex escape"
+        lone = "surrogate" in why or "hex escape" in why
+        if not lone or isinstance(exc, msgspec.ValidationError):
             raise
         try:
             value = json.loads(bytes(data) if isinstance(data, msgspec.Raw) else data)
