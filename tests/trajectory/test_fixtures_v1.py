@@ -19,7 +19,7 @@ STREAMS = sorted(V1.rglob("*.jsonl"))
 
 def test_every_kind_of_run_is_there() -> None:
     kinds = {p.parent.name for p in RUNS}
-    assert kinds == {"plain", "verified", "attempts", "python", "notebook", "resumed", "signed"}
+    assert kinds == {"plain", "verified", "attempts", "notebook", "resumed", "signed"}
 
 
 @pytest.mark.parametrize("path", RUNS + STREAMS, ids=lambda p: f"{p.parent.name}/{p.name}")
