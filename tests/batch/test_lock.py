@@ -12,6 +12,7 @@ import platform
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Any, cast
 
 import pytest
 
-from four.batch import Item, run_many
+from four.batch import Item, iter_runs, run_many
 from four.batch._lock import LOCK, BatchLocked, Lease
 from four.cli import main
 from tests.batch._agents import (
@@ -37,7 +38,7 @@ SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 
 DRIVER = """
 import sys
-from four.batch import Item, run_many
+from four.batch import Item, iter_runs, run_many
 from tests.batch._agents import bash, scripted_run
 token, out = sys.argv[1:3]
 run_many(scripted_run([bash(f"sleep 60; echo {token}")]), [Item("t0")], out)
@@ -168,3 +169,26 @@ def test_a_holder_whose_lease_was_taken_meanwhile_knows_it_lost_it() -> None:
     found, root = fsspec.core.url_to_fs(url)
     fs = cast(Any, found)
     assert fs.exists(f"{root}/{LOCK}")  # the new holder's lease is left alone
+
+
+def test_a_batch_whose_lease_is_taken_meanwhile_stops_its_runs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from four.batch import _lock
+
+    monkeypatch.setattr(_lock, "TTL", 0.3)  # renewed every 0.1 s
+    monkeypatch.setattr(_lock, "SETTLE", 0.0)
+    monkeypatch.setenv("FOUR_CACHE", str(tmp_path / "cache"))
+    url = _memory_url()
+    slow = scripted_run([bash("sleep 30"), bash(SUBMIT)])
+    started = time.monotonic()
+    results = iter_runs(slow, [Item("a")], url)
+    taken = threading.Timer(1.0, lambda: _put_lease(url, host="elsewhere", pid=9))
+    taken.start()
+    try:
+        (result,) = list(results)
+    finally:
+        taken.cancel()
+    assert result.outcome.startswith("interrupted: ") and not result.final
+    assert "the lock was taken by pid 9 on elsewhere" in result.outcome
+    assert time.monotonic() - started < 20  # not the 30 s of its command

@@ -185,7 +185,7 @@ class Lease:
     >>> lease.release(); Lease("memory://bucket/batch", settle=0.0).acquire()
     """
 
-    def __init__(self, url: str, ttl: float = TTL, settle: float = SETTLE) -> None:
+    def __init__(self, url: str, ttl: float | None = None, settle: float | None = None) -> None:
         import fsspec
 
         self.url = url.rstrip("/")
@@ -195,8 +195,8 @@ class Lease:
         protocol = cast(object, getattr(fs, "protocol", ""))
         names = protocol if isinstance(protocol, tuple | list) else (protocol,)
         self.conditional = any(n in ("s3", "s3a") for n in names)
-        self.ttl = ttl
-        self.settle = settle
+        self.ttl = ttl if ttl is not None else TTL
+        self.settle = settle if settle is not None else SETTLE
         self.lost: str | None = None
         self.took_over: Holder | None = None
         """The stale holder this lease replaced, if any."""
