@@ -5,7 +5,7 @@ A folder: ``DIR/.four-batch.lock``, held with ``flock`` for the batch's life. Th
 lets go of it when the driver's process ends, however it ends, so a dead driver's lock
 is taken over at once; the holder (host, pid, start time) is written into the file for
 the message of the one refused. ``flock`` holds across the hosts of an NFS mount on
-Linux (emulated with POSIX locks); on file systems without locks the lock is a note.
+Linux (emulated with POSIX locks); a file system without locks cannot hold a batch.
 
 A URL (``s3://...``): a lease object, ``URL/.four-batch.lock``, naming its holder and
 when it expires (``TTL`` seconds after its last renewal; the driver renews it every
