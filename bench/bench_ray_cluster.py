@@ -31,6 +31,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,7 +68,7 @@ class TenSteps:
         )
 
 
-def main(runs: int) -> dict[str, float]:
+def main(runs: int) -> dict[str, object]:
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     from four.batch import Item, RayPool, iter_runs
@@ -77,8 +78,11 @@ def main(runs: int) -> dict[str, float]:
     out = work / "out"
     out.mkdir()
     path = f"{ROOT / 'src'}{os.pathsep}{ROOT}"
-    watcher = _Watcher()
-    with three_nodes(work / "cluster", [out], PATIENT) as cluster, watcher, _diagnosed(cluster):
+    with (
+        three_nodes(work / "cluster", [out], PATIENT) as cluster,
+        _Watcher(str(cluster.temp)) as watcher,
+        _diagnosed(cluster),
+    ):
         pool = RayPool(
             address=cluster.address, lease=5.0,
             init={"log_to_driver": False, "runtime_env": {"env_vars": {"PYTHONPATH": path}}},
@@ -89,8 +93,9 @@ def main(runs: int) -> dict[str, float]:
         killed = 0
         up = 0.0
         results = iter_runs(TenSteps(), items, out, pool=pool, max_concurrency=CONCURRENCY)
+        outcomes: Counter[str] = Counter()
         for done, result in enumerate(results, start=1):
-            assert result.outcome == "exit:task_complete", result
+            outcomes[result.outcome.split(":")[0] if not result.final else result.outcome] += 1
             if done == 1:
                 up = time.perf_counter() - start
             if done == runs // 2:
@@ -99,8 +104,10 @@ def main(runs: int) -> dict[str, float]:
         wall = time.perf_counter() - start
         after = resource.getrusage(resource.RUSAGE_SELF)
     landed = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
-    retried = sum(1 for line in (out / "manifest.jsonl").read_text().splitlines()
-                  if json.loads(line)["attempts"] > 1)  # fmt: skip
+    lines = [json.loads(line) for line in (out / "manifest.jsonl").read_text().splitlines()]
+    retried = sum(1 for line in lines if line["attempts"] > 1)
+    finals = Counter(line["id"] for line in lines if line["final"])
+    exactly_one = len(finals) == runs and set(finals.values()) == {1}
     shutil.rmtree(work, ignore_errors=True)
     ideal = runs * STEPS * LATENCY / CONCURRENCY
     driver = (after.ru_utime - cpu.ru_utime) + (after.ru_stime - cpu.ru_stime)
@@ -109,16 +116,19 @@ def main(runs: int) -> dict[str, float]:
         "x_ideal": round(wall / ideal, 2), "first_result_s": round(up, 2),
         "driver_cpu_s": round(driver, 2), "driver_cpu_ms_per_run": round(1000 * driver / runs, 2),
         "bytes_per_run": round(landed / runs), "killed_after": killed, "retried": retried,
+        "outcomes": dict(outcomes), "one_final_result_each": exactly_one,
         "gcs_peak_mb": watcher.peak("gcs_server"), "raylet_peak_mb": watcher.peak("raylet"),
         "load_avg_max": watcher.load,
     }  # fmt: skip
 
 
 class _Watcher:
-    """Samples, every 2 s while the bench runs, the resident memory of the GCS and the
-    raylets (the largest of each, in MB) and the host's 1-minute load."""
+    """Samples, every 2 s while the bench runs, the resident memory of the cluster's GCS
+    and raylets (those whose command line names ``mark``, the cluster's folder: the
+    largest of each, in MB) and the host's 1-minute load."""
 
-    def __init__(self) -> None:
+    def __init__(self, mark: str) -> None:
+        self.mark = mark.encode()
         self.peaks: dict[str, float] = {}
         self.load = 0.0
         self._stop = threading.Event()
@@ -144,6 +154,8 @@ class _Watcher:
                 with contextlib.suppress(OSError):
                     name = Path(f"/proc/{entry}/comm").read_text().strip()
                     if name not in ("gcs_server", "raylet"):
+                        continue
+                    if self.mark not in Path(f"/proc/{entry}/cmdline").read_bytes():
                         continue
                     status = Path(f"/proc/{entry}/status").read_text()
                     kb = next(int(line.split()[1]) for line in status.splitlines()
