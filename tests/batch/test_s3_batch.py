@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any, cast
 
 import pytest
@@ -233,3 +234,31 @@ def test_of_two_drivers_taking_over_a_stale_lease_only_the_first_write_holds_it(
     finally:
         first.release()
     assert not fs.exists(f"{root}/{LOCK}")
+
+
+def test_four_batch_on_ray_lands_its_records_at_the_s3_url(
+    bucket: str, tmp_path: Path, ray_cluster: ModuleType
+) -> None:
+    """The actors write on their node; records travel to the driver, and from its copy
+    to the URL (the workers never see the store)."""
+    address = ray_cluster.get_runtime_context().gcs_address
+    url = f"{bucket}/on-ray"
+    tasks = write_tasks(tmp_path / "tasks.jsonl", 4)
+    env = {k: os.environ[k] for k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID",
+                                      "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")}  # fmt: skip
+    env |= {"FOUR_CACHE": str(tmp_path / "driver"), "RAY_AUTH_MODE": "disabled",
+            "RAY_USAGE_STATS_ENABLED": "0"}  # fmt: skip
+    with serve_many(StepModel(steps=2)) as server:
+        done = cli("batch", str(tasks), "--model", "test-model", "--api-base", server.url,
+                   "--ray", address, "-o", url, "--json", env=env, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads(done.stdout[done.stdout.index("{") :])
+    assert summary["ran"] == 4 and summary["outcomes"] == {"exit:task_complete": 4}
+    stored = _objects(url)
+    lines = [json.loads(line) for line in stored["manifest.jsonl"].decode().splitlines()]
+    assert sorted(line["id"] for line in lines) == ["t0", "t1", "t2", "t3"]
+    assert all(line["node"] for line in lines)  # (run on a Ray node)
+    copy = Remote(url, tmp_path / "reader").pull()
+    for line in lines:
+        assert audit(copy / line["trajectory"]).status == "valid"
+    assert LOCK not in stored
