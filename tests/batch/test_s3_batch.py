@@ -109,6 +109,14 @@ def test_the_readers_take_the_url(bucket: str, tmp_path: Path) -> None:
     assert one.returncode == 0, one.stderr
     missing = cli("stats", f"{bucket}/nothing-here", env=env)
     assert missing.returncode == 2 and "nothing there" in missing.stderr
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text('{"id": "a", "task": "t"}\n')
+    with serve_many(StepModel(steps=2)) as server:
+        nowhere = cli("batch", str(tasks), "--model", "m", "--api-base", server.url,
+                      "-o", "s3://no-such-bucket-four/x", env=env)  # fmt: skip
+    assert nowhere.returncode == 2, nowhere.stderr
+    (line,) = nowhere.stderr.splitlines()
+    assert line.startswith("four batch: error: s3://no-such-bucket-four/x: cannot write: ")
 
 
 def _first_trajectory(url: str) -> str:

@@ -272,7 +272,11 @@ class Lease:
         )
         try:
             reply = self.fs.pipe_file(self.path, data, **condition)
-        except (FileNotFoundError, FileExistsError):  # deleted, or created, meanwhile
+        except FileExistsError:  # created meanwhile
+            raise _Conflict from None
+        except FileNotFoundError:  # deleted meanwhile; or, creating, no such bucket
+            if replacing is None:
+                raise
             raise _Conflict from None
         except OSError as exc:
             if _precondition_failed(exc):
