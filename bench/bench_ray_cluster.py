@@ -178,4 +178,5 @@ def _diagnosed(cluster: Cluster) -> Iterator[None]:
 
 
 if __name__ == "__main__":
+    sys.path[:0] = [str(ROOT / "src"), str(ROOT)]  # (the tests' cluster, this tree's four)
     print(json.dumps(main(int(sys.argv[1]) if len(sys.argv) > 1 else 2000)))
