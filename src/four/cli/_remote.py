@@ -21,7 +21,10 @@ def local_paths(paths: list[str]) -> list[str]:
 
 def reachable(url: str) -> None:
     """A ``UsageError`` when ``url``'s store cannot be used here (its package is not
-    installed, the URL is malformed); writing is checked by writing (a batch's lease)."""
+    installed, the URL is malformed); writing is checked by writing (a batch's lease).
+
+    >>> reachable("memory://bucket/evals")  # fsspec's own in-memory store: nothing to install
+    """
     try:
         _ = Remote(url).fs
     except ImportError as exc:
