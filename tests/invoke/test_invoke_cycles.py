@@ -342,11 +342,25 @@ def test_a_replay_is_followed_step_by_step_and_ends_where_the_work_differs() -> 
     ls = [Assistant(LS), User("notes.txt", "observation", 0, "ls")]
     submit = [Assistant(DONE), User("NO: the check failed", "feedback")]
     task: list[Message] = [User("task", "task")]
-    assert replayed([*task, *ls, *submit]) == (plan_key(LS), 0)
-    assert replayed([*task, *ls, *submit, *ls]) == (plan_key(DONE), 1)
+    assert replayed([*task, *ls, *submit]) == ((plan_key(LS), 0),)
+    assert replayed([*task, *ls, *submit, *ls]) == ((plan_key(DONE), 1),)
     other = [Assistant(CAT), User("alpha", "observation", 0, "cat notes.txt")]
-    assert replayed([*task, *ls, *submit, *other]) is None
-    assert replayed([*task, *ls]) is None  # no NO yet: nothing rejected
+    assert replayed([*task, *ls, *submit, *other]) == ()
+    assert replayed([*task, *ls]) == ()  # no NO yet: nothing rejected
+
+
+def test_every_rejected_work_is_kept_from_a_replay() -> None:
+    """Told NO twice, for work that began `ls`, then `cat`: after the second NO, either
+    first step would start a replay."""
+    ls = [Assistant(LS), User("notes.txt", "observation", 0, "ls")]
+    cat = [Assistant(CAT), User("alpha", "observation", 0, "cat notes.txt")]
+    submit = [Assistant(DONE), User("NO: the check failed", "feedback")]
+    history: list[Message] = [User("task", "task"), *ls, *submit, *cat, *submit]
+    assert replayed(history) == ((plan_key(LS), 0), (plan_key(CAT), 2))
+    G = cycle_breaking_invoke(scripted_invoke([CAT, CAT, "```bash\nwc -l notes.txt\n```"]))
+    chosen = G.choose(history, True)
+    assert chosen is not None and chosen.replays == {plan_key(LS), plan_key(CAT)}
+    assert chosen.replay == "the reply replayed work the check rejected (turns 1, 3)"
 
 
 def plan_key(text: str) -> tuple[object, ...]:

@@ -112,7 +112,8 @@ class Plan:
     looping: _Key | None  # the reply repeated at the end of the history
     reason: str
     seed: int
-    replay: str | None = None  # why ``looping`` is a step of rejected work replayed
+    replay: str | None = None  # why ``replays`` are steps of rejected work replayed
+    replays: frozenset[_Key] = frozenset()  # replies drawn again, as ``looping`` is
 
     def record(self, sampling: Sampling | None, discarded: int) -> CycleBreak:
         reason = self.replay if self.replay is not None and discarded else self.reason
@@ -162,49 +163,52 @@ def _rejected(turn: _Turn) -> bool:
     return any(isinstance(a, tuple) and a[0] == "feedback" for a in turn.answers)
 
 
-def replayed(history: Sequence[Message]) -> tuple[_Key, int] | None:
-    """The reply that would go on replaying work the check rejected, and the number of
-    the rejected turn (0 is the first reply); None if the history replays none.
+def replayed(history: Sequence[Message]) -> tuple[tuple[_Key, int], ...]:
+    """The replies that would go on replaying work the check rejected, each with the
+    number of its turn (0 is the first reply); () if the history replays none.
 
-    The turns up to a NO (the check's feedback) are rejected work. If the turns since
+    The turns up to each NO (the check's feedback) are rejected work. If the turns since
     the last NO repeat such work from its start, each the same reply answered alike, its
-    next reply is the one to draw again: at temperature 0 it would lead to the same NO.
+    next reply is one to draw again: at temperature 0 it would lead to the same NO.
 
     >>> from four import Assistant, User
     >>> wrong = [Assistant("```bash\\necho 5 > a.txt\\n```"), User("", "observation", 0, "echo")]
     >>> submit = [Assistant("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"), User("NO: a.txt", "feedback")]
-    >>> key, turn = replayed([User("task", "task"), *wrong, *submit])
+    >>> ((key, turn),) = replayed([User("task", "task"), *wrong, *submit])
     >>> key[0][:10], turn
     ('```bash\\nec', 0)
-    >>> replayed([User("task", "task"), *wrong, *submit, *wrong])[1]
-    1
+    >>> [turn for _, turn in replayed([User("task", "task"), *wrong, *submit, *wrong])]
+    [1]
     """
     turns = _turns(history)
     ends = [i for i, turn in enumerate(turns) if _rejected(turn)]
     if not ends:
-        return None
+        return ()
     since = turns[ends[-1] + 1 :]
+    found: dict[_Key, int] = {}
     for start, end in zip([0, *(e + 1 for e in ends[:-1])], ends, strict=True):
         work = turns[start : end + 1]
         done = work[: len(since)]
         if len(since) < len(work) and all(_same(a, b) for a, b in zip(done, since, strict=True)):
-            return work[len(since)].reply, start + len(since)
-    return None
+            found.setdefault(work[len(since)].reply, start + len(since))
+    return tuple(found.items())
 
 
 def _replay_plan(history: Sequence[Message], chosen: Plan | None) -> Plan | None:
     """``chosen`` (or a plan that changes nothing) that also draws again a reply that
     replays rejected work; None if the history replays none."""
     found = replayed(history)
-    if found is None:
+    if not found:
         return None
-    key, turn = found
-    why = f"the reply replayed work the check rejected (turn {turn + 1})"
-    digest = hashlib.sha256(repr((key, "replay", len(history))).encode()).digest()
+    keys = frozenset(key for key, _ in found)
+    numbers = ", ".join(str(turn + 1) for _, turn in found)
+    why = f"the reply replayed work the check rejected (turn{'s' if len(found) > 1 else ''} {numbers})"
+    digest = hashlib.sha256(repr((sorted(map(repr, keys)), len(history))).encode()).digest()
     seed = int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+    first = found[0][0]
     if chosen is None:
-        return Plan(history, (), 1, key, "", seed, why)
-    return Plan(chosen.sent, chosen.dropped, 1, key, chosen.reason, seed, why)
+        return Plan(history, (), 1, first, "", seed, why, keys)
+    return Plan(chosen.sent, chosen.dropped, 1, first, chosen.reason, seed, why, keys)
 
 
 @runtime_checkable
@@ -243,7 +247,8 @@ class CycleBreakingInvoke:
             error = drawn.failure()
             return Failure(add_error_usage(error, billed)) if billed.calls else drawn
         reply = drawn.unwrap()
-        if _key(reply) == plan.looping and draw < self.redraws:
+        key = _key(reply)
+        if (key == plan.looping or key in plan.replays) and draw < self.redraws:
             return None
         return Success(add_usage(reply, billed) if billed.calls else reply)
 
