@@ -394,6 +394,7 @@ def batch_command(args: argparse.Namespace) -> int:
     make_check(opts)  # a bad --check-files is a usage error now, not in every run
     guard_output(replace(opts, output_dir=str(batch.output_dir)))
     output_folder(str(batch.output_dir))  # before any model call, as four run
+    _readable_manifest(batch.output_dir)
     key = api_key(opts)
     model, server = resolve(opts, key)
     if opts.local is not None:  # one server slot per worker, unless told otherwise
@@ -440,6 +441,19 @@ def batch_command(args: argparse.Namespace) -> int:
     finally:
         display.stop()
     return _report(batch, opts.json, results, time.monotonic() - start, status)
+
+
+def _readable_manifest(folder: Path) -> None:
+    """A manifest in ``folder`` that cannot be read (a FIFO, a link to ``/dev/zero``, too
+    large) is a usage error, in one line, before anything runs."""
+    from four._files import Unreadable
+    from four.batch._manifest import read_results
+    from four.cli._errors import UsageError
+
+    try:
+        read_results(folder)
+    except Unreadable as exc:
+        raise UsageError(f"the batch's manifest: {exc}") from None
 
 
 def _report(
