@@ -413,6 +413,7 @@ def batch_command(args: argparse.Namespace) -> int:
     else:
         reachable(batch.url)
     output_folder(str(batch.output_dir))  # before any model call, as four run (a URL's copy)
+    _readable_manifest(batch.output_dir)
     key = api_key(opts)
     model, server = resolve(opts, key)
     if opts.local is not None:  # one server slot per worker, unless told otherwise
@@ -465,6 +466,19 @@ def batch_command(args: argparse.Namespace) -> int:
     finally:
         display.stop()
     return _report(batch, opts.json, results, time.monotonic() - start, status)
+
+
+def _readable_manifest(folder: Path) -> None:
+    """A manifest in ``folder`` that cannot be read (a FIFO, a link to ``/dev/zero``, too
+    large) is a usage error, in one line, before anything runs."""
+    from four._files import Unreadable
+    from four.batch._manifest import read_results
+    from four.cli._errors import UsageError
+
+    try:
+        read_results(folder)
+    except Unreadable as exc:
+        raise UsageError(f"the batch's manifest: {exc}") from None
 
 
 def _report(
