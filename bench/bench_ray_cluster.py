@@ -1,14 +1,14 @@
 """Ray over three nodes sharing no disk: 2,000 scripted 10-step runs, one node lost halfway.
 
-    python bench/bench_ray_cluster.py [RUNS]
+    python bench/bench_ray_cluster.py [RUNS [LEASE_SECONDS]]
 
 A head and two workers on 127.0.0.2-4 (``tests/batch/_cluster``: each worker in a mount
 namespace where the batch folder is an empty tmpfs), one actor per node, 150 runs at
 once. Each step is a scripted model call taking 50 ms (in the actor's process: no
 server) and `true` in a fresh bash; the tenth step submits. Halfway (after RUNS/2
 results), the raylet of one worker node is killed: its runs are tried again on the
-others, after their lease (here 5 s). Prints: wall time against the ideal (RUNS x 10 x
-50 ms / 150), the driver's CPU per run (its own process: polling, landing records,
+others, after their lease (30 s unless given). Prints: wall time against the ideal
+(RUNS x 10 x 50 ms / 150), the driver's CPU per run (its own process: polling, landing records,
 the manifest), what travelled per run (bytes landed in the batch folder), the peak
 memory of the GCS and of the raylets, and the host's load.
 
@@ -68,7 +68,7 @@ class TenSteps:
         )
 
 
-def main(runs: int) -> dict[str, object]:
+def main(runs: int, lease: float = 30.0) -> dict[str, object]:
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     from four.batch import Item, RayPool, iter_runs
@@ -84,7 +84,7 @@ def main(runs: int) -> dict[str, object]:
         _diagnosed(cluster),
     ):
         pool = RayPool(
-            address=cluster.address, lease=5.0,
+            address=cluster.address, lease=lease,
             init={"log_to_driver": False, "runtime_env": {"env_vars": {"PYTHONPATH": path}}},
         )  # fmt: skip
         items = [Item(f"r{i:04d}", f"task {i}") for i in range(runs)]
@@ -108,6 +108,8 @@ def main(runs: int) -> dict[str, object]:
     retried = sum(1 for line in lines if line["attempts"] > 1)
     finals = Counter(line["id"] for line in lines if line["final"])
     exactly_one = len(finals) == runs and set(finals.values()) == {1}
+    why = Counter(f"{line['outcome'][:70]} | {str(line.get('error'))[:90]}"
+                  for line in lines if not line["final"])  # fmt: skip
     shutil.rmtree(work, ignore_errors=True)
     ideal = runs * STEPS * LATENCY / CONCURRENCY
     driver = (after.ru_utime - cpu.ru_utime) + (after.ru_stime - cpu.ru_stime)
@@ -116,7 +118,8 @@ def main(runs: int) -> dict[str, object]:
         "x_ideal": round(wall / ideal, 2), "first_result_s": round(up, 2),
         "driver_cpu_s": round(driver, 2), "driver_cpu_ms_per_run": round(1000 * driver / runs, 2),
         "bytes_per_run": round(landed / runs), "killed_after": killed, "retried": retried,
-        "outcomes": dict(outcomes), "one_final_result_each": exactly_one,
+        "outcomes": dict(outcomes), "one_final_result_each": exactly_one, "lease_s": lease,
+        "not_final_why": dict(why.most_common(3)),
         "gcs_peak_mb": watcher.peak("gcs_server"), "raylet_peak_mb": watcher.peak("raylet"),
         "load_avg_max": watcher.load,
     }  # fmt: skip
@@ -179,4 +182,5 @@ def _diagnosed(cluster: Cluster) -> Iterator[None]:
 
 if __name__ == "__main__":
     sys.path[:0] = [str(ROOT / "src"), str(ROOT)]  # (the tests' cluster, this tree's four)
-    print(json.dumps(main(int(sys.argv[1]) if len(sys.argv) > 1 else 2000)))
+    args = sys.argv[1:]
+    print(json.dumps(main(int(args[0]) if args else 2000, *(float(a) for a in args[1:2]))))
