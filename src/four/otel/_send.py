@@ -15,8 +15,9 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from importlib.metadata import PackageNotFoundError, version
+from typing import TypeAlias
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
@@ -26,6 +27,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
+from four.otel import _encode
 from four.otel._spans import SCHEMA_URL, Span
 
 log = logging.getLogger("four.otel")
@@ -49,11 +51,22 @@ _KINDS = {"internal": SpanKind.INTERNAL, "client": SpanKind.CLIENT}
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 
 
+Made: TypeAlias = Span | Callable[[], Span]
+"""What waits in a sender's queue: a span, or how to make it (made by the sender's
+thread, not the run's)."""
+
+
 class Sender:
-    """Takes finished spans (``put``: constant time, never blocks) and sends them in
-    batches from its thread. ``sent``, ``dropped`` (the queue was full) and ``failed``
-    (the receiver did not take them) count spans; the first loss is said once, as a
-    warning of the ``four.otel`` logger."""
+    """Takes finished spans (``put`` a span, or the way to make one: constant time,
+    never blocks) and sends them in batches from its thread. ``sent``, ``dropped`` (the
+    queue was full) and ``failed`` (the receiver did not take them, or one could not be
+    made) count spans; the first loss is said once, as a warning of the ``four.otel``
+    logger.
+
+    The SDK's OTLP/HTTP exporter sends the requests (its variables, retries, headers,
+    compression); their bytes are four's own (``_encode``: a tenth of the SDK's encoding
+    cost) where the exporter lets them be handed over, else the SDK's (``ReadableSpan``
+    and ``encode_spans``, as for any other ``SpanExporter``)."""
 
     def __init__(
         self,
@@ -64,29 +77,44 @@ class Sender:
         delay: float = DELAY,
     ) -> None:
         self._exporter, self.where = exporter, where
+        self._post = _poster(exporter)
         self._max, self._batch, self._delay = max_queue, batch, delay
         self._flushing = 0  # flushes waiting: send what there is, now
-        self._queue: collections.deque[Span] = collections.deque()
+        self._queue: collections.deque[Made] = collections.deque()
         self._lock = threading.Condition()
         self._busy = 0  # spans taken off the queue and not yet answered
         self._thread: threading.Thread | None = None
         self._closed = False
         self._resource = resource()
         self._scope = InstrumentationScope("four", scope_version(), SCHEMA_URL)
+        self._head: tuple[bytes, bytes] | None = None  # the resource and scope, encoded
         self.sent = self.dropped = self.failed = 0
         self.warned = False
 
-    def put(self, span: Span) -> None:
+    @property
+    def encodes(self) -> bool:
+        """Whether the requests' bytes are four's own (``_encode``), not the SDK's."""
+        return self._post is not None
+
+    def put(self, span: Made) -> None:
+        """Queue ``span`` (or the way to make it) to be sent."""
+        queue = self._queue
+        if len(queue) < self._max - 1 and self._thread is not None and not self._closed:
+            queue.append(span)  # the run's usual way: no lock (a deque's append is atomic)
+            if len(queue) == self._batch:  # else the thread wakes by itself (``DELAY``)
+                with self._lock:
+                    self._lock.notify()
+            return
         with self._lock:
-            if len(self._queue) >= self._max or self._closed:
+            if len(queue) >= self._max or self._closed:
                 self.dropped += 1
                 self._warn("the queue is full: not taken fast enough")
                 return
-            self._queue.append(span)
+            queue.append(span)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="four-otel", daemon=True)
                 self._thread.start()
-            if len(self._queue) == self._batch:  # else it wakes by itself (``DELAY``)
+            if len(queue) == self._batch:
                 self._lock.notify()
 
     def flush(self, timeout: float) -> bool:
@@ -120,24 +148,53 @@ class Sender:
                     continue
                 taken = [self._queue.popleft() for _ in range(min(self._batch, len(self._queue)))]
                 self._busy = len(taken)
+            spans, unmade = self._made(taken)
+            problem = ""
             try:
-                with quietly():
-                    result = self._exporter.export([self._readable(s) for s in taken])
-                problem = (
-                    ""
-                    if result is SpanExportResult.SUCCESS
-                    else "not taken (down, slow or refusing)"
-                )
+                if spans:
+                    with quietly():
+                        done = self._send(spans)
+                    problem = "" if done else "not taken (down, slow or refusing)"
             except Exception as exc:  # an exporter's bug must not end the thread
                 problem = f"{type(exc).__name__}: {exc}"
             with self._lock:
                 if problem:
-                    self.failed += len(taken)
+                    self.failed += len(spans)
                     self._warn(problem)
                 else:
-                    self.sent += len(taken)
+                    self.sent += len(spans)
+                self.failed += unmade
                 self._busy = 0
                 self._lock.notify_all()
+
+    def _made(self, taken: Sequence[Made]) -> tuple[list[Span], int]:
+        """The spans of ``taken`` (those queued as the way to make them, made now), and
+        how many could not be made (a bug: counted as lost, never raised)."""
+        spans: list[Span] = []
+        unmade = 0
+        for item in taken:
+            if isinstance(item, Span):
+                spans.append(item)
+                continue
+            try:
+                spans.append(item())
+            except Exception as exc:
+                unmade += 1
+                log.debug("four: otel: a span could not be made: %s", exc)
+        return spans, unmade
+
+    def _send(self, spans: Sequence[Span]) -> bool:
+        """One request of ``spans``; whether the receiver took it."""
+        if self._post is None:
+            result = self._exporter.export([self._readable(s) for s in spans])
+            return result is SpanExportResult.SUCCESS
+        if self._head is None:
+            self._head = (
+                _encode.resource(dict(self._resource.attributes)),
+                _encode.scope(self._scope.name, self._scope.version or ""),
+            )
+        head, scope = self._head
+        return self._post(_encode.request(head, scope, SCHEMA_URL, map(_encode.span, spans)))
 
     def _warn(self, why: str) -> None:
         if not self.warned:
@@ -165,6 +222,24 @@ class Sender:
             status=status, start_time=_ns(span.start), end_time=_ns(span.end),
             instrumentation_scope=self._scope,
         )  # fmt: skip
+
+
+def _poster(exporter: SpanExporter) -> Callable[[bytes], bool] | None:
+    """How to hand ``exporter`` a request's bytes: the SDK's OTLP/HTTP exporter sends
+    them with its client (``_client.export``: its retries, headers, compression and
+    timeout), an inner part of the SDK that its versions may change. None where the
+    exporter is another, or the SDK no longer has that part: then the SDK encodes."""
+    if type(exporter) is not OTLPSpanExporter:
+        return None
+    client = getattr(exporter, "_client", None)
+    export = getattr(client, "export", None)
+    if not callable(export):
+        return None
+
+    def post(data: bytes) -> bool:
+        return bool(getattr(export(data), "success", False))
+
+    return post
 
 
 def _ns(seconds: float) -> int:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Mapping
+from functools import partial
+from typing import TypeAlias
 
 from four._events import ActionRan, Event, Judged, ModelCalled, RunBegan, RunEnded
 from four._outcomes import Outcome
@@ -16,6 +18,7 @@ from four.otel._spans import (
     SEMCONV,
     Agent,
     Chat,
+    Span,
     SpanEvent,
     Tool,
     agent_of,
@@ -26,6 +29,11 @@ from four.otel._spans import (
 )
 
 log = logging.getLogger("four.otel")
+
+Noted: TypeAlias = tuple[str, int, float, float, "int | str", "str | None", str]
+"""A step noted for the trajectory: ``op``, span id, start and end (seconds since the
+run began), where its message is (or, unanswered, its command; for ``evaluate``: how
+many verdicts), the error's kind and detail (see ``_entry``)."""
 
 
 class OtelWatch:
@@ -46,7 +54,7 @@ class OtelWatch:
     ) -> None:
         self.sender, self.content, self.then, self.metrics = sender, content, then, metrics
         self._agent: Agent | None = None
-        self._entries: list[JSON] = []  # what the trajectory keeps: ids and times
+        self._entries: list[Noted] = []  # what the trajectory keeps: ids and times
         self._events: list[SpanEvent] = []  # the verdicts, on the run's span
         self._judged = 0  # entries of the judge's log already sent
         self._tools: Mapping[str, str] = {}  # the last reply's tool names, by call id
@@ -81,11 +89,14 @@ class OtelWatch:
                 "semconv": SEMCONV,
                 "trace_id": f"{agent.trace_id:032x}",
                 "span_id": f"{agent.span_id:016x}",
-                "spans": list(self._entries),
+                "spans": [_entry(e) for e in self._entries],
             }
         }
 
     def _hear(self, event: Event) -> None:
+        # The run's thread only notes the step (its ids and times, for the trajectory)
+        # and queues the way to make its span: the span is made, counted in the metrics,
+        # encoded and sent by the sender's thread.
         if isinstance(event, RunBegan):
             self._begin(event.info)
             return
@@ -95,22 +106,19 @@ class OtelWatch:
         if isinstance(event, ModelCalled):
             reply, span_id = event.reply, _span_id()
             start, end = _since(agent, event.started), _since(agent, event.ended)
-            entry: dict[str, JSON] = {"op": "chat", "id": f"{span_id:016x}", "t": [start, end]}
-            inputs = event.history if self.content else ()
+            inputs = tuple(event.history) if self.content else ()  # the run's list: copied
+            at = len(event.history)
             if isinstance(reply, ModelError):
-                entry.update(at=len(event.history), error=reply.kind.value, detail=reply.message)
+                kind = reply.kind.value
+                self._entries.append(("chat", span_id, start, end, at, kind, reply.message))
                 chat = Chat(span_id, agent.started + start, agent.started + end, None,
-                            reply.kind.value, reply.message, inputs)  # fmt: skip
+                            kind, reply.message, inputs)  # fmt: skip
             else:
-                entry["at"] = len(event.history)
-                self._tools = {c.id: c.name for c in reply.tool_calls}
+                self._entries.append(("chat", span_id, start, end, at, None, ""))
+                self._tools = {c.id: c.name for c in reply.tool_calls} if reply.tool_calls else {}
                 chat = Chat(span_id, agent.started + start, agent.started + end, reply,
                             inputs=inputs)  # fmt: skip
-            self._entries.append(entry)
-            span = chat_span(agent, chat)
-            self.sender.put(span)
-            if self.metrics is not None:
-                self.metrics.chat(span)
+            self.sender.put(partial(_chat, agent, chat, self.metrics))
         elif isinstance(event, ActionRan):
             self._ran(agent, event)
         elif isinstance(event, Judged):
@@ -119,14 +127,13 @@ class OtelWatch:
             new, self._judged = verdicts[self._judged :], len(verdicts)
             start, end = _since(agent, event.started), _since(agent, event.ended)
             if new:
-                self._entries.append({"op": "evaluate", "t": [start, end], "log": len(new)})
+                self._entries.append(("evaluate", 0, start, end, len(new), None, ""))
                 self._events.extend(evaluations(new, agent.started + end))
         elif isinstance(event, RunEnded):
             stats = event.stats
             end = agent.started + _since(agent, stats.ended_at)
-            self.sender.put(
-                agent_span(agent, end, event.outcome.text, stats.steps, stats.usage, self._events)
-            )
+            self.sender.put(partial(agent_span, agent, end, event.outcome.text, stats.steps,
+                                    stats.usage, tuple(self._events)))  # fmt: skip
 
     def _begin(self, info: RunInfo) -> None:
         trace_id, span_id = random.getrandbits(128) or 1, _span_id()
@@ -136,12 +143,7 @@ class OtelWatch:
     def _ran(self, agent: Agent, event: ActionRan) -> None:
         action, seen, span_id = event.action, event.result, _span_id()
         start, end = _since(agent, event.started), _since(agent, event.ended)
-        entry: dict[str, JSON] = {"op": "execute_tool", "id": f"{span_id:016x}", "t": [start, end]}
         answered = action.call_id is not None or isinstance(seen, Observation)
-        if answered:  # the answer goes into the history there
-            entry["at"] = event.position
-        else:
-            entry["command"] = action.command
         returncode, output, error, detail = None, None, None, ""
         if isinstance(seen, Observation):
             returncode, output = seen.returncode, seen.content
@@ -151,15 +153,40 @@ class OtelWatch:
             error, detail = "execution_error", seen.message
         else:  # Submitted
             output = seen.output if answered else None
-        if error is not None:
-            entry.update(error=error, detail=detail)
+        # the answer goes into the history at its position; else the command is kept
+        at: int | str = event.position if answered else action.command
+        self._entries.append(("execute_tool", span_id, start, end, at, error, detail))
         name = self._tools.get(action.call_id, "bash") if action.call_id else "bash"
         tool = Tool(
             span_id, agent.started + start, agent.started + end, action.command,
             action.call_id, name, returncode, output if answered else None, error, detail,
         )  # fmt: skip
-        self._entries.append(entry)
-        self.sender.put(tool_span(agent, tool))
+        self.sender.put(partial(tool_span, agent, tool))
+
+
+def _chat(agent: Agent, chat: Chat, metrics: Metrics | None) -> Span:
+    """A model call's span, counted in the metrics (in the sender's thread)."""
+    span = chat_span(agent, chat)
+    if metrics is not None:
+        metrics.chat(span)
+    return span
+
+
+def _entry(noted: Noted) -> JSON:
+    """A step as the trajectory keeps it (``stats.otel.spans``): what, its span's id,
+    its times since the run began, where its message is (or the command), why it
+    failed."""
+    op, span_id, start, end, at, error, detail = noted
+    if op == "evaluate":
+        return {"op": op, "t": [start, end], "log": at}
+    entry: dict[str, JSON] = {"op": op, "id": f"{span_id:016x}", "t": [start, end]}
+    if isinstance(at, int):
+        entry["at"] = at
+    else:
+        entry["command"] = at
+    if error is not None:
+        entry.update(error=error, detail=detail)
+    return entry
 
 
 def _since(agent: Agent, t: float) -> float:
