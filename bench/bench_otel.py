@@ -69,23 +69,32 @@ def _components() -> tuple[Parse, Execute]:
 
 def per_step(url: str, steps: int, rounds: int) -> dict[str, list[tuple[float, float]]]:
     """CPU us a step of whole runs, without and with an ``otel_watch`` (its spans, and
-    its spans and metrics), the kinds alternating within each round: the process's (the
-    sender's thread, its encoding and requests, included) and the run's thread's own."""
+    its spans and metrics; and its spans encoded by the SDK, as before four's own
+    encoder), the kinds alternating within each round: the process's (the sender's
+    thread, its encoding and requests, included) and the run's thread's own."""
     from four import run, save_trajectory, scripted_invoke
     from four.otel import OtelWatch, flush
     from four.otel._metrics import Metrics
-    from four.otel._send import sender
+    from four.otel._send import Sender, sender
 
     parse, execute = _components()
     out = sender(url)
+    assert out.encodes
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
+    class SdkEncoded(OTLPSpanExporter):  # the same exporter, not handed four's bytes
+        pass
+
+    sdk = Sender(SdkEncoded(endpoint=f"{url}/v1/traces"), url)
+    assert not sdk.encodes
     measures = Metrics(MeterProvider([InMemoryMetricReader()]))
     kinds: dict[str, Callable[[], OtelWatch | None]] = {
         "off": lambda: None,
         "spans": lambda: OtelWatch(out),
-        "spans + metrics": lambda: OtelWatch(out, metrics=measures),
+        "spans + metrics (`--otel`)": lambda: OtelWatch(out, metrics=measures),
+        "spans, the SDK's encoding": lambda: OtelWatch(sdk),
     }
     found: dict[str, list[tuple[float, float]]] = {k: [] for k in kinds}
     replies = [f"echo {i}" for i in range(steps)]
@@ -95,10 +104,12 @@ def per_step(url: str, steps: int, rounds: int) -> dict[str, list[tuple[float, f
             for kind, watch in kinds.items():
                 G = scripted_invoke(replies)
                 flush(30)  # each measure starts with nothing queued
+                sdk.flush(30)
                 cpu, own = time.process_time(), time.thread_time()
                 run(G, parse, execute, emit, prompt="go", max_steps=steps, watch=watch())
                 own = time.thread_time() - own
-                flush(30)  # the spans' sending counted in, too
+                flush(30)  # the spans' making and sending counted in, too
+                sdk.flush(30)
                 found[kind].append(((time.process_time() - cpu) / steps * 1e6, own / steps * 1e6))
     return found
 

@@ -5,13 +5,22 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import TypeAlias
 
 from four._events import ActionRan, Event, Judged, ModelCalled, RunBegan, RunEnded
 from four._outcomes import Outcome
-from four._types import JSON, ExecutionError, ModelError, Observation, RunInfo, Watch
+from four._types import (
+    JSON,
+    ExecutionError,
+    Message,
+    ModelError,
+    Observation,
+    Reply,
+    RunInfo,
+    Watch,
+)
 from four.otel._metrics import Metrics
 from four.otel._send import Sender
 from four.otel._spans import (
@@ -104,21 +113,18 @@ class OtelWatch:
         if agent is None:
             return
         if isinstance(event, ModelCalled):
-            reply, span_id = event.reply, _span_id()
+            reply, history = event.reply, event.history
             start, end = _since(agent, event.started), _since(agent, event.ended)
-            inputs = tuple(event.history) if self.content else ()  # the run's list: copied
-            at = len(event.history)
             if isinstance(reply, ModelError):
-                kind = reply.kind.value
-                self._entries.append(("chat", span_id, start, end, at, kind, reply.message))
-                chat = Chat(span_id, agent.started + start, agent.started + end, None,
-                            kind, reply.message, inputs)  # fmt: skip
+                noted: Noted = ("chat", _span_id(), start, end, len(history), reply.kind.value,
+                                reply.message)  # fmt: skip
             else:
-                self._entries.append(("chat", span_id, start, end, at, None, ""))
-                self._tools = {c.id: c.name for c in reply.tool_calls} if reply.tool_calls else {}
-                chat = Chat(span_id, agent.started + start, agent.started + end, reply,
-                            inputs=inputs)  # fmt: skip
-            self.sender.put(partial(_chat, agent, chat, self.metrics))
+                noted = ("chat", _span_id(), start, end, len(history), None, "")
+                calls = reply.tool_calls
+                self._tools = {c.id: c.name for c in calls} if calls else {}
+            self._entries.append(noted)
+            inputs = tuple(history) if self.content else ()  # the run's own list: copied
+            self.sender.put(partial(_chat, agent, noted, reply, inputs, self.metrics))
         elif isinstance(event, ActionRan):
             self._ran(agent, event)
         elif isinstance(event, Judged):
@@ -141,35 +147,57 @@ class OtelWatch:
         self._entries, self._events, self._judged, self._tools = [], [], 0, {}
 
     def _ran(self, agent: Agent, event: ActionRan) -> None:
-        action, seen, span_id = event.action, event.result, _span_id()
+        action, seen = event.action, event.result
         start, end = _since(agent, event.started), _since(agent, event.ended)
         answered = action.call_id is not None or isinstance(seen, Observation)
-        returncode, output, error, detail = None, None, None, ""
+        error, detail = None, ""
         if isinstance(seen, Observation):
-            returncode, output = seen.returncode, seen.content
             if seen.timed_out:
                 error, detail = "timeout", "the command timed out"
         elif isinstance(seen, ExecutionError):
             error, detail = "execution_error", seen.message
-        else:  # Submitted
-            output = seen.output if answered else None
         # the answer goes into the history at its position; else the command is kept
-        at: int | str = event.position if answered else action.command
-        self._entries.append(("execute_tool", span_id, start, end, at, error, detail))
+        at = event.position if answered else action.command
+        noted: Noted = ("execute_tool", _span_id(), start, end, at, error, detail)
+        self._entries.append(noted)
         name = self._tools.get(action.call_id, "bash") if action.call_id else "bash"
-        tool = Tool(
-            span_id, agent.started + start, agent.started + end, action.command,
-            action.call_id, name, returncode, output if answered else None, error, detail,
-        )  # fmt: skip
-        self.sender.put(partial(tool_span, agent, tool))
+        self.sender.put(partial(_tool, agent, noted, event, name, answered))
 
 
-def _chat(agent: Agent, chat: Chat, metrics: Metrics | None) -> Span:
+def _chat(
+    agent: Agent,
+    noted: Noted,
+    reply: Reply | ModelError,
+    inputs: Sequence[Message],
+    metrics: Metrics | None,
+) -> Span:
     """A model call's span, counted in the metrics (in the sender's thread)."""
+    _, span_id, start, end, _, error, detail = noted
+    started, ended = agent.started + start, agent.started + end
+    if isinstance(reply, ModelError):
+        chat = Chat(span_id, started, ended, None, error, detail, inputs)
+    else:
+        chat = Chat(span_id, started, ended, reply, inputs=inputs)
     span = chat_span(agent, chat)
     if metrics is not None:
         metrics.chat(span)
     return span
+
+
+def _tool(agent: Agent, noted: Noted, event: ActionRan, name: str, answered: bool) -> Span:
+    """An action's span (in the sender's thread)."""
+    _, span_id, start, end, _, error, detail = noted
+    action, seen = event.action, event.result
+    returncode, output = None, None
+    if isinstance(seen, Observation):
+        returncode, output = seen.returncode, seen.content
+    elif not isinstance(seen, ExecutionError):  # Submitted
+        output = seen.output
+    tool = Tool(
+        span_id, agent.started + start, agent.started + end, action.command, action.call_id,
+        name, returncode, output if answered else None, error, detail,
+    )  # fmt: skip
+    return tool_span(agent, tool)
 
 
 def _entry(noted: Noted) -> JSON:
