@@ -17,7 +17,7 @@ import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from importlib.metadata import PackageNotFoundError, version
-from typing import TypeAlias
+from typing import Protocol, TypeAlias
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
@@ -28,6 +28,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from four.otel import _encode
+from four.otel._facts import Facts, span_of
 from four.otel._spans import SCHEMA_URL, Span
 
 log = logging.getLogger("four.otel")
@@ -51,14 +52,20 @@ _KINDS = {"internal": SpanKind.INTERNAL, "client": SpanKind.CLIENT}
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 
 
-Made: TypeAlias = Span | Callable[[], Span]
-"""What waits in a sender's queue: a span, or how to make it (made by the sender's
+Made: TypeAlias = Span | Facts
+"""What a sender takes: a span, or the facts of one (made into it by the sender's
 thread, not the run's)."""
 
 
+class Counts(Protocol):
+    """What counts a model call's span in the metrics (``_metrics.Metrics``)."""
+
+    def chat(self, span: Span, /) -> None: ...
+
+
 class Sender:
-    """Takes finished spans (``put`` a span, or the way to make one: constant time,
-    never blocks) and sends them in batches from its thread. ``sent``, ``dropped`` (the
+    """Takes finished spans (``put`` a span, or its facts: constant time, never
+    blocks) and sends them in batches from its thread. ``sent``, ``dropped`` (the
     queue was full) and ``failed`` (the receiver did not take them, or one could not be
     made) count spans; the first loss is said once, as a warning of the ``four.otel``
     logger.
@@ -80,7 +87,7 @@ class Sender:
         self._post = _poster(exporter)
         self._max, self._batch, self._delay = max_queue, batch, delay
         self._flushing = 0  # flushes waiting: send what there is, now
-        self._queue: collections.deque[Made] = collections.deque()
+        self._queue: collections.deque[tuple[Made, Counts | None]] = collections.deque()
         self._lock = threading.Condition()
         self._busy = 0  # spans taken off the queue and not yet answered
         self._thread: threading.Thread | None = None
@@ -96,11 +103,11 @@ class Sender:
         """Whether the requests' bytes are four's own (``_encode``), not the SDK's."""
         return self._post is not None
 
-    def put(self, span: Made) -> None:
-        """Queue ``span`` (or the way to make it) to be sent."""
+    def put(self, span: Made, counts: Counts | None = None) -> None:
+        """Queue ``span`` (or its facts) to be sent, counted by ``counts`` once made."""
         queue = self._queue
         if len(queue) < self._max - 1 and self._thread is not None and not self._closed:
-            queue.append(span)  # the run's usual way: no lock (a deque's append is atomic)
+            queue.append((span, counts))  # the run's usual way: no lock (appends are atomic)
             if len(queue) == self._batch:  # else the thread wakes by itself (``DELAY``)
                 with self._lock:
                     self._lock.notify()
@@ -110,7 +117,7 @@ class Sender:
                 self.dropped += 1
                 self._warn("the queue is full: not taken fast enough")
                 return
-            queue.append(span)
+            queue.append((span, counts))
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="four-otel", daemon=True)
                 self._thread.start()
@@ -167,20 +174,21 @@ class Sender:
                 self._busy = 0
                 self._lock.notify_all()
 
-    def _made(self, taken: Sequence[Made]) -> tuple[list[Span], int]:
-        """The spans of ``taken`` (those queued as the way to make them, made now), and
-        how many could not be made (a bug: counted as lost, never raised)."""
+    def _made(self, taken: Sequence[tuple[Made, Counts | None]]) -> tuple[list[Span], int]:
+        """The spans of ``taken`` (those queued as facts made now, and counted), and how
+        many could not be made (a bug: counted as lost, never raised)."""
         spans: list[Span] = []
         unmade = 0
-        for item in taken:
-            if isinstance(item, Span):
-                spans.append(item)
-                continue
+        for item, counts in taken:
             try:
-                spans.append(item())
+                span = item if isinstance(item, Span) else span_of(item)
+                if counts is not None:
+                    counts.chat(span)
             except Exception as exc:
                 unmade += 1
                 log.debug("four: otel: a span could not be made: %s", exc)
+                continue
+            spans.append(span)
         return spans, unmade
 
     def _send(self, spans: Sequence[Span]) -> bool:

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Mapping, Sequence
-from functools import partial
+from collections.abc import Mapping
 from typing import TypeAlias
 
 from four._events import ActionRan, Event, Judged, ModelCalled, RunBegan, RunEnded
@@ -14,27 +13,20 @@ from four._outcomes import Outcome
 from four._types import (
     JSON,
     ExecutionError,
-    Message,
     ModelError,
     Observation,
-    Reply,
     RunInfo,
     Watch,
 )
+from four.otel._facts import AgentFacts, ChatFacts, agent_facts
 from four.otel._metrics import Metrics
 from four.otel._send import Sender
 from four.otel._spans import (
     SEMCONV,
     Agent,
-    Chat,
-    Span,
     SpanEvent,
-    Tool,
     agent_of,
-    agent_span,
-    chat_span,
     evaluations,
-    tool_span,
 )
 
 log = logging.getLogger("four.otel")
@@ -50,8 +42,8 @@ class OtelWatch:
     of (a batch's supervisor...): asked whether to stop, told of each beat."""
 
     __slots__ = (
-        "_agent", "_entries", "_events", "_judged", "_tools", "content", "metrics", "sender",
-        "then",
+        "_agent", "_entries", "_events", "_facts", "_judged", "_tools", "content", "metrics",
+        "sender", "then",
     )  # fmt: skip
 
     def __init__(
@@ -63,6 +55,7 @@ class OtelWatch:
     ) -> None:
         self.sender, self.content, self.then, self.metrics = sender, content, then, metrics
         self._agent: Agent | None = None
+        self._facts: AgentFacts = (0, 0, 0.0, "", "", False)  # the run's, for its steps
         self._entries: list[Noted] = []  # what the trajectory keeps: ids and times
         self._events: list[SpanEvent] = []  # the verdicts, on the run's span
         self._judged = 0  # entries of the judge's log already sent
@@ -103,30 +96,36 @@ class OtelWatch:
         }
 
     def _hear(self, event: Event) -> None:
-        # The run's thread only notes the step (its ids and times, for the trajectory)
-        # and queues the way to make its span: the span is made, counted in the metrics,
-        # encoded and sent by the sender's thread.
+        # The run's thread only notes the step: its ids and times for the trajectory, and
+        # its facts (plain values) for the sender, which makes the span, counts it in the
+        # metrics, encodes and sends it, away from the run.
         if isinstance(event, RunBegan):
             self._begin(event.info)
             return
-        agent = self._agent
+        agent, facts = self._agent, self._facts
         if agent is None:
             return
         if isinstance(event, ModelCalled):
-            reply, history = event.reply, event.history
+            reply, history, span_id = event.reply, event.history, _span_id()
             start, end = _since(agent, event.started), _since(agent, event.ended)
-            if isinstance(reply, ModelError):
-                noted: Noted = ("chat", _span_id(), start, end, len(history), reply.kind.value,
-                                reply.message)  # fmt: skip
-            else:
-                noted = ("chat", _span_id(), start, end, len(history), None, "")
-                calls = reply.tool_calls
-                self._tools = {c.id: c.name for c in calls} if calls else {}
-            self._entries.append(noted)
+            t0, t1 = agent.started + start, agent.started + end
             inputs = tuple(history) if self.content else ()  # the run's own list: copied
-            self.sender.put(partial(_chat, agent, noted, reply, inputs, self.metrics))
+            if isinstance(reply, ModelError):
+                kind, message = reply.kind.value, reply.message
+                self._entries.append(("chat", span_id, start, end, len(history), kind, message))
+                chat: ChatFacts = ("chat", facts, span_id, t0, t1, kind, message, "", None,
+                                   None, None, None, inputs)  # fmt: skip
+            else:
+                self._entries.append(("chat", span_id, start, end, len(history), None, ""))
+                calls, usage = reply.tool_calls, reply.usage
+                self._tools = {c.id: c.name for c in calls} if calls else {}
+                chat = ("chat", facts, span_id, t0, t1, None, "", reply.model,
+                        reply.finish_reason, None if usage is None else usage.prompt_tokens,
+                        None if usage is None else usage.completion_tokens,
+                        reply if self.content else None, inputs)  # fmt: skip
+            self.sender.put(chat, self.metrics)
         elif isinstance(event, ActionRan):
-            self._ran(agent, event)
+            self._ran(agent, facts, event)
         elif isinstance(event, Judged):
             log_ = event.record.get("log")
             verdicts = log_ if isinstance(log_, list) else []
@@ -138,66 +137,38 @@ class OtelWatch:
         elif isinstance(event, RunEnded):
             stats = event.stats
             end = agent.started + _since(agent, stats.ended_at)
-            self.sender.put(partial(agent_span, agent, end, event.outcome.text, stats.steps,
-                                    stats.usage, tuple(self._events)))  # fmt: skip
+            usage = stats.usage
+            self.sender.put(("invoke_agent", facts, end, event.outcome.text, stats.steps,
+                             usage.prompt_tokens, usage.completion_tokens,
+                             tuple(self._events)))  # fmt: skip
 
     def _begin(self, info: RunInfo) -> None:
         trace_id, span_id = random.getrandbits(128) or 1, _span_id()
         self._agent = agent_of(info.components, info.started_at, trace_id, span_id, self.content)
+        self._facts = agent_facts(self._agent)
         self._entries, self._events, self._judged, self._tools = [], [], 0, {}
 
-    def _ran(self, agent: Agent, event: ActionRan) -> None:
-        action, seen = event.action, event.result
+    def _ran(self, agent: Agent, facts: AgentFacts, event: ActionRan) -> None:
+        action, seen, span_id = event.action, event.result, _span_id()
         start, end = _since(agent, event.started), _since(agent, event.ended)
         answered = action.call_id is not None or isinstance(seen, Observation)
-        error, detail = None, ""
+        returncode, output, error, detail = None, None, None, ""
         if isinstance(seen, Observation):
+            returncode, output = seen.returncode, seen.content
             if seen.timed_out:
                 error, detail = "timeout", "the command timed out"
         elif isinstance(seen, ExecutionError):
             error, detail = "execution_error", seen.message
+        else:  # Submitted
+            output = seen.output
         # the answer goes into the history at its position; else the command is kept
         at = event.position if answered else action.command
-        noted: Noted = ("execute_tool", _span_id(), start, end, at, error, detail)
-        self._entries.append(noted)
+        self._entries.append(("execute_tool", span_id, start, end, at, error, detail))
         name = self._tools.get(action.call_id, "bash") if action.call_id else "bash"
-        self.sender.put(partial(_tool, agent, noted, event, name, answered))
-
-
-def _chat(
-    agent: Agent,
-    noted: Noted,
-    reply: Reply | ModelError,
-    inputs: Sequence[Message],
-    metrics: Metrics | None,
-) -> Span:
-    """A model call's span, counted in the metrics (in the sender's thread)."""
-    _, span_id, start, end, _, error, detail = noted
-    started, ended = agent.started + start, agent.started + end
-    if isinstance(reply, ModelError):
-        chat = Chat(span_id, started, ended, None, error, detail, inputs)
-    else:
-        chat = Chat(span_id, started, ended, reply, inputs=inputs)
-    span = chat_span(agent, chat)
-    if metrics is not None:
-        metrics.chat(span)
-    return span
-
-
-def _tool(agent: Agent, noted: Noted, event: ActionRan, name: str, answered: bool) -> Span:
-    """An action's span (in the sender's thread)."""
-    _, span_id, start, end, _, error, detail = noted
-    action, seen = event.action, event.result
-    returncode, output = None, None
-    if isinstance(seen, Observation):
-        returncode, output = seen.returncode, seen.content
-    elif not isinstance(seen, ExecutionError):  # Submitted
-        output = seen.output
-    tool = Tool(
-        span_id, agent.started + start, agent.started + end, action.command, action.call_id,
-        name, returncode, output if answered else None, error, detail,
-    )  # fmt: skip
-    return tool_span(agent, tool)
+        shown = output if answered and self.content else None
+        self.sender.put(("execute_tool", facts, span_id, agent.started + start,
+                         agent.started + end, action.command, action.call_id, name,
+                         returncode, shown, error, detail))  # fmt: skip
 
 
 def _entry(noted: Noted) -> JSON:
