@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
@@ -15,7 +16,7 @@ from four.checks import command_check, verify
 from four.otel import OtelWatch
 from four.otel import _encode as encode
 from four.otel._saved import saved_spans
-from four.otel._send import Sender, sender
+from four.otel._send import Sender, _poster
 from four.otel._spans import SCHEMA_URL, Span, SpanEvent
 from four.parse import toolcall_parse
 from four.trajectory import load_trajectory
@@ -91,5 +92,7 @@ def test_every_kind_of_value_and_a_lone_surrogate() -> None:
 
 
 def test_the_sdk_exporter_is_handed_four_s_bytes() -> None:
-    assert sender("http://127.0.0.1:9").encodes  # the SDK in constraints.txt has the seam
+    exporter = OTLPSpanExporter(endpoint="http://127.0.0.1:9/v1/traces")
+    assert _poster(exporter) is not None  # the SDK in constraints.txt has the seam
+    assert Sender(exporter, "nowhere").encodes
     assert not Sender(Keep(), "nowhere").encodes  # another exporter: the SDK's encoding

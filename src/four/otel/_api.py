@@ -7,9 +7,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from four._types import Watch
-from four.otel._metrics import metrics
 from four.otel._saved import saved_spans
-from four.otel._send import AT_EXIT, flush_all, sender
+from four.otel._send import AT_EXIT
+from four.otel._senders import flush_all, sender
+from four.otel._sidecar import COUNTED
 from four.otel._watch import OtelWatch
 from four.trajectory import TrajectoryError, load_trajectory
 from four.trajectory._load import MAX_BYTES
@@ -48,8 +49,7 @@ def otel_watch(
     >>> watch.sender.where, watch.trace_id
     ('http://127.0.0.1:4318/v1/traces', None)
     """
-    out = sender(endpoint)
-    return OtelWatch(out, content_wanted(content), then, metrics(out.where))
+    return OtelWatch(sender(endpoint), content_wanted(content), then, COUNTED)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,6 @@ compression) as every OpenTelemetry program does.
 
 from __future__ import annotations
 
-import atexit
 import collections
 import contextlib
 import logging
@@ -97,6 +96,8 @@ class Sender:
         self._head: tuple[bytes, bytes] | None = None  # the resource and scope, encoded
         self.sent = self.dropped = self.failed = 0
         self.warned = False
+        self.said: str | None = None  # why spans were first lost
+        self.told: Callable[[], object] | None = None  # called once a batch is answered
 
     @property
     def encodes(self) -> bool:
@@ -173,6 +174,8 @@ class Sender:
                 self.failed += unmade
                 self._busy = 0
                 self._lock.notify_all()
+            if self.told is not None:
+                self.told()
 
     def _made(self, taken: Sequence[tuple[Made, Counts | None]]) -> tuple[list[Span], int]:
         """The spans of ``taken`` (those queued as facts made now, and counted), and how
@@ -206,7 +209,7 @@ class Sender:
 
     def _warn(self, why: str) -> None:
         if not self.warned:
-            self.warned = True
+            self.warned, self.said = True, why
             log.warning(
                 "four: otel: spans lost: %s by %s (the runs go on; later losses are counted, "
                 "not said)", why, self.where,
@@ -302,10 +305,6 @@ def quietly() -> Iterator[None]:
         _quiet.local.on = False
 
 
-_senders: dict[str, Sender] = {}
-_senders_lock = threading.Lock()
-
-
 def endpoint_of(endpoint: str | None) -> str:
     """Where spans go: ``endpoint`` (a base URL or the full ``.../v1/traces``), else the
     standard variables', else the OTLP default.
@@ -323,31 +322,25 @@ def endpoint_of(endpoint: str | None) -> str:
     )  # fmt: skip
 
 
-def sender(endpoint: str | None = None) -> Sender:
-    """The process's sender to ``endpoint`` (see ``endpoint_of``): one per endpoint, its
-    spans flushed when the process ends (``AT_EXIT`` seconds at most)."""
-    url = endpoint_of(endpoint)
-    key = f"{url} {resource_variables()}"  # another service's name: another sender
-    with _senders_lock:
-        found = _senders.get(key)
-        if found is None or found._closed:
-            timeout = None if os.environ.get("OTEL_EXPORTER_OTLP_TIMEOUT") else TIMEOUT
-            exporter = OTLPSpanExporter(endpoint=url, timeout=timeout)
-            found = _senders[key] = Sender(
-                exporter, url, _int_env("OTEL_BSP_MAX_QUEUE_SIZE", MAX_QUEUE),
-                _int_env("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", BATCH),
-                _int_env("OTEL_BSP_SCHEDULE_DELAY", round(DELAY * 1000)) / 1000,
-            )  # fmt: skip
-        return found
+def make_sender(url: str) -> Sender:
+    """A sender in this process to the OTLP/HTTP receiver at ``url`` (its
+    ``/v1/traces``), set as the standard variables say."""
+    timeout = None if os.environ.get("OTEL_EXPORTER_OTLP_TIMEOUT") else TIMEOUT
+    exporter = OTLPSpanExporter(endpoint=url, timeout=timeout)
+    return Sender(
+        exporter, url, max_queue(), _int_env("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", BATCH),
+        delay(),
+    )  # fmt: skip
 
 
-def flush_all(timeout: float = AT_EXIT) -> Sequence[Sender]:
-    """Flush every sender of the process (each within ``timeout``); the senders."""
-    with _senders_lock:
-        senders = list(_senders.values())
-    for each in senders:
-        each.flush(timeout)
-    return senders
+def max_queue() -> int:
+    """Spans waiting at most (``OTEL_BSP_MAX_QUEUE_SIZE``, else ``MAX_QUEUE``)."""
+    return _int_env("OTEL_BSP_MAX_QUEUE_SIZE", MAX_QUEUE)
+
+
+def delay() -> float:
+    """Seconds a span may wait for others (``OTEL_BSP_SCHEDULE_DELAY``, else ``DELAY``)."""
+    return _int_env("OTEL_BSP_SCHEDULE_DELAY", round(DELAY * 1000)) / 1000
 
 
 def resource_variables() -> str:
@@ -358,6 +351,3 @@ def resource_variables() -> str:
 def _int_env(name: str, default: int) -> int:
     raw = os.environ.get(name, "")
     return int(raw) if raw.isdigit() and int(raw) > 0 else default
-
-
-atexit.register(flush_all)

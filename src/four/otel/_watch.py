@@ -19,8 +19,8 @@ from four._types import (
     Watch,
 )
 from four.otel._facts import AgentFacts, ChatFacts, agent_facts
-from four.otel._metrics import Metrics
-from four.otel._send import Sender
+from four.otel._send import Counts
+from four.otel._senders import Out
 from four.otel._spans import (
     SEMCONV,
     Agent,
@@ -48,10 +48,10 @@ class OtelWatch:
 
     def __init__(
         self,
-        sender: Sender,
+        sender: Out,
         content: bool = False,
         then: Watch | None = None,
-        metrics: Metrics | None = None,
+        metrics: Counts | None = None,
     ) -> None:
         self.sender, self.content, self.then, self.metrics = sender, content, then, metrics
         self._agent: Agent | None = None
