@@ -94,7 +94,7 @@ class Sidecar:
     def put(self, span: Made, counts: Counts | None = None) -> None:
         """Queue ``span`` (or its facts) for the child; never waits."""
         queue = self._queue
-        if len(queue) < self._max and self._writer is not None and not self._closed:
+        if len(queue) < self._max and self._writer is not None and not (self._closed or self._gone):
             queue.append((span, counts is not None))  # no lock: appends are atomic
             return
         with self._lock:
@@ -112,7 +112,7 @@ class Sidecar:
         ``timeout`` seconds at most; whether it has."""
         with self._lock:
             if self._writer is None or self._gone:
-                return not self._queue or self._gone
+                return not self._queue or self._gone  # (the child's end counted what it lost)
             if not self._queue and self._handed == sum(self._child):
                 return True  # the child has answered for all
             self._asked += 1
@@ -202,11 +202,7 @@ class Sidecar:
             pipe.write(_FRAME.pack(len(data)) + data)
             pipe.flush()
         except (OSError, ValueError):  # the child is gone
-            with self._lock:
-                self._lost_here, self._handed = self._lost_here + spans, self._handed - spans
-                self._gone = True
-                self._lock.notify_all()
-            self._warn("the sender's process ended")
+            self._ended()
 
     def _read(self) -> None:
         process = self._process
@@ -221,13 +217,24 @@ class Sidecar:
             if isinstance(why, str):
                 self._warn(why)  # before the flush it answers returns
             with self._lock:
-                self._child, self.cpu = counts, float(said.get("cpu") or 0.0)
+                self._child = counts
+                self.cpu = max(self.cpu, float(said.get("cpu") or 0.0))
                 ack = said.get("ack")
                 if isinstance(ack, int):
                     self._acked = max(self._acked, ack)
                 self._lock.notify_all()
+        self._ended()
+
+    def _ended(self) -> None:
+        """The child is gone: what it was given and did not answer for, and what waits
+        for it, is lost (counted); what comes later is dropped."""
         with self._lock:
+            if self._gone:
+                return
             self._gone = True
+            self._lost_here += len(self._queue) + self._handed - sum(self._child)
+            self._handed = sum(self._child)
+            self._queue.clear()
             closed = self._closed
             self._lock.notify_all()
         if not closed:
@@ -255,15 +262,16 @@ def serve(url: str, source: IO[bytes], said: IO[bytes]) -> None:
     lock = threading.Lock()
 
     def tell(ack: int | None = None) -> None:
-        found: dict[str, object] = {
-            "sent": out.sent, "failed": out.failed, "dropped": out.dropped,
-            "why": out.said, "cpu": time.process_time(),
-        }  # fmt: skip
-        if ack is not None:
-            found["ack"] = ack
-        with lock, contextlib.suppress(OSError, ValueError):
-            said.write(json.dumps(found).encode() + b"\n")
-            said.flush()
+        with lock:  # the counts read and said in one order: each line says no less
+            found: dict[str, object] = {
+                "sent": out.sent, "failed": out.failed, "dropped": out.dropped,
+                "why": out.said, "cpu": time.process_time(),
+            }  # fmt: skip
+            if ack is not None:
+                found["ack"] = ack
+            with contextlib.suppress(OSError, ValueError):
+                said.write(json.dumps(found).encode() + b"\n")
+                said.flush()
 
     out.told = tell
     while True:
