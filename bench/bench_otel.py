@@ -97,8 +97,16 @@ def per_step(url: str, steps: int, rounds: int) -> dict[str, list[Measure]]:
     sdk = Sender(SdkEncoded(endpoint=f"{url}/v1/traces"), url)
     assert here.encodes and not sdk.encodes
     measures = Metrics(MeterProvider([InMemoryMetricReader()]))
+
+    class Nothing:  # a sender that drops all: what the watch's notes cost alone
+        where, sent, dropped, failed = "nowhere", 0, 0, 0
+
+        def put(self, span: object, counts: object = None) -> None:
+            pass
+
     kinds: dict[str, Callable[[], OtelWatch | None]] = {
         "off": lambda: None,
+        "the watch's notes only (nothing sent)": lambda: OtelWatch(Nothing()),  # type: ignore[arg-type]
         "`otel_watch()` (`--otel`): a child process sends": lambda: otel_watch(url),
         "a thread of the run's process sends, four's encoding": lambda: OtelWatch(
             here, metrics=measures

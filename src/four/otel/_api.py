@@ -39,9 +39,11 @@ def otel_watch(
     variables too). ``content``: message contents in the spans (as the trajectory holds
     them); None follows ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``. ``then``:
     another watch this one stands in front of (a batch's supervisor). The trace and span
-    ids go into the trajectory (``stats.otel``). A receiver that is down or slow never
-    slows the run: spans wait in a bounded queue, and what is lost is counted
-    (``watch.sender``) and said once. Each model call also counts in the metrics
+    ids go into the trajectory (``stats.otel``). The spans are made and sent by a
+    process of its own (one per receiver, ended with this one), so the run's thread
+    only notes each step. A receiver that is down or slow never slows the run: spans
+    wait in a bounded queue, and what is lost is counted (``watch.sender``) and said
+    once. Each model call also counts in the metrics
     ``gen_ai.client.token.usage`` and ``gen_ai.client.operation.duration`` (sent to
     the same receiver's ``/v1/metrics``; ``OTEL_METRICS_EXPORTER=none`` sends none).
 

@@ -1,6 +1,7 @@
-"""Spans to an OTLP receiver, from a thread of their own: a run only puts them in a
-bounded queue (never waits), a receiver that is down or slow loses spans, counted, with
-one warning line; nothing of it reaches the run.
+"""Spans to an OTLP receiver, from a thread of their own: whoever puts them only puts
+them in a bounded queue (never waits), a receiver that is down or slow loses spans,
+counted, with one warning line. ``otel_watch`` runs this sender in a process of its own
+(``_sidecar``); a ``Sender`` made here with any ``SpanExporter`` runs in this process.
 
 The OTLP/HTTP exporter is the OpenTelemetry SDK's: it reads the standard
 ``OTEL_EXPORTER_OTLP_*`` variables (endpoint, headers, certificates, timeout,
