@@ -6,8 +6,10 @@ python bench/bench_otel.py [STEPS] [ROUNDS] [SAVED_RUNS]
 The spans go over real OTLP/HTTP (the SDK's exporter) to a sink in a process of its own
 on 127.0.0.1 that answers every request 200 at once: what is measured is four's side,
 not a tracing backend's. The loop is bench_core's: a scripted G, a one-action V1, a
-fixed V2, ``save_trajectory`` on (a temporary folder). CPU time is this process's whole
-(the sender's thread included).
+fixed V2, ``save_trajectory`` on (a temporary folder). CPU time: the run's thread's
+own, the run's process's whole (the threads that send, or feed the sender's process,
+included), and that plus the sender's child process's (as it says it, after each flush);
+and wall time.
 """
 
 from __future__ import annotations
@@ -180,8 +182,8 @@ def saved(url: str, runs: int) -> tuple[int, float, float, float]:
 
 
 def main(argv: Sequence[str] = ()) -> None:
-    steps = int(argv[0]) if argv else 100
-    rounds = int(argv[1]) if len(argv) > 1 else 7
+    steps = int(argv[0]) if argv else 200
+    rounds = int(argv[1]) if len(argv) > 1 else 11
     runs = int(argv[2]) if len(argv) > 2 else 10_000
     with sink() as url:
         found = per_step(url, steps, rounds)

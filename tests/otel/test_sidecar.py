@@ -12,11 +12,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from returns.result import Result, Success
 
 from four import regex_parse, run, save_trajectory, scripted_invoke
 from four.execute import local_env
 from four.otel import otel_watch
 from four.trajectory import load_trajectory
+from four.types import Action, ExecutionError, Observation, Submitted
 from tests.otel.conftest import Receiver, nowhere
 
 PROGRAM = textwrap.dedent("""
@@ -76,3 +78,23 @@ def test_a_sender_process_that_dies_loses_spans_never_runs(
     said = [r.getMessage() for r in caplog.records if r.name == "four.otel"]
     assert len(said) == 1, said  # the receiver that is down, or the child gone: said once
     assert out.failed + out.dropped >= 12  # the later runs' spans, at least: lost, counted
+
+
+def test_a_sender_process_that_cannot_start_loses_spans_never_runs(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    caplog.set_level(logging.WARNING)
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-python"))
+
+    def execute(action: Action) -> Result[Observation, Submitted | ExecutionError]:
+        return Success(Observation("<returncode>0</returncode>", 0))  # no process
+
+    watch = otel_watch(nowhere())
+    G = scripted_invoke(["```bash\necho hi\n```", "done"])
+    path = run(G, regex_parse(finish_on_plain_text=True), execute, save_trajectory(tmp_path),
+               prompt="go", watch=watch)  # fmt: skip
+    assert load_trajectory(path).outcome == "exit:task_complete"
+    assert watch.sender.flush(5)
+    assert watch.sender.dropped == 4 and watch.sender.sent == 0
+    said = [r.getMessage() for r in caplog.records if r.name == "four.otel"]
+    assert len(said) == 1 and "the sender's process could not start" in said[0], said

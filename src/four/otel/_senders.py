@@ -56,4 +56,5 @@ def _forget() -> None:
 
 
 atexit.register(_close_all)
-os.register_at_fork(after_in_child=_forget)
+if hasattr(os, "register_at_fork"):  # (POSIX)
+    os.register_at_fork(after_in_child=_forget)

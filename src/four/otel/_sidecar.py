@@ -98,12 +98,12 @@ class Sidecar:
             queue.append((span, counts is not None))  # no lock: appends are atomic
             return
         with self._lock:
-            if self._writer is None and not self._closed:
-                self._start()
+            if self._writer is None and not (self._closed or self._gone):
+                self._start()  # once: a child that could not start is not tried again
             if self._gone or self._closed or len(queue) >= self._max:
                 self._dropped_here += 1
-                why = "not taken fast enough" if not self._gone else "no sender's process"
-                self._warn(f"the queue is full: {why}")
+                gone = self._gone and not self._closed
+                self._warn("no sender's process" if gone else "the queue is full")
                 return
             queue.append((span, counts is not None))
 
@@ -153,7 +153,7 @@ class Sidecar:
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
                 start_new_session=True,  # the terminal's ^C is the run's, not the child's
             )  # fmt: skip
-        except OSError as exc:
+        except (OSError, ValueError) as exc:  # no interpreter to start (embedded...)
             self._gone = True
             self._warn(f"the sender's process could not start ({exc})")
             return
@@ -207,7 +207,13 @@ class Sidecar:
     def _read(self) -> None:
         process = self._process
         assert process is not None and process.stdout is not None
-        for line in process.stdout:
+        with process.stdout:  # closed at its end
+            self._hear(process.stdout)
+        self._ended()
+
+    def _hear(self, lines: IO[bytes]) -> None:
+        """The child's counts, as it says them; until it ends."""
+        for line in lines:
             try:
                 said = json.loads(line)
                 counts = (int(said["sent"]), int(said["failed"]), int(said["dropped"]))
@@ -223,7 +229,6 @@ class Sidecar:
                 if isinstance(ack, int):
                     self._acked = max(self._acked, ack)
                 self._lock.notify_all()
-        self._ended()
 
     def _ended(self) -> None:
         """The child is gone: what it was given and did not answer for, and what waits
