@@ -1,11 +1,11 @@
 """The sender in a process of its own: what ``otel_watch()`` and ``four run --otel`` use.
 
 A sender's thread in the run's process shares the interpreter with the run: making,
-counting and encoding the spans there cost the run's thread ~25 us a step more than the
-noting itself, by contention alone (bench/README.md, "otel"). So the run's process only
-notes each step (``_facts``) and, from a thread that wakes now and then, pickles what was
-noted in one go down a pipe to a child process (````four.otel._sidecar.main````),
-whose ``Sender`` makes the spans, counts the metrics, encodes and sends them.
+counting and encoding the spans there is the run's process's CPU, and holds its lock
+(bench/README.md, "otel"). So the run's process only notes each step (``_facts``) and,
+from a thread that wakes now and then, pickles what was noted in one go down a pipe to a
+child process (``main`` here), whose ``Sender`` makes the spans, counts the metrics,
+encodes and sends them.
 
 The child is started with the first span, ends when the pipe closes (the process's exit:
 what it holds is sent first, ``AT_EXIT`` seconds at most), ignores the terminal's
