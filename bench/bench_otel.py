@@ -106,8 +106,19 @@ def per_step(url: str, steps: int, rounds: int) -> dict[str, list[Measure]]:
         def put(self, span: object, counts: object = None) -> None:
             pass
 
-    kinds: dict[str, Callable[[], OtelWatch | None]] = {
+    class Deaf:  # a watch that hears each event and does nothing: the loop's own part
+        def beat(self) -> None:
+            pass
+
+        def stopped(self) -> None:
+            return None
+
+        def hear(self, event: object) -> None:
+            pass
+
+    kinds: dict[str, Callable[[], OtelWatch | Deaf | None]] = {
         "off": lambda: None,
+        "a watch that hears and does nothing": Deaf,
         "the watch's notes only (nothing sent)": lambda: OtelWatch(Nothing()),  # type: ignore[arg-type]
         "`otel_watch()` (`--otel`): a child process sends": lambda: otel_watch(url),
         "a thread of the run's process sends, four's encoding": lambda: OtelWatch(
