@@ -28,6 +28,7 @@ from typing import Protocol, TypeAlias, runtime_checkable
 from returns.result import Failure, Result, Success
 
 from four import _arguments as check
+from four._checked import checked
 from four._types import (
     NO_USAGE,
     Assistant,
@@ -186,6 +187,7 @@ class CycleBreakingInvoke:
             return None
         return Success(add_usage(reply, billed) if billed.calls else reply)
 
+    @checked
     def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
         chosen = plan(messages)
         if chosen is None:

@@ -7,6 +7,7 @@ import logging
 import random
 from collections.abc import Mapping
 
+from four._checked import checked
 from four._events import ActionRan, Event, Judged, ModelCalled, RunBegan, RunEnded
 from four._outcomes import Outcome
 from four._types import JSON, ExecutionError, ModelError, Observation, RunInfo, Watch
@@ -37,6 +38,7 @@ class OtelWatch:
         "then",
     )  # fmt: skip
 
+    @checked
     def __init__(
         self,
         sender: Sender,

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Generic, TypedDict, TypeVar, Unpack, cast, get_args
 
 from four import _arguments as arguments
+from four._checked import checked
 from four._outcomes import (
     Accepted,
     CostLimitReached,
@@ -114,6 +115,7 @@ class Member(Generic[T]):
         return isinstance(self.outcome, Accepted)
 
 
+@checked
 def next_attempt(outcome: Outcome) -> bool:
     """Whether an attempt that ended ``outcome`` leaves the task to another attempt: the
     judge held it, its steps (or its share of a budget) ran out, it looped, its replies
@@ -552,6 +554,7 @@ def _no_interrupts() -> Iterator[None]:
         raise KeyboardInterrupt
 
 
+@checked
 def attempts(
     make: Callable[[Attempt], T], k: int = 4, *, task: str, **options: Unpack[SearchOptions]
 ) -> Search[T]:
