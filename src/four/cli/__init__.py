@@ -20,6 +20,7 @@ import importlib
 import sys
 from collections.abc import Callable, Sequence
 
+from four._checked import checked
 from four.cli import _settings as env
 from four.cli._errors import UsageError
 from four.cli._flags import env_flags, number, output_flags, positive_int, run_flags
@@ -30,6 +31,7 @@ _PROG = "four"
 _DESCRIPTION = "An LLM agent as a loop of four typed functions, from the terminal."
 
 
+@checked
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The command line; with ``only``, the other subcommands are named but not filled
     (``four --help`` and ``four show ...`` need not define every flag of ``four run``).
@@ -356,6 +358,7 @@ _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]]
 }
 
 
+@checked
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``four`` command and return its exit status.
 

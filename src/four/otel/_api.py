@@ -6,6 +6,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from four._checked import checked
 from four._types import Watch
 from four.otel._saved import saved_spans
 from four.otel._send import AT_EXIT
@@ -27,6 +28,7 @@ def content_wanted(content: bool | None) -> bool:
     return os.environ.get(CONTENT_VARIABLE, "").strip().lower() in ("true", "1")
 
 
+@checked
 def otel_watch(
     endpoint: str | None = None, *, content: bool | None = None, then: Watch | None = None
 ) -> OtelWatch:
@@ -66,6 +68,7 @@ class Exported:
     unreadable: tuple[tuple[str, str], ...] = ()
 
 
+@checked
 def export_runs(
     paths: Iterable[str | os.PathLike[str]],
     endpoint: str | None = None,
@@ -103,6 +106,7 @@ def export_runs(
     return Exported(runs, spans, done and not lost, lost, tuple(unreadable))
 
 
+@checked
 def flush(timeout: float = AT_EXIT) -> bool:
     """Wait until every span put so far is sent or lost (``timeout`` seconds at most per
     receiver); whether none is waiting still. A process flushes on its way out anyway."""

@@ -8,6 +8,7 @@ import random
 from collections.abc import Mapping
 from typing import TypeAlias
 
+from four._checked import checked
 from four._events import ActionRan, Event, Judged, ModelCalled, RunBegan, RunEnded
 from four._outcomes import Outcome
 from four._types import (
@@ -46,6 +47,7 @@ class OtelWatch:
         "sender", "then",
     )  # fmt: skip
 
+    @checked
     def __init__(
         self,
         sender: Out,
