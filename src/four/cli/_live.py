@@ -295,9 +295,9 @@ class Recording:
     ``save_trajectory``'s, or a domain's emit that writes one too (``open`` returning a
     sink with ``jsonl`` and ``path``).
 
-    With ``hold``, a Ctrl-C from the moment the record is opened until ``began()`` (the
-    loop's first step asks its watch) waits for it: between the two the run could not
-    seal its record. The seal itself is never cut by a Ctrl-C (see ``_signals``).
+    With ``hold`` (``four run``), a Ctrl-C from the moment the record is opened until
+    ``began()`` (the loop's first step asks its watch) waits for it: between the two the
+    run could not seal its record; nor does one cut the seal (see ``_signals``).
     """
 
     writer: Recorder[Path]
@@ -322,7 +322,7 @@ class Recording:
             if self._holding is not None:
                 self._holding.hold()
         self.sink = self.writer.open(info)
-        return _Held(self.sink)
+        return _Held(self.sink) if self.hold else self.sink  # (a batch's: its aclose kept)
 
     def began(self) -> None:
         """The run's loop has begun: a Ctrl-C that waited since ``open`` is raised now."""
