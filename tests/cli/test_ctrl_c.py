@@ -118,20 +118,24 @@ def test_ctrl_c_at_any_moment_exits_130_with_the_run_saved_and_valid(tmp_path: P
     assert done.returncode == 0, done.stderr[-3000:]
     tries = [json.loads(line) for line in done.stdout.splitlines()]
     assert [t["offset"] for t in tries] == offsets
-    outcomes = []
-    for t in tries:
-        folder = Path(t["folder"])
-        out, err = (folder / "stdout").read_text(), (folder / "stderr").read_text()
-        where = f"Ctrl-C {t['offset']} s after the stream appeared: {out!r} {err[-2000:]!r}"
-        # 130, the run saved; or, if it came once `four run` had returned, what it returned
-        assert t["status"] in (INTERRUPTED, 0), where
-        assert "Traceback" not in err, where
-        (saved,) = (folder / "runs").glob("*.json")  # sealed (its stream stays beside it)
-        run = load_trajectory(saved)
-        assert audit(saved).valid, where
-        outcomes.append(str(run.outcome))
-        if t["status"] == INTERRUPTED and str(run.outcome).startswith("interrupted"):
-            assert out.startswith(f"interrupted · saved {saved}"), where
-        else:  # the run had ended: it said so, then the Ctrl-C came
-            assert str(run.outcome) == "exit:task_complete", where
+    outcomes = [check_try(t) for t in tries]
     assert "interrupted: KeyboardInterrupt" in outcomes  # (the early ones did interrupt it)
+
+
+def check_try(t: dict[str, object]) -> str:
+    """One try of ``_ctrl_c``'s (a JSON line): its status and its run as they must be; the
+    run's outcome."""
+    folder = Path(str(t["folder"]))
+    out, err = (folder / "stdout").read_text(), (folder / "stderr").read_text()
+    where = f"Ctrl-C {t['offset']} s after the stream appeared: {out!r} {err[-2000:]!r}"
+    # 130, the run saved; or, if it came once `four run` had returned, what it returned
+    assert t["status"] in (INTERRUPTED, 0), where
+    assert "Traceback" not in err, where
+    (saved,) = (folder / "runs").glob("*.json")  # sealed (its stream stays beside it)
+    outcome = str(load_trajectory(saved).outcome)
+    assert audit(saved).valid, where
+    if t["status"] == INTERRUPTED and outcome.startswith("interrupted"):
+        assert out.startswith(f"interrupted · saved {saved}"), where
+    else:  # the run had ended: it said so, then the Ctrl-C came
+        assert outcome == "exit:task_complete", where
+    return outcome
