@@ -28,7 +28,8 @@ def _child(api_base: str, folder: Path) -> None:
 
     argv = ["run", "list the files", "--model", "test-model", "--api-base", api_base]
     argv += ["-o", str(folder / "runs"), "--cwd", str(folder / "work"), "-q"]
-    raise SystemExit(main(argv))
+    sys.argv = ["four", *argv]
+    raise SystemExit(main())  # as the `four` program: its words in sys.argv
 
 
 def _try(api_base: str, folder: Path, offset: float) -> int:

@@ -81,6 +81,16 @@ def test_once_the_command_returned_ctrl_c_is_ignored_and_the_status_is_130(
     assert handler.status(0) == INTERRUPTED
 
 
+def test_main_called_in_a_process_that_goes_on_puts_the_handler_back(
+    handler: Interrupts,
+) -> None:
+    from four.cli import main
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # (the fixture's, replaced)
+    assert main(["--version"]) == 0
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 def test_a_four_started_with_ctrl_c_ignored_keeps_it_ignored() -> None:
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:

@@ -372,7 +372,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             status = _main(list(sys.argv[1:] if argv is None else argv))
     except KeyboardInterrupt:  # between the commands' own handlers (parsing the words)
         status = INTERRUPTED
-    return interrupts.status(status)
+    # The `four` program (no argv) ends now: a Ctrl-C from here on is ignored; called with
+    # argv, in a process that goes on, the handler before it is put back.
+    return interrupts.status(status, exiting=argv is None)
 
 
 def _main(words: list[str]) -> int:

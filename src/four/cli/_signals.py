@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
 
 INTERRUPTED = 130
@@ -41,7 +41,7 @@ class Interrupts:
     130
     """
 
-    __slots__ = ("_depth", "_done", "_pending", "_raised", "received")
+    __slots__ = ("_depth", "_done", "_pending", "_raised", "previous", "received")
 
     def __init__(self) -> None:
         self.received = 0
@@ -50,6 +50,9 @@ class Interrupts:
         self._pending = False  # one came while held: raised at the block's end
         self._raised = 0  # KeyboardInterrupts raised
         self._done = False  # the command returned: noted only
+        self.previous: Callable[[int, FrameType | None], object] | int | None
+        self.previous = signal.default_int_handler
+        """The handler ``install`` replaced."""
 
     def handle(self, signum: int, frame: FrameType | None) -> None:
         """The signal handler: raise the first (the third...), never inside ``held()``,
@@ -86,14 +89,16 @@ class Interrupts:
         finally:
             self.release()
 
-    def status(self, status: int) -> int:
-        """The command returned ``status``: SIGINT is ignored from now on (the
-        interpreter's exit included), and the status is 130 if a Ctrl-C came at all."""
+    def status(self, status: int, *, exiting: bool = True) -> int:
+        """The command returned ``status``: 130 if a Ctrl-C came at all. ``exiting`` (the
+        ``four`` program): SIGINT is ignored from now on, the interpreter's exit included;
+        else (``main`` called in a process that goes on) the handler before ``install``
+        is put back."""
         self._done = True
         with contextlib.suppress(ValueError):  # not the main thread: nothing was installed
             if signal.getsignal(signal.SIGINT) == self.handle:
                 # (pending calls of the handler run here first: they only note)
-                signal.signal(signal.SIGINT, signal.SIG_IGN)
+                signal.signal(signal.SIGINT, signal.SIG_IGN if exiting else self.previous)
         return INTERRUPTED if self.received else status
 
 
@@ -107,7 +112,7 @@ def install() -> Interrupts:
     interrupts = Interrupts()
     with contextlib.suppress(ValueError):  # not the main thread
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-            signal.signal(signal.SIGINT, interrupts.handle)
+            interrupts.previous = signal.signal(signal.SIGINT, interrupts.handle)
             _current = interrupts
     return interrupts
 
