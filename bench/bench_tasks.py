@@ -22,8 +22,8 @@ them alike):
   config and ``--model-class litellm_textbased``, on the same server.
 
 Budgets, the same for all: ``STEPS`` model calls a run (an attempt), ``REPLY_TOKENS``
-tokens a reply, ``COMMAND_TIMEOUT`` seconds a command, ``RUN_SECONDS`` seconds a run (a
-guard only). The model: ``$FOUR_BENCH_MODEL`` (default the registry's default, pulled
+tokens a reply, ``COMMAND_TIMEOUT`` seconds a command, ``RUN_SECONDS`` seconds a run and
+``REQUEST_SECONDS`` a model request (guards only: a loaded machine must not end a run). The model: ``$FOUR_BENCH_MODEL`` (default the registry's default, pulled
 with ``four model pull``).
 """
 
@@ -59,6 +59,9 @@ STEPS = 6
 REPLY_TOKENS = 256
 COMMAND_TIMEOUT = 30.0
 RUN_SECONDS = 3600.0  # wall time of one run (an attempt), a guard: the budget is the steps
+REQUEST_SECONDS = 3600.0
+"""Seconds one model request may take (litellm's default is 600): on a loaded machine six
+lanes wait for one CPU thread, and a bench measures the model, not the load."""
 LANES = 6  # jobs at once, one server slot each
 
 
@@ -481,7 +484,7 @@ def local_g(sampling: SamplingArgs | None = None, grammar: Grammar | None = None
     )
     return local_invoke(
         model, max_tokens=REPLY_TOKENS, parallel=LANES, threads=1, temperature=temperature,
-        seed=seed, grammar=grammar,
+        seed=seed, grammar=grammar, timeout=REQUEST_SECONDS,
     )  # fmt: skip
 
 
@@ -624,6 +627,7 @@ model:
     api_key: "none"
     temperature: 0.0
     max_tokens: {tokens}
+    timeout: {request}
     drop_params: true
   cost_tracking: "ignore_errors"
 environment:
@@ -651,6 +655,7 @@ def _mini(mini: str, task: Task, folder: Path, out: Path) -> tuple[str, int, int
             tokens=REPLY_TOKENS,
             cwd=folder,
             timeout=int(COMMAND_TIMEOUT),
+            request=int(REQUEST_SECONDS),
         )
     )
     traj = out / f"{task.id}.traj.json"
@@ -739,6 +744,9 @@ def bench(
         (task, name) for task in tasks for name in chosen
         if not any(r.task == task.id and r.runner.startswith(names[name]) for r in done)
     ]  # fmt: skip
+    # four's runners task by task, the baseline after them: a run cut short still
+    # compares four's plain and verified runs on the same tasks.
+    jobs.sort(key=lambda job: job[1] == "mini")
     parent = Path(tempfile.mkdtemp(prefix="four-bench-tasks-"))
     lock = threading.Lock()
 

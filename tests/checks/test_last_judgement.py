@@ -23,7 +23,7 @@ from four import (
     save_trajectory,
     scripted_invoke,
 )
-from four._types import Execute
+from four._types import Execute, ModelError, ModelErrorKind
 from four.checks import Judgement, Verifier, command_check, verify
 from four.execute import local_env
 from four.parse import regex_parse
@@ -82,7 +82,7 @@ SAVED: dict[Path, Path] = {}  # a test's folder -> the trajectory its run saved
 
 
 def ended(
-    tmp_path: Path, replies: list[str], verifier: Verifier, max_steps: int = 2
+    tmp_path: Path, replies: list[str | ModelError], verifier: Verifier, max_steps: int = 2
 ) -> tuple[Judgement, list[Message], Outcome]:
     opened = Opened(verifier)
     kept = Kept(tmp_path / "runs")
@@ -129,6 +129,13 @@ def test_a_model_that_stops_acting_is_judged_too(tmp_path: Path) -> None:
     judge, _, outcome = ended(tmp_path, replies, verify(command_check(CHECK)), max_steps=10)
     assert outcome == Accepted("")
     assert str(judge.record()["judged_at_end"]).startswith("repeated_format_error: ")
+
+
+def test_a_model_call_that_fails_after_the_work_is_done_is_judged_too(tmp_path: Path) -> None:
+    timed_out = ModelError(ModelErrorKind.TIMEOUT, "no reply in 600 s")
+    judge, _, outcome = ended(tmp_path, [WORK, timed_out], verify(command_check(CHECK)), 4)
+    assert outcome == Accepted("")
+    assert str(judge.record()["judged_at_end"]).startswith("model_error: timeout")
 
 
 def test_off_only_claimed_completions_are_judged(tmp_path: Path) -> None:

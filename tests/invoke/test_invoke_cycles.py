@@ -39,7 +39,7 @@ from four.invoke import (
     litellm_toolcall_invoke,
 )
 from four.invoke._convert import to_chat
-from four.invoke._cycles import AsyncCycleBreakingInvoke, plan
+from four.invoke._cycles import AsyncCycleBreakingInvoke, plan, replayed
 from four.parse import regex_parse
 from four.types import Sampling
 from tests._server import CHAT, JSON, LoopbackServer, anthropic, call, chat, openai_history_problems
@@ -289,3 +289,79 @@ def test_a_failed_redraw_keeps_what_the_discarded_draws_cost(server: LoopbackSer
     assert not isinstance(result, Success)
     usage = result.failure().usage
     assert usage is not None and usage.prompt_tokens >= 10
+
+
+# --- after a NO: work the check rejected is not replayed ---------------------------------
+
+WRONG = "```bash\necho 5 > answer.txt\n```"
+RIGHT = "```bash\necho 4 > answer.txt\n```"
+
+
+def test_a_resubmission_of_rejected_work_is_drawn_again_seen_in_the_requests(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    from four.checks import command_check, verify
+
+    # The model writes a wrong answer and submits; told NO, it writes the same wrong
+    # answer (its own reply at temperature 0), which is drawn again, sampled: right.
+    server.push(chat(WRONG), chat(DONE), chat(WRONG), chat(RIGHT), chat(DONE))
+    G = cycle_breaking_invoke(model(server, temperature=0))
+    check = verify(command_check("grep -qx 4 answer.txt"), retries_per_reason=1)
+    work = workspace(tmp_path)
+    path = run(G, regex_parse(), local_env(cwd=str(work)), save_trajectory(tmp_path / "runs"),
+               "sys", "2 + 2 into answer.txt", 6, check=check)  # fmt: skip
+    assert str(load_trajectory(path).outcome) == "accepted"
+    assert (work / "answer.txt").read_text() == "4\n"
+
+    bodies = server.bodies(CHAT)
+    assert [(b["temperature"], "seed" in b) for b in bodies] == [
+        (0, False), (0, False), (0, False), (0.7, True), (0, False)
+    ]  # fmt: skip
+    assert bodies[3]["messages"] == bodies[2]["messages"]  # the same call, drawn again
+    replies = [m for m in load_trajectory(path).messages if isinstance(m, Assistant)]
+    assert [r.content for r in replies] == [WRONG, DONE, RIGHT, DONE]
+    change = replies[2].cycle_break
+    assert change is not None and change.discarded == 1 and change.dropped == ()
+    assert change.reason == "the reply replayed work the check rejected (turn 1)"
+    assert change.sampling == Sampling(0.7, cast(int, bodies[3]["seed"]))
+    assert replies[3].cycle_break is None  # the replay is behind
+
+
+def test_a_new_reply_after_a_no_is_the_model_s_own_with_no_note(server: LoopbackServer) -> None:
+    server.push(chat(RIGHT))
+    history: list[Message] = [System("s"), User("task", "task"), Assistant(WRONG)]
+    history += [User("", "observation", 0, "echo 5 > answer.txt"), Assistant(DONE)]
+    history.append(User("The check failed: answer.txt", "feedback"))
+    reply = cycle_breaking_invoke(model(server, temperature=0))(history).unwrap()
+    (body,) = server.bodies(CHAT)
+    assert body["temperature"] == 0 and "seed" not in body and count(body) == len(history)
+    assert reply.content == RIGHT and reply.cycle_break is None
+
+
+def test_a_replay_is_followed_step_by_step_and_ends_where_the_work_differs() -> None:
+    ls = [Assistant(LS), User("notes.txt", "observation", 0, "ls")]
+    submit = [Assistant(DONE), User("NO: the check failed", "feedback")]
+    task: list[Message] = [User("task", "task")]
+    assert replayed([*task, *ls, *submit]) == ((plan_key(LS), 0),)
+    assert replayed([*task, *ls, *submit, *ls]) == ((plan_key(DONE), 1),)
+    other = [Assistant(CAT), User("alpha", "observation", 0, "cat notes.txt")]
+    assert replayed([*task, *ls, *submit, *other]) == ()
+    assert replayed([*task, *ls]) == ()  # no NO yet: nothing rejected
+
+
+def test_every_rejected_work_is_kept_from_a_replay() -> None:
+    """Told NO twice, for work that began `ls`, then `cat`: after the second NO, either
+    first step would start a replay."""
+    ls = [Assistant(LS), User("notes.txt", "observation", 0, "ls")]
+    cat = [Assistant(CAT), User("alpha", "observation", 0, "cat notes.txt")]
+    submit = [Assistant(DONE), User("NO: the check failed", "feedback")]
+    history: list[Message] = [User("task", "task"), *ls, *submit, *cat, *submit]
+    assert replayed(history) == ((plan_key(LS), 0), (plan_key(CAT), 2))
+    G = cycle_breaking_invoke(scripted_invoke([CAT, CAT, "```bash\nwc -l notes.txt\n```"]))
+    chosen = G.choose(history, True)
+    assert chosen is not None and chosen.replays == {plan_key(LS), plan_key(CAT)}
+    assert chosen.replay == "the reply replayed work the check rejected (turns 1, 3)"
+
+
+def plan_key(text: str) -> tuple[object, ...]:
+    return (text.strip(), ())

@@ -380,3 +380,24 @@ def test_finishing_in_the_same_reply_as_other_commands_runs_nothing() -> None:
     text = feedback(reply)
     assert "finishes the task in the same reply as other commands" in text
     assert "block on line 7" in text and "nothing was run" in text
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "COMPLETE_TASK_AND_SUBMIT_FINALOUTPUT",
+        "COMPLETE_TASK_AND_SUBMIT_FINAL Output",
+        "echo COMPLETE_TASK_AND_SUBMIT_FINAL OUTPUT",
+        "echo 'complete_task_and_submit_final_output'",
+    ],
+)
+def test_a_block_that_only_misspells_the_exit_signal_finishes(line: str) -> None:
+    """Seen on the built-in model at temperature 0.7: bash ran these as "command not
+    found" (or echoed a line that is not the signal), three times in an attempt."""
+    assert commands(f"Done.\n```bash\n{line}\n```") == [f"echo {EXIT_SIGNAL}"]
+
+
+def test_a_misspelled_signal_among_other_commands_is_run_as_it_is() -> None:
+    block = f"```bash\nls\necho {EXIT_SIGNAL[:-7]} OUTPUT\n```"
+    assert commands(block) == [f"ls\necho {EXIT_SIGNAL[:-7]} OUTPUT"]
+    assert commands("```bash\necho COMPLETE\n```") == ["echo COMPLETE"]

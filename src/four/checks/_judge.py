@@ -17,6 +17,7 @@ from four._outcomes import (
     CostLimitReached,
     Finished,
     Held,
+    ModelFailed,
     Outcome,
     RepeatedFormatError,
     StepsExhausted,
@@ -48,10 +49,10 @@ from four.quaternary import (
     rank,
 )
 
-LAST_JUDGED = (StepsExhausted, RepeatedFormatError, CostLimitReached, Stopped)
+LAST_JUDGED = (StepsExhausted, RepeatedFormatError, CostLimitReached, Stopped, ModelFailed)
 """The ends after which the final state is judged once: the budget ran out, the model
-stopped acting, or it was stopped going round in circles (a search's looping attempt),
-without a submission."""
+stopped acting or its call failed (a request timed out after the work was done), or it
+was stopped going round in circles (a search's looping attempt), without a submission."""
 
 
 @dataclass(frozen=True, slots=True)

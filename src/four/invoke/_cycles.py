@@ -12,7 +12,11 @@ each call this wrapper reads the history, and:
 - when the history ends in such a run, resamples the call: a temperature above 0
   (higher the longer the run) and a seed, both functions of the history, so a run at
   temperature 0 stays reproducible; a reply equal to the repeated one is drawn again
-  with the next seed, up to ``redraws`` times.
+  with the next seed, up to ``redraws`` times;
+- after the check said NO, a reply that would replay, step for step, the work it
+  rejected (the same replies answered alike, up to the same submission) is drawn again
+  as a repeated one is: the model's own reply first, then, only if it replays, at a
+  temperature above 0 (``replayed``).
 
 What it changed, and why, is kept with the reply (``Assistant.cycle_break``); a history
 with no repeated turn is sent as it is, with the model's own sampling.
@@ -108,9 +112,16 @@ class Plan:
     looping: _Key | None  # the reply repeated at the end of the history
     reason: str
     seed: int
+    replay: str | None = None  # why ``replays`` are steps of rejected work replayed
+    replays: frozenset[_Key] = frozenset()  # replies drawn again, as ``looping`` is
 
     def record(self, sampling: Sampling | None, discarded: int) -> CycleBreak:
-        return CycleBreak(self.reason, self.repeats, self.dropped, sampling, discarded)
+        reason = self.replay if self.replay is not None and discarded else self.reason
+        return CycleBreak(reason, self.repeats, self.dropped, sampling, discarded)
+
+    def first_as_is(self, draw: int) -> bool:
+        """Whether draw ``draw`` is the model's own (a replay plan's first draw)."""
+        return self.replay is not None and draw == 0
 
 
 def plan(history: Sequence[Message]) -> Plan | None:
@@ -148,6 +159,58 @@ def plan(history: Sequence[Message]) -> Plan | None:
     return Plan(sent, dropped, len(tail), last.reply, f"{what} {len(tail)} times in a row", seed)
 
 
+def _rejected(turn: _Turn) -> bool:
+    return any(isinstance(a, tuple) and a[0] == "feedback" for a in turn.answers)
+
+
+def replayed(history: Sequence[Message]) -> tuple[tuple[_Key, int], ...]:
+    """The replies that would go on replaying work the check rejected, each with the
+    number of its turn (0 is the first reply); () if the history replays none.
+
+    The turns up to each NO (the check's feedback) are rejected work. If the turns since
+    the last NO repeat such work from its start, each the same reply answered alike, its
+    next reply is one to draw again: at temperature 0 it would lead to the same NO.
+
+    >>> from four import Assistant, User
+    >>> wrong = [Assistant("```bash\\necho 5 > a.txt\\n```"), User("", "observation", 0, "echo")]
+    >>> submit = [Assistant("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"), User("NO: a.txt", "feedback")]
+    >>> ((key, turn),) = replayed([User("task", "task"), *wrong, *submit])
+    >>> key[0][:10], turn
+    ('```bash\\nec', 0)
+    >>> [turn for _, turn in replayed([User("task", "task"), *wrong, *submit, *wrong])]
+    [1]
+    """
+    turns = _turns(history)
+    ends = [i for i, turn in enumerate(turns) if _rejected(turn)]
+    if not ends:
+        return ()
+    since = turns[ends[-1] + 1 :]
+    found: dict[_Key, int] = {}
+    for start, end in zip([0, *(e + 1 for e in ends[:-1])], ends, strict=True):
+        work = turns[start : end + 1]
+        done = work[: len(since)]
+        if len(since) < len(work) and all(_same(a, b) for a, b in zip(done, since, strict=True)):
+            found.setdefault(work[len(since)].reply, start + len(since))
+    return tuple(found.items())
+
+
+def _replay_plan(history: Sequence[Message], chosen: Plan | None) -> Plan | None:
+    """``chosen`` (or a plan that changes nothing) that also draws again a reply that
+    replays rejected work; None if the history replays none."""
+    found = replayed(history)
+    if not found:
+        return None
+    keys = frozenset(key for key, _ in found)
+    numbers = ", ".join(str(turn + 1) for _, turn in found)
+    why = f"the reply replayed work the check rejected (turn{'s' if len(found) > 1 else ''} {numbers})"
+    digest = hashlib.sha256(repr((sorted(map(repr, keys)), len(history))).encode()).digest()
+    seed = int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+    first = found[0][0]
+    if chosen is None:
+        return Plan(history, (), 1, first, "", seed, why, keys)
+    return Plan(chosen.sent, chosen.dropped, 1, first, chosen.reason, seed, why, keys)
+
+
 @runtime_checkable
 class _AsyncSampled(Protocol):
     @property
@@ -169,8 +232,10 @@ class CycleBreakingInvoke:
 
     def sampling(self, base: Sampling, plan: Plan, draw: int) -> Sampling:
         """The ``draw``-th sampling (0: the first) of a call that ``plan`` resamples: never
-        below the model's own temperature, which stays the provider's if unknown."""
-        index = min(plan.repeats - 2 + draw, len(self.temperatures) - 1)
+        below the model's own temperature, which stays the provider's if unknown. A
+        replay's draws after its first (the model's own) start at the first temperature."""
+        first = draw - 1 if plan.replay is not None else plan.repeats - 2 + draw
+        index = min(max(0, first), len(self.temperatures) - 1)
         temperature = base.temperature
         if temperature is not None:
             temperature = max(temperature, self.temperatures[index])
@@ -182,23 +247,35 @@ class CycleBreakingInvoke:
             error = drawn.failure()
             return Failure(add_error_usage(error, billed)) if billed.calls else drawn
         reply = drawn.unwrap()
-        if _key(reply) == plan.looping and draw < self.redraws:
+        key = _key(reply)
+        if (key == plan.looping or key in plan.replays) and draw < self.redraws:
             return None
         return Success(add_usage(reply, billed) if billed.calls else reply)
 
-    def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
+    def choose(self, messages: Sequence[Message], sampled: bool) -> Plan | None:
+        """The plan of a call: repeated turns left out, a cycle resampled, a replay of
+        rejected work drawn again (for a G that can be ``sampled``)."""
         chosen = plan(messages)
+        if sampled and (chosen is None or chosen.looping is None):
+            return _replay_plan(messages, chosen) or chosen
+        return chosen
+
+    def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
+        chosen = self.choose(messages, isinstance(self.G, Sampled))
         if chosen is None:
             return self.G(messages)
         if chosen.looping is None or not isinstance(self.G, Sampled):
             return _noted(self.G(chosen.sent), chosen.record(None, 0))
         billed, draw = NO_USAGE, 0
         while True:
-            G = self.G.sampled(self.sampling(self.G.sampling, chosen, draw))
+            if chosen.first_as_is(draw):
+                G: Invoke = self.G
+            else:
+                G = self.G.sampled(self.sampling(self.G.sampling, chosen, draw))
             drawn = G(chosen.sent)
             done = self.settle(chosen, drawn, draw, billed)
             if done is not None:
-                return _noted(done, chosen.record(_sampling_of(G), draw))
+                return _ended(chosen, done, G, draw)
             billed += drawn.unwrap().usage or NO_USAGE
             draw += 1
 
@@ -212,19 +289,21 @@ class AsyncCycleBreakingInvoke:
     G: AsyncInvoke
 
     async def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
-        chosen = plan(messages)
+        chosen = self.breaker.choose(messages, isinstance(self.G, _AsyncSampled))
         if chosen is None:
             return await self.G(messages)
         if chosen.looping is None or not isinstance(self.G, _AsyncSampled):
             return _noted(await self.G(chosen.sent), chosen.record(None, 0))
         billed, draw = NO_USAGE, 0
         while True:
-            G = self.G.sampled(self.breaker.sampling(self.G.sampling, chosen, draw))
+            G: AsyncInvoke = self.G
+            if not chosen.first_as_is(draw):
+                G = self.G.sampled(self.breaker.sampling(self.G.sampling, chosen, draw))
             call: Callable[[Sequence[Message]], Awaitable[Drawn]] = G
             drawn = await call(chosen.sent)
             done = self.breaker.settle(chosen, drawn, draw, billed)
             if done is not None:
-                return _noted(done, chosen.record(_sampling_of(G), draw))
+                return _ended(chosen, done, G, draw)
             billed += drawn.unwrap().usage or NO_USAGE
             draw += 1
 
@@ -232,6 +311,14 @@ class AsyncCycleBreakingInvoke:
 def _sampling_of(G: object) -> Sampling | None:
     sampling = getattr(G, "sampling", None)
     return sampling if isinstance(sampling, Sampling) else None
+
+
+def _ended(chosen: Plan, done: Drawn, G: object, draw: int) -> Drawn:
+    """The call's result, noted with what was changed (nothing: the model's own first
+    reply, which replays nothing, keeps no note unless turns were left out)."""
+    if chosen.first_as_is(draw):
+        return _noted(done, chosen.record(None, 0)) if chosen.dropped else done
+    return _noted(done, chosen.record(_sampling_of(G), draw))
 
 
 def _noted(drawn: Drawn, change: CycleBreak) -> Drawn:

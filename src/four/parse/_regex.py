@@ -211,6 +211,27 @@ class RegexParse:
             f"holding only this block\n\n{finish}"
         )
 
+    def _meant(self, command: str) -> str:
+        """``command``, or ``echo SIGNAL`` when it is one line that only misspells the
+        exit signal (``COMPLETE_TASK_AND_SUBMIT_FINALOUTPUT``, ``echo ... FINAL Output``:
+        the built-in model sampling above temperature 0 writes such lines, which bash
+        runs as "command not found" or echoes as a line that is not the signal). The
+        exact signal alone is left to ``_bare_signal``.
+
+        >>> regex_parse()._meant("COMPLETE_TASK_AND_SUBMIT_FINAL Output")
+        'echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT'
+        >>> regex_parse()._meant("echo COMPLETE")
+        'echo COMPLETE'
+        """
+        signal = self.exit_signal
+        lines = [line.strip() for line in command.splitlines() if line.strip()]
+        if not signal or len(lines) != 1 or lines[0] == signal:
+            return command
+        said = lines[0].removeprefix("echo ").strip("'\" ")
+        if said != signal and _squashed(said) == _squashed(signal):
+            return f"echo {signal}"
+        return command
+
     def _early_finish(self, block: Block, command: str) -> str | None:
         """Feedback for a finishing block sent beside other blocks, or None: it would
         submit before the model has seen what the others print."""
@@ -257,7 +278,8 @@ class RegexParse:
         shell = [b for b in blocks if b.tag in tags]
         if shell:
             commands = [
-                (_console(b.body) if b.tag == "console" else b.body).strip("\n") for b in shell
+                self._meant((_console(b.body) if b.tag == "console" else b.body).strip("\n"))
+                for b in shell
             ]
             for block, command in zip(shell, commands, strict=True):
                 if not command.strip():
@@ -308,6 +330,11 @@ class RegexParse:
             if kept is None
             else unapplied(kept.tag, kept.line, f"is not a ```{tag} block, so it is never run"),
         )
+
+
+def _squashed(text: str) -> str:
+    """``text`` without blanks, underscores and hyphens, in capitals."""
+    return re.sub(r"[\s_-]", "", text).upper()
 
 
 _LOWERED: dict[tuple[str, ...], tuple[str, ...]] = {}

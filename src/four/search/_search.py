@@ -6,9 +6,10 @@ The first attempt samples as the caller's G does by default (``first_temperature
 the most likely reply); each later one samples at ``temperature`` with its own seed
 (``seed + index - 1``), so any attempt can be run again as it was. An attempt that ends
 without an accepted submission (held by the judge, out of steps, looping, its replies
-unreadable, its share of the budget spent) starts the next one while attempts and budget
-remain; an accepted one ends the search, and so does any end that another attempt would
-meet as well (the environment broken, the model unreachable, Ctrl-C, a crash).
+unreadable, its share of the budget spent, its model call failed after G's retries: a
+request timed out, a server error) starts the next one while attempts and budget remain;
+an accepted one ends the search, and so does any end that another attempt would meet as
+well (the environment broken, the model refusing the key or unknown, Ctrl-C, a crash).
 
 The result is the first accepted attempt; with none, the last one that ran. The user's
 workspace is left alone while the attempts run, and then holds the result's work, and
@@ -43,7 +44,7 @@ from four._outcomes import (
     Stopped,
     TimeLimitReached,
 )
-from four._types import JSON, NO_USAGE, Usage, Watch
+from four._types import JSON, NO_USAGE, ModelErrorKind, Usage, Watch
 from four.search._attempt import LOOPING, Attempt
 from four.search._budget import Budget, Spend
 from four.search._group import FORMAT, trajectory_seal, write_record
@@ -114,15 +115,30 @@ class Member(Generic[T]):
         return isinstance(self.outcome, Accepted)
 
 
+CONFIGURATION_ERRORS = frozenset(
+    {ModelErrorKind.AUTHENTICATION, ModelErrorKind.PERMISSION, ModelErrorKind.NOT_FOUND}
+)
+"""Model errors every attempt would meet alike (the key refused, the model unknown): they
+end the search. Any other model error (a request timed out, a server error, a request
+the provider refused for its history) ends only its attempt: the next one starts afresh,
+with another history and sampling, as a user who wants the task done would try again."""
+
+
 def next_attempt(outcome: Outcome) -> bool:
     """Whether an attempt that ended ``outcome`` leaves the task to another attempt: the
     judge held it, its steps (or its share of a budget) ran out, it looped, its replies
-    could not be read, or its history outgrew the model's context. Anything else ends
-    the search: accepted, submitted with no check to judge it, or an end every attempt
-    would meet (a broken environment, a model that fails, Ctrl-C, a crash).
+    could not be read, or its model call failed for a reason another attempt may not
+    meet (a timeout, a server error after G's retries, a history over the context).
+    Anything else ends the search: accepted, submitted with no check to judge it, or an
+    end every attempt would meet (a broken environment, ``CONFIGURATION_ERRORS``,
+    Ctrl-C, a crash).
 
     >>> next_attempt(Held("repeated failure: ...")), next_attempt(Accepted("42"))
     (True, False)
+    >>> next_attempt(ModelFailed("timeout: no reply in 600 s"))
+    True
+    >>> next_attempt(ModelFailed("authentication: invalid api key"))
+    False
     """
     match outcome:
         case Held() | StepsExhausted() | RepeatedFormatError():
@@ -132,7 +148,7 @@ def next_attempt(outcome: Outcome) -> bool:
         case Stopped(reason):
             return reason.startswith(LOOPING)
         case ModelFailed(error):
-            return error.startswith("context_window")
+            return error.split(":", 1)[0].strip() not in CONFIGURATION_ERRORS
     return False
 
 
