@@ -366,10 +366,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     four ...
     0
     """
+    from four.cli._signals import INTERRUPTED, install
     from four.cli._terminal import guarded
 
-    with guarded():  # model text and command output are shown, never obeyed
-        return _main(list(sys.argv[1:] if argv is None else argv))
+    interrupts = install()  # Ctrl-C: 130 whenever it comes, the run saved (see _signals)
+    try:
+        with guarded():  # model text and command output are shown, never obeyed
+            status = _main(list(sys.argv[1:] if argv is None else argv))
+    except KeyboardInterrupt:  # between the commands' own handlers (parsing the words)
+        status = INTERRUPTED
+    # The `four` program (no argv) ends now: a Ctrl-C from here on is ignored; called with
+    # argv, in a process that goes on, the handler before it is put back.
+    return interrupts.status(status, exiting=argv is None)
 
 
 def _main(words: list[str]) -> int:
