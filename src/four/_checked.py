@@ -20,8 +20,12 @@ TypeError: greet: name=None: give a str (not a NoneType)
 from __future__ import annotations
 
 import collections.abc
+import dataclasses
 import functools
 import inspect
+import os
+import pathlib
+import sys
 import types
 import typing
 from collections.abc import Callable
@@ -59,8 +63,9 @@ _FIELDS: dict[type, tuple[_Check, ...]] = {}
 
 
 def check_fields(record: object) -> None:
-    """Each field of the dataclass ``record`` against its annotation; a ``TypeError``
-    naming the record, the field and the value for the first that does not match.
+    """Each field of the dataclass (or msgspec Struct) ``record`` against its annotation;
+    a ``TypeError`` naming the record, the field and the value for the first that does
+    not match.
 
     >>> from dataclasses import dataclass
     >>> @dataclass
@@ -76,8 +81,11 @@ def check_fields(record: object) -> None:
     kind = type(record)
     checks = _FIELDS.get(kind)
     if checks is None:
-        hints = typing.get_type_hints(kind)
-        names = [f for f in getattr(kind, "__dataclass_fields__", {})]
+        hints = _hints(kind)
+        if dataclasses.is_dataclass(kind):  # the fields given (not those made after)
+            names = [f.name for f in dataclasses.fields(kind) if f.init]
+        else:
+            names = list(getattr(kind, "__struct_fields__", ()))
         found = ((n, _runtime(hints.get(n)), _words(hints.get(n))) for n in names)
         checks = _FIELDS[kind] = tuple((n, t, w) for n, t, w in found if t is not None)
     for check in checks:
@@ -86,8 +94,29 @@ def check_fields(record: object) -> None:
             raise TypeError(_said(kind.__name__, check, value))
 
 
+def _hints(owner: object) -> dict[str, object]:
+    """The annotations of a function or class, resolved; one that names what exists only
+    for a type checker (an import under ``TYPE_CHECKING``) is left out, not checked."""
+    try:
+        return typing.get_type_hints(owner)
+    except (NameError, TypeError, AttributeError):  # a name only a type checker sees
+        pass
+    found: dict[str, object] = {}
+    sources = owner.__mro__[::-1] if isinstance(owner, type) else (owner,)
+    for source in sources:
+        module = sys.modules.get(getattr(source, "__module__", ""), None)
+        space = dict(vars(module)) if module is not None else {}
+        space.update(getattr(source, "__globals__", {}))
+        for name, hint in getattr(source, "__annotations__", {}).items():
+            try:
+                found[name] = eval(hint, space) if isinstance(hint, str) else hint
+            except Exception:  # unresolvable here: not checked
+                found.pop(name, None)
+    return found
+
+
 def _spec(fn: Callable[..., Any]) -> tuple[tuple[_Check | None, ...], dict[str, _Check]]:
-    hints = typing.get_type_hints(fn)
+    hints = _hints(fn)
     positional: list[_Check | None] = []
     named: dict[str, _Check] = {}
     for p in inspect.signature(fn).parameters.values():
@@ -119,11 +148,59 @@ def _runtime(hint: object) -> tuple[type, ...] | None:
     target = origin if origin is not None else hint
     if not isinstance(target, type) or target is object:
         return None  # Any, a type variable, a NewType...
+    loose = _LOOSE.get(target)
+    if loose is not None:  # a list where a tuple is asked for works as well
+        return loose
     if getattr(target, "_is_protocol", False) and not getattr(
         target, "_is_runtime_protocol", False
     ):
-        return None  # a Protocol isinstance cannot check
+        return (_shaped(target),)  # what isinstance cannot check: its members are looked for
     return (int, float) if target is float else (target,)
+
+
+_LOOSE: dict[type, tuple[type, ...]] = {
+    tuple: (tuple, collections.abc.Sequence, collections.abc.Set),
+    list: (list, collections.abc.Sequence),
+    frozenset: (frozenset, collections.abc.Set),
+    set: (set, collections.abc.Set),
+    dict: (dict, collections.abc.Mapping),
+    pathlib.Path: (pathlib.Path, str, os.PathLike),
+}
+"""What a value of a concrete collection's (or a path's) annotation may be: what works
+in its place as well, since callers pass lists for tuples and strs for paths. The
+mistakes named are the others (``None``, a number, an object of another kind). The
+annotated class comes first: ``isinstance`` stops at it, the ABCs cost only the others."""
+
+
+class _Shape(type):
+    """The class of ``_shaped`` stand-ins: an instance is what has every member."""
+
+    members: tuple[str, ...]
+
+    def __instancecheck__(cls, value: object) -> bool:
+        return all(hasattr(value, m) for m in cls.members)
+
+
+_SHAPES: dict[type, type] = {}
+
+
+def _shaped(protocol: type) -> type:
+    """A stand-in for a Protocol in ``isinstance``: a value with each of its members (a
+    function for ``Invoke``, whose one member is ``__call__``), as ``runtime_checkable``
+    would check, without making the Protocol itself runtime-checkable."""
+    found = _SHAPES.get(protocol)
+    if found is None:
+        names: set[str] = set()
+        for base in protocol.__mro__:
+            if base is object or getattr(base, "_is_protocol", False) is False:
+                continue
+            names |= {n for n in vars(base) if n == "__call__" or not n.startswith("_")}
+            names |= set(getattr(base, "__annotations__", {}))
+        if "__call__" in names:  # a function's Protocol: what can be called
+            names = {"__call__"}
+        found = _Shape(protocol.__name__, (), {"members": tuple(sorted(names))})
+        _SHAPES[protocol] = found
+    return found
 
 
 def _words(hint: object) -> str:
@@ -150,6 +227,6 @@ def _a(name: str) -> str:
 
 
 def _where(fn: Callable[..., Any]) -> str:
-    """``audit``; ``RegexParse`` for ``RegexParse.__call__``."""
+    """``audit``; ``RegexParse`` for ``RegexParse.__call__`` and ``RegexParse.__init__``."""
     owner, _, name = fn.__qualname__.rpartition(".")
-    return owner if name == "__call__" and owner else fn.__qualname__
+    return owner if name in ("__call__", "__init__") and owner else fn.__qualname__

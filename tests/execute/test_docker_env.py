@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
+import time
 from collections.abc import Sequence
 
 import pytest
@@ -17,6 +19,7 @@ from four import (
     Finished,
     FormatError,
     Message,
+    Observation,
     Outcome,
     Rejected,
     Submitted,
@@ -24,7 +27,8 @@ from four import (
     scripted_invoke,
 )
 from four.execute import EXIT_SIGNAL
-from four.execute._docker import LABEL, docker_env
+from four.execute._docker import LABEL, DockerEnv, docker_env
+from four.execute._interrupt import interrupt, interruptible
 from four.parse import regex_parse
 from tests.execute.conftest import TEST_IMAGE, docker_problem, need
 
@@ -112,6 +116,47 @@ def test_a_container_that_dies_ends_the_run() -> None:
     _, outcome = run(G, kill_then_parse, env, keep, prompt="go")
     assert isinstance(outcome, ExecutionFailed) and "container" in outcome.error
     assert containers() == []
+
+
+def test_a_command_its_run_killed_ends_killed_whatever_the_daemon_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A supervisor's kill (a stall, a time limit) and the client's end race with
+    # `docker inspect`, which a busy daemon may answer "not running" for a moment: the
+    # command this process killed ends killed, never as "the container is gone".
+    monkeypatch.setattr(DockerEnv, "_running", lambda self, name: False)
+    with docker_env(TEST_IMAGE, timeout=60) as env:
+        name = env.container
+        assert name is not None
+        seen: list[Result[Observation, Submitted | ExecutionError]] = []
+
+        def work() -> None:
+            with interruptible("a stalled run"):
+                seen.append(env(Action("sleep 60")))
+
+        thread = threading.Thread(target=work)
+        thread.start()
+        deadline = time.monotonic() + 60
+        while "sleep 60" not in _processes(name):
+            assert time.monotonic() < deadline and thread.is_alive()
+            time.sleep(0.05)
+        assert interrupt("a stalled run") == 1
+        thread.join(timeout=60)
+        (result,) = seen
+        assert isinstance(result, Success), result
+        assert result.unwrap().returncode in (-9, 137)  # the client's kill, or the command's
+        assert "sleep 60" not in _processes(name)
+        after = env(Action("echo next"))  # the container is there: the next command runs
+        assert isinstance(after, Success) and after.unwrap().returncode == 0
+
+
+def _processes(container: str) -> str:
+    return subprocess.run(
+        ["docker", "exec", container, "ps", "-eo", "args"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
 
 
 def test_missing_image_is_an_execution_error() -> None:

@@ -10,6 +10,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from four._checked import checked
 from four._types import JSON
 
 
@@ -31,6 +32,7 @@ class Item:
             raise ValueError(f"an item id must be a non-empty string, not {self.id!r}")
 
 
+@checked
 def item_from_json(data: Mapping[str, JSON], where: str = "item") -> Item:
     """An item from a JSON object with ``id`` and ``task``; other keys become ``fields``.
 
@@ -49,6 +51,7 @@ def item_from_json(data: Mapping[str, JSON], where: str = "item") -> Item:
     return Item(str(raw_id), task, rest)
 
 
+@checked
 def read_items(path: str | os.PathLike[str]) -> list[Item]:
     """Read a JSON Lines file of tasks: one object per line with ``id`` and ``task``.
 
@@ -92,6 +95,7 @@ _HASHED = re.compile(r".*-[0-9a-f]{16}")
 ever left as it is where another id's cleaned name could be."""
 
 
+@checked
 def folder_name(item_id: str) -> str:
     """A folder name for an id: the id itself when it is safe, else a cleaned form with
     16 hex digits of the id's SHA-256. One-to-one: two ids never share a folder (a safe

@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import IO
 
+from four._checked import checked
 from four._files import TooLarge, Unreadable, kind, open_regular, read_regular
 from four.batch._result import RunResult
 
@@ -26,6 +27,7 @@ def manifest_path(path: str | os.PathLike[str]) -> Path:
     return p if p.suffix == ".jsonl" else p / MANIFEST
 
 
+@checked
 def read_results(path: str | os.PathLike[str]) -> list[RunResult]:
     """Every line of a manifest, in order (a line cut short at its end is skipped); none
     when there is no manifest. A manifest that is no regular file (a FIFO, a link to
@@ -61,6 +63,7 @@ def read_results(path: str | os.PathLike[str]) -> list[RunResult]:
     return results
 
 
+@checked
 def read_manifest(path: str | os.PathLike[str]) -> dict[str, RunResult]:
     """The latest result of each item of a batch folder (or manifest file), by id.
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from returns.result import Success
 
 from four import _arguments as arguments
+from four._checked import checked
 from four._types import Action, Execute
 from four.checks._claim import Check, Claim, Gatherer
 from four.checks._feedback import (
@@ -101,6 +102,7 @@ class CommandCheck(_Judged):
         ran = _run_check(claim, self.command, self.timeout * 4, self.files)
         return json.dumps([ran.returncode, ran.timed_out, ran.output])
 
+    @checked
     def __call__(self, claim: Claim, /) -> CheckResult:
         gathered = claim.evidence.get(self.need)
         if gathered is None:
@@ -188,6 +190,7 @@ class FileCheck(_Judged):
     pattern: str | None = None
     feedback: FeedbackLevel = DEFAULT_FEEDBACK
 
+    @checked
     def __call__(self, claim: Claim, /) -> CheckResult:
         path = shlex.quote(self.path)
         test = f"test -f {path} || exit 3"
@@ -244,6 +247,7 @@ class AllOf(_Judged):
             merged.update(getattr(check, "evidence", {}))
         return merged
 
+    @checked
     def __call__(self, claim: Claim, /) -> CheckResult:
         for check in self.checks:
             result = check(claim)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import cast
 
+from four._checked import checked
 from four._types import JSON
 from four.quaternary import QICTConfig
 
@@ -13,6 +14,7 @@ _OPTIONAL_SETS = ("admissible_failures", "admissible_dependencies")
 _BUDGETS = ("evidence_budget", "compute_budget", "dependency_budget")
 
 
+@checked
 def config_to_json(config: QICTConfig) -> dict[str, JSON]:
     """A config as JSON (sets sorted, so equal configs give equal text)."""
     out: dict[str, JSON] = {name: sorted(getattr(config, name)) for name in _SETS}
@@ -24,6 +26,7 @@ def config_to_json(config: QICTConfig) -> dict[str, JSON]:
     return out
 
 
+@checked
 def config_from_json(data: Mapping[str, JSON]) -> QICTConfig:
     """Read back what ``config_to_json`` wrote; raises ValueError on a malformed config."""
 

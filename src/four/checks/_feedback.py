@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Literal, TypeAlias, cast
 
+from four._checked import checked
 from four.quaternary import CheckResult, ComputeNeed, Verdict, no
 
 FeedbackLevel: TypeAlias = Literal["full", "output", "verdict"]
@@ -45,6 +46,7 @@ def feedback_level(value: object, name: str = "feedback") -> FeedbackLevel:
     return value
 
 
+@checked
 def rejection(full: str, output: str, level: FeedbackLevel) -> CheckResult:
     """A NO whose reason is ``full``; the model sees ``full``, ``output`` or neither,
     by ``level``.

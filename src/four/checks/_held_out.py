@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from returns.result import Failure, Result, Success
 
+from four._checked import checked
 from four._files import Unreadable, read_regular
 from four._sparse import Allowance, CopyTooLarge, copy_sparse
 from four._types import Action, Execute
@@ -72,6 +73,7 @@ def _real_parents(folder: Path, place: str) -> None:
         parent.mkdir(exist_ok=True)
 
 
+@checked
 def held_out_files(files: Mapping[str, Source]) -> HeldOutFiles:
     """Read ``files`` (destination relative to the workspace -> source) now.
 

@@ -11,6 +11,7 @@ from typing import Literal
 from returns.result import Success
 
 from four import _arguments as arguments
+from four._checked import checked
 from four._outcomes import (
     Accepted,
     Blocked,
@@ -153,6 +154,7 @@ def verify(
 class Judgement:
     """One run's judge: its controller, receipts and verdict log."""
 
+    @checked
     def __init__(self, verifier: Verifier, env: Execute) -> None:
         self._verifier = verifier
         self._env = env

@@ -20,6 +20,7 @@ import importlib
 import sys
 from collections.abc import Callable, Sequence
 
+from four._checked import checked
 from four.cli import _settings as env
 from four.cli._errors import UsageError
 from four.cli._flags import env_flags, number, output_flags, positive_int, run_flags
@@ -30,6 +31,7 @@ _PROG = "four"
 _DESCRIPTION = "An LLM agent as a loop of four typed functions, from the terminal."
 
 
+@checked
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The command line; with ``only``, the other subcommands are named but not filled
     (``four --help`` and ``four show ...`` need not define every flag of ``four run``).
@@ -356,6 +358,7 @@ _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]]
 }
 
 
+@checked
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``four`` command and return its exit status.
 
@@ -363,10 +366,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     four ...
     0
     """
+    from four.cli._signals import INTERRUPTED, install
     from four.cli._terminal import guarded
 
-    with guarded():  # model text and command output are shown, never obeyed
-        return _main(list(sys.argv[1:] if argv is None else argv))
+    interrupts = install()  # Ctrl-C: 130 whenever it comes, the run saved (see _signals)
+    try:
+        with guarded():  # model text and command output are shown, never obeyed
+            status = _main(list(sys.argv[1:] if argv is None else argv))
+    except KeyboardInterrupt:  # between the commands' own handlers (parsing the words)
+        status = INTERRUPTED
+    # The `four` program (no argv) ends now: a Ctrl-C from here on is ignored; called with
+    # argv, in a process that goes on, the handler before it is put back.
+    return interrupts.status(status, exiting=argv is None)
 
 
 def _main(words: list[str]) -> int:

@@ -94,6 +94,7 @@ class Saving:
         pass
 
     def stopped(self) -> Outcome | None:
+        self.recording.began()  # (asked first at the loop's first step)
         failure = getattr(self.recording.sink, "failure", None)  # a trajectory sink's
         if isinstance(failure, OSError):
             from four._outcomes import SaveFailed

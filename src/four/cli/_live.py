@@ -35,11 +35,13 @@ from four._types import (
     Recorder,
     Reply,
     RunInfo,
+    RunStats,
     Sink,
     Submitted,
     Usage,
 )
 from four.cli._format import seconds, tokens
+from four.cli._signals import Interrupts, held, installed
 from four.cli._steps import first_line
 from four.cli._terminal import console, visible
 
@@ -258,6 +260,21 @@ class WatchedEnv:
             self.inner.close()
 
 
+@dataclass(frozen=True, slots=True)
+class _Held:
+    """The run's sink as the loop sees it: its seal is never cut by a Ctrl-C (one that
+    comes meanwhile is raised once the record is sealed; see ``_signals``)."""
+
+    sink: Sink[Path]
+
+    def append(self, message: Message, /) -> None:
+        self.sink.append(message)
+
+    def close(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> Path:
+        with held():
+            return self.sink.close(messages, outcome, stats)
+
+
 @runtime_checkable
 class _Files(Protocol):
     """A sink that names its files (``TrajectorySink``, and the sinks that wrap one)."""
@@ -277,11 +294,17 @@ class Recording:
     ``cli``, the settings ``four replay`` needs to rebuild the environment. ``writer`` is
     ``save_trajectory``'s, or a domain's emit that writes one too (``open`` returning a
     sink with ``jsonl`` and ``path``).
+
+    With ``hold`` (``four run``), a Ctrl-C from the moment the record is opened until
+    ``began()`` (the loop's first step asks its watch) waits for it: between the two the
+    run could not seal its record; nor does one cut the seal (see ``_signals``).
     """
 
     writer: Recorder[Path]
     components: Mapping[str, JSON] = field(repr=False)
     sink: Sink[Path] | None = field(default=None, repr=False)
+    hold: bool = False
+    _holding: Interrupts | None = field(default=None, repr=False)
 
     def __call__(self, messages: Sequence[Message], outcome: Outcome, /) -> Path:
         return self.writer(messages, outcome)
@@ -294,8 +317,18 @@ class Recording:
             info.started_at,
             info.resumed_from,
         )
+        if self.hold and threading.current_thread() is threading.main_thread():
+            self._holding = installed()
+            if self._holding is not None:
+                self._holding.hold()
         self.sink = self.writer.open(info)
-        return self.sink
+        return _Held(self.sink) if self.hold else self.sink  # (a batch's: its aclose kept)
+
+    def began(self) -> None:
+        """The run's loop has begun: a Ctrl-C that waited since ``open`` is raised now."""
+        holding, self._holding = self._holding, None
+        if holding is not None:
+            holding.release()
 
     @property
     def path(self) -> Path | None:

@@ -80,7 +80,8 @@ def main(args: argparse.Namespace) -> int:
     check = domain_check(opts, domain, where, V2)
     place = opts.env if domain.name == "bash" else domain.name
     display = Display(opts.mode, title=f"{model} · {place}", max_steps=opts.max_steps)
-    recording = Recording(domain.emit(where, V2), components(G, V2, {**opts.record(), **extra}))
+    record = components(G, V2, {**opts.record(), **extra})
+    recording = Recording(domain.emit(where, V2), record, hold=True)  # Saving says: began
     display.start()
     try:
         beats = env.get_float("FOUR_HEARTBEAT", HEARTBEAT) or 0.0

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from four._checked import checked
 from four.types import Execute, Parse, Recorder, Verify
 
 if TYPE_CHECKING:
@@ -122,6 +123,7 @@ def domain_summary(name: str) -> str:
     return _REGISTRY[name][2]
 
 
+@checked
 def get_domain(name: str) -> Domain:
     """The domain called ``name``, imported now. An unknown name, or a domain whose
     extra is missing, raises ``DomainError`` saying what to do."""

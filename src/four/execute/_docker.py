@@ -26,6 +26,7 @@ from four._types import Action, ExecutionError, Observation, Submitted
 from four.execute._closing import ClosedOnExit
 from four.execute._command import check_command, unrunnable
 from four.execute._contain import DEFAULT_LIMITS, Contained, Limits, nothing
+from four.execute._interrupt import stopped
 from four.execute._kill import MARK, new_mark
 from four.execute._output import (
     EXIT_SIGNAL,
@@ -188,8 +189,10 @@ class DockerEnv(ClosedOnExit):
 
         own = self.container_name is None
         kill = [_KILL_ALL, "kill"] if own else [KILL_MARKED, "kill", f"FOUR_RUN={token}"]
+        killed = threading.Event()  # by us: its timeout, or a supervisor's interrupt
 
         def kill_inside() -> None:
+            killed.set()  # first: the client may see the end before this returns
             subprocess.run(
                 [self.docker, "exec", name, "bash", "-c", *kill],
                 stdin=subprocess.DEVNULL,
@@ -203,10 +206,14 @@ class DockerEnv(ClosedOnExit):
             ran = run_captured(argv, output, self.timeout, on_timeout=kill_inside)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return Failure(ExecutionError(f"docker exec failed: {exc}"))
-        if ran.returncode not in (0, None) and not self._running(name):
-            return Failure(
-                ExecutionError(f"the container {name} is gone: {ran.output.text().strip()[:500]}")
-            )
+        # It failed and nobody killed it: the container may have gone (removed, its first
+        # process dead). A command we killed (its timeout, a supervisor's interrupt) ended by
+        # our kill, whatever `docker inspect` says while the kill and the client's end race;
+        # a container really gone is found by the next command.
+        unexplained = ran.returncode not in (0, None) and not killed.is_set() and not stopped()
+        if unexplained and not self._running(name):
+            text = ran.output.text().strip()[:500]
+            return Failure(ExecutionError(f"the container {name} is gone: {text}"))
         return conclude(ran)
 
     def contain(self, argv: Sequence[str], *, cwd: str, env: Mapping[str, str]) -> Contained:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from returns.result import Failure, Result, Success
 
+from four._checked import checked
 from four._secrets import SECRET_PATTERNS, name_matcher
 from four._types import EXIT_SIGNAL as EXIT_SIGNAL  # the environments' default
 from four._types import Observation, Submitted
@@ -51,6 +52,7 @@ QUIET_ENV: Mapping[str, str] = {
 """Variables set for every command unless ``env`` overrides them."""
 
 
+@checked
 def command_env(
     inherit: Iterable[str] = DEFAULT_INHERIT,
     deny: Iterable[str] = SECRET_PATTERNS,
@@ -105,6 +107,7 @@ class OutputBuffer:
         "total",
     )
 
+    @checked
     def __init__(self, max_output: int, exit_signal: str | None = None) -> None:
         self._max_output = max(0, max_output)
         self._pending = b""  # the start of a UTF-8 sequence cut by the end of a read

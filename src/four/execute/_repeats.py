@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from returns.result import Result, Success
 
+from four._checked import checked
 from four._types import (
     Action,
     AsyncCloseable,
@@ -80,6 +81,7 @@ class NoteRepeats:
         return getattr(self.inner, name)
 
 
+@checked
 def note_repeats(env: Execute) -> NoteRepeats:
     """V2 that warns the model when a command repeats an earlier command and its output.
 

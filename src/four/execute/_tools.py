@@ -41,6 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Literal
 
+from four._checked import checked
 from four._secrets import SECRET_PATTERNS
 from four._types import Action
 from four.execute._closing import ClosedOnExit
@@ -313,6 +314,7 @@ def _collect(
     return bytes(kept["out"]), bytes(kept["err"]), False
 
 
+@checked
 def tool_host(
     kind: str,
     workspace: str | os.PathLike[str],

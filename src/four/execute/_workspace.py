@@ -22,6 +22,7 @@ from pathlib import Path, PurePosixPath
 from returns.result import Failure, Result, Success
 
 from four import _files as files
+from four._checked import checked
 
 SKIPPED_DIRS = frozenset(
     {".git", ".hg", ".venv", "venv", "__pycache__", "node_modules", "build", "dist", ".tox"}
@@ -62,6 +63,7 @@ class Workspace:
 
     root: Path
 
+    @checked
     def __init__(self, root: str | os.PathLike[str]) -> None:
         resolved = Path(root).resolve()
         if not resolved.is_dir():

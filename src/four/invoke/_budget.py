@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from returns.result import Failure, Result
 
 from four import _arguments as check
+from four._checked import checked
 from four._types import (
     NO_USAGE,
     Assistant,
@@ -21,6 +22,7 @@ from four._types import (
 )
 
 
+@checked
 def spent(messages: Sequence[Message]) -> Usage:
     """The usage recorded on the assistant turns of a history: what the run has used so far.
 
@@ -60,6 +62,7 @@ class BudgetInvoke:
         reason = self.exceeded(spent(messages))
         return None if reason is None else Failure(ModelError(ModelErrorKind.BUDGET, reason))
 
+    @checked
     def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
         refused = self.refusal(messages)
         return self.G(messages) if refused is None else refused

@@ -10,6 +10,7 @@ from typing import Final, ParamSpec
 from returns.result import Failure, Result, Success
 
 from four import _arguments as check
+from four._checked import checked
 from four._secrets import is_secret
 from four._types import (
     JSON,
@@ -104,6 +105,7 @@ class LitellmInvoke:
             request["api_key"] = self.api_key
         return request
 
+    @checked
     def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
         litellm = litellm_module()
         try:
@@ -366,6 +368,7 @@ def _awaited(make: Callable[P, LitellmInvoke]) -> Callable[P, AsyncLitellmInvoke
         return AsyncLitellmInvoke(make(*args, **kwargs))
 
     made.__name__ = made.__qualname__ = f"a{make.__name__}"
+    made.__wrapped__ = make  # type: ignore[attr-defined]  # its signature is make's
     made.__doc__ = (
         f"``{make.__name__}``, awaited (``litellm.acompletion``), for ``arun``; the same "
         f"arguments.\n\n    >>> G = a{make.__name__}('openai/gpt-4o')\n"

@@ -15,6 +15,7 @@ from typing import TypeAlias
 from returns.result import Failure, Result, Success
 
 from four import _arguments as check
+from four._checked import checked
 from four._types import (
     NO_USAGE,
     Assistant,
@@ -47,6 +48,7 @@ class LitellmCounter:
 
     model: str = ""
 
+    @checked
     def __call__(self, messages: Sequence[Message], /) -> int:
         count = litellm_module().token_counter(model=self.model, messages=to_chat(messages))
         return int(count)
@@ -144,6 +146,7 @@ class ContextAwareInvoke:
         counter = self.counter or LitellmCounter(model_of(self.fast))
         return counter(messages)
 
+    @checked
     def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
         tokens = self.count(messages)
         if tokens <= self.context_limit:
@@ -258,6 +261,7 @@ class SummarizingInvoke:
         head = list(messages[: head_length(messages)])
         return [*head, User(SUMMARY_PREFIX + summary), *messages[covered:]]
 
+    @checked
     def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
         memory = self._memory
         with memory.lock:

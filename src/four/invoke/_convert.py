@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TypeAlias
 
+from four._checked import checked
 from four._types import JSON, Assistant, Message, System, ToolResult, User
 
 JSONDict: TypeAlias = dict[str, JSON]
@@ -32,6 +33,7 @@ BASH_TOOL: Mapping[str, JSON] = {
 """The default tool of the tool-call invokes (chat-completions shape)."""
 
 
+@checked
 def to_chat(
     messages: Sequence[Message], cache_control: bool = False, thinking: bool = True
 ) -> list[JSONDict]:
@@ -108,6 +110,7 @@ def _to_parts(message: JSONDict) -> None:
     message["content"] = [{"type": "text", "text": text, "cache_control": dict(_EPHEMERAL)}]
 
 
+@checked
 def to_responses_input(messages: Sequence[Message], reasoning_items: bool = True) -> list[JSONDict]:
     """A history as Responses-API ``input`` items.
 

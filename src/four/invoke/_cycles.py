@@ -32,6 +32,7 @@ from typing import Protocol, TypeAlias, runtime_checkable
 from returns.result import Failure, Result, Success
 
 from four import _arguments as check
+from four._checked import checked
 from four._types import (
     NO_USAGE,
     Assistant,
@@ -260,6 +261,7 @@ class CycleBreakingInvoke:
             return _replay_plan(messages, chosen) or chosen
         return chosen
 
+    @checked
     def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
         chosen = self.choose(messages, isinstance(self.G, Sampled))
         if chosen is None:

@@ -32,6 +32,7 @@ from typing import Final
 
 from returns.result import Failure, Result, Success
 
+from four._checked import checked
 from four._grammar import Grammar
 from four._types import Message, ModelError, ModelErrorKind, Reply, Sampling
 from four.invoke._chat import DEFAULT_TIMEOUT, LitellmInvoke
@@ -64,6 +65,7 @@ class ServerSettings:
 class LocalServer:
     """A running llama.cpp server child: its address, process and log file."""
 
+    @checked
     def __init__(
         self, settings: ServerSettings, process: subprocess.Popen[bytes], url: str, log: Path
     ) -> None:
@@ -274,6 +276,7 @@ class LocalInvoke:
             },
         )
 
+    @checked
     def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
         return self.server().bind(lambda server: self.chat(server)(messages))
 
@@ -293,6 +296,7 @@ def default_threads() -> int:
     return max(1, min(cores, 8) - busy)
 
 
+@checked
 def local_invoke(
     model: str | None = None,
     *,

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from returns.result import Failure, Result, Success
 
 from four import _arguments as check
+from four._checked import checked
 from four._types import (
     JSON,
     Assistant,
@@ -94,6 +95,7 @@ class ResponsesInvoke:
             body["tools"] = [responses_tool(t) for t in self.tools]
         return body
 
+    @checked
     def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         try:

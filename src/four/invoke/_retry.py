@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from returns.result import Failure, Result, Success
 
 from four import _arguments as check
+from four._checked import checked
 from four._types import NO_USAGE, AsyncInvoke, Invoke, Message, ModelError, Reply, Usage
 from four.invoke._billing import add_usage
 
@@ -39,6 +40,7 @@ class RetryInvoke:
             wait = max(wait, error.retry_after)
         return wait
 
+    @checked
     def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
         tries = _Tries(self)
         while True:

@@ -11,6 +11,7 @@ from typing import TypeAlias, cast
 from returns.result import Failure, Result, Success
 
 from four import _arguments as check
+from four._checked import checked
 from four._types import Assistant, Message, ModelError, ModelErrorKind, Reply, Usage
 
 Scripted: TypeAlias = (
@@ -28,6 +29,7 @@ class ScriptedInvoke:
     position: int = field(default=0, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
+    @checked
     def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
         with self._lock:
             index, self.position = self.position, self.position + 1

@@ -30,6 +30,7 @@ from typing import BinaryIO, Literal, Protocol
 
 from returns.result import Failure, Result, Success
 
+from four._checked import checked
 from four._pids import pid_alive
 from four.models._registry import MODELS, HubFile, ModelSpec, PypiParts, Source
 
@@ -63,6 +64,7 @@ def _no_progress(done: int, total: int, stage: str, /) -> None:
     pass
 
 
+@checked
 def models_dir(environ: Mapping[str, str] | None = None) -> Path:
     """Where pulled models live: ``FOUR_MODELS``, else the user's cache folder.
 
@@ -81,6 +83,7 @@ def models_dir(environ: Mapping[str, str] | None = None) -> Path:
     return Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "four" / "models"
 
 
+@checked
 def find_model(model: str, folder: Path | None = None) -> Result[Path, PullError]:
     """The GGUF file for ``model``: a registry name already pulled, or a path to a GGUF file.
 
@@ -119,6 +122,7 @@ def find_model(model: str, folder: Path | None = None) -> Result[Path, PullError
     return Success(path)
 
 
+@checked
 def pull(
     model: str | ModelSpec,
     *,
@@ -416,6 +420,7 @@ def _gb(size: int) -> str:
     return f"{size / 1e9:.1f} GB"
 
 
+@checked
 def pulled(folder: Path | None = None) -> Iterator[tuple[str, Path]]:
     """The models in ``folder`` (default ``models_dir()``): registry names pulled, then any
     other ``.gguf`` file there, by file name."""

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeAlias
 
+from four._checked import checked
 from four._files import is_group_record, open_regular, walk
 from four._outcomes import outcome_tag
 from four._types import JSON
@@ -143,6 +144,7 @@ class FolderStatus:
         }
 
 
+@checked
 def fleet(
     folders: Iterable[str | os.PathLike[str]],
     *,

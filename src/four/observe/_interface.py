@@ -17,6 +17,7 @@ from pathlib import Path
 
 from returns.result import Success
 
+from four._checked import checked
 from four._types import Action, Execute
 from four.observe import _argparse_dump
 
@@ -350,6 +351,7 @@ HELP_OUTPUT = 4 << 20
 """Characters of a help text kept (gcc's whole interface is about 300 KB)."""
 
 
+@checked
 def toolbox(
     kind: str = "local",
     workspace: str | None = None,

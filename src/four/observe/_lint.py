@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeAlias
 
+from four._checked import checked
 from four.observe._check import Check
 from four.observe._commands import Command, commands
 from four.observe._interface import Interface, Toolbox
@@ -109,6 +110,7 @@ class Finding:
         return self.kind != "unread"
 
 
+@checked
 def lint_text(
     text: str,
     source: str,
@@ -296,6 +298,7 @@ def decode_prompt(data: bytes, where: str) -> str:
         raise PromptError(f"{where}: not UTF-8 text (byte {exc.start}), not a prompt") from None
 
 
+@checked
 def lint_prompt(
     path: str | os.PathLike[str], tools: Toolbox, only: Iterable[str] = ()
 ) -> list[Finding]:

@@ -12,6 +12,7 @@ import itertools
 from collections.abc import Sequence
 from typing import Literal, TypeAlias, get_args
 
+from four._checked import checked
 from four._types import EXIT_SIGNAL, Assistant, Message, ToolResult, User
 
 Tag: TypeAlias = Literal[
@@ -32,6 +33,7 @@ STORM = 3
 TIMEOUT_RETURNCODE = 124
 
 
+@checked
 def tags(messages: Sequence[Message], outcome: str | None) -> dict[Tag, int]:
     """The tags of one run, each with how often it happened (absent: it did not).
 

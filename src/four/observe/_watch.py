@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, TypeAlias, cast
 
+from four._checked import checked
 from four._files import ANY_SIZE, MAX_BYTES, open_regular, read_regular, walk
 from four._types import JSON, Assistant, Message, ToolResult, User
 from four.batch._result import read_saved
@@ -137,6 +138,7 @@ class Verdict:
 # --- judging ---------------------------------------------------------------------------
 
 
+@checked
 def classify(run: Observed, process: Process, now: float, policy: Policy) -> Verdict:
     """The state of one run: a pure function of what was read, the driver's state and
     the time.
@@ -389,6 +391,7 @@ def watch_log(folder: Path) -> list[dict[str, JSON]]:
     return out
 
 
+@checked
 def survey(folder: Path, skipped: list[str] | None = None) -> list[Observed]:
     """Every run under ``folder``, each linked to the attempt that continues it; why each
     stream that is not a regular file is not read goes to ``skipped``."""

@@ -354,6 +354,7 @@ def _with_newline(text: str) -> str:
     return text if not text or text.endswith("\n") else text + "\n"
 
 
+@checked
 def edit_parse(
     tags: Sequence[str] = DEFAULT_TAGS,
     *,
@@ -382,6 +383,7 @@ def edit_parse(
 # --- applying edits to texts (pure) ---------------------------------------------------
 
 
+@checked
 def apply_edits(
     edits: Sequence[FileEdit], read: Callable[[str], str | None]
 ) -> Result[dict[str, str], FormatError]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, SupportsIndex
 
+from four._checked import checked
+
 from . import _accounting as acc
 from ._core import CheckResult, Verdict
 from ._state import (
@@ -105,6 +107,7 @@ class QICTController:
     True
     """
 
+    @checked
     def __init__(self, config: QICTConfig) -> None:
         self.config = config
         self._state = config.initial_state()
@@ -201,6 +204,7 @@ class QICTController:
         return acc.audit_result(self.config, cursor, None)
 
 
+@checked
 def rank(config: QICTConfig, state: ControllerState) -> int:
     """rho = |F minus E| + B_G + B_K + B_I, exactly as verdict4 defines it.
 
@@ -213,6 +217,7 @@ def rank(config: QICTConfig, state: ControllerState) -> int:
     return acc.rank(config, state)
 
 
+@checked
 def admissible_rank(config: QICTConfig, state: ControllerState) -> int:
     """A tighter rank counting only opportunities that can still be consumed.
 
@@ -227,6 +232,7 @@ def admissible_rank(config: QICTConfig, state: ControllerState) -> int:
     return acc.admissible_rank(config, state)
 
 
+@checked
 def audit_trace(
     config: QICTConfig,
     receipts: Iterable[TransitionReceipt],
@@ -260,6 +266,7 @@ def audit_trace(
     return acc.audit_result(config, cursor, head)
 
 
+@checked
 def head_digest(
     config: QICTConfig,
     receipts: Iterable[TransitionReceipt],

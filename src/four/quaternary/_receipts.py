@@ -30,6 +30,8 @@ from collections.abc import Iterable
 from enum import Enum
 from typing import Any, Final, TypeVar
 
+from four._checked import checked
+
 from ._canonical import (
     FORMAT_VERSION,
     SCALARS,
@@ -286,6 +288,7 @@ def _apply(before: ControllerState, delta: dict[str, Any]) -> ControllerState:
 # --------------------------------------------------------------------------- documents
 
 
+@checked
 def dump_receipts(receipts: Iterable[TransitionReceipt]) -> str:
     """Serialise a trace to a versioned JSON document (see the module docstring).
 
@@ -330,6 +333,7 @@ def dump_receipts(receipts: Iterable[TransitionReceipt]) -> str:
     )
 
 
+@checked
 def load_receipts(text: str) -> list[TransitionReceipt]:
     """Read a document written by `dump_receipts` back into receipts (equal to the originals).
 

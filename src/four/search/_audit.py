@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from four._checked import checked
 from four._files import Unreadable, read_regular
 from four._types import JSON, User
 from four.search._group import FORMAT, SUFFIX, digest_of
@@ -62,6 +63,7 @@ class GroupAudit:
         return "valid" if self.finished else "unfinished"
 
 
+@checked
 def audit_group(
     path: str | os.PathLike[str], *, public_key: str | os.PathLike[str] | None = None
 ) -> GroupAudit:

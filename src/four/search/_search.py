@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Generic, TypedDict, TypeVar, Unpack, cast, get_args
 
 from four import _arguments as arguments
+from four._checked import checked
 from four._outcomes import (
     Accepted,
     CostLimitReached,
@@ -124,6 +125,7 @@ the provider refused for its history) ends only its attempt: the next one starts
 with another history and sampling, as a user who wants the task done would try again."""
 
 
+@checked
 def next_attempt(outcome: Outcome) -> bool:
     """Whether an attempt that ended ``outcome`` leaves the task to another attempt: the
     judge held it, its steps (or its share of a budget) ran out, it looped, its replies
@@ -568,6 +570,7 @@ def _no_interrupts() -> Iterator[None]:
         raise KeyboardInterrupt
 
 
+@checked
 def attempts(
     make: Callable[[Attempt], T], k: int = 4, *, task: str, **options: Unpack[SearchOptions]
 ) -> Search[T]:

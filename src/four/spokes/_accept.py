@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from four._checked import checked
 from four.execute import command_env
 
 TYPES = "four.types"
@@ -54,6 +55,7 @@ class Verdict:
         return "accepted" if self.accepted else f"{self.step}: {self.reason}"
 
 
+@checked
 def name_problem(name: str) -> str | None:
     """Why ``name`` cannot name a spoke module, or None."""
     if not _NAME.match(name) or keyword.iskeyword(name):
@@ -63,6 +65,7 @@ def name_problem(name: str) -> str | None:
     return None
 
 
+@checked
 def accept(
     module: Path,
     *,

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from four import run
+from four._checked import checked
 from four.checks import Claim, verify
 from four.domains.python import python_env, save_files
 from four.parse import edit_parse
@@ -83,6 +84,7 @@ def make() -> Execute:
 ```"""
 
 
+@checked
 def system_prompt(name: str) -> str:
     """The system prompt of ``four spoke new NAME``: the Python domain's, the API and
     the spoke contract."""
@@ -120,6 +122,7 @@ class NewSpoke:
         return self.outcome == "accepted"
 
 
+@checked
 def new_spoke(
     name: str,
     purpose: str,

@@ -34,6 +34,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from returns.result import Failure, Result, Success
 
+from four._checked import checked
 from four._grammar import Constrained
 from four._history import unanswered
 from four._outcomes import Finished, Outcome
@@ -109,6 +110,7 @@ def _law(
     run()
 
 
+@checked
 def valid_history(history: Sequence[Message]) -> str | None:
     """What makes ``history`` one a provider would refuse, or None: every tool call
     answered once by the next messages, no result without its call.
@@ -137,6 +139,7 @@ def valid_history(history: Sequence[Message]) -> str | None:
 # --- V1 -------------------------------------------------------------------------------
 
 
+@checked
 def check_parse(
     V1: Parse,
     *,
@@ -185,6 +188,7 @@ def check_parse(
     _law(law, [fs.replies()], max_examples, deadline, seed)
 
 
+@checked
 def check_grammar(
     V1: Constrained,
     *,
@@ -225,6 +229,7 @@ def _submits(reply: Reply, exit_signal: str | None, plain_text_submits: bool) ->
 # --- V2 -------------------------------------------------------------------------------
 
 
+@checked
 def check_execute(
     make_env: Callable[[], Execute],
     *,
@@ -360,6 +365,7 @@ def _cmdline(pid: int) -> str:
 # --- G --------------------------------------------------------------------------------
 
 
+@checked
 def check_invoke(
     G: Invoke,
     *,
@@ -403,6 +409,7 @@ _SCENES = st.lists(
 )
 
 
+@checked
 def check_emit(
     make_emit: Callable[[], Emit[T]],
     *,
@@ -538,6 +545,7 @@ class _CountingSink:
 # --- the check ------------------------------------------------------------------------
 
 
+@checked
 def check_verify(
     check: Verify,
     *,
@@ -632,6 +640,7 @@ class _CountingJudge:
 # --- the composition ------------------------------------------------------------------
 
 
+@checked
 def check_loop(
     make_G: Callable[[], Invoke],
     V1: Parse,
@@ -686,6 +695,7 @@ class _CountingInvoke:
 # --- async twins ------------------------------------------------------------------------
 
 
+@checked
 def acheck_invoke(
     G: AsyncInvoke,
     *,
@@ -710,6 +720,7 @@ def acheck_invoke(
     _law(law, [fs.histories()], max_examples, deadline, seed)
 
 
+@checked
 def acheck_execute(
     make_env: Callable[[], AsyncExecute],
     *,
@@ -760,6 +771,7 @@ def acheck_execute(
         _awaited("V2", cancelled(make_env()))
 
 
+@checked
 def acheck_loop(
     make_G: Callable[[], AsyncInvoke | Invoke],
     V1: Parse,

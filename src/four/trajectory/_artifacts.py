@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
+from four._checked import checked
 from four._outcomes import Outcome
 from four._types import JSON, NO_USAGE, Message, RunInfo, RunStats
 from four.trajectory._save import TrajectorySink, TrajectoryWriter
@@ -58,6 +59,7 @@ class ArtifactSink:
 
     __slots__ = ("_inner", "_recorder")
 
+    @checked
     def __init__(self, inner: TrajectorySink, recorder: ArtifactRecorder) -> None:
         self._inner = inner
         self._recorder = recorder
@@ -146,6 +148,7 @@ def artifact_problems(folder: Path, artifacts: JSON) -> list[str]:
     return problems
 
 
+@checked
 def save_with_artifact(
     trajectory: TrajectoryWriter, key: str, artifact: Artifact
 ) -> ArtifactRecorder:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import cast
 
 from four import _arguments as arguments
+from four._checked import checked
 from four._outcomes import Outcome
 from four._types import JSON, NO_USAGE, Assistant, Message, RunInfo, RunStats
 from four.trajectory._driver import this_driver
@@ -74,6 +75,7 @@ class TrajectorySink:
         "failure",
     )
 
+    @checked
     def __init__(self, directory: Path, info: RunInfo, key: SigningKey | None = None) -> None:
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(info.started_at))
         self._stem = f"{stamp}-{os.urandom(6).hex()}"  # unique without looking at the folder

@@ -46,6 +46,15 @@ class SigningKey:
     def __init__(self, key: Ed25519PrivateKey) -> None:
         from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
+        if not callable(getattr(key, "public_key", None)) or not callable(
+            getattr(key, "sign", None)
+        ):  # (the annotation is a type checker's only: cryptography loads when used)
+            shown = repr(key) if len(repr(key)) <= 60 else repr(key)[:57] + "..."
+            raise TypeError(
+                f"SigningKey: key={shown}: give an Ed25519PrivateKey (not {type(key).__name__}); "
+                "SigningKey.load(path) reads one from a file"
+            )
+
         self._key = key
         self.public: str = key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw).hex()
 

@@ -1,0 +1,137 @@
+"""Ctrl-C for the ``four`` command: exit 130, the run saved, whenever it comes.
+
+Python's own Ctrl-C raises ``KeyboardInterrupt`` wherever the main thread is, again at a
+second press (inside the handler that is saving the run), and, once the command has
+returned, gives SIGINT back its default action before the interpreter's last garbage
+collection (seconds long with litellm loaded, on a busy machine): a Ctrl-C then killed
+the process, exit -2, with no status of its own. ``Interrupts`` replaces it while the
+command runs:
+
+- the first Ctrl-C raises ``KeyboardInterrupt`` (the run saves itself and says so);
+  the second is only noted, so the saving is not cut short (a third raises again: a
+  library swallowed the first, or the user insists);
+- inside ``held()`` (a run's record being sealed) the first one waits for the block's
+  end, then is raised;
+- once the command has returned (``status``), one is only noted, the status becomes
+  130, and from then on SIGINT is ignored until the process ends.
+
+A ``four`` started with SIGINT ignored (a background job of a script) keeps it ignored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from types import FrameType
+
+INTERRUPTED = 130
+"""The exit status of a command ended by Ctrl-C (128 + SIGINT)."""
+
+
+class Interrupts:
+    """The ``four`` command's SIGINT handler and what it heard (main thread only).
+
+    >>> interrupts = Interrupts()
+    >>> interrupts.status(1)  # the command returned 1, and no Ctrl-C came
+    1
+    >>> interrupts.handle(signal.SIGINT, None)  # one as the process exits: noted only
+    >>> interrupts.status(1)
+    130
+    """
+
+    __slots__ = ("_depth", "_done", "_pending", "_raised", "previous", "received")
+
+    def __init__(self) -> None:
+        self.received = 0
+        """How many SIGINTs came since ``install``."""
+        self._depth = 0  # held() blocks entered and not left
+        self._pending = False  # one came while held: raised at the block's end
+        self._raised = 0  # KeyboardInterrupts raised
+        self._done = False  # the command returned: noted only
+        self.previous: Callable[[int, FrameType | None], object] | int | None
+        self.previous = signal.default_int_handler
+        """The handler ``install`` replaced."""
+
+    def handle(self, signum: int, frame: FrameType | None) -> None:
+        """The signal handler: raise the first (the third...), never inside ``held()``,
+        never once the command has returned."""
+        self.received += 1
+        if self._done:
+            return
+        if self._depth:
+            self._pending = True
+            return
+        if self._raised and self.received < 3:
+            return
+        self._raised += 1
+        raise KeyboardInterrupt
+
+    def hold(self) -> None:
+        """From now until ``release``, a Ctrl-C waits (holds nest)."""
+        self._depth += 1
+
+    def release(self) -> None:
+        """End one ``hold``; after the last, a Ctrl-C that waited is raised (once)."""
+        self._depth = max(0, self._depth - 1)
+        if not self._depth and self._pending and not self._raised and not self._done:
+            self._pending = False
+            self._raised += 1
+            raise KeyboardInterrupt
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Within: a Ctrl-C waits for the block's end (then it is raised, once)."""
+        self.hold()
+        try:
+            yield
+        finally:
+            self.release()
+
+    def status(self, status: int, *, exiting: bool = True) -> int:
+        """The command returned ``status``: 130 if a Ctrl-C came at all. ``exiting`` (the
+        ``four`` program): SIGINT is ignored from now on, the interpreter's exit included;
+        else (``main`` called in a process that goes on) the handler before ``install``
+        is put back."""
+        self._done = True
+        with contextlib.suppress(ValueError):  # not the main thread: nothing was installed
+            if signal.getsignal(signal.SIGINT) == self.handle:
+                # (pending calls of the handler run here first: they only note)
+                signal.signal(signal.SIGINT, signal.SIG_IGN if exiting else self.previous)
+        return INTERRUPTED if self.received else status
+
+
+_current: Interrupts | None = None
+
+
+def install() -> Interrupts:
+    """Handle SIGINT with a new ``Interrupts`` (unless SIGINT is ignored, or this is not
+    the main thread: then it is left as it is); the one ``held`` uses from now on."""
+    global _current
+    interrupts = Interrupts()
+    with contextlib.suppress(ValueError):  # not the main thread
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            interrupts.previous = signal.signal(signal.SIGINT, interrupts.handle)
+            _current = interrupts
+    return interrupts
+
+
+def installed() -> Interrupts | None:
+    """The ``Interrupts`` handling SIGINT now, if any (what ``held`` uses)."""
+    current = _current
+    with contextlib.suppress(ValueError):  # (getsignal works in any thread)
+        if current is not None and signal.getsignal(signal.SIGINT) == current.handle:
+            return current
+    return None
+
+
+@contextlib.contextmanager
+def held() -> Iterator[None]:
+    """``Interrupts.held`` of the installed handler (nothing held when there is none)."""
+    current = installed()
+    if current is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    with current.held():
+        yield
