@@ -42,9 +42,11 @@ sampling at 0.7 wrote lines of 1,000 characters, and its attempt ended
 
 def prose(name: str = "prose", end: str = "") -> Rules:
     """A line of prose and its newline: it starts with no blank and no fence character
-    (so it never opens a block), holds at most ``PROSE_CHARS`` characters, and ends with
-    ``end`` (a sentence's ``.``, so that no parser takes it for a file's path)."""
-    first = Chars(WHITESPACE + "`~", negated=True)
+    (so it never opens a block) and no ``<`` (the built-in model wrote a command's output
+    itself, ``<returncode>0</returncode>``, then believed its work done), holds at most
+    ``PROSE_CHARS`` characters, and ends with ``end`` (a sentence's ``.``, so that no
+    parser takes it for a file's path)."""
+    first = Chars(WHITESPACE + "`~<", negated=True)
     rest = Rep(Chars("\n", negated=True), 0, PROSE_CHARS - 1 - len(end))
     line = Seq((first, rest, Lit(end), NEWLINE)) if end else Seq((first, rest, NEWLINE))
     return [(name, line)]
