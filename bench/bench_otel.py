@@ -6,8 +6,10 @@ python bench/bench_otel.py [STEPS] [ROUNDS] [SAVED_RUNS]
 The spans go over real OTLP/HTTP (the SDK's exporter) to a sink in a process of its own
 on 127.0.0.1 that answers every request 200 at once: what is measured is four's side,
 not a tracing backend's. The loop is bench_core's: a scripted G, a one-action V1, a
-fixed V2, ``save_trajectory`` on (a temporary folder). CPU time is this process's whole
-(the sender's thread included).
+fixed V2, ``save_trajectory`` on (a temporary folder). CPU time: the run's thread's
+own, the run's process's whole (the threads that send, or feed the sender's process,
+included), and that plus the sender's child process's (as it says it, after each flush);
+and wall time.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeAlias
 
 from returns.result import Result, Success
 
@@ -67,48 +70,102 @@ def _components() -> tuple[Parse, Execute]:
     return parse, execute
 
 
-def per_step(url: str, steps: int, rounds: int) -> dict[str, list[tuple[float, float]]]:
-    """CPU us a step of whole runs, without and with an ``otel_watch`` (its spans, and
-    its spans and metrics), the kinds alternating within each round: the process's (the
-    sender's thread, its encoding and requests, included) and the run's thread's own."""
+Measure: TypeAlias = tuple[float, float, float, float]
+"""CPU us a step: the run's thread, the run's process, that and the sender's child; and
+wall us a step."""
+
+
+def per_step(url: str, steps: int, rounds: int) -> dict[str, list[Measure]]:
+    """Whole runs without and with a watch, the kinds alternating within each round:
+    ``otel_watch`` (what ``--otel`` uses: spans and metrics made and sent by a child
+    process), and, for comparison, the same spans and metrics by a sender's thread in
+    the run's process (four's encoding, then the SDK's)."""
     from four import run, save_trajectory, scripted_invoke
-    from four.otel import OtelWatch, flush
+    from four.otel import OtelWatch, flush, otel_watch
     from four.otel._metrics import Metrics
-    from four.otel._send import sender
+    from four.otel._send import Sender, make_sender
+    from four.otel._senders import sender
 
     parse, execute = _components()
-    out = sender(url)
+    child = sender(url)
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
+    class SdkEncoded(OTLPSpanExporter):  # the same exporter, not handed four's bytes
+        pass
+
+    here = make_sender(f"{url}/v1/traces")
+    sdk = Sender(SdkEncoded(endpoint=f"{url}/v1/traces"), url)
+    assert here.encodes and not sdk.encodes
     measures = Metrics(MeterProvider([InMemoryMetricReader()]))
-    kinds: dict[str, Callable[[], OtelWatch | None]] = {
+
+    class Nothing:  # a sender that drops all: what the watch's notes cost alone
+        where, sent, dropped, failed = "nowhere", 0, 0, 0
+
+        def put(self, span: object, counts: object = None) -> None:
+            pass
+
+    class Deaf:  # a watch that hears each event and does nothing: the loop's own part
+        def beat(self) -> None:
+            pass
+
+        def stopped(self) -> None:
+            return None
+
+        def hear(self, event: object) -> None:
+            pass
+
+    kinds: dict[str, Callable[[], OtelWatch | Deaf | None]] = {
         "off": lambda: None,
-        "spans": lambda: OtelWatch(out),
-        "spans + metrics": lambda: OtelWatch(out, metrics=measures),
+        "a watch that hears and does nothing": Deaf,
+        "the watch's notes only (nothing sent)": lambda: OtelWatch(Nothing()),  # type: ignore[arg-type]
+        "`otel_watch()` (`--otel`): a child process sends": lambda: otel_watch(url),
+        "a thread of the run's process sends, four's encoding": lambda: OtelWatch(
+            here, metrics=measures
+        ),
+        "a thread of the run's process sends, the SDK's encoding": lambda: OtelWatch(
+            sdk, metrics=measures
+        ),
     }
-    found: dict[str, list[tuple[float, float]]] = {k: [] for k in kinds}
+    found: dict[str, list[Measure]] = {k: [] for k in kinds}
     replies = [f"echo {i}" for i in range(steps)]
     with tempfile.TemporaryDirectory() as folder:
         emit = save_trajectory(folder)
+        run(
+            scripted_invoke(["a"]),
+            parse,
+            execute,
+            emit,
+            prompt="go",
+            max_steps=1,
+            watch=otel_watch(url),
+        )  # fmt: skip  (the child started, warm)
         for _ in range(rounds):
             for kind, watch in kinds.items():
                 G = scripted_invoke(replies)
-                flush(30)  # each measure starts with nothing queued
-                cpu, own = time.process_time(), time.thread_time()
+                for each in (child, here, sdk):  # each measure starts with nothing queued
+                    assert each.flush(60)
+                cpu, own, wall = time.process_time(), time.thread_time(), time.perf_counter()
+                side = child.cpu
                 run(G, parse, execute, emit, prompt="go", max_steps=steps, watch=watch())
-                own = time.thread_time() - own
-                flush(30)  # the spans' sending counted in, too
-                found[kind].append(((time.process_time() - cpu) / steps * 1e6, own / steps * 1e6))
+                own, wall = time.thread_time() - own, time.perf_counter() - wall
+                for each in (child, here, sdk):  # their making and sending counted in, too
+                    assert each.flush(60)
+                cpu = time.process_time() - cpu
+                us = 1e6 / steps
+                found[kind].append((own * us, cpu * us, (cpu + child.cpu - side) * us, wall * us))
+    flush(30)
     return found
 
 
-def saved(url: str, runs: int) -> tuple[int, float, float]:
+def saved(url: str, runs: int) -> tuple[int, float, float, float]:
     """Export ``runs`` saved runs of 3 steps (recorded with ``otel_watch``): spans, wall
-    and CPU seconds of ``export_runs``."""
+    seconds, CPU seconds of ``export_runs``'s process and of the sender's child."""
     from four import run, save_trajectory, scripted_invoke
     from four.otel import OtelWatch, export_runs
     from four.otel._send import Sender
+    from four.otel._senders import sender
 
     parse, execute = _components()
     from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
@@ -118,6 +175,7 @@ def saved(url: str, runs: int) -> tuple[int, float, float]:
             return SpanExportResult.SUCCESS
 
     quiet = Sender(Nowhere(), "nowhere")  # the runs are made, not sent
+    child = sender(url)
     with tempfile.TemporaryDirectory() as folder:
         emit = save_trajectory(folder)
         paths = []
@@ -125,32 +183,36 @@ def saved(url: str, runs: int) -> tuple[int, float, float]:
             G = scripted_invoke(["a", "b", "c"])
             watch = OtelWatch(quiet)
             paths.append(run(G, parse, execute, emit, prompt="go", max_steps=3, watch=watch))
+        assert child.flush(60)
+        side = child.cpu
         wall, cpu = time.perf_counter(), time.process_time()
         done = export_runs(paths, url, timeout=600)
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         assert done.sent and done.runs == runs, done
-        return done.spans, wall, cpu
+        return done.spans, wall, cpu, child.cpu - side
 
 
 def main(argv: Sequence[str] = ()) -> None:
-    steps = int(argv[0]) if argv else 100
-    rounds = int(argv[1]) if len(argv) > 1 else 7
+    steps = int(argv[0]) if argv else 200
+    rounds = int(argv[1]) if len(argv) > 1 else 11
     runs = int(argv[2]) if len(argv) > 2 else 10_000
     with sink() as url:
         found = per_step(url, steps, rounds)
-        base = statistics.median(v for v, _ in found["off"])
-        base_own = statistics.median(v for _, v in found["off"])
-        print(f"a run of {steps} steps, median of {rounds} rounds, CPU us a step\n")
-        print("| watch | process | over the loop's own | the run's thread | over its own |")
-        print("|---|---:|---:|---:|---:|")
+        base = [statistics.median(m[i] for m in found["off"]) for i in range(4)]
+        print(f"a run of {steps} steps, median of {rounds} rounds, us a step (CPU; wall)\n")
+        print("| sender | the run's thread | over its own | the run's process | over its own "
+              "| the process and the child | over the loop's own | wall | over |")  # fmt: skip
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         for kind, values in found.items():
-            value = statistics.median(v for v, _ in values)
-            own = statistics.median(v for _, v in values)
-            print(f"| {kind} | {value:.1f} | {value / base - 1:+.0%} | {own:.1f} | "
-                  f"{own / base_own - 1:+.0%} |")  # fmt: skip
-        spans, wall, cpu = saved(url, runs)
+            cells = []
+            for i, b in enumerate(base):
+                value = statistics.median(m[i] for m in values)
+                cells.append(f"{value:.1f} | {value / b - 1:+.0%}")
+            print(f"| {kind} | {' | '.join(cells)} |")
+        spans, wall, cpu, side = saved(url, runs)
         print(f"\n`four.otel.export_runs` of {runs:,} saved runs ({spans:,} spans): "
-              f"{wall:.1f} s wall, {cpu:.1f} s CPU, {spans / wall:,.0f} spans/s")  # fmt: skip
+              f"{wall:.1f} s wall, {cpu:.1f} s CPU in the process and {side:.1f} s in the "
+              f"sender's child, {spans / wall:,.0f} spans/s")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -121,14 +121,18 @@ def test_ctrl_c_under_asyncio_run_seals_the_trajectory(tmp_path: Path) -> None:
         [sys.executable, "-c", program, str(tmp_path)], stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
     )  # fmt: skip
-    assert child.stdout is not None and child.stdout.readline() == "started\n"
-    deadline = time.monotonic() + 60
-    while not _alive(marker) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _alive(marker), "the command never started"
-    time.sleep(0.2)  # the command is in flight, its trajectory stream open
-    child.send_signal(signal.SIGINT)
-    _, err = child.communicate(timeout=30)
+    with child:  # killed if the test fails: no process or pipe outlives it
+        assert child.stdout is not None and child.stdout.readline() == "started\n"
+        deadline = time.monotonic() + 60
+        while not _alive(marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _alive(marker), "the command never started"
+        time.sleep(0.2)  # the command is in flight, its trajectory stream open
+        child.send_signal(signal.SIGINT)
+        try:
+            _, err = child.communicate(timeout=30)
+        finally:
+            child.kill()
     assert child.returncode != 0 and "KeyboardInterrupt" in err
     (saved,) = tmp_path.glob("*.json")
     assert json.loads(saved.read_text())["outcome"].startswith("interrupted")

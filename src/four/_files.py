@@ -83,6 +83,16 @@ def open_regular(
         raise
 
 
+def read_at_most(f: BinaryIO, limit: int) -> bytes:
+    """The rest of the open file ``f``, at most ``limit`` bytes. Asked for ``limit`` at
+    once, ``read`` would allocate that much first (256 MiB for a few bytes' file)."""
+    size = max(0, os.fstat(f.fileno()).st_size - f.tell())
+    data = f.read(min(size + 1, limit))
+    if len(data) > size and len(data) < limit:  # it grew since the stat
+        data += f.read(limit - len(data))
+    return data
+
+
 def read_regular(
     path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES, follow: bool = True
 ) -> bytes:
@@ -95,7 +105,7 @@ def read_regular(
     four._files.Unreadable: cannot read missing.json: No such file or directory
     """
     with open_regular(path, max_bytes=max_bytes, follow=follow) as f:
-        data = f.read(max_bytes + 1)
+        data = read_at_most(f, max_bytes + 1)
     if len(data) > max_bytes:
         raise TooLarge(os.fspath(path), len(data), max_bytes)
     return data

@@ -36,6 +36,18 @@ HEALTH = {
     "health_check_failure_threshold": 4,
 }
 
+PATIENT = {
+    "health_check_period_ms": 1000,
+    "health_check_timeout_ms": 10000,
+    "health_check_failure_threshold": 20,
+    "gcs_rpc_server_reconnect_timeout_s": 300,
+}
+"""Health checks for a host starved of CPU (a long batch niced under other work): a node
+is dead after ~20 s of failed checks, and a driver waits up to 5 min for a slow GCS.
+With ``HEALTH`` a raylet that gets no CPU for ~3 s is marked dead by the GCS and exits;
+on the head, ``ray start --block`` then kills every process of the node, the GCS too
+(the driver ends: "Failed to connect to GCS within 60 seconds")."""
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -52,11 +64,15 @@ def _ports() -> list[str]:
 
 
 class Cluster:
-    """The running cluster: ``address`` to join it."""
+    """The running cluster: ``address`` to join it. ``health`` is the head's node health
+    checks (``HEALTH``: a lost node is dead within ~3 s)."""
 
-    def __init__(self, root: Path, hidden: list[Path]) -> None:
+    def __init__(
+        self, root: Path, hidden: list[Path], health: dict[str, int] | None = None
+    ) -> None:
         self.root = root
         self.hidden = hidden
+        self.health = HEALTH if health is None else health
         self.port = _free_port()
         self.address = f"{HEAD}:{self.port}"
         self.starters: dict[str, subprocess.Popen[bytes]] = {}
@@ -86,7 +102,7 @@ class Cluster:
         scratch.mkdir()
         head = [
             self._ray(), "start", "--head", f"--node-ip-address={HEAD}", f"--port={self.port}",
-            "--include-dashboard=false", f"--system-config={json.dumps(HEALTH)}",
+            "--include-dashboard=false", f"--system-config={json.dumps(self.health)}",
             f"--temp-dir={self.temp}", "--object-store-memory=80000000", *common,
             *_ports(),
         ]  # fmt: skip
@@ -195,8 +211,10 @@ class Cluster:
 
 
 @contextlib.contextmanager
-def three_nodes(root: Path, hidden: list[Path]) -> Iterator[Cluster]:
-    cluster = Cluster(root, hidden)
+def three_nodes(
+    root: Path, hidden: list[Path], health: dict[str, int] | None = None
+) -> Iterator[Cluster]:
+    cluster = Cluster(root, hidden, health)
     try:
         cluster.start()
         yield cluster

@@ -4,6 +4,7 @@ loopback model server; the manifest, resume, the summary, ``four stats`` on its 
 from __future__ import annotations
 
 import gc
+import importlib.util
 import json
 from pathlib import Path
 
@@ -99,3 +100,18 @@ def test_a_batch_folder_the_agents_commands_could_read_is_refused(
     assert line.startswith("four batch: error: -o here is inside the agent's workspace")
     assert line.endswith("or --output-in-workspace to allow it")
     assert not (tmp_path / "here").exists()
+
+
+def test_an_object_store_url_whose_package_is_missing_is_one_usage_error_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("fsspec")
+    if importlib.util.find_spec("gcsfs") is not None:
+        pytest.skip("gcsfs is installed: gs:// URLs can be used here")
+    monkeypatch.setenv("FOUR_CACHE", str(tmp_path / "cache"))
+    tasks = write_tasks(tmp_path / "tasks.jsonl", 1)
+    assert main(["batch", str(tasks), "--model", "m", "--api-base", "http://127.0.0.1:9/v1",
+                 "-o", "gs://bucket/evals"]) == 2  # fmt: skip
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("four batch: error: gs://bucket/evals: ")
+    assert "gcsfs" in line

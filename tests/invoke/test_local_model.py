@@ -96,9 +96,23 @@ def workdir(tmp_path: Path) -> Iterator[Path]:
     yield work
 
 
+STARTED: list[subprocess.Popen[str]] = []
+
+
+@pytest.fixture(autouse=True)
+def reap() -> Iterator[None]:
+    """A ``four run`` a failed test left running is killed, its pipes closed."""
+    yield
+    while STARTED:
+        process = STARTED.pop()
+        if process.poll() is None:
+            process.kill()
+        process.communicate()
+
+
 def four(*args: str, cwd: Path) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": SRC, "FOUR_OUTPUT_DIR": str(cwd.parent / "runs")}
-    return subprocess.Popen(
+    process = subprocess.Popen(
         [sys.executable, "-m", "four.cli", "run", *args],
         cwd=cwd,
         env=env,
@@ -106,6 +120,8 @@ def four(*args: str, cwd: Path) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
     )
+    STARTED.append(process)
+    return process
 
 
 def test_a_real_task_runs_on_the_local_model_and_its_server_ends(

@@ -18,14 +18,15 @@ from four.types import Assistant, ModelError, ModelErrorKind, Usage
 
 def test_each_model_call_counts_its_tokens_and_its_duration(tmp_path: Path) -> None:
     reader = InMemoryMetricReader()
-    watch = OtelWatch(Sender(InMemorySpanExporter(), "memory"),
-                      metrics=Metrics(MeterProvider([reader])))  # fmt: skip
+    out = Sender(InMemorySpanExporter(), "memory")
+    watch = OtelWatch(out, metrics=Metrics(MeterProvider([reader])))
     G = scripted_invoke([
         Assistant("```bash\ntrue\n```", usage=Usage(100, 7), model="m"),
         Assistant("```bash\ntrue\n```", usage=Usage(300, 5), model="m"),
         ModelError(ModelErrorKind.TIMEOUT, "no answer"),
     ])  # fmt: skip
     run(G, regex_parse(), local_env(), save_trajectory(tmp_path), prompt="go", watch=watch)
+    assert out.flush(30)  # counted as the spans are made: by the sender's thread
     data = reader.get_metrics_data()
     assert data is not None
     found = {m.name: m for r in data.resource_metrics for s in r.scope_metrics for m in s.metrics}

@@ -19,6 +19,9 @@ output folder and the supervisor's watch::
 A run's failure is a value: its ``RunResult`` says ``crashed: ...`` (or ``stalled``,
 ``model_error``...), never an exception that stops the batch.
 
+One driver per batch: a second on the same folder or URL raises ``BatchLocked`` naming
+the first (see ``four.batch._lock``); a dead driver's lock is taken over.
+
 ``DIR/manifest.jsonl`` gets one JSON line per finished item (id, outcome, trajectory,
 steps, tokens, cost, wall time, error, attempts, final, node, the item's other fields);
 run the batch again and items whose latest line is final are skipped.
@@ -59,6 +62,7 @@ if TYPE_CHECKING:  # names load on first use: `four batch --help` imports none o
     from four.batch._items import folder_name as folder_name
     from four.batch._items import item_from_json as item_from_json
     from four.batch._items import read_items as read_items
+    from four.batch._lock import BatchLocked as BatchLocked
     from four.batch._manifest import MANIFEST as MANIFEST
     from four.batch._manifest import read_manifest as read_manifest
     from four.batch._manifest import read_results as read_results

@@ -14,6 +14,7 @@ from four._outcomes import Interrupted, Outcome, TimeLimitReached
 from four._types import JSON, NO_USAGE, Usage
 from four.batch._attempt import MakeRun
 from four.batch._items import Item, folder_name, item_from_json
+from four.batch._lock import FolderLock, Lease
 from four.batch._manifest import ManifestWriter, read_results
 from four.batch._pool import AsyncPool, ThreadPool
 from four.batch._publish import Publisher
@@ -230,13 +231,21 @@ class _Batch:
         self.finished: set[str] = set()
         self.accounted: set[str] = set()  # streams whose spend a manifest line carries
         self.carried: dict[str, tuple[Usage, tuple[str, ...]]] = {}  # by item id
+        self.lease: Lease | None = None
+        self.folder_lock: FolderLock | None = None
 
     def results(
         self, source: Iterator[Item | Mapping[str, JSON]]
     ) -> Generator[RunResult, None, None]:
-        if self.remote is not None:  # what the URL has (its manifest says what is done)
-            self.remote.pull()
-        self.writer = writer = ManifestWriter(self.spec.output_dir, relative=bool(self.remote))
+        self._lock()  # one driver per destination (a second refuses: BatchLocked)
+        try:
+            if self.remote is not None:  # what the URL has (its manifest says what is done)
+                self.remote.pull()
+            self.writer = ManifestWriter(self.spec.output_dir, relative=bool(self.remote))
+        except BaseException:
+            self._unlock()
+            raise
+        writer = self.writer
         try:
             earlier = read_results(writer.path)
             self.spent = sum(r.cost for r in earlier)
@@ -248,6 +257,7 @@ class _Batch:
             self.session.spent(self.spent)
         except BaseException:
             writer.close()
+            self._unlock()
             raise
         if self.remote is not None:
             self.publisher = Publisher(self.remote)
@@ -255,10 +265,36 @@ class _Batch:
         try:
             yield from self._loop(source)
         finally:
-            self.session.close()
-            writer.close()
-            if self.publisher is not None:
-                self.publisher.close()
+            try:
+                self.session.close()
+                writer.close()
+                if self.publisher is not None:
+                    self.publisher.close()
+            finally:
+                self._unlock()
+
+    def _lock(self) -> None:
+        """Hold the destination: the URL's lease, and the folder's lock (for a URL, its
+        local copy's: two drivers of one machine share it)."""
+        if self.remote is not None:
+            lease = Lease(self.remote.url)
+            lease.acquire()
+            self.lease = lease
+        folder = FolderLock(self.spec.output_dir, self.remote.url if self.remote else None)
+        try:
+            folder.acquire()
+        except BaseException:
+            self._unlock()
+            raise
+        self.folder_lock = folder
+
+    def _unlock(self) -> None:
+        folder, self.folder_lock = self.folder_lock, None
+        if folder is not None:
+            folder.release()
+        lease, self.lease = self.lease, None
+        if lease is not None:
+            lease.release()
 
     def _loop(self, source: Iterator[Item | Mapping[str, JSON]]) -> Iterator[RunResult]:
         session = self.session
@@ -368,6 +404,9 @@ class _Batch:
 
     def _check_budgets(self) -> None:
         if self.stopping is not None:
+            return
+        if self.lease is not None and self.lease.lost is not None:  # another driver took over
+            self._stop(Interrupted(self.lease.lost), kill=True)
             return
         self.stopping = self.session.stopping()  # the session's own cost check
         if self.stopping is not None:

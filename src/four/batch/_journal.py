@@ -16,11 +16,13 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
+from four._files import Unreadable, kind, read_regular
 from four._pids import pid_alive
 from four.execute._interrupt import Command, observe
 from four.execute._kill import kill_marked
@@ -38,7 +40,7 @@ class Journal:
         """Kill what the previous owner left running; start this process's journal.
         Returns what was cleaned up (for the log)."""
         cleaned = clean_up(self.path)
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
+        self._fd = _create(self.path)
         os.write(self._fd, f"pid {os.getpid()}\n".encode())
         self._undo = observe(self._note)
         return cleaned
@@ -65,7 +67,7 @@ def clean_up(path: Path) -> list[str]:
     """Kill the commands a journal says were running, and remove its writer's containers."""
     try:
         pid, marks = _read(path)
-    except OSError:
+    except (OSError, Unreadable):  # gone, or no journal (a FIFO, a device, too large)
         return []
     cleaned = []
     for mark in marks:
@@ -77,6 +79,8 @@ def clean_up(path: Path) -> list[str]:
 
 
 NAME = "four-ray-{}.journal"
+MAX_BYTES = 64 << 20
+"""The largest journal read (a line per command started or ended: about a million)."""
 QUIET = 60.0
 """Seconds a dead writer's journal is left to its own actor's restart (which reads it
 within seconds) before any other actor on the node cleans up after it."""
@@ -98,7 +102,7 @@ def sweep(own: Path, quiet: float = QUIET) -> list[str]:
         try:
             if time.time() - path.stat().st_mtime < quiet or _running(_read(path)[0]):
                 continue
-        except OSError:  # gone meanwhile, or another user's
+        except (OSError, Unreadable):  # gone meanwhile, another user's, or no journal
             continue
         cleaned += clean_up(path)
         path.unlink(missing_ok=True)
@@ -106,10 +110,13 @@ def sweep(own: Path, quiet: float = QUIET) -> list[str]:
 
 
 def _read(path: Path) -> tuple[int | None, list[str]]:
-    """A journal's writer pid and the marks of the commands it left running."""
+    """A journal's writer pid and the marks of the commands it left running; a journal
+    that is no regular file (a FIFO, a link to ``/dev/zero``) or is over ``MAX_BYTES``
+    is ``Unreadable``, never waited on."""
     pid: int | None = None
     marks: dict[str, None] = {}
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    text = read_regular(path, max_bytes=MAX_BYTES, follow=False).decode("utf-8", "replace")
+    for line in text.splitlines():
         kind, _, value = line.partition(" ")
         if kind == "pid" and value.strip().isdecimal():
             pid = int(value)
@@ -118,6 +125,22 @@ def _read(path: Path) -> tuple[int | None, list[str]]:
         elif kind == "-":
             marks.pop(value.strip(), None)
     return pid, list(marks)
+
+
+def _create(path: Path) -> int:
+    """A new, empty journal at ``path``, open for appending. What is in its place and is
+    no regular file (a FIFO, whose open would wait for a reader; a link) is removed first."""
+    with contextlib.suppress(OSError):
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            path.unlink()
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK
+    fd = os.open(path, flags | os.O_CLOEXEC, 0o600)
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise Unreadable(f"{path} is {kind(mode)}, not a regular file", mode=mode)
+    os.set_blocking(fd, True)
+    return fd
 
 
 def _remove_containers(pid: str) -> list[str]:

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
+import stat
 from dataclasses import replace
 from pathlib import Path
 from typing import IO
 
+from four._files import TooLarge, Unreadable, kind, open_regular, read_regular
 from four.batch._result import RunResult
 
 MANIFEST = "manifest.jsonl"
+MAX_BYTES = 1 << 30
+"""The largest manifest read (a line is a few hundred bytes: millions of items fit)."""
 
 
 def manifest_path(path: str | os.PathLike[str]) -> Path:
@@ -22,12 +27,25 @@ def manifest_path(path: str | os.PathLike[str]) -> Path:
 
 
 def read_results(path: str | os.PathLike[str]) -> list[RunResult]:
-    """Every line of a manifest, in order (a line cut short at its end is skipped)."""
+    """Every line of a manifest, in order (a line cut short at its end is skipped); none
+    when there is no manifest. A manifest that is no regular file (a FIFO, a link to
+    ``/dev/zero``), or is over ``MAX_BYTES``, is ``Unreadable``: one line, never a hang.
+
+    >>> import os, tempfile
+    >>> folder = tempfile.mkdtemp(); os.mkfifo(os.path.join(folder, MANIFEST))
+    >>> try:
+    ...     read_results(folder)
+    ... except Unreadable as exc:
+    ...     print(str(exc).endswith("manifest.jsonl is a FIFO (named pipe), not a regular file"))
+    True
+    """
     p = manifest_path(path)
     try:
-        text = p.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        return []
+        text = read_regular(p, max_bytes=MAX_BYTES).decode("utf-8", "replace")
+    except Unreadable as exc:
+        if exc.errno == errno.ENOENT:
+            return []
+        raise
     results = []
     for line in text.splitlines():
         try:
@@ -63,7 +81,7 @@ class ManifestWriter:
         self.relative = relative
         folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / MANIFEST
-        self._file: IO[str] = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115
+        self._file: IO[str] = _append(self.path)
         try:
             fcntl.flock(self._file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -76,6 +94,7 @@ class ManifestWriter:
             self._file.flush()
 
     def write(self, result: RunResult) -> None:
+        """Append ``result`` as one line, flushed."""
         path = result.trajectory
         if self.relative and path is not None and path.is_relative_to(self.folder):
             result = replace(result, trajectory=path.relative_to(self.folder))
@@ -85,3 +104,27 @@ class ManifestWriter:
     def close(self) -> None:
         with contextlib.suppress(OSError):
             self._file.close()
+
+
+def _append(path: Path) -> IO[str]:
+    """``path`` opened to append to, if it is a regular file of at most ``MAX_BYTES`` or
+    is not there yet; a FIFO, a device or a link in its place is refused with one line
+    (``Unreadable``), never written into (a FIFO's writer would wait once it is full)."""
+    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError:
+        with open_regular(path, follow=False, max_bytes=MAX_BYTES):  # says why, in a line
+            pass
+        raise
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise Unreadable(f"{path} is {kind(mode)}, not a regular file", mode=mode)
+        if os.fstat(fd).st_size > MAX_BYTES:
+            raise TooLarge(str(path), os.fstat(fd).st_size, MAX_BYTES)
+        os.set_blocking(fd, True)
+        return open(fd, "a+", encoding="utf-8", closefd=True)
+    except BaseException:
+        os.close(fd)
+        raise

@@ -79,7 +79,8 @@ def batch_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "-o",
         "--output-dir",
-        help="the batch folder, outside the agents' workspace [FOUR_BATCH_DIR, "
+        help="the batch folder, outside the agents' workspace, or an object store URL "
+        "(s3://bucket/prefix: needs four-loop[s3]) [FOUR_BATCH_DIR, "
         "$XDG_STATE_HOME/four/batches/<TASKS name>-<digest of its path>]",
     )
     p.add_argument(
@@ -286,7 +287,7 @@ class BatchOptions:
     """What ``four batch`` was asked, beyond the agent's settings."""
 
     tasks: Path
-    output_dir: Path
+    output_dir: Path  # for a URL, its local copy
     workers: int
     ray: str | None
     processes: int | None  # the async pool's worker processes (None: threads or Ray)
@@ -294,11 +295,18 @@ class BatchOptions:
     max_cost: float | None
     max_wall_time: float | None
     redo: bool
+    url: str | None = None  # -o s3://bucket/prefix: where the batch lands
+
+    @property
+    def destination(self) -> str:
+        """Where the batch is: its URL, or its folder."""
+        return self.url if self.url is not None else str(self.output_dir)
 
 
 def batch_options(args: argparse.Namespace) -> BatchOptions:
     """Flags over ``FOUR_*`` variables over defaults."""
     from four.cli import _settings as env
+    from four.trajectory._destination import Remote, is_url
 
     workers = args.workers if args.workers is not None else env.get_int("FOUR_WORKERS", 0)
     stall = (
@@ -308,9 +316,14 @@ def batch_options(args: argparse.Namespace) -> BatchOptions:
     )
     folder = args.output_dir or env.get("FOUR_BATCH_DIR")
     ray, processes = _where(args)
+    url = folder if folder and is_url(folder) else None
+    if url is not None:
+        output_dir = Remote(url).local
+    else:
+        output_dir = Path(folder) if folder else default_batch_dir(Path(args.tasks))
     return BatchOptions(
         Path(args.tasks),
-        Path(folder) if folder else default_batch_dir(Path(args.tasks)),
+        output_dir,
         workers or DEFAULT_WORKERS,
         ray,
         processes,
@@ -318,6 +331,7 @@ def batch_options(args: argparse.Namespace) -> BatchOptions:
         args.batch_cost_limit or None,
         args.batch_timeout or None,
         bool(args.redo),
+        url,
     )
 
 
@@ -365,6 +379,7 @@ def batch_command(args: argparse.Namespace) -> int:
     """Run ``four batch``; the exit status (see the module's docstring)."""
     from four.batch._batch import iter_runs
     from four.batch._items import read_items
+    from four.batch._lock import BatchLocked
     from four.batch._pool import AsyncPool, ThreadPool
     from four.batch._raypool import RayPool
     from four.cli._build import load_domain, make_check, sigterm_interrupts, system_prompt
@@ -372,6 +387,7 @@ def batch_command(args: argparse.Namespace) -> int:
     from four.cli._launchfile import apply_settings, check_items, resolve_items
     from four.cli._options import api_key, guard_output, options, resolve
     from four.cli._preflight import output_folder, prompt_fits
+    from four.cli._remote import reachable
 
     settings = apply_settings(args, Path(args.tasks), batch_flags)  # the launch's four.toml, if any
     batch = batch_options(args)
@@ -392,8 +408,12 @@ def batch_command(args: argparse.Namespace) -> int:
         raise UsageError("--local serves its model in each process it runs in: with it, "
                          "give --processes 1 or leave it out")  # fmt: skip
     make_check(opts)  # a bad --check-files is a usage error now, not in every run
-    guard_output(replace(opts, output_dir=str(batch.output_dir)))
-    output_folder(str(batch.output_dir))  # before any model call, as four run
+    if batch.url is None:
+        guard_output(replace(opts, output_dir=str(batch.output_dir)))
+    else:
+        reachable(batch.url)
+    output_folder(str(batch.output_dir))  # before any model call, as four run (a URL's copy)
+    _readable_manifest(batch.output_dir)
     key = api_key(opts)
     model, server = resolve(opts, key)
     if opts.local is not None:  # one server slot per worker, unless told otherwise
@@ -421,7 +441,7 @@ def batch_command(args: argparse.Namespace) -> int:
             for result in iter_runs(
                 make_run,
                 items,
-                batch.output_dir,
+                batch.destination,
                 pool=pool,
                 max_concurrency=batch.workers,
                 time_limit=opts.timeout,
@@ -437,9 +457,28 @@ def batch_command(args: argparse.Namespace) -> int:
         from four.cli._build import Terminated
 
         status = 143 if isinstance(exc, Terminated) else 130
+    except BatchLocked as exc:  # another driver runs it: one line naming it
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        if batch.url is None:
+            raise
+        raise UsageError(f"{batch.url}: cannot write: {exc}".splitlines()[0]) from None
     finally:
         display.stop()
     return _report(batch, opts.json, results, time.monotonic() - start, status)
+
+
+def _readable_manifest(folder: Path) -> None:
+    """A manifest in ``folder`` that cannot be read (a FIFO, a link to ``/dev/zero``, too
+    large) is a usage error, in one line, before anything runs."""
+    from four._files import Unreadable
+    from four.batch._manifest import read_results
+    from four.cli._errors import UsageError
+
+    try:
+        read_results(folder)
+    except Unreadable as exc:
+        raise UsageError(f"the batch's manifest: {exc}") from None
 
 
 def _report(
@@ -455,7 +494,7 @@ def _report(
         status = 1
     outcomes = Counter(r.tag for r in results)
     cost = sum(r.cost for r in results)
-    manifest = batch.output_dir / "manifest.jsonl"
+    manifest = f"{batch.destination.rstrip('/')}/manifest.jsonl"
     if as_json:
         summary: dict[str, JSON] = {
             "ran": len(results),
@@ -463,7 +502,7 @@ def _report(
             "cost": cost,
             "wall_time": round(wall, 3),
             "unfinished": list(unfinished),
-            "manifest": str(manifest),
+            "manifest": manifest,
             "interrupted": status in (130, 143),
         }
         print(json.dumps(summary, indent=2))

@@ -19,6 +19,15 @@ def local_paths(paths: list[str]) -> list[str]:
     return [str(_pull(p)) if is_url(p) else p for p in paths]
 
 
+def reachable(url: str) -> None:
+    """A ``UsageError`` when ``url``'s store cannot be used here (its package is not
+    installed, the URL is malformed); writing is checked by writing (a batch's lease)."""
+    try:
+        _ = Remote(url).fs
+    except ImportError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def _pull(url: str) -> Path:
     remote = Remote(url)
     try:

@@ -41,6 +41,38 @@ class Resumed:
     attempt: int
 
 
+def verified(path: str, sign: str | None = None) -> None:
+    """Refuse, in one line, to resume a record that does not vouch for what a resume acts
+    on (its settings: the model server, the working folder, the check command): the
+    record ``path`` names, and its stream or sealed document beside it, must each verify
+    against their seal, and with ``sign`` (a private key file) be signed by that key.
+
+    >>> verified("missing.json")
+    Traceback (most recent call last):
+    ...
+    four.cli._errors.UsageError: --resume: missing.json cannot be verified (cannot read missing.json: No such file or directory): not resumed
+    """
+    from four.checks._audit import audit
+    from four.trajectory._sign import SigningError, SigningKey
+
+    try:
+        public = SigningKey.load(sign).public if sign else None
+    except SigningError as exc:
+        raise UsageError(f"--sign: {exc}") from None
+    given = Path(path)
+    beside = (given.with_suffix(".jsonl"), given.with_suffix(".json"))
+    for record in (given, *(p for p in beside if p != given and p.is_file())):
+        try:
+            found = audit(record, public_key=public)
+        except (OSError, ValueError) as exc:  # TrajectoryError: missing, a FIFO, too large
+            raise UsageError(
+                f"--resume: {record} cannot be verified ({exc}): not resumed"
+            ) from None
+        if not found.valid:
+            problem = found.errors[0] if found.errors else "invalid"
+            raise UsageError(f"--resume: {record} does not verify ({problem}): not resumed")
+
+
 def resumed(path: str) -> Resumed:
     """Read a trajectory to resume; a file that is no run of ``four run`` is a usage error."""
     from four.trajectory import TrajectoryError, load_trajectory

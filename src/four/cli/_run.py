@@ -8,6 +8,7 @@ saves the trajectory and prints its path (exit 130; SIGTERM the same, exit 143).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -130,13 +131,17 @@ def _resumed(
 ) -> tuple[RunOptions, tuple[Message, ...], dict[str, JSON]]:
     """The options, history and extra record of a new attempt at the run ``--resume``
     names."""
-    from four.cli._resume import extra_record, options_of, resumed
+    from four.cli._resume import extra_record, options_of, resumed, verified
 
     if args.task is not None:
         raise UsageError("--resume takes the task from the trajectory: give no TASK")
+    sign = getattr(args, "sign", None) or env.get("FOUR_SIGNING_KEY")
+    verified(args.resume, sign)  # its settings are acted on: only a sealed record's
     earlier = resumed(args.resume)
     mode = "quiet" if args.quiet else ("live" if sys.stderr.isatty() else "lines")
     opts = options_of(earlier, args.resume, mode=mode, json=bool(args.json))
+    if sign:  # the new attempt is signed by the key its record was verified with
+        opts = dataclasses.replace(opts, sign=sign)
     return opts, earlier.history, extra_record(earlier.settings)
 
 

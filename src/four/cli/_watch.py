@@ -16,6 +16,7 @@ from four.cli._remote import local_paths
 from four.cli._terminal import visible
 from four.observe._rescue import Done, rescue
 from four.observe._watch import STATES, TROUBLE, Policy, judge, survey
+from four.trajectory._destination import is_url
 from four.trajectory._sign import SigningError, SigningKey
 
 
@@ -104,6 +105,13 @@ def flags(p: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     urls = [str(p) for p in args.paths]
+    remote = next((u for u in urls if is_url(u)), None)
+    if args.rescue and remote is not None:
+        raise UsageError(
+            f"--rescue acts on runs of this machine, and {remote} is an object store: run "
+            "four watch --rescue where the runs' driver runs, or four batch again with -o "
+            f"{remote} (it resumes the batch)"
+        )
     folders = [Path(p) for p in local_paths(urls)]
     for folder in folders:
         if not folder.is_dir():

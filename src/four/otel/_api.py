@@ -7,9 +7,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from four._types import Watch
-from four.otel._metrics import metrics
 from four.otel._saved import saved_spans
-from four.otel._send import AT_EXIT, flush_all, sender
+from four.otel._send import AT_EXIT
+from four.otel._senders import flush_all, sender
+from four.otel._sidecar import COUNTED
 from four.otel._watch import OtelWatch
 from four.trajectory import TrajectoryError, load_trajectory
 from four.trajectory._load import MAX_BYTES
@@ -38,9 +39,11 @@ def otel_watch(
     variables too). ``content``: message contents in the spans (as the trajectory holds
     them); None follows ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``. ``then``:
     another watch this one stands in front of (a batch's supervisor). The trace and span
-    ids go into the trajectory (``stats.otel``). A receiver that is down or slow never
-    slows the run: spans wait in a bounded queue, and what is lost is counted
-    (``watch.sender``) and said once. Each model call also counts in the metrics
+    ids go into the trajectory (``stats.otel``). The spans are made and sent by a
+    process of its own (one per receiver, ended with this one), so the run's thread
+    only notes each step. A receiver that is down or slow never slows the run: spans
+    wait in a bounded queue, and what is lost is counted (``watch.sender``) and said
+    once. Each model call also counts in the metrics
     ``gen_ai.client.token.usage`` and ``gen_ai.client.operation.duration`` (sent to
     the same receiver's ``/v1/metrics``; ``OTEL_METRICS_EXPORTER=none`` sends none).
 
@@ -48,8 +51,7 @@ def otel_watch(
     >>> watch.sender.where, watch.trace_id
     ('http://127.0.0.1:4318/v1/traces', None)
     """
-    out = sender(endpoint)
-    return OtelWatch(out, content_wanted(content), then, metrics(out.where))
+    return OtelWatch(sender(endpoint), content_wanted(content), then, COUNTED)
 
 
 @dataclass(frozen=True, slots=True)

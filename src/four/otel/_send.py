@@ -1,6 +1,7 @@
-"""Spans to an OTLP receiver, from a thread of their own: a run only puts them in a
-bounded queue (never waits), a receiver that is down or slow loses spans, counted, with
-one warning line; nothing of it reaches the run.
+"""Spans to an OTLP receiver, from a thread of their own: whoever puts them only puts
+them in a bounded queue (never waits), a receiver that is down or slow loses spans,
+counted, with one warning line. ``otel_watch`` runs this sender in a process of its own
+(``_sidecar``); a ``Sender`` made here with any ``SpanExporter`` runs in this process.
 
 The OTLP/HTTP exporter is the OpenTelemetry SDK's: it reads the standard
 ``OTEL_EXPORTER_OTLP_*`` variables (endpoint, headers, certificates, timeout,
@@ -9,14 +10,14 @@ compression) as every OpenTelemetry program does.
 
 from __future__ import annotations
 
-import atexit
 import collections
 import contextlib
 import logging
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from importlib.metadata import PackageNotFoundError, version
+from typing import Protocol, TypeAlias
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
@@ -26,6 +27,8 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
+from four.otel import _encode
+from four.otel._facts import Facts, span_of
 from four.otel._spans import SCHEMA_URL, Span
 
 log = logging.getLogger("four.otel")
@@ -49,11 +52,28 @@ _KINDS = {"internal": SpanKind.INTERNAL, "client": SpanKind.CLIENT}
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 
 
+Made: TypeAlias = Span | Facts
+"""What a sender takes: a span, or the facts of one (made into it by the sender's
+thread, not the run's)."""
+
+
+class Counts(Protocol):
+    """What counts a model call's span in the metrics (``_metrics.Metrics``)."""
+
+    def chat(self, span: Span, /) -> None: ...
+
+
 class Sender:
-    """Takes finished spans (``put``: constant time, never blocks) and sends them in
-    batches from its thread. ``sent``, ``dropped`` (the queue was full) and ``failed``
-    (the receiver did not take them) count spans; the first loss is said once, as a
-    warning of the ``four.otel`` logger."""
+    """Takes finished spans (``put`` a span, or its facts: constant time, never
+    blocks) and sends them in batches from its thread. ``sent``, ``dropped`` (the
+    queue was full) and ``failed`` (the receiver did not take them, or one could not be
+    made) count spans; the first loss is said once, as a warning of the ``four.otel``
+    logger.
+
+    The SDK's OTLP/HTTP exporter sends the requests (its variables, retries, headers,
+    compression); their bytes are four's own (``_encode``: a tenth of the SDK's encoding
+    cost) where the exporter lets them be handed over, else the SDK's (``ReadableSpan``
+    and ``encode_spans``, as for any other ``SpanExporter``)."""
 
     def __init__(
         self,
@@ -64,29 +84,46 @@ class Sender:
         delay: float = DELAY,
     ) -> None:
         self._exporter, self.where = exporter, where
+        self._post = _poster(exporter)
         self._max, self._batch, self._delay = max_queue, batch, delay
         self._flushing = 0  # flushes waiting: send what there is, now
-        self._queue: collections.deque[Span] = collections.deque()
+        self._queue: collections.deque[tuple[Made, Counts | None]] = collections.deque()
         self._lock = threading.Condition()
         self._busy = 0  # spans taken off the queue and not yet answered
         self._thread: threading.Thread | None = None
         self._closed = False
         self._resource = resource()
         self._scope = InstrumentationScope("four", scope_version(), SCHEMA_URL)
+        self._head: tuple[bytes, bytes] | None = None  # the resource and scope, encoded
         self.sent = self.dropped = self.failed = 0
         self.warned = False
+        self.said: str | None = None  # why spans were first lost
+        self.told: Callable[[], object] | None = None  # called once a batch is answered
 
-    def put(self, span: Span) -> None:
+    @property
+    def encodes(self) -> bool:
+        """Whether the requests' bytes are four's own (``_encode``), not the SDK's."""
+        return self._post is not None
+
+    def put(self, span: Made, counts: Counts | None = None) -> None:
+        """Queue ``span`` (or its facts) to be sent, counted by ``counts`` once made."""
+        queue = self._queue
+        if len(queue) < self._max - 1 and self._thread is not None and not self._closed:
+            queue.append((span, counts))  # the run's usual way: no lock (appends are atomic)
+            if len(queue) == self._batch:  # else the thread wakes by itself (``DELAY``)
+                with self._lock:
+                    self._lock.notify()
+            return
         with self._lock:
-            if len(self._queue) >= self._max or self._closed:
+            if len(queue) >= self._max or self._closed:
                 self.dropped += 1
                 self._warn("the queue is full: not taken fast enough")
                 return
-            self._queue.append(span)
+            queue.append((span, counts))
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="four-otel", daemon=True)
                 self._thread.start()
-            if len(self._queue) == self._batch:  # else it wakes by itself (``DELAY``)
+            if len(queue) == self._batch:
                 self._lock.notify()
 
     def flush(self, timeout: float) -> bool:
@@ -120,28 +157,60 @@ class Sender:
                     continue
                 taken = [self._queue.popleft() for _ in range(min(self._batch, len(self._queue)))]
                 self._busy = len(taken)
+            spans, unmade = self._made(taken)
+            problem = ""
             try:
-                with quietly():
-                    result = self._exporter.export([self._readable(s) for s in taken])
-                problem = (
-                    ""
-                    if result is SpanExportResult.SUCCESS
-                    else "not taken (down, slow or refusing)"
-                )
+                if spans:
+                    with quietly():
+                        done = self._send(spans)
+                    problem = "" if done else "not taken (down, slow or refusing)"
             except Exception as exc:  # an exporter's bug must not end the thread
                 problem = f"{type(exc).__name__}: {exc}"
             with self._lock:
                 if problem:
-                    self.failed += len(taken)
+                    self.failed += len(spans)
                     self._warn(problem)
                 else:
-                    self.sent += len(taken)
+                    self.sent += len(spans)
+                self.failed += unmade
                 self._busy = 0
                 self._lock.notify_all()
+            if self.told is not None:
+                self.told()
+
+    def _made(self, taken: Sequence[tuple[Made, Counts | None]]) -> tuple[list[Span], int]:
+        """The spans of ``taken`` (those queued as facts made now, and counted), and how
+        many could not be made (a bug: counted as lost, never raised)."""
+        spans: list[Span] = []
+        unmade = 0
+        for item, counts in taken:
+            try:
+                span = item if isinstance(item, Span) else span_of(item)
+                if counts is not None:
+                    counts.chat(span)
+            except Exception as exc:
+                unmade += 1
+                log.debug("four: otel: a span could not be made: %s", exc)
+                continue
+            spans.append(span)
+        return spans, unmade
+
+    def _send(self, spans: Sequence[Span]) -> bool:
+        """One request of ``spans``; whether the receiver took it."""
+        if self._post is None:
+            result = self._exporter.export([self._readable(s) for s in spans])
+            return result is SpanExportResult.SUCCESS
+        if self._head is None:
+            self._head = (
+                _encode.resource(dict(self._resource.attributes)),
+                _encode.scope(self._scope.name, self._scope.version or ""),
+            )
+        head, scope = self._head
+        return self._post(_encode.request(head, scope, SCHEMA_URL, map(_encode.span, spans)))
 
     def _warn(self, why: str) -> None:
         if not self.warned:
-            self.warned = True
+            self.warned, self.said = True, why
             log.warning(
                 "four: otel: spans lost: %s by %s (the runs go on; later losses are counted, "
                 "not said)", why, self.where,
@@ -165,6 +234,24 @@ class Sender:
             status=status, start_time=_ns(span.start), end_time=_ns(span.end),
             instrumentation_scope=self._scope,
         )  # fmt: skip
+
+
+def _poster(exporter: SpanExporter) -> Callable[[bytes], bool] | None:
+    """How to hand ``exporter`` a request's bytes: the SDK's OTLP/HTTP exporter sends
+    them with its client (``_client.export``: its retries, headers, compression and
+    timeout), an inner part of the SDK that its versions may change. None where the
+    exporter is another, or the SDK no longer has that part: then the SDK encodes."""
+    if type(exporter) is not OTLPSpanExporter:
+        return None
+    client = getattr(exporter, "_client", None)
+    export = getattr(client, "export", None)
+    if not callable(export):
+        return None
+
+    def post(data: bytes) -> bool:
+        return bool(getattr(export(data), "success", False))
+
+    return post
 
 
 def _ns(seconds: float) -> int:
@@ -219,10 +306,6 @@ def quietly() -> Iterator[None]:
         _quiet.local.on = False
 
 
-_senders: dict[str, Sender] = {}
-_senders_lock = threading.Lock()
-
-
 def endpoint_of(endpoint: str | None) -> str:
     """Where spans go: ``endpoint`` (a base URL or the full ``.../v1/traces``), else the
     standard variables', else the OTLP default.
@@ -240,31 +323,25 @@ def endpoint_of(endpoint: str | None) -> str:
     )  # fmt: skip
 
 
-def sender(endpoint: str | None = None) -> Sender:
-    """The process's sender to ``endpoint`` (see ``endpoint_of``): one per endpoint, its
-    spans flushed when the process ends (``AT_EXIT`` seconds at most)."""
-    url = endpoint_of(endpoint)
-    key = f"{url} {resource_variables()}"  # another service's name: another sender
-    with _senders_lock:
-        found = _senders.get(key)
-        if found is None or found._closed:
-            timeout = None if os.environ.get("OTEL_EXPORTER_OTLP_TIMEOUT") else TIMEOUT
-            exporter = OTLPSpanExporter(endpoint=url, timeout=timeout)
-            found = _senders[key] = Sender(
-                exporter, url, _int_env("OTEL_BSP_MAX_QUEUE_SIZE", MAX_QUEUE),
-                _int_env("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", BATCH),
-                _int_env("OTEL_BSP_SCHEDULE_DELAY", round(DELAY * 1000)) / 1000,
-            )  # fmt: skip
-        return found
+def make_sender(url: str) -> Sender:
+    """A sender in this process to the OTLP/HTTP receiver at ``url`` (its
+    ``/v1/traces``), set as the standard variables say."""
+    timeout = None if os.environ.get("OTEL_EXPORTER_OTLP_TIMEOUT") else TIMEOUT
+    exporter = OTLPSpanExporter(endpoint=url, timeout=timeout)
+    return Sender(
+        exporter, url, max_queue(), _int_env("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", BATCH),
+        delay(),
+    )  # fmt: skip
 
 
-def flush_all(timeout: float = AT_EXIT) -> Sequence[Sender]:
-    """Flush every sender of the process (each within ``timeout``); the senders."""
-    with _senders_lock:
-        senders = list(_senders.values())
-    for each in senders:
-        each.flush(timeout)
-    return senders
+def max_queue() -> int:
+    """Spans waiting at most (``OTEL_BSP_MAX_QUEUE_SIZE``, else ``MAX_QUEUE``)."""
+    return _int_env("OTEL_BSP_MAX_QUEUE_SIZE", MAX_QUEUE)
+
+
+def delay() -> float:
+    """Seconds a span may wait for others (``OTEL_BSP_SCHEDULE_DELAY``, else ``DELAY``)."""
+    return _int_env("OTEL_BSP_SCHEDULE_DELAY", round(DELAY * 1000)) / 1000
 
 
 def resource_variables() -> str:
@@ -275,6 +352,3 @@ def resource_variables() -> str:
 def _int_env(name: str, default: int) -> int:
     raw = os.environ.get(name, "")
     return int(raw) if raw.isdigit() and int(raw) > 0 else default
-
-
-atexit.register(flush_all)

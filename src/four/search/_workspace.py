@@ -8,6 +8,10 @@ nothing else (``promote``): files the attempt deleted are deleted, files it chan
 made are written, files it did not touch are left alone (their times too). Folders
 named in ``keep`` (the runs' own output folder, when it lies inside the workspace) are
 neither copied nor touched.
+
+Files with holes (``truncate -s 2G``) stay sparse in every copy (``four._sparse``): the
+bound on what a workspace may hold (``max_bytes``) counts the data its files hold on disk,
+not their length, and each copy stops with one line once its data passes that bound.
 """
 
 from __future__ import annotations
@@ -20,9 +24,13 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from four._files import ANY_SIZE
+from four._sparse import Allowance, CopyTooLarge, copy_sparse
+
 DEFAULT_MAX_BYTES = 1 << 30
-"""What a workspace may hold to be copied for attempts (1 GiB); past it the search is
-refused with the size, not started: a copy per attempt of the user's home is no search."""
+"""The data a workspace may hold to be copied for attempts (1 GiB; holes are free); past
+it the search is refused with the size, not started: a copy per attempt of the user's
+home is no search."""
 DEFAULT_MAX_FILES = 100_000
 
 
@@ -67,6 +75,7 @@ class Pristine:
                 "give the runs a folder of their own"
             )
         self._keep = frozenset(k for k in kept if k is not None)
+        self._max_bytes = max_bytes
         files, size = _measure(self.folder, self._skip)
         if size > max_bytes or files > max_files:
             raise WorkspaceTooLarge(
@@ -76,14 +85,18 @@ class Pristine:
             )
         self.scratch = Path(tempfile.mkdtemp(prefix="four-attempts-", dir=scratch))
         self.start = self.scratch / "start"
-        _copy(self.folder, self.start, self._skip)
+        try:
+            _copy(self.folder, self.start, self._skip, Allowance(max_bytes))
+        except CopyTooLarge as exc:  # it grew while measured and copied
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            raise WorkspaceTooLarge(str(exc)) from None
 
     def fresh(self, index: int) -> Path:
         """A new copy of the start for attempt ``index`` (``scratch/attempt-<index>``)."""
         copy = self.scratch / f"attempt-{index}"
         if copy.exists():
             shutil.rmtree(copy)
-        _copy(self.start, copy, lambda rel: False)
+        _copy(self.start, copy, lambda rel: False, Allowance(self._max_bytes))
         return copy
 
     def promote(self, attempt: str | os.PathLike[str]) -> None:
@@ -119,11 +132,25 @@ def _entries(folder: Path, rel: str = "") -> Iterator[tuple[str, os.stat_result]
 
 
 def _measure(folder: Path, skip: object) -> tuple[int, int]:
+    """The entries under ``folder`` and the bytes of data its regular files hold on disk
+    (a file's holes hold none)."""
     files = size = 0
     for _rel, info in _walk(folder, skip):
         files += 1
-        size += info.st_size if stat.S_ISREG(info.st_mode) else 0
+        size += _data(info) if stat.S_ISREG(info.st_mode) else 0
     return files, size
+
+
+def _data(info: os.stat_result) -> int:
+    """About the bytes of data a regular file holds: its length, less its holes.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryFile() as f:
+    ...     _ = f.truncate(1 << 30)
+    ...     os.fstat(f.fileno()).st_size, _data(os.fstat(f.fileno()))
+    (1073741824, 0)
+    """
+    return min(info.st_size, info.st_blocks * 512)
 
 
 def _walk(folder: Path, skip: object) -> Iterator[tuple[str, os.stat_result]]:
@@ -138,29 +165,30 @@ def _walk(folder: Path, skip: object) -> Iterator[tuple[str, os.stat_result]]:
         yield rel, info
 
 
-def _copy(source: Path, target: Path, skip: object) -> None:
+def _copy(source: Path, target: Path, skip: object, allowance: Allowance) -> None:
     """``source`` copied to the new folder ``target``: regular files (with their mode and
-    times), folders and symbolic links (as links); FIFOs, sockets and devices are left
-    out (copying one blocks, or fails)."""
+    times, their holes kept as holes, their data taken from ``allowance``), folders and
+    symbolic links (as links); FIFOs, sockets and devices are left out (copying one
+    blocks, or fails)."""
     target.mkdir(parents=True)
     shutil.copystat(source, target)
     folders: list[tuple[Path, Path]] = []
     for rel, info in _walk(source, skip):
-        _put(source / rel, target / rel, info)
+        _put(source / rel, target / rel, info, allowance)
         if stat.S_ISDIR(info.st_mode):
             folders.append((source / rel, target / rel))
     for src, dst in reversed(folders):  # a folder's times, once its files are in
         shutil.copystat(src, dst)
 
 
-def _put(source: Path, target: Path, info: os.stat_result) -> None:
+def _put(source: Path, target: Path, info: os.stat_result, allowance: Allowance) -> None:
     mode = info.st_mode
     if stat.S_ISDIR(mode):
         target.mkdir()
     elif stat.S_ISLNK(mode):
         os.symlink(os.readlink(source), target)
     elif stat.S_ISREG(mode):
-        shutil.copy2(source, target, follow_symlinks=False)
+        copy_sparse(str(source), str(target), allowance)
 
 
 def _sync(source: Path, target: Path, skip: object) -> None:
@@ -207,10 +235,10 @@ def _same_file(a: Path, b: Path, a_info: os.stat_result, b_info: os.stat_result)
 
 
 def _replace(source: Path, target: Path) -> None:
-    """``target`` replaced whole by a copy of ``source`` (a temporary name renamed over
-    it, so a reader never sees half a file)."""
+    """``target`` replaced whole by a copy of ``source``, its holes kept (a temporary
+    name renamed over it, so a reader never sees half a file)."""
     temporary = target.with_name(f".{target.name}.four-{os.getpid()}")
-    shutil.copy2(source, temporary, follow_symlinks=False)
+    copy_sparse(str(source), str(temporary), Allowance(ANY_SIZE))
     os.replace(temporary, target)
 
 

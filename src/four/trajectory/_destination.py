@@ -131,8 +131,10 @@ class Remote:
                 continue
             for name, info in found.items():
                 relative = name[len(self._root) :].lstrip("/")
-                if not relative or info.get("type") == "directory" or relative == INDEX:
+                if not relative or info.get("type") == "directory":
                     continue
+                if any(part.startswith(".") for part in relative.split("/")):
+                    continue  # the index, a batch's lease: never records (none go up)
                 size = info.get("size")
                 tag = f"{info.get('ETag') or info.get('etag') or ''}:{size}"
                 if self._current(relative, tag, size):

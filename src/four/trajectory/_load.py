@@ -152,7 +152,7 @@ def _load(path: str | os.PathLike[str], max_bytes: int, each: OnMessage | None) 
         if each is None and (head := _head(p, raw, max_bytes)) is not None:
             return head
         raw.seek(0)
-        data = raw.read(max_bytes + 1)
+        data = files.read_at_most(raw, max_bytes + 1)
     if len(data) > max_bytes:  # it grew while read
         raise TrajectoryTooLarge(name, len(data), max_bytes)
     try:
@@ -252,7 +252,7 @@ def read_text(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -> st
     """
     name = os.fspath(path)
     with _open_regular(name, max_bytes) as raw:
-        data = raw.read(max_bytes + 1)
+        data = files.read_at_most(raw, max_bytes + 1)
     if len(data) > max_bytes:  # it grew while read
         raise TrajectoryTooLarge(name, len(data), max_bytes)
     return data.decode("utf-8", errors="replace")

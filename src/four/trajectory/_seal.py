@@ -160,7 +160,10 @@ def encode_parts(label: str, value: JSON, depth: int, out: list[tuple[str, str]]
         text = canonical_text(value)
         out.append((label, _short(f'[{name},"value",{text}]')))
         return text
-    if depth == 1:  # an object of leaves: the same recur run after run (driver, usage...)
+    if depth == 1 and not any(isinstance(v, dict | list) for v in value.values()):
+        # an object of scalars: the same recur run after run (driver, usage...); one that
+        # holds lists or objects (a run's otel record: a line a step) is taken apart
+        # once, not kept (its text would be a cache key a run long)
         text = canonical_text(value)  # (the text the parts would build: test_seal checks)
         known = _RECURRING.get((label, text))
         if known is None:

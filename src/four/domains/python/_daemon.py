@@ -27,6 +27,7 @@ from pathlib import Path
 
 from returns.result import Failure, Result, Success
 
+from four._files import Unreadable, read_regular
 from four.execute._interrupt import running, stopped
 from four.execute._tools import Started, Tail, ToolHost
 
@@ -204,9 +205,9 @@ class Dmypy:
         """The daemon's socket, named by its status file. That file lies in the folder the
         tools share with us (a tool may write there): the socket must be in that folder."""
         try:
-            status = json.loads((self.status_file or Path()).read_text("utf-8"))
+            status = json.loads(_status(self.status_file or Path()))
             socket_path = str(status["connection_name"])
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, Unreadable, ValueError, KeyError, TypeError):
             return Failure("the mypy daemon is gone: its status file cannot be read")
         folder = os.path.realpath(self.host.folder)
         if not os.path.realpath(socket_path).startswith(folder + os.sep):
@@ -237,7 +238,7 @@ class Dmypy:
         said.started()
         process = self._daemon.proc
         deadline = time.monotonic() + self.timeout
-        while not status.exists():
+        while not _written(status):  # (mypy writes it in place: it can be seen half written)
             if process.poll() is not None or time.monotonic() > deadline or stopped():
                 self.stop()
                 return Failure(f"the mypy daemon did not start: {said.text() or 'no output'}")
@@ -255,3 +256,17 @@ class Dmypy:
         folder, self._folder = self._folder, None
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def _written(status: Path) -> bool:
+    """Whether the daemon's status file is there and whole (names its socket)."""
+    try:
+        return "connection_name" in json.loads(_status(status))
+    except (OSError, Unreadable, ValueError, TypeError):
+        return False
+
+
+def _status(path: Path) -> bytes:
+    """The status file's bytes: a regular file only (a tool shares its folder: a FIFO
+    put in its place must not hang us)."""
+    return read_regular(path, max_bytes=1 << 16, follow=False)

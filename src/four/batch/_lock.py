@@ -1,0 +1,324 @@
+"""One driver per batch destination: a second ``four batch`` (or ``iter_runs``) on the
+same folder or URL refuses, naming the first; a dead driver's lock is taken over.
+
+A folder: ``DIR/.four-batch.lock``, held with ``flock`` for the batch's life. The kernel
+lets go of it when the driver's process ends, however it ends, so a dead driver's lock
+is taken over at once; the holder (host, pid, start time) is written into the file for
+the message of the one refused. ``flock`` holds across the hosts of an NFS mount on
+Linux (emulated with POSIX locks); a file system without locks cannot hold a batch.
+
+A URL (``s3://...``): a lease object, ``URL/.four-batch.lock``, naming its holder and
+when it expires (``TTL`` seconds after its last renewal; the driver renews it every
+``TTL / 3`` seconds). Where the store has conditional writes (S3's ``If-None-Match`` and
+``If-Match``, which AWS S3, MinIO and moto honour), the lease is created only if absent,
+and renewed or taken over only if it is still the version read: of two drivers exactly
+one holds it. A lease past its expiry, or whose holder ran on this host and is gone,
+is stale: it is taken over. Elsewhere (a store without conditional writes) the lease is
+written, then read back after ``SETTLE`` seconds: the driver holds it if it is still
+its own. That narrows, but does not close, the race of two drivers starting within
+those seconds. A driver whose renewal finds another's lease (it was paused past the
+expiry, and another took over) has lost it: ``Lease.lost`` says so and the batch stops.
+Expiry is judged on the reader's clock: hosts' clocks must agree to well within ``TTL``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, cast
+
+from four._types import JSON
+from four.trajectory._driver import Driver, boot_id, process_start, this_driver
+
+LOCK = ".four-batch.lock"
+TTL = 60.0
+"""Seconds a URL's lease lasts past its last renewal."""
+SETTLE = 2.0
+"""Seconds between writing a lease and reading it back, on stores without conditional writes."""
+
+
+class BatchLocked(RuntimeError):
+    """Another driver runs the batch at this destination; the message names it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Holder:
+    """Who holds a destination: a driver process, since when, until when (a lease)."""
+
+    driver: Driver
+    started: float  # time.time() when it took the lock
+    expires: float | None  # a lease's expiry (time.time()); None for a folder's lock
+    token: str  # this holding's own id
+
+    def to_json(self) -> dict[str, JSON]:
+        return {
+            **self.driver.to_json(),
+            "started": self.started,
+            "expires": self.expires,
+            "token": self.token,
+        }
+
+    @staticmethod
+    def from_json(data: JSON) -> Holder | None:
+        driver = Driver.from_json(data)
+        if driver is None or not isinstance(data, dict):
+            return None
+        started, expires, token = data.get("started"), data.get("expires"), data.get("token")
+        if not isinstance(started, int | float) or not isinstance(token, str):
+            return None
+        return Holder(
+            driver, float(started), float(expires) if isinstance(expires, int | float) else None,
+            token,
+        )  # fmt: skip
+
+    def describe(self) -> str:
+        """The holder in a few words.
+
+        >>> Holder(Driver("ci-7", 4242, None, None), 0.0, None, "t").describe()
+        'pid 4242 on ci-7 since 1970-01-01 00:00:00 UTC'
+        """
+        since = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(self.started))
+        return f"pid {self.driver.pid} on {self.driver.host} since {since}"
+
+    def gone(self) -> bool:
+        """Whether the holder ran on this host and its process is gone (a reused pid
+        has another start time; a restarted host another boot id)."""
+        d = self.driver
+        if d.host != this_driver().host:
+            return False
+        if d.boot is not None and d.boot != boot_id():
+            return True
+        started = process_start(d.pid)
+        return started is None or (d.start is not None and started != d.start)
+
+
+def _holder(token: str, ttl: float | None) -> Holder:
+    now = time.time()
+    return Holder(this_driver(), now, None if ttl is None else now + ttl, token)
+
+
+class FolderLock:
+    """The lock of a batch folder (see the module). ``acquire`` raises ``BatchLocked``.
+
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> first = FolderLock(folder); first.acquire()
+    >>> try:
+    ...     FolderLock(folder).acquire()
+    ... except BatchLocked as exc:
+    ...     print(str(exc).split(" is being run by ")[1].split()[0])
+    pid
+    >>> first.release(); FolderLock(folder).acquire()
+    """
+
+    def __init__(self, folder: Path, name: str | None = None) -> None:
+        self.folder = folder
+        self.name = name or str(folder)
+        self.path = folder / LOCK
+        self._fd = -1
+
+    def acquire(self) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            other = _read_holder(os.pread(fd, 4096, 0))
+            os.close(fd)
+            who = other.describe() if other is not None else "another driver (starting)"
+            raise BatchLocked(f"{self.name} is being run by {who}") from None
+        except BaseException:
+            os.close(fd)
+            raise
+        data = json.dumps(_holder(uuid.uuid4().hex, None).to_json()).encode()
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, data, 0)
+        self._fd = fd
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)  # (the file stays: another may have it open to lock)
+            os.close(fd)
+
+
+def _read_holder(data: bytes) -> Holder | None:
+    try:
+        return Holder.from_json(json.loads(data))
+    except ValueError:
+        return None
+
+
+class _Store(Protocol):
+    """What is used of an fsspec file system for a lease."""
+
+    def pipe_file(self, path: str, value: bytes, **kwargs: object) -> object: ...
+    def cat_file(self, path: str) -> bytes: ...
+    def info(self, path: str, **kwargs: object) -> dict[str, object]: ...
+    def rm_file(self, path: str) -> object: ...
+
+
+class _Conflict(Exception):
+    """A conditional write found another version there."""
+
+
+class Lease:
+    """The lease of a batch at a URL (see the module). ``acquire`` raises ``BatchLocked``,
+    or ``OSError`` when the store cannot be written; then a thread renews it until
+    ``release``. ``lost`` says why the lease was lost meanwhile (None while held).
+
+    >>> lease = Lease("memory://bucket/batch", settle=0.0)
+    >>> lease.acquire()
+    >>> try:
+    ...     Lease("memory://bucket/batch", settle=0.0).acquire()
+    ... except BatchLocked as exc:
+    ...     print(str(exc).split(" by ")[0])
+    memory://bucket/batch is being run
+    >>> lease.release(); Lease("memory://bucket/batch", settle=0.0).acquire()
+    """
+
+    def __init__(self, url: str, ttl: float | None = None, settle: float | None = None) -> None:
+        import fsspec
+
+        self.url = url.rstrip("/")
+        fs, root = fsspec.core.url_to_fs(self.url)
+        self.fs = cast(_Store, fs)
+        self.path = f"{str(root).rstrip('/')}/{LOCK}"
+        protocol = cast(object, getattr(fs, "protocol", ""))
+        names = protocol if isinstance(protocol, tuple | list) else (protocol,)
+        self.conditional = any(n in ("s3", "s3a") for n in names)
+        self.ttl = ttl if ttl is not None else TTL
+        self.settle = settle if settle is not None else SETTLE
+        self.lost: str | None = None
+        self.took_over: Holder | None = None
+        """The stale holder this lease replaced, if any."""
+        self._token = uuid.uuid4().hex
+        self._etag: str | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def acquire(self) -> None:
+        for _ in range(5):  # (each round: another driver changed it meanwhile)
+            current = self._read()
+            replacing: str | None = None  # (None: create it, there is none)
+            if current is not None:
+                holder, replacing = current[0], current[1] or ""
+                if holder is not None and holder.token != self._token and self._live(holder):
+                    raise BatchLocked(f"{self.url} is being run by {holder.describe()}")
+                self.took_over = holder
+            try:
+                self._write(replacing)
+            except _Conflict:
+                continue
+            if self._held():
+                self._thread = threading.Thread(target=self._renew, name="four-lease", daemon=True)
+                self._thread.start()
+                return
+        raise BatchLocked(f"{self.url}: another driver keeps taking the lock; try again")
+
+    def release(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self.lost is not None:
+            return
+        with contextlib.suppress(OSError):
+            current = self._read()
+            if current is not None and current[0] is not None and current[0].token == self._token:
+                self.fs.rm_file(self.path)
+
+    def _live(self, holder: Holder) -> bool:
+        if holder.gone():
+            return False
+        return holder.expires is None or holder.expires > time.time()
+
+    def _read(self) -> tuple[Holder | None, str | None] | None:
+        """The lease there and its version (ETag), or None when there is none."""
+        for _ in range(5):
+            try:
+                before = self._tag()
+                data = self.fs.cat_file(self.path)
+                if before == self._tag():  # (not replaced between the two looks)
+                    return _read_holder(data), before
+            except FileNotFoundError:
+                return None
+        raise OSError(f"{self.url}: the lock keeps changing while read")
+
+    def _tag(self) -> str | None:
+        if not self.conditional:
+            return None
+        info = self.fs.info(self.path, refresh=True)
+        etag = info.get("ETag") or info.get("etag")
+        return str(etag) if etag else None
+
+    def _write(self, replacing: str | None) -> None:
+        """Write this lease: only where there is none (``replacing`` None), or only over
+        the version ``replacing`` (conditional stores); ``_Conflict`` when another is there."""
+        data = json.dumps(_holder(self._token, self.ttl).to_json()).encode()
+        if not self.conditional:
+            self.fs.pipe_file(self.path, data)
+            return
+        condition: dict[str, object] = (
+            {"mode": "create"} if replacing is None else {"IfMatch": replacing}
+        )
+        try:
+            reply = self.fs.pipe_file(self.path, data, **condition)
+        except FileExistsError:  # created meanwhile
+            raise _Conflict from None
+        except FileNotFoundError:  # deleted meanwhile; or, creating, no such bucket
+            if replacing is None:
+                raise
+            raise _Conflict from None
+        except OSError as exc:
+            if _precondition_failed(exc):
+                raise _Conflict from None
+            raise
+        etag = reply.get("ETag") if isinstance(reply, dict) else None
+        self._etag = str(etag) if etag else None
+
+    def _held(self) -> bool:
+        """Whether the lease there is this one (after ``settle`` seconds where writes
+        are not conditional)."""
+        if self.conditional:
+            if self._etag is None:
+                current = self._read()
+                self._etag = current[1] if current is not None else None
+            return True
+        time.sleep(self.settle)
+        current = self._read()
+        return current is not None and current[0] is not None and current[0].token == self._token
+
+    def _renew(self) -> None:
+        while not self._stop.wait(self.ttl / 3):
+            try:
+                current = self._read()
+                mine = current is not None and current[0] is not None
+                if not mine or current is None or current[0] is None:
+                    self.lost = f"{self.url}: the batch's lock was removed"
+                    return
+                if current[0].token != self._token:
+                    self.lost = f"{self.url}: the lock was taken by {current[0].describe()}"
+                    return
+                self._write(current[1] if self.conditional else None)
+            except _Conflict:
+                self.lost = f"{self.url}: the lock was taken by another driver"
+                return
+            except OSError:
+                continue  # the store is down for now: try again at the next renewal
+
+
+def _precondition_failed(exc: OSError) -> bool:
+    text = f"{exc} {exc.__cause__ or ''} {exc.__context__ or ''}"
+    return any(
+        sign in text
+        for sign in ("PreconditionFailed", "pre-conditions", "ConditionalRequestConflict")
+    )
