@@ -29,6 +29,7 @@ from four.invoke._retry import RetryInvoke
 from four.parse import edit_parse, regex_parse
 from four.parse._edits import EditParse
 from four.parse._regex import RegexParse
+from four.parse._shapes import PROSE_CHARS
 from four.types import Constrained, FormatError, Invoke, Sampling
 from tests._server import CHAT, LoopbackServer, chat
 from tests.invoke.test_local_model import model  # noqa: F401  (the fixture)
@@ -109,6 +110,8 @@ def test_the_real_model_under_the_grammar_replies_what_parses(
     for seed in range(3):
         reply = G.sampled(Sampling(0.8, seed))([System(system), User(task)])
         assert isinstance(reply, Success), reply
+        thought = reply.unwrap().content.split("```")[0].splitlines()
+        assert all(len(line) <= PROSE_CHARS for line in thought), thought  # a short thought
         if reply.unwrap().finish_reason == "length":
             continue  # cut at max_tokens: a grammar bounds the shape, not the length
         finished += 1

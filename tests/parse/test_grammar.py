@@ -14,7 +14,7 @@ from four.domains.notebook._parse import cell_parse
 from four.domains.plan import plan_parse
 from four.parse import edit_parse, regex_parse
 from four.parse._edits import EditAction
-from four.parse._shapes import without
+from four.parse._shapes import PROSE_CHARS, without
 from four.testing import check_grammar
 from four.testing.strategies import grammar_texts
 from four.types import (
@@ -67,6 +67,20 @@ def test_the_bash_grammar_reaches_both_ends_a_thought_and_a_block_or_the_signal(
 
     draw()
     assert seen == {"actions", "Submitted"}
+
+
+@pytest.mark.parametrize("name", ["bash", "edits", "notebook"])
+def test_a_thought_is_short_and_never_writes_a_command_s_output(name: str) -> None:
+    """Lines of prose hold at most PROSE_CHARS characters (the action comes before the
+    token limit) and never start with ``<`` (``<returncode>0</returncode>``: the built-in
+    model wrote the output itself, then believed its work done)."""
+    rule = dict(PARSERS[name].grammar().rules)  # type: ignore[attr-defined]
+    line = rule["sentence" if name == "edits" else "prose"]
+    assert isinstance(line, Seq) and isinstance(line.items[0], Chars)
+    assert line.items[0].negated and "<" in line.items[0].chars
+    rest = line.items[1]
+    assert isinstance(rest, Rep) and rest.high is not None
+    assert 1 + rest.high + (1 if name == "edits" else 0) == PROSE_CHARS
 
 
 def test_an_edit_reply_the_grammar_allows_writes_files_then_runs_one_command() -> None:

@@ -14,7 +14,7 @@ import pytest
 from four import Assistant, Message, Usage, User, load_trajectory, regex_parse, save_trajectory
 from four._outcomes import Accepted, Interrupted
 from four.checks import command_check, verify
-from four.execute import local_env
+from four.execute import local_env, note_repeats
 from four.invoke import scripted_invoke
 from four.search import Attempt, AttemptLink, Budget, Search, attempts, audit_group
 from four.search._group import write_record
@@ -123,6 +123,26 @@ def test_a_looping_attempt_is_stopped_and_the_next_one_starts(tmp_path: Path) ->
     assert first.outcome.text.startswith("stopped: looping: the same command and output 3 times")
     assert first.steps == 3  # not the 6 the run allowed
     assert search.ended == "accepted"
+
+
+def test_a_looping_attempt_is_stopped_though_each_output_warns_of_the_repeat(
+    tmp_path: Path,
+) -> None:
+    """`four run`'s environment warns of a repeat in the output ("... 2 times in a row"),
+    so no two outputs are alike: the loop is still seen, by the output beneath."""
+    work, runs = workspace(tmp_path), tmp_path / "runs"
+    check = verify(command_check(CHECK), retries_per_reason=1)
+    scripts = {1: ["```bash\ncat task.txt\n```"] * 6, 2: [RIGHT, SUBMIT]}
+
+    def make(a: Attempt) -> Path:
+        return a.run(scripted_invoke(scripts[a.index]), regex_parse(),
+                     note_repeats(local_env(cwd=a.cwd)), save_trajectory(runs), max_steps=6,
+                     check=check)  # fmt: skip
+
+    search = attempts(make, 2, task="t", workspace=work)
+    first = search.members[0]
+    assert first.outcome.text.startswith("stopped: looping: the same command and output 3 times")
+    assert first.steps == 3 and search.ended == "accepted"
 
 
 def test_a_looping_attempt_whose_work_is_done_is_accepted_by_the_last_judgement(

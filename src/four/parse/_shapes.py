@@ -33,12 +33,22 @@ def opt(expr: Expr) -> Rep:
     return Rep(expr, 0, 1)
 
 
+PROSE_CHARS = 160
+"""Characters of a line of prose, at most: the thought before the action stays short,
+so a reply is not cut off at the token limit before its action (the built-in model
+sampling at 0.7 wrote lines of 1,000 characters, and its attempt ended
+``repeated_format_error``)."""
+
+
 def prose(name: str = "prose", end: str = "") -> Rules:
     """A line of prose and its newline: it starts with no blank and no fence character
-    (so it never opens a block), and ends with ``end`` (a sentence's ``.``, so that no
+    (so it never opens a block) and no ``<`` (the built-in model wrote a command's output
+    itself, ``<returncode>0</returncode>``, then believed its work done), holds at most
+    ``PROSE_CHARS`` characters, and ends with ``end`` (a sentence's ``.``, so that no
     parser takes it for a file's path)."""
-    first = Chars(WHITESPACE + "`~", negated=True)
-    line = Seq((first, REST, Lit(end), NEWLINE)) if end else Seq((first, REST, NEWLINE))
+    first = Chars(WHITESPACE + "`~<", negated=True)
+    rest = Rep(Chars("\n", negated=True), 0, PROSE_CHARS - 1 - len(end))
+    line = Seq((first, rest, Lit(end), NEWLINE)) if end else Seq((first, rest, NEWLINE))
     return [(name, line)]
 
 

@@ -31,6 +31,7 @@ from four._types import (
     Verify,
     Watch,
 )
+from four.execute._repeats import unwarned
 from four.search._budget import AsyncMetered, Metered, Spend
 from four.search._link import AttemptLink, Linked
 
@@ -249,7 +250,8 @@ class _Repeats:
     ) -> None:
         if not isinstance(result, Success) or attempt.loop_repeats < 1:
             return
-        key = (action.command.strip(), result.unwrap().content)
+        # The output without note_repeats' warning, whose count changes every time.
+        key = (action.command.strip(), unwarned(result.unwrap().content))
         self.times = self.times + 1 if key == self.last else 1
         self.last = key
         if self.times >= attempt.loop_repeats:
