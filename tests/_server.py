@@ -166,6 +166,9 @@ def _handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
+            if len(body) < length:  # the client died mid-request (a killed node): no call
+                self.close_connection = True
+                return
             request = Request(
                 "POST",
                 self.path.split("?")[0],
