@@ -223,7 +223,7 @@ def _callable(value: object) -> bool:
 
 
 def _allows_none(target: object, name: str) -> bool:
-    owner = target.__init__ if inspect.isclass(target) else target  # type: ignore[misc]
+    owner = target.__init__ if inspect.isclass(target) else target
     try:
         hint = typing.get_type_hints(owner).get(name, object)
     except (NameError, TypeError):

@@ -125,7 +125,7 @@ def test_work_done_at_the_budget_is_accepted_as_judged_at_the_end(tmp_path: Path
 
 
 def test_a_model_that_stops_acting_is_judged_too(tmp_path: Path) -> None:
-    replies = [WORK, "I think I am done.", "Really done.", "Done."]
+    replies: list[str | ModelError] = [WORK, "I think I am done.", "Really done.", "Done."]
     judge, _, outcome = ended(tmp_path, replies, verify(command_check(CHECK)), max_steps=10)
     assert outcome == Accepted("")
     assert str(judge.record()["judged_at_end"]).startswith("repeated_format_error: ")

@@ -339,12 +339,12 @@ def test_a_new_reply_after_a_no_is_the_model_s_own_with_no_note(server: Loopback
 
 
 def test_a_replay_is_followed_step_by_step_and_ends_where_the_work_differs() -> None:
-    ls = [Assistant(LS), User("notes.txt", "observation", 0, "ls")]
-    submit = [Assistant(DONE), User("NO: the check failed", "feedback")]
+    ls: list[Message] = [Assistant(LS), User("notes.txt", "observation", 0, "ls")]
+    submit: list[Message] = [Assistant(DONE), User("NO: the check failed", "feedback")]
     task: list[Message] = [User("task", "task")]
     assert replayed([*task, *ls, *submit]) == ((plan_key(LS), 0),)
     assert replayed([*task, *ls, *submit, *ls]) == ((plan_key(DONE), 1),)
-    other = [Assistant(CAT), User("alpha", "observation", 0, "cat notes.txt")]
+    other: list[Message] = [Assistant(CAT), User("alpha", "observation", 0, "cat notes.txt")]
     assert replayed([*task, *ls, *submit, *other]) == ()
     assert replayed([*task, *ls]) == ()  # no NO yet: nothing rejected
 
@@ -352,9 +352,9 @@ def test_a_replay_is_followed_step_by_step_and_ends_where_the_work_differs() -> 
 def test_every_rejected_work_is_kept_from_a_replay() -> None:
     """Told NO twice, for work that began `ls`, then `cat`: after the second NO, either
     first step would start a replay."""
-    ls = [Assistant(LS), User("notes.txt", "observation", 0, "ls")]
-    cat = [Assistant(CAT), User("alpha", "observation", 0, "cat notes.txt")]
-    submit = [Assistant(DONE), User("NO: the check failed", "feedback")]
+    ls: list[Message] = [Assistant(LS), User("notes.txt", "observation", 0, "ls")]
+    cat: list[Message] = [Assistant(CAT), User("alpha", "observation", 0, "cat notes.txt")]
+    submit: list[Message] = [Assistant(DONE), User("NO: the check failed", "feedback")]
     history: list[Message] = [User("task", "task"), *ls, *submit, *cat, *submit]
     assert replayed(history) == ((plan_key(LS), 0), (plan_key(CAT), 2))
     G = cycle_breaking_invoke(scripted_invoke([CAT, CAT, "```bash\nwc -l notes.txt\n```"]))

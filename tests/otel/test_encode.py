@@ -33,7 +33,8 @@ def _ours(spans: list[Span]) -> ExportTraceServiceRequest:
     attributes = dict(keeper._resource.attributes)
     head, scope = encode.resource(attributes), encode.scope("four", keeper._scope.version or "")
     data = encode.request(head, scope, SCHEMA_URL, [encode.span(s) for s in spans])
-    return ExportTraceServiceRequest.FromString(data)
+    request: ExportTraceServiceRequest = ExportTraceServiceRequest.FromString(data)
+    return request
 
 
 def _sdk(spans: list[Span]) -> ExportTraceServiceRequest:

@@ -17,6 +17,7 @@ from returns.result import Result, Success
 from four import regex_parse, run, save_trajectory, scripted_invoke
 from four.execute import local_env
 from four.otel import otel_watch
+from four.otel._sidecar import Sidecar
 from four.trajectory import load_trajectory
 from four.types import Action, ExecutionError, Observation, Submitted
 from tests.otel.conftest import Receiver, nowhere
@@ -67,6 +68,7 @@ def test_a_sender_process_that_dies_loses_spans_never_runs(
 
     first = traced()  # the child is started with the first span
     out = otel_watch(closed).sender
+    assert isinstance(out, Sidecar)
     assert out.flush(60)
     process = out._process
     assert process is not None
