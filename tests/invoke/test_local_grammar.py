@@ -16,8 +16,7 @@ from returns.result import Success
 
 from four import Assistant, System, User
 from four._grammar import Grammar, Lit
-from four.cli import build_parser
-from four.cli._build import build, setup
+from four.cli import _build, build_parser  # (not `setup`: older pytest calls it as a fixture)
 from four.cli._options import options
 from four.domains import Domain, get_domain
 from four.domains.notebook._parse import CellParse, cell_parse
@@ -86,7 +85,7 @@ def test_four_run_local_decodes_under_its_domains_grammar(domain: str, tmp_path:
     args = build_parser().parse_args(["run", "task", "--local", "--domain", domain])
     opts = options(args)
     chosen = domain_of(domain)
-    G, V1, _ = build(opts, opts.local or "", None, chosen, setup(opts))
+    G, V1, _ = _build.build(opts, opts.local or "", None, chosen, _build.setup(opts))
     assert isinstance(V1, Constrained)
     assert _local_of(G).grammar == V1.grammar().gbnf()
 
