@@ -63,10 +63,26 @@ def open_regular(
     ...
     four._files.Unreadable: /dev/null is a character device, not a regular file
     """
+    flags = os.O_RDONLY | (0 if follow else os.O_NOFOLLOW)
+    return os.fdopen(regular_fd(path, flags, max_bytes=max_bytes, dir_fd=dir_fd), "rb")
+
+
+def regular_fd(
+    path: str | os.PathLike[str],
+    flags: int,
+    *,
+    max_bytes: int = MAX_BYTES,
+    dir_fd: int | None = None,
+    mode: int = 0o644,
+) -> int:
+    """``path`` opened with ``flags`` (reading, appending, creating: the caller's), a
+    blocking descriptor, if it is a regular file of at most ``max_bytes``; else
+    ``Unreadable`` with one line. Opened non-blocking first, so a FIFO is refused
+    instead of waited on.
+    """
     name = os.fspath(path)
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
     try:
-        fd = os.open(name, flags, dir_fd=dir_fd)
+        fd = os.open(name, flags | os.O_NONBLOCK | os.O_CLOEXEC, mode, dir_fd=dir_fd)
     except OSError as exc:
         raise Unreadable(_refusal(name, exc, dir_fd), exc.errno) from None
     try:
@@ -77,7 +93,7 @@ def open_regular(
         if info.st_size > max_bytes:
             raise TooLarge(name, info.st_size, max_bytes)
         os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
+        return fd
     except BaseException:
         os.close(fd)
         raise

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from four._files import Unreadable, kind, read_regular
+from four._files import ANY_SIZE, Unreadable, read_regular, regular_fd
 from four._pids import pid_alive
 from four.execute._interrupt import Command, observe
 from four.execute._kill import kill_marked
@@ -133,14 +133,8 @@ def _create(path: Path) -> int:
     with contextlib.suppress(OSError):
         if not stat.S_ISREG(os.lstat(path).st_mode):
             path.unlink()
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK
-    fd = os.open(path, flags | os.O_CLOEXEC, 0o600)
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        raise Unreadable(f"{path} is {kind(mode)}, not a regular file", mode=mode)
-    os.set_blocking(fd, True)
-    return fd
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_NOFOLLOW
+    return regular_fd(path, flags, max_bytes=ANY_SIZE, mode=0o600)
 
 
 def _remove_containers(pid: str) -> list[str]:

@@ -7,13 +7,12 @@ import errno
 import fcntl
 import json
 import os
-import stat
 from dataclasses import replace
 from pathlib import Path
 from typing import IO
 
 from four._checked import checked
-from four._files import TooLarge, Unreadable, kind, open_regular, read_regular
+from four._files import Unreadable, read_regular, regular_fd
 from four.batch._result import RunResult
 
 MANIFEST = "manifest.jsonl"
@@ -113,21 +112,5 @@ def _append(path: Path) -> IO[str]:
     """``path`` opened to append to, if it is a regular file of at most ``MAX_BYTES`` or
     is not there yet; a FIFO, a device or a link in its place is refused with one line
     (``Unreadable``), never written into (a FIFO's writer would wait once it is full)."""
-    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-    try:
-        fd = os.open(path, flags, 0o644)
-    except OSError:
-        with open_regular(path, follow=False, max_bytes=MAX_BYTES):  # says why, in a line
-            pass
-        raise
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise Unreadable(f"{path} is {kind(mode)}, not a regular file", mode=mode)
-        if os.fstat(fd).st_size > MAX_BYTES:
-            raise TooLarge(str(path), os.fstat(fd).st_size, MAX_BYTES)
-        os.set_blocking(fd, True)
-        return open(fd, "a+", encoding="utf-8", closefd=True)
-    except BaseException:
-        os.close(fd)
-        raise
+    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
+    return open(regular_fd(path, flags, max_bytes=MAX_BYTES), "a+", encoding="utf-8")
