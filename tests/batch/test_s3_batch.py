@@ -119,6 +119,13 @@ def test_the_readers_take_the_url(bucket: str, tmp_path: Path) -> None:
     assert line.startswith("four batch: error: s3://no-such-bucket-four/x: cannot write: ")
 
 
+@pytest.fixture
+def no_four_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command line's own defaults: no FOUR_* setting of the caller's shell."""
+    for name in ("FOUR_MODEL", "FOUR_API_BASE", "FOUR_ENV", "FOUR_WORKERS", "FOUR_RAY"):
+        monkeypatch.delenv(name, raising=False)
+
+
 def _first_trajectory(url: str) -> str:
     line = _objects(url)["manifest.jsonl"].decode().splitlines()[0]
     return str(json.loads(line)["trajectory"])
@@ -126,10 +133,12 @@ def _first_trajectory(url: str) -> str:
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_four_batch_lands_at_an_s3_url_and_runs_again_from_it_on_another_machine(
-    bucket: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    bucket: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    no_four_env: None,
 ) -> None:
-    for name in ("FOUR_MODEL", "FOUR_API_BASE", "FOUR_ENV", "FOUR_WORKERS", "FOUR_RAY"):
-        monkeypatch.delenv(name, raising=False)
     url = f"{bucket}/cli"
     tasks = write_tasks(tmp_path / "tasks.jsonl", 3)
     model = StepModel(steps=2)
@@ -183,10 +192,8 @@ time.sleep(120)
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_a_second_driver_on_an_s3_url_refuses_and_a_dead_ones_lease_is_taken_over(
-    bucket: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    bucket: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], no_four_env: None
 ) -> None:
-    for name in ("FOUR_MODEL", "FOUR_API_BASE", "FOUR_ENV", "FOUR_WORKERS", "FOUR_RAY"):
-        monkeypatch.delenv(name, raising=False)
     url = f"{bucket}/locked"
     tasks = write_tasks(tmp_path / "tasks.jsonl", 2)
     with subprocess.Popen(
