@@ -59,7 +59,7 @@ def checked(fn: F) -> F:
     return cast(F, call)
 
 
-_FIELDS: dict[type, tuple[_Check, ...]] = {}
+_FIELDS: dict[type, Callable[[object], None]] = {}
 
 
 def check_fields(record: object) -> None:
@@ -79,19 +79,34 @@ def check_fields(record: object) -> None:
     TypeError: Point: x='3': give an int (not a str)
     """
     kind = type(record)
-    checks = _FIELDS.get(kind)
-    if checks is None:
-        hints = _hints(kind)
-        if dataclasses.is_dataclass(kind):  # the fields given (not those made after)
-            names = [f.name for f in dataclasses.fields(kind) if f.init]
-        else:
-            names = list(getattr(kind, "__struct_fields__", ()))
-        found = ((n, _runtime(hints.get(n)), _words(hints.get(n))) for n in names)
-        checks = _FIELDS[kind] = tuple((n, t, w) for n, t, w in found if t is not None)
-    for check in checks:
-        value = getattr(record, check[0])
-        if not isinstance(value, check[1]):
-            raise TypeError(_said(kind.__name__, check, value))
+    check = _FIELDS.get(kind)
+    if check is None:
+        check = _FIELDS[kind] = _fields_check(kind)
+    check(record)
+
+
+def _fields_check(kind: type) -> Callable[[object], None]:
+    """One function checking the fields of a ``kind``, written for it once: a line of
+    ``isinstance`` a field, with no loop or lookup of its own (the records of the
+    loop's step are checked on each step)."""
+    hints = _hints(kind)
+    if dataclasses.is_dataclass(kind):  # the fields given (not those made after)
+        names = [f.name for f in dataclasses.fields(kind) if f.init]
+    else:
+        names = list(getattr(kind, "__struct_fields__", ()))
+    found = ((n, _runtime(hints.get(n)), _words(hints.get(n))) for n in names)
+    checks = [(n, t, w) for n, t, w in found if t is not None]
+    space: dict[str, object] = {"_said": _said, "_where": kind.__name__}
+    lines = ["def check(record):"]
+    for i, (name, accepts, _) in enumerate(checks):  # a name is an identifier: a field's
+        space[f"_t{i}"] = accepts[0] if len(accepts) == 1 else accepts
+        space[f"_c{i}"] = checks[i]
+        lines.append(f"    if not isinstance(record.{name}, _t{i}):")
+        lines.append(f"        raise TypeError(_said(_where, _c{i}, record.{name}))")
+    lines.append("    return None")
+    code = compile("\n".join(lines), f"<the fields of {kind.__qualname__}>", "exec")
+    exec(code, space)  # from the fields' names only, as dataclasses writes __init__
+    return cast(Callable[[object], None], space["check"])
 
 
 def _hints(owner: object) -> dict[str, object]:
