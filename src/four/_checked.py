@@ -94,7 +94,7 @@ def _fields_check(kind: type) -> Callable[[object], None]:
         names = [f.name for f in dataclasses.fields(kind) if f.init]
     else:
         names = list(getattr(kind, "__struct_fields__", ()))
-    found = ((n, _runtime(hints.get(n)), _words(hints.get(n))) for n in names)
+    found = ((n, _runtime(hints[n]), _words(hints[n])) for n in names if n in hints)
     checks = [(n, t, w) for n, t, w in found if t is not None]
     space: dict[str, object] = {"_said": _said, "_where": kind.__name__}
     lines = ["def check(record):"]
@@ -137,8 +137,9 @@ def _spec(fn: Callable[..., Any]) -> tuple[tuple[_Check | None, ...], dict[str, 
     for p in inspect.signature(fn).parameters.values():
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             break
-        accepts = _runtime(hints.get(p.name)) if p.name not in ("self", "cls") else None
-        check = None if accepts is None else (p.name, accepts, _words(hints.get(p.name)))
+        known = p.name in hints and p.name not in ("self", "cls")  # else: not checked
+        accepts = _runtime(hints[p.name]) if known else None
+        check = None if accepts is None else (p.name, accepts, _words(hints[p.name]))
         if p.kind != p.KEYWORD_ONLY:
             positional.append(check)
         if check is not None and p.kind != p.POSITIONAL_ONLY:
@@ -161,8 +162,8 @@ def _runtime(hint: object) -> tuple[type, ...] | None:
     if origin is collections.abc.Callable:
         return (cast(type, collections.abc.Callable),)
     target = origin if origin is not None else hint
-    if not isinstance(target, type) or target is object:
-        return None  # Any, a type variable, a NewType...
+    if not isinstance(target, type) or target is object or target is Any:
+        return None  # Any (a class since Python 3.11), a type variable, a NewType...
     loose = _LOOSE.get(target)
     if loose is not None:  # a list where a tuple is asked for works as well
         return loose
