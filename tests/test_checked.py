@@ -61,3 +61,17 @@ def test_a_function_parameter_annotated_for_the_type_checker_only_is_not_checked
     assert sign(object(), 2) == 2  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"^.*sign: times=None: give an int"):
         sign(object(), None)  # type: ignore[arg-type]
+
+
+def test_a_struct_checks_its_fields_when_made_and_decoding_still_validates_first() -> None:
+    """A msgspec Struct checks in ``__post_init__`` too (which decoding also calls, after
+    its own validation: a wrong value in a file stays a ``msgspec.ValidationError``)."""
+    import msgspec
+
+    from four.trajectory import UsageRecord
+
+    with pytest.raises(TypeError, match=r"^UsageRecord: prompt_tokens='3': give an int"):
+        UsageRecord("3")  # type: ignore[arg-type]
+    assert msgspec.json.decode(b'{"prompt_tokens": 3}', type=UsageRecord).prompt_tokens == 3
+    with pytest.raises(msgspec.ValidationError, match="prompt_tokens"):
+        msgspec.json.decode(b'{"prompt_tokens": "3"}', type=UsageRecord)

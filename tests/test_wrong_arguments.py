@@ -6,9 +6,10 @@ wrong value for its first parameter: ``None``, or, where ``None`` is allowed, a 
 a type nothing in four takes. Its other required parameters get ``None`` too, so a
 check that looks at them first is caught as well. The call must raise ``TypeError`` or
 ``ValueError`` whose message, one line, names that first parameter: never an
-``AttributeError`` from deep inside, a hang, or a success. A new public function
-without a check fails here. What takes any value for its first parameter, and what has
-no parameter, is listed in ``TAKES_ANYTHING`` with why.
+``AttributeError`` from deep inside, a hang, or a success. A new public function or
+record without a check fails here (a record, dataclass or msgspec Struct, checks its
+fields in ``__post_init__``: ``four._checked.check_fields``). What takes any value for
+its first parameter, and what has no parameter, is listed in ``TAKES_ANYTHING`` with why.
 
 The components a user calls after making them (a check, a parser, an environment...)
 are called with a wrong argument the same way, from ``MADE``: every public class with a
@@ -59,24 +60,6 @@ TAKES_ANYTHING: dict[str, str] = {
     "four.StepsExhausted": "no field",
 }
 """Public callables whose first parameter takes any value (or that have none)."""
-
-RECORDS_NOT_YET = frozenset(
-    {
-        "four.trajectory.Detail",
-        "four.trajectory.Info",
-        "four.trajectory.Stats",
-        "four.trajectory.UsageRecord",
-        "four.trajectory.Verdict",
-        "four.trajectory.Verdicts",
-    }
-)
-"""Public records (dataclasses, msgspec Structs) whose constructor does not check its
-fields yet: expected to fail (strictly: a record that gains a check must leave this
-list). Their fields are filled by many callers inside four with looser values than
-their annotations say (a dict where a str is annotated, decoded from JSON...), so each
-needs its callers read before ``check_fields`` goes in; ``Action``, ``User``,
-``Assistant``, ``ToolResult``, ``Observation``, ``Item`` and the pools check theirs.
-A new public record is not listed: it checks its fields from the start."""
 
 SECONDS = 10.0
 
@@ -192,16 +175,7 @@ def attempt(target: object, call: tuple[str, Callable[[], object]]) -> str | Non
 CASES = cases()
 
 
-NOT_YET = pytest.mark.xfail(strict=True, reason="a record whose fields are not checked yet")
-
-
-@pytest.mark.parametrize(
-    ("target", "call"),
-    [
-        pytest.param(*c[1:], id=c[0], marks=NOT_YET if c[0] in RECORDS_NOT_YET else ())
-        for c in CASES
-    ],
-)
+@pytest.mark.parametrize(("target", "call"), [pytest.param(*c[1:], id=c[0]) for c in CASES])
 def test_a_wrong_first_argument_is_named_in_one_line(
     target: object, call: tuple[str, Callable[[], object]], tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
