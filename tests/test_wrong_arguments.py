@@ -6,9 +6,10 @@ wrong value for its first parameter: ``None``, or, where ``None`` is allowed, a 
 a type nothing in four takes. Its other required parameters get ``None`` too, so a
 check that looks at them first is caught as well. The call must raise ``TypeError`` or
 ``ValueError`` whose message, one line, names that first parameter: never an
-``AttributeError`` from deep inside, a hang, or a success. A new public function
-without a check fails here. What takes any value for its first parameter, and what has
-no parameter, is listed in ``TAKES_ANYTHING`` with why.
+``AttributeError`` from deep inside, a hang, or a success. A new public function or
+record without a check fails here (a record, dataclass or msgspec Struct, checks its
+fields in ``__post_init__``: ``four._checked.check_fields``). What takes any value for
+its first parameter, and what has no parameter, is listed in ``TAKES_ANYTHING`` with why.
 
 The components a user calls after making them (a check, a parser, an environment...)
 are called with a wrong argument the same way, from ``MADE``: every public class with a
@@ -59,135 +60,6 @@ TAKES_ANYTHING: dict[str, str] = {
     "four.StepsExhausted": "no field",
 }
 """Public callables whose first parameter takes any value (or that have none)."""
-
-RECORDS_NOT_YET = frozenset(
-    {
-        "four.Accepted",
-        "four.Blocked",
-        "four.Claim",
-        "four.CostLimitReached",
-        "four.Crashed",
-        "four.ExecutionError",
-        "four.ExecutionFailed",
-        "four.Feedback",
-        "four.Finished",
-        "four.FormatError",
-        "four.Held",
-        "four.Interrupted",
-        "four.ModelError",
-        "four.ModelFailed",
-        "four.RayPool",
-        "four.RepeatedFormatError",
-        "four.RunContext",
-        "four.RunResult",
-        "four.Stalled",
-        "four.Stopped",
-        "four.Submitted",
-        "four.TimeLimitReached",
-        "four.ToolCall",
-        "four.Trajectory",
-        "four.Usage",
-        "four.batch.Progress",
-        "four.batch.Spec",
-        "four.checks.AllOf",
-        "four.checks.Audit",
-        "four.checks.CommandCheck",
-        "four.checks.FileCheck",
-        "four.checks.HeldOutFiles",
-        "four.checks.Verifier",
-        "four.domains.Domain",
-        "four.domains.DomainSetup",
-        "four.execute.AsyncLocalEnv",
-        "four.execute.AsyncShellEnv",
-        "four.execute.Contained",
-        "four.execute.Containment",
-        "four.execute.DockerEnv",
-        "four.execute.LocalEnv",
-        "four.execute.NoteRepeats",
-        "four.execute.SandboxEnv",
-        "four.execute.ShellEnv",
-        "four.execute.ToolHost",
-        "four.execute.ToolRun",
-        "four.execute.Written",
-        "four.invoke.AsyncLitellmInvoke",
-        "four.invoke.BudgetInvoke",
-        "four.invoke.ContextAwareInvoke",
-        "four.invoke.CycleBreakingInvoke",
-        "four.invoke.LitellmCounter",
-        "four.invoke.LitellmInvoke",
-        "four.invoke.LocalInvoke",
-        "four.invoke.ResponsesInvoke",
-        "four.invoke.RetryInvoke",
-        "four.invoke.ScriptedInvoke",
-        "four.invoke.SummarizingInvoke",
-        "four.models.HubFile",
-        "four.models.ModelSpec",
-        "four.models.PullError",
-        "four.models.PypiParts",
-        "four.observe.Check",
-        "four.observe.Finding",
-        "four.observe.FolderStatus",
-        "four.observe.Observed",
-        "four.observe.Policy",
-        "four.observe.Toolbox",
-        "four.observe.Verdict",
-        "four.parse.Block",
-        "four.parse.EditAction",
-        "four.parse.EditParse",
-        "four.parse.RegexParse",
-        "four.parse.SearchReplace",
-        "four.parse.ToolcallParse",
-        "four.parse.WholeFile",
-        "four.quaternary.AuditResult",
-        "four.quaternary.ComputeNeed",
-        "four.quaternary.ControllerEvent",
-        "four.quaternary.ControllerState",
-        "four.quaternary.DependencyRecord",
-        "four.quaternary.EvaluationReceipt",
-        "four.quaternary.EventReceipt",
-        "four.quaternary.EvidenceNeed",
-        "four.quaternary.Lease",
-        "four.quaternary.LoopOutcome",
-        "four.search.Attempt",
-        "four.search.AttemptLink",
-        "four.search.GroupAudit",
-        "four.search.Member",
-        "four.spokes.NewSpoke",
-        "four.spokes.SpokeCheck",
-        "four.spokes.Verdict",
-        "four.trajectory.ArtifactRecorder",
-        "four.trajectory.Detail",
-        "four.trajectory.Info",
-        "four.trajectory.Stats",
-        "four.trajectory.TrajectoryWriter",
-        "four.trajectory.UsageRecord",
-        "four.trajectory.Verdict",
-        "four.trajectory.Verdicts",
-        "four.types.ActionRan",
-        "four.types.Alt",
-        "four.types.Chars",
-        "four.types.CycleBreak",
-        "four.types.Grammar",
-        "four.types.Judged",
-        "four.types.Lit",
-        "four.types.ModelCalled",
-        "four.types.Ref",
-        "four.types.Rep",
-        "four.types.RunBegan",
-        "four.types.RunEnded",
-        "four.types.RunInfo",
-        "four.types.RunStats",
-        "four.types.Sampling",
-        "four.types.Seq",
-    }
-)
-"""Public records (dataclasses, msgspec Structs) whose constructor does not check its
-fields yet: expected to fail (strictly: a record that gains a check must leave this
-list). Their fields are filled by many callers inside four with looser values than
-their annotations say (a dict where a str is annotated, decoded from JSON...), so each
-needs its callers read before ``check_fields`` goes in; ``Action``, ``User``,
-``Assistant``, ``ToolResult``, ``Observation``, ``Item`` and the pools check theirs.
-A new public record is not listed: it checks its fields from the start."""
 
 SECONDS = 10.0
 
@@ -303,16 +175,7 @@ def attempt(target: object, call: tuple[str, Callable[[], object]]) -> str | Non
 CASES = cases()
 
 
-NOT_YET = pytest.mark.xfail(strict=True, reason="a record whose fields are not checked yet")
-
-
-@pytest.mark.parametrize(
-    ("target", "call"),
-    [
-        pytest.param(*c[1:], id=c[0], marks=NOT_YET if c[0] in RECORDS_NOT_YET else ())
-        for c in CASES
-    ],
-)
+@pytest.mark.parametrize(("target", "call"), [pytest.param(*c[1:], id=c[0]) for c in CASES])
 def test_a_wrong_first_argument_is_named_in_one_line(
     target: object, call: tuple[str, Callable[[], object]], tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,

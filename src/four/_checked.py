@@ -19,6 +19,7 @@ TypeError: greet: name=None: give a str (not a NoneType)
 
 from __future__ import annotations
 
+import abc
 import collections.abc
 import dataclasses
 import functools
@@ -59,7 +60,7 @@ def checked(fn: F) -> F:
     return cast(F, call)
 
 
-_FIELDS: dict[type, tuple[_Check, ...]] = {}
+_FIELDS: dict[type, Callable[[object], None]] = {}
 
 
 def check_fields(record: object) -> None:
@@ -79,19 +80,41 @@ def check_fields(record: object) -> None:
     TypeError: Point: x='3': give an int (not a str)
     """
     kind = type(record)
-    checks = _FIELDS.get(kind)
-    if checks is None:
-        hints = _hints(kind)
-        if dataclasses.is_dataclass(kind):  # the fields given (not those made after)
-            names = [f.name for f in dataclasses.fields(kind) if f.init]
+    check = _FIELDS.get(kind)
+    if check is None:
+        check = _FIELDS[kind] = _fields_check(kind)
+    check(record)
+
+
+def _fields_check(kind: type) -> Callable[[object], None]:
+    """One function checking the fields of a ``kind``, written for it once: a line of
+    ``isinstance`` a field, with no loop or lookup of its own (the records of the
+    loop's step are checked on each step)."""
+    hints = _hints(kind)
+    if dataclasses.is_dataclass(kind):  # the fields given (not those made after)
+        names = [f.name for f in dataclasses.fields(kind) if f.init]
+    else:
+        names = list(getattr(kind, "__struct_fields__", ()))
+    found = ((n, _runtime(hints[n]), _words(hints[n])) for n in names if n in hints)
+    checks = [(n, t, w) for n, t, w in found if t is not None]
+    space: dict[str, object] = {"_said": _said, "_where": kind.__name__}
+    lines = ["def check(record):"]
+    for i, (name, accepts, _) in enumerate(checks):  # a name is an identifier: a field's
+        space[f"_t{i}"] = accepts[0] if len(accepts) == 1 else accepts
+        space[f"_c{i}"] = checks[i]
+        exact = frozenset(t for t in accepts if not isinstance(t, abc.ABCMeta | _Shape))
+        if len(exact) < len(accepts):  # an ABC's isinstance is slow: its classes first
+            space[f"_e{i}"] = exact  # (None, a dict: what the record holds, nearly always)
+            lines.append(f"    if type(record.{name}) not in _e{i} and not isinstance(")
+            lines.append(f"        record.{name}, _t{i}")
+            lines.append("    ):")
         else:
-            names = list(getattr(kind, "__struct_fields__", ()))
-        found = ((n, _runtime(hints.get(n)), _words(hints.get(n))) for n in names)
-        checks = _FIELDS[kind] = tuple((n, t, w) for n, t, w in found if t is not None)
-    for check in checks:
-        value = getattr(record, check[0])
-        if not isinstance(value, check[1]):
-            raise TypeError(_said(kind.__name__, check, value))
+            lines.append(f"    if not isinstance(record.{name}, _t{i}):")
+        lines.append(f"        raise TypeError(_said(_where, _c{i}, record.{name}))")
+    lines.append("    return None")
+    code = compile("\n".join(lines), f"<the fields of {kind.__qualname__}>", "exec")
+    exec(code, space)  # from the fields' names only, as dataclasses writes __init__
+    return cast(Callable[[object], None], space["check"])
 
 
 def _hints(owner: object) -> dict[str, object]:
@@ -122,8 +145,9 @@ def _spec(fn: Callable[..., Any]) -> tuple[tuple[_Check | None, ...], dict[str, 
     for p in inspect.signature(fn).parameters.values():
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             break
-        accepts = _runtime(hints.get(p.name)) if p.name not in ("self", "cls") else None
-        check = None if accepts is None else (p.name, accepts, _words(hints.get(p.name)))
+        known = p.name in hints and p.name not in ("self", "cls")  # else: not checked
+        accepts = _runtime(hints[p.name]) if known else None
+        check = None if accepts is None else (p.name, accepts, _words(hints[p.name]))
         if p.kind != p.KEYWORD_ONLY:
             positional.append(check)
         if check is not None and p.kind != p.POSITIONAL_ONLY:
@@ -146,8 +170,8 @@ def _runtime(hint: object) -> tuple[type, ...] | None:
     if origin is collections.abc.Callable:
         return (cast(type, collections.abc.Callable),)
     target = origin if origin is not None else hint
-    if not isinstance(target, type) or target is object:
-        return None  # Any, a type variable, a NewType...
+    if not isinstance(target, type) or target is object or target is Any:
+        return None  # Any (a class since Python 3.11), a type variable, a NewType...
     loose = _LOOSE.get(target)
     if loose is not None:  # a list where a tuple is asked for works as well
         return loose

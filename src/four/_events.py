@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
+from four._checked import check_fields
 from four._outcomes import Outcome
 from four._types import (
     JSON,
@@ -34,6 +35,9 @@ class RunBegan:
 
     info: RunInfo
 
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
+
 
 @dataclass(frozen=True, slots=True)
 class ModelCalled:
@@ -44,6 +48,9 @@ class ModelCalled:
     history: Sequence[Message]
     started: float
     ended: float
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +63,9 @@ class ActionRan:
     ended: float
     position: int
 
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
+
 
 @dataclass(frozen=True, slots=True)
 class Judged:
@@ -67,6 +77,9 @@ class Judged:
     started: float
     ended: float
 
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
+
 
 @dataclass(frozen=True, slots=True)
 class RunEnded:
@@ -75,6 +88,9 @@ class RunEnded:
 
     outcome: Outcome
     stats: RunStats
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 Event: TypeAlias = RunBegan | ModelCalled | ActionRan | Judged | RunEnded

@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass
 from typing import Protocol, TypeAlias, runtime_checkable
 
+from four._checked import check_fields
+
 WHITESPACE = (
     "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005"
     "\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
@@ -33,6 +35,9 @@ class Lit:
 
     text: str
 
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
+
 
 @dataclass(frozen=True, slots=True)
 class Chars:
@@ -41,6 +46,9 @@ class Chars:
     chars: str
     negated: bool = False
 
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
+
 
 @dataclass(frozen=True, slots=True)
 class Seq:
@@ -48,12 +56,18 @@ class Seq:
 
     items: tuple[Expr, ...]
 
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
+
 
 @dataclass(frozen=True, slots=True)
 class Alt:
     """One of the options."""
 
     options: tuple[Expr, ...]
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,12 +78,18 @@ class Rep:
     low: int = 0
     high: int | None = None
 
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
+
 
 @dataclass(frozen=True, slots=True)
 class Ref:
     """The rule called ``name``."""
 
     name: str
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 Expr: TypeAlias = Lit | Chars | Seq | Alt | Rep | Ref
@@ -84,6 +104,7 @@ class Grammar:
     rules: tuple[tuple[str, Expr], ...]
 
     def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
         names = [name for name, _ in self.rules]
         if not names or names[0] != "root":
             raise ValueError("Grammar: the first rule must be called root")

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Literal, TypeAlias, get_args
 
+from four._checked import check_fields
+
 
 class _Ending:
     """The text form: the tag, then each field (``crashed: V2: ValueError: ...``), except
@@ -24,6 +26,9 @@ class _Ending:
         if self.bare:
             return self.tag
         return ": ".join([self.tag, *(str(getattr(self, n)) for n in self.__match_args__)])
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 @dataclass(frozen=True, slots=True)

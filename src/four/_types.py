@@ -95,6 +95,7 @@ class Usage:
     cost_unknown_calls: int = 0
 
     def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
         if self.cost is None and self.calls and not self.cost_unknown_calls:
             object.__setattr__(self, "cost_unknown_calls", self.calls)
 
@@ -151,7 +152,10 @@ class ToolCall:
 
     id: str
     name: str
-    arguments: str  # a sloppy client's decoded object too: V1 reads or rejects it
+    arguments: str  # JSON text: an object a client decoded goes back to text (json.dumps)
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +170,9 @@ class Sampling:
 
     temperature: float | None = None
     seed: int | None = None
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +193,9 @@ class CycleBreak:
     dropped: tuple[int, ...] = ()
     sampling: Sampling | None = None
     discarded: int = 0
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,6 +296,9 @@ class FormatError:
 
     feedback: str
 
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
+
 
 @dataclass(frozen=True, slots=True)
 class Submitted:
@@ -293,12 +306,18 @@ class Submitted:
 
     output: str
 
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
+
 
 @dataclass(frozen=True, slots=True)
 class ExecutionError:
     """V2 cannot go on (a dead container, a missing shell). Ends the run."""
 
     message: str
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 class ModelErrorKind(enum.StrEnum):
@@ -343,6 +362,9 @@ class ModelError:
     attempts: int = 1
     usage: Usage | None = None
 
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
+
     def __str__(self) -> str:
         return f"{self.kind}: {self.message}"
 
@@ -354,6 +376,9 @@ class Feedback:
 
     text: str
     steps: int = 0
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 # --- the four arrows ----------------------------------------------------------------
@@ -424,6 +449,9 @@ class RunInfo:
     started_at: float
     resumed_from: int = 0
 
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
+
 
 @dataclass(frozen=True, slots=True)
 class RunStats:
@@ -435,6 +463,9 @@ class RunStats:
     ended_at: float
     format_errors: int = 0
     extra: Mapping[str, JSON] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     @property
     def wall_time(self) -> float:

@@ -72,14 +72,14 @@ def test_malformed_arguments_get_an_error_for_their_id(arguments: str, expected:
     assert "Nothing was run" in error
 
 
-def test_arguments_already_decoded_are_accepted() -> None:
-    call = ToolCall("c", "bash", {"command": "ls"})  # type: ignore[arg-type]  # a sloppy client
-    assert items(call) == [Action("ls", "c")]
-
-
-def test_arguments_of_a_wrong_python_type_are_rejected() -> None:
-    call = ToolCall("c", "bash", None)  # type: ignore[arg-type]
-    assert "not null" in rejection(call)
+@pytest.mark.parametrize("arguments", [{"command": "ls"}, None, ["ls"]])
+def test_arguments_that_are_not_json_text_are_refused_when_the_call_is_made(
+    arguments: object,
+) -> None:
+    """A client that decoded the arguments gives them back as JSON text (``json.dumps``):
+    the call is refused where it is made, naming ``arguments``, not read a second way."""
+    with pytest.raises(TypeError, match=r"^ToolCall: arguments=.*: give a str"):
+        ToolCall("c", "bash", arguments)  # type: ignore[arg-type]
 
 
 def test_json_encoded_twice_is_unwrapped_once() -> None:

@@ -60,10 +60,17 @@ def test_verdict_values_and_order() -> None:
 
 
 @pytest.mark.parametrize("cls", [EvidenceNeed, ComputeNeed])
-@pytest.mark.parametrize("bad", ["", None, 0])
-def test_needs_reject_falsy_identifiers(cls: type, bad: object) -> None:
+def test_needs_reject_an_empty_identifier(cls: type) -> None:
     """A typed need requires a non-empty canonical identifier."""
     with pytest.raises(ValueError, match="requires a non-empty canonical identifier"):
+        cls("")
+
+
+@pytest.mark.parametrize("cls", [EvidenceNeed, ComputeNeed])
+@pytest.mark.parametrize("bad", [None, 0])
+def test_needs_name_an_identifier_that_is_no_str(cls: type, bad: object) -> None:
+    """An identifier of another type is a TypeError naming the field."""
+    with pytest.raises(TypeError, match=rf"^{cls.__name__}: \w+={bad!r}: give a str"):
         cls(bad)
 
 

@@ -22,7 +22,7 @@ def gen(task: Any, *, exclusions: list[str]) -> Any:
 
 def test_yes_accepts_first_round() -> None:
     outcome = run("t", generate=gen, check=scripted(yes()))
-    assert outcome == LoopOutcome("accepted", 0, [], rounds=1)  # type: ignore[arg-type]
+    assert outcome == LoopOutcome(LoopStatus.ACCEPTED, 0, [], rounds=1)
     assert outcome.status == "accepted" and isinstance(outcome.status, LoopStatus)
 
 

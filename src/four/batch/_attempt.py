@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeAlias, cast, overload
 
+from four._checked import check_fields
 from four._outcomes import Crashed, Outcome
 from four._types import AsyncInvoke, Invoke, Watch
 from four.batch._items import Item, folder_name
@@ -39,6 +40,9 @@ class RunContext:
     output_dir: Path
     watch: Watch
     attempt: int = 1
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     @property
     def id(self) -> str:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from four import _arguments as arguments
+from four._checked import check_fields
 from four._outcomes import Interrupted, Outcome, TimeLimitReached
 from four._types import JSON, NO_USAGE, Usage
 from four.batch._attempt import MakeRun
@@ -50,6 +51,9 @@ class Progress:
     elapsed: float
     stopping: str | None = None
     nodes: Mapping[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     @property
     def eta(self) -> float | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from four._checked import check_fields
 from four.batch._session import Session, Spec
 
 
@@ -47,6 +48,7 @@ class RayPool:
     lease: float = 30.0
 
     def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
         if not self.lease > 0:
             raise ValueError(f"RayPool: lease={self.lease!r}: give seconds, more than 0")
 

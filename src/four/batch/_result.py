@@ -10,6 +10,7 @@ from pathlib import Path
 
 import msgspec
 
+from four._checked import check_fields
 from four._files import read_regular
 from four._outcomes import outcome_tag
 from four._types import JSON
@@ -56,6 +57,9 @@ class RunResult:
     node: str = ""
     fields: Mapping[str, JSON] = field(default_factory=dict)
     lost_streams: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     @property
     def tag(self) -> str:

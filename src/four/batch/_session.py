@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from four._checked import check_fields
 from four._outcomes import Outcome
 from four._types import Usage
 from four.batch._attempt import MakeRun
@@ -27,6 +28,9 @@ class Spec:
     time_limit: float | None = None
     stall_timeout: float | None = None
     max_cost: float | None = None
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 class Session(Protocol):

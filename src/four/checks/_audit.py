@@ -14,7 +14,7 @@ from itertools import repeat
 from pathlib import Path
 from typing import Literal
 
-from four._checked import checked
+from four._checked import check_fields, checked
 from four._files import walk
 from four._types import JSON
 from four.checks._config import config_from_json
@@ -79,6 +79,9 @@ class Audit:
     head: bytes = b""
     receipts: int = 0
     digest: str = ""
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     @property
     def signed(self) -> bool:

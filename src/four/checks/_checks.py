@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from returns.result import Success
 
 from four import _arguments as arguments
-from four._checked import checked
+from four._checked import check_fields, checked
 from four._types import Action, Execute
 from four.checks._claim import Check, Claim, Gatherer
 from four.checks._feedback import (
@@ -89,6 +89,9 @@ class CommandCheck(_Judged):
     timeout: float = 600.0
     feedback: FeedbackLevel = DEFAULT_FEEDBACK
     files: HeldOutFiles | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     @property
     def need(self) -> str:
@@ -190,6 +193,9 @@ class FileCheck(_Judged):
     pattern: str | None = None
     feedback: FeedbackLevel = DEFAULT_FEEDBACK
 
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
+
     @checked
     def __call__(self, claim: Claim, /) -> CheckResult:
         path = shlex.quote(self.path)
@@ -239,6 +245,9 @@ class AllOf(_Judged):
 
     checks: tuple[Check, ...]
     feedback: FeedbackLevel | None = None
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     @property
     def evidence(self) -> Mapping[str, Gatherer | str]:

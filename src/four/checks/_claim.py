@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol, TypeAlias
 
+from four._checked import check_fields
 from four._types import Execute, Message
 from four.quaternary import CheckResult
 
@@ -22,6 +23,9 @@ class Claim:
     env: Execute
     evidence: Mapping[str, str] = field(default_factory=dict)
     resolved: Mapping[str, bool] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def with_evidence(self, need: str, text: str) -> Claim:
         return Claim(

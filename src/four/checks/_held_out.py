@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from returns.result import Failure, Result, Success
 
-from four._checked import checked
+from four._checked import check_fields, checked
 from four._files import Unreadable, read_regular
 from four._sparse import Allowance, CopyTooLarge, copy_sparse
 from four._types import Action, Execute
@@ -45,6 +45,9 @@ class HeldOutFiles:
 
     entries: tuple[tuple[str, bytes, int], ...] = field(repr=False)
     places: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def write(self, folder: Path) -> None:
         """Replace each place under ``folder`` with the held-out files (so nothing the

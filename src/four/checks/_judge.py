@@ -11,7 +11,7 @@ from typing import Literal
 from returns.result import Success
 
 from four import _arguments as arguments
-from four._checked import checked
+from four._checked import check_fields, checked
 from four._outcomes import (
     Accepted,
     Blocked,
@@ -69,6 +69,9 @@ class Verifier:
     feedback: FeedbackLevel | None = None
     retries_per_reason: int = 1
     last_judgement: bool = True
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def gatherers(self) -> dict[str, Gatherer | str]:
         declared: Mapping[str, Gatherer | str] = getattr(self.check, "evidence", {})

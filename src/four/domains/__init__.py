@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from four._checked import checked
+from four._checked import check_fields, checked
 from four.types import Execute, Parse, Recorder, Verify
 
 if TYPE_CHECKING:
@@ -45,6 +45,9 @@ class DomainSetup:
     image: str | None = None
     signing_key: SigningKey | None = None
 
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
+
 
 @dataclass(frozen=True, slots=True)
 class Domain:
@@ -68,6 +71,9 @@ class Domain:
     emit: Callable[[DomainSetup, Execute], Recorder[Path]]
     check: Callable[[DomainSetup, Execute, str | None], Verify | None]
     replay_workspace: Callable[[Path, Path | None, Path], Path | None] | None = None
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 class DomainError(ValueError):

@@ -22,6 +22,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from returns.result import Failure, Success
 
+from four._checked import check_fields
 from four._types import Action, ExecutionError
 from four.execute._aprocess import awatch
 from four.execute._command import Executed, check_command, unrunnable
@@ -50,6 +51,9 @@ class AsyncLocalEnv:
     launcher. ``aclose()`` ends the launcher (``arun`` calls it)."""
 
     local: LocalEnv
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     async def aclose(self) -> None:
         """End the launcher, if one runs (and any command still running with it)."""
@@ -116,6 +120,9 @@ class AsyncShellEnv:
         default=None, repr=False
     )
     _running: list[tuple[int, str]] = field(default_factory=list, repr=False)
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     async def __aenter__(self) -> AsyncShellEnv:
         return self

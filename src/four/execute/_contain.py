@@ -41,6 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from four._checked import check_fields
 from four.execute._output import Ran
 from four.execute._tether import KILL_MARKED, Tether
 
@@ -92,6 +93,9 @@ class Containment:
     memory: Literal["cgroup", "none"]
     notes: tuple[str, ...] = ()
     """What is weaker here, and why."""
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 @functools.cache
@@ -217,6 +221,9 @@ class Contained:
     """Kill the tool's processes that its launcher's death does not end (a container's)."""
     release: Callable[[], None]
     """Remove its cgroups (once it has ended)."""
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def end(self) -> None:
         """Kill what is left of the tool, then release its cgroups."""

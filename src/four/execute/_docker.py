@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from returns.result import Failure, Result, Success
 
 from four import _arguments as arguments
+from four._checked import check_fields
 from four._secrets import SECRET_PATTERNS, is_secret
 from four._types import Action, ExecutionError, Observation, Submitted
 from four.execute._closing import ClosedOnExit
@@ -89,6 +90,9 @@ class DockerEnv(ClosedOnExit):
     _finalizer: weakref.finalize[[str, str, Tether], DockerEnv] | None = field(
         default=None, repr=False
     )
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def __enter__(self) -> DockerEnv:
         started = self.start()

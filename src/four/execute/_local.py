@@ -10,6 +10,7 @@ from typing import Literal, overload
 from returns.result import Failure, Success
 
 from four import _arguments as arguments
+from four._checked import check_fields
 from four._secrets import SECRET_PATTERNS
 from four._types import Action, ExecutionError
 from four.execute._command import Executed, check_command, unrunnable
@@ -58,6 +59,9 @@ class LocalEnv:
     shell: str = "bash"
     limits: Limits = DEFAULT_LIMITS
     _launcher: Launcher = field(default_factory=Launcher, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def __call__(self, action: Action, /) -> Executed:
         if not isinstance(action, Action):  # V2("echo hi"): say so, not 'no attribute command'

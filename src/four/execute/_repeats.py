@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from returns.result import Result, Success
 
-from four._checked import checked
+from four._checked import check_fields, checked
 from four._types import (
     Action,
     AsyncCloseable,
@@ -49,6 +49,9 @@ class NoteRepeats:
     inner: Execute
     _last: tuple[str, str] | None = field(default=None, repr=False)
     _times: int = field(default=0, repr=False)
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]:
         return self.noted(action, self.inner(action))

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from returns.result import Failure, Result, Success
 
 from four import _arguments as arguments
+from four._checked import check_fields
 from four._secrets import SECRET_PATTERNS
 from four._types import Action, ExecutionError, Observation, Submitted
 from four.execute._closing import ClosedOnExit
@@ -96,6 +97,9 @@ class SandboxEnv(ClosedOnExit):
     _checked: bool = field(default=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _finalizer: weakref.finalize[[str], SandboxEnv] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     @property
     def folder(self) -> str:

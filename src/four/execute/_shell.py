@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from returns.result import Failure, Result, Success
 
 from four import _arguments as arguments
+from four._checked import check_fields
 from four._secrets import SECRET_PATTERNS
 from four._types import Action, ExecutionError, Observation, Submitted
 from four.execute._closing import ClosedOnExit
@@ -105,6 +106,9 @@ class ShellEnv(ClosedOnExit):
     ) = field(default=None, repr=False)
 
     # --- lifecycle ---------------------------------------------------------------
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def close(self) -> None:
         """End the shell and everything it started, and delete its private folder."""

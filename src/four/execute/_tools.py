@@ -41,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Literal
 
-from four._checked import checked
+from four._checked import check_fields, checked
 from four._secrets import SECRET_PATTERNS
 from four._types import Action
 from four.execute._closing import ClosedOnExit
@@ -72,6 +72,9 @@ class ToolRun:
     timed_out: bool = False
     stopped: bool = False
     """The run was being stopped (its time was spent): the tool was killed, or not started."""
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 @dataclass(eq=False, slots=True)
@@ -115,6 +118,7 @@ class ToolHost(ClosedOnExit):
     _remove: weakref.finalize[[str, bool], ToolHost] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
         # The folder goes with the host, also when nobody closes it (a run never begun).
         self._remove = weakref.finalize(self, shutil.rmtree, self.folder, True)
 

@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath
 from returns.result import Failure, Result, Success
 
 from four import _files as files
-from four._checked import checked
+from four._checked import check_fields, checked
 
 SKIPPED_DIRS = frozenset(
     {".git", ".hg", ".venv", "venv", "__pycache__", "node_modules", "build", "dist", ".tox"}
@@ -47,6 +47,9 @@ class Written:
 
     before: Mapping[str, bytes | None]
     folders: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 @dataclass(frozen=True, slots=True)

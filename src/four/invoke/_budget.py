@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from returns.result import Failure, Result
 
 from four import _arguments as check
-from four._checked import checked
+from four._checked import check_fields, checked
 from four._types import (
     NO_USAGE,
     Assistant,
@@ -43,6 +43,9 @@ class BudgetInvoke:
     G: Invoke
     cost_limit: float | None = None
     token_limit: int | None = None
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def exceeded(self, used: Usage) -> str | None:
         """Why ``used`` has spent the budget, or None while some is left."""

@@ -10,7 +10,7 @@ from typing import Final, ParamSpec
 from returns.result import Failure, Result, Success
 
 from four import _arguments as check
-from four._checked import checked
+from four._checked import check_fields, checked
 from four._secrets import is_secret
 from four._types import (
     JSON,
@@ -57,6 +57,9 @@ class LitellmInvoke:
     api_key: str | None = field(default=None, repr=False)
     secrets: Mapping[str, object] = field(default_factory=dict, repr=False)
     send_thinking: bool | None = None
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     @property
     def sends_thinking(self) -> bool:
@@ -136,6 +139,9 @@ class AsyncLitellmInvoke:
     """``invoke``, awaited: the same request through ``litellm.acompletion``, for ``arun``."""
 
     invoke: LitellmInvoke
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     @property
     def sampling(self) -> Sampling:

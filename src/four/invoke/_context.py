@@ -15,7 +15,7 @@ from typing import TypeAlias
 from returns.result import Failure, Result, Success
 
 from four import _arguments as check
-from four._checked import checked
+from four._checked import check_fields, checked
 from four._types import (
     NO_USAGE,
     Assistant,
@@ -47,6 +47,9 @@ class LitellmCounter:
     """
 
     model: str = ""
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     @checked
     def __call__(self, messages: Sequence[Message], /) -> int:
@@ -141,6 +144,9 @@ class ContextAwareInvoke:
     context_limit: int
     large_limit: int | None = None
     counter: Counter | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def count(self, messages: Sequence[Message]) -> int:
         counter = self.counter or LitellmCounter(model_of(self.fast))
@@ -249,6 +255,9 @@ class SummarizingInvoke:
     keep_recent: int = 8
     counter: Counter | None = field(default=None, repr=False)
     _memory: _Memory = field(default_factory=_Memory, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def count(self, messages: Sequence[Message]) -> int:
         counter = self.counter or LitellmCounter(model_of(self.G))

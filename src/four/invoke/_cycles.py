@@ -32,7 +32,7 @@ from typing import Protocol, TypeAlias, runtime_checkable
 from returns.result import Failure, Result, Success
 
 from four import _arguments as check
-from four._checked import checked
+from four._checked import check_fields, checked
 from four._types import (
     NO_USAGE,
     Assistant,
@@ -230,6 +230,9 @@ class CycleBreakingInvoke:
     G: Invoke
     temperatures: tuple[float, ...] = DEFAULT_TEMPERATURES
     redraws: int = 2
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def sampling(self, base: Sampling, plan: Plan, draw: int) -> Sampling:
         """The ``draw``-th sampling (0: the first) of a call that ``plan`` resamples: never

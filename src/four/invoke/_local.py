@@ -32,7 +32,7 @@ from typing import Final
 
 from returns.result import Failure, Result, Success
 
-from four._checked import checked
+from four._checked import check_fields, checked
 from four._grammar import Grammar
 from four._types import Message, ModelError, ModelErrorKind, Reply, Sampling
 from four.invoke._chat import DEFAULT_TIMEOUT, LitellmInvoke
@@ -230,6 +230,9 @@ class LocalInvoke:
     timeout: float = DEFAULT_TIMEOUT
     start_timeout: float = DEFAULT_START_TIMEOUT
     grammar: str | None = None  # GBNF every reply is decoded under
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     @property
     def settings(self) -> ServerSettings:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from returns.result import Failure, Result, Success
 
 from four import _arguments as check
-from four._checked import checked
+from four._checked import check_fields, checked
 from four._types import (
     JSON,
     Assistant,
@@ -83,6 +83,9 @@ class ResponsesInvoke:
     kwargs: Mapping[str, JSON] = field(default_factory=dict)
     api_key: str | None = field(default=None, repr=False)
     _client: _Client = field(default_factory=_Client, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def request(self, messages: Sequence[Message]) -> dict[str, JSON]:
         """The JSON body posted for ``messages``."""

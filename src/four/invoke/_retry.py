@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from returns.result import Failure, Result, Success
 
 from four import _arguments as check
-from four._checked import checked
+from four._checked import check_fields, checked
 from four._types import NO_USAGE, AsyncInvoke, Invoke, Message, ModelError, Reply, Usage
 from four.invoke._billing import add_usage
 
@@ -27,6 +27,9 @@ class RetryInvoke:
     sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
     clock: Callable[[], float] = field(default=time.monotonic, repr=False)
     rng: Callable[[], float] = field(default=random.random, repr=False)
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def delay(self, failures: int, error: ModelError) -> float:
         """The wait after the ``failures``-th failure: jittered backoff, at least Retry-After.

@@ -11,7 +11,7 @@ from typing import TypeAlias, cast
 from returns.result import Failure, Result, Success
 
 from four import _arguments as check
-from four._checked import checked
+from four._checked import check_fields, checked
 from four._types import Assistant, Message, ModelError, ModelErrorKind, Reply, Usage
 
 Scripted: TypeAlias = (
@@ -28,6 +28,9 @@ class ScriptedInvoke:
     name: str = "scripted"
     position: int = field(default=0, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     @checked
     def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:

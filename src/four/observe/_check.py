@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from four._checked import check_fields
 from four._types import JSON
 
 Status: TypeAlias = Literal["GO", "WARN", "NO-GO"]
@@ -19,6 +20,9 @@ class Check:
     status: Status
     detail: str
     fix: str = ""
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def to_json(self) -> dict[str, JSON]:
         return {"check": self.name, "status": self.status, "detail": self.detail, "fix": self.fix}

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from returns.result import Success
 
-from four._checked import checked
+from four._checked import check_fields, checked
 from four._types import Action, Execute
 from four.observe import _argparse_dump
 
@@ -216,6 +216,9 @@ class Toolbox:
     timeout: float = 10.0
     _found: dict[str, str | None] = field(default_factory=dict)
     _interfaces: dict[tuple[str, ...], Interface | str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def close(self) -> None:
         """End what the environments hold (a launcher, a container, a sandbox's folder)."""

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeAlias
 
-from four._checked import checked
+from four._checked import check_fields, checked
 from four.observe._check import Check
 from four.observe._commands import Command, commands
 from four.observe._interface import Interface, Toolbox
@@ -93,6 +93,9 @@ class Finding:
     word: str
     nearest: tuple[str, ...] = ()
     detail: str = ""
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def __str__(self) -> str:
         near = f" (nearest: {', '.join(self.nearest)})" if self.nearest else ""

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, TypeAlias, cast
 
-from four._checked import checked
+from four._checked import check_fields, checked
 from four._files import ANY_SIZE, MAX_BYTES, open_regular, read_regular, walk
 from four._types import JSON, Assistant, Message, ToolResult, User
 from four.batch._result import read_saved
@@ -75,6 +75,7 @@ class Policy:
     attempts: int = 3
 
     def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
         for name in ("stall_factor", "stall_floor", "repeats", "not_found", "lost", "attempts"):
             value = getattr(self, name)
             if not value > 0:
@@ -107,6 +108,9 @@ class Observed:
     steps: int = 0  # model replies so far (of a sealed run, as its document says)
     settings: Mapping[str, JSON] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
+
     @property
     def name(self) -> str:
         return self.stream.name.removesuffix(".jsonl")
@@ -119,6 +123,9 @@ class Verdict:
     run: Observed
     state: State
     why: str
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def to_json(self) -> dict[str, JSON]:
         driver = self.run.driver

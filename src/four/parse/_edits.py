@@ -24,7 +24,7 @@ from typing import TypeAlias
 
 from returns.result import Failure, Result, Success
 
-from four._checked import checked
+from four._checked import check_fields, checked
 from four._grammar import WHITESPACE, Chars, Expr, Grammar, Lit, Ref, Rep, grammar_of
 from four._types import Action, FormatError, Rejected, Reply, Submitted
 from four.execute._output import EXIT_SIGNAL
@@ -72,6 +72,9 @@ class WholeFile:
     content: str
     line: int = 0
 
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
+
 
 @dataclass(frozen=True, slots=True)
 class SearchReplace:
@@ -84,6 +87,9 @@ class SearchReplace:
     search: str
     replace: str
     line: int = 0
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 FileEdit: TypeAlias = WholeFile | SearchReplace
@@ -106,6 +112,7 @@ class EditAction(Action):
     edits: tuple[FileEdit, ...] = ()
 
     def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
         if not self.command:
             lines = [f"# {describe_edit(edit)}" for edit in self.edits]
             lines.append("echo 'this environment cannot apply file edits' >&2; exit 2")
@@ -156,6 +163,9 @@ class EditParse:
     tags: tuple[str, ...] = DEFAULT_TAGS
     finish_on_plain_text: bool = False
     exit_signal: str = EXIT_SIGNAL
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def expected(self) -> str:
         """The reply formats, as the model is told them after a format error."""

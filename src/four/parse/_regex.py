@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from returns.result import Failure, Result, Success
 
 from four import _arguments as check
-from four._checked import checked
+from four._checked import check_fields, checked
 from four._grammar import Alt, Expr, Grammar, Lit, Ref, Seq, grammar_of
 from four._types import Action, FormatError, Rejected, Reply, Submitted
 from four.execute._output import EXIT_SIGNAL
@@ -48,6 +48,9 @@ class Block:
     line: int
     last: int
     closed: bool = True
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 @checked
@@ -144,6 +147,9 @@ class RegexParse:
     one_action: bool = False
     finish_on_plain_text: bool = False
     exit_signal: str = EXIT_SIGNAL
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def _tag(self) -> str:
         """The tag the model is asked to use."""

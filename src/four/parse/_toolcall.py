@@ -10,7 +10,7 @@ from typing import cast
 from returns.result import Result, Success
 
 from four import _arguments as check
-from four._checked import checked
+from four._checked import check_fields, checked
 from four._types import Action, FormatError, Rejected, Reply, Submitted, ToolCall
 from four.execute._output import EXIT_SIGNAL
 from four.parse._finish import finish_rule, no_action, unapplied
@@ -27,6 +27,9 @@ class ToolcallParse:
     argument: str = "command"
     finish_on_plain_text: bool = False
     exit_signal: str = EXIT_SIGNAL
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def usage(self) -> str:
         """How to call the tool, in the words the model is given."""

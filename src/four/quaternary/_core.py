@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any, TypeAlias
 
+from four._checked import check_fields
+
 __all__ = [
     "CheckResult",
     "ComputeNeed",
@@ -39,6 +41,7 @@ class EvidenceNeed:
     evidence: str
 
     def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
         if not self.evidence:
             raise ValueError("EvidenceNeed requires a non-empty canonical identifier.")
 
@@ -54,6 +57,7 @@ class ComputeNeed:
     step: str
 
     def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
         if not self.step:
             raise ValueError("ComputeNeed requires a non-empty canonical identifier.")
 

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
+from four._checked import check_fields
+
 from ._core import CheckResult, Verdict
 
 __all__ = ["LoopOutcome", "LoopStatus", "run"]
@@ -57,6 +59,9 @@ class LoopOutcome:
     blocked_by: str | None = None
     rounds: int = 0
     contradiction: list[tuple[str, str]] | None = None
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 _NEGATIONS = ("not ", "no ", "don't ", "do not ", "never ", "avoid ")

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Final, TypeAlias
 
+from four._checked import check_fields
+
 from ._core import Needed, Verdict
 
 __all__ = [
@@ -281,6 +283,7 @@ class DependencyRecord:
     outcomes: tuple[tuple[str, ResolutionOutcome], ...] = ()
 
     def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
         check_record(self.used, self.unresolved, self.relation, self.outcomes)
 
     def __eq__(self, other: object) -> bool:
@@ -377,6 +380,9 @@ class Lease:
     obligation: str
     deadline: int
 
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
+
 
 @dataclass(frozen=True, slots=True)
 class ControllerState:
@@ -397,6 +403,7 @@ class ControllerState:
     held_reason: str | None = None
 
     def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
         if min(self.evidence_budget, self.compute_budget, self.dependency_budget) < 0:
             raise ValueError("Controller budgets cannot be negative.")
         if self.evaluation_count < 0 or self.clock < 0:
@@ -623,6 +630,9 @@ class ControllerEvent:
     dependency: str | None = None
     clock: int | None = None
 
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
+
 
 Payload: TypeAlias = str | Needed | None
 
@@ -640,6 +650,9 @@ class EvaluationReceipt:
     evaluation_index: int
     digest: bytes = b""
 
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
+
 
 @dataclass(frozen=True, slots=True)
 class EventReceipt:
@@ -650,6 +663,9 @@ class EventReceipt:
     action: ControllerAction
     after: ControllerState
     digest: bytes = b""
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 TransitionReceipt: TypeAlias = EvaluationReceipt | EventReceipt
@@ -665,6 +681,9 @@ class AuditResult:
     initial_rank: int
     final_rank: int
     head: bytes = b""
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 class AuditCursor:

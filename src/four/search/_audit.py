@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from four._checked import checked
+from four._checked import check_fields, checked
 from four._files import Unreadable, read_regular
 from four._types import JSON, User
 from four.search._group import FORMAT, SUFFIX, digest_of
@@ -55,6 +55,9 @@ class GroupAudit:
     evaluations: int = 0
     bound: int = 0
     signed: bool = False
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     @property
     def status(self) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, TypeVar
 
+from four._checked import check_fields
 from four._outcomes import Outcome
 from four._types import JSON, Emit, Message, Recorder, RunInfo, RunStats, Sink
 from four.trajectory._record import Info
@@ -42,6 +43,9 @@ class AttemptLink:
     seed: int
     temperature: float
     after: str | None = None
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def to_json(self) -> dict[str, JSON]:
         return {

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Generic, TypedDict, TypeVar, Unpack, cast, get_args
 
 from four import _arguments as arguments
-from four._checked import checked
+from four._checked import check_fields, checked
 from four._outcomes import (
     Accepted,
     CostLimitReached,
@@ -110,6 +110,9 @@ class Member(Generic[T]):
     steps: int
     usage: Usage
     seconds: float
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     @property
     def accepted(self) -> bool:

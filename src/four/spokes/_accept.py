@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from four._checked import checked
+from four._checked import check_fields, checked
 from four.execute import command_env
 
 TYPES = "four.types"
@@ -50,6 +50,9 @@ class Verdict:
     accepted: bool
     step: Step | None = None
     reason: str = ""
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def __str__(self) -> str:
         return "accepted" if self.accepted else f"{self.step}: {self.reason}"

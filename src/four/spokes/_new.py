@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from four import run
-from four._checked import checked
+from four._checked import check_fields, checked
 from four.checks import Claim, verify
 from four.domains.python import python_env, save_files
 from four.parse import edit_parse
@@ -101,6 +101,9 @@ class SpokeCheck:
     timeout: float = 120.0
     cache_dir: Path | None = None
 
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
+
     def __call__(self, claim: Claim, /) -> CheckResult:
         verdict = accept(self.module, timeout=self.timeout, cache_dir=self.cache_dir)
         if verdict.accepted:
@@ -116,6 +119,9 @@ class NewSpoke:
     module: Path
     trajectory: Path
     outcome: str
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     @property
     def accepted(self) -> bool:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
-from four._checked import checked
+from four._checked import check_fields, checked
 from four._outcomes import Outcome
 from four._types import JSON, NO_USAGE, Message, RunInfo, RunStats
 from four.trajectory._save import TrajectorySink, TrajectoryWriter
@@ -35,6 +35,9 @@ class ArtifactRecorder:
     trajectory: TrajectoryWriter
     key: str
     artifact: Artifact
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     @property
     def output_dir(self) -> Path:

@@ -22,6 +22,7 @@ import msgspec
 
 from four import _arguments as arguments
 from four import _files as files
+from four._checked import check_fields
 from four._types import JSON, Message
 from four.trajectory._record import (
     FILE,
@@ -84,6 +85,9 @@ class Trajectory:
     stats: Stats = NO_STATS
     detail: Detail = NO_DETAIL
     timestamps: tuple[float, ...] = ()
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 OnMessage = Callable[[Message, "float | None"], object]

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Literal
 import msgspec
 from msgspec import UNSET, Struct, UnsetType
 
+from four._checked import check_fields
 from four._types import (
     Assistant,
     CycleBreak,
@@ -71,6 +72,9 @@ class UsageRecord(Struct, frozen=True):
     cost: float | None = None
     calls: int = 1
     cost_unknown_calls: int = 0
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def usage(self) -> Usage:
         return Usage(
@@ -300,6 +304,9 @@ class Info(Struct, frozen=True, kw_only=True):
     model_stats: dict[str, Value] = {}
     config: dict[str, Value] = {}
 
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
+
     @property
     def settings(self) -> dict[str, Value]:
         """The settings ``four run`` recorded (``components.cli``; empty if none)."""
@@ -319,6 +326,9 @@ class Verdict(Struct, frozen=True, kw_only=True, omit_defaults=True):
     judged_at_end: Value = None
     shown: str | None = None  # what the feedback level let be seen (the otel explanation)
 
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
+
 
 class Verdicts(Struct, frozen=True, kw_only=True):
     """A verified run's verdicts: the controller's config, its receipts (the
@@ -332,6 +342,9 @@ class Verdicts(Struct, frozen=True, kw_only=True):
     log: tuple[Verdict, ...] = ()
     slots: dict[str, str] = {}
     judged_at_end: Value = None
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 class Stats(Struct, frozen=True, kw_only=True):
@@ -352,6 +365,9 @@ class Stats(Struct, frozen=True, kw_only=True):
     launch: dict[str, Value] | None = None  # the plan domain's
     artifacts: dict[str, str] | None = None  # each file beside the run, with its digest
     extra: dict[str, Value] = {}  # not a key of the file: the keys it has beyond these
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 _FIELDS = frozenset(Stats.__struct_fields__) - {"extra"}
@@ -382,6 +398,9 @@ class Detail(Struct, frozen=True, kw_only=True, omit_defaults=True):
     reason: Value = None
     component: Value = None
     dependency: Value = None
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 # --- the files ---------------------------------------------------------------------------

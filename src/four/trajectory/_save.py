@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import cast
 
 from four import _arguments as arguments
-from four._checked import checked
+from four._checked import check_fields, checked
 from four._outcomes import Outcome
 from four._types import JSON, NO_USAGE, Assistant, Message, RunInfo, RunStats
 from four.trajectory._driver import this_driver
@@ -30,6 +30,9 @@ class TrajectoryWriter:
 
     output_dir: Path
     signing_key: SigningKey | None = None
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def __call__(self, messages: Sequence[Message], outcome: Outcome, /) -> Path:
         """Save a finished history with no streaming record (plain emit use)."""
