@@ -85,6 +85,7 @@ def per_step(url: str, steps: int, rounds: int) -> dict[str, list[Measure]]:
     from four.otel._metrics import Metrics
     from four.otel._send import Sender, make_sender
     from four.otel._senders import sender
+    from four.otel._sidecar import Sidecar
 
     parse, execute = _components()
     child = sender(url)
@@ -100,8 +101,9 @@ def per_step(url: str, steps: int, rounds: int) -> dict[str, list[Measure]]:
     assert here.encodes and not sdk.encodes
     measures = Metrics(MeterProvider([InMemoryMetricReader()]))
 
-    class Nothing:  # a sender that drops all: what the watch's notes cost alone
-        where, sent, dropped, failed = "nowhere", 0, 0, 0
+    class Nothing(Sidecar):  # a sender that drops all: what the watch's notes cost alone
+        def __init__(self) -> None:
+            super().__init__("nowhere", 0, 0.0)
 
         def put(self, span: object, counts: object = None) -> None:
             pass
@@ -119,7 +121,7 @@ def per_step(url: str, steps: int, rounds: int) -> dict[str, list[Measure]]:
     kinds: dict[str, Callable[[], OtelWatch | Deaf | None]] = {
         "off": lambda: None,
         "a watch that hears and does nothing": Deaf,
-        "the watch's notes only (nothing sent)": lambda: OtelWatch(Nothing()),  # type: ignore[arg-type]
+        "the watch's notes only (nothing sent)": lambda: OtelWatch(Nothing()),
         "`otel_watch()` (`--otel`): a child process sends": lambda: otel_watch(url),
         "a thread of the run's process sends, four's encoding": lambda: OtelWatch(
             here, metrics=measures
