@@ -31,7 +31,9 @@ import time
 from pathlib import Path
 from typing import IO
 
+from four.otel._facts import flat
 from four.otel._send import AT_EXIT, BATCH, Counts, Made, make_sender
+from four.otel._spans import Span
 
 log = logging.getLogger("four.otel")
 
@@ -64,6 +66,7 @@ class Sidecar:
         self._asked = self._acked = 0  # flushes asked of the child, and answered
         self._flushes: list[tuple[int, float]] = []  # asked, not yet written down the pipe
         self._closed = False
+        self._open = False  # the child started, not closed nor gone: put's usual way
         self._gone = False  # the child is not there (never started, or ended)
         self._lost_here = self._dropped_here = 0
         self._handed = 0  # spans taken for the child (those lost on the way taken back)
@@ -94,7 +97,7 @@ class Sidecar:
     def put(self, span: Made, counts: Counts | None = None) -> None:
         """Queue ``span`` (or its facts) for the child; never waits."""
         queue = self._queue
-        if len(queue) < self._max and self._writer is not None and not (self._closed or self._gone):
+        if self._open and len(queue) < self._max:
             queue.append((span, counts is not None))  # no lock: appends are atomic
             return
         with self._lock:
@@ -126,7 +129,7 @@ class Sidecar:
         it is killed). What comes later is dropped."""
         self.flush(timeout)
         with self._lock:
-            self._closed = True
+            self._closed, self._open = True, False
             self._lock.notify_all()
             writer, process = self._writer, self._process
         if writer is not None:
@@ -160,6 +163,7 @@ class Sidecar:
         self._process = process
         self._writer = threading.Thread(target=self._write, name="four-otel", daemon=True)
         reader = threading.Thread(target=self._read, name="four-otel-said", daemon=True)
+        self._open = True  # (under the lock: the child's end, if at once, comes after)
         self._writer.start()
         reader.start()
 
@@ -180,14 +184,28 @@ class Sidecar:
                 if flushes:
                     self._flushes = []
                 ending = self._closed and not queue
-            if taken:
-                self._send(pipe, ("put", taken), len(taken))
+            made = self._flat(taken) if taken else []
+            if made:
+                self._send(pipe, ("put", made), len(made))
             for asked, timeout in flushes:
                 self._send(pipe, ("flush", asked, timeout), 0)
             if ending:
                 with contextlib.suppress(OSError):
                     pipe.close()
                 return
+
+    def _flat(self, taken: list[tuple[Made, bool]]) -> list[tuple[Made, bool]]:
+        """The notes of ``taken`` made flat (``_facts.flat``: plain values, to pickle);
+        one that cannot be is lost, counted (a bug, never raised)."""
+        done: list[tuple[Made, bool]] = []
+        for item, counted in taken:
+            try:
+                done.append((item if isinstance(item, Span) else flat(item), counted))
+            except Exception as exc:
+                with self._lock:
+                    self._lost_here, self._handed = self._lost_here + 1, self._handed - 1
+                log.debug("four: otel: a span could not be made: %s", exc)
+        return done
 
     def _send(self, pipe: IO[bytes], frame: tuple[object, ...], spans: int) -> None:
         """One frame down the pipe (its spans lost, counted, if it cannot go)."""
@@ -236,7 +254,7 @@ class Sidecar:
         with self._lock:
             if self._gone:
                 return
-            self._gone = True
+            self._gone, self._open = True, False
             self._lost_here += len(self._queue) + self._handed - sum(self._child)
             self._handed = sum(self._child)
             self._queue.clear()
