@@ -118,3 +118,37 @@ def test_a_run_saved_without_a_watch_gets_its_spans_from_its_messages(tmp_path: 
     started = float(saved.info.started_at or 0.0)
     assert first[1][5] == round((started + saved.timestamps[3]) * 1e9)  # the recorded times
     assert _again(sender, memory, path, False) == first  # the same ids again
+
+
+def _earlier_shape(step: list[object], span_id: str) -> dict[str, object]:
+    """A step as ``stats.otel.spans`` kept it before the steps' ids were made from the
+    trace id: an object a step, its span's id, its times in seconds."""
+    op, start, end, at, *failed = step
+    assert isinstance(start, int) and isinstance(end, int)
+    entry: dict[str, object] = {"op": op, "t": [start / 1e6, end / 1e6]}
+    if op == "evaluate":
+        entry["log"] = at
+        return entry
+    entry["id"] = span_id
+    entry["at" if isinstance(at, int) else "command"] = at
+    if failed:
+        entry["error"], entry["detail"] = failed
+    return entry
+
+
+def test_a_run_kept_in_the_earlier_shape_exports_the_ids_it_kept(tmp_path: Path) -> None:
+    memory = InMemorySpanExporter()
+    sender = Sender(memory, "memory")
+    G = scripted_invoke(["```bash\necho hi\n```", "```bash\nsleep 5\n```", "done"])
+    path = run(G, regex_parse(finish_on_plain_text=True), local_env(timeout=0.5),
+               save_trajectory(tmp_path), prompt="go", watch=OtelWatch(sender))  # fmt: skip
+    live = _sent(sender, memory)
+    document = json.loads(path.read_text())
+    record = document["stats"]["otel"]
+    steps = record.pop("steps")
+    kept_ids = [f"{i + 1:016x}" for i in range(len(steps))]  # not the ids made from the trace's
+    record["spans"] = [_earlier_shape(s, i) for s, i in zip(steps, kept_ids, strict=True)]
+    path.write_text(json.dumps(document))
+    again = _again(sender, memory, path, False)
+    assert [s[2] for s in again[:-1]] == [int(i, 16) for i in kept_ids]
+    assert [s[:2] + s[3:] for s in again] == [s[:2] + s[3:] for s in live]  # all else as live
