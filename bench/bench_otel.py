@@ -200,16 +200,18 @@ def main(argv: Sequence[str] = ()) -> None:
     runs = int(argv[2]) if len(argv) > 2 else 10_000
     with sink() as url:
         found = per_step(url, steps, rounds)
-        base = [statistics.median(m[i] for m in found["off"]) for i in range(4)]
-        print(f"a run of {steps} steps, median of {rounds} rounds, us a step (CPU; wall)\n")
+        off = found["off"]
+        print(f"a run of {steps} steps, median of {rounds} rounds, us a step (CPU; wall); "
+              "over: the median of the rounds' ratios to the loop's own\n")  # fmt: skip
         print("| sender | the run's thread | over its own | the run's process | over its own "
               "| the process and the child | over the loop's own | wall | over |")  # fmt: skip
         print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         for kind, values in found.items():
             cells = []
-            for i, b in enumerate(base):
+            for i in range(4):
                 value = statistics.median(m[i] for m in values)
-                cells.append(f"{value:.1f} | {value / b - 1:+.0%}")
+                over = statistics.median(m[i] / o[i] for m, o in zip(values, off, strict=True))
+                cells.append(f"{value:.1f} | {over - 1:+.0%}")
             print(f"| {kind} | {' | '.join(cells)} |")
         spans, wall, cpu, side = saved(url, runs)
         print(f"\n`four.otel.export_runs` of {runs:,} saved runs ({spans:,} spans): "

@@ -62,7 +62,9 @@ def test_a_run_made_offline_is_exported_later_with_its_recorded_ids_and_times(
     (path,) = runs.glob("*.json")
     saved = load_trajectory(path)
     record = saved.stats.extra["otel"]
-    assert isinstance(record, dict) and isinstance(record["steps"], list)
+    assert isinstance(record, dict)
+    steps = record["steps"]
+    assert isinstance(steps, dict)
     in_project(monkeypatch, "offline")
     capsys.readouterr()
     assert main(["export", "otel", str(runs), "--endpoint", receiver.url]) == 0
@@ -74,12 +76,13 @@ def test_a_run_made_offline_is_exported_later_with_its_recorded_ids_and_times(
     assert isinstance(started, float)
     assert abs(int(str(root["start_time_unix_nano"])) - round(started * 1e9)) < 1000  # (us)
     trace_id = int(str(record["trace_id"]), 16)
-    for index, step in enumerate(record["steps"]):
-        assert isinstance(step, list)
+    ops, times = steps["op"], steps["t"]
+    assert ops == "ctct" and isinstance(times, list)  # a model call, its command, twice
+    for index, op in enumerate(ops):
         span = by_id[f"{step_span_id(trace_id, index):016x}"]  # each step, its id as live
         assert span["parent_span_id"] == record["span_id"]
-        op, start = step[0], step[1]
-        assert span["name"] == ("chat test-model" if op == "chat" else "execute_tool bash")
+        assert span["name"] == ("chat test-model" if op == "c" else "execute_tool bash")
+        start = times[2 * index]
         assert isinstance(start, int)  # microseconds since the run began
         at = round((started + start / 1e6) * 1e9)
         assert abs(int(str(span["start_time_unix_nano"])) - at) < 1000  # Phoenix keeps us

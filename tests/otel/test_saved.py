@@ -14,6 +14,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from four import local_env, regex_parse, run, save_trajectory, scripted_invoke
 from four.checks import command_check, verify
 from four.otel import SEMCONV, OtelWatch
+from four.otel._facts import OPS
 from four.otel._saved import saved_spans
 from four.otel._send import Sender
 from four.parse import toolcall_parse
@@ -120,20 +121,24 @@ def test_a_run_saved_without_a_watch_gets_its_spans_from_its_messages(tmp_path: 
     assert _again(sender, memory, path, False) == first  # the same ids again
 
 
-def _earlier_shape(step: list[object], span_id: str) -> dict[str, object]:
-    """A step as ``stats.otel.spans`` kept it before the steps' ids were made from the
+def _earlier_shape(steps: dict[str, list[object]], ids: list[str]) -> list[dict[str, object]]:
+    """The steps as ``stats.otel.spans`` kept them before their ids were made from the
     trace id: an object a step, its span's id, its times in seconds."""
-    op, start, end, at, *failed = step
-    assert isinstance(start, int) and isinstance(end, int)
-    entry: dict[str, object] = {"op": op, "t": [start / 1e6, end / 1e6]}
-    if op == "evaluate":
-        entry["log"] = at
-        return entry
-    entry["id"] = span_id
-    entry["at" if isinstance(at, int) else "command"] = at
-    if failed:
-        entry["error"], entry["detail"] = failed
-    return entry
+    failed = {f[0]: f[1:] for f in steps["failed"] if isinstance(f, list)}
+    entries: list[dict[str, object]] = []
+    for i, (op, at) in enumerate(zip(str(steps["op"]), steps["at"], strict=True)):
+        start, end = steps["t"][2 * i : 2 * i + 2]
+        assert isinstance(start, int) and isinstance(end, int)
+        entry: dict[str, object] = {"op": OPS[op], "t": [start / 1e6, end / 1e6]}
+        if op == "e":
+            entry["log"] = at
+        else:
+            entry["id"] = ids[i]
+            entry["at" if isinstance(at, int) else "command"] = at
+        if i in failed:
+            entry["error"], entry["detail"] = failed[i]
+        entries.append(entry)
+    return entries
 
 
 def test_a_run_kept_in_the_earlier_shape_exports_the_ids_it_kept(tmp_path: Path) -> None:
@@ -146,8 +151,8 @@ def test_a_run_kept_in_the_earlier_shape_exports_the_ids_it_kept(tmp_path: Path)
     document = json.loads(path.read_text())
     record = document["stats"]["otel"]
     steps = record.pop("steps")
-    kept_ids = [f"{i + 1:016x}" for i in range(len(steps))]  # not the ids made from the trace's
-    record["spans"] = [_earlier_shape(s, i) for s, i in zip(steps, kept_ids, strict=True)]
+    kept_ids = [f"{i + 1:016x}" for i in range(len(steps["op"]))]  # not those the trace's make
+    record["spans"] = _earlier_shape(steps, kept_ids)
     path.write_text(json.dumps(document))
     again = _again(sender, memory, path, False)
     assert [s[2] for s in again[:-1]] == [int(i, 16) for i in kept_ids]

@@ -13,6 +13,7 @@ from typing import TypeAlias
 import msgspec
 
 from four._types import JSON, Assistant, Message, ToolResult, User
+from four.otel._facts import OPS
 from four.otel._spans import (
     Agent,
     Chat,
@@ -46,8 +47,8 @@ def saved_spans(run: Trajectory, content: bool = False) -> list[Span]:
     trace_id, span_id = ids or _made_ids(run, -1)
     agent = agent_of(info.components, started, trace_id, span_id, content)
     steps, spans_kept = kept.get("steps"), kept.get("spans")
-    if ids and isinstance(steps, list):  # as otel_watch keeps them
-        entries = [_of_step(step, i, trace_id) for i, step in enumerate(steps)]
+    if ids and isinstance(steps, dict):  # as otel_watch keeps them
+        entries = _of_steps(steps, trace_id)
     elif ids and isinstance(spans_kept, list):  # as it kept them before (an id a step)
         entries = [_of_entry(entry) for entry in spans_kept]
     else:
@@ -73,18 +74,32 @@ the run began, where its message is (or an unanswered action's command; for
 _SKIPPED: Entry = ("", 1, 0.0, 0.0, None, None, "")
 
 
-def _of_step(step: JSON, index: int, trace_id: int) -> Entry:
-    """A step as ``otel_watch`` keeps it: ``[op, start, end, at]`` (microseconds),
-    then its error's kind and detail if it failed; its span id made from its index."""
-    if not isinstance(step, list) or len(step) < 4:
-        return _SKIPPED
-    op, start, end, where = step[:4]
-    if not (isinstance(op, str) and isinstance(start, int) and isinstance(end, int)):
-        return _SKIPPED
-    error = step[4] if len(step) > 4 and isinstance(step[4], str) else None
-    detail = str(step[5]) if len(step) > 5 and step[5] is not None else ""
-    at_ = where if isinstance(where, int | str) and not isinstance(where, bool) else None
-    return (op, step_span_id(trace_id, index), start / 1e6, end / 1e6, at_, error, detail)
+def _of_steps(steps: Mapping[str, JSON], trace_id: int) -> list[Entry]:
+    """The steps as ``otel_watch`` keeps them: in columns (see ``OtelWatch.record``)."""
+    ops, times, where, failed = (
+        steps.get("op"),
+        steps.get("t"),
+        steps.get("at"),
+        steps.get("failed"),
+    )
+    if not (isinstance(ops, str) and isinstance(times, list) and isinstance(where, list)):
+        return []
+    errors: dict[int, tuple[str, str]] = {}
+    for each in failed if isinstance(failed, list) else []:
+        if isinstance(each, list) and len(each) == 3 and isinstance(each[0], int):
+            errors[each[0]] = (str(each[1]), str(each[2]))
+    entries: list[Entry] = []
+    for i, (letter, at_) in enumerate(zip(ops, where, strict=False)):
+        start, end = times[2 * i : 2 * i + 2] if len(times) >= 2 * i + 2 else (0, 0)
+        if not (isinstance(start, int) and isinstance(end, int)):
+            continue
+        error, detail = errors.get(i, (None, ""))
+        entries.append((
+            OPS.get(letter, ""), step_span_id(trace_id, i), start / 1e6, end / 1e6,
+            at_ if isinstance(at_, int | str) and not isinstance(at_, bool) else None,
+            error, detail,
+        ))  # fmt: skip
+    return entries
 
 
 def _of_entry(entry: JSON) -> Entry:

@@ -28,7 +28,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from four.otel import _encode
-from four.otel._facts import Facts, Maker, Note
+from four.otel._facts import Facts, Maker
 from four.otel._spans import SCHEMA_URL, Span
 
 log = logging.getLogger("four.otel")
@@ -52,9 +52,9 @@ _KINDS = {"internal": SpanKind.INTERNAL, "client": SpanKind.CLIENT}
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 
 
-Made: TypeAlias = Span | Note | Facts
-"""What a sender takes: a span, or the note or facts of one (made into it by the
-sender's thread, not the run's)."""
+Made: TypeAlias = Span | Facts
+"""What a sender takes: a span, or the facts of one (made into it by the sender's
+thread, not the run's)."""
 
 
 class Counts(Protocol):

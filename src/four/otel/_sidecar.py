@@ -16,7 +16,6 @@ that dies, loses the spans given to it, counted, and said once: never the run.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import json
 import logging
@@ -31,14 +30,13 @@ import time
 from pathlib import Path
 from typing import IO
 
-from four.otel._facts import flat
+from four.otel._facts import count, records
 from four.otel._send import AT_EXIT, BATCH, Counts, Made, make_sender
-from four.otel._spans import Span
 
 log = logging.getLogger("four.otel")
 
 _FRAME = struct.Struct(">I")
-_TAKE = 4096  # items per frame at most
+_WIDE = 14  # values a record takes at most (``_facts.WIDTHS``): the queue's bound
 
 
 class _Counted:
@@ -58,8 +56,10 @@ class Sidecar:
 
     def __init__(self, url: str, max_queue: int, delay: float) -> None:
         self.where = url
-        self._max, self._delay = max_queue, delay
-        self._queue: collections.deque[tuple[Made, bool]] = collections.deque()
+        self._max, self._delay = max_queue * _WIDE, delay  # (in values)
+        # the facts put, one flat list of values (``_facts.records``): a step leaves no
+        # object behind on the run's thread (its tuple is taken apart at once)
+        self._queue: list[object] = []
         self._lock = threading.Condition()
         self._process: subprocess.Popen[bytes] | None = None
         self._writer: threading.Thread | None = None
@@ -95,10 +95,11 @@ class Sidecar:
         return True
 
     def put(self, span: Made, counts: Counts | None = None) -> None:
-        """Queue ``span`` (or its facts) for the child; never waits."""
+        """Queue ``span`` (or its facts) for the child; never waits. (A model call's
+        facts say themselves whether it counts in the metrics: ``counts`` is not read.)"""
         queue = self._queue
         if self._open and len(queue) < self._max:
-            queue.append((span, counts is not None))  # no lock: appends are atomic
+            queue += span if type(span) is tuple else ("span", span)  # no lock: atomic
             return
         with self._lock:
             if self._writer is None and not (self._closed or self._gone):
@@ -108,7 +109,7 @@ class Sidecar:
                 gone = self._gone and not self._closed
                 self._warn("no sender's process" if gone else "the queue is full")
                 return
-            queue.append((span, counts is not None))
+            queue += span if type(span) is tuple else ("span", span)
 
     def flush(self, timeout: float) -> bool:
         """Wait until the child has answered for every span put so far (sent or lost),
@@ -174,38 +175,27 @@ class Sidecar:
         while True:
             with self._lock:
                 self._lock.wait_for(
-                    lambda: len(self._queue) >= BATCH or self._flushes or self._closed,
+                    lambda: len(self._queue) >= BATCH * _WIDE or self._flushes or self._closed,
                     self._delay,
                 )
                 queue = self._queue
-                taken = [queue.popleft() for _ in range(min(_TAKE, len(queue)))]
-                self._handed += len(taken)  # on their way: the child will answer for them
+                # whole records: a put adds its values in one step (under the GIL)
+                taken = queue[:]
+                del queue[: len(taken)]
+                spans = count(taken)
+                self._handed += spans  # on their way: the child will answer for them
                 flushes = self._flushes if not queue else []  # after all that was put
                 if flushes:
                     self._flushes = []
                 ending = self._closed and not queue
-            made = self._flat(taken) if taken else []
-            if made:
-                self._send(pipe, ("put", made), len(made))
+            if taken:
+                self._send(pipe, ("put", taken), spans)
             for asked, timeout in flushes:
                 self._send(pipe, ("flush", asked, timeout), 0)
             if ending:
                 with contextlib.suppress(OSError):
                     pipe.close()
                 return
-
-    def _flat(self, taken: list[tuple[Made, bool]]) -> list[tuple[Made, bool]]:
-        """The notes of ``taken`` made flat (``_facts.flat``: plain values, to pickle);
-        one that cannot be is lost, counted (a bug, never raised)."""
-        done: list[tuple[Made, bool]] = []
-        for item, counted in taken:
-            try:
-                done.append((item if isinstance(item, Span) else flat(item), counted))
-            except Exception as exc:
-                with self._lock:
-                    self._lost_here, self._handed = self._lost_here + 1, self._handed - 1
-                log.debug("four: otel: a span could not be made: %s", exc)
-        return done
 
     def _send(self, pipe: IO[bytes], frame: tuple[object, ...], spans: int) -> None:
         """One frame down the pipe (its spans lost, counted, if it cannot go)."""
@@ -255,7 +245,7 @@ class Sidecar:
             if self._gone:
                 return
             self._gone, self._open = True, False
-            self._lost_here += len(self._queue) + self._handed - sum(self._child)
+            self._lost_here += count(self._queue) + self._handed - sum(self._child)
             self._handed = sum(self._child)
             self._queue.clear()
             closed = self._closed
@@ -307,7 +297,8 @@ def serve(url: str, source: IO[bytes], said: IO[bytes]) -> None:
             break
         frame = pickle.loads(data)
         if frame[0] == "put":
-            for item, counted in frame[1]:
+            for item in records(frame[1]):
+                counted = isinstance(item, tuple) and item[0] == "chat" and item[1][6]
                 out.put(item, measures if counted else None)
         elif frame[0] == "flush":
             out.flush(float(frame[2]))

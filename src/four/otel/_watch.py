@@ -1,26 +1,38 @@
 """The live view: a watch that hears the loop (``four.types.Event``) and sends each step
-as a span as soon as it is done; its trace and span ids go into the run's trajectory."""
+as a span as soon as it is done; its trace id and its steps' times go into the run's
+trajectory (its span ids are made from them: ``step_span_id``).
+
+What the run's thread does for a step is kept small, and leaves nothing behind for the
+garbage collector to walk: the step's facts (one tuple of plain values, taken apart into
+the sender's flat queue at once) and, for the trajectory, a letter, two whole numbers
+and its message's index appended to the run's lists (columns, not an object a step).
+"""
 
 from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from four._checked import checked
 from four._events import ActionRan, Event, Judged, ModelCalled, RunBegan, RunEnded
 from four._outcomes import Outcome
-from four._types import JSON, ModelError, RunInfo, Watch
-from four.otel._facts import AgentFacts, Kept, agent_facts, answer, at, micros
+from four._types import (
+    JSON,
+    Action,
+    ExecutionError,
+    Message,
+    ModelError,
+    Observation,
+    Reply,
+    RunInfo,
+    Submitted,
+    Watch,
+)
+from four.otel._facts import AgentFacts, ChatFacts, ToolFacts, agent_facts, answer, at, micros
 from four.otel._send import Counts
 from four.otel._senders import Out
-from four.otel._spans import (
-    SEMCONV,
-    Agent,
-    SpanEvent,
-    agent_of,
-    evaluations,
-)
+from four.otel._spans import SEMCONV, Agent, SpanEvent, agent_of, evaluations
 
 log = logging.getLogger("four.otel")
 
@@ -32,8 +44,8 @@ class OtelWatch:
     of (a batch's supervisor...): asked whether to stop, told of each beat."""
 
     __slots__ = (
-        "_agent", "_events", "_facts", "_had", "_judged", "_kept", "_tools", "content",
-        "metrics", "sender", "then",
+        "_agent", "_at", "_events", "_facts", "_failed", "_had", "_judged", "_ops", "_times",
+        "_tools", "content", "metrics", "sender", "then",
     )  # fmt: skip
 
     @checked
@@ -47,7 +59,10 @@ class OtelWatch:
         self.sender, self.content, self.then, self.metrics = sender, content, then, metrics
         self._agent: Agent | None = None
         self._facts: AgentFacts | None = None  # the run's, for its steps (once it began)
-        self._kept: list[Kept] = []  # the steps, as the trajectory keeps them
+        self._ops: list[str] = []  # the steps, as the trajectory keeps them: a letter each,
+        self._times: list[int] = []  # its start and end (us since the run began),
+        self._at: list[int | str] = []  # where its message is (see ``record``),
+        self._failed: list[JSON] = []  # and [index, error's kind, detail] if it failed
         self._events: list[SpanEvent] = []  # the verdicts, on the run's span
         self._judged = 0  # entries of the judge's log already sent
         self._tools: Mapping[str, str] = _NO_TOOLS  # the last reply's tool names, by call id
@@ -66,82 +81,110 @@ class OtelWatch:
         return self.then.stopped() if self.then is not None else None
 
     def hear(self, event: Event) -> None:
-        # The run's thread only notes the step: one tuple, kept for the trajectory and
-        # put for the sender, which makes it flat, makes its span, counts it in the
-        # metrics, encodes and sends it, away from the run.
         try:
-            kind = type(event)
-            if kind is ModelCalled:
-                self._called(event)  # type: ignore[arg-type]
-            elif kind is ActionRan:
-                self._ran(event)  # type: ignore[arg-type]
-            else:
-                self._hear(event)
+            if isinstance(event, ModelCalled):
+                self.model_called(event.reply, event.history, event.started, event.ended)
+            elif isinstance(event, ActionRan):
+                self.action_ran(
+                    event.action, event.result, event.started, event.ended, event.position
+                )
+            elif isinstance(event, RunBegan):
+                self._begin(event.info)
+            elif isinstance(event, Judged):
+                self._judged_now(event)
+            elif isinstance(event, RunEnded):
+                self._ended(event)
         except Exception as exc:  # a span lost, never a run
             self.sender.failed += 1
             log.debug("four: otel: %s not sent: %s", type(event).__name__, exc)
 
     def record(self) -> Mapping[str, JSON]:
-        """The trace's ids and each span's times, for the trajectory (under its seal):
-        ``four export otel`` sends the saved run with them."""
+        """The trace's ids and its steps, for the trajectory (under its seal): ``four
+        export otel`` sends the saved run with them. ``steps``, a column each:
+        ``op``, a letter a step (``c`` a model call, ``t`` an action, ``e`` a
+        judgement); ``t``, its start and end in microseconds since the run began;
+        ``at``, where its message is in the history (an action not answered: its
+        command; a judgement: how many verdicts it gave); ``failed``, ``[index, error's
+        kind, detail]`` for each step that failed. Step ``i``'s span id is
+        ``step_span_id(trace_id, i)``."""
         agent = self._agent
         if agent is None:
             return {}
+        steps: dict[str, JSON] = {
+            "op": "".join(self._ops),
+            "t": list(self._times),
+            "at": list(self._at),
+            "failed": list(self._failed),
+        }
         return {
             "otel": {
                 "semconv": SEMCONV,
                 "trace_id": f"{agent.trace_id:032x}",
                 "span_id": f"{agent.span_id:016x}",
-                "steps": [list(kept) for kept in self._kept],
+                "steps": steps,
             }
         }
 
-    def _hear(self, event: Event) -> None:
-        if isinstance(event, ModelCalled):
-            self._called(event)
-        elif isinstance(event, ActionRan):
-            self._ran(event)
-        elif isinstance(event, RunBegan):
-            self._begin(event.info)
-        elif isinstance(event, Judged):
-            self._judged_now(event)
-        elif isinstance(event, RunEnded):
-            self._ended(event)
-
-    def _called(self, event: ModelCalled) -> None:
+    def model_called(
+        self, reply: Reply | ModelError, history: Sequence[Message], t0: float, t1: float
+    ) -> None:
+        """``ModelCalled``, its fields given as they are (``hear`` or the loop: no
+        event is made for this watch)."""
         facts = self._facts
         if facts is None:
             return
-        notes, history, reply, started = self._kept, event.history, event.reply, facts[2]
-        n, new = len(history), None
+        started, ops = facts[2], self._ops
+        n, new, k = len(history), None, len(ops)
         if self.content:  # the messages not sent yet: the run's own list, copied
             had = self._had
             new, self._had = (had, tuple(history[had:n])), n
-        start, end = round((event.started - started) * 1e6), round((event.ended - started) * 1e6)
+        start, end = round((t0 - started) * 1e6), round((t1 - started) * 1e6)
+        ops.append("c")
+        self._times += (start, end)
+        self._at.append(n)
+        chat: ChatFacts
         if isinstance(reply, ModelError):
-            kept: Kept = ("chat", start, end, n, reply.kind.value, reply.message)
+            kind, message = reply.kind.value, reply.message
+            self._failed.append([k, kind, message])
+            chat = ("chat", facts, k, start, end, kind, message, "", None, None, None, None, n,
+                    new)  # fmt: skip
         else:
-            kept = ("chat", start, end, n)
-            calls = reply.tool_calls
+            calls, usage = reply.tool_calls, reply.usage
             self._tools = {c.id: c.name for c in calls} if calls else _NO_TOOLS
-        self.sender.put(("model_called", facts, len(notes), reply, kept, new), self.metrics)
-        notes.append(kept)
+            chat = ("chat", facts, k, start, end, None, "", reply.model, reply.finish_reason,
+                    None if usage is None else usage.prompt_tokens,
+                    None if usage is None else usage.completion_tokens,
+                    reply if self.content else None, n, new)  # fmt: skip
+        self.sender.put(chat, self.metrics)
 
-    def _ran(self, event: ActionRan) -> None:
+    def action_ran(
+        self,
+        action: Action,
+        seen: Observation | Submitted | ExecutionError,
+        t0: float,
+        t1: float,
+        position: int,
+    ) -> None:
+        """``ActionRan``, its fields given as they are (see ``model_called``)."""
         facts = self._facts
         if facts is None:
             return
-        notes, started = self._kept, facts[2]
-        start, end = round((event.started - started) * 1e6), round((event.ended - started) * 1e6)
-        answered, _, _, error, detail = answer(event)
-        where = event.position if answered else event.action.command
-        kept: Kept = (
-            ("execute_tool", start, end, where)
-            if error is None
-            else ("execute_tool", start, end, where, error, detail)
-        )
-        self.sender.put(("action_ran", facts, len(notes), event, self._tools, kept))
-        notes.append(kept)
+        started, ops = facts[2], self._ops
+        k = len(ops)
+        start, end = round((t0 - started) * 1e6), round((t1 - started) * 1e6)
+        answered, code, output, error, detail = answer(action, seen)
+        ops.append("t")
+        self._times += (start, end)
+        self._at.append(position if answered else action.command)
+        if error is not None:
+            self._failed.append([k, error, detail])
+        call_id = action.call_id
+        tool: ToolFacts = (
+            "execute_tool", facts, k, start, end, action.command, call_id,
+            self._tools.get(call_id, "bash") if call_id else "bash", code,
+            output if answered and self.content else None, error, detail,
+        )  # fmt: skip
+        self.sender.put(tool)
 
     def _judged_now(self, event: Judged) -> None:
         agent = self._agent
@@ -150,7 +193,9 @@ class OtelWatch:
         new, self._judged = verdicts[self._judged :], len(verdicts)
         if agent is not None and new:
             start, end = micros(agent.started, event.started), micros(agent.started, event.ended)
-            self._kept.append(("evaluate", start, end, len(new)))
+            self._ops.append("e")
+            self._times += (start, end)
+            self._at.append(len(new))
             self._events.extend(evaluations(new, at(agent.started, end)))
 
     def _ended(self, event: RunEnded) -> None:
@@ -167,5 +212,6 @@ class OtelWatch:
     def _begin(self, info: RunInfo) -> None:
         trace_id, span_id = random.getrandbits(128) or 1, random.getrandbits(64) or 1
         self._agent = agent_of(info.components, info.started_at, trace_id, span_id, self.content)
-        self._facts = agent_facts(self._agent)
-        self._kept, self._events, self._judged, self._tools, self._had = [], [], 0, _NO_TOOLS, 0
+        self._facts = agent_facts(self._agent, self.metrics is not None)
+        self._ops, self._times, self._at, self._failed, self._events = [], [], [], [], []
+        self._judged, self._tools, self._had = 0, _NO_TOOLS, 0
