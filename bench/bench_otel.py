@@ -85,6 +85,7 @@ def per_step(url: str, steps: int, rounds: int) -> dict[str, list[Measure]]:
     from four.otel._metrics import Metrics
     from four.otel._send import Sender, make_sender
     from four.otel._senders import sender
+    from four.otel._sidecar import Sidecar
 
     parse, execute = _components()
     child = sender(url)
@@ -100,8 +101,9 @@ def per_step(url: str, steps: int, rounds: int) -> dict[str, list[Measure]]:
     assert here.encodes and not sdk.encodes
     measures = Metrics(MeterProvider([InMemoryMetricReader()]))
 
-    class Nothing:  # a sender that drops all: what the watch's notes cost alone
-        where, sent, dropped, failed = "nowhere", 0, 0, 0
+    class Nothing(Sidecar):  # a sender that drops all: what the watch's notes cost alone
+        def __init__(self) -> None:
+            super().__init__("nowhere", 0, 0.0)
 
         def put(self, span: object, counts: object = None) -> None:
             pass
@@ -119,7 +121,7 @@ def per_step(url: str, steps: int, rounds: int) -> dict[str, list[Measure]]:
     kinds: dict[str, Callable[[], OtelWatch | Deaf | None]] = {
         "off": lambda: None,
         "a watch that hears and does nothing": Deaf,
-        "the watch's notes only (nothing sent)": lambda: OtelWatch(Nothing()),  # type: ignore[arg-type]
+        "the watch's notes only (nothing sent)": lambda: OtelWatch(Nothing()),
         "`otel_watch()` (`--otel`): a child process sends": lambda: otel_watch(url),
         "a thread of the run's process sends, four's encoding": lambda: OtelWatch(
             here, metrics=measures
@@ -198,16 +200,18 @@ def main(argv: Sequence[str] = ()) -> None:
     runs = int(argv[2]) if len(argv) > 2 else 10_000
     with sink() as url:
         found = per_step(url, steps, rounds)
-        base = [statistics.median(m[i] for m in found["off"]) for i in range(4)]
-        print(f"a run of {steps} steps, median of {rounds} rounds, us a step (CPU; wall)\n")
+        off = found["off"]
+        print(f"a run of {steps} steps, median of {rounds} rounds, us a step (CPU; wall); "
+              "over: the median of the rounds' ratios to the loop's own\n")  # fmt: skip
         print("| sender | the run's thread | over its own | the run's process | over its own "
               "| the process and the child | over the loop's own | wall | over |")  # fmt: skip
         print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         for kind, values in found.items():
             cells = []
-            for i, b in enumerate(base):
+            for i in range(4):
                 value = statistics.median(m[i] for m in values)
-                cells.append(f"{value:.1f} | {value / b - 1:+.0%}")
+                over = statistics.median(m[i] / o[i] for m, o in zip(values, off, strict=True))
+                cells.append(f"{value:.1f} | {over - 1:+.0%}")
             print(f"| {kind} | {' | '.join(cells)} |")
         spans, wall, cpu, side = saved(url, runs)
         print(f"\n`four.otel.export_runs` of {runs:,} saved runs ({spans:,} spans): "

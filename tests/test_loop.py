@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,8 +33,9 @@ from four import (
     save_trajectory,
     scripted_invoke,
 )
+from four._events import ActionRan, Event, ModelCalled
 from four._outcomes import CostLimitReached
-from four._types import Usage
+from four._types import Action, ExecutionError, Observation, Reply, Submitted, Usage
 from four.trajectory import UsageRecord
 from tests._doubles import FakeEnv, line_parse
 
@@ -376,3 +378,61 @@ def test_a_clock_that_is_not_a_function_is_refused_before_anything_runs() -> Non
     with pytest.raises(TypeError, match=r"clock must be a function like time\.time; got 3\.0"):
         run(scripted_invoke(["$ ls"]), line_parse, env, keep, "s", "p", clock=3.0)  # type: ignore[arg-type]
     assert env.seen == []
+
+
+class Listener:
+    """A watch that hears: notes each model call and action as the loop tells it."""
+
+    def __init__(self) -> None:
+        self.heard: list[str] = []
+        self.steps: list[tuple[object, ...]] = []
+
+    def beat(self) -> None:
+        pass
+
+    def stopped(self) -> Outcome | None:
+        return None
+
+    def hear(self, event: Event) -> None:
+        self.heard.append(type(event).__name__)
+        if isinstance(event, ModelCalled):
+            self.steps.append(("call", event.reply, len(event.history), event.started, event.ended))
+        elif isinstance(event, ActionRan):
+            self.steps.append(
+                ("action", event.action, event.result, event.started, event.ended, event.position)
+            )
+
+
+class FieldListener(Listener):
+    """A watch told of model calls and actions by their fields, not as events."""
+
+    def model_called(
+        self, reply: Reply | ModelError, history: Sequence[Message], started: float, ended: float
+    ) -> None:
+        self.steps.append(("call", reply, len(history), started, ended))
+
+    def action_ran(
+        self,
+        action: Action,
+        result: Observation | Submitted | ExecutionError,
+        started: float,
+        ended: float,
+        position: int,
+    ) -> None:
+        self.steps.append(("action", action, result, started, ended, position))
+
+
+def test_a_watch_with_model_called_and_action_ran_is_told_their_fields_not_events() -> None:
+    told: list[list[tuple[object, ...]]] = []
+    for watch in (Listener(), FieldListener()):
+        G = scripted_invoke(["$ a", "$ b", "DONE ok"])
+        ticks = itertools.count().__next__  # the same times for both
+        run(G, line_parse, FakeEnv(), keep, "s", "p", watch=watch, clock=ticks)
+        told.append(watch.steps)
+        if isinstance(watch, FieldListener):
+            assert watch.heard == ["RunBegan", "RunEnded"]  # no event made for a step
+        else:
+            assert watch.heard.count("ModelCalled") == 3
+    events, fields = told
+    assert [s[0] for s in fields] == ["call", "action", "call", "action", "call"]
+    assert fields == events  # the same replies, actions, times and positions

@@ -198,6 +198,10 @@ class RunState(Generic[T]):
     usage: Usage = NO_USAGE
     tools: Mapping[str, str] = field(default_factory=dict)  # the last reply's, by call id
     hears: Callable[[Event], object] | None = None  # the watch's ``hear``, if it listens
+    # its ``model_called`` and ``action_ran``, if it has them: no event made (see Watch)
+    on_call: Callable[[Reply | ModelError, Sequence[Message], float, float], object] | None = None
+    on_action: Callable[[Action, Observation | Submitted | ExecutionError, float, float, int],
+                        object] | None = None  # fmt: skip
 
     # --- what a listening watch is told (nothing is made for one that does not) ---
 
@@ -210,14 +214,20 @@ class RunState(Generic[T]):
 
     def called(self, reply: Reply | ModelError, started: float) -> None:
         if self.hears is not None:
-            self.hears(ModelCalled(reply, self.history, started, self.clock()))
+            if self.on_call is not None:
+                self.on_call(reply, self.history, started, self.clock())
+            else:
+                self.hears(ModelCalled(reply, self.history, started, self.clock()))
 
     def ran(
         self, action: Action, seen: Observation | Submitted | ExecutionError, started: float
     ) -> None:
         if self.hears is not None:
             ended = self.clock()
-            self.hears(ActionRan(action, seen, started, ended, len(self.history)))
+            if self.on_action is not None:
+                self.on_action(action, seen, started, ended, len(self.history))
+            else:
+                self.hears(ActionRan(action, seen, started, ended, len(self.history)))
 
     def judged(self, judgement: J, started: float) -> J:
         if self.hears is not None and self.judge is not None:
@@ -407,8 +417,12 @@ def start(
     for message in history:
         sink.append(message)  # before the run: a failure here is raised as it is
     hear = getattr(watch, "hear", None)
+    hears = hear if callable(hear) else None
+    on_call = getattr(watch, "model_called", None) if hears is not None else None
+    on_action = getattr(watch, "action_ran", None) if hears is not None else None
     return RunState(history, sink, info, judge, watch, max_steps, max_format_errors, clock,
-                    hears=hear if callable(hear) else None)  # fmt: skip
+                    hears=hears, on_call=on_call if callable(on_call) else None,
+                    on_action=on_action if callable(on_action) else None)  # fmt: skip
 
 
 class _Plain(Sink[T]):

@@ -521,6 +521,10 @@ class Watch(Protocol):
     record of ``four.types.Event`` (run began, model called, action ran, judged, run
     ended), with its times; and ``record() -> Mapping[str, JSON]``: what it returns is
     stored in the run's stats, under the trajectory's seal (``otel_watch``'s trace ids).
+    A watch that hears may also have ``model_called(reply, history, started, ended)``
+    and ``action_ran(action, result, started, ended, position)``: the loop then calls
+    them with the fields of ``ModelCalled`` and ``ActionRan`` instead of making those
+    events for ``hear``, a step's two most frequent (``otel_watch`` does).
     """
 
     def beat(self) -> None: ...

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from four.cli import main
-from four.otel import flush
+from four.otel import flush, step_span_id
 from four.trajectory import load_trajectory
 from tests._server import LoopbackServer, chat
 from tests.batch._agents import StepModel, write_tasks
@@ -62,7 +62,9 @@ def test_a_run_made_offline_is_exported_later_with_its_recorded_ids_and_times(
     (path,) = runs.glob("*.json")
     saved = load_trajectory(path)
     record = saved.stats.extra["otel"]
-    assert isinstance(record, dict) and isinstance(record["spans"], list)
+    assert isinstance(record, dict)
+    steps = record["steps"]
+    assert isinstance(steps, dict)
     in_project(monkeypatch, "offline")
     capsys.readouterr()
     assert main(["export", "otel", str(runs), "--endpoint", receiver.url]) == 0
@@ -73,13 +75,16 @@ def test_a_run_made_offline_is_exported_later_with_its_recorded_ids_and_times(
     started = saved.info.started_at
     assert isinstance(started, float)
     assert abs(int(str(root["start_time_unix_nano"])) - round(started * 1e9)) < 1000  # (us)
-    for entry in record["spans"]:
-        assert isinstance(entry, dict)
-        span = by_id[str(entry["id"])]  # each step, with the ids it had live
+    trace_id = int(str(record["trace_id"]), 16)
+    ops, times = steps["op"], steps["t"]
+    assert ops == "ctct" and isinstance(times, list)  # a model call, its command, twice
+    for index, op in enumerate(ops):
+        span = by_id[f"{step_span_id(trace_id, index):016x}"]  # each step, its id as live
         assert span["parent_span_id"] == record["span_id"]
-        times = entry["t"]
-        assert isinstance(times, list) and isinstance(times[0], float)
-        at = round((started + times[0]) * 1e9)
+        assert span["name"] == ("chat test-model" if op == "c" else "execute_tool bash")
+        start = times[2 * index]
+        assert isinstance(start, int)  # microseconds since the run began
+        at = round((started + start / 1e6) * 1e9)
         assert abs(int(str(span["start_time_unix_nano"])) - at) < 1000  # Phoenix keeps us
 
 

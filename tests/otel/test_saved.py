@@ -14,6 +14,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from four import local_env, regex_parse, run, save_trajectory, scripted_invoke
 from four.checks import command_check, verify
 from four.otel import SEMCONV, OtelWatch
+from four.otel._facts import OPS
 from four.otel._saved import saved_spans
 from four.otel._send import Sender
 from four.parse import toolcall_parse
@@ -118,3 +119,41 @@ def test_a_run_saved_without_a_watch_gets_its_spans_from_its_messages(tmp_path: 
     started = float(saved.info.started_at or 0.0)
     assert first[1][5] == round((started + saved.timestamps[3]) * 1e9)  # the recorded times
     assert _again(sender, memory, path, False) == first  # the same ids again
+
+
+def _earlier_shape(steps: dict[str, list[object]], ids: list[str]) -> list[dict[str, object]]:
+    """The steps as ``stats.otel.spans`` kept them before their ids were made from the
+    trace id: an object a step, its span's id, its times in seconds."""
+    failed = {f[0]: f[1:] for f in steps["failed"] if isinstance(f, list)}
+    entries: list[dict[str, object]] = []
+    for i, (op, at) in enumerate(zip(str(steps["op"]), steps["at"], strict=True)):
+        start, end = steps["t"][2 * i : 2 * i + 2]
+        assert isinstance(start, int) and isinstance(end, int)
+        entry: dict[str, object] = {"op": OPS[op], "t": [start / 1e6, end / 1e6]}
+        if op == "e":
+            entry["log"] = at
+        else:
+            entry["id"] = ids[i]
+            entry["at" if isinstance(at, int) else "command"] = at
+        if i in failed:
+            entry["error"], entry["detail"] = failed[i]
+        entries.append(entry)
+    return entries
+
+
+def test_a_run_kept_in_the_earlier_shape_exports_the_ids_it_kept(tmp_path: Path) -> None:
+    memory = InMemorySpanExporter()
+    sender = Sender(memory, "memory")
+    G = scripted_invoke(["```bash\necho hi\n```", "```bash\nsleep 5\n```", "done"])
+    path = run(G, regex_parse(finish_on_plain_text=True), local_env(timeout=0.5),
+               save_trajectory(tmp_path), prompt="go", watch=OtelWatch(sender))  # fmt: skip
+    live = _sent(sender, memory)
+    document = json.loads(path.read_text())
+    record = document["stats"]["otel"]
+    steps = record.pop("steps")
+    kept_ids = [f"{i + 1:016x}" for i in range(len(steps["op"]))]  # not those the trace's make
+    record["spans"] = _earlier_shape(steps, kept_ids)
+    path.write_text(json.dumps(document))
+    again = _again(sender, memory, path, False)
+    assert [s[2] for s in again[:-1]] == [int(i, 16) for i in kept_ids]
+    assert [s[:2] + s[3:] for s in again] == [s[:2] + s[3:] for s in live]  # all else as live

@@ -1,17 +1,32 @@
 """A step as the live watch notes it on the run's thread: a flat tuple of plain values
-(cheap to make, and to pickle for the sender's process), made into its span later by the
-sender (``span_of``), away from the run.
+(``Facts``: cheap to make, and to pickle for the sender's process), made into its span
+later by the sender (``Maker``), away from the run.
 
-``AgentFacts``: the trace id, the run's span id, its start, model, provider and whether
-content goes out. The facts of a step carry their run's.
+The sender's process takes them as one flat list of values, record after record
+(``records``): a record's first value says its kind, and so its width. A step's span id
+is not noted: it is made from the trace id and the step's index in the run
+(``step_span_id``), by the sender live and by ``four export otel`` later alike.
+
+``AgentFacts``: the trace id, the run's span id, its start, model, provider, whether
+content goes out, and whether its model calls count in the metrics. The facts of a step
+carry their run's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Literal, TypeAlias
+from collections.abc import Iterator, Sequence
+from typing import Literal, TypeAlias, cast
 
-from four._types import Assistant, FinishReason, Message, Usage
+from four._types import (
+    Action,
+    Assistant,
+    ExecutionError,
+    FinishReason,
+    Message,
+    Observation,
+    Submitted,
+    Usage,
+)
 from four.otel._spans import (
     Agent,
     Chat,
@@ -20,21 +35,25 @@ from four.otel._spans import (
     Tool,
     agent_span,
     chat_span,
+    step_span_id,
     tool_span,
 )
 
-AgentFacts: TypeAlias = tuple[int, int, float, str, str, bool]
+AgentFacts: TypeAlias = tuple[int, int, float, str, str, bool, bool]
+
+New: TypeAlias = tuple[int, tuple[Message, ...]]
+"""Messages of the history new since the run's last model call, and where they start."""
 
 ChatFacts: TypeAlias = tuple[
-    Literal["chat"], AgentFacts, int, float, float,  # span id, start, end
+    Literal["chat"], AgentFacts, int, int, int,  # the step's index; start, end (us)
     str | None, str,  # a failed call: its error's kind, its message
     str, FinishReason | None, int | None, int | None,  # the reply's model, finish, tokens
-    Assistant | None, Sequence[Message],  # with content only: the reply, what G was sent
-]  # fmt: skip
-"""A model call (times in seconds since the epoch)."""
+    Assistant | None, int, New | None,  # with content only: the reply; the history's length,
+]  # fmt: skip  # (with content only) its messages new since the last call
+"""A model call (times in microseconds since the run began)."""
 
 ToolFacts: TypeAlias = tuple[
-    Literal["execute_tool"], AgentFacts, int, float, float,  # span id, start, end
+    Literal["execute_tool"], AgentFacts, int, int, int,  # the step's index; start, end (us)
     str, str | None, str, int | None,  # the command, its call's id, the tool's name, exit code
     str | None, str | None, str,  # its output (with content only), error's kind, detail
 ]  # fmt: skip
@@ -48,28 +67,118 @@ RunFacts: TypeAlias = tuple[
 
 Facts: TypeAlias = ChatFacts | ToolFacts | RunFacts
 
+WIDTHS = {"chat": 14, "execute_tool": 12, "invoke_agent": 8, "span": 2}
+"""How many values a record of each kind takes in a flat list (``records``); a span
+(of a saved run) is ``"span", span``."""
 
-def agent_facts(agent: Agent) -> AgentFacts:
+OPS = {"c": "chat", "t": "execute_tool", "e": "evaluate"}
+"""The letters of the trajectory's ``stats.otel.steps.op`` (see ``OtelWatch.record``)."""
+
+_KEPT = 1024
+"""Runs whose history a ``Maker`` keeps at most (for content; a run's is let go at its end)."""
+
+
+def agent_facts(agent: Agent, counted: bool) -> AgentFacts:
     return (agent.trace_id, agent.span_id, agent.started, agent.model, agent.provider,
-            agent.content)  # fmt: skip
+            agent.content, counted)  # fmt: skip
 
 
-def span_of(facts: Facts) -> Span:
-    """The span the facts of one step describe (``chat_span``, ``tool_span`` or
-    ``agent_span``, as for a saved run)."""
-    agent = Agent(*facts[1])
-    if facts[0] == "chat":
-        _, _, span_id, start, end, error, detail, model, finish, tin, tout, reply, inputs = facts
-        if error is not None:
-            return chat_span(agent, Chat(span_id, start, end, None, error, detail, inputs))
-        if reply is None:  # what the span says of a reply (without content)
-            usage = None if tin is None or tout is None else Usage(tin, tout)
-            reply = Assistant("", finish_reason=finish, usage=usage, model=model)
-        return chat_span(agent, Chat(span_id, start, end, reply, inputs=inputs))
-    if facts[0] == "execute_tool":
-        _, _, span_id, start, end, command, call_id, name, code, output, error, detail = facts
-        return tool_span(
-            agent, Tool(span_id, start, end, command, call_id, name, code, output, error, detail)
-        )
-    _, _, end, outcome, steps, tin, tout, events = facts
-    return agent_span(agent, end, outcome, steps, Usage(tin, tout), events)
+def micros(started: float, t: float) -> int:
+    """``t``, in whole microseconds since ``started``: as the trajectory keeps it."""
+    return round((t - started) * 1e6)
+
+
+def at(started: float, us: int) -> float:
+    """The time (seconds since the epoch) of ``us`` microseconds since ``started``: the
+    one expression the live spans and the exported ones are timed by."""
+    return started + us / 1e6
+
+
+def answer(
+    action: Action, seen: Observation | Submitted | ExecutionError
+) -> tuple[bool, int | None, str | None, str | None, str]:
+    """What an action came to: whether it was answered (its answer at ``position`` of
+    the history), its exit code, its output, its error's kind and detail."""
+    if isinstance(seen, Observation):
+        if seen.timed_out:
+            return True, seen.returncode, seen.content, "timeout", "the command timed out"
+        return True, seen.returncode, seen.content, None, ""
+    answered = action.call_id is not None
+    if isinstance(seen, ExecutionError):
+        return answered, None, None, "execution_error", seen.message
+    return answered, None, seen.output, None, ""  # Submitted
+
+
+def records(values: Sequence[object]) -> Iterator[Facts | Span]:
+    """The records of a flat list of values (facts, or ``"span", span``), in order.
+
+    >>> list(records(["span", "a", "span", "b"]))
+    ['a', 'b']
+    """
+    i, end = 0, len(values)
+    while i < end:
+        kind = values[i]
+        width = WIDTHS[cast(str, kind)]
+        if kind == "span":
+            yield cast(Span, values[i + 1])
+        else:
+            yield cast(Facts, tuple(values[i : i + width]))
+        i += width
+
+
+def count(values: Sequence[object]) -> int:
+    """How many records a flat list of values holds."""
+    i, end, n = 0, len(values), 0
+    while i < end:
+        i += WIDTHS[cast(str, values[i])]
+        n += 1
+    return n
+
+
+class Maker:
+    """Makes the span of facts (as for a saved run); with content, keeps each running
+    trace's history as its model calls bring it (``New``), to show each call what it
+    was sent."""
+
+    __slots__ = ("_histories",)
+
+    def __init__(self) -> None:
+        self._histories: dict[int, list[Message | None]] = {}
+
+    def span(self, facts: Facts) -> Span:
+        agent = Agent(*facts[1][:6])
+        started = agent.started
+        if facts[0] == "chat":
+            _, _, k, start, end, error, detail, model, finish, tin, tout, reply, n, new = facts
+            span_id, t0, t1 = step_span_id(agent.trace_id, k), at(started, start), at(started, end)
+            inputs = self._inputs(agent.trace_id, n, new) if agent.content else ()
+            if error is not None:
+                return chat_span(agent, Chat(span_id, t0, t1, None, error, detail, inputs))
+            if reply is None:  # what the span says of a reply (without content)
+                usage = None if tin is None or tout is None else Usage(tin, tout)
+                reply = Assistant("", finish_reason=finish, usage=usage, model=model)
+            return chat_span(agent, Chat(span_id, t0, t1, reply, inputs=inputs))
+        if facts[0] == "execute_tool":
+            _, _, k, start, end, command, call_id, name, code, output, error, detail = facts
+            return tool_span(agent, Tool(
+                step_span_id(agent.trace_id, k), at(started, start), at(started, end),
+                command, call_id, name, code, output, error, detail,
+            ))  # fmt: skip
+        _, _, end_at, outcome, steps, tin, tout, events = facts
+        self._histories.pop(agent.trace_id, None)  # the run is over
+        return agent_span(agent, end_at, outcome, steps, Usage(tin, tout), events)
+
+    def _inputs(self, trace_id: int, n: int, new: New | None) -> Sequence[Message]:
+        """The first ``n`` messages of the run's history, ``new`` added to those kept (a
+        call whose facts were lost leaves a gap: those messages are not shown)."""
+        history = self._histories.get(trace_id)
+        if history is None:
+            if len(self._histories) >= _KEPT:  # runs whose end never came: the oldest
+                del self._histories[next(iter(self._histories))]
+            history = self._histories[trace_id] = []
+        if new is not None:
+            first, messages = new
+            if first > len(history):
+                history.extend([None] * (first - len(history)))
+            history[first : first + len(messages)] = messages
+        return [m for m in history[:n] if m is not None]

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
+from typing import TypeAlias
 
 import msgspec
 
 from four._types import JSON, Assistant, Message, ToolResult, User
+from four.otel._facts import OPS
 from four.otel._spans import (
     Agent,
     Chat,
@@ -22,6 +24,7 @@ from four.otel._spans import (
     agent_span,
     chat_span,
     evaluations,
+    step_span_id,
     tool_span,
 )
 from four.trajectory import Trajectory
@@ -40,21 +43,80 @@ def saved_spans(run: Trajectory, content: bool = False) -> list[Span]:
     started = _float(info.started_at, _float(stats.started_at, 0.0))
     record = stats.extra.get("otel")
     kept = record if isinstance(record, dict) else {}
-    trace_id, span_id = _ids(kept) or _made_ids(run, -1)
+    ids = _ids(kept)
+    trace_id, span_id = ids or _made_ids(run, -1)
     agent = agent_of(info.components, started, trace_id, span_id, content)
-    spans_kept = kept.get("spans")
-    entries = spans_kept if _ids(kept) and isinstance(spans_kept, list) else _entries_of(run)
+    steps, spans_kept = kept.get("steps"), kept.get("spans")
+    if ids and isinstance(steps, dict):  # as otel_watch keeps them
+        entries = _of_steps(steps, trace_id)
+    elif ids and isinstance(spans_kept, list):  # as it kept them before (an id a step)
+        entries = [_of_entry(entry) for entry in spans_kept]
+    else:
+        entries = [_of_entry(entry) for entry in _entries_of(run)]
     spans, events = _steps(agent, run.messages, entries, _log(run))
     ended = stats.ended_at
     if ended is not None:
         end = started + round(float(ended) - started, 6)
     else:  # never ended: its last message
         end = started + (run.timestamps[-1] if run.timestamps else 0.0)
-    steps = stats.steps or sum(isinstance(m, Assistant) for m in run.messages)
+    steps_run = stats.steps or sum(isinstance(m, Assistant) for m in run.messages)
     spans.append(
-        agent_span(agent, end, run.outcome or "unfinished", steps, stats.usage.usage(), events)
+        agent_span(agent, end, run.outcome or "unfinished", steps_run, stats.usage.usage(), events)
     )
     return spans
+
+
+Entry: TypeAlias = tuple[str, int, float, float, "int | str | None", "str | None", str]
+"""A step, whichever way it was kept: what, its span's id, its times in seconds since
+the run began, where its message is (or an unanswered action's command; for
+``evaluate``: how many verdicts), its error's kind and detail."""
+
+_SKIPPED: Entry = ("", 1, 0.0, 0.0, None, None, "")
+
+
+def _of_steps(steps: Mapping[str, JSON], trace_id: int) -> list[Entry]:
+    """The steps as ``otel_watch`` keeps them: in columns (see ``OtelWatch.record``)."""
+    ops, times, where, failed = (
+        steps.get("op"),
+        steps.get("t"),
+        steps.get("at"),
+        steps.get("failed"),
+    )
+    if not (isinstance(ops, str) and isinstance(times, list) and isinstance(where, list)):
+        return []
+    errors: dict[int, tuple[str, str]] = {}
+    for each in failed if isinstance(failed, list) else []:
+        if isinstance(each, list) and len(each) == 3 and isinstance(each[0], int):
+            errors[each[0]] = (str(each[1]), str(each[2]))
+    entries: list[Entry] = []
+    for i, (letter, at_) in enumerate(zip(ops, where, strict=False)):
+        start, end = times[2 * i : 2 * i + 2] if len(times) >= 2 * i + 2 else (0, 0)
+        if not (isinstance(start, int) and isinstance(end, int)):
+            continue
+        error, detail = errors.get(i, (None, ""))
+        entries.append((
+            OPS.get(letter, ""), step_span_id(trace_id, i), start / 1e6, end / 1e6,
+            at_ if isinstance(at_, int | str) and not isinstance(at_, bool) else None,
+            error, detail,
+        ))  # fmt: skip
+    return entries
+
+
+def _of_entry(entry: JSON) -> Entry:
+    """A step as kept before (and as made for a run saved without a watch):
+    ``{"op", "id", "t": [start, end], "at" | "command" | "log", "error", "detail"}``."""
+    if not isinstance(entry, dict):
+        return _SKIPPED
+    op, times = entry.get("op"), entry.get("t")
+    if not isinstance(op, str) or not isinstance(times, list) or len(times) != 2:
+        return _SKIPPED
+    error = entry.get("error")
+    where = entry.get("log") if op == "evaluate" else entry.get("at", entry.get("command"))
+    at_ = where if isinstance(where, int | str) and not isinstance(where, bool) else None
+    return (
+        op, _hex(entry.get("id")), _float(times[0], 0.0), _float(times[1], 0.0), at_,
+        error if isinstance(error, str) else None, str(entry.get("detail") or ""),
+    )  # fmt: skip
 
 
 def _log(run: Trajectory) -> list[JSON]:
@@ -64,53 +126,47 @@ def _log(run: Trajectory) -> list[JSON]:
 
 
 def _steps(
-    agent: Agent, messages: Sequence[Message], entries: Sequence[JSON], log: list[JSON]
+    agent: Agent, messages: Sequence[Message], entries: Sequence[Entry], log: list[JSON]
 ) -> tuple[list[Span], list[SpanEvent]]:
     spans: list[Span] = []
     events: list[SpanEvent] = []
     judged = 0
-    for entry in entries:
-        if not isinstance(entry, dict):
-            continue
-        op, times = entry.get("op"), entry.get("t")
-        if not isinstance(times, list) or len(times) != 2:
-            continue
-        start, end = (agent.started + _float(t, 0.0) for t in times)
-        at = entry.get("at")
-        where = at if isinstance(at, int) and 0 <= at <= len(messages) else None
-        error = entry.get("error")
-        detail = str(entry.get("detail") or "")
+    for op, span_id, t0, t1, at_, error, detail in entries:
+        start, end = agent.started + t0, agent.started + t1
+        where = at_ if isinstance(at_, int) and 0 <= at_ <= len(messages) else None
         if op == "chat":
             reply = messages[where] if where is not None and where < len(messages) else None
             inputs = messages[:where] if agent.content and where is not None else ()
-            span_id = _hex(entry.get("id"))
-            if isinstance(error, str):
+            if error is not None:
                 spans.append(
                     chat_span(agent, Chat(span_id, start, end, None, error, detail, inputs))
                 )
             elif isinstance(reply, Assistant):
                 spans.append(chat_span(agent, Chat(span_id, start, end, reply, inputs=inputs)))
         elif op == "execute_tool":
-            spans.append(tool_span(agent, _tool(entry, messages, where, start, end)))
+            command = at_ if isinstance(at_, str) else ""
+            spans.append(
+                tool_span(
+                    agent, _tool(span_id, messages, where, command, start, end, error, detail)
+                )
+            )
         elif op == "evaluate":
-            n = entry.get("log")
-            count = n if isinstance(n, int) else 0
+            count = at_ if isinstance(at_, int) else 0
             events.extend(evaluations(log[judged : judged + count], end))
             judged += count
     return spans, events
 
 
 def _tool(
-    entry: Mapping[str, JSON],
+    span_id: int,
     messages: Sequence[Message],
     where: int | None,
+    command: str,
     start: float,
     end: float,
+    failed: str | None,
+    detail: str,
 ) -> Tool:
-    error = entry.get("error")
-    failed = error if isinstance(error, str) else None
-    detail = str(entry.get("detail") or "")
-    span_id = _hex(entry.get("id"))
     answer = messages[where] if where is not None and where < len(messages) else None
     if isinstance(answer, ToolResult):
         output = None if answer.kind == "error" else answer.content
@@ -121,8 +177,7 @@ def _tool(
     if isinstance(answer, User):
         return Tool(span_id, start, end, answer.command or "", None, "bash",
                     answer.returncode, answer.content, failed, detail)  # fmt: skip
-    command = entry.get("command")
-    return Tool(span_id, start, end, str(command or ""), None, "bash", None, None, failed, detail)
+    return Tool(span_id, start, end, command, None, "bash", None, None, failed, detail)
 
 
 def _entries_of(run: Trajectory) -> list[JSON]:

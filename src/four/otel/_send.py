@@ -28,7 +28,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from four.otel import _encode
-from four.otel._facts import Facts, span_of
+from four.otel._facts import Facts, Maker
 from four.otel._spans import SCHEMA_URL, Span
 
 log = logging.getLogger("four.otel")
@@ -95,6 +95,7 @@ class Sender:
         self._resource = resource()
         self._scope = InstrumentationScope("four", scope_version(), SCHEMA_URL)
         self._head: tuple[bytes, bytes] | None = None  # the resource and scope, encoded
+        self._maker = Maker()
         self.sent = self.dropped = self.failed = 0
         self.warned = False
         self.said: str | None = None  # why spans were first lost
@@ -185,7 +186,7 @@ class Sender:
         unmade = 0
         for item, counts in taken:
             try:
-                span = item if isinstance(item, Span) else span_of(item)
+                span = item if isinstance(item, Span) else self._maker.span(item)
                 if counts is not None:
                     counts.chat(span)
             except Exception as exc:

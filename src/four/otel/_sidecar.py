@@ -16,7 +16,6 @@ that dies, loses the spans given to it, counted, and said once: never the run.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import json
 import logging
@@ -31,12 +30,13 @@ import time
 from pathlib import Path
 from typing import IO
 
+from four.otel._facts import count, records
 from four.otel._send import AT_EXIT, BATCH, Counts, Made, make_sender
 
 log = logging.getLogger("four.otel")
 
 _FRAME = struct.Struct(">I")
-_TAKE = 4096  # items per frame at most
+_WIDE = 14  # values a record takes at most (``_facts.WIDTHS``): the queue's bound
 
 
 class _Counted:
@@ -56,14 +56,17 @@ class Sidecar:
 
     def __init__(self, url: str, max_queue: int, delay: float) -> None:
         self.where = url
-        self._max, self._delay = max_queue, delay
-        self._queue: collections.deque[tuple[Made, bool]] = collections.deque()
+        self._max, self._delay = max_queue * _WIDE, delay  # (in values)
+        # the facts put, one flat list of values (``_facts.records``): a step leaves no
+        # object behind on the run's thread (its tuple is taken apart at once)
+        self._queue: list[object] = []
         self._lock = threading.Condition()
         self._process: subprocess.Popen[bytes] | None = None
         self._writer: threading.Thread | None = None
         self._asked = self._acked = 0  # flushes asked of the child, and answered
         self._flushes: list[tuple[int, float]] = []  # asked, not yet written down the pipe
         self._closed = False
+        self._open = False  # the child started, not closed nor gone: put's usual way
         self._gone = False  # the child is not there (never started, or ended)
         self._lost_here = self._dropped_here = 0
         self._handed = 0  # spans taken for the child (those lost on the way taken back)
@@ -92,10 +95,11 @@ class Sidecar:
         return True
 
     def put(self, span: Made, counts: Counts | None = None) -> None:
-        """Queue ``span`` (or its facts) for the child; never waits."""
+        """Queue ``span`` (or its facts) for the child; never waits. (A model call's
+        facts say themselves whether it counts in the metrics: ``counts`` is not read.)"""
         queue = self._queue
-        if len(queue) < self._max and self._writer is not None and not (self._closed or self._gone):
-            queue.append((span, counts is not None))  # no lock: appends are atomic
+        if self._open and len(queue) < self._max:
+            queue += span if type(span) is tuple else ("span", span)  # no lock: atomic
             return
         with self._lock:
             if self._writer is None and not (self._closed or self._gone):
@@ -105,7 +109,7 @@ class Sidecar:
                 gone = self._gone and not self._closed
                 self._warn("no sender's process" if gone else "the queue is full")
                 return
-            queue.append((span, counts is not None))
+            queue += span if type(span) is tuple else ("span", span)
 
     def flush(self, timeout: float) -> bool:
         """Wait until the child has answered for every span put so far (sent or lost),
@@ -126,7 +130,7 @@ class Sidecar:
         it is killed). What comes later is dropped."""
         self.flush(timeout)
         with self._lock:
-            self._closed = True
+            self._closed, self._open = True, False
             self._lock.notify_all()
             writer, process = self._writer, self._process
         if writer is not None:
@@ -160,6 +164,7 @@ class Sidecar:
         self._process = process
         self._writer = threading.Thread(target=self._write, name="four-otel", daemon=True)
         reader = threading.Thread(target=self._read, name="four-otel-said", daemon=True)
+        self._open = True  # (under the lock: the child's end, if at once, comes after)
         self._writer.start()
         reader.start()
 
@@ -170,18 +175,21 @@ class Sidecar:
         while True:
             with self._lock:
                 self._lock.wait_for(
-                    lambda: len(self._queue) >= BATCH or self._flushes or self._closed,
+                    lambda: len(self._queue) >= BATCH * _WIDE or self._flushes or self._closed,
                     self._delay,
                 )
                 queue = self._queue
-                taken = [queue.popleft() for _ in range(min(_TAKE, len(queue)))]
-                self._handed += len(taken)  # on their way: the child will answer for them
+                # whole records: a put adds its values in one step (under the GIL)
+                taken = queue[:]
+                del queue[: len(taken)]
+                spans = count(taken)
+                self._handed += spans  # on their way: the child will answer for them
                 flushes = self._flushes if not queue else []  # after all that was put
                 if flushes:
                     self._flushes = []
                 ending = self._closed and not queue
             if taken:
-                self._send(pipe, ("put", taken), len(taken))
+                self._send(pipe, ("put", taken), spans)
             for asked, timeout in flushes:
                 self._send(pipe, ("flush", asked, timeout), 0)
             if ending:
@@ -236,8 +244,8 @@ class Sidecar:
         with self._lock:
             if self._gone:
                 return
-            self._gone = True
-            self._lost_here += len(self._queue) + self._handed - sum(self._child)
+            self._gone, self._open = True, False
+            self._lost_here += count(self._queue) + self._handed - sum(self._child)
             self._handed = sum(self._child)
             self._queue.clear()
             closed = self._closed
@@ -289,7 +297,8 @@ def serve(url: str, source: IO[bytes], said: IO[bytes]) -> None:
             break
         frame = pickle.loads(data)
         if frame[0] == "put":
-            for item, counted in frame[1]:
+            for item in records(frame[1]):
+                counted = isinstance(item, tuple) and item[0] == "chat" and item[1][6]
                 out.put(item, measures if counted else None)
         elif frame[0] == "flush":
             out.flush(float(frame[2]))

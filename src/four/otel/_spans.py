@@ -7,6 +7,7 @@ so a saved run exported later gives the tree the live run gave.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -99,6 +100,19 @@ class Tool:
     output: str | None
     error: str | None = None
     detail: str = ""
+
+
+def step_span_id(trace_id: int, step: int) -> int:
+    """The span id of the run's step ``step`` (its index in the trajectory's
+    ``stats.otel.steps``): the first 8 bytes of the SHA-256 of the trace id (16 bytes)
+    and the index (8 bytes), big-endian; 1 for 0. Live and exported alike, and for any
+    reader of the trajectory, with nothing kept per step.
+
+    >>> f"{step_span_id(1, 0):016x}"
+    '71faa70e1da00be5'
+    """
+    data = trace_id.to_bytes(16, "big") + step.to_bytes(8, "big")
+    return int.from_bytes(hashlib.sha256(data).digest()[:8], "big") or 1
 
 
 def agent_of(
