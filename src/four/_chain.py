@@ -6,14 +6,26 @@ A chain starts from ``sha256(tag)``; each link is
 JSON with sorted keys, no spaces, ASCII only. SHA-256 rather than BLAKE2b: as fast for a
 short link and about twice as fast for a long one on CPUs with SHA extensions
 (bench/README.md, "audit").
+
+``link`` and ``chain`` have a compiled twin (``four._chain_c``), used unless it is not
+built or ``FOUR_NO_EXTENSIONS`` is set (to any non-empty value), or the interpreter is
+not CPython.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import sys
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from four._types import JSON
+
+NO_EXTENSIONS: bool = bool(os.environ.get("FOUR_NO_EXTENSIONS")) or (
+    sys.implementation.name != "cpython"
+)
 
 # One encoder, made once (json.dumps with these arguments would make one each call).
 _ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), check_circular=False).encode
@@ -58,3 +70,29 @@ def link(digest: bytes, label: str, value: JSON) -> bytes:
     True
     """
     return link_text(digest, _ENCODE(label), canonical_text(value))
+
+
+def chain(digest: bytes, links: Iterable[tuple[str, JSON]]) -> tuple[bytes, list[str]]:
+    """The digests of ``links`` (label and value pairs) after ``digest``: the last, and
+    each link's first 16 hex digits.
+
+    >>> last, shorts = chain(start("t"), [("x", [1]), ("y", None)])
+    >>> last == link(link(start("t"), "x", [1]), "y", None), len(shorts[0])
+    (True, 16)
+    """
+    shorts = []
+    for label, value in links:
+        digest = link(digest, label, value)
+        shorts.append(digest.hex()[:16])
+    return digest, shorts
+
+
+pure_link, pure_chain = link, chain  # the twins the compiled ones are tested against
+COMPILED = False
+if not TYPE_CHECKING and not NO_EXTENSIONS:
+    try:
+        from four._chain_c import chain, link
+
+        COMPILED = True
+    except ImportError:  # pragma: no cover - depends on the build
+        pass
