@@ -42,6 +42,13 @@ def test_a_link_is_the_same_digest_compiled_and_pure(
     assert compiled().link(digest, label, value) == _chain.pure_link(digest, label, value)
 
 
+@given(st.binary(min_size=32, max_size=32), labels, st.text())
+def test_a_link_of_encoded_text_is_the_same_digest_compiled_and_pure(
+    digest: bytes, label: str, value: str
+) -> None:
+    assert compiled().link_text(digest, label, value) == _chain.pure_link_text(digest, label, value)
+
+
 @given(st.lists(st.tuples(labels, values), max_size=6))
 def test_a_chain_is_the_same_digests_compiled_and_pure(links: list[tuple[str, JSON]]) -> None:
     start = _chain.start("four.test")

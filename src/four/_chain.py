@@ -7,7 +7,7 @@ JSON with sorted keys, no spaces, ASCII only. SHA-256 rather than BLAKE2b: as fa
 short link and about twice as fast for a long one on CPUs with SHA extensions
 (bench/README.md, "audit").
 
-``link`` and ``chain`` have a compiled twin (``four._chain_c``), used unless it is not
+``link_text``, ``link`` and ``chain`` have a compiled twin (``four._chain_c``), used unless it is not
 built or ``FOUR_NO_EXTENSIONS`` is set (to any non-empty value), or the interpreter is
 not CPython.
 """
@@ -87,11 +87,11 @@ def chain(digest: bytes, links: Iterable[tuple[str, JSON]]) -> tuple[bytes, list
     return digest, shorts
 
 
-pure_link, pure_chain = link, chain  # the twins the compiled ones are tested against
+pure_link_text, pure_link, pure_chain = link_text, link, chain  # the compiled ones' twins
 COMPILED = False
 if not TYPE_CHECKING and not NO_EXTENSIONS:
     try:
-        from four._chain_c import chain, link
+        from four._chain_c import chain, link, link_text
 
         COMPILED = True
     except ImportError:  # pragma: no cover - depends on the build

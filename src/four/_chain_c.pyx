@@ -1,6 +1,6 @@
 # cython: language_level=3, embedsignature=True, embedsignature.format=python, autotestdict=False
-"""The compiled twin of ``four._chain``'s ``link`` and ``chain`` (the same bytes, checked
-by tests/quaternary/test_chain.py): JSON's own C encoder, made once, and ``hashlib``'s
+"""The compiled twin of ``four._chain``'s ``link_text``, ``link`` and ``chain`` (the same bytes, checked
+by tests/test_chain.py): JSON's own C encoder, made once, and ``hashlib``'s
 SHA-256, without the Python frames between them. ``four audit`` spends about a third of
 a run in the seal's links (bench/README.md, "audit")."""
 
@@ -20,10 +20,14 @@ cdef inline str _text(value):
     return "".join(_ENCODER(value, 0))
 
 
+def link_text(bytes digest not None, str label not None, str value not None):
+    """``link`` of a label and a value already encoded (their canonical text)."""
+    return sha256(digest + f'[{label},"value",{value}]'.encode()).digest()
+
+
 def link(bytes digest not None, str label not None, value):
     """The digest after ``digest`` of the link ``label`` holding ``value``."""
-    text = f'[{encode_basestring_ascii(label)},"value",{_text(value)}]'
-    return sha256(digest + text.encode()).digest()
+    return link_text(digest, encode_basestring_ascii(label), _text(value))
 
 
 def chain(bytes digest not None, links):
