@@ -74,3 +74,22 @@ def test_the_compiled_chain_is_selected_unless_no_extensions_is_set() -> None:
         for extra in ({}, {"FOUR_NO_EXTENSIONS": "1"})
     ]
     assert seen == [["True", "four._chain_c"], ["False", "four._chain"]]
+
+
+@given(st.lists(st.tuples(st.sampled_from("abc"), values), max_size=4))
+def test_an_object_is_read_alike_compiled_and_pure(pairs: list[tuple[str, JSON]]) -> None:
+    outcomes = []
+    for unique in (compiled().unique, _chain.pure_unique):
+        try:
+            outcomes.append(unique(pairs))
+        except ValueError as exc:
+            outcomes.append(str(exc))
+    assert outcomes[0] == outcomes[1]
+    repeated = len({key for key, _ in pairs}) < len(pairs)
+    assert (outcomes[0] == "a key repeated in one object") is repeated
+
+
+def test_a_document_that_repeats_a_key_is_refused() -> None:
+    assert _chain.decode('{"a": {"b": 1}, "c": [2]}') == {"a": {"b": 1}, "c": [2]}
+    with pytest.raises(ValueError, match="a key repeated in one object"):
+        _chain.decode('{"a": {"b": 1, "b": 2}}')

@@ -38,3 +38,11 @@ def chain(bytes digest not None, links):
         digest = link(digest, label, value)
         shorts.append(digest.hex()[:16])
     return digest, shorts
+
+
+def unique(list pairs not None):
+    """An object from its pairs; ValueError when a key repeats."""
+    cdef dict out = dict(pairs)
+    if len(out) != len(pairs):
+        raise ValueError("a key repeated in one object")
+    return out
