@@ -1,4 +1,5 @@
-"""Build hook: compiles the optional Cython accelerators (see issue "compiled accounting core").
+"""Build hook: compiles the optional Cython accelerators (see issue "compiled accounting core")
+and the one hash chain's links (`four._chain_c`).
 
 Everything declarative lives in pyproject.toml; this file only lists extension modules.
 Set FOUR_NO_EXTENSIONS=1 to build a pure-Python install. A missing compiler (or any
@@ -10,9 +11,7 @@ import os
 
 from setuptools import Extension, setup
 
-PYX = "src/four/quaternary/_accounting_c.pyx"
-C_SOURCE = "src/four/quaternary/_accounting_c.c"
-NAME = "four.quaternary._accounting_c"
+MODULES = ("four.quaternary._accounting_c", "four._chain_c")
 
 ext_modules: list[Extension] = []
 if not os.environ.get("FOUR_NO_EXTENSIONS"):
@@ -20,13 +19,15 @@ if not os.environ.get("FOUR_NO_EXTENSIONS"):
         from Cython.Build import cythonize
     except ImportError:
         cythonize = None
-    if cythonize is not None and os.path.exists(PYX):
-        ext_modules = cythonize(
-            [Extension(NAME, [PYX])],
-            compiler_directives={"language_level": "3"},
-        )
-    elif os.path.exists(C_SOURCE):  # an sdist that ships the generated C needs no Cython
-        ext_modules = [Extension(NAME, [C_SOURCE])]
+    for name in MODULES:
+        source = "src/" + name.replace(".", "/")
+        if cythonize is not None and os.path.exists(source + ".pyx"):
+            ext_modules += cythonize(
+                [Extension(name, [source + ".pyx"])],
+                compiler_directives={"language_level": "3"},
+            )
+        elif os.path.exists(source + ".c"):  # an sdist that ships the generated C
+            ext_modules.append(Extension(name, [source + ".c"]))
 for ext in ext_modules:
     ext.optional = True  # set after cythonize(), which drops it
 

@@ -6,17 +6,35 @@ A chain starts from ``sha256(tag)``; each link is
 JSON with sorted keys, no spaces, ASCII only. SHA-256 rather than BLAKE2b: as fast for a
 short link and about twice as fast for a long one on CPUs with SHA extensions
 (bench/README.md, "audit").
+
+``link_text``, ``link`` and ``chain`` have a compiled twin (``four._chain_c``), used unless it is not
+built or ``FOUR_NO_EXTENSIONS`` is set (to any non-empty value), or the interpreter is
+not CPython.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import sys
+from collections.abc import Callable, Iterable
+from json.encoder import encode_basestring_ascii as _QUOTE
+from typing import TYPE_CHECKING
 
 from four._types import JSON
 
-# One encoder, made once (json.dumps with these arguments would make one each call).
-_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), check_circular=False).encode
+NO_EXTENSIONS: bool = bool(os.environ.get("FOUR_NO_EXTENSIONS")) or (
+    sys.implementation.name != "cpython"
+)
+
+# One encoder, made once (json.dumps with these arguments would make one each call), and
+# the C encoder under it, made once too when json has it (encode makes one a call)
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), check_circular=False)
+_MAKE: Callable[..., Callable[[JSON, int], Iterable[str]]] | None = getattr(
+    json.encoder, "c_make_encoder", None
+)
+_ITERENCODE = _MAKE and _MAKE(None, _ENCODER.default, _QUOTE, None, ":", ",", True, False, True)
 
 
 def canonical_text(value: JSON) -> str:
@@ -25,7 +43,9 @@ def canonical_text(value: JSON) -> str:
     >>> canonical_text({"b": [1, 2.5], "a": True})
     '{"a":true,"b":[1,2.5]}'
     """
-    return _ENCODE(value)
+    if _ITERENCODE is None:  # pragma: no cover - json without its C accelerator
+        return _ENCODER.encode(value)
+    return "".join(_ITERENCODE(value, 0))
 
 
 def canonical(value: JSON) -> bytes:
@@ -57,4 +77,58 @@ def link(digest: bytes, label: str, value: JSON) -> bytes:
     >>> link(start("t"), "x", [1]) == link_text(start("t"), '"x"', "[1]")
     True
     """
-    return link_text(digest, _ENCODE(label), canonical_text(value))
+    return link_text(digest, _QUOTE(label), canonical_text(value))
+
+
+def chain(digest: bytes, links: Iterable[tuple[str, JSON]]) -> tuple[bytes, list[str]]:
+    """The digests of ``links`` (label and value pairs) after ``digest``: the last, and
+    each link's first 16 hex digits.
+
+    >>> last, shorts = chain(start("t"), [("x", [1]), ("y", None)])
+    >>> last == link(link(start("t"), "x", [1]), "y", None), len(shorts[0])
+    (True, 16)
+    """
+    shorts = []
+    for label, value in links:
+        digest = link(digest, label, value)
+        shorts.append(digest.hex()[:16])
+    return digest, shorts
+
+
+def unique(pairs: list[tuple[str, JSON]]) -> dict[str, JSON]:
+    """An object from its pairs, as JSON's decoder gives them; one that repeats a key is
+    refused (which value counts would be a guess).
+
+    >>> unique([("a", 1), ("a", 2)])
+    Traceback (most recent call last):
+    ...
+    ValueError: a key repeated in one object
+    """
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise ValueError("a key repeated in one object")
+    return out
+
+
+# the compiled ones' twins
+pure_link_text, pure_link, pure_chain, pure_unique = link_text, link, chain, unique
+COMPILED = False
+if not TYPE_CHECKING and not NO_EXTENSIONS:
+    try:
+        from four._chain_c import chain, link, link_text, unique
+
+        COMPILED = True
+    except ImportError:  # pragma: no cover - depends on the build
+        pass
+
+_DECODER = json.JSONDecoder(object_pairs_hook=unique)  # (json.loads builds one a call)
+
+
+def decode(text: str) -> JSON:
+    """A JSON text's value, refusing an object that repeats a key (ValueError, as for
+    text that is not JSON): what a record sealed by ``chain`` is read back with.
+
+    >>> decode('{"b": [1, {"a": null}]}')
+    {'b': [1, {'a': None}]}
+    """
+    return _DECODER.decode(text)  # type: ignore[no-any-return]

@@ -14,6 +14,7 @@ from itertools import repeat
 from pathlib import Path
 from typing import Literal
 
+from four._chain import decode
 from four._checked import check_fields, checked
 from four._files import walk
 from four._types import JSON
@@ -184,20 +185,9 @@ def _public_key(source: str | os.PathLike[str] | None) -> str | None:
 
 def _loads(text: str) -> JSON:
     try:
-        return _DECODER.decode(text)  # type: ignore[no-any-return]
+        return decode(text)
     except (ValueError, RecursionError):  # not JSON, or nested beyond the parser's depth
         return None
-
-
-def _unique(pairs: list[tuple[str, JSON]]) -> dict[str, JSON]:
-    """An object; one that repeats a key is refused (which value counts is a guess)."""
-    out = dict(pairs)
-    if len(out) != len(pairs):
-        raise ValueError("a key repeated in one object")
-    return out
-
-
-_DECODER = json.JSONDecoder(object_pairs_hook=_unique)  # (json.loads builds one a call)
 
 
 def _ours(data: JSON, kind: str | None) -> bool:

@@ -4,13 +4,9 @@ CPython. Type checkers always read the typed pure module."""
 
 from __future__ import annotations
 
-import os
-import sys
 from typing import TYPE_CHECKING
 
-NO_EXTENSIONS: bool = bool(os.environ.get("FOUR_NO_EXTENSIONS")) or (
-    sys.implementation.name != "cpython"
-)
+from four._chain import NO_EXTENSIONS
 
 if TYPE_CHECKING or NO_EXTENSIONS:
     from . import _accounting_py as _impl

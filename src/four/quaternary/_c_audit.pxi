@@ -223,8 +223,8 @@ cdef bint _evaluation_replays(object config, object receipt, object state,
     index = <object>_raw(r, R_INDEX)
     arcs = <object>_raw(r, R_ARCS)
     try:  # the reference audit reports these errors
-        if _canonical.evaluation_digest(prev, <object>verdict, <object>payload, arcs, action,
-                                        index) != <object>claimed:
+        if _evaluation_digest(prev, <object>verdict, <object>payload, arcs, action,
+                              index) != <object>claimed:
             return False
         step = _evaluation_transition(config, state, <object>verdict, <object>payload, arcs)
         if step is None or (<tuple>step)[0] is not action:

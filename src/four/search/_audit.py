@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from four._chain import unique
 from four._checked import check_fields, checked
 from four._files import Unreadable, read_regular
 from four._types import JSON, User
@@ -86,7 +87,7 @@ def audit_group(
     except Unreadable as exc:
         return GroupAudit(where, False, (str(exc),))
     try:
-        record = json.loads(data, object_pairs_hook=_unique)
+        record = json.loads(data, object_pairs_hook=unique)
     except (ValueError, RecursionError) as exc:
         return GroupAudit(where, False, (f"{where} is not JSON: {exc}",))
     if not isinstance(record, dict) or record.get("format") != FORMAT:
@@ -113,13 +114,6 @@ def audit_group(
         bound=check.bound,
         signed=isinstance(record["seal"], dict) and "signature" in record["seal"],
     )
-
-
-def _unique(pairs: list[tuple[str, JSON]]) -> dict[str, JSON]:
-    out = dict(pairs)
-    if len(out) != len(pairs):
-        raise ValueError("a key repeated in one object")
-    return out
 
 
 def _shape(record: Mapping[str, JSON]) -> list[str]:

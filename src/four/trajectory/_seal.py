@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal, cast
 
-from four._chain import canonical, canonical_text, link_text, start
+from four._chain import canonical, canonical_text, chain, link_text, start
 from four._types import JSON
 
 __all__ = ["ALGORITHM", "Chain", "canonical", "canonical_text", "check_document", "check_stream"]
@@ -210,18 +210,26 @@ def recompute(document: Mapping[str, JSON]) -> Chain:
     )
     messages = cast(list[JSON], document.get("messages"))
     times = cast(list[JSON], document.get("timestamps")) or [None] * len(messages)
-    chain = Chain()
-    chain.start(document.get("format"), settings, document.get("info"))
-    for i, (t, message) in enumerate(zip(times, messages, strict=True)):
-        chain.message(i, t, message)
-    chain.end(
-        document.get("outcome"),
-        document.get("outcome_detail"),
-        document.get("stats"),
-        document.get("stream"),
-        len(messages),
-    )
-    return chain
+    stats = document.get("stats")
+    receipts, head = verdict_facts(stats)
+    links: list[tuple[str, JSON]] = [
+        ("format", document.get("format")),
+        ("seal", settings),
+        ("info", document.get("info")),
+        *(
+            (f"messages[{i}]", {"t": t, "message": message})
+            for i, (t, message) in enumerate(zip(times, messages, strict=True))
+        ),
+        ("outcome", document.get("outcome")),
+        ("outcome_detail", document.get("outcome_detail")),
+        ("stats", stats),
+        ("stream", document.get("stream")),
+        ("end", {"messages": len(messages), "receipts": receipts, "head": head}),
+    ]
+    out = Chain()
+    out.digest, out.links = chain(out.digest, links)
+    out.labels = [label for label, _ in links]
+    return out
 
 
 def verdict_facts(stats: JSON) -> tuple[int, str | None]:

@@ -1,0 +1,13 @@
+"""Stub for the compiled twin of ``four._chain``'s ``link_text``, ``link``, ``chain`` and ``unique``.
+
+Checked against the built extension by `python -m mypy.stubtest four._chain_c`.
+"""
+
+from collections.abc import Iterable
+
+from four._types import JSON
+
+def link_text(digest: bytes, label: str, value: str) -> bytes: ...
+def link(digest: bytes, label: str, value: JSON) -> bytes: ...
+def chain(digest: bytes, links: Iterable[tuple[str, JSON]]) -> tuple[bytes, list[str]]: ...
+def unique(pairs: list[tuple[str, JSON]]) -> dict[str, JSON]: ...
