@@ -29,7 +29,8 @@ def outcome_of(capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
 def test_the_check_text_stays_out_of_the_models_messages(
     server: LoopbackServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], level: str | None
 ) -> None:
-    server.push(chat("```bash\necho 1 > result.txt\n```"), chat(SUBMIT), chat(SUBMIT))
+    wrong = [chat(f"```bash\necho {n} > result.txt\n```") for n in (1, 2)]
+    server.push(wrong[0], chat(SUBMIT), wrong[1], chat(SUBMIT))
     flags = ["--check", CHECK, *(["--feedback", level] if level else []), "--json", *ONE_RUN]
     assert main(["run", "write it", *args(server, tmp_path, *flags)]) == 1
     result = outcome_of(capsys)

@@ -322,9 +322,34 @@ def test_a_resubmission_of_rejected_work_is_drawn_again_seen_in_the_requests(
     assert [r.content for r in replies] == [WRONG, DONE, RIGHT, DONE]
     change = replies[2].cycle_break
     assert change is not None and change.discarded == 1 and change.dropped == ()
-    assert change.reason == "the reply replayed work the check rejected (turn 1)"
+    assert change.reason == "the reply replayed work the check rejected (turns 1, 2)"
     assert change.sampling == Sampling(0.7, cast(int, bodies[3]["seed"]))
     assert replies[3].cycle_break is None  # the replay is behind
+
+
+def test_a_bare_resubmission_after_a_no_is_drawn_again_seen_in_the_requests(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    from four.checks import command_check, verify
+
+    # Told NO, the model submits again at once (its own reply at temperature 0): nothing
+    # has run since, so the check would judge the same state; it is drawn again, sampled.
+    server.push(chat(WRONG), chat(DONE), chat(DONE), chat(RIGHT), chat(DONE))
+    G = cycle_breaking_invoke(model(server, temperature=0))
+    check = verify(command_check("grep -qx 4 answer.txt"), retries_per_reason=1)
+    work = workspace(tmp_path)
+    path = run(G, regex_parse(), local_env(cwd=str(work)), save_trajectory(tmp_path / "runs"),
+               "sys", "2 + 2 into answer.txt", 6, check=check)  # fmt: skip
+    assert str(load_trajectory(path).outcome) == "accepted"
+    bodies = server.bodies(CHAT)
+    assert [(b["temperature"], "seed" in b) for b in bodies] == [
+        (0, False), (0, False), (0, False), (0.7, True), (0, False)
+    ]  # fmt: skip
+    replies = [m for m in load_trajectory(path).messages if isinstance(m, Assistant)]
+    assert [r.content for r in replies] == [WRONG, DONE, RIGHT, DONE]
+    change = replies[2].cycle_break
+    assert change is not None and change.discarded == 1
+    assert change.reason == "the reply replayed work the check rejected (turns 1, 2)"
 
 
 def test_a_new_reply_after_a_no_is_the_model_s_own_with_no_note(server: LoopbackServer) -> None:
@@ -342,7 +367,8 @@ def test_a_replay_is_followed_step_by_step_and_ends_where_the_work_differs() -> 
     ls: list[Message] = [Assistant(LS), User("notes.txt", "observation", 0, "ls")]
     submit: list[Message] = [Assistant(DONE), User("NO: the check failed", "feedback")]
     task: list[Message] = [User("task", "task")]
-    assert replayed([*task, *ls, *submit]) == ((plan_key(LS), 0),)
+    # Right after the NO: the work's first step, or the same submission at once.
+    assert replayed([*task, *ls, *submit]) == ((plan_key(LS), 0), (plan_key(DONE), 1))
     assert replayed([*task, *ls, *submit, *ls]) == ((plan_key(DONE), 1),)
     other: list[Message] = [Assistant(CAT), User("alpha", "observation", 0, "cat notes.txt")]
     assert replayed([*task, *ls, *submit, *other]) == ()
@@ -356,11 +382,12 @@ def test_every_rejected_work_is_kept_from_a_replay() -> None:
     cat: list[Message] = [Assistant(CAT), User("alpha", "observation", 0, "cat notes.txt")]
     submit: list[Message] = [Assistant(DONE), User("NO: the check failed", "feedback")]
     history: list[Message] = [User("task", "task"), *ls, *submit, *cat, *submit]
-    assert replayed(history) == ((plan_key(LS), 0), (plan_key(CAT), 2))
+    assert replayed(history) == ((plan_key(LS), 0), (plan_key(DONE), 1), (plan_key(CAT), 2))
     G = cycle_breaking_invoke(scripted_invoke([CAT, CAT, "```bash\nwc -l notes.txt\n```"]))
     chosen = G.choose(history, True)
-    assert chosen is not None and chosen.replays == {plan_key(LS), plan_key(CAT)}
-    assert chosen.replay == "the reply replayed work the check rejected (turns 1, 3)"
+    assert chosen is not None
+    assert chosen.replays == {plan_key(LS), plan_key(DONE), plan_key(CAT)}
+    assert chosen.replay == "the reply replayed work the check rejected (turns 1, 2, 3)"
 
 
 def plan_key(text: str) -> tuple[object, ...]:

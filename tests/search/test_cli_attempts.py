@@ -39,7 +39,10 @@ class Case:
     cwd_in_container: bool = False
 
 
-BASH_FIRST = (JUNK, BASH_SUBMIT, BASH_SUBMIT)
+# Held: told NO, it changes something and submits again, told NO for the same reason.
+# (A bare resubmission would be drawn again, not judged: nothing ran since the NO.)
+AGAIN = "```bash\necho 6 > answer.txt\n```"
+BASH_FIRST = (JUNK, BASH_SUBMIT, AGAIN, BASH_SUBMIT)
 BASH_SECOND = (PRISTINE, "```bash\necho 4 > answer.txt\n```", BASH_SUBMIT)
 BASH_CHECK = "grep -qx 4 answer.txt"
 NOTEBOOK_CELL = (
@@ -52,19 +55,19 @@ CASES = [
     Case("bash", "sandbox", BASH_FIRST, BASH_SECOND, BASH_CHECK, "answer.txt"),
     Case("bash", "docker", BASH_FIRST, BASH_SECOND, BASH_CHECK, "", cwd_in_container=True),
     Case(
-        "python", "local", (JUNK, SUBMIT, SUBMIT),
+        "python", "local", (JUNK, SUBMIT, AGAIN, SUBMIT),
         (PRISTINE, "answer.py\n```python\nANSWER = 4\n```", SUBMIT),
         "python3 -c 'import answer; assert answer.ANSWER == 4'", "answer.py",
     ),
     Case(
         "notebook", "local",
         ("```python\nopen('junk.txt', 'w').write('x')\nopen('answer.txt', 'w').write('5\\n')\n```",
-         SUBMIT, SUBMIT),
+         SUBMIT, "```python\nopen('answer.txt', 'w').write('6\\n')\n```", SUBMIT),
         (NOTEBOOK_CELL, SUBMIT),
         "assert open('answer.txt').read() == '4\\n'", "answer.txt",
     ),
     Case(
-        "cli", "local", ("```bash\necho junk > junk.txt\n```", SUBMIT, SUBMIT),
+        "cli", "local", ("```bash\necho junk > junk.txt\n```", SUBMIT, AGAIN, SUBMIT),
         (PRISTINE, f"sum.c\n```c\n{SUM}```\n", SUBMIT), "./sum 2 3 | grep -qx 5", "sum.c",
     ),
 ]  # fmt: skip
@@ -141,7 +144,7 @@ def test_each_attempt_samples_as_it_says(
     assert main([*argv, "--attempt-temperature", "0.9"]) == 0
     bodies = server.bodies("/v1/chat/completions")
     sampled = [(b.get("temperature"), b.get("seed")) for b in bodies]
-    assert sampled == [(0.0, 40)] * 3 + [(0.9, 41)] * 3
+    assert sampled == [(0.0, 40)] * 4 + [(0.9, 41)] * 3
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("accepted · 3 steps")
     assert out[1].startswith("attempt 2 of 2 accepted (accepted) · 2 attempts")

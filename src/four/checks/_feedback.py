@@ -7,10 +7,12 @@ level shows (``output``); the judge picks the text for the model from these.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Literal, TypeAlias, cast
 
 from four._checked import checked
+from four._types import Message, User
 from four.quaternary import CheckResult, ComputeNeed, Verdict, no
 
 FeedbackLevel: TypeAlias = Literal["full", "output", "verdict"]
@@ -74,11 +76,32 @@ def level_of(result: CheckResult, override: FeedbackLevel | None) -> FeedbackLev
     return cast(FeedbackLevel, own) if own in FEEDBACK_LEVELS else DEFAULT_FEEDBACK
 
 
-def told(result: CheckResult, level: FeedbackLevel, number: int) -> str:
-    """The model's text for a NO at ``level``; ``number`` names the reason's slot."""
+TASK_AGAIN = "\nThe task, once more: {task}"
+RESTATED = 600
+"""A task up to this many characters is restated under a NO. A small model, steps after
+the task, loses it: told NO, it touches the file the task named, or prints the answer the
+task wanted in that file; the task read again at the end of the history fixes that often."""
+
+
+def told(
+    result: CheckResult, level: FeedbackLevel, number: int, messages: Sequence[Message] = ()
+) -> str:
+    """The model's text for a NO at ``level``; ``number`` names the reason's slot; the
+    task of ``messages`` restated when it is short.
+
+    >>> print(told(no("exit 1"), "full", 1, [User("Write 4 to a.txt.", "task")]))
+    Your submission was checked and not accepted: exit 1
+    Fix this, then submit again.
+    The task, once more: Write 4 to a.txt.
+    """
     if level == "verdict":
-        return REJECTED_VERDICT.format(number=number)
-    return REJECTED.format(reason=shown(result, level, number))
+        text = REJECTED_VERDICT.format(number=number)
+    else:
+        text = REJECTED.format(reason=shown(result, level, number))
+    task = next((m.content for m in messages if isinstance(m, User) and m.kind == "task"), "")
+    if task and len(task) <= RESTATED:
+        text += TASK_AGAIN.format(task=task.strip())
+    return text
 
 
 def shown(result: CheckResult, level: FeedbackLevel, number: int) -> str:

@@ -203,7 +203,7 @@ class Judgement:
                     return Accepted(current.output)
                 case ControllerAction.EXCLUDE_RETRY:
                     level = level_of(result, self._verifier.feedback)
-                    return Feedback(told(result, level, number))
+                    return Feedback(told(result, level, number, current.messages))
                 case ControllerAction.ADMIT_NEXT:
                     level = level_of(result, self._verifier.feedback)
                     text = more_work(_need_text(result.needed), level, number)

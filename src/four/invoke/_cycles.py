@@ -170,14 +170,15 @@ def replayed(history: Sequence[Message]) -> tuple[tuple[_Key, int], ...]:
 
     The turns up to each NO (the check's feedback) are rejected work. If the turns since
     the last NO repeat such work from its start, each the same reply answered alike, its
-    next reply is one to draw again: at temperature 0 it would lead to the same NO.
+    next reply is one to draw again: at temperature 0 it would lead to the same NO. Right
+    after a NO, a submission the check answered before is one too: nothing has run since,
+    so the check would judge the same state again.
 
     >>> from four import Assistant, User
     >>> wrong = [Assistant("```bash\\necho 5 > a.txt\\n```"), User("", "observation", 0, "echo")]
     >>> submit = [Assistant("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"), User("NO: a.txt", "feedback")]
-    >>> ((key, turn),) = replayed([User("task", "task"), *wrong, *submit])
-    >>> key[0][:10], turn
-    ('```bash\\nec', 0)
+    >>> [(key[0][:10], turn) for key, turn in replayed([User("task", "task"), *wrong, *submit])]
+    [('```bash\\nec', 0), ('COMPLETE_T', 1)]
     >>> [turn for _, turn in replayed([User("task", "task"), *wrong, *submit, *wrong])]
     [1]
     """
@@ -192,7 +193,10 @@ def replayed(history: Sequence[Message]) -> tuple[tuple[_Key, int], ...]:
         done = work[: len(since)]
         if len(since) < len(work) and all(_same(a, b) for a, b in zip(done, since, strict=True)):
             found.setdefault(work[len(since)].reply, start + len(since))
-    return tuple(found.items())
+    if not since:
+        for end in ends:
+            found.setdefault(turns[end].reply, end)
+    return tuple(sorted(found.items(), key=lambda item: item[1]))
 
 
 def _replay_plan(history: Sequence[Message], chosen: Plan | None) -> Plan | None:
