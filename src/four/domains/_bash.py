@@ -22,6 +22,8 @@ Rules:
 - Every command runs in bash; its output and return code come back to you.
 - Commands must not wait for input (no editors, no pagers: use `cat`, `sed -n`, `head`).
 - Keep outputs short: grep, head and tail rather than printing whole large files.
+- When the task names a file for the result, write the result into that file
+  (`command > result.txt`): printing it is not enough. Then `cat` the file to check it.
 - Check your work (run the tests, run the program) before you finish.
 - When the task is done, finish by running:
   echo {EXIT_SIGNAL}
