@@ -2,8 +2,9 @@
 
 python bench/run.py checked
 
-Per step the loop makes records (an Action, a User observation, an Assistant reply), each
-checked in its ``__post_init__``, and calls V1 (``RegexParse.__call__``, checked). Rows:
+Per step the loop makes records (an Action, a User observation, an Assistant reply with
+its Usage, and, saving, the Usage's ``UsageRecord`` Struct), each checked in its
+``__post_init__``, and calls V1 (``RegexParse.__call__``, checked). Rows:
 the check alone (``check_fields`` of a record made; the wrapper over the undecorated
 ``__call__``), the call it guards, and their ratio. CPU time, best of 7 rounds.
 """
@@ -13,8 +14,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from four import Action, Assistant, User, regex_parse
+from four import Action, Assistant, Usage, User, regex_parse
 from four._checked import check_fields, checked
+from four.trajectory._record import usage_record
 
 N = 20_000
 
@@ -34,6 +36,8 @@ def main() -> None:
     parse = regex_parse()
     reply = Assistant("Let me look.\n```bash\nls -la\n```")
     action, user = Action("ls -la"), User("a b", "observation", 0)
+    usage = Usage(10, 2, 0.01)  # a reply's, and its record in the saved trajectory
+    kept = usage_record(usage)
     unchecked = type(parse).__call__.__wrapped__  # type: ignore[attr-defined]
 
     @checked
@@ -46,6 +50,12 @@ def main() -> None:
         ("`User(...)`", lambda: check_fields(user), lambda: User("a b", "observation", 0)),
         ("`Assistant(...)`", lambda: check_fields(reply), lambda: Assistant("x")),
         ("`regex_parse()(reply)`", lambda: same(parse, reply), lambda: unchecked(parse, reply)),
+        ("`Usage(...)`", lambda: check_fields(usage), lambda: Usage(10, 2, 0.01)),
+        (
+            "`usage_record(usage)` (a Struct)",
+            lambda: check_fields(kept),
+            lambda: usage_record(usage),
+        ),
     ]
     wrapper = _best(lambda: bare(parse, reply))  # what the loop below counts besides the check
     print("| call | the call, us | its check, us | check / call |\n|---|---:|---:|---:|")
@@ -55,7 +65,7 @@ def main() -> None:
         spent -= wrapper if name.startswith("`regex") else 0.0
         total += spent
         print(f"| {name} | {cost:.2f} | {spent:.2f} | {spent / cost:.2f} |")
-    print(f"\nThe checks of one step (the four rows): {total:.2f} us of CPU.")
+    print(f"\nThe checks of one step (the rows): {total:.2f} us of CPU.")
 
 
 if __name__ == "__main__":

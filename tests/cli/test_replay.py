@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 from pathlib import Path
 
 import pytest
 
-from four import Assistant, ToolCall, run, save_trajectory, scripted_invoke
+from four import Assistant, ToolCall, audit, run, save_trajectory, scripted_invoke
 from four.cli import main
 from four.cli._replay import normalise
 from four.execute import local_env
 from four.parse import regex_parse, toolcall_parse
+from four.trajectory import load_trajectory
+from four.types import RunInfo, Sink
 from tests.cli._runs import cli
 
 SUBMIT = "```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"
@@ -127,3 +131,33 @@ def test_a_verified_run_replays_with_its_check(
     assert report["replayed_outcome"] == report["recorded_outcome"] == "accepted"
     assert main(["replay", str(verified), "--cwd", str(tmp_path / "again"), "-q"]) == 1
     assert "step counts differ" in capsys.readouterr().out  # no check: the first claim ends it
+
+
+def test_a_ctrl_c_as_the_replay_s_record_opens_waits_for_the_first_step_and_it_is_saved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As with ``four run``: a Ctrl-C between the record's opening and the loop's first
+    step waits for that step (else the run could not seal its record), then ends the
+    replay: 130, the replay saved, sealed and valid."""
+    from four.cli._live import Recording
+
+    path = recorded(tmp_path, ["```bash\necho hello\n```", SUBMIT])
+    opened = Recording.open
+
+    def open_then_ctrl_c(self: Recording, info: RunInfo, /) -> Sink[Path]:
+        sink = opened(self, info)
+        os.kill(os.getpid(), signal.SIGINT)  # the moment the record has opened
+        return sink
+
+    monkeypatch.setattr(Recording, "open", open_then_ctrl_c)
+    keep = tmp_path / "replays"
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal
+    try:
+        status = main(["replay", str(path), "-o", str(keep), "--cwd", str(tmp_path), "-q"])
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    (saved,) = keep.glob("*.json")
+    assert status == 130
+    assert capsys.readouterr().out.startswith(f"interrupted · saved {saved}")
+    assert str(load_trajectory(saved).outcome) == "interrupted: KeyboardInterrupt"
+    assert audit(saved).valid

@@ -203,6 +203,7 @@ def _replay_workspace(
 def main(args: argparse.Namespace) -> int:
     """Replay ``args.trajectory``; 0 when every observation matches, 1 when one differs."""
     from four import run
+    from four.cli._build import Saving
     from four.cli._live import Display, Recording, Watched, WatchedEnv, components
     from four.invoke import replay_invoke
     from four.trajectory import save_trajectory
@@ -245,8 +246,8 @@ def main(args: argparse.Namespace) -> int:
             except ValueError as exc:
                 raise UsageError(str(exc)) from None
             emit, check = domain.emit(where, V2), domain.check(where, V2, command)
-        recording = Recording(
-            emit, components(G, V2, {**settings, "replay_of": str(args.trajectory)})
+        recording = Recording(  # hold: a Ctrl-C before the first step waits for it
+            emit, components(G, V2, {**settings, "replay_of": str(args.trajectory)}), hold=True
         )
         try:
             path = run(
@@ -259,6 +260,7 @@ def main(args: argparse.Namespace) -> int:
                 max_steps=len(turns),
                 max_format_errors=0,
                 check=check,
+                watch=Saving(recording),  # says began at the first step, as four run's does
             )
         except KeyboardInterrupt:
             print(f"interrupted · saved {recording.path}" if keep else "interrupted")
