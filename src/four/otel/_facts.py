@@ -126,13 +126,22 @@ def records(values: Sequence[object]) -> Iterator[Facts | Span]:
         i += width
 
 
-def count(values: Sequence[object]) -> int:
-    """How many records a flat list of values holds."""
+def count(values: Sequence[object], most: int | None = None) -> tuple[int, int]:
+    """How many whole records a flat list of values holds, and how many values they take:
+    all, or those within ``most`` values (one record at least).
+
+    >>> count(["span", "a", "span", "b", "span", "c"], 5)
+    (2, 4)
+    """
     i, end, n = 0, len(values), 0
+    limit = end if most is None else min(end, most)
     while i < end:
-        i += WIDTHS[values[i]]
+        width = WIDTHS[values[i]]
+        if i + width > limit and n:
+            break
+        i += width
         n += 1
-    return n
+    return n, i
 
 
 class Maker:
