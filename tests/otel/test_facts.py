@@ -56,3 +56,27 @@ def test_each_call_shows_the_history_it_was_sent_from_the_new_messages_only() ->
 
     lost = [f for f in sender.kept if f is not chats[1]]  # the second call's facts lost
     assert _inputs(Maker(), lost) == [2, 4]  # the third call: all but what the second brought
+
+
+class Broken(Sidecar):
+    """A sender with a bug: every put raises."""
+
+    def __init__(self) -> None:
+        super().__init__("nowhere", 0, 0.0)
+
+    def put(self, span: object, counts: object = None) -> None:
+        raise RuntimeError("a bug")
+
+
+def test_a_sender_that_fails_loses_spans_never_the_run() -> None:
+    sender = Broken()
+    G = scripted_invoke(["```bash\necho 1\n```", "done"])
+    watch = OtelWatch(sender)
+    history = run(G, regex_parse(finish_on_plain_text=True), FakeEnv(), _keep, prompt="go",
+                  watch=watch)  # fmt: skip
+    assert len(history) == 5  # the run went on to its end
+    assert sender.failed == 4  # two model calls, an action, the run: each lost, counted
+    record = watch.record()["otel"]
+    assert isinstance(record, dict)
+    steps = record["steps"]  # the trajectory keeps each step all the same
+    assert isinstance(steps, dict) and steps["op"] == "ctc" and steps["at"] == [2, 3, 4]
