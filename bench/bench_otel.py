@@ -2,6 +2,7 @@
 
 python bench/run.py otel
 python bench/bench_otel.py [STEPS] [ROUNDS] [SAVED_RUNS]
+python bench/bench_otel.py instructions     # counted by callgrind: needs valgrind
 
 The spans go over real OTLP/HTTP (the SDK's exporter) to a sink in a process of its own
 on 127.0.0.1 that answers every request 200 at once: what is measured is four's side,
@@ -14,6 +15,7 @@ and wall time.
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
@@ -194,7 +196,93 @@ def saved(url: str, runs: int) -> tuple[int, float, float, float]:
         return done.spans, wall, cpu, child.cpu - side
 
 
+KINDS = ("off", "hears", "notes", "queued", "otel")
+"""What ``instructions`` counts: the loop alone; with a watch that hears and does
+nothing; ``OtelWatch`` with a sender that drops all; with the sidecar's queue, never
+sent; ``otel_watch`` (its feeding threads counted, its child not)."""
+
+
+def instructions(steps: int = 200, runs: int = 3) -> dict[str, float]:
+    """Instructions a step, counted by callgrind (valgrind) for each of ``KINDS``: the
+    host's load does not move them (a CPU time does). Each kind in a process of its own
+    under callgrind, counting only ``runs`` runs (after 2 to warm up)."""
+    found: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for kind in KINDS:
+            out = Path(folder) / f"{kind}.out"
+            subprocess.run(
+                ["valgrind", "--tool=callgrind", "--instr-atstart=no",
+                 f"--callgrind-out-file={out}", sys.executable, __file__, "--counted", kind,
+                 str(steps), str(runs)],
+                check=True, capture_output=True,
+            )  # fmt: skip
+            totals = next(
+                line for line in out.read_text().splitlines() if line.startswith("totals:")
+            )
+            found[kind] = int(totals.split()[1]) / (steps * runs)
+    return found
+
+
+def counted(kind: str, steps: int, runs: int) -> None:
+    """``instructions``' part in the process callgrind runs: counting on for ``runs``
+    runs of the ``kind``."""
+    from four import run, save_trajectory, scripted_invoke
+    from four.otel import OtelWatch, otel_watch
+    from four.otel._senders import sender
+    from four.otel._sidecar import Sidecar
+
+    class Nothing(Sidecar):
+        def __init__(self) -> None:
+            super().__init__("nowhere", 0, 0.0)
+
+        def put(self, span: object, counts: object = None) -> None:
+            pass
+
+    class Queued(Sidecar):  # what --otel's put does on the run's thread, never sent
+        def __init__(self) -> None:
+            super().__init__("nowhere", 10**9, 0.0)
+            self._open = True
+
+    class Hears:
+        def beat(self) -> None:
+            pass
+
+        def stopped(self) -> None:
+            return None
+
+        def hear(self, event: object) -> None:
+            pass
+
+    parse, execute = _components()
+    queued = Queued()
+
+    def callgrind(on: str) -> None:
+        subprocess.run(["callgrind_control", "-i", on, str(os.getpid())], capture_output=True)
+
+    with sink() as url, tempfile.TemporaryDirectory() as folder:
+        watches: dict[str, Callable[[], object]] = {
+            "off": lambda: None, "hears": Hears, "notes": lambda: OtelWatch(Nothing()),
+            "queued": lambda: OtelWatch(queued), "otel": lambda: otel_watch(url),
+        }  # fmt: skip
+        emit = save_trajectory(folder)
+        for i in range(2 + runs):
+            if i == 2:
+                callgrind("on")
+            G = scripted_invoke([f"echo {i}" for i in range(steps)])
+            run(G, parse, execute, emit, prompt="go", max_steps=steps, watch=watches[kind]())  # type: ignore[arg-type]
+            queued._queue.clear()
+            if kind == "otel":
+                assert sender(url).flush(60)
+        callgrind("off")
+
+
 def main(argv: Sequence[str] = ()) -> None:
+    if argv and argv[0] == "instructions":
+        counts = instructions()
+        print("| watch | instructions a step | over the loop's own |\n|---|---:|---:|")
+        for kind, value in counts.items():
+            print(f"| {kind} | {value:,.0f} | {value / counts['off'] - 1:+.1%} |")
+        return
     steps = int(argv[0]) if argv else 200
     rounds = int(argv[1]) if len(argv) > 1 else 11
     runs = int(argv[2]) if len(argv) > 2 else 10_000
@@ -221,4 +309,7 @@ def main(argv: Sequence[str] = ()) -> None:
 
 if __name__ == "__main__":
     sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "src")]
-    main(sys.argv[1:])
+    if sys.argv[1:2] == ["--counted"]:
+        counted(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+    else:
+        main(sys.argv[1:])

@@ -45,15 +45,15 @@ New: TypeAlias = tuple[int, tuple[Message, ...]]
 """Messages of the history new since the run's last model call, and where they start."""
 
 ChatFacts: TypeAlias = tuple[
-    Literal["chat"], AgentFacts, int, int, int,  # the step's index; start, end (us)
+    Literal["chat"], AgentFacts, int, float, float,  # the step's index; start, end
     str | None, str,  # a failed call: its error's kind, its message
     str, FinishReason | None, int | None, int | None,  # the reply's model, finish, tokens
     Assistant | None, int, New | None,  # with content only: the reply; the history's length,
 ]  # fmt: skip  # (with content only) its messages new since the last call
-"""A model call (times in microseconds since the run began)."""
+"""A model call (times as the run's clock gave them: the span's are ``micros`` of them)."""
 
 ToolFacts: TypeAlias = tuple[
-    Literal["execute_tool"], AgentFacts, int, int, int,  # the step's index; start, end (us)
+    Literal["execute_tool"], AgentFacts, int, float, float,  # the step's index; start, end
     str, str | None, str, int | None,  # the command, its call's id, the tool's name, exit code
     str | None, str | None, str,  # its output (with content only), error's kind, detail
 ]  # fmt: skip
@@ -67,7 +67,7 @@ RunFacts: TypeAlias = tuple[
 
 Facts: TypeAlias = ChatFacts | ToolFacts | RunFacts
 
-WIDTHS = {"chat": 14, "execute_tool": 12, "invoke_agent": 8, "span": 2}
+WIDTHS: dict[object, int] = {"chat": 14, "execute_tool": 12, "invoke_agent": 8, "span": 2}
 """How many values a record of each kind takes in a flat list (``records``); a span
 (of a saved run) is ``"span", span``."""
 
@@ -118,7 +118,7 @@ def records(values: Sequence[object]) -> Iterator[Facts | Span]:
     i, end = 0, len(values)
     while i < end:
         kind = values[i]
-        width = WIDTHS[cast(str, kind)]
+        width = WIDTHS[kind]
         if kind == "span":
             yield cast(Span, values[i + 1])
         else:
@@ -126,13 +126,22 @@ def records(values: Sequence[object]) -> Iterator[Facts | Span]:
         i += width
 
 
-def count(values: Sequence[object]) -> int:
-    """How many records a flat list of values holds."""
+def count(values: Sequence[object], most: int | None = None) -> tuple[int, int]:
+    """How many whole records a flat list of values holds, and how many values they take:
+    all, or those within ``most`` values (one record at least).
+
+    >>> count(["span", "a", "span", "b", "span", "c"], 5)
+    (2, 4)
+    """
     i, end, n = 0, len(values), 0
+    limit = end if most is None else min(end, most)
     while i < end:
-        i += WIDTHS[cast(str, values[i])]
+        width = WIDTHS[values[i]]
+        if i + width > limit and n:
+            break
+        i += width
         n += 1
-    return n
+    return n, i
 
 
 class Maker:
@@ -150,7 +159,8 @@ class Maker:
         started = agent.started
         if facts[0] == "chat":
             _, _, k, start, end, error, detail, model, finish, tin, tout, reply, n, new = facts
-            span_id, t0, t1 = step_span_id(agent.trace_id, k), at(started, start), at(started, end)
+            span_id = step_span_id(agent.trace_id, k)
+            t0, t1 = at(started, micros(started, start)), at(started, micros(started, end))
             inputs = self._inputs(agent.trace_id, n, new) if agent.content else ()
             if error is not None:
                 return chat_span(agent, Chat(span_id, t0, t1, None, error, detail, inputs))
@@ -161,7 +171,8 @@ class Maker:
         if facts[0] == "execute_tool":
             _, _, k, start, end, command, call_id, name, code, output, error, detail = facts
             return tool_span(agent, Tool(
-                step_span_id(agent.trace_id, k), at(started, start), at(started, end),
+                step_span_id(agent.trace_id, k), at(started, micros(started, start)),
+                at(started, micros(started, end)),
                 command, call_id, name, code, output, error, detail,
             ))  # fmt: skip
         _, _, end_at, outcome, steps, tin, tout, events = facts

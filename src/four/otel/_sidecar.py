@@ -37,6 +37,7 @@ log = logging.getLogger("four.otel")
 
 _FRAME = struct.Struct(">I")
 _WIDE = 14  # values a record takes at most (``_facts.WIDTHS``): the queue's bound
+_TAKE = 4096 * _WIDE  # values a frame takes at most
 
 
 class _Counted:
@@ -179,10 +180,11 @@ class Sidecar:
                     self._delay,
                 )
                 queue = self._queue
-                # whole records: a put adds its values in one step (under the GIL)
-                taken = queue[:]
-                del queue[: len(taken)]
-                spans = count(taken)
+                # whole records (a put adds its values in one step, under the GIL), as
+                # many as fit in a frame
+                spans, end = count(queue, _TAKE)
+                taken = queue[:end]
+                del queue[:end]
                 self._handed += spans  # on their way: the child will answer for them
                 flushes = self._flushes if not queue else []  # after all that was put
                 if flushes:
@@ -245,7 +247,7 @@ class Sidecar:
             if self._gone:
                 return
             self._gone, self._open = True, False
-            self._lost_here += count(self._queue) + self._handed - sum(self._child)
+            self._lost_here += count(self._queue)[0] + self._handed - sum(self._child)
             self._handed = sum(self._child)
             self._queue.clear()
             closed = self._closed

@@ -60,7 +60,7 @@ class OtelWatch:
         self._agent: Agent | None = None
         self._facts: AgentFacts | None = None  # the run's, for its steps (once it began)
         self._ops: list[str] = []  # the steps, as the trajectory keeps them: a letter each,
-        self._times: list[int] = []  # its start and end (us since the run began),
+        self._times: list[float] = []  # its start and end (the clock's),
         self._at: list[int | str] = []  # where its message is (see ``record``),
         self._failed: list[JSON] = []  # and [index, error's kind, detail] if it failed
         self._events: list[SpanEvent] = []  # the verdicts, on the run's span
@@ -95,8 +95,7 @@ class OtelWatch:
             elif isinstance(event, RunEnded):
                 self._ended(event)
         except Exception as exc:  # a span lost, never a run
-            self.sender.failed += 1
-            log.debug("four: otel: %s not sent: %s", type(event).__name__, exc)
+            self._lost(type(event).__name__, exc)
 
     def record(self) -> Mapping[str, JSON]:
         """The trace's ids and its steps, for the trajectory (under its seal): ``four
@@ -110,9 +109,10 @@ class OtelWatch:
         agent = self._agent
         if agent is None:
             return {}
+        started = agent.started
         steps: dict[str, JSON] = {
             "op": "".join(self._ops),
-            "t": list(self._times),
+            "t": [round((t - started) * 1e6) for t in self._times],  # as ``micros``
             "at": list(self._at),
             "failed": list(self._failed),
         }
@@ -130,32 +130,33 @@ class OtelWatch:
     ) -> None:
         """``ModelCalled``, its fields given as they are (``hear`` or the loop: no
         event is made for this watch)."""
-        facts = self._facts
-        if facts is None:
-            return
-        started, ops = facts[2], self._ops
-        n, new, k = len(history), None, len(ops)
-        if self.content:  # the messages not sent yet: the run's own list, copied
-            had = self._had
-            new, self._had = (had, tuple(history[had:n])), n
-        start, end = round((t0 - started) * 1e6), round((t1 - started) * 1e6)
-        ops.append("c")
-        self._times += (start, end)
-        self._at.append(n)
-        chat: ChatFacts
-        if isinstance(reply, ModelError):
-            kind, message = reply.kind.value, reply.message
-            self._failed.append([k, kind, message])
-            chat = ("chat", facts, k, start, end, kind, message, "", None, None, None, None, n,
-                    new)  # fmt: skip
-        else:
-            calls, usage = reply.tool_calls, reply.usage
-            self._tools = {c.id: c.name for c in calls} if calls else _NO_TOOLS
-            chat = ("chat", facts, k, start, end, None, "", reply.model, reply.finish_reason,
-                    None if usage is None else usage.prompt_tokens,
-                    None if usage is None else usage.completion_tokens,
-                    reply if self.content else None, n, new)  # fmt: skip
-        self.sender.put(chat, self.metrics)
+        try:
+            facts = self._facts
+            if facts is None:
+                return
+            n, new, k = len(history), None, len(self._ops)
+            if self.content:  # the messages not sent yet: the run's own list, copied
+                had = self._had
+                new, self._had = (had, tuple(history[had:n])), n
+            chat: ChatFacts
+            if isinstance(reply, ModelError):
+                kind, message = reply.kind.value, reply.message
+                self._failed.append([k, kind, message])
+                chat = ("chat", facts, k, t0, t1, kind, message, "", None, None, None, None,
+                        n, new)  # fmt: skip
+            else:
+                calls, usage = reply.tool_calls, reply.usage
+                self._tools = {c.id: c.name for c in calls} if calls else _NO_TOOLS
+                chat = ("chat", facts, k, t0, t1, None, "", reply.model, reply.finish_reason,
+                        None if usage is None else usage.prompt_tokens,
+                        None if usage is None else usage.completion_tokens,
+                        reply if self.content else None, n, new)  # fmt: skip
+            self._ops.append("c")  # the columns grow together, once nothing can fail
+            self._times += (t0, t1)
+            self._at.append(n)
+            self.sender.put(chat, self.metrics)
+        except Exception as exc:  # a span lost, never a run
+            self._lost("ModelCalled", exc)
 
     def action_ran(
         self,
@@ -166,25 +167,30 @@ class OtelWatch:
         position: int,
     ) -> None:
         """``ActionRan``, its fields given as they are (see ``model_called``)."""
-        facts = self._facts
-        if facts is None:
-            return
-        started, ops = facts[2], self._ops
-        k = len(ops)
-        start, end = round((t0 - started) * 1e6), round((t1 - started) * 1e6)
-        answered, code, output, error, detail = answer(action, seen)
-        ops.append("t")
-        self._times += (start, end)
-        self._at.append(position if answered else action.command)
-        if error is not None:
-            self._failed.append([k, error, detail])
-        call_id = action.call_id
-        tool: ToolFacts = (
-            "execute_tool", facts, k, start, end, action.command, call_id,
-            self._tools.get(call_id, "bash") if call_id else "bash", code,
-            output if answered and self.content else None, error, detail,
-        )  # fmt: skip
-        self.sender.put(tool)
+        try:
+            facts = self._facts
+            if facts is None:
+                return
+            k = len(self._ops)
+            answered, code, output, error, detail = answer(action, seen)
+            call_id = action.call_id
+            tool: ToolFacts = (
+                "execute_tool", facts, k, t0, t1, action.command, call_id,
+                self._tools.get(call_id, "bash") if call_id else "bash", code,
+                output if answered and self.content else None, error, detail,
+            )  # fmt: skip
+            if error is not None:
+                self._failed.append([k, error, detail])
+            self._ops.append("t")
+            self._times += (t0, t1)
+            self._at.append(position if answered else action.command)
+            self.sender.put(tool)
+        except Exception as exc:  # a span lost, never a run
+            self._lost("ActionRan", exc)
+
+    def _lost(self, what: str, exc: Exception) -> None:
+        self.sender.failed += 1
+        log.debug("four: otel: %s not sent: %s", what, exc)
 
     def _judged_now(self, event: Judged) -> None:
         agent = self._agent
@@ -192,11 +198,11 @@ class OtelWatch:
         verdicts = log_ if isinstance(log_, list) else []
         new, self._judged = verdicts[self._judged :], len(verdicts)
         if agent is not None and new:
-            start, end = micros(agent.started, event.started), micros(agent.started, event.ended)
             self._ops.append("e")
-            self._times += (start, end)
+            self._times += (event.started, event.ended)
             self._at.append(len(new))
-            self._events.extend(evaluations(new, at(agent.started, end)))
+            end = at(agent.started, micros(agent.started, event.ended))
+            self._events.extend(evaluations(new, end))
 
     def _ended(self, event: RunEnded) -> None:
         agent, facts = self._agent, self._facts
