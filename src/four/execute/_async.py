@@ -36,6 +36,7 @@ from four.execute._shell import (
     Scanner,
     ShellEnv,
     command_line,
+    ended,
     write_protocol,
 )
 
@@ -206,32 +207,39 @@ class AsyncShellEnv:
                     if code is not None:
                         return Ran(code, output, time.monotonic() - start, notes=notes)
         except TimeoutError:  # the shell and all it started go; a new shell comes later
-            output.feed(scanner.pending)
-            await self._drain_and_stop(output)
+            output.feed(scanner.pending + await self._drain_and_stop())
             self.restarts += 1
             output.finish()
-            why = RESTARTED.format(why="")
+            restarted = RESTARTED.format(why="")
             return Ran(
-                None, output, time.monotonic() - start, True, self.shell.timeout, (*notes, why)
+                None,
+                output,
+                time.monotonic() - start,
+                True,
+                self.shell.timeout,
+                (*notes, restarted),
             )
         # The output ended: the shell exited during the command (`exit 3`, `exec`...).
-        output.feed(scanner.pending)
         proc = self._proc
-        await self._drain_and_stop(output)
+        last = scanner.pending + await self._drain_and_stop()
         self.restarts += 1
+        code, last, why = ended(proc.returncode, last)
+        output.feed(last)
         output.finish()
-        why = RESTARTED.format(why=f" because it exited with code {proc.returncode}")
-        return Ran(proc.returncode, output, time.monotonic() - start, notes=(*notes, why))
+        return Ran(code, output, time.monotonic() - start, notes=(*notes, *why))
 
-    async def _drain_and_stop(self, output: OutputBuffer) -> None:
+    async def _drain_and_stop(self) -> bytes:
+        """Kill the shell and all it started; what it still printed."""
         assert self._proc is not None and self._proc.stdout is not None
         self._kill_processes()
         stdout = self._proc.stdout
+        drained = []
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(DRAIN):
                 while data := await stdout.read(CHUNK):
-                    output.feed(data)
+                    drained.append(data)
         await self._stop()
+        return b"".join(drained)
 
     def _kill_processes(self) -> None:
         if self._proc is not None:

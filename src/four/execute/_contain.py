@@ -153,6 +153,22 @@ KILLED = (
 )
 
 
+_UNSHARE_KILLED = b"unshare: sigprocmask unblock failed: Invalid argument\n"
+
+
+def launcher_exit(code: int | None, last: bytes) -> tuple[int | None, bytes]:
+    """The exit of the first process under a launcher, and its last output without the
+    launcher's own words. util-linux's ``unshare`` (2.38) cannot pass a SIGKILL on (it
+    may not reset that signal's action): it exits 1 with those words instead.
+
+    >>> launcher_exit(1, b"x\\n" + _UNSHARE_KILLED)
+    (-9, b'x\\n')
+    """
+    if code == 1 and last.endswith(_UNSHARE_KILLED):
+        return -signal.SIGKILL, last[: -len(_UNSHARE_KILLED)]
+    return code, last
+
+
 def read_exit(ran: Ran) -> Ran:
     """``ran`` with a note when the command's shell was killed by SIGKILL (-9)."""
     if ran.returncode == -signal.SIGKILL:

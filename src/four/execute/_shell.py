@@ -17,6 +17,7 @@ import os
 import selectors
 import shlex
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -31,7 +32,16 @@ from four._secrets import SECRET_PATTERNS
 from four._types import Action, ExecutionError, Observation, Submitted
 from four.execute._closing import ClosedOnExit
 from four.execute._command import check_command, unrunnable
-from four.execute._contain import DEFAULT_LIMITS, Launch, Limits, Placed, launch, private_folder
+from four.execute._contain import (
+    DEFAULT_LIMITS,
+    KILLED,
+    Launch,
+    Limits,
+    Placed,
+    launch,
+    launcher_exit,
+    private_folder,
+)
 from four.execute._interrupt import running
 from four.execute._kill import MARK, kill_group, kill_marked, new_mark
 from four.execute._output import (
@@ -224,8 +234,7 @@ class ShellEnv(ClosedOnExit):
             if exited or data == b"":
                 return self._died(output, scanner.pending, start, notes)
         # Timeout: the command, the shell and all they started go; a new shell comes later.
-        output.feed(scanner.pending)
-        self._drain_and_stop(output)
+        output.feed(scanner.pending + self._drain_and_stop())
         self.restarts += 1
         output.finish()
         return Ran(
@@ -240,27 +249,24 @@ class ShellEnv(ClosedOnExit):
     def _died(
         self, output: OutputBuffer, pending: bytes, start: float, notes: tuple[str, ...]
     ) -> Ran:
-        """The shell ended during the command (``exit 3``, ``exec``, a crash)."""
+        """The shell ended during the command (``exit 3``, ``exec``, a crash, the kernel)."""
         assert self._proc is not None
-        output.feed(pending)
         proc = self._proc
-        self._drain_and_stop(output)
+        last = pending + self._drain_and_stop()
         self.restarts += 1
+        code, last, why = ended(proc.returncode, last)
+        output.feed(last)
         output.finish()
-        code = proc.returncode
-        return Ran(
-            code,
-            output,
-            time.monotonic() - start,
-            notes=(*notes, RESTARTED.format(why=f" because it exited with code {code}")),
-        )
+        return Ran(code, output, time.monotonic() - start, notes=(*notes, *why))
 
-    def _drain_and_stop(self, output: OutputBuffer) -> None:
+    def _drain_and_stop(self) -> bytes:
+        """Kill the shell and all it started; what it still printed."""
         assert self._proc is not None and self._proc.stdout is not None
         kill_group(self._proc.pid)
         kill_marked(self._mark)
         fd = self._proc.stdout.fileno()
         end = time.monotonic() + DRAIN
+        drained = []
         with selectors.DefaultSelector() as selector:
             selector.register(fd, selectors.EVENT_READ)
             while (left := end - time.monotonic()) > 0:
@@ -268,8 +274,17 @@ class ShellEnv(ClosedOnExit):
                 if data == b"":
                     break
                 if data:
-                    output.feed(data)
+                    drained.append(data)
         self._stop()
+        return b"".join(drained)
+
+
+def ended(code: int | None, last: bytes) -> tuple[int | None, bytes, tuple[str, ...]]:
+    """How a shell that ended during a command ended: its exit code, its last output
+    without the launcher's own words, and the notes that say so."""
+    code, last = launcher_exit(code, last)
+    why = RESTARTED.format(why=f" because it exited with code {code}")
+    return code, last, (KILLED, why) if code == -signal.SIGKILL else (why,)
 
 
 def write_protocol(folder: str, mark: str) -> tuple[bytes, str | None]:
