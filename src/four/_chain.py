@@ -7,9 +7,9 @@ JSON with sorted keys, no spaces, ASCII only. SHA-256 rather than BLAKE2b: as fa
 short link and about twice as fast for a long one on CPUs with SHA extensions
 (bench/README.md, "audit").
 
-``link_text``, ``link`` and ``chain`` have a compiled twin (``four._chain_c``), used unless it is not
-built or ``FOUR_NO_EXTENSIONS`` is set (to any non-empty value), or the interpreter is
-not CPython.
+``link_text``, ``link``, ``chain`` and ``unique`` have a compiled twin
+(``four._chain_c``), used unless it is not built or ``FOUR_NO_EXTENSIONS`` is set (to
+any non-empty value), or the interpreter is not CPython.
 """
 
 from __future__ import annotations

@@ -203,11 +203,6 @@ def first_line(text: str, width: int = 120) -> str:
     return ""
 
 
-def content_of(message: Message) -> str:
-    """The text a message carries (reasoning aside)."""
-    return message.content
-
-
 def read_run(trajectory: Trajectory, timestamps: Sequence[float] = ()) -> Run:
     """Cut a trajectory's messages into steps; ``timestamps`` (else the trajectory's own)
     align with the messages.

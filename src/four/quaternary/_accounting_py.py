@@ -131,7 +131,12 @@ def admissible_rank(config: QICTConfig, state: ControllerState) -> int:
 # --------------------------------------------------------------------------- transitions
 
 
-def _hold_base(state: ControllerState, index: int, reason: str) -> ControllerState:
+def _hold(
+    state: ControllerState, reason: str, index: int | None = None, clock: int | None = None
+) -> ControllerState:
+    """``state`` held for ``reason``: by the evaluation numbered ``index`` (the
+    candidate's disposition dropped), or by an event (the count and disposition kept;
+    ``clock`` the event's, else the state's)."""
     excl, evid, comp = raw_state(state)
     return make_state(
         excl,
@@ -142,9 +147,9 @@ def _hold_base(state: ControllerState, index: int, reason: str) -> ControllerSta
         state.compute_budget,
         state.dependency_budget,
         _HELD,
-        None,
-        index,
-        state.clock,
+        state.candidate_disposition if index is None else None,
+        state.evaluation_count if index is None else index,
+        state.clock if clock is None else clock,
         None,
         reason,
     )
@@ -207,8 +212,8 @@ def _evaluation_transition(
                 None,
                 None,
             )
-        return ControllerAction.HOLD, _hold_base(
-            state, index, f"inadmissible or repeated failure: {reason}"
+        return ControllerAction.HOLD, _hold(
+            state, f"inadmissible or repeated failure: {reason}", index
         )
     if verdict == Verdict.MAYBE:
         if type(payload) is EvidenceNeed:
@@ -233,8 +238,8 @@ def _evaluation_transition(
                     lease,
                     None,
                 )
-            return ControllerAction.HOLD, _hold_base(
-                state, index, f"inadmissible or repeated evidence need: {need}"
+            return ControllerAction.HOLD, _hold(
+                state, f"inadmissible or repeated evidence need: {need}", index
             )
         if type(payload) is ComputeNeed:
             step = payload.step
@@ -255,11 +260,11 @@ def _evaluation_transition(
                     None,
                     None,
                 )
-            return ControllerAction.HOLD, _hold_base(
-                state, index, f"inadmissible or repeated compute need: {step}"
+            return ControllerAction.HOLD, _hold(
+                state, f"inadmissible or repeated compute need: {step}", index
             )
-        return ControllerAction.HOLD, _hold_base(
-            state, index, "finite-rank control requires a typed MAYBE payload"
+        return ControllerAction.HOLD, _hold(
+            state, "finite-rank control requires a typed MAYBE payload", index
         )
     dependency = payload
     admissible_deps = config.admissible_dependencies
@@ -282,7 +287,7 @@ def _evaluation_transition(
                 if not acyclic(relation):
                     raise ValueError("The unresolved dependency relation must be acyclic.")
             except ValueError as exc:
-                return ControllerAction.HOLD, _hold_base(state, index, str(exc))
+                return ControllerAction.HOLD, _hold(state, str(exc), index)
         record = make_record(used.added(dependency), unresolved, relation, raw_outcomes(deps))
         lease = Lease(
             f"dependency:{dependency}:{index}",
@@ -305,27 +310,8 @@ def _evaluation_transition(
             lease,
             None,
         )
-    return ControllerAction.HOLD, _hold_base(
-        state, index, f"inadmissible or repeated dependency: {dependency}"
-    )
-
-
-def _event_hold(state: ControllerState, reason: str, clock: int | None = None) -> ControllerState:
-    excl, evid, comp = raw_state(state)
-    return make_state(
-        excl,
-        evid,
-        comp,
-        state.dependencies,
-        state.evidence_budget,
-        state.compute_budget,
-        state.dependency_budget,
-        _HELD,
-        state.candidate_disposition,
-        state.evaluation_count,
-        state.clock if clock is None else clock,
-        None,
-        reason,
+    return ControllerAction.HOLD, _hold(
+        state, f"inadmissible or repeated dependency: {dependency}", index
     )
 
 
@@ -369,34 +355,34 @@ def _event_transition(
     if kind == ControllerEventKind.INVALIDATE_DEPENDENCY:
         name = event.dependency
         if name is not None and state.dependencies.outcome_for(name) is not None:
-            return hold, _event_hold(state, f"resolved dependency invalidated: {name}")
-        return hold, _event_hold(state, "dependency invalidation has no prior resolution")
+            return hold, _hold(state, f"resolved dependency invalidated: {name}")
+        return hold, _hold(state, "dependency invalidation has no prior resolution")
     lease = state.pending_lease
     if lease is None:
-        return hold, _event_hold(state, "controller event has no pending lease")
+        return hold, _hold(state, "controller event has no pending lease")
     if kind == ControllerEventKind.ADVANCE_CLOCK:
         clock = event.clock
         _check_clock(clock)
         if clock is None or clock <= state.clock:
-            return hold, _event_hold(state, "clock must advance strictly")
+            return hold, _hold(state, "clock must advance strictly")
         if clock >= lease.deadline:
-            return ControllerAction.EXPIRE, _event_hold(state, "lease expired", clock)
+            return ControllerAction.EXPIRE, _hold(state, "lease expired", clock=clock)
         return ControllerAction.WAIT, _with_lease(
             state, lease, clock, state.candidate_disposition, state.dependencies
         )
     if event.lease_id != lease.lease_id:
-        return hold, _event_hold(state, "controller event names the wrong lease")
+        return hold, _hold(state, "controller event names the wrong lease")
     if kind == ControllerEventKind.EXPIRE:
-        return ControllerAction.EXPIRE, _event_hold(state, "lease expired")
+        return ControllerAction.EXPIRE, _hold(state, "lease expired")
     if kind == ControllerEventKind.EVIDENCE_RETURNED:
         if lease.kind != LeaseKind.EVIDENCE:
-            return hold, _event_hold(state, "evidence returned for a dependency lease")
+            return hold, _hold(state, "evidence returned for a dependency lease")
         return ControllerAction.REEVALUATE, _with_lease(
             state, None, state.clock, state.candidate_disposition, state.dependencies
         )
     if kind == ControllerEventKind.DEPENDENCY_RESOLVED:
         if lease.kind != LeaseKind.DEPENDENCY or event.outcome is None:
-            return hold, _event_hold(state, "invalid dependency resolution event")
+            return hold, _hold(state, "invalid dependency resolution event")
         return ControllerAction.REEVALUATE, _with_lease(
             state,
             None,
@@ -404,7 +390,7 @@ def _event_transition(
             CandidateDisposition.SOURCE_ADMISSIBLE,
             _resolved(state.dependencies, lease.obligation, event.outcome),
         )
-    return hold, _event_hold(state, "unsupported controller event")
+    return hold, _hold(state, "unsupported controller event")
 
 
 def _resolved(record: DependencyRecord, name: str, outcome: object) -> DependencyRecord:

@@ -99,7 +99,7 @@ cdef bint _prefix_contains(object prefix, object key) except -1:
 
 
 cdef object _hold(object state, object index, str reason):
-    """`_accounting_py._hold_base`."""
+    """`_accounting_py._hold` of an evaluation."""
     return _new_state(_get(state, S_EXCL), _get(state, S_EVID), _get(state, S_COMP),
                       _get(state, S_DEPS), _get(state, S_EB), _get(state, S_CB),
                       _get(state, S_DB), HELD, None, index, _get(state, S_CLOCK), None, reason)
@@ -188,7 +188,7 @@ cdef object _evaluation_transition(object config, object state, object verdict,
 
 
 cdef object _event_hold(object state, str reason, object clock):
-    """`_accounting_py._event_hold` (clock None keeps the state's clock)."""
+    """`_accounting_py._hold` of an event (clock None keeps the state's clock)."""
     return _new_state(_get(state, S_EXCL), _get(state, S_EVID), _get(state, S_COMP),
                       _get(state, S_DEPS), _get(state, S_EB), _get(state, S_CB),
                       _get(state, S_DB), HELD, _get(state, S_DISP), _get(state, S_COUNT),

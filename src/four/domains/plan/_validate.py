@@ -15,7 +15,6 @@ import hashlib
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -299,7 +298,3 @@ def digest(text: str) -> str:
 def plan_env(launch: Launch) -> PlanEnv:
     """V2 of the plan domain for ``launch`` (see ``PlanEnv``)."""
     return PlanEnv(launch)
-
-
-def problems_text(found: Sequence[Rejection]) -> str:
-    return "\n".join(f"- {r}" for r in found)
