@@ -40,8 +40,9 @@ def otel_watch(
     (headers, certificates and the service's name come from the standard ``OTEL_*``
     variables too). ``content``: message contents in the spans (as the trajectory holds
     them); None follows ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``. ``then``:
-    another watch this one stands in front of (a batch's supervisor). The trace and span
-    ids go into the trajectory (``stats.otel``). The spans are made and sent by a
+    another watch this one stands in front of (a batch's supervisor). The trace's ids
+    and each step's times go into the trajectory (``stats.otel``; a step's span id is
+    ``step_span_id(trace_id, index)``). The spans are made and sent by a
     process of its own (one per receiver, ended with this one), so the run's thread
     only notes each step. A receiver that is down or slow never slows the run: spans
     wait in a bounded queue, and what is lost is counted (``watch.sender``) and said

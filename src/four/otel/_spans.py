@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from four._checked import checked
 from four._outcomes import outcome_tag
 from four._types import JSON, Assistant, Message, System, ToolResult, Usage, User
 
@@ -102,6 +103,7 @@ class Tool:
     detail: str = ""
 
 
+@checked
 def step_span_id(trace_id: int, step: int) -> int:
     """The span id of the run's step ``step`` (its index in the trajectory's
     ``stats.otel.steps``): the first 8 bytes of the SHA-256 of the trace id (16 bytes)
