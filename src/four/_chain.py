@@ -34,7 +34,10 @@ _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), check_circula
 _MAKE: Callable[..., Callable[[JSON, int], Iterable[str]]] | None = getattr(
     json.encoder, "c_make_encoder", None
 )
-_ITERENCODE = _MAKE and _MAKE(None, _ENCODER.default, _QUOTE, None, ":", ",", True, False, True)
+try:  # its arguments are json.encoder's own (3.11 to 3.13); another json: encode
+    _ITERENCODE = _MAKE and _MAKE(None, _ENCODER.default, _QUOTE, None, ":", ",", True, False, True)
+except TypeError:  # pragma: no cover - depends on the interpreter
+    _ITERENCODE = None
 
 
 def canonical_text(value: JSON) -> str:

@@ -10,8 +10,11 @@ from json.encoder import c_make_encoder, encode_basestring_ascii
 
 # JSONEncoder(sort_keys=True, separators=(",", ":"), check_circular=False), as _chain's,
 # but the C encoder made once (JSONEncoder.encode makes one a call, in two Python frames)
-_ENCODER = c_make_encoder(None, JSONEncoder().default, encode_basestring_ascii, None,
-                          ":", ",", True, False, True)
+try:
+    _ENCODER = c_make_encoder(None, JSONEncoder().default, encode_basestring_ascii, None,
+                              ":", ",", True, False, True)
+except TypeError as exc:  # another json: four._chain takes the pure twins
+    raise ImportError(f"json's C encoder takes other arguments here: {exc}") from None
 
 
 cdef inline str _text(value):
