@@ -9,10 +9,18 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from four.batch import Item, iter_runs, read_manifest, run_many
+import pytest
+
+from four import audit, run, save_trajectory, scripted_invoke
+from four.batch import Item, RunContext, iter_runs, read_manifest, run_many
+from four.execute import local_env
+from four.parse import regex_parse
 from four.trajectory import load_trajectory
+from four.types import Message, Outcome, Recorder, RunInfo, Sink
 from tests.batch._agents import alive, bash, commands_running, manifest_lines, scripted_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -144,3 +152,46 @@ def test_ctrl_c_ends_running_runs_kills_their_commands_and_records_them(tmp_path
     assert sorted(latest) == [f"i{n}" for n in range(6)]
     assert all(r.submitted and r.final for r in latest.values())
     assert len(manifest_lines(out)) == 9
+
+
+@dataclass(frozen=True, slots=True)
+class _CtrlCAsItOpens:
+    """A run's recorder: a Ctrl-C comes the moment the run's record has opened, before
+    the loop's first step."""
+
+    inner: Recorder[Path]
+
+    def __call__(self, messages: Sequence[Message], outcome: Outcome, /) -> Path:
+        return self.inner(messages, outcome)
+
+    def open(self, info: RunInfo, /) -> Sink[Path]:
+        sink = self.inner.open(info)
+        os.kill(os.getpid(), signal.SIGINT)  # the batch's (main) thread hears it
+        time.sleep(0.5)  # its stop is set before this run's first step
+        return sink
+
+
+def test_a_ctrl_c_between_a_run_s_opening_and_its_first_step_seals_the_run(
+    tmp_path: Path,
+) -> None:
+    """A batch's runs are on worker threads, where no Ctrl-C lands: the batch ends them
+    through their watch, which each run asks at its first step, so a run whose record
+    had just opened is sealed ``interrupted: batch interrupted`` (and audits valid)."""
+
+    def make_run(ctx: RunContext) -> Path:
+        return run(scripted_invoke([bash("echo hi")]), regex_parse(), local_env(),
+                   _CtrlCAsItOpens(save_trajectory(ctx.output_dir)), prompt=ctx.task,
+                   watch=ctx.watch)  # fmt: skip
+
+    out = tmp_path / "batch"
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            list(iter_runs(make_run, [Item("a", "say hi")], out))
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    (line,) = manifest_lines(out)
+    assert line["outcome"] == "interrupted: batch interrupted" and line["final"] is False
+    saved = Path(str(line["trajectory"]))
+    assert saved.suffix == ".json" and audit(saved).valid
+    assert load_trajectory(saved).outcome == "interrupted: batch interrupted"
