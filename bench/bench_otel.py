@@ -47,6 +47,19 @@ server.serve_forever()
 """
 
 
+class Deaf:
+    """A watch that hears each event and does nothing: the loop's own part."""
+
+    def beat(self) -> None:
+        pass
+
+    def stopped(self) -> None:
+        return None
+
+    def hear(self, event: object) -> None:
+        pass
+
+
 @contextmanager
 def sink() -> Iterator[str]:
     """A local OTLP/HTTP receiver that takes everything (its URL)."""
@@ -108,16 +121,6 @@ def per_step(url: str, steps: int, rounds: int) -> dict[str, list[Measure]]:
             super().__init__("nowhere", 0, 0.0)
 
         def put(self, span: object, counts: object = None) -> None:
-            pass
-
-    class Deaf:  # a watch that hears each event and does nothing: the loop's own part
-        def beat(self) -> None:
-            pass
-
-        def stopped(self) -> None:
-            return None
-
-        def hear(self, event: object) -> None:
             pass
 
     kinds: dict[str, Callable[[], OtelWatch | Deaf | None]] = {
@@ -243,16 +246,6 @@ def counted(kind: str, steps: int, runs: int) -> None:
             super().__init__("nowhere", 10**9, 0.0)
             self._open = True
 
-    class Hears:
-        def beat(self) -> None:
-            pass
-
-        def stopped(self) -> None:
-            return None
-
-        def hear(self, event: object) -> None:
-            pass
-
     parse, execute = _components()
     queued = Queued()
 
@@ -261,7 +254,7 @@ def counted(kind: str, steps: int, runs: int) -> None:
 
     with sink() as url, tempfile.TemporaryDirectory() as folder:
         watches: dict[str, Callable[[], object]] = {
-            "off": lambda: None, "hears": Hears, "notes": lambda: OtelWatch(Nothing()),
+            "off": lambda: None, "hears": Deaf, "notes": lambda: OtelWatch(Nothing()),
             "queued": lambda: OtelWatch(queued), "otel": lambda: otel_watch(url),
         }  # fmt: skip
         emit = save_trajectory(folder)

@@ -297,14 +297,24 @@ WRONG = "```bash\necho 5 > answer.txt\n```"
 RIGHT = "```bash\necho 4 > answer.txt\n```"
 
 
-def test_a_resubmission_of_rejected_work_is_drawn_again_seen_in_the_requests(
-    server: LoopbackServer, tmp_path: Path
+@pytest.mark.parametrize(
+    "again",
+    [
+        # Told NO, it writes the same wrong answer (its own reply at temperature 0).
+        pytest.param(WRONG, id="the rejected work replayed"),
+        # Told NO, it submits again at once: nothing ran since, the check would judge
+        # the same state.
+        pytest.param(DONE, id="a bare resubmission"),
+    ],
+)
+def test_a_reply_after_a_no_that_would_meet_it_again_is_drawn_again_seen_in_the_requests(
+    server: LoopbackServer, tmp_path: Path, again: str
 ) -> None:
     from four.checks import command_check, verify
 
-    # The model writes a wrong answer and submits; told NO, it writes the same wrong
-    # answer (its own reply at temperature 0), which is drawn again, sampled: right.
-    server.push(chat(WRONG), chat(DONE), chat(WRONG), chat(RIGHT), chat(DONE))
+    # The model writes a wrong answer and submits; told NO, its own next reply (``again``)
+    # is drawn again, sampled: right.
+    server.push(chat(WRONG), chat(DONE), chat(again), chat(RIGHT), chat(DONE))
     G = cycle_breaking_invoke(model(server, temperature=0))
     check = verify(command_check("grep -qx 4 answer.txt"), retries_per_reason=1)
     work = workspace(tmp_path)
@@ -325,31 +335,6 @@ def test_a_resubmission_of_rejected_work_is_drawn_again_seen_in_the_requests(
     assert change.reason == "the reply replayed work the check rejected (turns 1, 2)"
     assert change.sampling == Sampling(0.7, cast(int, bodies[3]["seed"]))
     assert replies[3].cycle_break is None  # the replay is behind
-
-
-def test_a_bare_resubmission_after_a_no_is_drawn_again_seen_in_the_requests(
-    server: LoopbackServer, tmp_path: Path
-) -> None:
-    from four.checks import command_check, verify
-
-    # Told NO, the model submits again at once (its own reply at temperature 0): nothing
-    # has run since, so the check would judge the same state; it is drawn again, sampled.
-    server.push(chat(WRONG), chat(DONE), chat(DONE), chat(RIGHT), chat(DONE))
-    G = cycle_breaking_invoke(model(server, temperature=0))
-    check = verify(command_check("grep -qx 4 answer.txt"), retries_per_reason=1)
-    work = workspace(tmp_path)
-    path = run(G, regex_parse(), local_env(cwd=str(work)), save_trajectory(tmp_path / "runs"),
-               "sys", "2 + 2 into answer.txt", 6, check=check)  # fmt: skip
-    assert str(load_trajectory(path).outcome) == "accepted"
-    bodies = server.bodies(CHAT)
-    assert [(b["temperature"], "seed" in b) for b in bodies] == [
-        (0, False), (0, False), (0, False), (0.7, True), (0, False)
-    ]  # fmt: skip
-    replies = [m for m in load_trajectory(path).messages if isinstance(m, Assistant)]
-    assert [r.content for r in replies] == [WRONG, DONE, RIGHT, DONE]
-    change = replies[2].cycle_break
-    assert change is not None and change.discarded == 1
-    assert change.reason == "the reply replayed work the check rejected (turns 1, 2)"
 
 
 def test_a_new_reply_after_a_no_is_the_model_s_own_with_no_note(server: LoopbackServer) -> None:
