@@ -63,10 +63,11 @@ def checked(fn: F) -> F:
 _FIELDS: dict[type, Callable[[object], None]] = {}
 
 
-def check_fields(record: object) -> None:
-    """Each field of the dataclass (or msgspec Struct) ``record`` against its annotation;
-    a ``TypeError`` naming the record, the field and the value for the first that does
-    not match.
+def check_fields(record: object, skip: tuple[str, ...] = ()) -> None:
+    """Each field of the dataclass (or msgspec Struct) ``record`` against its annotation
+    (but those named in ``skip``, the same for every record of its class); a
+    ``TypeError`` naming the record, the field and the value for the first that does not
+    match.
 
     >>> from dataclasses import dataclass
     >>> @dataclass
@@ -82,11 +83,11 @@ def check_fields(record: object) -> None:
     kind = type(record)
     check = _FIELDS.get(kind)
     if check is None:
-        check = _FIELDS[kind] = _fields_check(kind)
+        check = _FIELDS[kind] = _fields_check(kind, skip)
     check(record)
 
 
-def _fields_check(kind: type) -> Callable[[object], None]:
+def _fields_check(kind: type, skip: tuple[str, ...]) -> Callable[[object], None]:
     """One function checking the fields of a ``kind``, written for it once: a line of
     ``isinstance`` a field, with no loop or lookup of its own (the records of the
     loop's step are checked on each step)."""
@@ -95,7 +96,9 @@ def _fields_check(kind: type) -> Callable[[object], None]:
         names = [f.name for f in dataclasses.fields(kind) if f.init]
     else:
         names = list(getattr(kind, "__struct_fields__", ()))
-    found = ((n, _runtime(hints[n]), _words(hints[n])) for n in names if n in hints)
+    found = (
+        (n, _runtime(hints[n]), _words(hints[n])) for n in names if n in hints and n not in skip
+    )
     checks = [(n, t, w) for n, t, w in found if t is not None]
     space: dict[str, object] = {"_said": _said, "_where": kind.__name__}
     lines = ["def check(record):"]

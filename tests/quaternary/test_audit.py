@@ -117,7 +117,9 @@ def test_replay_raised_errors() -> None:
         "receipt 1: replay raised receipt payload must be a string"
         in audit_trace(CONFIG, [bad]).errors
     )
-    bad_maybe = dataclasses.replace(receipt, verdict=2, payload=3)  # type: ignore[arg-type]
+    # A receipt made by hand, past its constructor's check of the verdict.
+    bad_maybe = dataclasses.replace(receipt, payload=3)  # type: ignore[arg-type]
+    object.__setattr__(bad_maybe, "verdict", 2)
     assert (
         "receipt 1: replay raised MAYBE receipt payload has the wrong type"
         in audit_trace(CONFIG, [bad_maybe]).errors
