@@ -8,7 +8,6 @@ with FOUR_REQUIRE_SERVICES=1) where they are missing. Slow under load, never tim
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -20,10 +19,14 @@ from tests.invoke.test_local_model import SRC, model
 
 __all__ = ["model"]  # the fixture
 
-CONFIG = "HOST=localhost\n# PORT=80 is the old one\nPORT=8471\nDEBUG=0\n"
-TASK = "config.env holds KEY=VALUE lines. Write the value of PORT (only the value) to port.txt."
-PORT = hashlib.sha256(b"8471").hexdigest()  # the answer, by digest: no feedback can give it
-CHECK = f'test "$(tr -d " \\t\\r\\n" < port.txt | sha256sum | cut -c1-64)" = {PORT}'
+CONFIG = '{"name": "demo", "version": "1.2.3", "debug": false}\n'
+TASK = 'In config.json, set "version" to "1.3.0" and keep every other key as it is.'
+# The whole document compared, so no feedback can hand the answer over: an assert fails
+# with no values shown.
+CHECK = (
+    "python3 -c \"import json; d = json.load(open('config.json')); "
+    "assert d == {'name': 'demo', 'version': '1.3.0', 'debug': False}\""
+)
 
 
 def test_a_task_failed_at_temperature_0_is_solved_within_4_attempts(
@@ -31,7 +34,7 @@ def test_a_task_failed_at_temperature_0_is_solved_within_4_attempts(
 ) -> None:
     work = tmp_path / "work"
     work.mkdir()
-    (work / "config.env").write_text(CONFIG)
+    (work / "config.json").write_text(CONFIG)
     env = {
         **os.environ,
         "PYTHONPATH": SRC,
