@@ -128,3 +128,33 @@ def test_the_real_server_holds_the_reply_to_the_grammar(model: Path) -> None:  #
     assert isinstance(reply, Success)
     assert reply.unwrap().content == "```bash\nwc -l notes.txt\n```"
     assert isinstance(regex_parse()(Assistant(reply.unwrap().content)), Success)
+
+
+def test_a_reply_cut_off_under_a_grammar_is_decoded_again_without_the_prompt_cache() -> None:
+    """The llama.cpp build four runs, reusing a cached prompt, has decoded replies outside
+    their grammar until the token limit cut them; decoded afresh, the same request kept
+    to it. The cut reply never reaches the history; both calls are billed."""
+    messages = [User("Sort numbers.txt into sorted.txt.")]
+    G = LocalInvoke("m", "m.gguf", grammar=regex_parse().grammar().gbnf())
+    with LoopbackServer() as server:
+        server.push(
+            chat("The numbers.\n```bash\n\n\n\n\n", finish_reason="length", usage=(100, 64)),
+            chat("```bash\nsort -n numbers.txt > sorted.txt\n```", usage=(100, 12)),
+            chat("cut\n```bash\n\n\n", finish_reason="length"),
+            chat("cut again\n```bash\n\n\n", finish_reason="length"),
+            chat("```bash\nls\n", finish_reason="length"),
+        )
+        local = loopback_local(server)
+        reply = G.reply_from(local, messages).unwrap()
+        twice = G.reply_from(local, messages).unwrap()
+        plain = LocalInvoke("m", "m.gguf").reply_from(local, messages).unwrap()
+        first, again, *_ = server.bodies(CHAT)
+    assert reply.content.startswith("```bash\nsort -n") and not reply.truncated
+    assert reply.usage is not None and reply.usage.calls == 2
+    assert (reply.usage.prompt_tokens, reply.usage.completion_tokens) == (200, 76)
+    assert "cache_prompt" not in first and again["cache_prompt"] is False
+    assert again["grammar"] == first["grammar"] and again["messages"] == first["messages"]
+    # Cut again afresh: the reply is the cut one, which V1 then answers as a format error.
+    assert twice.truncated and twice.content.startswith("cut again")
+    # Without a grammar a cut reply is the model's own (it was not held to a shape).
+    assert plain.truncated and plain.usage is not None and plain.usage.calls == 1

@@ -175,3 +175,20 @@ def test_a_parser_whose_grammar_allows_a_format_error_breaks_the_law() -> None:
 
     with pytest.raises(LawBroken, match="format error"):
         check_grammar(Loose(), max_examples=20, seed=0)
+
+
+@pytest.mark.parametrize("name", ["bash", "edits", "notebook"])
+def test_a_block_holds_at_most_two_blank_lines_in_a_row_and_no_deep_indent(name: str) -> None:
+    """The built-in model at temperature 0 once filled a block with blank lines until its
+    reply was cut off at the token limit (a format error): the grammar allows no such run."""
+    V1 = PARSERS[name]
+    assert isinstance(V1, Constrained)
+
+    @settings(max_examples=300, database=None)
+    @given(grammar_texts(V1.grammar(), more=12))
+    def draw(text: str) -> None:
+        blank = [not line.strip() for line in text.split("\n")[:-1]]
+        assert not any(all(blank[i : i + 3]) for i in range(len(blank) - 2)), text
+        assert all(len(line) - len(line.lstrip(" \t")) <= 48 for line in text.split("\n"))
+
+    draw()

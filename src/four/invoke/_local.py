@@ -34,7 +34,8 @@ from returns.result import Failure, Result, Success
 
 from four._checked import check_fields, checked
 from four._grammar import Grammar
-from four._types import Message, ModelError, ModelErrorKind, Reply, Sampling
+from four._types import NO_USAGE, Message, ModelError, ModelErrorKind, Reply, Sampling
+from four.invoke._billing import add_error_usage, add_usage
 from four.invoke._chat import DEFAULT_TIMEOUT, LitellmInvoke
 
 DEFAULT_CTX: Final = 8192
@@ -262,8 +263,12 @@ class LocalInvoke:
         """The running server (started now if it is not)."""
         return shared_server(self.settings, self.start_timeout)
 
-    def chat(self, server: LocalServer) -> LitellmInvoke:
-        """The litellm G that talks to ``server``: any OpenAI-compatible server's path."""
+    def chat(self, server: LocalServer, cache: bool = True) -> LitellmInvoke:
+        """The litellm G that talks to ``server``: any OpenAI-compatible server's path.
+        ``cache``: whether the server may reuse the prompt it has cached."""
+        body: dict[str, object] = {} if self.grammar is None else {"grammar": self.grammar}
+        if not cache:
+            body["cache_prompt"] = False
         return LitellmInvoke(
             f"openai/{server.settings.alias}",
             api_base=server.url + "/v1",
@@ -274,14 +279,36 @@ class LocalInvoke:
                 "temperature": self.temperature,
                 "max_tokens": self.max_tokens,
                 "seed": self.seed,
-                # llama.cpp's own field: only this server is ever sent it
-                **({"extra_body": {"grammar": self.grammar}} if self.grammar else {}),
+                # llama.cpp's own fields: only this server is ever sent them
+                **({"extra_body": body} if body else {}),
             },
         )
 
     @checked
     def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
-        return self.server().bind(lambda server: self.chat(server)(messages))
+        return self.server().bind(lambda server: self.reply_from(server, messages))
+
+    def reply_from(
+        self, server: LocalServer, messages: Sequence[Message]
+    ) -> Result[Reply, ModelError]:
+        """``server``'s reply to ``messages`` (a call, once the server runs). Under a
+        grammar, a reply cut off at the token limit is decoded once more without the
+        prompt cache, its usage added: reusing a cached prompt, the llama.cpp build four
+        runs has decoded replies outside their grammar (a block of blank lines up to the
+        limit, where the grammar allows two) that the same request decoded afresh did
+        not. The retry is a function of the messages alone, so a run at temperature 0
+        stays reproducible."""
+        drawn = self.chat(server)(messages)
+        if self.grammar is None or not isinstance(drawn, Success):
+            return drawn
+        cut = drawn.unwrap()
+        if not cut.truncated:
+            return drawn
+        billed = cut.usage or NO_USAGE
+        again = self.chat(server, cache=False)(messages)
+        if isinstance(again, Success):
+            return Success(add_usage(again.unwrap(), billed))
+        return Failure(add_error_usage(again.failure(), billed))
 
 
 def default_threads() -> int:

@@ -41,6 +41,7 @@ from four.parse._shapes import (
     prose,
     seq,
     shell_tag,
+    spaced,
     thought,
 )
 
@@ -209,7 +210,7 @@ class EditParse:
         folders = Rep(seq(segment, Lit("/")))
         code = Chars(WHITESPACE + "`<=>", negated=True)  # no fence, no SEARCH/REPLACE mark
         doctest = seq(Lit(">>>"), opt(seq(Chars(" \t"), REST)))
-        lines = Rep(Ref("code-line"))
+        lines = spaced(Ref("code-line"))
         edit = seq(
             Lit("<<<<<<< SEARCH\n"), lines, Lit("=======\n"), lines, Lit(">>>>>>> REPLACE\n")
         )
@@ -222,7 +223,7 @@ class EditParse:
                 seq(folders, segment, Lit("."), Rep(Chars(_ALNUM), 1)),
                 seq(Lit("./"), folders, segment),
             )),
-            ("code-line", seq(INDENT, opt(alt(seq(code, REST), doctest)), NEWLINE)),
+            ("code-line", seq(INDENT, alt(seq(code, REST), doctest), NEWLINE)),
             *prose("sentence", end="."),
         ]  # fmt: skip
         if shell is not None:

@@ -14,8 +14,17 @@ Rules = list[tuple[str, Expr]]
 
 NEWLINE = Lit("\n")
 REST = Rep(Chars("\n", negated=True))  # the rest of a line
-INDENT = Rep(Chars(" \t"))
+INDENT = Rep(Chars(" \t"), 0, 48)
 BLANK_LINE = Seq((INDENT, NEWLINE))
+BLANKS = Rep(BLANK_LINE, 0, 2)
+"""Blank lines in a row inside a block, at most: the built-in model at temperature 0 once
+filled a block with blank lines up to the token limit, and its reply was cut off."""
+
+
+def spaced(line: Expr) -> Expr:
+    """Lines of ``line`` (each with its newline), with at most ``BLANKS`` blank lines
+    before, between and after them."""
+    return Seq((BLANKS, Rep(Seq((line, BLANKS)))))
 
 
 def seq(*items: Expr) -> Seq:
@@ -70,7 +79,7 @@ def body(name: str, line_start: Expr, first: Expr | None = None) -> Rules:
     content = f"{name}-line"
     opening: Expr = Ref(content) if first is None else Alt((first, Ref(content)))
     return [
-        (name, Seq((Rep(BLANK_LINE), opening, Rep(Alt((BLANK_LINE, Ref(content))))))),
+        (name, Seq((BLANKS, opening, spaced(Ref(content))))),
         (content, Seq((INDENT, line_start, NEWLINE))),
     ]
 
