@@ -23,9 +23,9 @@ from returns.result import Failure, Result, Success
 from four import _arguments as arguments
 from four._checked import check_fields
 from four._secrets import SECRET_PATTERNS, is_secret
-from four._types import Action, ExecutionError, Observation, Submitted
+from four._types import Action, ExecutionError
 from four.execute._closing import ClosedOnExit
-from four.execute._command import check_command, unrunnable
+from four.execute._command import Executed, refused
 from four.execute._contain import DEFAULT_LIMITS, Contained, Limits, nothing
 from four.execute._interrupt import stopped
 from four.execute._kill import MARK, new_mark
@@ -174,12 +174,9 @@ class DockerEnv(ClosedOnExit):
                 self._finalizer()
             self._finalizer = self._container = None
 
-    def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]:
-        if not isinstance(action, Action):  # V2("echo hi"): say so, not 'no attribute command'
-            raise arguments.not_an_action(type(self).__name__, action)
-        problem = check_command(action.command)
-        if problem:
-            return Success(unrunnable(problem))
+    def __call__(self, action: Action, /) -> Executed:
+        if (refusal := refused(self, action)) is not None:
+            return Success(refusal)
         started = self.start()
         if isinstance(started, Failure):
             return started

@@ -10,14 +10,14 @@ import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from returns.result import Failure, Result, Success
+from returns.result import Failure, Success
 
 from four import _arguments as arguments
 from four._checked import check_fields
 from four._secrets import SECRET_PATTERNS
-from four._types import Action, ExecutionError, Observation, Submitted
+from four._types import Action, ExecutionError
 from four.execute._closing import ClosedOnExit
-from four.execute._command import check_command, unrunnable
+from four.execute._command import Executed, refused
 from four.execute._contain import (
     DEFAULT_LIMITS,
     PLACE,
@@ -204,12 +204,9 @@ class SandboxEnv(ClosedOnExit):
         wrapped = [find_program("bash"), "-c", f'{PLACE}exec "$@"', "four-limits", *bwrap]
         return Contained(wrapped, launcher_env(placed.env), None, mark, nothing, placed.release)
 
-    def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]:
-        if not isinstance(action, Action):  # V2("echo hi"): say so, not 'no attribute command'
-            raise arguments.not_an_action(type(self).__name__, action)
-        problem = check_command(action.command)
-        if problem:
-            return Success(unrunnable(problem))
+    def __call__(self, action: Action, /) -> Executed:
+        if (refusal := refused(self, action)) is not None:
+            return Success(refusal)
         output = OutputBuffer(self.max_output, self.exit_signal)
         try:
             launcher = self._launcher(action.command)
