@@ -16,15 +16,13 @@ from four._types import Action, ExecutionError
 from four.execute._command import Executed, refused
 from four.execute._contain import (
     DEFAULT_LIMITS,
-    PLACE,
     Contained,
     Limits,
     contained,
     find_program,
     launcher_env,
-    nothing,
-    place,
     read_exit,
+    under_limits,
 )
 from four.execute._kill import MARK, new_mark
 from four.execute._launcher import Launcher
@@ -102,15 +100,8 @@ class LocalEnv:
         # env -i: the tool's environment is exactly ``variables`` (the launchers' own, the
         # tether's mark and the limits, are not passed on).
         tool = [find_program("env"), "-i", "--", *pairs, program, *argv[1:]]
-        placed = place(self.limits, bash_env=False)
-        try:
-            launcher = contained(tool, {"PATH": os.environ.get("PATH", os.defpath)})
-            bash = find_program("bash")
-        except BaseException:
-            placed.release()
-            raise
-        wrapped = [bash, "-c", f'{PLACE}exec "$@"', "four-limits", *launcher]
-        return Contained(wrapped, launcher_env(placed.env), cwd, mark, nothing, placed.release)
+        launcher = contained(tool, {"PATH": os.environ.get("PATH", os.defpath)})
+        return under_limits(launcher, self.limits, cwd, mark)
 
 
 @overload
@@ -184,28 +175,16 @@ def local_env(
     >>> local_env()(Action("echo hi")).unwrap().content
     '<returncode>0</returncode>\\n<output>\\nhi\\n</output>'
     """
-    _check_options("local_env", timeout, max_output, exit_signal, cwd, env, inherit, deny)
+    where = "local_env"
+    arguments.environment_options(where, timeout, max_output, exit_signal, cwd, env)
+    arguments.names(where, "inherit", inherit)
+    arguments.names(where, "deny", deny)
     if not isinstance(limits, Limits):
         raise TypeError(f"limits must be a four.execute.Limits, not {type(limits).__name__}")
     settings = (timeout, max_output, exit_signal, cwd, dict(env or {}), tuple(inherit))
     if persistent:
         return ShellEnv(*settings, tuple(deny), limits=limits)
     return LocalEnv(*settings, tuple(deny), limits=limits)
-
-
-def _check_options(
-    where: str,
-    timeout: object,
-    max_output: object,
-    exit_signal: object,
-    cwd: object,
-    env: object,
-    inherit: object,
-    deny: object,
-) -> None:
-    arguments.environment_options(where, timeout, max_output, exit_signal, cwd, env)
-    arguments.names(where, "inherit", inherit)
-    arguments.names(where, "deny", deny)
 
 
 def shell_env(

@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Protocol, TypeVar
 
 from four.execute._interrupt import running, stopped
-from four.execute._kill import kill_group
+from four.execute._kill import kill_group, other_pids
 from four.execute._output import OutputBuffer, Ran
 
 T = TypeVar("T")
@@ -109,13 +109,7 @@ def pipe_holders(fd: int) -> list[int]:
     """
     target = f"pipe:[{os.fstat(fd).st_ino}]"
     found: list[int] = []
-    try:
-        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
-    except OSError:
-        return found
-    for pid in pids:
-        if pid == os.getpid():  # we hold the read end
-            continue
+    for pid in other_pids():  # we hold the read end
         try:
             fds = os.listdir(f"/proc/{pid}/fd")
             if any(os.readlink(f"/proc/{pid}/fd/{n}") == target for n in fds):
@@ -175,21 +169,6 @@ class Popened:
         os.close(self.exit_fd)
 
 
-def piped(start: Callable[[int], Child]) -> tuple[Child, int]:
-    """Start a command with ``start(stdout)``, its output on a fresh pipe: the child and
-    the pipe's read end (non-blocking; this process holds no write end)."""
-    fd, write_fd = os.pipe()
-    try:
-        child = start(write_fd)
-    except BaseException:
-        os.close(fd)
-        raise
-    finally:
-        os.close(write_fd)
-    os.set_blocking(fd, False)
-    return child, fd
-
-
 def run_captured(
     argv: Sequence[str],
     output: OutputBuffer,
@@ -236,7 +215,15 @@ async def watching(
     if stopped():  # the run was interrupted (four.batch): the command ends as killed, unstarted
         output.finish()
         return Ran(-signal.SIGKILL, output, 0.0, False, timeout)
-    child, fd = piped(start)
+    fd, write_fd = os.pipe()  # the output's: this process keeps no write end
+    try:
+        child = start(write_fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    finally:
+        os.close(write_fd)
+    os.set_blocking(fd, False)
     deadline = begin + timeout
     exited_at: float | None = None
     timed_out = False

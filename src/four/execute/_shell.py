@@ -147,9 +147,17 @@ class ShellEnv(ClosedOnExit):
         os.set_blocking(proc.stdout.fileno(), False)
         self._proc, self._pidfd, self._mark = proc, os.pidfd_open(proc.pid), mark
         self._procs.append((proc, mark))
-        self._marker, restore = write_protocol(self._dir, mark)
-        if restore is not None:
-            self._send(restore)
+        # The protocol, with a sentinel of this shell's own (random: a command cannot print
+        # it by chance, and the shell is replaced after anything that could leave stale
+        # output behind); after a restart, the last state is brought back (with this
+        # shell's mark, not the dead one's).
+        token = "__FOUR_" + os.urandom(12).hex()
+        with open(os.path.join(self._dir, "run"), "w") as f:
+            f.write(_PROTOCOL.format(folder=shlex.quote(self._dir), token=token))
+        self._marker = f"{token} ".encode()
+        state = os.path.join(self._dir, "state")
+        if os.path.exists(state):
+            self._send(f"source {shlex.quote(state)} >/dev/null 2>&1; export {MARK}={mark}\n")
 
     def _stop(self) -> None:
         proc, self._proc = self._proc, None
@@ -205,7 +213,10 @@ class ShellEnv(ClosedOnExit):
     async def _run(self, command: str, notes: tuple[str, ...], wait: Wait) -> Ran:
         assert self._proc is not None and self._proc.stdout is not None and self._dir
         start = time.monotonic()
-        self._send(command_line(self._dir, command))
+        # Bash reads a pipe one byte at a time: the command goes in a file, the line is short.
+        with open(os.path.join(self._dir, "command"), "w", errors="surrogateescape") as f:
+            f.write(command if command.endswith("\n") else command + "\n")
+        self._send(f". {shlex.quote(self._dir)}/run\n")
         output = OutputBuffer(self.max_output, self.exit_signal)
         fd = self._proc.stdout.fileno()
         scanner = Scanner(self._marker, output)
@@ -221,10 +232,12 @@ class ShellEnv(ClosedOnExit):
                 # The shell ended during the command (``exit 3``, ``exec``, a crash, the kernel).
                 proc = self._proc
                 last = scanner.pending + await self._drain_and_stop(wait)
-                code, last, why = ended(proc.returncode, last)
+                code, last = launcher_exit(proc.returncode, last)  # without unshare's words
+                why = RESTARTED.format(why=f" because it exited with code {code}")
                 output.feed(last)
                 output.finish()
-                return Ran(code, output, time.monotonic() - start, notes=(*notes, *why))
+                notes += (KILLED, why) if code == -signal.SIGKILL else (why,)
+                return Ran(code, output, time.monotonic() - start, notes=notes)
         # Timeout: the command, the shell and all they started go; a new shell comes later.
         output.feed(scanner.pending + await self._drain_and_stop(wait))
         output.finish()
@@ -248,37 +261,6 @@ class ShellEnv(ClosedOnExit):
         self._stop()
         self.restarts += 1
         return b"".join(drained)
-
-
-def ended(code: int | None, last: bytes) -> tuple[int | None, bytes, tuple[str, ...]]:
-    """How a shell that ended during a command ended: its exit code, its last output
-    without the launcher's own words, and the notes that say so."""
-    code, last = launcher_exit(code, last)
-    why = RESTARTED.format(why=f" because it exited with code {code}")
-    return code, last, (KILLED, why) if code == -signal.SIGKILL else (why,)
-
-
-def write_protocol(folder: str, mark: str) -> tuple[bytes, str | None]:
-    """Write a new shell's protocol file into ``folder``: the sentinel it prints (random,
-    one per shell: a command cannot print it by chance, and the shell is replaced after
-    anything that could leave stale output behind), and after a restart the line that
-    brings the last state back (with the new shell's ``mark``, not the dead one's)."""
-    token = "__FOUR_" + os.urandom(12).hex()
-    with open(os.path.join(folder, "run"), "w") as f:
-        f.write(_PROTOCOL.format(folder=shlex.quote(folder), token=token))
-    state = os.path.join(folder, "state")
-    restore = None
-    if os.path.exists(state):
-        restore = f"source {shlex.quote(state)} >/dev/null 2>&1; export {MARK}={mark}\n"
-    return f"{token} ".encode(), restore
-
-
-def command_line(folder: str, command: str) -> str:
-    """Write ``command`` where the protocol sources it; the line that runs it. (Bash reads
-    a pipe one byte at a time: the protocol is in a file, the line short.)"""
-    with open(os.path.join(folder, "command"), "w", errors="surrogateescape") as f:
-        f.write(command if command.endswith("\n") else command + "\n")
-    return f". {shlex.quote(folder)}/run\n"
 
 
 class Scanner:
