@@ -68,9 +68,9 @@ class LocalEnv:
         """Run ``action``, waiting by ``wait`` (``AsyncLocalEnv`` awaits)."""
         if (refusal := refused(self, action)) is not None:
             return Success(refusal)
-        env = launcher_env(command_env(self.inherit, self.deny, self.env))
         output = OutputBuffer(self.max_output, self.exit_signal)
         try:  # no bash on the command's PATH, or the working folder is gone
+            env = launcher_env(command_env(self.inherit, self.deny, self.env))
             argv = [find_program(self.shell, env.get("PATH", os.defpath)), "-c", action.command]
             ran = await watching(
                 lambda out: self._launcher.start(self.limits, argv, env, self.cwd, out),

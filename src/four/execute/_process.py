@@ -54,20 +54,22 @@ async def blocking(fds: Sequence[int], timeout: float) -> list[int]:
 async def awaited(fds: Sequence[int], timeout: float) -> list[int]:
     """``Wait`` on the running event loop: other tasks run meanwhile."""
     loop = asyncio.get_running_loop()
-    ready: asyncio.Future[int] = loop.create_future()
+    ready: set[int] = set()  # all that one turn of the loop saw, as poll(2) gives them
+    woken: asyncio.Future[None] = loop.create_future()
 
     def seen(fd: int) -> None:
-        if not ready.done():
-            ready.set_result(fd)
+        ready.add(fd)
+        if not woken.done():
+            woken.set_result(None)
 
     for fd in fds:
         loop.add_reader(fd, seen, fd)
     try:
-        await asyncio.wait((ready,), timeout=max(0.0, timeout))
+        await asyncio.wait((woken,), timeout=max(0.0, timeout))
     finally:
         for fd in fds:
             loop.remove_reader(fd)
-    return [ready.result()] if ready.done() else []
+    return list(ready)
 
 
 def to_end(steps: Coroutine[object, object, T]) -> T:

@@ -209,9 +209,7 @@ class ToolHost(ClosedOnExit):
             return
         self._closed = True
         try:
-            close = getattr(self.env, "close", None)
-            if callable(close):
-                close()
+            self.env.close()
         finally:
             if self._remove is not None:
                 self._remove()
