@@ -6,7 +6,7 @@ import json
 import re
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from returns.result import Success
 
@@ -19,7 +19,6 @@ from four.checks._feedback import (
     FeedbackLevel,
     feedback_level,
     rejection,
-    with_level,
 )
 from four.checks._held_out import HeldOutFiles, Source, held_out_files, isolated
 from four.checks._judge import Judgement, verify
@@ -261,7 +260,9 @@ class AllOf(_Judged):
         for check in self.checks:
             result = check(claim)
             if result.verdict != Verdict.YES:
-                return result if self.feedback is None else with_level(result, self.feedback)
+                if self.feedback is None:
+                    return result
+                return replace(result, meta={**result.meta, "feedback": self.feedback})
         return yes()
 
 

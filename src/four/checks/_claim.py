@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol, TypeAlias
 
 from four._checked import check_fields
@@ -28,18 +28,10 @@ class Claim:
         check_fields(self)  # a wrong value named here, not deep inside a run
 
     def with_evidence(self, need: str, text: str) -> Claim:
-        return Claim(
-            self.output, self.messages, self.env, {**self.evidence, need: text}, self.resolved
-        )
+        return replace(self, evidence={**self.evidence, need: text})
 
     def with_resolution(self, dependency: str, holds: bool) -> Claim:
-        return Claim(
-            self.output,
-            self.messages,
-            self.env,
-            self.evidence,
-            {**self.resolved, dependency: holds},
-        )
+        return replace(self, resolved={**self.resolved, dependency: holds})
 
 
 class Check(Protocol):

@@ -8,7 +8,6 @@ level shows (``output``); the judge picks the text for the model from these.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Literal, TypeAlias, cast
 
 from four._checked import checked
@@ -37,14 +36,14 @@ MORE_WORK = (
 )
 
 
-def feedback_level(value: object, name: str = "feedback") -> FeedbackLevel:
-    """``value`` as a level, or a ValueError naming ``name`` and the levels.
+def feedback_level(value: object) -> FeedbackLevel:
+    """``value`` as a level, or a ValueError naming the levels.
 
     >>> feedback_level("output")
     'output'
     """
     if value not in FEEDBACK_LEVELS:
-        raise ValueError(f"{name} must be one of {', '.join(FEEDBACK_LEVELS)}, not {value!r}")
+        raise ValueError(f"feedback must be one of {', '.join(FEEDBACK_LEVELS)}, not {value!r}")
     return value
 
 
@@ -57,15 +56,6 @@ def rejection(full: str, output: str, level: FeedbackLevel) -> CheckResult:
     {'feedback': 'output', 'output': 'the check exited 1'}
     """
     return no(full, feedback=level, output=output)
-
-
-def with_level(result: CheckResult, level: FeedbackLevel) -> CheckResult:
-    """The same result, shown at ``level`` (what ``all_of(..., feedback=)`` applies).
-
-    >>> with_level(no("`grep 42 out` failed"), "verdict").meta["feedback"]
-    'verdict'
-    """
-    return replace(result, meta={**result.meta, "feedback": level})
 
 
 def level_of(result: CheckResult, override: FeedbackLevel | None) -> FeedbackLevel:
@@ -122,8 +112,3 @@ def shown(result: CheckResult, level: FeedbackLevel, number: int) -> str:
     if isinstance(result.needed, ComputeNeed):
         return f"step {number}" if level == "verdict" else result.needed.step
     return str(result.reason) if level == "full" and result.reason else ""
-
-
-def more_work(step: str, level: FeedbackLevel, number: int) -> str:
-    """The model's text for admitted work: the step's words, or at ``verdict`` its number."""
-    return MORE_WORK.format(step=f"step {number}" if level == "verdict" else step)

@@ -245,15 +245,17 @@ def _docker_copy(
     stack: contextlib.ExitStack, base: DockerEnv, files: HeldOutFiles, timeout: float
 ) -> Result[Execute, str]:
     from four.execute import DockerEnv
+    from four.execute._docker import run_docker
 
     started = base.start()
     if isinstance(started, Failure):
         return Failure(started.failure().message)
     image = f"four-check-{os.urandom(6).hex()}"
-    committed = _docker(base.docker, "commit", started.unwrap(), image)
-    if committed:
-        return Failure(f"cannot commit the agent's container: {committed}")
-    stack.callback(_docker, base.docker, "rmi", "-f", image)  # after the container goes
+    committed, said = run_docker(base.docker, "commit", started.unwrap(), image, timeout=300)
+    if not committed:
+        return Failure(f"cannot commit the agent's container: {said}")
+    # Unwound after the container goes:
+    stack.callback(run_docker, base.docker, "rmi", "-f", image, timeout=300)
     # A container of the committed image, without the agent's run_args: no mount of a
     # host folder the agent shares can receive the held-out files.
     copy = DockerEnv(
@@ -269,18 +271,7 @@ def _docker_copy(
     folder = _scratch(stack)
     files.write(folder)
     into = f"{running.unwrap()}:{base.cwd.rstrip('/')}/"
-    copied = _docker(base.docker, "cp", f"{folder}/.", into)
-    if copied:
-        return Failure(f"cannot copy the held-out files into the check's container: {copied}")
+    copied, said = run_docker(base.docker, "cp", f"{folder}/.", into, timeout=300)
+    if not copied:
+        return Failure(f"cannot copy the held-out files into the check's container: {said}")
     return Success(copy)
-
-
-def _docker(docker: str, *args: str) -> str:
-    """Run a docker command; its error text, or "" when it worked."""
-    try:
-        done = subprocess.run(
-            [docker, *args], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        return str(exc)
-    return "" if done.returncode == 0 else (done.stderr.strip() or done.stdout.strip())

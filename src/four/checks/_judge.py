@@ -28,10 +28,10 @@ from four._types import JSON, Action, Execute, Feedback, Message
 from four.checks._claim import Check, Claim, Gatherer, Resolver
 from four.checks._config import config_to_json
 from four.checks._feedback import (
+    MORE_WORK,
     FeedbackLevel,
     feedback_level,
     level_of,
-    more_work,
     shown,
     told,
 )
@@ -206,7 +206,8 @@ class Judgement:
                     return Feedback(told(result, level, number, current.messages))
                 case ControllerAction.ADMIT_NEXT:
                     level = level_of(result, self._verifier.feedback)
-                    text = more_work(_need_text(result.needed), level, number)
+                    step = f"step {number}" if level == "verdict" else _need_text(result.needed)
+                    text = MORE_WORK.format(step=step)
                     return Feedback(text, self._verifier.compute_steps)
                 case ControllerAction.GATHER if lease is not None:
                     need = lease.obligation

@@ -60,7 +60,7 @@ def awaited_env(V2: Execute) -> AsyncExecute | None:
 
     if type(V2) is LocalEnv:
         return AsyncLocalEnv(V2)
-    if type(V2) is ShellEnv:  # never started: the async one starts its own shell
+    if type(V2) is ShellEnv:  # its shell, read on the event loop
         return AsyncShellEnv(V2)
     if isinstance(V2, NoteRepeats):
         inner = awaited_env(V2.inner)

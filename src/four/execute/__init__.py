@@ -8,7 +8,7 @@
     Workspace(root)      the files that edits may change: paths outside, and symlinks, refused
     tool_host(kind, dir) the run's environment for a domain's tools too (a kernel, a type
                          checker, a compiler): each contained as a command of it is
-    alocal_env()         ``local_env`` awaited, for ``arun`` (asyncio subprocesses)
+    alocal_env()         ``local_env`` awaited, for ``arun`` (read on the event loop)
     ashell_env()         ``shell_env`` awaited, for ``arun``
     note_repeats(V2)     any of them, warning the model when a command repeats itself
 

@@ -4,21 +4,23 @@ from __future__ import annotations
 
 from returns.result import Result
 
-from four._types import ExecutionError, Observation, Submitted
+from four import _arguments as arguments
+from four._types import Action, ExecutionError, Observation, Submitted
 
 Executed = Result[Observation, Submitted | ExecutionError]
 """What an environment returns for one action."""
 
 
-def unrunnable(reason: str) -> Observation:
-    """The observation for a command that could not even start (the model's fault, not ours)."""
+def refused(env: object, action: object) -> Observation | None:
+    """The observation for a command no process can be handed (the model's fault, not
+    ours: return code 126), or None. Raises TypeError when ``action`` is no ``Action``
+    (``V2("echo hi")``: say so, not 'no attribute command')."""
+    if not isinstance(action, Action):
+        raise arguments.not_an_action(type(env).__name__, action)
+    if "\0" in action.command:
+        reason = "The command contains a NUL character, which no shell command can hold."
+    elif not action.command.strip():
+        reason = "The command is empty."
+    else:
+        return None
     return Observation(f"<returncode>126</returncode>\n<output>\n{reason}\n</output>", 126)
-
-
-def check_command(command: str) -> str | None:
-    """Why a command cannot be handed to a process, or None."""
-    if "\0" in command:
-        return "The command contains a NUL character, which no shell command can hold."
-    if not command.strip():
-        return "The command is empty."
-    return None

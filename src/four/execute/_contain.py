@@ -237,6 +237,15 @@ def nothing() -> None:
     """Nothing to do (a ``Contained`` whose launcher's death ends every process)."""
 
 
+def under_limits(launcher: Sequence[str], limits: Limits, cwd: str | None, mark: str) -> Contained:
+    """``launcher`` started by a bash that first puts itself under ``limits`` (``PLACE``),
+    with nothing in its environment but what says them and the tether's mark."""
+    bash = find_program("bash")
+    placed = place(limits, bash_env=False)
+    wrapped = [bash, "-c", f'{PLACE}exec "$@"', "four-limits", *launcher]
+    return Contained(wrapped, launcher_env(placed.env), cwd, mark, nothing, placed.release)
+
+
 _PRIVATE = "four-shell-"
 
 

@@ -10,7 +10,7 @@ A tether removes the container when this process dies, SIGKILL included.
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import os
 import subprocess
 import threading
@@ -23,9 +23,9 @@ from returns.result import Failure, Result, Success
 from four import _arguments as arguments
 from four._checked import check_fields
 from four._secrets import SECRET_PATTERNS, is_secret
-from four._types import Action, ExecutionError, Observation, Submitted
+from four._types import Action, ExecutionError
 from four.execute._closing import ClosedOnExit
-from four.execute._command import check_command, unrunnable
+from four.execute._command import Executed, refused
 from four.execute._contain import DEFAULT_LIMITS, Contained, Limits, nothing
 from four.execute._interrupt import stopped
 from four.execute._kill import MARK, new_mark
@@ -119,7 +119,6 @@ class DockerEnv(ClosedOnExit):
                 return Success(self._container)
             name = f"four-{os.urandom(6).hex()}"
             argv = [
-                self.docker,
                 "run",
                 "-d",
                 "--name",
@@ -144,26 +143,13 @@ class DockerEnv(ClosedOnExit):
             )
             finalizer = weakref.finalize(self, _remove, self.docker, name, tether)
             try:
-                done = subprocess.run(
-                    argv,
-                    stdin=subprocess.DEVNULL,
-                    capture_output=True,
-                    text=True,
-                    errors="replace",
-                    timeout=self.start_timeout,
-                )
-            except (OSError, subprocess.TimeoutExpired) as exc:
-                finalizer()
-                return Failure(ExecutionError(f"cannot start a container of {self.image}: {exc}"))
+                ok, said = run_docker(self.docker, *argv, timeout=self.start_timeout)
             except BaseException:
                 finalizer()
                 raise
-            if done.returncode != 0:
+            if not ok:
                 finalizer()
-                message = done.stderr.strip() or done.stdout.strip()
-                return Failure(
-                    ExecutionError(f"cannot start a container of {self.image}: {message}")
-                )
+                return Failure(ExecutionError(f"cannot start a container of {self.image}: {said}"))
             self._container, self._finalizer = name, finalizer
             return Success(name)
 
@@ -174,41 +160,25 @@ class DockerEnv(ClosedOnExit):
                 self._finalizer()
             self._finalizer = self._container = None
 
-    def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]:
-        if not isinstance(action, Action):  # V2("echo hi"): say so, not 'no attribute command'
-            raise arguments.not_an_action(type(self).__name__, action)
-        problem = check_command(action.command)
-        if problem:
-            return Success(unrunnable(problem))
+    def __call__(self, action: Action, /) -> Executed:
+        if (refusal := refused(self, action)) is not None:
+            return Success(refusal)
         started = self.start()
         if isinstance(started, Failure):
             return started
         name = started.unwrap()
-        token = os.urandom(8).hex()
-        variables = command_env((), self.deny, self.env)
-        argv = [self.docker, "exec", "-w", self.cwd]
-        for key, value in {**variables, "FOUR_RUN": token}.items():
-            argv += ["-e", f"{key}={value}"]
-        argv += [name, "bash", "-c", _WRAP, "four", action.command]
-
-        own = self.container_name is None
-        kill = [_KILL_ALL, "kill"] if own else [KILL_MARKED, "kill", f"FOUR_RUN={token}"]
+        mark = new_mark()
+        argv = self._exec(name, ["-w", self.cwd], self.env, mark, _WRAP, "four", action.command)
         killed = threading.Event()  # by us: its timeout, or a supervisor's interrupt
 
         def kill_inside() -> None:
             killed.set()  # first: the client may see the end before this returns
-            subprocess.run(
-                [self.docker, "exec", name, "bash", "-c", *kill],
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=30,
-                check=False,
-            )
+            self._kill_inside(name, None if self.container_name is None else mark)
 
         output = OutputBuffer(self.max_output, self.exit_signal)
         try:
             ran = run_captured(argv, output, self.timeout, on_timeout=kill_inside)
-        except (OSError, subprocess.TimeoutExpired) as exc:
+        except OSError as exc:
             return Failure(ExecutionError(f"docker exec failed: {exc}"))
         # It failed and nobody killed it: the container may have gone (removed, its first
         # process dead). A command we killed (its timeout, a supervisor's interrupt) ended by
@@ -229,38 +199,28 @@ class DockerEnv(ClosedOnExit):
         started = self.start()
         if isinstance(started, Failure):
             raise OSError(started.failure().message)
-        name = started.unwrap()
-        mark = new_mark()
-        args = [self.docker, "exec", "-i", "-w", cwd]
-        for key, value in {**command_env((), self.deny, env), MARK: mark}.items():
-            args += ["-e", f"{key}={value}"]
-        docker = self.docker
-
-        def kill_inside() -> None:
-            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-                subprocess.run(
-                    [docker, "exec", name, "bash", "-c", KILL_MARKED, "kill", f"{MARK}={mark}"],
-                    stdin=subprocess.DEVNULL,
-                    capture_output=True,
-                    timeout=30,
-                    check=False,
-                )
-
-        wrapped = [*args, name, "bash", "-c", _TOOL, "four-tool", *argv]
+        name, mark = started.unwrap(), new_mark()
+        wrapped = self._exec(name, ["-i", "-w", cwd], env, mark, _TOOL, "four-tool", *argv)
+        kill_inside = functools.partial(self._kill_inside, name, mark)
         return Contained(wrapped, _docker_env(), None, mark, kill_inside, nothing)
 
+    def _exec(
+        self, name: str, options: list[str], env: Mapping[str, str], mark: str, *bash: str
+    ) -> list[str]:
+        """``docker exec`` of ``bash -c`` with ``bash``, its variables ``env`` (secrets
+        filtered) and the ``mark`` its processes carry."""
+        variables = {**command_env((), self.deny, env), MARK: mark}
+        pairs = [a for key, value in variables.items() for a in ("-e", f"{key}={value}")]
+        return [self.docker, "exec", *options, *pairs, name, "bash", "-c", *bash]
+
+    def _kill_inside(self, name: str, mark: str | None) -> None:
+        """Kill in the container the processes that carry ``mark`` (None: all but its reaper)."""
+        kill = [_KILL_ALL, "kill"] if mark is None else [KILL_MARKED, "kill", f"{MARK}={mark}"]
+        run_docker(self.docker, "exec", name, "bash", "-c", *kill, timeout=30)
+
     def _running(self, name: str) -> bool:
-        try:
-            state = subprocess.run(
-                [self.docker, "inspect", "-f", "{{.State.Running}}", name],
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=30,
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            return False
-        return state.returncode == 0 and state.stdout.strip() == "true"
+        ok, state = run_docker(self.docker, "inspect", "-f", "{{.State.Running}}", name, timeout=30)
+        return ok and state == "true"
 
 
 def docker_env(
@@ -347,11 +307,23 @@ def _docker_env() -> dict[str, str]:
 
 def _remove(docker: str, name: str, tether: Tether) -> None:
     tether.release()
-    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-        subprocess.run(
-            [docker, "rm", "-f", "-v", name],
+    run_docker(docker, "rm", "-f", "-v", name)
+
+
+def run_docker(docker: str, *args: str, timeout: float = 60) -> tuple[bool, str]:
+    """Run ``docker args``: whether it worked, and what it said (its error, or why it
+    could not run)."""
+    try:
+        done = subprocess.run(
+            [docker, *args],
             stdin=subprocess.DEVNULL,
             capture_output=True,
-            timeout=60,
-            check=False,
+            text=True,
+            errors="replace",
+            timeout=timeout,
         )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return False, str(exc)
+    if done.returncode == 0:
+        return True, done.stdout.strip()
+    return False, done.stderr.strip() or done.stdout.strip()

@@ -30,13 +30,7 @@ def kill_marked(mark: str) -> None:
     """
     entry = f"{MARK}={mark}".encode()
     for _ in range(2):  # a second pass for children forked during the first
-        try:
-            pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
-        except OSError:
-            return
-        for pid in pids:
-            if pid == os.getpid():
-                continue
+        for pid in other_pids():
             try:
                 with open(f"/proc/{pid}/environ", "rb") as f:
                     if entry not in f.read().split(b"\0"):
@@ -44,3 +38,12 @@ def kill_marked(mark: str) -> None:
                 os.kill(pid, signal.SIGKILL)
             except (OSError, ValueError):
                 continue
+
+
+def other_pids() -> list[int]:
+    """Every process but this one ([] where /proc cannot be read: not Linux)."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    return [int(name) for name in names if name.isdigit() and int(name) != os.getpid()]

@@ -37,16 +37,12 @@ class Launched:
     """A command a launcher started (a ``Child`` for ``watch``): ``exit_fd`` is readable
     once it and all it started have ended; ``kill()``; ``wait()`` for its exit code."""
 
-    __slots__ = ("_conn", "_pending")
+    __slots__ = ("_conn", "_pending", "exit_fd")
 
     pgid = None  # the launcher kills it, and all it started
 
     def __init__(self, conn: socket.socket) -> None:
-        self._conn, self._pending = conn, b""
-
-    @property
-    def exit_fd(self) -> int:
-        return self._conn.fileno()
+        self._conn, self._pending, self.exit_fd = conn, b"", conn.fileno()
 
     def kill(self) -> None:
         """Ask the launcher to SIGKILL the command (then it kills all it started)."""

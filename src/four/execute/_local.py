@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, overload
 
@@ -13,21 +13,19 @@ from four import _arguments as arguments
 from four._checked import check_fields
 from four._secrets import SECRET_PATTERNS
 from four._types import Action, ExecutionError
-from four.execute._command import Executed, check_command, unrunnable
+from four.execute._command import Executed, refused
 from four.execute._contain import (
     DEFAULT_LIMITS,
-    PLACE,
     Contained,
     Limits,
     contained,
     find_program,
     launcher_env,
-    nothing,
-    place,
     read_exit,
+    under_limits,
 )
 from four.execute._kill import MARK, new_mark
-from four.execute._launcher import Launched, Launcher
+from four.execute._launcher import Launcher
 from four.execute._output import (
     DEFAULT_INHERIT,
     EXIT_SIGNAL,
@@ -35,7 +33,7 @@ from four.execute._output import (
     command_env,
     conclude,
 )
-from four.execute._process import watch
+from four.execute._process import Wait, blocking, to_end, watching
 from four.execute._shell import ShellEnv
 
 
@@ -64,25 +62,26 @@ class LocalEnv:
         check_fields(self)  # a wrong value named here, not deep inside a run
 
     def __call__(self, action: Action, /) -> Executed:
-        if not isinstance(action, Action):  # V2("echo hi"): say so, not 'no attribute command'
-            raise arguments.not_an_action(type(self).__name__, action)
-        problem = check_command(action.command)
-        if problem:
-            return Success(unrunnable(problem))
-        output = OutputBuffer(self.max_output, self.exit_signal)
-        try:
-            ran = watch(self.starter(action.command), output, self.timeout)
-        except OSError as exc:  # no bash, or the working folder is gone
-            return Failure(self.cannot_start(exc))
-        return conclude(read_exit(ran))
+        return to_end(self.execute(action, blocking))
 
-    def starter(self, command: str) -> Callable[[int], Launched]:
-        """How ``command`` starts through the launcher, given its output's descriptor
-        (shared with ``AsyncLocalEnv``). Raises FileNotFoundError when the shell is not
-        on the command's PATH."""
-        env = launcher_env(command_env(self.inherit, self.deny, self.env))
-        argv = [find_program(self.shell, env.get("PATH", os.defpath)), "-c", command]
-        return lambda out: self._launcher.start(self.limits, argv, env, self.cwd, out)
+    async def execute(self, action: Action, wait: Wait) -> Executed:
+        """Run ``action``, waiting by ``wait`` (``AsyncLocalEnv`` awaits)."""
+        if (refusal := refused(self, action)) is not None:
+            return Success(refusal)
+        output = OutputBuffer(self.max_output, self.exit_signal)
+        try:  # no bash on the command's PATH, or the working folder is gone
+            env = launcher_env(command_env(self.inherit, self.deny, self.env))
+            argv = [find_program(self.shell, env.get("PATH", os.defpath)), "-c", action.command]
+            ran = await watching(
+                lambda out: self._launcher.start(self.limits, argv, env, self.cwd, out),
+                output,
+                self.timeout,
+                None,
+                wait,
+            )
+        except OSError as exc:
+            return Failure(ExecutionError(f"cannot start {self.shell}: {exc}"))
+        return conclude(read_exit(ran))
 
     def close(self) -> None:
         """End the launcher, if one runs (and any command still running with it)."""
@@ -101,19 +100,8 @@ class LocalEnv:
         # env -i: the tool's environment is exactly ``variables`` (the launchers' own, the
         # tether's mark and the limits, are not passed on).
         tool = [find_program("env"), "-i", "--", *pairs, program, *argv[1:]]
-        placed = place(self.limits, bash_env=False)
-        try:
-            launcher = contained(tool, {"PATH": os.environ.get("PATH", os.defpath)})
-            bash = find_program("bash")
-        except BaseException:
-            placed.release()
-            raise
-        wrapped = [bash, "-c", f'{PLACE}exec "$@"', "four-limits", *launcher]
-        return Contained(wrapped, launcher_env(placed.env), cwd, mark, nothing, placed.release)
-
-    def cannot_start(self, exc: OSError) -> ExecutionError:
-        """The error for a command that could not start: no bash, no working folder."""
-        return ExecutionError(f"cannot start {self.shell}: {exc}")
+        launcher = contained(tool, {"PATH": os.environ.get("PATH", os.defpath)})
+        return under_limits(launcher, self.limits, cwd, mark)
 
 
 @overload
@@ -187,28 +175,16 @@ def local_env(
     >>> local_env()(Action("echo hi")).unwrap().content
     '<returncode>0</returncode>\\n<output>\\nhi\\n</output>'
     """
-    _check_options("local_env", timeout, max_output, exit_signal, cwd, env, inherit, deny)
+    where = "local_env"
+    arguments.environment_options(where, timeout, max_output, exit_signal, cwd, env)
+    arguments.names(where, "inherit", inherit)
+    arguments.names(where, "deny", deny)
     if not isinstance(limits, Limits):
         raise TypeError(f"limits must be a four.execute.Limits, not {type(limits).__name__}")
     settings = (timeout, max_output, exit_signal, cwd, dict(env or {}), tuple(inherit))
     if persistent:
         return ShellEnv(*settings, tuple(deny), limits=limits)
     return LocalEnv(*settings, tuple(deny), limits=limits)
-
-
-def _check_options(
-    where: str,
-    timeout: object,
-    max_output: object,
-    exit_signal: object,
-    cwd: object,
-    env: object,
-    inherit: object,
-    deny: object,
-) -> None:
-    arguments.environment_options(where, timeout, max_output, exit_signal, cwd, env)
-    arguments.names(where, "inherit", inherit)
-    arguments.names(where, "deny", deny)
 
 
 def shell_env(

@@ -146,9 +146,12 @@ class OutputBuffer:
         if text and self._tail_cap:
             self._tail.append(text)
             self._tail_len += len(text)
-            # Drop whole chunks that lie wholly before the tail window.
-            while self._tail and self._tail_len - len(self._tail[0]) >= self._tail_cap:
-                self._tail_len -= len(self._tail.popleft())
+            self._trim()
+
+    def _trim(self) -> None:
+        """Drop whole chunks that lie wholly before the tail window."""
+        while self._tail and self._tail_len - len(self._tail[0]) >= self._tail_cap:
+            self._tail_len -= len(self._tail.popleft())
 
     def _check_signal(self) -> None:
         """Once the first line is known not to be the signal, shrink the head to its share."""
@@ -168,8 +171,7 @@ class OutputBuffer:
             # What the head gives back joins the stream just after it (it precedes the tail).
             self._tail.appendleft(spill)
             self._tail_len += len(spill)
-            while self._tail and self._tail_len - len(self._tail[0]) >= self._tail_cap:
-                self._tail_len -= len(self._tail.popleft())
+            self._trim()
         self._head, self._head_len, self._head_cap = [head], len(head), cap
 
     def finish(self) -> None:

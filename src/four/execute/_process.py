@@ -3,10 +3,15 @@
 The process starts in a new session (so its process group holds everything it starts),
 with stdin closed and stderr merged into stdout. Its exit is watched through a pidfd,
 so a background child that keeps the output pipe open cannot stall the read.
+
+The waiting is written once, as coroutines that wait through a ``Wait``: ``blocking``
+(poll(2): the coroutine never suspends, ``to_end`` runs it in one step) for the plain
+environments, ``awaited`` (the event loop's readers) for ``arun``'s.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import math
 import os
@@ -14,14 +19,17 @@ import select
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from typing import Protocol, TypeVar
 
 from four.execute._interrupt import running, stopped
-from four.execute._kill import kill_group
+from four.execute._kill import kill_group, other_pids
 from four.execute._output import OutputBuffer, Ran
 
+T = TypeVar("T")
 Process = subprocess.Popen[bytes]
+Wait = Callable[[Sequence[int], float], Awaitable[list[int]]]
+"""Wait up to some seconds for any of the descriptors to be readable: those that are."""
 
 CHUNK = 1 << 16
 LINGER = 0.25
@@ -35,6 +43,65 @@ HELD_OPEN = (
 )
 
 
+async def blocking(fds: Sequence[int], timeout: float) -> list[int]:
+    """``Wait`` by poll(2), for a plain call: the coroutine never suspends."""
+    poller = select.poll()
+    for fd in fds:
+        poller.register(fd, select.POLLIN)
+    return [fd for fd, _ in poller.poll(_ms(timeout))]
+
+
+async def awaited(fds: Sequence[int], timeout: float) -> list[int]:
+    """``Wait`` on the running event loop: other tasks run meanwhile."""
+    loop = asyncio.get_running_loop()
+    ready: set[int] = set()  # all that one turn of the loop saw, as poll(2) gives them
+    woken: asyncio.Future[None] = loop.create_future()
+
+    def seen(fd: int) -> None:
+        ready.add(fd)
+        if not woken.done():
+            woken.set_result(None)
+
+    for fd in fds:
+        loop.add_reader(fd, seen, fd)
+    try:
+        await asyncio.wait((woken,), timeout=max(0.0, timeout))
+    finally:
+        for fd in fds:
+            loop.remove_reader(fd)
+    return list(ready)
+
+
+def to_end(steps: Coroutine[object, object, T]) -> T:
+    """A coroutine whose waits are ``blocking``, run to its end (it never suspends)."""
+    try:
+        steps.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    steps.close()
+    raise RuntimeError("a blocking wait suspended")
+
+
+def read_some(fd: int) -> bytes | None:
+    """What a non-blocking pipe holds: b"" at its end, None when nothing is there yet."""
+    try:
+        return os.read(fd, CHUNK)
+    except BlockingIOError:
+        return None
+
+
+async def drain(fd: int, into: Callable[[bytes], object], seconds: float, wait: Wait) -> None:
+    """Read what is left in the pipe into ``into`` until it closes or ``seconds`` pass."""
+    end = time.monotonic() + seconds
+    while (left := end - time.monotonic()) > 0:
+        if await wait([fd], left):
+            data = read_some(fd)
+            if data == b"":
+                return
+            if data:
+                into(data)
+
+
 def pipe_holders(fd: int) -> list[int]:
     """Other processes that hold the pipe read through ``fd`` (its write end, then).
 
@@ -44,13 +111,7 @@ def pipe_holders(fd: int) -> list[int]:
     """
     target = f"pipe:[{os.fstat(fd).st_ino}]"
     found: list[int] = []
-    try:
-        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
-    except OSError:
-        return found
-    for pid in pids:
-        if pid == os.getpid():  # we hold the read end
-            continue
+    for pid in other_pids():  # we hold the read end
         try:
             fds = os.listdir(f"/proc/{pid}/fd")
             if any(os.readlink(f"/proc/{pid}/fd/{n}") == target for n in fds):
@@ -110,27 +171,6 @@ class Popened:
         os.close(self.exit_fd)
 
 
-def unstarted(output: OutputBuffer, timeout: float) -> Ran:
-    """A command not started because its run was interrupted: it ends as killed."""
-    output.finish()
-    return Ran(-signal.SIGKILL, output, 0.0, False, timeout)
-
-
-def piped(start: Callable[[int], Child]) -> tuple[Child, int]:
-    """Start a command with ``start(stdout)``, its output on a fresh pipe: the child and
-    the pipe's read end (non-blocking; this process holds no write end)."""
-    fd, write_fd = os.pipe()
-    try:
-        child = start(write_fd)
-    except BaseException:
-        os.close(fd)
-        raise
-    finally:
-        os.close(write_fd)
-    os.set_blocking(fd, False)
-    return child, fd
-
-
 def run_captured(
     argv: Sequence[str],
     output: OutputBuffer,
@@ -153,28 +193,47 @@ def watch(
     timeout: float,
     on_timeout: Callable[[], None] | None = None,
 ) -> Ran:
+    """``watching`` to its end, its waits blocking."""
+    return to_end(watching(start, output, timeout, on_timeout, blocking))
+
+
+async def watching(
+    start: Callable[[int], Child],
+    output: OutputBuffer,
+    timeout: float,
+    on_timeout: Callable[[], None] | None,
+    wait: Wait,
+) -> Ran:
     """Start a command with ``start(stdout)`` and read its output into ``output`` until
     it ends or ``timeout`` passes.
 
     At the timeout ``on_timeout`` runs first (a container kills inside itself), then the
     child is killed with all it started. When the command's first process exits but
     others still hold the output open, after ``LINGER`` seconds those are killed and a
-    note says so. Raises what ``start`` raises (OSError: it could not start).
+    note says so. Raises what ``start`` raises (OSError: it could not start); an
+    exception or a cancellation while it waits kills the child with all it started.
     """
     begin = time.monotonic()
     if stopped():  # the run was interrupted (four.batch): the command ends as killed, unstarted
-        return unstarted(output, timeout)
-    child, fd = piped(start)
-    poller = select.poll()
-    poller.register(fd, select.POLLIN)
-    poller.register(child.exit_fd, select.POLLIN)
+        output.finish()
+        return Ran(-signal.SIGKILL, output, 0.0, False, timeout)
+    fd, write_fd = os.pipe()  # the output's: this process keeps no write end
+    try:
+        child = start(write_fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    finally:
+        os.close(write_fd)
+    os.set_blocking(fd, False)
     deadline = begin + timeout
     exited_at: float | None = None
     timed_out = False
     notes: list[str] = []
     completed = False
+    kill = _killer(child, on_timeout)
     # Under a supervisor (four.batch), another thread may kill this command.
-    command = running(child.pgid, None, _killer(child, on_timeout))
+    command = running(child.pgid, None, kill)
     try:
         while True:
             now = time.monotonic()
@@ -182,29 +241,35 @@ def watch(
             if now >= until:
                 if exited_at is None:
                     timed_out = True
-                    _timed_out(child, on_timeout)
+                    kill()
                 else:
                     notes.append(HELD_OPEN)
                     stop_holders(child, fd)
-                _drain(fd, output, DRAIN)
+                await drain(fd, output.feed, DRAIN, wait)
                 break
-            more, exited = _pump(poller, fd, child.exit_fd, output, until - now)
-            if exited and exited_at is None:
-                poller.unregister(child.exit_fd)
+            # One wait sees both: a command that prints little and exits costs one.
+            ready = await wait([fd] if exited_at is not None else [fd, child.exit_fd], until - now)
+            if child.exit_fd in ready:
                 exited_at = time.monotonic()
-            if not more:
-                break  # end of output
-        if exited_at is None and not timed_out:
-            # The output closed before the exit was seen: wait for it on the exit fd
-            # (Popen.wait with a timeout polls with sleeps, a millisecond or more too late).
-            poller.unregister(fd)
-            if not poller.poll(_ms(deadline - time.monotonic())):
-                timed_out = True
-                _timed_out(child, on_timeout)
+            if fd in ready:
+                data = read_some(fd)
+                if data == b"":
+                    break  # end of output
+                if data:
+                    output.feed(data)
+        # The output closed before the exit was seen: wait for it on the exit fd
+        # (Popen.wait with a timeout polls with sleeps, a millisecond or more too late).
+        if (
+            exited_at is None
+            and not timed_out
+            and not await wait([child.exit_fd], deadline - time.monotonic())
+        ):
+            timed_out = True
+            kill()
         completed = True
     finally:
         os.close(fd)
-        if not completed:  # an exception (Ctrl-C): leave nothing running
+        if not completed:  # an exception (Ctrl-C), or a cancelled task: leave nothing running
             child.kill()
         if command is not None:
             command.release()
@@ -261,12 +326,6 @@ def _killer(child: Child, on_timeout: Callable[[], None] | None) -> Callable[[],
     return both
 
 
-def _timed_out(child: Child, on_timeout: Callable[[], None] | None) -> None:
-    if on_timeout is not None:
-        on_timeout()
-    child.kill()
-
-
 def stop_holders(child: Child, fd: int) -> None:
     """Kill the processes that keep the pipe open (all the child's if none is found)."""
     holders = pipe_holders(fd)
@@ -275,40 +334,3 @@ def stop_holders(child: Child, fd: int) -> None:
             os.kill(pid, signal.SIGKILL)
     if not holders:
         child.kill()
-
-
-def _pump(
-    poller: select.poll, fd: int, exit_fd: int, output: OutputBuffer, wait: float
-) -> tuple[bool, bool]:
-    """Wait up to ``wait`` s and read what is there: (output may go on, the process exited).
-
-    One poll reports both: a command that prints little and exits costs one wait."""
-    more, exited = True, False
-    for ready, _ in poller.poll(_ms(wait)):  # a loop, not any() and all() of generators
-        if ready == exit_fd:
-            exited = True
-        elif ready == fd:
-            more = _read(fd, output)
-    return more, exited
-
-
-def _drain(fd: int, output: OutputBuffer, wait: float) -> None:
-    """Read what is left in the pipe until it closes or ``wait`` seconds pass."""
-    end = time.monotonic() + wait
-    poller = select.poll()
-    poller.register(fd, select.POLLIN)
-    while (left := end - time.monotonic()) > 0:
-        if poller.poll(_ms(left)) and not _read(fd, output):
-            return
-
-
-def _read(fd: int, output: OutputBuffer) -> bool:
-    """Read what the pipe holds into ``output``: False once the output has ended."""
-    try:
-        data = os.read(fd, CHUNK)
-    except BlockingIOError:
-        return True
-    if not data:
-        return False
-    output.feed(data)
-    return True

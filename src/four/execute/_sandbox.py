@@ -10,23 +10,21 @@ import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from returns.result import Failure, Result, Success
+from returns.result import Failure, Success
 
 from four import _arguments as arguments
 from four._checked import check_fields
 from four._secrets import SECRET_PATTERNS
-from four._types import Action, ExecutionError, Observation, Submitted
+from four._types import Action, ExecutionError
 from four.execute._closing import ClosedOnExit
-from four.execute._command import check_command, unrunnable
+from four.execute._command import Executed, refused
 from four.execute._contain import (
     DEFAULT_LIMITS,
-    PLACE,
     Contained,
     Limits,
     find_program,
     launcher_env,
-    nothing,
-    place,
+    under_limits,
 )
 from four.execute._kill import MARK, new_mark
 from four.execute._output import (
@@ -126,14 +124,14 @@ class SandboxEnv(ClosedOnExit):
         """The bwrap command line that runs ``command``."""
         folder = self.folder
         variables = command_env(self.inherit, self.deny, {"HOME": folder, **self.env})
-        return [*self._policy(folder, variables), "bash", "-c", command]
+        return self._policy(folder, variables, ["bash", "-c", command])
 
-    def _policy(self, cwd: str, variables: Mapping[str, str]) -> list[str]:
-        """bwrap and its options: what a process of this sandbox sees, where it starts,
-        and its whole environment (``variables``); the program and its arguments follow."""
+    def _policy(self, cwd: str, variables: Mapping[str, str], argv: Sequence[str]) -> list[str]:
+        """bwrap (found on our PATH: its environment has none) running ``argv``: what a
+        process of this sandbox sees, where it starts, its whole environment."""
         folder = self.folder
         args = [
-            self.bwrap,
+            find_program(self.bwrap),
             "--die-with-parent",
             "--new-session",  # no TIOCSTI into a terminal outside
             # Its own pid (so its own /proc: no other process's environment), ipc, uts,
@@ -171,20 +169,14 @@ class SandboxEnv(ClosedOnExit):
         args += ["--remount-ro", "/", "--chdir", cwd, "--clearenv"]
         for name, value in variables.items():
             args += ["--setenv", name, value]
-        return args
-
-    def _launcher(self, command: str) -> list[str]:
-        argv = self.argv(command)
-        return [find_program(argv[0]), *argv[1:]]  # on our PATH: bwrap's environment has none
+        return [*args, "--", *argv]
 
     def usable(self) -> str | None:
         """Why bwrap cannot make this sandbox here (user namespaces, the binds), or None.
         Asked once: a failure then is the environment's; later, a command's own."""
         if self._checked:
             return None
-        probe = run_captured(
-            self._launcher("true"), OutputBuffer(2_000), 60.0, env=launcher_env({})
-        )
+        probe = run_captured(self.argv("true"), OutputBuffer(2_000), 60.0, env=launcher_env({}))
         if probe.returncode != 0:
             return f"{self.bwrap} cannot run here: {probe.output.text().strip()}"
         self._checked = True
@@ -198,34 +190,23 @@ class SandboxEnv(ClosedOnExit):
         if problem is not None:
             raise OSError(problem)
         mark = new_mark()
-        args = self._policy(cwd, {**env, MARK: mark})
-        bwrap = [find_program(args[0]), *args[1:], "--", *argv]
-        placed = place(self.limits, bash_env=False)
-        wrapped = [find_program("bash"), "-c", f'{PLACE}exec "$@"', "four-limits", *bwrap]
-        return Contained(wrapped, launcher_env(placed.env), None, mark, nothing, placed.release)
+        return under_limits(self._policy(cwd, {**env, MARK: mark}, argv), self.limits, None, mark)
 
-    def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]:
-        if not isinstance(action, Action):  # V2("echo hi"): say so, not 'no attribute command'
-            raise arguments.not_an_action(type(self).__name__, action)
-        problem = check_command(action.command)
-        if problem:
-            return Success(unrunnable(problem))
+    def __call__(self, action: Action, /) -> Executed:
+        if (refusal := refused(self, action)) is not None:
+            return Success(refusal)
         output = OutputBuffer(self.max_output, self.exit_signal)
         try:
-            launcher = self._launcher(action.command)
             problem = self.usable()
             if problem is not None:
                 return Failure(ExecutionError(problem))
             # bwrap itself starts with no variable but the tether's mark: it is PID 1 in
             # the sandbox, and its /proc/1/environ is readable there.
-            # PLACE, run by a bash before bwrap, puts it under the limits.
-            with place(self.limits, bash_env=False) as limited:
-                ran = run_captured(
-                    [find_program("bash"), "-c", f'{PLACE}exec "$@"', "four-limits", *launcher],
-                    output,
-                    self.timeout,
-                    env=launcher_env(limited),
-                )
+            limited = under_limits(self.argv(action.command), self.limits, None, "")
+            try:
+                ran = run_captured(limited.argv, output, self.timeout, env=limited.env)
+            finally:
+                limited.release()
         except OSError as exc:
             return Failure(ExecutionError(f"cannot start {self.bwrap}: {exc}"))
         return conclude(ran)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import selectors
 import shlex
 import shutil
 import signal
@@ -25,18 +24,16 @@ import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from returns.result import Failure, Result, Success
+from returns.result import Failure, Success
 
-from four import _arguments as arguments
 from four._checked import check_fields
 from four._secrets import SECRET_PATTERNS
-from four._types import Action, ExecutionError, Observation, Submitted
+from four._types import Action, ExecutionError
 from four.execute._closing import ClosedOnExit
-from four.execute._command import check_command, unrunnable
+from four.execute._command import Executed, refused
 from four.execute._contain import (
     DEFAULT_LIMITS,
     KILLED,
-    Launch,
     Limits,
     Placed,
     launch,
@@ -53,7 +50,7 @@ from four.execute._output import (
     command_env,
     conclude,
 )
-from four.execute._process import CHUNK, DRAIN
+from four.execute._process import DRAIN, Wait, blocking, drain, read_some, to_end
 
 _TAIL = 64  # bytes kept back while scanning: a sentinel line may straddle two reads
 
@@ -96,7 +93,6 @@ class ShellEnv(ClosedOnExit):
     _proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     _dir: str | None = field(default=None, repr=False)
     _pidfd: int = field(default=-1, repr=False)
-    _selector: selectors.BaseSelector | None = field(default=None, repr=False)
     _marker: bytes = field(default=b"", repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _procs: list[tuple[subprocess.Popen[bytes], str]] = field(default_factory=list, repr=False)
@@ -104,8 +100,6 @@ class ShellEnv(ClosedOnExit):
     _finalizer: (
         weakref.finalize[[str, list[tuple[subprocess.Popen[bytes], str]]], ShellEnv] | None
     ) = field(default=None, repr=False)
-
-    # --- lifecycle ---------------------------------------------------------------
 
     def __post_init__(self) -> None:
         check_fields(self)  # a wrong value named here, not deep inside a run
@@ -132,7 +126,8 @@ class ShellEnv(ClosedOnExit):
         # Every process the shell starts inherits the mark: a timeout or close() finds
         # them all, even those that left the process group.
         mark = new_mark()
-        launched = self.launch(mark)
+        env = {**command_env(self.inherit, self.deny, self.env), MARK: mark}
+        launched = launch([self.shell, "--noprofile", "--norc"], env, self.limits)
         try:
             proc = subprocess.Popen(
                 launched.argv,
@@ -150,20 +145,19 @@ class ShellEnv(ClosedOnExit):
         self._placed = launched.placed
         assert proc.stdout is not None
         os.set_blocking(proc.stdout.fileno(), False)
-        self._proc, self._pidfd = proc, os.pidfd_open(proc.pid)
+        self._proc, self._pidfd, self._mark = proc, os.pidfd_open(proc.pid), mark
         self._procs.append((proc, mark))
-        self._mark = mark
-        self._selector = selectors.DefaultSelector()
-        self._selector.register(proc.stdout.fileno(), selectors.EVENT_READ)
-        self._selector.register(self._pidfd, selectors.EVENT_READ)
-        self._marker, restore = write_protocol(self._dir, mark)
-        if restore is not None:
-            self._send(restore)
-
-    def launch(self, mark: str) -> Launch:
-        """How a shell starts (shared with ``AsyncShellEnv``); see ``_contain.launch``."""
-        env = {**command_env(self.inherit, self.deny, self.env), MARK: mark}
-        return launch([self.shell, "--noprofile", "--norc"], env, self.limits)
+        # The protocol, with a sentinel of this shell's own (random: a command cannot print
+        # it by chance, and the shell is replaced after anything that could leave stale
+        # output behind); after a restart, the last state is brought back (with this
+        # shell's mark, not the dead one's).
+        token = "__FOUR_" + os.urandom(12).hex()
+        with open(os.path.join(self._dir, "run"), "w") as f:
+            f.write(_PROTOCOL.format(folder=shlex.quote(self._dir), token=token))
+        self._marker = f"{token} ".encode()
+        state = os.path.join(self._dir, "state")
+        if os.path.exists(state):
+            self._send(f"source {shlex.quote(state)} >/dev/null 2>&1; export {MARK}={mark}\n")
 
     def _stop(self) -> None:
         proc, self._proc = self._proc, None
@@ -174,72 +168,78 @@ class ShellEnv(ClosedOnExit):
         if self._placed is not None:
             self._placed.release()
             self._placed = None
-        if self._selector is not None:
-            self._selector.close()
-            self._selector = None
         os.close(self._pidfd)
         self._pidfd = -1
 
     def _send(self, line: str) -> None:
         assert self._proc is not None and self._proc.stdin is not None
-        os.write(self._proc.stdin.fileno(), line.encode())
+        os.write(self._proc.stdin.fileno(), line.encode())  # short: the pipe takes it at once
 
-    # --- running a command -----------------------------------------------------------
-
-    def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]:
-        if not isinstance(action, Action):  # V2("echo hi"): say so, not 'no attribute command'
-            raise arguments.not_an_action(type(self).__name__, action)
-        problem = check_command(action.command)
-        if problem:
-            return Success(unrunnable(problem))
+    def __call__(self, action: Action, /) -> Executed:
         with self._lock:
-            try:
-                notes: tuple[str, ...] = ()
-                if self._proc is not None and self._proc.poll() is not None:
-                    # The shell died between commands (killed from outside, `kill $$ &`...).
-                    code = self._proc.returncode
-                    self._stop()
-                    self.restarts += 1
-                    notes = (RESTARTED.format(why=f" because it had exited with code {code}"),)
-                if self._proc is None:
-                    self._start()
-                assert self._proc is not None
-                # Under a supervisor (four.batch), another thread may kill the shell.
-                command = running(self._proc.pid, self._mark)
-                try:
-                    ran = self._run(action.command, notes)
-                finally:
-                    if command is not None:
-                        command.release()
-            except OSError as exc:
+            return to_end(self.execute(action, blocking))
+
+    async def execute(self, action: Action, wait: Wait) -> Executed:
+        """Run ``action`` in the shell, waiting by ``wait`` (``AsyncShellEnv`` awaits);
+        the caller keeps the commands one at a time."""
+        if (refusal := refused(self, action)) is not None:
+            return Success(refusal)
+        try:
+            notes: tuple[str, ...] = ()
+            if self._proc is not None and self._proc.poll() is not None:
+                # The shell died between commands (killed from outside, `kill $$ &`...).
+                code = self._proc.returncode
                 self._stop()
-                return Failure(ExecutionError(f"the shell {self.shell} failed: {exc}"))
-            except BaseException:
-                self._stop()  # Ctrl-C mid-command: nothing of it may live on
-                raise
+                self.restarts += 1
+                notes = (RESTARTED.format(why=f" because it had exited with code {code}"),)
+            if self._proc is None:
+                self._start()
+            assert self._proc is not None
+            # Under a supervisor (four.batch), another thread may kill the shell.
+            command = running(self._proc.pid, self._mark)
+            try:
+                ran = await self._run(action.command, notes, wait)
+            finally:
+                if command is not None:
+                    command.release()
+        except OSError as exc:
+            self._stop()
+            return Failure(ExecutionError(f"the shell {self.shell} failed: {exc}"))
+        except BaseException:
+            self._stop()  # Ctrl-C or a cancelled task mid-command: nothing of it may live on
+            raise
         return conclude(ran)
 
-    def _run(self, command: str, notes: tuple[str, ...] = ()) -> Ran:
+    async def _run(self, command: str, notes: tuple[str, ...], wait: Wait) -> Ran:
         assert self._proc is not None and self._proc.stdout is not None and self._dir
         start = time.monotonic()
-        self._send(command_line(self._dir, command))
+        # Bash reads a pipe one byte at a time: the command goes in a file, the line is short.
+        with open(os.path.join(self._dir, "command"), "w", errors="surrogateescape") as f:
+            f.write(command if command.endswith("\n") else command + "\n")
+        self._send(f". {shlex.quote(self._dir)}/run\n")
         output = OutputBuffer(self.max_output, self.exit_signal)
         fd = self._proc.stdout.fileno()
         scanner = Scanner(self._marker, output)
         deadline = start + self.timeout
-        selector = self._selector
-        assert selector is not None
         while (left := deadline - time.monotonic()) > 0:
-            data, exited = _read(selector, fd, left)
+            ready = await wait([fd, self._pidfd], left)
+            data = read_some(fd) if fd in ready else None
             if data:
                 code = scanner.feed(data)
                 if code is not None:
                     return Ran(code, output, time.monotonic() - start, notes=notes)
-            if exited or data == b"":
-                return self._died(output, scanner.pending, start, notes)
+            if self._pidfd in ready or data == b"":
+                # The shell ended during the command (``exit 3``, ``exec``, a crash, the kernel).
+                proc = self._proc
+                last = scanner.pending + await self._drain_and_stop(wait)
+                code, last = launcher_exit(proc.returncode, last)  # without unshare's words
+                why = RESTARTED.format(why=f" because it exited with code {code}")
+                output.feed(last)
+                output.finish()
+                notes += (KILLED, why) if code == -signal.SIGKILL else (why,)
+                return Ran(code, output, time.monotonic() - start, notes=notes)
         # Timeout: the command, the shell and all they started go; a new shell comes later.
-        output.feed(scanner.pending + self._drain_and_stop())
-        self.restarts += 1
+        output.feed(scanner.pending + await self._drain_and_stop(wait))
         output.finish()
         return Ran(
             None,
@@ -250,68 +250,17 @@ class ShellEnv(ClosedOnExit):
             notes=(*notes, RESTARTED.format(why="")),
         )
 
-    def _died(
-        self, output: OutputBuffer, pending: bytes, start: float, notes: tuple[str, ...]
-    ) -> Ran:
-        """The shell ended during the command (``exit 3``, ``exec``, a crash, the kernel)."""
-        assert self._proc is not None
-        proc = self._proc
-        last = pending + self._drain_and_stop()
-        self.restarts += 1
-        code, last, why = ended(proc.returncode, last)
-        output.feed(last)
-        output.finish()
-        return Ran(code, output, time.monotonic() - start, notes=(*notes, *why))
-
-    def _drain_and_stop(self) -> bytes:
-        """Kill the shell and all it started; what it still printed."""
+    async def _drain_and_stop(self, wait: Wait) -> bytes:
+        """Kill the shell and all it started; what it still printed. A new shell comes
+        with the next command."""
         assert self._proc is not None and self._proc.stdout is not None
         kill_group(self._proc.pid)
         kill_marked(self._mark)
-        fd = self._proc.stdout.fileno()
-        end = time.monotonic() + DRAIN
-        drained = []
-        with selectors.DefaultSelector() as selector:
-            selector.register(fd, selectors.EVENT_READ)
-            while (left := end - time.monotonic()) > 0:
-                data, _ = _read(selector, fd, left)
-                if data == b"":
-                    break
-                if data:
-                    drained.append(data)
+        drained: list[bytes] = []
+        await drain(self._proc.stdout.fileno(), drained.append, DRAIN, wait)
         self._stop()
+        self.restarts += 1
         return b"".join(drained)
-
-
-def ended(code: int | None, last: bytes) -> tuple[int | None, bytes, tuple[str, ...]]:
-    """How a shell that ended during a command ended: its exit code, its last output
-    without the launcher's own words, and the notes that say so."""
-    code, last = launcher_exit(code, last)
-    why = RESTARTED.format(why=f" because it exited with code {code}")
-    return code, last, (KILLED, why) if code == -signal.SIGKILL else (why,)
-
-
-def write_protocol(folder: str, mark: str) -> tuple[bytes, str | None]:
-    """Write a new shell's protocol file into ``folder``: the sentinel it prints (random,
-    one per shell: a command cannot print it by chance, and the shell is replaced after
-    anything that could leave stale output behind), and after a restart the line that
-    brings the last state back (with the new shell's ``mark``, not the dead one's)."""
-    token = "__FOUR_" + os.urandom(12).hex()
-    with open(os.path.join(folder, "run"), "w") as f:
-        f.write(_PROTOCOL.format(folder=shlex.quote(folder), token=token))
-    state = os.path.join(folder, "state")
-    restore = None
-    if os.path.exists(state):
-        restore = f"source {shlex.quote(state)} >/dev/null 2>&1; export {MARK}={mark}\n"
-    return f"{token} ".encode(), restore
-
-
-def command_line(folder: str, command: str) -> str:
-    """Write ``command`` where the protocol sources it; the line that runs it. (Bash reads
-    a pipe one byte at a time: the protocol is in a file, the line short.)"""
-    with open(os.path.join(folder, "command"), "w", errors="surrogateescape") as f:
-        f.write(command if command.endswith("\n") else command + "\n")
-    return f". {shlex.quote(folder)}/run\n"
 
 
 class Scanner:
@@ -345,21 +294,6 @@ class Scanner:
         self.output.feed(pending[:keep])
         self.pending = pending[keep:]
         return None
-
-
-def _read(selector: selectors.BaseSelector, fd: int, wait: float) -> tuple[bytes | None, bool]:
-    """Wait for output: (bytes read, b"" at its end, None if none yet; the shell exited)."""
-    data: bytes | None = None
-    exited = False
-    for key, _ in selector.select(wait):
-        if key.fd != fd:
-            exited = True
-            continue
-        try:
-            data = os.read(fd, CHUNK)
-        except BlockingIOError:
-            continue
-    return data, exited
 
 
 def _end(proc: subprocess.Popen[bytes], mark: str) -> None:

@@ -184,17 +184,12 @@ class ToolHost(ClosedOnExit):
         contained = self.contain(argv, cwd=cwd, env=env)
         proc = _spawn(contained, subprocess.DEVNULL, subprocess.PIPE, subprocess.PIPE)
         command = running(proc.pid, contained.mark, contained.kill_inside)
-        timed_out = False
+        timed_out = True  # until it has ended: an exception (Ctrl-C) kills it too
         try:
             out, err, timed_out = _collect(proc, timeout, limit)
-            if timed_out:
-                kill_group(proc.pid)
-                contained.kill_inside()
-        except BaseException:  # Ctrl-C: nothing of it may live on
-            kill_group(proc.pid)
-            contained.kill_inside()
-            raise
         finally:
+            if timed_out:  # nothing of it may live on
+                Started(proc, contained).kill()
             if command is not None:
                 command.release()
             code = proc.wait()
@@ -214,9 +209,7 @@ class ToolHost(ClosedOnExit):
             return
         self._closed = True
         try:
-            close = getattr(self.env, "close", None)
-            if callable(close):
-                close()
+            self.env.close()
         finally:
             if self._remove is not None:
                 self._remove()

@@ -73,9 +73,18 @@ class Workspace:
             raise ValueError(f"workspace: {str(root)!r} is not a folder; create it first")
         object.__setattr__(self, "root", resolved)
 
-    def refusal(self, path: str) -> str | None:
+    @staticmethod
+    def refusal(path: str) -> str | None:
         """Why ``path`` may not be edited, judged from its text alone; None if it may."""
-        return _refusal(path)
+        if not path or "\0" in path:
+            return f"{path!r}: not a file path"
+        if path.startswith(("/", "~")) or PurePosixPath(path).is_absolute():
+            return f"{path}: the path leaves the workspace (write paths relative to it)"
+        if ".." in PurePosixPath(path).parts:
+            return f"{path}: the path leaves the workspace ('..' is not allowed)"
+        if path.endswith("/"):
+            return f"{path}: a folder, not a file"
+        return None
 
     def read(self, path: str) -> str | None:
         """The text of ``path``, or None if it does not exist. Raises ``Refused``."""
@@ -262,20 +271,8 @@ def special_kind(mode: int) -> str:
     return "not a regular file"
 
 
-def _refusal(path: str) -> str | None:
-    if not path or "\0" in path:
-        return f"{path!r}: not a file path"
-    if path.startswith(("/", "~")) or PurePosixPath(path).is_absolute():
-        return f"{path}: the path leaves the workspace (write paths relative to it)"
-    if ".." in PurePosixPath(path).parts:
-        return f"{path}: the path leaves the workspace ('..' is not allowed)"
-    if path.endswith("/"):
-        return f"{path}: a folder, not a file"
-    return None
-
-
 def _parts(path: str) -> tuple[str, ...]:
-    refused = _refusal(path)
+    refused = Workspace.refusal(path)
     if refused is not None:
         raise Refused(refused)
     parts = tuple(p for p in PurePosixPath(path).parts if p != ".")
