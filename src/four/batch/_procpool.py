@@ -222,11 +222,7 @@ class ProcessSession:
         return {NODE: running} if running else {}
 
     def live_usage(self) -> Usage:
-        total = NO_USAGE
-        for worker in self._workers:
-            if worker.alive:
-                total += worker.usage
-        return total
+        return sum((w.usage for w in self._workers if w.alive), NO_USAGE)
 
     def spent(self, cost: float) -> None:
         self._spent = cost  # told to the workers at the next wait
