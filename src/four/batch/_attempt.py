@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeAlias, cast, overload
 
+from four._loop import is_async
 from four._outcomes import Crashed, Outcome
 from four._types import AsyncInvoke, Checked, Invoke, Watch
 from four.batch._items import Item, folder_name
@@ -58,9 +59,7 @@ class RunContext(Checked):
         has ended."""
         if not isinstance(self.watch, RunWatch):
             return G
-        if inspect.iscoroutinefunction(G) or inspect.iscoroutinefunction(
-            getattr(G, "__call__", None)  # noqa: B004
-        ):
+        if is_async(G):
             return AsyncMetered(cast(AsyncInvoke, G), self.watch)
         return Metered(cast(Invoke, G), self.watch)
 

@@ -1,7 +1,7 @@
 """Where a batch's runs go: a pool opens a session that runs items and hands back results.
 
 ``ThreadPool`` and ``AsyncPool`` (``_pool``) run them in this process; ``RayPool``
-(``_raypool``) on a Ray cluster.
+(``_pool`` too) on a Ray cluster.
 """
 
 from __future__ import annotations

@@ -278,8 +278,8 @@ def cost(prompt_tokens: int, completion_tokens: int, prices: Prices) -> float:
 
 def _usage(response: object, prices: Prices | None) -> Usage:
     raw = getattr(response, "usage", None)
-    prompt = _int(getattr(raw, "prompt_tokens", None))
-    completion = _int(getattr(raw, "completion_tokens", None))
+    prompt = whole(getattr(raw, "prompt_tokens", None))
+    completion = whole(getattr(raw, "completion_tokens", None))
     if raw is None:
         return Usage(0, 0, None)
     if prices is not None:
@@ -338,7 +338,8 @@ def _text(value: object) -> str:
     return ""
 
 
-def _int(value: object) -> int:
+def whole(value: object) -> int:
+    """A count a provider reported (0 when it is none)."""
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 

@@ -7,6 +7,7 @@ result from its call: what is left out or summarised is a run of whole turns.
 
 from __future__ import annotations
 
+import bisect
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -116,14 +117,8 @@ def window(messages: Sequence[Message], counter: Counter, limit: int) -> list[Me
 
     if not cuts or fits(cuts[0]):
         return list(messages)
-    lo, hi = 0, len(cuts) - 1  # fits(cuts[hi]) is what we search for; shorter tails fit better
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if fits(cuts[mid]):
-            hi = mid
-        else:
-            lo = mid + 1
-    return _with_note(head, messages, cuts[lo])
+    first = bisect.bisect_left(cuts, True, key=fits)  # shorter tails fit better
+    return _with_note(head, messages, cuts[min(first, len(cuts) - 1)])
 
 
 def _with_note(head: list[Message], messages: Sequence[Message], cut: int) -> list[Message]:

@@ -30,7 +30,7 @@ from four._types import (
     ToolCall,
     Usage,
 )
-from four.invoke._chat import DEFAULT_TIMEOUT, Prices, cost, tool_call
+from four.invoke._chat import DEFAULT_TIMEOUT, Prices, cost, tool_call, whole
 from four.invoke._convert import responses_tool, to_responses_input, with_bash
 from four.invoke._errors import kind_of_status, kind_of_transport, retry_after
 
@@ -253,8 +253,5 @@ def _texts(parts: JSON, kind: str) -> list[str]:
 def _usage(raw: JSON, prices: Prices | None) -> Usage:
     if not isinstance(raw, dict):
         return Usage(0, 0, None)
-    prompt = raw.get("input_tokens")
-    completion = raw.get("output_tokens")
-    p = prompt if isinstance(prompt, int) else 0
-    c = completion if isinstance(completion, int) else 0
+    p, c = whole(raw.get("input_tokens")), whole(raw.get("output_tokens"))
     return Usage(p, c, cost(p, c, prices) if prices is not None else None)
