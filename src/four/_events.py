@@ -12,11 +12,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
-from four._checked import check_fields
 from four._outcomes import Outcome
 from four._types import (
     JSON,
     Action,
+    Checked,
     ExecutionError,
     Feedback,
     Message,
@@ -30,17 +30,14 @@ from four._types import (
 
 
 @dataclass(frozen=True, slots=True)
-class RunBegan:
+class RunBegan(Checked):
     """The run starts: what it was started with (its ``started_at`` included)."""
 
     info: RunInfo
 
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
-
 
 @dataclass(frozen=True, slots=True)
-class ModelCalled:
+class ModelCalled(Checked):
     """G answered (a reply, or an error). ``history`` is what it was sent (the run's own
     list: read it before ``hear`` returns, never keep it)."""
 
@@ -49,12 +46,9 @@ class ModelCalled:
     started: float
     ended: float
 
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
-
 
 @dataclass(frozen=True, slots=True)
-class ActionRan:
+class ActionRan(Checked):
     """V2 ran one action; its answer goes to ``position`` of the history (if it has one)."""
 
     action: Action
@@ -63,12 +57,9 @@ class ActionRan:
     ended: float
     position: int
 
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
-
 
 @dataclass(frozen=True, slots=True)
-class Judged:
+class Judged(Checked):
     """The check judged a claim (or, at the end, the final state): its judgement, and the
     judge's record after it (``Judge.record``: the verdict log, with what was new)."""
 
@@ -77,20 +68,14 @@ class Judged:
     started: float
     ended: float
 
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
-
 
 @dataclass(frozen=True, slots=True)
-class RunEnded:
+class RunEnded(Checked):
     """The run ended (``stats.ended_at``), told once its record was emitted, or failed
     to be."""
 
     outcome: Outcome
     stats: RunStats
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 Event: TypeAlias = RunBegan | ModelCalled | ActionRan | Judged | RunEnded

@@ -180,19 +180,6 @@ def _drain(fd: int, name: str, max_bytes: int, deadline: float | None) -> bytes:
     return bytes(data)
 
 
-def read_head(path: str | os.PathLike[str], size: int, *, follow: bool = True) -> bytes:
-    """At most the first ``size`` bytes of ``path`` (any length of file), refused as
-    ``open_regular`` refuses what is not a regular file.
-
-    >>> read_head("missing.json", 10)
-    Traceback (most recent call last):
-    ...
-    four._files.Unreadable: cannot read missing.json: No such file or directory
-    """
-    with open_regular(path, max_bytes=ANY_SIZE, follow=follow) as f:
-        return f.read(size)
-
-
 @dataclass(frozen=True, slots=True)
 class Listing:
     """One folder as a walk found it: its regular files and, named with why, the

@@ -257,7 +257,7 @@ class Awaited(Plain):
         self, G: Callable[..., object], V1: Parse, V2: Callable[..., object], key: Hashable
     ) -> None:
         super().__init__(G, V1, V2)
-        self._G_awaits, self._V2_awaits, self._key = _is_async(G), _is_async(V2), key
+        self._G_awaits, self._V2_awaits, self._key = is_async(G), is_async(V2), key
 
     async def G(self, history: Sequence[Message]) -> Reply | ModelError:
         return reply_of(await self._call("G", self._G, self._G_awaits, history))
@@ -327,7 +327,9 @@ def _call(component: str, fn: Callable[..., object], *args: object) -> object:
         raise ComponentRaised(component, exc) from exc  # type: ignore[arg-type]
 
 
-def _is_async(fn: object) -> bool:
+def is_async(fn: object) -> bool:
+    """Whether calling ``fn`` makes a coroutine: an ``async def``, or an object whose
+    ``__call__`` is one."""
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
         getattr(fn, "__call__", None)  # noqa: B004  (an object with an async __call__)
     )

@@ -24,6 +24,17 @@ if TYPE_CHECKING:  # annotations only: `import four` does not load returns
 
 JSON: TypeAlias = "bool | int | float | str | list[JSON] | dict[str, JSON] | None"
 
+
+class Checked:
+    """A record's fields checked when it is made (``check_fields``): a wrong value named
+    there, not deep inside a run."""
+
+    __slots__ = ()
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
 EXIT_SIGNAL = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 """The line with which an agent submits: alone on a line of a reply, or as the first line
 of a command's output (the rest of the output is the submission)."""
@@ -38,10 +49,6 @@ ToolResultKind: TypeAlias = Literal[
 
 FinishReason: TypeAlias = Literal["stop", "length", "tool_calls", "content_filter", "other"]
 """Why the provider ended a reply; a reason outside this set is stored as ``other``."""
-
-FINISH_REASONS: frozenset[str] = frozenset(
-    {"stop", "length", "tool_calls", "content_filter", "other"}
-)
 
 
 def user_kind(value: object) -> UserKind:
@@ -123,15 +130,12 @@ NO_USAGE = Usage(calls=0)
 
 
 @dataclass(frozen=True, slots=True)
-class System:
+class System(Checked):
     content: str
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 @dataclass(frozen=True, slots=True)
-class User:
+class User(Checked):
     """A user turn. ``kind`` says what the loop put there, for readers of trajectories
     (never sent): ``task``, ``observation`` (text mode), ``format_error``, ``feedback``
     (a check's verdict), or ``text``. ``returncode`` is an observation's exit status,
@@ -142,24 +146,18 @@ class User:
     returncode: int | None = None
     command: str | None = field(default=None, compare=False)  # for readers only
 
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
-
 
 @dataclass(frozen=True, slots=True)
-class ToolCall:
+class ToolCall(Checked):
     """One tool call of an assistant turn. ``arguments`` is the JSON text the model wrote."""
 
     id: str
     name: str
     arguments: str  # JSON text: an object a client decoded goes back to text (json.dumps)
 
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
-
 
 @dataclass(frozen=True, slots=True)
-class Sampling:
+class Sampling(Checked):
     """How a model call samples: ``temperature`` (None: the provider's default) and
     ``seed`` (None: none sent). A run at temperature 0 gives the same reply to the same
     history, nearly always; another temperature and seed give another draw.
@@ -171,12 +169,9 @@ class Sampling:
     temperature: float | None = None
     seed: int | None = None
 
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
-
 
 @dataclass(frozen=True, slots=True)
-class CycleBreak:
+class CycleBreak(Checked):
     """What was changed in the model call that made a reply, because the model was
     repeating itself (see ``four.invoke.cycle_breaking_invoke``): kept in the
     trajectory with the reply, never sent.
@@ -194,12 +189,9 @@ class CycleBreak:
     sampling: Sampling | None = None
     discarded: int = 0
 
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
-
 
 @dataclass(frozen=True, slots=True)
-class Assistant:
+class Assistant(Checked):
     """A model reply, as stored in the history.
 
     ``reasoning`` is kept apart from ``content`` and never parsed for actions.
@@ -217,9 +209,6 @@ class Assistant:
     model: str = ""
     cycle_break: CycleBreak | None = field(default=None, compare=False)  # for readers only
 
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
-
     @property
     def truncated(self) -> bool:
         """The provider cut the reply off at its token limit."""
@@ -227,7 +216,7 @@ class Assistant:
 
 
 @dataclass(frozen=True, slots=True)
-class ToolResult:
+class ToolResult(Checked):
     """The answer to one tool call, paired with it by ``tool_call_id``. ``kind`` (never
     sent): ``observation``, ``rejected`` (V1 could not read the call), ``format_error``,
     ``feedback`` (a check's verdict), ``submission``, ``error``, or ``skipped`` (the run
@@ -241,9 +230,6 @@ class ToolResult:
     returncode: int | None = None
     command: str | None = field(default=None, compare=False)  # for readers only
 
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
-
 
 Message: TypeAlias = System | User | Assistant | ToolResult
 Reply: TypeAlias = Assistant
@@ -253,29 +239,23 @@ Reply: TypeAlias = Assistant
 
 
 @dataclass(frozen=True, slots=True)
-class Action:
+class Action(Checked):
     """A command to execute. ``call_id`` pairs it with the tool call it came from."""
 
     command: str
     call_id: str | None = None
 
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
-
 
 @dataclass(frozen=True, slots=True)
-class Rejected:
+class Rejected(Checked):
     """A tool call V1 could not read. The loop answers it with ``error``; nothing runs."""
 
     call_id: str
     error: str
 
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
-
 
 @dataclass(frozen=True, slots=True)
-class Observation:
+class Observation(Checked):
     """What executing an action showed. ``content`` is what the model sees."""
 
     content: str
@@ -283,41 +263,29 @@ class Observation:
     timed_out: bool = False
     duration: float = 0.0
 
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
-
 
 # --- errors (the Err sides of the arrows) ----------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
-class FormatError:
+class FormatError(Checked):
     """V1 could not read the reply. ``feedback`` goes back to the model verbatim."""
 
     feedback: str
 
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
-
 
 @dataclass(frozen=True, slots=True)
-class Submitted:
+class Submitted(Checked):
     """The agent claims completion; ``output`` is its final submission."""
 
     output: str
 
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
-
 
 @dataclass(frozen=True, slots=True)
-class ExecutionError:
+class ExecutionError(Checked):
     """V2 cannot go on (a dead container, a missing shell). Ends the run."""
 
     message: str
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 class ModelErrorKind(enum.StrEnum):
@@ -352,7 +320,7 @@ _TRANSIENT = frozenset(
 
 
 @dataclass(frozen=True, slots=True)
-class ModelError:
+class ModelError(Checked):
     """G failed. ``usage`` counts what was billed before the failure."""
 
     kind: ModelErrorKind
@@ -362,23 +330,17 @@ class ModelError:
     attempts: int = 1
     usage: Usage | None = None
 
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
-
     def __str__(self) -> str:
         return f"{self.kind}: {self.message}"
 
 
 @dataclass(frozen=True, slots=True)
-class Feedback:
+class Feedback(Checked):
     """A judgement that the run goes on: ``text`` goes to the model, and ``steps`` more
     G calls are allowed (more work admitted)."""
 
     text: str
     steps: int = 0
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 # --- the four arrows ----------------------------------------------------------------
@@ -440,7 +402,7 @@ class Emit(Protocol[T_co]):
 
 
 @dataclass(frozen=True, slots=True)
-class RunInfo:
+class RunInfo(Checked):
     """What a run was started with: stored at the head of its trajectory."""
 
     components: Mapping[str, JSON]
@@ -449,12 +411,9 @@ class RunInfo:
     started_at: float
     resumed_from: int = 0
 
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
-
 
 @dataclass(frozen=True, slots=True)
-class RunStats:
+class RunStats(Checked):
     """What a run used, known when it ends."""
 
     steps: int
@@ -463,9 +422,6 @@ class RunStats:
     ended_at: float
     format_errors: int = 0
     extra: Mapping[str, JSON] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     @property
     def wall_time(self) -> float:

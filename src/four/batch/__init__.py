@@ -67,8 +67,8 @@ if TYPE_CHECKING:  # names load on first use: `four batch --help` imports none o
     from four.batch._manifest import read_manifest as read_manifest
     from four.batch._manifest import read_results as read_results
     from four.batch._pool import AsyncPool as AsyncPool
+    from four.batch._pool import RayPool as RayPool
     from four.batch._pool import ThreadPool as ThreadPool
-    from four.batch._raypool import RayPool as RayPool
     from four.batch._result import RunResult as RunResult
     from four.batch._session import Pool as Pool
     from four.batch._session import Session as Session

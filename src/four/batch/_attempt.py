@@ -13,17 +13,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeAlias, cast, overload
 
-from four._checked import check_fields
+from four._loop import is_async
 from four._outcomes import Crashed, Outcome
-from four._types import AsyncInvoke, Invoke, Watch
+from four._types import AsyncInvoke, Checked, Invoke, Watch
 from four.batch._items import Item, folder_name
-from four.batch._result import RunResult, Saved, just_sealed, read_saved
+from four.batch._result import RunResult, Saved, just_sealed, read_saved, read_stream
 from four.batch._supervisor import AsyncMetered, Metered, RunWatch, Supervisor
 from four.execute._interrupt import interruptible
 
 
 @dataclass(frozen=True, slots=True)
-class RunContext:
+class RunContext(Checked):
     """What ``make_run`` gets for one item: the item, a folder for its trajectory, and
     the supervisor's ``watch`` to pass to ``four.run``.
 
@@ -40,9 +40,6 @@ class RunContext:
     output_dir: Path
     watch: Watch
     attempt: int = 1
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     @property
     def id(self) -> str:
@@ -62,9 +59,7 @@ class RunContext:
         has ended."""
         if not isinstance(self.watch, RunWatch):
             return G
-        if inspect.iscoroutinefunction(G) or inspect.iscoroutinefunction(
-            getattr(G, "__call__", None)  # noqa: B004
-        ):
+        if is_async(G):
             return AsyncMetered(cast(AsyncInvoke, G), self.watch)
         return Metered(cast(Invoke, G), self.watch)
 
@@ -96,22 +91,12 @@ def run_attempt(
     An async ``make_run`` is run to its end on an event loop of this thread. ``key`` is
     how the supervisor knows the run (``attempt_key``; a new one when None).
     """
-    begun = _Attempt.begin(item, root, attempt, node, key)
-    if isinstance(begun, RunResult):
-        return begun
-    watch = supervisor.open(begun.key)
-    returned: object = None
-    error: str | None = None
+    plain = _attempted(make_run, item, root, supervisor, attempt, node, key, _called)
     try:
-        with interruptible(begun.key):
-            returned = make_run(RunContext(item, begun.folder, watch, attempt))
-            if inspect.isawaitable(returned):
-                returned = asyncio.run(_awaited(returned))
-    except Exception as exc:
-        error = f"{type(exc).__name__}: {exc}"
-    finally:
-        supervisor.done(watch)
-    return begun.result(returned, error, watch)
+        plain.send(None)  # nothing in it waits: it ends at once
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    raise AssertionError("a plain attempt waited")
 
 
 async def arun_attempt(
@@ -124,26 +109,51 @@ async def arun_attempt(
 ) -> RunResult:
     """``run_attempt`` as a task of an event loop: an async ``make_run`` is awaited (a
     plain one runs in a worker thread)."""
-    begun = _Attempt.begin(item, root, attempt, node)
+    return await _attempted(make_run, item, root, supervisor, attempt, node, None, _awaited)
+
+
+async def _attempted(
+    make_run: MakeRun,
+    item: Item,
+    root: Path,
+    supervisor: Supervisor,
+    attempt: int,
+    node: str,
+    key: str | None,
+    call: Callable[[MakeRun, RunContext], Awaitable[object]],
+) -> RunResult:
+    """One attempt, written once: ``call`` runs ``make_run`` plainly or awaited."""
+    begun = _Attempt.begin(item, root, attempt, node, key)
     if isinstance(begun, RunResult):
         return begun
     watch = supervisor.open(begun.key)
     returned: object = None
     error: str | None = None
     try:
-        with interruptible(begun.key):  # per task: a context variable
-            context = RunContext(item, begun.folder, watch, attempt)
-            if inspect.iscoroutinefunction(make_run):
-                returned = await make_run(context)
-            else:
-                returned = await asyncio.to_thread(make_run, context)
-            if inspect.isawaitable(returned):
-                returned = await returned
+        with interruptible(begun.key):  # (in a task: a context variable, the task's own)
+            returned = await call(make_run, RunContext(item, begun.folder, watch, attempt))
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"
     finally:
         supervisor.done(watch)
     return begun.result(returned, error, watch)
+
+
+async def _called(make_run: MakeRun, context: RunContext) -> object:
+    returned = make_run(context)
+    return asyncio.run(_value(returned)) if inspect.isawaitable(returned) else returned
+
+
+async def _awaited(make_run: MakeRun, context: RunContext) -> object:
+    if inspect.iscoroutinefunction(make_run):
+        returned = await make_run(context)
+    else:
+        returned = await asyncio.to_thread(make_run, context)
+    return await returned if inspect.isawaitable(returned) else returned
+
+
+async def _value(value: Awaitable[object]) -> object:
+    return await value
 
 
 def recovered(item: Item, streams: list[Path], attempt: int, node: str) -> RunResult | None:
@@ -169,10 +179,6 @@ def item_of(key: str) -> str:
     """The item id of an attempt's key (``<id>#<attempt>#<random>``, as the supervisor
     knows the run)."""
     return key.rsplit("#", 2)[0]
-
-
-async def _awaited(value: Awaitable[object]) -> object:
-    return await value
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,22 +272,14 @@ def _saved(returned: object, folder: Path, before: set[str]) -> Saved | None:
         new = [folder / n for n in _streams(folder) - before]
     except OSError:
         return None
-    for stream in sorted(new, key=_mtime, reverse=True):
-        sealed = stream.with_suffix(".json")
-        saved = read_saved(sealed if sealed.is_file() else stream)
-        if saved is not None:
-            return saved
-    return None
+    newest_first = sorted(new, key=_mtime, reverse=True)
+    return next((s for s in map(read_stream, newest_first) if s is not None), None)
 
 
 def _ended(streams: list[Path]) -> Saved | None:
     """The newest of ``streams`` whose run ended (its sealed document, when there)."""
-    for stream in sorted(streams, key=_mtime, reverse=True):
-        sealed = stream.with_suffix(".json")
-        saved = read_saved(sealed if sealed.is_file() else stream)
-        if saved is not None and saved.outcome is not None:
-            return saved
-    return None
+    saved = map(read_stream, sorted(streams, key=_mtime, reverse=True))
+    return next((s for s in saved if s is not None and s.outcome is not None), None)
 
 
 def _mtime(path: Path) -> float:

@@ -10,16 +10,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from four import _arguments as arguments
-from four._checked import check_fields
 from four._outcomes import Interrupted, Outcome, TimeLimitReached
-from four._types import JSON, NO_USAGE, Usage
+from four._types import JSON, NO_USAGE, Checked, Usage
 from four.batch._attempt import MakeRun
 from four.batch._items import Item, folder_name, item_from_json
 from four.batch._lock import FolderLock, Lease
 from four.batch._manifest import ManifestWriter, read_results
 from four.batch._pool import AsyncPool, ThreadPool
 from four.batch._publish import Publisher
-from four.batch._result import RunResult, Saved, read_saved
+from four.batch._result import RunResult, Saved, read_stream
 from four.batch._session import Pool, Session, Spec
 from four.batch._supervisor import cost_limit_reached
 from four.trajectory._destination import Remote, is_url
@@ -29,7 +28,7 @@ TICK = 0.25
 
 
 @dataclass(frozen=True, slots=True)
-class Progress:
+class Progress(Checked):
     """Where a batch stands, as ``on_progress`` is told.
 
     ``total`` is the number of items when known; ``skipped`` were finished by an earlier
@@ -51,9 +50,6 @@ class Progress:
     elapsed: float
     stopping: str | None = None
     nodes: Mapping[str, int] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     @property
     def eta(self) -> float | None:
@@ -148,7 +144,6 @@ def iter_runs(
         pool if pool is not None else _default_pool(make_run),
         resume,
         len(items) if isinstance(items, Sized) else None,
-        max_cost,
         max_wall_time,
         on_progress,
         remote,
@@ -201,42 +196,32 @@ def _default_pool(make_run: MakeRun) -> Pool:
     return AsyncPool() if inspect.iscoroutinefunction(make_run) else ThreadPool()
 
 
+@dataclass(eq=False)
 class _Batch:
     """The scheduling loop of one invocation (the generator behind ``iter_runs``)."""
 
-    writer: ManifestWriter
-    session: Session
-
-    def __init__(
-        self,
-        spec: Spec,
-        pool: Pool,
-        resume: bool,
-        total: int | None,
-        max_cost: float | None,
-        max_wall_time: float | None,
-        on_progress: Callable[[Progress], None] | None,
-        remote: Remote | None = None,
-    ) -> None:
-        self.spec = spec
-        self.remote = remote
-        self.publisher: Publisher | None = None
-        self.pool = pool
-        self.resume = resume
-        self.total = total
-        self.max_cost = max_cost
-        self.max_wall_time = max_wall_time
-        self.on_progress = on_progress
-        self.started = time.monotonic()
-        self.stopping: Outcome | None = None
-        self.skipped = self.done = self.failed = 0
-        self.spent = 0.0
-        self.seen: set[str] = set()
-        self.finished: set[str] = set()
-        self.accounted: set[str] = set()  # streams whose spend a manifest line carries
-        self.carried: dict[str, tuple[Usage, tuple[str, ...]]] = {}  # by item id
-        self.lease: Lease | None = None
-        self.folder_lock: FolderLock | None = None
+    spec: Spec
+    pool: Pool
+    resume: bool
+    total: int | None
+    max_wall_time: float | None
+    on_progress: Callable[[Progress], None] | None
+    remote: Remote | None = None
+    publisher: Publisher | None = None
+    started: float = field(default_factory=time.monotonic)
+    stopping: Outcome | None = None
+    skipped: int = 0
+    done: int = 0
+    failed: int = 0
+    spent: float = 0.0
+    seen: set[str] = field(default_factory=set)
+    finished: set[str] = field(default_factory=set)
+    accounted: set[str] = field(default_factory=set)  # streams whose spend a line carries
+    carried: dict[str, tuple[Usage, tuple[str, ...]]] = field(default_factory=dict)  # by id
+    lease: Lease | None = None
+    folder_lock: FolderLock | None = None
+    writer: ManifestWriter = field(init=False)
+    session: Session = field(init=False)
 
     def results(
         self, source: Iterator[Item | Mapping[str, JSON]]
@@ -357,21 +342,15 @@ class _Batch:
         lost: list[tuple[str, Saved]] = []
         for stream in sorted(folder.glob("*.jsonl"), reverse=True):  # (named by start time)
             name = stream.relative_to(root).as_posix()
-            sealed = stream.with_suffix(".json")
-            saved = (
-                read_saved(sealed if sealed.is_file() else stream)
-                if name not in self.accounted
-                else None
-            )
-            if saved is not None:
+            if name not in self.accounted and (saved := read_stream(stream)) is not None:
                 lost.append((name, saved))
         if not lost:
             return None
         ended = next(((n, s) for n, s in lost if s.outcome is not None), None)
         others = [(n, s) for n, s in lost if (n, s) != ended]
-        usage = NO_USAGE
-        for _, saved in others:
-            usage += Usage(saved.prompt_tokens, saved.completion_tokens, saved.cost)
+        usage = sum(
+            (Usage(s.prompt_tokens, s.completion_tokens, s.cost) for _, s in others), NO_USAGE
+        )
         names = tuple(n for n, _ in others)
         self.accounted.update(n for n, _ in lost)
         if ended is None:
@@ -423,8 +402,8 @@ class _Batch:
                     kill=True,
                 )
                 return
-        if self.max_cost is not None and self._cost() >= self.max_cost:
-            self._stop(cost_limit_reached(self.max_cost), kill=False)
+        if self.spec.max_cost is not None and self._cost() >= self.spec.max_cost:
+            self._stop(cost_limit_reached(self.spec.max_cost), kill=False)
 
     def _stop(self, outcome: Outcome, *, kill: bool) -> None:
         self.stopping = outcome

@@ -6,7 +6,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -66,7 +66,9 @@ def read_items(path: str | os.PathLike[str]) -> list[Item]:
     """
     items: list[Item] = []
     seen: set[str] = set()
-    for number, line in _lines(Path(path)):
+    for number, line in enumerate(Path(path).read_text("utf-8").split("\n"), 1):
+        if not line.strip():
+            continue
         where = f"{path}:{number}"
         try:
             data = json.loads(line)
@@ -80,13 +82,6 @@ def read_items(path: str | os.PathLike[str]) -> list[Item]:
         seen.add(item.id)
         items.append(item)
     return items
-
-
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            if line.strip():
-                yield number, line
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")

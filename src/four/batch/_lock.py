@@ -301,8 +301,7 @@ class Lease:
         while not self._stop.wait(self.ttl / 3):
             try:
                 current = self._read()
-                mine = current is not None and current[0] is not None
-                if not mine or current is None or current[0] is None:
+                if current is None or current[0] is None:
                     self.lost = f"{self.url}: the batch's lock was removed"
                     return
                 if current[0].token != self._token:

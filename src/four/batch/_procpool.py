@@ -27,7 +27,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from multiprocessing.process import BaseProcess
 from pathlib import Path
@@ -99,22 +99,6 @@ _Said = _Ready | _Failed | _Report
 """What a worker sends the batch."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Setup:
-    """What a worker is started with (``make_run`` pickled: it loads it itself, so a
-    failure to load is a message, not a dead process)."""
-
-    number: int
-    make_run: bytes
-    output_dir: Path
-    max_concurrency: int
-    time_limit: float | None
-    stall_timeout: float | None
-    max_cost: float | None
-    gc_threshold: int | None
-    journal: Path
-
-
 # --- the batch's side -------------------------------------------------------------------
 
 
@@ -142,7 +126,7 @@ class ProcessSession:
         self._spec = spec
         self._where = f"AsyncPool(processes={processes})"
         try:
-            blob = pickle.dumps(spec.make_run)
+            blob = pickle.dumps(spec)  # (its make_run is what may not pickle)
         except Exception as exc:
             raise TypeError(
                 f"{self._where}: make_run must pickle to reach the worker processes (start "
@@ -160,15 +144,11 @@ class ProcessSession:
         try:
             for number in range(1, processes + 1):
                 journal = Path(tempfile.gettempdir()) / f"{tag}-{number}.journal"
-                setup = _Setup(
-                    number, blob, spec.output_dir, spec.max_concurrency, spec.time_limit,
-                    spec.stall_timeout, spec.max_cost, gc_threshold, journal,
-                )  # fmt: skip
                 commands_in, commands = context.Pipe(duplex=False)
                 reports, reports_out = context.Pipe(duplex=False)
                 process = context.Process(
                     target=_worker_main,
-                    args=(setup, commands_in, reports_out),
+                    args=(blob, gc_threshold, journal, commands_in, reports_out),
                     name=f"four-batch-worker-{number}",
                     daemon=True,  # ended at this interpreter's exit, should close be skipped
                 )
@@ -222,11 +202,7 @@ class ProcessSession:
         return {NODE: running} if running else {}
 
     def live_usage(self) -> Usage:
-        total = NO_USAGE
-        for worker in self._workers:
-            if worker.alive:
-                total += worker.usage
-        return total
+        return sum((w.usage for w in self._workers if w.alive), NO_USAGE)
 
     def spent(self, cost: float) -> None:
         self._spent = cost  # told to the workers at the next wait
@@ -251,21 +227,16 @@ class ProcessSession:
 
     def _await_ready(self) -> None:
         """Wait until every worker has loaded make_run; raise if one cannot."""
-        waiting: dict[object, _Worker] = {w.reports: w for w in self._workers}
+        waiting = list(self._workers)
         deadline = time.monotonic() + READY_WITHIN
         while waiting:
             left = deadline - time.monotonic()
             if left <= 0:
-                numbers = ", ".join(str(w.number) for w in waiting.values())
+                numbers = ", ".join(str(w.number) for w in waiting)
                 raise RuntimeError(
                     f"{self._where}: worker process {numbers} not ready within {READY_WITHIN:g} s"
                 )
-            by_handle: dict[object, _Worker] = dict(waiting)
-            by_handle.update({w.process.sentinel: w for w in waiting.values()})
-            for ready in mpc.wait(_handles(waiting.values()), left):
-                worker = by_handle[ready]
-                if worker.reports not in waiting:
-                    continue
+            for worker in _heard(waiting, left):
                 said: _Said | None = None
                 with contextlib.suppress(EOFError, OSError):
                     if worker.reports.poll():
@@ -283,7 +254,7 @@ class ProcessSession:
                         f"{_ended(worker.process)} before it was ready (its error is above; a "
                         'script starting worker processes needs `if __name__ == "__main__":`)'
                     )
-                waiting.pop(worker.reports, None)
+                waiting.remove(worker)
 
     def _flush(self) -> None:
         for worker in self._workers:
@@ -307,12 +278,7 @@ class ProcessSession:
 
     def _receive(self, timeout: float) -> None:
         live = [w for w in self._workers if w.alive]
-        if not live:
-            return
-        by_handle: dict[object, _Worker] = {w.reports: w for w in live}
-        by_handle.update({w.process.sentinel: w for w in live})
-        for handle in mpc.wait(_handles(live), timeout):
-            worker = by_handle[handle]
+        for worker in _heard(live, timeout) if live else ():
             if worker.alive:
                 self._drain(worker)
 
@@ -375,9 +341,13 @@ class ProcessSession:
             worker.process.close()
 
 
-def _handles(workers: Iterable[_Worker]) -> list[mpc.Connection | int]:
-    """What tells of each worker: its reports, and its process's end."""
-    return [h for w in workers for h in (w.reports, w.process.sentinel)]
+def _heard(workers: list[_Worker], timeout: float) -> list[_Worker]:
+    """The workers that sent a report or whose process ended, within ``timeout`` s."""
+    by_handle: dict[object, _Worker] = {}
+    for w in workers:
+        by_handle[w.reports] = by_handle[w.process.sentinel] = w
+    ready = mpc.wait([h for w in workers for h in (w.reports, w.process.sentinel)], timeout)
+    return list(dict.fromkeys(by_handle[h] for h in ready))
 
 
 def _lost(
@@ -419,23 +389,26 @@ def _deaf_to_ctrl_c() -> Iterator[None]:
 # --- the worker's side ------------------------------------------------------------------
 
 
-def _worker_main(setup: _Setup, commands: mpc.Connection, reports: mpc.Connection) -> None:
-    """A worker process: load make_run, open an in-process AsyncPool, relay."""
+def _worker_main(
+    blob: bytes,
+    gc_threshold: int | None,
+    journal_path: Path,
+    commands: mpc.Connection,
+    reports: mpc.Connection,
+) -> None:
+    """A worker process: load the spec, open an in-process AsyncPool, relay. The spec
+    comes pickled, so a ``make_run`` it cannot load is a message, not a dead process."""
     # Ctrl-C is the batch's to handle: it stops us. A handler, not SIG_IGN, so the
     # commands the runs start get the default back at their exec.
     signal.signal(signal.SIGINT, _ignore)
     try:
-        make_run = pickle.loads(setup.make_run)
+        spec: Spec = pickle.loads(blob)
     except Exception as exc:
         reports.send(_Failed(f"{type(exc).__name__}: {exc}"))
         return
-    spec = Spec(
-        make_run, setup.output_dir, setup.max_concurrency, setup.time_limit,
-        setup.stall_timeout, setup.max_cost,
-    )  # fmt: skip
-    journal = Journal(setup.journal)  # what a SIGKILL leaves running, for the batch to kill
+    journal = Journal(journal_path)  # what a SIGKILL leaves running, for the batch to kill
     journal.open()
-    session = AsyncSession(spec, setup.gc_threshold)
+    session = AsyncSession(spec, gc_threshold)
     try:
         reports.send(_Ready(os.getpid()))
         _Relay(session, commands, reports).serve()

@@ -10,10 +10,9 @@ from pathlib import Path
 
 import msgspec
 
-from four._checked import check_fields
 from four._files import read_regular
 from four._outcomes import outcome_tag
-from four._types import JSON
+from four._types import JSON, Checked
 from four.trajectory._load import TrajectoryError, load_head, stream_lines
 from four.trajectory._record import AssistantRecord, End, Line, Start, Stats, stats_of
 from four.trajectory._save import sealed_here
@@ -23,7 +22,7 @@ SUBMITTED = frozenset({"exit:task_complete", "accepted"})
 
 
 @dataclass(frozen=True, slots=True)
-class RunResult:
+class RunResult(Checked):
     """One finished item of a batch, as its manifest line records it.
 
     ``outcome`` is the run's outcome text (``exit:task_complete``, ``stalled: ...``,
@@ -57,9 +56,6 @@ class RunResult:
     node: str = ""
     fields: Mapping[str, JSON] = field(default_factory=dict)
     lost_streams: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     @property
     def tag(self) -> str:
@@ -161,6 +157,12 @@ def read_saved(path: str | os.PathLike[str]) -> Saved | None:
     except TrajectoryError:
         return None
     return _with_stats(p, head.outcome, head.stats)
+
+
+def read_stream(stream: Path) -> Saved | None:
+    """``read_saved`` of a run's ``.jsonl`` stream, or of its sealed ``.json`` when there."""
+    sealed = stream.with_suffix(".json")
+    return read_saved(sealed if sealed.is_file() else stream)
 
 
 def just_sealed(path: Path) -> Saved | None:

@@ -1,7 +1,7 @@
 """Where a batch's runs go: a pool opens a session that runs items and hands back results.
 
 ``ThreadPool`` and ``AsyncPool`` (``_pool``) run them in this process; ``RayPool``
-(``_raypool``) on a Ray cluster.
+(``_pool`` too) on a Ray cluster.
 """
 
 from __future__ import annotations
@@ -10,16 +10,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from four._checked import check_fields
 from four._outcomes import Outcome
-from four._types import Usage
+from four._types import Checked, Usage
 from four.batch._attempt import MakeRun
 from four.batch._items import Item
 from four.batch._result import RunResult
 
 
 @dataclass(frozen=True, slots=True)
-class Spec:
+class Spec(Checked):
     """What a session needs to run a batch's items."""
 
     make_run: MakeRun
@@ -28,9 +27,6 @@ class Spec:
     time_limit: float | None = None
     stall_timeout: float | None = None
     max_cost: float | None = None
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 class Session(Protocol):

@@ -224,13 +224,7 @@ class Supervisor:
 
     def live_usage(self) -> Usage:
         """What the metered model calls of the runs being watched have used so far."""
-        with self._lock:
-            watches = list(self._watches.values())
-        total = NO_USAGE
-        for watch in watches:
-            if watch.usage is not NO_USAGE:  # unmetered or not called yet: nothing to add
-                total += watch.usage
-        return total
+        return sum(self.live_usages().values(), NO_USAGE)
 
     def live_usages(self) -> dict[str, Usage]:
         """``live_usage`` run by run: each metered run's usage so far, by its key."""

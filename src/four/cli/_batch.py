@@ -380,8 +380,7 @@ def batch_command(args: argparse.Namespace) -> int:
     from four.batch._batch import iter_runs
     from four.batch._items import read_items
     from four.batch._lock import BatchLocked
-    from four.batch._pool import AsyncPool, ThreadPool
-    from four.batch._raypool import RayPool
+    from four.batch._pool import AsyncPool, RayPool, ThreadPool
     from four.cli._build import load_domain, make_check, sigterm_interrupts, system_prompt
     from four.cli._errors import UsageError
     from four.cli._launchfile import apply_settings, check_items, resolve_items

@@ -8,11 +8,12 @@ from dataclasses import dataclass
 from returns.result import Failure, Result
 
 from four import _arguments as check
-from four._checked import check_fields, checked
+from four._checked import checked
 from four._types import (
     NO_USAGE,
     Assistant,
     AsyncInvoke,
+    Checked,
     Invoke,
     Message,
     ModelError,
@@ -37,15 +38,12 @@ def spent(messages: Sequence[Message]) -> Usage:
 
 
 @dataclass(frozen=True, slots=True)
-class BudgetInvoke:
+class BudgetInvoke(Checked):
     """G that calls ``G`` only while the history's spend is under the limits (see ``budget_invoke``)."""
 
     G: Invoke
     cost_limit: float | None = None
     token_limit: int | None = None
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def exceeded(self, used: Usage) -> str | None:
         """Why ``used`` has spent the budget, or None while some is left."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -10,11 +11,12 @@ from typing import Final, ParamSpec
 from returns.result import Failure, Result, Success
 
 from four import _arguments as check
-from four._checked import check_fields, checked
+from four._checked import checked
 from four._secrets import is_secret
 from four._types import (
     JSON,
     Assistant,
+    Checked,
     Message,
     ModelError,
     ModelErrorKind,
@@ -38,7 +40,7 @@ Prices = tuple[float, float]
 
 
 @dataclass(frozen=True, slots=True)
-class LitellmInvoke:
+class LitellmInvoke(Checked):
     """G that sends the history to ``litellm.completion`` and reads the reply.
 
     Each call makes exactly one request: litellm's and the SDK's retries are off
@@ -57,9 +59,6 @@ class LitellmInvoke:
     api_key: str | None = field(default=None, repr=False)
     secrets: Mapping[str, object] = field(default_factory=dict, repr=False)
     send_thinking: bool | None = None
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     @property
     def sends_thinking(self) -> bool:
@@ -135,13 +134,10 @@ def _sampling_params(model: str) -> frozenset[str]:
 
 
 @dataclass(frozen=True, slots=True)
-class AsyncLitellmInvoke:
+class AsyncLitellmInvoke(Checked):
     """``invoke``, awaited: the same request through ``litellm.acompletion``, for ``arun``."""
 
     invoke: LitellmInvoke
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     @property
     def sampling(self) -> Sampling:
@@ -164,12 +160,6 @@ class AsyncLitellmInvoke:
         ends (``four.testing``'s async laws and ``AsyncPool`` do), or their sockets are
         left open."""
         await close_async_clients()
-
-
-def _split(kwargs: Mapping[str, object]) -> tuple[dict[str, object], dict[str, object]]:
-    public = {k: v for k, v in kwargs.items() if not is_secret(k)}
-    secret = {k: v for k, v in kwargs.items() if is_secret(k)}
-    return public, secret
 
 
 def litellm_invoke(
@@ -201,17 +191,10 @@ def litellm_invoke(
     {'temperature': 0}
     """
     check.model_options("litellm_invoke", model, api_base, api_key, timeout, prices)
-    public, secret = _split(kwargs)
+    public = {k: v for k, v in kwargs.items() if not is_secret(k)}
+    secret = {k: v for k, v in kwargs.items() if is_secret(k)}
     return LitellmInvoke(
-        model,
-        api_base=api_base,
-        timeout=timeout,
-        prices=prices,
-        cache_control=cache_control,
-        kwargs=public,
-        api_key=api_key,
-        secrets=secret,
-        send_thinking=send_thinking,
+        model, (), api_base, timeout, prices, cache_control, public, api_key, secret, send_thinking
     )
 
 
@@ -242,19 +225,17 @@ def litellm_toolcall_invoke(
     """
     check.model_options("litellm_toolcall_invoke", model, api_base, api_key, timeout, prices)
     check.flag("litellm_toolcall_invoke", "bash_tool", bash_tool)
-    public, secret = _split(kwargs)
-    return LitellmInvoke(
+    G = litellm_invoke(
         model,
-        with_bash(tools) if bash_tool else tuple(tools),
         api_base=api_base,
+        api_key=api_key,
         timeout=timeout,
         prices=prices,
         cache_control=cache_control,
-        kwargs=public,
-        api_key=api_key,
-        secrets=secret,
         send_thinking=send_thinking,
+        **kwargs,
     )
+    return replace(G, tools=with_bash(tools) if bash_tool else tuple(tools))
 
 
 # --- reading litellm's reply (Any at the boundary) into our records ---------------
@@ -297,8 +278,8 @@ def cost(prompt_tokens: int, completion_tokens: int, prices: Prices) -> float:
 
 def _usage(response: object, prices: Prices | None) -> Usage:
     raw = getattr(response, "usage", None)
-    prompt = _int(getattr(raw, "prompt_tokens", None))
-    completion = _int(getattr(raw, "completion_tokens", None))
+    prompt = whole(getattr(raw, "prompt_tokens", None))
+    completion = whole(getattr(raw, "completion_tokens", None))
     if raw is None:
         return Usage(0, 0, None)
     if prices is not None:
@@ -310,13 +291,20 @@ def _usage(response: object, prices: Prices | None) -> Usage:
 
 def _tool_call(raw: object) -> ToolCall:
     function = getattr(raw, "function", None)
-    call_id = getattr(raw, "id", None)
-    name = getattr(function, "name", None)
-    arguments = getattr(function, "arguments", None)
+    return tool_call(
+        getattr(raw, "id", None),
+        getattr(function, "name", None),
+        getattr(function, "arguments", None),
+    )
+
+
+def tool_call(call_id: object, name: object, arguments: object) -> ToolCall:
+    """A provider's tool call as ours: an id made when it has none, the arguments as JSON
+    text (a client may have decoded them)."""
     return ToolCall(
         call_id if isinstance(call_id, str) and call_id else f"call_{uuid.uuid4().hex[:24]}",
         name if isinstance(name, str) else "",
-        arguments if isinstance(arguments, str) else _dumps(to_json(arguments)),
+        arguments if isinstance(arguments, str) else json.dumps(to_json(arguments)),
     )
 
 
@@ -350,7 +338,8 @@ def _text(value: object) -> str:
     return ""
 
 
-def _int(value: object) -> int:
+def whole(value: object) -> int:
+    """A count a provider reported (0 when it is none)."""
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
@@ -358,12 +347,6 @@ def _float(value: object) -> float | None:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
     return None
-
-
-def _dumps(value: JSON) -> str:
-    import json
-
-    return json.dumps(value)
 
 
 P = ParamSpec("P")

@@ -7,6 +7,7 @@ result from its call: what is left out or summarised is a run of whole turns.
 
 from __future__ import annotations
 
+import bisect
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -15,10 +16,11 @@ from typing import TypeAlias
 from returns.result import Failure, Result, Success
 
 from four import _arguments as check
-from four._checked import check_fields, checked
+from four._checked import checked
 from four._types import (
     NO_USAGE,
     Assistant,
+    Checked,
     Invoke,
     Message,
     ModelError,
@@ -38,7 +40,7 @@ Counter: TypeAlias = Callable[[Sequence[Message]], int]
 
 
 @dataclass(frozen=True, slots=True)
-class LitellmCounter:
+class LitellmCounter(Checked):
     """Tokens of a history by ``litellm.token_counter`` for ``model`` ('' for its default).
 
     >>> from four import User
@@ -47,9 +49,6 @@ class LitellmCounter:
     """
 
     model: str = ""
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     @checked
     def __call__(self, messages: Sequence[Message], /) -> int:
@@ -118,14 +117,8 @@ def window(messages: Sequence[Message], counter: Counter, limit: int) -> list[Me
 
     if not cuts or fits(cuts[0]):
         return list(messages)
-    lo, hi = 0, len(cuts) - 1  # fits(cuts[hi]) is what we search for; shorter tails fit better
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if fits(cuts[mid]):
-            hi = mid
-        else:
-            lo = mid + 1
-    return _with_note(head, messages, cuts[lo])
+    first = bisect.bisect_left(cuts, True, key=fits)  # shorter tails fit better
+    return _with_note(head, messages, cuts[min(first, len(cuts) - 1)])
 
 
 def _with_note(head: list[Message], messages: Sequence[Message], cut: int) -> list[Message]:
@@ -136,7 +129,7 @@ def _with_note(head: list[Message], messages: Sequence[Message], cut: int) -> li
 
 
 @dataclass(frozen=True, slots=True)
-class ContextAwareInvoke:
+class ContextAwareInvoke(Checked):
     """G that picks ``fast`` or ``large`` by the history's size (see ``context_aware_invoke``)."""
 
     fast: Invoke
@@ -145,12 +138,8 @@ class ContextAwareInvoke:
     large_limit: int | None = None
     counter: Counter | None = field(default=None, repr=False)
 
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
-
     def count(self, messages: Sequence[Message]) -> int:
-        counter = self.counter or LitellmCounter(model_of(self.fast))
-        return counter(messages)
+        return (self.counter or LitellmCounter(model_of(self.fast)))(messages)
 
     @checked
     def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
@@ -246,7 +235,7 @@ class _Memory:
 
 
 @dataclass(frozen=True, slots=True)
-class SummarizingInvoke:
+class SummarizingInvoke(Checked):
     """G that condenses old turns before calling ``G`` (see ``summarizing_invoke``)."""
 
     G: Invoke
@@ -256,12 +245,8 @@ class SummarizingInvoke:
     counter: Counter | None = field(default=None, repr=False)
     _memory: _Memory = field(default_factory=_Memory, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
-
     def count(self, messages: Sequence[Message]) -> int:
-        counter = self.counter or LitellmCounter(model_of(self.G))
-        return counter(messages)
+        return (self.counter or LitellmCounter(model_of(self.G)))(messages)
 
     def compose(self, messages: Sequence[Message], summary: str, covered: int) -> list[Message]:
         """What ``G`` is sent: head, the notes, and every message after ``covered``."""
@@ -292,7 +277,7 @@ class SummarizingInvoke:
         with memory.lock:
             memory.summary, memory.seen = summary, tuple(messages[:cut])
         result = self.G(self.compose(messages, summary, cut))
-        return result.map(_adding(spent)).alt(_adding_to_error(spent))
+        return result.map(lambda r: add_usage(r, spent)).alt(lambda e: add_error_usage(e, spent))
 
     def _summarize(
         self, summary: str, new: Sequence[Message]
@@ -314,20 +299,6 @@ class SummarizingInvoke:
                 ModelError(ModelErrorKind.OTHER, "summarizer returned no text", usage=reply.usage)
             )
         return Success((text, reply.usage or NO_USAGE))
-
-
-def _adding(spent: Usage) -> Callable[[Reply], Reply]:
-    def add(reply: Reply) -> Reply:
-        return add_usage(reply, spent)
-
-    return add
-
-
-def _adding_to_error(spent: Usage) -> Callable[[ModelError], ModelError]:
-    def add(error: ModelError) -> ModelError:
-        return add_error_usage(error, spent)
-
-    return add
 
 
 def summarizing_invoke(

@@ -88,26 +88,13 @@ def _assistant(message: Assistant, thinking: bool) -> JSONDict:
 
 def _mark_cache(out: list[JSONDict]) -> None:
     """Anthropic allows four breakpoints: the system prompt and the last two texts use three."""
-    marked = 0
-    for message in reversed(out):
-        if marked == 2:
-            break
-        if message["role"] != "system" and _cacheable(message):
-            _to_parts(message)
-            marked += 1
-    for message in out:
-        if message["role"] == "system":
-            _to_parts(message)
-            break
-
-
-def _cacheable(message: JSONDict) -> bool:
-    return isinstance(message.get("content"), str) and bool(message["content"])
-
-
-def _to_parts(message: JSONDict) -> None:
-    text = message["content"]
-    message["content"] = [{"type": "text", "text": text, "cache_control": dict(_EPHEMERAL)}]
+    texts = [
+        m for m in out if m["role"] != "system" and isinstance(m["content"], str) and m["content"]
+    ]
+    system = [m for m in out if m["role"] == "system"][:1]
+    for message in [*texts[-2:], *system]:
+        part = {"type": "text", "text": message["content"], "cache_control": dict(_EPHEMERAL)}
+        message["content"] = [part]
 
 
 @checked

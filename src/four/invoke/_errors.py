@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping
 from functools import cache
@@ -22,20 +23,20 @@ def kind_of_status(status: int | None) -> ModelErrorKind | None:
     """
     if status is None or status < 400:
         return None
-    fixed = {
-        401: K.AUTHENTICATION,
-        403: K.PERMISSION,
-        404: K.NOT_FOUND,
-        408: K.TIMEOUT,
-        409: K.SERVER,  # "conflict": providers use it for a lock held elsewhere; transient
-        413: K.CONTEXT_WINDOW,
-        429: K.RATE_LIMIT,
-        503: K.OVERLOADED,
-        529: K.OVERLOADED,
-    }
-    if status in fixed:
-        return fixed[status]
-    return K.SERVER if status >= 500 else K.BAD_REQUEST
+    return _STATUSES.get(status) or (K.SERVER if status >= 500 else K.BAD_REQUEST)
+
+
+_STATUSES = {
+    401: K.AUTHENTICATION,
+    403: K.PERMISSION,
+    404: K.NOT_FOUND,
+    408: K.TIMEOUT,
+    409: K.SERVER,  # "conflict": providers use it for a lock held elsewhere; transient
+    413: K.CONTEXT_WINDOW,
+    429: K.RATE_LIMIT,
+    503: K.OVERLOADED,
+    529: K.OVERLOADED,
+}
 
 
 @cache
@@ -57,9 +58,8 @@ def kind_of_transport(exc: BaseException) -> ModelErrorKind | None:
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        for cls, kind in _transport_table():
-            if isinstance(current, cls):
-                return kind
+        if kind := _kind_in(_transport_table(), current):
+            return kind
         current = current.__cause__ or current.__context__
     return None
 
@@ -68,7 +68,7 @@ def kind_of_transport(exc: BaseException) -> ModelErrorKind | None:
 def _litellm_table() -> _Table:
     """litellm's exception types, most specific first (subclasses before their bases)."""
     e = litellm_module().exceptions
-    table: list[tuple[type[BaseException], ModelErrorKind]] = [
+    return (
         (e.ContextWindowExceededError, K.CONTEXT_WINDOW),
         (e.ContentPolicyViolationError, K.BAD_REQUEST),
         (e.BudgetExceededError, K.BUDGET),
@@ -86,8 +86,12 @@ def _litellm_table() -> _Table:
         (e.UnsupportedParamsError, K.BAD_REQUEST),
         (e.BadRequestError, K.BAD_REQUEST),
         (e.InvalidRequestError, K.BAD_REQUEST),
-    ]
-    return tuple(table)
+    )
+
+
+def _kind_in(table: _Table, exc: BaseException) -> ModelErrorKind | None:
+    """The kind of the first type in ``table`` that ``exc`` is an instance of."""
+    return next((kind for cls, kind in table if isinstance(exc, cls)), None)
 
 
 def classify_litellm(exc: Exception, now: Callable[[], float] = time.time) -> ModelError:
@@ -98,11 +102,7 @@ def classify_litellm(exc: Exception, now: Callable[[], float] = time.time) -> Mo
     ``APIError``; for those the cause chain (a network error) or the status decides.
     """
     status = _status(exc)
-    kind: ModelErrorKind | None = None
-    for cls, k in _litellm_table():
-        if isinstance(exc, cls):
-            kind = k
-            break
+    kind = _kind_in(_litellm_table(), exc)
     if kind is None or kind is K.SERVER:
         kind = kind_of_transport(exc) or kind or kind_of_status(status) or K.OTHER
     elif kind is K.BAD_REQUEST and status is not None and 400 < status < 500:
@@ -110,10 +110,7 @@ def classify_litellm(exc: Exception, now: Callable[[], float] = time.time) -> Mo
         # BadRequestError; the status says what it is.
         kind = kind_of_status(status) or kind
     return ModelError(
-        kind,
-        f"{type(exc).__name__}: {exc}",
-        status,
-        retry_after(headers_of(exc), now),
+        kind, f"{type(exc).__name__}: {exc}", status, retry_after(headers_of(exc), now)
     )
 
 
@@ -164,10 +161,8 @@ def retry_after(headers: Mapping[str, str], now: Callable[[], float] = time.time
 
 
 def _number(value: str | None) -> float | None:
-    if value is None:
-        return None
     try:
-        number = float(value)
-    except ValueError:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):  # None, or not a number
         return None
-    return number if number >= 0 and number == number and number != float("inf") else None
+    return number if 0 <= number < math.inf else None

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import threading
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -18,10 +17,11 @@ from typing import TYPE_CHECKING
 from returns.result import Failure, Result, Success
 
 from four import _arguments as check
-from four._checked import check_fields, checked
+from four._checked import checked
 from four._types import (
     JSON,
     Assistant,
+    Checked,
     FinishReason,
     Message,
     ModelError,
@@ -30,7 +30,7 @@ from four._types import (
     ToolCall,
     Usage,
 )
-from four.invoke._chat import DEFAULT_TIMEOUT, Prices, cost, to_json
+from four.invoke._chat import DEFAULT_TIMEOUT, Prices, cost, tool_call, whole
 from four.invoke._convert import responses_tool, to_responses_input, with_bash
 from four.invoke._errors import kind_of_status, kind_of_transport, retry_after
 
@@ -71,7 +71,7 @@ class _Client:
 
 
 @dataclass(frozen=True, slots=True)
-class ResponsesInvoke:
+class ResponsesInvoke(Checked):
     """G that posts the history to ``{api_base}/responses`` (see ``http_response_invoke``)."""
 
     model: str
@@ -83,9 +83,6 @@ class ResponsesInvoke:
     kwargs: Mapping[str, JSON] = field(default_factory=dict)
     api_key: str | None = field(default=None, repr=False)
     _client: _Client = field(default_factory=_Client, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def request(self, messages: Sequence[Message]) -> dict[str, JSON]:
         """The JSON body posted for ``messages``."""
@@ -205,7 +202,8 @@ def read_response(
         if kind == "message":
             text.extend(_texts(item.get("content"), "output_text"))
         elif kind == "function_call":
-            calls.append(_call(item))
+            call_id = item.get("call_id") or item.get("id")
+            calls.append(tool_call(call_id, item.get("name"), item.get("arguments")))
         elif kind == "reasoning":
             thinking.append(item)
             reasoning.extend(_texts(item.get("summary"), "summary_text"))
@@ -245,19 +243,6 @@ def _finish(body: Mapping[str, JSON], has_calls: bool) -> FinishReason:
     return "tool_calls" if has_calls else "stop"
 
 
-def _call(item: Mapping[str, JSON]) -> ToolCall:
-    call_id = item.get("call_id") or item.get("id")
-    if not isinstance(call_id, str) or not call_id:
-        call_id = f"call_{uuid.uuid4().hex[:24]}"
-    name = item.get("name")
-    arguments = item.get("arguments")
-    return ToolCall(
-        call_id,
-        name if isinstance(name, str) else "",
-        arguments if isinstance(arguments, str) else json.dumps(to_json(arguments)),
-    )
-
-
 def _texts(parts: JSON, kind: str) -> list[str]:
     if not isinstance(parts, list):
         return []
@@ -268,8 +253,5 @@ def _texts(parts: JSON, kind: str) -> list[str]:
 def _usage(raw: JSON, prices: Prices | None) -> Usage:
     if not isinstance(raw, dict):
         return Usage(0, 0, None)
-    prompt = raw.get("input_tokens")
-    completion = raw.get("output_tokens")
-    p = prompt if isinstance(prompt, int) else 0
-    c = completion if isinstance(completion, int) else 0
+    p, c = whole(raw.get("input_tokens")), whole(raw.get("output_tokens"))
     return Usage(p, c, cost(p, c, prices) if prices is not None else None)

@@ -10,13 +10,13 @@ from dataclasses import dataclass, field, replace
 from returns.result import Failure, Result, Success
 
 from four import _arguments as check
-from four._checked import check_fields, checked
-from four._types import NO_USAGE, AsyncInvoke, Invoke, Message, ModelError, Reply, Usage
+from four._checked import checked
+from four._types import NO_USAGE, AsyncInvoke, Checked, Invoke, Message, ModelError, Reply, Usage
 from four.invoke._billing import add_usage
 
 
 @dataclass(frozen=True, slots=True)
-class RetryInvoke:
+class RetryInvoke(Checked):
     """G that calls ``G`` again while its error is transient (see ``retry_invoke``)."""
 
     G: Invoke
@@ -27,9 +27,6 @@ class RetryInvoke:
     sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
     clock: Callable[[], float] = field(default=time.monotonic, repr=False)
     rng: Callable[[], float] = field(default=random.random, repr=False)
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def delay(self, failures: int, error: ModelError) -> float:
         """The wait after the ``failures``-th failure: jittered backoff, at least Retry-After.

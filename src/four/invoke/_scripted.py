@@ -11,8 +11,8 @@ from typing import TypeAlias, cast
 from returns.result import Failure, Result, Success
 
 from four import _arguments as check
-from four._checked import check_fields, checked
-from four._types import Assistant, Message, ModelError, ModelErrorKind, Reply, Usage
+from four._checked import checked
+from four._types import Assistant, Checked, Message, ModelError, ModelErrorKind, Reply, Usage
 
 Scripted: TypeAlias = (
     "str | Assistant | ModelError | Callable[[Sequence[Message]], str | Assistant]"
@@ -21,16 +21,13 @@ _FREE = Usage(0, 0, 0.0)
 
 
 @dataclass(eq=False, slots=True)
-class ScriptedInvoke:
+class ScriptedInvoke(Checked):
     """G from a fixed list of replies, consumed in order (thread-safe)."""
 
     replies: tuple[Scripted, ...]
     name: str = "scripted"
     position: int = field(default=0, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     @checked
     def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
