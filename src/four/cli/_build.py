@@ -118,10 +118,10 @@ class Terminated(KeyboardInterrupt):
 
 def system_prompt(opts: RunOptions, domain: Domain) -> str:
     """The ``--system`` file's text, or the domain's own prompt."""
-    from four.cli._prompts import default_system
+    from four.domains._bash import TOOLCALLS
 
     if not opts.system_file:
-        return default_system(True) if opts.toolcalls else domain.system
+        return TOOLCALLS if opts.toolcalls else domain.system
     try:  # a FIFO nothing writes to, or a device, is refused: never waited on
         return read_given(opts.system_file).decode("utf-8")
     except Unreadable as exc:
@@ -176,8 +176,10 @@ def build(
         raise UsageError(str(exc)) from None
     V1: Parse = toolcall_parse() if opts.toolcalls else domain.parse()
     if opts.mcp:  # the servers' tools beside the shell
+        from four.domains.mcp import mcp_parse
+
         V2 = _mcp.start(opts.mcp, opts.mcp_env, V2)
-        V1 = _mcp.parser(V2, V1)
+        V1 = mcp_parse(V2, V1)
     G: Invoke
     if opts.local is not None:
         from four.invoke import local_invoke

@@ -19,16 +19,6 @@ if TYPE_CHECKING:
     from four.observe._interface import Toolbox
     from four.observe._lint import Finding
 
-DESCRIPTION = (
-    "Find every command PROMPT tells the model to run (fenced shell blocks, backticks, "
-    '"run X" sentences; a .jsonl tasks file: each task and its check) and check it '
-    "where the run's commands run: the program exists, and every subcommand and option "
-    "is in the tool's real interface (argparse introspected for Python tools, four "
-    "itself included; otherwise its --help, run sandboxed with a timeout). Unknown ones "
-    "are reported with file, line and the nearest real names. Exit 0 clean, 1 any "
-    "finding, 2 a usage error."
-)
-
 
 def flags(p: argparse.ArgumentParser) -> None:
     """``four lint``'s flags."""

@@ -99,8 +99,8 @@ class Display:
         from rich.live import Live
 
         self._console = console(self.stream, highlight=False)
-        self._live = Live(
-            _Renderable(self), console=self._console, refresh_per_second=4, transient=False
+        self._live = Live(  # a fresh frame at every refresh, so elapsed time moves
+            get_renderable=self.frame, console=self._console, refresh_per_second=4
         )
         self._live.start()
 
@@ -211,16 +211,6 @@ class Display:
                 )
             status = Text(self.activity, style="dim")
         return Group(head, table, status)
-
-
-class _Renderable:
-    """Rich asks this for a fresh frame at every refresh, so elapsed time moves."""
-
-    def __init__(self, display: Display) -> None:
-        self.display = display
-
-    def __rich__(self) -> RenderableType:
-        return self.display.frame()
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from four.cli._errors import UsageError
-from four.types import JSON, Execute, Parse
+from four.types import JSON, Execute
 
 if TYPE_CHECKING:
     from four.domains.mcp import McpEnv
@@ -55,13 +55,6 @@ def start(servers: Sequence[str], inherit: Sequence[str], shell: Execute) -> Mcp
     except (StartError, ValueError, TypeError, OSError) as exc:
         _close(shell)
         raise UsageError(f"--mcp: {exc}") from None
-
-
-def parser(env: McpEnv, base: Parse) -> Parse:
-    """V1 for the servers' tools, and ``base`` for the rest."""
-    from four.domains.mcp import mcp_parse
-
-    return mcp_parse(env, base)
 
 
 def definitions(V2: Execute) -> list[Mapping[str, JSON]]:

@@ -53,12 +53,10 @@ def verified(path: str, sign: str | None = None) -> None:
     four.cli._errors.UsageError: --resume: missing.json cannot be verified (cannot read missing.json: No such file or directory): not resumed
     """
     from four.checks._audit import audit
-    from four.trajectory._sign import SigningError, SigningKey
+    from four.cli._options import signing_key
 
-    try:
-        public = SigningKey.load(sign).public if sign else None
-    except SigningError as exc:
-        raise UsageError(f"--sign: {exc}") from None
+    key = signing_key(sign)
+    public = key.public if key else None
     given = Path(path)
     beside = (given.with_suffix(".jsonl"), given.with_suffix(".json"))
     for record in (given, *(p for p in beside if p != given and p.is_file())):

@@ -34,7 +34,7 @@ from four.cli._build import (
 )
 from four.cli._errors import UsageError
 from four.cli._live import Display, Recording, Watched, WatchedEnv, components
-from four.cli._options import RunOptions, api_key, guard_output, options, resolve
+from four.cli._options import RunOptions, api_key, guard_output, options, resolve, signing_key
 from four.cli._resume import HEARTBEAT, heartbeat
 
 
@@ -43,7 +43,6 @@ def main(args: argparse.Namespace) -> int:
     from four import run
     from four.cli._preflight import check_program, output_folder, prompt_fits
     from four.trajectory import TrajectoryNotSaved
-    from four.trajectory._sign import SigningError, SigningKey
 
     history: tuple[Message, ...] = ()
     extra: dict[str, JSON] = {}
@@ -53,13 +52,10 @@ def main(args: argparse.Namespace) -> int:
         opts = options(args)
     guard_output(opts)
     output_folder(opts.output_dir)  # before any model call: a run that cannot be saved
-    try:  # before the model is asked anything: a bad key is a usage error
-        signing = SigningKey.load(opts.sign) if opts.sign else None
-    except SigningError as exc:
-        raise UsageError(f"--sign: {exc}") from None
+    signing = signing_key(opts.sign)
     domain = load_domain(opts)
     system = system_prompt(opts, domain)
-    key = api_key(opts)
+    key = api_key(opts.api_base)
     model, server = resolve(opts, key)
     prompt_fits(model, server, system, opts.task)
     if opts.local is not None and opts.workers > 1:  # a slot for each attempt at once
