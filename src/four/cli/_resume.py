@@ -185,9 +185,13 @@ def record_in_batch(path: Path, item: str, attempt: int) -> str | None:
 
 
 @contextlib.contextmanager
-def heartbeat(sink: Callable[[], object], every: float = HEARTBEAT) -> Iterator[None]:
+def heartbeat(sink: Callable[[], object], every: float | None = None) -> Iterator[None]:
     """While inside, a daemon thread calls ``beat()`` on the sink ``sink()`` gives (the
-    run's, once it is open) every ``every`` seconds; 0: no heartbeat."""
+    run's, once it is open) every ``every`` seconds (``FOUR_HEARTBEAT``); 0: none."""
+    if every is None:
+        from four.cli import _settings as env
+
+        every = env.get_float("FOUR_HEARTBEAT", HEARTBEAT) or 0.0
     if every <= 0:
         yield
         return
