@@ -44,10 +44,11 @@ def run_attempts(
     """Run the attempts; the exit status of ``four run`` (0 accepted). None: the
     attempts were the default and the workspace is too large to copy, so ``four run``
     makes one run instead (said on standard error)."""
+    from four.cli._options import local_settings
     from four.search import Budget, Search
     from four.search._workspace import WorkspaceTooLarge
 
-    first = opts.local is not None and _first_temperature()
+    first = opts.local is not None and local_settings().get("temperature")
     where = workspace(opts, domain)
     try:
         search: Search[Path] = Search(
@@ -72,9 +73,7 @@ def run_attempts(
             print(f"four run: one attempt, not {opts.attempts}: {exc}", file=sys.stderr)
             return None
         raise UsageError(f"--attempts {opts.attempts}: {exc}, or --attempts 1") from None
-    except NotADirectoryError as exc:
-        raise UsageError(f"--attempts {opts.attempts}: {exc}") from None
-    except ValueError as exc:
+    except (NotADirectoryError, ValueError) as exc:
         raise UsageError(f"--attempts {opts.attempts}: {exc}") from None
     from contextlib import nullcontext
 
@@ -98,12 +97,6 @@ def run_attempts(
         print(f"crashed · saved {search.record}", file=sys.stderr)
         return 1
     return _report(search, opts)
-
-
-def _first_temperature() -> float | None:
-    from four.cli._options import local_settings
-
-    return local_settings().get("temperature")
 
 
 @dataclass(frozen=True, slots=True)

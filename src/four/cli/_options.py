@@ -246,18 +246,14 @@ def search_options(args: argparse.Namespace) -> tuple[int, int, float, int]:
             "--attempts needs --check CMD: without a judge, the first submission is the end"
         )
     attempts = given if given is not None else (DEFAULT_ATTEMPTS if check else 1)
-    seed = getattr(args, "seed", None)
-    seed = env.get_int("FOUR_SEED", 0) if seed is None else seed
-    temperature = getattr(args, "attempt_temperature", None)
-    if temperature is None:
-        from four.search import DEFAULT_TEMPERATURE
+    from four.search import DEFAULT_TEMPERATURE
 
-        temperature = env.get_float("FOUR_ATTEMPT_TEMPERATURE", DEFAULT_TEMPERATURE)
+    seed = _over(getattr(args, "seed", None), "FOUR_SEED", 0)
+    given_t = getattr(args, "attempt_temperature", None)
+    temperature = _over(given_t, "FOUR_ATTEMPT_TEMPERATURE", DEFAULT_TEMPERATURE)
     if seed < 0 or temperature is None or temperature < 0:
         raise UsageError("--seed and --attempt-temperature must not be negative")
-    workers = getattr(args, "attempt_workers", None) or 1
-    if workers > attempts:
-        workers = attempts
+    workers = min(getattr(args, "attempt_workers", None) or 1, attempts)
     return attempts, seed, float(temperature), workers
 
 
