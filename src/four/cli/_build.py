@@ -268,12 +268,9 @@ def make_check(opts: RunOptions) -> Verify | None:
         return None
     from four.checks import command_check, verify
     from four.checks._feedback import feedback_level
+    from four.cli._preflight import held_out
 
-    files: dict[str, str] = {}
-    for given in opts.check_files:
-        destination, _, folder = given.rpartition("=")
-        folder = folder.rstrip("/") or folder
-        files[f"{(destination or Path(folder).name).rstrip('/')}/"] = folder
+    files = {f"{place}/": folder for place, folder in held_out(opts.check_files).items()}
     try:
         check = command_check(opts.check, feedback=feedback_level(opts.feedback), files=files)
     except ValueError as exc:

@@ -140,7 +140,7 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, Invoke | None, str, str | Non
         system=system,
         task=max(tasks, key=len) if tasks else opts.task,
         check=opts.check if opts.domain != "notebook" else None,  # there, Python
-        held_out=held_out(opts.check_files),
+        held_out=tuple(held_out(opts.check_files)),
         image=opts.image,
         prices=opts.prices,
         workers=batch.workers if batch else None,

@@ -89,17 +89,18 @@ def check_program(
     if command and domain == "bash" and env is not None:
         from four.observe._doctor import check_program as check
 
-        refuse(check(command, env, held_out(check_files)))
+        refuse(check(command, env, tuple(held_out(check_files))))
 
 
-def held_out(check_files: Sequence[str]) -> tuple[str, ...]:
-    """Where each ``--check-files [DEST=]DIR`` goes in the workspace (as ``make_check``).
+def held_out(check_files: Sequence[str]) -> dict[str, str]:
+    """Each ``--check-files [DEST=]DIR``: where it goes in the workspace, and its folder.
 
     >>> held_out(["tests_hidden/", "t=/tmp/x"])
-    ('tests_hidden', 't')
+    {'tests_hidden': 'tests_hidden', 't': '/tmp/x'}
     """
-    places = []
+    places = {}
     for given in check_files:
         destination, _, folder = given.rpartition("=")
-        places.append((destination or Path(folder.rstrip("/") or folder).name).rstrip("/"))
-    return tuple(places)
+        folder = folder.rstrip("/") or folder
+        places[(destination or Path(folder).name).rstrip("/")] = folder
+    return places
