@@ -272,12 +272,8 @@ def batch_options(args: argparse.Namespace) -> BatchOptions:
     from four.cli import _settings as env
     from four.trajectory._destination import Remote, is_url
 
-    workers = args.workers if args.workers is not None else env.get_int("FOUR_WORKERS", 0)
-    stall = (
-        args.stall_timeout
-        if args.stall_timeout is not None
-        else env.get_float("FOUR_STALL_TIMEOUT", DEFAULT_STALL)
-    )
+    workers = env.over(args.workers, "FOUR_WORKERS", 0)
+    stall = env.over(args.stall_timeout, "FOUR_STALL_TIMEOUT", DEFAULT_STALL)
     folder = args.output_dir or env.get("FOUR_BATCH_DIR")
     ray, processes = _where(args)
     url = folder if folder and is_url(folder) else None

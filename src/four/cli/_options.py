@@ -12,7 +12,7 @@ import os
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypedDict, TypeVar, cast
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from returns.result import Failure
 
@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from four.observe._endpoint import Server
     from four.trajectory._sign import SigningKey
 
-N = TypeVar("N", int, float | None)
 DEFAULT_MAX_STEPS = 100
 DEFAULT_COST_LIMIT = 3.0
 DEFAULT_ATTEMPTS = 4
@@ -139,7 +138,7 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
     image = args.image or env.get("FOUR_IMAGE")
     if kind == "docker" and not image:
         raise UsageError("--env docker needs an image: --image NAME or FOUR_IMAGE")
-    cost_limit = _over(args.cost_limit, "FOUR_COST_LIMIT", DEFAULT_COST_LIMIT)
+    cost_limit = env.over(args.cost_limit, "FOUR_COST_LIMIT", DEFAULT_COST_LIMIT)
     prices = args.prices or env.get("FOUR_PRICES")
     toolcalls = args.toolcalls if args.toolcalls is not None else env.get_bool("FOUR_TOOLCALLS")
     if args.check is not None and not args.check.strip():  # it would accept anything
@@ -152,7 +151,7 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
     if not args.check and (args.feedback or args.check_files):
         raise UsageError("--feedback and --check-files need --check CMD")
     given = getattr(args, "retries_per_reason", None)
-    retries = _over(given, "FOUR_RETRIES_PER_REASON", DEFAULT_RETRIES_PER_REASON)
+    retries = env.over(given, "FOUR_RETRIES_PER_REASON", DEFAULT_RETRIES_PER_REASON)
     if retries < 1:
         raise UsageError("--retries-per-reason must be at least 1")
     attempts, seed, temperature, workers = search_options(args)
@@ -173,9 +172,9 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
         env=kind,
         image=image,
         cwd=args.cwd,
-        command_timeout=_over(args.command_timeout, "FOUR_COMMAND_TIMEOUT", None),
-        timeout=_over(args.timeout, "FOUR_TIMEOUT", None) or None,
-        max_steps=_over(args.max_steps, "FOUR_MAX_STEPS", DEFAULT_MAX_STEPS),
+        command_timeout=env.over(args.command_timeout, "FOUR_COMMAND_TIMEOUT", None),
+        timeout=env.over(args.timeout, "FOUR_TIMEOUT", None) or None,
+        max_steps=env.over(args.max_steps, "FOUR_MAX_STEPS", DEFAULT_MAX_STEPS),
         cost_limit=cost_limit if cost_limit else None,
         prices=env.parse_prices(prices) if prices else None,
         max_format_errors=int(args.max_format_errors),
@@ -202,13 +201,6 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
         attempt_temperature=temperature,
         workers=workers,
     )
-
-
-def _over(given: N | None, name: str, default: N) -> N:
-    """A flag, else its variable (of the default's type), else the default."""
-    if given is not None:
-        return given
-    return env.get_int(name, default) if isinstance(default, int) else env.get_float(name, default)
 
 
 def otel_wanted(flag: bool | None) -> bool:
@@ -248,9 +240,9 @@ def search_options(args: argparse.Namespace) -> tuple[int, int, float, int]:
     attempts = given if given is not None else (DEFAULT_ATTEMPTS if check else 1)
     from four.search import DEFAULT_TEMPERATURE
 
-    seed = _over(getattr(args, "seed", None), "FOUR_SEED", 0)
+    seed = env.over(getattr(args, "seed", None), "FOUR_SEED", 0)
     given_t = getattr(args, "attempt_temperature", None)
-    temperature = _over(given_t, "FOUR_ATTEMPT_TEMPERATURE", DEFAULT_TEMPERATURE)
+    temperature = env.over(given_t, "FOUR_ATTEMPT_TEMPERATURE", DEFAULT_TEMPERATURE)
     if seed < 0 or temperature is None or temperature < 0:
         raise UsageError("--seed and --attempt-temperature must not be negative")
     workers = min(getattr(args, "attempt_workers", None) or 1, attempts)

@@ -15,6 +15,7 @@ from four.cli._errors import UsageError
 
 ENVIRONMENTS = ("local", "persistent", "sandbox", "docker")
 N = TypeVar("N", int, float)
+Value = TypeVar("Value", int, float | None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +97,18 @@ def _number(kind: Callable[[str], N], name: str, text: str, what: str) -> N:
         return kind(text)
     except ValueError:
         raise UsageError(f"{name}={text!r} is not {what}") from None
+
+
+def over(given: Value | None, name: str, default: Value) -> Value:
+    """A flag's value if given, else its variable's (read as the default's type), else the
+    default.
+
+    >>> over(None, "FOUR_MAX_STEPS", 100), over(7, "FOUR_MAX_STEPS", 100)
+    (100, 7)
+    """
+    if given is not None:
+        return given
+    return get_int(name, default) if isinstance(default, int) else get_float(name, default)
 
 
 def get_bool(name: str, environ: Mapping[str, str] | None = None) -> bool:
