@@ -152,7 +152,7 @@ class _Command:
         if attempt is not None:
             opts = replace(opts, cwd=attempt.cwd or opts.cwd, cost_limit=None)  # the search's
             sampling = attempt.sampling
-        domain, where = load_domain(opts), setup(opts)
+        domain, where = load_domain(opts.domain), setup(opts)
         same = opts.domain == self.opts.domain or opts.system_file
         system = self.system if same else system_prompt(opts, domain)
         G, V1, V2 = build(opts, self.model, self.key, domain, where, sampling)
@@ -173,7 +173,7 @@ class _Command:
         return Search(
             opts.attempts,
             ctx.task,
-            workspace=workspace(opts, load_domain(opts)),
+            workspace=workspace(opts, load_domain(opts.domain)),
             keep=(str(ctx.output_dir.parent.parent),),  # the batch folder, if inside
             seed=opts.seed,
             temperature=opts.attempt_temperature,
@@ -377,7 +377,7 @@ def batch_command(args: argparse.Namespace) -> int:
     model, server = resolve(opts, key)
     if opts.local is not None:  # one server slot per worker, unless told otherwise
         os.environ.setdefault("FOUR_LOCAL_PARALLEL", str(batch.workers))
-    system = system_prompt(opts, load_domain(opts))
+    system = system_prompt(opts, load_domain(opts.domain))
     prompt_fits(model, server, system, max((item.task for item in items), key=len))
     make_run: MakeRun = CommandRun(opts, model, key, system)
     pool: Pool = ThreadPool()

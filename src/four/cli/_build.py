@@ -130,10 +130,10 @@ def system_prompt(opts: RunOptions, domain: Domain) -> str:
         raise UsageError(f"--system {opts.system_file} is not UTF-8 text") from None
 
 
-def load_domain(opts: RunOptions) -> Domain:
-    """The ``--domain``'s functions; a domain whose extra is missing is a usage error."""
+def load_domain(name: str) -> Domain:
+    """The domain's functions; a domain whose extra is missing is a usage error."""
     try:
-        return get_domain(opts.domain)
+        return get_domain(name)
     except DomainError as exc:
         raise UsageError(str(exc)) from None
 

@@ -116,7 +116,7 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, Invoke | None, str, str | Non
     opts = options(args)
     if batch is not None:
         opts = replace(opts, output_dir=str(batch.output_dir))
-    system = system_prompt(opts, load_domain(opts))
+    system = system_prompt(opts, load_domain(opts.domain))
     key = api_key(opts.api_base)
     model = opts.local or hosted_name(opts.model, opts.api_base)
 

@@ -166,7 +166,7 @@ def check_items(opts: RunOptions, items: list[Item], tasks: Path) -> None:
         if mine.check_files and not mine.check:
             raise UsageError(f"{where}: check_files need a check")
         try:
-            load_domain(mine)
+            load_domain(mine.domain)
             make_check(mine)
         except UsageError as exc:
             raise UsageError(f"{where}: {exc}") from None

@@ -50,7 +50,7 @@ def main(args: argparse.Namespace) -> int:
     guard_output(opts)
     output_folder(opts.output_dir)  # before any model call: a run that cannot be saved
     signing = signing_key(opts.sign)
-    domain = load_domain(opts)
+    domain = load_domain(opts.domain)
     system = system_prompt(opts, domain)
     key = api_key(opts.api_base)
     model, server = resolve(opts, key)

@@ -37,18 +37,15 @@ def flags(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from four.cli._build import load_domain
     from four.cli._options import api_key, default_output_dir
     from four.cli._preflight import resolve
-    from four.domains import DomainError, get_domain
     from four.spokes import name_problem
 
     problem = name_problem(args.name)
     if problem is not None:
         raise UsageError(problem)
-    try:
-        get_domain("python")  # its extra (mypy, ruff) is needed: say so before any call
-    except DomainError as exc:
-        raise UsageError(str(exc)) from None
+    load_domain("python")  # its extra (mypy, ruff) is needed: say so before any call
     model = args.model or env.get("FOUR_MODEL")
     if not model:
         raise UsageError("no model: --model NAME or FOUR_MODEL")
