@@ -119,9 +119,9 @@ class _Attempts:
         opts = self.opts
         mine = replace(opts, cwd=a.cwd or opts.cwd, cost_limit=None, timeout=None)
         where = setup(mine, self.signing)
-        title = f" · attempt {a.index}/{a.link.of}"
+        end = f" · attempt {a.index}/{a.link.of}"
         r = prepare(mine, self.model, self.key, self.domain, self.system, where, opts.record(),
-                    title=title, sampling=a.sampling, check_program=a.index == 1)  # fmt: skip
+                    title_end=end, sampling=a.sampling, check_program=a.index == 1)  # fmt: skip
         r.display.start()
         try:
             with heartbeat(lambda: r.recording.sink):

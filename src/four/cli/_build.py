@@ -229,7 +229,7 @@ def prepare(
     where: DomainSetup,
     cli: Mapping[str, JSON],
     *,
-    title: str = "",
+    title_end: str = "",
     sampling: SamplingArgs | None = None,
     hold: bool = False,
     check_program: bool = True,
@@ -245,7 +245,7 @@ def prepare(
         find_program(opts.check, V2, domain.name, opts.check_files)
     check = domain_check(opts, domain, where, V2)
     place = opts.env if domain.name == "bash" else domain.name
-    display = Display(opts.mode, title=f"{model} · {place}{title}", max_steps=opts.max_steps)
+    display = Display(opts.mode, title=f"{model} · {place}{title_end}", max_steps=opts.max_steps)
     recording = Recording(domain.emit(where, V2), components(G, V2, cli), hold=hold)
     return Prepared(
         Watched(G, display), V1, WatchedEnv(V2, display), recording, system, check, display
