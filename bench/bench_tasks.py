@@ -520,7 +520,7 @@ def _single(name: str, task: Task, folder: Path, out: Path, check: Verify | None
     from four import run
     from four.cli._build import Deadline
     from four.cli._envs import make_env
-    from four.cli._prompts import default_system
+    from four.domains._bash import TEXT
     from four.parse import regex_parse
     from four.trajectory import save_trajectory
 
@@ -531,7 +531,7 @@ def _single(name: str, task: Task, folder: Path, out: Path, check: Verify | None
         V1,
         make_env("local", cwd=str(folder), timeout=COMMAND_TIMEOUT),
         save_trajectory(out),
-        default_system(False),
+        TEXT,
         task.prompt,
         STEPS,
         check=check,
@@ -554,7 +554,7 @@ def run_search(task: Task, folder: Path, out: Path) -> list[Result]:
     from four.cli._build import Deadline
     from four.cli._envs import make_env
     from four.cli._options import DEFAULT_RETRIES_PER_REASON, VISIBLE_FEEDBACK
-    from four.cli._prompts import default_system
+    from four.domains._bash import TEXT
     from four.parse import regex_parse
     from four.search import Attempt, Search
     from four.trajectory import save_trajectory
@@ -572,7 +572,7 @@ def run_search(task: Task, folder: Path, out: Path) -> list[Result]:
             V1,
             make_env("local", cwd=a.cwd, timeout=COMMAND_TIMEOUT),
             save_trajectory(out),
-            default_system(False),
+            TEXT,
             max_steps=STEPS,
             check=check,
             watch=Deadline(RUN_SECONDS),

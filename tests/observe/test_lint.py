@@ -187,13 +187,13 @@ def test_a_program_is_looked_for_where_the_run_will_run(
 
 
 def test_every_built_in_prompt_of_four_lints_clean(tools: Toolbox) -> None:
-    from four.cli._prompts import default_system
     from four.domains import domain_names, get_domain
+    from four.domains._bash import TOOLCALLS
     from four.domains.plan import SYSTEM
     from four.spokes import system_prompt
 
     prompts = {name: get_domain(name).system for name in domain_names()}
-    prompts |= {"toolcalls": default_system(True), "spoke": system_prompt("demo"), "plan": SYSTEM}
+    prompts |= {"toolcalls": TOOLCALLS, "spoke": system_prompt("demo"), "plan": SYSTEM}
     for name, text in prompts.items():
         found = lint_text(text, name, tools)
         assert [str(f) for f in found] == [], name

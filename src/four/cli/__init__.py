@@ -80,7 +80,7 @@ def _replay_flags(p: argparse.ArgumentParser) -> None:
         default=None,
         help="parse the turns as tool calls (default: as recorded)",
     )
-    output_flags(p, "the comparison")
+    output_flags(p, "the comparison", "the final line")
 
 
 def _export_flags(p: argparse.ArgumentParser) -> None:
@@ -165,52 +165,13 @@ def _fleet_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the folders as JSON")
 
 
-def _spoke_flags(p: argparse.ArgumentParser) -> None:
-    from four.cli._spoke import flags
+def _flags(module: str, name: str = "flags") -> Callable[[argparse.ArgumentParser], None]:
+    """The flags ``four.cli.MODULE`` defines, imported only when its command is chosen."""
 
-    flags(p)
+    def define(p: argparse.ArgumentParser) -> None:
+        getattr(importlib.import_module(f"four.cli.{module}"), name)(p)
 
-
-def _model_flags(p: argparse.ArgumentParser) -> None:
-    from four.cli._model import model_flags
-
-    model_flags(p)
-
-
-def _doctor_flags(p: argparse.ArgumentParser) -> None:
-    from four.cli._doctor import flags
-
-    flags(p)
-
-
-def _lint_flags(p: argparse.ArgumentParser) -> None:
-    from four.cli._lint import flags
-
-    flags(p)
-
-
-def _plan_flags(p: argparse.ArgumentParser) -> None:
-    from four.cli._plan import flags
-
-    flags(p)
-
-
-def _watch_flags(p: argparse.ArgumentParser) -> None:
-    from four.cli._watch import flags
-
-    flags(p)
-
-
-def _mcp_flags(p: argparse.ArgumentParser) -> None:
-    from four.cli._mcp import flags
-
-    flags(p)
-
-
-def _batch_flags(p: argparse.ArgumentParser) -> None:
-    from four.cli._batch import batch_flags
-
-    batch_flags(p)
+    return define
 
 
 _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]] = {
@@ -277,7 +238,7 @@ _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]]
         "`four model pull NAME` fetches a model once (checked against its sha256) into "
         "the models folder (FOUR_MODELS); `four model list` shows what is there. "
         "`four run --local` runs on it, with no API key and no network.",
-        _model_flags,
+        _flags("_model"),
     ),
     "fleet": (
         "one page over many folders of runs",
@@ -290,13 +251,15 @@ _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]]
     "batch": (
         "run an agent on every task of a JSON Lines file, many at once",
         "Run the agent of `four run` on each task of TASKS (one JSON object per line, with "
-        '"id" and "task"; "domain", "check", "check_files", "max_steps", "feedback", "image" '
-        'and "cwd" are that task\'s own; flags may also come from a four.toml beside TASKS, '
-        "as four plan writes it), --workers at a time: on threads here, as async tasks here "
-        "for thousands at once (--processes 1, or N worker processes), or on a Ray cluster "
-        "(--ray). Trajectories go to DIR/runs/<id>/, one line per task to "
-        "DIR/manifest.jsonl; run again and finished tasks are skipped.",
-        _batch_flags,
+        '"id" and "task"; other fields are kept in the manifest; "domain", "check", '
+        '"check_files", "max_steps", "feedback", "image" and "cwd" are that task\'s own; '
+        "flags may also come from a four.toml beside TASKS, as four plan writes it), "
+        "--workers at a time: on threads here, as async tasks here for thousands at once "
+        "(--processes 1, or N worker processes), or on a Ray cluster (--ray). Trajectories "
+        "go to DIR/runs/<id>/, one line per finished task to DIR/manifest.jsonl; run again "
+        "and finished tasks are skipped. Exit 0 when every task has a result, 1 when a batch "
+        "budget stopped it first.",
+        _flags("_batch", "batch_flags"),
     ),
     "doctor": (
         "check a run or a batch before it starts: GO, WARN or NO-GO",
@@ -306,7 +269,7 @@ _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]]
         "the endpoint serves at once and, with --probe (one tiny model request), the "
         "wall-clock budget; a row each with the fix. Exit 0 all GO, 3 warnings only, 1 a "
         "NO-GO, 2 a usage error.",
-        _doctor_flags,
+        _flags("_doctor"),
     ),
     "lint": (
         "check a prompt's commands against the tools' real interfaces",
@@ -317,7 +280,7 @@ _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]]
         "included; otherwise its --help, run sandboxed with a timeout). Unknown ones are "
         "reported with file, line and the nearest real names. Exit 0 clean, 1 any finding, "
         "2 a usage error.",
-        _lint_flags,
+        _flags("_lint"),
     ),
     "plan": (
         "compile a free-text mission into a validated launch folder",
@@ -330,7 +293,7 @@ _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]]
         "four audit LAUNCH checks it was not edited since; four plan --check LAUNCH "
         "validates an edited launch again and seals it anew. four batch LAUNCH/tasks.jsonl "
         "runs it. Exit 0 a valid launch, 1 none, 2 a usage error.",
-        _plan_flags,
+        _flags("_plan"),
     ),
     "watch": (
         "classify runs, and rescue the dead, stalled and looping ones",
@@ -339,21 +302,21 @@ _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]]
         "stalled runs as new attempts from their saved messages, and stop looping and "
         "over-budget ones. --once for one pass (cron); else a pass every --interval. "
         "Exit 0 when no run is left in trouble, 1 when one is, 2 for a usage error.",
-        _watch_flags,
+        _flags("_watch"),
     ),
     "mcp": (
         "four as an MCP server: verified runs for other agents",
         "four mcp serve [--http HOST:PORT] [-- FLAGS OF four run]: serve four over MCP "
         "(stdio by default): run a verified task in a folder, audit a run, show a run's "
         "outcome and steps; each saved run is a resource.",
-        _mcp_flags,
+        _flags("_mcp"),
     ),
     "spoke": (
         "write a new, type-checked component of four with the model",
         "four spoke new NAME PURPOSE: the Python domain writes the module NAME.py, accepted "
         "only once mypy --strict passes against four's Protocols, it imports, and a dry run "
         "of `run` over it ends as it says.",
-        _spoke_flags,
+        _flags("_spoke"),
     ),
 }
 

@@ -9,7 +9,6 @@ every attempt together, ``--max-steps`` each one.
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -45,10 +44,11 @@ def run_attempts(
     """Run the attempts; the exit status of ``four run`` (0 accepted). None: the
     attempts were the default and the workspace is too large to copy, so ``four run``
     makes one run instead (said on standard error)."""
+    from four.cli._options import local_settings
     from four.search import Budget, Search
     from four.search._workspace import WorkspaceTooLarge
 
-    first = opts.local is not None and _first_temperature()
+    first = opts.local is not None and local_settings().get("temperature")
     where = workspace(opts, domain)
     try:
         search: Search[Path] = Search(
@@ -73,9 +73,7 @@ def run_attempts(
             print(f"four run: one attempt, not {opts.attempts}: {exc}", file=sys.stderr)
             return None
         raise UsageError(f"--attempts {opts.attempts}: {exc}, or --attempts 1") from None
-    except NotADirectoryError as exc:
-        raise UsageError(f"--attempts {opts.attempts}: {exc}") from None
-    except ValueError as exc:
+    except (NotADirectoryError, ValueError) as exc:
         raise UsageError(f"--attempts {opts.attempts}: {exc}") from None
     from contextlib import nullcontext
 
@@ -86,17 +84,10 @@ def run_attempts(
     try:
         with armed:
             search.run(_Attempts(opts, model, key, domain, system, signing))
-    except KeyboardInterrupt as exc:
-        from four.cli._build import Terminated
+    except KeyboardInterrupt as exc:  # as a plain run says it, the search's record as the path
+        from four.cli._build import interrupted
 
-        saved = str(search.record) if search.record else None
-        if opts.json:  # as a plain run says it, the search's record as the path
-            outcome = f"interrupted: {type(exc).__name__}"
-            print(json.dumps({"outcome": outcome, "success": False, "path": saved,
-                              **_json(search)}, indent=2))  # fmt: skip
-        else:
-            print(f"interrupted · saved {saved}" if saved else "interrupted before a run began")
-        return 143 if isinstance(exc, Terminated) else 130
+        return interrupted(opts, exc, search.record, "a run began", _json(search))
     except UsageError:
         raise
     except Exception:
@@ -106,12 +97,6 @@ def run_attempts(
         print(f"crashed · saved {search.record}", file=sys.stderr)
         return 1
     return _report(search, opts)
-
-
-def _first_temperature() -> float | None:
-    from four.cli._options import local_settings
-
-    return local_settings().get("temperature")
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,47 +113,23 @@ class _Attempts:
     def __call__(self, a: Attempt) -> Path:
         """``four run``'s run in the attempt's copy of the workspace."""
         from four import run
-        from four.cli import _settings as env
-        from four.cli._build import Saving, build, domain_check, setup, traced
-        from four.cli._live import Display, Recording, Watched, WatchedEnv, components
-        from four.cli._preflight import check_program
-        from four.cli._resume import HEARTBEAT, heartbeat
+        from four.cli._build import Saving, prepare, setup, traced
+        from four.cli._resume import heartbeat
 
-        opts, domain = self.opts, self.domain
+        opts = self.opts
         mine = replace(opts, cwd=a.cwd or opts.cwd, cost_limit=None, timeout=None)
         where = setup(mine, self.signing)
-        G, V1, V2 = build(mine, self.model, self.key, domain, where, a.sampling)
-        system = self.system
-        if opts.mcp:  # the servers' tools, as four run names them
-            from four.cli import _mcp
-
-            system = _mcp.system(system, V2, opts.toolcalls)
-        if a.index == 1:
-            check_program(opts.check, V2, domain.name, opts.check_files)
-        check = domain_check(mine, domain, where, V2)
-        place = opts.env if domain.name == "bash" else domain.name
-        title = f"{self.model} · {place} · attempt {a.index}/{a.link.of}"
-        display = Display(opts.mode, title=title, max_steps=opts.max_steps)
-        record: dict[str, JSON] = {**opts.record()}
-        recording = Recording(domain.emit(where, V2), components(G, V2, record))
-        display.start()
+        end = f" · attempt {a.index}/{a.link.of}"
+        r = prepare(mine, self.model, self.key, self.domain, self.system, where, opts.record(),
+                    title_end=end, sampling=a.sampling, check_program=a.index == 1)  # fmt: skip
+        r.display.start()
         try:
-            beats = env.get_float("FOUR_HEARTBEAT", HEARTBEAT) or 0.0
-            with heartbeat(lambda: recording.sink, beats):
-                return run(
-                    a.invoke(Watched(G, display)),
-                    V1,
-                    a.env(WatchedEnv(V2, display)),
-                    a.emit(recording),
-                    system,
-                    opts.task,
-                    a.limit(opts.max_steps),
-                    opts.max_format_errors,
-                    check=check,
-                    watch=traced(opts, a.watching(Saving(recording))),
-                )
+            with heartbeat(lambda: r.recording.sink):
+                return run(a.invoke(r.G), r.V1, a.env(r.V2), a.emit(r.recording), r.system,
+                           opts.task, a.limit(opts.max_steps), opts.max_format_errors,
+                           check=r.check, watch=traced(opts, a.watching(Saving(r.recording))))  # fmt: skip
         finally:
-            display.stop("done")
+            r.display.stop("done")
 
 
 def _say(opts: RunOptions, line: str) -> None:

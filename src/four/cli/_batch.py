@@ -22,39 +22,33 @@ import time
 from collections import Counter, deque
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, TypeVar
 
 from four._types import JSON
 
 if TYPE_CHECKING:  # only argparse is needed to define the flags (four --help)
-    from four._types import AsyncExecute, AsyncInvoke, Execute, Invoke, Parse, Verify
+    from collections.abc import Callable
+
+    from rich.live import Live
+
+    from four._types import AsyncExecute, AsyncInvoke, Execute, Invoke, Parse, Recorder, Verify
     from four.batch._attempt import MakeRun, RunContext
     from four.batch._batch import Progress
+    from four.batch._items import Item
     from four.batch._result import RunResult
     from four.batch._session import Pool
     from four.cli._live import Recording
     from four.cli._options import RunOptions
     from four.search import Attempt, Search
 
-SUMMARY = "run an agent on every task of a JSON Lines file, many at once"
-DESCRIPTION = (
-    "Run the agent of `four run` on each task of TASKS (one JSON object per line, with "
-    '"id" and "task"; other fields are kept in the manifest; "domain", "check", '
-    '"check_files", "max_steps", "feedback", "image" and "cwd" are that task\'s own; '
-    "a four.toml beside TASKS holds flags, as four plan writes it), --workers at a time: "
-    "on threads here, as async "
-    "tasks here for thousands at once (--processes), or on a Ray cluster (--ray). "
-    "Trajectories go to DIR/runs/<id>/, one line per finished task to DIR/manifest.jsonl; "
-    "run again and finished tasks are skipped. Exit 0 when every task has a result, 1 "
-    "when a batch budget stopped it first."
-)
+T = TypeVar("T")
 DEFAULT_WORKERS = 8
 DEFAULT_STALL = 900.0
 
 
 def batch_flags(p: argparse.ArgumentParser) -> None:
     """Define the flags of ``four batch`` on ``p`` (the subcommand's parser)."""
-    from four.cli._flags import agent_flags, judge_flags, number, positive_int
+    from four.cli._flags import agent_flags, budget_flags, number, output_flags, positive_int
 
     p.add_argument("tasks", metavar="TASKS", help="JSON Lines file: {id, task, ...} per line")
     agent_flags(p)
@@ -89,27 +83,13 @@ def batch_flags(p: argparse.ArgumentParser) -> None:
         help="allow -o inside the workspace with --env local/persistent, where the agents' "
         "commands can read the batch's runs",
     )
-    p.add_argument(
-        "--max-steps", type=positive_int, help="model calls per run at most [FOUR_MAX_STEPS, 100]"
-    )
-    p.add_argument(
-        "--timeout",
-        type=number,
-        metavar="SECONDS",
-        help="wall-clock limit of each run; its running command is killed; 0 = none "
-        "[FOUR_TIMEOUT, none]",
-    )
+    budget_flags(p)
     p.add_argument(
         "--stall-timeout",
         type=number,
         metavar="SECONDS",
         help="end a run (stalled) when no model call or command finished for this long; "
         f"0 = never [FOUR_STALL_TIMEOUT, {DEFAULT_STALL:g}]",
-    )
-    p.add_argument(
-        "--cost-limit",
-        type=number,
-        help="USD per run; 0 = none [FOUR_COST_LIMIT, 3]",
     )
     p.add_argument(
         "--batch-cost-limit",
@@ -125,25 +105,9 @@ def batch_flags(p: argparse.ArgumentParser) -> None:
         help="wall-clock limit of this invocation; then no run starts and running ones stop",
     )
     p.add_argument(
-        "--prices",
-        metavar="IN,OUT",
-        help="USD per million prompt and completion tokens [FOUR_PRICES]",
-    )
-    p.add_argument(
-        "--max-format-errors",
-        type=positive_int,
-        default=3,
-        help="unreadable replies in a row before a run stops; 0 = no cap [3]",
-    )
-    p.add_argument("--check", metavar="CMD", help="verified loop, as `four run --check`")
-    judge_flags(p)
-    p.add_argument("--system", metavar="FILE", help="system prompt from FILE [FOUR_SYSTEM]")
-    p.add_argument(
         "--redo", action="store_true", help="run every task again, finished ones included"
     )
-    group = p.add_mutually_exclusive_group()
-    group.add_argument("-q", "--quiet", action="store_true", help="print only the summary line")
-    group.add_argument("--json", action="store_true", help="print the summary as JSON")
+    output_flags(p, "the summary", "the summary line")
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,8 +134,7 @@ class _Command:
     system: str
 
     def options(self, ctx: RunContext) -> RunOptions:
-        """``four run``'s options for ``ctx``'s item: its own settings (``ITEM_FIELDS`` of
-        ``four.cli._launchfile``) over the batch's."""
+        """``four run``'s options for ``ctx``'s item: its own settings over the batch's."""
         from four.cli._launchfile import item_options
 
         return item_options(self.opts, ctx.task, ctx.item.fields)
@@ -189,7 +152,7 @@ class _Command:
         if attempt is not None:
             opts = replace(opts, cwd=attempt.cwd or opts.cwd, cost_limit=None)  # the search's
             sampling = attempt.sampling
-        domain, where = load_domain(opts), setup(opts)
+        domain, where = load_domain(opts.domain), setup(opts)
         same = opts.domain == self.opts.domain or opts.system_file
         system = self.system if same else system_prompt(opts, domain)
         G, V1, V2 = build(opts, self.model, self.key, domain, where, sampling)
@@ -210,13 +173,40 @@ class _Command:
         return Search(
             opts.attempts,
             ctx.task,
-            workspace=workspace(opts, load_domain(opts)),
+            workspace=workspace(opts, load_domain(opts.domain)),
             keep=(str(ctx.output_dir.parent.parent),),  # the batch folder, if inside
             seed=opts.seed,
             temperature=opts.attempt_temperature,
             budget=Budget(cost=opts.cost_limit),
             record_dir=ctx.output_dir,
         )
+
+    def ran(
+        self,
+        ctx: RunContext,
+        attempt: Attempt | None,
+        loop: Callable[..., T],
+        awaited: bool = False,
+    ) -> T:
+        """``loop`` (``run``, or ``arun`` with G and V2 ``awaited``) over ``ctx``'s item's
+        agent; for an ``attempt``, within the search's budget and linked to it."""
+        from four.cli._awaited import awaited_env, awaited_invoke
+        from four.cli._build import traced
+
+        a = self.agent(ctx, attempt)
+        G: Invoke | AsyncInvoke = a.G
+        V2: Execute | AsyncExecute = a.V2
+        if awaited:
+            G, V2 = awaited_invoke(a.G) or a.G, awaited_env(a.V2) or a.V2
+        G = ctx.meter(G)
+        emit: Recorder[Path] = a.recording
+        system, prompt, steps, errors = a.settings
+        watch = ctx.watch
+        if attempt is not None:
+            G, V2, emit = attempt.invoke(G), attempt.env(V2), attempt.emit(emit)
+            steps, watch = attempt.limit(steps), attempt.watching(watch)
+        return loop(G, a.V1, V2, emit, system, prompt, steps, errors, check=a.check,
+                    watch=traced(self.opts, watch))  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,23 +215,11 @@ class CommandRun(_Command):
 
     def __call__(self, ctx: RunContext) -> Path:
         from four import run
-        from four.cli._build import traced
 
         if self.opts.attempts > 1:  # each attempt as below, the result's trajectory returned
-            return _result(self.search(ctx).run(lambda attempt: self.attempt(ctx, attempt)))
-        a = self.agent(ctx)
-        return run(ctx.meter(a.G), a.V1, a.V2, a.recording, *a.settings, check=a.check,
-                   watch=traced(self.opts, ctx.watch))  # fmt: skip
-
-    def attempt(self, ctx: RunContext, attempt: Attempt) -> Path:
-        from four import run
-        from four.cli._build import traced
-
-        a = self.agent(ctx, attempt)
-        system, prompt, steps, errors = a.settings
-        return run(attempt.invoke(ctx.meter(a.G)), a.V1, attempt.env(a.V2),
-                   attempt.emit(a.recording), system, prompt, attempt.limit(steps), errors,
-                   check=a.check, watch=traced(self.opts, attempt.watching(ctx.watch)))  # fmt: skip
+            return _result(self.search(ctx).run(lambda attempt: self.ran(ctx, attempt, run)))
+        path: Path = self.ran(ctx, None, run)
+        return path
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,27 +229,13 @@ class AsyncCommandRun(_Command):
     the rest runs in worker threads."""
 
     async def __call__(self, ctx: RunContext) -> Path:
-        if self.opts.attempts > 1:
-            search = await self.search(ctx).arun(lambda attempt: self.run(ctx, attempt))
-            return _result(search)
-        return await self.run(ctx, None)
-
-    async def run(self, ctx: RunContext, attempt: Attempt | None) -> Path:
         from four import arun
-        from four.cli._awaited import awaited_env, awaited_invoke
-        from four.cli._build import traced
 
-        a = self.agent(ctx, attempt)
-        awaited = awaited_invoke(a.G)
-        G: Invoke | AsyncInvoke = ctx.meter(a.G) if awaited is None else ctx.meter(awaited)
-        V2: Execute | AsyncExecute = awaited_env(a.V2) or a.V2
-        if attempt is None:
-            return await arun(G, a.V1, V2, a.recording, *a.settings, check=a.check,
-                              watch=traced(self.opts, ctx.watch))  # fmt: skip
-        system, prompt, steps, errors = a.settings
-        return await arun(attempt.invoke(G), a.V1, attempt.env(V2), attempt.emit(a.recording),
-                          system, prompt, attempt.limit(steps), errors, check=a.check,
-                          watch=traced(self.opts, attempt.watching(ctx.watch)))  # fmt: skip
+        if self.opts.attempts > 1:
+            search = self.search(ctx)
+            return _result(await search.arun(lambda a: self.ran(ctx, a, arun, awaited=True)))
+        path: Path = await self.ran(ctx, None, arun, awaited=True)
+        return path
 
 
 def _result(search: Search[Path]) -> Path:
@@ -308,12 +272,8 @@ def batch_options(args: argparse.Namespace) -> BatchOptions:
     from four.cli import _settings as env
     from four.trajectory._destination import Remote, is_url
 
-    workers = args.workers if args.workers is not None else env.get_int("FOUR_WORKERS", 0)
-    stall = (
-        args.stall_timeout
-        if args.stall_timeout is not None
-        else env.get_float("FOUR_STALL_TIMEOUT", DEFAULT_STALL)
-    )
+    workers = env.over(args.workers, "FOUR_WORKERS", 0)
+    stall = env.over(args.stall_timeout, "FOUR_STALL_TIMEOUT", DEFAULT_STALL)
     folder = args.output_dir or env.get("FOUR_BATCH_DIR")
     ray, processes = _where(args)
     url = folder if folder and is_url(folder) else None
@@ -377,9 +337,10 @@ def default_batch_dir(tasks: Path) -> Path:
 
 def batch_command(args: argparse.Namespace) -> int:
     """Run ``four batch``; the exit status (see the module's docstring)."""
+    from four._files import Unreadable
     from four.batch._batch import iter_runs
-    from four.batch._items import read_items
     from four.batch._lock import BatchLocked
+    from four.batch._manifest import read_results
     from four.batch._pool import AsyncPool, RayPool, ThreadPool
     from four.cli._build import load_domain, make_check, sigterm_interrupts, system_prompt
     from four.cli._errors import UsageError
@@ -390,12 +351,7 @@ def batch_command(args: argparse.Namespace) -> int:
 
     settings = apply_settings(args, Path(args.tasks), batch_flags)  # the launch's four.toml, if any
     batch = batch_options(args)
-    try:
-        items = resolve_items(read_items(batch.tasks), batch.tasks)
-    except OSError as exc:
-        raise UsageError(f"cannot read {batch.tasks}: {exc.strerror}") from None
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+    items = resolve_items(read_tasks(batch.tasks), batch.tasks)
     if not items:
         raise UsageError(f"{batch.tasks} has no tasks")
     # four run's settings, with a stand-in task (each item brings its own).
@@ -412,12 +368,15 @@ def batch_command(args: argparse.Namespace) -> int:
     else:
         reachable(batch.url)
     output_folder(str(batch.output_dir))  # before any model call, as four run (a URL's copy)
-    _readable_manifest(batch.output_dir)
-    key = api_key(opts)
+    try:  # a FIFO, a link to /dev/zero, too large: said before anything runs
+        read_results(batch.output_dir)
+    except Unreadable as exc:
+        raise UsageError(f"the batch's manifest: {exc}") from None
+    key = api_key(opts.api_base)
     model, server = resolve(opts, key)
     if opts.local is not None:  # one server slot per worker, unless told otherwise
         os.environ.setdefault("FOUR_LOCAL_PARALLEL", str(batch.workers))
-    system = system_prompt(opts, load_domain(opts))
+    system = system_prompt(opts, load_domain(opts.domain))
     prompt_fits(model, server, system, max((item.task for item in items), key=len))
     make_run: MakeRun = CommandRun(opts, model, key, system)
     pool: Pool = ThreadPool()
@@ -467,17 +426,17 @@ def batch_command(args: argparse.Namespace) -> int:
     return _report(batch, opts.json, results, time.monotonic() - start, status)
 
 
-def _readable_manifest(folder: Path) -> None:
-    """A manifest in ``folder`` that cannot be read (a FIFO, a link to ``/dev/zero``, too
-    large) is a usage error, in one line, before anything runs."""
-    from four._files import Unreadable
-    from four.batch._manifest import read_results
+def read_tasks(tasks: Path) -> list[Item]:
+    """The items of TASKS, or a ``UsageError`` saying why they cannot be read."""
+    from four.batch._items import read_items
     from four.cli._errors import UsageError
 
     try:
-        read_results(folder)
-    except Unreadable as exc:
-        raise UsageError(f"the batch's manifest: {exc}") from None
+        return read_items(tasks)
+    except OSError as exc:
+        raise UsageError(f"cannot read {tasks}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _report(
@@ -523,7 +482,7 @@ class _Display:
         self.title = title
         self.last: Progress | None = None
         self.recent: deque[RunResult] = deque(maxlen=5)
-        self._live: object | None = None
+        self._live: Live | None = None
         self._shown = 0.0
 
     def start(self) -> None:
@@ -545,9 +504,6 @@ class _Display:
     def stop(self) -> None:
         live, self._live = self._live, None
         if live is not None:
-            from rich.live import Live
-
-            assert isinstance(live, Live)
             live.stop()
 
     def progress(self, progress: Progress) -> None:
@@ -561,17 +517,19 @@ class _Display:
 
     def status(self) -> str:
         """The one-line status: done, running, failed, cost, ETA."""
+        from four.cli._format import seconds
+
         p = self.last
         if p is None:
             return f"{self.title} · starting"
-        eta = f"ETA {_duration(p.eta)}" if p.eta is not None else "ETA -"
+        eta = f"ETA {seconds(p.eta)}"
         stopping = f" · stopping: {p.stopping}" if p.stopping else ""
         # (over several nodes: how many runs each has)
         nodes = " ".join(f"{n}:{k}" for n, k in sorted(p.nodes.items()))
         running = f"running {p.running}" + (f" ({nodes})" if len(p.nodes) > 1 else "")
         return (
             f"{self.title} · done {p.done + p.skipped}/{self.total} · {running} · "
-            f"failed {p.failed} · ${p.cost:.4f} · {_duration(p.elapsed)} · {eta}{stopping}"
+            f"failed {p.failed} · ${p.cost:.4f} · {seconds(p.elapsed)} · {eta}{stopping}"
         )
 
     def _frame(self) -> str:
@@ -582,20 +540,6 @@ class _Display:
 def _result_line(r: RunResult) -> str:
     outcome = r.outcome if len(r.outcome) <= 80 else r.outcome[:77] + "..."
     return f"{r.id} · {outcome} · {r.steps} steps · ${r.cost:.4f} · {r.wall_time:.1f}s"
-
-
-def _duration(value: float) -> str:
-    """Seconds as 42s, 3m05s or 1h02m.
-
-    >>> _duration(42), _duration(185), _duration(3720)
-    ('42s', '3m05s', '1h02m')
-    """
-    s = round(value)
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    return f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
 main = batch_command  # what the ``four`` command calls

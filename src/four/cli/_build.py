@@ -23,7 +23,7 @@ from four._types import JSON, Execute, Invoke, Parse, Verify, Watch
 from four.cli import _mcp
 from four.cli._errors import UsageError
 from four.cli._format import cost, fold, seconds, succeeded, tokens
-from four.cli._live import Recording
+from four.cli._live import Display, Recording, Watched, WatchedEnv, components
 from four.cli._options import RunOptions, local_settings
 from four.cli._terminal import visible
 from four.domains import Domain, DomainError, DomainSetup, get_domain
@@ -118,10 +118,10 @@ class Terminated(KeyboardInterrupt):
 
 def system_prompt(opts: RunOptions, domain: Domain) -> str:
     """The ``--system`` file's text, or the domain's own prompt."""
-    from four.cli._prompts import default_system
+    from four.domains._bash import TOOLCALLS
 
     if not opts.system_file:
-        return default_system(True) if opts.toolcalls else domain.system
+        return TOOLCALLS if opts.toolcalls else domain.system
     try:  # a FIFO nothing writes to, or a device, is refused: never waited on
         return read_given(opts.system_file).decode("utf-8")
     except Unreadable as exc:
@@ -130,10 +130,10 @@ def system_prompt(opts: RunOptions, domain: Domain) -> str:
         raise UsageError(f"--system {opts.system_file} is not UTF-8 text") from None
 
 
-def load_domain(opts: RunOptions) -> Domain:
-    """The ``--domain``'s functions; a domain whose extra is missing is a usage error."""
+def load_domain(name: str) -> Domain:
+    """The domain's functions; a domain whose extra is missing is a usage error."""
     try:
-        return get_domain(opts.domain)
+        return get_domain(name)
     except DomainError as exc:
         raise UsageError(str(exc)) from None
 
@@ -176,8 +176,10 @@ def build(
         raise UsageError(str(exc)) from None
     V1: Parse = toolcall_parse() if opts.toolcalls else domain.parse()
     if opts.mcp:  # the servers' tools beside the shell
+        from four.domains.mcp import mcp_parse
+
         V2 = _mcp.start(opts.mcp, opts.mcp_env, V2)
-        V1 = _mcp.parser(V2, V1)
+        V1 = mcp_parse(V2, V1)
     G: Invoke
     if opts.local is not None:
         from four.invoke import local_invoke
@@ -205,6 +207,51 @@ def build(
     return G, V1, V2
 
 
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A run of ``four run`` (or an attempt of it) made: its G and V2 tell ``display``."""
+
+    G: Invoke
+    V1: Parse
+    V2: Execute
+    recording: Recording
+    system: str
+    check: Verify | None
+    display: Display
+
+
+def prepare(
+    opts: RunOptions,
+    model: str,
+    key: str | None,
+    domain: Domain,
+    system: str,
+    where: DomainSetup,
+    cli: Mapping[str, JSON],
+    *,
+    title_end: str = "",
+    sampling: SamplingArgs | None = None,
+    hold: bool = False,
+    check_program: bool = True,
+) -> Prepared:
+    """``build``'s parts, watched; the system prompt with the ``--mcp`` tools, the
+    ``--check`` program found first (else the run could not be judged), ``cli`` recorded."""
+    from four.cli._preflight import check_program as find_program
+
+    G, V1, V2 = build(opts, model, key, domain, where, sampling)
+    if opts.mcp:
+        system = _mcp.system(system, V2, opts.toolcalls)
+    if check_program:
+        find_program(opts.check, V2, domain.name, opts.check_files)
+    check = domain_check(opts, domain, where, V2)
+    place = opts.env if domain.name == "bash" else domain.name
+    display = Display(opts.mode, title=f"{model} · {place}{title_end}", max_steps=opts.max_steps)
+    recording = Recording(domain.emit(where, V2), components(G, V2, cli), hold=hold)
+    return Prepared(
+        Watched(G, display), V1, WatchedEnv(V2, display), recording, system, check, display
+    )
+
+
 def domain_check(
     opts: RunOptions, domain: Domain, where: DomainSetup, V2: Execute
 ) -> Verify | None:
@@ -221,12 +268,9 @@ def make_check(opts: RunOptions) -> Verify | None:
         return None
     from four.checks import command_check, verify
     from four.checks._feedback import feedback_level
+    from four.cli._preflight import held_out
 
-    files: dict[str, str] = {}
-    for given in opts.check_files:
-        destination, _, folder = given.rpartition("=")
-        folder = folder.rstrip("/") or folder
-        files[f"{(destination or Path(folder).name).rstrip('/')}/"] = folder
+    files = {f"{place}/": folder for place, folder in held_out(opts.check_files).items()}
     try:
         check = command_check(opts.check, feedback=feedback_level(opts.feedback), files=files)
     except ValueError as exc:
@@ -267,6 +311,24 @@ def start_local(opts: RunOptions) -> bool:
         print(f"four run: error: {started.failure()}", file=sys.stderr)
         return False
     return True
+
+
+def interrupted(
+    opts: RunOptions,
+    exc: KeyboardInterrupt,
+    path: Path | None,
+    before: str,
+    extra: Mapping[str, JSON] | None = None,
+) -> int:
+    """Say that Ctrl-C (or SIGTERM) ended the run, and where it was saved; the exit status."""
+    if opts.json:
+        outcome = f"interrupted: {type(exc).__name__}"
+        saved = str(path) if path else None
+        print(json.dumps({"outcome": outcome, "success": False, "path": saved, **(extra or {})},
+                         indent=2))  # fmt: skip
+    else:
+        print(f"interrupted · saved {path}" if path else f"interrupted before {before}")
+    return 143 if isinstance(exc, Terminated) else 130
 
 
 def report(path: Path, opts: RunOptions, extra: Mapping[str, JSON] | None = None) -> int:

@@ -16,36 +16,28 @@ import contextlib
 import json
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from four._types import Execute, Invoke
 from four.observe._check import Check, exit_code
 from four.observe._doctor import Budget, Plan, examine
 
-if TYPE_CHECKING:
-    from four.cli._options import RunOptions
-
 
 def flags(p: argparse.ArgumentParser) -> None:
     """``four doctor``'s flags: those of ``four run`` or ``four batch``, and ``--probe``."""
-    from four.cli._batch import DESCRIPTION as BATCH
+    from four.cli import _COMMANDS
     from four.cli._batch import batch_flags
     from four.cli._flags import run_flags
 
     target = p.add_subparsers(dest="target", metavar="run|batch", required=True)
     for name, define, about in (
         ("run", run_flags, "the flags of four run"),
-        ("batch", batch_flags, BATCH),
+        ("batch", batch_flags, _COMMANDS["batch"][1]),
     ):
         sub = target.add_parser(name, help=about, description=f"four doctor {name}: {about}")
         define(sub)
+        helps = {"json": "print the checks as JSON", "quiet": "print only the verdict line"}
         for action in sub._actions:  # the same flags; here they print the checks
-            if action.dest in ("json", "quiet"):
-                action.help = (
-                    "print the checks as JSON"
-                    if action.dest == "json"
-                    else ("print only the verdict line")
-                )
+            action.help = helps.get(action.dest, action.help)
         sub.add_argument(
             "--probe",
             action="store_true",
@@ -106,38 +98,27 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, Invoke | None, str, str | Non
     from four.cli._build import load_domain, system_prompt
     from four.cli._envs import make_env
     from four.cli._options import api_key, local_settings, options
-    from four.cli._preflight import held_out, litellm
+    from four.cli._preflight import held_out, hosted_name
+    from four.invoke._local import DEFAULT_CTX
 
     batch = None
     tasks: list[str] = []
     if args.target == "batch":
         from pathlib import Path
 
-        from four.batch._items import read_items
-        from four.cli._batch import batch_flags, batch_options
-        from four.cli._errors import UsageError
+        from four.cli._batch import batch_flags, batch_options, read_tasks
         from four.cli._launchfile import apply_settings
 
         apply_settings(args, Path(args.tasks), batch_flags)  # the launch's four.toml, as four batch
         batch = batch_options(args)
-        try:
-            tasks = [item.task for item in read_items(batch.tasks)]
-        except OSError as exc:
-            raise UsageError(f"cannot read {batch.tasks}: {exc.strerror}") from None
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
+        tasks = [item.task for item in read_tasks(batch.tasks)]
         args = argparse.Namespace(**{**vars(args), "task": "(each item's task)"})
     opts = options(args)
     if batch is not None:
         opts = replace(opts, output_dir=str(batch.output_dir))
-    system = system_prompt(opts, load_domain(opts))
-    key = api_key(opts)
-    model = opts.local or opts.model
-    if opts.api_base and opts.local is None:
-        try:
-            litellm().get_llm_provider(model, api_base=opts.api_base)
-        except Exception:
-            model = f"openai/{model}"
+    system = system_prompt(opts, load_domain(opts.domain))
+    key = api_key(opts.api_base)
+    model = opts.local or hosted_name(opts.model, opts.api_base)
 
     def environment() -> Execute:
         return make_env(opts.env, image=opts.image, cwd=opts.cwd, timeout=30)
@@ -159,12 +140,12 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, Invoke | None, str, str | Non
         system=system,
         task=max(tasks, key=len) if tasks else opts.task,
         check=opts.check if opts.domain != "notebook" else None,  # there, Python
-        held_out=held_out(opts.check_files),
+        held_out=tuple(held_out(opts.check_files)),
         image=opts.image,
         prices=opts.prices,
         workers=batch.workers if batch else None,
         budget=budget,
-        local_window=local_window(opts),
+        local_window=local_settings().get("ctx", DEFAULT_CTX) if opts.local else None,
         workspace=opts.cwd,
         sign=opts.sign,
     )
@@ -179,13 +160,3 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, Invoke | None, str, str | Non
     what = f"batch of {len(tasks)} tasks, {batch.workers} workers" if batch else "run"
     ray = batch.ray if batch is not None else None
     return plan, G, f"four doctor · {what} · {model} · {opts.env}", ray
-
-
-def local_window(opts: RunOptions) -> int | None:
-    """With ``--local``, the context the local model's server gives a run; else None."""
-    if opts.local is None:
-        return None
-    from four.cli._options import local_settings
-    from four.invoke._local import DEFAULT_CTX
-
-    return local_settings().get("ctx", DEFAULT_CTX)

@@ -102,40 +102,10 @@ def run_flags(p: argparse.ArgumentParser) -> None:
         help=f"what the agent writes and how it is run and saved ({kinds}) [FOUR_DOMAIN, bash]",
     )
     agent_flags(p)
-    p.add_argument(
-        "--max-steps", type=positive_int, help="model calls at most [FOUR_MAX_STEPS, 100]"
-    )
-    p.add_argument(
-        "--timeout",
-        type=number,
-        metavar="SECONDS",
-        help="wall-clock limit of the whole run, checked before each model call and "
-        "command; 0 = none [FOUR_TIMEOUT, none]",
-    )
-    p.add_argument(
-        "--cost-limit", type=number, help="stop after this many USD; 0 = none [FOUR_COST_LIMIT, 3]"
-    )
-    p.add_argument(
-        "--prices",
-        metavar="IN,OUT",
-        help="USD per million prompt and completion tokens, for a model litellm has no "
-        "price for (else its cost is unknown) [FOUR_PRICES]",
-    )
-    p.add_argument(
-        "--max-format-errors",
-        type=positive_int,
-        default=3,
-        help="unreadable replies in a row before the run stops; 0 = no cap [3]",
-    )
-    p.add_argument(
-        "--check",
-        metavar="CMD",
-        help="verified loop: a submission counts only once CMD exits 0 in the environment "
-        "(--domain notebook: the notebook is always re-run in a fresh kernel, and CMD is "
-        "Python run after it, e.g. an assert)",
-    )
-    judge_flags(p)
-    mcp_run_flags(p)
+    budget_flags(p)
+    from four.cli._mcp import run_flags as mcp_flags
+
+    mcp_flags(p)
     p.add_argument(
         "--workers",
         dest="attempt_workers",
@@ -160,21 +130,60 @@ def run_flags(p: argparse.ArgumentParser) -> None:
         "never mounts it)",
     )
     p.add_argument(
-        "--system",
-        metavar="FILE",
-        help="system prompt from FILE (default: the domain's) [FOUR_SYSTEM]",
-    )
-    p.add_argument(
         "--sign",
         metavar="KEY",
         help="sign the trajectory's seal with this private key (four keygen; needs "
         "four-loop[sign]; every domain) [FOUR_SIGNING_KEY]",
     )
-    output_flags(p, "the final outcome")
+    output_flags(p, "the final outcome", "the final line")
+
+
+def budget_flags(p: argparse.ArgumentParser) -> None:
+    """A run's limits, prompt and judge: shared by ``run`` and ``batch`` (each of its runs)."""
+    p.add_argument(
+        "--max-steps", type=positive_int, help="model calls per run at most [FOUR_MAX_STEPS, 100]"
+    )
+    p.add_argument(
+        "--timeout",
+        type=number,
+        metavar="SECONDS",
+        help="wall-clock limit of a run, checked before each model call and command; its "
+        "running command is killed then; 0 = none [FOUR_TIMEOUT, none]",
+    )
+    p.add_argument(
+        "--cost-limit",
+        type=number,
+        help="USD per run, then it stops; 0 = none [FOUR_COST_LIMIT, 3]",
+    )
+    p.add_argument(
+        "--prices",
+        metavar="IN,OUT",
+        help="USD per million prompt and completion tokens, for a model litellm has no "
+        "price for (else its cost is unknown) [FOUR_PRICES]",
+    )
+    p.add_argument(
+        "--max-format-errors",
+        type=positive_int,
+        default=3,
+        help="unreadable replies in a row before a run stops; 0 = no cap [3]",
+    )
+    p.add_argument(
+        "--system",
+        metavar="FILE",
+        help="system prompt from FILE (default: the domain's) [FOUR_SYSTEM]",
+    )
+    p.add_argument(
+        "--check",
+        metavar="CMD",
+        help="verified loop: a submission counts only once CMD exits 0 in the environment "
+        "(--domain notebook: the notebook is always re-run in a fresh kernel, and CMD is "
+        "Python run after it, e.g. an assert)",
+    )
+    judge_flags(p)
 
 
 def judge_flags(p: argparse.ArgumentParser) -> None:
-    """How ``--check`` judges: shared by ``run`` and ``batch``."""
+    """How ``--check`` judges."""
     p.add_argument(
         "--feedback",
         choices=("full", "output", "verdict"),
@@ -237,13 +246,7 @@ def judge_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
-def mcp_run_flags(p: argparse.ArgumentParser) -> None:
-    from four.cli._mcp import run_flags as mcp_flags
-
-    mcp_flags(p)
-
-
-def output_flags(p: argparse.ArgumentParser, what: str) -> None:
+def output_flags(p: argparse.ArgumentParser, what: str, quiet: str) -> None:
     group = p.add_mutually_exclusive_group()
-    group.add_argument("-q", "--quiet", action="store_true", help="print only the final line")
+    group.add_argument("-q", "--quiet", action="store_true", help=f"print only {quiet}")
     group.add_argument("--json", action="store_true", help=f"print {what} as JSON")

@@ -29,7 +29,6 @@ if TYPE_CHECKING:
 NAME = "four.toml"
 _PATHS = frozenset({"system", "output_dir", "cwd", "sign"})
 _FIXED = frozenset({"tasks", "help", "redo", "quiet", "json", "check_files", "output_in_workspace"})
-ITEM_FIELDS = ("domain", "check", "check_files", "max_steps", "feedback", "cwd", "image")
 
 
 def apply_settings(
@@ -112,7 +111,7 @@ def resolve_items(items: list[Item], tasks: Path) -> list[Item]:
 
 
 def item_options(opts: RunOptions, task: str, fields: Mapping[str, JSON]) -> RunOptions:
-    """``opts`` for one item: its own ``ITEM_FIELDS`` over the batch's."""
+    """``opts`` for one item: its own settings (see the module's docstring) over the batch's."""
 
     def text(name: str) -> str | None:
         value = fields.get(name)
@@ -167,7 +166,7 @@ def check_items(opts: RunOptions, items: list[Item], tasks: Path) -> None:
         if mine.check_files and not mine.check:
             raise UsageError(f"{where}: check_files need a check")
         try:
-            load_domain(mine)
+            load_domain(mine.domain)
             make_check(mine)
         except UsageError as exc:
             raise UsageError(f"{where}: {exc}") from None

@@ -19,16 +19,6 @@ if TYPE_CHECKING:
     from four.observe._interface import Toolbox
     from four.observe._lint import Finding
 
-DESCRIPTION = (
-    "Find every command PROMPT tells the model to run (fenced shell blocks, backticks, "
-    '"run X" sentences; a .jsonl tasks file: each task and its check) and check it '
-    "where the run's commands run: the program exists, and every subcommand and option "
-    "is in the tool's real interface (argparse introspected for Python tools, four "
-    "itself included; otherwise its --help, run sandboxed with a timeout). Unknown ones "
-    "are reported with file, line and the nearest real names. Exit 0 clean, 1 any "
-    "finding, 2 a usage error."
-)
-
 
 def flags(p: argparse.ArgumentParser) -> None:
     """``four lint``'s flags."""
@@ -102,11 +92,12 @@ def main(args: argparse.Namespace) -> int:
 
 def _lint_all(args: argparse.Namespace, tools: Toolbox) -> list[Finding]:
     """The findings of every prompt asked for, in order."""
+    from four.cli._build import load_domain
     from four.observe._lint import decode_prompt, lint_prompt, lint_text
 
     found: list[Finding] = []
     for name in args.domain:
-        found += lint_text(_domain_prompt(name), f"<{name} domain>", tools, only=args.tool)
+        found += lint_text(load_domain(name).system, f"<{name} domain>", tools, only=args.tool)
     for prompt in args.prompts:
         if prompt == "-":
             text = decode_prompt(sys.stdin.buffer.read(), "<stdin>")
@@ -114,12 +105,3 @@ def _lint_all(args: argparse.Namespace, tools: Toolbox) -> list[Finding]:
         else:
             found += lint_prompt(prompt, tools, only=args.tool)
     return found
-
-
-def _domain_prompt(name: str) -> str:
-    from four.domains import DomainError, get_domain
-
-    try:
-        return get_domain(name).system
-    except DomainError as exc:
-        raise UsageError(str(exc)) from None

@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from returns.result import Result, Success
 
@@ -66,25 +66,18 @@ class Display:
     ``lines`` (one line per event, for logs and pipes) or ``quiet`` (nothing)."""
 
     def __init__(
-        self,
-        mode: str,
-        *,
-        title: str = "",
-        max_steps: int = 0,
-        stream: IO[str] | None = None,
-        rows: int = 8,
-        model_lines: bool = True,
+        self, mode: str, *, title: str = "", max_steps: int = 0, model_lines: bool = True
     ) -> None:
         self.mode = mode
         self.model_lines = model_lines
         self.title = visible(title)
         self.max_steps = max_steps
-        self.stream = stream if stream is not None else sys.stderr
+        self.stream = sys.stderr
         self.step = 0
         self.usage: Usage = NO_USAGE
         self.activity = "starting"
         self.started = time.monotonic()
-        self.rows: deque[Row] = deque(maxlen=rows)
+        self.rows: deque[Row] = deque(maxlen=8)  # the last commands
         self._lock = threading.Lock()
         self._live: Live | None = None
         self._console: Console | None = None
@@ -99,8 +92,8 @@ class Display:
         from rich.live import Live
 
         self._console = console(self.stream, highlight=False)
-        self._live = Live(
-            _Renderable(self), console=self._console, refresh_per_second=4, transient=False
+        self._live = Live(  # a fresh frame at every refresh, so elapsed time moves
+            get_renderable=self.frame, console=self._console, refresh_per_second=4
         )
         self._live.start()
 
@@ -211,16 +204,6 @@ class Display:
                 )
             status = Text(self.activity, style="dim")
         return Group(head, table, status)
-
-
-class _Renderable:
-    """Rich asks this for a fresh frame at every refresh, so elapsed time moves."""
-
-    def __init__(self, display: Display) -> None:
-        self.display = display
-
-    def __rich__(self) -> RenderableType:
-        return self.display.frame()
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from four.cli._errors import UsageError
-from four.types import JSON, Execute, Parse
+from four.types import JSON, Closeable, Execute
 
 if TYPE_CHECKING:
     from four.domains.mcp import McpEnv
@@ -47,21 +47,15 @@ def start(servers: Sequence[str], inherit: Sequence[str], shell: Execute) -> Mcp
     that cannot start is a usage error (the shell is closed then)."""
     try:
         from four.domains.mcp import StartError, mcp_env
-    except ImportError:
-        _close(shell)
-        raise UsageError(EXTRA) from None
-    try:
+
         return mcp_env(*servers, shell=shell, inherit=tuple(inherit))
+    except ImportError:
+        problem = EXTRA
     except (StartError, ValueError, TypeError, OSError) as exc:
-        _close(shell)
-        raise UsageError(f"--mcp: {exc}") from None
-
-
-def parser(env: McpEnv, base: Parse) -> Parse:
-    """V1 for the servers' tools, and ``base`` for the rest."""
-    from four.domains.mcp import mcp_parse
-
-    return mcp_parse(env, base)
+        problem = f"--mcp: {exc}"
+    if isinstance(shell, Closeable):
+        shell.close()
+    raise UsageError(problem)
 
 
 def definitions(V2: Execute) -> list[Mapping[str, JSON]]:
@@ -81,12 +75,6 @@ def system(text: str, V2: Execute, toolcalls: bool) -> str:
         return f"{text}\nYou can also call these tools (from MCP servers): {names}.\n"
     describe = getattr(V2, "describe", None)
     return f"{text}\n{describe()}\n" if callable(describe) else text
-
-
-def _close(V2: Execute) -> None:
-    close = getattr(V2, "close", None)
-    if callable(close):
-        close()
 
 
 # --- four mcp serve ------------------------------------------------------------------

@@ -10,7 +10,7 @@ from returns.result import Success
 from four.cli._errors import UsageError
 
 
-def model_flags(p: argparse.ArgumentParser) -> None:
+def flags(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     pull = sub.add_parser(
         "pull",

@@ -12,7 +12,7 @@ import os
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from returns.result import Failure
 
@@ -23,6 +23,7 @@ from four.domains import domain_names
 
 if TYPE_CHECKING:
     from four.observe._endpoint import Server
+    from four.trajectory._sign import SigningKey
 
 DEFAULT_MAX_STEPS = 100
 DEFAULT_COST_LIMIT = 3.0
@@ -137,17 +138,7 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
     image = args.image or env.get("FOUR_IMAGE")
     if kind == "docker" and not image:
         raise UsageError("--env docker needs an image: --image NAME or FOUR_IMAGE")
-    cost_limit = (
-        args.cost_limit
-        if args.cost_limit is not None
-        else env.get_float("FOUR_COST_LIMIT", DEFAULT_COST_LIMIT)
-    )
-    timeout = args.timeout if args.timeout is not None else env.get_float("FOUR_TIMEOUT", None)
-    command_timeout = (
-        args.command_timeout
-        if args.command_timeout is not None
-        else env.get_float("FOUR_COMMAND_TIMEOUT", None)
-    )
+    cost_limit = env.over(args.cost_limit, "FOUR_COST_LIMIT", DEFAULT_COST_LIMIT)
     prices = args.prices or env.get("FOUR_PRICES")
     toolcalls = args.toolcalls if args.toolcalls is not None else env.get_bool("FOUR_TOOLCALLS")
     if args.check is not None and not args.check.strip():  # it would accept anything
@@ -159,9 +150,8 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
         raise UsageError(f"FOUR_FEEDBACK={feedback!r}: use full, output or verdict")
     if not args.check and (args.feedback or args.check_files):
         raise UsageError("--feedback and --check-files need --check CMD")
-    retries = getattr(args, "retries_per_reason", None)
-    if retries is None:
-        retries = env.get_int("FOUR_RETRIES_PER_REASON", DEFAULT_RETRIES_PER_REASON)
+    given = getattr(args, "retries_per_reason", None)
+    retries = env.over(given, "FOUR_RETRIES_PER_REASON", DEFAULT_RETRIES_PER_REASON)
     if retries < 1:
         raise UsageError("--retries-per-reason must be at least 1")
     attempts, seed, temperature, workers = search_options(args)
@@ -182,13 +172,9 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
         env=kind,
         image=image,
         cwd=args.cwd,
-        command_timeout=command_timeout,
-        timeout=timeout or None,
-        max_steps=(
-            args.max_steps
-            if args.max_steps is not None
-            else env.get_int("FOUR_MAX_STEPS", DEFAULT_MAX_STEPS)
-        ),
+        command_timeout=env.over(args.command_timeout, "FOUR_COMMAND_TIMEOUT", None),
+        timeout=env.over(args.timeout, "FOUR_TIMEOUT", None) or None,
+        max_steps=env.over(args.max_steps, "FOUR_MAX_STEPS", DEFAULT_MAX_STEPS),
         cost_limit=cost_limit if cost_limit else None,
         prices=env.parse_prices(prices) if prices else None,
         max_format_errors=int(args.max_format_errors),
@@ -252,18 +238,14 @@ def search_options(args: argparse.Namespace) -> tuple[int, int, float, int]:
             "--attempts needs --check CMD: without a judge, the first submission is the end"
         )
     attempts = given if given is not None else (DEFAULT_ATTEMPTS if check else 1)
-    seed = getattr(args, "seed", None)
-    seed = env.get_int("FOUR_SEED", 0) if seed is None else seed
-    temperature = getattr(args, "attempt_temperature", None)
-    if temperature is None:
-        from four.search import DEFAULT_TEMPERATURE
+    from four.search import DEFAULT_TEMPERATURE
 
-        temperature = env.get_float("FOUR_ATTEMPT_TEMPERATURE", DEFAULT_TEMPERATURE)
+    seed = env.over(getattr(args, "seed", None), "FOUR_SEED", 0)
+    given_t = getattr(args, "attempt_temperature", None)
+    temperature = env.over(given_t, "FOUR_ATTEMPT_TEMPERATURE", DEFAULT_TEMPERATURE)
     if seed < 0 or temperature is None or temperature < 0:
         raise UsageError("--seed and --attempt-temperature must not be negative")
-    workers = getattr(args, "attempt_workers", None) or 1
-    if workers > attempts:
-        workers = attempts
+    workers = min(getattr(args, "attempt_workers", None) or 1, attempts)
     return attempts, seed, float(temperature), workers
 
 
@@ -336,16 +318,21 @@ def resolve(opts: RunOptions, key: str | None) -> tuple[str, Server | None]:
         from four.cli._preflight import resolve as resolve_hosted
 
         return resolve_hosted(opts.model, opts.api_base, key)
+    local_ready(opts.local)
+    return opts.local, None
+
+
+def local_ready(name: str) -> None:
+    """The local model is pulled and its extra installed, or a ``UsageError``."""
     import importlib.util
 
     from four.models import find_model
 
-    found = find_model(opts.local)
+    found = find_model(name)
     if isinstance(found, Failure):
         raise UsageError(f"{found.failure()}; or give --model NAME for a hosted model")
     if importlib.util.find_spec("xllamacpp") is None:
         raise UsageError("--local needs the local extra: pip install 'four-loop[local]'")
-    return opts.local, None
 
 
 class LocalSettings(TypedDict, total=False):
@@ -360,32 +347,36 @@ class LocalSettings(TypedDict, total=False):
 
 def local_settings() -> LocalSettings:
     """``local_invoke``'s settings from the ``FOUR_LOCAL_*`` variables that are set."""
-
-    def count(name: str) -> int | None:
-        value = env.get_int(name, 0)
-        if value < 0:
-            raise UsageError(f"{name}={value} is negative")
-        return value or None
-
-    settings = LocalSettings()
-    if ctx := count("FOUR_LOCAL_CTX"):
-        settings["ctx"] = ctx
-    if threads := count("FOUR_LOCAL_THREADS"):
-        settings["threads"] = threads
-    if parallel := count("FOUR_LOCAL_PARALLEL"):
-        settings["parallel"] = parallel
-    if max_tokens := count("FOUR_LOCAL_MAX_TOKENS"):
-        settings["max_tokens"] = max_tokens
+    found: dict[str, float] = {}
+    for key in ("ctx", "threads", "parallel", "max_tokens"):
+        name = f"FOUR_LOCAL_{key.upper()}"
+        if (count := env.get_int(name, 0)) < 0:
+            raise UsageError(f"{name}={count} is negative")
+        if count:
+            found[key] = count
     temperature = env.get_float("FOUR_LOCAL_TEMPERATURE", None)
     if temperature is not None:
         if temperature < 0:
             raise UsageError(f"FOUR_LOCAL_TEMPERATURE={temperature} is negative")
-        settings["temperature"] = temperature
-    return settings
+        found["temperature"] = temperature
+    return cast(LocalSettings, found)
 
 
-def api_key(opts: RunOptions) -> str | None:
+def api_key(api_base: str | None) -> str | None:
     """``FOUR_API_KEY``; with ``--api-base`` and no such key, ``none``: a provider's real
     key is never sent to a server of the user's choosing."""
     key = env.get("FOUR_API_KEY")
-    return "none" if opts.api_base and key is None else key
+    return "none" if api_base and key is None else key
+
+
+def signing_key(path: str | None) -> SigningKey | None:
+    """The ``--sign`` key, loaded before the model is asked anything: a bad key is a
+    ``UsageError``."""
+    if not path:
+        return None
+    from four.trajectory._sign import SigningError, SigningKey
+
+    try:
+        return SigningKey.load(path)
+    except SigningError as exc:
+        raise UsageError(f"--sign: {exc}") from None

@@ -19,7 +19,6 @@ from four.cli._errors import UsageError
 if TYPE_CHECKING:
     from four._types import Invoke
     from four.domains.plan import Compiled, Launch
-    from four.trajectory._sign import SigningKey
 
 MAX_MISSION = 64 << 10
 """Bytes of a mission at most: it is a paragraph for the planner, not a document."""
@@ -27,7 +26,7 @@ MAX_MISSION = 64 << 10
 
 def flags(p: argparse.ArgumentParser) -> None:
     """``four plan``'s flags."""
-    from four.cli._flags import agent_flags, number, positive_int
+    from four.cli._flags import agent_flags, number, output_flags, positive_int
 
     p.add_argument(
         "mission", metavar="MISSION", nargs="?", help="what the launch is for; '-' reads stdin"
@@ -60,16 +59,15 @@ def flags(p: argparse.ArgumentParser) -> None:
         help="plans the model may write before planning stops [6]",
     )  # fmt: skip
     p.add_argument("--sign", metavar="KEY", help="sign the launch's seal with this private key")
-    group = p.add_mutually_exclusive_group()
-    group.add_argument("-q", "--quiet", action="store_true", help="print only the final line")
-    group.add_argument("--json", action="store_true", help="print the result as JSON")
+    output_flags(p, "the result", "the final line")
 
 
 def main(args: argparse.Namespace) -> int:
     """Plan (or check) a launch; print what was validated and rejected."""
+    from four.cli._options import signing_key
     from four.domains.plan import check_launch
 
-    signing = _signing(args)
+    signing = signing_key(args.sign)
     if args.check_launch:
         if args.mission is not None:
             raise UsageError("--check LAUNCH takes the plan from the folder: give no MISSION")
@@ -110,21 +108,10 @@ def _mission(given: str | None) -> str:
     return mission
 
 
-def _signing(args: argparse.Namespace) -> SigningKey | None:
-    if not args.sign:
-        return None
-    from four.trajectory._sign import SigningError, SigningKey
-
-    try:
-        return SigningKey.load(args.sign)
-    except SigningError as exc:
-        raise UsageError(f"--sign: {exc}") from None
-
-
 def _launch(args: argparse.Namespace) -> tuple[Launch, Invoke]:
     """The launch's settings and the planning model, checked before the first call."""
     from four.cli import _settings as env
-    from four.cli._options import local_model, local_settings
+    from four.cli._options import api_key, local_model, local_ready, local_settings
     from four.cli._preflight import output_folder, refuse
     from four.cli._preflight import resolve as resolve_hosted
     from four.domains._bash import environment as make_env
@@ -155,7 +142,7 @@ def _launch(args: argparse.Namespace) -> tuple[Launch, Invoke]:
     if not model:
         raise UsageError("no model: give --model NAME or --local")
     api_base = args.api_base or env.get("FOUR_API_BASE")
-    key = env.get("FOUR_API_KEY") or ("none" if api_base else None)
+    key = api_key(api_base)
     output_folder(str(folder))
     ran = environment(
         kind, lambda: make_env(kind, image=image, cwd=str(workspace), timeout=30), image
@@ -164,7 +151,7 @@ def _launch(args: argparse.Namespace) -> tuple[Launch, Invoke]:
         refuse(check)
     G: Invoke
     if local is not None:
-        _local_ready(local)
+        local_ready(local)
         grammar = plan_parse().grammar()  # every plan it writes reads (V2 judges it)
         G = retry_invoke(local_invoke(local, **local_settings(), grammar=grammar))
         window: int | None = local_settings().get("ctx", DEFAULT_CTX)
@@ -184,21 +171,6 @@ def _launch(args: argparse.Namespace) -> tuple[Launch, Invoke]:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     return launch, G
-
-
-def _local_ready(name: str) -> None:
-    """The local model is pulled and its extra installed, or a usage error."""
-    import importlib.util
-
-    from returns.result import Failure
-
-    from four.models import find_model
-
-    found = find_model(name)
-    if isinstance(found, Failure):
-        raise UsageError(f"{found.failure()}; or give --model NAME for a hosted model")
-    if importlib.util.find_spec("xllamacpp") is None:
-        raise UsageError("--local needs the local extra: pip install 'four-loop[local]'")
 
 
 def _report(made: Compiled, args: argparse.Namespace) -> int:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING
 
 from four.cli._errors import UsageError
@@ -19,16 +18,17 @@ if TYPE_CHECKING:
     from four.observe._endpoint import Server
 
 
-def litellm() -> ModuleType:
-    """litellm, imported the way the model layer imports it (offline price map, quiet)."""
+def hosted_name(model: str, api_base: str | None) -> str:
+    """``model`` as litellm is to be told it: at ``api_base``, a name with no provider
+    prefix is sent as ``openai/<name>``."""
     from four.invoke._lazy import litellm_module
 
-    return litellm_module()
-
-
-def resolve_model(model: str, api_base: str | None, api_key: str | None = None) -> str:
-    """The model name to use, or a ``UsageError`` saying what is wrong (see ``resolve``)."""
-    return resolve(model, api_base, api_key)[0]
+    if api_base:
+        try:
+            litellm_module().get_llm_provider(model, api_base=api_base)
+        except Exception:
+            return f"openai/{model}"
+    return model
 
 
 def resolve(
@@ -44,12 +44,8 @@ def resolve(
     from four.observe._doctor import provider_key
     from four.observe._endpoint import endpoint, read_server
 
-    lite = litellm()
+    model = hosted_name(model, api_base)
     if api_base:
-        try:
-            lite.get_llm_provider(model, api_base=api_base)
-        except Exception:
-            model = f"openai/{model}"
         server = read_server(api_base, api_key)
         refuse(endpoint(model, server))
         return model, server
@@ -93,17 +89,18 @@ def check_program(
     if command and domain == "bash" and env is not None:
         from four.observe._doctor import check_program as check
 
-        refuse(check(command, env, held_out(check_files)))
+        refuse(check(command, env, tuple(held_out(check_files))))
 
 
-def held_out(check_files: Sequence[str]) -> tuple[str, ...]:
-    """Where each ``--check-files [DEST=]DIR`` goes in the workspace (as ``make_check``).
+def held_out(check_files: Sequence[str]) -> dict[str, str]:
+    """Each ``--check-files [DEST=]DIR``: where it goes in the workspace, and its folder.
 
     >>> held_out(["tests_hidden/", "t=/tmp/x"])
-    ('tests_hidden', 't')
+    {'tests_hidden': 'tests_hidden', 't': '/tmp/x'}
     """
-    places = []
+    places = {}
     for given in check_files:
         destination, _, folder = given.rpartition("=")
-        places.append((destination or Path(folder.rstrip("/") or folder).name).rstrip("/"))
-    return tuple(places)
+        folder = folder.rstrip("/") or folder
+        places[(destination or Path(folder).name).rstrip("/")] = folder
+    return places

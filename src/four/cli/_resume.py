@@ -53,12 +53,10 @@ def verified(path: str, sign: str | None = None) -> None:
     four.cli._errors.UsageError: --resume: missing.json cannot be verified (cannot read missing.json: No such file or directory): not resumed
     """
     from four.checks._audit import audit
-    from four.trajectory._sign import SigningError, SigningKey
+    from four.cli._options import signing_key
 
-    try:
-        public = SigningKey.load(sign).public if sign else None
-    except SigningError as exc:
-        raise UsageError(f"--sign: {exc}") from None
+    key = signing_key(sign)
+    public = key.public if key else None
     given = Path(path)
     beside = (given.with_suffix(".jsonl"), given.with_suffix(".json"))
     for record in (given, *(p for p in beside if p != given and p.is_file())):
@@ -187,9 +185,13 @@ def record_in_batch(path: Path, item: str, attempt: int) -> str | None:
 
 
 @contextlib.contextmanager
-def heartbeat(sink: Callable[[], object], every: float = HEARTBEAT) -> Iterator[None]:
+def heartbeat(sink: Callable[[], object], every: float | None = None) -> Iterator[None]:
     """While inside, a daemon thread calls ``beat()`` on the sink ``sink()`` gives (the
-    run's, once it is open) every ``every`` seconds; 0: no heartbeat."""
+    run's, once it is open) every ``every`` seconds (``FOUR_HEARTBEAT``); 0: none."""
+    if every is None:
+        from four.cli import _settings as env
+
+        every = env.get_float("FOUR_HEARTBEAT", HEARTBEAT) or 0.0
     if every <= 0:
         yield
         return

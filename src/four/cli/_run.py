@@ -16,15 +16,13 @@ import traceback
 from contextlib import nullcontext
 
 from four._types import JSON, Message
-from four.cli import _mcp
 from four.cli import _settings as env
 from four.cli._build import (
     Deadline,
     Saving,
-    Terminated,
-    build,
-    domain_check,
+    interrupted,
     load_domain,
+    prepare,
     report,
     setup,
     sigterm_interrupts,
@@ -33,17 +31,15 @@ from four.cli._build import (
     traced,
 )
 from four.cli._errors import UsageError
-from four.cli._live import Display, Recording, Watched, WatchedEnv, components
-from four.cli._options import RunOptions, api_key, guard_output, options, resolve
-from four.cli._resume import HEARTBEAT, heartbeat
+from four.cli._options import RunOptions, api_key, guard_output, options, resolve, signing_key
+from four.cli._resume import heartbeat
 
 
 def main(args: argparse.Namespace) -> int:
     """Run the agent; exit 0 finished or accepted, 1 any other end, 2 usage, 130 Ctrl-C."""
     from four import run
-    from four.cli._preflight import check_program, output_folder, prompt_fits
+    from four.cli._preflight import output_folder, prompt_fits
     from four.trajectory import TrajectoryNotSaved
-    from four.trajectory._sign import SigningError, SigningKey
 
     history: tuple[Message, ...] = ()
     extra: dict[str, JSON] = {}
@@ -53,13 +49,10 @@ def main(args: argparse.Namespace) -> int:
         opts = options(args)
     guard_output(opts)
     output_folder(opts.output_dir)  # before any model call: a run that cannot be saved
-    try:  # before the model is asked anything: a bad key is a usage error
-        signing = SigningKey.load(opts.sign) if opts.sign else None
-    except SigningError as exc:
-        raise UsageError(f"--sign: {exc}") from None
-    domain = load_domain(opts)
+    signing = signing_key(opts.sign)
+    domain = load_domain(opts.domain)
     system = system_prompt(opts, domain)
-    key = api_key(opts)
+    key = api_key(opts.api_base)
     model, server = resolve(opts, key)
     prompt_fits(model, server, system, opts.task)
     if opts.local is not None and opts.workers > 1:  # a slot for each attempt at once
@@ -72,33 +65,25 @@ def main(args: argparse.Namespace) -> int:
         status = run_attempts(opts, model, key, domain, system, signing)
         if status is not None:
             return status  # else: one run, as without --attempts
-    where = setup(opts, signing)
-    G, V1, V2 = build(opts, model, key, domain, where)
-    if opts.mcp:
-        system = _mcp.system(system, V2, opts.toolcalls)
-    check_program(opts.check, V2, domain.name, opts.check_files)  # else it cannot be judged
-    check = domain_check(opts, domain, where, V2)
-    place = opts.env if domain.name == "bash" else domain.name
-    display = Display(opts.mode, title=f"{model} · {place}", max_steps=opts.max_steps)
-    record = components(G, V2, {**opts.record(), **extra})
-    recording = Recording(domain.emit(where, V2), record, hold=True)  # Saving says: began
+    cli = {**opts.record(), **extra}
+    r = prepare(opts, model, key, domain, system, setup(opts, signing), cli, hold=True)
+    display, recording = r.display, r.recording  # hold: Saving says when the loop began
     display.start()
     try:
-        beats = env.get_float("FOUR_HEARTBEAT", HEARTBEAT) or 0.0
         deadline = Deadline(opts.timeout) if opts.timeout else None
         armed = deadline.armed() if deadline is not None else nullcontext()
-        with sigterm_interrupts(), heartbeat(lambda: recording.sink, beats), armed:
+        with sigterm_interrupts(), heartbeat(lambda: recording.sink), armed:
             path = run(
-                Watched(G, display),
-                V1,
-                WatchedEnv(V2, display),
+                r.G,
+                r.V1,
+                r.V2,
                 recording,
-                system,
+                r.system,
                 "" if history else opts.task,
                 opts.max_steps,
                 opts.max_format_errors,
                 resume=history,
-                check=check,
+                check=r.check,
                 watch=traced(opts, Saving(recording, deadline)),
             )
     except TrajectoryNotSaved as exc:
@@ -106,7 +91,7 @@ def main(args: argparse.Namespace) -> int:
         return _not_saved(exc, opts)
     except KeyboardInterrupt as exc:
         display.stop("interrupted")
-        return _interrupted(recording, opts, exc)
+        return interrupted(opts, exc, recording.path, "the run began")
     except Exception:
         display.stop("crashed")
         traceback.print_exc()
@@ -163,15 +148,3 @@ def _not_saved(exc: OSError, opts: RunOptions) -> int:
     else:
         print(f"four run: save_failed: {exc}", file=sys.stderr)
     return 1
-
-
-def _interrupted(recording: Recording, opts: RunOptions, exc: KeyboardInterrupt) -> int:
-    code = 143 if isinstance(exc, Terminated) else 130
-    path = recording.path
-    if opts.json:
-        outcome = f"interrupted: {type(exc).__name__}"
-        saved = str(path) if path else None
-        print(json.dumps({"outcome": outcome, "success": False, "path": saved}, indent=2))
-    else:
-        print(f"interrupted · saved {path}" if path else "interrupted before the run began")
-    return code

@@ -7,12 +7,15 @@ variable; a flag given on the command line wins over the variable.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from four.cli._errors import UsageError
 
 ENVIRONMENTS = ("local", "persistent", "sandbox", "docker")
+N = TypeVar("N", int, float)
+Value = TypeVar("Value", int, float | None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,12 +77,7 @@ def get_int(name: str, default: int, environ: Mapping[str, str] | None = None) -
     7
     """
     text = get(name, environ)
-    if text is None:
-        return default
-    try:
-        return int(text)
-    except ValueError:
-        raise UsageError(f"{name}={text!r} is not an integer") from None
+    return default if text is None else _number(int, name, text, "an integer")
 
 
 def get_float(
@@ -91,12 +89,26 @@ def get_float(
     0.5
     """
     text = get(name, environ)
-    if text is None:
-        return default
+    return default if text is None else _number(float, name, text, "a number")
+
+
+def _number(kind: Callable[[str], N], name: str, text: str, what: str) -> N:
     try:
-        return float(text)
+        return kind(text)
     except ValueError:
-        raise UsageError(f"{name}={text!r} is not a number") from None
+        raise UsageError(f"{name}={text!r} is not {what}") from None
+
+
+def over(given: Value | None, name: str, default: Value) -> Value:
+    """A flag's value if given, else its variable's (read as the default's type), else the
+    default.
+
+    >>> over(None, "FOUR_MAX_STEPS", 100), over(7, "FOUR_MAX_STEPS", 100)
+    (100, 7)
+    """
+    if given is not None:
+        return given
+    return get_int(name, default) if isinstance(default, int) else get_float(name, default)
 
 
 def get_bool(name: str, environ: Mapping[str, str] | None = None) -> bool:

@@ -37,24 +37,21 @@ def flags(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from four.cli._preflight import resolve_model
-    from four.domains import DomainError, get_domain
+    from four.cli._build import load_domain
+    from four.cli._options import api_key, default_output_dir
+    from four.cli._preflight import resolve
     from four.spokes import name_problem
 
     problem = name_problem(args.name)
     if problem is not None:
         raise UsageError(problem)
-    try:
-        get_domain("python")  # its extra (mypy, ruff) is needed: say so before any call
-    except DomainError as exc:
-        raise UsageError(str(exc)) from None
+    load_domain("python")  # its extra (mypy, ruff) is needed: say so before any call
     model = args.model or env.get("FOUR_MODEL")
     if not model:
         raise UsageError("no model: --model NAME or FOUR_MODEL")
     api_base = args.api_base or env.get("FOUR_API_BASE")
-    key = env.get("FOUR_API_KEY")
-    key = "none" if api_base and key is None else key
-    model = resolve_model(model, api_base, key)
+    key = api_key(api_base)
+    model = resolve(model, api_base, key)[0]
     from four.invoke import budget_invoke, litellm_invoke, retry_invoke
     from four.spokes import new_spoke
     from four.types import Invoke
@@ -62,8 +59,6 @@ def main(args: argparse.Namespace) -> int:
     G: Invoke = retry_invoke(litellm_invoke(model, api_base=api_base, api_key=key))
     if args.cost_limit:
         G = budget_invoke(G, cost_limit=args.cost_limit)
-    from four.cli._options import default_output_dir
-
     output = args.output_dir or env.get("FOUR_OUTPUT_DIR") or str(default_output_dir())
     made = new_spoke(
         args.name, args.purpose, G, folder=args.dir, output_dir=output, max_steps=args.max_steps

@@ -28,8 +28,8 @@ from four._checked import check_fields, checked
 from four._grammar import WHITESPACE, Chars, Expr, Grammar, Lit, Ref, Rep, grammar_of
 from four._types import Action, FormatError, Rejected, Reply, Submitted
 from four.execute._output import EXIT_SIGNAL
-from four.parse._finish import finish_rule, no_action, unapplied
-from four.parse._regex import DEFAULT_TAGS, Block, _console, fenced_blocks
+from four.parse._finish import finish_rule, no_action, text_only, unapplied
+from four.parse._regex import DEFAULT_TAGS, Block, _console, _lowered, fenced_blocks
 from four.parse._shapes import (
     INDENT,
     NEWLINE,
@@ -128,14 +128,10 @@ def describe_edit(edit: FileEdit) -> str:
     'edit tool.py (SEARCH/REPLACE of 2 lines)'
     """
     if isinstance(edit, WholeFile):
-        return f"write {edit.path} ({_count(edit.content)} lines)"
+        return f"write {edit.path} ({len(edit.content.splitlines())} lines)"
     if not edit.search:
         return f"write {edit.path} (SEARCH empty: create or append)"
-    return f"edit {edit.path} (SEARCH/REPLACE of {_count(edit.search)} lines)"
-
-
-def _count(text: str) -> int:
-    return len(text.splitlines())
+    return f"edit {edit.path} (SEARCH/REPLACE of {len(edit.search.splitlines())} lines)"
 
 
 def path_of(line: str) -> str | None:
@@ -234,18 +230,16 @@ class EditParse:
     def __call__(
         self, reply: Reply, /
     ) -> Result[Sequence[Action | Rejected], FormatError | Submitted]:
-        read = self._read(reply)
-        if not reply.tool_calls or not isinstance(read, Success):
-            return read  # a format error answers every call; a submission ends the turn
-        not_run = (
+        return text_only(
+            self._read(reply),
+            reply,
             "Tool calls are not run here: write file edits and ```bash blocks in the text "
-            "of your reply."
+            "of your reply.",
         )
-        return Success([*read.unwrap(), *(Rejected(c.id, not_run) for c in reply.tool_calls)])
 
     def _read(self, reply: Reply) -> Result[Sequence[Action | Rejected], FormatError | Submitted]:
         content = reply.content
-        tags = tuple(t.lower() for t in self.tags)
+        tags = _lowered(tuple(self.tags))
         blocks = fenced_blocks(content, tags)
         lines = content.replace("\r\n", "\n").split("\n")
         edits: list[FileEdit] = []
@@ -269,7 +263,8 @@ class EditParse:
                     return Failure(self._error(parsed))
                 edits.extend(parsed)
             elif path is not None:
-                edits.append(WholeFile(path, _with_newline(block.body), block.line))
+                newline = "\n" if block.body and not block.body.endswith("\n") else ""
+                edits.append(WholeFile(path, block.body + newline, block.line))
             elif block.tag in tags and block.body.strip():
                 body = _console(block.body) if block.tag == "console" else block.body
                 commands.append(body.strip("\n"))
@@ -359,10 +354,6 @@ def _find(lines: Sequence[str], start: int, marker: re.Pattern[str]) -> int | No
         if _SEARCH.match(lines[index]):
             return None
     return None
-
-
-def _with_newline(text: str) -> str:
-    return text if not text or text.endswith("\n") else text + "\n"
 
 
 @checked
@@ -478,8 +469,7 @@ def _exact(window: Sequence[str], search: Sequence[str]) -> _Shift | None:
 
 
 def _trailing(window: Sequence[str], search: Sequence[str]) -> _Shift | None:
-    same = all(a.rstrip() == b.rstrip() for a, b in zip(window, search, strict=True))
-    return _NONE if same else None
+    return _NONE if [a.rstrip() for a in window] == [b.rstrip() for b in search] else None
 
 
 def _indented(window: Sequence[str], search: Sequence[str]) -> _Shift | None:
@@ -506,11 +496,7 @@ def _indented(window: Sequence[str], search: Sequence[str]) -> _Shift | None:
     return shift
 
 
-_MATCHERS: tuple[Callable[[Sequence[str], Sequence[str]], _Shift | None], ...] = (
-    _exact,
-    _trailing,
-    _indented,
-)
+_MATCHERS = (_exact, _trailing, _indented)
 
 
 def _shifted(line: str, add: str, remove: str) -> str:

@@ -1,27 +1,17 @@
-"""The completion rule shared by both parsers, for a reply that asks to run nothing.
-
-A reply with no action is a submission only when:
-
-1. a line of its content, stripped, is exactly the exit signal: the submission is
-   the content without that line; or
-2. the parser was made with ``finish_on_plain_text=True`` and the content is
-   non-blank text with no code fence at all: the submission is the whole text.
-
-Anything else (an empty reply, a reply with only a ``python`` block, an unclosed fence,
-prose when plain text does not finish) is a ``FormatError`` fed back to the model. So is
-a reply that submits and also holds a block the parser did not apply (a ``python``
-block beside the exit signal in the bash domain, a block naming no file in the python
-domain): the model would believe that block's work was done. ``reply.reasoning`` is
-never read.
+"""The completion rule of ``four.parse`` (see its docstring), for a reply that asks to run
+nothing. A reply that submits and also holds a block the parser did not apply (a
+``python`` block beside the exit signal in the bash domain, a block naming no file in
+the python domain) is a ``FormatError`` too: the model would believe that block's work
+was done. ``reply.reasoning`` is never read.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from returns.result import Failure, Result
+from returns.result import Failure, Result, Success
 
-from four._types import Action, FormatError, Rejected, Submitted
+from four._types import Action, FormatError, Rejected, Reply, Submitted
 
 
 def signal_submission(content: str, exit_signal: str) -> str | None:
@@ -92,3 +82,13 @@ def no_action(
     if not content.strip():
         problem = "Your reply was empty, so nothing was run."
     return Failure(FormatError(f"{problem}\n\n{expected}"))
+
+
+def text_only(
+    read: Result[Sequence[Action | Rejected], FormatError | Submitted], reply: Reply, why: str
+) -> Result[Sequence[Action | Rejected], FormatError | Submitted]:
+    """``read`` of a parser of text, each tool call of ``reply`` rejected with ``why``: a
+    format error answers every call, a submission ends the turn."""
+    if not reply.tool_calls or not isinstance(read, Success):
+        return read
+    return Success([*read.unwrap(), *(Rejected(c.id, why) for c in reply.tool_calls)])

@@ -9,6 +9,7 @@ close the block. Text outside fences is prose and never runs.
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 from collections.abc import Sequence
@@ -21,7 +22,7 @@ from four._checked import check_fields, checked
 from four._grammar import Alt, Expr, Grammar, Lit, Ref, Seq, grammar_of
 from four._types import Action, FormatError, Rejected, Reply, Submitted
 from four.execute._output import EXIT_SIGNAL
-from four.parse._finish import finish_rule, no_action, unapplied
+from four.parse._finish import finish_rule, no_action, text_only, unapplied
 from four.parse._shapes import THOUGHT_LINES, command, prose, shell_tag, thought
 
 DEFAULT_TAGS: tuple[str, ...] = ("mswea_bash_command", "bash", "sh", "shell", "console", "zsh")
@@ -126,10 +127,7 @@ def _without_comment(line: str) -> str:
 
 def _unindent(line: str, indent: int) -> str:
     """Remove up to ``indent`` leading spaces (an indented fence indents its body)."""
-    removed = 0
-    while removed < indent and removed < len(line) and line[removed] == " ":
-        removed += 1
-    return line[removed:]
+    return line[min(indent, len(line) - len(line.lstrip(" "))) :]
 
 
 def _console(body: str) -> str:
@@ -259,18 +257,16 @@ class RegexParse:
     def __call__(
         self, reply: Reply, /
     ) -> Result[Sequence[Action | Rejected], FormatError | Submitted]:
-        read = self._read(reply)
-        if not reply.tool_calls or not isinstance(read, Success):
-            return read  # a format error answers every call; a submission ends the turn
-        not_run = (
+        return text_only(
+            self._read(reply),
+            reply,
             f"Tool calls are not run here: write the command in a ```{self._tag()} block "
-            "in the text of your reply."
+            "in the text of your reply.",
         )
-        return Success([*read.unwrap(), *(Rejected(c.id, not_run) for c in reply.tool_calls)])
 
     def _read(self, reply: Reply) -> Result[Sequence[Action | Rejected], FormatError | Submitted]:
         content = reply.content
-        tags = _lowered(self.tags)
+        tags = _lowered(tuple(self.tags))
         blocks = fenced_blocks(content, tags)
         for block in blocks:
             if not block.closed and (block.tag in tags or block.body.strip()):
@@ -343,21 +339,9 @@ def _squashed(text: str) -> str:
     return re.sub(r"[\s_-]", "", text).upper()
 
 
-_LOWERED: dict[tuple[str, ...], tuple[str, ...]] = {}
-
-
+@functools.lru_cache(maxsize=64)  # every reply is parsed with the same few sets
 def _lowered(tags: tuple[str, ...]) -> tuple[str, ...]:
-    """``tags`` in lower case, kept: every reply is parsed with the same few sets."""
-    try:
-        lowered = _LOWERED.get(tags)
-    except TypeError:  # not a tuple after all (a list given to RegexParse)
-        return tuple(t.lower() for t in tags)
-    if lowered is None:
-        lowered = tuple(t.lower() for t in tags)
-        if len(_LOWERED) >= 64:
-            _LOWERED.clear()
-        _LOWERED[tags] = lowered
-    return lowered
+    return tuple(t.lower() for t in tags)
 
 
 def _prose(content: str, blocks: Sequence[Block]) -> str:
@@ -398,11 +382,8 @@ def regex_parse(
     [Action(command='ls -la', call_id=None)]
     """
     check.names("regex_parse", "tags", tags)
-    for name, value in (
-        ("code_tags", code_tags),
-        ("one_action", one_action),
-        ("finish_on_plain_text", finish_on_plain_text),
-    ):
-        check.flag("regex_parse", name, value)
+    check.flag("regex_parse", "code_tags", code_tags)
+    check.flag("regex_parse", "one_action", one_action)
+    check.flag("regex_parse", "finish_on_plain_text", finish_on_plain_text)
     check.text("regex_parse", "exit_signal", exit_signal)
     return RegexParse(tuple(tags), code_tags, one_action, finish_on_plain_text, exit_signal)
