@@ -10,10 +10,13 @@ command runs:
 - the first Ctrl-C raises ``KeyboardInterrupt`` (the run saves itself and says so);
   the second is only noted, so the saving is not cut short (a third raises again: a
   library swallowed the first, or the user insists);
+- one a library swallows inside ``kept()`` (a model call, a command) is raised again
+  as the block ends;
 - inside ``held()`` (a run's record being sealed) the first one waits for the block's
   end, then is raised;
-- once the command has returned (``status``), one is only noted, the status becomes
-  130, and from then on SIGINT is ignored until the process ends.
+- once the command is returning (``ending``, inside its last handler's reach), one is
+  only noted and the status becomes 130; from ``status`` on, SIGINT is ignored until
+  the process ends.
 
 A ``four`` started with SIGINT ignored (a background job of a script) keeps it ignored.
 """
@@ -89,6 +92,12 @@ class Interrupts:
         finally:
             self.release()
 
+    def ending(self) -> None:
+        """The command is returning: from now on a Ctrl-C is only noted (it makes the
+        status 130), so none can escape between the command's last handler and
+        ``status``."""
+        self._done = True
+
     def status(self, status: int, *, exiting: bool = True) -> int:
         """The command returned ``status``: 130 if a Ctrl-C came at all. ``exiting`` (the
         ``four`` program): SIGINT is ignored from now on, the interpreter's exit included;
@@ -135,3 +144,16 @@ def held() -> Iterator[None]:
         return
     with current.held():
         yield
+
+
+@contextlib.contextmanager
+def kept() -> Iterator[None]:
+    """Within (a model call, a command): a Ctrl-C that a library swallowed is raised again
+    as the block ends. pydantic turned one into a ``SchemaError`` as litellm built its
+    models on the first call, and the run ended ``model_error`` instead of ``interrupted``.
+    """
+    current = installed()
+    before = current.received if current is not None else 0
+    yield
+    if current is not None and current.received != before and not current._done:
+        raise KeyboardInterrupt
