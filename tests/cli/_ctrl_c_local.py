@@ -24,7 +24,7 @@ from types import ModuleType
 
 PHASES = (
     "startup", "command-import", "server-start", "server-load", "server-ready", "setup",
-    "record-open", "first-step", "swallowed", "command", "seal", "report", "server-stop", "exit",
+    "record-open", "first-step", "swallowed", "in-exec", "command", "seal", "report", "server-stop", "exit",
 )  # fmt: skip
 """The moments, in the order a run meets them."""
 BEFORE_THE_RECORD = PHASES[: PHASES.index("record-open")]
@@ -57,6 +57,18 @@ def _swallowed(owner: object, name: str) -> None:
     def wrapped(*args: object, **kwargs: object) -> object:
         with contextlib.suppress(KeyboardInterrupt):
             interrupt()
+        return original(*args, **kwargs)
+
+    setattr(owner, name, wrapped)
+
+
+def _in_exec(owner: object, name: str) -> None:
+    """``owner.name`` gets a Ctrl-C from inside an ``exec`` of a string, as it is called
+    (as when one comes while dataclasses write a class's methods in litellm's imports)."""
+    original: Callable[..., object] = getattr(owner, name)
+
+    def wrapped(*args: object, **kwargs: object) -> object:
+        exec("interrupt()", {"interrupt": interrupt})
         return original(*args, **kwargs)
 
     setattr(owner, name, wrapped)
@@ -109,6 +121,7 @@ def arm(phase: str) -> None:
             "setup": (_run, "setup", _before),
             "record-open": (_live.Recording, "open", _after),
             "swallowed": (_chat.LitellmInvoke, "__call__", _swallowed),
+            "in-exec": (_chat.LitellmInvoke, "__call__", _in_exec),
             "command": (_live.WatchedEnv, "__call__", _before),
             "seal": (_save.TrajectorySink, "close", _before),
             "report": (_run, "report", _before),

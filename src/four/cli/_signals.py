@@ -14,6 +14,9 @@ command runs:
   as the block ends;
 - inside ``held()`` (a run's record being sealed) the first one waits for the block's
   end, then is raised;
+- a Ctrl-C handled, ``status`` clears CPython's "unhandled KeyboardInterrupt" flag
+  (set when one passed through an ``exec`` of a string, however it was caught), which
+  made ``python -m four.cli`` kill itself by SIGINT at exit: -2 for a saved run;
 - once the command is returning (``ending``, inside its last handler's reach), one is
   only noted and the status becomes 130; from ``status`` on, SIGINT is ignored until
   the process ends.
@@ -108,7 +111,18 @@ class Interrupts:
             if signal.getsignal(signal.SIGINT) == self.handle:
                 # (pending calls of the handler run here first: they only note)
                 signal.signal(signal.SIGINT, signal.SIG_IGN if exiting else self.previous)
+        if self.received:
+            _handled()
         return INTERRUPTED if self.received else status
+
+
+def _handled() -> None:
+    """Tell CPython the Ctrl-C was handled. A KeyboardInterrupt that leaves an ``exec``
+    or ``eval`` of a string (dataclasses write methods so, in litellm's imports on the
+    first model call), even one caught after, sets a flag for the whole process, and
+    ``python -m`` then ends it by SIGINT at exit (-2), whatever status it returned.
+    Each such ``exec`` clears the flag as it starts: one of nothing clears it."""
+    exec("None")
 
 
 _current: Interrupts | None = None
