@@ -9,7 +9,7 @@ taken for ``None``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
@@ -75,3 +75,37 @@ def test_a_struct_checks_its_fields_when_made_and_decoding_still_validates_first
     assert msgspec.json.decode(b'{"prompt_tokens": 3}', type=UsageRecord).prompt_tokens == 3
     with pytest.raises(msgspec.ValidationError, match="prompt_tokens"):
         msgspec.json.decode(b'{"prompt_tokens": "3"}', type=UsageRecord)
+
+
+def test_a_literal_field_takes_only_its_values_and_the_wrong_one_is_named() -> None:
+    from four import User
+
+    assert User("done", kind="feedback").kind == "feedback"
+    with pytest.raises(
+        TypeError,
+        match=r"^User: kind='nope': give 'task' or 'observation' or 'format_error' or "
+        r"'feedback' or 'text' \(not another str\)$",
+    ):
+        User("done", kind="nope")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^User: kind=3: give 'task' .* \(not an int\)$"):
+        User("done", kind=3)  # type: ignore[arg-type]
+
+
+def test_a_literal_parameter_takes_only_its_values() -> None:
+    @checked
+    def pick(side: Literal["left", "right"] | None, n: Literal[1, 2] = 1) -> str:
+        return f"{side} {n}"
+
+    assert pick("left", 2) == "left 2" and pick(None) == "None 1"
+    with pytest.raises(TypeError, match=r"^.*pick: side='up': give 'left' or 'right' or None"):
+        pick("up")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^.*pick: n=\[1\]: give 1 or 2 \(not a list\)$"):
+        pick("left", [1])  # type: ignore[arg-type]
+
+
+def test_a_str_enum_field_takes_its_members_only() -> None:
+    from four import ModelError, ModelErrorKind
+
+    assert ModelError(ModelErrorKind.TIMEOUT, "slow").kind == "timeout"
+    with pytest.raises(TypeError, match=r"^ModelError: kind='slow': give a ModelErrorKind"):
+        ModelError("slow", "slow")  # type: ignore[arg-type]

@@ -105,7 +105,7 @@ def _fields_check(kind: type, skip: tuple[str, ...]) -> Callable[[object], None]
     for i, (name, accepts, _) in enumerate(checks):  # a name is an identifier: a field's
         space[f"_t{i}"] = accepts[0] if len(accepts) == 1 else accepts
         space[f"_c{i}"] = checks[i]
-        exact = frozenset(t for t in accepts if not isinstance(t, abc.ABCMeta | _Shape))
+        exact = frozenset(t for t in accepts if not isinstance(t, abc.ABCMeta | _Shape | _OneOf))
         if len(exact) < len(accepts):  # an ABC's isinstance is slow: its classes first
             space[f"_e{i}"] = exact  # (None, a dict: what the record holds, nearly always)
             lines.append(f"    if type(record.{name}) not in _e{i} and not isinstance(")
@@ -169,7 +169,7 @@ def _runtime(hint: object) -> tuple[type, ...] | None:
             None if any(p is None for p in parts) else sum(cast(list[tuple[type, ...]], parts), ())
         )
     if origin is Literal:
-        return tuple({type(v) for v in get_args(hint)})
+        return (_one_of(get_args(hint)),)
     if origin is collections.abc.Callable:
         return (cast(type, collections.abc.Callable),)
     target = origin if origin is not None else hint
@@ -230,6 +230,31 @@ def _shaped(protocol: type) -> type:
     return found
 
 
+class _OneOf(type):
+    """The class of ``_one_of`` stand-ins: an instance is one of the allowed values."""
+
+    kinds: tuple[type, ...]
+    values: frozenset[object]
+
+    def __instancecheck__(cls, value: object) -> bool:
+        return isinstance(value, cls.kinds) and value in cls.values
+
+
+_ONE_OF: dict[tuple[object, ...], type] = {}
+
+
+def _one_of(values: tuple[object, ...]) -> type:
+    """A stand-in for ``Literal[values]`` in ``isinstance``: a value of one of their
+    types that equals one of them (a str of the right type but no allowed value is
+    refused, as a type checker would)."""
+    found = _ONE_OF.get(values)
+    if found is None:
+        kinds = tuple({type(v): None for v in values})
+        space = {"kinds": kinds, "values": frozenset(values)}
+        found = _ONE_OF[values] = _OneOf("Literal", (), space)
+    return found
+
+
 def _words(hint: object) -> str:
     """An annotation as a person would say it: ``a str``, ``a Sequence or None``."""
     if hint is None or hint is type(None):
@@ -246,7 +271,10 @@ def _words(hint: object) -> str:
 def _said(where: str, check: _Check, value: object) -> str:
     shown = repr(value)
     shown = shown if len(shown) <= 60 else shown[:57] + "..."
-    return f"{where}: {check[0]}={shown}: give {check[2]} (not {_a(type(value).__name__)})"
+    kind = _a(type(value).__name__)
+    if any(isinstance(t, _OneOf) and isinstance(value, t.kinds) for t in check[1]):
+        kind = f"another {type(value).__name__}"  # of the right type: the value is wrong
+    return f"{where}: {check[0]}={shown}: give {check[2]} (not {kind})"
 
 
 def _a(name: str) -> str:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from four import audit
-from four.cli._signals import INTERRUPTED, Interrupts, install
+from four.cli._signals import INTERRUPTED, Interrupts, install, kept
 from four.trajectory import load_trajectory
 from tests._server import Answer, LoopbackServer, Request, chat
 from tests.cli._runs import ROOT, cli_env
@@ -70,6 +70,28 @@ def test_a_hold_is_released_by_the_run_s_first_step(handler: Interrupts) -> None
     with pytest.raises(KeyboardInterrupt):
         handler.release()  # the loop's first step: inside the run, which saves itself
     handler.release()  # a release too many changes nothing
+
+
+def test_a_ctrl_c_a_library_swallowed_is_raised_again_as_the_call_ends(
+    handler: Interrupts,
+) -> None:
+    swallowed = []
+    with pytest.raises(KeyboardInterrupt), kept():  # a model call
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+        except KeyboardInterrupt as exc:  # pydantic made one a SchemaError inside litellm
+            swallowed.append(exc)
+    assert swallowed
+    with kept():  # none came: nothing raised
+        pass
+
+
+def test_a_ctrl_c_as_the_command_ends_is_noted_and_the_status_is_130(
+    handler: Interrupts,
+) -> None:
+    handler.ending()  # the command's last handler is behind it: nothing can be raised
+    os.kill(os.getpid(), signal.SIGINT)
+    assert handler.status(0) == INTERRUPTED
 
 
 def test_once_the_command_returned_ctrl_c_is_ignored_and_the_status_is_130(

@@ -158,9 +158,9 @@ def test_ctrl_c_during_the_run_saves_it_and_ends_its_server(model: Path, workdir
         assert time.monotonic() < deadline and process.poll() is None
         time.sleep(0.2)
     process.send_signal(signal.SIGINT)
-    out, _ = process.communicate(timeout=120)
-    assert process.returncode == 130
-    assert out.startswith("interrupted · saved ")
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 130, (out, err[-3000:])
+    assert out.startswith("interrupted · saved "), (out, err[-3000:])
     assert gone(server), "the server outlived an interrupted four run"
 
 

@@ -82,6 +82,19 @@ def test_arguments_that_are_not_json_text_are_refused_when_the_call_is_made(
         ToolCall("c", "bash", arguments)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("arguments", [{"command": "ls"}, None, b'{"command": "ls"}'])
+def test_reading_arguments_takes_json_text_only_and_names_anything_else(
+    arguments: object,
+) -> None:
+    """JSON text is the contract (what ``ToolCall.arguments`` holds): decoded arguments
+    are not read a second way but named as the caller's mistake, in one line."""
+    from four.parse._toolcall import arguments_of
+
+    assert arguments_of('{"command": "ls"}') == {"command": "ls"}
+    with pytest.raises(TypeError, match=r"^arguments_of: text=.*: give a str \(not an? \w+\)$"):
+        arguments_of(arguments)  # type: ignore[arg-type]
+
+
 def test_json_encoded_twice_is_unwrapped_once() -> None:
     assert items(ToolCall("c", "bash", '"{\\"command\\": \\"ls\\"}"')) == [Action("ls", "c")]
 

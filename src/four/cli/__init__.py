@@ -24,6 +24,7 @@ from four._checked import checked
 from four.cli import _settings as env
 from four.cli._errors import UsageError
 from four.cli._flags import env_flags, number, output_flags, positive_int, run_flags
+from four.cli._signals import INTERRUPTED, install
 
 __all__ = ["UsageError", "build_parser", "main"]
 
@@ -329,14 +330,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     four ...
     0
     """
-    from four.cli._signals import INTERRUPTED, install
-    from four.cli._terminal import guarded
-
     interrupts = install()  # Ctrl-C: 130 whenever it comes, the run saved (see _signals)
-    try:
+    try:  # (from its first line: what main imports is imported under the handler)
+        from four.cli._terminal import guarded
+
         with guarded():  # model text and command output are shown, never obeyed
             status = _main(list(sys.argv[1:] if argv is None else argv))
+        interrupts.ending()  # inside the try: one now is noted, never raised past it
     except KeyboardInterrupt:  # between the commands' own handlers (parsing the words)
+        interrupts.ending()
+        print(f"{_PROG}: interrupted", file=sys.stderr)
         status = INTERRUPTED
     # The `four` program (no argv) ends now: a Ctrl-C from here on is ignored; called with
     # argv, in a process that goes on, the handler before it is put back.

@@ -41,7 +41,7 @@ from four._types import (
     Usage,
 )
 from four.cli._format import seconds, tokens
-from four.cli._signals import Interrupts, held, installed
+from four.cli._signals import Interrupts, held, installed, kept
 from four.cli._steps import first_line
 from four.cli._terminal import console, visible
 
@@ -216,7 +216,8 @@ class Watched:
     def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
         self.display.model_started()
         t = time.monotonic()
-        result = self.inner(messages)
+        with kept():  # a Ctrl-C is never taken for a model error
+            result = self.inner(messages)
         self.display.model_done(result, time.monotonic() - t)
         return result
 
@@ -234,7 +235,8 @@ class WatchedEnv:
     def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]:
         self.display.command_started(action.command)
         t = time.monotonic()
-        result = self.inner(action)
+        with kept():
+            result = self.inner(action)
         self.display.command_done(result, time.monotonic() - t)
         return result
 

@@ -10,10 +10,16 @@ command runs:
 - the first Ctrl-C raises ``KeyboardInterrupt`` (the run saves itself and says so);
   the second is only noted, so the saving is not cut short (a third raises again: a
   library swallowed the first, or the user insists);
+- one a library swallows inside ``kept()`` (a model call, a command) is raised again
+  as the block ends;
 - inside ``held()`` (a run's record being sealed) the first one waits for the block's
   end, then is raised;
-- once the command has returned (``status``), one is only noted, the status becomes
-  130, and from then on SIGINT is ignored until the process ends.
+- a Ctrl-C handled, ``status`` clears CPython's "unhandled KeyboardInterrupt" flag
+  (set when one passed through an ``exec`` of a string, however it was caught), which
+  made ``python -m four.cli`` kill itself by SIGINT at exit: -2 for a saved run;
+- once the command is returning (``ending``, inside its last handler's reach), one is
+  only noted and the status becomes 130; from ``status`` on, SIGINT is ignored until
+  the process ends.
 
 A ``four`` started with SIGINT ignored (a background job of a script) keeps it ignored.
 """
@@ -89,6 +95,12 @@ class Interrupts:
         finally:
             self.release()
 
+    def ending(self) -> None:
+        """The command is returning: from now on a Ctrl-C is only noted (it makes the
+        status 130), so none can escape between the command's last handler and
+        ``status``."""
+        self._done = True
+
     def status(self, status: int, *, exiting: bool = True) -> int:
         """The command returned ``status``: 130 if a Ctrl-C came at all. ``exiting`` (the
         ``four`` program): SIGINT is ignored from now on, the interpreter's exit included;
@@ -99,7 +111,18 @@ class Interrupts:
             if signal.getsignal(signal.SIGINT) == self.handle:
                 # (pending calls of the handler run here first: they only note)
                 signal.signal(signal.SIGINT, signal.SIG_IGN if exiting else self.previous)
+        if self.received:
+            _handled()
         return INTERRUPTED if self.received else status
+
+
+def _handled() -> None:
+    """Tell CPython the Ctrl-C was handled. A KeyboardInterrupt that leaves an ``exec``
+    or ``eval`` of a string (dataclasses write methods so, in litellm's imports on the
+    first model call), even one caught after, sets a flag for the whole process, and
+    ``python -m`` then ends it by SIGINT at exit (-2), whatever status it returned.
+    Each such ``exec`` clears the flag as it starts: one of nothing clears it."""
+    exec("None")
 
 
 _current: Interrupts | None = None
@@ -135,3 +158,16 @@ def held() -> Iterator[None]:
         return
     with current.held():
         yield
+
+
+@contextlib.contextmanager
+def kept() -> Iterator[None]:
+    """Within (a model call, a command): a Ctrl-C that a library swallowed is raised again
+    as the block ends. pydantic turned one into a ``SchemaError`` as litellm built its
+    models on the first call, and the run ended ``model_error`` instead of ``interrupted``.
+    """
+    current = installed()
+    before = current.received if current is not None else 0
+    yield
+    if current is not None and current.received != before and not current._done:
+        raise KeyboardInterrupt

@@ -65,7 +65,7 @@ class ToolcallParse:
             return Rejected(
                 call.id, f"There is no tool named {call.name!r}; nothing was run. {self.usage()}"
             )
-        arguments = arguments_of(cast(object, call.arguments))
+        arguments = arguments_of(call.arguments)
         if isinstance(arguments, str):
             return Rejected(call.id, f"{arguments} Nothing was run. {self.usage()}")
         command = arguments.get(self.argument)
@@ -79,19 +79,25 @@ class ToolcallParse:
         return Action(command, call.id)
 
 
-def arguments_of(raw: object) -> Mapping[str, object] | str:
-    """The arguments as a mapping, or the problem with them (as text)."""
-    value = raw
-    if isinstance(raw, str):
-        try:
-            value = json.loads(raw)
-            if isinstance(value, str):  # JSON text encoded twice: unwrap once
-                value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            return f"The arguments are not valid JSON ({exc.msg} at character {exc.pos})."
-        except RecursionError:
-            return "The arguments are nested too deeply to read."
-    # Arguments already decoded by the model client are accepted as they are.
+@checked
+def arguments_of(text: str) -> Mapping[str, object] | str:
+    """A tool call's arguments, JSON text (as ``ToolCall.arguments`` holds them), as a
+    mapping; or, when the model wrote them wrong, the problem (as text, for the model).
+    Anything but text is the caller's mistake: a ``TypeError`` naming it.
+
+    >>> arguments_of('{"command": "ls"}')
+    {'command': 'ls'}
+    >>> arguments_of("[1]")
+    'The arguments must be a JSON object, not a list.'
+    """
+    try:
+        value = json.loads(text)
+        if isinstance(value, str):  # JSON text encoded twice: unwrap once
+            value = json.loads(value)
+    except json.JSONDecodeError as exc:
+        return f"The arguments are not valid JSON ({exc.msg} at character {exc.pos})."
+    except RecursionError:
+        return "The arguments are nested too deeply to read."
     if isinstance(value, Mapping):
         return {str(k): v for k, v in cast(Mapping[object, object], value).items()}
     return f"The arguments must be a JSON object, not {_kind(value)}."
@@ -117,8 +123,7 @@ def toolcall_parse(
     becomes ``Action(command, call.id)``. Every other call (an unknown tool, arguments
     that are not JSON, not an object, or lack the command) becomes
     ``Rejected(call.id, error)``, which the loop answers with that error as the call's
-    result, so each call id gets a result. Arguments that arrive already decoded (a
-    dict) are accepted; a JSON string holding JSON is unwrapped once.
+    result, so each call id gets a result. A JSON string holding JSON is unwrapped once.
 
     A reply with no tool call follows the completion rule of ``regex_parse``: a
     submission if a line of its content is ``exit_signal``, or (with

@@ -128,7 +128,10 @@ class McpParse:
             return 'A <tool_call> block must be a JSON object with a "name"; nothing was run.'
         name: str = value["name"]
         raw = value.get("arguments", value.get("parameters", {}))
-        arguments = arguments_of(raw if raw is not None else {})
+        # decoded with the block: back to the JSON text a call's arguments are
+        arguments = arguments_of(
+            raw if isinstance(raw, str) else json.dumps({} if raw is None else raw)
+        )
         if isinstance(arguments, str):
             return f"In the call of {name}: {arguments} Nothing was run."
         if self.catalog.tool(name) is None:
