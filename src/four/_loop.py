@@ -14,9 +14,10 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Hashable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from typing import TypeVar
 
+from four._coroutine import to_end
 from four._outcomes import Finished, Outcome
 from four._rules import (
     Actions,
@@ -100,7 +101,9 @@ def run(
     driver = Plain(G, V1, V2)
     state: RunState[T] = start(driver.components(emit), system, prompt, max_steps,
                                max_format_errors, resume, check, watch, clock, V2)  # fmt: skip
-    return _to_end(evaluate(state, driver))
+    return to_end(
+        evaluate(state, driver), "run: a component was awaited; use arun for async components"
+    )
 
 
 async def arun(
@@ -202,16 +205,6 @@ async def evaluate(run: RunState[T], call: Plain) -> T:
     if crash is not None:
         raise crash
     return saved
-
-
-def _to_end(loop: Coroutine[object, object, T]) -> T:
-    """``run``'s evaluation: with plain components, the coroutine never waits."""
-    try:
-        loop.send(None)
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
-    loop.close()
-    raise RuntimeError("run: a component was awaited; use arun for async components")
 
 
 class Plain:

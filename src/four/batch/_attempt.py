@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeAlias, cast, overload
 
+from four._coroutine import to_end
 from four._loop import is_async
 from four._outcomes import Crashed, Outcome
 from four._types import AsyncInvoke, Checked, Invoke, Watch
@@ -92,11 +93,7 @@ def run_attempt(
     how the supervisor knows the run (``attempt_key``; a new one when None).
     """
     plain = _attempted(make_run, item, root, supervisor, attempt, node, key, _called)
-    try:
-        plain.send(None)  # nothing in it waits: it ends at once
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
-    raise AssertionError("a plain attempt waited")
+    return to_end(plain, "a plain attempt waited")
 
 
 async def arun_attempt(

@@ -7,16 +7,8 @@ from collections.abc import Mapping
 from four._checked import checked
 from four._types import JSON
 from four.quaternary import QICTConfig
-
-_SETS = (
-    "failure_alphabet",
-    "evidence_alphabet",
-    "compute_alphabet",
-    "dependency_alphabet",
-    "admissible_failures",
-    "admissible_dependencies",
-)
-_COUNTS = ("evidence_budget", "compute_budget", "dependency_budget", "lease_ticks")
+from four.quaternary._canonical import CONFIG_COUNTS as _COUNTS
+from four.quaternary._canonical import CONFIG_SETS as _SETS
 
 
 @checked

@@ -11,6 +11,7 @@ from returns.result import Failure, Success
 
 from four import _arguments as arguments
 from four._checked import check_fields
+from four._coroutine import to_end
 from four._secrets import SECRET_PATTERNS
 from four._types import Action, ExecutionError
 from four.execute._command import Executed, refused
@@ -33,7 +34,7 @@ from four.execute._output import (
     command_env,
     conclude,
 )
-from four.execute._process import Wait, blocking, to_end, watching
+from four.execute._process import BLOCKED, Wait, blocking, watching
 from four.execute._shell import ShellEnv
 
 
@@ -62,7 +63,7 @@ class LocalEnv:
         check_fields(self)  # a wrong value named here, not deep inside a run
 
     def __call__(self, action: Action, /) -> Executed:
-        return to_end(self.execute(action, blocking))
+        return to_end(self.execute(action, blocking), BLOCKED)
 
     async def execute(self, action: Action, wait: Wait) -> Executed:
         """Run ``action``, waiting by ``wait`` (``AsyncLocalEnv`` awaits)."""

@@ -19,15 +19,16 @@ import select
 import signal
 import subprocess
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
-from typing import Protocol, TypeVar
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Protocol
 
+from four._coroutine import to_end
 from four.execute._interrupt import running, stopped
 from four.execute._kill import kill_group, other_pids
 from four.execute._output import OutputBuffer, Ran
 
-T = TypeVar("T")
 Process = subprocess.Popen[bytes]
+BLOCKED = "a blocking wait suspended"
 Wait = Callable[[Sequence[int], float], Awaitable[list[int]]]
 """Wait up to some seconds for any of the descriptors to be readable: those that are."""
 
@@ -70,16 +71,6 @@ async def awaited(fds: Sequence[int], timeout: float) -> list[int]:
         for fd in fds:
             loop.remove_reader(fd)
     return list(ready)
-
-
-def to_end(steps: Coroutine[object, object, T]) -> T:
-    """A coroutine whose waits are ``blocking``, run to its end (it never suspends)."""
-    try:
-        steps.send(None)
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
-    steps.close()
-    raise RuntimeError("a blocking wait suspended")
 
 
 def read_some(fd: int) -> bytes | None:
@@ -194,7 +185,7 @@ def watch(
     on_timeout: Callable[[], None] | None = None,
 ) -> Ran:
     """``watching`` to its end, its waits blocking."""
-    return to_end(watching(start, output, timeout, on_timeout, blocking))
+    return to_end(watching(start, output, timeout, on_timeout, blocking), BLOCKED)
 
 
 async def watching(

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from returns.result import Failure, Success
 
 from four._checked import check_fields
+from four._coroutine import to_end
 from four._secrets import SECRET_PATTERNS
 from four._types import Action, ExecutionError
 from four.execute._closing import ClosedOnExit
@@ -50,7 +51,7 @@ from four.execute._output import (
     command_env,
     conclude,
 )
-from four.execute._process import DRAIN, Wait, blocking, drain, read_some, to_end
+from four.execute._process import BLOCKED, DRAIN, Wait, blocking, drain, read_some
 
 _TAIL = 64  # bytes kept back while scanning: a sentinel line may straddle two reads
 
@@ -177,7 +178,7 @@ class ShellEnv(ClosedOnExit):
 
     def __call__(self, action: Action, /) -> Executed:
         with self._lock:
-            return to_end(self.execute(action, blocking))
+            return to_end(self.execute(action, blocking), BLOCKED)
 
     async def execute(self, action: Action, wait: Wait) -> Executed:
         """Run ``action`` in the shell, waiting by ``wait`` (``AsyncShellEnv`` awaits);

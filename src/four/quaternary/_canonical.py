@@ -103,7 +103,7 @@ def json_state(state: ControllerState) -> dict[str, Any]:
     return out
 
 
-_CONFIG_SETS: Final = (
+CONFIG_SETS: Final = (
     "failure_alphabet",
     "evidence_alphabet",
     "compute_alphabet",
@@ -111,6 +111,7 @@ _CONFIG_SETS: Final = (
     "admissible_failures",
     "admissible_dependencies",
 )
+CONFIG_COUNTS: Final = ("evidence_budget", "compute_budget", "dependency_budget", "lease_ticks")
 
 
 def config_json(config: QICTConfig) -> dict[str, Any]:
@@ -119,8 +120,8 @@ def config_json(config: QICTConfig) -> dict[str, Any]:
     >>> config_json(QICTConfig(failure_alphabet={"b", "a"}))["failure_alphabet"]
     ['a', 'b']
     """
-    out: dict[str, Any] = {name: json_values(getattr(config, name) or ()) for name in _CONFIG_SETS}
-    for name in ("evidence_budget", "compute_budget", "dependency_budget", "lease_ticks"):
+    out: dict[str, Any] = {name: json_values(getattr(config, name) or ()) for name in CONFIG_SETS}
+    for name in CONFIG_COUNTS:
         out[name] = json_value(getattr(config, name))
     return out
 
