@@ -89,14 +89,20 @@ def need_service(kind: str) -> None:
         need(docker_problem())
 
 
+_IDS = "{{.ID}} {{.Names}}"
+_SHARED: set[str] = set()  # the session's shared container: it lives until the session ends
+
+
 def containers_left() -> list[str]:
-    """The containers ``docker_env`` made for this process that still exist."""
-    return subprocess.run(
-        ["docker", "ps", "-a", "-q", "--filter", f"label={LABEL}={os.getpid()}"],
+    """The containers ``docker_env`` made for this process that still exist, but the
+    session's shared one (``shared_container``: a test that ran before may have made it)."""
+    listed = subprocess.run(
+        ["docker", "ps", "-a", "--filter", f"label={LABEL}={os.getpid()}", "--format", _IDS],
         capture_output=True,
         text=True,
         timeout=60,
-    ).stdout.split()
+    ).stdout.splitlines()
+    return [line.split()[0] for line in listed if line.split()[-1] not in _SHARED]
 
 
 class _Factory:
@@ -132,8 +138,11 @@ def shared_container() -> Iterator[str]:
     """One container for the fault matrix (starting one costs most of a second)."""
     need(docker_problem())
     with docker_env(TEST_IMAGE) as env:
-        assert env.container is not None
-        yield env.container
+        name = env.container
+        assert name is not None
+        _SHARED.add(name)
+        yield name
+    _SHARED.discard(name)
     left = containers_left()
     assert left == [], f"containers left behind: {left}"
 
