@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Literal
 
 from four._chain import decode
-from four._checked import check_fields, checked
+from four._checked import checked
 from four._files import walk
-from four._types import JSON
+from four._types import JSON, Checked
 from four.checks._config import config_from_json
 from four.quaternary import (
     AuditResult,
@@ -51,7 +51,7 @@ _EVENT = ("kind", "lease_id", "outcome", "dependency", "clock")
 
 
 @dataclass(frozen=True, slots=True)
-class Audit:
+class Audit(Checked):
     """What ``four.audit`` found in one file.
 
     ``valid``: the seal matches the whole record (and so does the signature, and the
@@ -80,9 +80,6 @@ class Audit:
     head: bytes = b""
     receipts: int = 0
     digest: str = ""
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     @property
     def signed(self) -> bool:

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field, replace
 from returns.result import Success
 
 from four import _arguments as arguments
-from four._checked import check_fields, checked
-from four._types import Action, Execute
+from four._checked import checked
+from four._types import Action, Checked, Execute
 from four.checks._claim import Check, Claim, Gatherer
 from four.checks._feedback import (
     DEFAULT_FEEDBACK,
@@ -81,16 +81,13 @@ def _summary(output: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class CommandCheck(_Judged):
+class CommandCheck(_Judged, Checked):
     """YES when ``command`` exits 0 in the run's environment; see ``command_check``."""
 
     command: str
     timeout: float = 600.0
     feedback: FeedbackLevel = DEFAULT_FEEDBACK
     files: HeldOutFiles | None = field(default=None, repr=False)
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     @property
     def need(self) -> str:
@@ -184,16 +181,13 @@ def command_check(
 
 
 @dataclass(frozen=True, slots=True)
-class FileCheck(_Judged):
+class FileCheck(_Judged, Checked):
     """YES when ``path`` exists (and holds ``contains`` / matches ``pattern``)."""
 
     path: str
     contains: str | None = None
     pattern: str | None = None
     feedback: FeedbackLevel = DEFAULT_FEEDBACK
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     @checked
     def __call__(self, claim: Claim, /) -> CheckResult:
@@ -239,14 +233,11 @@ def file_check(
 
 
 @dataclass(frozen=True, slots=True)
-class AllOf(_Judged):
+class AllOf(_Judged, Checked):
     """YES when every check says YES; otherwise the first other verdict, in order."""
 
     checks: tuple[Check, ...]
     feedback: FeedbackLevel | None = None
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     @property
     def evidence(self) -> Mapping[str, Gatherer | str]:

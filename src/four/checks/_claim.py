@@ -6,13 +6,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol, TypeAlias
 
-from four._checked import check_fields
-from four._types import Execute, Message
+from four._types import Checked, Execute, Message
 from four.quaternary import CheckResult
 
 
 @dataclass(frozen=True, slots=True)
-class Claim:
+class Claim(Checked):
     """A submission to judge: the final ``output``, the run so far, and its environment
     (``env``), through which a check can run commands. ``evidence`` holds what was
     gathered for earlier MAYBE verdicts (need -> text); ``resolved`` the dependencies a
@@ -23,9 +22,6 @@ class Claim:
     env: Execute
     evidence: Mapping[str, str] = field(default_factory=dict)
     resolved: Mapping[str, bool] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def with_evidence(self, need: str, text: str) -> Claim:
         return replace(self, evidence={**self.evidence, need: text})

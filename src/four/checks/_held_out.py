@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from returns.result import Failure, Result, Success
 
-from four._checked import check_fields, checked
+from four._checked import checked
 from four._files import Unreadable, read_regular
 from four._sparse import Allowance, CopyTooLarge, copy_sparse
-from four._types import Action, Execute
+from four._types import Action, Checked, Execute
 
 if TYPE_CHECKING:  # imported when a held-out check first runs
     from four.execute import DockerEnv, LocalEnv, SandboxEnv, ShellEnv
@@ -40,14 +40,11 @@ MAX_BYTES = 64 << 20
 
 
 @dataclass(frozen=True, slots=True)
-class HeldOutFiles:
+class HeldOutFiles(Checked):
     """Files to put in place (relative path, content, mode) and the places they fill."""
 
     entries: tuple[tuple[str, bytes, int], ...] = field(repr=False)
     places: tuple[str, ...]
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def write(self, folder: Path) -> None:
         """Replace each place under ``folder`` with the held-out files (so nothing the

@@ -11,7 +11,7 @@ from typing import Literal
 from returns.result import Success
 
 from four import _arguments as arguments
-from four._checked import check_fields, checked
+from four._checked import checked
 from four._outcomes import (
     Accepted,
     Blocked,
@@ -24,7 +24,7 @@ from four._outcomes import (
     StepsExhausted,
     Stopped,
 )
-from four._types import JSON, Action, Execute, Feedback, Message
+from four._types import JSON, Action, Checked, Execute, Feedback, Message
 from four.checks._claim import Check, Claim, Gatherer, Resolver
 from four.checks._config import config_to_json
 from four.checks._feedback import (
@@ -57,7 +57,7 @@ was stopped going round in circles (a search's looping attempt), without a submi
 
 
 @dataclass(frozen=True, slots=True)
-class Verifier:
+class Verifier(Checked):
     """Judges every submission of a run with ``check``; see ``verify``."""
 
     check: Check
@@ -69,9 +69,6 @@ class Verifier:
     feedback: FeedbackLevel | None = None
     retries_per_reason: int = 1
     last_judgement: bool = True
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def gatherers(self) -> dict[str, Gatherer | str]:
         declared: Mapping[str, Gatherer | str] = getattr(self.check, "evidence", {})

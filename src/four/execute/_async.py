@@ -14,8 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, TypeVar
 
-from four._checked import check_fields
-from four._types import Action
+from four._types import Action, Checked
 from four.execute._command import Executed
 from four.execute._local import LocalEnv, local_env, shell_env
 from four.execute._process import awaited
@@ -26,14 +25,11 @@ R = TypeVar("R")
 
 
 @dataclass(frozen=True, slots=True)
-class AsyncLocalEnv:
+class AsyncLocalEnv(Checked):
     """``local`` awaited: each command in a fresh ``bash -c``, started by ``local``'s
     launcher. ``aclose()`` ends the launcher (``arun`` calls it)."""
 
     local: LocalEnv
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     async def aclose(self) -> None:
         """End the launcher, if one runs (and any command still running with it)."""
@@ -73,15 +69,12 @@ def alocal_env(*args: Any, **kwargs: Any) -> AsyncLocalEnv:
 
 
 @dataclass(eq=False, slots=True)
-class AsyncShellEnv:
+class AsyncShellEnv(Checked):
     """``shell`` awaited: its one persistent bash, read on the event loop. ``aclose()``
     ends it. ``restarts`` is the shell's."""
 
     shell: ShellEnv
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     @property
     def restarts(self) -> int:

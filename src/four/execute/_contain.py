@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from four._checked import check_fields
+from four._types import Checked
 from four.execute._output import Ran
 from four.execute._tether import KILL_MARKED, Tether
 
@@ -84,7 +84,7 @@ DEFAULT_LIMITS = Limits()
 
 
 @dataclass(frozen=True, slots=True)
-class Containment:
+class Containment(Checked):
     """What this machine lets ``local_env`` and ``shell_env`` enforce (see ``containment``)."""
 
     namespace: bool
@@ -93,9 +93,6 @@ class Containment:
     memory: Literal["cgroup", "none"]
     notes: tuple[str, ...] = ()
     """What is weaker here, and why."""
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 @functools.cache
@@ -201,7 +198,7 @@ def launch(argv: Sequence[str], env: dict[str, str], limits: Limits) -> Launch:
 
 
 @dataclass(frozen=True, slots=True)
-class Contained:
+class Contained(Checked):
     """How to start one tool (a kernel, a type checker, a compiler) in a run's environment,
     as that environment's commands are started: what ``Popen`` is given (``argv``, ``env``
     and ``cwd``; the tool's own environment is set inside, never inherited from this
@@ -221,9 +218,6 @@ class Contained:
     """Kill the tool's processes that its launcher's death does not end (a container's)."""
     release: Callable[[], None]
     """Remove its cgroups (once it has ended)."""
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def end(self) -> None:
         """Kill what is left of the tool, then release its cgroups."""

@@ -21,9 +21,8 @@ from dataclasses import dataclass, field
 from returns.result import Failure, Result, Success
 
 from four import _arguments as arguments
-from four._checked import check_fields
 from four._secrets import SECRET_PATTERNS, is_secret
-from four._types import Action, ExecutionError
+from four._types import Action, Checked, ExecutionError
 from four.execute._closing import ClosedOnExit
 from four.execute._command import Executed, refused
 from four.execute._contain import DEFAULT_LIMITS, Contained, Limits, nothing
@@ -65,7 +64,7 @@ done 2>/dev/null; true"""
 
 
 @dataclass(eq=False, slots=True, weakref_slot=True)
-class DockerEnv(ClosedOnExit):
+class DockerEnv(ClosedOnExit, Checked):
     """V2: commands in one Docker container, removed at ``close()``. A context manager.
 
     See ``docker_env``.
@@ -90,9 +89,6 @@ class DockerEnv(ClosedOnExit):
     _finalizer: weakref.finalize[[str, str, Tether], DockerEnv] | None = field(
         default=None, repr=False
     )
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def __enter__(self) -> DockerEnv:
         started = self.start()

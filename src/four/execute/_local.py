@@ -10,10 +10,9 @@ from typing import Literal, overload
 from returns.result import Failure, Success
 
 from four import _arguments as arguments
-from four._checked import check_fields
 from four._coroutine import to_end
 from four._secrets import SECRET_PATTERNS
-from four._types import Action, ExecutionError
+from four._types import Action, Checked, ExecutionError
 from four.execute._command import Executed, refused
 from four.execute._contain import (
     DEFAULT_LIMITS,
@@ -39,7 +38,7 @@ from four.execute._shell import ShellEnv
 
 
 @dataclass(frozen=True, slots=True)
-class LocalEnv:
+class LocalEnv(Checked):
     """V2: every command in a fresh ``bash -c`` on this machine.
 
     See ``local_env`` for the guarantees. ``env`` is not recorded in the trajectory.
@@ -58,9 +57,6 @@ class LocalEnv:
     shell: str = "bash"
     limits: Limits = DEFAULT_LIMITS
     _launcher: Launcher = field(default_factory=Launcher, init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def __call__(self, action: Action, /) -> Executed:
         return to_end(self.execute(action, blocking), BLOCKED)

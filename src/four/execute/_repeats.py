@@ -14,11 +14,12 @@ from dataclasses import dataclass, field, replace
 
 from returns.result import Result, Success
 
-from four._checked import check_fields, checked
+from four._checked import checked
 from four._types import (
     Action,
     AsyncCloseable,
     AsyncExecute,
+    Checked,
     Closeable,
     Execute,
     ExecutionError,
@@ -42,16 +43,13 @@ def unwarned(content: str) -> str:
 
 
 @dataclass(slots=True)
-class NoteRepeats:
+class NoteRepeats(Checked):
     """V2 over ``inner`` adding a warning to a (command, output) that repeats the one
     just before it. One per run."""
 
     inner: Execute
     _last: tuple[str, str] | None = field(default=None, repr=False)
     _times: int = field(default=0, repr=False)
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]:
         return self.noted(action, self.inner(action))

@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from returns.result import Failure, Success
 
 from four import _arguments as arguments
-from four._checked import check_fields
 from four._secrets import SECRET_PATTERNS
-from four._types import Action, ExecutionError
+from four._types import Action, Checked, ExecutionError
 from four.execute._closing import ClosedOnExit
 from four.execute._command import Executed, refused
 from four.execute._contain import (
@@ -72,7 +71,7 @@ ETC = (
 
 
 @dataclass(eq=False, slots=True, weakref_slot=True)
-class SandboxEnv(ClosedOnExit):
+class SandboxEnv(ClosedOnExit, Checked):
     """V2: each command in a fresh bubblewrap sandbox. A context manager.
 
     See ``sandbox_env``. ``close()`` deletes the work folder if the env made it.
@@ -95,9 +94,6 @@ class SandboxEnv(ClosedOnExit):
     _checked: bool = field(default=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _finalizer: weakref.finalize[[str], SandboxEnv] | None = field(default=None, repr=False)
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     @property
     def folder(self) -> str:

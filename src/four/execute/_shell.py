@@ -26,10 +26,9 @@ from dataclasses import dataclass, field
 
 from returns.result import Failure, Success
 
-from four._checked import check_fields
 from four._coroutine import to_end
 from four._secrets import SECRET_PATTERNS
-from four._types import Action, ExecutionError
+from four._types import Action, Checked, ExecutionError
 from four.execute._closing import ClosedOnExit
 from four.execute._command import Executed, refused
 from four.execute._contain import (
@@ -73,7 +72,7 @@ RESTARTED = (
 
 
 @dataclass(eq=False, slots=True, weakref_slot=True)
-class ShellEnv(ClosedOnExit):
+class ShellEnv(ClosedOnExit, Checked):
     """V2: one persistent bash. A context manager; ``close()`` ends the shell.
 
     See ``shell_env`` for the guarantees. ``restarts`` counts shells replaced after a
@@ -101,9 +100,6 @@ class ShellEnv(ClosedOnExit):
     _finalizer: (
         weakref.finalize[[str, list[tuple[subprocess.Popen[bytes], str]]], ShellEnv] | None
     ) = field(default=None, repr=False)
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def close(self) -> None:
         """End the shell and everything it started, and delete its private folder."""

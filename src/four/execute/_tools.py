@@ -43,7 +43,7 @@ from typing import IO, Literal
 
 from four._checked import check_fields, checked
 from four._secrets import SECRET_PATTERNS
-from four._types import Action
+from four._types import Action, Checked
 from four.execute._closing import ClosedOnExit
 from four.execute._command import Executed
 from four.execute._contain import DEFAULT_LIMITS, Contained, Limits
@@ -62,7 +62,7 @@ OUTPUT_LIMIT = 4 << 20
 
 
 @dataclass(frozen=True, slots=True)
-class ToolRun:
+class ToolRun(Checked):
     """How a tool run to its end ended: its exit status (None when it was killed at its
     timeout, or because the run was being stopped), and the head of its outputs."""
 
@@ -72,9 +72,6 @@ class ToolRun:
     timed_out: bool = False
     stopped: bool = False
     """The run was being stopped (its time was spent): the tool was killed, or not started."""
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 @dataclass(eq=False, slots=True)

@@ -22,7 +22,8 @@ from pathlib import Path, PurePosixPath
 from returns.result import Failure, Result, Success
 
 from four import _files as files
-from four._checked import check_fields, checked
+from four._checked import checked
+from four._types import Checked
 
 SKIPPED_DIRS = frozenset(
     {".git", ".hg", ".venv", "venv", "__pycache__", "node_modules", "build", "dist", ".tox"}
@@ -41,15 +42,12 @@ class Refused(Exception):
 
 
 @dataclass(frozen=True, slots=True)
-class Written:
+class Written(Checked):
     """What ``Workspace.write`` changed: each path's earlier bytes (None: it was created),
     and the folders it created, outermost first."""
 
     before: Mapping[str, bytes | None]
     folders: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,11 +32,12 @@ from typing import Protocol, TypeAlias, runtime_checkable
 from returns.result import Failure, Result, Success
 
 from four import _arguments as check
-from four._checked import check_fields, checked
+from four._checked import checked
 from four._types import (
     NO_USAGE,
     Assistant,
     AsyncInvoke,
+    Checked,
     CycleBreak,
     Invoke,
     Message,
@@ -228,15 +229,12 @@ Drawn: TypeAlias = Result[Reply, ModelError]
 
 
 @dataclass(frozen=True, slots=True)
-class CycleBreakingInvoke:
+class CycleBreakingInvoke(Checked):
     """G over ``G`` that breaks cycles (see ``cycle_breaking_invoke``)."""
 
     G: Invoke
     temperatures: tuple[float, ...] = DEFAULT_TEMPERATURES
     redraws: int = 2
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def sampling(self, base: Sampling, plan: Plan, draw: int) -> Sampling:
         """The ``draw``-th sampling (0: the first) of a call that ``plan`` resamples: never

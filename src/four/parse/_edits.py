@@ -26,7 +26,7 @@ from returns.result import Failure, Result, Success
 
 from four._checked import check_fields, checked
 from four._grammar import WHITESPACE, Chars, Expr, Grammar, Lit, Ref, Rep, grammar_of
-from four._types import Action, FormatError, Rejected, Reply, Submitted
+from four._types import Action, Checked, FormatError, Rejected, Reply, Submitted
 from four.execute._output import EXIT_SIGNAL
 from four.parse._finish import finish_rule, no_action, text_only, unapplied
 from four.parse._regex import DEFAULT_TAGS, Block, _console, _lowered, fenced_blocks
@@ -65,7 +65,7 @@ _DECORATION = re.compile(r"^(?:#+\s*|[-*]\s+)?(?:(?:file|path|filename)\s*:\s*)?
 
 
 @dataclass(frozen=True, slots=True)
-class WholeFile:
+class WholeFile(Checked):
     """Write ``content`` as the whole of ``path`` (created if missing). ``line`` is the
     reply line of the block's opening fence."""
 
@@ -73,12 +73,9 @@ class WholeFile:
     content: str
     line: int = 0
 
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
-
 
 @dataclass(frozen=True, slots=True)
-class SearchReplace:
+class SearchReplace(Checked):
     """Replace the one run of lines equal to ``search`` in ``path`` with ``replace``.
 
     An empty ``search`` creates the file with ``replace`` or, if it exists, appends to it.
@@ -88,9 +85,6 @@ class SearchReplace:
     search: str
     replace: str
     line: int = 0
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 FileEdit: TypeAlias = WholeFile | SearchReplace
@@ -154,15 +148,12 @@ def path_of(line: str) -> str | None:
 
 
 @dataclass(frozen=True, slots=True)
-class EditParse:
+class EditParse(Checked):
     """V1 for file edits and shell commands. See ``edit_parse``."""
 
     tags: tuple[str, ...] = DEFAULT_TAGS
     finish_on_plain_text: bool = False
     exit_signal: str = EXIT_SIGNAL
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def expected(self) -> str:
         """The reply formats, as the model is told them after a format error."""

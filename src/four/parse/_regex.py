@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from returns.result import Failure, Result, Success
 
 from four import _arguments as check
-from four._checked import check_fields, checked
+from four._checked import checked
 from four._grammar import Alt, Expr, Grammar, Lit, Ref, Seq, grammar_of
-from four._types import Action, FormatError, Rejected, Reply, Submitted
+from four._types import Action, Checked, FormatError, Rejected, Reply, Submitted
 from four.execute._output import EXIT_SIGNAL
 from four.parse._finish import finish_rule, no_action, text_only, unapplied
 from four.parse._shapes import THOUGHT_LINES, command, prose, shell_tag, thought
@@ -38,7 +38,7 @@ _CODE = re.compile(r"<code>(.*?)</code>", re.DOTALL | re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
-class Block:
+class Block(Checked):
     """One fenced block: its tag (lower case, "" if none), body, first and last line (1-based).
 
     ``last`` is the closing fence's line, or the reply's last line if the block is open.
@@ -49,9 +49,6 @@ class Block:
     line: int
     last: int
     closed: bool = True
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 @checked
@@ -137,7 +134,7 @@ def _console(body: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class RegexParse:
+class RegexParse(Checked):
     """V1 for text replies. See ``regex_parse``."""
 
     tags: tuple[str, ...] = DEFAULT_TAGS
@@ -145,9 +142,6 @@ class RegexParse:
     one_action: bool = False
     finish_on_plain_text: bool = False
     exit_signal: str = EXIT_SIGNAL
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def _tag(self) -> str:
         """The tag the model is asked to use."""

@@ -10,8 +10,8 @@ from typing import cast
 from returns.result import Result, Success
 
 from four import _arguments as check
-from four._checked import check_fields, checked
-from four._types import Action, FormatError, Rejected, Reply, Submitted, ToolCall
+from four._checked import checked
+from four._types import Action, Checked, FormatError, Rejected, Reply, Submitted, ToolCall
 from four.execute._output import EXIT_SIGNAL
 from four.parse._finish import finish_rule, no_action, unapplied
 from four.parse._regex import fenced_blocks
@@ -20,16 +20,13 @@ _IN_TEXT = "is text, not a tool call, so it was never run"
 
 
 @dataclass(frozen=True, slots=True)
-class ToolcallParse:
+class ToolcallParse(Checked):
     """V1 for tool calls. See ``toolcall_parse``."""
 
     tool: str = "bash"
     argument: str = "command"
     finish_on_plain_text: bool = False
     exit_signal: str = EXIT_SIGNAL
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def usage(self) -> str:
         """How to call the tool, in the words the model is given."""

@@ -13,9 +13,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
-from four._checked import check_fields, checked
+from four._checked import checked
 from four._outcomes import Outcome
-from four._types import JSON, NO_USAGE, Message, RunInfo, RunStats
+from four._types import JSON, NO_USAGE, Checked, Message, RunInfo, RunStats
 from four.trajectory._save import TrajectorySink, TrajectoryWriter
 
 
@@ -29,15 +29,12 @@ class Artifact(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class ArtifactRecorder:
+class ArtifactRecorder(Checked):
     """The emit made by ``save_with_artifact``: a ``Recorder`` like ``save_trajectory``'s."""
 
     trajectory: TrajectoryWriter
     key: str
     artifact: Artifact
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     @property
     def output_dir(self) -> Path:

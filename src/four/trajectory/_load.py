@@ -22,8 +22,7 @@ import msgspec
 
 from four import _arguments as arguments
 from four import _files as files
-from four._checked import check_fields
-from four._types import JSON, Message
+from four._types import JSON, Checked, Message
 from four.trajectory._record import (
     FILE,
     HEAD,
@@ -68,7 +67,7 @@ NO_INFO, NO_STATS, NO_DETAIL = Info(), Stats(), Detail()
 
 
 @dataclass(frozen=True, slots=True)
-class Trajectory:
+class Trajectory(Checked):
     """A saved run. ``outcome`` is None for a run that never ended (a killed process).
 
     ``info``, ``stats`` and ``detail`` are the typed record (``four.trajectory._record``):
@@ -85,9 +84,6 @@ class Trajectory:
     stats: Stats = NO_STATS
     detail: Detail = NO_DETAIL
     timestamps: tuple[float, ...] = ()
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 OnMessage = Callable[[Message, "float | None"], object]

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import cast
 
 from four import _arguments as arguments
-from four._checked import check_fields, checked
+from four._checked import checked
 from four._outcomes import Outcome
-from four._types import JSON, NO_USAGE, Assistant, Message, RunInfo, RunStats
+from four._types import JSON, NO_USAGE, Assistant, Checked, Message, RunInfo, RunStats
 from four.trajectory._driver import this_driver
 from four.trajectory._durable import WRITE_FLAGS, write_all, write_atomic, write_atomic_async
 from four.trajectory._record import message_json, usage_json
@@ -25,14 +25,11 @@ FORMAT = "four.trajectory/1"
 
 
 @dataclass(frozen=True, slots=True)
-class TrajectoryWriter:
+class TrajectoryWriter(Checked):
     """The emit made by ``save_trajectory``. One writer may serve many runs at once."""
 
     output_dir: Path
     signing_key: SigningKey | None = None
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def __call__(self, messages: Sequence[Message], outcome: Outcome, /) -> Path:
         """Save a finished history with no streaming record (plain emit use)."""
