@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Literal
 import msgspec
 from msgspec import UNSET, Struct, UnsetType
 
-from four._checked import check_fields
 from four._types import (
     Assistant,
+    Checked,
     CycleBreak,
     Message,
     Sampling,
@@ -64,7 +64,7 @@ class Call(Struct, frozen=True):
     type: str = "function"
 
 
-class UsageRecord(Struct, frozen=True):
+class UsageRecord(Struct, Checked, frozen=True):
     """A reply's (or a run's) tokens and cost; all five fields are always written."""
 
     prompt_tokens: int = 0
@@ -72,9 +72,6 @@ class UsageRecord(Struct, frozen=True):
     cost: float | None = None
     calls: int = 1
     cost_unknown_calls: int = 0
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def usage(self) -> Usage:
         return Usage(
@@ -289,7 +286,7 @@ def _text(content: Content) -> str:
 # --- a run: its settings, its figures, how it ended ------------------------------------
 
 
-class Info(Struct, frozen=True, kw_only=True):
+class Info(Struct, Checked, frozen=True, kw_only=True):
     """A run's settings (ours), or what mini-swe-agent's ``info`` holds."""
 
     components: dict[str, Value] = {}
@@ -304,9 +301,6 @@ class Info(Struct, frozen=True, kw_only=True):
     model_stats: dict[str, Value] = {}
     config: dict[str, Value] = {}
 
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
-
     @property
     def settings(self) -> dict[str, Value]:
         """The settings ``four run`` recorded (``components.cli``; empty if none)."""
@@ -314,7 +308,7 @@ class Info(Struct, frozen=True, kw_only=True):
         return cli if isinstance(cli, dict) else {}
 
 
-class Verdict(Struct, frozen=True, kw_only=True, omit_defaults=True):
+class Verdict(Struct, Checked, frozen=True, kw_only=True, omit_defaults=True):
     """One evaluation of a check, in the order they came (``stats.verdicts.log``)."""
 
     verdict: str
@@ -326,11 +320,8 @@ class Verdict(Struct, frozen=True, kw_only=True, omit_defaults=True):
     judged_at_end: Value = None
     shown: str | None = None  # what the feedback level let be seen (the otel explanation)
 
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
-
-class Verdicts(Struct, frozen=True, kw_only=True):
+class Verdicts(Struct, Checked, frozen=True, kw_only=True):
     """A verified run's verdicts: the controller's config, its receipts (the
     ``four.quaternary.receipts`` document) and their head, the log, the slots' text."""
 
@@ -343,11 +334,8 @@ class Verdicts(Struct, frozen=True, kw_only=True):
     slots: dict[str, str] = {}
     judged_at_end: Value = None
 
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
-
-class Stats(Struct, frozen=True, kw_only=True):
+class Stats(Struct, Checked, frozen=True, kw_only=True):
     """A run's figures: steps, usage, times; a verified run's verdicts; what an artifact
     recorder added (its record under its key, and ``artifacts``): this library's
     domains' as fields, any other key in ``extra`` (``stats_of`` reads them)."""
@@ -365,9 +353,6 @@ class Stats(Struct, frozen=True, kw_only=True):
     launch: dict[str, Value] | None = None  # the plan domain's
     artifacts: dict[str, str] | None = None  # each file beside the run, with its digest
     extra: dict[str, Value] = {}  # not a key of the file: the keys it has beyond these
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 _FIELDS = frozenset(Stats.__struct_fields__) - {"extra"}
@@ -387,7 +372,7 @@ def stats_of(data: Mapping[str, Value]) -> Stats:
     return stats
 
 
-class Detail(Struct, frozen=True, kw_only=True, omit_defaults=True):
+class Detail(Struct, Checked, frozen=True, kw_only=True, omit_defaults=True):
     """How the run ended, field by field (``outcome_detail``): ``kind`` is the
     outcome's tag; the others are its fields (``output`` of a submission...)."""
 
@@ -398,9 +383,6 @@ class Detail(Struct, frozen=True, kw_only=True, omit_defaults=True):
     reason: Value = None
     component: Value = None
     dependency: Value = None
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 # --- the files ---------------------------------------------------------------------------
