@@ -19,6 +19,11 @@ from four.batch._session import Session, Spec
 from four.batch._sessions import DEFAULT_MAX_THREADS, YOUNG_OBJECTS, AsyncSession, ThreadSession
 
 
+def _whole(what: str, value: object, other: str = "") -> None:
+    if type(value) is not int or value < 1:
+        raise ValueError(f"{what} must be a whole number >= 1{other}, not {value!r}")
+
+
 @dataclass(frozen=True, slots=True)
 class ThreadPool:
     """Runs in threads of this process, ``min(max_concurrency, max_threads)`` at once:
@@ -34,10 +39,7 @@ class ThreadPool:
     max_threads: int = DEFAULT_MAX_THREADS
 
     def __post_init__(self) -> None:
-        if type(self.max_threads) is not int or self.max_threads < 1:
-            raise ValueError(
-                f"ThreadPool: max_threads must be a whole number >= 1, not {self.max_threads!r}"
-            )
+        _whole("ThreadPool: max_threads", self.max_threads)
 
     def open(self, spec: Spec) -> Session:
         return ThreadSession(spec, min(spec.max_concurrency, self.max_threads))
@@ -78,15 +80,9 @@ class AsyncPool:
     gc_threshold: int | None = YOUNG_OBJECTS
 
     def __post_init__(self) -> None:
-        if type(self.processes) is not int or self.processes < 1:
-            raise ValueError(
-                f"AsyncPool: processes must be a whole number >= 1, not {self.processes!r}"
-            )
-        t = self.gc_threshold
-        if t is not None and (type(t) is not int or t < 1):
-            raise ValueError(
-                f"AsyncPool: gc_threshold must be a whole number >= 1 or None, not {t!r}"
-            )
+        _whole("AsyncPool: processes", self.processes)
+        if self.gc_threshold is not None:
+            _whole("AsyncPool: gc_threshold", self.gc_threshold, " or None")
 
     def open(self, spec: Spec) -> Session:
         if self.processes == 1:
