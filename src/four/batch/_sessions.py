@@ -11,7 +11,7 @@ import gc
 import queue
 import sys
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from typing import ClassVar
 
 from four._outcomes import Crashed, Outcome
@@ -158,16 +158,13 @@ class AsyncSession(_InProcess):
                 asyncio.run_coroutine_threadsafe(close_async_clients(), self._loop).result(10)
         with contextlib.suppress(Exception):
             asyncio.run_coroutine_threadsafe(_cancel_the_rest(), self._loop).result(10)
-        self._call(self._loop.stop)
+        with contextlib.suppress(RuntimeError):  # the loop is closed already
+            self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
         if not self._thread.is_alive():
             self._loop.close()
         self._supervisor.close()
         self._collector.close()
-
-    def _call(self, fn: Callable[[], object]) -> None:
-        with contextlib.suppress(RuntimeError):  # the loop is closed already
-            self._loop.call_soon_threadsafe(fn)
 
 
 async def _cancel_the_rest() -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
 
 from returns.result import Result, Success
 
@@ -65,27 +66,23 @@ class RunWatch:
             self.supervisor.charged()
 
 
+@dataclass(frozen=True, slots=True)
 class Metered:
     """A G that adds what each call used to its run's live usage (see ``RunContext.meter``)."""
 
-    __slots__ = ("G", "watch")
-
-    def __init__(self, G: Invoke, watch: RunWatch) -> None:
-        self.G = G
-        self.watch = watch
+    G: Invoke
+    watch: RunWatch
 
     def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
         return _charged(self.G(messages), self.watch)
 
 
+@dataclass(frozen=True, slots=True)
 class AsyncMetered:
     """``Metered`` for an async G (``four.arun``)."""
 
-    __slots__ = ("G", "watch")
-
-    def __init__(self, G: AsyncInvoke, watch: RunWatch) -> None:
-        self.G = G
-        self.watch = watch
+    G: AsyncInvoke
+    watch: RunWatch
 
     async def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
         return _charged(await self.G(messages), self.watch)
