@@ -11,6 +11,7 @@ environment never holds them, so nothing the agent runs afterwards can find them
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shlex
 import shutil
@@ -187,11 +188,8 @@ def _copy(
         skipped = _special(folder, names)
         return skipped + [n for n in names if os.path.join(folder, n) in hidden]
 
-    allowance = Allowance()  # holes stay holes, and the data copied is bounded
-
-    def copy(src: str, dst: str) -> str:
-        return copy_sparse(src, dst, allowance)
-
+    # Holes stay holes, and the data copied is bounded.
+    copy = functools.partial(copy_sparse, allowance=Allowance())
     shutil.copytree(
         source, work, symlinks=True, ignore=ignore if hidden else _special, copy_function=copy
     )
