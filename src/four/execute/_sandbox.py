@@ -93,7 +93,7 @@ class SandboxEnv(ClosedOnExit, Checked):
     _folder: str | None = field(default=None, repr=False)
     _checked: bool = field(default=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _finalizer: weakref.finalize[[str], SandboxEnv] | None = field(default=None, repr=False)
+    _finalizer: weakref.finalize[[str, bool], SandboxEnv] | None = field(default=None, repr=False)
 
     @property
     def folder(self) -> str:
@@ -105,7 +105,7 @@ class SandboxEnv(ClosedOnExit, Checked):
                     os.makedirs(self._folder, exist_ok=True)
                 else:
                     self._folder = tempfile.mkdtemp(prefix="four-sandbox-")
-                    self._finalizer = weakref.finalize(self, _remove, self._folder)
+                    self._finalizer = weakref.finalize(self, shutil.rmtree, self._folder, True)
             return self._folder
 
     def close(self) -> None:
@@ -266,7 +266,3 @@ def sandbox_env(
         hide=tuple(os.path.abspath(p) for p in hide),
         binds=tuple(os.path.abspath(p) for p in binds),
     )
-
-
-def _remove(folder: str) -> None:
-    shutil.rmtree(folder, ignore_errors=True)
