@@ -394,14 +394,10 @@ class _Batch:
         self.stopping = self.session.stopping()  # the session's own cost check
         if self.stopping is not None:
             return
-        if self.max_wall_time is not None:
-            elapsed = time.monotonic() - self.started
-            if elapsed >= self.max_wall_time:
-                self._stop(
-                    TimeLimitReached(f"the batch's wall-clock limit of {self.max_wall_time:g} s"),
-                    kill=True,
-                )
-                return
+        wall = self.max_wall_time
+        if wall is not None and time.monotonic() - self.started >= wall:
+            self._stop(TimeLimitReached(f"the batch's wall-clock limit of {wall:g} s"), kill=True)
+            return
         if self.spec.max_cost is not None and self._cost() >= self.spec.max_cost:
             self._stop(cost_limit_reached(self.spec.max_cost), kill=False)
 
