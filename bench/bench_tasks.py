@@ -11,8 +11,9 @@ solved when its check exits 0. A value is compared by its SHA-256, so no feedbac
 hand it over. Runners, as jobs on the server's ``LANES`` slots (the machine's load hits
 them alike):
 
-- ``four``: what ``four run --local`` builds (its default prompt, ``regex_parse``, the
-  ``local`` environment in the task's folder, the model's cycles broken);
+- ``four``: what ``four run --local`` builds (its default prompt and the workspace's
+  preview, ``regex_parse``, the ``local`` environment in the task's folder, the model's
+  cycles broken);
 - ``four --check before``: verified as ``four run --check`` was before attempts (the model
   told only that it failed, a reason told once, one run);
 - ``four --check, K attempts``: ``four run --check --attempts 4`` with its defaults
@@ -521,6 +522,7 @@ def _single(name: str, task: Task, folder: Path, out: Path, check: Verify | None
     from four.cli._build import Deadline
     from four.cli._envs import make_env
     from four.domains._bash import TEXT
+    from four.domains._preview import prompt_with_preview
     from four.parse import regex_parse
     from four.trajectory import save_trajectory
 
@@ -531,7 +533,7 @@ def _single(name: str, task: Task, folder: Path, out: Path, check: Verify | None
         V1,
         make_env("local", cwd=str(folder), timeout=COMMAND_TIMEOUT),
         save_trajectory(out),
-        TEXT,
+        prompt_with_preview(TEXT, folder),
         task.prompt,
         STEPS,
         check=check,
@@ -555,6 +557,7 @@ def run_search(task: Task, folder: Path, out: Path) -> list[Result]:
     from four.cli._envs import make_env
     from four.cli._options import DEFAULT_RETRIES_PER_REASON, VISIBLE_FEEDBACK
     from four.domains._bash import TEXT
+    from four.domains._preview import prompt_with_preview
     from four.parse import regex_parse
     from four.search import Attempt, Search
     from four.trajectory import save_trajectory
@@ -565,6 +568,7 @@ def run_search(task: Task, folder: Path, out: Path) -> list[Result]:
     )
 
     V1 = regex_parse()
+    system = prompt_with_preview(TEXT, folder)  # the pristine workspace's, as four run's
 
     def make(a: Attempt) -> Path:
         return a.run(
@@ -572,7 +576,7 @@ def run_search(task: Task, folder: Path, out: Path) -> list[Result]:
             V1,
             make_env("local", cwd=a.cwd, timeout=COMMAND_TIMEOUT),
             save_trajectory(out),
-            TEXT,
+            system,
             max_steps=STEPS,
             check=check,
             watch=Deadline(RUN_SECONDS),

@@ -445,3 +445,38 @@ def test_local_with_toolcalls_or_a_file_that_is_no_model(
     monkeypatch.setenv("FOUR_LOCAL", str(notes))
     assert main(["run", "x"]) == 2
     assert f"{notes} is not a GGUF file (no GGUF header)" in capsys.readouterr().err
+
+
+def test_the_workspace_is_shown_to_the_model_when_asked(
+    server: LoopbackServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "sales.csv").write_text("region,amount\nnorth,120\n")
+    (work / "runs").mkdir()
+    (work / "runs" / "earlier.json").write_text("{}")
+    inside = ["-o", str(work / "runs"), "--output-in-workspace"]
+    server.push(chat(SUBMIT), chat(SUBMIT))
+    assert main(["run", "sum it", *args(server, tmp_path), "-q"]) == 0  # hosted: not by default
+    assert main(["run", "sum it", *args(server, tmp_path, "--preview", *inside), "-q"]) == 0
+    plain, shown = (body["messages"][0]["content"] for body in chats(server))  # type: ignore[index]
+    assert "sales.csv" not in plain
+    assert shown.endswith(
+        "The working folder, when the task began:\n"
+        "sales.csv (24 bytes, 2 lines):\n  region,amount\n  north,120"
+    )  # the run's own output folder inside the workspace is not shown
+
+
+def test_the_local_model_is_shown_the_workspace_by_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from four.cli import build_parser
+    from four.cli._options import options
+
+    def preview(*argv: str) -> bool:
+        return options(build_parser().parse_args(["run", "x", *argv]), tty=False).preview
+
+    assert preview("--local") and not preview("--local", "--no-preview")
+    assert not preview("--model", "m") and preview("--model", "m", "--preview")
+    monkeypatch.setenv("FOUR_PREVIEW", "0")
+    assert not preview("--local") and preview("--local", "--preview")

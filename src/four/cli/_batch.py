@@ -143,7 +143,14 @@ class _Command:
         """``four run``'s agent for ``ctx``'s item, its trajectory going to
         ``ctx.output_dir``; for an ``attempt`` of a search, in the attempt's copy of the
         workspace, sampling as the attempt says."""
-        from four.cli._build import build, domain_check, load_domain, setup, system_prompt
+        from four.cli._build import (
+            build,
+            domain_check,
+            load_domain,
+            setup,
+            system_prompt,
+            with_preview,
+        )
         from four.cli._live import Recording, components
         from four.trajectory import save_trajectory
 
@@ -154,7 +161,7 @@ class _Command:
             sampling = attempt.sampling
         domain, where = load_domain(opts.domain), setup(opts)
         same = opts.domain == self.opts.domain or opts.system_file
-        system = self.system if same else system_prompt(opts, domain)
+        system = with_preview(self.system if same else system_prompt(opts, domain), opts)
         G, V1, V2 = build(opts, self.model, self.key, domain, where, sampling)
         check = domain_check(opts, domain, where, V2)
         record: dict[str, JSON] = {**self.options(ctx).record(), "batch_item": ctx.id}

@@ -130,6 +130,17 @@ def system_prompt(opts: RunOptions, domain: Domain) -> str:
         raise UsageError(f"--system {opts.system_file} is not UTF-8 text") from None
 
 
+def with_preview(system: str, opts: RunOptions) -> str:
+    """``system`` and, with ``--preview``, what the workspace holds as the run begins
+    (``four.domains._preview``): the folder the commands start in, never a container's
+    or a fresh sandbox's, the run's output folder left out."""
+    if not opts.preview or opts.env == "docker" or (opts.env == "sandbox" and not opts.cwd):
+        return system
+    from four.domains._preview import prompt_with_preview
+
+    return prompt_with_preview(system, opts.cwd or Path.cwd(), (opts.output_dir,))
+
+
 def load_domain(name: str) -> Domain:
     """The domain's functions; a domain whose extra is missing is a usage error."""
     try:

@@ -71,6 +71,14 @@ def agent_flags(p: argparse.ArgumentParser) -> None:
         help="actions as tool calls instead of ```bash blocks [FOUR_TOOLCALLS]",
     )
     p.add_argument(
+        "--preview",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="show the model the workspace's files (names, sizes, first lines) in the "
+        "system prompt when the run begins; a small model that sees its input writes "
+        "fewer blind commands [FOUR_PREVIEW; on with --local: nothing leaves the machine]",
+    )
+    p.add_argument(
         "--otel",
         action=argparse.BooleanOptionalAction,
         default=None,

@@ -99,6 +99,8 @@ class RunOptions:
     workers: int = 1
     otel: bool = False
     """Each run sent as OpenTelemetry traces (four run --otel)."""
+    preview: bool = False
+    """The workspace's files shown in the system prompt (four run --preview)."""
 
     def record(self) -> dict[str, JSON]:
         """The settings stored in the trajectory (``info.components.cli``), task aside."""
@@ -189,6 +191,7 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
         json=bool(args.json),
         sign=getattr(args, "sign", None) or env.get("FOUR_SIGNING_KEY"),
         otel=otel_wanted(getattr(args, "otel", None)),
+        preview=_preview(getattr(args, "preview", None), local),
         output_in_workspace=bool(getattr(args, "output_in_workspace", False)),
         local=local,
         mcp=tuple(getattr(args, "mcp", None) or ()),
@@ -201,6 +204,17 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
         attempt_temperature=temperature,
         workers=workers,
     )
+
+
+def _preview(flag: bool | None, local: str | None) -> bool:
+    """``--preview``, else ``FOUR_PREVIEW``, else on for the model run on this machine
+    (the workspace's lines go nowhere else; a hosted model is sent them when asked)."""
+    if flag is not None:
+        return flag
+    variable = env.get("FOUR_PREVIEW")
+    if variable is not None:
+        return env.get_bool("FOUR_PREVIEW")
+    return local is not None
 
 
 def otel_wanted(flag: bool | None) -> bool:

@@ -29,6 +29,7 @@ from four.cli._build import (
     start_local,
     system_prompt,
     traced,
+    with_preview,
 )
 from four.cli._errors import UsageError
 from four.cli._options import RunOptions, api_key, guard_output, options, resolve, signing_key
@@ -51,7 +52,7 @@ def main(args: argparse.Namespace) -> int:
     output_folder(opts.output_dir)  # before any model call: a run that cannot be saved
     signing = signing_key(opts.sign)
     domain = load_domain(opts.domain)
-    system = system_prompt(opts, domain)
+    system = with_preview(system_prompt(opts, domain), opts)
     key = api_key(opts.api_base)
     model, server = resolve(opts, key)
     prompt_fits(model, server, system, opts.task)

@@ -43,6 +43,7 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("FOUR_ENV", "local, persistent, sandbox or docker (--env)"),
     Variable("FOUR_IMAGE", "container image for --env docker (--image)"),
     Variable("FOUR_TOOLCALLS", "1 to use tool calls instead of ```bash blocks (--toolcalls)"),
+    Variable("FOUR_PREVIEW", "1 or 0: show the model the workspace's files (--preview)"),
     Variable("FOUR_MAX_STEPS", "model calls before the run stops (--max-steps)"),
     Variable("FOUR_COST_LIMIT", "USD after which the run stops (--cost-limit)"),
     Variable("FOUR_PRICES", "USD per million prompt,completion tokens (--prices)"),

@@ -22,8 +22,17 @@ Rules:
 - Every command runs in bash; its output and return code come back to you.
 - Commands must not wait for input (no editors, no pagers: use `cat`, `sed -n`, `head`).
 - Keep outputs short: grep, head and tail rather than printing whole large files.
-- When the task names a file for the result, write the result into that file
-  (`command > result.txt`): printing it is not enough. Then `cat` the file to check it.
+- Look at a file before you change it or compute from it (`cat notes.txt`).
+- To write a file, write all of it in one command with a heredoc (Python code goes in a
+  .py file, never typed into bash):
+  cat > shapes.py <<'EOF'
+  def area(width, height):
+      return width * height
+  EOF
+  To change one line, `sed -i 's/old/new/' file`; then `cat` the file to check it.
+- When the task names a file for the result, write the result there and show it in
+  the same command: `command > result.txt && cat result.txt` (printing it is not enough).
+  The file must hold exactly what the task asks for, nothing else.
 - Check your work (run the tests, run the program) before you finish.
 - When the task is done, finish by running:
   echo {EXIT_SIGNAL}
