@@ -37,3 +37,15 @@ def test_the_manual_builds_strictly(tmp_path: Path) -> None:
     assert pages <= built
     api = (site / "api" / "index.html").read_text()
     assert "max_format_errors" in api and "Finished" in api  # from the docstrings
+
+
+def test_every_docstring_example_runs() -> None:
+    """The examples in four's docstrings (the API pages show them) give what they say;
+    the Ray driver's need a cluster (tests/batch/test_ray* run it)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
+         "--doctest-modules", str(ROOT / "src" / "four"),
+         "--ignore", str(ROOT / "src" / "four" / "batch" / "_ray.py")],
+        cwd=ROOT, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-4000:]

@@ -199,7 +199,7 @@ def stall_limit(times: Sequence[float], policy: Policy) -> float:
     step (the time from one reply to the next: ``times`` are the replies'), at least
     ``stall_floor``.
 
-    >>> stall_limit([0.0, 0.1, 10.0, 20.0, 30.0], Policy(stall_factor=5, stall_floor=1))
+    >>> stall_limit([0.0, 10.0, 20.0, 30.0, 30.5], Policy(stall_factor=5, stall_floor=1))
     50.0
     """
     gaps = [b - a for a, b in itertools.pairwise(times) if b > a]

@@ -97,7 +97,7 @@ def usage_json(usage: Usage) -> dict[str, Value]:
     """A usage as JSON values.
 
     >>> usage_json(Usage(1, 2, None))
-    {'prompt_tokens': 1, 'completion_tokens': 2, 'cost': None, 'calls': 1, 'cost_unknown_calls': 0}
+    {'prompt_tokens': 1, 'completion_tokens': 2, 'cost': None, 'calls': 1, 'cost_unknown_calls': 1}
     """
     data: dict[str, Value] = msgspec.to_builtins(usage_record(usage))
     return data

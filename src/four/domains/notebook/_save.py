@@ -101,7 +101,7 @@ def save_notebook(
     ``signing_key`` signs its seal, as with ``save_trajectory``.
 
     >>> from four.domains.notebook import kernel_env
-    >>> save_notebook("/tmp/four-doc-nb", kernel_env()).keep_failed
+    >>> save_notebook("/tmp/four-doc-nb", kernel_env()).artifact.keep_failed
     'drop'
     """
     if not isinstance(env, KernelEnv):
