@@ -1,15 +1,7 @@
-"""``four batch TASKS.jsonl``: an agent on every task of a file, many at once.
-
-Its flags are ``batch_flags``, and the ``four`` command calls ``main``. The agent is the one ``four run``
-builds from the same flags and ``FOUR_*`` variables (``four.cli._options``), run on threads,
-under ``four.arun`` on ``AsyncPool`` (``--processes``), or on Ray; each task's
-trajectory goes to ``DIR/runs/<id>/`` and one line per finished task to
-``DIR/manifest.jsonl``. Run it again and finished tasks are skipped. ``four stats DIR``
-summarises the runs.
-
-Exit codes: 0 every task has a final result (whatever its outcome); 1 the batch
-stopped first (a batch budget); 2 a usage error; 130 Ctrl-C (143 SIGTERM), after the
-running runs are saved and recorded.
+"""``four batch TASKS.jsonl``: ``four run``'s agent (built from the same flags and
+``FOUR_*`` variables) on every task of a file, on threads, under ``four.arun`` on
+``AsyncPool`` (``--processes``) or on Ray. What it writes and its exit codes: its
+description in ``four.cli._COMMANDS``.
 """
 
 from __future__ import annotations
@@ -336,7 +328,7 @@ def default_batch_dir(tasks: Path) -> Path:
 
 
 def batch_command(args: argparse.Namespace) -> int:
-    """Run ``four batch``; the exit status (see the module's docstring)."""
+    """Run ``four batch``; the exit status."""
     from four._files import Unreadable
     from four.batch._batch import iter_runs
     from four.batch._lock import BatchLocked

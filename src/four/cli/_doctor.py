@@ -1,12 +1,6 @@
-"""``four doctor run TASK ...`` / ``four doctor batch TASKS ...``: GO / NO-GO first.
-
-Put ``doctor`` before a ``four run`` or ``four batch`` command line: the same flags and
-``FOUR_*`` variables, read by the same code, and instead of running, a table of checks
-(``four.observe._doctor``), each GO, WARN or NO-GO with its fix. ``--probe`` also sends
-one tiny request to the model and sizes the wall-clock budget with its latency.
-
-Exit codes: 0 every check GO; 3 ready but with warnings (no NO-GO); 1 a NO-GO; 2 a
-usage error (bad flags, an unreadable tasks file or --system file).
+"""``four doctor run TASK ...`` / ``four doctor batch TASKS ...``: the same flags and
+``FOUR_*`` variables as ``four run``/``four batch``, read by the same code, and instead of
+running, a table of checks (``four.observe._doctor``), each GO, WARN or NO-GO with its fix.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -295,13 +295,7 @@ class Recording:
         return self.writer(messages, outcome)
 
     def open(self, info: RunInfo, /) -> Sink[Path]:
-        info = RunInfo(
-            {**info.components, **self.components},
-            info.max_steps,
-            info.max_format_errors,
-            info.started_at,
-            info.resumed_from,
-        )
+        info = replace(info, components={**info.components, **self.components})
         if self.hold and threading.current_thread() is threading.main_thread():
             self._holding = installed()
             if self._holding is not None:
