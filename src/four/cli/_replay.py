@@ -14,7 +14,7 @@ import json
 import re
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from four._types import JSON, Assistant, Execute, Parse
@@ -51,12 +51,7 @@ class Difference:
         return lines if len(lines) <= limit else [*lines[:limit], f"… {len(lines) - limit} more"]
 
     def to_json(self) -> dict[str, JSON]:
-        return {
-            "step": self.step,
-            "commands": list(self.commands),
-            "recorded": self.recorded,
-            "replayed": self.replayed,
-        }
+        return {**asdict(self), "commands": list(self.commands)}
 
 
 @dataclass(frozen=True, slots=True)
