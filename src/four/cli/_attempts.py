@@ -1,10 +1,6 @@
-"""``four run --check CMD --attempts K``: the run of ``four run``, tried again from a fresh
-copy of the workspace until the check accepts it (``four.search``).
-
-Each attempt is ``four run``'s own run (its display, its trajectory in ``-o``, its
-heartbeat), with G sampling at the attempt's temperature and seed; the search's record
-(``DIR/<group>.attempts.json``) links them. ``--timeout`` and ``--cost-limit`` cover
-every attempt together, ``--max-steps`` each one.
+"""``four run --check CMD --attempts K``: ``four run``'s own run (its display, trajectory
+and heartbeat), tried again from a fresh copy of the workspace until the check accepts it
+(``four.search``); the search's record links them.
 """
 
 from __future__ import annotations

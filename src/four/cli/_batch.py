@@ -12,7 +12,7 @@ import os
 import sys
 import time
 from collections import Counter, deque
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, TypeVar
 
@@ -464,18 +464,17 @@ def _report(
     return status
 
 
+@dataclass(slots=True)
 class _Display:
     """Progress of a batch: a live status block on a terminal, else a line per result."""
 
-    def __init__(self, total: int, mode: str, stream: IO[str], title: str = "") -> None:
-        self.total = total
-        self.mode = mode
-        self.stream = stream
-        self.title = title
-        self.last: Progress | None = None
-        self.recent: deque[RunResult] = deque(maxlen=5)
-        self._live: Live | None = None
-        self._shown = 0.0
+    total: int
+    mode: str
+    stream: IO[str]
+    title: str = ""
+    last: Progress | None = None
+    recent: deque[RunResult] = field(default_factory=lambda: deque(maxlen=5))
+    _live: Live | None = None
 
     def start(self) -> None:
         if self.mode != "live":

@@ -322,13 +322,17 @@ def interrupted(
 ) -> int:
     """Say that Ctrl-C (or SIGTERM) ended the run, and where it was saved; the exit status."""
     if opts.json:
-        outcome = f"interrupted: {type(exc).__name__}"
-        saved = str(path) if path else None
-        print(json.dumps({"outcome": outcome, "success": False, "path": saved, **(extra or {})},
-                         indent=2))  # fmt: skip
+        failed_json(f"interrupted: {type(exc).__name__}", path, extra)
     else:
         print(f"interrupted · saved {path}" if path else f"interrupted before {before}")
     return 143 if isinstance(exc, Terminated) else 130
+
+
+def failed_json(outcome: str, path: Path | None, extra: Mapping[str, JSON] | None = None) -> None:
+    """``--json``'s answer for a run that ended with no sealed record to report on."""
+    saved = str(path) if path else None
+    print(json.dumps({"outcome": outcome, "success": False, "path": saved, **(extra or {})},
+                     indent=2))  # fmt: skip
 
 
 def report(path: Path, opts: RunOptions, extra: Mapping[str, JSON] | None = None) -> int:

@@ -1,9 +1,5 @@
-"""What a person sees while a run goes: wrappers around G and V2 that report to a display.
-
-The loop is not changed: ``Watched`` wraps G, ``WatchedEnv`` wraps V2, and both tell a
-``Display`` what happened (step, command, return code, elapsed time, tokens, cost).
-``Recording`` wraps the trajectory writer so the CLI knows the file being written
-(for Ctrl-C) and stores the CLI's settings in the trajectory's head.
+"""What a person sees while a run goes: ``Watched`` (G) and ``WatchedEnv`` (V2) tell a
+``Display``, the loop unchanged; ``Recording`` wraps the trajectory writer.
 """
 
 from __future__ import annotations

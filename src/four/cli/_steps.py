@@ -334,7 +334,7 @@ class StepCutter:
             steps,
             _usage(trajectory, self._usage),
             _model(trajectory) or self._model,
-            _wall(trajectory),
+            trajectory.stats.wall_time,
             self.count,
             self._failed,
             self._formats,
@@ -485,10 +485,6 @@ def _find_key(data: JSON, key: str) -> str:
                 below.extend(item)
         level = below
     return ""
-
-
-def _wall(trajectory: Trajectory) -> float | None:
-    return trajectory.stats.wall_time
 
 
 def load_run(
