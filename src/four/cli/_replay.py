@@ -121,10 +121,6 @@ def _observed(step: Step) -> str:
     return "\n---\n".join(normalise(o.content) for o in step.observations)
 
 
-def _settings(recorded: Run) -> Mapping[str, JSON]:
-    return recorded.trajectory.info.settings
-
-
 def _parser(recorded: Run, toolcalls: bool | None) -> Parse:
     from four.parse import regex_parse, toolcall_parse
 
@@ -207,7 +203,7 @@ def main(args: argparse.Namespace) -> int:
     turns = [m for m in recorded.trajectory.messages if isinstance(m, Assistant)]
     if not turns:
         raise UsageError(f"{args.trajectory} has no model turns to replay")
-    settings = _settings(recorded)
+    settings = recorded.trajectory.info.settings
     recorded_check = settings.get("check")
     command = args.check or (recorded_check if isinstance(recorded_check, str) else None)
     named = settings.get("domain")
