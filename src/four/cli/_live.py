@@ -42,7 +42,7 @@ from four.cli._steps import first_line
 from four.cli._terminal import console, visible
 
 if TYPE_CHECKING:
-    from rich.console import Console, RenderableType
+    from rich.console import RenderableType
     from rich.live import Live
 
 
@@ -76,7 +76,6 @@ class Display:
         self.rows: deque[Row] = deque(maxlen=8)  # the last commands
         self._lock = threading.Lock()
         self._live: Live | None = None
-        self._console: Console | None = None
 
     # --- lifecycle -----------------------------------------------------------------
 
@@ -87,9 +86,10 @@ class Display:
             return
         from rich.live import Live
 
-        self._console = console(self.stream, highlight=False)
         self._live = Live(  # a fresh frame at every refresh, so elapsed time moves
-            get_renderable=self.frame, console=self._console, refresh_per_second=4
+            get_renderable=self.frame,
+            console=console(self.stream, highlight=False),
+            refresh_per_second=4,
         )
         self._live.start()
 

@@ -1,7 +1,6 @@
 """``four watch DIR``: the state of every run under DIR, and with ``--rescue`` the
 action each needs (see ``four.observe._watch`` for the states, ``_rescue`` for the
-actions). Exit 0 when no run is left in trouble, 1 when one is, 2 for a usage error,
-130 on Ctrl-C while watching."""
+actions)."""
 
 from __future__ import annotations
 
