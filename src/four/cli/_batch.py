@@ -157,15 +157,14 @@ class _Command:
     def search(self, ctx: RunContext) -> Search[Path]:
         """A search for ``ctx``'s item (``--attempts``): its attempts' trajectories and its
         group record in ``ctx.output_dir``, the item's workspace copied for each."""
-        from four.cli._attempts import workspace
-        from four.cli._build import load_domain
+        from four.cli._options import workspace
         from four.search import Budget, Search
 
         opts = self.options(ctx)
         return Search(
             opts.attempts,
             ctx.task,
-            workspace=workspace(opts, load_domain(opts.domain)),
+            workspace=workspace(opts),
             keep=(str(ctx.output_dir.parent.parent),),  # the batch folder, if inside
             seed=opts.seed,
             temperature=opts.attempt_temperature,
