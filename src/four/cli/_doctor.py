@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import replace
 
-from four._types import Execute, Invoke
+from four._types import Invoke
 from four.observe._check import Check, exit_code
 from four.observe._doctor import Budget, Plan, examine
 
@@ -114,9 +114,6 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, Invoke | None, str, str | Non
     key = api_key(opts.api_base)
     model = opts.local or hosted_name(opts.model, opts.api_base)
 
-    def environment() -> Execute:
-        return make_env(opts.env, image=opts.image, cwd=opts.cwd, timeout=30)
-
     budget = Budget(
         opts.max_steps,
         opts.timeout,
@@ -129,7 +126,7 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, Invoke | None, str, str | Non
         api_base=opts.api_base,
         api_key=key,
         env=opts.env,
-        make_env=environment,
+        make_env=lambda: make_env(opts.env, image=opts.image, cwd=opts.cwd, timeout=30),
         output_dir=opts.output_dir,
         system=system,
         task=max(tasks, key=len) if tasks else opts.task,
