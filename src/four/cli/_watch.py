@@ -128,17 +128,13 @@ def one_pass(
     handled = {"resumed", "stopped"}
     trouble = [d for d in done if d.verdict.state in TROUBLE and d.action not in handled]
     if as_json:
-        counts = {s: sum(1 for d in done if d.verdict.state == s) for s in _states(done)}
+        found = Counter(d.verdict.state for d in done)
+        counts = {s: found[s] for s in STATES if s in found}
         print(json.dumps({"runs": [d.to_json() for d in done], "counts": counts}, indent=2))
     else:
         _table(done)
     sys.stdout.flush()
     return 1 if trouble else 0
-
-
-def _states(done: list[Done]) -> list[str]:
-    present = {d.verdict.state for d in done}
-    return [s for s in STATES if s in present]
 
 
 def _table(rows: list[Done]) -> None:
