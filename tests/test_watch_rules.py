@@ -322,3 +322,17 @@ def test_a_run_of_a_program_of_ones_own_is_never_acted_on(tmp_path: Path) -> Non
     log = (tmp_path / "watch.jsonl").read_text().splitlines()
     assert len(log) == 1  # said once, not on every pass
     assert not path.with_suffix(".json").exists()  # not sealed from outside
+
+
+def test_a_resumed_history_answers_each_call_the_stopped_run_left_open() -> None:
+    from four._types import ToolCall, ToolResult
+    from four.cli._resume import INTERRUPTED, closed
+
+    calls = (ToolCall("c1", "bash", '{"command": "ls"}'), ToolCall("c2", "bash", "{}"))
+    turn = Assistant("", tool_calls=calls)
+    history: tuple[Message, ...] = (User("t", "task"), turn)
+    assert closed(history)[2:] == tuple(ToolResult(c.id, INTERRUPTED, "bash") for c in calls)
+    half = (*history, ToolResult("c1", "out", "bash"))
+    assert closed(half)[3:] == (ToolResult("c2", INTERRUPTED, "bash"),)
+    done = (*half, ToolResult("c2", "out", "bash"))
+    assert closed(done) == done

@@ -63,6 +63,16 @@ def checked(fn: F) -> F:
 _FIELDS: dict[type, Callable[[object], None]] = {}
 
 
+class Checked:
+    """A record's fields checked when it is made (``check_fields``): a wrong value named
+    there, not deep inside a run."""
+
+    __slots__ = ()
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
 def check_fields(record: object, skip: tuple[str, ...] = ()) -> None:
     """Each field of the dataclass (or msgspec Struct) ``record`` against its annotation
     (but those named in ``skip``, the same for every record of its class); a

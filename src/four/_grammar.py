@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol, TypeAlias, runtime_checkable
 
-from four._checked import check_fields
+from four._checked import Checked, check_fields
 
 WHITESPACE = (
     "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005"
@@ -30,66 +30,48 @@ WHITESPACE = (
 
 
 @dataclass(frozen=True, slots=True)
-class Lit:
+class Lit(Checked):
     """The text itself."""
 
     text: str
 
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
-
 
 @dataclass(frozen=True, slots=True)
-class Chars:
+class Chars(Checked):
     """One character of ``chars``, or with ``negated`` any character but those."""
 
     chars: str
     negated: bool = False
 
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
-
 
 @dataclass(frozen=True, slots=True)
-class Seq:
+class Seq(Checked):
     """Each item in turn."""
 
     items: tuple[Expr, ...]
 
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
-
 
 @dataclass(frozen=True, slots=True)
-class Alt:
+class Alt(Checked):
     """One of the options."""
 
     options: tuple[Expr, ...]
 
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
-
 
 @dataclass(frozen=True, slots=True)
-class Rep:
+class Rep(Checked):
     """``item`` at least ``low`` and at most ``high`` times (None: no bound)."""
 
     item: Expr
     low: int = 0
     high: int | None = None
 
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
-
 
 @dataclass(frozen=True, slots=True)
-class Ref:
+class Ref(Checked):
     """The rule called ``name``."""
 
     name: str
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 Expr: TypeAlias = Lit | Chars | Seq | Alt | Rep | Ref

@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Literal, TypeAlias, get_args
 
-from four._checked import check_fields
+from four._checked import Checked
 
 
-class _Ending:
+class _Ending(Checked):
     """The text form: the tag, then each field (``crashed: V2: ValueError: ...``), except
     for outcomes whose fields are data rather than part of the reason (``bare``)."""
 
@@ -26,9 +26,6 @@ class _Ending:
         if self.bare:
             return self.tag
         return ": ".join([self.tag, *(str(getattr(self, n)) for n in self.__match_args__)])
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 @dataclass(frozen=True, slots=True)

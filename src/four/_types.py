@@ -14,8 +14,9 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, TypeVar, get_args, runtime_checkable
 
+from four._checked import Checked as Checked  # four._types.Checked, where records import it
 from four._checked import check_fields
 from four._outcomes import Finished, Outcome
 
@@ -23,16 +24,6 @@ if TYPE_CHECKING:  # annotations only: `import four` does not load returns
     from returns.result import Result
 
 JSON: TypeAlias = "bool | int | float | str | list[JSON] | dict[str, JSON] | None"
-
-
-class Checked:
-    """A record's fields checked when it is made (``check_fields``): a wrong value named
-    there, not deep inside a run."""
-
-    __slots__ = ()
-
-    def __post_init__(self) -> None:
-        check_fields(self)
 
 
 EXIT_SIGNAL = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
@@ -51,20 +42,23 @@ FinishReason: TypeAlias = Literal["stop", "length", "tool_calls", "content_filte
 """Why the provider ended a reply; a reason outside this set is stored as ``other``."""
 
 
+_USER_KINDS: dict[object, UserKind] = {k: k for k in get_args(UserKind)}
+_TOOL_RESULT_KINDS: dict[object, ToolResultKind] = {k: k for k in get_args(ToolResultKind)}
+_FINISH_REASONS: dict[object, FinishReason | None] = {
+    **{k: k for k in get_args(FinishReason)},
+    "function_call": "tool_calls",
+    None: None,
+}
+
+
 def user_kind(value: object) -> UserKind:
     """A stored user turn's kind in our closed set (anything else is plain ``text``)."""
-    for known in ("task", "observation", "format_error", "feedback"):
-        if value == known:
-            return known
-    return "text"
+    return _USER_KINDS.get(value, "text") if isinstance(value, str) else "text"
 
 
 def tool_result_kind(value: object) -> ToolResultKind:
     """A stored tool result's kind in our closed set (anything else is an observation)."""
-    for known in ("rejected", "format_error", "feedback", "submission", "error", "skipped"):
-        if value == known:
-            return known
-    return "observation"
+    return _TOOL_RESULT_KINDS.get(value, "observation") if isinstance(value, str) else "observation"
 
 
 def finish_reason(value: object) -> FinishReason | None:
@@ -73,14 +67,7 @@ def finish_reason(value: object) -> FinishReason | None:
     >>> finish_reason("length"), finish_reason("end_turn"), finish_reason(None)
     ('length', 'other', None)
     """
-    if value is None:
-        return None
-    if value == "function_call":
-        return "tool_calls"
-    for known in ("stop", "length", "tool_calls", "content_filter"):
-        if value == known:
-            return known
-    return "other"
+    return _FINISH_REASONS.get(value, "other") if isinstance(value, str | None) else "other"
 
 
 # --- usage -------------------------------------------------------------------

@@ -1,10 +1,6 @@
-"""``four run --check CMD --attempts K``: the run of ``four run``, tried again from a fresh
-copy of the workspace until the check accepts it (``four.search``).
-
-Each attempt is ``four run``'s own run (its display, its trajectory in ``-o``, its
-heartbeat), with G sampling at the attempt's temperature and seed; the search's record
-(``DIR/<group>.attempts.json``) links them. ``--timeout`` and ``--cost-limit`` cover
-every attempt together, ``--max-steps`` each one.
+"""``four run --check CMD --attempts K``: ``four run``'s own run (its display, trajectory
+and heartbeat), tried again from a fresh copy of the workspace until the check accepts it
+(``four.search``); the search's record links them.
 """
 
 from __future__ import annotations
@@ -25,14 +21,6 @@ if TYPE_CHECKING:
     from four.trajectory._sign import SigningKey
 
 
-def workspace(opts: RunOptions, domain: Domain) -> Path | None:
-    """The folder the attempts copy: ``--cwd`` or here; None where each attempt gets a
-    fresh one anyway (a container; a sandbox with no ``--cwd``)."""
-    if domain.name == "bash" and (opts.env == "docker" or (opts.env == "sandbox" and not opts.cwd)):
-        return None
-    return Path(opts.cwd) if opts.cwd else Path.cwd()
-
-
 def run_attempts(
     opts: RunOptions,
     model: str,
@@ -44,12 +32,12 @@ def run_attempts(
     """Run the attempts; the exit status of ``four run`` (0 accepted). None: the
     attempts were the default and the workspace is too large to copy, so ``four run``
     makes one run instead (said on standard error)."""
-    from four.cli._options import local_settings
+    from four.cli._options import local_settings, workspace
     from four.search import Budget, Search
     from four.search._workspace import WorkspaceTooLarge
 
     first = opts.local is not None and local_settings().get("temperature")
-    where = workspace(opts, domain)
+    where = workspace(opts)  # what the attempts copy
     try:
         search: Search[Path] = Search(
             opts.attempts,

@@ -1,9 +1,4 @@
-"""``four audit TRAJ|DIR``: check runs against their seals (and signatures, and receipts).
-
-One file: exit 0 valid (a run cut short is a valid, unfinished prefix), 1 invalid (each
-reason printed), 2 when the file cannot be read or is no four trajectory. A folder:
-one line per run and a summary; exit 1 if any run is invalid.
-"""
+"""``four audit TRAJ|DIR``: check runs against their seals (and signatures, and receipts)."""
 
 from __future__ import annotations
 

@@ -1,15 +1,7 @@
-"""``four batch TASKS.jsonl``: an agent on every task of a file, many at once.
-
-Its flags are ``batch_flags``, and the ``four`` command calls ``main``. The agent is the one ``four run``
-builds from the same flags and ``FOUR_*`` variables (``four.cli._options``), run on threads,
-under ``four.arun`` on ``AsyncPool`` (``--processes``), or on Ray; each task's
-trajectory goes to ``DIR/runs/<id>/`` and one line per finished task to
-``DIR/manifest.jsonl``. Run it again and finished tasks are skipped. ``four stats DIR``
-summarises the runs.
-
-Exit codes: 0 every task has a final result (whatever its outcome); 1 the batch
-stopped first (a batch budget); 2 a usage error; 130 Ctrl-C (143 SIGTERM), after the
-running runs are saved and recorded.
+"""``four batch TASKS.jsonl``: ``four run``'s agent (built from the same flags and
+``FOUR_*`` variables) on every task of a file, on threads, under ``four.arun`` on
+``AsyncPool`` (``--processes``) or on Ray. What it writes and its exit codes: its
+description in ``four.cli._COMMANDS``.
 """
 
 from __future__ import annotations
@@ -20,7 +12,7 @@ import os
 import sys
 import time
 from collections import Counter, deque
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, TypeVar
 
@@ -172,15 +164,14 @@ class _Command:
     def search(self, ctx: RunContext) -> Search[Path]:
         """A search for ``ctx``'s item (``--attempts``): its attempts' trajectories and its
         group record in ``ctx.output_dir``, the item's workspace copied for each."""
-        from four.cli._attempts import workspace
-        from four.cli._build import load_domain
+        from four.cli._options import workspace
         from four.search import Budget, Search
 
         opts = self.options(ctx)
         return Search(
             opts.attempts,
             ctx.task,
-            workspace=workspace(opts, load_domain(opts.domain)),
+            workspace=workspace(opts),
             keep=(str(ctx.output_dir.parent.parent),),  # the batch folder, if inside
             seed=opts.seed,
             temperature=opts.attempt_temperature,
@@ -343,7 +334,7 @@ def default_batch_dir(tasks: Path) -> Path:
 
 
 def batch_command(args: argparse.Namespace) -> int:
-    """Run ``four batch``; the exit status (see the module's docstring)."""
+    """Run ``four batch``; the exit status."""
     from four._files import Unreadable
     from four.batch._batch import iter_runs
     from four.batch._lock import BatchLocked
@@ -479,18 +470,17 @@ def _report(
     return status
 
 
+@dataclass(slots=True)
 class _Display:
     """Progress of a batch: a live status block on a terminal, else a line per result."""
 
-    def __init__(self, total: int, mode: str, stream: IO[str], title: str = "") -> None:
-        self.total = total
-        self.mode = mode
-        self.stream = stream
-        self.title = title
-        self.last: Progress | None = None
-        self.recent: deque[RunResult] = deque(maxlen=5)
-        self._live: Live | None = None
-        self._shown = 0.0
+    total: int
+    mode: str
+    stream: IO[str]
+    title: str = ""
+    last: Progress | None = None
+    recent: deque[RunResult] = field(default_factory=lambda: deque(maxlen=5))
+    _live: Live | None = None
 
     def start(self) -> None:
         if self.mode != "live":

@@ -191,7 +191,7 @@ def build(
 
         V2 = _mcp.start(opts.mcp, opts.mcp_env, V2)
         V1 = mcp_parse(V2, V1)
-    G: Invoke
+    model_G: Invoke
     if opts.local is not None:
         from four.invoke import local_invoke
 
@@ -201,8 +201,7 @@ def build(
         seed = 0 if sampling is None else sampling["seed"]
         # Decoded under V1's grammar, every reply parses (a V1 with none: free text).
         grammar = V1.grammar() if isinstance(V1, Constrained) else None
-        local = local_invoke(opts.local, **settings, seed=seed, grammar=grammar)
-        G = retry_invoke(cycle_breaking_invoke(local))
+        model_G = local_invoke(opts.local, **settings, seed=seed, grammar=grammar)
     else:
         extra: dict[str, object] = {}
         if sampling is not None:
@@ -212,7 +211,7 @@ def build(
             make = cast(Callable[..., Invoke], litellm_toolcall_invoke)
             extra["tools"] = _mcp.definitions(V2) if opts.mcp else []
         model_G = make(model, api_base=opts.api_base, api_key=key, prices=opts.prices, **extra)
-        G = retry_invoke(cycle_breaking_invoke(model_G))
+    G: Invoke = retry_invoke(cycle_breaking_invoke(model_G))
     if opts.cost_limit:
         G = budget_invoke(G, cost_limit=opts.cost_limit)
     return G, V1, V2
@@ -333,13 +332,17 @@ def interrupted(
 ) -> int:
     """Say that Ctrl-C (or SIGTERM) ended the run, and where it was saved; the exit status."""
     if opts.json:
-        outcome = f"interrupted: {type(exc).__name__}"
-        saved = str(path) if path else None
-        print(json.dumps({"outcome": outcome, "success": False, "path": saved, **(extra or {})},
-                         indent=2))  # fmt: skip
+        failed_json(f"interrupted: {type(exc).__name__}", path, extra)
     else:
         print(f"interrupted · saved {path}" if path else f"interrupted before {before}")
     return 143 if isinstance(exc, Terminated) else 130
+
+
+def failed_json(outcome: str, path: Path | None, extra: Mapping[str, JSON] | None = None) -> None:
+    """``--json``'s answer for a run that ended with no sealed record to report on."""
+    saved = str(path) if path else None
+    print(json.dumps({"outcome": outcome, "success": False, "path": saved, **(extra or {})},
+                     indent=2))  # fmt: skip
 
 
 def report(path: Path, opts: RunOptions, extra: Mapping[str, JSON] | None = None) -> int:

@@ -1,12 +1,6 @@
-"""``four doctor run TASK ...`` / ``four doctor batch TASKS ...``: GO / NO-GO first.
-
-Put ``doctor`` before a ``four run`` or ``four batch`` command line: the same flags and
-``FOUR_*`` variables, read by the same code, and instead of running, a table of checks
-(``four.observe._doctor``), each GO, WARN or NO-GO with its fix. ``--probe`` also sends
-one tiny request to the model and sizes the wall-clock budget with its latency.
-
-Exit codes: 0 every check GO; 3 ready but with warnings (no NO-GO); 1 a NO-GO; 2 a
-usage error (bad flags, an unreadable tasks file or --system file).
+"""``four doctor run TASK ...`` / ``four doctor batch TASKS ...``: the same flags and
+``FOUR_*`` variables as ``four run``/``four batch``, read by the same code, and instead of
+running, a table of checks (``four.observe._doctor``), each GO, WARN or NO-GO with its fix.
 """
 
 from __future__ import annotations
@@ -17,7 +11,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import replace
 
-from four._types import Execute, Invoke
+from four._types import Invoke
 from four.observe._check import Check, exit_code
 from four.observe._doctor import Budget, Plan, examine
 
@@ -120,9 +114,6 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, Invoke | None, str, str | Non
     key = api_key(opts.api_base)
     model = opts.local or hosted_name(opts.model, opts.api_base)
 
-    def environment() -> Execute:
-        return make_env(opts.env, image=opts.image, cwd=opts.cwd, timeout=30)
-
     budget = Budget(
         opts.max_steps,
         opts.timeout,
@@ -135,7 +126,7 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, Invoke | None, str, str | Non
         api_base=opts.api_base,
         api_key=key,
         env=opts.env,
-        make_env=environment,
+        make_env=lambda: make_env(opts.env, image=opts.image, cwd=opts.cwd, timeout=30),
         output_dir=opts.output_dir,
         system=system,
         task=max(tasks, key=len) if tasks else opts.task,

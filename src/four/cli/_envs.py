@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from four._types import Execute
 from four.cli._errors import UsageError
-from four.domains._bash import DEFAULT_TIMEOUT, environment
-
-__all__ = ["DEFAULT_TIMEOUT", "make_env"]
+from four.domains._bash import environment
 
 
 def make_env(

@@ -1,9 +1,4 @@
-"""``four fleet DIR...``: one page over many folders of runs, what needs attention first.
-
-Per folder: runs, running, stalled, finished, accepted, failed by class, cost, tokens,
-the last recorded activity and the oldest stalled run (``four.observe._fleet``). Exit 0
-when the folders were read, 2 when one is not a folder.
-"""
+"""``four fleet DIR...``: one page over many folders of runs (``four.observe._fleet``)."""
 
 from __future__ import annotations
 

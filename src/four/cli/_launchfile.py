@@ -111,14 +111,23 @@ def resolve_items(items: list[Item], tasks: Path) -> list[Item]:
 
 
 def item_options(opts: RunOptions, task: str, fields: Mapping[str, JSON]) -> RunOptions:
-    """``opts`` for one item: its own settings (see the module's docstring) over the batch's."""
+    """``opts`` for one item: its own settings (see the module's docstring) over the batch's;
+    a setting of the wrong kind is a ``UsageError``."""
 
     def text(name: str) -> str | None:
         value = fields.get(name)
-        return value if isinstance(value, str) and value else None
+        if name in fields and not (isinstance(value, str) and value.strip()):
+            raise UsageError(f"{name} must be a non-empty string")
+        return value if isinstance(value, str) else None
 
-    steps = fields.get("max_steps")
-    files = fields.get("check_files")
+    steps = fields.get("max_steps", opts.max_steps)
+    if "max_steps" in fields and (
+        isinstance(steps, bool) or not isinstance(steps, int) or steps < 1
+    ):
+        raise UsageError("max_steps must be a whole number of at least 1")
+    files = fields.get("check_files", list(opts.check_files))
+    if not (isinstance(files, list) and all(isinstance(f, str) for f in files)):
+        raise UsageError("check_files must be a list of [DEST=]DIR strings")
     return replace(
         opts,
         task=task,
@@ -126,10 +135,8 @@ def item_options(opts: RunOptions, task: str, fields: Mapping[str, JSON]) -> Run
         cwd=text("cwd") or opts.cwd,
         domain=text("domain") or opts.domain,
         check=text("check") or opts.check,
-        check_files=tuple(str(f) for f in files) if isinstance(files, list) else opts.check_files,
-        max_steps=steps
-        if isinstance(steps, int) and not isinstance(steps, bool)
-        else opts.max_steps,
+        check_files=tuple(str(f) for f in files),
+        max_steps=steps if isinstance(steps, int) else opts.max_steps,
         feedback=text("feedback") or opts.feedback,
     )
 
@@ -142,30 +149,14 @@ def check_items(opts: RunOptions, items: list[Item], tasks: Path) -> None:
 
     for item in items:
         where = f"{tasks}: item {item.id!r}"
-        fields = item.fields
-        for name in ("domain", "check", "feedback", "cwd", "image"):
-            if name in fields and not (isinstance(fields[name], str) and str(fields[name]).strip()):
-                raise UsageError(f"{where}: {name} must be a non-empty string")
-        steps = fields.get("max_steps")
-        if "max_steps" in fields and (
-            isinstance(steps, bool) or not isinstance(steps, int) or steps < 1
-        ):
-            raise UsageError(f"{where}: max_steps must be a whole number of at least 1")
-        files = fields.get("check_files")
-        if "check_files" in fields and not (
-            isinstance(files, list) and all(isinstance(f, str) for f in files)
-        ):
-            raise UsageError(f"{where}: check_files must be a list of [DEST=]DIR strings")
-        mine = item_options(opts, item.task, fields)
-        if mine.domain not in domain_names():
-            raise UsageError(
-                f"{where}: unknown domain {mine.domain!r}: use {', '.join(domain_names())}"
-            )
-        if mine.feedback not in ("full", "output", "verdict"):
-            raise UsageError(f"{where}: feedback {mine.feedback!r}: use full, output or verdict")
-        if mine.check_files and not mine.check:
-            raise UsageError(f"{where}: check_files need a check")
         try:
+            mine = item_options(opts, item.task, item.fields)
+            if mine.domain not in domain_names():
+                raise UsageError(f"unknown domain {mine.domain!r}: use {', '.join(domain_names())}")
+            if mine.feedback not in ("full", "output", "verdict"):
+                raise UsageError(f"feedback {mine.feedback!r}: use full, output or verdict")
+            if mine.check_files and not mine.check:
+                raise UsageError("check_files need a check")
             load_domain(mine.domain)
             make_check(mine)
         except UsageError as exc:

@@ -1,10 +1,5 @@
 """``four lint PROMPT... [--tool NAME ...]``: the commands a prompt tells the model to
-run, against the real interfaces of the tools (``four.observe._lint``).
-
-Exit codes: 0 every command checked matches its tool (a tool whose interface could not
-be read is printed as a note); 1 a program missing, or an unknown subcommand or option;
-2 a usage error (a prompt that cannot be read, is binary or too large).
-"""
+run, against the real interfaces of the tools (``four.observe._lint``)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""What a person sees while a run goes: wrappers around G and V2 that report to a display.
-
-The loop is not changed: ``Watched`` wraps G, ``WatchedEnv`` wraps V2, and both tell a
-``Display`` what happened (step, command, return code, elapsed time, tokens, cost).
-``Recording`` wraps the trajectory writer so the CLI knows the file being written
-(for Ctrl-C) and stores the CLI's settings in the trajectory's head.
+"""What a person sees while a run goes: ``Watched`` (G) and ``WatchedEnv`` (V2) tell a
+``Display``, the loop unchanged; ``Recording`` wraps the trajectory writer.
 """
 
 from __future__ import annotations
@@ -13,7 +9,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -46,7 +42,7 @@ from four.cli._steps import first_line
 from four.cli._terminal import console, visible
 
 if TYPE_CHECKING:
-    from rich.console import Console, RenderableType
+    from rich.console import RenderableType
     from rich.live import Live
 
 
@@ -80,7 +76,6 @@ class Display:
         self.rows: deque[Row] = deque(maxlen=8)  # the last commands
         self._lock = threading.Lock()
         self._live: Live | None = None
-        self._console: Console | None = None
 
     # --- lifecycle -----------------------------------------------------------------
 
@@ -91,9 +86,10 @@ class Display:
             return
         from rich.live import Live
 
-        self._console = console(self.stream, highlight=False)
         self._live = Live(  # a fresh frame at every refresh, so elapsed time moves
-            get_renderable=self.frame, console=self._console, refresh_per_second=4
+            get_renderable=self.frame,
+            console=console(self.stream, highlight=False),
+            refresh_per_second=4,
         )
         self._live.start()
 
@@ -295,13 +291,7 @@ class Recording:
         return self.writer(messages, outcome)
 
     def open(self, info: RunInfo, /) -> Sink[Path]:
-        info = RunInfo(
-            {**info.components, **self.components},
-            info.max_steps,
-            info.max_format_errors,
-            info.started_at,
-            info.resumed_from,
-        )
+        info = replace(info, components={**info.components, **self.components})
         if self.hold and threading.current_thread() is threading.main_thread():
             self._holding = installed()
             if self._holding is not None:

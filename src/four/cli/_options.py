@@ -263,30 +263,37 @@ def search_options(args: argparse.Namespace) -> tuple[int, int, float, int]:
     return attempts, seed, float(temperature), workers
 
 
+def workspace(opts: RunOptions) -> Path | None:
+    """The folder the agent's commands work in: ``--cwd`` or here; None where they get a
+    fresh one (a container; a sandbox with no ``--cwd``)."""
+    if opts.domain == "bash" and (opts.env == "docker" or (opts.env == "sandbox" and not opts.cwd)):
+        return None
+    return Path(opts.cwd) if opts.cwd else Path.cwd()
+
+
 def exposed_workspace(opts: RunOptions) -> Path | None:
     """The agent's workspace when the output folder is inside it and the agent's commands
     would see it there; None when it is outside, or hidden: the bash domain's sandbox
-    mounts an empty folder over it (not over the whole workspace), a docker container
-    never mounts it, a sandbox without ``--cwd`` works in a fresh folder."""
+    mounts an empty folder over it (not over the whole workspace)."""
     from four.domains._host import inside
 
-    if opts.domain == "bash" and opts.env in ("sandbox", "docker"):
-        if opts.env == "docker" or opts.cwd is None:
-            return None
-        same = Path(opts.cwd).resolve() == Path(opts.output_dir).expanduser().resolve()
-        return Path(opts.cwd) if same else None  # a folder inside it is hidden
-    workspace = Path(opts.cwd) if opts.cwd else Path.cwd()
-    return workspace if inside(Path(opts.output_dir), workspace) else None
+    where = workspace(opts)
+    if where is None:
+        return None
+    if opts.domain == "bash" and opts.env == "sandbox":
+        same = where.resolve() == Path(opts.output_dir).expanduser().resolve()
+        return where if same else None  # a folder inside it is hidden
+    return where if inside(Path(opts.output_dir), where) else None
 
 
 def guard_output(opts: RunOptions) -> None:
     """Refuse an output folder the agent's commands could read (``exposed_workspace``),
     unless ``--output-in-workspace``: one line naming the flag and the fix."""
-    workspace = exposed_workspace(opts)
-    if workspace is None or opts.output_in_workspace:
+    exposed = exposed_workspace(opts)
+    if exposed is None or opts.output_in_workspace:
         return
     raise UsageError(
-        f"-o {opts.output_dir} is inside the agent's workspace {workspace}, where its "
+        f"-o {opts.output_dir} is inside the agent's workspace {exposed}, where its "
         "commands can read the runs saved there (a check's command often holds the "
         "answer): give -o a folder outside it, or --output-in-workspace to allow it"
     )

@@ -1,10 +1,5 @@
 """``four plan MISSION -o LAUNCH``: the loop compiles a mission into a validated launch;
-``four plan --check LAUNCH`` validates an (edited) launch again and seals it anew.
-
-Exit codes: 0 a valid launch was written (or the launch validates); 1 no plan validated
-(PLAN.md and the printed lines say why); 2 a usage error (an empty, binary or huge
-mission, a folder that already holds a launch, no model); 130 Ctrl-C.
-"""
+``four plan --check LAUNCH`` validates an (edited) launch again and seals it anew."""
 
 from __future__ import annotations
 

@@ -63,22 +63,19 @@ def prompt_fits(model: str, server: Server | None, system: str, task: str) -> No
         refuse(context_fit(system, task, window))
 
 
-def refuse(check: Check) -> Check:
-    """A NO-GO check as the one-line usage error; any other is returned."""
+def refuse(check: Check) -> None:
+    """A NO-GO check as the one-line usage error."""
     if check.status == "NO-GO":
         raise UsageError(check.detail)
-    return check
 
 
-def output_folder(text: str, flag: str = "-o") -> Path:
-    """The folder trajectories go to, made if missing, or a ``UsageError`` saying why it
+def output_folder(text: str) -> None:
+    """The folder trajectories go to made if missing, or a ``UsageError`` saying why it
     cannot be used: it is a file, it cannot be made or written (a read-only disk), it
-    has (almost) no free space. Checked by writing, not by permission bits.
-    """
+    has (almost) no free space. Checked by writing, not by permission bits."""
     from four.observe._doctor import output_folder as check
 
-    refuse(check(text, make=True, flag=flag))
-    return Path(text).expanduser()
+    refuse(check(text, make=True, flag="-o"))
 
 
 def check_program(

@@ -14,7 +14,7 @@ import json
 import re
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from four._types import JSON, Assistant, Execute, Parse
@@ -51,12 +51,7 @@ class Difference:
         return lines if len(lines) <= limit else [*lines[:limit], f"… {len(lines) - limit} more"]
 
     def to_json(self) -> dict[str, JSON]:
-        return {
-            "step": self.step,
-            "commands": list(self.commands),
-            "recorded": self.recorded,
-            "replayed": self.replayed,
-        }
+        return {**asdict(self), "commands": list(self.commands)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,10 +119,6 @@ def compare(recorded: Run, replayed: Run) -> Comparison:
 
 def _observed(step: Step) -> str:
     return "\n---\n".join(normalise(o.content) for o in step.observations)
-
-
-def _settings(recorded: Run) -> Mapping[str, JSON]:
-    return recorded.trajectory.info.settings
 
 
 def _parser(recorded: Run, toolcalls: bool | None) -> Parse:
@@ -212,7 +203,7 @@ def main(args: argparse.Namespace) -> int:
     turns = [m for m in recorded.trajectory.messages if isinstance(m, Assistant)]
     if not turns:
         raise UsageError(f"{args.trajectory} has no model turns to replay")
-    settings = _settings(recorded)
+    settings = recorded.trajectory.info.settings
     recorded_check = settings.get("check")
     command = args.check or (recorded_check if isinstance(recorded_check, str) else None)
     named = settings.get("domain")

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from four._history import unanswered
 from four._types import JSON, Assistant, Message, ToolResult, User
 from four.cli._errors import UsageError
 
@@ -104,15 +105,9 @@ def closed(messages: tuple[Message, ...]) -> tuple[Message, ...]:
     >>> closed((User("t", "task"), Assistant("```bash\\nsleep 9\\n```")))[-1].content[:30]
     '(no output: the run was stoppe'
     """
-    if not messages or not isinstance(messages[-1], Assistant):
-        answered = {m.tool_call_id for m in messages if isinstance(m, ToolResult)}
-        last = next((m for m in reversed(messages) if isinstance(m, Assistant)), None)
-        missing = [c for c in (last.tool_calls if last else ()) if c.id not in answered]
-        return messages + tuple(ToolResult(c.id, INTERRUPTED, c.name) for c in missing)
-    last = messages[-1]
-    if last.tool_calls:
-        return messages + tuple(ToolResult(c.id, INTERRUPTED, c.name) for c in last.tool_calls)
-    return (*messages, User(INTERRUPTED, "observation"))
+    if messages and isinstance(messages[-1], Assistant) and not messages[-1].tool_calls:
+        return (*messages, User(INTERRUPTED, "observation"))
+    return messages + tuple(ToolResult(c.id, INTERRUPTED, c.name) for c in unanswered(messages))
 
 
 def options_of(earlier: Resumed, path: str, *, mode: str, json: bool) -> RunOptions:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import sys
 import traceback
@@ -20,6 +19,7 @@ from four.cli import _settings as env
 from four.cli._build import (
     Deadline,
     Saving,
+    failed_json,
     interrupted,
     load_domain,
     prepare,
@@ -135,17 +135,7 @@ def _resumed(
 def _not_saved(exc: OSError, opts: RunOptions) -> int:
     """The run ended, but its record could not be sealed: one line, what was kept."""
     if opts.json:
-        kept = getattr(exc, "kept", None)
-        print(
-            json.dumps(
-                {
-                    "outcome": f"save_failed: {exc}",
-                    "success": False,
-                    "path": str(kept) if kept else None,
-                },
-                indent=2,
-            )
-        )
+        failed_json(f"save_failed: {exc}", getattr(exc, "kept", None))
     else:
         print(f"four run: save_failed: {exc}", file=sys.stderr)
     return 1

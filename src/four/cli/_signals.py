@@ -5,23 +5,8 @@ second press (inside the handler that is saving the run), and, once the command 
 returned, gives SIGINT back its default action before the interpreter's last garbage
 collection (seconds long with litellm loaded, on a busy machine): a Ctrl-C then killed
 the process, exit -2, with no status of its own. ``Interrupts`` replaces it while the
-command runs:
-
-- the first Ctrl-C raises ``KeyboardInterrupt`` (the run saves itself and says so);
-  the second is only noted, so the saving is not cut short (a third raises again: a
-  library swallowed the first, or the user insists);
-- one a library swallows inside ``kept()`` (a model call, a command) is raised again
-  as the block ends;
-- inside ``held()`` (a run's record being sealed) the first one waits for the block's
-  end, then is raised;
-- a Ctrl-C handled, ``status`` clears CPython's "unhandled KeyboardInterrupt" flag
-  (set when one passed through an ``exec`` of a string, however it was caught), which
-  made ``python -m four.cli`` kill itself by SIGINT at exit: -2 for a saved run;
-- once the command is returning (``ending``, inside its last handler's reach), one is
-  only noted and the status becomes 130; from ``status`` on, SIGINT is ignored until
-  the process ends.
-
-A ``four`` started with SIGINT ignored (a background job of a script) keeps it ignored.
+command runs (see its methods, and ``held`` and ``kept``). A ``four`` started with SIGINT
+ignored (a background job of a script) keeps it ignored.
 """
 
 from __future__ import annotations

@@ -162,7 +162,10 @@ def render(summary: Summary, top: int = 5) -> str:
         lines[0] += f"  ({len(summary.skipped)} files skipped: not readable trajectories)"
     if not summary.runs:
         return "\n".join(lines)
-    lines += ["", _table(["outcome", "runs", "share"], _outcome_rows(summary))]
+    shares = [
+        [t, str(n), f"{100 * n / summary.runs:.1f}%"] for t, n in summary.outcomes.most_common()
+    ]
+    lines += ["", _table(["outcome", "runs", "share"], shares)]
     dist_rows = [
         ["steps", *_cells(summary.steps, "{:.0f}", "{:.1f}")],
         ["cost ($)", *_cells(summary.costs, "{:.4f}", "{:.4f}")],
@@ -219,12 +222,6 @@ def histogram(
     return [
         f"  {label.rjust(pad)}  {('█' * (round(width * n / top) if n else 0) or '').ljust(width)} {n}"
         for label, n in zip(labels, counts, strict=True)
-    ]
-
-
-def _outcome_rows(summary: Summary) -> list[list[str]]:
-    return [
-        [tag, str(n), f"{100 * n / summary.runs:.1f}%"] for tag, n in summary.outcomes.most_common()
     ]
 
 

@@ -15,7 +15,7 @@ import json
 import re
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from four._outcomes import outcome_tag
@@ -222,53 +222,36 @@ def read_run(trajectory: Trajectory, timestamps: Sequence[float] = ()) -> Run:
     return cutter.run(trajectory)
 
 
+@dataclass(slots=True)
 class StepCutter:
     """Messages in, steps out, one message at a time: with ``keep``, only the first and
     the last ``keep`` steps are held (and the totals of all), so a long run is read in
     memory that follows what is shown; with ``pick``, only that step is held; with
     ``each``, every step is handed to it as it ends, and none is held."""
 
-    __slots__ = (
-        "_current",
-        "_each",
-        "_failed",
-        "_formats",
-        "_head",
-        "_index",
-        "_keep",
-        "_last",
-        "_marked",
-        "_model",
-        "_observed",
-        "_pick",
-        "_tail",
-        "_times",
-        "_usage",
-        "count",
-        "system",
-        "task",
-    )
+    keep: int | None = None
+    pick: int | None = None
+    each: Callable[[Step], object] | None = None
+    system: str = field(default="", init=False)
+    task: str = field(default="", init=False)
+    count: int = field(default=0, init=False)
+    _head: list[Step] = field(default_factory=list, init=False)
+    _tail: deque[Step] = field(init=False)
+    # the reply, its model call's time, its index among the messages
+    _current: tuple[Assistant, float | None, int] | None = field(default=None, init=False)
+    _observed: list[Message] = field(default_factory=list, init=False)
+    _times: list[float | None] = field(default_factory=list, init=False)
+    _last: float | None = field(default=None, init=False)  # the previous message's time
+    _index: int = field(default=0, init=False)  # messages seen
+    # our loop marks what it adds; older files are read by inference
+    _marked: bool = field(default=False, init=False)
+    _usage: Usage = field(default=Usage(calls=0), init=False)
+    _model: str = field(default="", init=False)
+    _failed: int = field(default=0, init=False)
+    _formats: int = field(default=0, init=False)
 
-    def __init__(
-        self,
-        keep: int | None = None,
-        pick: int | None = None,
-        each: Callable[[Step], object] | None = None,
-    ) -> None:
-        self._keep, self._pick, self._each = keep, pick, each
-        self._head: list[Step] = []
-        self._tail: deque[Step] = deque(maxlen=keep or None)
-        # the reply, its model call's time, its index among the messages
-        self._current: tuple[Assistant, float | None, int] | None = None
-        self._observed: list[Message] = []
-        self._times: list[float | None] = []
-        self._last: float | None = None  # the previous message's time
-        self._index = 0  # messages seen
-        self._marked = False  # our loop marks what it adds; older files are read by inference
-        self._usage = Usage(calls=0)
-        self._model = ""
-        self._failed = self._formats = self.count = 0
-        self.system = self.task = ""
+    def __post_init__(self) -> None:
+        self._tail = deque(maxlen=self.keep or None)
 
     def add(self, message: Message, t: float | None = None) -> None:
         """Take the next message (``t``: its time in the run, if known)."""
@@ -307,12 +290,12 @@ class StepCutter:
         self.count += 1
         self._failed += step.failed
         self._formats += step.format_error is not None
-        if self._each is not None:
-            self._each(step)
-        elif self._pick is not None:
-            if step.number == self._pick:
+        if self.each is not None:
+            self.each(step)
+        elif self.pick is not None:
+            if step.number == self.pick:
                 self._head.append(step)
-        elif self._keep is None or len(self._head) < self._keep:
+        elif self.keep is None or len(self._head) < self.keep:
             self._head.append(step)
         else:
             self._tail.append(step)
@@ -334,7 +317,7 @@ class StepCutter:
             steps,
             _usage(trajectory, self._usage),
             _model(trajectory) or self._model,
-            _wall(trajectory),
+            trajectory.stats.wall_time,
             self.count,
             self._failed,
             self._formats,
@@ -485,10 +468,6 @@ def _find_key(data: JSON, key: str) -> str:
                 below.extend(item)
         level = below
     return ""
-
-
-def _wall(trajectory: Trajectory) -> float | None:
-    return trajectory.stats.wall_time
 
 
 def load_run(

@@ -5,14 +5,9 @@ than newline and tab (the C0 range, DEL, the C1 range) and the bidirectional ove
 are printed as a visible escape (``\\x1b``, ``\\x9b``, ``\\u202e``), so an OSC 52
 clipboard write, an OSC 8 link, a window title, a screen clear or a cursor move in a
 reply or an output is shown as text and the terminal does nothing. (rich strips only BEL,
-BS, VT, FF and CR; an ESC sequence passes through it.)
-
-Two gates apply it. ``guarded()`` wraps ``sys.stdout`` and ``sys.stderr`` for the whole
-of a ``four`` command, so a plain ``print`` is sanitised wherever it is. ``console()``
-gives rich the stream under that wrapper (its own colours and cursor moves are the only
-escapes that reach the terminal) and sanitises every text segment rich renders;
-the views also pass model text through ``visible`` before rich lays it out, so widths
-are those of what is shown.
+BS, VT, FF and CR; an ESC sequence passes through it.) Two gates apply it: ``guarded()``
+for plain ``print``, ``console()`` for rich; the views pass model text through ``visible``
+first too, so rich measures what is shown.
 """
 
 from __future__ import annotations

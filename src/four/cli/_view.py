@@ -63,14 +63,10 @@ def write_page(source: Path, target: Path, max_bytes: int) -> None:
             figures = notebook.by_number() if notebook is not None else {}
             steps.seek(0)
             links.seek(0)
-            write_whole(target, _page(run, notebook, _chunks(links), _placed(steps, figures)))
+            chunks = iter(lambda: links.read(1 << 20), "")  # the timeline, a MiB at a time
+            write_whole(target, _page(run, notebook, chunks, _placed(steps, figures)))
     except OSError as exc:  # the temporary files: the folder is full, or went
         raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
-
-
-def _chunks(file: IO[str]) -> Iterator[str]:
-    while chunk := file.read(1 << 20):
-        yield chunk
 
 
 def _placed(steps: IO[str], figures: Mapping[int, Figure]) -> Iterator[str]:

@@ -1,7 +1,6 @@
 """``four watch DIR``: the state of every run under DIR, and with ``--rescue`` the
 action each needs (see ``four.observe._watch`` for the states, ``_rescue`` for the
-actions). Exit 0 when no run is left in trouble, 1 when one is, 2 for a usage error,
-130 on Ctrl-C while watching."""
+actions)."""
 
 from __future__ import annotations
 
@@ -9,6 +8,8 @@ import argparse
 import json
 import sys
 import time
+from collections import Counter
+from dataclasses import fields
 from pathlib import Path
 
 from four.cli._errors import UsageError
@@ -18,6 +19,17 @@ from four.observe._rescue import Done, rescue
 from four.observe._watch import STATES, TROUBLE, Policy, judge, survey
 from four.trajectory._destination import is_url
 from four.trajectory._sign import SigningError, SigningKey
+
+_POLICY_FLAGS = {  # each field of Policy: its flag's metavar and help
+    "stall_factor": ("K", "stalled: no new step for K times the run's median step"),
+    "stall_floor": ("SECONDS", "...and never less than this"),
+    "repeats": ("N", "looping: the same command and output N times"),
+    "not_found": ("N", "looping: N commands in a row not found (exit 127)"),
+    "wall": ("SECONDS", "over budget past this wall time (a run's own --timeout counts too)"),
+    "grace": ("SECONDS", "time past a run's own --timeout before it is over budget"),
+    "lost": ("SECONDS", "a driver on another host is dead after this long without a heartbeat"),
+    "attempts": ("N", "attempts a run may have in all (retry budget)"),
+}
 
 
 def flags(p: argparse.ArgumentParser) -> None:
@@ -33,62 +45,16 @@ def flags(p: argparse.ArgumentParser) -> None:
         "--interval", type=float, default=30.0, metavar="SECONDS", help="between passes [30]"
     )
     p.add_argument("--json", action="store_true", help="print each pass as JSON")
-    p.add_argument(
-        "--stall-factor",
-        type=float,
-        default=5.0,
-        metavar="K",
-        help="stalled: no new step for K times the run's median step [5]",
-    )
-    p.add_argument(
-        "--stall-floor",
-        type=float,
-        default=60.0,
-        metavar="SECONDS",
-        help="...and never less than this [60]",
-    )
-    p.add_argument(
-        "--repeats",
-        type=int,
-        default=4,
-        metavar="N",
-        help="looping: the same command and output N times [4]",
-    )
-    p.add_argument(
-        "--not-found",
-        type=int,
-        default=5,
-        metavar="N",
-        help="looping: N commands in a row not found (exit 127) [5]",
-    )
-    p.add_argument(
-        "--wall",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help="over budget past this wall time (a run's own --timeout counts too) [none]",
-    )
-    p.add_argument(
-        "--grace",
-        type=float,
-        default=30.0,
-        metavar="SECONDS",
-        help="time past a run's own --timeout before it is over budget [30]",
-    )
-    p.add_argument(
-        "--lost",
-        type=float,
-        default=120.0,
-        metavar="SECONDS",
-        help="a driver on another host is dead after this long without a heartbeat [120]",
-    )
-    p.add_argument(
-        "--attempts",
-        type=int,
-        default=3,
-        metavar="N",
-        help="attempts a run may have in all (retry budget) [3]",
-    )
+    for field in fields(Policy):  # its defaults are Policy's own
+        metavar, about = _POLICY_FLAGS[field.name]
+        default = field.default
+        p.add_argument(
+            f"--{field.name.replace('_', '-')}",
+            type=int if type(default) is int else float,
+            default=default,
+            metavar=metavar,
+            help=f"{about} [{'none' if default is None else f'{default:g}'}]",
+        )
     p.add_argument(
         "--sign",
         metavar="KEY",
@@ -117,16 +83,7 @@ def main(args: argparse.Namespace) -> int:
         if not folder.is_dir():
             raise UsageError(f"{folder} is not a folder")
     try:
-        policy = Policy(
-            args.stall_factor,
-            args.stall_floor,
-            args.repeats,
-            args.not_found,
-            args.wall,
-            args.grace,
-            args.lost,
-            args.attempts,
-        )
+        policy = Policy(**{field.name: getattr(args, field.name) for field in fields(Policy)})
     except ValueError as exc:
         raise UsageError("--" + str(exc).removeprefix("Policy: ").replace("_", "-")) from None
     if not args.interval > 0:
@@ -171,17 +128,13 @@ def one_pass(
     handled = {"resumed", "stopped"}
     trouble = [d for d in done if d.verdict.state in TROUBLE and d.action not in handled]
     if as_json:
-        counts = {s: sum(1 for d in done if d.verdict.state == s) for s in _states(done)}
+        found = Counter(d.verdict.state for d in done)
+        counts = {s: found[s] for s in STATES if s in found}
         print(json.dumps({"runs": [d.to_json() for d in done], "counts": counts}, indent=2))
     else:
         _table(done)
     sys.stdout.flush()
     return 1 if trouble else 0
-
-
-def _states(done: list[Done]) -> list[str]:
-    present = {d.verdict.state for d in done}
-    return [s for s in STATES if s in present]
 
 
 def _table(rows: list[Done]) -> None:
@@ -201,7 +154,5 @@ def _table(rows: list[Done]) -> None:
     for line in lines:
         head = "  ".join(cell.ljust(w) for cell, w in zip(line[:4], widths, strict=True))
         print(f"{head}  {line[4]}" + (f"  · {line[5]}" if line[5] else ""))
-    counts: dict[str, int] = {}
-    for d in rows:
-        counts[d.verdict.state] = counts.get(d.verdict.state, 0) + 1
+    counts = Counter(d.verdict.state for d in rows)
     print(" · ".join(f"{n} {state}" for state, n in counts.items()))
