@@ -24,7 +24,7 @@ from four.cli import _mcp
 from four.cli._errors import UsageError
 from four.cli._format import cost, fold, seconds, succeeded, tokens
 from four.cli._live import Display, Recording, Watched, WatchedEnv, components
-from four.cli._options import RunOptions, local_settings
+from four.cli._options import RunOptions, local_settings, workspace
 from four.cli._terminal import visible
 from four.domains import Domain, DomainError, DomainSetup, get_domain
 from four.trajectory._load import load_head
@@ -132,13 +132,14 @@ def system_prompt(opts: RunOptions, domain: Domain) -> str:
 
 def with_preview(system: str, opts: RunOptions) -> str:
     """``system`` and, with ``--preview``, what the workspace holds as the run begins
-    (``four.domains._preview``): the folder the commands start in, never a container's
-    or a fresh sandbox's, the run's output folder left out."""
-    if not opts.preview or opts.env == "docker" or (opts.env == "sandbox" and not opts.cwd):
+    (``four.domains._preview``), the run's output folder left out; nothing where the
+    commands get a folder of their own (a container, a fresh sandbox)."""
+    where = workspace(opts)
+    if not opts.preview or where is None:
         return system
     from four.domains._preview import prompt_with_preview
 
-    return prompt_with_preview(system, opts.cwd or Path.cwd(), (opts.output_dir,))
+    return prompt_with_preview(system, where, (opts.output_dir,))
 
 
 def load_domain(name: str) -> Domain:
