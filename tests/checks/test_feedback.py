@@ -146,7 +146,8 @@ def test_the_verdict_level_numbers_reasons_and_nothing_else(tmp_path: Path) -> N
     told = [t for t in model.everything_sent() if "not accepted" in t]
     assert told[0] == (
         "Your submission was checked and not accepted (failure 1; the check's details are "
-        "not shown).\nKeep working, then submit again.\n"
+        "not shown).\nLook at what your work wrote (read the files the task names), fix it, "
+        "then submit again.\n"
         "The task, once more: Write the right number to result.txt."
     )
     (tmp_path / "o").mkdir()
@@ -166,7 +167,7 @@ def test_a_short_task_is_restated_under_a_no_and_a_long_one_is_not() -> None:
         "\nThe task, once more: Write 4 to a.txt."
     )
     long = [User("x" * (RESTATED + 1), "task")]
-    assert told(no("exit 1"), "output", 1, long).endswith("Fix this, then submit again.")
+    assert told(no("exit 1"), "output", 1, long).endswith("fix it, then submit again.")
 
 
 def test_bad_levels_are_refused_at_construction() -> None:

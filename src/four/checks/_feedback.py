@@ -26,10 +26,13 @@ DEFAULT_FEEDBACK: FeedbackLevel = "verdict"
 the hidden test's assertions; a judge the agent can read is no judge. So by default the
 model learns only that it failed, and whether it failed the same way as before."""
 
-REJECTED = "Your submission was checked and not accepted: {reason}\nFix this, then submit again."
+LOOK = "Look at what your work wrote (read the files the task names), fix it, then submit again."
+"""After a NO: a small model resubmitted the same unseen file, or wrote it again with the
+same command, never having read it; told to read it, it finds what the check found."""
+REJECTED = "Your submission was checked and not accepted: {reason}\n" + LOOK
 REJECTED_VERDICT = (
     "Your submission was checked and not accepted (failure {number}; the check's details "
-    "are not shown).\nKeep working, then submit again."
+    "are not shown).\n" + LOOK
 )
 MORE_WORK = (
     "Your submission was checked: more work is needed ({step}). Continue, then submit again."
@@ -81,7 +84,7 @@ def told(
 
     >>> print(told(no("exit 1"), "full", 1, [User("Write 4 to a.txt.", "task")]))
     Your submission was checked and not accepted: exit 1
-    Fix this, then submit again.
+    Look at what your work wrote (read the files the task names), fix it, then submit again.
     The task, once more: Write 4 to a.txt.
     """
     if level == "verdict":
