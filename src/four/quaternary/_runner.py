@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
-from four._checked import check_fields
+from four._types import Checked
 
 from ._core import CheckResult, Verdict
 
@@ -49,7 +49,7 @@ class DepCheckFn(Protocol):
 
 
 @dataclass
-class LoopOutcome:
+class LoopOutcome(Checked):
     """The result of `run`. `exclusions` is the runner's own list of NO reasons."""
 
     status: LoopStatus
@@ -59,9 +59,6 @@ class LoopOutcome:
     blocked_by: str | None = None
     rounds: int = 0
     contradiction: list[tuple[str, str]] | None = None
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 _NEGATIONS = ("not ", "no ", "don't ", "do not ", "never ", "avoid ")

@@ -18,6 +18,7 @@ from enum import Enum
 from typing import Any, Final, TypeAlias
 
 from four._checked import check_fields
+from four._types import Checked
 
 from ._core import Needed, Verdict
 
@@ -155,9 +156,6 @@ class _Prefix:
             return True
         pos = log.index.get(key)
         return pos is not None and pos < self.n
-
-    def size(self) -> int:
-        return len(self.log.base_keys) + self.n
 
     def added(self, key: Hashable, value: object = None) -> _Prefix:
         """This prefix plus one new key (which must not be a member); O(1) unless forked."""
@@ -372,16 +370,13 @@ def acyclic(relation: Iterable[tuple[Any, Any]]) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class Lease:
+class Lease(Checked):
     """A pending obligation with a logical deadline; ids are "<kind>:<obligation>:<i>"."""
 
     lease_id: str
     kind: LeaseKind
     obligation: str
     deadline: int
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 @dataclass(frozen=True, slots=True)
@@ -657,7 +652,7 @@ class EvaluationReceipt:
 
 
 @dataclass(frozen=True, slots=True)
-class EventReceipt:
+class EventReceipt(Checked):
     """One event step. `digest` chains it to the previous receipt and the config."""
 
     before: ControllerState
@@ -666,15 +661,12 @@ class EventReceipt:
     after: ControllerState
     digest: bytes = b""
 
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
-
 
 TransitionReceipt: TypeAlias = EvaluationReceipt | EventReceipt
 
 
 @dataclass(frozen=True, slots=True)
-class AuditResult:
+class AuditResult(Checked):
     """The verdict of an audit. `head` is the digest the audited trace ends at."""
 
     valid: bool
@@ -683,9 +675,6 @@ class AuditResult:
     initial_rank: int
     final_rank: int
     head: bytes = b""
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 class AuditCursor:
