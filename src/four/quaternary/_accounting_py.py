@@ -37,8 +37,7 @@ from ._state import (
     acyclic,
     make_record,
     make_state,
-    outcome_prefix,
-    raw_outcomes,
+    merge_outcomes,
     raw_state,
     raw_used,
     set_prefix,
@@ -288,7 +287,7 @@ def _evaluation_transition(
                     raise ValueError("The unresolved dependency relation must be acyclic.")
             except ValueError as exc:
                 return ControllerAction.HOLD, _hold(state, str(exc), index)
-        record = make_record(used.added(dependency), unresolved, relation, raw_outcomes(deps))
+        record = make_record(used.added(dependency), unresolved, relation, deps.outcomes)
         lease = Lease(
             f"dependency:{dependency}:{index}",
             LeaseKind.DEPENDENCY,
@@ -394,8 +393,7 @@ def _event_transition(
 
 
 def _resolved(record: DependencyRecord, name: str, outcome: object) -> DependencyRecord:
-    outcomes = outcome_prefix(raw_outcomes(record))
-    if outcomes.contains(name):
+    if any(recorded == name for recorded, _ in record.outcomes):
         raise ValueError("A dependency may have only one recorded outcome.")
     used = raw_used(record)
     if not (used.contains(name) if type(used) is _Prefix else name in used):
@@ -406,7 +404,9 @@ def _resolved(record: DependencyRecord, name: str, outcome: object) -> Dependenc
     relation = record.relation
     if relation:
         relation = frozenset(arc for arc in relation if name not in arc)
-    return make_record(used, unresolved, relation, outcomes.added(name, outcome))
+    return make_record(
+        used, unresolved, relation, merge_outcomes((*record.outcomes, (name, outcome)))
+    )
 
 
 # --------------------------------------------------------------------------- digests

@@ -84,9 +84,8 @@ cdef Py_ssize_t R_DIGEST = _offset(T_EVAL, "digest")
 cdef Py_ssize_t P_LOG_SLOT = _offset(T_PREFIX, "log")
 cdef Py_ssize_t P_N = _offset(T_PREFIX, "n")
 cdef Py_ssize_t P_FROZEN = _offset(T_PREFIX, "frozen")
-cdef Py_ssize_t G_BASE_KEYS = _offset(T_LOG, "base_keys")
+cdef Py_ssize_t G_BASE = _offset(T_LOG, "base")
 cdef Py_ssize_t G_KEYS = _offset(T_LOG, "keys")
-cdef Py_ssize_t G_VALUES = _offset(T_LOG, "values")
 cdef Py_ssize_t G_INDEX = _offset(T_LOG, "index")
 
 cdef object RUNNING = ControllerStatus.RUNNING
@@ -122,13 +121,10 @@ cdef inline bint _set_field(PyObject *value) noexcept:
 
 
 cdef bint _complete_record(PyObject *record) noexcept:
-    cdef PyObject *outcomes
-    if not _is(record, P_RECORD):
-        return False
-    outcomes = _raw(record, D_OUTCOMES)
-    return (_set_field(_raw(record, D_USED)) and _is(_raw(record, D_UNRESOLVED), P_FROZENSET)
+    return (_is(record, P_RECORD) and _set_field(_raw(record, D_USED))
+            and _is(_raw(record, D_UNRESOLVED), P_FROZENSET)
             and _is(_raw(record, D_RELATION), P_FROZENSET)
-            and (_prefix(outcomes) or _is(outcomes, P_TUPLE)))
+            and _is(_raw(record, D_OUTCOMES), P_TUPLE))
 
 
 cdef bint _complete(object state) noexcept:

@@ -37,14 +37,11 @@ cdef object _added(object prefix, object key):
     cdef object log = _get(prefix, P_LOG_SLOT)
     cdef object n = _get(prefix, P_N)
     cdef list keys = _get(log, G_KEYS)
-    cdef list values = _get(log, G_VALUES)
     cdef Py_ssize_t i = n
-    if i == len(keys) and len(values) == i:
+    if i == len(keys):
         keys.append(key)
-        values.append(None)
         (<dict?>_get(log, G_INDEX))[key] = n
-    elif not (i < len(keys) and i < len(values) and values[i] is None
-              and PyObject_RichCompareBool(keys[i], key, Py_EQ)):
+    elif not (i < len(keys) and PyObject_RichCompareBool(keys[i], key, Py_EQ)):
         return prefix.added(key)
     out = PyType_GenericAlloc(T_PREFIX, 0)
     _put(out, P_LOG_SLOT, log)
@@ -57,7 +54,7 @@ cdef bint _prefix_contains(object prefix, object key) except -1:
     """`_Prefix.contains` in C."""
     cdef object log = _get(prefix, P_LOG_SLOT)
     cdef PyObject *position
-    if key in _get(log, G_BASE_KEYS):
+    if key in _get(log, G_BASE):
         return True
     position = PyDict_GetItem(_get(log, G_INDEX), key)
     return position is not NULL and <object>position < _get(prefix, P_N)
