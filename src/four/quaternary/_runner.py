@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
 from four._types import Checked
 
@@ -23,27 +23,22 @@ class LoopStatus(StrEnum):
     EXHAUSTED = "exhausted"
 
 
-@runtime_checkable
 class GenerateFn(Protocol):
     def __call__(self, task: Any, *, exclusions: list[str]) -> Any: ...
 
 
-@runtime_checkable
 class CheckFn(Protocol):
     def __call__(self, output: Any, /) -> CheckResult: ...
 
 
-@runtime_checkable
 class GatherFn(Protocol):
     def __call__(self, needed: str, /) -> Any: ...
 
 
-@runtime_checkable
 class RecheckFn(Protocol):
     def __call__(self, output: Any, evidence: Any = ..., /) -> CheckResult: ...
 
 
-@runtime_checkable
 class DepCheckFn(Protocol):
     def __call__(self, dependency: str, /) -> bool: ...
 
