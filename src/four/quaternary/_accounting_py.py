@@ -78,15 +78,8 @@ def _count(raw: Any, alphabet: AbstractSet[Any]) -> int:
 
 
 def rank(config: QICTConfig, state: ControllerState) -> int:
-    """rho = |F minus E| + B_G + B_K + B_I (verdict4's formula).
-
-    O(1) amortised for states the controller produced; O(min(|E|, |F|)) for a
-    state built by hand.
-
-    >>> config = QICTConfig(failure_alphabet={"a", "b"}, compute_alphabet={"k"})
-    >>> rank(config, config.initial_state())
-    3
-    """
+    """`four.quaternary.rank`: O(1) amortised for states the controller produced,
+    O(min(|E|, |F|)) for a state built by hand."""
     failures = config.failure_alphabet
     excluded = _count(raw_state(state)[0], failures)
     return (
@@ -99,17 +92,7 @@ def rank(config: QICTConfig, state: ControllerState) -> int:
 
 
 def admissible_rank(config: QICTConfig, state: ControllerState) -> int:
-    """A tighter rank: only opportunities that can still be consumed.
-
-    |A_F minus E| + min(B_G, |G minus used_G|) + min(B_K, |K minus used_K|)
-    + min(B_I, |A_I minus used_I|). Every continuing evaluation lowers it by exactly
-    one and events never change it, so a run makes at most admissible_rank + 1
-    evaluations; it never exceeds `rank`.
-
-    >>> config = QICTConfig(failure_alphabet={"a", "b"}, admissible_failures={"a"})
-    >>> rank(config, config.initial_state()), admissible_rank(config, config.initial_state())
-    (2, 1)
-    """
+    """`four.quaternary.admissible_rank`."""
     excl, evid, comp = raw_state(state)
     admissible = config.admissible_failures
     assert admissible is not None

@@ -222,8 +222,9 @@ def admissible_rank(config: QICTConfig, state: ControllerState) -> int:
     """A tighter rank counting only opportunities that can still be consumed.
 
     |A_F minus E| + min(B_G, |G minus used|) + min(B_K, |K minus used|) +
-    min(B_I, |A_I minus used|). Every continuing evaluation lowers it by exactly one,
-    so a run makes at most admissible_rank + 1 evaluations; it never exceeds `rank`.
+    min(B_I, |A_I minus used|). Every continuing evaluation lowers it by exactly one
+    and events never change it, so a run makes at most admissible_rank + 1 evaluations;
+    it never exceeds `rank`.
 
     >>> config = QICTConfig(failure_alphabet={"a", "b"}, admissible_failures={"a"})
     >>> admissible_rank(config, config.initial_state())
