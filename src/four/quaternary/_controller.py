@@ -110,18 +110,10 @@ class QICTController:
     @checked
     def __init__(self, config: QICTConfig) -> None:
         self.config = config
-        self._state = config.initial_state()
+        # the current state (may be replaced; the next receipt then breaks the chain)
+        self.state = config.initial_state()
         self._receipts = _ReceiptLog()
         self._cursor: AuditCursor | None = None
-
-    @property
-    def state(self) -> ControllerState:
-        """The current state (may be replaced; the next receipt then breaks the chain)."""
-        return self._state
-
-    @state.setter
-    def state(self, value: ControllerState) -> None:
-        self._state = value
 
     @property
     def receipts(self) -> list[TransitionReceipt]:
@@ -141,10 +133,10 @@ class QICTController:
             last = receipts[-1]
             if isinstance(last, EvaluationReceipt | EventReceipt):
                 return last.digest
-        return acc.genesis(self.config, self._state)
+        return acc.genesis(self.config, self.state)
 
     def _record(self, receipt: TransitionReceipt) -> TransitionReceipt:
-        self._state = receipt.after
+        self.state = receipt.after
         self._receipts.append(receipt)
         return receipt
 
@@ -154,13 +146,13 @@ class QICTController:
         """Account for one evaluator verdict; raises if terminal or a lease is pending."""
         arcs = frozenset(dependency_arcs)
         receipt = acc.evaluate(
-            self.config, self._state, result.verdict, _payload(result), arcs, self.head
+            self.config, self.state, result.verdict, _payload(result), arcs, self.head
         )
         self._record(receipt)
         return receipt
 
     def _event(self, event: ControllerEvent) -> EventReceipt:
-        receipt = acc.handle(self.config, self._state, event, self.head)
+        receipt = acc.handle(self.config, self.state, event, self.head)
         self._record(receipt)
         return receipt
 
