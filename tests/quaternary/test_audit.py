@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import re
 import subprocess
@@ -16,6 +17,7 @@ from four.quaternary import (
     ControllerAction,
     ControllerState,
     ControllerStatus,
+    DependencyRecord,
     EvaluationReceipt,
     EvidenceNeed,
     QICTConfig,
@@ -248,6 +250,31 @@ def test_json_keeps_odd_values_and_chain_breaks() -> None:
     loaded = load_receipts(dump_receipts([forged, *receipts]))
     assert loaded == [forged, *receipts]
     assert type(loaded[1].payload) is float  # type: ignore[union-attr]
+
+
+def test_json_keeps_outcomes_in_the_order_they_had() -> None:
+    """Outcomes the controller would not write (out of name order, or one dropped) are
+    stored whole and read back as they were; an outcome added in order is a delta."""
+    holds, fails = ResolutionOutcome.HOLDS, ResolutionOutcome.FAILS
+    receipt = QICTController(CONFIG).process(no("a"))
+    records = [
+        DependencyRecord(used=frozenset({"a", "b"}), outcomes=outcomes)
+        for outcomes in ((("a", fails),), (("b", holds), ("a", fails)), (("a", fails),))
+    ]
+    records.append(
+        DependencyRecord(used=frozenset({"a", "b"}), outcomes=(("a", fails), ("b", holds)))
+    )
+    states = [ControllerState(dependencies=record) for record in records]
+    forged = [
+        dataclasses.replace(receipt, before=before, after=after)
+        for before, after in itertools.pairwise(states)
+    ]
+    text = dump_receipts(forged)
+    deltas = [entry["after"]["dependencies"]["outcomes"] for entry in json.loads(text)["receipts"]]
+    assert [next(iter(delta)) for delta in deltas] == ["replace", "replace", "add"]
+    loaded = load_receipts(text)
+    assert loaded == forged
+    assert [r.after.dependencies.outcomes for r in loaded] == [r.outcomes for r in records[1:]]
 
 
 def test_json_rejects_other_documents() -> None:

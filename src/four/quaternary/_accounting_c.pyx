@@ -1,38 +1,30 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, overflowcheck=True, embedsignature=True, embedsignature.format=python, autotestdict=False
-"""Compiled accounting core: the same functions as `_accounting_py`, translated to C.
+"""Compiled accounting core: the same functions as `_accounting_py`, some translated to C.
 
-The transitions and rank counts read and write the slots of the dataclasses directly.
-They cover every state whose fields have the shapes the controller produces (exact
-ints, strs and enum members, set logs, no dependency arcs); anything else is handed to
+The rank, and the two evaluations of a realistic run (a NO, then a YES: bench_audit.py)
+with their audit replay, read and write the slots of the dataclasses directly, for
+states whose fields have the shapes the controller produces (exact ints, strs and enum
+members, set logs, no pending lease); every other step, event and state is handed to
 the pure reference module, so results, exceptions and messages are identical by
 construction (checked by the differential tests). The digests are the reference
-module's, over `hashlib`: a receipt's hash is a small part of its replay.
-
-The audit replays each receipt that follows the running state by the C transitions
-and compares in C; everything else, including every receipt that would report an
-error, goes through the reference `_audit_one`, which writes the messages.
+module's, over `hashlib`. The audit replays in C each receipt that follows the running
+state; everything else, including every receipt that would report an error, goes
+through the reference `_audit_one`, which writes the messages.
 """
 
 cimport cython
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF, Py_XDECREF
-from cpython.list cimport PyList_GET_SIZE, PyList_GET_ITEM
 
 import types
-from bisect import bisect_left
-
-from json.encoder import encode_basestring_ascii as _quote
-
-from four._chain import link_text as _link_text
 
 from . import _accounting_py as _py
 from . import _canonical
 from . import _state as _st
-from ._core import ComputeNeed, EvidenceNeed, Verdict
+from ._core import Verdict
 from ._state import (
-    CandidateDisposition, ControllerAction, ControllerEventKind, ControllerState,
-    ControllerStatus, DependencyRecord, EvaluationReceipt, EventReceipt, Lease, LeaseKind,
-    QICTConfig, ResolutionOutcome,
+    CandidateDisposition, ControllerAction, ControllerState, ControllerStatus,
+    DependencyRecord, EvaluationReceipt, QICTConfig,
 )
 
 cdef extern from *:
@@ -63,25 +55,13 @@ include "_c_audit.pxi"
 # ------------------------------------------------------------------ public functions
 
 
-# the digests: the reference functions, over hashlib
+# the reference functions: the digests, the admissible rank and events (no bench row
+# on a realistic run justifies them in C)
 fingerprint = _py.fingerprint
 genesis = _py.genesis
 receipt_digest = _py.receipt_digest
-
-
-cdef object _evaluation_digest(prev, verdict, payload, arcs, action, index):
-    """`_canonical.evaluation_digest`, its canonical text written here for the common
-    shapes (a str or no payload, no arcs): a replay of 16,000 receipts spends most of
-    its time on their digests, and json's encoder takes 3.7 us for this text, this 0.3
-    (bench/README.md, "quaternary"; tests/quaternary/test_differential.py)."""
-    if (type(verdict) is Verdict and type(action) is ControllerAction and type(index) is int
-            and (payload is None or type(payload) is str)
-            and (type(arcs) is frozenset or type(arcs) is tuple) and not arcs):
-        text = (f'{{"action":{_quote(action._value_)},"arcs":[],"index":{index},'
-                f'"payload":{"null" if payload is None else _quote(payload)},'
-                f'"verdict":{<long>verdict}}}')
-        return _link_text(prev, '"evaluation"', text)
-    return _canonical.evaluation_digest(prev, verdict, payload, arcs, action, index)
+admissible_rank = _py.admissible_rank
+handle = _py.handle
 
 
 def rank(config, state):
@@ -89,28 +69,8 @@ def rank(config, state):
     if type(config) is not T_CONFIG or not _complete(state):
         return _py.rank(config, state)
     failures = _get(config, Q_FAILURES)
-    return (len(failures) - _count(_get(state, S_EXCL), failures) + _get(state, S_EB)
+    return (len(failures) - _py._count(_get(state, S_EXCL), failures) + _get(state, S_EB)
             + _get(state, S_CB) + _get(state, S_DB))
-
-
-def admissible_rank(config, state):
-    """A tighter rank: only opportunities that can still be consumed."""
-    if type(config) is not T_CONFIG or not _complete(state):
-        return _py.admissible_rank(config, state)
-    admissible = _get(config, Q_ADMISSIBLE)
-    deps_ok = _get(config, Q_ADMISSIBLE_DEPS)
-    if admissible is None or deps_ok is None:
-        return _py.admissible_rank(config, state)
-    evidence = _get(config, Q_EVIDENCE)
-    compute = _get(config, Q_COMPUTE)
-    used = _get(_get(state, S_DEPS), D_USED)
-    return (
-        len(admissible)
-        - _count(_get(state, S_EXCL), admissible)
-        + min(_get(state, S_EB), len(evidence) - _count(_get(state, S_EVID), evidence))
-        + min(_get(state, S_CB), len(compute) - _count(_get(state, S_COMP), compute))
-        + min(_get(state, S_DB), len(deps_ok) - _count(used, deps_ok))
-    )
 
 
 def evaluate(config, state, verdict, payload, arcs, bytes prev not None):
@@ -120,7 +80,7 @@ def evaluate(config, state, verdict, payload, arcs, bytes prev not None):
         step = _py._evaluation_transition(config, state, verdict, payload, arcs)
     action, after = step
     index = after.evaluation_count
-    digest = _evaluation_digest(prev, verdict, payload, arcs, action, index)
+    digest = _canonical.evaluation_digest(prev, verdict, payload, arcs, action, index)
     receipt = PyType_GenericAlloc(T_EVAL, 0)
     _put(receipt, R_BEFORE, state)
     _put(receipt, R_VERDICT, verdict)
@@ -130,22 +90,6 @@ def evaluate(config, state, verdict, payload, arcs, bytes prev not None):
     _put(receipt, R_AFTER, after)
     _put(receipt, R_INDEX, index)
     _put(receipt, R_DIGEST, digest)
-    return receipt
-
-
-def handle(config, state, event, bytes prev not None):
-    """One event step from `state`, as a receipt chained to `prev`."""
-    step = _event_transition(state, event)
-    if step is None:
-        step = _py._event_transition(state, event)
-    action, after = step
-    digest = _canonical.event_digest(prev, event, action)
-    receipt = PyType_GenericAlloc(T_EVENT, 0)
-    _put(receipt, E_BEFORE, state)
-    _put(receipt, E_EVENT, event)
-    _put(receipt, E_ACTION, action)
-    _put(receipt, E_AFTER, after)
-    _put(receipt, E_DIGEST, digest)
     return receipt
 
 

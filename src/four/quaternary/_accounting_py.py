@@ -37,8 +37,7 @@ from ._state import (
     acyclic,
     make_record,
     make_state,
-    outcome_prefix,
-    raw_outcomes,
+    merge_outcomes,
     raw_state,
     raw_used,
     set_prefix,
@@ -79,15 +78,8 @@ def _count(raw: Any, alphabet: AbstractSet[Any]) -> int:
 
 
 def rank(config: QICTConfig, state: ControllerState) -> int:
-    """rho = |F minus E| + B_G + B_K + B_I (verdict4's formula).
-
-    O(1) amortised for states the controller produced; O(min(|E|, |F|)) for a
-    state built by hand.
-
-    >>> config = QICTConfig(failure_alphabet={"a", "b"}, compute_alphabet={"k"})
-    >>> rank(config, config.initial_state())
-    3
-    """
+    """`four.quaternary.rank`: O(1) amortised for states the controller produced,
+    O(min(|E|, |F|)) for a state built by hand."""
     failures = config.failure_alphabet
     excluded = _count(raw_state(state)[0], failures)
     return (
@@ -100,17 +92,7 @@ def rank(config: QICTConfig, state: ControllerState) -> int:
 
 
 def admissible_rank(config: QICTConfig, state: ControllerState) -> int:
-    """A tighter rank: only opportunities that can still be consumed.
-
-    |A_F minus E| + min(B_G, |G minus used_G|) + min(B_K, |K minus used_K|)
-    + min(B_I, |A_I minus used_I|). Every continuing evaluation lowers it by exactly
-    one and events never change it, so a run makes at most admissible_rank + 1
-    evaluations; it never exceeds `rank`.
-
-    >>> config = QICTConfig(failure_alphabet={"a", "b"}, admissible_failures={"a"})
-    >>> rank(config, config.initial_state()), admissible_rank(config, config.initial_state())
-    (2, 1)
-    """
+    """`four.quaternary.admissible_rank`."""
     excl, evid, comp = raw_state(state)
     admissible = config.admissible_failures
     assert admissible is not None
@@ -288,7 +270,7 @@ def _evaluation_transition(
                     raise ValueError("The unresolved dependency relation must be acyclic.")
             except ValueError as exc:
                 return ControllerAction.HOLD, _hold(state, str(exc), index)
-        record = make_record(used.added(dependency), unresolved, relation, raw_outcomes(deps))
+        record = make_record(used.added(dependency), unresolved, relation, deps.outcomes)
         lease = Lease(
             f"dependency:{dependency}:{index}",
             LeaseKind.DEPENDENCY,
@@ -394,8 +376,7 @@ def _event_transition(
 
 
 def _resolved(record: DependencyRecord, name: str, outcome: object) -> DependencyRecord:
-    outcomes = outcome_prefix(raw_outcomes(record))
-    if outcomes.contains(name):
+    if any(recorded == name for recorded, _ in record.outcomes):
         raise ValueError("A dependency may have only one recorded outcome.")
     used = raw_used(record)
     if not (used.contains(name) if type(used) is _Prefix else name in used):
@@ -406,7 +387,9 @@ def _resolved(record: DependencyRecord, name: str, outcome: object) -> Dependenc
     relation = record.relation
     if relation:
         relation = frozenset(arc for arc in relation if name not in arc)
-    return make_record(used, unresolved, relation, outcomes.added(name, outcome))
+    return make_record(
+        used, unresolved, relation, merge_outcomes((*record.outcomes, (name, outcome)))
+    )
 
 
 # --------------------------------------------------------------------------- digests

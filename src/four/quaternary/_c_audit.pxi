@@ -1,9 +1,9 @@
 # ------------------------------------------------------------------ audit
 #
-# Receipts are replayed in order against a running state and digest: each that
-# follows the running state is replayed by the C transitions (`_evaluation_replays`,
-# `_event_replays`) and compared in C; any other, and every receipt that would report
-# an error, goes to the reference `_audit_one`, which writes the messages.
+# Receipts are replayed in order against a running state and digest: each evaluation
+# that follows the running state is replayed by the C transition (`_evaluation_replays`)
+# and compared in C; any other receipt, and every one that would report an error, goes
+# to the reference `_audit_one`, which writes the messages.
 
 
 cdef inline bint _same_int(PyObject *a, PyObject *b) except -1:
@@ -45,22 +45,14 @@ cdef class _Replay:
                     self.start_prev = None  # the reference audit reports it
         return self.start_prev
 
-    cdef inline void accept(self, object receipt, Py_ssize_t after, Py_ssize_t digest):
-        self.state = _get(receipt, after)
-        self.prev = _get(receipt, digest)
-
     cdef int rebase(self, object receipt) except -1:
         """Continue from the receipt's before-state when it equals the running state
         (the reference audit accepts it and replays from it): a trace is usually
         audited from a fresh initial state equal to the one it started from."""
         cdef PyObject *before
-        cdef type kind = type(receipt)
-        if kind is T_EVAL:
-            before = _raw(<PyObject *>receipt, R_BEFORE)
-        elif kind is T_EVENT:
-            before = _raw(<PyObject *>receipt, E_BEFORE)
-        else:
+        if type(receipt) is not T_EVAL:
             return 0
+        before = _raw(<PyObject *>receipt, R_BEFORE)
         if before is NULL or before == <PyObject *>self.state:
             return 0
         try:
@@ -72,13 +64,11 @@ cdef class _Replay:
 
     cdef int general(self, object receipt, Py_ssize_t position) except -1:
         cdef object prev = self.chain()
-        cdef type kind = type(receipt)
-        if prev is not None and kind is T_EVAL and _evaluation_replays(
+        if prev is not None and type(receipt) is T_EVAL and _evaluation_replays(
                 self.config, receipt, self.state, prev):
             self.fast += 1
-            self.accept(receipt, R_AFTER, R_DIGEST)
-        elif prev is not None and kind is T_EVENT and _event_replays(receipt, self.state, prev):
-            self.accept(receipt, E_AFTER, E_DIGEST)
+            self.state = _get(receipt, R_AFTER)
+            self.prev = _get(receipt, R_DIGEST)
         else:
             self.slow(receipt, position)
         return 0
@@ -112,25 +102,20 @@ cdef class _Replay:
 
 
 cdef bint _values_match(PyObject *a, PyObject *b) except -1:
-    """a == b for a scalar field of a state (ints, strs, None, enum members, leases)
-    in the shapes the C transitions produce; False, so the reference decides, else."""
+    """a == b for a scalar field of a state (ints, strs, None, enum members) in the
+    shapes the C transitions produce; False, so the reference decides, else."""
     cdef void *kind
     if a is NULL or b is NULL:
         return False
     kind = FOUR_TYPE(a)
     if a == b:  # equal to themselves (no NaN-like values among these)
-        return (kind == P_INT or kind == P_STR or kind == P_LEASE or a == O_NONE
+        return (kind == P_INT or kind == P_STR or a == O_NONE
                 or a == O_RUNNING or a == <PyObject *>ACCEPTED or a == <PyObject *>HELD
                 or a == <PyObject *>SOURCE_ADMISSIBLE or a == <PyObject *>TERMINALLY_ACCEPTED)
     if kind != FOUR_TYPE(b):
         return False
     if kind == P_INT or kind == P_STR:
         return PyObject_RichCompareBool(<object>a, <object>b, Py_EQ)
-    if kind == P_LEASE:
-        return (_complete_lease(a) and _complete_lease(b) and _raw(a, L_KIND) == _raw(b, L_KIND)
-                and _values_match(_raw(a, L_ID), _raw(b, L_ID))
-                and _values_match(_raw(a, L_OBLIGATION), _raw(b, L_OBLIGATION))
-                and _values_match(_raw(a, L_DEADLINE), _raw(b, L_DEADLINE)))
     return False
 
 
@@ -146,32 +131,12 @@ cdef bint _sets_equal(PyObject *a, PyObject *b) except -1:
     return _st._same(<object>a, <object>b)
 
 
-cdef bint _outcomes_equal(PyObject *a, PyObject *b) except -1:
-    """`_state._same_outcomes` for two outcome fields (prefixes or tuples of pairs)."""
-    if a is NULL or b is NULL:
-        return False
-    if not ((_is(a, P_PREFIX) or _is(a, P_TUPLE)) and (_is(b, P_PREFIX) or _is(b, P_TUPLE))):
-        return False
-    if a == b:
-        return True
-    if _is(a, P_PREFIX) and _is(b, P_PREFIX) and _raw(a, P_LOG_SLOT) == _raw(b, P_LOG_SLOT):
-        return _same_int(_raw(a, P_N), _raw(b, P_N))
-    return _st._same_outcomes(<object>a, <object>b)
-
-
 cdef bint _records_equal(PyObject *a, PyObject *b) except -1:
     """DependencyRecord.__eq__ for records in the shapes `_complete_record` admits."""
-    if a is NULL or b is NULL or not (_is(a, P_RECORD) and _is(b, P_RECORD)):
-        return False
-    if a == b:
+    if a is not NULL and a == b:
         return True
     return (_complete_record(a) and _complete_record(b)
-            and _sets_equal(_raw(a, D_USED), _raw(b, D_USED))
-            and PyObject_RichCompareBool(<object>_raw(a, D_UNRESOLVED),
-                                         <object>_raw(b, D_UNRESOLVED), Py_EQ)
-            and PyObject_RichCompareBool(<object>_raw(a, D_RELATION),
-                                         <object>_raw(b, D_RELATION), Py_EQ)
-            and _outcomes_equal(_raw(a, D_OUTCOMES), _raw(b, D_OUTCOMES)))
+            and PyObject_RichCompareBool(<object>a, <object>b, Py_EQ))
 
 
 cdef bint _states_match(object after, object replayed) except -1:
@@ -206,25 +171,16 @@ cdef bint _evaluation_replays(object config, object receipt, object state,
     for offset in (R_ARCS, R_ACTION, R_AFTER, R_INDEX):
         if _raw(r, offset) is NULL:
             return False
-    # `_replay_payload` leaves these shapes unchanged
-    if verdict == O_NO or verdict == <PyObject *>V_IFF:
-        if not _is(payload, P_STR):
-            return False
-    elif verdict == <PyObject *>V_YES:
-        if payload != O_NONE:
-            return False
-    elif verdict == <PyObject *>V_MAYBE:
-        if not (_is(payload, P_STR) or FOUR_TYPE(payload) == <void *>T_EVIDENCE
-                or FOUR_TYPE(payload) == <void *>T_COMPUTE):
-            return False
-    else:
+    # the shapes `_replay_payload` leaves unchanged, of the two verdicts translated
+    if not ((verdict == O_NO and _is(payload, P_STR))
+            or (verdict == <PyObject *>V_YES and payload == O_NONE)):
         return False
     action = <object>_raw(r, R_ACTION)
     index = <object>_raw(r, R_INDEX)
     arcs = <object>_raw(r, R_ARCS)
     try:  # the reference audit reports these errors
-        if _evaluation_digest(prev, <object>verdict, <object>payload, arcs, action,
-                              index) != <object>claimed:
+        if _canonical.evaluation_digest(prev, <object>verdict, <object>payload, arcs, action,
+                                        index) != <object>claimed:
             return False
         step = _evaluation_transition(config, state, <object>verdict, <object>payload, arcs)
         if step is None or (<tuple>step)[0] is not action:
@@ -232,29 +188,5 @@ cdef bint _evaluation_replays(object config, object receipt, object state,
         replayed = (<tuple>step)[1]
         return (_values_match(<PyObject *>index, _raw(<PyObject *>replayed, S_COUNT))
                 and _states_match(<object>_raw(r, R_AFTER), replayed))
-    except (TypeError, ValueError, AttributeError):
-        return False
-
-
-cdef bint _event_replays(object receipt, object state, object prev) except -1:
-    """True when an event receipt that follows `state` replays exactly through the C
-    transition; False hands it to the reference audit."""
-    cdef PyObject *r = <PyObject *>receipt
-    cdef PyObject *claimed = _raw(r, E_DIGEST)
-    if _raw(r, E_BEFORE) != <PyObject *>state or not _is(claimed, P_BYTES):
-        return False
-    if not _is(<PyObject *>prev, P_BYTES) or _raw(r, E_ACTION) is NULL or _raw(r, E_AFTER) is NULL:
-        return False
-    event = <object>_raw(r, E_EVENT) if _raw(r, E_EVENT) is not NULL else None
-    if type(event) is not T_EVENT_DATA:
-        return False
-    action = <object>_raw(r, E_ACTION)
-    try:  # the reference audit reports these errors
-        if _canonical.event_digest(prev, event, action) != <object>claimed:
-            return False
-        step = _event_transition(state, event)
-        if step is None or (<tuple>step)[0] is not action:
-            return False
-        return _states_match(<object>_raw(r, E_AFTER), (<tuple>step)[1])
     except (TypeError, ValueError, AttributeError):
         return False

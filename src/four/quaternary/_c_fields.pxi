@@ -34,26 +34,17 @@ cdef type T_STATE = ControllerState
 cdef type T_RECORD = DependencyRecord
 cdef type T_CONFIG = QICTConfig
 cdef type T_EVAL = EvaluationReceipt
-cdef type T_EVENT = EventReceipt
-cdef type T_EVENT_DATA = _st.ControllerEvent
-cdef type T_LEASE = Lease
 cdef type T_PREFIX = _st._Prefix
 cdef type T_LOG = _st._Log
-cdef type T_COUNT = _st._Count
-cdef type T_EVIDENCE = EvidenceNeed
-cdef type T_COMPUTE = ComputeNeed
 
 cdef void *P_STATE = <void *>T_STATE
 cdef void *P_RECORD = <void *>T_RECORD
-cdef void *P_EVAL = <void *>T_EVAL
-cdef void *P_LEASE = <void *>T_LEASE
 cdef void *P_PREFIX = <void *>T_PREFIX
 cdef void *P_LOG = <void *>T_LOG
 cdef void *P_STR = <void *>str
 cdef void *P_INT = <void *>int
 cdef void *P_BYTES = <void *>bytes
 cdef void *P_FROZENSET = <void *>frozenset
-cdef void *P_LIST = <void *>list
 cdef void *P_TUPLE = <void *>tuple
 
 cdef Py_ssize_t S_EXCL = _offset(T_STATE, "exclusions")
@@ -79,12 +70,7 @@ cdef Py_ssize_t D_RELATION = _offset(T_RECORD, "relation")
 cdef Py_ssize_t D_OUTCOMES = _offset(T_RECORD, "outcomes")
 
 cdef Py_ssize_t Q_FAILURES = _offset(T_CONFIG, "failure_alphabet")
-cdef Py_ssize_t Q_EVIDENCE = _offset(T_CONFIG, "evidence_alphabet")
-cdef Py_ssize_t Q_COMPUTE = _offset(T_CONFIG, "compute_alphabet")
-cdef Py_ssize_t Q_DEPENDENCY = _offset(T_CONFIG, "dependency_alphabet")
 cdef Py_ssize_t Q_ADMISSIBLE = _offset(T_CONFIG, "admissible_failures")
-cdef Py_ssize_t Q_ADMISSIBLE_DEPS = _offset(T_CONFIG, "admissible_dependencies")
-cdef Py_ssize_t Q_TICKS = _offset(T_CONFIG, "lease_ticks")
 
 cdef Py_ssize_t R_BEFORE = _offset(T_EVAL, "before")
 cdef Py_ssize_t R_VERDICT = _offset(T_EVAL, "verdict")
@@ -95,36 +81,12 @@ cdef Py_ssize_t R_AFTER = _offset(T_EVAL, "after")
 cdef Py_ssize_t R_INDEX = _offset(T_EVAL, "evaluation_index")
 cdef Py_ssize_t R_DIGEST = _offset(T_EVAL, "digest")
 
-cdef Py_ssize_t E_BEFORE = _offset(T_EVENT, "before")
-cdef Py_ssize_t E_EVENT = _offset(T_EVENT, "event")
-cdef Py_ssize_t E_ACTION = _offset(T_EVENT, "action")
-cdef Py_ssize_t E_AFTER = _offset(T_EVENT, "after")
-cdef Py_ssize_t E_DIGEST = _offset(T_EVENT, "digest")
-
-cdef Py_ssize_t V_KIND = _offset(T_EVENT_DATA, "kind")
-cdef Py_ssize_t V_LEASE_ID = _offset(T_EVENT_DATA, "lease_id")
-cdef Py_ssize_t V_OUTCOME = _offset(T_EVENT_DATA, "outcome")
-cdef Py_ssize_t V_DEPENDENCY = _offset(T_EVENT_DATA, "dependency")
-cdef Py_ssize_t V_CLOCK = _offset(T_EVENT_DATA, "clock")
-
-cdef Py_ssize_t L_ID = _offset(T_LEASE, "lease_id")
-cdef Py_ssize_t L_KIND = _offset(T_LEASE, "kind")
-cdef Py_ssize_t L_OBLIGATION = _offset(T_LEASE, "obligation")
-cdef Py_ssize_t L_DEADLINE = _offset(T_LEASE, "deadline")
-
 cdef Py_ssize_t P_LOG_SLOT = _offset(T_PREFIX, "log")
 cdef Py_ssize_t P_N = _offset(T_PREFIX, "n")
-cdef Py_ssize_t G_BASE_KEYS = _offset(T_LOG, "base_keys")
-cdef Py_ssize_t G_KEYS = _offset(T_LOG, "keys")
-cdef Py_ssize_t G_VALUES = _offset(T_LOG, "values")
 cdef Py_ssize_t P_FROZEN = _offset(T_PREFIX, "frozen")
+cdef Py_ssize_t G_BASE = _offset(T_LOG, "base")
+cdef Py_ssize_t G_KEYS = _offset(T_LOG, "keys")
 cdef Py_ssize_t G_INDEX = _offset(T_LOG, "index")
-cdef Py_ssize_t C_BASE = _offset(T_COUNT, "base")
-cdef Py_ssize_t C_CHECKED = _offset(T_COUNT, "checked")
-cdef Py_ssize_t C_MISSES = _offset(T_COUNT, "misses")
-
-cdef Py_ssize_t N_EVIDENCE = _offset(T_EVIDENCE, "evidence")
-cdef Py_ssize_t N_STEP = _offset(T_COMPUTE, "step")
 
 cdef object RUNNING = ControllerStatus.RUNNING
 cdef object ACCEPTED = ControllerStatus.ACCEPTED
@@ -133,29 +95,13 @@ cdef object SOURCE_ADMISSIBLE = CandidateDisposition.SOURCE_ADMISSIBLE
 cdef object TERMINALLY_ACCEPTED = CandidateDisposition.TERMINALLY_ACCEPTED
 cdef object V_NO = Verdict.NO
 cdef object V_YES = Verdict.YES
-cdef object V_MAYBE = Verdict.MAYBE
-cdef object V_IFF = Verdict.IFF
 cdef object A_EXCLUDE = ControllerAction.EXCLUDE_RETRY
-cdef object A_ADMIT = ControllerAction.ADMIT_NEXT
-cdef object A_GATHER = ControllerAction.GATHER
-cdef object A_BIND = ControllerAction.BIND
 cdef object A_ACCEPT = ControllerAction.EXIT_ACCEPT
-cdef object A_REEVALUATE = ControllerAction.REEVALUATE
-cdef object A_WAIT = ControllerAction.WAIT
-cdef object A_EXPIRE = ControllerAction.EXPIRE
 cdef object A_HOLD = ControllerAction.HOLD
-cdef object K_EVIDENCE_RETURNED = ControllerEventKind.EVIDENCE_RETURNED
-cdef object K_RESOLVED = ControllerEventKind.DEPENDENCY_RESOLVED
-cdef object K_ADVANCE = ControllerEventKind.ADVANCE_CLOCK
-cdef object K_EXPIRE = ControllerEventKind.EXPIRE
-cdef object K_INVALIDATE = ControllerEventKind.INVALIDATE_DEPENDENCY
-cdef object LEASE_EVIDENCE = LeaseKind.EVIDENCE
-cdef object LEASE_DEPENDENCY = LeaseKind.DEPENDENCY
 
 cdef PyObject *O_NONE = <PyObject *>None
 cdef PyObject *O_RUNNING = <PyObject *>RUNNING
 cdef PyObject *O_NO = <PyObject *>V_NO
-cdef PyObject *O_EXCLUDE = <PyObject *>A_EXCLUDE
 
 # ------------------------------------------------------------------ field shapes
 
@@ -174,29 +120,17 @@ cdef inline bint _set_field(PyObject *value) noexcept:
     return _prefix(value) or _is(value, P_FROZENSET)
 
 
-cdef bint _complete_lease(PyObject *lease) noexcept:
-    cdef PyObject *kind
-    if not _is(lease, P_LEASE):
-        return False
-    kind = _raw(lease, L_KIND)
-    return (_is(_raw(lease, L_ID), P_STR) and _is(_raw(lease, L_OBLIGATION), P_STR)
-            and _is(_raw(lease, L_DEADLINE), P_INT)
-            and (kind == <PyObject *>LEASE_EVIDENCE or kind == <PyObject *>LEASE_DEPENDENCY))
-
-
 cdef bint _complete_record(PyObject *record) noexcept:
-    cdef PyObject *outcomes
-    if not _is(record, P_RECORD):
-        return False
-    outcomes = _raw(record, D_OUTCOMES)
-    return (_set_field(_raw(record, D_USED)) and _is(_raw(record, D_UNRESOLVED), P_FROZENSET)
+    return (_is(record, P_RECORD) and _set_field(_raw(record, D_USED))
+            and _is(_raw(record, D_UNRESOLVED), P_FROZENSET)
             and _is(_raw(record, D_RELATION), P_FROZENSET)
-            and (_prefix(outcomes) or _is(outcomes, P_TUPLE)))
+            and _is(_raw(record, D_OUTCOMES), P_TUPLE))
 
 
 cdef bint _complete(object state) noexcept:
     """Whether every field of `state` has a shape the C transitions translate (the
-    shapes the controller produces); the reference module decides every other state."""
+    shapes the controller produces, no pending lease); the reference module decides
+    every other state."""
     cdef PyObject *s = <PyObject *>state
     cdef PyObject *value
     cdef Py_ssize_t i
@@ -220,7 +154,6 @@ cdef bint _complete(object state) noexcept:
     value = _raw(s, S_HELD)
     if not (value == O_NONE or _is(value, P_STR)):
         return False
-    value = _raw(s, S_LEASE)
-    if not (value == O_NONE or _complete_lease(value)):
+    if _raw(s, S_LEASE) != O_NONE:
         return False
     return _complete_record(_raw(s, S_DEPS))

@@ -8,7 +8,6 @@ chain of ``_canonical``: BLAKE2b-256 over a type-tagged encoding.
 
 from __future__ import annotations
 
-from collections.abc import Set as AbstractSet
 from enum import Enum
 from hashlib import blake2b
 
@@ -23,28 +22,23 @@ def _enc(value: object, out: list[bytes]) -> None:
     ints (and int enums) -> ``i<decimal>;``, floats -> ``f<repr>;``, tuples ->
     ``(...)``, sets -> ``{<count>:<sorted encodings>}``, needs -> ``E``/``K`` + field.
     """
-    kind = type(value)
-    if kind is str:
-        assert isinstance(value, str)
+    if type(value) is str:
         data = value.encode("utf-8", "surrogatepass")
         out.append(b"s%d:%b" % (len(data), data))
     elif value is None:
         out.append(b"N")
-    elif kind is int:
-        assert isinstance(value, int)
+    elif type(value) is int:
         out.append(b"i%d;" % value)
-    elif kind is bool:
+    elif type(value) is bool:
         out.append(b"T" if value else b"F")
     elif isinstance(value, Enum):
         _enc(value.value, out)
-    elif kind is tuple:
-        assert isinstance(value, tuple)
+    elif type(value) is tuple:
         out.append(b"(")
         for item in value:
             _enc(item, out)
         out.append(b")")
-    elif kind is frozenset or kind is set:
-        assert isinstance(value, AbstractSet)
+    elif type(value) is frozenset or type(value) is set:
         if not value:
             out.append(b"{0:}")
             return
@@ -57,22 +51,20 @@ def _enc(value: object, out: list[bytes]) -> None:
         out.append(b"{%d:" % len(encoded))
         out.extend(encoded)
         out.append(b"}")
-    elif kind is EvidenceNeed:
-        assert isinstance(value, EvidenceNeed)
+    elif type(value) is EvidenceNeed:
         out.append(b"E")
         _enc(value.evidence, out)
-    elif kind is ComputeNeed:
-        assert isinstance(value, ComputeNeed)
+    elif type(value) is ComputeNeed:
         out.append(b"K")
         _enc(value.step, out)
-    elif kind is float:
+    elif type(value) is float:
         out.append(b"f%b;" % repr(value).encode())
     elif isinstance(value, str):
         _enc(str.__str__(value), out)
     elif isinstance(value, int):
         _enc(int.__int__(value), out)
     else:
-        raise TypeError(f"{kind.__name__} values cannot be encoded in a receipt")
+        raise TypeError(f"{type(value).__name__} values cannot be encoded in a receipt")
 
 
 def _enc_state(state: ControllerState, out: list[bytes]) -> None:

@@ -110,18 +110,10 @@ class QICTController:
     @checked
     def __init__(self, config: QICTConfig) -> None:
         self.config = config
-        self._state = config.initial_state()
+        # the current state (may be replaced; the next receipt then breaks the chain)
+        self.state = config.initial_state()
         self._receipts = _ReceiptLog()
         self._cursor: AuditCursor | None = None
-
-    @property
-    def state(self) -> ControllerState:
-        """The current state (may be replaced; the next receipt then breaks the chain)."""
-        return self._state
-
-    @state.setter
-    def state(self, value: ControllerState) -> None:
-        self._state = value
 
     @property
     def receipts(self) -> list[TransitionReceipt]:
@@ -141,10 +133,10 @@ class QICTController:
             last = receipts[-1]
             if isinstance(last, EvaluationReceipt | EventReceipt):
                 return last.digest
-        return acc.genesis(self.config, self._state)
+        return acc.genesis(self.config, self.state)
 
     def _record(self, receipt: TransitionReceipt) -> TransitionReceipt:
-        self._state = receipt.after
+        self.state = receipt.after
         self._receipts.append(receipt)
         return receipt
 
@@ -154,13 +146,13 @@ class QICTController:
         """Account for one evaluator verdict; raises if terminal or a lease is pending."""
         arcs = frozenset(dependency_arcs)
         receipt = acc.evaluate(
-            self.config, self._state, result.verdict, _payload(result), arcs, self.head
+            self.config, self.state, result.verdict, _payload(result), arcs, self.head
         )
         self._record(receipt)
         return receipt
 
     def _event(self, event: ControllerEvent) -> EventReceipt:
-        receipt = acc.handle(self.config, self._state, event, self.head)
+        receipt = acc.handle(self.config, self.state, event, self.head)
         self._record(receipt)
         return receipt
 
@@ -222,8 +214,9 @@ def admissible_rank(config: QICTConfig, state: ControllerState) -> int:
     """A tighter rank counting only opportunities that can still be consumed.
 
     |A_F minus E| + min(B_G, |G minus used|) + min(B_K, |K minus used|) +
-    min(B_I, |A_I minus used|). Every continuing evaluation lowers it by exactly one,
-    so a run makes at most admissible_rank + 1 evaluations; it never exceeds `rank`.
+    min(B_I, |A_I minus used|). Every continuing evaluation lowers it by exactly one
+    and events never change it, so a run makes at most admissible_rank + 1 evaluations;
+    it never exceeds `rank`.
 
     >>> config = QICTConfig(failure_alphabet={"a", "b"}, admissible_failures={"a"})
     >>> admissible_rank(config, config.initial_state())

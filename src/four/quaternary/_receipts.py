@@ -60,8 +60,7 @@ from ._state import (
     _Prefix,
     make_record,
     make_state,
-    outcome_prefix,
-    raw_outcomes,
+    merge_outcomes,
     raw_state,
     raw_used,
     set_prefix,
@@ -183,31 +182,25 @@ def _apply_set(raw: Any, delta: dict[str, Any] | None) -> Any:
 
 
 def _outcome_delta(old: Any, new: Any) -> dict[str, Any] | None:
-    if old is new:
+    if old is new or old == new:
         return None
-    if type(old) is _Prefix and type(new) is _Prefix and old.log is new.log and old.n <= new.n:
-        if old.n == new.n:
-            return None
-        log = new.log
-        return {
-            "add": json_pairs(zip(log.keys[old.n : new.n], log.values[old.n : new.n], strict=True))
-        }
-    before = old.as_outcomes() if type(old) is _Prefix else old
-    after = new.as_outcomes() if type(new) is _Prefix else new
-    return None if before == after else {"replace": json_pairs(after)}
+    added = [pair for pair in new if pair not in old]
+    if merge_outcomes((*old, *added)) == new:
+        return {"add": json_pairs(added)}
+    return {"replace": json_pairs(new)}
 
 
-def _apply_outcomes(raw: Any, delta: dict[str, Any] | None) -> Any:
+def _apply_outcomes(outcomes: Any, delta: dict[str, Any] | None) -> Any:
     if delta is None:
-        return raw
+        return outcomes
     if "replace" in delta:
         return _unpairs(delta["replace"])
-    prefix = outcome_prefix(raw)
+    pairs = list(outcomes)
     for name, outcome in _unpairs(delta["add"]):
-        if prefix.contains(name):
+        if any(recorded == name for recorded, _ in pairs):
             raise ValueError(f"receipt document records an outcome twice: {name!r}")
-        prefix = prefix.added(name, outcome)
-    return prefix
+        pairs.append((name, outcome))
+    return merge_outcomes(pairs)
 
 
 def _delta(before: ControllerState, after: ControllerState) -> dict[str, Any]:
@@ -232,7 +225,7 @@ def _delta(before: ControllerState, after: ControllerState) -> dict[str, Any]:
             change = _set_delta(old, new)
             if change is not None:
                 deps[name] = change
-        change = _outcome_delta(raw_outcomes(old_deps), raw_outcomes(new_deps))
+        change = _outcome_delta(old_deps.outcomes, new_deps.outcomes)
         if change is not None:
             deps["outcomes"] = change
         if deps:
@@ -269,7 +262,7 @@ def _apply(before: ControllerState, delta: dict[str, Any]) -> ControllerState:
             _apply_set(raw_used(record), deps.get("used")),
             _apply_eager(record.unresolved, deps.get("unresolved")),
             _apply_eager(record.relation, deps.get("relation")),
-            _apply_outcomes(raw_outcomes(record), deps.get("outcomes")),
+            _apply_outcomes(record.outcomes, deps.get("outcomes")),
         )
     scalars = [
         _unscalar(name, delta[name]) if name in delta else getattr(before, name) for name in SCALARS

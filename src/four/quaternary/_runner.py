@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
-from four._checked import check_fields
+from four._types import Checked
 
 from ._core import CheckResult, Verdict
 
@@ -23,33 +23,28 @@ class LoopStatus(StrEnum):
     EXHAUSTED = "exhausted"
 
 
-@runtime_checkable
 class GenerateFn(Protocol):
     def __call__(self, task: Any, *, exclusions: list[str]) -> Any: ...
 
 
-@runtime_checkable
 class CheckFn(Protocol):
     def __call__(self, output: Any, /) -> CheckResult: ...
 
 
-@runtime_checkable
 class GatherFn(Protocol):
     def __call__(self, needed: str, /) -> Any: ...
 
 
-@runtime_checkable
 class RecheckFn(Protocol):
     def __call__(self, output: Any, evidence: Any = ..., /) -> CheckResult: ...
 
 
-@runtime_checkable
 class DepCheckFn(Protocol):
     def __call__(self, dependency: str, /) -> bool: ...
 
 
 @dataclass
-class LoopOutcome:
+class LoopOutcome(Checked):
     """The result of `run`. `exclusions` is the runner's own list of NO reasons."""
 
     status: LoopStatus
@@ -59,9 +54,6 @@ class LoopOutcome:
     blocked_by: str | None = None
     rounds: int = 0
     contradiction: list[tuple[str, str]] | None = None
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 _NEGATIONS = ("not ", "no ", "don't ", "do not ", "never ", "avoid ")

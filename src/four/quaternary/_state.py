@@ -15,9 +15,11 @@ from collections.abc import Hashable, Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from enum import Enum
+from operator import itemgetter
 from typing import Any, Final, TypeAlias
 
 from four._checked import check_fields
+from four._types import Checked
 
 from ._core import Needed, Verdict
 
@@ -101,20 +103,16 @@ class _Count:
 class _Log:
     """An append-only history shared by every state derived from one starting set.
 
-    `base` is the starting value (a frozenset, or for outcomes a tuple of pairs).
-    `keys[i]` is the i-th added element (for outcomes, the dependency name) and
-    `values[i]` its outcome; `index` maps each added key to its position. Keys are
-    never in the base and never repeat, so a prefix of length n has len(base) + n
-    members.
+    `base` is the starting frozenset, `keys[i]` the i-th added element and `index` maps
+    each added key to its position. Keys are never in the base and never repeat, so a
+    prefix of length n has len(base) + n members.
     """
 
-    __slots__ = ("base", "base_keys", "counts", "index", "keys", "values")
+    __slots__ = ("base", "counts", "index", "keys")
 
-    def __init__(self, base: Any, base_keys: AbstractSet[Hashable]) -> None:
+    def __init__(self, base: frozenset[Any]) -> None:
         self.base = base
-        self.base_keys = base_keys
         self.keys: list[Any] = []
-        self.values: list[Any] = []
         self.index: dict[Any, int] = {}
         self.counts: dict[int, _Count] = {}
 
@@ -122,7 +120,7 @@ class _Log:
         """The membership record of `alphabet` (keyed by identity: alphabets are frozen)."""
         entry = self.counts.get(id(alphabet))
         if entry is None or entry.alphabet is not alphabet:
-            entry = _Count(alphabet, sum(1 for k in self.base_keys if k in alphabet))
+            entry = _Count(alphabet, sum(1 for k in self.base if k in alphabet))
             self.counts[id(alphabet)] = entry
         return entry
 
@@ -147,61 +145,35 @@ class _Prefix:
     def __init__(self, log: _Log, n: int) -> None:
         self.log = log
         self.n = n
-        self.frozen: Any = None
+        self.frozen: frozenset[Any] | None = None
 
     def contains(self, key: object) -> bool:
         log = self.log
-        if key in log.base_keys:
+        if key in log.base:
             return True
         pos = log.index.get(key)
         return pos is not None and pos < self.n
 
-    def size(self) -> int:
-        return len(self.log.base_keys) + self.n
-
-    def added(self, key: Hashable, value: object = None) -> _Prefix:
+    def added(self, key: Hashable) -> _Prefix:
         """This prefix plus one new key (which must not be a member); O(1) unless forked."""
         log, n = self.log, self.n
         keys = log.keys
         if n == len(keys):
             keys.append(key)
-            log.values.append(value)
             log.index[key] = n
             return _Prefix(log, n + 1)
-        if keys[n] == key and log.values[n] == value:
+        if keys[n] == key:
             return _Prefix(log, n + 1)  # replaying a step already recorded in this log
-        fork = _Log(log.base, log.base_keys)
+        fork = _Log(log.base)
         fork.keys = keys[:n]
-        fork.values = log.values[:n]
         fork.index = {k: i for i, k in enumerate(fork.keys)}
-        return _Prefix(fork, n).added(key, value)
+        return _Prefix(fork, n).added(key)
 
     def as_set(self) -> frozenset[Any]:
         if self.frozen is None:
             log = self.log
-            base: frozenset[Any] = log.base
-            self.frozen = base.union(log.keys[: self.n]) if self.n else base
-        result: frozenset[Any] = self.frozen
-        return result
-
-    def as_outcomes(self) -> tuple[tuple[str, ResolutionOutcome], ...]:
-        if self.frozen is None:
-            log = self.log
-            base: tuple[tuple[str, ResolutionOutcome], ...] = log.base
-            if self.n:
-                pairs = list(base) + list(
-                    zip(log.keys[: self.n], log.values[: self.n], strict=True)
-                )
-                pairs.sort(key=_pair_name)
-                self.frozen = tuple(pairs)
-            else:
-                self.frozen = base
-        result: tuple[tuple[str, ResolutionOutcome], ...] = self.frozen
-        return result
-
-
-def _pair_name(pair: tuple[str, ResolutionOutcome]) -> str:
-    return pair[0]
+            self.frozen = log.base.union(log.keys[: self.n]) if self.n else log.base
+        return self.frozen
 
 
 def set_prefix(value: frozenset[Any] | _Prefix) -> _Prefix:
@@ -209,15 +181,7 @@ def set_prefix(value: frozenset[Any] | _Prefix) -> _Prefix:
     if type(value) is _Prefix:
         return value
     assert isinstance(value, frozenset)
-    return _Prefix(_Log(value, value), 0)
-
-
-def outcome_prefix(value: tuple[tuple[str, ResolutionOutcome], ...] | _Prefix) -> _Prefix:
-    """A prefix view of an outcomes field (a tuple of pairs)."""
-    if type(value) is _Prefix:
-        return value
-    assert isinstance(value, tuple)
-    return _Prefix(_Log(value, dict(value).keys()), 0)
+    return _Prefix(_Log(value), 0)
 
 
 def _materialise(value: object) -> object:
@@ -230,16 +194,6 @@ def _same(a: object, b: object) -> bool:
     if type(a) is _Prefix and type(b) is _Prefix and a.log is b.log:
         return a.n == b.n
     return bool(_materialise(a) == _materialise(b))
-
-
-def _same_outcomes(a: object, b: object) -> bool:
-    if a is b:
-        return True
-    if type(a) is _Prefix and type(b) is _Prefix and a.log is b.log:
-        return a.n == b.n
-    left = a.as_outcomes() if type(a) is _Prefix else a
-    right = b.as_outcomes() if type(b) is _Prefix else b
-    return bool(left == right)
 
 
 class _LazySet:
@@ -258,16 +212,6 @@ class _LazySet:
 
     def __set__(self, obj: object, value: object) -> None:
         self.slot.__set__(obj, value)
-
-
-class _LazyOutcomes(_LazySet):
-    __slots__ = ()
-
-    def __get__(self, obj: object, owner: type | None = None) -> Any:
-        if obj is None:
-            return self
-        raw = self.slot.__get__(obj, owner)
-        return raw.as_outcomes() if type(raw) is _Prefix else raw
 
 
 # --------------------------------------------------------------------------- records
@@ -296,30 +240,18 @@ class DependencyRecord:
             _same(_RAW_USED(self), _RAW_USED(other))
             and self.unresolved == other.unresolved
             and self.relation == other.relation
-            and _same_outcomes(_RAW_OUTCOMES(self), _RAW_OUTCOMES(other))
+            and self.outcomes == other.outcomes
         )
 
     def outcome_for(self, dependency: str) -> ResolutionOutcome | None:
-        """The recorded outcome of `dependency`, or None (O(1)).
+        """The recorded outcome of `dependency`, or None.
 
         >>> DependencyRecord(used=frozenset({"d"}), outcomes=(("d", ResolutionOutcome.HOLDS),)).outcome_for("d")
         <ResolutionOutcome.HOLDS: 'holds'>
         """
-        raw = _RAW_OUTCOMES(self)
-        prefix = raw if type(raw) is _Prefix else None
-        if prefix is None:
-            for name, outcome in raw:
-                if name == dependency:
-                    result: ResolutionOutcome = outcome
-                    return result
-            return None
-        log = prefix.log
-        if dependency in log.base_keys:
-            return dict(log.base).get(dependency)
-        pos = log.index.get(dependency)
-        if pos is not None and pos < prefix.n:
-            found: ResolutionOutcome = log.values[pos]
-            return found
+        for name, outcome in self.outcomes:
+            if name == dependency:
+                return outcome
         return None
 
 
@@ -342,6 +274,11 @@ def check_record(
         raise ValueError("Outcomes belong only to resolved dependencies.")
     if not acyclic(relation):
         raise ValueError("The unresolved dependency relation must be acyclic.")
+
+
+def merge_outcomes(pairs: Iterable[tuple[Any, Any]]) -> tuple[tuple[Any, Any], ...]:
+    """Outcome pairs in a record's order: by name (a stable sort)."""
+    return tuple(sorted(pairs, key=itemgetter(0)))
 
 
 def acyclic(relation: Iterable[tuple[Any, Any]]) -> bool:
@@ -372,16 +309,13 @@ def acyclic(relation: Iterable[tuple[Any, Any]]) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class Lease:
+class Lease(Checked):
     """A pending obligation with a logical deadline; ids are "<kind>:<obligation>:<i>"."""
 
     lease_id: str
     kind: LeaseKind
     obligation: str
     deadline: int
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 @dataclass(frozen=True, slots=True)
@@ -434,25 +368,23 @@ class ControllerState:
         )
 
 
-def _install_lazy(cls: type, names: tuple[str, ...], kind: type[_LazySet]) -> list[Any]:
+def _install_lazy(cls: type, names: tuple[str, ...]) -> list[Any]:
     slots = []
     for name in names:
         slot = cls.__dict__[name]
         slots.append(slot)
-        setattr(cls, name, kind(slot))
+        setattr(cls, name, _LazySet(slot))
     return slots
 
 
 _EXCL_SLOT, _EVID_SLOT, _COMP_SLOT = _install_lazy(
-    ControllerState, ("exclusions", "used_evidence", "used_compute"), _LazySet
+    ControllerState, ("exclusions", "used_evidence", "used_compute")
 )
-(_USED_SLOT,) = _install_lazy(DependencyRecord, ("used",), _LazySet)
-(_OUTCOMES_SLOT,) = _install_lazy(DependencyRecord, ("outcomes",), _LazyOutcomes)
+(_USED_SLOT,) = _install_lazy(DependencyRecord, ("used",))
 _RAW_EXCLUSIONS: Final = _EXCL_SLOT.__get__
 _RAW_EVIDENCE: Final = _EVID_SLOT.__get__
 _RAW_COMPUTE: Final = _COMP_SLOT.__get__
 _RAW_USED: Final = _USED_SLOT.__get__
-_RAW_OUTCOMES: Final = _OUTCOMES_SLOT.__get__
 
 _LAZY_SLOTS: Final = {
     "exclusions": _EXCL_SLOT,
@@ -467,7 +399,7 @@ _RECORD_SLOTS: Final = (
     _USED_SLOT,
     DependencyRecord.__dict__["unresolved"],
     DependencyRecord.__dict__["relation"],
-    _OUTCOMES_SLOT,
+    DependencyRecord.__dict__["outcomes"],
 )
 
 
@@ -478,10 +410,6 @@ def raw_state(state: ControllerState) -> tuple[Any, Any, Any]:
 
 def raw_used(record: DependencyRecord) -> Any:
     return _RAW_USED(record)
-
-
-def raw_outcomes(record: DependencyRecord) -> Any:
-    return _RAW_OUTCOMES(record)
 
 
 def make_state(
@@ -657,7 +585,7 @@ class EvaluationReceipt:
 
 
 @dataclass(frozen=True, slots=True)
-class EventReceipt:
+class EventReceipt(Checked):
     """One event step. `digest` chains it to the previous receipt and the config."""
 
     before: ControllerState
@@ -666,15 +594,12 @@ class EventReceipt:
     after: ControllerState
     digest: bytes = b""
 
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
-
 
 TransitionReceipt: TypeAlias = EvaluationReceipt | EventReceipt
 
 
 @dataclass(frozen=True, slots=True)
-class AuditResult:
+class AuditResult(Checked):
     """The verdict of an audit. `head` is the digest the audited trace ends at."""
 
     valid: bool
@@ -683,9 +608,6 @@ class AuditResult:
     initial_rank: int
     final_rank: int
     head: bytes = b""
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 class AuditCursor:
