@@ -19,13 +19,16 @@ from tests.invoke.test_local_model import SRC, model
 
 __all__ = ["model"]  # the fixture
 
-CONFIG = '{"name": "demo", "version": "1.2.3", "debug": false}\n'
-TASK = 'In config.json, set "version" to "1.3.0" and keep every other key as it is.'
-# The whole document compared, so no feedback can hand the answer over: an assert fails
-# with no values shown.
+STORY = (
+    "Once upon a time there was a small robot.\nIt liked to count words,\n"
+    "and it counted them all day long.\n\nThe end.\n"
+)
+TASK = "How many words does story.txt have? Write only the number to words.txt."
+# The answer compared by its SHA-256, so no feedback can hand it over (the bench's
+# value_check).
 CHECK = (
-    "python3 -c \"import json; d = json.load(open('config.json')); "
-    "assert d == {'name': 'demo', 'version': '1.3.0', 'debug': False}\""
+    'test "$(tr -d " \\t\\r\\n" < words.txt | sha256sum | cut -c1-64)" = '
+    "535fa30d7e25dd8a49f1536779734ec8286108d115da5045d77f3b4185d8f790"
 )
 
 
@@ -34,7 +37,7 @@ def test_a_task_failed_at_temperature_0_is_solved_within_4_attempts(
 ) -> None:
     work = tmp_path / "work"
     work.mkdir()
-    (work / "config.json").write_text(CONFIG)
+    (work / "story.txt").write_text(STORY)
     env = {
         **os.environ,
         "PYTHONPATH": SRC,
