@@ -20,7 +20,7 @@ from four.batch import Item, RunContext, iter_runs, read_manifest, run_many
 from four.execute import local_env
 from four.parse import regex_parse
 from four.trajectory import load_trajectory
-from four.types import Message, Outcome, Recorder, RunInfo, Sink
+from four.types import Message, Outcome, Recorder, RunInfo, Sink, Watch
 from tests.batch._agents import alive, bash, commands_running, manifest_lines, scripted_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -160,6 +160,7 @@ class _CtrlCAsItOpens:
     the loop's first step."""
 
     inner: Recorder[Path]
+    watch: Watch
 
     def __call__(self, messages: Sequence[Message], outcome: Outcome, /) -> Path:
         return self.inner(messages, outcome)
@@ -167,7 +168,10 @@ class _CtrlCAsItOpens:
     def open(self, info: RunInfo, /) -> Sink[Path]:
         sink = self.inner.open(info)
         os.kill(os.getpid(), signal.SIGINT)  # the batch's (main) thread hears it
-        time.sleep(0.5)  # its stop is set before this run's first step
+        deadline = time.monotonic() + 60
+        while self.watch.stopped() is None:  # its stop is set before this run's first step
+            assert time.monotonic() < deadline, "the batch never stopped its run"
+            time.sleep(0.01)
         return sink
 
 
@@ -180,8 +184,8 @@ def test_a_ctrl_c_between_a_run_s_opening_and_its_first_step_seals_the_run(
 
     def make_run(ctx: RunContext) -> Path:
         return run(scripted_invoke([bash("echo hi")]), regex_parse(), local_env(),
-                   _CtrlCAsItOpens(save_trajectory(ctx.output_dir)), prompt=ctx.task,
-                   watch=ctx.watch)  # fmt: skip
+                   _CtrlCAsItOpens(save_trajectory(ctx.output_dir), ctx.watch),
+                   prompt=ctx.task, watch=ctx.watch)  # fmt: skip
 
     out = tmp_path / "batch"
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal
