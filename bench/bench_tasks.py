@@ -445,6 +445,8 @@ def make_workspace(task: Task, parent: Path) -> Path:
 
 
 def solved(task: Task, folder: Path) -> bool:
+    if not folder.is_dir():  # an attempt's model deleted its own copy (rm -rf of its path)
+        return False
     done = subprocess.run(
         ["bash", "-c", task.check], cwd=folder, capture_output=True, timeout=60, check=False
     )
