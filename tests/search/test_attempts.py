@@ -428,3 +428,24 @@ def test_four_batch_makes_attempts_for_each_item(
         (record,) = (tmp_path / "out" / "runs" / f"t{i}").glob("*.attempts.json")
         assert audit_group(record).valid
         assert latest[f"t{i}"].outcome == "accepted"
+
+
+def test_an_attempt_that_deletes_the_copies_ends_the_search_and_the_workspace_is_kept(
+    tmp_path: Path,
+) -> None:
+    """The small model read the copies' path in a traceback and ran `rm -rf` on it: no
+    pristine start is left for another attempt, and no result's folder to promote, so
+    the user's folder stays as it was, and the search says why."""
+    work, runs = workspace(tmp_path), tmp_path / "runs"
+    delete = '```bash\nrm -rf "$(dirname "$PWD")"\n```'
+    scripts = {1: [delete, SUBMIT, SUBMIT], 2: [RIGHT, SUBMIT]}
+    search = attempts(maker(scripts, runs), 3, task="t", workspace=work)
+    assert len(search.members) == 1 and not search.accepted
+    assert search.ended == "an attempt's commands deleted the copies: no pristine start is left"
+    assert search.lost == (
+        "attempt 1's copy of the workspace was deleted by its own commands: the workspace "
+        "is left as it was"
+    )
+    assert sorted(p.name for p in work.iterdir()) == ["old.txt", "task.txt"]
+    assert (work / "old.txt").read_text() == "the user's own file\n"
+    assert audit_group(search.record or "").valid

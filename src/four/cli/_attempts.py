@@ -149,6 +149,8 @@ def _report(search: Search[Path], opts: RunOptions) -> int:
     if result is None or result.path is None:
         print(f"four run: no attempt ran: {search.ended}", file=sys.stderr)
         return 1
+    if search.lost:
+        print(f"four run: {search.lost}", file=sys.stderr)
     code = report(result.path, opts, extra=_json(search) if opts.json else None)
     if not opts.json:
         verdict = "accepted" if search.accepted else "not accepted"

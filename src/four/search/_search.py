@@ -188,6 +188,9 @@ class Search(Generic[T]):
         self.scratch = options.get("scratch")
         self.keep_copies = options.get("keep_copies", False)
         self.copies: Path | None = None
+        self.lost: str | None = None
+        """Why the user's folder was left as it was although an attempt is the result:
+        that attempt's own commands deleted its copy (a path seen in a traceback)."""
         """With ``keep_copies``: the folder holding each attempt's copy (``attempt-<i>``)
         after the search, for a look at what every attempt did."""
         self.signing_key = options.get("signing_key")
@@ -383,6 +386,9 @@ class Search(Generic[T]):
         if spent is not None:
             self.ended = f"budget spent: {spent}"
             return None
+        if self._pristine is not None and not self._pristine.start.is_dir():
+            self.ended = "an attempt's commands deleted the copies: no pristine start is left"
+            return None
         first = index == 1
         link = AttemptLink(
             self.group,
@@ -486,9 +492,15 @@ class Search(Generic[T]):
         try:
             if pristine is not None:
                 result = self.result
-                if result is not None:
+                copy = None if result is None else pristine.scratch / f"attempt-{result.link.index}"
+                if copy is not None and copy.is_dir():
                     with _no_interrupts():
-                        pristine.promote(pristine.scratch / f"attempt-{result.link.index}")
+                        pristine.promote(copy)
+                elif result is not None:
+                    self.lost = (
+                        f"attempt {result.link.index}'s copy of the workspace was deleted by "
+                        "its own commands: the workspace is left as it was"
+                    )
         finally:
             if pristine is not None and self.keep_copies:
                 self.copies = pristine.scratch
