@@ -6,7 +6,15 @@ import json
 import os
 from pathlib import Path
 
-from four.domains._preview import CHARACTERS, FILES, LINES, WIDTH, preview, prompt_with_preview
+from four.domains._preview import (
+    CHARACTERS,
+    FILES,
+    LINES,
+    TEXT_BYTES,
+    WIDTH,
+    preview,
+    prompt_with_preview,
+)
 
 
 def test_files_with_their_sizes_and_the_first_lines_of_text(tmp_path: Path) -> None:
@@ -31,6 +39,11 @@ def test_long_files_and_lines_are_cut_and_say_so(tmp_path: Path) -> None:
     assert shown[1] == "log.txt (10,190 bytes, 50 lines):"
     assert shown[2] == "  0 " + "y" * (WIDTH - 2) + "..."
     assert len(shown) == 2 + LINES + 1 and shown[-1] == f"  ... ({50 - LINES} more lines)"
+
+
+def test_a_large_file_is_named_with_its_size_only(tmp_path: Path) -> None:
+    (tmp_path / "big.log").write_text("x\n" * (TEXT_BYTES // 2 + 1))
+    assert preview(tmp_path).splitlines()[1:] == [f"big.log ({TEXT_BYTES + 2:,} bytes)"]
 
 
 def test_a_notebook_is_shown_by_its_cells(tmp_path: Path) -> None:

@@ -166,6 +166,21 @@ def test_a_folder_audit_names_the_search(
     assert "group invalid" in capsys.readouterr().out
 
 
+def test_an_attempt_that_deletes_the_copies_leaves_the_workspace_and_says_so(
+    server: LoopbackServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    case = CASES[0]
+    delete = '```bash\nrm -rf "$(dirname "$PWD")"\n```'
+    server.push(*[chat(text) for text in (delete, BASH_SUBMIT, AGAIN, BASH_SUBMIT)])
+    assert main([*_argv(server, tmp_path, case), "--attempts", "3", "-q"]) == 1
+    err = capsys.readouterr().err
+    assert (
+        "four run: attempt 1's copy of the workspace was deleted by its own commands: the "
+        "workspace is left as it was\n"
+    ) in err
+    assert sorted(p.name for p in (tmp_path / "work").iterdir()) == ["mine.txt"]
+
+
 def test_attempts_without_a_check_is_a_usage_error(
     server: LoopbackServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

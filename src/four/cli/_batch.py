@@ -215,7 +215,9 @@ class CommandRun(_Command):
         from four import run
 
         if self.opts.attempts > 1:  # each attempt as below, the result's trajectory returned
-            return _result(self.search(ctx).run(lambda attempt: self.ran(ctx, attempt, run)))
+            return _result(
+                self.search(ctx).run(lambda attempt: self.ran(ctx, attempt, run)), ctx.id
+            )
         path: Path = self.ran(ctx, None, run)
         return path
 
@@ -231,13 +233,17 @@ class AsyncCommandRun(_Command):
 
         if self.opts.attempts > 1:
             search = self.search(ctx)
-            return _result(await search.arun(lambda a: self.ran(ctx, a, arun, awaited=True)))
+            return _result(
+                await search.arun(lambda a: self.ran(ctx, a, arun, awaited=True)), ctx.id
+            )
         path: Path = await self.ran(ctx, None, arun, awaited=True)
         return path
 
 
-def _result(search: Search[Path]) -> Path:
+def _result(search: Search[Path], item: str) -> Path:
     """The trajectory a search's item stands for in the manifest: its result's."""
+    if search.lost:
+        print(f"four batch: {item}: {search.lost}", file=sys.stderr)
     result = search.result
     if result is None or result.path is None:
         raise RuntimeError(f"no attempt ran: {search.ended}")

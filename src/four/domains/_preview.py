@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
+
+from four._files import Unreadable, read_regular
 
 FILES = 30
 """Files named at most (sorted, hidden ones left out); more are counted."""
@@ -86,10 +89,13 @@ def _files(root: Path, leave_out: set[Path]) -> tuple[list[Path], bool]:
 def _entry(root: Path, path: Path) -> str:
     name = path.relative_to(root).as_posix()
     try:
-        size = path.lstat().st_size
-        if path.is_symlink() or not path.is_file():
-            return f"{name}\n"
-        data = path.read_bytes() if size <= TEXT_BYTES else b""
+        info = path.lstat()
+        if not stat.S_ISREG(info.st_mode):
+            return f"{name}\n"  # a link, a FIFO, a device: named, never followed or read
+        size = info.st_size
+        data = read_regular(path, max_bytes=TEXT_BYTES, follow=False) if size <= TEXT_BYTES else b""
+    except Unreadable:  # it grew past the bound, or was swapped for a FIFO, while read
+        data = b""
     except OSError:
         return f"{name}\n"
     unit = "byte" if size == 1 else "bytes"
