@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from four._checked import check_fields, checked
+from four._checked import Checked, checked
 from four.types import Execute, Parse, Recorder, Verify
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ __all__ = ["Domain", "DomainError", "DomainSetup", "domain_names", "get_domain"]
 
 
 @dataclass(frozen=True, slots=True)
-class DomainSetup:
+class DomainSetup(Checked):
     """What one run of a domain is given (one ``four run --domain X``).
 
     ``workspace`` is where the agent works (None: the environment's default, here or a
@@ -45,12 +45,9 @@ class DomainSetup:
     image: str | None = None
     signing_key: SigningKey | None = None
 
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
-
 
 @dataclass(frozen=True, slots=True)
-class Domain:
+class Domain(Checked):
     """One domain's functions, each made fresh for a run.
 
     ``environment`` makes V2 for the run; ``emit`` and ``check`` are given that same V2,
@@ -71,9 +68,6 @@ class Domain:
     emit: Callable[[DomainSetup, Execute], Recorder[Path]]
     check: Callable[[DomainSetup, Execute, str | None], Verify | None]
     replay_workspace: Callable[[Path, Path | None, Path], Path | None] | None = None
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
 
 class DomainError(ValueError):

@@ -32,7 +32,7 @@ from typing import Final
 
 from returns.result import Failure, Result, Success
 
-from four._checked import check_fields, checked
+from four._checked import Checked, checked
 from four._grammar import Grammar
 from four._types import NO_USAGE, Message, ModelError, ModelErrorKind, Reply, Sampling
 from four.invoke._billing import add_error_usage, add_usage
@@ -217,7 +217,7 @@ atexit.register(stop_local_servers)
 
 
 @dataclass(frozen=True, slots=True)
-class LocalInvoke:
+class LocalInvoke(Checked):
     """G on an embedded llama.cpp server. See ``local_invoke``."""
 
     model: str
@@ -231,9 +231,6 @@ class LocalInvoke:
     timeout: float = DEFAULT_TIMEOUT
     start_timeout: float = DEFAULT_START_TIMEOUT
     grammar: str | None = None  # GBNF every reply is decoded under
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     @property
     def settings(self) -> ServerSettings:

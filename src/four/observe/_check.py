@@ -6,23 +6,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from four._checked import check_fields
+from four._checked import Checked
 from four._types import JSON
 
 Status: TypeAlias = Literal["GO", "WARN", "NO-GO"]
 
 
 @dataclass(frozen=True, slots=True)
-class Check:
+class Check(Checked):
     """One row of the readiness table: what was checked, the verdict, what it saw, the fix."""
 
     name: str
     status: Status
     detail: str
     fix: str = ""
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def to_json(self) -> dict[str, JSON]:
         return {"check": self.name, "status": self.status, "detail": self.detail, "fix": self.fix}

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeAlias
 
-from four._checked import check_fields, checked
+from four._checked import Checked, checked
 from four._files import is_group_record, open_regular, walk
 from four._outcomes import outcome_tag
 from four._types import JSON
@@ -75,7 +75,7 @@ class RunFacts:
 
 
 @dataclass(slots=True)
-class FolderStatus:
+class FolderStatus(Checked):
     """One folder's runs, summed."""
 
     folder: Path
@@ -90,9 +90,6 @@ class FolderStatus:
     last_activity: float | None = None
     oldest_stalled: RunFacts | None = None
     unreadable: list[str] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def add(self, run: RunFacts) -> None:
         self.runs += 1

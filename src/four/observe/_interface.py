@@ -17,7 +17,7 @@ from pathlib import Path
 
 from returns.result import Success
 
-from four._checked import check_fields, checked
+from four._checked import Checked, checked
 from four._types import Action, Execute
 from four.observe import _argparse_dump
 
@@ -204,7 +204,7 @@ def parse_help(text: str, subcommands: bool = True) -> Interface:
 
 
 @dataclass
-class Toolbox:
+class Toolbox(Checked):
     """Asks an environment about programs, once each: ``env`` is where the run's commands
     run (does the program exist there?); ``helper`` where ``--help`` and argparse
     introspection run (contained; ``env`` when None); ``workspace`` the folder commands
@@ -216,9 +216,6 @@ class Toolbox:
     timeout: float = 10.0
     _found: dict[str, str | None] = field(default_factory=dict)
     _interfaces: dict[tuple[str, ...], Interface | str] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def close(self) -> None:
         """End what the environments hold (a launcher, a container, a sandbox's folder)."""

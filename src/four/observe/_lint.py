@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeAlias
 
-from four._checked import check_fields, checked
+from four._checked import Checked, checked
 from four.observe._check import Check
 from four.observe._commands import Command, commands
 from four.observe._interface import Interface, Toolbox
@@ -83,7 +83,7 @@ MAX_PROMPT = 4 << 20
 
 
 @dataclass(frozen=True, slots=True)
-class Finding:
+class Finding(Checked):
     """One problem with a command of a prompt (or, ``unread``, a tool not checked)."""
 
     source: str
@@ -93,9 +93,6 @@ class Finding:
     word: str
     nearest: tuple[str, ...] = ()
     detail: str = ""
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def __str__(self) -> str:
         near = f" (nearest: {', '.join(self.nearest)})" if self.nearest else ""

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, TypeAlias, cast
 
-from four._checked import check_fields, checked
+from four._checked import Checked, check_fields, checked
 from four._files import ANY_SIZE, MAX_BYTES, open_regular, read_regular, walk
 from four._types import JSON, Assistant, Message, ToolResult, User
 from four.batch._result import read_saved
@@ -89,7 +89,7 @@ class Policy:
 
 
 @dataclass(frozen=True, slots=True)
-class Observed:
+class Observed(Checked):
     """One run as its files show it. Times are epoch seconds."""
 
     stream: Path
@@ -108,24 +108,18 @@ class Observed:
     steps: int = 0  # model replies so far (of a sealed run, as its document says)
     settings: Mapping[str, JSON] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
-
     @property
     def name(self) -> str:
         return self.stream.name.removesuffix(".jsonl")
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class Verdict(Checked):
     """A run's state and why, in one line."""
 
     run: Observed
     state: State
     why: str
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def to_json(self) -> dict[str, JSON]:
         driver = self.run.driver

@@ -13,7 +13,7 @@ from typing import TypedDict, TypeVar, cast, overload
 
 from returns.result import Result, Success
 
-from four._checked import check_fields
+from four._checked import Checked
 from four._outcomes import Outcome, Stopped, TimeLimitReached
 from four._types import (
     Action,
@@ -51,7 +51,7 @@ LOOPING = "looping"
 
 
 @dataclass(slots=True)
-class Attempt:
+class Attempt(Checked):
     """One attempt at ``task``: what ``make`` builds its run from.
 
     ``link`` says which (``index`` of ``of``) and how it samples (``seed``,
@@ -81,9 +81,6 @@ class Attempt:
     looping: str | None = None
     linked: Linked[object] | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     @property
     def index(self) -> int:

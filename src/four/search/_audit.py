@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from four._chain import unique
-from four._checked import check_fields, checked
+from four._checked import Checked, checked
 from four._files import Unreadable, read_regular
 from four._types import JSON, User
 from four.search._group import FORMAT, SUFFIX, digest_of
@@ -40,7 +40,7 @@ _MEMBER: dict[str, tuple[type, ...]] = {
 
 
 @dataclass(frozen=True, slots=True)
-class GroupAudit:
+class GroupAudit(Checked):
     """What ``audit_group`` found. ``evaluations`` is the checks' count over all
     attempts, ``bound`` the sum of each attempt's ``initial_rank + 1`` (never less)."""
 
@@ -56,9 +56,6 @@ class GroupAudit:
     evaluations: int = 0
     bound: int = 0
     signed: bool = False
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     @property
     def status(self) -> str:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from four._checked import check_fields
+from four._checked import Checked
 from four._outcomes import Outcome
 from four._types import JSON, Emit, Message, Recorder, RunInfo, RunStats, Sink
 from four.trajectory._record import Info
@@ -28,7 +28,7 @@ KEY = "attempt"
 
 
 @dataclass(frozen=True, slots=True)
-class AttemptLink:
+class AttemptLink(Checked):
     """Attempt ``index`` of ``of`` at the task whose SHA-256 is ``task``, in group ``group``.
 
     >>> link = AttemptLink("g1", task_digest("count the files"), 2, 4, 1, 0.7, "held: ...")
@@ -43,9 +43,6 @@ class AttemptLink:
     seed: int
     temperature: float
     after: str | None = None
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def to_json(self) -> dict[str, JSON]:
         return {

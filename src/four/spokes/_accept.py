@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from four._checked import check_fields, checked
+from four._checked import Checked, checked
 from four.execute import command_env
 
 TYPES = "four.types"
@@ -44,15 +44,12 @@ _HIDDEN = ".four-spoke"  # the harness's files, inside the spoke's folder but ne
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class Verdict(Checked):
     """The acceptance of one spoke: ``accepted``, or the first ``step`` that failed and why."""
 
     accepted: bool
     step: Step | None = None
     reason: str = ""
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def __str__(self) -> str:
         return "accepted" if self.accepted else f"{self.step}: {self.reason}"

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from four import run
-from four._checked import check_fields, checked
+from four._checked import Checked, checked
 from four.checks import Claim, verify
 from four.domains.python import python_env, save_files
 from four.parse import edit_parse
@@ -94,15 +94,12 @@ def system_prompt(name: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class SpokeCheck:
+class SpokeCheck(Checked):
     """The verified loop's check of a spoke: ``accept`` on its module."""
 
     module: Path
     timeout: float = 120.0
     cache_dir: Path | None = None
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     def __call__(self, claim: Claim, /) -> CheckResult:
         verdict = accept(self.module, timeout=self.timeout, cache_dir=self.cache_dir)
@@ -113,15 +110,12 @@ class SpokeCheck:
 
 
 @dataclass(frozen=True, slots=True)
-class NewSpoke:
+class NewSpoke(Checked):
     """What ``new_spoke`` made: the module (accepted or not), the trajectory, the outcome."""
 
     module: Path
     trajectory: Path
     outcome: str
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # a wrong value named here, not deep inside a run
 
     @property
     def accepted(self) -> bool:
