@@ -75,41 +75,7 @@ def iter_runs(
     on_progress: Callable[[Progress], None] | None = None,
 ) -> Generator[RunResult, None, None]:
     """Run ``make_run`` on every item, at most ``max_concurrency`` at once, and yield
-    one ``RunResult`` per item as its run finishes.
-
-    ``make_run(ctx)`` runs one item (see ``RunContext``): typically
-    ``four.run(G, V1, V2, save_trajectory(ctx.output_dir), prompt=ctx.task,
-    watch=ctx.watch)``. A run that fails, even by raising, comes back as a result with
-    its outcome (``crashed: ...``); nothing a run does stops the batch.
-
-    ``output_dir`` is a folder, or an object store URL (``s3://bucket/batch``: the
-    batch works in a local copy and uploads each run's files as it ends, running runs'
-    streams and the manifest every few seconds; ``pip install 'four-loop[s3]'``).
-    Each result is appended to ``output_dir/manifest.jsonl`` as it comes. With
-    ``resume`` (the default), items whose latest manifest line is final are skipped:
-    run the same batch again and it picks up where it stopped. Items are ``Item``s or
-    JSON objects with ``id`` and ``task``.
-
-    Per run: ``time_limit`` seconds of wall clock, and ``stall_timeout`` seconds with
-    no model call or command finished; past either the run ends ``time_limit_reached``
-    or ``stalled``, its running commands are killed and its trajectory is kept. A model
-    call blocked in a socket read is not interrupted: the model's request timeout
-    bounds it.
-
-    For the batch: once ``max_cost`` USD are spent (counting the manifest's earlier
-    runs, and running runs' calls made through ``ctx.meter(G)``) or ``max_wall_time``
-    seconds have passed, no new run starts and the running ones end at their next step
-    (``cost_limit_reached`` / ``time_limit_reached``, recorded as not final); the
-    iterator ends when they have.
-
-    Ctrl-C (KeyboardInterrupt), or closing the iterator early, stops scheduling, ends
-    every running run (``interrupted: batch interrupted``), kills their commands, waits
-    for them to save their trajectories, writes their manifest lines, then re-raises
-    (a second Ctrl-C stops the waiting). ``pool`` is ``ThreadPool()`` (the default for a
-    plain ``make_run``), ``AsyncPool()`` (the default for an ``async def make_run``, which
-    awaits ``four.arun``: thousands of runs at once on one event loop) or
-    ``RayPool(...)``; ``on_progress`` is called with a ``Progress`` after each result
-    and every quarter second.
+    one ``RunResult`` per item as its run finishes (the settings: docs/batch.md).
 
     >>> from four import run, scripted_invoke, regex_parse, local_env, save_trajectory
     >>> def make_run(ctx):
