@@ -1,26 +1,5 @@
-"""cycle_breaking_invoke: a G that never sends a model caught in a cycle the same context again.
-
-At temperature 0 the same history gives the same reply. Once a small model repeats a
-turn (the same reply with the same answer, or the same commands with the same output),
-the history that follows gives that turn again, until the budget runs out: a warning in
-the observation does not help, the warned history gives the same reply too. So before
-each call this wrapper reads the history, and:
-
-- sends each run of repeated turns once: all but the last turn of a run are left out
-  (whole turns, so every tool call keeps its result; the last keeps its answer, with
-  the repetition warning if the environment added one);
-- when the history ends in such a run, resamples the call: a temperature above 0
-  (higher the longer the run) and a seed, both functions of the history, so a run at
-  temperature 0 stays reproducible; a reply equal to the repeated one is drawn again
-  with the next seed, up to ``redraws`` times;
-- after the check said NO, a reply that would replay, step for step, the work it
-  rejected (the same replies answered alike, up to the same submission) is drawn again
-  as a repeated one is: the model's own reply first, then, only if it replays, at a
-  temperature above 0 (``replayed``).
-
-What it changed, and why, is kept with the reply (``Assistant.cycle_break``); a history
-with no repeated turn is sent as it is, with the model's own sampling.
-"""
+"""cycle_breaking_invoke: a G that never sends a model caught in a cycle the same context
+again (why and how: docs/components.md, "The invokes' settings")."""
 
 from __future__ import annotations
 
@@ -337,21 +316,8 @@ def _noted(drawn: Drawn, change: CycleBreak) -> Drawn:
 def cycle_breaking_invoke(
     G: Invoke, temperatures: Sequence[float] = DEFAULT_TEMPERATURES, redraws: int = 2
 ) -> CycleBreakingInvoke:
-    """G that never sends a model caught in a cycle the same context again.
-
-    Before each call it reads the history. Each run of repeated turns (the same reply
-    answered alike, or the same commands with the same output) is sent once: its
-    earlier turns are left out. When the history ends in such a run, the call is also
-    resampled, if ``G`` can be (``litellm_invoke``, ``local_invoke``: see
-    ``four.types.Sampled``): at ``temperatures[0]`` after one repeat, the next for each
-    further repeat (never below the model's own temperature), with a seed that is a
-    function of the history; a reply equal to the repeated one is drawn again, with the
-    next temperature and seed, up to ``redraws`` times (their usage is added to the
-    reply's). Everything is a function of the history, so a run at temperature 0 is as
-    reproducible as before. Each changed call's reply records what was changed and why
-    (``Assistant.cycle_break``); a history with no repeat is sent as it is.
-
-    Put it directly around the model, inside ``retry_invoke`` and ``budget_invoke``.
+    """G that never sends a model caught in a cycle the same context again: repeated
+    turns sent once, the call resampled from the history (docs/components.md).
 
     >>> from four import scripted_invoke, Assistant, User
     >>> turn = [Assistant("```bash\\nls\\n```"), User("a.txt", "observation", 0, "ls")]
