@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sized
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import ParamSpec
 
 from four import _arguments as arguments
 from four._outcomes import Interrupted, Outcome, TimeLimitReached
@@ -23,6 +24,7 @@ from four.batch._session import Pool, Session, Spec
 from four.batch._supervisor import cost_limit_reached
 from four.trajectory._destination import Remote, is_url
 
+P = ParamSpec("P")
 TICK = 0.25
 """Seconds between looks at the budgets (and progress calls) while no run ends."""
 
@@ -117,44 +119,24 @@ def iter_runs(
     return batch.results(iter(items))
 
 
-def run_many(
-    make_run: MakeRun,
-    items: Iterable[Item | Mapping[str, JSON]],
-    output_dir: str | os.PathLike[str] = "batch",
-    *,
-    pool: Pool | None = None,
-    max_concurrency: int = 32,
-    time_limit: float | None = None,
-    stall_timeout: float | None = None,
-    max_cost: float | None = None,
-    max_wall_time: float | None = None,
-    resume: bool = True,
-    on_progress: Callable[[Progress], None] | None = None,
-) -> list[RunResult]:
-    """``iter_runs``, collected: the results of this invocation, in the order runs ended.
+def _collected(iterate: Callable[P, Iterable[RunResult]]) -> Callable[P, list[RunResult]]:
+    def run_many(*args: P.args, **kwargs: P.kwargs) -> list[RunResult]:
+        """``iter_runs``, collected: the results of this invocation, in the order runs
+        ended (its parameters). Ctrl-C re-raises after the running runs are saved.
 
-    Ctrl-C re-raises after the running runs are saved; the manifest has every result.
+        >>> from four import Finished
+        >>> import tempfile
+        >>> [r.outcome for r in run_many(lambda ctx: Finished(), [{"id": "x"}], tempfile.mkdtemp())]
+        ['exit:task_complete']
+        """
+        return list(iterate(*args, **kwargs))
 
-    >>> from four import Finished
-    >>> import tempfile
-    >>> [r.outcome for r in run_many(lambda ctx: Finished(), [{"id": "x"}], tempfile.mkdtemp())]
-    ['exit:task_complete']
-    """
-    return list(
-        iter_runs(
-            make_run,
-            items,
-            output_dir,
-            pool=pool,
-            max_concurrency=max_concurrency,
-            time_limit=time_limit,
-            stall_timeout=stall_timeout,
-            max_cost=max_cost,
-            max_wall_time=max_wall_time,
-            resume=resume,
-            on_progress=on_progress,
-        )
-    )
+    signature = inspect.signature(iterate).replace(return_annotation="list[RunResult]")
+    run_many.__signature__ = signature  # type: ignore[attr-defined]  # for help()
+    return run_many
+
+
+run_many = _collected(iter_runs)
 
 
 def _default_pool(make_run: MakeRun) -> Pool:
