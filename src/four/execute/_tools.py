@@ -36,6 +36,7 @@ from four.execute._interrupt import running, stopped
 from four.execute._kill import kill_group
 from four.execute._local import LocalEnv, local_env
 from four.execute._output import DEFAULT_INHERIT, command_env
+from four.execute._process import popen
 from four.execute._sandbox import SANDBOX_INHERIT, SandboxEnv, sandbox_env
 
 HostKind = Literal["local", "sandbox", "docker"]
@@ -240,18 +241,10 @@ class Tail:
 def _spawn(
     contained: Contained, stdin: int, stdout: IO[bytes] | int, stderr: int
 ) -> subprocess.Popen[bytes]:
-    """Start a contained tool's launcher in a session of its own (a Ctrl-C at the
-    terminal is ours to handle); if it cannot start, what was made for it goes."""
+    """Start a contained tool's launcher; if it cannot start, what was made for it goes."""
     try:
-        return subprocess.Popen(
-            contained.argv,
-            stdin=stdin,
-            stdout=stdout,
-            stderr=stderr,
-            cwd=contained.cwd,
-            env=contained.env,
-            start_new_session=True,
-            close_fds=True,
+        return popen(
+            contained.argv, contained.cwd, contained.env, stdout, stdin=stdin, stderr=stderr
         )
     except BaseException:
         contained.end()
