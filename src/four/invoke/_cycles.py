@@ -6,12 +6,13 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol, TypeAlias, runtime_checkable
+from typing import Protocol, TypeAlias, TypeVar, runtime_checkable
 
 from returns.result import Failure, Result, Success
 
 from four import _arguments as check
 from four._checked import checked
+from four._coroutine import to_end
 from four._types import (
     NO_USAGE,
     Assistant,
@@ -36,6 +37,8 @@ DEFAULT_TEMPERATURES: tuple[float, ...] = (0.7, 1.0, 1.3)
 for each further repeat or redraw, the last from then on."""
 
 _Key: TypeAlias = tuple[object, ...]
+G_co = TypeVar("G_co", covariant=True)
+G_ = TypeVar("G_")
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,11 +200,13 @@ def _replay_plan(history: Sequence[Message], chosen: Plan | None) -> Plan | None
 
 
 @runtime_checkable
-class _AsyncSampled(Protocol):
+class _Resampled(Protocol[G_co]):
+    """A G that can be resampled (``Sampled``, or its async twin), giving a G of its kind."""
+
     @property
     def sampling(self) -> Sampling: ...
 
-    def sampled(self, sampling: Sampling, /) -> AsyncInvoke: ...
+    def sampled(self, sampling: Sampling, /) -> G_co: ...
 
 
 Drawn: TypeAlias = Result[Reply, ModelError]
@@ -247,23 +252,9 @@ class CycleBreakingInvoke(Checked):
 
     @checked
     def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
-        chosen = self.choose(messages, isinstance(self.G, Sampled))
-        if chosen is None:
-            return self.G(messages)
-        if chosen.looping is None or not isinstance(self.G, Sampled):
-            return _noted(self.G(chosen.sent), chosen.record(None, 0))
-        billed, draw = NO_USAGE, 0
-        while True:
-            if chosen.first_as_is(draw):
-                G: Invoke = self.G
-            else:
-                G = self.G.sampled(self.sampling(self.G.sampling, chosen, draw))
-            drawn = G(chosen.sent)
-            done = self.settle(chosen, drawn, draw, billed)
-            if done is not None:
-                return _ended(chosen, done, G, draw)
-            billed += drawn.unwrap().usage or NO_USAGE
-            draw += 1
+        G = self.G
+        sampled = G if isinstance(G, Sampled) else None
+        return to_end(_broken(self, G, sampled, messages, _called), "a plain G waited")
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,23 +266,43 @@ class AsyncCycleBreakingInvoke:
     G: AsyncInvoke
 
     async def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
-        chosen = self.breaker.choose(messages, isinstance(self.G, _AsyncSampled))
-        if chosen is None:
-            return await self.G(messages)
-        if chosen.looping is None or not isinstance(self.G, _AsyncSampled):
-            return _noted(await self.G(chosen.sent), chosen.record(None, 0))
-        billed, draw = NO_USAGE, 0
-        while True:
-            G: AsyncInvoke = self.G
-            if not chosen.first_as_is(draw):
-                G = self.G.sampled(self.breaker.sampling(self.G.sampling, chosen, draw))
-            call: Callable[[Sequence[Message]], Awaitable[Drawn]] = G
-            drawn = await call(chosen.sent)
-            done = self.breaker.settle(chosen, drawn, draw, billed)
-            if done is not None:
-                return _ended(chosen, done, G, draw)
-            billed += drawn.unwrap().usage or NO_USAGE
-            draw += 1
+        sampled = self.G if isinstance(self.G, _Resampled) else None
+        return await _broken(self.breaker, self.G, sampled, messages, _awaited)
+
+
+async def _called(G: Invoke, messages: Sequence[Message]) -> Drawn:
+    return G(messages)
+
+
+async def _awaited(G: AsyncInvoke, messages: Sequence[Message]) -> Drawn:
+    return await G(messages)
+
+
+async def _broken(
+    breaker: CycleBreakingInvoke,
+    G: G_,
+    sampled: _Resampled[G_] | None,
+    messages: Sequence[Message],
+    call: Callable[[G_, Sequence[Message]], Awaitable[Drawn]],
+) -> Drawn:
+    """One call under ``breaker``'s rules, written once: ``call`` calls a G plainly or
+    awaited; ``sampled`` is ``G`` when it can be resampled."""
+    chosen = breaker.choose(messages, sampled is not None)
+    if chosen is None:
+        return await call(G, messages)
+    if chosen.looping is None or sampled is None:
+        return _noted(await call(G, chosen.sent), chosen.record(None, 0))
+    billed, draw = NO_USAGE, 0
+    while True:
+        drawn_by = G
+        if not chosen.first_as_is(draw):
+            drawn_by = sampled.sampled(breaker.sampling(sampled.sampling, chosen, draw))
+        drawn = await call(drawn_by, chosen.sent)
+        done = breaker.settle(chosen, drawn, draw, billed)
+        if done is not None:
+            return _ended(chosen, done, drawn_by, draw)
+        billed += drawn.unwrap().usage or NO_USAGE
+        draw += 1
 
 
 def _sampling_of(G: object) -> Sampling | None:
