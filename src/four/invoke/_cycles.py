@@ -26,7 +26,6 @@ from four._types import (
     Sampled,
     Sampling,
     ToolResult,
-    Usage,
     User,
 )
 from four.execute._repeats import unwarned
@@ -231,17 +230,6 @@ class CycleBreakingInvoke(Checked):
             temperature = max(temperature, self.temperatures[index])
         return Sampling(temperature, (plan.seed + draw) & 0x7FFFFFFF)
 
-    def settle(self, plan: Plan, drawn: Drawn, draw: int, billed: Usage) -> Drawn | None:
-        """The call's result, or None to draw again (the reply repeats the cycle)."""
-        if isinstance(drawn, Failure):
-            error = drawn.failure()
-            return Failure(add_error_usage(error, billed)) if billed.calls else drawn
-        reply = drawn.unwrap()
-        key = _key(reply)
-        if (key == plan.looping or key in plan.replays) and draw < self.redraws:
-            return None
-        return Success(add_usage(reply, billed) if billed.calls else reply)
-
     def choose(self, messages: Sequence[Message], sampled: bool) -> Plan | None:
         """The plan of a call: repeated turns left out, a cycle resampled, a replay of
         rejected work drawn again (for a G that can be ``sampled``)."""
@@ -298,11 +286,18 @@ async def _broken(
         if not chosen.first_as_is(draw):
             drawn_by = sampled.sampled(breaker.sampling(sampled.sampling, chosen, draw))
         drawn = await call(drawn_by, chosen.sent)
-        done = breaker.settle(chosen, drawn, draw, billed)
-        if done is not None:
-            return _ended(chosen, done, drawn_by, draw)
-        billed += drawn.unwrap().usage or NO_USAGE
-        draw += 1
+        reply = drawn.unwrap() if isinstance(drawn, Success) else None
+        again = reply is not None and _key(reply) in (chosen.looping, *chosen.replays)
+        if again and draw < breaker.redraws:  # the reply repeats the cycle: draw again
+            billed, draw = billed + (drawn.unwrap().usage or NO_USAGE), draw + 1
+            continue
+        if billed.calls:  # what the draws thrown away cost
+            drawn = (
+                Success(add_usage(reply, billed))
+                if reply is not None
+                else Failure(add_error_usage(drawn.failure(), billed))
+            )
+        return _ended(chosen, drawn, drawn_by, draw)
 
 
 def _sampling_of(G: object) -> Sampling | None:
