@@ -114,7 +114,7 @@ class _Attempts:
         try:
             with heartbeat(lambda: r.recording.sink):
                 return run(a.invoke(r.G), r.V1, a.env(r.V2), a.emit(r.recording), r.system,
-                           opts.task, a.limit(opts.max_steps), opts.max_format_errors,
+                           a.prompt(opts.task), a.limit(opts.max_steps), opts.max_format_errors,
                            check=r.check, watch=traced(opts, a.watching(Saving(r.recording))))  # fmt: skip
         finally:
             r.display.stop("done")

@@ -203,6 +203,7 @@ class _Command:
         if attempt is not None:
             G, V2, emit = attempt.invoke(G), attempt.env(V2), attempt.emit(emit)
             steps, watch = attempt.limit(steps), attempt.watching(watch)
+            prompt = attempt.prompt(prompt)
         return loop(G, a.V1, V2, emit, system, prompt, steps, errors, check=a.check,
                     watch=traced(self.opts, watch))  # fmt: skip
 
