@@ -306,7 +306,7 @@ def _where(args: argparse.Namespace) -> tuple[str | None, int | None]:
     processes = args.processes
     given = env.get("FOUR_PROCESSES")
     if processes is None and not args.ray and given is not None:
-        processes = env.get_int("FOUR_PROCESSES", 0)
+        processes = env.over(None, "FOUR_PROCESSES", 0)
         if processes < 1:
             raise UsageError(f"FOUR_PROCESSES={given!r} must be at least 1")
     if processes == 0:

@@ -243,7 +243,7 @@ def search_options(args: argparse.Namespace) -> tuple[int, int, float, int]:
     ``--attempt-temperature`` and ``--workers``, over their variables."""
     given = getattr(args, "attempts", None)
     if given is None and env.get("FOUR_ATTEMPTS") is not None:
-        given = env.get_int("FOUR_ATTEMPTS", 1)
+        given = env.over(None, "FOUR_ATTEMPTS", 1)
     if given is not None and given < 1:
         raise UsageError("--attempts must be at least 1")
     check = getattr(args, "check", None)
@@ -371,11 +371,11 @@ def local_settings() -> LocalSettings:
     found: dict[str, float] = {}
     for key in ("ctx", "threads", "parallel", "max_tokens"):
         name = f"FOUR_LOCAL_{key.upper()}"
-        if (count := env.get_int(name, 0)) < 0:
+        if (count := env.over(None, name, 0)) < 0:
             raise UsageError(f"{name}={count} is negative")
         if count:
             found[key] = count
-    temperature = env.get_float("FOUR_LOCAL_TEMPERATURE", None)
+    temperature = env.over(None, "FOUR_LOCAL_TEMPERATURE", None)
     if temperature is not None:
         if temperature < 0:
             raise UsageError(f"FOUR_LOCAL_TEMPERATURE={temperature} is negative")

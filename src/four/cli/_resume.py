@@ -186,7 +186,7 @@ def heartbeat(sink: Callable[[], object], every: float | None = None) -> Iterato
     if every is None:
         from four.cli import _settings as env
 
-        every = env.get_float("FOUR_HEARTBEAT", HEARTBEAT) or 0.0
+        every = env.over(None, "FOUR_HEARTBEAT", HEARTBEAT) or 0.0
     if every <= 0:
         yield
         return

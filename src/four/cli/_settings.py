@@ -7,14 +7,13 @@ variable; a flag given on the command line wins over the variable.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
 from four.cli._errors import UsageError
 
 ENVIRONMENTS = ("local", "persistent", "sandbox", "docker")
-N = TypeVar("N", int, float)
 Value = TypeVar("Value", int, float | None)
 
 
@@ -71,45 +70,23 @@ def get(name: str, environ: Mapping[str, str] | None = None) -> str | None:
     return value or None
 
 
-def get_int(name: str, default: int, environ: Mapping[str, str] | None = None) -> int:
-    """An integer variable; a value that is not an integer is a usage error.
+def over(
+    given: Value | None, name: str, default: Value, environ: Mapping[str, str] | None = None
+) -> Value:
+    """A flag's value if given, else its variable's (read as the default's type: a value
+    that is not a number is a usage error), else the default.
 
-    >>> get_int("FOUR_MAX_STEPS", 100, {"FOUR_MAX_STEPS": "7"})
-    7
+    >>> over(None, "FOUR_MAX_STEPS", 100, {"FOUR_MAX_STEPS": "7"}), over(3, "FOUR_MAX_STEPS", 100)
+    (7, 3)
     """
     text = get(name, environ)
-    return default if text is None else _number(int, name, text, "an integer")
-
-
-def get_float(
-    name: str, default: float | None, environ: Mapping[str, str] | None = None
-) -> float | None:
-    """A number variable; a value that is not a number is a usage error.
-
-    >>> get_float("FOUR_COST_LIMIT", None, {"FOUR_COST_LIMIT": "0.5"})
-    0.5
-    """
-    text = get(name, environ)
-    return default if text is None else _number(float, name, text, "a number")
-
-
-def _number(kind: Callable[[str], N], name: str, text: str, what: str) -> N:
+    if given is not None or text is None:
+        return default if given is None else given
     try:
-        return kind(text)
+        return int(text) if isinstance(default, int) else float(text)
     except ValueError:
+        what = "an integer" if isinstance(default, int) else "a number"
         raise UsageError(f"{name}={text!r} is not {what}") from None
-
-
-def over(given: Value | None, name: str, default: Value) -> Value:
-    """A flag's value if given, else its variable's (read as the default's type), else the
-    default.
-
-    >>> over(None, "FOUR_MAX_STEPS", 100), over(7, "FOUR_MAX_STEPS", 100)
-    (100, 7)
-    """
-    if given is not None:
-        return given
-    return get_int(name, default) if isinstance(default, int) else get_float(name, default)
 
 
 def get_bool(name: str, environ: Mapping[str, str] | None = None) -> bool:
