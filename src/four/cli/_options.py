@@ -142,7 +142,7 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
         raise UsageError("--env docker needs an image: --image NAME or FOUR_IMAGE")
     cost_limit = env.over(args.cost_limit, "FOUR_COST_LIMIT", DEFAULT_COST_LIMIT)
     prices = args.prices or env.get("FOUR_PRICES")
-    toolcalls = args.toolcalls if args.toolcalls is not None else env.get_bool("FOUR_TOOLCALLS")
+    toolcalls = env.over(args.toolcalls, "FOUR_TOOLCALLS", False)
     if args.check is not None and not args.check.strip():  # it would accept anything
         raise UsageError("--check is empty: give the command that judges, e.g. --check 'pytest -q'")
     check_files = tuple(getattr(args, "check_files", ()) or ())
@@ -191,7 +191,8 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
         json=bool(args.json),
         sign=getattr(args, "sign", None) or env.get("FOUR_SIGNING_KEY"),
         otel=otel_wanted(getattr(args, "otel", None)),
-        preview=_preview(getattr(args, "preview", None), local),
+        # on by default for the model run on this machine: the workspace goes nowhere else
+        preview=env.over(getattr(args, "preview", None), "FOUR_PREVIEW", local is not None),
         output_in_workspace=bool(getattr(args, "output_in_workspace", False)),
         local=local,
         mcp=tuple(getattr(args, "mcp", None) or ()),
@@ -204,17 +205,6 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
         attempt_temperature=temperature,
         workers=workers,
     )
-
-
-def _preview(flag: bool | None, local: str | None) -> bool:
-    """``--preview``, else ``FOUR_PREVIEW``, else on for the model run on this machine
-    (the workspace's lines go nowhere else; a hosted model is sent them when asked)."""
-    if flag is not None:
-        return flag
-    variable = env.get("FOUR_PREVIEW")
-    if variable is not None:
-        return env.get_bool("FOUR_PREVIEW")
-    return local is not None
 
 
 def otel_wanted(flag: bool | None) -> bool:
@@ -317,8 +307,8 @@ def local_model(args: argparse.Namespace) -> str | None:
         raise UsageError("--local and --model: choose one")
     if chosen is None and not args.model:
         variable = env.get("FOUR_LOCAL")
-        if variable is not None and variable.lower() not in ("0", "false", "no", "off"):
-            chosen = "" if variable.lower() in ("1", "true", "yes", "on") else variable
+        if variable is not None and variable.lower() not in env.NO:
+            chosen = "" if variable.lower() in env.YES else variable
     if chosen is None:
         if args.model or env.get("FOUR_MODEL") or args.api_base or env.get("FOUR_API_BASE"):
             return None

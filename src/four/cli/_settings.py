@@ -14,7 +14,7 @@ from typing import TypeVar
 from four.cli._errors import UsageError
 
 ENVIRONMENTS = ("local", "persistent", "sandbox", "docker")
-Value = TypeVar("Value", int, float | None)
+Value = TypeVar("Value", bool, int, float | None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,15 +73,22 @@ def get(name: str, environ: Mapping[str, str] | None = None) -> str | None:
 def over(
     given: Value | None, name: str, default: Value, environ: Mapping[str, str] | None = None
 ) -> Value:
-    """A flag's value if given, else its variable's (read as the default's type: a value
-    that is not a number is a usage error), else the default.
+    """A flag's value if given, else its variable's (read as the default's type: yes/no,
+    1 or 0, for a bool; a value that is not one is a usage error), else the default.
 
     >>> over(None, "FOUR_MAX_STEPS", 100, {"FOUR_MAX_STEPS": "7"}), over(3, "FOUR_MAX_STEPS", 100)
     (7, 3)
+    >>> over(None, "FOUR_TOOLCALLS", False, {"FOUR_TOOLCALLS": "True"})
+    True
     """
     text = get(name, environ)
     if given is not None or text is None:
         return default if given is None else given
+    if isinstance(default, bool):
+        word = text.strip().lower()
+        if word in YES or word in NO:
+            return word in YES
+        raise UsageError(f"{name}={word!r} is not a yes/no value (use 1 or 0)")
     try:
         return int(text) if isinstance(default, int) else float(text)
     except ValueError:
@@ -89,18 +96,7 @@ def over(
         raise UsageError(f"{name}={text!r} is not {what}") from None
 
 
-def get_bool(name: str, environ: Mapping[str, str] | None = None) -> bool:
-    """A yes/no variable: 1, true, yes or on (any case) mean yes.
-
-    >>> get_bool("FOUR_TOOLCALLS", {"FOUR_TOOLCALLS": "True"})
-    True
-    """
-    text = (get(name, environ) or "").strip().lower()
-    if text in ("", "0", "false", "no", "off"):
-        return False
-    if text in ("1", "true", "yes", "on"):
-        return True
-    raise UsageError(f"{name}={text!r} is not a yes/no value (use 1 or 0)")
+YES, NO = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
 
 
 def epilog() -> str:
