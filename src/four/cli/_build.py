@@ -37,15 +37,8 @@ if TYPE_CHECKING:
 
 @dataclass(slots=True)
 class Deadline:
-    """The run's one clock: once ``seconds`` of wall time have passed since ``started``,
-    the run ends ``time_limit_reached``.
-
-    While ``armed()``, the run's every command, tool and check (a check's command, a
-    notebook's re-run, a build, a type check, the last judgement) is killed at that
-    moment (``four.execute``'s interrupt switch), and none starts after it; the loop,
-    asking before each model call and each action, then ends the run, its record sealed.
-    A model call already waiting for its answer is not cut: the run ends when it returns.
-    """
+    """The run's one clock (docs/security.md): once ``seconds`` have passed, the run ends
+    ``time_limit_reached``, and while ``armed()`` what it runs is killed then."""
 
     seconds: float
     started: float = field(default_factory=time.monotonic)

@@ -42,10 +42,8 @@ HELD_OUT_FEEDBACK = "verdict"
 
 
 def default_output_dir() -> Path:
-    """Where ``four run`` saves runs without ``-o``: ``$XDG_STATE_HOME/four/runs``, else
-    ``~/.local/state/four/runs``. Never the agent's workspace: a run's record holds its
-    check's command (which often holds the answer), and an agent's ``grep -r .`` would
-    read the earlier runs' (and its own).
+    """Where ``four run`` saves runs without ``-o``, never the agent's workspace
+    (docs/cli.md, where runs go).
 
     >>> default_output_dir().parts[-2:]
     ('four', 'runs')
