@@ -7,6 +7,7 @@ import json
 import signal
 import sys
 import time
+import traceback
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -317,14 +318,19 @@ def start_local(opts: RunOptions) -> bool:
     return True
 
 
-def interrupted(
+def ended(
     opts: RunOptions,
-    exc: KeyboardInterrupt,
+    exc: BaseException,
     path: Path | None,
     before: str,
     extra: Mapping[str, JSON] | None = None,
 ) -> int:
-    """Say that Ctrl-C (or SIGTERM) ended the run, and where it was saved; the exit status."""
+    """Say that Ctrl-C (or SIGTERM), or a crash with its traceback, ended the run, and
+    where it was saved; the exit status."""
+    if not isinstance(exc, KeyboardInterrupt):
+        traceback.print_exception(exc)
+        print(f"crashed · saved {path}" if path else "crashed before saving", file=sys.stderr)
+        return 1
     if opts.json:
         failed_json(f"interrupted: {type(exc).__name__}", path, extra)
     else:

@@ -11,7 +11,6 @@ import argparse
 import dataclasses
 import os
 import sys
-import traceback
 from contextlib import nullcontext
 
 from four._types import JSON, Message
@@ -19,8 +18,8 @@ from four.cli import _settings as env
 from four.cli._build import (
     Deadline,
     Saving,
+    ended,
     failed_json,
-    interrupted,
     load_domain,
     prepare,
     report,
@@ -90,15 +89,9 @@ def main(args: argparse.Namespace) -> int:
     except TrajectoryNotSaved as exc:
         display.stop("not saved")
         return _not_saved(exc, opts)
-    except KeyboardInterrupt as exc:
-        display.stop("interrupted")
-        return interrupted(opts, exc, recording.path, "the run began")
-    except Exception:
-        display.stop("crashed")
-        traceback.print_exc()
-        saved = recording.path
-        print(f"crashed · saved {saved}" if saved else "crashed before saving", file=sys.stderr)
-        return 1
+    except (KeyboardInterrupt, Exception) as exc:
+        display.stop("interrupted" if isinstance(exc, KeyboardInterrupt) else "crashed")
+        return ended(opts, exc, recording.path, "the run began")
     else:
         display.stop("done")
     finally:
