@@ -86,9 +86,13 @@ def main(args: argparse.Namespace) -> int:
                 check=r.check,
                 watch=traced(opts, Saving(recording, deadline)),
             )
-    except TrajectoryNotSaved as exc:
+    except TrajectoryNotSaved as exc:  # the run ended, but its record could not be sealed
         display.stop("not saved")
-        return _not_saved(exc, opts)
+        if opts.json:
+            failed_json(f"save_failed: {exc}", getattr(exc, "kept", None))
+        else:
+            print(f"four run: save_failed: {exc}", file=sys.stderr)
+        return 1
     except (KeyboardInterrupt, Exception) as exc:
         display.stop("interrupted" if isinstance(exc, KeyboardInterrupt) else "crashed")
         return ended(opts, exc, recording.path, "the run began")
@@ -111,7 +115,7 @@ def _resumed(
 ) -> tuple[RunOptions, tuple[Message, ...], dict[str, JSON]]:
     """The options, history and extra record of a new attempt at the run ``--resume``
     names."""
-    from four.cli._resume import extra_record, options_of, resumed, verified
+    from four.cli._resume import options_of, resumed, verified
 
     if args.task is not None:
         raise UsageError("--resume takes the task from the trajectory: give no TASK")
@@ -122,13 +126,5 @@ def _resumed(
     opts = options_of(earlier, args.resume, mode=mode, json=bool(args.json))
     if sign:  # the new attempt is signed by the key its record was verified with
         opts = dataclasses.replace(opts, sign=sign)
-    return opts, earlier.history, extra_record(earlier.settings)
-
-
-def _not_saved(exc: OSError, opts: RunOptions) -> int:
-    """The run ended, but its record could not be sealed: one line, what was kept."""
-    if opts.json:
-        failed_json(f"save_failed: {exc}", getattr(exc, "kept", None))
-    else:
-        print(f"four run: save_failed: {exc}", file=sys.stderr)
-    return 1
+    item = earlier.settings.get("batch_item")  # what it recorded beyond its options
+    return opts, earlier.history, {"batch_item": item} if isinstance(item, str) else {}
