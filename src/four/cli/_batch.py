@@ -1,7 +1,6 @@
 """``four batch TASKS.jsonl``: ``four run``'s agent (built from the same flags and
 ``FOUR_*`` variables) on every task of a file, on threads, under ``four.arun`` on
-``AsyncPool`` (``--processes``) or on Ray. What it writes and its exit codes: its
-description in ``four.cli._COMMANDS``.
+``AsyncPool`` (``--processes``) or on Ray; what it writes: docs/batch.md.
 """
 
 from __future__ import annotations
