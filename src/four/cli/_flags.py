@@ -206,7 +206,8 @@ def judge_flags(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="K",
         help="with --check: up to K attempts, each from a fresh copy of the workspace "
-        "(docs/search.md) [FOUR_ATTEMPTS, 4 with --check: 4 solved the most on the bench]",
+        "(docs/search.md) [FOUR_ATTEMPTS, 4 with --check (4 solved the most on the bench, "
+        "bench/README.md), 1 without]",
     )
     p.add_argument(
         "--seed",
