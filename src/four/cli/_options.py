@@ -1,9 +1,5 @@
-"""What ``four run`` was asked: flags, ``FOUR_*`` variables and defaults combined into one
-``RunOptions``, and the checks that need nothing started (the model named, the output
-folder outside the workspace).
-
-Flags win over ``FOUR_*`` variables, which win over the defaults.
-"""
+"""What ``four run`` was asked: flags over ``FOUR_*`` variables over defaults, combined
+into one ``RunOptions``, and the checks that need nothing started."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""``four run TASK``: an agent on a task, shown live, saved as it goes.
-
-Everything that can be checked before the first step is: the model and its key (or the
-server at ``--api-base``), the environment, the system prompt file. Ctrl-C ends the run,
-saves the trajectory and prints its path (exit 130; SIGTERM the same, exit 143).
-"""
+"""``four run TASK``: an agent on a task, shown live, saved as it goes; what can be
+checked before the first step is (docs/cli.md)."""
 
 from __future__ import annotations
 
