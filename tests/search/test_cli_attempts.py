@@ -78,8 +78,8 @@ CASES = [
 def no_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     from four.cli._settings import VARIABLES
 
-    for variable in VARIABLES:
-        monkeypatch.delenv(variable.name, raising=False)
+    for name in VARIABLES:
+        monkeypatch.delenv(name, raising=False)
 
 
 def _available(case: Case) -> None:
