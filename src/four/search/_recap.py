@@ -81,7 +81,7 @@ def recap(summaries: Sequence[str]) -> str:
 def told(prompt: str) -> tuple[str, list[int]]:
     """A prompt split into the task and the attempts its recap names (none: no recap).
 
-    >>> told("count the files\n\n" + recap(["Attempt 1 was held: ...", "Attempt 2 ..."]))
+    >>> told("count the files\\n\\n" + recap(["Attempt 1 was held: ...", "Attempt 2 ..."]))
     ('count the files', [1, 2])
     >>> told("count the files")
     ('count the files', [])
