@@ -58,8 +58,8 @@ from ._state import (
     ResolutionOutcome,
     TransitionReceipt,
     _Prefix,
+    evolve,
     make_record,
-    make_state,
     merge_outcomes,
     raw_state,
     raw_used,
@@ -264,15 +264,13 @@ def _apply(before: ControllerState, delta: dict[str, Any]) -> ControllerState:
             _apply_eager(record.relation, deps.get("relation")),
             _apply_outcomes(record.outcomes, deps.get("outcomes")),
         )
-    scalars = [
-        _unscalar(name, delta[name]) if name in delta else getattr(before, name) for name in SCALARS
-    ]
-    state = make_state(
-        _apply_set(excl, delta.get("exclusions")),
-        _apply_set(evid, delta.get("used_evidence")),
-        _apply_set(comp, delta.get("used_compute")),
-        record,
-        *scalars,
+    state = evolve(
+        before,
+        exclusions=_apply_set(excl, delta.get("exclusions")),
+        used_evidence=_apply_set(evid, delta.get("used_evidence")),
+        used_compute=_apply_set(comp, delta.get("used_compute")),
+        dependencies=record,
+        **{name: _unscalar(name, delta[name]) for name in SCALARS if name in delta},
     )
     state.__post_init__()
     return state

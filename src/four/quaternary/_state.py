@@ -386,20 +386,16 @@ _RAW_EVIDENCE: Final = _EVID_SLOT.__get__
 _RAW_COMPUTE: Final = _COMP_SLOT.__get__
 _RAW_USED: Final = _USED_SLOT.__get__
 
-_LAZY_SLOTS: Final = {
-    "exclusions": _EXCL_SLOT,
-    "used_evidence": _EVID_SLOT,
-    "used_compute": _COMP_SLOT,
-}
-_STATE_SETTERS: Final = tuple(
-    (_LAZY_SLOTS[name] if name in _LAZY_SLOTS else ControllerState.__dict__[name]).__set__
-    for name in ControllerState.__slots__
-)
 _RECORD_SLOTS: Final = (
     _USED_SLOT,
     DependencyRecord.__dict__["unresolved"],
     DependencyRecord.__dict__["relation"],
     DependencyRecord.__dict__["outcomes"],
+)
+_STATE_SLOTS: Final = tuple(
+    (name, getattr(slot, "slot", slot))  # a lazy set field's raw slot
+    for name in ControllerState.__slots__
+    for slot in (ControllerState.__dict__[name],)
 )
 
 
@@ -412,38 +408,13 @@ def raw_used(record: DependencyRecord) -> Any:
     return _RAW_USED(record)
 
 
-def make_state(
-    exclusions: Any,
-    used_evidence: Any,
-    used_compute: Any,
-    dependencies: DependencyRecord,
-    evidence_budget: int,
-    compute_budget: int,
-    dependency_budget: int,
-    status: ControllerStatus,
-    candidate_disposition: CandidateDisposition | None,
-    evaluation_count: int,
-    clock: int,
-    pending_lease: Lease | None,
-    held_reason: str | None,
-) -> ControllerState:
-    """Build a state without re-running validation (the transitions keep the invariants)."""
-    state: ControllerState = object.__new__(ControllerState)
-    s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11, s12 = _STATE_SETTERS
-    s0(state, exclusions)
-    s1(state, used_evidence)
-    s2(state, used_compute)
-    s3(state, dependencies)
-    s4(state, evidence_budget)
-    s5(state, compute_budget)
-    s6(state, dependency_budget)
-    s7(state, status)
-    s8(state, candidate_disposition)
-    s9(state, evaluation_count)
-    s10(state, clock)
-    s11(state, pending_lease)
-    s12(state, held_reason)
-    return state
+def evolve(state: ControllerState, **changes: Any) -> ControllerState:
+    """``state`` with ``changes`` (set fields raw, so their logs are shared), built without
+    re-running validation: the transitions keep the invariants."""
+    new: ControllerState = object.__new__(ControllerState)
+    for name, slot in _STATE_SLOTS:
+        slot.__set__(new, changes[name] if name in changes else slot.__get__(state))
+    return new
 
 
 def make_record(used: Any, unresolved: Any, relation: Any, outcomes: Any) -> DependencyRecord:
