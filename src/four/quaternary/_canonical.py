@@ -1,17 +1,7 @@
 """The JSON form of receipt values and controller states, and the receipts' hash chain
-over it: one encoding for the receipts document and for the digests.
-
-The chain is ``four._chain``'s (the seal's): it starts from ``sha256("four.quaternary/2")``;
-``fingerprint(config)`` is its link ``config`` (the config's ten resolved fields),
-``genesis`` the link ``state`` after it (the before-state of the first receipt), and each
-receipt a link ``evaluation`` (verdict, payload, arcs, action, index) or ``event`` (the
-event and the action). The states themselves are not hashed at every step: the audit
-replays each transition and checks the claimed after-state, so the chain of inputs
-plus the genesis state determines (and so commits to) every state.
-
-A value is JSON null, bool, int or string, or one of ``{"float": repr}``, ``{"tuple":
-[V]}``, ``{"set": [V]}`` (sorted by canonical text), ``{"evidence": V}``, ``{"compute":
-V}``; enums are written as their values.
+over it (``four._chain``'s, the seal's; docs/seal.md): one encoding for the receipts
+document and for the digests. The states are not hashed at every step: the audit replays
+each transition, so the chain of inputs plus the genesis state commits to every state.
 """
 
 from __future__ import annotations

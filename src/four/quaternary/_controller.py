@@ -89,13 +89,9 @@ def _payload(result: CheckResult) -> Payload:
 
 
 class QICTController:
-    """Finite-rank bookkeeping for one candidate loop, with tamper-evident receipts.
-
-    Behaves like verdict4 0.2.0's controller, including its documented quirks kept for
-    receipt compatibility: advancing the clock while idle holds, any invalidation
-    holds, FAILS is handled like HOLDS, and an event HOLD keeps the disposition.
-    Each receipt also carries a `digest` chained to the previous one and to the
-    config's fingerprint; `head` is the digest the trace currently ends at.
+    """Finite-rank bookkeeping for one candidate loop, with tamper-evident receipts: each
+    chained to the previous one and the config (``head``: where the trace ends). Behaves
+    like verdict4 0.2.0's controller, its quirks included (docs/seal.md).
 
     >>> from four.quaternary import ComputeNeed, maybe, yes
     >>> controller = QICTController(QICTConfig(compute_alphabet={"next_1"}))
@@ -234,13 +230,8 @@ def audit_trace(
     head: bytes | None = None,
     version: int = acc.FORMAT_VERSION,
 ) -> AuditResult:
-    """Replay a whole trace and report every inconsistency.
-
-    Reports what verdict4 0.2.0 reports (chain breaks, transitions that do not replay,
-    rank violations) plus: digests that do not match the chain or the config, objects
-    that are not receipts, and, when `head` is given, a trace that does not end at
-    that recorded head digest (so a trace cut short is caught). `version` is the
-    receipts document's (`load_receipts` reads both): its digests' chain.
+    """Replay a whole trace and report every inconsistency (verdict4's, and the chain's:
+    docs/seal.md); ``head`` catches a trace cut short, ``version`` is the document's.
 
     >>> from four.quaternary import no
     >>> controller = QICTController(QICTConfig(failure_alphabet={"a"}))

@@ -1,26 +1,6 @@
-"""Lossless JSON serialisation of receipt traces (schema "four.quaternary.receipts").
-
-Document layout::
-
-    {"format": "four.quaternary.receipts", "version": 2, "receipts": [ENTRY, ...]}
-
-The version names the digests' chain: 2 is ``_canonical``'s; documents of version 1
-(``_chain_v1``) still load, and audit under their own chain.
-
-An ENTRY is ``{"type": "evaluation", "verdict": int, "payload": V, "arcs": [V],
-"action": str, "index": int, "after": DELTA, "digest": hex}`` or ``{"type": "event",
-"event": {"kind", "lease_id", "outcome", "dependency", "clock"}, "action": str,
-"after": DELTA, "digest": hex}``. The first entry, and any entry whose before-state
-is not the previous after-state, also has ``"before": STATE`` (a full state); the
-others reuse the previous after-state, so a trace costs O(total changes), not
-O(receipts x state size).
-
-A STATE has the thirteen ControllerState fields (sets as sorted lists, the dependency
-record as an object, the lease as an object or null). A DELTA lists only the fields
-that changed: a set field as ``{"add": [...], "remove": [...]}`` (additions in the
-order the controller made them), outcomes as ``{"add": [[name, outcome], ...]}``
-(merged and re-sorted by name) or ``{"replace": [...]}``, any other field as its new
-value. A value V is as ``_canonical`` writes it; string enums are read back as members.
+"""Lossless JSON serialisation of receipt traces (schema "four.quaternary.receipts"):
+the layout is in docs/seal.md. An entry stores only what changed since the previous
+after-state, so a trace costs O(total changes), not O(receipts x state size).
 """
 
 from __future__ import annotations

@@ -69,11 +69,8 @@ def _negates(a: str, b: str) -> bool:
 
 
 def _detect_contradictions(exclusions: list[str]) -> list[tuple[str, str]] | None:
-    """Flag (a, b) pairs where one exclusion is an English negation of the other.
-
-    Kept exactly as verdict4 0.2.0 does it: only the negated side is stripped,
-    duplicate exclusions give duplicate pairs, and an empty result is None.
-    """
+    """Flag (a, b) pairs where one exclusion is an English negation of the other (as
+    verdict4 0.2.0 does it: docs/seal.md)."""
     pairs = [
         (a, b) for i, a in enumerate(exclusions) for b in exclusions[i + 1 :] if _negates(a, b)
     ]
@@ -93,18 +90,12 @@ def run(
     on_hold: Callable[[Any, str], None] | None = None,
     on_blocked: Callable[[Any, str], None] | None = None,
 ) -> LoopOutcome:
-    """Run the quaternary loop over user callables (verdict4 0.2.0 compatible).
+    """Run the quaternary loop over user callables (verdict4 0.2.0 compatible; its
+    differences in docs/seal.md).
 
     Each round generates an output and checks it: YES accepts, NO adds its reason to
     the exclusions and retries, MAYBE gathers evidence once and rechecks (a second
     MAYBE holds), IFF rechecks if the dependency is resolved or failed, else blocks.
-
-    Differences from verdict4 0.2.0: `generate` receives a fresh copy of the
-    exclusions each round (mutating it cannot corrupt the runner), `max_rounds < 1`
-    raises `ValueError`, and `status` is a `LoopStatus` (equal to the plain strings).
-    Kept as in verdict4: the IFF branch calls `is_resolved` even without `recheck`,
-    and a typed MAYBE returned by the recheck gives `held_reason=None` while `on_hold`
-    receives "unresolvable".
 
     >>> from four.quaternary import yes
     >>> run("t", generate=lambda task, *, exclusions: 42, check=lambda out: yes()).status

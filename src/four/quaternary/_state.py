@@ -445,11 +445,8 @@ def _check_count(name: str, value: object, *, optional: bool) -> None:
 
 @dataclass(frozen=True, slots=True)
 class QICTConfig:
-    """Finite alphabets, budgets and lease duration of a controller.
-
-    Differences from verdict4 0.2.0 (which silently accepts them): a bare `str` as an
-    alphabet raises `TypeError` instead of becoming a set of characters, and budgets
-    and `lease_ticks` must be ints (not bools or floats).
+    """Finite alphabets, budgets and lease duration of a controller (stricter than
+    verdict4 0.2.0's: docs/seal.md).
 
     >>> QICTConfig(compute_alphabet={"a", "b"}).initial_state().compute_budget
     2
