@@ -34,7 +34,7 @@ from ._state import (
     Payload,
     QICTConfig,
     _Prefix,
-    acyclic,
+    check_record,
     evolve,
     make_record,
     merge_outcomes,
@@ -213,12 +213,8 @@ def _evaluation_transition(
         unresolved = deps.unresolved | {dependency}
         relation = deps.relation | arcs if arcs else deps.relation
         if arcs:
-            try:
-                for a, b in relation:
-                    if a not in unresolved or b not in unresolved:
-                        raise ValueError("Dependency arcs must join unresolved vertices.")
-                if not acyclic(relation):
-                    raise ValueError("The unresolved dependency relation must be acyclic.")
+            try:  # the record's own invariants (of its arcs: the rest hold by construction)
+                check_record(unresolved, unresolved, relation, ())
             except ValueError as exc:
                 return hold(str(exc))
         record = make_record(used.added(dependency), unresolved, relation, deps.outcomes)
