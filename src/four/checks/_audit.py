@@ -258,7 +258,7 @@ def _verdicts(record: JSON, detail: JSON) -> tuple[list[str], AuditResult | None
     if errors or config is None or not isinstance(document, dict):
         return errors, None, 0
     try:
-        receipts = _load(document)
+        receipts = receipts_from_json(document)
     except ValueError as exc:
         return [f"stats.verdicts.receipts: {exc}"], None, 0
     version = 1 if document.get("version") == 1 else FORMAT_VERSION  # (load_receipts read it)
@@ -351,21 +351,6 @@ def _receipt_errors(document: JSON) -> list[str]:
 
 
 _NAMES: dict[type, str] = {dict: "an object", str: "a string", list: "a list"}
-
-
-def _load(document: dict[str, JSON]) -> list[TransitionReceipt]:
-    """The receipts; on a malformed one, a ValueError naming its index."""
-    try:
-        return receipts_from_json(document)
-    except ValueError:
-        entries = document["receipts"]
-        assert isinstance(entries, list)
-        for i in range(len(entries)):  # only when broken: find the first receipt that is
-            try:
-                receipts_from_json({**document, "receipts": entries[: i + 1]})
-            except ValueError as exc:
-                raise ValueError(f"receipt {i}: {exc}") from None
-        raise
 
 
 def _log_errors(record: Mapping[str, JSON], receipts: list[TransitionReceipt]) -> list[str]:

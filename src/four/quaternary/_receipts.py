@@ -308,7 +308,8 @@ def dump_receipts(receipts: Iterable[TransitionReceipt]) -> str:
 def load_receipts(text: str) -> list[TransitionReceipt]:
     """Read a document written by `dump_receipts` back into receipts (equal to the originals).
 
-    Raises `ValueError` for another format or version, or a malformed document.
+    Raises `ValueError` for another format or version, or a malformed document (naming
+    the first receipt that is).
     """
     return receipts_from_json(json.loads(text))
 
@@ -319,10 +320,13 @@ def receipts_from_json(document: object) -> list[TransitionReceipt]:
         raise ValueError("not a four.quaternary receipts document")
     if document.get("version") not in (1, FORMAT_VERSION):  # 1: chained by _chain_v1
         raise ValueError(f"unsupported receipts document version: {document.get('version')!r}")
+    entries = document.get("receipts")
+    if not isinstance(entries, list):
+        raise ValueError("malformed receipts document: its receipts are not a list")
     receipts: list[TransitionReceipt] = []
     previous: ControllerState | None = None
     try:
-        for entry in document["receipts"]:
+        for entry in entries:
             if "before" in entry:
                 before = _read_state(entry["before"])
             elif previous is None:
@@ -358,6 +362,8 @@ def receipts_from_json(document: object) -> list[TransitionReceipt]:
             else:
                 raise ValueError(f"unknown receipt type: {entry['type']!r}")
             previous = after
+    except ValueError as exc:
+        raise ValueError(f"receipt {len(receipts)}: {exc}") from exc  # the first not read
     except (KeyError, TypeError, AttributeError) as exc:
-        raise ValueError(f"malformed receipts document: {exc!r}") from exc
+        raise ValueError(f"receipt {len(receipts)}: malformed receipts document: {exc!r}") from exc
     return receipts
