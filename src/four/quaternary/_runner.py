@@ -27,20 +27,8 @@ class GenerateFn(Protocol):
     def __call__(self, task: Any, *, exclusions: list[str]) -> Any: ...
 
 
-class CheckFn(Protocol):
-    def __call__(self, output: Any, /) -> CheckResult: ...
-
-
-class GatherFn(Protocol):
-    def __call__(self, needed: str, /) -> Any: ...
-
-
 class RecheckFn(Protocol):
     def __call__(self, output: Any, evidence: Any = ..., /) -> CheckResult: ...
-
-
-class DepCheckFn(Protocol):
-    def __call__(self, dependency: str, /) -> bool: ...
 
 
 @dataclass
@@ -81,11 +69,11 @@ def run(
     task: Any,
     *,
     generate: GenerateFn,
-    check: CheckFn,
-    gather: GatherFn | None = None,
+    check: Callable[[Any], CheckResult],
+    gather: Callable[[str], Any] | None = None,
     recheck: RecheckFn | None = None,
-    is_resolved: DepCheckFn | None = None,
-    is_failed: DepCheckFn | None = None,
+    is_resolved: Callable[[str], bool] | None = None,
+    is_failed: Callable[[str], bool] | None = None,
     max_rounds: int = 10,
     on_hold: Callable[[Any, str], None] | None = None,
     on_blocked: Callable[[Any, str], None] | None = None,
