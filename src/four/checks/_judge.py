@@ -118,10 +118,7 @@ def verify(
         if not isinstance(value, frozenset):
             arguments.count("verify", name, value)
     arguments.count("verify", "compute_steps", compute_steps, minimum=1)
-    if not isinstance(retries_per_reason, int) or retries_per_reason < 1:
-        raise ValueError(
-            f"retries_per_reason must be a positive integer, not {retries_per_reason!r}"
-        )
+    arguments.count("verify", "retries_per_reason", retries_per_reason, minimum=1)
     level = None if feedback is None else feedback_level(feedback)
     return Verifier(
         check,
