@@ -231,17 +231,9 @@ class DependencyRecord:
         check_record(self.used, self.unresolved, self.relation, self.outcomes)
 
     def __eq__(self, other: object) -> bool:
-        if self is other:
-            return True
         if other.__class__ is not self.__class__:
             return NotImplemented
-        assert isinstance(other, DependencyRecord)
-        return (
-            _same(_RAW_USED(self), _RAW_USED(other))
-            and self.unresolved == other.unresolved
-            and self.relation == other.relation
-            and self.outcomes == other.outcomes
-        )
+        return _equal(self, other, _RECORD_SLOTS)
 
     def outcome_for(self, dependency: str) -> ResolutionOutcome | None:
         """The recorded outcome of `dependency`, or None.
@@ -346,26 +338,9 @@ class ControllerState:
             raise ValueError("A terminal controller cannot retain a pending lease.")
 
     def __eq__(self, other: object) -> bool:
-        if self is other:
-            return True
         if other.__class__ is not self.__class__:
             return NotImplemented
-        assert isinstance(other, ControllerState)
-        return (
-            self.evaluation_count == other.evaluation_count
-            and self.evidence_budget == other.evidence_budget
-            and self.compute_budget == other.compute_budget
-            and self.dependency_budget == other.dependency_budget
-            and self.status == other.status
-            and self.candidate_disposition == other.candidate_disposition
-            and self.clock == other.clock
-            and self.pending_lease == other.pending_lease
-            and self.held_reason == other.held_reason
-            and _same(_RAW_EXCLUSIONS(self), _RAW_EXCLUSIONS(other))
-            and _same(_RAW_EVIDENCE(self), _RAW_EVIDENCE(other))
-            and _same(_RAW_COMPUTE(self), _RAW_COMPUTE(other))
-            and self.dependencies == other.dependencies
-        )
+        return _equal(self, other, _STATE_SLOTS)
 
 
 def _install_lazy(cls: type, names: tuple[str, ...]) -> list[Any]:
@@ -386,17 +361,22 @@ _RAW_EVIDENCE: Final = _EVID_SLOT.__get__
 _RAW_COMPUTE: Final = _COMP_SLOT.__get__
 _RAW_USED: Final = _USED_SLOT.__get__
 
-_RECORD_SLOTS: Final = (
-    _USED_SLOT,
-    DependencyRecord.__dict__["unresolved"],
-    DependencyRecord.__dict__["relation"],
-    DependencyRecord.__dict__["outcomes"],
-)
-_STATE_SLOTS: Final = tuple(
-    (name, getattr(slot, "slot", slot))  # a lazy set field's raw slot
-    for name in ControllerState.__slots__
-    for slot in (ControllerState.__dict__[name],)
-)
+
+def _raw_slots(cls: type[ControllerState | DependencyRecord]) -> tuple[tuple[str, Any], ...]:
+    """Each field's name and slot (a lazy set field's raw slot), in order."""
+    return tuple(
+        (name, getattr(cls.__dict__[name], "slot", cls.__dict__[name])) for name in cls.__slots__
+    )
+
+
+_STATE_SLOTS: Final = _raw_slots(ControllerState)
+_RECORD_SLOTS: Final = _raw_slots(DependencyRecord)
+
+
+def _equal(a: object, b: object, slots: tuple[tuple[str, Any], ...]) -> bool:
+    """Two records of one class equal field by field, on the raw slots (two prefixes of one
+    log compare by length)."""
+    return a is b or all(_same(slot.__get__(a), slot.__get__(b)) for _, slot in slots)
 
 
 def raw_state(state: ControllerState) -> tuple[Any, Any, Any]:
@@ -420,7 +400,7 @@ def evolve(state: ControllerState, **changes: Any) -> ControllerState:
 def make_record(used: Any, unresolved: Any, relation: Any, outcomes: Any) -> DependencyRecord:
     """Build a DependencyRecord without re-running validation."""
     record: DependencyRecord = object.__new__(DependencyRecord)
-    for slot, value in zip(_RECORD_SLOTS, (used, unresolved, relation, outcomes), strict=True):
+    for (_, slot), value in zip(_RECORD_SLOTS, (used, unresolved, relation, outcomes), strict=True):
         slot.__set__(record, value)
     return record
 
