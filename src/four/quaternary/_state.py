@@ -343,34 +343,21 @@ class ControllerState:
         return _equal(self, other, _STATE_SLOTS)
 
 
-def _install_lazy(cls: type, names: tuple[str, ...]) -> list[Any]:
-    slots = []
-    for name in names:
-        slot = cls.__dict__[name]
-        slots.append(slot)
-        setattr(cls, name, _LazySet(slot))
-    return slots
-
-
-_EXCL_SLOT, _EVID_SLOT, _COMP_SLOT = _install_lazy(
-    ControllerState, ("exclusions", "used_evidence", "used_compute")
-)
-(_USED_SLOT,) = _install_lazy(DependencyRecord, ("used",))
-_RAW_EXCLUSIONS: Final = _EXCL_SLOT.__get__
-_RAW_EVIDENCE: Final = _EVID_SLOT.__get__
-_RAW_COMPUTE: Final = _COMP_SLOT.__get__
-_RAW_USED: Final = _USED_SLOT.__get__
-
-
-def _raw_slots(cls: type[ControllerState | DependencyRecord]) -> tuple[tuple[str, Any], ...]:
-    """Each field's name and slot (a lazy set field's raw slot), in order."""
+def _raw_slots(cls: type[ControllerState | DependencyRecord], lazy: tuple[str, ...]) -> Any:
+    """Each field's name and raw slot, in order, once the ``lazy`` set fields read through
+    a ``_LazySet``."""
+    for name in lazy:
+        setattr(cls, name, _LazySet(cls.__dict__[name]))
     return tuple(
         (name, getattr(cls.__dict__[name], "slot", cls.__dict__[name])) for name in cls.__slots__
     )
 
 
-_STATE_SLOTS: Final = _raw_slots(ControllerState)
-_RECORD_SLOTS: Final = _raw_slots(DependencyRecord)
+_STATE_SLOTS: Final = _raw_slots(ControllerState, ("exclusions", "used_evidence", "used_compute"))
+_RECORD_SLOTS: Final = _raw_slots(DependencyRecord, ("used",))
+_RAW_EXCLUSIONS, _RAW_EVIDENCE, _RAW_COMPUTE = (slot.__get__ for _, slot in _STATE_SLOTS[:3])
+raw_used: Final = _RECORD_SLOTS[0][1].__get__
+"""The raw (possibly lazy) used dependencies of a record."""
 
 
 def _equal(a: object, b: object, slots: tuple[tuple[str, Any], ...]) -> bool:
@@ -382,10 +369,6 @@ def _equal(a: object, b: object, slots: tuple[tuple[str, Any], ...]) -> bool:
 def raw_state(state: ControllerState) -> tuple[Any, Any, Any]:
     """The raw (possibly lazy) exclusions, used_evidence and used_compute of a state."""
     return _RAW_EXCLUSIONS(state), _RAW_EVIDENCE(state), _RAW_COMPUTE(state)
-
-
-def raw_used(record: DependencyRecord) -> Any:
-    return _RAW_USED(record)
 
 
 def evolve(state: ControllerState, **changes: Any) -> ControllerState:
