@@ -34,6 +34,7 @@ from ._state import (
     Payload,
     QICTConfig,
     _Prefix,
+    check_count,
     check_record,
     evolve,
     make_record,
@@ -228,11 +229,6 @@ def _evaluation_transition(
     return hold(f"inadmissible or repeated dependency: {dependency}")
 
 
-def _check_clock(clock: object) -> None:
-    if clock is not None and (isinstance(clock, bool) or not isinstance(clock, int)):
-        raise TypeError(f"clock must be an int, not {type(clock).__name__}")
-
-
 def _event_transition(
     state: ControllerState, event: ControllerEvent
 ) -> tuple[ControllerAction, ControllerState]:
@@ -250,7 +246,7 @@ def _event_transition(
         return hold, _hold(state, "controller event has no pending lease")
     if kind == ControllerEventKind.ADVANCE_CLOCK:
         clock = event.clock
-        _check_clock(clock)
+        check_count("clock", clock, optional=True)
         if clock is None or clock <= state.clock:
             return hold, _hold(state, "clock must advance strictly")
         if clock >= lease.deadline:

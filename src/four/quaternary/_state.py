@@ -399,7 +399,7 @@ def _frozen_alphabet(name: str, value: object) -> frozenset[str]:
     return value if type(value) is frozenset else frozenset(value)
 
 
-def _check_count(name: str, value: object, *, optional: bool) -> None:
+def check_count(name: str, value: object, *, optional: bool) -> None:
     if value is None and optional:
         return
     if isinstance(value, bool) or not isinstance(value, int):
@@ -452,10 +452,10 @@ class QICTConfig:
             ("compute", self.compute_budget, self.compute_alphabet),
             ("dependency", self.dependency_budget, self.dependency_alphabet),
         ):
-            _check_count(f"{name} budget", budget, optional=True)
+            check_count(f"{name} budget", budget, optional=True)
             if budget is not None and not 0 <= budget <= len(alphabet):
                 raise ValueError(f"{name} budget must be between zero and its alphabet size.")
-        _check_count("lease_ticks", self.lease_ticks, optional=False)
+        check_count("lease_ticks", self.lease_ticks, optional=False)
         if self.lease_ticks <= 0:
             raise ValueError("A lease must have a positive finite duration.")
 
