@@ -28,7 +28,7 @@ from four.quaternary import (
     TransitionReceipt,
     audit_trace,
 )
-from four.quaternary._canonical import FORMAT_VERSION, STATE_FIELDS
+from four.quaternary._canonical import EVENT_FIELDS, FORMAT_VERSION, STATE_FIELDS
 from four.quaternary._receipts import receipts_from_json
 from four.trajectory import Trajectory
 from four.trajectory._artifacts import artifact_problems
@@ -47,7 +47,6 @@ _FIELDS: dict[str, tuple[str, ...]] = {
     "evaluation": ("verdict", "payload", "arcs", "action", "index", "after", "digest"),
     "event": ("event", "action", "after", "digest"),
 }
-_EVENT = ("kind", "lease_id", "outcome", "dependency", "clock")
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,7 +329,7 @@ def _receipt_errors(document: JSON) -> list[str]:
         event = entry.get("event")
         if kind == "event" and isinstance(event, dict):
             errors += [
-                f"receipt {i}: field 'event.{k}' is missing" for k in _EVENT if k not in event
+                f"receipt {i}: field 'event.{k}' is missing" for k in EVENT_FIELDS if k not in event
             ]
         before = entry.get("before")
         if i == 0 and before is None:

@@ -59,12 +59,7 @@ def json_values(items: Iterable[object]) -> list[Any]:
 def json_lease(lease: Lease | None) -> Any:
     if lease is None:
         return None
-    return {
-        "lease_id": json_value(lease.lease_id),
-        "kind": json_value(lease.kind),
-        "obligation": json_value(lease.obligation),
-        "deadline": json_value(lease.deadline),
-    }
+    return {name: json_value(getattr(lease, name)) for name in Lease.__slots__}
 
 
 def json_scalar(name: str, value: object) -> Any:
@@ -147,11 +142,8 @@ def event_digest(prev: bytes, event: ControllerEvent, action: object) -> bytes:
     return link(prev, "event", {"action": json_value(action), "event": json_event(event)})
 
 
+EVENT_FIELDS: Final = ControllerEvent.__slots__
+
+
 def json_event(event: ControllerEvent) -> dict[str, Any]:
-    return {
-        "kind": json_value(event.kind),
-        "lease_id": json_value(event.lease_id),
-        "outcome": json_value(event.outcome),
-        "dependency": json_value(event.dependency),
-        "clock": json_value(event.clock),
-    }
+    return {name: json_value(getattr(event, name)) for name in EVENT_FIELDS}
