@@ -15,7 +15,7 @@ from collections.abc import Hashable, Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from enum import Enum
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any, Final, TypeAlias
 
 from four._checked import check_fields
@@ -233,7 +233,10 @@ class DependencyRecord:
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return _equal(self, other, _RECORD_SLOTS)
+        assert isinstance(other, DependencyRecord)
+        return self is other or (
+            _RECORD_REST(self) == _RECORD_REST(other) and _same(raw_used(self), raw_used(other))
+        )
 
     def outcome_for(self, dependency: str) -> ResolutionOutcome | None:
         """The recorded outcome of `dependency`, or None.
@@ -340,7 +343,13 @@ class ControllerState:
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return _equal(self, other, _STATE_SLOTS)
+        assert isinstance(other, ControllerState)
+        return self is other or (  # the scalars and the record first: cheap to compare
+            _STATE_REST(self) == _STATE_REST(other)
+            and _same(_RAW_EXCLUSIONS(self), _RAW_EXCLUSIONS(other))
+            and _same(_RAW_EVIDENCE(self), _RAW_EVIDENCE(other))
+            and _same(_RAW_COMPUTE(self), _RAW_COMPUTE(other))
+        )
 
 
 def _raw_slots(cls: type[ControllerState | DependencyRecord], lazy: tuple[str, ...]) -> Any:
@@ -358,12 +367,8 @@ _RECORD_SLOTS: Final = _raw_slots(DependencyRecord, ("used",))
 _RAW_EXCLUSIONS, _RAW_EVIDENCE, _RAW_COMPUTE = (slot.__get__ for _, slot in _STATE_SLOTS[:3])
 raw_used: Final = _RECORD_SLOTS[0][1].__get__
 """The raw (possibly lazy) used dependencies of a record."""
-
-
-def _equal(a: object, b: object, slots: tuple[tuple[str, Any], ...]) -> bool:
-    """Two records of one class equal field by field, on the raw slots (two prefixes of one
-    log compare by length)."""
-    return a is b or all(_same(slot.__get__(a), slot.__get__(b)) for _, slot in slots)
+_STATE_REST: Final = attrgetter(*(name for name, _ in _STATE_SLOTS[4:]), "dependencies")
+_RECORD_REST: Final = attrgetter("unresolved", "relation", "outcomes")
 
 
 def raw_state(state: ControllerState) -> tuple[Any, Any, Any]:
