@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, SupportsIndex
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from four._checked import checked
 
@@ -36,45 +36,18 @@ class _ReceiptLog(list[TransitionReceipt]):
         super().__init__(items)
         self.stable = 0
 
-    def _touch(self) -> None:
-        self.stable = -1
 
-    def __setitem__(self, index: Any, value: Any) -> None:
-        self._touch()
-        super().__setitem__(index, value)
+def _touching(method: Callable[..., Any]) -> Callable[..., Any]:
+    def touched(log: _ReceiptLog, /, *args: Any, **kwargs: Any) -> Any:
+        log.stable = -1
+        return method(log, *args, **kwargs)
 
-    def __delitem__(self, index: SupportsIndex | slice) -> None:
-        self._touch()
-        super().__delitem__(index)
+    return touched
 
-    def __imul__(self, count: SupportsIndex) -> _ReceiptLog:
-        self._touch()
-        super().__imul__(count)
-        return self
 
-    def insert(self, index: SupportsIndex, value: TransitionReceipt) -> None:
-        self._touch()
-        super().insert(index, value)
-
-    def pop(self, index: SupportsIndex = -1) -> TransitionReceipt:
-        self._touch()
-        return super().pop(index)
-
-    def remove(self, value: TransitionReceipt) -> None:
-        self._touch()
-        super().remove(value)
-
-    def clear(self) -> None:
-        self._touch()
-        super().clear()
-
-    def sort(self, *args: Any, **kwargs: Any) -> None:
-        self._touch()
-        super().sort(*args, **kwargs)
-
-    def reverse(self) -> None:
-        self._touch()
-        super().reverse()
+for _name in ("__setitem__", "__delitem__", "__imul__", "insert", "pop", "remove", "clear",
+              "sort", "reverse"):  # fmt: skip
+    setattr(_ReceiptLog, _name, _touching(getattr(list, _name)))
 
 
 def _payload(result: CheckResult) -> Payload:
