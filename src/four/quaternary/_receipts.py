@@ -145,13 +145,15 @@ def _set_delta(old: Any, new: Any) -> dict[str, Any] | None:
     return delta
 
 
-def _apply_set(raw: Any, delta: dict[str, Any] | None) -> Any:
+def _apply_set(raw: Any, delta: dict[str, Any] | None, *, logged: bool = True) -> Any:
+    """A set field with ``delta`` applied: its log extended, or a frozenset for a removal
+    or a field that keeps no log (not ``logged``)."""
     if delta is None:
         return raw
     added = [_unvalue(v) for v in delta.get("add", ())]
-    if "remove" in delta:
+    if "remove" in delta or not logged:
         current = raw.as_set() if type(raw) is _Prefix else raw
-        removed = frozenset(_unvalue(v) for v in delta["remove"])
+        removed = frozenset(_unvalue(v) for v in delta.get("remove", ()))
         return (current - removed) | frozenset(added)
     prefix = set_prefix(raw)
     for item in added:
@@ -219,13 +221,6 @@ def _delta(before: ControllerState, after: ControllerState) -> dict[str, Any]:
     return out
 
 
-def _apply_eager(value: frozenset[Any], delta: dict[str, Any] | None) -> frozenset[Any]:
-    if delta is None:
-        return value
-    removed = frozenset(_unvalue(v) for v in delta.get("remove", ()))
-    return (value - removed) | frozenset(_unvalue(v) for v in delta.get("add", ()))
-
-
 def _apply(before: ControllerState, delta: dict[str, Any]) -> ControllerState:
     """The after-state: `before` with `delta` applied, sharing its logs where it can.
 
@@ -240,8 +235,8 @@ def _apply(before: ControllerState, delta: dict[str, Any]) -> ControllerState:
     if deps:
         record = make_record(
             _apply_set(raw_used(record), deps.get("used")),
-            _apply_eager(record.unresolved, deps.get("unresolved")),
-            _apply_eager(record.relation, deps.get("relation")),
+            _apply_set(record.unresolved, deps.get("unresolved"), logged=False),
+            _apply_set(record.relation, deps.get("relation"), logged=False),
             _apply_outcomes(record.outcomes, deps.get("outcomes")),
         )
     state = evolve(
