@@ -522,8 +522,8 @@ def run_verified_before(task: Task, folder: Path, out: Path) -> list[Result]:
 def _single(name: str, task: Task, folder: Path, out: Path, check: Verify | None) -> list[Result]:
     from four import run
     from four.cli._build import Deadline
-    from four.cli._envs import make_env
     from four.domains._bash import TEXT
+    from four.domains._bash import environment as make_env
     from four.domains._preview import prompt_with_preview
     from four.parse import regex_parse
     from four.trajectory import save_trajectory
@@ -556,9 +556,9 @@ def run_search(task: Task, folder: Path, out: Path) -> list[Result]:
     K attempts of this one: its folder is the first accepted attempt's, else the K-th's."""
     from four.checks import command_check, verify
     from four.cli._build import Deadline
-    from four.cli._envs import make_env
     from four.cli._options import DEFAULT_RETRIES_PER_REASON, VISIBLE_FEEDBACK
     from four.domains._bash import TEXT
+    from four.domains._bash import environment as make_env
     from four.domains._preview import prompt_with_preview
     from four.parse import regex_parse
     from four.search import Attempt, Search

@@ -375,7 +375,7 @@ def test_the_run_reads_the_clock_it_is_given_when_it_starts_and_ends(tmp_path: P
 
 def test_a_clock_that_is_not_a_function_is_refused_before_anything_runs() -> None:
     env = FakeEnv()
-    with pytest.raises(TypeError, match=r"clock must be a function like time\.time; got 3\.0"):
+    with pytest.raises(TypeError, match=r"clock=3\.0 is not a function like time\.time"):
         run(scripted_invoke(["$ ls"]), line_parse, env, keep, "s", "p", clock=3.0)  # type: ignore[arg-type]
     assert env.seen == []
 

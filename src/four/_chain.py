@@ -1,15 +1,7 @@
 """One hash chain, for a run's seal and for its verdict receipts: SHA-256 over canonical
-JSON.
-
-A chain starts from ``sha256(tag)``; each link is
-``digest = sha256(digest + canonical([label, "value", value]))``, where ``canonical`` is
-JSON with sorted keys, no spaces, ASCII only. SHA-256 rather than BLAKE2b: as fast for a
-short link and about twice as fast for a long one on CPUs with SHA extensions
-(bench/README.md, "audit").
-
-``link_text``, ``link``, ``chain`` and ``unique`` have a compiled twin
-(``four._chain_c``), used unless it is not built or ``FOUR_NO_EXTENSIONS`` is set (to
-any non-empty value), or the interpreter is not CPython.
+JSON (docs/seal.md); SHA-256 rather than BLAKE2b, twice as fast for a long link with SHA
+extensions (bench/README.md, "audit"). ``link_text``, ``link``, ``chain`` and ``unique``
+have a compiled twin (``four._chain_c``), used on CPython unless ``FOUR_NO_EXTENSIONS``.
 """
 
 from __future__ import annotations

@@ -218,26 +218,20 @@ class _Shape(type):
         return all(hasattr(value, m) for m in cls.members)
 
 
-_SHAPES: dict[type, type] = {}
-
-
+@functools.cache
 def _shaped(protocol: type) -> type:
     """A stand-in for a Protocol in ``isinstance``: a value with each of its members (a
     function for ``Invoke``, whose one member is ``__call__``), as ``runtime_checkable``
     would check, without making the Protocol itself runtime-checkable."""
-    found = _SHAPES.get(protocol)
-    if found is None:
-        names: set[str] = set()
-        for base in protocol.__mro__:
-            if base is object or getattr(base, "_is_protocol", False) is False:
-                continue
-            names |= {n for n in vars(base) if n == "__call__" or not n.startswith("_")}
-            names |= set(getattr(base, "__annotations__", {}))
-        if "__call__" in names:  # a function's Protocol: what can be called
-            names = {"__call__"}
-        found = _Shape(protocol.__name__, (), {"members": tuple(sorted(names))})
-        _SHAPES[protocol] = found
-    return found
+    names: set[str] = set()
+    for base in protocol.__mro__:
+        if base is object or getattr(base, "_is_protocol", False) is False:
+            continue
+        names |= {n for n in vars(base) if n == "__call__" or not n.startswith("_")}
+        names |= set(getattr(base, "__annotations__", {}))
+    if "__call__" in names:  # a function's Protocol: what can be called
+        names = {"__call__"}
+    return _Shape(protocol.__name__, (), {"members": tuple(sorted(names))})
 
 
 class _OneOf(type):
@@ -250,19 +244,13 @@ class _OneOf(type):
         return isinstance(value, cls.kinds) and value in cls.values
 
 
-_ONE_OF: dict[tuple[object, ...], type] = {}
-
-
+@functools.cache
 def _one_of(values: tuple[object, ...]) -> type:
     """A stand-in for ``Literal[values]`` in ``isinstance``: a value of one of their
     types that equals one of them (a str of the right type but no allowed value is
     refused, as a type checker would)."""
-    found = _ONE_OF.get(values)
-    if found is None:
-        kinds = tuple({type(v): None for v in values})
-        space = {"kinds": kinds, "values": frozenset(values)}
-        found = _ONE_OF[values] = _OneOf("Literal", (), space)
-    return found
+    kinds = tuple({type(v): None for v in values})
+    return _OneOf("Literal", (), {"kinds": kinds, "values": frozenset(values)})
 
 
 def _words(hint: object) -> str:

@@ -1,12 +1,6 @@
-"""Files that others wrote, opened as records: a regular file only, never waiting, bounded.
-
-Every reader of runs (fleet, watch, stats, audit, doctor, show, view, mcp serve, the
-python domain's workspace) opens through here, because a FIFO's open waits for a writer
-forever, a device (a link to ``/dev/zero``) reads forever, a socket cannot be opened and a
-link loop never resolves: each is refused with one line naming the file and what it is.
-Folders are walked here too, without recursion (a folder nested thousands deep is one more
-entry) and without following links to folders (a loop cannot make a walk endless).
-"""
+"""Files that others wrote, opened as records: a regular file only, never waiting, bounded
+(a FIFO, a device, a socket or a link loop is refused in one line: docs/security.md);
+folders walked without recursion and without following links."""
 
 from __future__ import annotations
 

@@ -74,24 +74,8 @@ def run(
     watch: Watch | None = None,
     clock: Clock = time.time,
 ) -> T:
-    """Run the loop until the agent submits, a component fails, or ``max_steps`` G calls.
-
-    Returns what ``emit`` returns. ``resume`` continues an earlier history (then
-    ``prompt``, if given, is appended as a new user turn). A format error goes back
-    to the model as a user message (or as the result of each tool call of that
-    turn), and a turn whose every tool call was rejected counts as one (each call
-    is answered with its error). ``max_format_errors`` in a row end the run (0
-    disables the cap). An exception or Ctrl-C in any component is recorded as the
-    outcome and emitted before it propagates. An environment with ``close()`` is
-    closed at the end.
-
-    With ``check`` (see ``four.checks``), a submission is not the end: the check judges
-    it, and the run ends ``accepted``, ``held`` or ``blocked``, or goes on with the
-    check's feedback; the verdicts' receipts are stored in the trajectory. With
-    ``watch``, a supervisor hears of every model call and command that finishes and can
-    stop the run (``stalled``, ``time_limit_reached``, ...) before the next one.
-    ``clock`` gives the time of day in seconds (``time.time``): read when the run
-    starts and when it ends, for the trajectory's ``started_at`` and ``ended_at``.
+    """Run the loop until the agent submits, a component fails, or ``max_steps`` G calls;
+    return what ``emit`` returns (the arguments: docs/loop.md).
 
     >>> from four import scripted_invoke, regex_parse, local_env, save_trajectory
     >>> path = run(scripted_invoke(["```bash\\necho hi\\n```", "done"]),
@@ -121,13 +105,8 @@ async def arun(
     watch: Watch | None = None,
     clock: Clock = time.time,
 ) -> T:
-    """``run``, awaited: the same rules, outcomes and trajectory, for async components.
-
-    G and V2 may be async (``alitellm_invoke``, ``alocal_env``...) or plain; a plain
-    one runs in a worker thread, off the event loop (so does the check, and the seal's
-    waits on a disk). V1 is called on the loop: a parser is quick and does no I/O.
-    Cancelling the task (or Ctrl-C under ``asyncio.run``) ends the run ``interrupted``:
-    its commands are killed, its trajectory sealed, and the cancellation goes on.
+    """``run``, awaited, for async components (a plain G or V2 runs in a worker thread);
+    a cancelled task ends the run ``interrupted``, sealed, and the cancellation goes on.
 
     >>> import asyncio
     >>> from four import scripted_invoke, regex_parse, local_env, save_trajectory

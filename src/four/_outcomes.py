@@ -1,8 +1,5 @@
-"""How a run ends: a closed union of frozen records, each with a stable text form.
-
-The text forms of the seed stay: ``exit:task_complete``, ``model_error: ...``,
-``repeated_format_error: ...`` and ``max_steps_reached``.
-"""
+"""How a run ends: a closed union of frozen records, each with a stable text form
+(docs/loop.md)."""
 
 from __future__ import annotations
 

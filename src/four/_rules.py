@@ -11,6 +11,7 @@ from typing import Generic, Literal, TypeAlias, TypeVar, cast
 
 from returns.result import Failure, Success
 
+from four import _arguments as arguments
 from four._describe import describe
 from four._events import ActionRan, Event, Judged, ModelCalled, RunBegan, RunEnded
 from four._history import unanswered
@@ -367,23 +368,11 @@ def start(
     checked first, so a mistake is one clear error before anything runs; then its
     history begun, its record opened (``emit``), its judge made."""
     for name, component in components.items():
-        if not callable(component):
-            raise TypeError(
-                f"run: {name} must be a function (see four.types for its Protocol); "
-                f"got {component!r}"
-            )
-    for name, text in (("system", system), ("prompt", prompt)):
-        if not isinstance(text, str):
-            raise TypeError(f"run: {name} must be a str; got {text!r}")
-    if type(max_steps) is not int or max_steps < 1:
-        raise ValueError(
-            f"run: max_steps must be a whole number of G calls >= 1; got {max_steps!r}"
-        )
-    if type(max_format_errors) is not int or max_format_errors < 0:
-        raise ValueError(
-            f"run: max_format_errors must be a whole number >= 0 (0: no limit); "
-            f"got {max_format_errors!r}"
-        )
+        arguments.component("run", name, component, "a function (four.types has its Protocol)")
+    arguments.text("run", "system", system, empty=True)
+    arguments.text("run", "prompt", prompt, empty=True)
+    arguments.count("run", "max_steps", max_steps, minimum=1)
+    arguments.count("run", "max_format_errors", max_format_errors)  # 0: no limit
     if isinstance(resume, str | bytes) or not isinstance(resume, Sequence):
         raise TypeError(
             f"run: resume must be a sequence of messages, e.g. "
@@ -400,8 +389,7 @@ def start(
         callable(getattr(watch, "beat", None)) and callable(getattr(watch, "stopped", None))
     ):
         raise TypeError(f"run: watch must have beat() and stopped(); got {watch!r}")
-    if not callable(clock):
-        raise TypeError(f"run: clock must be a function like time.time; got {clock!r}")
+    arguments.component("run", "clock", clock, "a function like time.time")
 
     history: list[Message] = list(resume)
     if not resume:

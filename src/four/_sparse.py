@@ -1,11 +1,5 @@
-"""Copying a workspace for a check: holes stay holes, and the data copied is bounded.
-
-A file with holes (``truncate -s 2G``) takes no room on disk; a plain copy writes its
-holes out as zeros, so three such files the agent made would fill 6 GiB of the disk
-the check copies to. Here only the file's data extents (``SEEK_DATA``/``SEEK_HOLE``)
-are copied, in the kernel where it can (``copy_file_range``), and the copy stops with
-one line once the data copied passes a limit.
-"""
+"""Copying a workspace for a check: holes stay holes (a plain copy writes them out as
+zeros), and the data copied is bounded (docs/security.md)."""
 
 from __future__ import annotations
 

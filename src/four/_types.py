@@ -123,10 +123,7 @@ class System(Checked):
 
 @dataclass(frozen=True, slots=True)
 class User(Checked):
-    """A user turn. ``kind`` says what the loop put there, for readers of trajectories
-    (never sent): ``task``, ``observation`` (text mode), ``format_error``, ``feedback``
-    (a check's verdict), or ``text``. ``returncode`` is an observation's exit status,
-    ``command`` the action it answers as V1 parsed it (for readers: never sent)."""
+    """A user turn; ``kind``, ``returncode`` and ``command`` are for readers, never sent."""
 
     content: str
     kind: UserKind = "text"
@@ -145,9 +142,7 @@ class ToolCall(Checked):
 
 @dataclass(frozen=True, slots=True)
 class Sampling(Checked):
-    """How a model call samples: ``temperature`` (None: the provider's default) and
-    ``seed`` (None: none sent). A run at temperature 0 gives the same reply to the same
-    history, nearly always; another temperature and seed give another draw.
+    """How a model call samples (None: the provider's default temperature, no seed).
 
     >>> Sampling(0.7, 42)
     Sampling(temperature=0.7, seed=42)
@@ -159,16 +154,7 @@ class Sampling(Checked):
 
 @dataclass(frozen=True, slots=True)
 class CycleBreak(Checked):
-    """What was changed in the model call that made a reply, because the model was
-    repeating itself (see ``four.invoke.cycle_breaking_invoke``): kept in the
-    trajectory with the reply, never sent.
-
-    ``reason`` says what repeated; ``dropped`` are the positions in the history of the
-    messages left out of the request (repeated turns: all but the last of a run);
-    ``sampling`` is what the call was sampled with (None: not changed, the model cannot
-    be resampled); ``discarded`` counts the replies drawn in that call that were equal to
-    the repeated one and so drawn again (their usage is in the reply's).
-    """
+    """What a cycle breaker changed in the call that made a reply (docs/loop.md)."""
 
     reason: str
     repeats: int = 0
@@ -179,13 +165,7 @@ class CycleBreak(Checked):
 
 @dataclass(frozen=True, slots=True)
 class Assistant(Checked):
-    """A model reply, as stored in the history.
-
-    ``reasoning`` is kept apart from ``content`` and never parsed for actions.
-    ``thinking`` holds provider thinking blocks verbatim, to be sent back in order.
-    ``usage``, ``finish_reason`` and ``cycle_break`` (what a cycle breaker changed in the
-    call that made it) are metadata: kept in the trajectory, not sent.
-    """
+    """A model reply, as stored in the history (its fields: docs/loop.md)."""
 
     content: str
     tool_calls: tuple[ToolCall, ...] = ()
@@ -204,11 +184,8 @@ class Assistant(Checked):
 
 @dataclass(frozen=True, slots=True)
 class ToolResult(Checked):
-    """The answer to one tool call, paired with it by ``tool_call_id``. ``kind`` (never
-    sent): ``observation``, ``rejected`` (V1 could not read the call), ``format_error``,
-    ``feedback`` (a check's verdict), ``submission``, ``error``, or ``skipped`` (the run
-    ended before this call). ``command`` is the action it answers as V1 parsed it (for
-    readers: never sent)."""
+    """The answer to one tool call, paired by ``tool_call_id``; ``kind``, ``returncode``
+    and ``command`` are for readers, never sent."""
 
     tool_call_id: str
     content: str
@@ -357,9 +334,7 @@ class Execute(Protocol):
 
 @runtime_checkable
 class Sampled(Protocol):
-    """A G whose sampling can be set for a call: ``sampling`` is its own, ``sampled(s)``
-    the same G sampling with ``s`` (what the provider cannot take is left out, so the
-    new G's ``sampling`` says what is sent). ``litellm_invoke`` and ``local_invoke`` are."""
+    """A G whose sampling can be set for a call (docs/loop.md)."""
 
     @property
     def sampling(self) -> Sampling: ...
@@ -442,12 +417,8 @@ class Recorder(Protocol[T_co]):
 
 
 class Judge(Protocol):
-    """One run's judge of the agent's submissions (made by a ``Verify``).
-
-    A judge may also have ``at_end(history, outcome) -> Outcome``: the loop calls it
-    once when the run reaches its own end, before the environment closes, and takes the
-    outcome it returns (``four.checks`` judges the final state there, see ``verify``).
-    """
+    """One run's judge of the agent's submissions, made by a ``Verify``; it may also
+    have ``at_end`` (docs/loop.md)."""
 
     def __call__(self, history: Sequence[Message], claim: Finished, /) -> Outcome | Feedback: ...
 
@@ -457,18 +428,8 @@ class Judge(Protocol):
 
 
 class Watch(Protocol):
-    """A supervisor's view of a run (see ``four.batch``): told of progress, asked whether
-    to stop. ``stopped`` is asked before each model call and each action.
-
-    A watch may also have ``hear(event)``: the loop then tells it each thing done, as a
-    record of ``four.types.Event`` (run began, model called, action ran, judged, run
-    ended), with its times; and ``record() -> Mapping[str, JSON]``: what it returns is
-    stored in the run's stats, under the trajectory's seal (``otel_watch``'s trace ids).
-    A watch that hears may also have ``model_called(reply, history, started, ended)``
-    and ``action_ran(action, result, started, ended, position)``: the loop then calls
-    them with the fields of ``ModelCalled`` and ``ActionRan`` instead of making those
-    events for ``hear``, a step's two most frequent (``otel_watch`` does).
-    """
+    """A supervisor's view of a run: told of progress, asked before each model call and
+    each action whether to stop; it may also hear each event (docs/loop.md)."""
 
     def beat(self) -> None: ...
 

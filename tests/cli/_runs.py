@@ -31,7 +31,7 @@ from four.cli._settings import VARIABLES
 from four.invoke._scripted import Scripted
 
 ROOT = Path(__file__).resolve().parents[2]
-SETTINGS = frozenset(v.name for v in VARIABLES)
+SETTINGS = frozenset(VARIABLES)
 _BLOCK = re.compile(r"```bash\n(.*?)\n```", re.DOTALL)
 
 

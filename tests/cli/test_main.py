@@ -75,17 +75,18 @@ def test_parser_defaults_leave_settings_to_the_environment() -> None:
 
 def test_settings_parse_and_reject() -> None:
     environ = {"FOUR_MAX_STEPS": "12", "FOUR_COST_LIMIT": "1.5", "FOUR_TOOLCALLS": "yes"}
-    assert settings.get_int("FOUR_MAX_STEPS", 100, environ) == 12
-    assert settings.get_int("FOUR_MAX_STEPS", 100, {}) == 100
-    assert settings.get_float("FOUR_COST_LIMIT", None, environ) == 1.5
-    assert settings.get_bool("FOUR_TOOLCALLS", environ) is True
+    assert settings.over(None, "FOUR_MAX_STEPS", 100, environ) == 12
+    assert settings.over(None, "FOUR_MAX_STEPS", 100, {}) == 100
+    assert settings.over(7, "FOUR_MAX_STEPS", 100, environ) == 7  # the flag wins
+    assert settings.over(None, "FOUR_COST_LIMIT", None, environ) == 1.5
+    assert settings.over(None, "FOUR_TOOLCALLS", False, environ) is True
     assert settings.get("FOUR_MODEL", {"FOUR_MODEL": ""}) is None
     with pytest.raises(UsageError, match="FOUR_MAX_STEPS='many' is not an integer"):
-        settings.get_int("FOUR_MAX_STEPS", 100, {"FOUR_MAX_STEPS": "many"})
+        settings.over(None, "FOUR_MAX_STEPS", 100, {"FOUR_MAX_STEPS": "many"})
     with pytest.raises(UsageError, match="not a number"):
-        settings.get_float("FOUR_COST_LIMIT", None, {"FOUR_COST_LIMIT": "$3"})
+        settings.over(None, "FOUR_COST_LIMIT", None, {"FOUR_COST_LIMIT": "$3"})
     with pytest.raises(UsageError, match="yes/no"):
-        settings.get_bool("FOUR_TOOLCALLS", {"FOUR_TOOLCALLS": "maybe"})
+        settings.over(None, "FOUR_TOOLCALLS", False, {"FOUR_TOOLCALLS": "maybe"})
 
 
 def test_batch_is_a_subcommand() -> None:

@@ -29,8 +29,8 @@ BOUND = 120.0  # seconds: far below the 300 s the run would take without the clo
 def no_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     from four.cli._settings import VARIABLES
 
-    for variable in VARIABLES:
-        monkeypatch.delenv(variable.name, raising=False)
+    for name in VARIABLES:
+        monkeypatch.delenv(name, raising=False)
 
 
 def timed(

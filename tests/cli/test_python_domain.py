@@ -62,8 +62,8 @@ SUBMIT = "Added the flag.\nCOMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 def no_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     from four.cli._settings import VARIABLES
 
-    for variable in VARIABLES:
-        monkeypatch.delenv(variable.name, raising=False)
+    for name in VARIABLES:
+        monkeypatch.delenv(name, raising=False)
 
 
 def test_run_domain_python_is_accepted_once_typed_and_tested(

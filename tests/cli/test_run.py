@@ -29,8 +29,8 @@ def no_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     """No setting of the developer's shell (FOUR_MODEL...) leaks into a test."""
     from four.cli._settings import VARIABLES
 
-    for variable in VARIABLES:
-        monkeypatch.delenv(variable.name, raising=False)
+    for name in VARIABLES:
+        monkeypatch.delenv(name, raising=False)
 
 
 def args(server: LoopbackServer, tmp_path: Path, *extra: str) -> list[str]:

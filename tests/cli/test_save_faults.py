@@ -27,8 +27,8 @@ from tests.cli.test_run import SUBMIT, args
 def no_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     from four.cli._settings import VARIABLES
 
-    for variable in VARIABLES:
-        monkeypatch.delenv(variable.name, raising=False)
+    for name in VARIABLES:
+        monkeypatch.delenv(name, raising=False)
 
 
 def _mount(folder: Path, options: str) -> Iterator[Path]:

@@ -26,8 +26,8 @@ BEAT = {"FOUR_HEARTBEAT": "0.2"}
 def no_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     from four.cli._settings import VARIABLES
 
-    for variable in VARIABLES:
-        monkeypatch.delenv(variable.name, raising=False)
+    for name in VARIABLES:
+        monkeypatch.delenv(name, raising=False)
 
 
 def start_run(server: LoopbackServer, tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path]:

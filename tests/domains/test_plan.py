@@ -41,8 +41,8 @@ ALREADY = {**GREET, "check": "test -f notes.txt", "why": "the file is there"}
 def no_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     from four.cli._settings import VARIABLES
 
-    for variable in VARIABLES:
-        monkeypatch.delenv(variable.name, raising=False)
+    for name in VARIABLES:
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture

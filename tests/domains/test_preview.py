@@ -57,6 +57,11 @@ def test_a_notebook_is_shown_by_its_cells(tmp_path: Path) -> None:
     assert shown[1].endswith("a Jupyter notebook, 2 cells):")
     assert shown[2:4] == ["  cell 1 (markdown): # Title", "  cell 2 (code): x = 1 | print(x)"]
     assert shown[4].startswith("b.ipynb (") and shown[5] == '  {"not": "a notebook"}'
+    # Then how to change and run one: as JSON, not as text; in place, its outputs kept.
+    assert shown[6].startswith("Notebooks are JSON: read and change their cells with python3")
+    assert "`jupyter execute --inplace NAME.ipynb`" in shown[6] and len(shown) == 7
+    (tmp_path / "a.ipynb").unlink()
+    assert "Notebooks are JSON" not in preview(tmp_path)  # said only when one is shown
 
 
 def test_hidden_files_and_left_out_folders_are_not_shown(tmp_path: Path) -> None:

@@ -21,8 +21,8 @@ SUBMIT = "```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"
 def no_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     from four.cli._settings import VARIABLES
 
-    for variable in VARIABLES:
-        monkeypatch.delenv(variable.name, raising=False)
+    for name in VARIABLES:
+        monkeypatch.delenv(name, raising=False)
 
 
 def _flags(server: LoopbackServer, tmp_path: Path) -> list[str]:

@@ -73,11 +73,15 @@ def test_the_bash_grammar_reaches_both_ends_a_thought_and_a_block_or_the_signal(
 def test_a_thought_is_short_and_never_writes_a_command_s_output(name: str) -> None:
     """Lines of prose hold at most PROSE_CHARS characters (the action comes before the
     token limit) and never start with ``<`` (``<returncode>0</returncode>``: the built-in
-    model wrote the output itself, then believed its work done)."""
+    model wrote the output itself, then believed its work done) nor with a fence, though
+    they may with inline code (`x`)."""
     rule = dict(PARSERS[name].grammar().rules)  # type: ignore[attr-defined]
     line = rule["sentence" if name == "edits" else "prose"]
-    assert isinstance(line, Seq) and isinstance(line.items[0], Chars)
-    assert line.items[0].negated and "<" in line.items[0].chars
+    assert isinstance(line, Seq) and isinstance(line.items[0], Alt)
+    plain, inline = line.items[0].options
+    assert isinstance(plain, Chars) and plain.negated and "<" in plain.chars
+    assert "`" in plain.chars and "~" in plain.chars
+    assert inline == Seq((Lit("`"), Chars(WHITESPACE + "`", negated=True)))
     rest = line.items[1]
     assert isinstance(rest, Rep) and rest.high is not None
     assert 1 + rest.high + (1 if name == "edits" else 0) == PROSE_CHARS

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,8 +78,8 @@ CASES = [
 def no_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     from four.cli._settings import VARIABLES
 
-    for variable in VARIABLES:
-        monkeypatch.delenv(variable.name, raising=False)
+    for name in VARIABLES:
+        monkeypatch.delenv(name, raising=False)
 
 
 def _available(case: Case) -> None:
@@ -121,6 +122,15 @@ def test_attempt_2_starts_pristine_and_its_work_is_the_user_s(
     members = result["attempts"]["members"]
     assert [m["outcome"].split(":")[0] for m in members] == ["held", "accepted"]
     assert result["outcome"] == "accepted" and result["attempts"]["result"] == 2
+    # Attempt 2 is told what attempt 1 did and how it ended; attempt 1 only the task.
+    asked = [_task(body) for body in server.bodies("/v1/chat/completions")]
+    assert asked[0] == "2 + 2 into a file"
+    told = asked[len(case.first)]
+    assert told.startswith("2 + 2 into a file\n\nEarlier attempts at this task were not")
+    assert "Attempt 1 was held: its work was submitted and not accepted." in told
+    assert "Its commands: `" in told and "\nThe check said: " in told
+    if not case.cwd_in_container:
+        assert "junk.txt" in told.split("The files it changed: ")[1]
     second = load_trajectory(members[1]["path"])
     if case.first[0] == JUNK or case.domain == "cli":  # the second attempt looked first
         assert any("pristine" in m.content for m in second.messages[3:5]), second.messages
@@ -133,6 +143,12 @@ def test_attempt_2_starts_pristine_and_its_work_is_the_user_s(
     record = result["attempts"]["record"]
     assert main(["audit", record]) == 0
     assert capsys.readouterr().out.startswith(f"valid: {record}\n  a search of 2 attempts of 3")
+
+
+def _task(body: Mapping[str, object]) -> str:
+    messages = body["messages"]
+    assert isinstance(messages, list)
+    return str(next(m["content"] for m in messages if m["role"] == "user"))
 
 
 def test_each_attempt_samples_as_it_says(

@@ -9,43 +9,8 @@
     read_items(TASKS.jsonl)           items from a JSON Lines file ({id, task, ...})
     read_manifest(DIR)                the latest RunResult of each item
 
-``make_run(ctx)`` runs one item; ``ctx`` (a ``RunContext``) carries the item, its
-output folder and the supervisor's watch::
-
-    def make_run(ctx):
-        return four.run(ctx.meter(G), V1, V2, save_trajectory(ctx.output_dir),
-                        prompt=ctx.task, watch=ctx.watch)
-
-A run's failure is a value: its ``RunResult`` says ``crashed: ...`` (or ``stalled``,
-``model_error``...), never an exception that stops the batch.
-
-One driver per batch: a second on the same folder or URL raises ``BatchLocked`` naming
-the first (see ``four.batch._lock``); a dead driver's lock is taken over.
-
-``DIR/manifest.jsonl`` gets one JSON line per finished item (id, outcome, trajectory,
-steps, tokens, cost, wall time, error, attempts, final, node, the item's other fields);
-run the batch again and items whose latest line is final are skipped.
-
-The supervisor, one thread per process: a run past ``time_limit`` or with no model
-call or command finished for ``stall_timeout`` seconds ends ``time_limit_reached`` or
-``stalled``; its running command is killed (every process of its group and those
-carrying its ``FOUR_RUN`` mark; a container's processes from inside), so a blocked V2
-returns and the trajectory is saved. A model call blocked in a socket read cannot be
-interrupted: the run ends when it returns, so bound it with the model's request
-timeout. Batch budgets (``max_cost``, ``max_wall_time``) and Ctrl-C stop scheduling
-and end running runs the same way; their manifest lines are not final.
-
-With ``AsyncPool(processes=N)`` each worker process runs its share of the runs on its
-own event loop (past a few thousand runs at once, one process's GIL is the bound):
-``make_run`` must pickle (defined at a module's top level), a worker ignores Ctrl-C and
-is stopped by the batch, and a worker that dies hands back its runs as crashed, not
-final; workers end with the batch, and on their own if the batch's process dies.
-
-On Ray: ``make_run`` must pickle (build clients inside it, or cache them per process),
-``four`` must import on every node, and ``DIR`` should be on a file system every node
-sees. A killed actor is restarted; its runs are tried once more (a finished first
-attempt is taken instead) and the new actor kills the commands and containers its
-predecessor left. ``import four.batch`` never imports Ray.
+A run's failure is a value, never an exception that stops the batch; a second driver on
+the same destination raises ``BatchLocked``. The manual: docs/batch.md.
 """
 
 from typing import TYPE_CHECKING

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sized
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import ParamSpec
 
 from four import _arguments as arguments
 from four._outcomes import Interrupted, Outcome, TimeLimitReached
@@ -23,6 +24,7 @@ from four.batch._session import Pool, Session, Spec
 from four.batch._supervisor import cost_limit_reached
 from four.trajectory._destination import Remote, is_url
 
+P = ParamSpec("P")
 TICK = 0.25
 """Seconds between looks at the budgets (and progress calls) while no run ends."""
 
@@ -75,41 +77,7 @@ def iter_runs(
     on_progress: Callable[[Progress], None] | None = None,
 ) -> Generator[RunResult, None, None]:
     """Run ``make_run`` on every item, at most ``max_concurrency`` at once, and yield
-    one ``RunResult`` per item as its run finishes.
-
-    ``make_run(ctx)`` runs one item (see ``RunContext``): typically
-    ``four.run(G, V1, V2, save_trajectory(ctx.output_dir), prompt=ctx.task,
-    watch=ctx.watch)``. A run that fails, even by raising, comes back as a result with
-    its outcome (``crashed: ...``); nothing a run does stops the batch.
-
-    ``output_dir`` is a folder, or an object store URL (``s3://bucket/batch``: the
-    batch works in a local copy and uploads each run's files as it ends, running runs'
-    streams and the manifest every few seconds; ``pip install 'four-loop[s3]'``).
-    Each result is appended to ``output_dir/manifest.jsonl`` as it comes. With
-    ``resume`` (the default), items whose latest manifest line is final are skipped:
-    run the same batch again and it picks up where it stopped. Items are ``Item``s or
-    JSON objects with ``id`` and ``task``.
-
-    Per run: ``time_limit`` seconds of wall clock, and ``stall_timeout`` seconds with
-    no model call or command finished; past either the run ends ``time_limit_reached``
-    or ``stalled``, its running commands are killed and its trajectory is kept. A model
-    call blocked in a socket read is not interrupted: the model's request timeout
-    bounds it.
-
-    For the batch: once ``max_cost`` USD are spent (counting the manifest's earlier
-    runs, and running runs' calls made through ``ctx.meter(G)``) or ``max_wall_time``
-    seconds have passed, no new run starts and the running ones end at their next step
-    (``cost_limit_reached`` / ``time_limit_reached``, recorded as not final); the
-    iterator ends when they have.
-
-    Ctrl-C (KeyboardInterrupt), or closing the iterator early, stops scheduling, ends
-    every running run (``interrupted: batch interrupted``), kills their commands, waits
-    for them to save their trajectories, writes their manifest lines, then re-raises
-    (a second Ctrl-C stops the waiting). ``pool`` is ``ThreadPool()`` (the default for a
-    plain ``make_run``), ``AsyncPool()`` (the default for an ``async def make_run``, which
-    awaits ``four.arun``: thousands of runs at once on one event loop) or
-    ``RayPool(...)``; ``on_progress`` is called with a ``Progress`` after each result
-    and every quarter second.
+    one ``RunResult`` per item as its run finishes (the settings: docs/batch.md).
 
     >>> from four import run, scripted_invoke, regex_parse, local_env, save_trajectory
     >>> def make_run(ctx):
@@ -151,44 +119,24 @@ def iter_runs(
     return batch.results(iter(items))
 
 
-def run_many(
-    make_run: MakeRun,
-    items: Iterable[Item | Mapping[str, JSON]],
-    output_dir: str | os.PathLike[str] = "batch",
-    *,
-    pool: Pool | None = None,
-    max_concurrency: int = 32,
-    time_limit: float | None = None,
-    stall_timeout: float | None = None,
-    max_cost: float | None = None,
-    max_wall_time: float | None = None,
-    resume: bool = True,
-    on_progress: Callable[[Progress], None] | None = None,
-) -> list[RunResult]:
-    """``iter_runs``, collected: the results of this invocation, in the order runs ended.
+def _collected(iterate: Callable[P, Iterable[RunResult]]) -> Callable[P, list[RunResult]]:
+    def run_many(*args: P.args, **kwargs: P.kwargs) -> list[RunResult]:
+        """``iter_runs``, collected: the results of this invocation, in the order runs
+        ended (its parameters). Ctrl-C re-raises after the running runs are saved.
 
-    Ctrl-C re-raises after the running runs are saved; the manifest has every result.
+        >>> from four import Finished
+        >>> import tempfile
+        >>> [r.outcome for r in run_many(lambda ctx: Finished(), [{"id": "x"}], tempfile.mkdtemp())]
+        ['exit:task_complete']
+        """
+        return list(iterate(*args, **kwargs))
 
-    >>> from four import Finished
-    >>> import tempfile
-    >>> [r.outcome for r in run_many(lambda ctx: Finished(), [{"id": "x"}], tempfile.mkdtemp())]
-    ['exit:task_complete']
-    """
-    return list(
-        iter_runs(
-            make_run,
-            items,
-            output_dir,
-            pool=pool,
-            max_concurrency=max_concurrency,
-            time_limit=time_limit,
-            stall_timeout=stall_timeout,
-            max_cost=max_cost,
-            max_wall_time=max_wall_time,
-            resume=resume,
-            on_progress=on_progress,
-        )
-    )
+    signature = inspect.signature(iterate).replace(return_annotation="list[RunResult]")
+    run_many.__signature__ = signature  # type: ignore[attr-defined]  # for help()
+    return run_many
+
+
+run_many = _collected(iter_runs)
 
 
 def _default_pool(make_run: MakeRun) -> Pool:

@@ -1,14 +1,9 @@
 """A worker's journal of its running commands, for the process that replaces it.
 
-Commands run in sessions of their own (so a timeout can kill a whole group), which
-also means they outlive a worker killed with SIGKILL: nothing reaps them. A Ray actor
-keeps a journal, a file with a line per command started and ended (its ``FOUR_RUN``
-mark), and the first line names the worker's pid. When Ray restarts the actor, the new
-process reads the old journal and kills what was still running (every process holding
-a mark), and removes the Docker containers the old process made (``docker_env`` labels
-each with its creator's pid). An actor that is not restarted (killed for good, or its
-batch ended first) is cleaned up after by the next actor to start on the node
-(``sweep``), which also deletes its journal.
+Commands run in sessions of their own, so they outlive a worker killed with SIGKILL:
+the next worker reads the journal (a line per command's ``FOUR_RUN`` mark, the first
+naming the pid) and kills what still runs, and removes the Docker containers the old
+process made; ``sweep`` does the same for actors not restarted.
 """
 
 from __future__ import annotations

@@ -1,24 +1,6 @@
-"""One driver per batch destination: a second ``four batch`` (or ``iter_runs``) on the
-same folder or URL refuses, naming the first; a dead driver's lock is taken over.
-
-A folder: ``DIR/.four-batch.lock``, held with ``flock`` for the batch's life. The kernel
-lets go of it when the driver's process ends, however it ends, so a dead driver's lock
-is taken over at once; the holder (host, pid, start time) is written into the file for
-the message of the one refused. ``flock`` holds across the hosts of an NFS mount on
-Linux (emulated with POSIX locks); a file system without locks cannot hold a batch.
-
-A URL (``s3://...``): a lease object, ``URL/.four-batch.lock``, naming its holder and
-when it expires (``TTL`` seconds after its last renewal; the driver renews it every
-``TTL / 3`` seconds). Where the store has conditional writes (S3's ``If-None-Match`` and
-``If-Match``, which AWS S3, MinIO and moto honour), the lease is created only if absent,
-and renewed or taken over only if it is still the version read: of two drivers exactly
-one holds it. A lease past its expiry, or whose holder ran on this host and is gone,
-is stale: it is taken over. Elsewhere (a store without conditional writes) the lease is
-written, then read back after ``SETTLE`` seconds: the driver holds it if it is still
-its own. That narrows, but does not close, the race of two drivers starting within
-those seconds. A driver whose renewal finds another's lease (it was paused past the
-expiry, and another took over) has lost it: ``Lease.lost`` says so and the batch stops.
-Expiry is judged on the reader's clock: hosts' clocks must agree to well within ``TTL``.
+"""One driver per batch destination: a folder's ``flock``, or a URL's lease object renewed
+every ``TTL / 3`` seconds (conditional writes where the store has them, else written and
+read back after ``SETTLE`` seconds). See docs/batch.md, "One driver per destination".
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
 """``AsyncPool(processes=N)``: an async batch spread over N worker processes.
 
-Imported only by ``AsyncPool.open``. Each worker is a fresh interpreter (start method
-``spawn``: safe beside threads) hosting the in-process ``AsyncPool``, one event loop
-with its runs as tasks, so the runs' CPU is spread over N cores instead of one GIL.
-This process (the batch's) keeps the scheduling and the manifest; a worker only runs
-attempts and reports back. Two pipes per worker: commands in (the items, stop, the
-budget, close), reports out (results, live usage, its own cost stop).
-
-A worker ignores SIGINT (a Ctrl-C at the terminal reaches the whole process group): the
-batch stops it, as it stops in-process runs. A worker that dies hands back its runs in
-flight as ``crashed`` (not final: a rerun tries them again), and the commands it left
-running are killed from its journal. A worker whose batch process dies sees its
-command pipe close, ends its runs (``interrupted``, trajectories sealed) and exits.
+Imported only by ``AsyncPool.open``. Each worker is a fresh interpreter (``spawn``: safe
+beside threads) hosting an ``AsyncSession``; this process keeps the scheduling and the
+manifest. Two pipes per worker: commands in (the items, stop, the budget, close),
+reports out (results, live usage, its own cost stop). See docs/batch.md.
 """
 
 from __future__ import annotations

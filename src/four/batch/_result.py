@@ -23,20 +23,8 @@ SUBMITTED = frozenset({"exit:task_complete", "accepted"})
 
 @dataclass(frozen=True, slots=True)
 class RunResult(Checked):
-    """One finished item of a batch, as its manifest line records it.
-
-    ``outcome`` is the run's outcome text (``exit:task_complete``, ``stalled: ...``,
-    ``crashed: make_run: ValueError: ...``). ``trajectory`` is the saved run (None when
-    ``make_run`` failed before saving one). ``cost`` counts known prices only
-    (USD); it and the tokens include, once, what an attempt lost with its worker had
-    spent on metered model calls (``ctx.meter``). ``wall_time`` is the seconds
-    ``make_run`` took, setup included. ``error`` is the exception that ended
-    ``make_run``, if any. ``attempts`` is 2 when the run's
-    worker died and the run was tried again. ``final`` is False when the batch, not the
-    run, ended it (Ctrl-C, a batch budget, a worker lost twice): a resumed batch runs it
-    again. ``node`` says where it ran; ``fields`` are the item's other fields.
-    ``lost_streams`` names (from the batch folder) the streams of lost attempts whose
-    spend this result carries (a worker or a driver lost mid-run), so none counts twice.
+    """One finished item of a batch, as its manifest line records it (each field's
+    meaning: docs/batch.md).
 
     >>> RunResult("a", "stalled: no progress for 60 s").tag
     'stalled'

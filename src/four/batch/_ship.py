@@ -1,16 +1,7 @@
-"""Records that travel: what a worker's runs wrote, sent on to the batch's driver.
-
-A Ray actor runs each attempt in a scratch folder of its own node; ``Shipper`` says
-what of those folders the driver does not have yet, as ``Piece``s: the new whole lines
-of a stream (``.jsonl``, written as the run goes), and any other file whole when it
-changed (the sealed ``.json``, notebooks, built tools, diffs). Files whose names start
-with a dot are left alone (``write_atomic``'s temporary files).
-
-What was sent counts as had only once the driver acknowledges the report that carried
-it (``commit``): a reply lost on the way is sent again, whole, in the next report.
-Pieces are idempotent: a stream's piece says where its bytes go, a whole file says
-which version it is, so the same piece landing twice (or an older one late) changes
-nothing (see ``_land``).
+"""Records that travel: what a worker's runs wrote, sent on to the batch's driver as
+``Piece``s (a stream's new whole lines; any other file whole when it changed; dot files,
+``write_atomic``'s, left alone). What was sent counts only once the driver acknowledges
+it (``commit``); pieces are idempotent (see ``_land`` and docs/batch.md).
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """The supervisor of a batch's runs in one process: one watchdog thread for all of them.
 
-Each run gets a ``RunWatch`` (the ``watch=`` of ``four.run``). The loop calls
-``beat()`` after every model call and every command, and asks ``stopped()`` before
-each model call and each action. The watchdog thread looks at every run's clock: a run
-past its wall-clock limit, or with no beat for ``stall_timeout`` seconds, is marked
-stopped (``time_limit_reached``, ``stalled``) and its running commands are killed
-(``four.execute``'s ``interrupt``), so a blocked command returns and the run ends at
-its next step, its trajectory saved. A model call blocked in a socket read cannot be
-interrupted: the run ends when that call returns (bound it with the model's request
-timeout).
+The loop calls a run's ``RunWatch.beat()`` after every model call and command and asks
+``stopped()`` before each step; a run past its limit is marked stopped and its running
+commands killed (``four.execute``'s ``interrupt``). See docs/batch.md.
 """
 
 from __future__ import annotations
@@ -96,16 +90,9 @@ def _charged(result: Result[Reply, ModelError], watch: RunWatch) -> Result[Reply
 
 
 class Supervisor:
-    """Watches the runs of one process (a thread pool, or one Ray actor).
-
-    ``time_limit``: seconds of wall clock per run; ``stall_timeout``: seconds without a
-    beat. Either may be None. The watchdog thread starts with the first run that needs
-    it and ends at ``close()``.
-
-    ``lease``: seconds the runs may go on without word from whoever collects their
-    results (``renew``); past it they are stopped and their commands killed, so a
-    worker cut off from its driver (a paused or lost node) never runs an attempt at the
-    same time as the retry the driver started elsewhere.
+    """Watches the runs of one process (a thread pool, or one Ray actor): ``time_limit``
+    and ``stall_timeout`` per run, and a ``lease`` past which, with no ``renew`` from the
+    driver, every run is stopped (a worker cut off never runs beside its retry).
 
     >>> s = Supervisor(time_limit=None, stall_timeout=None)
     >>> w = s.open("run-1"); w.stopped() is None

@@ -2,15 +2,8 @@
 
 Importing this package costs no more than ``import four``: argparse only. Each
 subcommand lives in its own module, imported when it is chosen, so ``four --help``
-never loads rich or litellm.
-
-Exit codes: 0 a finished (or accepted) run, or a command that did what it was
-asked; 1 a run that ended any other way (``save_failed`` too), an invalid audit, a
-replay that differs, a ``stats`` that read no run, a ``doctor`` NO-GO; 2 a usage error
-(bad flags, missing API key, unknown model, an output folder that cannot be written, a
-missing ``--check`` program, an unreadable or refused trajectory file); 3 a ``doctor``
-with warnings only; 130 Ctrl-C (143 SIGTERM), after the trajectory is saved.
-Every error is one line on standard error, starting ``four COMMAND:``.
+never loads rich or litellm. Every error is one line on standard error, starting
+``four COMMAND:``; the exit codes are in docs/cli.md.
 """
 
 from __future__ import annotations
@@ -178,42 +171,30 @@ def _flags(module: str, name: str = "flags") -> Callable[[argparse.ArgumentParse
 _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]] = {
     "run": (
         "run an agent on a task",
-        "Run an agent on TASK until it submits, and save its trajectory. A model that "
-        "repeats a turn is not sent the same context again: the repeats are sent once and "
-        "the next call is resampled (a seed and temperature drawn from the history, kept "
-        "with the reply). Exit 0 only for a finished (or accepted) run.",
+        "Run an agent on TASK until it submits, and save its trajectory (docs/cli.md).",
         run_flags,
     ),
     "replay": (
         "run a trajectory's model turns again and compare observations",
-        "Replay the recorded model turns of TRAJ (ours or mini-swe-agent's) "
-        "against a fresh environment and report the steps whose observations differ. "
-        "Exit 0 when every observation matches, 1 when one differs.",
+        "Replay the model turns of TRAJ (ours or mini-swe-agent's) in a fresh environment "
+        "and report the steps whose observations differ.",
         _replay_flags,
     ),
     "audit": (
         "check a run's seal, signature and receipts",
-        "Check that TRAJ (a .json, or the .jsonl of a run cut short) is the record its "
-        "seal was made over: any edit, drop, reorder, append or truncation is reported "
-        "with what does not match; a verified run's receipts are replayed too. With "
-        "--public-key, the record must also be signed by that key. DIR: every run under "
-        "the folder, one line each and a summary. Exit 0 valid (an unfinished run is a "
-        "valid prefix), 1 any invalid, 2 when the file cannot be read.",
+        "Check that TRAJ (or every run under DIR) is the record its seal was made over, "
+        "and replay a verified run's receipts (docs/seal.md).",
         _audit_flags,
     ),
     "export": (
         "send saved runs to a tracing backend",
-        "Send every run in RUN (trajectory files, or folders searched recursively) to an "
-        "OTLP/HTTP receiver as OpenTelemetry traces in the GenAI conventions, with their "
-        "recorded times; a run made with --otel keeps its trace and span ids. Exit 0 when "
-        "the receiver took every span, 1 otherwise.",
+        "Send the runs in RUN to an OTLP/HTTP receiver as OpenTelemetry traces (docs/otel.md).",
         _export_flags,
     ),
     "keygen": (
         "make an Ed25519 key pair for signing runs",
-        "Write a new private key to KEY (mode 0600) and its public key to KEY.pub, both "
-        "PEM. `four run --sign KEY` signs; `four audit --public-key KEY.pub` checks. "
-        "Needs the cryptography package: pip install 'four-loop[sign]'.",
+        "Write a private key to KEY (mode 0600) and its public key to KEY.pub; needs "
+        "four-loop[sign].",
         _keygen_flags,
     ),
     "show": (
@@ -223,100 +204,66 @@ _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]]
     ),
     "view": (
         "write a run as one self-contained HTML page",
-        "Write TRAJ as one HTML file with no outside references: outcome, "
-        "usage and cost, a timeline of the steps, folded outputs, verdicts and receipts.",
+        "Write TRAJ as one HTML file with no outside references.",
         _view_flags,
     ),
     "stats": (
         "summarise many runs",
-        "Over every trajectory in the folders (searched recursively) or files "
-        "given: counts per outcome, steps and cost distributions, the most frequent "
-        "format errors and failing commands.",
+        "Outcomes, steps, cost and frequent errors over the trajectories in the folders "
+        "(searched recursively) or files given.",
         _stats_flags,
     ),
     "model": (
         "pull and list the models that run on this machine",
-        "`four model pull NAME` fetches a model once (checked against its sha256) into "
-        "the models folder (FOUR_MODELS); `four model list` shows what is there. "
-        "`four run --local` runs on it, with no API key and no network.",
+        "`four model pull NAME` fetches a model once into FOUR_MODELS; `four model list` "
+        "shows what is there.",
         _flags("_model"),
     ),
     "fleet": (
         "one page over many folders of runs",
-        "Per folder (searched recursively): runs, running, stalled, finished, accepted, "
-        "failed by class, cost, tokens, the last recorded activity and the oldest stalled "
-        "run; the folders that need attention first. Reads only manifests, the heads of "
-        "sealed trajectories and the streams of unsealed runs.",
+        "Per folder: runs by state and outcome, cost, tokens and the oldest stalled run, "
+        "the folders that need attention first (docs/cli.md).",
         _fleet_flags,
     ),
     "batch": (
         "run an agent on every task of a JSON Lines file, many at once",
-        "Run the agent of `four run` on each task of TASKS (one JSON object per line, with "
-        '"id" and "task"; other fields are kept in the manifest; "domain", "check", '
-        '"check_files", "max_steps", "feedback", "image" and "cwd" are that task\'s own; '
-        "flags may also come from a four.toml beside TASKS, as four plan writes it), "
-        "--workers at a time: on threads here, as async tasks here for thousands at once "
-        "(--processes 1, or N worker processes), or on a Ray cluster (--ray). Trajectories "
-        "go to DIR/runs/<id>/, one line per finished task to DIR/manifest.jsonl; run again "
-        "and finished tasks are skipped. Exit 0 when every task has a result, 1 when a batch "
-        "budget stopped it first.",
+        "Run `four run`'s agent on each task of TASKS, --workers at a time, a line per "
+        "finished task in DIR/manifest.jsonl, skipped when run again (docs/batch.md).",
         _flags("_batch", "batch_flags"),
     ),
     "doctor": (
         "check a run or a batch before it starts: GO, WARN or NO-GO",
-        "four doctor run TASK [flags of four run] | four doctor batch TASKS [flags of "
-        "four batch]: the key, the model, the endpoint, the environment, the output "
-        "folder, the --check program, the prompt's size, a batch's workers against what "
-        "the endpoint serves at once and, with --probe (one tiny model request), the "
-        "wall-clock budget; a row each with the fix. Exit 0 all GO, 3 warnings only, 1 a "
-        "NO-GO, 2 a usage error.",
+        "four doctor run TASK [flags of four run] | four doctor batch TASKS [flags of four "
+        "batch]: a row per check, with the fix (docs/cli.md).",
         _flags("_doctor"),
     ),
     "lint": (
         "check a prompt's commands against the tools' real interfaces",
-        "Find every command PROMPT tells the model to run (fenced shell blocks, backticks, "
-        '"run X" sentences; a tasks .jsonl: each task and its check) and check it where '
-        "the run's commands run: the program exists, and every subcommand and option is "
-        "in the tool's real interface (argparse introspected for Python tools, four "
-        "included; otherwise its --help, run sandboxed with a timeout). Unknown ones are "
-        "reported with file, line and the nearest real names. Exit 0 clean, 1 any finding, "
-        "2 a usage error.",
+        "Check every command PROMPT tells the model to run against the real tool, where "
+        "the run's commands run (docs/plan.md).",
         _flags("_lint"),
     ),
     "plan": (
         "compile a free-text mission into a validated launch folder",
-        "four plan MISSION -o LAUNCH: the model writes a plan (tasks, their checks, held-out "
-        "files, settings); every check is run on the starting workspace, where it must "
-        "fail, twice, with the same verdict; held-out files must be out of the agents' "
-        "reach; the domains, the environment and the prompt must be ready (four doctor's "
-        "rows, four lint). Each failure goes back to the model until the plan passes. "
-        "LAUNCH gets tasks.jsonl, the held-out files, four.toml and PLAN.md, sealed: "
-        "four audit LAUNCH checks it was not edited since; four plan --check LAUNCH "
-        "validates an edited launch again and seals it anew. four batch LAUNCH/tasks.jsonl "
-        "runs it. Exit 0 a valid launch, 1 none, 2 a usage error.",
+        "four plan MISSION -o LAUNCH: the model writes tasks and checks, validated until "
+        "they pass, into a sealed launch folder (docs/plan.md).",
         _flags("_plan"),
     ),
     "watch": (
         "classify runs, and rescue the dead, stalled and looping ones",
-        "Say of every run under DIR whether it is finished, running, stalled, over its "
-        "wall budget, looping or dead (its driver gone). With --rescue, resume dead and "
-        "stalled runs as new attempts from their saved messages, and stop looping and "
-        "over-budget ones. --once for one pass (cron); else a pass every --interval. "
-        "Exit 0 when no run is left in trouble, 1 when one is, 2 for a usage error.",
+        "Say of every run under DIR whether it is finished, running, stalled, over budget, "
+        "looping or dead; with --rescue, resume or stop it (docs/cli.md).",
         _flags("_watch"),
     ),
     "mcp": (
         "four as an MCP server: verified runs for other agents",
-        "four mcp serve [--http HOST:PORT] [-- FLAGS OF four run]: serve four over MCP "
-        "(stdio by default): run a verified task in a folder, audit a run, show a run's "
-        "outcome and steps; each saved run is a resource.",
+        "four mcp serve [--http HOST:PORT] [-- FLAGS OF four run] (docs/mcp.md).",
         _flags("_mcp"),
     ),
     "spoke": (
         "write a new, type-checked component of four with the model",
-        "four spoke new NAME PURPOSE: the Python domain writes the module NAME.py, accepted "
-        "only once mypy --strict passes against four's Protocols, it imports, and a dry run "
-        "of `run` over it ends as it says.",
+        "four spoke new NAME PURPOSE: the module NAME.py, accepted once mypy --strict, "
+        "its import and a dry run pass (docs/domains.md).",
         _flags("_spoke"),
     ),
 }

@@ -72,18 +72,12 @@ def run_attempts(
     try:
         with armed:
             search.run(_Attempts(opts, model, key, domain, system, signing))
-    except KeyboardInterrupt as exc:  # as a plain run says it, the search's record as the path
-        from four.cli._build import interrupted
-
-        return interrupted(opts, exc, search.record, "a run began", _json(search))
     except UsageError:
         raise
-    except Exception:
-        import traceback
+    except (KeyboardInterrupt, Exception) as exc:  # as a plain run, the search's record the path
+        from four.cli._build import ended
 
-        traceback.print_exc()
-        print(f"crashed · saved {search.record}", file=sys.stderr)
-        return 1
+        return ended(opts, exc, search.record, "a run began", _json(search))
     return _report(search, opts)
 
 
@@ -114,7 +108,7 @@ class _Attempts:
         try:
             with heartbeat(lambda: r.recording.sink):
                 return run(a.invoke(r.G), r.V1, a.env(r.V2), a.emit(r.recording), r.system,
-                           opts.task, a.limit(opts.max_steps), opts.max_format_errors,
+                           a.prompt(opts.task), a.limit(opts.max_steps), opts.max_format_errors,
                            check=r.check, watch=traced(opts, a.watching(Saving(r.recording))))  # fmt: skip
         finally:
             r.display.stop("done")

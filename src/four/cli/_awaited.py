@@ -1,11 +1,6 @@
-"""The async form of the G and V2 ``four run`` builds, for ``four batch --processes``.
-
-Made from the plain ones, so the settings are theirs (retry, budget, prices, timeouts,
-the environment's limits): the litellm model call awaited (``litellm.acompletion``), and
-``--env local``/``persistent`` awaited. Where no async form exists (``--local``'s model,
-the sandbox, docker, a domain's own environment) it is None: ``arun`` runs the plain
-one in a worker thread.
-"""
+"""The async form of the G and V2 ``four run`` builds, for ``four batch --processes``:
+made from the plain ones, so the settings are theirs; None where there is none (then
+``arun`` runs the plain one in a worker thread)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """``four batch TASKS.jsonl``: ``four run``'s agent (built from the same flags and
 ``FOUR_*`` variables) on every task of a file, on threads, under ``four.arun`` on
-``AsyncPool`` (``--processes``) or on Ray. What it writes and its exit codes: its
-description in ``four.cli._COMMANDS``.
+``AsyncPool`` (``--processes``) or on Ray; what it writes: docs/batch.md.
 """
 
 from __future__ import annotations
@@ -52,49 +51,44 @@ def batch_flags(p: argparse.ArgumentParser) -> None:
         "--processes",
         type=positive_int,
         metavar="N",
-        help="run the tasks as async tasks, not threads, for thousands at once: 1 = one "
-        "event loop in this process, N = spread over N worker processes (one loop each); "
-        "--workers is the runs at once over them all [FOUR_PROCESSES, threads]",
+        help="run the tasks as async tasks over N processes (1: this one), for thousands "
+        "at once [FOUR_PROCESSES, threads]",
     )
     p.add_argument(
         "--ray",
         metavar="ADDRESS",
-        help="run on a Ray cluster: auto (the running one), local (start one here), "
-        "ray://HOST:10001, or HOST:PORT; needs four[ray] [FOUR_RAY]",
+        help="run on a Ray cluster: auto, local, ray://HOST:10001 or HOST:PORT [FOUR_RAY]",
     )
     p.add_argument(
         "-o",
         "--output-dir",
-        help="the batch folder, outside the agents' workspace, or an object store URL "
-        "(s3://bucket/prefix: needs four-loop[s3]) [FOUR_BATCH_DIR, "
-        "$XDG_STATE_HOME/four/batches/<TASKS name>-<digest of its path>]",
+        help="the batch folder, outside the agents' workspace, or s3://bucket/prefix "
+        "[FOUR_BATCH_DIR, $XDG_STATE_HOME/four/batches/<TASKS name>-<digest>]",
     )
     p.add_argument(
         "--output-in-workspace",
         action="store_true",
-        help="allow -o inside the workspace with --env local/persistent, where the agents' "
-        "commands can read the batch's runs",
+        help="allow -o inside the workspace, where the agents' commands can read it",
     )
     budget_flags(p)
     p.add_argument(
         "--stall-timeout",
         type=number,
         metavar="SECONDS",
-        help="end a run (stalled) when no model call or command finished for this long; "
-        f"0 = never [FOUR_STALL_TIMEOUT, {DEFAULT_STALL:g}]",
+        help=f"end a run stalled after this long with no step; 0 = never "
+        f"[FOUR_STALL_TIMEOUT, {DEFAULT_STALL:g}]",
     )
     p.add_argument(
         "--batch-cost-limit",
         type=number,
         metavar="USD",
-        help="USD for the whole batch (earlier invocations included); then no run starts "
-        "and running ones stop [none]",
+        help="USD for the whole batch, earlier invocations included [none]",
     )
     p.add_argument(
         "--batch-timeout",
         type=number,
         metavar="SECONDS",
-        help="wall-clock limit of this invocation; then no run starts and running ones stop",
+        help="wall-clock limit of this invocation [none]",
     )
     p.add_argument(
         "--redo", action="store_true", help="run every task again, finished ones included"
@@ -203,6 +197,7 @@ class _Command:
         if attempt is not None:
             G, V2, emit = attempt.invoke(G), attempt.env(V2), attempt.emit(emit)
             steps, watch = attempt.limit(steps), attempt.watching(watch)
+            prompt = attempt.prompt(prompt)
         return loop(G, a.V1, V2, emit, system, prompt, steps, errors, check=a.check,
                     watch=traced(self.opts, watch))  # fmt: skip
 
@@ -311,7 +306,7 @@ def _where(args: argparse.Namespace) -> tuple[str | None, int | None]:
     processes = args.processes
     given = env.get("FOUR_PROCESSES")
     if processes is None and not args.ray and given is not None:
-        processes = env.get_int("FOUR_PROCESSES", 0)
+        processes = env.over(None, "FOUR_PROCESSES", 0)
         if processes < 1:
             raise UsageError(f"FOUR_PROCESSES={given!r} must be at least 1")
     if processes == 0:

@@ -7,6 +7,7 @@ import json
 import signal
 import sys
 import time
+import traceback
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -37,15 +38,8 @@ if TYPE_CHECKING:
 
 @dataclass(slots=True)
 class Deadline:
-    """The run's one clock: once ``seconds`` of wall time have passed since ``started``,
-    the run ends ``time_limit_reached``.
-
-    While ``armed()``, the run's every command, tool and check (a check's command, a
-    notebook's re-run, a build, a type check, the last judgement) is killed at that
-    moment (``four.execute``'s interrupt switch), and none starts after it; the loop,
-    asking before each model call and each action, then ends the run, its record sealed.
-    A model call already waiting for its answer is not cut: the run ends when it returns.
-    """
+    """The run's one clock (docs/security.md): once ``seconds`` have passed, the run ends
+    ``time_limit_reached``, and while ``armed()`` what it runs is killed then."""
 
     seconds: float
     started: float = field(default_factory=time.monotonic)
@@ -324,14 +318,19 @@ def start_local(opts: RunOptions) -> bool:
     return True
 
 
-def interrupted(
+def ended(
     opts: RunOptions,
-    exc: KeyboardInterrupt,
+    exc: BaseException,
     path: Path | None,
     before: str,
     extra: Mapping[str, JSON] | None = None,
 ) -> int:
-    """Say that Ctrl-C (or SIGTERM) ended the run, and where it was saved; the exit status."""
+    """Say that Ctrl-C (or SIGTERM), or a crash with its traceback, ended the run, and
+    where it was saved; the exit status."""
+    if not isinstance(exc, KeyboardInterrupt):
+        traceback.print_exception(exc)
+        print(f"crashed · saved {path}" if path else "crashed before saving", file=sys.stderr)
+        return 1
     if opts.json:
         failed_json(f"interrupted: {type(exc).__name__}", path, extra)
     else:

@@ -90,9 +90,9 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, Invoke | None, str, str | Non
     """What the command line would run, read by ``four run``'s and ``four batch``'s own
     code; the model call for ``--probe``; the table's title; a batch's Ray address."""
     from four.cli._build import load_domain, system_prompt
-    from four.cli._envs import make_env
     from four.cli._options import api_key, local_settings, options
     from four.cli._preflight import held_out, hosted_name
+    from four.domains._bash import environment
     from four.invoke._local import DEFAULT_CTX
 
     batch = None
@@ -126,7 +126,7 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, Invoke | None, str, str | Non
         api_base=opts.api_base,
         api_key=key,
         env=opts.env,
-        make_env=lambda: make_env(opts.env, image=opts.image, cwd=opts.cwd, timeout=30),
+        make_env=lambda: environment(opts.env, image=opts.image, cwd=opts.cwd, timeout=30),
         output_dir=opts.output_dir,
         system=system,
         task=max(tasks, key=len) if tasks else opts.task,

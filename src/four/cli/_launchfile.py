@@ -1,12 +1,6 @@
-"""What ``four batch TASKS`` takes from beside TASKS: ``four.toml`` (flags written down,
-as ``four plan`` leaves them) and each item's own settings.
-
-A key of ``four.toml`` is a long flag of ``four batch`` (``max-steps = 30``); a flag given
-on the command line wins over it, and it wins over the ``FOUR_*`` variables. A relative
-path in it is relative to its folder. An item of TASKS may carry ``domain``, ``check``,
-``check_files`` (relative to TASKS's folder), ``max_steps``, ``feedback``, ``cwd`` and
-``image``: that run's own.
-"""
+"""What ``four batch TASKS`` takes from beside TASKS: ``four.toml`` (a long flag a key,
+``max-steps = 30``; a path relative to its folder) and each item's own settings
+(docs/batch.md)."""
 
 from __future__ import annotations
 

@@ -269,17 +269,10 @@ class _Files(Protocol):
 
 @dataclass(slots=True)
 class Recording:
-    """The trajectory writer, remembering the file it writes and adding the CLI's record.
-
-    The run's head records the real G and V2 (not the display wrappers) and, under
-    ``cli``, the settings ``four replay`` needs to rebuild the environment. ``writer`` is
-    ``save_trajectory``'s, or a domain's emit that writes one too (``open`` returning a
-    sink with ``jsonl`` and ``path``).
-
-    With ``hold`` (``four run``), a Ctrl-C from the moment the record is opened until
-    ``began()`` (the loop's first step asks its watch) waits for it: between the two the
-    run could not seal its record; nor does one cut the seal (see ``_signals``).
-    """
+    """The trajectory writer, remembering the file it writes and adding the CLI's record
+    (the real G and V2, and ``four replay``'s settings). With ``hold``, a Ctrl-C waits
+    from ``open`` until ``began()``, when the run can seal its record, and never cuts
+    the seal."""
 
     writer: Recorder[Path]
     components: Mapping[str, JSON] = field(repr=False)

@@ -28,17 +28,16 @@ def run_flags(p: argparse.ArgumentParser) -> None:
         metavar="CMD|URL",
         action="append",
         default=[],
-        help="an MCP server whose tools the agent gets beside the shell: a command started "
-        "here (stdio, contained like a command) or an http(s) URL (repeatable; needs "
-        "four-loop[mcp])",
+        help="an MCP server whose tools the agent gets beside the shell: a command or an "
+        "http(s) URL (repeatable; docs/mcp.md)",
     )
     p.add_argument(
         "--mcp-env",
         metavar="NAME",
         action="append",
         default=[],
-        help="a variable of this environment passed to the --mcp servers even if it looks "
-        "secret, e.g. GITHUB_TOKEN (repeatable; others are filtered as for commands)",
+        help="a variable passed to the --mcp servers even if it looks secret, e.g. "
+        "GITHUB_TOKEN (repeatable)",
     )
 
 
@@ -85,10 +84,8 @@ def flags(p: argparse.ArgumentParser) -> None:
     serve = sub.add_parser(
         "serve",
         help="serve four's verified runs to other agents",
-        description="Serve four as an MCP server (stdio, or streamable HTTP with --http): "
-        "tools to run a verified task in a folder (run_task), audit a run, show its outcome "
-        "and steps, list the runs; every saved run is a resource (four://runs/ID). Flags "
-        "after -- go to every `four run` (the model: -- --model NAME --api-base URL).",
+        description="Serve four as an MCP server (docs/mcp.md). Flags after -- go to every "
+        "`four run` (the model: -- --model NAME --api-base URL).",
     )
     serve.add_argument(
         "--http",

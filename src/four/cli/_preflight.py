@@ -34,13 +34,8 @@ def hosted_name(model: str, api_base: str | None) -> str:
 def resolve(
     model: str, api_base: str | None, api_key: str | None = None
 ) -> tuple[str, Server | None]:
-    """The model name to use and what its server said of itself, or a ``UsageError``.
-
-    Without ``api_base``: litellm must know the provider, and the provider's API key
-    must be set. With ``api_base`` (an OpenAI-compatible server): the server must answer,
-    and when it lists its models, ``model`` must be one of them; a name with no
-    provider prefix is sent as ``openai/<name>``. (The checks are ``four doctor``'s.)
-    """
+    """The model name to use and what its server said of itself, or a ``UsageError``:
+    ``four doctor``'s checks of the provider's key, or of the server at ``api_base``."""
     from four.observe._doctor import provider_key
     from four.observe._endpoint import endpoint, read_server
 

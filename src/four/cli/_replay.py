@@ -132,7 +132,7 @@ def _parser(recorded: Run, toolcalls: bool | None) -> Parse:
 
 
 def _environment(args: argparse.Namespace, recorded: Mapping[str, JSON]) -> Execute:
-    from four.cli._envs import make_env
+    from four.domains._bash import environment
 
     def text(flag: object, key: str) -> str | None:
         if isinstance(flag, str) and flag:
@@ -141,12 +141,13 @@ def _environment(args: argparse.Namespace, recorded: Mapping[str, JSON]) -> Exec
         return value if isinstance(value, str) and value else None
 
     kind = text(args.env, "env") or env.get("FOUR_ENV") or "local"
-    return make_env(
-        kind,
-        image=text(args.image, "image") or env.get("FOUR_IMAGE"),
-        cwd=text(args.cwd, "cwd"),
-        timeout=_timeout(args, recorded),
-    )
+    image = text(args.image, "image") or env.get("FOUR_IMAGE")
+    try:
+        return environment(
+            kind, image=image, cwd=text(args.cwd, "cwd"), timeout=_timeout(args, recorded)
+        )
+    except (TypeError, ValueError) as exc:  # a setting the environment refuses
+        raise UsageError(f"cannot make the {kind} environment: {exc}") from None
 
 
 def _timeout(args: argparse.Namespace, recorded: Mapping[str, JSON]) -> float | None:

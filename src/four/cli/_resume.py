@@ -145,12 +145,6 @@ def options_of(earlier: Resumed, path: str, *, mode: str, json: bool) -> RunOpti
         ) from None
 
 
-def extra_record(settings: dict[str, JSON]) -> dict[str, JSON]:
-    """What the earlier run recorded beyond its options (the item of a batch)."""
-    item = settings.get("batch_item")
-    return {"batch_item": item} if isinstance(item, str) else {}
-
-
 def record_in_batch(path: Path, item: str, attempt: int) -> str | None:
     """Add the new attempt's result to its batch's manifest (``DIR/manifest.jsonl``, the
     run being in ``DIR/runs/<id>/``), so a later ``four batch`` counts it; None when
@@ -186,7 +180,7 @@ def heartbeat(sink: Callable[[], object], every: float | None = None) -> Iterato
     if every is None:
         from four.cli import _settings as env
 
-        every = env.get_float("FOUR_HEARTBEAT", HEARTBEAT) or 0.0
+        every = env.over(None, "FOUR_HEARTBEAT", HEARTBEAT) or 0.0
     if every <= 0:
         yield
         return

@@ -1,9 +1,5 @@
-"""``four run TASK``: an agent on a task, shown live, saved as it goes.
-
-Everything that can be checked before the first step is: the model and its key (or the
-server at ``--api-base``), the environment, the system prompt file. Ctrl-C ends the run,
-saves the trajectory and prints its path (exit 130; SIGTERM the same, exit 143).
-"""
+"""``four run TASK``: an agent on a task, shown live, saved as it goes; what can be
+checked before the first step is (docs/cli.md)."""
 
 from __future__ import annotations
 
@@ -11,7 +7,6 @@ import argparse
 import dataclasses
 import os
 import sys
-import traceback
 from contextlib import nullcontext
 
 from four._types import JSON, Message
@@ -19,8 +14,8 @@ from four.cli import _settings as env
 from four.cli._build import (
     Deadline,
     Saving,
+    ended,
     failed_json,
-    interrupted,
     load_domain,
     prepare,
     report,
@@ -87,18 +82,16 @@ def main(args: argparse.Namespace) -> int:
                 check=r.check,
                 watch=traced(opts, Saving(recording, deadline)),
             )
-    except TrajectoryNotSaved as exc:
+    except TrajectoryNotSaved as exc:  # the run ended, but its record could not be sealed
         display.stop("not saved")
-        return _not_saved(exc, opts)
-    except KeyboardInterrupt as exc:
-        display.stop("interrupted")
-        return interrupted(opts, exc, recording.path, "the run began")
-    except Exception:
-        display.stop("crashed")
-        traceback.print_exc()
-        saved = recording.path
-        print(f"crashed · saved {saved}" if saved else "crashed before saving", file=sys.stderr)
+        if opts.json:
+            failed_json(f"save_failed: {exc}", getattr(exc, "kept", None))
+        else:
+            print(f"four run: save_failed: {exc}", file=sys.stderr)
         return 1
+    except (KeyboardInterrupt, Exception) as exc:
+        display.stop("interrupted" if isinstance(exc, KeyboardInterrupt) else "crashed")
+        return ended(opts, exc, recording.path, "the run began")
     else:
         display.stop("done")
     finally:
@@ -118,7 +111,7 @@ def _resumed(
 ) -> tuple[RunOptions, tuple[Message, ...], dict[str, JSON]]:
     """The options, history and extra record of a new attempt at the run ``--resume``
     names."""
-    from four.cli._resume import extra_record, options_of, resumed, verified
+    from four.cli._resume import options_of, resumed, verified
 
     if args.task is not None:
         raise UsageError("--resume takes the task from the trajectory: give no TASK")
@@ -129,13 +122,5 @@ def _resumed(
     opts = options_of(earlier, args.resume, mode=mode, json=bool(args.json))
     if sign:  # the new attempt is signed by the key its record was verified with
         opts = dataclasses.replace(opts, sign=sign)
-    return opts, earlier.history, extra_record(earlier.settings)
-
-
-def _not_saved(exc: OSError, opts: RunOptions) -> int:
-    """The run ended, but its record could not be sealed: one line, what was kept."""
-    if opts.json:
-        failed_json(f"save_failed: {exc}", getattr(exc, "kept", None))
-    else:
-        print(f"four run: save_failed: {exc}", file=sys.stderr)
-    return 1
+    item = earlier.settings.get("batch_item")  # what it recorded beyond its options
+    return opts, earlier.history, {"batch_item": item} if isinstance(item, str) else {}

@@ -7,58 +7,48 @@ variable; a flag given on the command line wins over the variable.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import TypeVar
 
 from four.cli._errors import UsageError
 
 ENVIRONMENTS = ("local", "persistent", "sandbox", "docker")
-N = TypeVar("N", int, float)
-Value = TypeVar("Value", int, float | None)
+Value = TypeVar("Value", bool, int, float | None)
 
 
-@dataclass(frozen=True, slots=True)
-class Variable:
-    """One environment variable: its name and what it sets."""
-
-    name: str
-    help: str
-
-
-VARIABLES: tuple[Variable, ...] = (
-    Variable("FOUR_MODEL", "model name for litellm, e.g. openai/gpt-4o-mini (--model)"),
-    Variable("FOUR_LOCAL", "1, or a model name or .gguf path: run on this machine (--local)"),
-    Variable("FOUR_LOCAL_MODEL", "the model --local runs (default qwen2.5-coder-1.5b)"),
-    Variable("FOUR_LOCAL_CTX", "--local: tokens of context per run (8192)"),
-    Variable("FOUR_LOCAL_THREADS", "--local: CPU threads (default: the idle cores, at most 8)"),
-    Variable("FOUR_LOCAL_PARALLEL", "--local: runs served at once (1)"),
-    Variable("FOUR_LOCAL_MAX_TOKENS", "--local: tokens a reply at most (1024)"),
-    Variable("FOUR_LOCAL_TEMPERATURE", "--local: sampling temperature (0: repeatable)"),
-    Variable("FOUR_MODELS", "folder of pulled models (default: the user's cache folder)"),
-    Variable("FOUR_API_BASE", "base URL of an OpenAI-compatible server (--api-base)"),
-    Variable("FOUR_API_KEY", "key sent to --api-base (default: none; never the provider's)"),
-    Variable("FOUR_OUTPUT_DIR", "where four run saves runs (-o), default ~/.local/state/four/runs"),
-    Variable("FOUR_DOMAIN", "the domain: what the agent writes, bash by default (--domain)"),
-    Variable("FOUR_ENV", "local, persistent, sandbox or docker (--env)"),
-    Variable("FOUR_IMAGE", "container image for --env docker (--image)"),
-    Variable("FOUR_TOOLCALLS", "1 to use tool calls instead of ```bash blocks (--toolcalls)"),
-    Variable("FOUR_PREVIEW", "1 or 0: show the model the workspace's files (--preview)"),
-    Variable("FOUR_MAX_STEPS", "model calls before the run stops (--max-steps)"),
-    Variable("FOUR_COST_LIMIT", "USD after which the run stops (--cost-limit)"),
-    Variable("FOUR_PRICES", "USD per million prompt,completion tokens (--prices)"),
-    Variable("FOUR_TIMEOUT", "wall-clock seconds the whole run may take (--timeout)"),
-    Variable("FOUR_COMMAND_TIMEOUT", "seconds one command may run (--command-timeout)"),
-    Variable("FOUR_SYSTEM", "file holding the system prompt (--system)"),
-    Variable("FOUR_MAX_SIZE", "largest trajectory file read, e.g. 1G (--max-size), default 256M"),
-    Variable("FOUR_SIGNING_KEY", "private key (four keygen) that signs each run's seal (--sign)"),
-    Variable("FOUR_HEARTBEAT", "seconds between a run's heartbeats in its stream; 0 = none [5]"),
-    Variable("FOUR_FEEDBACK", "full, output or verdict: what --check tells the model (--feedback)"),
-    Variable("FOUR_ATTEMPTS", "attempts at a --check task, each from a fresh copy (--attempts)"),
-    Variable("FOUR_SEED", "the first attempt's seed; attempt i samples with seed + i - 1 (--seed)"),
-    Variable("FOUR_ATTEMPT_TEMPERATURE", "temperature of every attempt after the first"),
-    Variable("FOUR_RETRIES_PER_REASON", "times one failure is told before the attempt is held"),
-)
+VARIABLES: dict[str, str] = {  # each variable, and what it sets
+    "FOUR_MODEL": "model name for litellm, e.g. openai/gpt-4o-mini (--model)",
+    "FOUR_LOCAL": "1, or a model name or .gguf path: run on this machine (--local)",
+    "FOUR_LOCAL_MODEL": "the model --local runs (default qwen2.5-coder-1.5b)",
+    "FOUR_LOCAL_CTX": "--local: tokens of context per run (8192)",
+    "FOUR_LOCAL_THREADS": "--local: CPU threads (default: the idle cores, at most 8)",
+    "FOUR_LOCAL_PARALLEL": "--local: runs served at once (1)",
+    "FOUR_LOCAL_MAX_TOKENS": "--local: tokens a reply at most (1024)",
+    "FOUR_LOCAL_TEMPERATURE": "--local: sampling temperature (0: repeatable)",
+    "FOUR_MODELS": "folder of pulled models (default: the user's cache folder)",
+    "FOUR_API_BASE": "base URL of an OpenAI-compatible server (--api-base)",
+    "FOUR_API_KEY": "key sent to --api-base (default: none; never the provider's)",
+    "FOUR_OUTPUT_DIR": "where four run saves runs (-o), default ~/.local/state/four/runs",
+    "FOUR_DOMAIN": "the domain: what the agent writes, bash by default (--domain)",
+    "FOUR_ENV": "local, persistent, sandbox or docker (--env)",
+    "FOUR_IMAGE": "container image for --env docker (--image)",
+    "FOUR_TOOLCALLS": "1 to use tool calls instead of ```bash blocks (--toolcalls)",
+    "FOUR_PREVIEW": "1 or 0: show the model the workspace's files (--preview)",
+    "FOUR_MAX_STEPS": "model calls before the run stops (--max-steps)",
+    "FOUR_COST_LIMIT": "USD after which the run stops (--cost-limit)",
+    "FOUR_PRICES": "USD per million prompt,completion tokens (--prices)",
+    "FOUR_TIMEOUT": "wall-clock seconds the whole run may take (--timeout)",
+    "FOUR_COMMAND_TIMEOUT": "seconds one command may run (--command-timeout)",
+    "FOUR_SYSTEM": "file holding the system prompt (--system)",
+    "FOUR_MAX_SIZE": "largest trajectory file read, e.g. 1G (--max-size), default 256M",
+    "FOUR_SIGNING_KEY": "private key (four keygen) that signs each run's seal (--sign)",
+    "FOUR_HEARTBEAT": "seconds between a run's heartbeats in its stream; 0 = none [5]",
+    "FOUR_FEEDBACK": "full, output or verdict: what --check tells the model (--feedback)",
+    "FOUR_ATTEMPTS": "attempts at a --check task, each from a fresh copy (--attempts)",
+    "FOUR_SEED": "the first attempt's seed; attempt i samples with seed + i - 1 (--seed)",
+    "FOUR_ATTEMPT_TEMPERATURE": "temperature of every attempt after the first",
+    "FOUR_RETRIES_PER_REASON": "times one failure is told before the attempt is held",
+}
 
 
 def get(name: str, environ: Mapping[str, str] | None = None) -> str | None:
@@ -71,65 +61,39 @@ def get(name: str, environ: Mapping[str, str] | None = None) -> str | None:
     return value or None
 
 
-def get_int(name: str, default: int, environ: Mapping[str, str] | None = None) -> int:
-    """An integer variable; a value that is not an integer is a usage error.
+def over(
+    given: Value | None, name: str, default: Value, environ: Mapping[str, str] | None = None
+) -> Value:
+    """A flag's value if given, else its variable's (read as the default's type: yes/no,
+    1 or 0, for a bool; a value that is not one is a usage error), else the default.
 
-    >>> get_int("FOUR_MAX_STEPS", 100, {"FOUR_MAX_STEPS": "7"})
-    7
+    >>> over(None, "FOUR_MAX_STEPS", 100, {"FOUR_MAX_STEPS": "7"}), over(3, "FOUR_MAX_STEPS", 100)
+    (7, 3)
+    >>> over(None, "FOUR_TOOLCALLS", False, {"FOUR_TOOLCALLS": "True"})
+    True
     """
     text = get(name, environ)
-    return default if text is None else _number(int, name, text, "an integer")
-
-
-def get_float(
-    name: str, default: float | None, environ: Mapping[str, str] | None = None
-) -> float | None:
-    """A number variable; a value that is not a number is a usage error.
-
-    >>> get_float("FOUR_COST_LIMIT", None, {"FOUR_COST_LIMIT": "0.5"})
-    0.5
-    """
-    text = get(name, environ)
-    return default if text is None else _number(float, name, text, "a number")
-
-
-def _number(kind: Callable[[str], N], name: str, text: str, what: str) -> N:
+    if given is not None or text is None:
+        return default if given is None else given
+    if isinstance(default, bool):
+        word = text.strip().lower()
+        if word in YES or word in NO:
+            return word in YES
+        raise UsageError(f"{name}={word!r} is not a yes/no value (use 1 or 0)")
     try:
-        return kind(text)
+        return int(text) if isinstance(default, int) else float(text)
     except ValueError:
+        what = "an integer" if isinstance(default, int) else "a number"
         raise UsageError(f"{name}={text!r} is not {what}") from None
 
 
-def over(given: Value | None, name: str, default: Value) -> Value:
-    """A flag's value if given, else its variable's (read as the default's type), else the
-    default.
-
-    >>> over(None, "FOUR_MAX_STEPS", 100), over(7, "FOUR_MAX_STEPS", 100)
-    (100, 7)
-    """
-    if given is not None:
-        return given
-    return get_int(name, default) if isinstance(default, int) else get_float(name, default)
-
-
-def get_bool(name: str, environ: Mapping[str, str] | None = None) -> bool:
-    """A yes/no variable: 1, true, yes or on (any case) mean yes.
-
-    >>> get_bool("FOUR_TOOLCALLS", {"FOUR_TOOLCALLS": "True"})
-    True
-    """
-    text = (get(name, environ) or "").strip().lower()
-    if text in ("", "0", "false", "no", "off"):
-        return False
-    if text in ("1", "true", "yes", "on"):
-        return True
-    raise UsageError(f"{name}={text!r} is not a yes/no value (use 1 or 0)")
+YES, NO = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
 
 
 def epilog() -> str:
     """The list of variables, for ``four --help``."""
-    width = max(len(v.name) for v in VARIABLES)
-    lines = [f"  {v.name.ljust(width)}  {v.help}" for v in VARIABLES]
+    width = max(map(len, VARIABLES))
+    lines = [f"  {name.ljust(width)}  {what}" for name, what in VARIABLES.items()]
     return "environment variables:\n" + "\n".join(lines)
 
 

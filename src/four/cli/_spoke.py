@@ -15,9 +15,8 @@ def flags(p: argparse.ArgumentParser) -> None:
     new = sub.add_parser(
         "new",
         help="write a new spoke module with the model",
-        description="Have the model write the spoke DIR/NAME.py for PURPOSE with the Python "
-        "domain; the run ends accepted only once the module passes mypy --strict against "
-        "four's Protocols, imports, and ends its dry run as it says. Exit 0 when accepted.",
+        description="Have the model write the spoke DIR/NAME.py for PURPOSE, accepted once "
+        "it passes mypy --strict, imports and ends its dry run (docs/domains.md).",
     )
     new.add_argument("name", metavar="NAME", help="the module's name (a Python identifier)")
     new.add_argument("purpose", metavar="PURPOSE", help="what the spoke should do")

@@ -28,6 +28,13 @@ TEXT_BYTES = 64 * 1024
 CHARACTERS = 2000
 """The preview's length at most: files after it are counted, not shown."""
 HEAD = "The working folder, when the task began:\n"
+NOTEBOOKS = (
+    "Notebooks are JSON: read and change their cells with python3 and its json module, "
+    "never with sed; `jupyter execute --inplace NAME.ipynb` runs one and saves its outputs "
+    "in it."
+)
+"""Said after a preview that shows a notebook: the built-in model edited notebooks as
+text with sed, and ran them with ``jupyter execute`` alone, which saves nothing."""
 
 
 def preview(
@@ -57,6 +64,8 @@ def preview(
             break
         out.append(entry)
         left -= len(entry)
+    if any(", a Jupyter notebook, " in entry for entry in out):
+        out.append(NOTEBOOKS)
     return "".join(out).rstrip("\n") if files else ""
 
 

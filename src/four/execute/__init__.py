@@ -12,11 +12,8 @@
     ashell_env()         ``shell_env`` awaited, for ``arun``
     note_repeats(V2)     any of them, warning the model when a command repeats itself
 
-Every environment shares one contract: bash, stdin closed, a timeout that kills every
-process of the command and becomes an observation (return code 124), output decoded
-with replacement and bounded while read, the exit signal, secrets kept out of the
-command's reach, and resource limits (``Limits``). Environments that hold resources are
-context managers (``async with`` for ``ashell_env``).
+Every environment shares one contract (docs/components.md: bash, stdin closed, a timeout
+that kills every process of the command, bounded output, secrets kept out, ``Limits``).
 """
 
 from four._secrets import SECRET_PATTERNS

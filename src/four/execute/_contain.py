@@ -1,24 +1,10 @@
-"""Containment of a command's processes, one rule for every environment that runs them here.
-
-- **A PID namespace of its own** (util-linux ``unshare --pid --fork --kill-child
-  --mount-proc``): for each shell of ``shell_env`` and each command of ``sandbox_env``;
-  for ``local_env``, one per environment, whose first process is the launcher that
-  starts its commands (``_launcher``). A command sees a ``/proc`` of its namespace only,
-  so no ``/proc/*/environ`` or ``/proc/*/cmdline`` of this process (root reads every
-  one of them otherwise), and when the namespace's first process ends the kernel kills
-  every process left in it, however it detached (``setsid``, ``nohup``, double fork,
-  ``env -i``).
-- **Tied to this process**: every launcher carries ``FOUR_DRIVER=<id>``; a tether (see
-  ``_tether``) kills them all when this process dies, SIGKILL included, and with each
-  launcher its namespace.
-- **Limits** (``Limits``): processes and memory by a cgroup where one can be made (root,
-  or a delegated cgroup), the file size by an rlimit; the first process (a shell, or
-  ``local_env``'s launcher) enters them itself before anything else runs. They guard
-  against accidents (a fork bomb, ``yes > file``); a root command could lift them.
-
-Where user namespaces are not allowed (an unprivileged user on a locked-down kernel),
-commands run without a namespace, and a warning says what is then weaker; see
-``containment()``.
+"""Containment of a command's processes, one rule for every environment that runs them here
+(docs/security.md): a PID namespace of its own (util-linux ``unshare``), so it sees no
+other process's ``/proc`` and nothing outlives the namespace's first process; every
+launcher marked ``FOUR_DRIVER=<id>`` and killed by a tether (``_tether``) when this
+process dies; ``Limits`` by a cgroup where one can be made, the file size by an rlimit,
+entered by the first process itself. Where user namespaces are not allowed, commands
+run without one, with a warning (``containment()``).
 """
 
 from __future__ import annotations
@@ -51,15 +37,8 @@ DRIVER = "FOUR_DRIVER"
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Resource limits of one command, or shell (None: no limit). The defaults: 512
-    processes, 4 GiB a file, 8 GiB of memory. In ``local_env`` they bound the
-    environment's commands together (a run's commands run one at a time).
-
-    ``processes``: processes and threads at once (a pids cgroup; ``RLIMIT_NPROC`` in
-    the command's own user namespace when not root); ``file_size``: bytes of one file
-    written (``RLIMIT_FSIZE``: a write past it fails, ``EFBIG``); ``memory``: bytes of
-    memory of all its processes (a memory cgroup: the kernel kills a process of the
-    command past it). ``containment()`` says which of them this machine enforces.
+    """Resource limits of one command, or shell (None: no limit): processes, bytes of one
+    file, bytes of memory (docs/components.md; ``containment()`` says what is enforced).
 
     >>> Limits(processes=64).processes
     64

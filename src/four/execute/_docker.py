@@ -234,23 +234,8 @@ def docker_env(
     limits: Limits = DEFAULT_LIMITS,
     mounts: Sequence[str] = (),
 ) -> DockerEnv:
-    """V2 that runs each command with bash in one Docker container of ``image``.
-
-    The container starts on first use (or on entering a ``with`` block), with no
-    network unless ``network=True``, and is removed by ``close()``, which ``run``
-    calls however the run ends (also after Ctrl-C or an exception); a finaliser
-    removes it as a last resort. With ``container``, commands run in that running
-    container instead, which is never removed (``image`` is then only recorded).
-    The image must have bash. Host variables are not
-    passed; ``env`` is (``docker exec -e``). The guarantees of ``local_env`` hold;
-    a timeout kills every process in the container but its reaper (in a given
-    ``container``: those that still carry the command's ``FOUR_RUN``), not just the
-    client, and the container is removed when this process dies, even by SIGKILL.
-    ``limits`` become ``docker run``'s ``--pids-limit``, ``--memory`` and
-    ``--ulimit fsize`` (not applied to a given ``container``). ``mounts`` are host
-    folders shown in the container at the same path, writable (a domain's workspace, and
-    the folder its tools share with this process). If the container
-    cannot start or dies, the run ends with an ``ExecutionError``.
+    """V2 that runs each command with bash in one Docker container of ``image``, removed
+    at ``close()`` (the settings: docs/components.md).
 
     >>> from four import Action
     >>> with docker_env("four-test:latest") as env:  # doctest: +SKIP

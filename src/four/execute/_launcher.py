@@ -4,9 +4,9 @@ What a command costs to contain is paid once per environment, not per command: t
 launcher is the first process of the environment's PID namespace (with its own
 ``/proc``), has entered its cgroups and taken its limits, and starts each command with
 ``posix_spawn`` (no ``unshare`` program, no namespace made or ended, no move between
-cgroups per command: on cgroup v1 a move waits for an RCU grace period). The processes
-and memory limits are then those of the environment's commands together (one at a time
-in a run: the same as per command).
+cgroups per command: on cgroup v1 a move waits for an RCU grace period, 10-20 ms). The
+processes and memory limits are then those of the environment's commands together (one
+at a time in a run: the same as per command).
 
 The launcher ends when its environment is closed or collected, and when this process
 dies, however (its socket reaches its end; the tether kills it too, and every command,

@@ -39,12 +39,8 @@ from four.execute._shell import ShellEnv
 
 @dataclass(frozen=True, slots=True)
 class LocalEnv(Checked):
-    """V2: every command in a fresh ``bash -c`` on this machine.
-
-    See ``local_env`` for the guarantees. ``env`` is not recorded in the trajectory.
-    Its commands start from a small launcher process (started with the first command):
-    ``close()`` ends it (``run`` does), as do the end of this process and the
-    environment's garbage collection; a later command starts a new one.
+    """V2: every command in a fresh ``bash -c`` on this machine (see ``local_env``),
+    started by a launcher process that ``close()`` ends.
     """
 
     timeout: float = 120.0
@@ -139,34 +135,8 @@ def local_env(
     deny: Sequence[str] = SECRET_PATTERNS,
     limits: Limits = DEFAULT_LIMITS,
 ) -> LocalEnv | ShellEnv:
-    """V2 that runs each command with bash on this machine.
-
-    Each command runs as ``bash -c`` in a new session, stdin closed, stderr merged into
-    stdout, started by the environment's launcher (one small process, started with the
-    first command, ended by ``close()``) in the environment's own PID namespace: it sees
-    a ``/proc`` of the launcher and the environment's commands only (no other process's
-    environment or command line: root could read them all otherwise), and every process
-    it starts ends when it ends, however it detached (``setsid``, ``nohup``, ``env -i``;
-    with several commands of one environment at once, when the last of them ends).
-    ``limits`` bound the environment's commands together. A command still running after
-    ``timeout`` seconds is killed with all of them; the model sees return code 124, the
-    output so far and a note. If this process dies, even by SIGKILL, its commands die
-    within a second or two. ``limits`` bounds processes, file size and memory
-    (``Limits``; see ``containment()`` for what this machine enforces: without user
-    namespaces, say, commands run without a namespace of their own, with a warning).
-    Output is decoded as UTF-8 with bad bytes replaced, and bounded while it is read:
-    at most ``max_output`` characters are shown (head and tail around an elision
-    marker; 0 shows none). If the first non-blank output line is ``exit_signal`` and
-    the command returns 0, the run ends with the rest of the output as the submission.
-
-    The command's environment is ``command_env(inherit, deny, env)``: host variables
-    named in ``inherit`` (PATH, HOME, locale... by default) minus those matching
-    ``deny`` (``*_API_KEY``, ``*_TOKEN``, ``*SECRET*``, ``*PASSWORD*``...), plus ``env``.
-
-    ``persistent=True`` gives a ``ShellEnv`` instead: one bash that keeps ``cd`` and
-    exported variables between commands (close it, or use it in a ``with`` block); its
-    background processes live until the shell ends. Not contained: the file system and
-    the network, which are the user's (``sandbox_env`` and ``docker_env`` contain them).
+    """V2 that runs each command with bash on this machine, in the environment's own PID
+    namespace (``persistent=True``: one ``ShellEnv``); the settings: docs/components.md.
 
     >>> from four import Action
     >>> local_env()(Action("echo hi")).unwrap().content
@@ -195,15 +165,8 @@ def shell_env(
     deny: Sequence[str] = SECRET_PATTERNS,
     limits: Limits = DEFAULT_LIMITS,
 ) -> ShellEnv:
-    """V2 with one persistent bash: ``cd`` and exported variables carry over.
-
-    The same guarantees as ``local_env`` (its own PID namespace, timeout, kill, bounded
-    output, exit signal, environment filter, limits, for the shell and all it starts).
-    A timeout kills the shell with everything it started; a new
-    shell then starts in the last working directory with the last exported variables
-    (functions, aliases and unexported variables are lost, and the model is told).
-    Same for a command that ends the shell (``exit 3``). Use it in a ``with`` block,
-    or let ``run`` close it.
+    """V2 with one persistent bash: ``cd`` and exported variables carry over (the same
+    guarantees as ``local_env``; a new shell after a timeout or an exit).
 
     >>> from four import Action
     >>> with shell_env() as env:

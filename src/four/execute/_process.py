@@ -20,7 +20,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Protocol
+from typing import IO, Protocol
 
 from four._coroutine import to_end
 from four.execute._interrupt import running, stopped
@@ -279,19 +279,27 @@ async def watching(
     )
 
 
+def popen(
+    argv: Sequence[str],
+    cwd: str | None,
+    env: Mapping[str, str] | None,
+    stdout: IO[bytes] | int,
+    *,
+    stdin: int = subprocess.DEVNULL,
+    stderr: int = subprocess.STDOUT,
+) -> Process:
+    """Start ``argv`` in a session of its own (its group holds all it starts; a Ctrl-C at
+    the terminal is ours to handle), with no descriptor of ours but those given."""
+    return subprocess.Popen(
+        list(argv), stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd, env=env,
+        start_new_session=True, close_fds=True,
+    )  # fmt: skip
+
+
 def _spawn(
     argv: Sequence[str], cwd: str | None, env: Mapping[str, str] | None, stdout: int
 ) -> Popened:
-    proc = subprocess.Popen(
-        list(argv),
-        stdin=subprocess.DEVNULL,
-        stdout=stdout,
-        stderr=subprocess.STDOUT,
-        cwd=cwd,
-        env=env,
-        start_new_session=True,
-        close_fds=True,
-    )
+    proc = popen(argv, cwd, env, stdout)
     try:
         return Popened(proc)
     except BaseException:  # out of descriptors: nothing may run unwatched, or unreaped

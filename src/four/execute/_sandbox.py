@@ -223,22 +223,8 @@ def sandbox_env(
     binds: Sequence[str] = (),
     limits: Limits = DEFAULT_LIMITS,
 ) -> SandboxEnv:
-    """V2 that runs each command with bash inside a bubblewrap sandbox (Linux, ``bwrap``).
-
-    The system folders (/usr, /bin, /lib...) and a short list of /etc files are
-    read-only; /tmp is private; ``workdir`` (a fresh temporary folder when None,
-    deleted at ``close()``) is the only writable place, the working directory and
-    HOME. There is no network unless ``network=True``; the command sees its own
-    process, user, IPC and host namespaces, holds no capability, and runs in a new
-    session. bwrap itself starts with an environment that holds nothing but the
-    tether's mark (it is PID 1 inside, and its ``/proc/1/environ`` is readable there). ``ro_binds`` adds host paths
-    read-only; ``hide`` names folders inside ``workdir`` the commands must not see
-    (a run's output folder): an empty read-only folder is mounted over each; ``binds``
-    names more host folders that take writes (a domain's tools share one with this
-    process). The guarantees of ``local_env`` hold (timeout, kill, bounded output,
-    exit signal, environment filter, ``limits``); every process of a command ends
-    with it, because the sandbox's PID namespace ends. If bwrap cannot start, the
-    run ends with an ``ExecutionError`` carrying bwrap's message.
+    """V2 that runs each command with bash inside a bubblewrap sandbox (Linux, ``bwrap``):
+    the system read-only, ``workdir`` the one writable place (docs/components.md).
 
     >>> from four import Action
     >>> with sandbox_env() as env:

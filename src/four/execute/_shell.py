@@ -50,7 +50,7 @@ from four.execute._output import (
     command_env,
     conclude,
 )
-from four.execute._process import BLOCKED, DRAIN, Wait, blocking, drain, read_some
+from four.execute._process import BLOCKED, DRAIN, Wait, blocking, drain, popen, read_some
 
 _TAIL = 64  # bytes kept back while scanning: a sentinel line may straddle two reads
 
@@ -126,15 +126,8 @@ class ShellEnv(ClosedOnExit, Checked):
         env = {**command_env(self.inherit, self.deny, self.env), MARK: mark}
         launched = launch([self.shell, "--noprofile", "--norc"], env, self.limits)
         try:
-            proc = subprocess.Popen(
-                launched.argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                cwd=self.cwd,
-                env=launched.env,
-                start_new_session=True,
-                close_fds=True,
+            proc = popen(
+                launched.argv, self.cwd, launched.env, subprocess.PIPE, stdin=subprocess.PIPE
             )
         except BaseException:
             launched.placed.release()

@@ -1,11 +1,9 @@
 """The launcher program: one small process per environment that starts its commands.
 
-Run by ``_launcher`` as ``python -I -S _spawner.py`` (the standard library only, no
-import of four) with a clean environment, as the first process of the environment's own
-PID namespace with its own ``/proc`` (``unshare``, once per environment). It enters the
-environment's cgroups and limits before anything else, so every command it forks
-inherits them: nothing is made, mounted or moved per command (a move between cgroups
-waits for an RCU grace period on cgroup v1, 10-20 ms; a namespace's end, another).
+Run by ``_launcher`` (why one per environment: its docstring) as ``python -I -S
+_spawner.py`` (the standard library only, no import of four) with a clean environment,
+as the first process of the environment's PID namespace; it enters the environment's
+cgroups and limits before anything else, so every command it forks inherits them.
 
 Each command is started with ``posix_spawn`` (a vfork: nothing of this process is
 copied) in a new session. Whatever it starts and however that detaches (``setsid``,

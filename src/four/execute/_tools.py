@@ -1,27 +1,11 @@
-"""The tools a domain runs for the model, run where the model's commands run.
-
-A domain runs programs on the model's behalf besides its commands: a Jupyter kernel, a
-type checker with the workspace's plugins, a compiler and a build script, a man-page
-maker that runs the built binary. Each of them is started by the run's environment as
-its commands are, so each is contained as they are:
+"""The tools a domain runs for the model (a kernel, a type checker, a compiler), started
+by the run's environment as its commands are, so contained as they are; ``folder`` is
+private and seen at the same path by the tools and this process (docs/security.md):
 
     host = tool_host("sandbox", workspace)          # "local", "sandbox" or "docker"
     host(Action("ls"))                              # a command of the model (V2)
     done = host.run(["gcc", "-o", "./t", "--", "./t.c"], timeout=60)   # a tool, to its end
     daemon = host.start(["python", "-m", "mypy.dmypy", ...])           # a long-lived one
-
-- ``local``: each tool in a PID namespace of its own (no other process's ``/proc``, so
-  no secret of this process; nothing it starts outlives it), under the limits, with an
-  environment made for it (secrets filtered), killed when this process dies.
-- ``sandbox``: in bubblewrap, as the sandbox's commands: the system read-only, the
-  workspace and ``folder`` the only writable places, no network, its own PIDs.
-- ``docker``: in the run's container (``docker exec``), where the workspace and
-  ``folder`` are mounted at their own paths; what a tool leaves is killed inside.
-
-``folder`` is a private folder that the tools and this process see at the same path: a
-kernel's connection file and sockets, a daemon's status file and socket, a build's caches.
-Every tool registers with the run's interrupt switch (``_interrupt.running``): a
-supervisor, or ``four run --timeout``, kills it when the run's time is spent.
 """
 
 from __future__ import annotations
@@ -52,6 +36,7 @@ from four.execute._interrupt import running, stopped
 from four.execute._kill import kill_group
 from four.execute._local import LocalEnv, local_env
 from four.execute._output import DEFAULT_INHERIT, command_env
+from four.execute._process import popen
 from four.execute._sandbox import SANDBOX_INHERIT, SandboxEnv, sandbox_env
 
 HostKind = Literal["local", "sandbox", "docker"]
@@ -256,18 +241,10 @@ class Tail:
 def _spawn(
     contained: Contained, stdin: int, stdout: IO[bytes] | int, stderr: int
 ) -> subprocess.Popen[bytes]:
-    """Start a contained tool's launcher in a session of its own (a Ctrl-C at the
-    terminal is ours to handle); if it cannot start, what was made for it goes."""
+    """Start a contained tool's launcher; if it cannot start, what was made for it goes."""
     try:
-        return subprocess.Popen(
-            contained.argv,
-            stdin=stdin,
-            stdout=stdout,
-            stderr=stderr,
-            cwd=contained.cwd,
-            env=contained.env,
-            start_new_session=True,
-            close_fds=True,
+        return popen(
+            contained.argv, contained.cwd, contained.env, stdout, stdin=stdin, stderr=stderr
         )
     except BaseException:
         contained.end()
@@ -322,15 +299,8 @@ def tool_host(
     python: str | None = None,
 ) -> ToolHost:
     """The run's environment of ``kind`` (``local``, ``sandbox`` or ``docker``) for a
-    domain working in ``workspace``: its commands get ``timeout`` seconds each, as with
-    ``local_env``, ``sandbox_env`` and ``docker_env``, which it is made of; its tools
-    are contained as its commands (see the module docstring).
-
-    ``readable``: host folders the sandbox shows read-only besides the system (the
-    tools' interpreter or toolchain: this Python's prefixes are added); ``hide``: folders
-    of the workspace the sandbox's commands must not see; ``image`` and ``run_args``:
-    the container's, for ``docker``; ``python``: the interpreter of Python tools (this
-    one; ``python3`` in a container). Raises ValueError for an unknown kind, or docker
+    domain working in ``workspace``, its tools contained as its commands are (the
+    settings: docs/components.md). Raises ValueError for an unknown kind, or docker
     without an image.
 
     >>> import tempfile

@@ -84,25 +84,8 @@ class AsyncBudgetInvoke:
 def budget_invoke(
     G: Invoke, cost_limit: float | None = None, token_limit: int | None = None
 ) -> BudgetInvoke:
-    """G that ends the run (``cost_limit_reached: ...``) once its cost or tokens are spent.
-
-    Before each call it adds up the ``usage`` of the assistant turns in the history;
-    if the known cost (USD) has reached ``cost_limit`` or the tokens (prompt plus
-    completion, over all calls) have reached ``token_limit``, it returns a BUDGET
-    ``ModelError`` instead of calling ``G``. A run can so go over by at most one call.
-
-    The rules:
-
-    - Every billed call counts, also replies that failed to parse or were cut off
-      (they are in the history) and failed attempts retried by ``retry_invoke`` or
-      the summaries of ``summarizing_invoke`` (both add them to the reply's usage).
-    - Calls of unknown cost (a model missing from litellm's price map, and no
-      ``prices`` given to the G) count for tokens but not for cost; the message says
-      how many there were. Give ``prices`` to budget such a model by cost.
-    - The spend is read from the history, so one ``budget_invoke`` serves many runs,
-      each with its own budget, and a resumed run continues its earlier spend. Put it
-      outermost: wrappers that shorten the history (``summarizing_invoke``,
-      ``context_aware_invoke``) must sit inside it.
+    """G that ends the run (``cost_limit_reached: ...``) once its cost or tokens are spent,
+    read from the history: put it outermost (the rules: docs/components.md).
 
     >>> from four import scripted_invoke, Assistant, Usage
     >>> G = budget_invoke(scripted_invoke(["hi"]), cost_limit=1.0)

@@ -173,18 +173,8 @@ def litellm_invoke(
     send_thinking: bool | None = None,
     **kwargs: object,
 ) -> LitellmInvoke:
-    """G for plain text replies, through litellm (imported at the first call).
-
-    ``model`` is any litellm model string (``anthropic/claude-sonnet-4-5``,
-    ``openai/gpt-4o``); for an OpenAI-compatible server (vLLM, llama.cpp, Ollama) use
-    ``openai/<name>`` with ``api_base``. ``timeout`` is seconds per request. ``prices``
-    (USD per prompt token, per completion token) override litellm's price map; a model
-    missing from it costs "unknown" (``Usage.cost is None``). ``cache_control`` marks
-    Anthropic cache breakpoints. A reply's thinking blocks are sent back, in order,
-    to Anthropic, Bedrock and Vertex AI models (``send_thinking`` forces it either
-    way); its ``reasoning`` text is never sent. Other keywords (``temperature``, ``max_tokens``, ...)
-    go to ``litellm.completion``; secret-looking ones (``*key*``, ``*token``, headers)
-    are kept out of the trajectory's record.
+    """G for plain text replies, through litellm (imported at the first call); the
+    settings: docs/components.md.
 
     >>> G = litellm_invoke("openai/qwen", api_base="http://127.0.0.1:8080/v1", temperature=0)
     >>> G.kwargs
@@ -211,13 +201,8 @@ def litellm_toolcall_invoke(
     send_thinking: bool | None = None,
     **kwargs: object,
 ) -> LitellmInvoke:
-    """G for tool-call replies: the calls land in ``Assistant.tool_calls``, text kept.
-
-    Offers a ``bash`` tool (``{"command": ...}``) plus the caller's ``tools`` (a
-    caller's tool named bash replaces ours; ``bash_tool=False`` offers only the
-    caller's). The reply's tool calls keep their provider ids, so the next request
-    pairs each result with its call, for OpenAI and Anthropic alike. Other arguments
-    as ``litellm_invoke``.
+    """G for tool-call replies: the calls land in ``Assistant.tool_calls``, text kept; a
+    ``bash`` tool plus the caller's ``tools``. Other arguments as ``litellm_invoke``.
 
     >>> G = litellm_toolcall_invoke("anthropic/claude-sonnet-4-5", max_tokens=4096)
     >>> [t["function"]["name"] for t in G.tools]

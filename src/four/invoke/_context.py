@@ -159,13 +159,8 @@ def context_aware_invoke(
     large_limit: int | None = None,
     counter: Counter | None = None,
 ) -> ContextAwareInvoke:
-    """G that sends short histories to ``fast`` and long ones to ``large``.
-
-    Size is counted in tokens by litellm's counter for the fast model (or by
-    ``counter``). Up to ``context_limit`` tokens, ``fast`` gets the history; above,
-    ``large`` does; above ``large_limit`` (if given), ``large`` gets a window: the
-    system message and task prompt, a note of how much was left out, and the
-    longest tail of whole turns that fits (never starting on a tool result).
+    """G that sends short histories to ``fast`` and long ones to ``large`` (a window of
+    them above ``large_limit``; docs/components.md).
 
     >>> from four import scripted_invoke, User
     >>> G = context_aware_invoke(scripted_invoke(["fast"]), scripted_invoke(["large"]),
@@ -309,18 +304,8 @@ def summarizing_invoke(
     *,
     counter: Counter | None = None,
 ) -> SummarizingInvoke:
-    """G that condenses old turns into notes once the history passes ``threshold`` tokens.
-
-    When the request would be over ``threshold`` tokens (litellm's counter for G's
-    model, or ``counter``), the turns not yet condensed, except the last
-    ``keep_recent`` messages, are given to ``summarizer`` (any G; default: ``G``
-    itself) together with the notes so far, and ``G`` receives: the system message
-    and task prompt verbatim, a user message with the notes, then the rest. Only what
-    was not summarised before is summarised (the notes grow incrementally); cuts fall
-    between whole turns, never between a tool call and its result. The summariser's
-    usage is added to the reply's, so budgets count it. If the summariser fails, its
-    error is returned (wrap it in ``retry_invoke`` to retry). One instance follows one
-    run at a time; on a history that does not continue the last one it starts over.
+    """G that condenses old turns into notes once the history passes ``threshold`` tokens
+    (docs/components.md).
 
     >>> from four import scripted_invoke, User, Assistant
     >>> G = summarizing_invoke(scripted_invoke(["reply"]), scripted_invoke(["notes"]),

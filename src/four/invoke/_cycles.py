@@ -1,38 +1,18 @@
-"""cycle_breaking_invoke: a G that never sends a model caught in a cycle the same context again.
-
-At temperature 0 the same history gives the same reply. Once a small model repeats a
-turn (the same reply with the same answer, or the same commands with the same output),
-the history that follows gives that turn again, until the budget runs out: a warning in
-the observation does not help, the warned history gives the same reply too. So before
-each call this wrapper reads the history, and:
-
-- sends each run of repeated turns once: all but the last turn of a run are left out
-  (whole turns, so every tool call keeps its result; the last keeps its answer, with
-  the repetition warning if the environment added one);
-- when the history ends in such a run, resamples the call: a temperature above 0
-  (higher the longer the run) and a seed, both functions of the history, so a run at
-  temperature 0 stays reproducible; a reply equal to the repeated one is drawn again
-  with the next seed, up to ``redraws`` times;
-- after the check said NO, a reply that would replay, step for step, the work it
-  rejected (the same replies answered alike, up to the same submission) is drawn again
-  as a repeated one is: the model's own reply first, then, only if it replays, at a
-  temperature above 0 (``replayed``).
-
-What it changed, and why, is kept with the reply (``Assistant.cycle_break``); a history
-with no repeated turn is sent as it is, with the model's own sampling.
-"""
+"""cycle_breaking_invoke: a G that never sends a model caught in a cycle the same context
+again (why and how: docs/components.md, "The invokes' settings")."""
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol, TypeAlias, runtime_checkable
+from typing import Protocol, TypeAlias, TypeVar, runtime_checkable
 
 from returns.result import Failure, Result, Success
 
 from four import _arguments as check
 from four._checked import checked
+from four._coroutine import to_end
 from four._types import (
     NO_USAGE,
     Assistant,
@@ -46,7 +26,6 @@ from four._types import (
     Sampled,
     Sampling,
     ToolResult,
-    Usage,
     User,
 )
 from four.execute._repeats import unwarned
@@ -57,6 +36,8 @@ DEFAULT_TEMPERATURES: tuple[float, ...] = (0.7, 1.0, 1.3)
 for each further repeat or redraw, the last from then on."""
 
 _Key: TypeAlias = tuple[object, ...]
+G_co = TypeVar("G_co", covariant=True)
+G_ = TypeVar("G_")
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,11 +199,13 @@ def _replay_plan(history: Sequence[Message], chosen: Plan | None) -> Plan | None
 
 
 @runtime_checkable
-class _AsyncSampled(Protocol):
+class _Resampled(Protocol[G_co]):
+    """A G that can be resampled (``Sampled``, or its async twin), giving a G of its kind."""
+
     @property
     def sampling(self) -> Sampling: ...
 
-    def sampled(self, sampling: Sampling, /) -> AsyncInvoke: ...
+    def sampled(self, sampling: Sampling, /) -> G_co: ...
 
 
 Drawn: TypeAlias = Result[Reply, ModelError]
@@ -247,17 +230,6 @@ class CycleBreakingInvoke(Checked):
             temperature = max(temperature, self.temperatures[index])
         return Sampling(temperature, (plan.seed + draw) & 0x7FFFFFFF)
 
-    def settle(self, plan: Plan, drawn: Drawn, draw: int, billed: Usage) -> Drawn | None:
-        """The call's result, or None to draw again (the reply repeats the cycle)."""
-        if isinstance(drawn, Failure):
-            error = drawn.failure()
-            return Failure(add_error_usage(error, billed)) if billed.calls else drawn
-        reply = drawn.unwrap()
-        key = _key(reply)
-        if (key == plan.looping or key in plan.replays) and draw < self.redraws:
-            return None
-        return Success(add_usage(reply, billed) if billed.calls else reply)
-
     def choose(self, messages: Sequence[Message], sampled: bool) -> Plan | None:
         """The plan of a call: repeated turns left out, a cycle resampled, a replay of
         rejected work drawn again (for a G that can be ``sampled``)."""
@@ -268,23 +240,9 @@ class CycleBreakingInvoke(Checked):
 
     @checked
     def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
-        chosen = self.choose(messages, isinstance(self.G, Sampled))
-        if chosen is None:
-            return self.G(messages)
-        if chosen.looping is None or not isinstance(self.G, Sampled):
-            return _noted(self.G(chosen.sent), chosen.record(None, 0))
-        billed, draw = NO_USAGE, 0
-        while True:
-            if chosen.first_as_is(draw):
-                G: Invoke = self.G
-            else:
-                G = self.G.sampled(self.sampling(self.G.sampling, chosen, draw))
-            drawn = G(chosen.sent)
-            done = self.settle(chosen, drawn, draw, billed)
-            if done is not None:
-                return _ended(chosen, done, G, draw)
-            billed += drawn.unwrap().usage or NO_USAGE
-            draw += 1
+        G = self.G
+        sampled = G if isinstance(G, Sampled) else None
+        return to_end(_broken(self, G, sampled, messages, _called), "a plain G waited")
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,23 +254,50 @@ class AsyncCycleBreakingInvoke:
     G: AsyncInvoke
 
     async def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
-        chosen = self.breaker.choose(messages, isinstance(self.G, _AsyncSampled))
-        if chosen is None:
-            return await self.G(messages)
-        if chosen.looping is None or not isinstance(self.G, _AsyncSampled):
-            return _noted(await self.G(chosen.sent), chosen.record(None, 0))
-        billed, draw = NO_USAGE, 0
-        while True:
-            G: AsyncInvoke = self.G
-            if not chosen.first_as_is(draw):
-                G = self.G.sampled(self.breaker.sampling(self.G.sampling, chosen, draw))
-            call: Callable[[Sequence[Message]], Awaitable[Drawn]] = G
-            drawn = await call(chosen.sent)
-            done = self.breaker.settle(chosen, drawn, draw, billed)
-            if done is not None:
-                return _ended(chosen, done, G, draw)
-            billed += drawn.unwrap().usage or NO_USAGE
-            draw += 1
+        sampled = self.G if isinstance(self.G, _Resampled) else None
+        return await _broken(self.breaker, self.G, sampled, messages, _awaited)
+
+
+async def _called(G: Invoke, messages: Sequence[Message]) -> Drawn:
+    return G(messages)
+
+
+async def _awaited(G: AsyncInvoke, messages: Sequence[Message]) -> Drawn:
+    return await G(messages)
+
+
+async def _broken(
+    breaker: CycleBreakingInvoke,
+    G: G_,
+    sampled: _Resampled[G_] | None,
+    messages: Sequence[Message],
+    call: Callable[[G_, Sequence[Message]], Awaitable[Drawn]],
+) -> Drawn:
+    """One call under ``breaker``'s rules, written once: ``call`` calls a G plainly or
+    awaited; ``sampled`` is ``G`` when it can be resampled."""
+    chosen = breaker.choose(messages, sampled is not None)
+    if chosen is None:
+        return await call(G, messages)
+    if chosen.looping is None or sampled is None:
+        return _noted(await call(G, chosen.sent), chosen.record(None, 0))
+    billed, draw = NO_USAGE, 0
+    while True:
+        drawn_by = G
+        if not chosen.first_as_is(draw):
+            drawn_by = sampled.sampled(breaker.sampling(sampled.sampling, chosen, draw))
+        drawn = await call(drawn_by, chosen.sent)
+        reply = drawn.unwrap() if isinstance(drawn, Success) else None
+        again = reply is not None and _key(reply) in (chosen.looping, *chosen.replays)
+        if again and draw < breaker.redraws:  # the reply repeats the cycle: draw again
+            billed, draw = billed + (drawn.unwrap().usage or NO_USAGE), draw + 1
+            continue
+        if billed.calls:  # what the draws thrown away cost
+            drawn = (
+                Success(add_usage(reply, billed))
+                if reply is not None
+                else Failure(add_error_usage(drawn.failure(), billed))
+            )
+        return _ended(chosen, drawn, drawn_by, draw)
 
 
 def _sampling_of(G: object) -> Sampling | None:
@@ -337,21 +322,8 @@ def _noted(drawn: Drawn, change: CycleBreak) -> Drawn:
 def cycle_breaking_invoke(
     G: Invoke, temperatures: Sequence[float] = DEFAULT_TEMPERATURES, redraws: int = 2
 ) -> CycleBreakingInvoke:
-    """G that never sends a model caught in a cycle the same context again.
-
-    Before each call it reads the history. Each run of repeated turns (the same reply
-    answered alike, or the same commands with the same output) is sent once: its
-    earlier turns are left out. When the history ends in such a run, the call is also
-    resampled, if ``G`` can be (``litellm_invoke``, ``local_invoke``: see
-    ``four.types.Sampled``): at ``temperatures[0]`` after one repeat, the next for each
-    further repeat (never below the model's own temperature), with a seed that is a
-    function of the history; a reply equal to the repeated one is drawn again, with the
-    next temperature and seed, up to ``redraws`` times (their usage is added to the
-    reply's). Everything is a function of the history, so a run at temperature 0 is as
-    reproducible as before. Each changed call's reply records what was changed and why
-    (``Assistant.cycle_break``); a history with no repeat is sent as it is.
-
-    Put it directly around the model, inside ``retry_invoke`` and ``budget_invoke``.
+    """G that never sends a model caught in a cycle the same context again: repeated
+    turns sent once, the call resampled from the history (docs/components.md).
 
     >>> from four import scripted_invoke, Assistant, User
     >>> turn = [Assistant("```bash\\nls\\n```"), User("a.txt", "observation", 0, "ls")]

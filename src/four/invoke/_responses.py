@@ -133,22 +133,8 @@ def http_response_invoke(
     reasoning_items: bool = True,
     **kwargs: JSON,
 ) -> ResponsesInvoke:
-    """G for the OpenAI Responses API (OpenAI, vLLM, llama.cpp ``/v1/responses``).
-
-    Sends the whole history as ``input`` items: messages, a ``function_call`` item
-    per assistant tool call and a ``function_call_output`` per ``ToolResult`` with the
-    same ``call_id``; no ``previous_response_id``, so any server works statelessly.
-    Output ``function_call`` items become the reply's ``tool_calls``, message text its
-    ``content``, reasoning items its ``reasoning`` (summaries and reasoning text, kept
-    apart) and, verbatim, its ``thinking``, sent back before the turn's calls unless
-    ``reasoning_items=False``. Tools: ``bash`` plus the caller's (either tool shape),
-    as ``litellm_toolcall_invoke``; ``bash_tool=False`` with no tools is text mode. A
-    response cut at ``max_output_tokens`` has ``finish_reason="length"``.
-
-    Errors are classified by HTTP status and by httpx's exception types (and OpenAI's
-    structured ``error.code`` for a context-window overflow). Cost is known only with
-    ``prices`` (no price map here). Other keywords go into the request body
-    (``max_output_tokens``, ``temperature``, ``reasoning``, ``store``...).
+    """G for the OpenAI Responses API (OpenAI, vLLM, llama.cpp ``/v1/responses``), stateless:
+    the whole history as ``input`` items each call (docs/components.md).
 
     >>> G = http_response_invoke("gpt-5-mini", "http://127.0.0.1:8080/v1", max_output_tokens=4096)
     >>> G.request([])["tools"][0]["name"]

@@ -115,16 +115,8 @@ def retry_invoke(
     clock: Callable[[], float] = time.monotonic,
     rng: Callable[[], float] = random.random,
 ) -> RetryInvoke:
-    """G that retries ``G`` on transient errors (rate limit, timeout, connection, 5xx, overload).
-
-    Other errors (authentication, permission, not found, bad request, context
-    window, budget) come back at once. Waits grow 1, 2, 4, ... s (``base_delay``
-    doubled, at most ``max_delay``) with jitter, and are never shorter than the
-    error's ``retry_after``. It gives up after ``max_attempts`` calls, or when the
-    next wait would pass ``max_elapsed`` seconds since the first call (None: no such
-    limit); the error it returns records the ``attempts`` made. Failed attempts that
-    were billed (``ModelError.usage``) are added to the final reply's or error's usage.
-    ``sleep``, ``clock`` and ``rng`` are injectable, so tests never wait.
+    """G that retries ``G`` on transient errors (rate limit, timeout, connection, 5xx,
+    overload), with backoff and jitter, honouring ``retry_after`` (docs/components.md).
 
     >>> from four import ModelError, ModelErrorKind, scripted_invoke
     >>> busy = ModelError(ModelErrorKind.RATE_LIMIT, "429", retry_after=2.0)

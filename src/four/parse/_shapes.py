@@ -50,12 +50,16 @@ sampling at 0.7 wrote lines of 1,000 characters, and its attempt ended
 
 
 def prose(name: str = "prose", end: str = "") -> Rules:
-    """A line of prose and its newline: it starts with no blank and no fence character
-    (so it never opens a block) and no ``<`` (the built-in model wrote a command's output
-    itself, ``<returncode>0</returncode>``, then believed its work done), holds at most
-    ``PROSE_CHARS`` characters, and ends with ``end`` (a sentence's ``.``, so that no
+    """A line of prose and its newline: it starts with no blank, no fence (inline code's
+    one backtick, not two: it never opens a block) and no ``<`` (the built-in model wrote a
+    command's output itself, ``<returncode>0</returncode>``, then believed its work done),
+    holds at most ``PROSE_CHARS`` characters, and ends with ``end`` (a sentence's ``.``, so that no
     parser takes it for a file's path)."""
-    first = Chars(WHITESPACE + "`~<", negated=True)
+    # Inline code may open it (`x`), a fence may not: the model, its line cut off at
+    # PROSE_CHARS after "use the", wrote "`sys.argv`" on the next line and was held to
+    # a fence, its prose run as commands.
+    inline = Seq((Lit("`"), Chars(WHITESPACE + "`", negated=True)))
+    first = Alt((Chars(WHITESPACE + "`~<", negated=True), inline))
     rest = Rep(Chars("\n", negated=True), 0, PROSE_CHARS - 1 - len(end))
     line = Seq((first, rest, Lit(end), NEWLINE)) if end else Seq((first, rest, NEWLINE))
     return [(name, line)]

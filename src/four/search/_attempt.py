@@ -59,7 +59,9 @@ class Attempt(Checked):
     the search copies none: a sandbox's fresh folder, a container); ``sampling`` is what
     its G must sample with, as keyword arguments (``local_invoke(**a.sampling)``,
     ``litellm_invoke(model, **a.sampling)``);
-    ``steps_left`` the model calls the search's budget still allows (None: no limit).
+    ``steps_left`` the model calls the search's budget still allows (None: no limit);
+    ``recap`` what the attempts before it did and how they ended ("" for the first, or
+    with the search's ``recap`` off), which ``prompt`` appends to the task.
 
     ``run`` (or ``arun``) calls ``four.run`` with the search's wrappers in place: use it,
     or wrap by hand: ``invoke(G)`` counts G's calls against the budget, ``env(V2)`` ends
@@ -80,6 +82,7 @@ class Attempt(Checked):
     stop: Callable[[], Outcome | None] | None = field(default=None, repr=False)
     looping: str | None = None
     linked: Linked[object] | None = field(default=None, repr=False)
+    recap: str = ""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -95,6 +98,12 @@ class Attempt(Checked):
     def sampling(self) -> SamplingArgs:
         """``temperature`` and ``seed``, as keyword arguments for a G's constructor."""
         return SamplingArgs(temperature=self.link.temperature, seed=self.link.seed)
+
+    def prompt(self, task: str | None = None) -> str:
+        """``task`` (the search's by default), then the ``recap`` of the attempts before
+        this one, if any: the prompt ``run`` gives the model."""
+        task = self.task if task is None else task
+        return f"{task}\n\n{self.recap}" if self.recap else task
 
     @property
     def steps_left(self) -> int | None:
@@ -161,8 +170,8 @@ class Attempt(Checked):
         check: Verify | None = None,
         watch: Watch | None = None,
     ) -> T:
-        """``four.run`` for this attempt: the task as the prompt (unless given), the
-        budget, the link, the loop stop and the search's watch in place."""
+        """``four.run`` for this attempt: ``prompt(prompt)`` as the prompt (the task, or
+        ``prompt`` if given, and the recap), the budget, the link, the loop stop and the search's watch in place."""
         from four._loop import run
 
         settings = self._settings(system, prompt, max_steps, max_format_errors)
@@ -195,7 +204,7 @@ class Attempt(Checked):
     ) -> tuple[str, str, int, int]:
         return (
             system,
-            self.task if prompt is None else prompt,
+            self.prompt(prompt),
             self.limit(max_steps),
             max_format_errors,
         )

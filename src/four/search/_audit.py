@@ -24,6 +24,7 @@ from four._files import Unreadable, read_regular
 from four._types import JSON, User
 from four.search._group import FORMAT, SUFFIX, digest_of
 from four.search._link import AttemptLink, link_of, task_digest
+from four.search._recap import told
 
 _FIELDS: dict[str, tuple[type, ...]] = {
     "format": (str,), "group": (str,), "task": (str,), "of": (int,), "seed": (int,),
@@ -258,8 +259,11 @@ class _Members:
             if stored != link:
                 errors.append(f"attempt {position}: its trajectory's link is {_diff(stored, link)}")
         tasks = [m.content for m in saved.messages if isinstance(m, User) and m.kind == "task"]
-        if not tasks or task_digest(tasks[0]) != link.task:
+        task, recapped = told(tasks[0]) if tasks else ("", [])
+        if not tasks or task_digest(task) != link.task:
             errors.append(f"attempt {position}: its task is not the group's")
+        elif any(n >= position for n in recapped):  # told of an attempt not yet ended
+            errors.append(f"attempt {position}: its recap names attempts {recapped}")
         self.evaluations += found.evaluations
         self.bound += found.initial_rank + 1 if found.verified else 0
         return errors

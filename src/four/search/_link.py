@@ -104,12 +104,13 @@ def link_of(info: Info) -> JSON:
 @dataclass(slots=True)
 class Ended:
     """What the attempt's record saw as it closed: the outcome, the stats, what emit
-    returned, and the sealed file (when the sink names one)."""
+    returned, the sealed file (when the sink names one) and the run's messages."""
 
     outcome: Outcome
     stats: RunStats
     saved: object
     path: Path | None
+    messages: Sequence[Message] = ()
 
 
 class Linked(Generic[T]):
@@ -150,7 +151,7 @@ class _LinkedSink(Generic[T]):
 
     def close(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> T:
         saved = self.inner.close(messages, outcome, stats)
-        self._ended(outcome, stats, saved)
+        self._ended(messages, outcome, stats, saved)
         return saved
 
     async def aclose(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> T:
@@ -161,12 +162,15 @@ class _LinkedSink(Generic[T]):
             import asyncio
 
             saved = await asyncio.to_thread(self.inner.close, messages, outcome, stats)
-        self._ended(outcome, stats, saved)
+        self._ended(messages, outcome, stats, saved)
         return saved
 
-    def _ended(self, outcome: Outcome, stats: RunStats, saved: object) -> None:
+    def _ended(
+        self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, saved: object
+    ) -> None:
         path = saved if isinstance(saved, Path) else getattr(self.inner, "path", None)
-        self.owner.ended = Ended(outcome, stats, saved, path if isinstance(path, Path) else None)
+        where = path if isinstance(path, Path) else None
+        self.owner.ended = Ended(outcome, stats, saved, where, messages)
 
     def __getattr__(self, name: str) -> object:  # beat, failure, jsonl, path: the inner's
         if name in ("inner", "owner"):

@@ -49,7 +49,8 @@ from four._types import JSON, NO_USAGE, ModelErrorKind, Usage, Watch
 from four.search._attempt import LOOPING, Attempt
 from four.search._budget import Budget, Spend
 from four.search._group import FORMAT, trajectory_seal, write_record
-from four.search._link import AttemptLink, task_digest
+from four.search._link import AttemptLink, Ended, task_digest
+from four.search._recap import recap, summary
 from four.search._workspace import Pristine
 
 if TYPE_CHECKING:
@@ -74,7 +75,10 @@ class SearchOptions(TypedDict, total=False):
     ``loop_repeats`` (3; 0: never) the same command and output in a row that stop an
     attempt; ``scratch`` where the copies go (the system's temporary folder);
     ``keep_copies`` (False) to keep them; ``watch`` asked by every attempt's run;
-    ``on_start``, ``on_end`` told of each attempt as it starts and ends.
+    ``on_start``, ``on_end`` told of each attempt as it starts and ends; ``recap`` (True)
+    to tell each attempt after the first what the ones that ended before it did (their
+    commands, the files they changed, how they ended, the check's last word: see
+    ``Attempt.prompt``).
     """
 
     workspace: str | os.PathLike[str] | None
@@ -92,6 +96,7 @@ class SearchOptions(TypedDict, total=False):
     watch: Watch | None
     on_start: Callable[[Attempt], None] | None
     on_end: Callable[[Member[object]], None] | None
+    recap: bool
 
 
 ANOTHER_ACCEPTED = "another attempt was accepted"
@@ -198,6 +203,9 @@ class Search(Generic[T]):
         self.watch = options.get("watch")
         self.on_start = options.get("on_start")
         self.on_end: Callable[[Member[T]], None] | None = options.get("on_end")  # type: ignore[assignment]
+        self.recap = options.get("recap", True)
+        arguments.flag("attempts", "recap", self.recap)
+        self._summaries: dict[int, str] = {}
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         self.group = f"{stamp}-{os.urandom(6).hex()}"
         self.digest = task_digest(task)
@@ -401,6 +409,8 @@ class Search(Generic[T]):
         )
         folder = self._pristine.fresh(index) if self._pristine is not None else None
         attempt = Attempt(link, self.task, folder, self.spend, self.loop_repeats, self.watch)
+        with self._lock:
+            attempt.recap = recap([s for i, s in sorted(self._summaries.items()) if i < index])
         attempt.stop = self._stopper(index)
         if self.on_start is not None:
             self.on_start(attempt)
@@ -440,7 +450,10 @@ class Search(Generic[T]):
                 "attempts: make's run saved no record: pass its emit through attempt.emit(...) "
                 "(attempt.run does), or return the run's Outcome"
             )
+        told = self._summary(attempt, member, ended) if self.recap and not member.accepted else None
         with self._lock:
+            if told is not None:
+                self._summaries[member.link.index] = told
             self.members.append(member)
             self.members.sort(key=lambda m: m.link.index)
             if member.accepted and self._winner is None:
@@ -452,6 +465,16 @@ class Search(Generic[T]):
         if self.on_end is not None:
             self.on_end(member)
         return member
+
+    def _summary(self, attempt: Attempt, member: Member[T], ended: Ended | None) -> str:
+        changed: list[str] | None = None
+        if self._pristine is not None and attempt.workspace is not None:
+            try:
+                changed = self._pristine.changed(attempt.workspace)
+            except OSError:  # its commands deleted the copy
+                changed = None
+        messages = ended.messages if ended is not None else ()
+        return summary(member.link.index, member.outcome, messages, changed)
 
     def _ends(self, member: Member[T]) -> str | None:
         outcome = member.outcome
@@ -601,7 +624,8 @@ def attempts(
     and not touched.
 
     Attempt 1 samples at ``first_temperature`` (0), attempt i > 1 at ``temperature`` with
-    seed ``seed + i - 1``. ``budget`` bounds all attempts together (model calls, tokens,
+    seed ``seed + i - 1``, and is told what the attempts that ended before it did and how
+    they ended (``recap``, on by default). ``budget`` bounds all attempts together (model calls, tokens,
     cost, seconds); each run's own ``max_steps`` bounds it alone, so a check is judged
     at most ``k * (initial_rank + 1)`` times. ``workers`` > 1 runs attempts side by side
     (for a model that serves several at once); the first accepted stops the others.

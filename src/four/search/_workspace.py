@@ -103,6 +103,30 @@ class Pristine:
         """Make the user's folder hold what ``attempt``'s folder holds, and only that."""
         _sync(Path(attempt), self.folder, self._skip)
 
+    def changed(self, copy: str | os.PathLike[str]) -> list[str]:
+        """The files (and links) that ``copy`` made, changed or deleted, against the start.
+
+        >>> import tempfile, pathlib
+        >>> user = pathlib.Path(tempfile.mkdtemp()); (user / "a.txt").write_text("start")
+        5
+        >>> start = Pristine(user); one = start.fresh(1)
+        >>> start.changed(one)
+        []
+        >>> (one / "b.txt").write_text("new"); (one / "a.txt").unlink(); start.changed(one)
+        3
+        ['a.txt', 'b.txt']
+        >>> start.close()
+        """
+        before = {rel: info for rel, info in _walk(self.start, None) if _leaf(info)}
+        after = {rel: info for rel, info in _walk(Path(copy), None) if _leaf(info)}
+        return sorted(
+            rel
+            for rel in before.keys() | after.keys()
+            if rel not in before
+            or rel not in after
+            or not _same_entry(self.start / rel, Path(copy) / rel, before[rel], after[rel])
+        )
+
     def close(self) -> None:
         """Delete the copies (the start and every attempt's folder)."""
         shutil.rmtree(self.scratch, ignore_errors=True)
@@ -220,6 +244,19 @@ def _sync(source: Path, target: Path, skip: object) -> None:
                 _replace(source / rel, path)
             elif stat.S_IMODE(now.st_mode) != stat.S_IMODE(info.st_mode):
                 os.chmod(path, stat.S_IMODE(info.st_mode))
+
+
+def _leaf(info: os.stat_result) -> bool:
+    return stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode)
+
+
+def _same_entry(a: Path, b: Path, a_info: os.stat_result, b_info: os.stat_result) -> bool:
+    """Two files, or two links, that hold the same."""
+    if stat.S_IFMT(a_info.st_mode) != stat.S_IFMT(b_info.st_mode):
+        return False
+    if stat.S_ISLNK(a_info.st_mode):
+        return os.readlink(a) == os.readlink(b)
+    return _same_file(a, b, a_info, b_info)
 
 
 def _same_file(a: Path, b: Path, a_info: os.stat_result, b_info: os.stat_result) -> bool:

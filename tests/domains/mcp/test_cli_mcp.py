@@ -34,8 +34,8 @@ def bodies(server: LoopbackServer) -> list[dict[str, Any]]:
 def no_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     from four.cli._settings import VARIABLES
 
-    for variable in VARIABLES:
-        monkeypatch.delenv(variable.name, raising=False)
+    for name in VARIABLES:
+        monkeypatch.delenv(name, raising=False)
 
 
 def test_four_run_mcp_gives_the_model_the_tools_and_bash_and_the_check_decides(
