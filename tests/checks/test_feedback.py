@@ -175,7 +175,7 @@ def test_bad_levels_are_refused_at_construction() -> None:
         command_check("true", feedback="loud")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="feedback must be one of"):
         verify(command_check("true"), feedback="none")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="retries_per_reason must be a positive integer"):
+    with pytest.raises(ValueError, match="verify: retries_per_reason=0: give a whole number"):
         verify(command_check("true"), retries_per_reason=0)
 
 

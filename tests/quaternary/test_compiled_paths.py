@@ -27,7 +27,7 @@ from four.quaternary import (
     no,
     yes,
 )
-from four.quaternary._state import AuditCursor, make_state, raw_state, set_prefix
+from four.quaternary._state import AuditCursor, evolve, set_prefix
 
 CONFIG = QICTConfig(
     failure_alphabet={"f0", "f1", "f2"},
@@ -241,19 +241,15 @@ def test_rank_counts_with_keys_outside_the_alphabet(accounting: ModuleType) -> N
         prefixes.append(prefix)
     initial = config.initial_state()
     states = [
-        make_state(
-            p,
-            *raw_state(initial)[1:],
-            initial.dependencies,
-            0,
-            0,
-            0,
-            initial.status,
-            None,
-            0,
-            0,
-            None,
-            None,
+        evolve(
+            initial,
+            exclusions=p,
+            evidence_budget=0,
+            compute_budget=0,
+            dependency_budget=0,
+            candidate_disposition=None,
+            evaluation_count=0,
+            clock=0,
         )
         for p in prefixes
     ]

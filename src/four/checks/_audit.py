@@ -28,7 +28,7 @@ from four.quaternary import (
     TransitionReceipt,
     audit_trace,
 )
-from four.quaternary._canonical import FORMAT_VERSION, STATE_FIELDS
+from four.quaternary._canonical import EVENT_FIELDS, FORMAT_VERSION, STATE_FIELDS
 from four.quaternary._receipts import receipts_from_json
 from four.trajectory import Trajectory
 from four.trajectory._artifacts import artifact_problems
@@ -47,7 +47,6 @@ _FIELDS: dict[str, tuple[str, ...]] = {
     "evaluation": ("verdict", "payload", "arcs", "action", "index", "after", "digest"),
     "event": ("event", "action", "after", "digest"),
 }
-_EVENT = ("kind", "lease_id", "outcome", "dependency", "clock")
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,7 +257,7 @@ def _verdicts(record: JSON, detail: JSON) -> tuple[list[str], AuditResult | None
     if errors or config is None or not isinstance(document, dict):
         return errors, None, 0
     try:
-        receipts = _load(document)
+        receipts = receipts_from_json(document)
     except ValueError as exc:
         return [f"stats.verdicts.receipts: {exc}"], None, 0
     version = 1 if document.get("version") == 1 else FORMAT_VERSION  # (load_receipts read it)
@@ -330,7 +329,7 @@ def _receipt_errors(document: JSON) -> list[str]:
         event = entry.get("event")
         if kind == "event" and isinstance(event, dict):
             errors += [
-                f"receipt {i}: field 'event.{k}' is missing" for k in _EVENT if k not in event
+                f"receipt {i}: field 'event.{k}' is missing" for k in EVENT_FIELDS if k not in event
             ]
         before = entry.get("before")
         if i == 0 and before is None:
@@ -351,21 +350,6 @@ def _receipt_errors(document: JSON) -> list[str]:
 
 
 _NAMES: dict[type, str] = {dict: "an object", str: "a string", list: "a list"}
-
-
-def _load(document: dict[str, JSON]) -> list[TransitionReceipt]:
-    """The receipts; on a malformed one, a ValueError naming its index."""
-    try:
-        return receipts_from_json(document)
-    except ValueError:
-        entries = document["receipts"]
-        assert isinstance(entries, list)
-        for i in range(len(entries)):  # only when broken: find the first receipt that is
-            try:
-                receipts_from_json({**document, "receipts": entries[: i + 1]})
-            except ValueError as exc:
-                raise ValueError(f"receipt {i}: {exc}") from None
-        raise
 
 
 def _log_errors(record: Mapping[str, JSON], receipts: list[TransitionReceipt]) -> list[str]:

@@ -131,33 +131,11 @@ def command_check(
     feedback: FeedbackLevel = DEFAULT_FEEDBACK,
     files: Mapping[str, Source] | None = None,
 ) -> CommandCheck:
-    """Judge a submission by running ``command`` (e.g. the tests) in the run's environment.
+    """Judge a submission by running ``command`` (e.g. the tests) in the run's environment:
+    exit 0 is YES, another exit NO, a timeout MAYBE (run again with four times the time).
 
-    Exit 0 is YES. Another exit is NO, with a short reason taken from the failure
-    (pytest's FAILED/ERROR lines, else the last line; durations removed so the same
-    failure gives the same reason). A timeout is MAYBE: the command is run again with
-    four times the time, and a second timeout is NO.
-
-    ``feedback`` is what the model is told of a NO: ``"verdict"`` (the default) only
-    that it failed, and the number of the failure; ``"output"`` the failing lines of the
-    command's output, not the command; ``"full"`` the command and those lines. The
-    default is the one an evaluator needs: the command often holds the answer
-    (``test "$(cat result.txt)" = 42``) and a test's output its assertions, and an agent
-    that can read the answer key is not being judged. Choose ``"output"`` when the check
-    is guidance the agent may see (its own visible tests). Whatever the level, the
-    trajectory's verdict log keeps the full text for you.
-
-    ``files`` are held-out files (``{"tests_hidden/": path}``, a destination relative to
-    the workspace; a folder ends with ``/``; bytes are a file's content). They are read
-    now, and put in place only while the check runs, in a copy of the workspace in a
-    separate environment of the same kind (a folder copy, a new sandbox, a container of
-    the committed container); the copy is deleted before the agent's next step, and the
-    check's own writes never reach the agent's workspace. A judgement then costs a copy
-    of the workspace (made in the temporary folder, ``TMPDIR``). With ``local_env`` the
-    agent runs as you: keep the sources out of its reach (or delete them once the check
-    is made), and know that a process it leaves running could watch the copy while the
-    check runs. ``sandbox_env`` (every process ends with its command) and ``docker_env``
-    (the check runs in another container) keep the files out of the agent's sight.
+    ``feedback`` (what the model is told of a NO: ``"verdict"``, ``"output"`` or
+    ``"full"``) and held-out ``files`` (``{"tests_hidden/": path}``): docs/verified.md.
 
     >>> command_check("pytest -q").feedback
     'verdict'
@@ -217,11 +195,8 @@ def file_check(
     pattern: str | None = None,
     feedback: FeedbackLevel = DEFAULT_FEEDBACK,
 ) -> FileCheck:
-    """Judge a submission by a file in the run's environment.
-
-    ``feedback`` as for ``command_check``: at ``"full"`` the model is told the text it
-    missed, at ``"output"`` only that the file lacks the expected text, at
-    ``"verdict"`` (the default) only that it failed.
+    """Judge a submission by a file in the run's environment (``feedback`` as for
+    ``command_check``; at ``"full"`` the model is told the text it missed).
 
     >>> file_check("out.txt", contains="42").contains
     '42'
@@ -258,10 +233,8 @@ class AllOf(_Judged, Checked):
 
 
 def all_of(*checks: Check, feedback: FeedbackLevel | None = None) -> AllOf:
-    """Combine checks: the first that is not YES decides.
-
-    ``feedback``, when given, is the level of every NO of the combination (see
-    ``command_check``); otherwise each check's own level holds.
+    """Combine checks: the first that is not YES decides (``feedback``, when given, is
+    the level of every NO of the combination).
 
     >>> all_of(file_check("a"), command_check("true")).checks[1].command
     'true'

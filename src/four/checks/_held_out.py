@@ -1,12 +1,4 @@
-"""Held-out files: what a check brings that the agent never sees.
-
-The files are read when the check is made (the check holds their bytes). While the
-check runs, they are put into a copy of the agent's workspace in a separate environment
-of the same kind (a folder copy for ``local_env``/``shell_env``, a new sandbox over a
-copy for ``sandbox_env``, a container of the agent's committed container for
-``docker_env``), and that copy is deleted before the run goes on. The agent's own
-environment never holds them, so nothing the agent runs afterwards can find them.
-"""
+"""Held-out files: what a check brings that the agent never sees (docs/verified.md)."""
 
 from __future__ import annotations
 

@@ -100,27 +100,12 @@ def verify(
 ) -> Verifier:
     """Make ``check`` the judge of a run: ``run(..., check=verify(my_check))``.
 
-    Each verdict is accounted by a QICT controller whose finite alphabets are:
-    ``failures`` (distinct NO reasons the agent may be told, as a count, or the exact
-    reasons), ``evidence`` (named gatherers for MAYBE(EvidenceNeed): a function of the
-    claim, or a command run in the environment), ``compute`` (MAYBE(ComputeNeed)
-    admissions, each worth ``compute_steps`` more model calls) and ``dependencies``
-    (resolvers for IFF). A reason is a one-use exclusion: told to the agent
-    ``retries_per_reason`` times (once by default), it ends the run ``held`` when it
-    comes again; so does a reason beyond the alphabet. The outcome names the reason and
-    the setting that allows more. So checks are evaluated at most ``initial_rank + 1``
-    times, whatever the model and the check do (the alphabet of failures is
-    ``failures`` times ``retries_per_reason`` slots).
-
-    ``feedback`` sets what the model is told of every NO (``"full"``, ``"output"`` or
-    ``"verdict"``, see ``command_check``); None leaves it to each check's own level
-    (``"verdict"`` for a check that names none). The verdict log keeps the full text.
-
-    ``last_judgement``: when the run ends without a submission (``max_steps_reached``,
-    ``repeated_format_error``, ``cost_limit_reached``), the check judges the final state
-    once, within the same bound: YES ends the run ``accepted`` (the log says it was
-    judged at the end, not submitted); anything else leaves the outcome as it was, with
-    the verdict logged. ``False`` judges claimed completions only.
+    Each verdict is accounted by a QICT controller over finite alphabets (``failures``
+    times ``retries_per_reason`` slots, ``evidence``, ``compute``, ``dependencies``), so
+    the check is evaluated at most ``initial_rank + 1`` times; a reason told
+    ``retries_per_reason`` times ends the run ``held`` when it comes again. ``feedback``
+    overrides each check's level; ``last_judgement`` judges the final state of a run
+    that ends without a submission. See docs/verified.md.
 
     >>> from four.quaternary import yes
     >>> verify(lambda claim: yes(), failures=2).config().failure_alphabet == {"no:1", "no:2"}
@@ -133,10 +118,7 @@ def verify(
         if not isinstance(value, frozenset):
             arguments.count("verify", name, value)
     arguments.count("verify", "compute_steps", compute_steps, minimum=1)
-    if not isinstance(retries_per_reason, int) or retries_per_reason < 1:
-        raise ValueError(
-            f"retries_per_reason must be a positive integer, not {retries_per_reason!r}"
-        )
+    arguments.count("verify", "retries_per_reason", retries_per_reason, minimum=1)
     level = None if feedback is None else feedback_level(feedback)
     return Verifier(
         check,

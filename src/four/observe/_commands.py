@@ -12,12 +12,13 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from four.parse._regex import fenced_blocks
+
 SHELL_FENCES = frozenset(
     {"bash", "sh", "shell", "console", "zsh", "shell-session", "mswea_bash_command"}
 )
 """Fenced blocks in these languages hold commands to run."""
 
-_FENCE = re.compile(r"^\s*(`{3,}|~{3,})\s*([\w.+-]*)")
 _TICKS = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
 _RUN_BEFORE = re.compile(
     r"\b(?:run|runs|running|execute|executing|call|invoke|type|use|using|try)\s+"
@@ -58,25 +59,19 @@ def commands(text: str, first_line: int = 1) -> list[Command]:
     >>> [c.words for c in commands("Run `git status -s`.\\n```bash\\nls -la | wc -l\\n```")]
     [('git', 'status', '-s'), ('ls', '-la'), ('wc', '-l')]
     """
-    found: list[Command] = []
     lines = text.split("\n")
-    fence: tuple[str, bool] | None = None  # (the fence's marker, a shell block)
-    block: list[tuple[int, str]] = []
-    for index, line in enumerate(lines):
-        number = first_line + index
-        opened = _FENCE.match(line)
-        if fence is not None:
-            if opened and opened.group(1).startswith(fence[0]) and not opened.group(2):
-                if fence[1]:
-                    found += _block(block)
-                fence, block = None, []
-            else:
-                block.append((number, line))
+    blocks = {block.line - 1: block for block in fenced_blocks(text, tuple(SHELL_FENCES))}
+    found: list[Command] = []
+    index = 0
+    while index < len(lines):
+        block = blocks.get(index)
+        if block is None:
+            found += _prose(lines[index], first_line + index)
+            index += 1
             continue
-        if opened:
-            fence = (opened.group(1), opened.group(2).lower() in SHELL_FENCES)
-            continue
-        found += _prose(line, number)
+        if block.closed and block.tag in SHELL_FENCES:  # an unclosed block is no command
+            found += _block(list(enumerate(block.body.split("\n"), first_line + block.line)))
+        index = block.last
     return found
 
 

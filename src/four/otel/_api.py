@@ -35,20 +35,10 @@ def otel_watch(
     """A watch that sends one run as OpenTelemetry spans (GenAI conventions) while it
     goes: ``run(..., watch=otel_watch())``, for ``run`` and ``arun`` alike; one per run.
 
-    ``endpoint``: an OTLP/HTTP receiver (``http://host:4318`` or its ``/v1/traces``);
-    None reads ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_ENDPOINT``
-    (headers, certificates and the service's name come from the standard ``OTEL_*``
-    variables too). ``content``: message contents in the spans (as the trajectory holds
-    them); None follows ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``. ``then``:
-    another watch this one stands in front of (a batch's supervisor). The trace's ids
-    and each step's times go into the trajectory (``stats.otel``; a step's span id is
-    ``step_span_id(trace_id, index)``). The spans are made and sent by a
-    process of its own (one per receiver, ended with this one), so the run's thread
-    only notes each step. A receiver that is down or slow never slows the run: spans
-    wait in a bounded queue, and what is lost is counted (``watch.sender``) and said
-    once. Each model call also counts in the metrics
-    ``gen_ai.client.token.usage`` and ``gen_ai.client.operation.duration`` (sent to
-    the same receiver's ``/v1/metrics``; ``OTEL_METRICS_EXPORTER=none`` sends none).
+    ``endpoint``: an OTLP/HTTP receiver (None: the standard ``OTEL_*`` variables);
+    ``content``: message contents in the spans (None: the conventions' opt-in variable);
+    ``then``: another watch this one stands in front of (a batch's supervisor). A
+    receiver that is down or slow never slows the run (docs/otel.md).
 
     >>> watch = otel_watch("http://127.0.0.1:4318")
     >>> watch.sender.where, watch.trace_id

@@ -52,7 +52,7 @@ def saved_spans(run: Trajectory, content: bool = False) -> list[Span]:
     elif ids and isinstance(spans_kept, list):  # as it kept them before (an id a step)
         entries = [_of_entry(entry) for entry in spans_kept]
     else:
-        entries = [_of_entry(entry) for entry in _entries_of(run)]
+        entries = _entries_of(run)
     spans, events = _steps(agent, run.messages, entries, _log(run))
     ended = stats.ended_at
     if ended is not None:
@@ -103,8 +103,8 @@ def _of_steps(steps: Mapping[str, JSON], trace_id: int) -> list[Entry]:
 
 
 def _of_entry(entry: JSON) -> Entry:
-    """A step as kept before (and as made for a run saved without a watch):
-    ``{"op", "id", "t": [start, end], "at" | "command" | "log", "error", "detail"}``."""
+    """A step as kept before: ``{"op", "id", "t": [start, end], "at" | "command" | "log",
+    "error", "detail"}``."""
     if not isinstance(entry, dict):
         return _SKIPPED
     op, times = entry.get("op"), entry.get("t")
@@ -180,26 +180,26 @@ def _tool(
     return Tool(span_id, start, end, command, None, "bash", None, None, failed, detail)
 
 
-def _entries_of(run: Trajectory) -> list[JSON]:
+def _entries_of(run: Trajectory) -> list[Entry]:
     """A run saved without ``otel_watch``: its steps from its messages, each from the
     message before it to its own (times where the file has them), made-up ids."""
     times = run.timestamps
     first = run.info.resumed_from
-    entries: list[JSON] = []
+    entries: list[Entry] = []
     for i, message in enumerate(run.messages):
         if i < first or i == 0:
             continue
-        t = [times[i - 1], times[i]] if len(times) == len(run.messages) else [0.0, 0.0]
-        span = f"{_made_ids(run, i)[1]:016x}"
+        t0, t1 = (times[i - 1], times[i]) if len(times) == len(run.messages) else (0.0, 0.0)
+        span = _made_ids(run, i)[1]
         if isinstance(message, Assistant):
-            entries.append({"op": "chat", "id": span, "t": list(t), "at": i})
+            entries.append(("chat", span, t0, t1, i, None, ""))
         elif (isinstance(message, ToolResult) and message.kind in _ACTIONS) or (
             isinstance(message, User) and message.kind == "observation"
         ):
-            entries.append({"op": "execute_tool", "id": span, "t": list(t), "at": i})
+            entries.append(("execute_tool", span, t0, t1, i, None, ""))
     if log := _log(run):
         end = run.timestamps[-1] if run.timestamps else 0.0
-        entries.append({"op": "evaluate", "t": [end, end], "log": len(log)})
+        entries.append(("evaluate", 1, end, end, len(log), None, ""))
     return entries
 
 

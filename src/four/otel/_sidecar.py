@@ -1,17 +1,10 @@
 """The sender in a process of its own: what ``otel_watch()`` and ``four run --otel`` use.
 
-A sender's thread in the run's process shares the interpreter with the run: making,
-counting and encoding the spans there is the run's process's CPU, and holds its lock
-(bench/README.md, "otel"). So the run's process only notes each step (``_facts``) and,
-from a thread that wakes now and then, pickles what was noted in one go down a pipe to a
-child process (``main`` here), whose ``Sender`` makes the spans, counts the metrics,
-encodes and sends them.
-
-The child is started with the first span, ends when the pipe closes (the process's exit:
-what it holds is sent first, ``AT_EXIT`` seconds at most), ignores the terminal's
-interrupt (the run's process decides), and says its counts back on its stdout as JSON
-lines (after each request, and to answer a flush). The child that cannot be started, or
-that dies, loses the spans given to it, counted, and said once: never the run.
+Making, counting and encoding spans in the run's process would cost its CPU and hold its
+lock (bench/README.md, "otel"); so it only notes each step (``_facts``) and a thread
+pickles the notes down a pipe to a child (``main`` here), whose ``Sender`` does the rest.
+The child starts with the first span, ends when the pipe closes, ignores the terminal's
+interrupt, and says its counts back on its stdout as JSON lines (docs/otel.md).
 """
 
 from __future__ import annotations

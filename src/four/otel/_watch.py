@@ -1,11 +1,7 @@
 """The live view: a watch that hears the loop (``four.types.Event``) and sends each step
 as a span as soon as it is done; its trace id and its steps' times go into the run's
-trajectory (its span ids are made from them: ``step_span_id``).
-
-What the run's thread does for a step is kept small, and leaves nothing behind for the
-garbage collector to walk: the step's facts (one tuple of plain values, taken apart into
-the sender's flat queue at once) and, for the trajectory, a letter, two whole numbers
-and its message's index appended to the run's lists (columns, not an object a step).
+trajectory. A step costs the run's thread one tuple of plain values and a few numbers
+appended to the run's columns, nothing left for the garbage collector to walk.
 """
 
 from __future__ import annotations

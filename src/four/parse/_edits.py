@@ -1,15 +1,9 @@
-"""V1 for file edits: whole files and SEARCH/REPLACE blocks, plus shell commands.
+"""V1 for file edits: whole files and SEARCH/REPLACE blocks (the formats models handle best,
+by Aider's measurements), plus shell commands; docs/domains.md has the format.
 
-The formats models handle best (Aider's measurements): a new or small file as a fenced block headed by its path; an edit of an
-existing file as SEARCH/REPLACE blocks: the path alone on a line, a fence, a line
-``<<<<<<< SEARCH``, the exact old lines, a line ``=======``, the new lines, a line
-``>>>>>>> REPLACE``, and the closing fence.
-
-Nothing here knows a language: a path heads a block, whatever the block's tag, so a C
-source or a man page is edited the same way. The parser reads only the reply; matching
-a SEARCH text against a file is ``apply_edits``, a pure function of the files' texts,
-used by the environment that owns the files. A turn's edits become one ``EditAction``,
-applied all or none, before the turn's commands.
+Nothing here knows a language: a path heads a block, whatever its tag. The parser reads
+only the reply; ``apply_edits``, a pure function of the files' texts, is used by the
+environment that owns the files.
 """
 
 from __future__ import annotations
@@ -354,16 +348,8 @@ def edit_parse(
     finish_on_plain_text: bool = False,
     exit_signal: str = EXIT_SIGNAL,
 ) -> EditParse:
-    """V1 that reads file edits (whole files, SEARCH/REPLACE blocks) and shell commands.
-
-    A fenced block headed by a path (alone on the line before the fence, or in the info
-    string: ```python tool.py) is a file: its body is the whole new content, unless it
-    holds SEARCH/REPLACE blocks, which edit the file. A block tagged with one of
-    ``tags`` and no path is a shell command. Other blocks and prose never act.
-
-    All the turn's edits become one ``EditAction`` (first), applied all or none by the
-    environment (see ``apply_edits``); the commands follow in order. A reply with no
-    edit and no command follows the completion rule of ``regex_parse``.
+    """V1 that reads file edits (whole files, SEARCH/REPLACE blocks headed by their
+    path) and shell commands; docs/domains.md has the rules.
 
     >>> from four import Assistant
     >>> reply = Assistant("a.py\\n```python\\n<<<<<<< SEARCH\\nx = 1\\n=======\\nx = 2\\n>>>>>>> REPLACE\\n```")
@@ -380,14 +366,9 @@ def edit_parse(
 def apply_edits(
     edits: Sequence[FileEdit], read: Callable[[str], str | None]
 ) -> Result[dict[str, str], FormatError]:
-    """The new text of every file ``edits`` touch, or why they cannot all apply.
-
-    ``read(path)`` gives a file's current text, or None if it does not exist. Edits of
-    one file apply in order, each to the text the earlier ones left. A SEARCH must match
-    exactly one run of whole lines: exactly, else ignoring trailing whitespace, else
-    with the indentation shifted by the same amount on every line (the REPLACE lines are
-    shifted alike). Not found, or found more than once, is a ``FormatError`` naming the
-    file, the block and the closest match with its line numbers; then nothing applies.
+    """The new text of every file ``edits`` touch (``read(path)``: its text, or None if
+    it does not exist), or a ``FormatError`` naming each edit that does not apply (a
+    SEARCH found nowhere or more than once, with the closest match); then none applies.
 
     >>> apply_edits([SearchReplace("a.py", "x = 1", "x = 2")], {"a.py": "x = 1\\n"}.get).unwrap()
     {'a.py': 'x = 2\\n'}

@@ -355,21 +355,8 @@ def regex_parse(
     finish_on_plain_text: bool = False,
     exit_signal: str = EXIT_SIGNAL,
 ) -> RegexParse:
-    """V1 that reads shell commands from fenced blocks of ``reply.content``.
-
-    Every block tagged with one of ``tags`` (``mswea_bash_command``, ``bash``, ``sh``,
-    ``shell``, ``console``, ``zsh``) is one action, in order; a ``console`` block runs
-    only its ``$ `` lines. Other fences (``python``, untagged) and prose never run.
-    A closing fence is a line holding only backticks, so a backtick inside a command
-    is fine, and a here-document that contains fence lines stays whole. ``<code>``
-    tags are read only with ``code_tags=True``. ``one_action=True`` demands exactly
-    one block per reply.
-
-    Completion rule, when no block asks to run anything: the reply is a submission if a
-    line of it is the ``exit_signal`` (the rest of the text is the output), or, with
-    ``finish_on_plain_text=True``, if it is non-blank text with no fence at all.
-    Everything else (an empty reply, an unclosed fence, only a python block, an empty
-    block) is a ``FormatError`` whose feedback says what was wrong and what to send.
+    """V1 that reads shell commands from the fenced blocks tagged with one of ``tags``
+    (heredoc-aware; prose and other fences never run); docs/components.md has the rules.
 
     >>> from four import Assistant
     >>> regex_parse()(Assistant("Let me look.\\n```bash\\nls -la\\n```")).unwrap()

@@ -114,18 +114,8 @@ def toolcall_parse(
     finish_on_plain_text: bool = False,
     exit_signal: str = EXIT_SIGNAL,
 ) -> ToolcallParse:
-    """V1 that reads ``reply.tool_calls``: one result per call, never a dropped call.
-
-    A call of ``tool`` whose JSON ``arguments`` hold a non-empty string ``argument``
-    becomes ``Action(command, call.id)``. Every other call (an unknown tool, arguments
-    that are not JSON, not an object, or lack the command) becomes
-    ``Rejected(call.id, error)``, which the loop answers with that error as the call's
-    result, so each call id gets a result. A JSON string holding JSON is unwrapped once.
-
-    A reply with no tool call follows the completion rule of ``regex_parse``: a
-    submission if a line of its content is ``exit_signal``, or (with
-    ``finish_on_plain_text=True``) if it is non-blank text with no fence; otherwise a
-    ``FormatError`` telling the model how to call the tool and how to finish.
+    """V1 that reads ``reply.tool_calls``: an ``Action`` per good call of ``tool``, a
+    ``Rejected`` with the error per other call (docs/components.md).
 
     >>> from four import Assistant, ToolCall
     >>> toolcall_parse()(Assistant("", (ToolCall("c1", "bash", '{"command": "ls"}'),))).unwrap()

@@ -34,9 +34,10 @@ from ._state import (
     Payload,
     QICTConfig,
     _Prefix,
-    acyclic,
+    check_count,
+    check_record,
+    evolve,
     make_record,
-    make_state,
     merge_outcomes,
     raw_state,
     raw_used,
@@ -113,28 +114,8 @@ def admissible_rank(config: QICTConfig, state: ControllerState) -> int:
 # --------------------------------------------------------------------------- transitions
 
 
-def _hold(
-    state: ControllerState, reason: str, index: int | None = None, clock: int | None = None
-) -> ControllerState:
-    """``state`` held for ``reason``: by the evaluation numbered ``index`` (the
-    candidate's disposition dropped), or by an event (the count and disposition kept;
-    ``clock`` the event's, else the state's)."""
-    excl, evid, comp = raw_state(state)
-    return make_state(
-        excl,
-        evid,
-        comp,
-        state.dependencies,
-        state.evidence_budget,
-        state.compute_budget,
-        state.dependency_budget,
-        _HELD,
-        state.candidate_disposition if index is None else None,
-        state.evaluation_count if index is None else index,
-        state.clock if clock is None else clock,
-        None,
-        reason,
-    )
+def _hold(state: ControllerState, reason: str, **changes: Any) -> ControllerState:
+    return evolve(state, status=_HELD, pending_lease=None, held_reason=reason, **changes)
 
 
 def _evaluation_transition(
@@ -150,25 +131,33 @@ def _evaluation_transition(
         raise ValueError("A pending lease must return or expire before re-evaluation.")
     index = state.evaluation_count + 1
     excl, evid, comp = raw_state(state)
-    deps = state.dependencies
-    eb, cb, db = state.evidence_budget, state.compute_budget, state.dependency_budget
     clock = state.clock
-    if verdict == Verdict.YES:
-        return ControllerAction.EXIT_ACCEPT, make_state(
-            excl,
-            evid,
-            comp,
-            deps,
-            eb,
-            cb,
-            db,
-            ControllerStatus.ACCEPTED,
-            CandidateDisposition.TERMINALLY_ACCEPTED,
-            index,
-            clock,
-            None,
-            None,
+
+    def step(
+        action: ControllerAction,
+        disposition: CandidateDisposition | None = None,
+        lease: Lease | None = None,
+        **changes: Any,
+    ) -> tuple[ControllerAction, ControllerState]:
+        status = ControllerStatus.ACCEPTED if action == ControllerAction.EXIT_ACCEPT else _RUNNING
+        after = evolve(
+            state,
+            status=status,
+            candidate_disposition=disposition,
+            evaluation_count=index,
+            pending_lease=lease,
+            held_reason=None,
+            **changes,
         )
+        return action, after
+
+    def hold(reason: str) -> tuple[ControllerAction, ControllerState]:
+        return ControllerAction.HOLD, _hold(
+            state, reason, candidate_disposition=None, evaluation_count=index
+        )
+
+    if verdict == Verdict.YES:
+        return step(ControllerAction.EXIT_ACCEPT, CandidateDisposition.TERMINALLY_ACCEPTED)
     if verdict == Verdict.NO:
         reason = payload
         admissible = config.admissible_failures
@@ -179,76 +168,39 @@ def _evaluation_transition(
             and not prefix.contains(reason)
             and reason in admissible
         ):
-            return ControllerAction.EXCLUDE_RETRY, make_state(
-                prefix.added(reason),
-                evid,
-                comp,
-                deps,
-                eb,
-                cb,
-                db,
-                _RUNNING,
-                None,
-                index,
-                clock,
-                None,
-                None,
-            )
-        return ControllerAction.HOLD, _hold(
-            state, f"inadmissible or repeated failure: {reason}", index
-        )
+            return step(ControllerAction.EXCLUDE_RETRY, exclusions=prefix.added(reason))
+        return hold(f"inadmissible or repeated failure: {reason}")
     if verdict == Verdict.MAYBE:
         if type(payload) is EvidenceNeed:
             need = payload.evidence
             prefix = set_prefix(evid)
+            eb = state.evidence_budget
             if need in config.evidence_alphabet and not prefix.contains(need) and eb > 0:
-                lease = Lease(
-                    f"evidence:{need}:{index}", LeaseKind.EVIDENCE, need, clock + config.lease_ticks
+                deadline = clock + config.lease_ticks
+                lease = Lease(f"evidence:{need}:{index}", LeaseKind.EVIDENCE, need, deadline)
+                return step(
+                    ControllerAction.GATHER,
+                    lease=lease,
+                    used_evidence=prefix.added(need),
+                    evidence_budget=eb - 1,
                 )
-                return ControllerAction.GATHER, make_state(
-                    excl,
-                    prefix.added(need),
-                    comp,
-                    deps,
-                    eb - 1,
-                    cb,
-                    db,
-                    _RUNNING,
-                    None,
-                    index,
-                    clock,
-                    lease,
-                    None,
-                )
-            return ControllerAction.HOLD, _hold(
-                state, f"inadmissible or repeated evidence need: {need}", index
-            )
+            return hold(f"inadmissible or repeated evidence need: {need}")
         if type(payload) is ComputeNeed:
-            step = payload.step
+            need = payload.step
             prefix = set_prefix(comp)
-            if step in config.compute_alphabet and not prefix.contains(step) and cb > 0:
-                return ControllerAction.ADMIT_NEXT, make_state(
-                    excl,
-                    evid,
-                    prefix.added(step),
-                    deps,
-                    eb,
-                    cb - 1,
-                    db,
-                    _RUNNING,
+            cb = state.compute_budget
+            if need in config.compute_alphabet and not prefix.contains(need) and cb > 0:
+                return step(
+                    ControllerAction.ADMIT_NEXT,
                     CandidateDisposition.SOURCE_ADMISSIBLE,
-                    index,
-                    clock,
-                    None,
-                    None,
+                    used_compute=prefix.added(need),
+                    compute_budget=cb - 1,
                 )
-            return ControllerAction.HOLD, _hold(
-                state, f"inadmissible or repeated compute need: {step}", index
-            )
-        return ControllerAction.HOLD, _hold(
-            state, "finite-rank control requires a typed MAYBE payload", index
-        )
+            return hold(f"inadmissible or repeated compute need: {need}")
+        return hold("finite-rank control requires a typed MAYBE payload")
     dependency = payload
+    deps = state.dependencies
+    db = state.dependency_budget
     admissible_deps = config.admissible_dependencies
     assert admissible_deps is not None
     used = set_prefix(raw_used(deps))
@@ -262,69 +214,19 @@ def _evaluation_transition(
         unresolved = deps.unresolved | {dependency}
         relation = deps.relation | arcs if arcs else deps.relation
         if arcs:
-            try:
-                for a, b in relation:
-                    if a not in unresolved or b not in unresolved:
-                        raise ValueError("Dependency arcs must join unresolved vertices.")
-                if not acyclic(relation):
-                    raise ValueError("The unresolved dependency relation must be acyclic.")
+            try:  # the record's own invariants (of its arcs: the rest hold by construction)
+                check_record(unresolved, unresolved, relation, ())
             except ValueError as exc:
-                return ControllerAction.HOLD, _hold(state, str(exc), index)
+                return hold(str(exc))
         record = make_record(used.added(dependency), unresolved, relation, deps.outcomes)
+        deadline = clock + config.lease_ticks
         lease = Lease(
-            f"dependency:{dependency}:{index}",
-            LeaseKind.DEPENDENCY,
-            dependency,
-            clock + config.lease_ticks,
+            f"dependency:{dependency}:{index}", LeaseKind.DEPENDENCY, dependency, deadline
         )
-        return ControllerAction.BIND, make_state(
-            excl,
-            evid,
-            comp,
-            record,
-            eb,
-            cb,
-            db - 1,
-            _RUNNING,
-            None,
-            index,
-            clock,
-            lease,
-            None,
+        return step(
+            ControllerAction.BIND, lease=lease, dependencies=record, dependency_budget=db - 1
         )
-    return ControllerAction.HOLD, _hold(
-        state, f"inadmissible or repeated dependency: {dependency}", index
-    )
-
-
-def _with_lease(
-    state: ControllerState,
-    lease: Lease | None,
-    clock: int,
-    disposition: CandidateDisposition | None,
-    record: DependencyRecord,
-) -> ControllerState:
-    excl, evid, comp = raw_state(state)
-    return make_state(
-        excl,
-        evid,
-        comp,
-        record,
-        state.evidence_budget,
-        state.compute_budget,
-        state.dependency_budget,
-        state.status,
-        disposition,
-        state.evaluation_count,
-        clock,
-        lease,
-        state.held_reason,
-    )
-
-
-def _check_clock(clock: object) -> None:
-    if clock is not None and (isinstance(clock, bool) or not isinstance(clock, int)):
-        raise TypeError(f"clock must be an int, not {type(clock).__name__}")
+    return hold(f"inadmissible or repeated dependency: {dependency}")
 
 
 def _event_transition(
@@ -344,14 +246,12 @@ def _event_transition(
         return hold, _hold(state, "controller event has no pending lease")
     if kind == ControllerEventKind.ADVANCE_CLOCK:
         clock = event.clock
-        _check_clock(clock)
+        check_count("clock", clock, optional=True)
         if clock is None or clock <= state.clock:
             return hold, _hold(state, "clock must advance strictly")
         if clock >= lease.deadline:
             return ControllerAction.EXPIRE, _hold(state, "lease expired", clock=clock)
-        return ControllerAction.WAIT, _with_lease(
-            state, lease, clock, state.candidate_disposition, state.dependencies
-        )
+        return ControllerAction.WAIT, evolve(state, clock=clock)
     if event.lease_id != lease.lease_id:
         return hold, _hold(state, "controller event names the wrong lease")
     if kind == ControllerEventKind.EXPIRE:
@@ -359,18 +259,15 @@ def _event_transition(
     if kind == ControllerEventKind.EVIDENCE_RETURNED:
         if lease.kind != LeaseKind.EVIDENCE:
             return hold, _hold(state, "evidence returned for a dependency lease")
-        return ControllerAction.REEVALUATE, _with_lease(
-            state, None, state.clock, state.candidate_disposition, state.dependencies
-        )
+        return ControllerAction.REEVALUATE, evolve(state, pending_lease=None)
     if kind == ControllerEventKind.DEPENDENCY_RESOLVED:
         if lease.kind != LeaseKind.DEPENDENCY or event.outcome is None:
             return hold, _hold(state, "invalid dependency resolution event")
-        return ControllerAction.REEVALUATE, _with_lease(
+        return ControllerAction.REEVALUATE, evolve(
             state,
-            None,
-            state.clock,
-            CandidateDisposition.SOURCE_ADMISSIBLE,
-            _resolved(state.dependencies, lease.obligation, event.outcome),
+            pending_lease=None,
+            candidate_disposition=CandidateDisposition.SOURCE_ADMISSIBLE,
+            dependencies=_resolved(state.dependencies, lease.obligation, event.outcome),
         )
     return hold, _hold(state, "unsupported controller event")
 

@@ -2,15 +2,8 @@
 #
 # Receipts are replayed in order against a running state and digest: each evaluation
 # that follows the running state is replayed by the C transition (`_evaluation_replays`)
-# and compared in C; any other receipt, and every one that would report an error, goes
-# to the reference `_audit_one`, which writes the messages.
-
-
-cdef inline bint _same_int(PyObject *a, PyObject *b) except -1:
-    """a == b for two exact ints (the same object is equal to itself)."""
-    if not (_is(a, P_INT) and _is(b, P_INT)):
-        return False
-    return a == b or PyObject_RichCompareBool(<object>a, <object>b, Py_EQ)
+# and compared by the states' own equality; any other receipt, and every one that would
+# report an error, goes to the reference `_audit_one`, which writes the messages.
 
 
 @cython.auto_pickle(False)  # internal; no pickling helpers in the module namespace
@@ -56,7 +49,7 @@ cdef class _Replay:
         if before is NULL or before == <PyObject *>self.state:
             return 0
         try:
-            if _states_match(<object>before, self.state):
+            if <object>before == self.state:
                 self.state = <object>before
         except (TypeError, ValueError, AttributeError):
             pass  # the reference audit compares them itself
@@ -101,61 +94,6 @@ cdef class _Replay:
         return 0
 
 
-cdef bint _values_match(PyObject *a, PyObject *b) except -1:
-    """a == b for a scalar field of a state (ints, strs, None, enum members) in the
-    shapes the C transitions produce; False, so the reference decides, else."""
-    cdef void *kind
-    if a is NULL or b is NULL:
-        return False
-    kind = FOUR_TYPE(a)
-    if a == b:  # equal to themselves (no NaN-like values among these)
-        return (kind == P_INT or kind == P_STR or a == O_NONE
-                or a == O_RUNNING or a == <PyObject *>ACCEPTED or a == <PyObject *>HELD
-                or a == <PyObject *>SOURCE_ADMISSIBLE or a == <PyObject *>TERMINALLY_ACCEPTED)
-    if kind != FOUR_TYPE(b):
-        return False
-    if kind == P_INT or kind == P_STR:
-        return PyObject_RichCompareBool(<object>a, <object>b, Py_EQ)
-    return False
-
-
-cdef bint _sets_equal(PyObject *a, PyObject *b) except -1:
-    """`_state._same` for two set fields: prefixes of one log compare by length, other
-    pairs (another log, a frozenset) by value."""
-    if a is NULL or b is NULL or not (_set_field(a) and _set_field(b)):
-        return False
-    if a == b:
-        return True
-    if _is(a, P_PREFIX) and _is(b, P_PREFIX) and _raw(a, P_LOG_SLOT) == _raw(b, P_LOG_SLOT):
-        return _same_int(_raw(a, P_N), _raw(b, P_N))
-    return _st._same(<object>a, <object>b)
-
-
-cdef bint _records_equal(PyObject *a, PyObject *b) except -1:
-    """DependencyRecord.__eq__ for records in the shapes `_complete_record` admits."""
-    if a is not NULL and a == b:
-        return True
-    return (_complete_record(a) and _complete_record(b)
-            and PyObject_RichCompareBool(<object>a, <object>b, Py_EQ))
-
-
-cdef bint _states_match(object after, object replayed) except -1:
-    """after == replayed (ControllerState.__eq__, in its order: scalars, sets, record)
-    decided in C; False when unsure, so the reference decides."""
-    cdef PyObject *a = <PyObject *>after
-    cdef PyObject *b = <PyObject *>replayed
-    cdef Py_ssize_t i
-    if FOUR_TYPE(a) != P_STATE or FOUR_TYPE(b) != P_STATE:
-        return False
-    for i in range(4, 13):
-        if not _values_match(_raw(a, S_ALL[i]), _raw(b, S_ALL[i])):
-            return False
-    for i in range(3):
-        if not _sets_equal(_raw(a, S_ALL[i]), _raw(b, S_ALL[i])):
-            return False
-    return _records_equal(_raw(a, S_DEPS), _raw(b, S_DEPS))
-
-
 cdef bint _evaluation_replays(object config, object receipt, object state,
                               object prev) except -1:
     """True when an evaluation receipt that follows `state` replays exactly through the
@@ -186,7 +124,6 @@ cdef bint _evaluation_replays(object config, object receipt, object state,
         if step is None or (<tuple>step)[0] is not action:
             return False
         replayed = (<tuple>step)[1]
-        return (_values_match(<PyObject *>index, _raw(<PyObject *>replayed, S_COUNT))
-                and _states_match(<object>_raw(r, R_AFTER), replayed))
+        return index == replayed.evaluation_count and <object>_raw(r, R_AFTER) == replayed
     except (TypeError, ValueError, AttributeError):
         return False

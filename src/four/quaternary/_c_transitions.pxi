@@ -7,7 +7,7 @@
 cdef object _new_state(object excl, object evid, object comp, object deps, object eb,
                        object cb, object db, object status, object disposition, object count,
                        object clock, object lease, object held):
-    """`_state.make_state` in C: a ControllerState without re-running validation."""
+    """`_state.evolve` in C, every field given: a ControllerState without re-running validation."""
     state = PyType_GenericAlloc(T_STATE, 0)
     _put(state, S_EXCL, excl)
     _put(state, S_EVID, evid)

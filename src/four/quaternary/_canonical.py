@@ -1,17 +1,7 @@
 """The JSON form of receipt values and controller states, and the receipts' hash chain
-over it: one encoding for the receipts document and for the digests.
-
-The chain is ``four._chain``'s (the seal's): it starts from ``sha256("four.quaternary/2")``;
-``fingerprint(config)`` is its link ``config`` (the config's ten resolved fields),
-``genesis`` the link ``state`` after it (the before-state of the first receipt), and each
-receipt a link ``evaluation`` (verdict, payload, arcs, action, index) or ``event`` (the
-event and the action). The states themselves are not hashed at every step: the audit
-replays each transition and checks the claimed after-state, so the chain of inputs
-plus the genesis state determines (and so commits to) every state.
-
-A value is JSON null, bool, int or string, or one of ``{"float": repr}``, ``{"tuple":
-[V]}``, ``{"set": [V]}`` (sorted by canonical text), ``{"evidence": V}``, ``{"compute":
-V}``; enums are written as their values.
+over it (``four._chain``'s, the seal's; docs/seal.md): one encoding for the receipts
+document and for the digests. The states are not hashed at every step: the audit replays
+each transition, so the chain of inputs plus the genesis state commits to every state.
 """
 
 from __future__ import annotations
@@ -69,12 +59,7 @@ def json_values(items: Iterable[object]) -> list[Any]:
 def json_lease(lease: Lease | None) -> Any:
     if lease is None:
         return None
-    return {
-        "lease_id": json_value(lease.lease_id),
-        "kind": json_value(lease.kind),
-        "obligation": json_value(lease.obligation),
-        "deadline": json_value(lease.deadline),
-    }
+    return {name: json_value(getattr(lease, name)) for name in Lease.__slots__}
 
 
 def json_scalar(name: str, value: object) -> Any:
@@ -157,11 +142,8 @@ def event_digest(prev: bytes, event: ControllerEvent, action: object) -> bytes:
     return link(prev, "event", {"action": json_value(action), "event": json_event(event)})
 
 
+EVENT_FIELDS: Final = ControllerEvent.__slots__
+
+
 def json_event(event: ControllerEvent) -> dict[str, Any]:
-    return {
-        "kind": json_value(event.kind),
-        "lease_id": json_value(event.lease_id),
-        "outcome": json_value(event.outcome),
-        "dependency": json_value(event.dependency),
-        "clock": json_value(event.clock),
-    }
+    return {name: json_value(getattr(event, name)) for name in EVENT_FIELDS}

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, SupportsIndex
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from four._checked import checked
 
@@ -36,45 +36,18 @@ class _ReceiptLog(list[TransitionReceipt]):
         super().__init__(items)
         self.stable = 0
 
-    def _touch(self) -> None:
-        self.stable = -1
 
-    def __setitem__(self, index: Any, value: Any) -> None:
-        self._touch()
-        super().__setitem__(index, value)
+def _touching(method: Callable[..., Any]) -> Callable[..., Any]:
+    def touched(log: _ReceiptLog, /, *args: Any, **kwargs: Any) -> Any:
+        log.stable = -1
+        return method(log, *args, **kwargs)
 
-    def __delitem__(self, index: SupportsIndex | slice) -> None:
-        self._touch()
-        super().__delitem__(index)
+    return touched
 
-    def __imul__(self, count: SupportsIndex) -> _ReceiptLog:
-        self._touch()
-        super().__imul__(count)
-        return self
 
-    def insert(self, index: SupportsIndex, value: TransitionReceipt) -> None:
-        self._touch()
-        super().insert(index, value)
-
-    def pop(self, index: SupportsIndex = -1) -> TransitionReceipt:
-        self._touch()
-        return super().pop(index)
-
-    def remove(self, value: TransitionReceipt) -> None:
-        self._touch()
-        super().remove(value)
-
-    def clear(self) -> None:
-        self._touch()
-        super().clear()
-
-    def sort(self, *args: Any, **kwargs: Any) -> None:
-        self._touch()
-        super().sort(*args, **kwargs)
-
-    def reverse(self) -> None:
-        self._touch()
-        super().reverse()
+for _name in ("__setitem__", "__delitem__", "__imul__", "insert", "pop", "remove", "clear",
+              "sort", "reverse"):  # fmt: skip
+    setattr(_ReceiptLog, _name, _touching(getattr(list, _name)))
 
 
 def _payload(result: CheckResult) -> Payload:
@@ -89,13 +62,9 @@ def _payload(result: CheckResult) -> Payload:
 
 
 class QICTController:
-    """Finite-rank bookkeeping for one candidate loop, with tamper-evident receipts.
-
-    Behaves like verdict4 0.2.0's controller, including its documented quirks kept for
-    receipt compatibility: advancing the clock while idle holds, any invalidation
-    holds, FAILS is handled like HOLDS, and an event HOLD keeps the disposition.
-    Each receipt also carries a `digest` chained to the previous one and to the
-    config's fingerprint; `head` is the digest the trace currently ends at.
+    """Finite-rank bookkeeping for one candidate loop, with tamper-evident receipts: each
+    chained to the previous one and the config (``head``: where the trace ends). Behaves
+    like verdict4 0.2.0's controller, its quirks included (docs/seal.md).
 
     >>> from four.quaternary import ComputeNeed, maybe, yes
     >>> controller = QICTController(QICTConfig(compute_alphabet={"next_1"}))
@@ -234,13 +203,8 @@ def audit_trace(
     head: bytes | None = None,
     version: int = acc.FORMAT_VERSION,
 ) -> AuditResult:
-    """Replay a whole trace and report every inconsistency.
-
-    Reports what verdict4 0.2.0 reports (chain breaks, transitions that do not replay,
-    rank violations) plus: digests that do not match the chain or the config, objects
-    that are not receipts, and, when `head` is given, a trace that does not end at
-    that recorded head digest (so a trace cut short is caught). `version` is the
-    receipts document's (`load_receipts` reads both): its digests' chain.
+    """Replay a whole trace and report every inconsistency (verdict4's, and the chain's:
+    docs/seal.md); ``head`` catches a trace cut short, ``version`` is the document's.
 
     >>> from four.quaternary import no
     >>> controller = QICTController(QICTConfig(failure_alphabet={"a"}))

@@ -78,11 +78,8 @@ def _coerce_verdict(value: object) -> Verdict:
 
 @dataclass(frozen=True, slots=True)
 class CheckResult:
-    """What a check function returns: a verdict plus the field that verdict requires.
-
-    Unlike verdict4 0.2.0, the verdict is validated when the result is built: an int
-    in 0..3 is coerced to `Verdict`, any other value raises `ValueError` (bools and
-    non-ints raise `TypeError`), so an unknown verdict can no longer loop silently.
+    """What a check function returns: a verdict plus the field that verdict requires
+    (validated when built, unlike verdict4: docs/seal.md).
 
     >>> CheckResult(0, reason="too slow").verdict
     <Verdict.NO: 0>

@@ -1,26 +1,6 @@
-"""Lossless JSON serialisation of receipt traces (schema "four.quaternary.receipts").
-
-Document layout::
-
-    {"format": "four.quaternary.receipts", "version": 2, "receipts": [ENTRY, ...]}
-
-The version names the digests' chain: 2 is ``_canonical``'s; documents of version 1
-(``_chain_v1``) still load, and audit under their own chain.
-
-An ENTRY is ``{"type": "evaluation", "verdict": int, "payload": V, "arcs": [V],
-"action": str, "index": int, "after": DELTA, "digest": hex}`` or ``{"type": "event",
-"event": {"kind", "lease_id", "outcome", "dependency", "clock"}, "action": str,
-"after": DELTA, "digest": hex}``. The first entry, and any entry whose before-state
-is not the previous after-state, also has ``"before": STATE`` (a full state); the
-others reuse the previous after-state, so a trace costs O(total changes), not
-O(receipts x state size).
-
-A STATE has the thirteen ControllerState fields (sets as sorted lists, the dependency
-record as an object, the lease as an object or null). A DELTA lists only the fields
-that changed: a set field as ``{"add": [...], "remove": [...]}`` (additions in the
-order the controller made them), outcomes as ``{"add": [[name, outcome], ...]}``
-(merged and re-sorted by name) or ``{"replace": [...]}``, any other field as its new
-value. A value V is as ``_canonical`` writes it; string enums are read back as members.
+"""Lossless JSON serialisation of receipt traces (schema "four.quaternary.receipts"):
+the layout is in docs/seal.md. An entry stores only what changed since the previous
+after-state, so a trace costs O(total changes), not O(receipts x state size).
 """
 
 from __future__ import annotations
@@ -58,8 +38,8 @@ from ._state import (
     ResolutionOutcome,
     TransitionReceipt,
     _Prefix,
+    evolve,
     make_record,
-    make_state,
     merge_outcomes,
     raw_state,
     raw_used,
@@ -165,13 +145,15 @@ def _set_delta(old: Any, new: Any) -> dict[str, Any] | None:
     return delta
 
 
-def _apply_set(raw: Any, delta: dict[str, Any] | None) -> Any:
+def _apply_set(raw: Any, delta: dict[str, Any] | None, *, logged: bool = True) -> Any:
+    """A set field with ``delta`` applied: its log extended, or a frozenset for a removal
+    or a field that keeps no log (not ``logged``)."""
     if delta is None:
         return raw
     added = [_unvalue(v) for v in delta.get("add", ())]
-    if "remove" in delta:
+    if "remove" in delta or not logged:
         current = raw.as_set() if type(raw) is _Prefix else raw
-        removed = frozenset(_unvalue(v) for v in delta["remove"])
+        removed = frozenset(_unvalue(v) for v in delta.get("remove", ()))
         return (current - removed) | frozenset(added)
     prefix = set_prefix(raw)
     for item in added:
@@ -239,13 +221,6 @@ def _delta(before: ControllerState, after: ControllerState) -> dict[str, Any]:
     return out
 
 
-def _apply_eager(value: frozenset[Any], delta: dict[str, Any] | None) -> frozenset[Any]:
-    if delta is None:
-        return value
-    removed = frozenset(_unvalue(v) for v in delta.get("remove", ()))
-    return (value - removed) | frozenset(_unvalue(v) for v in delta.get("add", ()))
-
-
 def _apply(before: ControllerState, delta: dict[str, Any]) -> ControllerState:
     """The after-state: `before` with `delta` applied, sharing its logs where it can.
 
@@ -260,19 +235,17 @@ def _apply(before: ControllerState, delta: dict[str, Any]) -> ControllerState:
     if deps:
         record = make_record(
             _apply_set(raw_used(record), deps.get("used")),
-            _apply_eager(record.unresolved, deps.get("unresolved")),
-            _apply_eager(record.relation, deps.get("relation")),
+            _apply_set(record.unresolved, deps.get("unresolved"), logged=False),
+            _apply_set(record.relation, deps.get("relation"), logged=False),
             _apply_outcomes(record.outcomes, deps.get("outcomes")),
         )
-    scalars = [
-        _unscalar(name, delta[name]) if name in delta else getattr(before, name) for name in SCALARS
-    ]
-    state = make_state(
-        _apply_set(excl, delta.get("exclusions")),
-        _apply_set(evid, delta.get("used_evidence")),
-        _apply_set(comp, delta.get("used_compute")),
-        record,
-        *scalars,
+    state = evolve(
+        before,
+        exclusions=_apply_set(excl, delta.get("exclusions")),
+        used_evidence=_apply_set(evid, delta.get("used_evidence")),
+        used_compute=_apply_set(comp, delta.get("used_compute")),
+        dependencies=record,
+        **{name: _unscalar(name, delta[name]) for name in SCALARS if name in delta},
     )
     state.__post_init__()
     return state
@@ -330,7 +303,8 @@ def dump_receipts(receipts: Iterable[TransitionReceipt]) -> str:
 def load_receipts(text: str) -> list[TransitionReceipt]:
     """Read a document written by `dump_receipts` back into receipts (equal to the originals).
 
-    Raises `ValueError` for another format or version, or a malformed document.
+    Raises `ValueError` for another format or version, or a malformed document (naming
+    the first receipt that is).
     """
     return receipts_from_json(json.loads(text))
 
@@ -341,10 +315,13 @@ def receipts_from_json(document: object) -> list[TransitionReceipt]:
         raise ValueError("not a four.quaternary receipts document")
     if document.get("version") not in (1, FORMAT_VERSION):  # 1: chained by _chain_v1
         raise ValueError(f"unsupported receipts document version: {document.get('version')!r}")
+    entries = document.get("receipts")
+    if not isinstance(entries, list):
+        raise ValueError("malformed receipts document: its receipts are not a list")
     receipts: list[TransitionReceipt] = []
     previous: ControllerState | None = None
     try:
-        for entry in document["receipts"]:
+        for entry in entries:
             if "before" in entry:
                 before = _read_state(entry["before"])
             elif previous is None:
@@ -380,6 +357,8 @@ def receipts_from_json(document: object) -> list[TransitionReceipt]:
             else:
                 raise ValueError(f"unknown receipt type: {entry['type']!r}")
             previous = after
+    except ValueError as exc:
+        raise ValueError(f"receipt {len(receipts)}: {exc}") from exc  # the first not read
     except (KeyError, TypeError, AttributeError) as exc:
-        raise ValueError(f"malformed receipts document: {exc!r}") from exc
+        raise ValueError(f"receipt {len(receipts)}: malformed receipts document: {exc!r}") from exc
     return receipts

@@ -27,20 +27,8 @@ class GenerateFn(Protocol):
     def __call__(self, task: Any, *, exclusions: list[str]) -> Any: ...
 
 
-class CheckFn(Protocol):
-    def __call__(self, output: Any, /) -> CheckResult: ...
-
-
-class GatherFn(Protocol):
-    def __call__(self, needed: str, /) -> Any: ...
-
-
 class RecheckFn(Protocol):
     def __call__(self, output: Any, evidence: Any = ..., /) -> CheckResult: ...
-
-
-class DepCheckFn(Protocol):
-    def __call__(self, dependency: str, /) -> bool: ...
 
 
 @dataclass
@@ -69,11 +57,8 @@ def _negates(a: str, b: str) -> bool:
 
 
 def _detect_contradictions(exclusions: list[str]) -> list[tuple[str, str]] | None:
-    """Flag (a, b) pairs where one exclusion is an English negation of the other.
-
-    Kept exactly as verdict4 0.2.0 does it: only the negated side is stripped,
-    duplicate exclusions give duplicate pairs, and an empty result is None.
-    """
+    """Flag (a, b) pairs where one exclusion is an English negation of the other (as
+    verdict4 0.2.0 does it: docs/seal.md)."""
     pairs = [
         (a, b) for i, a in enumerate(exclusions) for b in exclusions[i + 1 :] if _negates(a, b)
     ]
@@ -84,27 +69,21 @@ def run(
     task: Any,
     *,
     generate: GenerateFn,
-    check: CheckFn,
-    gather: GatherFn | None = None,
+    check: Callable[[Any], CheckResult],
+    gather: Callable[[str], Any] | None = None,
     recheck: RecheckFn | None = None,
-    is_resolved: DepCheckFn | None = None,
-    is_failed: DepCheckFn | None = None,
+    is_resolved: Callable[[str], bool] | None = None,
+    is_failed: Callable[[str], bool] | None = None,
     max_rounds: int = 10,
     on_hold: Callable[[Any, str], None] | None = None,
     on_blocked: Callable[[Any, str], None] | None = None,
 ) -> LoopOutcome:
-    """Run the quaternary loop over user callables (verdict4 0.2.0 compatible).
+    """Run the quaternary loop over user callables (verdict4 0.2.0 compatible; its
+    differences in docs/seal.md).
 
     Each round generates an output and checks it: YES accepts, NO adds its reason to
     the exclusions and retries, MAYBE gathers evidence once and rechecks (a second
     MAYBE holds), IFF rechecks if the dependency is resolved or failed, else blocks.
-
-    Differences from verdict4 0.2.0: `generate` receives a fresh copy of the
-    exclusions each round (mutating it cannot corrupt the runner), `max_rounds < 1`
-    raises `ValueError`, and `status` is a `LoopStatus` (equal to the plain strings).
-    Kept as in verdict4: the IFF branch calls `is_resolved` even without `recheck`,
-    and a typed MAYBE returned by the recheck gives `held_reason=None` while `on_hold`
-    receives "unresolvable".
 
     >>> from four.quaternary import yes
     >>> run("t", generate=lambda task, *, exclusions: 42, check=lambda out: yes()).status

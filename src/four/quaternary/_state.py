@@ -15,7 +15,7 @@ from collections.abc import Hashable, Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from enum import Enum
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any, Final, TypeAlias
 
 from four._checked import check_fields
@@ -231,16 +231,11 @@ class DependencyRecord:
         check_record(self.used, self.unresolved, self.relation, self.outcomes)
 
     def __eq__(self, other: object) -> bool:
-        if self is other:
-            return True
         if other.__class__ is not self.__class__:
             return NotImplemented
         assert isinstance(other, DependencyRecord)
-        return (
-            _same(_RAW_USED(self), _RAW_USED(other))
-            and self.unresolved == other.unresolved
-            and self.relation == other.relation
-            and self.outcomes == other.outcomes
+        return self is other or (
+            _RECORD_REST(self) == _RECORD_REST(other) and _same(raw_used(self), raw_used(other))
         )
 
     def outcome_for(self, dependency: str) -> ResolutionOutcome | None:
@@ -346,61 +341,34 @@ class ControllerState:
             raise ValueError("A terminal controller cannot retain a pending lease.")
 
     def __eq__(self, other: object) -> bool:
-        if self is other:
-            return True
         if other.__class__ is not self.__class__:
             return NotImplemented
         assert isinstance(other, ControllerState)
-        return (
-            self.evaluation_count == other.evaluation_count
-            and self.evidence_budget == other.evidence_budget
-            and self.compute_budget == other.compute_budget
-            and self.dependency_budget == other.dependency_budget
-            and self.status == other.status
-            and self.candidate_disposition == other.candidate_disposition
-            and self.clock == other.clock
-            and self.pending_lease == other.pending_lease
-            and self.held_reason == other.held_reason
+        return self is other or (  # the scalars and the record first: cheap to compare
+            _STATE_REST(self) == _STATE_REST(other)
             and _same(_RAW_EXCLUSIONS(self), _RAW_EXCLUSIONS(other))
             and _same(_RAW_EVIDENCE(self), _RAW_EVIDENCE(other))
             and _same(_RAW_COMPUTE(self), _RAW_COMPUTE(other))
-            and self.dependencies == other.dependencies
         )
 
 
-def _install_lazy(cls: type, names: tuple[str, ...]) -> list[Any]:
-    slots = []
-    for name in names:
-        slot = cls.__dict__[name]
-        slots.append(slot)
-        setattr(cls, name, _LazySet(slot))
-    return slots
+def _raw_slots(cls: type[ControllerState | DependencyRecord], lazy: tuple[str, ...]) -> Any:
+    """Each field's name and raw slot, in order, once the ``lazy`` set fields read through
+    a ``_LazySet``."""
+    for name in lazy:
+        setattr(cls, name, _LazySet(cls.__dict__[name]))
+    return tuple(
+        (name, getattr(cls.__dict__[name], "slot", cls.__dict__[name])) for name in cls.__slots__
+    )
 
 
-_EXCL_SLOT, _EVID_SLOT, _COMP_SLOT = _install_lazy(
-    ControllerState, ("exclusions", "used_evidence", "used_compute")
-)
-(_USED_SLOT,) = _install_lazy(DependencyRecord, ("used",))
-_RAW_EXCLUSIONS: Final = _EXCL_SLOT.__get__
-_RAW_EVIDENCE: Final = _EVID_SLOT.__get__
-_RAW_COMPUTE: Final = _COMP_SLOT.__get__
-_RAW_USED: Final = _USED_SLOT.__get__
-
-_LAZY_SLOTS: Final = {
-    "exclusions": _EXCL_SLOT,
-    "used_evidence": _EVID_SLOT,
-    "used_compute": _COMP_SLOT,
-}
-_STATE_SETTERS: Final = tuple(
-    (_LAZY_SLOTS[name] if name in _LAZY_SLOTS else ControllerState.__dict__[name]).__set__
-    for name in ControllerState.__slots__
-)
-_RECORD_SLOTS: Final = (
-    _USED_SLOT,
-    DependencyRecord.__dict__["unresolved"],
-    DependencyRecord.__dict__["relation"],
-    DependencyRecord.__dict__["outcomes"],
-)
+_STATE_SLOTS: Final = _raw_slots(ControllerState, ("exclusions", "used_evidence", "used_compute"))
+_RECORD_SLOTS: Final = _raw_slots(DependencyRecord, ("used",))
+_RAW_EXCLUSIONS, _RAW_EVIDENCE, _RAW_COMPUTE = (slot.__get__ for _, slot in _STATE_SLOTS[:3])
+raw_used: Final = _RECORD_SLOTS[0][1].__get__
+"""The raw (possibly lazy) used dependencies of a record."""
+_STATE_REST: Final = attrgetter(*(name for name, _ in _STATE_SLOTS[4:]), "dependencies")
+_RECORD_REST: Final = attrgetter("unresolved", "relation", "outcomes")
 
 
 def raw_state(state: ControllerState) -> tuple[Any, Any, Any]:
@@ -408,48 +376,19 @@ def raw_state(state: ControllerState) -> tuple[Any, Any, Any]:
     return _RAW_EXCLUSIONS(state), _RAW_EVIDENCE(state), _RAW_COMPUTE(state)
 
 
-def raw_used(record: DependencyRecord) -> Any:
-    return _RAW_USED(record)
-
-
-def make_state(
-    exclusions: Any,
-    used_evidence: Any,
-    used_compute: Any,
-    dependencies: DependencyRecord,
-    evidence_budget: int,
-    compute_budget: int,
-    dependency_budget: int,
-    status: ControllerStatus,
-    candidate_disposition: CandidateDisposition | None,
-    evaluation_count: int,
-    clock: int,
-    pending_lease: Lease | None,
-    held_reason: str | None,
-) -> ControllerState:
-    """Build a state without re-running validation (the transitions keep the invariants)."""
-    state: ControllerState = object.__new__(ControllerState)
-    s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11, s12 = _STATE_SETTERS
-    s0(state, exclusions)
-    s1(state, used_evidence)
-    s2(state, used_compute)
-    s3(state, dependencies)
-    s4(state, evidence_budget)
-    s5(state, compute_budget)
-    s6(state, dependency_budget)
-    s7(state, status)
-    s8(state, candidate_disposition)
-    s9(state, evaluation_count)
-    s10(state, clock)
-    s11(state, pending_lease)
-    s12(state, held_reason)
-    return state
+def evolve(state: ControllerState, **changes: Any) -> ControllerState:
+    """``state`` with ``changes`` (set fields raw, so their logs are shared), built without
+    re-running validation: the transitions keep the invariants."""
+    new: ControllerState = object.__new__(ControllerState)
+    for name, slot in _STATE_SLOTS:
+        slot.__set__(new, changes[name] if name in changes else slot.__get__(state))
+    return new
 
 
 def make_record(used: Any, unresolved: Any, relation: Any, outcomes: Any) -> DependencyRecord:
     """Build a DependencyRecord without re-running validation."""
     record: DependencyRecord = object.__new__(DependencyRecord)
-    for slot, value in zip(_RECORD_SLOTS, (used, unresolved, relation, outcomes), strict=True):
+    for (_, slot), value in zip(_RECORD_SLOTS, (used, unresolved, relation, outcomes), strict=True):
         slot.__set__(record, value)
     return record
 
@@ -465,7 +404,7 @@ def _frozen_alphabet(name: str, value: object) -> frozenset[str]:
     return value if type(value) is frozenset else frozenset(value)
 
 
-def _check_count(name: str, value: object, *, optional: bool) -> None:
+def check_count(name: str, value: object, *, optional: bool) -> None:
     if value is None and optional:
         return
     if isinstance(value, bool) or not isinstance(value, int):
@@ -474,11 +413,8 @@ def _check_count(name: str, value: object, *, optional: bool) -> None:
 
 @dataclass(frozen=True, slots=True)
 class QICTConfig:
-    """Finite alphabets, budgets and lease duration of a controller.
-
-    Differences from verdict4 0.2.0 (which silently accepts them): a bare `str` as an
-    alphabet raises `TypeError` instead of becoming a set of characters, and budgets
-    and `lease_ticks` must be ints (not bools or floats).
+    """Finite alphabets, budgets and lease duration of a controller (stricter than
+    verdict4 0.2.0's: docs/seal.md).
 
     >>> QICTConfig(compute_alphabet={"a", "b"}).initial_state().compute_budget
     2
@@ -521,10 +457,10 @@ class QICTConfig:
             ("compute", self.compute_budget, self.compute_alphabet),
             ("dependency", self.dependency_budget, self.dependency_alphabet),
         ):
-            _check_count(f"{name} budget", budget, optional=True)
+            check_count(f"{name} budget", budget, optional=True)
             if budget is not None and not 0 <= budget <= len(alphabet):
                 raise ValueError(f"{name} budget must be between zero and its alphabet size.")
-        _check_count("lease_ticks", self.lease_ticks, optional=False)
+        check_count("lease_ticks", self.lease_ticks, optional=False)
         if self.lease_ticks <= 0:
             raise ValueError("A lease must have a positive finite duration.")
 
