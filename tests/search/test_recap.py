@@ -1,7 +1,7 @@
-"""An attempt after the first is told what the attempts before it did: their commands (with
-a failing one's exit status), the files they changed, how they ended and the check's last
-word; the first attempt, and every attempt with `recap=False`, is told the task alone.
-Scripted models over real bash."""
+"""With `recap=True`, an attempt after the first is told what the attempts before it did:
+their commands (with a failing one's exit status), the files they changed, how they ended
+and the check's last word; the first attempt, and every attempt by default, is told the
+task alone. Scripted models over real bash."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def test_attempt_2_is_told_attempt_1_s_commands_files_end_and_check(tmp_path: Pa
         1: ["```bash\necho 5 > answer.txt\n```", SUBMIT, "```bash\nrm notes.txt\n```", SUBMIT],
         2: ["```bash\necho 4 > answer.txt\n```", SUBMIT],
     }
-    told, found = search(tmp_path, scripts)
+    told, found = search(tmp_path, scripts, recap=True)
     assert found.ended == "accepted"  # type: ignore[attr-defined]
     assert told.tasks[1] == TASK
     assert told.tasks[2] == (
@@ -92,7 +92,7 @@ def test_each_later_attempt_is_told_of_every_one_before_it(tmp_path: Path) -> No
         "```bash\nls\n```",
     ]
     scripts = {1: looks, 2: looks, 3: ["```bash\necho 4 > answer.txt\n```", SUBMIT]}
-    told, found = search(tmp_path, scripts)
+    told, found = search(tmp_path, scripts, recap=True)
     assert found.ended == "accepted"  # type: ignore[attr-defined]
     third = told.tasks[3]
     assert third.count("used all its steps without an accepted submission.") == 2
@@ -102,10 +102,10 @@ def test_each_later_attempt_is_told_of_every_one_before_it(tmp_path: Path) -> No
     assert "The check said" not in third  # nothing was submitted, so nothing was judged
 
 
-def test_with_recap_off_every_attempt_is_told_the_task_alone(tmp_path: Path) -> None:
+def test_by_default_every_attempt_is_told_the_task_alone(tmp_path: Path) -> None:
     scripts = {1: ["```bash\necho 5 > answer.txt\n```", SUBMIT, "```bash\nls\n```", SUBMIT],
                2: ["```bash\necho 4 > answer.txt\n```", SUBMIT]}  # fmt: skip
-    told, found = search(tmp_path, scripts, recap=False)
+    told, found = search(tmp_path, scripts)
     assert found.ended == "accepted"  # type: ignore[attr-defined]
     assert told.tasks == {1: TASK, 2: TASK}
 
@@ -147,7 +147,7 @@ def test_an_audit_refuses_a_recap_of_attempts_not_yet_ended(tmp_path: Path) -> N
             check=verify(command_check("grep -qx 4 answer.txt")),
         )
 
-    found = attempts(make, 2, task=TASK, workspace=work)
+    found = attempts(make, 2, task=TASK, workspace=work, recap=True)
     assert found.ended == "accepted"
     audit = audit_group(found.record or "")
     assert audit.errors == ("attempt 1: its recap names attempts [1]",)

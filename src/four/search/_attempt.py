@@ -60,8 +60,8 @@ class Attempt(Checked):
     its G must sample with, as keyword arguments (``local_invoke(**a.sampling)``,
     ``litellm_invoke(model, **a.sampling)``);
     ``steps_left`` the model calls the search's budget still allows (None: no limit);
-    ``recap`` what the attempts before it did and how they ended ("" for the first, or
-    with the search's ``recap`` off), which ``prompt`` appends to the task.
+    ``recap`` what the attempts before it did and how they ended (with the search's
+    ``recap=True``; "" for the first), which ``prompt`` appends to the task.
 
     ``run`` (or ``arun``) calls ``four.run`` with the search's wrappers in place: use it,
     or wrap by hand: ``invoke(G)`` counts G's calls against the budget, ``env(V2)`` ends

@@ -1,12 +1,13 @@
-"""What an attempt after the first is told of the attempts before it: their commands, the
-files they changed, how they ended and the check's last word, read from their records.
+"""What an attempt after the first is told of the attempts before it, with a search's
+``recap=True``: their commands, the files they changed, how they ended and the check's last
+word, read from their records.
 
-A search's attempts are independent draws; without this, a later attempt often makes the
-same mistake as the one before it (the same wrong column, the same unwritten fix), because
-nothing tells it what was tried. The recap is a function of the earlier attempts'
-trajectories and copies, so it is as reproducible as they are, and it is in the prompt the
-attempt's trajectory stores. It says no more than the attempts themselves were told: the
-check's words are the feedback the run was given, at the level the caller chose.
+The recap is a function of the earlier attempts' trajectories and copies, so it is as
+reproducible as they are, and it is in the prompt the attempt's trajectory stores. It
+says no more than the attempts themselves were told: the check's words are the feedback
+the run was given, at the level the caller chose. It is off by default: the built-in
+model, told which command was wrong, often ran it again, and its independent attempts
+solved as many tasks (docs/search.md).
 """
 
 from __future__ import annotations

@@ -75,10 +75,10 @@ class SearchOptions(TypedDict, total=False):
     ``loop_repeats`` (3; 0: never) the same command and output in a row that stop an
     attempt; ``scratch`` where the copies go (the system's temporary folder);
     ``keep_copies`` (False) to keep them; ``watch`` asked by every attempt's run;
-    ``on_start``, ``on_end`` told of each attempt as it starts and ends; ``recap`` (True)
+    ``on_start``, ``on_end`` told of each attempt as it starts and ends; ``recap`` (False)
     to tell each attempt after the first what the ones that ended before it did (their
     commands, the files they changed, how they ended, the check's last word: see
-    ``Attempt.prompt``).
+    ``Attempt.prompt``; off by default: on the built-in model it did not help).
     """
 
     workspace: str | os.PathLike[str] | None
@@ -203,7 +203,7 @@ class Search(Generic[T]):
         self.watch = options.get("watch")
         self.on_start = options.get("on_start")
         self.on_end: Callable[[Member[T]], None] | None = options.get("on_end")  # type: ignore[assignment]
-        self.recap = options.get("recap", True)
+        self.recap = options.get("recap", False)
         arguments.flag("attempts", "recap", self.recap)
         self._summaries: dict[int, str] = {}
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
@@ -624,8 +624,8 @@ def attempts(
     and not touched.
 
     Attempt 1 samples at ``first_temperature`` (0), attempt i > 1 at ``temperature`` with
-    seed ``seed + i - 1``, and is told what the attempts that ended before it did and how
-    they ended (``recap``, on by default). ``budget`` bounds all attempts together (model calls, tokens,
+    seed ``seed + i - 1`` (with ``recap=True``, it is also told what the attempts that ended
+    before it did and how they ended). ``budget`` bounds all attempts together (model calls, tokens,
     cost, seconds); each run's own ``max_steps`` bounds it alone, so a check is judged
     at most ``k * (initial_rank + 1)`` times. ``workers`` > 1 runs attempts side by side
     (for a model that serves several at once); the first accepted stops the others.
