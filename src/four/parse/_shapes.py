@@ -53,8 +53,8 @@ def prose(name: str = "prose", end: str = "") -> Rules:
     """A line of prose and its newline: it starts with no blank, no fence (inline code's
     one backtick, not two: it never opens a block) and no ``<`` (the built-in model wrote a
     command's output itself, ``<returncode>0</returncode>``, then believed its work done),
-    holds at most ``PROSE_CHARS`` characters, and ends with ``end`` (a sentence's ``.``, so that no
-    parser takes it for a file's path)."""
+    holds at most ``PROSE_CHARS`` characters, and ends with ``end`` (a sentence's ``.``,
+    so that no parser takes it for a file's path)."""
     # Inline code may open it (`x`), a fence may not: the model, its line cut off at
     # PROSE_CHARS after "use the", wrote "`sys.argv`" on the next line and was held to
     # a fence, its prose run as commands.

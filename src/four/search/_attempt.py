@@ -171,7 +171,8 @@ class Attempt(Checked):
         watch: Watch | None = None,
     ) -> T:
         """``four.run`` for this attempt: ``prompt(prompt)`` as the prompt (the task, or
-        ``prompt`` if given, and the recap), the budget, the link, the loop stop and the search's watch in place."""
+        ``prompt`` if given, and the recap), the budget, the link, the loop stop and the
+        search's watch in place."""
         from four._loop import run
 
         settings = self._settings(system, prompt, max_steps, max_format_errors)
