@@ -4,12 +4,17 @@ python bench/bench_lines.py OTHER_TREE   # e.g. git archive main src | tar -x -C
 
 The core is four/*.py, parse/, invoke/, execute/, checks/, quaternary/ (its Cython and C
 too), batch/ but its Ray driver, and cli/ but its readers; testing/ is shown apart. Lines
-as ``wc -l`` counts them.
+as ``wc -l`` counts them; then the core's Python lines by what they hold (docstrings, read
+with ``ast``; comment lines, with ``tokenize``; blank lines; the rest is code).
 """
 
 from __future__ import annotations
 
+import ast
+import io
 import sys
+import tokenize
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -18,6 +23,40 @@ READERS = {"_show.py", "_view.py", "_stats.py", "_watch.py", "_fleet.py", "_audi
 PACKAGES = {"parse": (), "invoke": (), "execute": (), "checks": (), "quaternary": (),
             "batch": ("_ray.py",), "cli": tuple(READERS)}  # fmt: skip
 SUFFIXES = {".py", ".pyx", ".pxi", ".h"}
+
+
+def core_files(tree: Path) -> list[Path]:
+    src = tree / "src" / "four"
+    files = list(src.glob("*.py"))
+    for package, left_out in PACKAGES.items():
+        files += [p for p in (src / package).rglob("*.py") if p.name not in left_out]
+    return files
+
+
+def kinds(tree: Path) -> Counter[str]:
+    """The core's Python lines: docstrings, comment lines, blank lines and code."""
+    counts: Counter[str] = Counter()
+    for path in core_files(tree):
+        text = path.read_text()
+        rows = text.splitlines()
+        counts["lines"] += len(rows)
+        counts["blank"] += sum(1 for row in rows if not row.strip())
+        for node in ast.walk(ast.parse(text)):
+            body = getattr(node, "body", None)
+            if not isinstance(body, list):
+                continue
+            for i, statement in enumerate(body):  # a docstring: a string statement first
+                if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)
+                        and isinstance(statement.value.value, str)):  # fmt: skip
+                    continue
+                documents = i == 0 or isinstance(body[i - 1], ast.Assign | ast.AnnAssign)
+                if documents and statement.end_lineno is not None:
+                    counts["docstrings"] += statement.end_lineno - statement.lineno + 1
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.COMMENT and rows[token.start[0] - 1].lstrip()[:1] == "#":
+                counts["comments"] += 1
+    counts["code"] = counts["lines"] - counts["docstrings"] - counts["comments"] - counts["blank"]
+    return counts
 
 
 def lines(tree: Path) -> dict[str, int]:
@@ -42,6 +81,10 @@ def main(other: str) -> None:
     core = [name for name in before if name != "testing/"]
     b, a = sum(before[n] for n in core), sum(after[n] for n in core)
     print(f"| the core (all but testing/) | {b:,} | {a:,} | {a / b:.2f} |")
+    old, new = kinds(Path(other)), kinds(ROOT)
+    print("\n| the core's Python | before | after | after / before |\n|---|---:|---:|---:|")
+    for kind in ("code", "docstrings", "comments", "blank"):
+        print(f"| {kind} | {old[kind]:,} | {new[kind]:,} | {new[kind] / old[kind]:.2f} |")
 
 
 if __name__ == "__main__":
