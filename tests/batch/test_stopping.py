@@ -3,20 +3,25 @@ an outcome of their own, their commands killed, and everything is recorded."""
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import os
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 
 import pytest
 
+import four
 from four import audit, run, save_trajectory, scripted_invoke
-from four.batch import Item, RunContext, iter_runs, read_manifest, run_many
+from four.batch import Item, MakeRun, RunContext, iter_runs, read_manifest, run_many
 from four.execute import local_env
 from four.parse import regex_parse
 from four.trajectory import load_trajectory
@@ -24,6 +29,7 @@ from four.types import Message, Outcome, Recorder, RunInfo, Sink, Watch
 from tests.batch._agents import alive, bash, commands_running, manifest_lines, scripted_run
 
 ROOT = Path(__file__).resolve().parents[2]
+FOUR = str(Path(four.__file__).parent)
 
 
 def _token() -> str:
@@ -173,6 +179,83 @@ class _CtrlCAsItOpens:
             assert time.monotonic() < deadline, "the batch never stopped its run"
             time.sleep(0.01)
         return sink
+
+
+def _say_hi(ctx: RunContext) -> Path:
+    return run(scripted_invoke([bash("echo hi")]), regex_parse(), local_env(),
+               save_trajectory(ctx.output_dir), prompt=ctx.task, watch=ctx.watch)  # fmt: skip
+
+
+async def _say_hi_async(ctx: RunContext) -> Path:
+    return await asyncio.to_thread(_say_hi, ctx)
+
+
+class _CtrlCAtCall:
+    """A profile hook of the batch's (main) thread: a Ctrl-C at the ``n``-th call of a
+    function of four's, or of one that four's code calls. CPython runs a signal's
+    handler as a function begins, so these are the places where a real one lands."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.calls = 0
+
+    def __call__(self, frame: FrameType, event: str, arg: object) -> None:
+        if event != "call" or not (_ours(frame) or (frame.f_back and _ours(frame.f_back))):
+            return
+        self.calls += 1
+        if self.calls == self.n:
+            sys.setprofile(None)
+            signal.raise_signal(signal.SIGINT)
+
+
+def _ours(frame: FrameType) -> bool:
+    return frame.f_code.co_filename.startswith(FOUR)
+
+
+# A Ctrl-C at the very call of a file's close (or of the call that would run a coroutine
+# made for the session's close) leaves the file, or that coroutine, to the collector
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
+@pytest.mark.filterwarnings("ignore:coroutine '_cancel_the_rest' was never awaited")
+@pytest.mark.parametrize("make_run", [_say_hi, _say_hi_async], ids=["threads", "asyncio"])
+def test_wherever_a_ctrl_c_lands_every_run_that_started_has_its_manifest_line(
+    tmp_path: Path, make_run: MakeRun
+) -> None:
+    """A Ctrl-C at each place the batch's driver can hear one, in turn: the batch ends
+    (or had ended), every run that started has its line in the manifest, and the folder
+    can be run again at once to finish the rest."""
+    items = [Item("a", "say hi"), Item("b", "say hi")]
+    list(iter_runs(make_run, items, tmp_path / "warm"))  # imports done before counting
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal
+    n = 0
+    try:
+        while True:
+            n += 1
+            out = tmp_path / str(n)
+            at = _CtrlCAtCall(n)
+            # a batch that waits forever is ended by a second Ctrl-C (it then fails below)
+            second = threading.Timer(30, signal.raise_signal, [signal.SIGINT])
+            second.start()
+            sys.setprofile(at)
+            try:
+                list(iter_runs(make_run, items, out, max_concurrency=2))
+            except KeyboardInterrupt:
+                pass
+            finally:
+                sys.setprofile(None)
+                second.cancel()
+            started = {p.parent.name for p in out.glob("runs/*/*.jsonl")}
+            lines = manifest_lines(out) if (out / "manifest.jsonl").exists() else []
+            assert started == {line["id"] for line in lines}, f"a Ctrl-C at call {n}"
+            assert all(Path(str(line["trajectory"])).exists() for line in lines)
+            gc.collect()  # (a Ctrl-C at the very call that lets the folder go leaves
+            # that to its lock's finalizer, as the batch's driver goes)
+            list(iter_runs(make_run, items, out))  # the folder is free to resume
+            assert all(r.final for r in read_manifest(out).values())
+            if at.calls < n:  # the batch ended before its n-th call
+                break
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert n > 100
 
 
 def test_a_ctrl_c_between_a_run_s_opening_and_its_first_step_seals_the_run(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import time
@@ -12,6 +13,7 @@ from typing import ParamSpec
 
 from four import _arguments as arguments
 from four._outcomes import Interrupted, Outcome, TimeLimitReached
+from four._sigint import deferred
 from four._types import JSON, NO_USAGE, Checked, Usage
 from four.batch._attempt import MakeRun
 from four.batch._items import Item, folder_name, item_from_json
@@ -174,41 +176,28 @@ class _Batch:
     def results(
         self, source: Iterator[Item | Mapping[str, JSON]]
     ) -> Generator[RunResult, None, None]:
-        self._lock()  # one driver per destination (a second refuses: BatchLocked)
-        try:
+        with contextlib.ExitStack() as held:  # each let go, whatever one before raised
+            held.callback(self._unlock)
+            self._lock()  # one driver per destination (a second refuses: BatchLocked)
             if self.remote is not None:  # what the URL has (its manifest says what is done)
                 self.remote.pull()
-            self.writer = ManifestWriter(self.spec.output_dir, relative=bool(self.remote))
-        except BaseException:
-            self._unlock()
-            raise
-        writer = self.writer
-        try:
-            earlier = read_results(writer.path)
+            with deferred():  # opened and sure to be closed, or not opened
+                self.writer = ManifestWriter(self.spec.output_dir, relative=bool(self.remote))
+                held.callback(self.writer.close)
+            earlier = read_results(self.writer.path)
             self.spent = sum(r.cost for r in earlier)
             self.accounted = {s for r in earlier for s in self._streams_of(r)}
             if self.resume:
                 latest = {r.id: r for r in earlier}
                 self.finished = {i for i, r in latest.items() if r.final}
             self.session = self.pool.open(self.spec)
+            held.callback(self.session.close)
             self.session.spent(self.spent)
-        except BaseException:
-            writer.close()
-            self._unlock()
-            raise
-        if self.remote is not None:
-            self.publisher = Publisher(self.remote)
-        self.started = time.monotonic()
-        try:
+            if self.remote is not None:
+                self.publisher = Publisher(self.remote)
+                held.callback(self.publisher.close)
+            self.started = time.monotonic()
             yield from self._loop(source)
-        finally:
-            try:
-                self.session.close()
-                writer.close()
-                if self.publisher is not None:
-                    self.publisher.close()
-            finally:
-                self._unlock()
 
     def _lock(self) -> None:
         """Hold the destination: the URL's lease, and the folder's lock (for a URL, its
@@ -250,11 +239,13 @@ class _Batch:
                     elif (taken := self._earlier(item)) is not None:
                         yield self._record(taken)
                     else:
-                        session.submit(item)
+                        with deferred():  # started and counted as running, or neither
+                            session.submit(item)
                 if session.running == 0 and (exhausted or self.stopping is not None):
                     break
-                for result in session.wait(TICK):
-                    yield self._record(result)
+                with deferred():  # each ended run taken from the session is recorded
+                    recorded = [self._record(result) for result in session.wait(TICK)]
+                yield from recorded
                 self._progress()
             self._progress()
         except BaseException as exc:

@@ -12,6 +12,7 @@ import os
 import threading
 import time
 import uuid
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, cast
@@ -105,31 +106,39 @@ class FolderLock:
         self.name = name or str(folder)
         self.path = folder / LOCK
         self._fd = -1
+        self._closed: weakref.finalize[[int], FolderLock] | None = None
 
     def acquire(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        # the lock goes with this object, even when a Ctrl-C skipped its release
+        closed = weakref.finalize(self, os.close, fd)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             other = _read_holder(os.pread(fd, 4096, 0))
-            os.close(fd)
+            closed()
             who = other.describe() if other is not None else "another driver (starting)"
             raise BatchLocked(f"{self.name} is being run by {who}") from None
         except BaseException:
-            os.close(fd)
+            closed()
             raise
         data = json.dumps(_holder(uuid.uuid4().hex, None).to_json()).encode()
         os.ftruncate(fd, 0)
         os.pwrite(fd, data, 0)
-        self._fd = fd
+        self._fd, self._closed = fd, closed
 
     def release(self) -> None:
         fd, self._fd = self._fd, -1
-        if fd >= 0:
-            with contextlib.suppress(OSError):
-                os.ftruncate(fd, 0)  # (the file stays: another may have it open to lock)
-            os.close(fd)
+        closed, self._closed = self._closed, None
+        if closed is None:
+            return
+        try:
+            os.ftruncate(fd, 0)  # (the file stays: another may have it open to lock)
+        except OSError:
+            pass
+        finally:
+            closed()
 
 
 def _read_holder(data: bytes) -> Holder | None:

@@ -19,12 +19,10 @@ only that (see ``Pristine``).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import signal
 import threading
 import time
-from collections.abc import Awaitable, Callable, Hashable, Iterator
+from collections.abc import Awaitable, Callable, Hashable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +43,7 @@ from four._outcomes import (
     Stopped,
     TimeLimitReached,
 )
+from four._sigint import deferred
 from four._types import JSON, NO_USAGE, ModelErrorKind, Usage, Watch
 from four.search._attempt import LOOPING, Attempt
 from four.search._budget import Budget, Spend
@@ -517,7 +516,7 @@ class Search(Generic[T]):
                 result = self.result
                 copy = None if result is None else pristine.scratch / f"attempt-{result.link.index}"
                 if copy is not None and copy.is_dir():
-                    with _no_interrupts():
+                    with deferred():  # a second Ctrl-C must not leave it half one attempt's
                         pristine.promote(copy)
                 elif result is not None:
                     self.lost = (
@@ -589,23 +588,6 @@ def _why(exc: BaseException) -> str:
     if isinstance(exc, Exception):
         return f"crashed: {type(exc).__name__}: {exc}"
     return f"interrupted: {type(exc).__name__}"
-
-
-@contextlib.contextmanager
-def _no_interrupts() -> Iterator[None]:
-    """Ctrl-C held off while the user's folder is written (main thread only): a second
-    Ctrl-C must not leave it half one attempt's, half the start's."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    if caught:
-        raise KeyboardInterrupt
 
 
 @checked
