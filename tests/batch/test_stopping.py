@@ -215,7 +215,7 @@ def _ours(frame: FrameType) -> bool:
 # A Ctrl-C at the very call of a file's close (or of the call that would run a coroutine
 # made for the session's close) leaves the file, or that coroutine, to the collector
 @pytest.mark.filterwarnings("ignore::ResourceWarning")
-@pytest.mark.filterwarnings("ignore:coroutine '_cancel_the_rest' was never awaited")
+@pytest.mark.filterwarnings("ignore:coroutine .* was never awaited:RuntimeWarning")
 @pytest.mark.parametrize("make_run", [_say_hi, _say_hi_async], ids=["threads", "asyncio"])
 def test_wherever_a_ctrl_c_lands_every_run_that_started_has_its_manifest_line(
     tmp_path: Path, make_run: MakeRun
