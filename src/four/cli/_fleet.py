@@ -5,10 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from pathlib import Path
 
-from four.cli._errors import UsageError
-from four.cli._remote import local_paths
+from four.cli._remote import local_folders
 
 
 def main(args: argparse.Namespace) -> int:
@@ -16,10 +14,7 @@ def main(args: argparse.Namespace) -> int:
     from four.cli._terminal import visible
     from four.observe._fleet import fleet, summary_lines
 
-    folders = [Path(p) for p in local_paths([str(p) for p in args.paths])]
-    for folder in folders:
-        if not folder.is_dir():
-            raise UsageError(f"{folder} is not a folder")
+    folders = local_folders([str(p) for p in args.paths])
     now = time.time()
     statuses = fleet(folders, now=now, stall_after=float(args.stall))
     if args.json:
