@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 
-from four.cli._remote import local_folders
+from four.cli._errors import UsageError
+from four.cli._remote import local_paths
 
 
 def main(args: argparse.Namespace) -> int:
@@ -14,7 +16,10 @@ def main(args: argparse.Namespace) -> int:
     from four.cli._terminal import visible
     from four.observe._fleet import fleet, summary_lines
 
-    folders = local_folders([str(p) for p in args.paths])
+    folders = [Path(p) for p in local_paths([str(p) for p in args.paths])]
+    for folder in folders:
+        if not folder.is_dir():
+            raise UsageError(f"{folder} is not a folder")
     now = time.time()
     statuses = fleet(folders, now=now, stall_after=float(args.stall))
     if args.json:

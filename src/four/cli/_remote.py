@@ -19,15 +19,6 @@ def local_paths(paths: list[str]) -> list[str]:
     return [str(_pull(p)) if is_url(p) else p for p in paths]
 
 
-def local_folders(paths: list[str]) -> list[Path]:
-    """``local_paths``, each a folder, or a ``UsageError`` naming the first that is not."""
-    folders = [Path(p) for p in local_paths(paths)]
-    for folder in folders:
-        if not folder.is_dir():
-            raise UsageError(f"{folder} is not a folder")
-    return folders
-
-
 def reachable(url: str) -> None:
     """A ``UsageError`` when ``url``'s store cannot be used here (its package is not
     installed, the URL is malformed); writing is checked by writing (a batch's lease).

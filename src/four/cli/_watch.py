@@ -14,7 +14,7 @@ from pathlib import Path
 
 from four.cli._errors import UsageError
 from four.cli._options import signing_key
-from four.cli._remote import local_folders, local_paths
+from four.cli._remote import local_paths
 from four.cli._terminal import visible
 from four.observe._rescue import Done, rescue
 from four.observe._watch import STATES, TROUBLE, Policy, judge, survey
@@ -79,7 +79,10 @@ def main(args: argparse.Namespace) -> int:
             "four watch --rescue where the runs' driver runs, or four batch again with -o "
             f"{remote} (it resumes the batch)"
         )
-    folders = local_folders(urls)
+    folders = [Path(p) for p in local_paths(urls)]
+    for folder in folders:
+        if not folder.is_dir():
+            raise UsageError(f"{folder} is not a folder")
     try:
         policy = Policy(**{field.name: getattr(args, field.name) for field in fields(Policy)})
     except ValueError as exc:
