@@ -18,9 +18,10 @@ from collections.abc import Iterable, Mapping
 from typing import TypeGuard
 
 
-def _got(value: object) -> str:
-    shown = repr(value)
-    return shown if len(shown) <= 60 else shown[:57] + "..."
+def shown(value: object, width: int = 60) -> str:
+    """``repr(value)``, cut to ``width`` characters: a wrong value as errors name it."""
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _is_number(value: object) -> TypeGuard[int | float]:
@@ -34,13 +35,13 @@ def seconds(where: str, name: str, value: object, *, optional: bool = False) -> 
     if not _is_number(value):
         none = ", or None for no limit" if optional else ""
         raise TypeError(
-            f"{where}: {name}={_got(value)}: give a number of seconds{none} "
+            f"{where}: {name}={shown(value)}: give a number of seconds{none} "
             f"(not a {type(value).__name__})"
         )
     if not 0 < value < math.inf:
         none = "; None means no limit" if optional else ""
         raise ValueError(
-            f"{where}: {name}={_got(value)}: give a number of seconds above 0 (and finite){none}"
+            f"{where}: {name}={shown(value)}: give a number of seconds above 0 (and finite){none}"
         )
 
 
@@ -53,7 +54,7 @@ def count(
     if not isinstance(value, int) or isinstance(value, bool):
         hint = f"; write {name}={int(value)}" if _is_number(value) and value == int(value) else ""
         raise TypeError(
-            f"{where}: {name}={_got(value)}: give a whole number (an int) of at least "
+            f"{where}: {name}={shown(value)}: give a whole number (an int) of at least "
             f"{minimum}{hint}"
         )
     if value < minimum:
@@ -66,15 +67,15 @@ def amount(where: str, name: str, value: object, *, optional: bool = False) -> N
         return
     if not _is_number(value):
         none = " or None" if optional else ""
-        raise TypeError(f"{where}: {name}={_got(value)}: give a number{none}")
+        raise TypeError(f"{where}: {name}={shown(value)}: give a number{none}")
     if not 0 <= value < math.inf:
-        raise ValueError(f"{where}: {name}={_got(value)}: give a finite number of at least 0")
+        raise ValueError(f"{where}: {name}={shown(value)}: give a finite number of at least 0")
 
 
 def text(where: str, name: str, value: object, *, empty: bool = False) -> None:
     """A str, which must say something unless ``empty``."""
     if not isinstance(value, str):
-        raise TypeError(f"{where}: {name}={_got(value)}: give a str")
+        raise TypeError(f"{where}: {name}={shown(value)}: give a str")
     if not empty and not value.strip():
         raise ValueError(f"{where}: {name} is empty: give the {name.replace('_', ' ')} itself")
 
@@ -89,7 +90,7 @@ def path(where: str, name: str, value: object, *, optional: bool = False) -> Non
     if value is None and optional:
         return
     if not isinstance(value, str | os.PathLike):
-        raise TypeError(f"{where}: {name}={_got(value)}: give a path (a str or a Path)")
+        raise TypeError(f"{where}: {name}={shown(value)}: give a path (a str or a Path)")
     if not os.fspath(value):
         raise ValueError(f"{where}: {name} is empty: give a path")
 
@@ -98,14 +99,14 @@ def names(where: str, name: str, value: object) -> None:
     """Several strs: a list or tuple of them, never one str (iterated letter by letter)."""
     if isinstance(value, str):
         raise TypeError(
-            f"{where}: {name}={_got(value)} is one str, and would be read letter by letter: "
+            f"{where}: {name}={shown(value)} is one str, and would be read letter by letter: "
             f"write {name}=[{value!r}]"
         )
     if not isinstance(value, Iterable) or isinstance(value, Mapping):
-        raise TypeError(f"{where}: {name}={_got(value)}: give a list of strs")
+        raise TypeError(f"{where}: {name}={shown(value)}: give a list of strs")
     bad = next((v for v in value if not isinstance(v, str)), None)
     if bad is not None:
-        raise TypeError(f"{where}: {name} holds {_got(bad)}: give a list of strs")
+        raise TypeError(f"{where}: {name} holds {shown(bad)}: give a list of strs")
 
 
 def variables(where: str, name: str, value: object) -> None:
@@ -113,7 +114,7 @@ def variables(where: str, name: str, value: object) -> None:
     if value is None:
         return
     if not isinstance(value, Mapping):
-        raise TypeError(f"{where}: {name}={_got(value)}: give a dict of str to str, or None")
+        raise TypeError(f"{where}: {name}={shown(value)}: give a dict of str to str, or None")
     bad = next(
         (
             (k, v)
@@ -124,19 +125,19 @@ def variables(where: str, name: str, value: object) -> None:
     )
     if bad is not None:
         raise TypeError(
-            f"{where}: {name} maps {_got(bad[0])} to {_got(bad[1])}: variables are str to str"
+            f"{where}: {name} maps {shown(bad[0])} to {shown(bad[1])}: variables are str to str"
         )
 
 
 def component(where: str, name: str, value: object, what: str) -> None:
     """A function (a component): callable, not None, not a str."""
     if not callable(value):
-        raise TypeError(f"{where}: {name}={_got(value)} is not {what}")
+        raise TypeError(f"{where}: {name}={shown(value)} is not {what}")
 
 
 def flag(where: str, name: str, value: object) -> None:
     if not isinstance(value, bool):
-        raise TypeError(f"{where}: {name}={_got(value)}: give True or False")
+        raise TypeError(f"{where}: {name}={shown(value)}: give True or False")
 
 
 def prices(where: str, name: str, value: object) -> None:
@@ -145,7 +146,7 @@ def prices(where: str, name: str, value: object) -> None:
         return
     if not isinstance(value, tuple | list) or len(value) != 2:
         raise TypeError(
-            f"{where}: {name}={_got(value)}: give (USD per prompt token, USD per completion "
+            f"{where}: {name}={shown(value)}: give (USD per prompt token, USD per completion "
             "token), e.g. (3e-06, 1.5e-05)"
         )
     for part in value:
@@ -182,5 +183,5 @@ def not_an_action(where: str, value: object) -> TypeError:
     "LocalEnv takes an Action; wrap the command: Action('echo hi')"
     """
     if isinstance(value, str):
-        return TypeError(f"{where} takes an Action; wrap the command: Action({_got(value)})")
-    return TypeError(f"{where} takes an Action (four.Action(command)), not {_got(value)}")
+        return TypeError(f"{where} takes an Action; wrap the command: Action({shown(value)})")
+    return TypeError(f"{where} takes an Action (four.Action(command)), not {shown(value)}")

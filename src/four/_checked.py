@@ -32,6 +32,8 @@ import typing
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar, Union, cast, get_args, get_origin
 
+from four._arguments import shown
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 _Check = tuple[str, tuple[type, ...], str]
@@ -267,12 +269,10 @@ def _words(hint: object) -> str:
 
 
 def _said(where: str, check: _Check, value: object) -> str:
-    shown = repr(value)
-    shown = shown if len(shown) <= 60 else shown[:57] + "..."
     kind = _a(type(value).__name__)
     if any(isinstance(t, _OneOf) and isinstance(value, t.kinds) for t in check[1]):
         kind = f"another {type(value).__name__}"  # of the right type: the value is wrong
-    return f"{where}: {check[0]}={shown}: give {check[2]} (not {kind})"
+    return f"{where}: {check[0]}={shown(value)}: give {check[2]} (not {kind})"
 
 
 def _a(name: str) -> str:

@@ -103,11 +103,9 @@ class WrongReturn(TypeError):
     """A component returned something its arrow does not allow."""
 
     def __init__(self, component: Component, value: object, expected: str) -> None:
-        shown = repr(value)
-        shown = shown if len(shown) <= 80 else shown[:77] + "..."
         super().__init__(
-            f"{component} returned {type(value).__name__} {shown}, not {expected}: "
-            f"wrap the value in returns.result.Success or Failure"
+            f"{component} returned {type(value).__name__} {arguments.shown(value, 80)}, "
+            f"not {expected}: wrap the value in returns.result.Success or Failure"
         )
         self.component = component
 

@@ -95,23 +95,23 @@ class _Attempts:
     def __call__(self, a: Attempt) -> Path:
         """``four run``'s run in the attempt's copy of the workspace."""
         from four import run
-        from four.cli._build import Saving, prepare, setup, traced
+        from four.cli._build import Saving, prepare, setup, traced, watched
         from four.cli._resume import heartbeat
 
         opts = self.opts
         mine = replace(opts, cwd=a.cwd or opts.cwd, cost_limit=None, timeout=None)
         where = setup(mine, self.signing)
-        end = f" · attempt {a.index}/{a.link.of}"
         r = prepare(mine, self.model, self.key, self.domain, self.system, where, opts.record(),
-                    title_end=end, sampling=a.sampling, check_program=a.index == 1)  # fmt: skip
-        r.display.start()
+                    sampling=a.sampling, check_program=a.index == 1)  # fmt: skip
+        r, display = watched(r, mine, self.model, f" · attempt {a.index}/{a.link.of}")
+        display.start()
         try:
             with heartbeat(lambda: r.recording.sink):
                 return run(a.invoke(r.G), r.V1, a.env(r.V2), a.emit(r.recording), r.system,
                            a.prompt(opts.task), a.limit(opts.max_steps), opts.max_format_errors,
                            check=r.check, watch=traced(opts, a.watching(Saving(r.recording))))  # fmt: skip
         finally:
-            r.display.stop("done")
+            display.stop("done")
 
 
 def _say(opts: RunOptions, line: str) -> None:

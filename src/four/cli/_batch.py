@@ -22,13 +22,13 @@ if TYPE_CHECKING:  # only argparse is needed to define the flags (four --help)
 
     from rich.live import Live
 
-    from four._types import AsyncExecute, AsyncInvoke, Execute, Invoke, Parse, Recorder, Verify
+    from four._types import AsyncExecute, AsyncInvoke, Execute, Invoke, Recorder
     from four.batch._attempt import MakeRun, RunContext
     from four.batch._batch import Progress
     from four.batch._items import Item
     from four.batch._result import RunResult
     from four.batch._session import Pool
-    from four.cli._live import Recording
+    from four.cli._build import Prepared
     from four.cli._options import RunOptions
     from four.search import Attempt, Search
 
@@ -97,18 +97,6 @@ def batch_flags(p: argparse.ArgumentParser) -> None:
 
 
 @dataclass(frozen=True, slots=True)
-class _Agent:
-    """One item's agent, as ``four run`` builds it (plain G and V2)."""
-
-    G: Invoke
-    V1: Parse
-    V2: Execute
-    recording: Recording
-    check: Verify | None
-    settings: tuple[str, str, int, int]  # system, prompt, max_steps, max_format_errors
-
-
-@dataclass(frozen=True, slots=True)
 class _Command:
     """What both ``make_run`` of ``four batch`` carry, and the agent they build for an
     item. Picklable, so it can go to Ray actors and worker processes (it carries the
@@ -125,35 +113,32 @@ class _Command:
 
         return item_options(self.opts, ctx.task, ctx.item.fields)
 
-    def agent(self, ctx: RunContext, attempt: Attempt | None = None) -> _Agent:
-        """``four run``'s agent for ``ctx``'s item, its trajectory going to
-        ``ctx.output_dir``; for an ``attempt`` of a search, in the attempt's copy of the
-        workspace, sampling as the attempt says."""
-        from four.cli._build import (
-            build,
-            domain_check,
-            load_domain,
-            setup,
-            system_prompt,
-            with_preview,
-        )
-        from four.cli._live import Recording, components
+    def agent(self, ctx: RunContext, attempt: Attempt | None = None) -> Prepared:
+        """``four run``'s agent for ``ctx``'s item (plain G and V2), its trajectory going
+        to ``ctx.output_dir``; for an ``attempt`` of a search, in the attempt's copy of
+        the workspace, sampling as the attempt says."""
+        from four.cli._build import load_domain, prepare, setup, system_prompt, with_preview
         from four.trajectory import save_trajectory
 
         opts = self.options(ctx)
-        sampling = None
+        record: dict[str, JSON] = {**opts.record(), "batch_item": ctx.id}
         if attempt is not None:
             opts = replace(opts, cwd=attempt.cwd or opts.cwd, cost_limit=None)  # the search's
-            sampling = attempt.sampling
-        domain, where = load_domain(opts.domain), setup(opts)
+        domain = load_domain(opts.domain)
         same = opts.domain == self.opts.domain or opts.system_file
         system = with_preview(self.system if same else system_prompt(opts, domain), opts)
-        G, V1, V2 = build(opts, self.model, self.key, domain, where, sampling)
-        check = domain_check(opts, domain, where, V2)
-        record: dict[str, JSON] = {**self.options(ctx).record(), "batch_item": ctx.id}
-        recording = Recording(save_trajectory(ctx.output_dir), components(G, V2, record))
-        settings = (system, ctx.task, opts.max_steps, opts.max_format_errors)
-        return _Agent(G, V1, V2, recording, check, settings)
+        return prepare(
+            opts,
+            self.model,
+            self.key,
+            domain,
+            system,
+            setup(opts),
+            record,
+            emit=save_trajectory(ctx.output_dir),
+            sampling=attempt.sampling if attempt is not None else None,
+            check_program=False,
+        )
 
     def search(self, ctx: RunContext) -> Search[Path]:
         """A search for ``ctx``'s item (``--attempts``): its attempts' trajectories and its
@@ -192,14 +177,14 @@ class _Command:
             G, V2 = awaited_invoke(a.G) or a.G, awaited_env(a.V2) or a.V2
         G = ctx.meter(G)
         emit: Recorder[Path] = a.recording
-        system, prompt, steps, errors = a.settings
-        watch = ctx.watch
+        opts = self.options(ctx)
+        prompt, steps, watch = ctx.task, opts.max_steps, ctx.watch
         if attempt is not None:
             G, V2, emit = attempt.invoke(G), attempt.env(V2), attempt.emit(emit)
             steps, watch = attempt.limit(steps), attempt.watching(watch)
             prompt = attempt.prompt(prompt)
-        return loop(G, a.V1, V2, emit, system, prompt, steps, errors, check=a.check,
-                    watch=traced(self.opts, watch))  # fmt: skip
+        return loop(G, a.V1, V2, emit, a.system, prompt, steps, opts.max_format_errors,
+                    check=a.check, watch=traced(self.opts, watch))  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

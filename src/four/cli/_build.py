@@ -10,7 +10,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, cast
@@ -20,7 +20,7 @@ from returns.result import Failure
 from four._files import Unreadable, read_given
 from four._grammar import Constrained
 from four._outcomes import Outcome
-from four._types import JSON, Execute, Invoke, Parse, Verify, Watch
+from four._types import JSON, Execute, Invoke, Parse, Recorder, Verify, Watch
 from four.cli import _mcp
 from four.cli._errors import UsageError
 from four.cli._format import cost, fold, seconds, succeeded, tokens
@@ -214,7 +214,7 @@ def build(
 
 @dataclass(frozen=True, slots=True)
 class Prepared:
-    """A run of ``four run`` (or an attempt of it) made: its G and V2 tell ``display``."""
+    """A run of ``four run`` made (or an attempt of it, or a batch's item's run)."""
 
     G: Invoke
     V1: Parse
@@ -222,7 +222,6 @@ class Prepared:
     recording: Recording
     system: str
     check: Verify | None
-    display: Display
 
 
 def prepare(
@@ -234,13 +233,14 @@ def prepare(
     where: DomainSetup,
     cli: Mapping[str, JSON],
     *,
-    title_end: str = "",
+    emit: Recorder[Path] | None = None,
     sampling: SamplingArgs | None = None,
     hold: bool = False,
     check_program: bool = True,
 ) -> Prepared:
-    """``build``'s parts, watched; the system prompt with the ``--mcp`` tools, the
-    ``--check`` program found first (else the run could not be judged), ``cli`` recorded."""
+    """``build``'s parts; the system prompt with the ``--mcp`` tools, the ``--check``
+    program found first (else the run could not be judged), ``cli`` recorded by ``emit``
+    (the domain's, unless given)."""
     from four.cli._preflight import check_program as find_program
 
     G, V1, V2 = build(opts, model, key, domain, where, sampling)
@@ -249,12 +249,17 @@ def prepare(
     if check_program:
         find_program(opts.check, V2, domain.name, opts.check_files)
     check = domain_check(opts, domain, where, V2)
-    place = opts.env if domain.name == "bash" else domain.name
+    emit = domain.emit(where, V2) if emit is None else emit
+    return Prepared(G, V1, V2, Recording(emit, components(G, V2, cli), hold=hold), system, check)
+
+
+def watched(
+    r: Prepared, opts: RunOptions, model: str, title_end: str = ""
+) -> tuple[Prepared, Display]:
+    """``r`` with its G and V2 telling a new ``Display``, and the display."""
+    place = opts.env if opts.domain == "bash" else opts.domain
     display = Display(opts.mode, title=f"{model} · {place}{title_end}", max_steps=opts.max_steps)
-    recording = Recording(domain.emit(where, V2), components(G, V2, cli), hold=hold)
-    return Prepared(
-        Watched(G, display), V1, WatchedEnv(V2, display), recording, system, check, display
-    )
+    return replace(r, G=Watched(r.G, display), V2=WatchedEnv(r.V2, display)), display
 
 
 def domain_check(

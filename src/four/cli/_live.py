@@ -11,7 +11,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING
 
 from returns.result import Result, Success
 
@@ -256,17 +256,6 @@ class _Held:
             return self.sink.close(messages, outcome, stats)
 
 
-@runtime_checkable
-class _Files(Protocol):
-    """A sink that names its files (``TrajectorySink``, and the sinks that wrap one)."""
-
-    @property
-    def jsonl(self) -> Path: ...
-
-    @property
-    def path(self) -> Path: ...
-
-
 @dataclass(slots=True)
 class Recording:
     """The trajectory writer, remembering the file it writes and adding the CLI's record
@@ -302,10 +291,8 @@ class Recording:
     def path(self) -> Path | None:
         """The sealed ``.json`` once the run ended, else the ``.jsonl`` being written;
         None when neither is on disk (never a path that does not exist)."""
-        sink = self.sink
-        if not isinstance(sink, _Files):
-            return None
-        return next((p for p in (sink.path, sink.jsonl) if p.is_file()), None)
+        named = (getattr(self.sink, "path", None), getattr(self.sink, "jsonl", None))
+        return next((p for p in named if isinstance(p, Path) and p.is_file()), None)
 
 
 def components(G: Invoke, V2: Execute, cli: Mapping[str, JSON]) -> dict[str, JSON]:

@@ -150,7 +150,7 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
     retries = env.over(given, "FOUR_RETRIES_PER_REASON", DEFAULT_RETRIES_PER_REASON)
     if retries < 1:
         raise UsageError("--retries-per-reason must be at least 1")
-    attempts, seed, temperature, workers = search_options(args)
+    attempts, by_default, seed, temperature, workers = search_options(args)
     if local and toolcalls:
         raise UsageError("--local runs in text mode: drop --toolcalls (FOUR_TOOLCALLS)")
     tty = sys.stderr.isatty() if tty is None else tty
@@ -192,9 +192,7 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
         mcp=tuple(getattr(args, "mcp", None) or ()),
         mcp_env=tuple(getattr(args, "mcp_env", None) or ()),
         attempts=attempts,
-        attempts_by_default=attempts > 1
-        and getattr(args, "attempts", None) is None
-        and env.get("FOUR_ATTEMPTS") is None,
+        attempts_by_default=attempts > 1 and by_default,
         seed=seed,
         attempt_temperature=temperature,
         workers=workers,
@@ -222,9 +220,10 @@ def otel_wanted(flag: bool | None) -> bool:
     return flag
 
 
-def search_options(args: argparse.Namespace) -> tuple[int, int, float, int]:
-    """``--attempts`` (with ``--check``: ``DEFAULT_ATTEMPTS``; without, 1), ``--seed``,
-    ``--attempt-temperature`` and ``--workers``, over their variables."""
+def search_options(args: argparse.Namespace) -> tuple[int, bool, int, float, int]:
+    """``--attempts`` (with ``--check``: ``DEFAULT_ATTEMPTS``; without, 1), whether that
+    was the default, ``--seed``, ``--attempt-temperature`` and ``--workers``, over their
+    variables."""
     given = getattr(args, "attempts", None)
     if given is None and env.get("FOUR_ATTEMPTS") is not None:
         given = env.over(None, "FOUR_ATTEMPTS", 1)
@@ -244,7 +243,7 @@ def search_options(args: argparse.Namespace) -> tuple[int, int, float, int]:
     if seed < 0 or temperature is None or temperature < 0:
         raise UsageError("--seed and --attempt-temperature must not be negative")
     workers = min(getattr(args, "attempt_workers", None) or 1, attempts)
-    return attempts, seed, float(temperature), workers
+    return attempts, given is None, seed, float(temperature), workers
 
 
 def workspace(opts: RunOptions) -> Path | None:

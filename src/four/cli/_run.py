@@ -24,6 +24,7 @@ from four.cli._build import (
     start_local,
     system_prompt,
     traced,
+    watched,
     with_preview,
 )
 from four.cli._errors import UsageError
@@ -63,7 +64,8 @@ def main(args: argparse.Namespace) -> int:
             return status  # else: one run, as without --attempts
     cli = {**opts.record(), **extra}
     r = prepare(opts, model, key, domain, system, setup(opts, signing), cli, hold=True)
-    display, recording = r.display, r.recording  # hold: Saving says when the loop began
+    r, display = watched(r, opts, model)
+    recording = r.recording  # hold: Saving says when the loop began
     display.start()
     try:
         deadline = Deadline(opts.timeout) if opts.timeout else None

@@ -13,12 +13,13 @@ from dataclasses import fields
 from pathlib import Path
 
 from four.cli._errors import UsageError
+from four.cli._options import signing_key
 from four.cli._remote import local_paths
 from four.cli._terminal import visible
 from four.observe._rescue import Done, rescue
 from four.observe._watch import STATES, TROUBLE, Policy, judge, survey
 from four.trajectory._destination import is_url
-from four.trajectory._sign import SigningError, SigningKey
+from four.trajectory._sign import SigningKey
 
 _POLICY_FLAGS = {  # each field of Policy: its flag's metavar and help
     "stall_factor": ("K", "stalled: no new step for K times the run's median step"),
@@ -88,12 +89,7 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError("--" + str(exc).removeprefix("Policy: ").replace("_", "-")) from None
     if not args.interval > 0:
         raise UsageError("--interval must be above 0 seconds")
-    key: SigningKey | None = None
-    if args.sign:
-        try:
-            key = SigningKey.load(args.sign)
-        except SigningError as exc:
-            raise UsageError(f"--sign: {exc}") from None
+    key = signing_key(args.sign)
     while True:
         status = one_pass(folders, policy, args.rescue, args.json, key, args.any_cwd)
         if args.once:
