@@ -29,7 +29,7 @@ from four._types import NO_USAGE, Usage
 from four.batch._attempt import NODE
 from four.batch._items import Item
 from four.batch._journal import Journal, clean_up
-from four.batch._result import RunResult
+from four.batch._result import RunResult, unfinished
 from four.batch._session import Spec
 from four.batch._sessions import AsyncSession
 
@@ -168,7 +168,7 @@ class ProcessSession:
         live = [w for w in self._workers if w.alive]
         if not live:
             why = Crashed("batch", "no worker process is left to run it").text
-            self._ready.append(_lost(item, why))
+            self._ready.append(unfinished(item, why, error=why))
             return
         worker = min(live, key=lambda w: len(w.running))  # the least loaded
         worker.running[item.id] = item
@@ -307,7 +307,7 @@ class ProcessSession:
         text = Crashed("batch", f"{why} with the run in flight").text
         for item in worker.running.values():
             spent = worker.spending.get(item.id, NO_USAGE)
-            self._ready.append(_lost(item, text, error=why, usage=spent))
+            self._ready.append(unfinished(item, text, spent, why))
         worker.running.clear()
         worker.spending.clear()
         worker.usage = NO_USAGE
@@ -340,16 +340,6 @@ def _heard(workers: list[_Worker], timeout: float) -> list[_Worker]:
         by_handle[w.reports] = by_handle[w.process.sentinel] = w
     ready = mpc.wait([h for w in workers for h in (w.reports, w.process.sentinel)], timeout)
     return list(dict.fromkeys(by_handle[h] for h in ready))
-
-
-def _lost(
-    item: Item, outcome: str, *, error: str | None = None, usage: Usage = NO_USAGE
-) -> RunResult:
-    return RunResult(
-        item.id, outcome, prompt_tokens=usage.prompt_tokens,
-        completion_tokens=usage.completion_tokens, cost=usage.known_cost,
-        error=error or outcome, final=False, fields=item.fields,
-    )  # fmt: skip
 
 
 def _ended(process: BaseProcess) -> str:

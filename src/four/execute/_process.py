@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import math
 import os
 import select
@@ -113,7 +114,7 @@ def pipe_holders(fd: int) -> list[int]:
 
 
 class Child(Protocol):
-    """A started command as ``watch`` sees it: a Popen (``Popened``) or a launcher's
+    """A started command as ``watching`` sees it: a Popen (``Popened``) or a launcher's
     (``_launcher.Launched``)."""
 
     @property
@@ -167,24 +168,14 @@ def run_captured(
     output: OutputBuffer,
     timeout: float,
     *,
-    cwd: str | None = None,
     env: Mapping[str, str] | None = None,
     on_timeout: Callable[[], None] | None = None,
 ) -> Ran:
     """Run ``argv`` in a new session (stdin closed, stderr merged into stdout) and read
-    its output into ``output`` until it ends or ``timeout`` passes; see ``watch``.
-    Raises OSError when the process cannot start (no such program, no such cwd).
+    its output into ``output`` until it ends or ``timeout`` passes (``watching``, its
+    waits blocking). Raises OSError when the process cannot start (no such program).
     """
-    return watch(lambda out: _spawn(argv, cwd, env, out), output, timeout, on_timeout)
-
-
-def watch(
-    start: Callable[[int], Child],
-    output: OutputBuffer,
-    timeout: float,
-    on_timeout: Callable[[], None] | None = None,
-) -> Ran:
-    """``watching`` to its end, its waits blocking."""
+    start = functools.partial(_spawn, argv, env)
     return to_end(watching(start, output, timeout, on_timeout, blocking), BLOCKED)
 
 
@@ -296,10 +287,8 @@ def popen(
     )  # fmt: skip
 
 
-def _spawn(
-    argv: Sequence[str], cwd: str | None, env: Mapping[str, str] | None, stdout: int
-) -> Popened:
-    proc = popen(argv, cwd, env, stdout)
+def _spawn(argv: Sequence[str], env: Mapping[str, str] | None, stdout: int) -> Popened:
+    proc = popen(argv, None, env, stdout)
     try:
         return Popened(proc)
     except BaseException:  # out of descriptors: nothing may run unwatched, or unreaped
