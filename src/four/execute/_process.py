@@ -21,11 +21,12 @@ import signal
 import subprocess
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import IO, Protocol
+from typing import IO
 
 from four._coroutine import to_end
 from four.execute._interrupt import running, stopped
 from four.execute._kill import kill_group, other_pids
+from four.execute._launcher import Launched
 from four.execute._output import OutputBuffer, Ran
 
 Process = subprocess.Popen[bytes]
@@ -113,35 +114,9 @@ def pipe_holders(fd: int) -> list[int]:
     return found
 
 
-class Child(Protocol):
-    """A started command as ``watching`` sees it: a Popen (``Popened``) or a launcher's
-    (``_launcher.Launched``)."""
-
-    @property
-    def pgid(self) -> int | None:
-        """Its process group (a supervisor kills it), or None: ``kill()`` alone does."""
-        ...
-
-    @property
-    def exit_fd(self) -> int:
-        """A descriptor that polls readable once it has exited."""
-        ...
-
-    def kill(self) -> None:
-        """SIGKILL it and every process it started."""
-        ...
-
-    def wait(self) -> int:
-        """Its exit code (negative: a signal), reaped; call once it has exited or been killed."""
-        ...
-
-    def close(self) -> None:
-        """Release what watching it held (after ``wait``)."""
-        ...
-
-
 class Popened:
-    """A ``Popen`` as a ``Child``: killed by process group, watched by pidfd."""
+    """A started ``Popen``: killed by process group, watched by pidfd (readable once it
+    has exited)."""
 
     __slots__ = ("exit_fd", "proc")
 
@@ -161,6 +136,10 @@ class Popened:
 
     def close(self) -> None:
         os.close(self.exit_fd)
+
+
+Child = Popened | Launched
+"""A started command as ``watching`` sees it: a Popen, or a launcher's."""
 
 
 def run_captured(
