@@ -95,25 +95,6 @@ async def drain(fd: int, into: Callable[[bytes], object], seconds: float, wait: 
                 into(data)
 
 
-def pipe_holders(fd: int) -> list[int]:
-    """Other processes that hold the pipe read through ``fd`` (its write end, then).
-
-    The pipe was made for one command, so every holder is that command's: whatever
-    process group or session it moved to. Linux only (it reads /proc); elsewhere, or
-    when /proc cannot be read, returns [].
-    """
-    target = f"pipe:[{os.fstat(fd).st_ino}]"
-    found: list[int] = []
-    for pid in other_pids():  # we hold the read end
-        try:
-            fds = os.listdir(f"/proc/{pid}/fd")
-            if any(os.readlink(f"/proc/{pid}/fd/{n}") == target for n in fds):
-                found.append(pid)
-        except OSError:
-            continue
-    return found
-
-
 class Popened:
     """A started ``Popen``: killed by process group, watched by pidfd (readable once it
     has exited)."""
@@ -294,10 +275,16 @@ def _killer(child: Child, on_timeout: Callable[[], None] | None) -> Callable[[],
 
 
 def stop_holders(child: Child, fd: int) -> None:
-    """Kill the processes that keep the pipe open (all the child's if none is found)."""
-    holders = pipe_holders(fd)
-    for pid in holders:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
-    if not holders:
+    """Kill the other processes that hold the pipe read through ``fd`` (its write end: the
+    pipe was made for this command, so each is the command's, whatever process group or
+    session it moved to); all the child's when none is found (/proc unreadable)."""
+    target = f"pipe:[{os.fstat(fd).st_ino}]"
+    found = False
+    for pid in other_pids():  # we hold the read end
+        with contextlib.suppress(OSError):  # gone meanwhile, or not ours to see
+            fds = os.listdir(f"/proc/{pid}/fd")
+            if any(os.readlink(f"/proc/{pid}/fd/{n}") == target for n in fds):
+                found = True
+                os.kill(pid, signal.SIGKILL)
+    if not found:
         child.kill()
