@@ -157,7 +157,8 @@ def recovered(item: Item, streams: list[Path], attempt: int, node: str) -> RunRe
     """The result of a lost attempt whose run had ended: read from whichever of its
     ``streams`` was saved complete (sealed, or with its end record: the worker was lost
     while sealing), whose stats count that run's whole usage; None when none was."""
-    done = _ended(streams)
+    newest_first = map(read_stream, sorted(streams, key=_mtime, reverse=True))
+    done = next((s for s in newest_first if s is not None and s.outcome is not None), None)
     if done is None:
         return None
     return RunResult(
@@ -271,12 +272,6 @@ def _saved(returned: object, folder: Path, before: set[str]) -> Saved | None:
         return None
     newest_first = sorted(new, key=_mtime, reverse=True)
     return next((s for s in map(read_stream, newest_first) if s is not None), None)
-
-
-def _ended(streams: list[Path]) -> Saved | None:
-    """The newest of ``streams`` whose run ended (its sealed document, when there)."""
-    saved = map(read_stream, sorted(streams, key=_mtime, reverse=True))
-    return next((s for s in saved if s is not None and s.outcome is not None), None)
 
 
 def _mtime(path: Path) -> float:

@@ -12,13 +12,13 @@ import contextlib
 import os
 import shutil
 import stat
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 
 from four._files import ANY_SIZE, Unreadable, read_regular, regular_fd
 from four._pids import pid_alive
+from four.execute._docker import LABEL, run_docker
 from four.execute._interrupt import Command, observe
 from four.execute._kill import kill_marked
 
@@ -136,25 +136,10 @@ def _remove_containers(pid: str) -> list[str]:
     docker = shutil.which("docker")
     if docker is None:
         return []
-    from four.execute._docker import LABEL
-
-    try:
-        listed = subprocess.run(
-            [docker, "ps", "-aq", "--filter", f"label={LABEL}={pid}"],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=30,
-        ).stdout.split()
-        if listed:
-            subprocess.run(
-                [docker, "rm", "-f", "-v", *listed],
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=60,
-            )
-    except (OSError, subprocess.TimeoutExpired):
-        return []
+    ok, said = run_docker(docker, "ps", "-aq", "--filter", f"label={LABEL}={pid}", timeout=30)
+    listed = said.split() if ok else []
+    if listed:
+        run_docker(docker, "rm", "-f", "-v", *listed)
     return listed
 
 

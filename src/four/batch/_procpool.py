@@ -29,7 +29,7 @@ from four._types import NO_USAGE, Usage
 from four.batch._attempt import NODE
 from four.batch._items import Item
 from four.batch._journal import Journal, clean_up
-from four.batch._result import RunResult
+from four.batch._result import RunResult, unfinished
 from four.batch._session import Spec
 from four.batch._sessions import AsyncSession
 
@@ -168,7 +168,7 @@ class ProcessSession:
         live = [w for w in self._workers if w.alive]
         if not live:
             why = Crashed("batch", "no worker process is left to run it").text
-            self._ready.append(_lost(item, why))
+            self._ready.append(unfinished(item, why, error=why))
             return
         worker = min(live, key=lambda w: len(w.running))  # the least loaded
         worker.running[item.id] = item
@@ -307,7 +307,7 @@ class ProcessSession:
         text = Crashed("batch", f"{why} with the run in flight").text
         for item in worker.running.values():
             spent = worker.spending.get(item.id, NO_USAGE)
-            self._ready.append(_lost(item, text, error=why, usage=spent))
+            self._ready.append(unfinished(item, text, spent, why))
         worker.running.clear()
         worker.spending.clear()
         worker.usage = NO_USAGE
@@ -340,16 +340,6 @@ def _heard(workers: list[_Worker], timeout: float) -> list[_Worker]:
         by_handle[w.reports] = by_handle[w.process.sentinel] = w
     ready = mpc.wait([h for w in workers for h in (w.reports, w.process.sentinel)], timeout)
     return list(dict.fromkeys(by_handle[h] for h in ready))
-
-
-def _lost(
-    item: Item, outcome: str, *, error: str | None = None, usage: Usage = NO_USAGE
-) -> RunResult:
-    return RunResult(
-        item.id, outcome, prompt_tokens=usage.prompt_tokens,
-        completion_tokens=usage.completion_tokens, cost=usage.known_cost,
-        error=error or outcome, final=False, fields=item.fields,
-    )  # fmt: skip
 
 
 def _ended(process: BaseProcess) -> str:
@@ -403,7 +393,7 @@ def _worker_main(
     session = AsyncSession(spec, gc_threshold)
     try:
         reports.send(_Ready(os.getpid()))
-        _Relay(session, commands, reports).serve()
+        _relay(session, commands, reports)
     finally:
         journal.close()
 
@@ -412,74 +402,67 @@ def _ignore(signum: int, frame: object) -> None:
     """A SIGINT reached a worker: the batch's process decides (see ``_worker_main``)."""
 
 
-class _Relay:
+def _relay(session: AsyncSession, commands: mpc.Connection, reports: mpc.Connection) -> None:
     """A worker's loop between its pipes and its in-process session (one thread uses the
     session; another sends the reports, so a full pipe never stops the commands)."""
+    outbox: queue.SimpleQueue[_Report | None] = queue.SimpleQueue()
 
-    def __init__(
-        self, session: AsyncSession, commands: mpc.Connection, reports: mpc.Connection
-    ) -> None:
-        self.session = session
-        self.commands = commands
-        self.reports = reports
-        self.outbox: queue.SimpleQueue[_Report | None] = queue.SimpleQueue()
-        self.closing: _Close | None = None
-
-    def serve(self) -> None:
-        sender = threading.Thread(target=self._send, name="four-worker-reports", daemon=True)
-        sender.start()
-        session = self.session
-        told: tuple[Usage, Outcome | None] = (NO_USAGE, None)
-        told_runs: dict[str, Usage] = {}
-        told_at = 0.0
-        orphaned = False
-        while self.closing is None:
+    def send() -> None:
+        while (report := outbox.get()) is not None:
             try:
-                if self.commands.poll(0 if session.running else STATUS_EVERY):
-                    self._obey()
-            except (EOFError, OSError):  # the batch's process is gone
-                orphaned = True
-                break
-            done = session.wait(TICK) if session.running else []
-            now = time.monotonic()
-            if done or now - told_at >= STATUS_EVERY:
-                state = (session.live_usage(), session.stopping())
-                if done or state != told:
-                    runs = session.live_usages()
-                    changed = tuple((i, u) for i, u in runs.items() if told_runs.get(i) != u)
-                    self.outbox.put(_Report(tuple(done), *state, changed))
-                    told, told_runs = state, runs
-                told_at = now
-        if orphaned:
-            session.stop(Interrupted("the batch's process died"), kill=True)
-            deadline = time.monotonic() + ORPHAN_WAIT
-            while session.running and time.monotonic() < deadline:
-                session.wait(TICK)
-            session.close(wait=False)
-        else:
-            session.close(wait=self.closing is not None and self.closing.wait)
-        self.outbox.put(None)
-        sender.join(timeout=5)
-
-    def _obey(self) -> None:
-        """Do every command that has arrived."""
-        while True:
-            message: list[_Command] = self.commands.recv()
-            for command in message:
-                if isinstance(command, Item):
-                    self.session.submit(command)
-                elif isinstance(command, _Stop):
-                    self.session.stop(command.outcome, kill=command.kill)
-                elif isinstance(command, _Spent):
-                    self.session.spent(command.cost)
-                else:
-                    self.closing = command
-            if not self.commands.poll(0):
-                return
-
-    def _send(self) -> None:
-        while (report := self.outbox.get()) is not None:
-            try:
-                self.reports.send(report)
+                reports.send(report)
             except OSError:  # the batch's process is gone: the loop sees it too
                 return
+
+    sender = threading.Thread(target=send, name="four-worker-reports", daemon=True)
+    sender.start()
+    told: tuple[Usage, Outcome | None] = (NO_USAGE, None)
+    told_runs: dict[str, Usage] = {}
+    told_at = 0.0
+    closing: _Close | None = None
+    orphaned = False
+    while closing is None:
+        try:
+            if commands.poll(0 if session.running else STATUS_EVERY):
+                closing = _obey(session, commands)
+        except (EOFError, OSError):  # the batch's process is gone
+            orphaned = True
+            break
+        done = session.wait(TICK) if session.running else []
+        now = time.monotonic()
+        if done or now - told_at >= STATUS_EVERY:
+            state = (session.live_usage(), session.stopping())
+            if done or state != told:
+                runs = session.live_usages()
+                changed = tuple((i, u) for i, u in runs.items() if told_runs.get(i) != u)
+                outbox.put(_Report(tuple(done), *state, changed))
+                told, told_runs = state, runs
+            told_at = now
+    if orphaned:
+        session.stop(Interrupted("the batch's process died"), kill=True)
+        deadline = time.monotonic() + ORPHAN_WAIT
+        while session.running and time.monotonic() < deadline:
+            session.wait(TICK)
+        session.close(wait=False)
+    else:
+        session.close(wait=closing is not None and closing.wait)
+    outbox.put(None)
+    sender.join(timeout=5)
+
+
+def _obey(session: AsyncSession, commands: mpc.Connection) -> _Close | None:
+    """Do every command that has arrived; the close among them, if any."""
+    closing = None
+    while True:
+        message: list[_Command] = commands.recv()
+        for command in message:
+            if isinstance(command, Item):
+                session.submit(command)
+            elif isinstance(command, _Stop):
+                session.stop(command.outcome, kill=command.kill)
+            elif isinstance(command, _Spent):
+                session.spent(command.cost)
+            else:
+                closing = command
+        if not commands.poll(0):
+            return closing

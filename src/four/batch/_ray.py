@@ -49,7 +49,7 @@ from four.batch._attempt import MakeRun, attempt_key, recovered, run_attempt
 from four.batch._items import Item, folder_name
 from four.batch._journal import Journal, actor_journal, sweep
 from four.batch._land import Landing
-from four.batch._result import RunResult
+from four.batch._result import RunResult, plus, unfinished
 from four.batch._ship import STREAM, Piece, Shipper
 from four.batch._supervisor import Supervisor
 
@@ -195,12 +195,19 @@ def _by_attempt(pieces: list[tuple[str, Piece]]) -> tuple[tuple[str, tuple[Piece
 def _node_address() -> str:
     """The address this node registered with (``get_node_ip_address`` would give the
     host's routed address even for a node started on 127.0.0.2)."""
-    me = ray.get_runtime_context().get_node_id()
+    address = _node(ray.get_runtime_context().get_node_id()).get("NodeManagerAddress")
+    return str(address) if address else cast(Callable[[], str], ray.util.get_node_ip_address)()
+
+
+def _nodes() -> list[dict[str, object]]:
+    return cast(Callable[[], list[dict[str, object]]], ray.nodes)()
+
+
+def _node(node_id: str | None) -> dict[str, object]:
+    """What Ray says of the node ``node_id`` ({} when it cannot say)."""
     with contextlib.suppress(Exception):
-        for node in cast(Callable[[], list[dict[str, object]]], ray.nodes)():
-            if node.get("NodeID") == me:
-                return str(node.get("NodeManagerAddress"))
-    return cast(Callable[[], str], ray.util.get_node_ip_address)()
+        return next((n for n in _nodes() if n.get("NodeID") == node_id), {})
+    return {}
 
 
 class _Method(Protocol):
@@ -289,6 +296,12 @@ class _Queued(NamedTuple):
     lost_streams: tuple[str, ...] = ()
     not_before: float = 0.0  # (monotonic) a lost attempt's lease runs out
 
+    def given_up(self, outcome: str) -> RunResult:
+        errors = "; ".join(self.errors) or None
+        return unfinished(
+            self.item, outcome, self.lost, errors, self.attempt, False, self.lost_streams
+        )
+
 
 class RaySession:
     """A batch on Ray (see ``RayPool``, whose settings it is given)."""
@@ -310,8 +323,7 @@ class RaySession:
         if not ray.is_initialized():
             cast(Callable[..., object], ray.init)(address=address, **dict(init))
             self._started_ray = True
-        listed = cast(Callable[[], list[dict[str, object]]], ray.nodes)()
-        nodes = [n for n in listed if n.get("Alive")]
+        nodes = [n for n in _nodes() if n.get("Alive")]
         count = actors if actors is not None else max(1, len(nodes))
         per_actor = max(1, math.ceil(spec.max_concurrency / count))
         self._slots: list[_Slot] = []
@@ -396,9 +408,7 @@ class RaySession:
                 slot.handle.stop.remote(outcome, kill)
         while self._queue:  # queued runs never start
             q = self._queue.popleft()
-            self._ready.append(
-                self._lost(q.item, q.attempt, q.errors, outcome.text, q.lost, q.lost_streams)
-            )
+            self._ready.append(q.given_up(outcome.text))
 
     def live_usage(self) -> Usage:
         """The runs in flight (as their actors last said), and what lost attempts of
@@ -460,10 +470,7 @@ class RaySession:
                     q = self._queue.popleft()
                     why = "; ".join(dict.fromkeys(s.gone for s in self._slots if s.gone))
                     text = "no Ray actor is left to run it" + (f" ({why})" if why else "")
-                    text = Crashed("batch", text).text
-                    self._ready.append(
-                        self._lost(q.item, q.attempt, q.errors, text, q.lost, q.lost_streams)
-                    )
+                    self._ready.append(q.given_up(Crashed("batch", text).text))
                     continue
                 return
             ready = next((q for q in self._queue if q.not_before <= now), None)
@@ -492,10 +499,11 @@ class RaySession:
         except ray.exceptions.RayTaskError as exc:  # raised in the actor (run_attempt does not)
             spent = self._settle(call)
             text = Crashed("batch", _first_line(exc.cause or exc)).text
-            lost = call.lost + spent
+            errors = "; ".join(call.errors) or None
             streams = (*call.lost_streams, *sorted(call.streams))
+            lost = call.lost + spent
             self._ready.append(
-                self._lost(call.item, call.attempt, call.errors, text, lost, streams, final=True)
+                unfinished(call.item, text, lost, errors, call.attempt, True, streams)
             )
             return
         except ray.exceptions.ActorUnavailableError as exc:
@@ -521,15 +529,7 @@ class RaySession:
             result = replace(result, error=error)
         if call.lost_streams:
             result = replace(result, lost_streams=call.lost_streams)
-        if call.lost is not NO_USAGE:  # earlier attempts were paid for too
-            lost = call.lost
-            result = replace(
-                result,
-                prompt_tokens=result.prompt_tokens + lost.prompt_tokens,
-                completion_tokens=result.completion_tokens + lost.completion_tokens,
-                cost=result.cost + lost.known_cost,
-            )
-        self._ready.append(result)
+        self._ready.append(plus(result, call.lost))  # earlier attempts were paid for too
 
     def _settle(self, call: _Call) -> Usage:
         """The attempt is over: what it had spent, as its actor last said."""
@@ -555,7 +555,8 @@ class RaySession:
         # Its process is dead for sure when its node lives (Ray saw the process go);
         # on a lost node it may live on (cut off, or paused) until its lease ends.
         node_id = slot.where[3] if slot.where is not None else slot.node_id
-        self._lose(call, _first_line(exc), sure=_node_alive(node_id))
+        alive = node_id is not None and _node(node_id).get("Alive") is True
+        self._lose(call, _first_line(exc), sure=alive)
 
     def _lose(self, call: _Call, why: str, *, sure: bool) -> None:
         """The attempt is lost (``why``): take its run if it had ended, else try again
@@ -570,24 +571,15 @@ class RaySession:
         if done is not None:  # it had ended: its stats count it whole
             node = call.slot.where[0] if call.slot.where is not None else ""
             error = "; ".join([*errors, "its run had ended: its trajectory is taken"])
-            earlier = call.lost
-            self._ready.append(
-                replace(
-                    done,
-                    node=node,
-                    error=error,
-                    lost_streams=call.lost_streams,
-                    prompt_tokens=done.prompt_tokens + earlier.prompt_tokens,
-                    completion_tokens=done.completion_tokens + earlier.completion_tokens,
-                    cost=done.cost + earlier.known_cost,
-                )
-            )
+            taken = replace(done, node=node, error=error, lost_streams=call.lost_streams)
+            self._ready.append(plus(taken, call.lost))
             return
         if call.attempt >= 2 or self._stop is not None:
             reason = self._stop.text if self._stop is not None else None
             text = reason or Crashed("batch", f"its Ray actor died twice: {errors[-1]}").text
+            joined = "; ".join(errors)
             self._ready.append(
-                self._lost(call.item, call.attempt, errors, text, lost, lost_streams)
+                unfinished(call.item, text, lost, joined, call.attempt, False, lost_streams)
             )
             return
         wait = 0.0 if sure else time.monotonic() + self._lease + GRACE
@@ -724,42 +716,6 @@ class RaySession:
             if lost is not NO_USAGE:
                 total += lost
         return total
-
-    def _lost(
-        self,
-        item: Item,
-        attempt: int,
-        errors: list[str],
-        outcome: str,
-        usage: Usage = NO_USAGE,
-        lost_streams: tuple[str, ...] = (),
-        *,
-        final: bool = False,
-    ) -> RunResult:
-        """The item's result with no trajectory: with what its lost attempts spent."""
-        return RunResult(
-            item.id,
-            outcome,
-            prompt_tokens=usage.prompt_tokens,
-            completion_tokens=usage.completion_tokens,
-            cost=usage.known_cost,
-            error="; ".join(errors) or None,
-            attempts=attempt,
-            final=final,
-            fields=item.fields,
-            lost_streams=lost_streams,
-        )
-
-
-def _node_alive(node_id: str | None) -> bool:
-    """Whether Ray counts the node alive (False when unknown)."""
-    if node_id is None:
-        return False
-    with contextlib.suppress(Exception):
-        for node in cast(Callable[[], list[dict[str, object]]], ray.nodes)():
-            if node.get("NodeID") == node_id:
-                return node.get("Alive") is True
-    return False
 
 
 class _Remote(Protocol):

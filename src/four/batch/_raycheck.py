@@ -93,20 +93,19 @@ def _checks(address: str, api_base: str | None, scratch: str | None) -> list[Che
             checks.append(Check(f"node {name}", "NO-GO", f"a task did not run: {line}",
                                 "install four on every node (or a runtime_env)"))  # fmt: skip
             continue
-        if wrote:
-            checks.append(Check(f"node {name}", "NO-GO", f"scratch not writable: {wrote}",
-                                "give its runs a writable folder (RayPool(scratch=...))"))  # fmt: skip
-        else:
+        checks.append(
+            _verdict(f"node {name}", wrote and f"scratch not writable: {wrote}",
+                     "scratch writable; records travel to the driver",
+                     "give its runs a writable folder (RayPool(scratch=...))")
+        )  # fmt: skip
+        if endpoint is not None:
             checks.append(
-                Check(f"node {name}", "GO", "scratch writable; records travel to the driver")
-            )
-        if endpoint is None:
-            continue
-        if reached:
-            checks.append(Check(f"model from {name}", "NO-GO", f"cannot reach {reached}",
-                                "open the network from the workers to the model server"))  # fmt: skip
-        else:
-            checks.append(
-                Check(f"model from {name}", "GO", f"{endpoint[0]}:{endpoint[1]} reachable")
-            )
+                _verdict(f"model from {name}", reached and f"cannot reach {reached}",
+                         f"{endpoint[0]}:{endpoint[1]} reachable",
+                         "open the network from the workers to the model server")
+            )  # fmt: skip
     return checks
+
+
+def _verdict(name: str, problem: str, fine: str, fix: str) -> Check:
+    return Check(name, "NO-GO", problem, fix) if problem else Check(name, "GO", fine)

@@ -5,14 +5,15 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import msgspec
 
 from four._files import read_regular
 from four._outcomes import outcome_tag
-from four._types import JSON, Checked
+from four._types import JSON, NO_USAGE, Checked, Usage
+from four.batch._items import Item
 from four.trajectory._load import TrajectoryError, load_head, stream_lines
 from four.trajectory._record import AssistantRecord, End, Line, Start, Stats, stats_of
 from four.trajectory._save import sealed_here
@@ -111,6 +112,35 @@ class RunResult(Checked):
             fields if isinstance(fields, dict) else {},
             tuple(s for s in lost if isinstance(s, str)) if isinstance(lost, list) else (),
         )
+
+
+def unfinished(
+    item: Item,
+    outcome: str,
+    usage: Usage = NO_USAGE,
+    error: str | None = None,
+    attempts: int = 1,
+    final: bool = False,
+    lost_streams: tuple[str, ...] = (),
+) -> RunResult:
+    """The item's result when no trajectory of it came back: with what its lost
+    attempts spent."""
+    return RunResult(
+        item.id, outcome, None, 0, usage.prompt_tokens, usage.completion_tokens,
+        usage.known_cost, 0.0, error, attempts, final, "", item.fields, lost_streams,
+    )  # fmt: skip
+
+
+def plus(result: RunResult, usage: Usage) -> RunResult:
+    """``result`` with ``usage`` added (what its lost earlier attempts spent)."""
+    if usage is NO_USAGE:
+        return result
+    return replace(
+        result,
+        prompt_tokens=result.prompt_tokens + usage.prompt_tokens,
+        completion_tokens=result.completion_tokens + usage.completion_tokens,
+        cost=result.cost + usage.known_cost,
+    )
 
 
 @dataclass(frozen=True, slots=True)

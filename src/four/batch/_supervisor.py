@@ -216,11 +216,6 @@ class Supervisor:
             watches = list(self._watches.values())
         return {w.key: w.usage for w in watches if w.usage is not NO_USAGE}
 
-    @property
-    def running(self) -> int:
-        with self._lock:
-            return len(self._watches)
-
     def close(self) -> None:
         """End the watchdog thread (runs still watched are left as they are)."""
         self._closed.set()

@@ -378,12 +378,6 @@ class Placed:
                     time.sleep(0.002)
         self.folders = []
 
-    def __enter__(self) -> dict[str, str]:
-        return self.env
-
-    def __exit__(self, *_: object) -> None:
-        self.release()
-
 
 def place(limits: Limits, *, bash_env: bool = True) -> Placed:
     """Make the cgroups for ``limits`` and the variables that put a bash under them.

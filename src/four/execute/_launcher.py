@@ -34,8 +34,8 @@ SPAWNER = str(Path(__file__).with_name("_spawner.py"))
 
 
 class Launched:
-    """A command a launcher started (a ``Child`` for ``watch``): ``exit_fd`` is readable
-    once it and all it started have ended; ``kill()``; ``wait()`` for its exit code."""
+    """A command a launcher started: ``exit_fd`` is readable once it and all it started
+    have ended; ``kill()``; ``wait()`` for its exit code; ``close()`` once reaped."""
 
     __slots__ = ("_conn", "_pending", "exit_fd")
 

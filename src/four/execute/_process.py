@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import math
 import os
 import select
@@ -20,11 +21,12 @@ import signal
 import subprocess
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import IO, Protocol
+from typing import IO
 
 from four._coroutine import to_end
 from four.execute._interrupt import running, stopped
 from four.execute._kill import kill_group, other_pids
+from four.execute._launcher import Launched
 from four.execute._output import OutputBuffer, Ran
 
 Process = subprocess.Popen[bytes]
@@ -93,54 +95,9 @@ async def drain(fd: int, into: Callable[[bytes], object], seconds: float, wait: 
                 into(data)
 
 
-def pipe_holders(fd: int) -> list[int]:
-    """Other processes that hold the pipe read through ``fd`` (its write end, then).
-
-    The pipe was made for one command, so every holder is that command's: whatever
-    process group or session it moved to. Linux only (it reads /proc); elsewhere, or
-    when /proc cannot be read, returns [].
-    """
-    target = f"pipe:[{os.fstat(fd).st_ino}]"
-    found: list[int] = []
-    for pid in other_pids():  # we hold the read end
-        try:
-            fds = os.listdir(f"/proc/{pid}/fd")
-            if any(os.readlink(f"/proc/{pid}/fd/{n}") == target for n in fds):
-                found.append(pid)
-        except OSError:
-            continue
-    return found
-
-
-class Child(Protocol):
-    """A started command as ``watch`` sees it: a Popen (``Popened``) or a launcher's
-    (``_launcher.Launched``)."""
-
-    @property
-    def pgid(self) -> int | None:
-        """Its process group (a supervisor kills it), or None: ``kill()`` alone does."""
-        ...
-
-    @property
-    def exit_fd(self) -> int:
-        """A descriptor that polls readable once it has exited."""
-        ...
-
-    def kill(self) -> None:
-        """SIGKILL it and every process it started."""
-        ...
-
-    def wait(self) -> int:
-        """Its exit code (negative: a signal), reaped; call once it has exited or been killed."""
-        ...
-
-    def close(self) -> None:
-        """Release what watching it held (after ``wait``)."""
-        ...
-
-
 class Popened:
-    """A ``Popen`` as a ``Child``: killed by process group, watched by pidfd."""
+    """A started ``Popen``: killed by process group, watched by pidfd (readable once it
+    has exited)."""
 
     __slots__ = ("exit_fd", "proc")
 
@@ -162,29 +119,23 @@ class Popened:
         os.close(self.exit_fd)
 
 
+Child = Popened | Launched
+"""A started command as ``watching`` sees it: a Popen, or a launcher's."""
+
+
 def run_captured(
     argv: Sequence[str],
     output: OutputBuffer,
     timeout: float,
     *,
-    cwd: str | None = None,
     env: Mapping[str, str] | None = None,
     on_timeout: Callable[[], None] | None = None,
 ) -> Ran:
     """Run ``argv`` in a new session (stdin closed, stderr merged into stdout) and read
-    its output into ``output`` until it ends or ``timeout`` passes; see ``watch``.
-    Raises OSError when the process cannot start (no such program, no such cwd).
+    its output into ``output`` until it ends or ``timeout`` passes (``watching``, its
+    waits blocking). Raises OSError when the process cannot start (no such program).
     """
-    return watch(lambda out: _spawn(argv, cwd, env, out), output, timeout, on_timeout)
-
-
-def watch(
-    start: Callable[[int], Child],
-    output: OutputBuffer,
-    timeout: float,
-    on_timeout: Callable[[], None] | None = None,
-) -> Ran:
-    """``watching`` to its end, its waits blocking."""
+    start = functools.partial(_spawn, argv, env)
     return to_end(watching(start, output, timeout, on_timeout, blocking), BLOCKED)
 
 
@@ -296,10 +247,8 @@ def popen(
     )  # fmt: skip
 
 
-def _spawn(
-    argv: Sequence[str], cwd: str | None, env: Mapping[str, str] | None, stdout: int
-) -> Popened:
-    proc = popen(argv, cwd, env, stdout)
+def _spawn(argv: Sequence[str], env: Mapping[str, str] | None, stdout: int) -> Popened:
+    proc = popen(argv, None, env, stdout)
     try:
         return Popened(proc)
     except BaseException:  # out of descriptors: nothing may run unwatched, or unreaped
@@ -326,10 +275,16 @@ def _killer(child: Child, on_timeout: Callable[[], None] | None) -> Callable[[],
 
 
 def stop_holders(child: Child, fd: int) -> None:
-    """Kill the processes that keep the pipe open (all the child's if none is found)."""
-    holders = pipe_holders(fd)
-    for pid in holders:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
-    if not holders:
+    """Kill the other processes that hold the pipe read through ``fd`` (its write end: the
+    pipe was made for this command, so each is the command's, whatever process group or
+    session it moved to); all the child's when none is found (/proc unreadable)."""
+    target = f"pipe:[{os.fstat(fd).st_ino}]"
+    found = False
+    for pid in other_pids():  # we hold the read end
+        with contextlib.suppress(OSError):  # gone meanwhile, or not ours to see
+            fds = os.listdir(f"/proc/{pid}/fd")
+            if any(os.readlink(f"/proc/{pid}/fd/{n}") == target for n in fds):
+                found = True
+                os.kill(pid, signal.SIGKILL)
+    if not found:
         child.kill()
