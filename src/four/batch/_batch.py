@@ -21,7 +21,7 @@ from four.batch._lock import FolderLock, Lease
 from four.batch._manifest import ManifestWriter, read_results
 from four.batch._pool import AsyncPool, ThreadPool
 from four.batch._publish import Publisher
-from four.batch._result import RunResult, Saved, read_stream
+from four.batch._result import RunResult, Saved, plus, read_stream
 from four.batch._session import Pool, Session, Spec
 from four.batch._supervisor import cost_limit_reached
 from four.trajectory._destination import Remote, is_url
@@ -308,13 +308,7 @@ class _Batch:
         carried = self.carried.pop(result.id, None)
         if carried is not None:  # what attempts lost with an earlier driver spent
             usage, names = carried
-            result = replace(
-                result,
-                prompt_tokens=result.prompt_tokens + usage.prompt_tokens,
-                completion_tokens=result.completion_tokens + usage.completion_tokens,
-                cost=result.cost + usage.known_cost,
-                lost_streams=(*names, *result.lost_streams),
-            )
+            result = replace(plus(result, usage), lost_streams=(*names, *result.lost_streams))
         self.writer.write(result)
         if self.publisher is not None:
             self.publisher.ended(f"runs/{folder_name(result.id)}")
