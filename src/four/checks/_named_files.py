@@ -28,7 +28,7 @@ def named_files(task: str) -> tuple[str, ...]:
     """The relative file names in ``task``'s text (``name.ext``, ``dir/name.ext``), in the
     order they first appear; not URLs, addresses or abbreviations.
 
-    >>> named_files("Read log.txt and write the domains to out/domains.txt (e.g. a.org).")
+    >>> named_files("Read log.txt, e.g. with grep, and write out/domains.txt and log.txt.")
     ('log.txt', 'out/domains.txt')
     >>> named_files("Mail ann@example.com, see https://x.org/a.html")
     ()
