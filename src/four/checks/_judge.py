@@ -184,7 +184,8 @@ class Judgement:
                     return Accepted(current.output)
                 case ControllerAction.EXCLUDE_RETRY:
                     level = level_of(result, self._verifier.feedback)
-                    files = "" if self._at_end else files_now(self._env, task_of(current.messages))
+                    at_end = self._at_end is not None  # the run is over: nothing to fix
+                    files = "" if at_end else files_now(self._env, task_of(current.messages))
                     return Feedback(told(result, level, number, current.messages, files))
                 case ControllerAction.ADMIT_NEXT:
                     level = level_of(result, self._verifier.feedback)
