@@ -146,7 +146,9 @@ def test_the_verdict_level_numbers_reasons_and_nothing_else(tmp_path: Path) -> N
     told = [t for t in model.everything_sent() if "not accepted" in t]
     assert told[0] == (
         "Your submission was checked and not accepted (failure 1; the check's details are "
-        "not shown).\nLook at what your work wrote (read the files the task names), fix it, "
+        "not shown).\n"
+        "The files the task names, as they are now:\nresult.txt (5 bytes, 1 line):\n  1111\n"
+        "Look at what your work wrote (read the files the task names), fix it, "
         "then submit again.\n"
         "The task, once more: Write the right number to result.txt."
     )

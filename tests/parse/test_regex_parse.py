@@ -401,3 +401,50 @@ def test_a_misspelled_signal_among_other_commands_is_run_as_it_is() -> None:
     block = f"```bash\nls\necho {EXIT_SIGNAL[:-7]} OUTPUT\n```"
     assert commands(block) == [f"ls\necho {EXIT_SIGNAL[:-7]} OUTPUT"]
     assert commands("```bash\necho COMPLETE\n```") == ["echo COMPLETE"]
+
+
+# --- Python typed into a shell block ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "def last(xs):\n    return xs[-1]",
+        "# Define the rate\nrate = 0.1\njupyter execute calc.ipynb",
+        'Fizz = "Fizz"\nfor i in range(1, 16):\n    print(i)',
+        "for i in range(1, 16):\n    print(i)",
+        "from pathlib import Path",
+        "import json",
+        "print(sum([1, 2]))",
+        "class Shape:\n    pass",
+        "counts['a'] = 1",
+    ],
+)
+def test_a_shell_block_that_starts_with_python_runs_nothing_and_says_how(code: str) -> None:
+    told = feedback(f"Fix last() in `tools/stats.py`:\n```bash\n{code}\n```")
+    assert "starts with Python" in told and "nothing was run" in told
+    assert "sed -i 's/old/new/' tools/stats.py" in told
+    assert f"cat > tools/stats.py <<'EOF'\n{code}\nEOF\npython3 tools/stats.py" in told
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "for i in {1..15}; do echo $i; done",
+        "x=1; echo $x",
+        "cat > a.py <<'EOF'\ndef f():\n    pass\nEOF",
+        'python3 -c "print(1)"',
+        "if [ -f a ]; then echo yes; fi",
+        "sed -i 's/rate = 1/rate = 2/' calc.py",
+        "# print(x) is commented out\nls",
+        "export PATH=/bin:$PATH",
+        "while read -r line; do echo $line; done < a.txt",
+    ],
+)
+def test_shell_that_looks_a_little_like_python_still_runs(command: str) -> None:
+    assert commands(f"```bash\n{command}\n```") == [command]
+
+
+def test_without_a_python_file_named_the_example_names_one() -> None:
+    told = feedback("```bash\nprint('hi')\n```")
+    assert "cat > name.py <<'EOF'\nprint('hi')\nEOF" in told

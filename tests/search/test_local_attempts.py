@@ -19,16 +19,18 @@ from tests.invoke.test_local_model import SRC, model
 
 __all__ = ["model"]  # the fixture
 
-STORY = (
-    "Once upon a time there was a small robot.\nIt liked to count words,\n"
-    "and it counted them all day long.\n\nThe end.\n"
+STATS = "def last(xs):\n    return xs[len(xs)]\n\n\nprint(last([3, 1, 4, 1, 5, 9]))\n"
+TASK = (
+    "`python3 stats.py` crashes with an IndexError. Fix the function last() in stats.py "
+    "so that it returns the last element of the list."
 )
-TASK = "How many words does story.txt have? Write only the number to words.txt."
-# The answer compared by its SHA-256, so no feedback can hand it over (the bench's
-# value_check).
+# The output compared by its SHA-256 (the bench's output_check), and the function itself.
+# (A word count was the task here until a NO showed the files the task names: shown
+# "23 story.txt" in words.txt, greedy decoding fixes it in attempt 1.)
 CHECK = (
-    'test "$(tr -d " \\t\\r\\n" < words.txt | sha256sum | cut -c1-64)" = '
-    "535fa30d7e25dd8a49f1536779734ec8286108d115da5045d77f3b4185d8f790"
+    'test "$(python3 stats.py 2>/dev/null | sha256sum | cut -c1-64)" = '
+    "2e6d31a5983a91251bfae5aefa1c0a19d8ba3cf601d0e8a706b4cfa9661a6b8a"
+    " && python3 -c 'import stats; assert stats.last([7, 8]) == 8' >/dev/null"
 )
 
 
@@ -37,7 +39,7 @@ def test_a_task_failed_at_temperature_0_is_solved_within_4_attempts(
 ) -> None:
     work = tmp_path / "work"
     work.mkdir()
-    (work / "story.txt").write_text(STORY)
+    (work / "stats.py").write_text(STATS)
     env = {
         **os.environ,
         "PYTHONPATH": SRC,

@@ -12,7 +12,7 @@ from returns.result import Success
 
 from four import _arguments as arguments
 from four._checked import checked
-from four._types import Action, Checked, Execute
+from four._types import Checked, Execute
 from four.checks._claim import Check, Claim, Gatherer
 from four.checks._feedback import (
     DEFAULT_FEEDBACK,
@@ -22,11 +22,11 @@ from four.checks._feedback import (
 )
 from four.checks._held_out import HeldOutFiles, Source, held_out_files, isolated
 from four.checks._judge import Judgement, verify
+from four.checks._shell import Ran, run_command
 from four.quaternary import CheckResult, EvidenceNeed, Verdict, maybe, yes
 
-_TIMED_OUT = (124, 137)  # coreutils `timeout`: TERM sent, or KILL after the grace period
-_OUTPUT = re.compile(r"<output>\n?(.*?)\n?</output>", re.S)
 _NOISE = re.compile(r"\b\d+(\.\d+)?(s|ms|sec|seconds)\b|\(\d+(\.\d+)?s\)|\bin \d+(\.\d+)?s\b")
+_SILENT = "no output"
 _SUMMARY = re.compile(r"^(FAILED|ERROR|E   |error|Error|FAIL)\b.*$", re.M)
 
 
@@ -39,35 +39,15 @@ class _Judged:
         return verify(self).open(env)  # type: ignore[arg-type]
 
 
-@dataclass(frozen=True, slots=True)
-class _Ran:
-    returncode: int | None
-    timed_out: bool
-    output: str
-
-
-def _run(env: Execute, command: str, timeout: float) -> _Ran:
-    # `timeout` bounds the check's own command whatever the environment's limit is.
-    wrapped = f"timeout -k 5 {timeout:g} bash -c {shlex.quote(command)}"
-    result = env(Action(wrapped))
-    if not isinstance(result, Success):
-        return _Ran(None, False, f"environment error: {result.failure()}")
-    observation = result.unwrap()
-    match = _OUTPUT.search(observation.content)
-    output = match.group(1) if match else observation.content
-    timed_out = observation.timed_out or observation.returncode in _TIMED_OUT
-    return _Ran(observation.returncode, timed_out, output)
-
-
-def _run_check(claim: Claim, command: str, timeout: float, files: HeldOutFiles | None) -> _Ran:
+def _run_check(claim: Claim, command: str, timeout: float, files: HeldOutFiles | None) -> Ran:
     """Run ``command`` in the claim's environment, or, with held-out ``files``, in a copy
     of it that holds them and is gone when this returns."""
     if files is None:
-        return _run(claim.env, command, timeout)
+        return run_command(claim.env, command, timeout)
     with isolated(claim.env, files, timeout + 30) as made:
         if not isinstance(made, Success):
-            return _Ran(None, False, made.failure())
-        return _run(made.unwrap(), command, timeout)
+            return Ran(None, False, made.failure())
+        return run_command(made.unwrap(), command, timeout)
 
 
 def _summary(output: str) -> str:
@@ -77,7 +57,7 @@ def _summary(output: str) -> str:
         tail = [line.strip() for line in output.splitlines() if line.strip()]
         picked = tail[-1:]
     text = "; ".join(_NOISE.sub("", line).strip() for line in picked)
-    return text[:300] or "no output"
+    return text[:300] or _SILENT
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +90,7 @@ class CommandCheck(_Judged, Checked):
                 return maybe(EvidenceNeed(self.need))
         else:
             returncode, timed_out, output = json.loads(gathered)
-            ran = _Ran(returncode, timed_out, output)
+            ran = Ran(returncode, timed_out, output)
             if ran.timed_out:
                 late = f"did not finish within {self.timeout * 4:g}s"
                 return rejection(f"`{self.command}` {late}", f"the check {late}", self.feedback)
@@ -118,9 +98,12 @@ class CommandCheck(_Judged, Checked):
             return yes()
         if ran.returncode is None:
             return maybe(EvidenceNeed(ran.output))  # outside the alphabet: the run is held
-        failed = f"(exit {ran.returncode}): {_summary(ran.output)}"
+        summary = _summary(ran.output)
+        failed = f"(exit {ran.returncode}): {summary}"
+        # "no output" alone was read by a small model as its own command's output.
+        said = failed if summary != _SILENT else f"(exit {ran.returncode}) and printed nothing"
         return rejection(
-            f"`{self.command}` failed {failed}", f"the check failed {failed}", self.feedback
+            f"`{self.command}` failed {failed}", f"the check failed {said}", self.feedback
         )
 
 
@@ -175,7 +158,7 @@ class FileCheck(_Judged, Checked):
             test += f"; grep -q -F -e {shlex.quote(self.contains)} -- {path}"
         if self.pattern is not None:
             test += f"; grep -q -E -e {shlex.quote(self.pattern)} -- {path}"
-        ran = _run(claim.env, test, 60)
+        ran = run_command(claim.env, test, 60)
         if ran.returncode == 0:
             return yes()
         if ran.returncode == 3:

@@ -76,22 +76,42 @@ the task, loses it: told NO, it touches the file the task named, or prints the a
 task wanted in that file; the task read again at the end of the history fixes that often."""
 
 
+def task_of(messages: Sequence[Message]) -> str:
+    """The run's task: its first user turn of kind ``task`` (``""`` when none).
+
+    >>> task_of([User("Write 4 to a.txt.", "task"), User("<output>", "observation")])
+    'Write 4 to a.txt.'
+    """
+    return next((m.content for m in messages if isinstance(m, User) and m.kind == "task"), "")
+
+
 def told(
-    result: CheckResult, level: FeedbackLevel, number: int, messages: Sequence[Message] = ()
+    result: CheckResult,
+    level: FeedbackLevel,
+    number: int,
+    messages: Sequence[Message] = (),
+    files: str = "",
 ) -> str:
-    """The model's text for a NO at ``level``; ``number`` names the reason's slot; the
+    """The model's text for a NO at ``level``; ``number`` names the reason's slot;
+    ``files`` (what the files the task names hold now) before the advice to look; the
     task of ``messages`` restated when it is short.
 
     >>> print(told(no("exit 1"), "full", 1, [User("Write 4 to a.txt.", "task")]))
     Your submission was checked and not accepted: exit 1
     Look at what your work wrote (read the files the task names), fix it, then submit again.
     The task, once more: Write 4 to a.txt.
+    >>> print(told(no("exit 1"), "output", 1, files="a.txt: empty (0 bytes)."))
+    Your submission was checked and not accepted: exit 1
+    a.txt: empty (0 bytes).
+    Look at what your work wrote (read the files the task names), fix it, then submit again.
     """
     if level == "verdict":
         text = REJECTED_VERDICT.format(number=number)
     else:
         text = REJECTED.format(reason=shown(result, level, number))
-    task = next((m.content for m in messages if isinstance(m, User) and m.kind == "task"), "")
+    if files:
+        text = f"{text.removesuffix(LOOK)}{files}\n{LOOK}"
+    task = task_of(messages)
     if task and len(task) <= RESTATED:
         text += TASK_AGAIN.format(task=task.strip())
     return text

@@ -33,8 +33,10 @@ from four.checks._feedback import (
     feedback_level,
     level_of,
     shown,
+    task_of,
     told,
 )
+from four.checks._named_files import files_now
 from four.quaternary import (
     CheckResult,
     ComputeNeed,
@@ -182,7 +184,9 @@ class Judgement:
                     return Accepted(current.output)
                 case ControllerAction.EXCLUDE_RETRY:
                     level = level_of(result, self._verifier.feedback)
-                    return Feedback(told(result, level, number, current.messages))
+                    at_end = self._at_end is not None  # the run is over: nothing to fix
+                    files = "" if at_end else files_now(self._env, task_of(current.messages))
+                    return Feedback(told(result, level, number, current.messages, files))
                 case ControllerAction.ADMIT_NEXT:
                     level = level_of(result, self._verifier.feedback)
                     step = f"step {number}" if level == "verdict" else _need_text(result.needed)

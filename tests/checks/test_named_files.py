@@ -1,0 +1,118 @@
+"""After a NO the model is shown what the files its task names hold now (missing, empty,
+their first lines), at every feedback level: a small model that wrote its result with
+`cmd > file` and saw no output otherwise never reads the file and repeats the command."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from returns.result import Result
+
+from four import Accepted, Message, ModelError, Reply, User, run, scripted_invoke
+from four.checks import FeedbackLevel, command_check, verify
+from four.checks._named_files import LINES, files_now, named_files
+from four.execute import local_env
+from four.parse import regex_parse
+from tests._doubles import FakeEnv
+
+SUBMIT = "```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"
+TASK = "log.txt holds one number per line. Write their sum to total.txt."
+
+
+def test_the_names_a_task_gives_are_found_in_order_once() -> None:
+    task = (
+        "`python3 tools/stats.py` crashes: fix last() in tools/stats.py, then write "
+        "the result to out.json (see notes.md, e.g. the example)."
+    )
+    assert named_files(task) == ("tools/stats.py", "out.json", "notes.md")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["mail ann@example.org", "see https://example.org/index.html", "i.e. this", "python3.11"],
+)
+def test_addresses_links_abbreviations_and_versions_are_not_files(text: str) -> None:
+    assert named_files(text) == ()
+
+
+def test_each_named_file_is_described_as_it_is(tmp_path: Path) -> None:
+    (tmp_path / "log.txt").write_text("".join(f"{n}\n" for n in range(20)))
+    (tmp_path / "total.txt").write_text("")
+    (tmp_path / "data.bin").write_bytes(b"\x00\x01\x02")
+    (tmp_path / "out.d").mkdir()
+    text = files_now(
+        local_env(cwd=str(tmp_path)), "From log.txt and data.bin to total.txt, out.d, b.py"
+    )
+    assert text.splitlines() == [
+        "The files the task names, as they are now:",
+        "log.txt (50 bytes, 20 lines) (its first lines):",
+        *(f"  {n}" for n in range(LINES)),
+        "data.bin: 3 bytes of binary data.",
+        "total.txt: empty (0 bytes).",
+        "out.d: a folder.",
+    ]  # four names at most: b.py is left out
+
+
+def test_a_short_file_is_shown_whole_and_a_missing_one_said_missing(tmp_path: Path) -> None:
+    (tmp_path / "words.txt").write_text("20 story.txt\n")
+    text = files_now(local_env(cwd=str(tmp_path)), "Write the count to words.txt and line.txt.")
+    assert text.splitlines()[1:] == [
+        "words.txt (13 bytes, 1 line):",
+        "  20 story.txt",
+        "line.txt: does not exist.",
+    ]
+
+
+def test_nothing_is_added_without_names_or_without_a_shell(tmp_path: Path) -> None:
+    assert files_now(local_env(cwd=str(tmp_path)), "Count the files here.") == ""
+    assert files_now(FakeEnv(), TASK) == ""  # it echoes: no marker comes back
+
+
+class Seen:
+    """A scripted model that keeps every history it was sent."""
+
+    def __init__(self, replies: list[str]) -> None:
+        self.sent: list[list[Message]] = []
+        self.script = scripted_invoke(replies)
+
+    def __call__(self, history: Sequence[Message]) -> Result[Reply, ModelError]:
+        self.sent.append(list(history))
+        return self.script(history)
+
+    def feedback(self) -> list[str]:
+        last = self.sent[-1]
+        return [m.content for m in last if isinstance(m, User) and m.kind == "feedback"]
+
+
+@pytest.mark.parametrize("level", ["output", "verdict"])
+def test_a_silent_no_shows_the_empty_result_file_and_the_model_fixes_it(
+    tmp_path: Path, level: FeedbackLevel
+) -> None:
+    (tmp_path / "log.txt").write_text("3\n4\n")
+    model = Seen(
+        [
+            "```bash\ngrep -c x log.txt > /dev/null; : > total.txt\n```",
+            SUBMIT,
+            "```bash\nawk '{s += $1} END {print s}' log.txt > total.txt\n```",
+            SUBMIT,
+        ]
+    )
+    check = command_check('test "$(cat total.txt)" = 7', feedback=level)
+    _, outcome = run(
+        model,
+        regex_parse(),
+        local_env(cwd=str(tmp_path)),
+        lambda messages, outcome: (messages, outcome),
+        "You sum numbers.",
+        TASK,
+        max_steps=6,
+        check=verify(check),
+    )
+    assert outcome == Accepted("")
+    told = model.feedback()[0]
+    assert "total.txt: empty (0 bytes)." in told
+    assert "log.txt (4 bytes, 2 lines):\n  3\n  4" in told
+    assert ("the check failed (exit 1) and printed nothing" in told) == (level == "output")
+    assert "no output" not in told
