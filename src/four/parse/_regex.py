@@ -35,17 +35,6 @@ _HEREDOC = re.compile(
     r"(?:'(?P<single>[^'\n]+)'|\"(?P<double>[^\"\n]+)\"|\\?(?P<bare>[A-Za-z_][A-Za-z0-9_]*))"
 )
 _CODE = re.compile(r"<code>(.*?)</code>", re.DOTALL | re.IGNORECASE)
-# A first line only Python has: bash fails on each of them (no such command, or a
-# syntax error), so a shell block that starts with one was meant as Python.
-_PYTHON = re.compile(
-    r"(def|class)\s+\w+\s*[(:]"
-    r"|from\s+[\w.]+\s+import\s"
-    r"|import\s+\w+(\s*,\s*\w+)*\s*$"
-    r"|print\("
-    r"|[A-Za-z_]\w*(\[[^\]]*\])?\s+=\s"  # `rate = 0.1`: bash runs a command `rate`
-    r"|(if|elif|else|for|while|with|try|except)\b[^;]*:\s*$"
-)
-_PY_FILE = re.compile(r"(?<![\w/.-])[\w/.-]*\w\.py\b")
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,31 +230,6 @@ class RegexParse(Checked):
             return f"echo {signal}"
         return command
 
-    def _python(self, block: Block, command: str, reply: str) -> str | None:
-        """Feedback for a shell block that starts with a line of Python (``def f(x):``,
-        ``rate = 0.1``), or None: bash cannot run it, and a small model that typed it
-        there reads the syntax error as its code's and sends it again. Nothing of it runs.
-
-        >>> regex_parse()._python(Block("bash", "", 1, 3), "ls", "") is None
-        True
-        """
-        if block.tag not in DEFAULT_TAGS:  # a custom tag (``python``) may run Python
-            return None
-        lines = [line.strip() for line in command.splitlines()]
-        first = next((line for line in lines if line and not line.startswith("#")), "")
-        if not _PYTHON.match(first):
-            return None
-        code = "\n".join(command.strip("\n").splitlines()[:20])
-        tag, named = self._tag(), _PY_FILE.search(reply)
-        name = named.group(0) if named else "name.py"
-        return (
-            f"Your ```{tag} block on line {block.line} starts with Python (`{first[:60]}`), "
-            "which bash cannot run, so nothing was run. Commands run in bash. To change one "
-            f"line of a Python file: `sed -i 's/old/new/' {name}`, then `cat {name}`. To "
-            "write a whole file (all of it: this replaces it), use a heredoc, then run it:"
-            f"\n\n```{tag}\ncat > {name} <<'EOF'\n{code}\nEOF\npython3 {name}\n```"
-        )
-
     def _early_finish(self, block: Block, command: str) -> str | None:
         """Feedback for a finishing block sent beside other blocks, or None: it would
         submit before the model has seen what the others print."""
@@ -322,7 +286,7 @@ class RegexParse(Checked):
                         )
                     )
             for block, command in zip(shell, commands, strict=True):
-                bare = self._bare_signal(block, command) or self._python(block, command, content)
+                bare = self._bare_signal(block, command)
                 if bare is None and len(commands) > 1:
                     bare = self._early_finish(block, command)
                 if bare is not None:
