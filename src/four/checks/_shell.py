@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import re
 import shlex
 from dataclasses import dataclass
 
 from returns.result import Success
 
 from four._types import Action, Execute
+from four.execute._output import output_of
 
 _TIMED_OUT = (124, 137)  # coreutils `timeout`: TERM sent, or KILL after the grace period
-_OUTPUT = re.compile(r"<output>\n?(.*?)\n?</output>", re.S)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +30,6 @@ def run_command(env: Execute, command: str, timeout: float) -> Ran:
     if not isinstance(result, Success):
         return Ran(None, False, f"environment error: {result.failure()}")
     observation = result.unwrap()
-    match = _OUTPUT.search(observation.content)
-    output = match.group(1) if match else observation.content
+    output = output_of(observation.content)
     timed_out = observation.timed_out or observation.returncode in _TIMED_OUT
     return Ran(observation.returncode, timed_out, output)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
-import re
 import tempfile
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
@@ -22,9 +21,8 @@ from four.cli import _settings as env
 from four.cli._errors import UsageError
 from four.cli._steps import Run, Step, load_trajectory_or_say, max_size, read_run, returncode_of
 from four.domains import Domain, DomainError, DomainSetup, get_domain
+from four.execute._output import output_of
 from four.types import Recorder, Verify
-
-_OUTPUT = re.compile(r"<output>\n?(.*?)\n?</output>", re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,11 +78,8 @@ def normalise(text: str) -> str:
     'exit 0\\nhi'
     """
     code = returncode_of(text)
-    body = text
-    match = _OUTPUT.search(text)
-    if match:
-        body = match.group(1)
-    elif text.lstrip().startswith("{"):
+    body = output_of(text)
+    if body is text and text.lstrip().startswith("{"):  # no <output>: JSON, maybe
         try:
             data = json.loads(text)
         except json.JSONDecodeError:

@@ -19,6 +19,7 @@ from returns.result import Success
 
 from four._checked import Checked, checked
 from four._types import Action, Execute
+from four.execute._output import output_of
 from four.observe import _argparse_dump
 
 _OPTION = re.compile(
@@ -30,7 +31,6 @@ _HEADER = re.compile(r"^(?=\S).*?\b(?:commands?|subcommands?)\b.*$", re.I)
 _BRACES = re.compile(r"\{([a-z][\w-]*(?:,[a-z][\w-]*)+)\}")
 _USAGE = re.compile(r"^\s*usage:\s*\S.*?(?:\n\s*\n|\Z)", re.I | re.M | re.S)
 _COMMAND = re.compile(r"<command>|\bCOMMAND\b|\{\w+,|\bcommand \[")
-_OUTPUT = re.compile(r"<output>\n?(.*?)\n?</output>", re.S)
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,10 +341,7 @@ class Toolbox(Checked):
         if not isinstance(result, Success):
             return None, str(result.failure())
         seen = result.unwrap()
-        match = _OUTPUT.search(seen.content)
-        return (None if seen.timed_out else seen.returncode), (
-            match.group(1) if match else seen.content
-        )
+        return (None if seen.timed_out else seen.returncode), output_of(seen.content)
 
 
 HELP_OUTPUT = 4 << 20
