@@ -178,6 +178,7 @@ class _Batch:
     ) -> Generator[RunResult, None, None]:
         with contextlib.ExitStack() as held:  # each let go, whatever one before raised
             held.callback(self._unlock)
+            held.callback(self._publish)  # (after the session's close: the manifest last)
             self._lock()  # one driver per destination (a second refuses: BatchLocked)
             if self.remote is not None:  # what the URL has (its manifest says what is done)
                 self.remote.pull()
@@ -195,9 +196,12 @@ class _Batch:
             self.session.spent(self.spent)
             if self.remote is not None:
                 self.publisher = Publisher(self.remote)
-                held.callback(self.publisher.close)
             self.started = time.monotonic()
             yield from self._loop(source)
+
+    def _publish(self) -> None:
+        if self.publisher is not None:
+            self.publisher.close()
 
     def _lock(self) -> None:
         """Hold the destination: the URL's lease, and the folder's lock (for a URL, its
