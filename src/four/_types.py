@@ -12,6 +12,7 @@ Everything here is a frozen, slotted record. The four arrows are Protocols over
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, TypeVar, get_args, runtime_checkable
@@ -229,6 +230,20 @@ class Observation(Checked):
 
 
 # --- errors (the Err sides of the arrows) ----------------------------------------
+
+
+_OUTPUT = re.compile(r"<output>\n?(.*?)\n?</output>", re.S)
+
+
+def output_of(content: str) -> str:
+    """The command's output in an observation's text (as ``execute``'s ``observe`` writes it); the
+    text itself when it holds none.
+
+    >>> output_of("<returncode>0</returncode>\\n<output>\\nhi\\n</output>")
+    'hi'
+    """
+    match = _OUTPUT.search(content)
+    return match.group(1) if match else content
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,8 +7,7 @@ from dataclasses import dataclass
 
 from returns.result import Success
 
-from four._types import Action, Execute
-from four.execute._output import output_of
+from four._types import Action, Execute, output_of
 
 _TIMED_OUT = (124, 137)  # coreutils `timeout`: TERM sent, or KILL after the grace period
 

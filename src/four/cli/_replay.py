@@ -16,12 +16,11 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from four._types import JSON, Assistant, Execute, Parse
+from four._types import JSON, Assistant, Execute, Parse, output_of
 from four.cli import _settings as env
 from four.cli._errors import UsageError
 from four.cli._steps import Run, Step, load_trajectory_or_say, max_size, read_run, returncode_of
 from four.domains import Domain, DomainError, DomainSetup, get_domain
-from four.execute._output import output_of
 from four.types import Recorder, Verify
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import codecs
 import os
-import re
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -270,17 +269,3 @@ def observe(ran: Ran) -> Observation:
     body = shown if not shown or shown.endswith("\n") else shown + "\n"
     lines.append(f"<output>\n{body}</output>")
     return Observation("\n".join(lines), code, ran.timed_out, ran.duration)
-
-
-_OUTPUT = re.compile(r"<output>\n?(.*?)\n?</output>", re.S)
-
-
-def output_of(content: str) -> str:
-    """The command's output in an observation's text (as ``observe`` writes it); the
-    text itself when it holds none.
-
-    >>> output_of("<returncode>0</returncode>\\n<output>\\nhi\\n</output>")
-    'hi'
-    """
-    match = _OUTPUT.search(content)
-    return match.group(1) if match else content

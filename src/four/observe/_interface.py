@@ -18,8 +18,7 @@ from pathlib import Path
 from returns.result import Success
 
 from four._checked import Checked, checked
-from four._types import Action, Execute
-from four.execute._output import output_of
+from four._types import Action, Execute, output_of
 from four.observe import _argparse_dump
 
 _OPTION = re.compile(
