@@ -126,12 +126,15 @@ async def arun(
 
 async def evaluate(run: RunState[T], call: Plain) -> T:
     """``(G -> V1 -> V2*)*`` until the agent submits, something fails, or the budget of
-    G calls is spent; then a judge with ``at_end`` (``four.checks``'s) may judge the
-    final state once; then the environment is closed and the run emitted. ``call`` makes
-    each call (plainly or awaited); ``run`` keeps the history and decides (``_rules``)."""
+    G calls is spent (a judge with ``at_start`` is shown the start first); then a judge
+    with ``at_end`` (``four.checks``'s) may judge the final state once; then the
+    environment is closed and the run emitted. ``call`` makes each call (plainly or
+    awaited); ``run`` keeps the history and decides (``_rules``)."""
     crash: BaseException | None = None
     run.began()
     try:
+        if callable(at_start := getattr(run.judge, "at_start", None)):
+            await call.check(at_start, run.history)  # the start its NOs compare with
         while (outcome := run.over()) is None:  # the budget spent, or a watch's stop
             run.steps += 1
             halt: Halt = None

@@ -1,19 +1,22 @@
 """After a NO the model is shown what the files its task names hold now (missing, empty,
-their first lines), at every feedback level: a small model that wrote its result with
-`cmd > file` and saw no output otherwise never reads the file and repeats the command."""
+their first lines) and, against the run's start, which it left unchanged and what it
+changed, at every feedback level: a small model that wrote its result with `cmd > file`
+and saw no output otherwise never reads the file and repeats the command, and one whose
+edit did not happen, or dropped lines, submits it again."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 from returns.result import Result
 
-from four import Accepted, Message, ModelError, Reply, User, run, scripted_invoke
+from four import Accepted, Message, ModelError, Reply, User, arun, run, scripted_invoke
 from four.checks import FeedbackLevel, command_check, verify
 from four.checks._named_files import LINES, files_now, named_files
-from four.execute import local_env
+from four.execute import alocal_env, local_env
 from four.parse import regex_parse
 from tests._doubles import FakeEnv
 
@@ -113,6 +116,60 @@ def test_a_silent_no_shows_the_empty_result_file_and_the_model_fixes_it(
     assert outcome == Accepted("")
     told = model.feedback()[0]
     assert "total.txt: empty (0 bytes)." in told
-    assert "log.txt (4 bytes, 2 lines):\n  3\n  4" in told
+    assert "log.txt (4 bytes, 2 lines): unchanged since the task began." in told
     assert ("the check failed (exit 1) and printed nothing" in told) == (level == "output")
     assert "no output" not in told
+
+
+FIX = "`python3 stats.py` crashes. Fix last() in stats.py so that it returns the last element."
+BROKEN = "def last(xs):\n    return xs[len(xs)]\n\n\nprint(last([3, 1, 4]))\n"
+CHECK = 'test "$(python3 stats.py)" = 4'
+
+
+def fixed(lines: str) -> str:
+    return f"```bash\ncat > stats.py <<'EOF'\n{lines}EOF\n```"
+
+
+def test_an_edit_that_did_not_happen_is_said_unchanged(tmp_path: Path) -> None:
+    (tmp_path / "stats.py").write_text(BROKEN)
+    no_redirect = "```bash\ncat stats.py <<'EOF'\ndef last(xs):\n    return xs[-1]\nEOF\n```"
+    model = Seen([no_redirect, SUBMIT, fixed(BROKEN.replace("len(xs)", "-1")), SUBMIT])
+    _, outcome = run(
+        model, regex_parse(), local_env(cwd=str(tmp_path)),
+        lambda messages, outcome: (messages, outcome), "You fix code.", FIX, max_steps=6,
+        check=verify(command_check(CHECK, feedback="verdict")),
+    )  # fmt: skip
+    assert outcome == Accepted("")
+    assert "stats.py (62 bytes, 5 lines): unchanged since the task began." in model.feedback()[0]
+
+
+@pytest.mark.parametrize("driver", ["run", "arun"])
+def test_a_rewrite_that_dropped_lines_is_shown_as_the_lines_removed_and_added(
+    tmp_path: Path, driver: str
+) -> None:
+    (tmp_path / "stats.py").write_text(BROKEN)
+    model = Seen([fixed("def last(xs):\n    return xs[-1]\n"), SUBMIT, SUBMIT])
+    args = (model, regex_parse())
+    rest = (lambda messages, outcome: (messages, outcome), "You fix code.", FIX)
+    check = verify(command_check(CHECK, feedback="verdict"))
+    if driver == "run":
+        run(*args, local_env(cwd=str(tmp_path)), *rest, max_steps=3, check=check)
+    else:
+        env = alocal_env(cwd=str(tmp_path))
+        asyncio.run(arun(*args, env, *rest, max_steps=3, check=check))
+    told = model.feedback()[0]
+    assert (
+        "stats.py (32 bytes, 2 lines), changed since the task began:\n"
+        "  -    return xs[len(xs)]\n  -\n  -\n  -print(last([3, 1, 4]))\n  +    return xs[-1]\n"
+    ) in told
+
+
+def test_a_file_the_agent_deleted_is_said_to_have_existed(tmp_path: Path) -> None:
+    (tmp_path / "stats.py").write_text(BROKEN)
+    model = Seen(["```bash\nrm stats.py\n```", SUBMIT, SUBMIT])
+    run(
+        model, regex_parse(), local_env(cwd=str(tmp_path)),
+        lambda messages, outcome: (messages, outcome), "You fix code.", FIX, max_steps=3,
+        check=verify(command_check(CHECK)),
+    )  # fmt: skip
+    assert "stats.py: does not exist (it did when the task began)." in model.feedback()[0]

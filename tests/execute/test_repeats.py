@@ -1,8 +1,11 @@
-"""note_repeats: the model is told when a command gives exactly what it gave just before."""
+"""note_repeats: the model is told when a command gives exactly what it gave just before,
+and how to write or run Python it typed into bash."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import pytest
 
 from four import Action
 from four.execute import local_env, note_repeats
@@ -24,3 +27,39 @@ def test_a_command_again_after_another_one_is_a_check_not_a_repeat(tmp_path: Pat
     V2 = note_repeats(local_env(cwd=str(tmp_path)))
     contents = [V2(Action(c)).unwrap().content for c in ("ls", "true", "ls", "touch f", "ls")]
     assert not any("<warning>" in c for c in contents)
+
+
+@pytest.mark.parametrize(
+    "python",
+    [
+        "def last(xs):\n    return xs[-1]",
+        "rate = 0.1\necho ran",  # bash goes on after the refused line
+        'name = input("Name: ")\nprint(f"Hello, {name}!")',
+        "for k in range(3):\n    print(k)",
+    ],
+)
+def test_python_that_bash_refused_is_answered_with_how_to_run_it(
+    tmp_path: Path, python: str
+) -> None:
+    seen = note_repeats(local_env(cwd=str(tmp_path)))(Action(python)).unwrap()
+    assert "command not found" in seen.content or "syntax error" in seen.content
+    assert seen.content.endswith(
+        "<note>bash ran this block as shell commands, but it starts with Python. To change a "
+        ".py file, write the whole file: cat > name.py <<'EOF' ... EOF; to run Python, "
+        "python3 - <<'EOF' ... EOF.</note>"
+    )
+
+
+@pytest.mark.parametrize(
+    "shell",
+    [
+        "cat > a.py <<'EOF'\ndef f():\n    return 1\nEOF",  # Python written the right way
+        "x=1; echo $x",
+        "for f in *; do nosuchtool $f; done",  # shell that fails on its own
+        "python3 -c 'print(1 +)'",
+    ],
+)
+def test_shell_commands_get_no_note_however_they_end(tmp_path: Path, shell: str) -> None:
+    (tmp_path / "f").write_text("")
+    seen = note_repeats(local_env(cwd=str(tmp_path)))(Action(shell)).unwrap()
+    assert "<note>" not in seen.content

@@ -36,7 +36,7 @@ from four.checks._feedback import (
     task_of,
     told,
 )
-from four.checks._named_files import files_now
+from four.checks._named_files import FileState, files_now, read_files
 from four.quaternary import (
     CheckResult,
     ComputeNeed,
@@ -150,6 +150,12 @@ class Judgement:
         self._told: dict[str, int] = {}  # NO reason -> times it was passed to the controller
         self._log: list[JSON] = []
         self._at_end: str | None = None
+        self._before: dict[str, FileState] = {}
+
+    def at_start(self, history: Sequence[Message], /) -> None:
+        """The run's start: the files its task names are read as they are, so a NO can
+        say which the agent changed and how. Called by the loop before the first step."""
+        self._before = read_files(self._env, task_of(history))
 
     def __call__(self, history: Sequence[Message], claim: Finished, /) -> Outcome | Feedback:
         """Judge a submission: the run's end, or feedback and more steps."""
@@ -185,7 +191,11 @@ class Judgement:
                 case ControllerAction.EXCLUDE_RETRY:
                     level = level_of(result, self._verifier.feedback)
                     at_end = self._at_end is not None  # the run is over: nothing to fix
-                    files = "" if at_end else files_now(self._env, task_of(current.messages))
+                    files = (
+                        ""
+                        if at_end
+                        else files_now(self._env, task_of(current.messages), self._before)
+                    )
                     return Feedback(told(result, level, number, current.messages, files))
                 case ControllerAction.ADMIT_NEXT:
                     level = level_of(result, self._verifier.feedback)

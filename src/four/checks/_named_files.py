@@ -1,15 +1,22 @@
-"""After a NO, the files the task names as they are now: missing, empty, or their first lines.
+"""After a NO, the files the task names as they are now: missing, empty, their first lines,
+and, against the run's start, whether and how the agent changed them.
 
 A small model writes its result with ``command > file``, sees no output, submits, and is
 told the check failed; it never reads the file and runs the same command again. Shown
-what the file holds (nothing, ``20 story.txt``, a JSON dump), it fixes it. This is the
-agent's own work, not the check's: it is shown at every feedback level.
+what the file holds (nothing, ``20 story.txt``, a JSON dump), it fixes it. Shown that a
+file it meant to edit is unchanged (its ``cat file <<EOF`` lacked the ``>``), or the lines
+its rewrite dropped, it edits again. This is the agent's own work, not the check's: it is
+shown at every feedback level.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
 
 from four._types import Execute
 from four.checks._shell import run_command
@@ -18,10 +25,23 @@ NAMES = 4  # files shown at most
 LINES = 6  # lines of each
 WIDTH = 160  # characters of a line
 READ = 2000  # bytes read of each file
+CHANGES = 12  # lines of a change shown
 
 _NAME = re.compile(r"(?<![\w@/.:~-])((?:[\w-]+/)*[\w-][\w.-]*\.[A-Za-z]\w{0,7})(?![\w/-])")
 _MARK = "@@four-file "
-_HEAD = re.compile(r"^(missing|folder|file (\d+) (\d+)) (.+)$")
+_HEAD = re.compile(r"^(missing|folder|file (\d+) (\d+) (\d+)) (.+)$")
+
+
+@dataclass(frozen=True, slots=True)
+class FileState:
+    """A named file as read in the run's environment: its kind; for a file, its checksum
+    (``cksum``), size, line count and first ``READ`` bytes."""
+
+    kind: Literal["missing", "folder", "file"]
+    checksum: int = 0
+    size: int = 0
+    lines: int = 0
+    head: str = ""
 
 
 def named_files(task: str) -> tuple[str, ...]:
@@ -46,54 +66,80 @@ def named_files(task: str) -> tuple[str, ...]:
 
 
 def _script(names: tuple[str, ...]) -> str:
-    """One shell command: per name a marker line (its kind, size and line count), then
-    the first bytes of a file."""
+    """One shell command: per name a marker line (its kind; a file's checksum, size and
+    line count), then the first bytes of a file."""
     quoted = " ".join(shlex.quote(n) for n in names)
     say = "printf '%s%s\\n' " + shlex.quote(_MARK)
     return (
         f"for f in {quoted}; do "
         f'if [ -d "$f" ]; then {say} "folder $f"; '
         f'elif [ ! -e "$f" ]; then {say} "missing $f"; '
-        f'else {say} "file $(wc -c < "$f") $(wc -l < "$f") $f"; head -c {READ} "$f"; echo; '
+        f'else {say} "file $(cksum < "$f") $(wc -l < "$f") $f"; head -c {READ} "$f"; echo; '
         "fi; done"
     )
 
 
-def _described(head: str, body: str) -> str:
-    match = _HEAD.match(head)
-    if match is None:
-        return ""
-    kind, size, lines, name = match.group(1), match.group(2), match.group(3), match.group(4)
-    if kind == "missing":
-        return f"{name}: does not exist."
-    if kind == "folder":
-        return f"{name}: a folder."
-    if size == "0":
-        return f"{name}: empty (0 bytes)."
-    if "\x00" in body:
-        return f"{name}: {size} bytes of binary data."
-    shown = body.splitlines()[:LINES]
-    text = "\n".join(f"  {line[:WIDTH]}" for line in shown)
-    more = " (its first lines)" if int(lines) > len(shown) or int(size) > READ else ""
-    count = "1 line" if lines == "1" else f"{lines} lines"
-    return f"{name} ({size} bytes, {count}){more}:\n{text}"
-
-
-def files_now(env: Execute, task: str) -> str:
-    """What the files ``task`` names hold in ``env`` now, one paragraph, or ``""`` when it
-    names none or they cannot be read (an environment without a shell)."""
+def read_files(env: Execute, task: str) -> dict[str, FileState]:
+    """The files ``task`` names (at most ``NAMES``) as they are in ``env`` now; empty when
+    it names none or they cannot be read (an environment without a shell)."""
     names = named_files(task)[:NAMES]
     if not names:
-        return ""
+        return {}
     ran = run_command(env, _script(names), 30)
     if ran.returncode != 0:
-        return ""
-    parts = ran.output.split(_MARK)[1:]
-    described = []
-    for part in parts:
+        return {}
+    found: dict[str, FileState] = {}
+    for part in ran.output.split(_MARK)[1:]:
         head, _, body = part.partition("\n")
-        if text := _described(head, body.removesuffix("\n")):
-            described.append(text)
+        match = _HEAD.match(head)
+        if match is None:
+            continue
+        kind, crc, size, lines, name = match.groups()
+        if kind.startswith("file"):
+            found[name] = FileState("file", int(crc), int(size), int(lines), body[:-1])
+        else:
+            found[name] = FileState("missing" if kind == "missing" else "folder")
+    return found
+
+
+def _changes(before: FileState, now: FileState) -> str:
+    """The lines of ``before``'s head that ``now`` removed (``-``) and added (``+``)."""
+    diff = list(difflib.unified_diff(before.head.splitlines(), now.head.splitlines(), n=0))
+    rows = [row[:WIDTH] for row in diff[2:] if not row.startswith("@@")]  # no headers
+    more = ["  ..."] if len(rows) > CHANGES else []
+    return "\n".join([*(f"  {row}" for row in rows[:CHANGES]), *more])
+
+
+def _described(name: str, now: FileState, before: FileState | None) -> str:
+    if now.kind == "missing":
+        gone = before is not None and before.kind != "missing"
+        return f"{name}: does not exist{' (it did when the task began)' if gone else ''}."
+    if now.kind == "folder":
+        return f"{name}: a folder."
+    count = "1 line" if now.lines == 1 else f"{now.lines} lines"
+    if before is not None and before.kind == "file":
+        if (before.checksum, before.size) == (now.checksum, now.size):
+            return f"{name} ({now.size} bytes, {count}): unchanged since the task began."
+        if "\x00" not in before.head + now.head and (changes := _changes(before, now)):
+            return f"{name} ({now.size} bytes, {count}), changed since the task began:\n{changes}"
+    if now.size == 0:
+        return f"{name}: empty (0 bytes)."
+    if "\x00" in now.head:
+        return f"{name}: {now.size} bytes of binary data."
+    shown = now.head.splitlines()[:LINES]
+    text = "\n".join(f"  {line[:WIDTH]}" for line in shown)
+    more = " (its first lines)" if now.lines > len(shown) or now.size > READ else ""
+    return f"{name} ({now.size} bytes, {count}){more}:\n{text}"
+
+
+def files_now(env: Execute, task: str, before: Mapping[str, FileState] | None = None) -> str:
+    """What the files ``task`` names hold in ``env`` now, one paragraph, or ``""`` when it
+    names none or they cannot be read. With ``before`` (``read_files`` at the run's start),
+    a file the agent left as it was is said unchanged, and one it changed shown as the
+    lines it removed and added."""
+    found = read_files(env, task)
+    start = before or {}
+    described = [_described(name, now, start.get(name)) for name, now in found.items()]
     if not described:
         return ""
     return "The files the task names, as they are now:\n" + "\n".join(described)

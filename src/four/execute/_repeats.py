@@ -5,11 +5,15 @@ times) and reads the same output each time; nothing in the output says so. This
 wrapper puts a warning before an observation that repeats the one just before it (the
 same command, the same output, nothing run in between), so the model can see that it
 repeats itself. The same command again after another one may be a check of what that
-one changed, and is not pointed out. The run itself is not changed.
+one changed, and is not pointed out. A small model also types Python into a shell block
+(a function's new body, ``rate = 0.1``) and reads bash's syntax error as its code's: a
+block whose first line is Python and that bash refused gets a note after its output
+saying how to write or run Python from the shell. The run itself is not changed.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 
 from returns.result import Result, Success
@@ -29,6 +33,28 @@ from four._types import (
 
 _WARNING = "<warning>The same command gave the same output "
 _END = "</warning>\n"
+_PYTHON = re.compile(
+    r"(def|class|for|if|while|with) .*:$|import \w|from [\w.]+ import |print\(|return\b"
+    r"|[A-Za-z_][\w.]*(\[.*\])? = "
+)
+_REFUSED = ("syntax error near unexpected token", "command not found")
+PYTHON_NOTE = (
+    "\n<note>bash ran this block as shell commands, but it starts with Python. To change a "
+    ".py file, write the whole file: cat > name.py <<'EOF' ... EOF; to run Python, "
+    "python3 - <<'EOF' ... EOF.</note>"
+)
+
+
+def typed_python(command: str, output: str) -> bool:
+    """Whether bash refused ``command`` (its ``output``) because it starts with Python.
+
+    >>> typed_python("print(last([1, 2]))", "syntax error near unexpected token `last'")
+    True
+    >>> typed_python("for f in *.txt; do wc -l $f; done", "wc: command not found")
+    False
+    """
+    first = next((line for line in command.splitlines() if line.strip()), "")
+    return _PYTHON.match(first.strip()) is not None and any(r in output for r in _REFUSED)
 
 
 def unwarned(content: str) -> str:
@@ -45,7 +71,7 @@ def unwarned(content: str) -> str:
 @dataclass(slots=True)
 class NoteRepeats(Checked):
     """V2 over ``inner`` adding a warning to a (command, output) that repeats the one
-    just before it. One per run."""
+    just before it, and a note to Python that bash refused. One per run."""
 
     inner: Execute
     _last: tuple[str, str] | None = field(default=None, repr=False)
@@ -61,16 +87,22 @@ class NoteRepeats(Checked):
         if not isinstance(result, Success):
             return result
         observation: Observation = result.unwrap()
-        key = (action.command.strip(), observation.content)
+        content = observation.content
+        key = (action.command.strip(), content)
         self._times = self._times + 1 if key == self._last else 1
         self._last = key
-        if self._times == 1:
-            return result
-        warning = (
-            f"{_WARNING}{self._times} times in a row: running it again changes nothing. "
-            f"Take the next step of the task, or finish if it is done.{_END}"
+        if typed_python(action.command, content):
+            content += PYTHON_NOTE
+        if self._times > 1:
+            content = (
+                f"{_WARNING}{self._times} times in a row: running it again changes nothing. "
+                f"Take the next step of the task, or finish if it is done.{_END}{content}"
+            )
+        return (
+            result
+            if content is observation.content
+            else Success(replace(observation, content=content))
         )
-        return Success(replace(observation, content=warning + observation.content))
 
     def close(self) -> None:
         if isinstance(self.inner, Closeable):
@@ -84,7 +116,8 @@ class NoteRepeats(Checked):
 
 @checked
 def note_repeats(env: Execute) -> NoteRepeats:
-    """V2 that warns the model when a command repeats an earlier command and its output.
+    """V2 that warns the model when a command repeats an earlier command and its output,
+    and tells it how to write or run Python that it typed into bash.
 
     >>> from four.execute import local_env
     >>> V2 = note_repeats(local_env())
