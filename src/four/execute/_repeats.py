@@ -53,8 +53,8 @@ def typed_python(command: str, output: str) -> bool:
     >>> typed_python("for f in *.txt; do wc -l $f; done", "wc: command not found")
     False
     """
-    first = next((line for line in command.splitlines() if line.strip()), "")
-    return _PYTHON.match(first.strip()) is not None and any(r in output for r in _REFUSED)
+    first = command.strip().partition("\n")[0].rstrip()
+    return _PYTHON.match(first) is not None and any(r in output for r in _REFUSED)
 
 
 def unwarned(content: str) -> str:
