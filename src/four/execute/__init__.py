@@ -11,6 +11,7 @@
     alocal_env()         ``local_env`` awaited, for ``arun`` (read on the event loop)
     ashell_env()         ``shell_env`` awaited, for ``arun``
     note_repeats(V2)     any of them, warning the model when a command repeats itself
+                         (and telling it how to run Python it typed into bash)
 
 Every environment shares one contract (docs/components.md: bash, stdin closed, a timeout
 that kills every process of the command, bounded output, secrets kept out, ``Limits``).
