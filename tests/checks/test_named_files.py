@@ -149,14 +149,18 @@ def test_a_rewrite_that_dropped_lines_is_shown_as_the_lines_removed_and_added(
 ) -> None:
     (tmp_path / "stats.py").write_text(BROKEN)
     model = Seen([fixed("def last(xs):\n    return xs[-1]\n"), SUBMIT, SUBMIT])
-    args = (model, regex_parse())
-    rest = (lambda messages, outcome: (messages, outcome), "You fix code.", FIX)
     check = verify(command_check(CHECK, feedback="verdict"))
+
+    def emit(messages: Sequence[Message], outcome: object) -> None:
+        return None
+
     if driver == "run":
-        run(*args, local_env(cwd=str(tmp_path)), *rest, max_steps=3, check=check)
+        env = local_env(cwd=str(tmp_path))
+        run(model, regex_parse(), env, emit, "You fix code.", FIX, max_steps=3, check=check)
     else:
-        env = alocal_env(cwd=str(tmp_path))
-        asyncio.run(arun(*args, env, *rest, max_steps=3, check=check))
+        aenv = alocal_env(cwd=str(tmp_path))
+        ran = arun(model, regex_parse(), aenv, emit, "You fix code.", FIX, max_steps=3, check=check)
+        asyncio.run(ran)
     told = model.feedback()[0]
     assert (
         "stats.py (32 bytes, 2 lines), changed since the task began:\n"
