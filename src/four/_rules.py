@@ -340,8 +340,7 @@ class RunState(Generic[T]):
         extra: dict[str, JSON] = {}
         if self.judge is not None:
             extra["verdicts"] = dict(self.judge.record())
-        noted = getattr(self.watch, "record", None)  # a watch's own record (see Watch)
-        if callable(noted):
+        if callable(noted := getattr(self.watch, "record", None)):  # its own (see Watch)
             extra.update(noted())
         started, ended = self.info.started_at, self.clock()
         return RunStats(self.steps, self.usage, started, ended, self.format_errors, extra)

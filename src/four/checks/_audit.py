@@ -7,7 +7,7 @@ import json
 import multiprocessing
 import os
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from itertools import repeat
@@ -317,39 +317,34 @@ def _receipt_errors(document: JSON) -> list[str]:
         if kind not in _FIELDS:
             errors.append(f"receipt {i}: type is {kind!r}, not 'evaluation' or 'event'")
             continue
-        errors += [
-            f"receipt {i} ({kind}): field {k!r} is missing" for k in _FIELDS[kind] if k not in entry
-        ]
+        errors += _missing(f"receipt {i} ({kind})", "", _FIELDS[kind], entry)
         digest = entry.get("digest")
         if "digest" in entry and not (isinstance(digest, str) and _HEX64.fullmatch(digest)):
             errors.append(f"receipt {i}: field 'digest' is not a digest (64 hex digits)")
         for name, shape in (("after", dict), ("action", str), ("arcs", list), ("event", dict)):
             if name in entry and not isinstance(entry[name], shape):
                 errors.append(f"receipt {i}: field {name!r} is not {_NAMES[shape]}")
-        event = entry.get("event")
-        if kind == "event" and isinstance(event, dict):
-            errors += [
-                f"receipt {i}: field 'event.{k}' is missing" for k in EVENT_FIELDS if k not in event
-            ]
+        if kind == "event" and isinstance(event := entry.get("event"), dict):
+            errors += _missing(f"receipt {i}", "event.", EVENT_FIELDS, event)
         before = entry.get("before")
         if i == 0 and before is None:
             errors.append(
                 "receipt 0: field 'before' is missing (the first receipt holds the full state)"
             )
-        elif before is not None and not isinstance(before, dict):
-            errors.append(f"receipt {i}: field 'before' is not an object")
         elif isinstance(before, dict):
-            errors += [
-                f"receipt {i}: field 'before.{k}' is missing"
-                for k in STATE_FIELDS
-                if k not in before
-            ]
+            errors += _missing(f"receipt {i}", "before.", STATE_FIELDS, before)
+        elif before is not None:
+            errors.append(f"receipt {i}: field 'before' is not an object")
         if len(errors) >= 10:
             break
     return errors
 
 
 _NAMES: dict[type, str] = {dict: "an object", str: "a string", list: "a list"}
+
+
+def _missing(where: str, prefix: str, names: Iterable[str], found: Mapping[str, JSON]) -> list[str]:
+    return [f"{where}: field '{prefix}{k}' is missing" for k in names if k not in found]
 
 
 def _log_errors(record: Mapping[str, JSON], receipts: list[TransitionReceipt]) -> list[str]:
