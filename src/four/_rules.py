@@ -71,9 +71,6 @@ CUT_OFF = FormatError(
 )
 SKIPPED = "Not executed: the run ended at an earlier call of this turn."
 
-FeedbackKind: TypeAlias = Literal["feedback", "format_error"]
-"""Kinds of feedback the loop gives (both a ``UserKind`` and a ``ToolResultKind``)."""
-
 
 @dataclass(frozen=True, slots=True)
 class AllRejected:
@@ -294,7 +291,7 @@ class RunState(Generic[T]):
             ToolResult(call_id, text, self.tools.get(call_id, "bash"), kind, returncode, command)
         )
 
-    def tell(self, text: str, kind: FeedbackKind) -> None:
+    def tell(self, text: str, kind: Literal["feedback", "format_error"]) -> None:
         """Feedback for the model: as each open tool call's result, else as a user turn."""
         pending = unanswered(self.history)
         for call in pending:

@@ -305,9 +305,7 @@ def _retried(alphabet: frozenset[str], retries: int) -> frozenset[str]:
 
 
 def _alphabet(spec: int | frozenset[str], kind: str) -> frozenset[str]:
-    if isinstance(spec, int):
-        if spec < 0:
-            raise ValueError(f"{kind} count must not be negative")
+    if isinstance(spec, int):  # at least 0: verify checked it
         return frozenset(f"{kind}:{i}" for i in range(1, spec + 1))
     return frozenset(spec)
 
