@@ -186,8 +186,7 @@ class RunState(Generic[T]):
     info: RunInfo
     judge: Judge | None
     watch: Watch | None
-    budget: int
-    max_format_errors: int
+    budget: int  # G calls allowed: max_steps, and what feedback admitted
     clock: Clock
     steps: int = 0
     format_errors: int = 0
@@ -311,7 +310,7 @@ class RunState(Generic[T]):
         if not isinstance(halt, FormatError | AllRejected):
             return halt
         self.format_errors += 1
-        if 0 < self.max_format_errors <= self.format_errors:
+        if 0 < self.info.max_format_errors <= self.format_errors:
             return RepeatedFormatError(halt.feedback)
         if isinstance(halt, FormatError):  # rejected calls have their answers already
             self.tell(halt.feedback, "format_error")
@@ -402,7 +401,7 @@ def start(
     hears = hear if callable(hear) else None
     on_call = getattr(watch, "model_called", None) if hears is not None else None
     on_action = getattr(watch, "action_ran", None) if hears is not None else None
-    return RunState(history, sink, info, judge, watch, max_steps, max_format_errors, clock,
+    return RunState(history, sink, info, judge, watch, max_steps, clock,
                     hears=hears, on_call=on_call if callable(on_call) else None,
                     on_action=on_action if callable(on_action) else None)  # fmt: skip
 
