@@ -51,16 +51,7 @@ _FIELDS: dict[str, tuple[str, ...]] = {
 
 @dataclass(frozen=True, slots=True)
 class Audit(Checked):
-    """What ``four.audit`` found in one file.
-
-    ``valid``: the seal matches the whole record (and so does the signature, and the
-    receipts replay to the recorded head); else ``errors`` says what does not match.
-    ``finished``: the run ended (a stream cut short by a kill is a valid, unfinished
-    prefix). ``signature``: "valid" (it verifies against ``signer``, the public key the
-    seal names), "unchecked" (no ``cryptography`` here) or "none". ``key_checked``: the
-    signer is the public key the audit was given. The receipt figures are those of
-    ``four.quaternary.audit_trace`` (zeros for a run without verdicts).
-    """
+    """What ``four.audit`` found in one file (its fields: docs/seal.md)."""
 
     path: Path
     valid: bool
@@ -100,12 +91,8 @@ def audit(
     *,
     public_key: str | os.PathLike[str] | None = None,
 ) -> Audit:
-    """Check a saved run: its sealed ``.json``, or its ``.jsonl`` stream (also one cut
-    short by a kill: a valid prefix, reported unfinished). Invalid, with a reason naming
-    what does not match, when any field of the record was edited, dropped, added or
-    moved, when the verdict receipts do not replay to their recorded head, and, with
-    ``public_key`` (a ``four keygen`` ``.pub`` file, or the key's 64 hex digits), when the
-    record is not signed by that key.
+    """Check a saved run, its sealed ``.json`` or its ``.jsonl`` stream, against its seal,
+    its verdict receipts and, with ``public_key``, its signer (docs/seal.md).
 
     >>> audit("missing.json")
     Traceback (most recent call last):
