@@ -68,11 +68,8 @@ def _real_parents(folder: Path, place: str) -> None:
 
 @checked
 def held_out_files(files: Mapping[str, Source]) -> HeldOutFiles:
-    """Read ``files`` (destination relative to the workspace -> source) now.
-
-    A destination ending in ``/`` is a folder: the source folder's contents go there
-    (a file source goes into it under its own name). Otherwise the destination is a
-    file. Raises ValueError naming the bad entry.
+    """Read ``files`` (destination relative to the workspace -> source) now; a
+    destination ending in ``/`` is a folder (docs/verified.md).
 
     >>> held_out_files({"expected.txt": b"42"}).places
     ('expected.txt',)
