@@ -212,9 +212,8 @@ def walk(root: str | os.PathLike[str]) -> Iterator[Listing]:
             elif stat.S_ISREG(mode):
                 files.append(entry.name)
             elif stat.S_ISLNK(mode):
-                to = f" (to {_target(entry.path)})"
-                broken = not os.path.exists(entry.path)
-                what = f"a broken symbolic link{to}" if broken else f"a symbolic link{to}"
+                broken = "" if os.path.exists(entry.path) else "broken "
+                what = f"a {broken}symbolic link (to {_target(entry.path)})"
                 others.append((entry.name, f"{entry.path} is {what}, not followed in a folder"))
             else:
                 others.append((entry.name, f"{entry.path} is {kind(mode)}, not a regular file"))

@@ -185,13 +185,10 @@ def _finish(path: Path, seal: SealCheck, wanted: str | None) -> Audit:
     record = seal.record
     stats = record.get("stats")
     verdicts = stats.get("verdicts") if isinstance(stats, dict) else None
-    result: AuditResult | None = None
-    count = 0
     detail = record.get("outcome_detail")
-    if verdicts is not None:  # also under a broken seal: say what else is wrong
-        problems, result, count = _verdicts(verdicts, detail)
-        errors += problems
-    elif isinstance(detail, dict) and detail.get("kind") == "accepted":
+    problems, result, count = _verdicts(verdicts, detail) if verdicts is not None else ([], None, 0)
+    errors += problems  # also under a broken seal: say what else is wrong
+    if verdicts is None and isinstance(detail, dict) and detail.get("kind") == "accepted":
         errors.append("the outcome is 'accepted' but the run holds no verdicts to show it")
     if isinstance(stats, dict) and "artifacts" in stats:  # files beside it, sealed by digest
         errors += artifact_problems(path.parent, stats["artifacts"])

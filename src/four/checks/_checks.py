@@ -89,8 +89,7 @@ class CommandCheck(_Judged, Checked):
             if ran.timed_out:
                 return maybe(EvidenceNeed(self.need))
         else:
-            returncode, timed_out, output = json.loads(gathered)
-            ran = Ran(returncode, timed_out, output)
+            ran = Ran(*json.loads(gathered))  # as _rerun wrote it
             if ran.timed_out:
                 late = f"did not finish within {self.timeout * 4:g}s"
                 return rejection(f"`{self.command}` {late}", f"the check {late}", self.feedback)

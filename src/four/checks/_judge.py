@@ -245,10 +245,8 @@ class Judgement:
         return result, 0
 
     def _number(self, kind: Literal["no", "compute"], text: str) -> int:
-        key = (kind, text)
-        if key not in self._numbers:
-            self._numbers[key] = sum(k == kind for k, _ in self._numbers) + 1
-        return self._numbers[key]
+        known = sum(k == kind for k, _ in self._numbers)  # a new text is numbered next
+        return self._numbers.setdefault((kind, text), known + 1)
 
     def _note(self, result: CheckResult, action: str, symbolic: CheckResult, number: int) -> None:
         entry: dict[str, JSON] = {"verdict": result.verdict.name, "action": action}
