@@ -154,9 +154,9 @@ class FileCheck(_Judged, Checked):
         path = shlex.quote(self.path)
         test = f"test -f {path} || exit 3"
         if self.contains is not None:
-            test += f"; grep -q -F -e {shlex.quote(self.contains)} -- {path}"
-        if self.pattern is not None:
-            test += f"; grep -q -E -e {shlex.quote(self.pattern)} -- {path}"
+            test += f" && grep -q -F -e {shlex.quote(self.contains)} -- {path}"
+        if self.pattern is not None:  # && : every test must pass, not just the last
+            test += f" && grep -q -E -e {shlex.quote(self.pattern)} -- {path}"
         ran = run_command(claim.env, test, 60)
         if ran.returncode == 0:
             return yes()
