@@ -406,16 +406,14 @@ def start(
                     on_action=on_action if callable(on_action) else None)  # fmt: skip
 
 
+@dataclass(frozen=True, slots=True)
 class _Plain(Sink[T]):
     """A plain ``(messages, outcome) -> T`` emit: nothing to record until the end."""
 
-    __slots__ = ("_emit",)
-
-    def __init__(self, emit: Emit[T]) -> None:
-        self._emit = emit
+    emit: Emit[T]
 
     def append(self, message: Message, /) -> None:
         pass
 
     def close(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> T:
-        return self._emit(messages, outcome)
+        return self.emit(messages, outcome)
