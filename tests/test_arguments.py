@@ -63,6 +63,7 @@ CASES: list[tuple[str, Callable[[], object], type[Exception], tuple[str, ...]]] 
     ("local_env max_output -1", lambda: local_env(max_output=-1), ValueError, ("max_output=-1", "at least 0")),
     ("local_env env", lambda: local_env(env={"A": 1}), TypeError, ("env maps 'A' to 1", "str to str")),  # type: ignore[dict-item]
     ("local_env deny", lambda: local_env(deny="KEY"), TypeError, ("deny='KEY'", "deny=['KEY']")),
+    ("local_env deny None", lambda: local_env(deny=["KEY", None]), TypeError, ("deny holds None", "list of strs")),  # type: ignore[list-item]
     ("local_env cwd", lambda: local_env(cwd=5), TypeError, ("cwd=5", "a path")),  # type: ignore[call-overload]
     ("local_env exit_signal", lambda: local_env(exit_signal=""), ValueError, ("exit_signal is empty",)),
     ("shell_env timeout", lambda: shell_env(timeout=0), ValueError, ("timeout=0", "above 0")),

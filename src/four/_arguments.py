@@ -104,9 +104,9 @@ def names(where: str, name: str, value: object) -> None:
         )
     if not isinstance(value, Iterable) or isinstance(value, Mapping):
         raise TypeError(f"{where}: {name}={shown(value)}: give a list of strs")
-    bad = next((v for v in value if not isinstance(v, str)), None)
-    if bad is not None:
-        raise TypeError(f"{where}: {name} holds {shown(bad)}: give a list of strs")
+    for each in value:
+        if not isinstance(each, str):  # None too
+            raise TypeError(f"{where}: {name} holds {shown(each)}: give a list of strs")
 
 
 def variables(where: str, name: str, value: object) -> None:
@@ -115,18 +115,11 @@ def variables(where: str, name: str, value: object) -> None:
         return
     if not isinstance(value, Mapping):
         raise TypeError(f"{where}: {name}={shown(value)}: give a dict of str to str, or None")
-    bad = next(
-        (
-            (k, v)
-            for k, v in value.items()
-            if not isinstance(k, str | bytes) or not isinstance(v, str)
-        ),
-        None,
-    )
-    if bad is not None:
-        raise TypeError(
-            f"{where}: {name} maps {shown(bad[0])} to {shown(bad[1])}: variables are str to str"
-        )
+    for k, v in value.items():
+        if not isinstance(k, str | bytes) or not isinstance(v, str):
+            raise TypeError(
+                f"{where}: {name} maps {shown(k)} to {shown(v)}: variables are str to str"
+            )
 
 
 def component(where: str, name: str, value: object, what: str) -> None:

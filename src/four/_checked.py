@@ -108,10 +108,8 @@ def _fields_check(kind: type, skip: tuple[str, ...]) -> Callable[[object], None]
         names = [f.name for f in dataclasses.fields(kind) if f.init]
     else:
         names = list(getattr(kind, "__struct_fields__", ()))
-    found = (
-        (n, _runtime(hints[n]), _words(hints[n])) for n in names if n in hints and n not in skip
-    )
-    checks = [(n, t, w) for n, t, w in found if t is not None]
+    found = (_check(n, hints[n]) for n in names if n in hints and n not in skip)
+    checks = [check for check in found if check is not None]
     space: dict[str, object] = {"_said": _said, "_where": kind.__name__}
     lines = ["def check(record):"]
     for i, (name, accepts, _) in enumerate(checks):  # a name is an identifier: a field's
@@ -161,8 +159,7 @@ def _spec(fn: Callable[..., Any]) -> tuple[tuple[_Check | None, ...], dict[str, 
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             break
         known = p.name in hints and p.name not in ("self", "cls")  # else: not checked
-        accepts = _runtime(hints[p.name]) if known else None
-        check = None if accepts is None else (p.name, accepts, _words(hints[p.name]))
+        check = _check(p.name, hints[p.name]) if known else None
         if p.kind != p.KEYWORD_ONLY:
             positional.append(check)
         if check is not None and p.kind != p.POSITIONAL_ONLY:
@@ -170,31 +167,34 @@ def _spec(fn: Callable[..., Any]) -> tuple[tuple[_Check | None, ...], dict[str, 
     return tuple(positional), named
 
 
-def _runtime(hint: object) -> tuple[type, ...] | None:
-    """The classes a value of ``hint`` is an instance of; None when that cannot be said."""
+def _check(name: str, hint: object) -> _Check | None:
+    """``name``'s check: the classes a value of ``hint`` is an instance of, and ``hint`` as
+    a person would say it (``a str``, ``a Sequence or None``); None when that cannot be said."""
     if hint is None or hint is type(None):
-        return (type(None),)
+        return name, (type(None),), "None"
     origin = get_origin(hint)
     if origin in (Union, types.UnionType):
-        parts = [_runtime(a) for a in get_args(hint)]
-        return (
-            None if any(p is None for p in parts) else sum(cast(list[tuple[type, ...]], parts), ())
-        )
+        parts = [_check(name, a) for a in get_args(hint)]
+        if any(p is None for p in parts):
+            return None
+        known = cast(list[_Check], parts)
+        return name, sum((p[1] for p in known), ()), " or ".join(p[2] for p in known)
     if origin is Literal:
-        return (_one_of(get_args(hint)),)
-    if origin is collections.abc.Callable:
-        return (cast(type, collections.abc.Callable),)
+        return name, (_one_of(get_args(hint)),), " or ".join(repr(v) for v in get_args(hint))
     target = origin if origin is not None else hint
+    words = _a(getattr(target, "__name__", str(target)))
+    if origin is collections.abc.Callable:
+        return name, (cast(type, collections.abc.Callable),), words
     if not isinstance(target, type) or target is object or target is Any:
         return None  # Any (a class since Python 3.11), a type variable, a NewType...
     loose = _LOOSE.get(target)
     if loose is not None:  # a list where a tuple is asked for works as well
-        return loose
+        return name, loose, words
     if getattr(target, "_is_protocol", False) and not getattr(
         target, "_is_runtime_protocol", False
     ):
-        return (_shaped(target),)  # what isinstance cannot check: its members are looked for
-    return (int, float) if target is float else (target,)
+        return name, (_shaped(target),), words  # isinstance cannot: its members are looked for
+    return name, ((int, float) if target is float else (target,)), words
 
 
 _LOOSE: dict[type, tuple[type, ...]] = {
@@ -253,19 +253,6 @@ def _one_of(values: tuple[object, ...]) -> type:
     refused, as a type checker would)."""
     kinds = tuple({type(v): None for v in values})
     return _OneOf("Literal", (), {"kinds": kinds, "values": frozenset(values)})
-
-
-def _words(hint: object) -> str:
-    """An annotation as a person would say it: ``a str``, ``a Sequence or None``."""
-    if hint is None or hint is type(None):
-        return "None"
-    origin = get_origin(hint)
-    if origin in (Union, types.UnionType):
-        return " or ".join(_words(a) for a in get_args(hint))
-    if origin is Literal:
-        return " or ".join(repr(v) for v in get_args(hint))
-    target = origin if origin is not None else hint
-    return _a(getattr(target, "__name__", str(target)))
 
 
 def _said(where: str, check: _Check, value: object) -> str:

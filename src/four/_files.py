@@ -75,10 +75,7 @@ def regular_fd(
     instead of waited on.
     """
     name = os.fspath(path)
-    try:
-        fd = os.open(name, flags | os.O_NONBLOCK | os.O_CLOEXEC, mode, dir_fd=dir_fd)
-    except OSError as exc:
-        raise Unreadable(_refusal(name, exc, dir_fd), exc.errno) from None
+    fd = _open(name, flags, mode, dir_fd)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -134,33 +131,29 @@ def read_given(
     four._files.Unreadable: /dev/null is a character device, not a regular file
     """
     name = os.fspath(path)
+    fd = _open(name, os.O_RDONLY, 0o644, None)
     try:
-        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        raise Unreadable(_refusal(name, exc, None), exc.errno) from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISFIFO(mode):
+        if stat.S_ISFIFO(os.fstat(fd).st_mode):
             return _drain(fd, name, max_bytes, time.monotonic() + wait)
-        if not stat.S_ISREG(mode):
-            what = f"{kind(mode)}{_link(name, None)}"
-            raise Unreadable(f"{name} is {what}, not a regular file", mode=mode)
-        if os.fstat(fd).st_size > max_bytes:
-            raise TooLarge(name, os.fstat(fd).st_size, max_bytes)
-        os.set_blocking(fd, True)
-        return _drain(fd, name, max_bytes, None)
     finally:
         os.close(fd)
+    return read_regular(name, max_bytes=max_bytes)  # opened again: refused as a record is
 
 
-def _drain(fd: int, name: str, max_bytes: int, deadline: float | None) -> bytes:
-    """The bytes up to the end (of a pipe: every writer gone, by ``deadline``)."""
+def _open(name: str, flags: int, mode: int, dir_fd: int | None) -> int:
+    try:
+        return os.open(name, flags | os.O_NONBLOCK | os.O_CLOEXEC, mode, dir_fd=dir_fd)
+    except OSError as exc:
+        raise Unreadable(_refusal(name, exc, dir_fd), exc.errno) from None
+
+
+def _drain(fd: int, name: str, max_bytes: int, deadline: float) -> bytes:
+    """A pipe's bytes up to its end (every writer gone), by ``deadline``."""
     data = bytearray()
     while True:
         try:
             block = os.read(fd, 1 << 16)
-        except BlockingIOError:  # a pipe whose writer has not written yet
-            assert deadline is not None
+        except BlockingIOError:  # its writer has not written yet
             if not select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
                 raise Unreadable(f"{name} is a pipe that did not end in time") from None
             continue
@@ -169,7 +162,7 @@ def _drain(fd: int, name: str, max_bytes: int, deadline: float | None) -> bytes:
         data += block
         if len(data) > max_bytes:
             raise TooLarge(name, len(data), max_bytes)
-    if not data and deadline is not None:
+    if not data:
         raise Unreadable(f"{name} is a FIFO (named pipe) that nothing writes to", mode=stat.S_IFIFO)
     return bytes(data)
 
@@ -219,9 +212,8 @@ def walk(root: str | os.PathLike[str]) -> Iterator[Listing]:
             elif stat.S_ISREG(mode):
                 files.append(entry.name)
             elif stat.S_ISLNK(mode):
-                to = f" (to {_target(entry.path)})"
-                broken = not os.path.exists(entry.path)
-                what = f"a broken symbolic link{to}" if broken else f"a symbolic link{to}"
+                broken = "" if os.path.exists(entry.path) else "broken "
+                what = f"a {broken}symbolic link (to {_target(entry.path)})"
                 others.append((entry.name, f"{entry.path} is {what}, not followed in a folder"))
             else:
                 others.append((entry.name, f"{entry.path} is {kind(mode)}, not a regular file"))

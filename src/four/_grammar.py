@@ -125,14 +125,13 @@ def grammar_of(*rules: tuple[str, Expr]) -> Grammar:
 
 
 def _refs(expr: Expr) -> list[str]:
-    if isinstance(expr, Ref):
-        return [expr.name]
-    if isinstance(expr, Seq):
-        return [r for item in expr.items for r in _refs(item)]
-    if isinstance(expr, Alt):
-        return [r for option in expr.options for r in _refs(option)]
-    if isinstance(expr, Rep):
-        return _refs(expr.item)
+    match expr:
+        case Ref(name):
+            return [name]
+        case Seq(parts) | Alt(parts):
+            return [r for part in parts for r in _refs(part)]
+        case Rep(item):
+            return _refs(item)
     return []
 
 

@@ -201,16 +201,19 @@ class Plain:
         return {"G": self._G, "V1": self._V1, "V2": self._V2, "emit": emit}
 
     async def G(self, history: Sequence[Message]) -> Reply | ModelError:
-        return reply_of(_call("G", self._G, history))
+        return reply_of(await self._call("G", self._G, history))
 
     def V1(self, reply: Reply) -> Actions | FormatError | Finished:
         return actions_of(_call("V1", self._V1, reply))
 
     async def V2(self, action: Action) -> Observation | Submitted | ExecutionError:
-        return observation_of(_call("V2", self._V2, action))
+        return observation_of(await self._call("V2", self._V2, action))
 
     async def check(self, judge: Callable[..., object], *args: object) -> object:
-        return _call("check", judge, *args)
+        return await self._call("check", judge, *args)
+
+    async def _call(self, component: str, fn: Callable[..., object], *args: object) -> object:
+        return _call(component, fn, *args)
 
     async def close(self) -> None:
         _close(self._V2)
@@ -226,28 +229,18 @@ class Awaited(Plain):
     one, the check and the seal's waits on a disk run in a worker thread (which has the
     run's ``key``, so its commands are killed if the run is cancelled meanwhile)."""
 
-    __slots__ = ("_G_awaits", "_V2_awaits", "_key")
+    __slots__ = ("_awaited", "_key")
 
     def __init__(
         self, G: Callable[..., object], V1: Parse, V2: Callable[..., object], key: Hashable
     ) -> None:
         super().__init__(G, V1, V2)
-        self._G_awaits, self._V2_awaits, self._key = is_async(G), is_async(V2), key
-
-    async def G(self, history: Sequence[Message]) -> Reply | ModelError:
-        return reply_of(await self._call("G", self._G, self._G_awaits, history))
-
-    async def V2(self, action: Action) -> Observation | Submitted | ExecutionError:
-        return observation_of(await self._call("V2", self._V2, self._V2_awaits, action))
-
-    async def check(self, judge: Callable[..., object], *args: object) -> object:
-        return await self._call("check", judge, False, *args)
+        self._awaited = frozenset(c for c, fn in (("G", G), ("V2", V2)) if is_async(fn))
+        self._key = key
 
     async def close(self) -> None:
-        aclose = getattr(self._V2, "aclose", None)  # see AsyncCloseable
-        if callable(aclose):
-            done: Awaitable[object] = aclose()
-            await done
+        if callable(aclose := getattr(self._V2, "aclose", None)):  # see AsyncCloseable
+            await aclose()
         elif callable(getattr(self._V2, "close", None)):
             await asyncio.to_thread(_close, self._V2)
 
@@ -256,8 +249,7 @@ class Awaited(Plain):
     ) -> T:
         """The sink's ``aclose`` awaited (see ``AsyncSink``), else its ``close`` in a
         worker thread; its error is raised as it is, as ``run`` raises it."""
-        aclose = getattr(sink, "aclose", None)
-        if callable(aclose):
+        if callable(aclose := getattr(sink, "aclose", None)):
             sealed: Awaitable[T] = aclose(history, outcome, stats)
             return await sealed
         saved: object = await asyncio.to_thread(sink.close, history, outcome, stats)
@@ -265,11 +257,9 @@ class Awaited(Plain):
             saved = await saved
         return saved  # type: ignore[return-value]
 
-    async def _call(
-        self, component: str, fn: Callable[..., object], awaits: bool, *args: object
-    ) -> object:
+    async def _call(self, component: str, fn: Callable[..., object], *args: object) -> object:
         try:
-            if awaits:
+            if component in self._awaited:
                 return await fn(*args)  # type: ignore[misc]
             result = await asyncio.to_thread(fn, *args)
             return await result if inspect.isawaitable(result) else result
@@ -284,7 +274,7 @@ class Awaited(Plain):
     def blocking_env(self) -> Execute:
         """V2 as the check sees it: a plain function (the check runs in a worker thread,
         so an async V2 is run on the event loop and waited for)."""
-        if not self._V2_awaits:
+        if "V2" not in self._awaited:
             return self._V2  # type: ignore[return-value]
         async_v2: AsyncExecute = self._V2  # type: ignore[assignment]
         loop = asyncio.get_running_loop()
@@ -311,6 +301,5 @@ def is_async(fn: object) -> bool:
 
 
 def _close(V2: object) -> None:
-    close = getattr(V2, "close", None)  # see Closeable
-    if callable(close):
+    if callable(close := getattr(V2, "close", None)):  # see Closeable
         close()

@@ -71,9 +71,6 @@ CUT_OFF = FormatError(
 )
 SKIPPED = "Not executed: the run ended at an earlier call of this turn."
 
-FeedbackKind: TypeAlias = Literal["feedback", "format_error"]
-"""Kinds of feedback the loop gives (both a ``UserKind`` and a ``ToolResultKind``)."""
-
 
 @dataclass(frozen=True, slots=True)
 class AllRejected:
@@ -189,8 +186,7 @@ class RunState(Generic[T]):
     info: RunInfo
     judge: Judge | None
     watch: Watch | None
-    budget: int
-    max_format_errors: int
+    budget: int  # G calls allowed: max_steps, and what feedback admitted
     clock: Clock
     steps: int = 0
     format_errors: int = 0
@@ -294,7 +290,7 @@ class RunState(Generic[T]):
             ToolResult(call_id, text, self.tools.get(call_id, "bash"), kind, returncode, command)
         )
 
-    def tell(self, text: str, kind: FeedbackKind) -> None:
+    def tell(self, text: str, kind: Literal["feedback", "format_error"]) -> None:
         """Feedback for the model: as each open tool call's result, else as a user turn."""
         pending = unanswered(self.history)
         for call in pending:
@@ -314,7 +310,7 @@ class RunState(Generic[T]):
         if not isinstance(halt, FormatError | AllRejected):
             return halt
         self.format_errors += 1
-        if 0 < self.max_format_errors <= self.format_errors:
+        if 0 < self.info.max_format_errors <= self.format_errors:
             return RepeatedFormatError(halt.feedback)
         if isinstance(halt, FormatError):  # rejected calls have their answers already
             self.tell(halt.feedback, "format_error")
@@ -340,8 +336,7 @@ class RunState(Generic[T]):
         extra: dict[str, JSON] = {}
         if self.judge is not None:
             extra["verdicts"] = dict(self.judge.record())
-        noted = getattr(self.watch, "record", None)  # a watch's own record (see Watch)
-        if callable(noted):
+        if callable(noted := getattr(self.watch, "record", None)):  # its own (see Watch)
             extra.update(noted())
         started, ended = self.info.started_at, self.clock()
         return RunStats(self.steps, self.usage, started, ended, self.format_errors, extra)
@@ -406,21 +401,19 @@ def start(
     hears = hear if callable(hear) else None
     on_call = getattr(watch, "model_called", None) if hears is not None else None
     on_action = getattr(watch, "action_ran", None) if hears is not None else None
-    return RunState(history, sink, info, judge, watch, max_steps, max_format_errors, clock,
+    return RunState(history, sink, info, judge, watch, max_steps, clock,
                     hears=hears, on_call=on_call if callable(on_call) else None,
                     on_action=on_action if callable(on_action) else None)  # fmt: skip
 
 
+@dataclass(frozen=True, slots=True)
 class _Plain(Sink[T]):
     """A plain ``(messages, outcome) -> T`` emit: nothing to record until the end."""
 
-    __slots__ = ("_emit",)
-
-    def __init__(self, emit: Emit[T]) -> None:
-        self._emit = emit
+    emit: Emit[T]
 
     def append(self, message: Message, /) -> None:
         pass
 
     def close(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> T:
-        return self._emit(messages, outcome)
+        return self.emit(messages, outcome)

@@ -12,17 +12,7 @@ nothing needs to inherit from anything. These are the shapes, as Protocols that
 
     V2: Execute = echo_env          # checked by mypy
 
-The arrows: ``Invoke`` (G), ``Parse`` (V1), ``Execute`` (V2), ``Emit`` (emit), and
-for ``arun`` the async ``AsyncInvoke`` and ``AsyncExecute``. Around them: ``Recorder``
-and ``Sink`` (an emit that records as the run goes; ``AsyncSink``, sealed on ``arun``'s
-event loop), ``Verify`` and ``Judge`` (a
-check of the agent's submissions), ``Watch`` (a supervisor), ``Closeable`` and
-``AsyncCloseable`` (components holding resources), ``Event`` (what a watch that
-listens hears: ``RunBegan``, ``ModelCalled``, ``ActionRan``, ``Judged``, ``RunEnded``),
-``Sampled`` (a G whose sampling can be set for a call, with ``Sampling`` and the
-``CycleBreak`` record), ``Constrained`` (a V1 that says, as a ``Grammar`` of ``Lit``,
-``Chars``, ``Seq``, ``Alt``, ``Rep`` and ``Ref`` nodes, replies it accepts: the built-in
-model is decoded under it), and the values that flow through.
+The Protocols and records: docs/loop.md.
 """
 
 from four._events import ActionRan, Event, Judged, ModelCalled, RunBegan, RunEnded

@@ -88,5 +88,7 @@ def test_file_check_and_all_of(tmp_path: Path) -> None:
     assert file_check("out.txt", pattern="^result: [0-9]+$")(claim).verdict == Verdict.YES
     assert file_check("missing.txt")(claim).reason == "missing.txt does not exist"
     assert file_check("out.txt", contains="8")(claim).reason == "out.txt does not contain '8'"
+    unmet = file_check("out.txt", contains="8", pattern="^result")(claim)  # both must hold
+    assert unmet.reason == "out.txt does not contain '8'"
     both = all_of(file_check("out.txt"), command_check("exit 2", timeout=5))
     assert both(claim).reason == "`exit 2` failed (exit 2): no output"

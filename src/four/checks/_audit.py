@@ -7,7 +7,7 @@ import json
 import multiprocessing
 import os
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from itertools import repeat
@@ -51,16 +51,7 @@ _FIELDS: dict[str, tuple[str, ...]] = {
 
 @dataclass(frozen=True, slots=True)
 class Audit(Checked):
-    """What ``four.audit`` found in one file.
-
-    ``valid``: the seal matches the whole record (and so does the signature, and the
-    receipts replay to the recorded head); else ``errors`` says what does not match.
-    ``finished``: the run ended (a stream cut short by a kill is a valid, unfinished
-    prefix). ``signature``: "valid" (it verifies against ``signer``, the public key the
-    seal names), "unchecked" (no ``cryptography`` here) or "none". ``key_checked``: the
-    signer is the public key the audit was given. The receipt figures are those of
-    ``four.quaternary.audit_trace`` (zeros for a run without verdicts).
-    """
+    """What ``four.audit`` found in one file (its fields: docs/seal.md)."""
 
     path: Path
     valid: bool
@@ -100,12 +91,8 @@ def audit(
     *,
     public_key: str | os.PathLike[str] | None = None,
 ) -> Audit:
-    """Check a saved run: its sealed ``.json``, or its ``.jsonl`` stream (also one cut
-    short by a kill: a valid prefix, reported unfinished). Invalid, with a reason naming
-    what does not match, when any field of the record was edited, dropped, added or
-    moved, when the verdict receipts do not replay to their recorded head, and, with
-    ``public_key`` (a ``four keygen`` ``.pub`` file, or the key's 64 hex digits), when the
-    record is not signed by that key.
+    """Check a saved run, its sealed ``.json`` or its ``.jsonl`` stream, against its seal,
+    its verdict receipts and, with ``public_key``, its signer (docs/seal.md).
 
     >>> audit("missing.json")
     Traceback (most recent call last):
@@ -198,13 +185,10 @@ def _finish(path: Path, seal: SealCheck, wanted: str | None) -> Audit:
     record = seal.record
     stats = record.get("stats")
     verdicts = stats.get("verdicts") if isinstance(stats, dict) else None
-    result: AuditResult | None = None
-    count = 0
     detail = record.get("outcome_detail")
-    if verdicts is not None:  # also under a broken seal: say what else is wrong
-        problems, result, count = _verdicts(verdicts, detail)
-        errors += problems
-    elif isinstance(detail, dict) and detail.get("kind") == "accepted":
+    problems, result, count = _verdicts(verdicts, detail) if verdicts is not None else ([], None, 0)
+    errors += problems  # also under a broken seal: say what else is wrong
+    if verdicts is None and isinstance(detail, dict) and detail.get("kind") == "accepted":
         errors.append("the outcome is 'accepted' but the run holds no verdicts to show it")
     if isinstance(stats, dict) and "artifacts" in stats:  # files beside it, sealed by digest
         errors += artifact_problems(path.parent, stats["artifacts"])
@@ -317,39 +301,34 @@ def _receipt_errors(document: JSON) -> list[str]:
         if kind not in _FIELDS:
             errors.append(f"receipt {i}: type is {kind!r}, not 'evaluation' or 'event'")
             continue
-        errors += [
-            f"receipt {i} ({kind}): field {k!r} is missing" for k in _FIELDS[kind] if k not in entry
-        ]
+        errors += _missing(f"receipt {i} ({kind})", "", _FIELDS[kind], entry)
         digest = entry.get("digest")
         if "digest" in entry and not (isinstance(digest, str) and _HEX64.fullmatch(digest)):
             errors.append(f"receipt {i}: field 'digest' is not a digest (64 hex digits)")
         for name, shape in (("after", dict), ("action", str), ("arcs", list), ("event", dict)):
             if name in entry and not isinstance(entry[name], shape):
                 errors.append(f"receipt {i}: field {name!r} is not {_NAMES[shape]}")
-        event = entry.get("event")
-        if kind == "event" and isinstance(event, dict):
-            errors += [
-                f"receipt {i}: field 'event.{k}' is missing" for k in EVENT_FIELDS if k not in event
-            ]
+        if kind == "event" and isinstance(event := entry.get("event"), dict):
+            errors += _missing(f"receipt {i}", "event.", EVENT_FIELDS, event)
         before = entry.get("before")
         if i == 0 and before is None:
             errors.append(
                 "receipt 0: field 'before' is missing (the first receipt holds the full state)"
             )
-        elif before is not None and not isinstance(before, dict):
-            errors.append(f"receipt {i}: field 'before' is not an object")
         elif isinstance(before, dict):
-            errors += [
-                f"receipt {i}: field 'before.{k}' is missing"
-                for k in STATE_FIELDS
-                if k not in before
-            ]
+            errors += _missing(f"receipt {i}", "before.", STATE_FIELDS, before)
+        elif before is not None:
+            errors.append(f"receipt {i}: field 'before' is not an object")
         if len(errors) >= 10:
             break
     return errors
 
 
 _NAMES: dict[type, str] = {dict: "an object", str: "a string", list: "a list"}
+
+
+def _missing(where: str, prefix: str, names: Iterable[str], found: Mapping[str, JSON]) -> list[str]:
+    return [f"{where}: field '{prefix}{k}' is missing" for k in names if k not in found]
 
 
 def _log_errors(record: Mapping[str, JSON], receipts: list[TransitionReceipt]) -> list[str]:

@@ -89,8 +89,7 @@ class CommandCheck(_Judged, Checked):
             if ran.timed_out:
                 return maybe(EvidenceNeed(self.need))
         else:
-            returncode, timed_out, output = json.loads(gathered)
-            ran = Ran(returncode, timed_out, output)
+            ran = Ran(*json.loads(gathered))  # as _rerun wrote it
             if ran.timed_out:
                 late = f"did not finish within {self.timeout * 4:g}s"
                 return rejection(f"`{self.command}` {late}", f"the check {late}", self.feedback)
@@ -155,9 +154,9 @@ class FileCheck(_Judged, Checked):
         path = shlex.quote(self.path)
         test = f"test -f {path} || exit 3"
         if self.contains is not None:
-            test += f"; grep -q -F -e {shlex.quote(self.contains)} -- {path}"
-        if self.pattern is not None:
-            test += f"; grep -q -E -e {shlex.quote(self.pattern)} -- {path}"
+            test += f" && grep -q -F -e {shlex.quote(self.contains)} -- {path}"
+        if self.pattern is not None:  # && : every test must pass, not just the last
+            test += f" && grep -q -E -e {shlex.quote(self.pattern)} -- {path}"
         ran = run_command(claim.env, test, 60)
         if ran.returncode == 0:
             return yes()

@@ -68,11 +68,8 @@ def _real_parents(folder: Path, place: str) -> None:
 
 @checked
 def held_out_files(files: Mapping[str, Source]) -> HeldOutFiles:
-    """Read ``files`` (destination relative to the workspace -> source) now.
-
-    A destination ending in ``/`` is a folder: the source folder's contents go there
-    (a file source goes into it under its own name). Otherwise the destination is a
-    file. Raises ValueError naming the bad entry.
+    """Read ``files`` (destination relative to the workspace -> source) now; a
+    destination ending in ``/`` is a folder (docs/verified.md).
 
     >>> held_out_files({"expected.txt": b"42"}).places
     ('expected.txt',)
@@ -177,14 +174,11 @@ def _copy(
     work = _scratch(stack) / "work"
 
     def ignore(folder: str, names: list[str]) -> list[str]:
-        skipped = _special(folder, names)
-        return skipped + [n for n in names if os.path.join(folder, n) in hidden]
+        return _special(folder, names) + [n for n in names if os.path.join(folder, n) in hidden]
 
     # Holes stay holes, and the data copied is bounded.
     copy = functools.partial(copy_sparse, allowance=Allowance())
-    shutil.copytree(
-        source, work, symlinks=True, ignore=ignore if hidden else _special, copy_function=copy
-    )
+    shutil.copytree(source, work, symlinks=True, ignore=ignore, copy_function=copy)
     files.write(work)
     return work
 
@@ -192,12 +186,10 @@ def _copy(
 def _special(folder: str, names: list[str]) -> list[str]:
     """Entries not to copy: FIFOs, sockets, devices (copying one fails, so a FIFO the
     agent made would otherwise deny every judgement)."""
-    skipped = []
-    for name in names:
-        mode = os.lstat(os.path.join(folder, name)).st_mode
-        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
-            skipped.append(name)
-    return skipped
+    copied = (stat.S_IFREG, stat.S_IFDIR, stat.S_IFLNK)
+    return [
+        n for n in names if stat.S_IFMT(os.lstat(os.path.join(folder, n)).st_mode) not in copied
+    ]
 
 
 def _local_copy(

@@ -100,14 +100,8 @@ def verify(
     retries_per_reason: int = 1,
     last_judgement: bool = True,
 ) -> Verifier:
-    """Make ``check`` the judge of a run: ``run(..., check=verify(my_check))``.
-
-    Each verdict is accounted by a QICT controller over finite alphabets (``failures``
-    times ``retries_per_reason`` slots, ``evidence``, ``compute``, ``dependencies``), so
-    the check is evaluated at most ``initial_rank + 1`` times; a reason told
-    ``retries_per_reason`` times ends the run ``held`` when it comes again. ``feedback``
-    overrides each check's level; ``last_judgement`` judges the final state of a run
-    that ends without a submission. See docs/verified.md.
+    """Make ``check`` the judge of a run, its verdicts accounted over finite alphabets:
+    ``run(..., check=verify(my_check))`` (the settings: docs/verified.md).
 
     >>> from four.quaternary import yes
     >>> verify(lambda claim: yes(), failures=2).config().failure_alphabet == {"no:1", "no:2"}
@@ -162,11 +156,8 @@ class Judgement:
         return self._judge(Claim(claim.output, tuple(history), self._env))
 
     def at_end(self, history: Sequence[Message], outcome: Outcome, /) -> Outcome:
-        """The last judgement: the run ended ``outcome`` without a submission; judge the
-        final state once. ``Accepted`` on YES; otherwise ``outcome`` itself (also when
-        the setting is off, or the outcome is not one the budget or a silent model
-        caused). Called by the loop after its last step, before the environment closes.
-        """
+        """The last judgement of a run that ended ``outcome`` without a submission
+        (docs/verified.md): ``Accepted`` on YES, else ``outcome``."""
         if (
             not self._verifier.last_judgement
             or not isinstance(outcome, LAST_JUDGED)
@@ -264,10 +255,8 @@ class Judgement:
         return result, 0
 
     def _number(self, kind: Literal["no", "compute"], text: str) -> int:
-        key = (kind, text)
-        if key not in self._numbers:
-            self._numbers[key] = sum(k == kind for k, _ in self._numbers) + 1
-        return self._numbers[key]
+        known = sum(k == kind for k, _ in self._numbers)  # a new text is numbered next
+        return self._numbers.setdefault((kind, text), known + 1)
 
     def _note(self, result: CheckResult, action: str, symbolic: CheckResult, number: int) -> None:
         entry: dict[str, JSON] = {"verdict": result.verdict.name, "action": action}
@@ -315,9 +304,7 @@ def _retried(alphabet: frozenset[str], retries: int) -> frozenset[str]:
 
 
 def _alphabet(spec: int | frozenset[str], kind: str) -> frozenset[str]:
-    if isinstance(spec, int):
-        if spec < 0:
-            raise ValueError(f"{kind} count must not be negative")
+    if isinstance(spec, int):  # at least 0: verify checked it
         return frozenset(f"{kind}:{i}" for i in range(1, spec + 1))
     return frozenset(spec)
 
