@@ -22,8 +22,16 @@ from four._checked import check_fields, checked
 from four._grammar import WHITESPACE, Chars, Expr, Grammar, Lit, Ref, Rep, grammar_of
 from four._types import Action, Checked, FormatError, Rejected, Reply, Submitted
 from four.execute._output import EXIT_SIGNAL
-from four.parse._finish import finish_rule, no_action, text_only, unapplied
-from four.parse._regex import DEFAULT_TAGS, Block, _console, _lowered, fenced_blocks
+from four.parse._regex import (
+    DEFAULT_TAGS,
+    Block,
+    _console,
+    _lowered,
+    fenced_blocks,
+    finish_rule,
+    no_action,
+    text_only,
+)
 from four.parse._shapes import (
     INDENT,
     NEWLINE,
@@ -268,15 +276,14 @@ class EditParse(Checked):
             problem = f"The ```{first.tag or ''} block on line {first.line} {_NO_FILE}."
         else:
             problem = "Your reply has no file edit and no ```bash block, so nothing was done."
-        kept = others[0] if others else None
         return no_action(
             content,
             self.exit_signal,
             self.finish_on_plain_text and not reply.tool_calls,  # a tool call is no answer
-            bool(blocks),
+            blocks,
             problem,
             self.expected(),
-            None if kept is None else unapplied(kept.tag, kept.line, _NO_FILE),
+            _NO_FILE,
         )
 
 

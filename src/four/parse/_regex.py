@@ -22,7 +22,6 @@ from four._checked import checked
 from four._grammar import Alt, Expr, Grammar, Lit, Ref, Seq, grammar_of
 from four._types import Action, Checked, FormatError, Rejected, Reply, Submitted
 from four.execute._output import EXIT_SIGNAL
-from four.parse._finish import finish_rule, no_action, text_only, unapplied
 from four.parse._shapes import THOUGHT_LINES, command, prose, shell_tag, thought
 
 DEFAULT_TAGS: tuple[str, ...] = ("mswea_bash_command", "bash", "sh", "shell", "console", "zsh")
@@ -131,6 +130,79 @@ def _console(body: str) -> str:
     """A ``console`` block shows a session: run only its ``$ `` prompt lines, if it has any."""
     prompts = [line.lstrip()[2:] for line in body.splitlines() if line.lstrip().startswith("$ ")]
     return "\n".join(prompts) if prompts else body
+
+
+def signal_submission(content: str, exit_signal: str) -> str | None:
+    """The submission if a line of ``content`` is the exit signal, else None.
+
+    >>> signal_submission("All fixed.\\nCOMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")
+    'All fixed.'
+    """
+    if not exit_signal:
+        return None
+    lines = content.splitlines()
+    for index, line in enumerate(lines):
+        if line.strip().strip("`").strip() == exit_signal:
+            return "\n".join(lines[:index] + lines[index + 1 :]).strip()
+    return None
+
+
+def finish_rule(exit_signal: str, finish_on_plain_text: bool) -> str:
+    """How to finish, in the words the model is given."""
+    text = (
+        f"To finish, run a command whose output starts with the line {exit_signal} "
+        f"followed by your final output (echo {exit_signal} && cat result.txt), "
+        f"or reply with {exit_signal} alone on a line"
+    )
+    if finish_on_plain_text:
+        return text + ", or reply with your final answer as plain text and no code block."
+    return text + "."
+
+
+def no_action(
+    content: str,
+    exit_signal: str,
+    finish_on_plain_text: bool,
+    blocks: Sequence[Block],
+    problem: str,
+    expected: str,
+    why: str,
+) -> Result[Sequence[Action | Rejected], FormatError | Submitted]:
+    """Apply the completion rule to a reply with no action.
+
+    The feedback is ``problem`` (or "empty" for a blank reply), then ``expected``. The
+    first of ``blocks`` that holds something was not applied (``why`` says why): a reply
+    that submits beside it is a format error, or the model would believe its work done.
+    """
+    submitted = signal_submission(content, exit_signal)
+    kept = next((b for b in blocks if b.body.strip()), None)
+    if submitted is not None and kept is not None:
+        return Failure(
+            FormatError(
+                f"Your reply submits (the line {exit_signal}) but also holds a ```{kept.tag} "
+                f"block on line {kept.line}, which {why}: nothing was submitted. If that "
+                "block is work still to do, send it in a form that is applied and look at "
+                "the result; finish in a reply of its own, with no code block.\n\n"
+                f"{expected}"
+            )
+        )
+    if submitted is not None:
+        return Failure(Submitted(submitted))
+    if finish_on_plain_text and content.strip() and not blocks:
+        return Failure(Submitted(content.strip()))
+    if not content.strip():
+        problem = "Your reply was empty, so nothing was run."
+    return Failure(FormatError(f"{problem}\n\n{expected}"))
+
+
+def text_only(
+    read: Result[Sequence[Action | Rejected], FormatError | Submitted], reply: Reply, why: str
+) -> Result[Sequence[Action | Rejected], FormatError | Submitted]:
+    """``read`` of a parser of text, each tool call of ``reply`` rejected with ``why``: a
+    format error answers every call, a submission ends the turn."""
+    if not reply.tool_calls or not isinstance(read, Success):
+        return read
+    return Success([*read.unwrap(), *(Rejected(c.id, why) for c in reply.tool_calls)])
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,17 +386,14 @@ class RegexParse(Checked):
             )
         else:
             problem = f"Your reply has no fenced ```{tag} block, so nothing was run."
-        kept = next((b for b in blocks if b.body.strip()), None)  # no shell block: never run
         return no_action(
             content,
             self.exit_signal,
             self.finish_on_plain_text and not reply.tool_calls,  # a tool call is no answer
-            bool(blocks),
+            blocks,
             problem,
             self.expected(),
-            None
-            if kept is None
-            else unapplied(kept.tag, kept.line, f"is not a ```{tag} block, so it is never run"),
+            f"is not a ```{tag} block, so it is never run",
         )
 
 
