@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from four._types import NO_USAGE, Assistant, ModelError, Usage
+from returns.result import Failure, Result, Success
+
+from four._types import NO_USAGE, ModelError, Reply, Usage
 
 
-def add_usage(reply: Assistant, usage: Usage) -> Assistant:
-    """``reply`` with ``usage`` added to its own (billed calls that led to it)."""
-    return replace(reply, usage=(reply.usage or NO_USAGE) + usage)
-
-
-def add_error_usage(error: ModelError, usage: Usage) -> ModelError:
-    """``error`` with ``usage`` added to its own."""
-    return replace(error, usage=(error.usage or NO_USAGE) + usage)
+def add_usage(result: Result[Reply, ModelError], usage: Usage) -> Result[Reply, ModelError]:
+    """``result``, reply or error, with ``usage`` added to its own."""
+    if isinstance(result, Success):
+        reply = result.unwrap()
+        return Success(replace(reply, usage=(reply.usage or NO_USAGE) + usage))
+    error = result.failure()
+    return Failure(replace(error, usage=(error.usage or NO_USAGE) + usage))

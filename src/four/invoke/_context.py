@@ -31,7 +31,7 @@ from four._types import (
     Usage,
     User,
 )
-from four.invoke._billing import add_error_usage, add_usage
+from four.invoke._billing import add_usage
 from four.invoke._convert import to_chat
 from four.invoke._lazy import litellm_module
 
@@ -271,8 +271,7 @@ class SummarizingInvoke(Checked):
         summary, spent = condensed.unwrap()
         with memory.lock:
             memory.summary, memory.seen = summary, tuple(messages[:cut])
-        result = self.G(self.compose(messages, summary, cut))
-        return result.map(lambda r: add_usage(r, spent)).alt(lambda e: add_error_usage(e, spent))
+        return add_usage(self.G(self.compose(messages, summary, cut)), spent)
 
     def _summarize(
         self, summary: str, new: Sequence[Message]

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol, TypeAlias, TypeVar, runtime_checkable
 
-from returns.result import Failure, Result, Success
+from returns.result import Result, Success
 
 from four import _arguments as check
 from four._checked import checked
@@ -29,7 +29,7 @@ from four._types import (
     User,
 )
 from four.execute._repeats import unwarned
-from four.invoke._billing import add_error_usage, add_usage
+from four.invoke._billing import add_usage
 
 DEFAULT_TEMPERATURES: tuple[float, ...] = (0.7, 1.0, 1.3)
 """The temperature of a resampled call: the first when a turn has repeated once, the next
@@ -292,11 +292,7 @@ async def _broken(
             billed, draw = billed + (drawn.unwrap().usage or NO_USAGE), draw + 1
             continue
         if billed.calls:  # what the draws thrown away cost
-            drawn = (
-                Success(add_usage(reply, billed))
-                if reply is not None
-                else Failure(add_error_usage(drawn.failure(), billed))
-            )
+            drawn = add_usage(drawn, billed)
         return _ended(chosen, drawn, drawn_by, draw)
 
 

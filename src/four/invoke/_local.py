@@ -32,10 +32,11 @@ from typing import Final
 
 from returns.result import Failure, Result, Success
 
+from four import _arguments as check
 from four._checked import Checked, checked
 from four._grammar import Grammar
 from four._types import NO_USAGE, Message, ModelError, ModelErrorKind, Reply, Sampling
-from four.invoke._billing import add_error_usage, add_usage
+from four.invoke._billing import add_usage
 from four.invoke._chat import DEFAULT_TIMEOUT, LitellmInvoke
 
 DEFAULT_CTX: Final = 8192
@@ -63,17 +64,14 @@ class ServerSettings:
     max_tokens: int
 
 
-class LocalServer:
-    """A running llama.cpp server child: its address, process and log file."""
+@dataclass(frozen=True, slots=True)
+class LocalServer(Checked):
+    """A running llama.cpp server child: its settings, process, address and log file."""
 
-    @checked
-    def __init__(
-        self, settings: ServerSettings, process: subprocess.Popen[bytes], url: str, log: Path
-    ) -> None:
-        self.settings = settings
-        self.process = process
-        self.url = url
-        self.log = log
+    settings: ServerSettings
+    process: subprocess.Popen[bytes]
+    url: str
+    log: Path
 
     @property
     def pid(self) -> int:
@@ -301,11 +299,7 @@ class LocalInvoke(Checked):
         cut = drawn.unwrap()
         if not cut.truncated:
             return drawn
-        billed = cut.usage or NO_USAGE
-        again = self.chat(server, cache=False)(messages)
-        if isinstance(again, Success):
-            return Success(add_usage(again.unwrap(), billed))
-        return Failure(add_error_usage(again.failure(), billed))
+        return add_usage(self.chat(server, cache=False)(messages), cut.usage or NO_USAGE)
 
 
 def default_threads() -> int:
@@ -359,12 +353,9 @@ def local_invoke(
     from four.models import DEFAULT_MODEL, find_model
 
     for name, value in (("ctx", ctx), ("parallel", parallel), ("max_tokens", max_tokens)):
-        if value < 1:
-            raise ValueError(f"local_invoke({name}={value}): give a positive number")
-    if threads is not None and threads < 1:
-        raise ValueError(f"local_invoke(threads={threads}): give a positive number, or None")
-    if temperature < 0:
-        raise ValueError(f"local_invoke(temperature={temperature}): give 0 or more")
+        check.count("local_invoke", name, value, minimum=1)
+    check.count("local_invoke", "threads", threads, minimum=1, optional=True)
+    check.amount("local_invoke", "temperature", temperature)
     chosen = model or DEFAULT_MODEL
     found = find_model(chosen, folder)
     if isinstance(found, Failure):

@@ -78,7 +78,7 @@ async def _retried(
         attempt += 1
         result = await call()
         if isinstance(result, Success):
-            return result if not billed.calls else Success(add_usage(result.unwrap(), billed))
+            return add_usage(result, billed) if billed.calls else result
         error = result.failure()
         billed, tried = billed + (error.usage or NO_USAGE), tried + error.attempts
         done = not error.kind.transient or attempt >= rules.max_attempts
