@@ -246,22 +246,30 @@ class RegexParse(Checked):
         commands = [] if tag is None else command(tag, self.exit_signal)
         return grammar_of(("root", root), *prose(), *commands)
 
-    def _bare_signal(self, block: Block, command: str) -> str | None:
+    def _misused_signal(self, block: Block, command: str, alone: bool) -> str | None:
         """Feedback for a block that cannot finish the way it means to, or None: one that
         runs the exit signal itself as a command (bash: "command not found", exit 127),
         or that echoes it after other commands (so it is not the output's first line and
-        is not a submission: small models then believe they are done). Nothing of it runs.
-        Here-documents may hold the signal."""
+        is not a submission: small models then believe they are done), or that finishes
+        beside other blocks (before the model has seen what they print). Nothing of it
+        runs. Here-documents may hold the signal."""
         signal = self.exit_signal
-        if not signal or signal not in command or "<<" in command:
+        if not signal or signal not in command:
             return None
         lines = [line.strip() for line in command.splitlines() if line.strip()]
         echoes = {f"echo {signal}", f'echo "{signal}"', f"echo '{signal}'"}
         late = [i for i, line in enumerate(lines) if line in echoes and i > 0]
-        if signal not in lines and not late:
-            return None
         where = f"Your ```{block.tag} block on line {block.line}"
         finish = f"```{self._tag()}\necho {signal}\n```"
+        if "<<" in command or (signal not in lines and not late):
+            if alone or lines[0].removeprefix("echo ").strip("'\" ") != signal:
+                return None
+            return (
+                f"{where} finishes the task in the same reply as other commands, before you "
+                "have seen their output, so nothing was run. Send the other commands without "
+                f"it and look at their output; finish in a reply of its own, holding only "
+                f"this block\n\n{finish}"
+            )
         if lines == [signal]:
             return (
                 f"{where} runs {signal} as a command; bash has no such command (exit 127), "
@@ -301,20 +309,6 @@ class RegexParse(Checked):
         if said != signal and _squashed(said) == _squashed(signal):
             return f"echo {signal}"
         return command
-
-    def _early_finish(self, block: Block, command: str) -> str | None:
-        """Feedback for a finishing block sent beside other blocks, or None: it would
-        submit before the model has seen what the others print."""
-        first = command.strip().splitlines()[0].strip()
-        if not self.exit_signal or first.removeprefix("echo ").strip("'\" ") != self.exit_signal:
-            return None
-        return (
-            f"Your ```{block.tag} block on line {block.line} finishes the task in the same "
-            "reply as other commands, before you have seen their output, so nothing was run. "
-            "Send the other commands without it and look at their output; finish in a reply "
-            f"of its own, holding only this block\n\n```{self._tag()}\necho "
-            f"{self.exit_signal}\n```"
-        )
 
     def _error(self, problem: str) -> FormatError:
         return FormatError(f"{problem}\n\n{self.expected()}")
@@ -358,11 +352,8 @@ class RegexParse(Checked):
                         )
                     )
             for block, command in zip(shell, commands, strict=True):
-                bare = self._bare_signal(block, command)
-                if bare is None and len(commands) > 1:
-                    bare = self._early_finish(block, command)
-                if bare is not None:
-                    return Failure(FormatError(bare))
+                if (misused := self._misused_signal(block, command, len(shell) == 1)) is not None:
+                    return Failure(FormatError(misused))
             if self.one_action and len(commands) > 1:
                 return Failure(
                     self._error(
