@@ -25,7 +25,7 @@ from four.execute._output import EXIT_SIGNAL
 from four.parse._regex import (
     DEFAULT_TAGS,
     Block,
-    _console,
+    _command,
     _lowered,
     fenced_blocks,
     finish_rule,
@@ -237,7 +237,6 @@ class EditParse(Checked):
         lines = content.replace("\r\n", "\n").split("\n")
         edits: list[FileEdit] = []
         commands: list[str] = []
-        others: list[Block] = []
         previous_end = 0  # the last reply line used by an earlier block
         for block in blocks:
             path = _heading(lines, block, previous_end)
@@ -259,23 +258,18 @@ class EditParse(Checked):
                 newline = "\n" if block.body and not block.body.endswith("\n") else ""
                 edits.append(WholeFile(path, block.body + newline, block.line))
             elif block.tag in tags and block.body.strip():
-                body = _console(block.body) if block.tag == "console" else block.body
-                commands.append(body.strip("\n"))
+                commands.append(_command(block))
             elif block.tag in tags:
                 return Failure(
                     self._error(f"The ```{block.tag} block on line {block.line} is empty.")
                 )
-            elif block.body.strip():
-                others.append(block)
         actions: list[Action | Rejected] = [EditAction(edits=tuple(edits))] if edits else []
         actions.extend(Action(command) for command in commands)
         if actions:
             return Success(actions)
-        if others:
-            first = others[0]
+        problem = "Your reply has no file edit and no ```bash block, so nothing was done."
+        if first := next((b for b in blocks if b.body.strip()), None):  # a block left unused
             problem = f"The ```{first.tag or ''} block on line {first.line} {_NO_FILE}."
-        else:
-            problem = "Your reply has no file edit and no ```bash block, so nothing was done."
         return no_action(
             content,
             self.exit_signal,

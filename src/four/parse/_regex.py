@@ -126,10 +126,12 @@ def _unindent(line: str, indent: int) -> str:
     return line[min(indent, len(line) - len(line.lstrip(" "))) :]
 
 
-def _console(body: str) -> str:
-    """A ``console`` block shows a session: run only its ``$ `` prompt lines, if it has any."""
-    prompts = [line.lstrip()[2:] for line in body.splitlines() if line.lstrip().startswith("$ ")]
-    return "\n".join(prompts) if prompts else body
+def _command(block: Block) -> str:
+    """A shell block's commands; a ``console`` block shows a session: only its ``$ ``
+    prompt lines run, if it has any."""
+    lines = block.body.splitlines() if block.tag == "console" else []
+    prompts = [line.lstrip()[2:] for line in lines if line.lstrip().startswith("$ ")]
+    return ("\n".join(prompts) if prompts else block.body).strip("\n")
 
 
 def signal_submission(content: str, exit_signal: str) -> str | None:
@@ -339,10 +341,7 @@ class RegexParse(Checked):
                 )
         shell = [b for b in blocks if b.tag in tags]
         if shell:
-            commands = [
-                self._meant((_console(b.body) if b.tag == "console" else b.body).strip("\n"))
-                for b in shell
-            ]
+            commands = [self._meant(_command(b)) for b in shell]
             for block, command in zip(shell, commands, strict=True):
                 if not command.strip():
                     return Failure(
