@@ -332,19 +332,8 @@ def local_invoke(
     folder: Path | None = None,
     grammar: Grammar | None = None,
 ) -> LocalInvoke:
-    """G on a model run here, with no API key and no network: an embedded llama.cpp server.
-
-    ``model`` is a registry name already pulled (``four model pull NAME``; default
-    ``qwen2.5-coder-1.5b``) or a path to a GGUF file. The server starts at the first
-    call, on a free port of 127.0.0.1, and is shared by every G with the same server
-    settings in this process: ``ctx`` tokens of context for each of ``parallel`` slots
-    (runs at once), ``threads`` CPU threads (default: the cores not busy as it starts, at most 8),
-    ``max_tokens`` per reply. ``temperature`` (0: the same history gives the same reply,
-    nearly always) and ``seed`` are sent with each request, so Gs that sample otherwise
-    (``sampled``, as ``cycle_breaking_invoke`` does) share the server. It stops when the
-    process ends. A server that cannot start is a ``ModelError``. ``grammar`` (a V1's
-    own, see ``Constrained``) holds every reply to it, so each one parses: ``four run
-    --local`` gives the domain's. Needs the ``four-loop[local]`` extra.
+    """G on a model run here, with no API key and no network: an embedded llama.cpp server
+    (its settings: docs/install.md, "A model on this machine").
 
     >>> V1 = regex_parse()  # doctest: +SKIP
     >>> G = local_invoke("/models/qwen.gguf", grammar=V1.grammar())  # doctest: +SKIP
