@@ -293,20 +293,15 @@ async def _broken(
             continue
         if billed.calls:  # what the draws thrown away cost
             drawn = add_usage(drawn, billed)
-        return _ended(chosen, drawn, drawn_by, draw)
+        if not chosen.first_as_is(draw):
+            return _noted(drawn, chosen.record(_sampling_of(drawn_by), draw))
+        # the model's own first reply replays nothing: noted only if turns were left out
+        return _noted(drawn, chosen.record(None, 0)) if chosen.dropped else drawn
 
 
 def _sampling_of(G: object) -> Sampling | None:
     sampling = getattr(G, "sampling", None)
     return sampling if isinstance(sampling, Sampling) else None
-
-
-def _ended(chosen: Plan, done: Drawn, G: object, draw: int) -> Drawn:
-    """The call's result, noted with what was changed (nothing: the model's own first
-    reply, which replays nothing, keeps no note unless turns were left out)."""
-    if chosen.first_as_is(draw):
-        return _noted(done, chosen.record(None, 0)) if chosen.dropped else done
-    return _noted(done, chosen.record(_sampling_of(G), draw))
 
 
 def _noted(drawn: Drawn, change: CycleBreak) -> Drawn:
