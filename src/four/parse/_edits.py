@@ -20,11 +20,12 @@ from returns.result import Failure, Result, Success
 
 from four._checked import check_fields, checked
 from four._grammar import WHITESPACE, Chars, Expr, Grammar, Lit, Ref, Rep, grammar_of
-from four._types import Action, Checked, FormatError, Rejected, Reply, Submitted
+from four._types import Action, Checked, FormatError, Rejected, Reply
 from four.execute._output import EXIT_SIGNAL
 from four.parse._regex import (
     DEFAULT_TAGS,
     Block,
+    Parsed,
     _command,
     _lowered,
     fenced_blocks,
@@ -220,9 +221,7 @@ class EditParse(Checked):
         return grammar_of(*rules)
 
     @checked
-    def __call__(
-        self, reply: Reply, /
-    ) -> Result[Sequence[Action | Rejected], FormatError | Submitted]:
+    def __call__(self, reply: Reply, /) -> Parsed:
         return text_only(
             self._read(reply),
             reply,
@@ -230,7 +229,7 @@ class EditParse(Checked):
             "of your reply.",
         )
 
-    def _read(self, reply: Reply) -> Result[Sequence[Action | Rejected], FormatError | Submitted]:
+    def _read(self, reply: Reply) -> Parsed:
         content = reply.content
         tags = _lowered(tuple(self.tags))
         blocks = fenced_blocks(content, tags)

@@ -14,6 +14,7 @@ import html
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeAlias
 
 from returns.result import Failure, Result, Success
 
@@ -34,6 +35,8 @@ _HEREDOC = re.compile(
     r"(?:'(?P<single>[^'\n]+)'|\"(?P<double>[^\"\n]+)\"|\\?(?P<bare>[A-Za-z_][A-Za-z0-9_]*))"
 )
 _CODE = re.compile(r"<code>(.*?)</code>", re.DOTALL | re.IGNORECASE)
+Parsed: TypeAlias = Result[Sequence[Action | Rejected], FormatError | Submitted]
+"""What a parser makes of a reply (``four.types.Parse``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +172,7 @@ def no_action(
     problem: str,
     expected: str,
     why: str,
-) -> Result[Sequence[Action | Rejected], FormatError | Submitted]:
+) -> Parsed:
     """Apply the completion rule to a reply with no action.
 
     The feedback is ``problem`` (or "empty" for a blank reply), then ``expected``. The
@@ -197,9 +200,7 @@ def no_action(
     return Failure(FormatError(f"{problem}\n\n{expected}"))
 
 
-def text_only(
-    read: Result[Sequence[Action | Rejected], FormatError | Submitted], reply: Reply, why: str
-) -> Result[Sequence[Action | Rejected], FormatError | Submitted]:
+def text_only(read: Parsed, reply: Reply, why: str) -> Parsed:
     """``read`` of a parser of text, each tool call of ``reply`` rejected with ``why``: a
     format error answers every call, a submission ends the turn."""
     if not reply.tool_calls or not isinstance(read, Success):
@@ -316,9 +317,7 @@ class RegexParse(Checked):
         return FormatError(f"{problem}\n\n{self.expected()}")
 
     @checked
-    def __call__(
-        self, reply: Reply, /
-    ) -> Result[Sequence[Action | Rejected], FormatError | Submitted]:
+    def __call__(self, reply: Reply, /) -> Parsed:
         return text_only(
             self._read(reply),
             reply,
@@ -326,7 +325,7 @@ class RegexParse(Checked):
             "in the text of your reply.",
         )
 
-    def _read(self, reply: Reply) -> Result[Sequence[Action | Rejected], FormatError | Submitted]:
+    def _read(self, reply: Reply) -> Parsed:
         content = reply.content
         tags = _lowered(tuple(self.tags))
         blocks = fenced_blocks(content, tags)

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import cast
 
-from returns.result import Result, Success
+from returns.result import Success
 
 from four import _arguments as check
 from four._checked import checked
-from four._types import Action, Checked, FormatError, Rejected, Reply, Submitted, ToolCall
+from four._types import Action, Checked, Rejected, Reply, ToolCall
 from four.execute._output import EXIT_SIGNAL
-from four.parse._regex import fenced_blocks, finish_rule, no_action
+from four.parse._regex import Parsed, fenced_blocks, finish_rule, no_action
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,9 +32,7 @@ class ToolcallParse(Checked):
         )
 
     @checked
-    def __call__(
-        self, reply: Reply, /
-    ) -> Result[Sequence[Action | Rejected], FormatError | Submitted]:
+    def __call__(self, reply: Reply, /) -> Parsed:
         if reply.tool_calls:
             return Success([self._read(call) for call in reply.tool_calls])
         return no_action(
