@@ -41,13 +41,8 @@ Prices = tuple[float, float]
 
 @dataclass(frozen=True, slots=True)
 class LitellmInvoke(Checked):
-    """G that sends the history to ``litellm.completion`` and reads the reply.
-
-    Each call makes exactly one request: litellm's and the SDK's retries are off
-    (wrap with ``retry_invoke`` to retry). Errors come back as ``ModelError`` values
-    classified by exception type. ``tools`` empty means text mode: tool calls in a
-    reply are then ignored, as no tool was offered.
-    """
+    """G that sends the history to ``litellm.completion`` and reads the reply, one request
+    a call (docs/components.md)."""
 
     model: str
     tools: tuple[Mapping[str, JSON], ...] = ()

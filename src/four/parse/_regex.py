@@ -297,7 +297,7 @@ class RegexParse(Checked):
         exit signal (``COMPLETE_TASK_AND_SUBMIT_FINALOUTPUT``, ``echo ... FINAL Output``:
         the built-in model sampling above temperature 0 writes such lines, which bash
         runs as "command not found" or echoes as a line that is not the signal). The
-        exact signal alone is left to ``_bare_signal``.
+        exact signal alone is left to ``_misused_signal``.
 
         >>> regex_parse()._meant("COMPLETE_TASK_AND_SUBMIT_FINAL Output")
         'echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT'
