@@ -1,11 +1,13 @@
-"""budget_invoke: a G that refuses to call the model once a run's cost or tokens are spent."""
+"""What a run spends: the usage of its history, of a reply with the billed calls that led
+to it (retries, summaries), and budget_invoke, a G that refuses to call the model once a
+run's cost or tokens are spent."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from returns.result import Failure, Result
+from returns.result import Failure, Result, Success
 
 from four import _arguments as check
 from four._checked import checked
@@ -35,6 +37,15 @@ def spent(messages: Sequence[Message]) -> Usage:
         if isinstance(message, Assistant) and message.usage is not None:
             total += message.usage
     return total
+
+
+def add_usage(result: Result[Reply, ModelError], usage: Usage) -> Result[Reply, ModelError]:
+    """``result``, reply or error, with ``usage`` added to its own."""
+    if isinstance(result, Success):
+        reply = result.unwrap()
+        return Success(replace(reply, usage=(reply.usage or NO_USAGE) + usage))
+    error = result.failure()
+    return Failure(replace(error, usage=(error.usage or NO_USAGE) + usage))
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,7 @@ from four._types import (
     Usage,
     User,
 )
-from four.invoke._billing import add_usage
+from four.invoke._budget import add_usage
 from four.invoke._convert import to_chat
 from four.invoke._lazy import litellm_module
 

@@ -29,7 +29,7 @@ from four._types import (
     User,
 )
 from four.execute._repeats import unwarned
-from four.invoke._billing import add_usage
+from four.invoke._budget import add_usage
 
 DEFAULT_TEMPERATURES: tuple[float, ...] = (0.7, 1.0, 1.3)
 """The temperature of a resampled call: the first when a turn has repeated once, the next

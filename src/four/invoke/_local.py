@@ -36,7 +36,7 @@ from four import _arguments as check
 from four._checked import Checked, checked
 from four._grammar import Grammar
 from four._types import NO_USAGE, Message, ModelError, ModelErrorKind, Reply, Sampling
-from four.invoke._billing import add_usage
+from four.invoke._budget import add_usage
 from four.invoke._chat import DEFAULT_TIMEOUT, LitellmInvoke
 
 DEFAULT_CTX: Final = 8192

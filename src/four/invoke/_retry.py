@@ -13,7 +13,7 @@ from four import _arguments as check
 from four._checked import checked
 from four._coroutine import to_end
 from four._types import NO_USAGE, AsyncInvoke, Checked, Invoke, Message, ModelError, Reply
-from four.invoke._billing import add_usage
+from four.invoke._budget import add_usage
 
 
 @dataclass(frozen=True, slots=True)
