@@ -51,13 +51,12 @@ class _Client:
         self._lock = threading.Lock()
 
     def get(self) -> httpx.Client:
-        if self._client is None:
-            with self._lock:
-                if self._client is None:
-                    import httpx
+        with self._lock:  # a lock a call is nothing beside its request
+            if self._client is None:
+                import httpx
 
-                    self._client = httpx.Client()
-        return self._client
+                self._client = httpx.Client()
+            return self._client
 
     def close(self) -> None:
         with self._lock:
