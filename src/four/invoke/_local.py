@@ -286,13 +286,8 @@ class LocalInvoke(Checked):
     def reply_from(
         self, server: LocalServer, messages: Sequence[Message]
     ) -> Result[Reply, ModelError]:
-        """``server``'s reply to ``messages`` (a call, once the server runs). Under a
-        grammar, a reply cut off at the token limit is decoded once more without the
-        prompt cache, its usage added: reusing a cached prompt, the llama.cpp build four
-        runs has decoded replies outside their grammar (a block of blank lines up to the
-        limit, where the grammar allows two) that the same request decoded afresh did
-        not. The retry is a function of the messages alone, so a run at temperature 0
-        stays reproducible."""
+        """``server``'s reply to ``messages``; under a grammar, one cut off at the token limit
+        is decoded once more without the prompt cache (why: docs/search.md)."""
         drawn = self.chat(server)(messages)
         if self.grammar is None or not isinstance(drawn, Success):
             return drawn

@@ -178,12 +178,9 @@ class EditParse(Checked):
         return FormatError(f"{problem}\n\n{self.expected()}")
 
     def grammar(self) -> Grammar:
-        """The replies the built-in model is held to (see ``Constrained``): a short
-        thought (up to three sentences, each ending in a full stop, so none is taken for a
-        path), then up to four files, each its path alone on a line and a block of its
-        whole content or of SEARCH/REPLACE blocks, and after them at most one ```bash
-        block; or the exit signal alone on the last line. No line of a file's block
-        starts with a backtick or ``<``, ``=`` or ``>`` (but a doctest's ``>>>``).
+        """The replies the built-in model is held to (see ``Constrained``; docs/search.md):
+        sentences that end in a full stop (never taken for a path), up to four files, a
+        ```bash block; or the exit signal.
 
         >>> [name for name, _ in edit_parse().grammar().rules][:5]
         ['root', 'file', 'path', 'code-line', 'sentence']

@@ -1,10 +1,5 @@
-"""V1 for text replies: shell commands in fenced code blocks.
-
-A line scanner, not one regex over the whole reply: an opening fence is a line of three
-or more backticks (or tildes) with an info string; its closing fence is a later line
-holding only the same character, at least as many times. Inside a shell block,
-here-documents are followed, so a fence line inside ``cat <<'EOF' ... EOF`` does not
-close the block. Text outside fences is prose and never runs.
+"""V1 for text replies: shell commands in fenced code blocks, found by a line scanner (not
+one regex) that follows a shell block's here-documents (the rules: docs/components.md).
 """
 
 from __future__ import annotations
@@ -234,9 +229,7 @@ class RegexParse(Checked):
         )
 
     def grammar(self) -> Grammar:
-        """The replies the built-in model is held to (see ``Constrained``): a short
-        thought (up to three lines of prose), then one block tagged as ``expected`` says
-        or the exit signal alone on the last line.
+        """The replies the built-in model is held to (see ``Constrained``; docs/search.md).
 
         >>> print(regex_parse().grammar().gbnf().splitlines()[0])
         root ::= prose{0,3} (command | "COMPLETE\\x5FTASK\\x5FAND\\x5FSUBMIT\\x5FFINAL\\x5FOUTPUT")
