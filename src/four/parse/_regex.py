@@ -132,21 +132,6 @@ def _command(block: Block) -> str:
     return ("\n".join(prompts) if prompts else block.body).strip("\n")
 
 
-def signal_submission(content: str, exit_signal: str) -> str | None:
-    """The submission if a line of ``content`` is the exit signal, else None.
-
-    >>> signal_submission("All fixed.\\nCOMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")
-    'All fixed.'
-    """
-    if not exit_signal:
-        return None
-    lines = content.splitlines()
-    for index, line in enumerate(lines):
-        if line.strip().strip("`").strip() == exit_signal:
-            return "\n".join(lines[:index] + lines[index + 1 :]).strip()
-    return None
-
-
 def finish_rule(exit_signal: str, finish_on_plain_text: bool) -> str:
     """How to finish, in the words the model is given."""
     text = (
@@ -174,7 +159,11 @@ def no_action(
     first of ``blocks`` that holds something was not applied (``why`` says why): a reply
     that submits beside it is a format error, or the model would believe its work done.
     """
-    submitted = signal_submission(content, exit_signal)
+    lines = content.splitlines()  # a line that is the exit signal submits the others
+    at = [i for i, line in enumerate(lines) if line.strip().strip("`").strip() == exit_signal]
+    submitted = (
+        "\n".join(lines[: at[0]] + lines[at[0] + 1 :]).strip() if exit_signal and at else None
+    )
     kept = next((b for b in blocks if b.body.strip()), None)
     if submitted is not None and kept is not None:
         return Failure(
