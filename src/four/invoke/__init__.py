@@ -1,16 +1,6 @@
-"""G: invokes that turn a history into the model's reply.
-
-Models: ``litellm_invoke`` (text), ``litellm_toolcall_invoke`` (tool calls), both over
-litellm, which they import at their first call, never at import (``alitellm_invoke``
-and ``alitellm_toolcall_invoke`` are their async twins, for ``arun``); and
-``http_response_invoke`` (the Responses API over httpx); ``local_invoke``, a model run
-on this machine by an embedded llama.cpp server (the ``four-loop[local]`` extra).
-Wrappers, each a G of a G:
-``retry_invoke``, ``budget_invoke``, ``summarizing_invoke``, ``context_aware_invoke``,
-``cycle_breaking_invoke`` (a model repeating itself is not sent the same context again).
-A typical stack, outermost first (budget outermost: it reads the spend from the full
-history; retry outside summarizing: one retry layer covers both model calls; the cycle
-breaker right around the model, whose sampling it sets)::
+"""G: invokes that turn a history into the model's reply: models (``litellm_invoke``,
+``http_response_invoke``, ``local_invoke``...) and wrappers, each a G of a G; a typical
+stack, outermost first (why this order, and each G's settings: docs/components.md)::
 
     G = budget_invoke(
         retry_invoke(

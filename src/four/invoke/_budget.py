@@ -1,11 +1,13 @@
-"""budget_invoke: a G that refuses to call the model once a run's cost or tokens are spent."""
+"""What a run spends: the usage of its history, of a reply with the billed calls that led
+to it (retries, summaries), and budget_invoke, a G that refuses to call the model once a
+run's cost or tokens are spent."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from returns.result import Failure, Result
+from returns.result import Failure, Result, Success
 
 from four import _arguments as check
 from four._checked import checked
@@ -37,6 +39,15 @@ def spent(messages: Sequence[Message]) -> Usage:
     return total
 
 
+def add_usage(result: Result[Reply, ModelError], usage: Usage) -> Result[Reply, ModelError]:
+    """``result``, reply or error, with ``usage`` added to its own."""
+    if isinstance(result, Success):
+        reply = result.unwrap()
+        return Success(replace(reply, usage=(reply.usage or NO_USAGE) + usage))
+    error = result.failure()
+    return Failure(replace(error, usage=(error.usage or NO_USAGE) + usage))
+
+
 @dataclass(frozen=True, slots=True)
 class BudgetInvoke(Checked):
     """G that calls ``G`` only while the history's spend is under the limits (see ``budget_invoke``)."""
@@ -45,23 +56,19 @@ class BudgetInvoke(Checked):
     cost_limit: float | None = None
     token_limit: int | None = None
 
-    def exceeded(self, used: Usage) -> str | None:
-        """Why ``used`` has spent the budget, or None while some is left."""
-        unknown = (
-            f" ({used.cost_unknown_calls} calls of unknown cost not counted)"
-            if used.cost_unknown_calls
-            else ""
-        )
-        if self.cost_limit is not None and used.known_cost >= self.cost_limit:
-            return f"cost {used.known_cost:.4f} >= limit {self.cost_limit:.4f}{unknown}"
-        if self.token_limit is not None and used.total_tokens >= self.token_limit:
-            return f"tokens {used.total_tokens} >= limit {self.token_limit}"
-        return None
-
     def refusal(self, messages: Sequence[Message]) -> Failure[ModelError] | None:
         """The BUDGET error once the history has spent the budget, else None."""
-        reason = self.exceeded(spent(messages))
-        return None if reason is None else Failure(ModelError(ModelErrorKind.BUDGET, reason))
+        used = spent(messages)
+        if self.cost_limit is not None and used.known_cost >= self.cost_limit:
+            unknown = used.cost_unknown_calls
+            reason = f"cost {used.known_cost:.4f} >= limit {self.cost_limit:.4f}" + (
+                f" ({unknown} calls of unknown cost not counted)" if unknown else ""
+            )
+        elif self.token_limit is not None and used.total_tokens >= self.token_limit:
+            reason = f"tokens {used.total_tokens} >= limit {self.token_limit}"
+        else:
+            return None
+        return Failure(ModelError(ModelErrorKind.BUDGET, reason))
 
     @checked
     def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:

@@ -41,13 +41,8 @@ Prices = tuple[float, float]
 
 @dataclass(frozen=True, slots=True)
 class LitellmInvoke(Checked):
-    """G that sends the history to ``litellm.completion`` and reads the reply.
-
-    Each call makes exactly one request: litellm's and the SDK's retries are off
-    (wrap with ``retry_invoke`` to retry). Errors come back as ``ModelError`` values
-    classified by exception type. ``tools`` empty means text mode: tool calls in a
-    reply are then ignored, as no tool was offered.
-    """
+    """G that sends the history to ``litellm.completion`` and reads the reply, one request
+    a call (docs/components.md)."""
 
     model: str
     tools: tuple[Mapping[str, JSON], ...] = ()
@@ -252,26 +247,25 @@ def read_chat(
     )
 
 
-def cost(prompt_tokens: int, completion_tokens: int, prices: Prices) -> float:
-    """USD for a call at ``prices`` (per prompt token, per completion token).
+def usage_of(prompt: object, completion: object, prices: Prices | None, cost: object) -> Usage:
+    """The tokens a provider reported, and their cost: at ``prices`` if given, else
+    ``cost`` as the provider reported it (None if it did not).
 
-    >>> round(cost(1000, 100, (3e-06, 1.5e-05)), 6)
+    >>> round(usage_of(1000, 100, (3e-06, 1.5e-05), None).cost, 6)
     0.0045
     """
-    return prompt_tokens * prices[0] + completion_tokens * prices[1]
+    p, c = whole(prompt), whole(completion)
+    return Usage(p, c, _float(cost) if prices is None else p * prices[0] + c * prices[1])
 
 
 def _usage(response: object, prices: Prices | None) -> Usage:
     raw = getattr(response, "usage", None)
-    prompt = whole(getattr(raw, "prompt_tokens", None))
-    completion = whole(getattr(raw, "completion_tokens", None))
     if raw is None:
         return Usage(0, 0, None)
-    if prices is not None:
-        return Usage(prompt, completion, cost(prompt, completion, prices))
     hidden = getattr(response, "_hidden_params", None)
     known = hidden.get("response_cost") if isinstance(hidden, dict) else None
-    return Usage(prompt, completion, _float(known))
+    tokens = getattr(raw, "prompt_tokens", None), getattr(raw, "completion_tokens", None)
+    return usage_of(*tokens, prices, known)
 
 
 def _tool_call(raw: object) -> ToolCall:

@@ -31,7 +31,7 @@ from four._types import (
     Usage,
     User,
 )
-from four.invoke._billing import add_error_usage, add_usage
+from four.invoke._budget import add_usage
 from four.invoke._convert import to_chat
 from four.invoke._lazy import litellm_module
 
@@ -95,10 +95,6 @@ def clean_cuts(messages: Sequence[Message], start: int, stop: int) -> list[int]:
     ]
 
 
-def omitted_note(count: int) -> User:
-    return User(f"[{count} earlier messages are left out here to fit the context window.]")
-
-
 def window(messages: Sequence[Message], counter: Counter, limit: int) -> list[Message]:
     """The head plus the longest clean tail of whole turns that fits in ``limit`` tokens.
 
@@ -109,23 +105,22 @@ def window(messages: Sequence[Message], counter: Counter, limit: int) -> list[Me
     >>> [m.content for m in window(msgs, len, 4)]  # a counter of messages, for the example
     ['s', 'task', '[2 earlier messages are left out here to fit the context window.]', 'c']
     """
-    head = list(messages[: head_length(messages)])
-    cuts = clean_cuts(messages, len(head), len(messages))
+    head = head_length(messages)
+    cuts = clean_cuts(messages, head, len(messages))
+
+    def sent(cut: int) -> list[Message]:
+        if cut <= head:
+            return list(messages)
+        note = User(f"[{cut - head} earlier messages are left out here to fit the context window.]")
+        return [*messages[:head], note, *messages[cut:]]
 
     def fits(cut: int) -> bool:
-        return counter(_with_note(head, messages, cut)) <= limit
+        return counter(sent(cut)) <= limit
 
     if not cuts or fits(cuts[0]):
         return list(messages)
     first = bisect.bisect_left(cuts, True, key=fits)  # shorter tails fit better
-    return _with_note(head, messages, cuts[min(first, len(cuts) - 1)])
-
-
-def _with_note(head: list[Message], messages: Sequence[Message], cut: int) -> list[Message]:
-    left_out = cut - len(head)
-    if left_out <= 0:
-        return list(messages)
-    return [*head, omitted_note(left_out), *messages[cut:]]
+    return sent(cuts[min(first, len(cuts) - 1)])
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,8 +266,7 @@ class SummarizingInvoke(Checked):
         summary, spent = condensed.unwrap()
         with memory.lock:
             memory.summary, memory.seen = summary, tuple(messages[:cut])
-        result = self.G(self.compose(messages, summary, cut))
-        return result.map(lambda r: add_usage(r, spent)).alt(lambda e: add_error_usage(e, spent))
+        return add_usage(self.G(self.compose(messages, summary, cut)), spent)
 
     def _summarize(
         self, summary: str, new: Sequence[Message]

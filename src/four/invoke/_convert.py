@@ -37,14 +37,8 @@ BASH_TOOL: Mapping[str, JSON] = {
 def to_chat(
     messages: Sequence[Message], cache_control: bool = False, thinking: bool = True
 ) -> list[JSONDict]:
-    """A history as chat-completions ``messages`` (OpenAI's shape; litellm converts it).
-
-    Empty system messages are left out. An assistant turn's tool calls go in
-    ``tool_calls`` (content ``None`` when it has no text); each ``ToolResult``
-    becomes a ``tool`` message with its call's id. With ``cache_control``, the system
-    message and the last two messages with text get an Anthropic cache breakpoint.
-    With ``thinking``, an assistant's thinking blocks go along, in order, as
-    ``thinking_blocks`` (litellm's key, for Anthropic-style providers).
+    """A history as chat-completions ``messages`` (OpenAI's shape; litellm converts it),
+    with Anthropic cache breakpoints if ``cache_control`` and thinking blocks if ``thinking``.
 
     >>> to_chat([System("be brief"), User("hi")])
     [{'role': 'system', 'content': 'be brief'}, {'role': 'user', 'content': 'hi'}]
@@ -99,12 +93,7 @@ def _mark_cache(out: list[JSONDict]) -> None:
 
 @checked
 def to_responses_input(messages: Sequence[Message], reasoning_items: bool = True) -> list[JSONDict]:
-    """A history as Responses-API ``input`` items.
-
-    Messages become message items; each assistant tool call becomes a
-    ``function_call`` item and each ``ToolResult`` a ``function_call_output`` with
-    the same ``call_id``. Reasoning items the provider returned (kept in
-    ``Assistant.thinking``) go back before the turn they belong to.
+    """A history as Responses-API ``input`` items (docs/components.md has the mapping).
 
     >>> from four._types import ToolCall
     >>> [i.get("type", i.get("role")) for i in to_responses_input(

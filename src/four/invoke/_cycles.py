@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol, TypeAlias, TypeVar, runtime_checkable
 
-from returns.result import Failure, Result, Success
+from returns.result import Result, Success
 
 from four import _arguments as check
 from four._checked import checked
@@ -29,7 +29,7 @@ from four._types import (
     User,
 )
 from four.execute._repeats import unwarned
-from four.invoke._billing import add_error_usage, add_usage
+from four.invoke._budget import add_usage
 
 DEFAULT_TEMPERATURES: tuple[float, ...] = (0.7, 1.0, 1.3)
 """The temperature of a resampled call: the first when a turn has repeated once, the next
@@ -292,25 +292,16 @@ async def _broken(
             billed, draw = billed + (drawn.unwrap().usage or NO_USAGE), draw + 1
             continue
         if billed.calls:  # what the draws thrown away cost
-            drawn = (
-                Success(add_usage(reply, billed))
-                if reply is not None
-                else Failure(add_error_usage(drawn.failure(), billed))
-            )
-        return _ended(chosen, drawn, drawn_by, draw)
+            drawn = add_usage(drawn, billed)
+        if not chosen.first_as_is(draw):
+            return _noted(drawn, chosen.record(_sampling_of(drawn_by), draw))
+        # the model's own first reply replays nothing: noted only if turns were left out
+        return _noted(drawn, chosen.record(None, 0)) if chosen.dropped else drawn
 
 
 def _sampling_of(G: object) -> Sampling | None:
     sampling = getattr(G, "sampling", None)
     return sampling if isinstance(sampling, Sampling) else None
-
-
-def _ended(chosen: Plan, done: Drawn, G: object, draw: int) -> Drawn:
-    """The call's result, noted with what was changed (nothing: the model's own first
-    reply, which replays nothing, keeps no note unless turns were left out)."""
-    if chosen.first_as_is(draw):
-        return _noted(done, chosen.record(None, 0)) if chosen.dropped else done
-    return _noted(done, chosen.record(_sampling_of(G), draw))
 
 
 def _noted(drawn: Drawn, change: CycleBreak) -> Drawn:

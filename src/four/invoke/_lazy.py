@@ -7,26 +7,20 @@ user set it either way), imports litellm, and silences its "Give Feedback" banne
 
 from __future__ import annotations
 
+import functools
 import os
-import threading
 from types import ModuleType
 
-_lock = threading.Lock()
-_module: list[ModuleType] = []
 
-
+@functools.cache
 def litellm_module() -> ModuleType:
     """The litellm module, imported once (offline price map unless the user chose otherwise)."""
-    if _module:
-        return _module[0]
-    with _lock:
-        if not _module:
-            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-            import litellm
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
 
-            litellm.suppress_debug_info = True
-            _module.append(litellm)
-    return _module[0]
+    litellm.suppress_debug_info = True
+    module: ModuleType = litellm  # untyped: named a module here
+    return module
 
 
 async def close_async_clients() -> None:

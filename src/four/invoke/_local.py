@@ -32,10 +32,11 @@ from typing import Final
 
 from returns.result import Failure, Result, Success
 
+from four import _arguments as check
 from four._checked import Checked, checked
 from four._grammar import Grammar
 from four._types import NO_USAGE, Message, ModelError, ModelErrorKind, Reply, Sampling
-from four.invoke._billing import add_error_usage, add_usage
+from four.invoke._budget import add_usage
 from four.invoke._chat import DEFAULT_TIMEOUT, LitellmInvoke
 
 DEFAULT_CTX: Final = 8192
@@ -63,17 +64,14 @@ class ServerSettings:
     max_tokens: int
 
 
-class LocalServer:
-    """A running llama.cpp server child: its address, process and log file."""
+@dataclass(frozen=True, slots=True)
+class LocalServer(Checked):
+    """A running llama.cpp server child: its settings, process, address and log file."""
 
-    @checked
-    def __init__(
-        self, settings: ServerSettings, process: subprocess.Popen[bytes], url: str, log: Path
-    ) -> None:
-        self.settings = settings
-        self.process = process
-        self.url = url
-        self.log = log
+    settings: ServerSettings
+    process: subprocess.Popen[bytes]
+    url: str
+    log: Path
 
     @property
     def pid(self) -> int:
@@ -288,24 +286,15 @@ class LocalInvoke(Checked):
     def reply_from(
         self, server: LocalServer, messages: Sequence[Message]
     ) -> Result[Reply, ModelError]:
-        """``server``'s reply to ``messages`` (a call, once the server runs). Under a
-        grammar, a reply cut off at the token limit is decoded once more without the
-        prompt cache, its usage added: reusing a cached prompt, the llama.cpp build four
-        runs has decoded replies outside their grammar (a block of blank lines up to the
-        limit, where the grammar allows two) that the same request decoded afresh did
-        not. The retry is a function of the messages alone, so a run at temperature 0
-        stays reproducible."""
+        """``server``'s reply to ``messages``; under a grammar, one cut off at the token limit
+        is decoded once more without the prompt cache (why: docs/search.md)."""
         drawn = self.chat(server)(messages)
         if self.grammar is None or not isinstance(drawn, Success):
             return drawn
         cut = drawn.unwrap()
         if not cut.truncated:
             return drawn
-        billed = cut.usage or NO_USAGE
-        again = self.chat(server, cache=False)(messages)
-        if isinstance(again, Success):
-            return Success(add_usage(again.unwrap(), billed))
-        return Failure(add_error_usage(again.failure(), billed))
+        return add_usage(self.chat(server, cache=False)(messages), cut.usage or NO_USAGE)
 
 
 def default_threads() -> int:
@@ -338,19 +327,8 @@ def local_invoke(
     folder: Path | None = None,
     grammar: Grammar | None = None,
 ) -> LocalInvoke:
-    """G on a model run here, with no API key and no network: an embedded llama.cpp server.
-
-    ``model`` is a registry name already pulled (``four model pull NAME``; default
-    ``qwen2.5-coder-1.5b``) or a path to a GGUF file. The server starts at the first
-    call, on a free port of 127.0.0.1, and is shared by every G with the same server
-    settings in this process: ``ctx`` tokens of context for each of ``parallel`` slots
-    (runs at once), ``threads`` CPU threads (default: the cores not busy as it starts, at most 8),
-    ``max_tokens`` per reply. ``temperature`` (0: the same history gives the same reply,
-    nearly always) and ``seed`` are sent with each request, so Gs that sample otherwise
-    (``sampled``, as ``cycle_breaking_invoke`` does) share the server. It stops when the
-    process ends. A server that cannot start is a ``ModelError``. ``grammar`` (a V1's
-    own, see ``Constrained``) holds every reply to it, so each one parses: ``four run
-    --local`` gives the domain's. Needs the ``four-loop[local]`` extra.
+    """G on a model run here, with no API key and no network: an embedded llama.cpp server
+    (its settings: docs/install.md, "A model on this machine").
 
     >>> V1 = regex_parse()  # doctest: +SKIP
     >>> G = local_invoke("/models/qwen.gguf", grammar=V1.grammar())  # doctest: +SKIP
@@ -359,12 +337,9 @@ def local_invoke(
     from four.models import DEFAULT_MODEL, find_model
 
     for name, value in (("ctx", ctx), ("parallel", parallel), ("max_tokens", max_tokens)):
-        if value < 1:
-            raise ValueError(f"local_invoke({name}={value}): give a positive number")
-    if threads is not None and threads < 1:
-        raise ValueError(f"local_invoke(threads={threads}): give a positive number, or None")
-    if temperature < 0:
-        raise ValueError(f"local_invoke(temperature={temperature}): give 0 or more")
+        check.count("local_invoke", name, value, minimum=1)
+    check.count("local_invoke", "threads", threads, minimum=1, optional=True)
+    check.amount("local_invoke", "temperature", temperature)
     chosen = model or DEFAULT_MODEL
     found = find_model(chosen, folder)
     if isinstance(found, Failure):

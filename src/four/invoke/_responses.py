@@ -30,7 +30,7 @@ from four._types import (
     ToolCall,
     Usage,
 )
-from four.invoke._chat import DEFAULT_TIMEOUT, Prices, cost, tool_call, whole
+from four.invoke._chat import DEFAULT_TIMEOUT, Prices, tool_call, usage_of
 from four.invoke._convert import responses_tool, to_responses_input, with_bash
 from four.invoke._errors import kind_of_status, kind_of_transport, retry_after
 
@@ -51,13 +51,12 @@ class _Client:
         self._lock = threading.Lock()
 
     def get(self) -> httpx.Client:
-        if self._client is None:
-            with self._lock:
-                if self._client is None:
-                    import httpx
+        with self._lock:  # a lock a call is nothing beside its request
+            if self._client is None:
+                import httpx
 
-                    self._client = httpx.Client()
-        return self._client
+                self._client = httpx.Client()
+            return self._client
 
     def close(self) -> None:
         with self._lock:
@@ -171,7 +170,9 @@ def read_response(
         return Failure(_http_error(status, body, content, headers))
     if not isinstance(data, dict):
         return Failure(ModelError(K.SERVER, f"the reply is not a JSON object: {content[:200]!r}"))
-    usage = _usage(body.get("usage"), prices)
+    raw = body.get("usage")
+    tokens = (raw.get("input_tokens"), raw.get("output_tokens")) if isinstance(raw, dict) else None
+    usage = Usage(0, 0, None) if tokens is None else usage_of(*tokens, prices, None)
     if body.get("status") == "failed":
         return Failure(
             ModelError(K.SERVER, f"the response failed: {body.get('error')}", usage=usage)
@@ -234,10 +235,3 @@ def _texts(parts: JSON, kind: str) -> list[str]:
         return []
     found = (p.get("text") for p in parts if isinstance(p, dict) and p.get("type") == kind)
     return [t for t in found if isinstance(t, str)]
-
-
-def _usage(raw: JSON, prices: Prices | None) -> Usage:
-    if not isinstance(raw, dict):
-        return Usage(0, 0, None)
-    p, c = whole(raw.get("input_tokens")), whole(raw.get("output_tokens"))
-    return Usage(p, c, cost(p, c, prices) if prices is not None else None)

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from returns.result import Failure, Result, Success
 
 from four import _arguments as check
 from four._checked import checked
-from four._types import NO_USAGE, AsyncInvoke, Checked, Invoke, Message, ModelError, Reply, Usage
-from four.invoke._billing import add_usage
+from four._coroutine import to_end
+from four._types import NO_USAGE, AsyncInvoke, Checked, Invoke, Message, ModelError, Reply
+from four.invoke._budget import add_usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,12 +43,13 @@ class RetryInvoke(Checked):
 
     @checked
     def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
-        tries = _Tries(self)
-        while True:
-            done = tries.settle(self.G(messages))
-            if not isinstance(done, float):
-                return done
-            self.sleep(done)
+        async def call() -> Result[Reply, ModelError]:
+            return self.G(messages)
+
+        async def wait(seconds: float) -> None:
+            self.sleep(seconds)
+
+        return to_end(_retried(self, call, wait), "a plain G waited")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,46 +64,31 @@ class AsyncRetryInvoke:
     async def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
         import asyncio  # here: four.invoke's import does not load asyncio
 
-        tries = _Tries(self.retry)
-        while True:
-            done = tries.settle(await self.G(messages))
-            if not isinstance(done, float):
-                return done
-            await asyncio.sleep(done)
+        return await _retried(self.retry, lambda: self.G(messages), asyncio.sleep)
 
 
-@dataclass(slots=True)
-class _Tries:
-    """One call's attempts so far: what the plain and the async retry share."""
-
-    rules: RetryInvoke
-    start: float = 0.0
-    billed: Usage = NO_USAGE  # what failed attempts cost: still spent
-    attempt: int = 0  # our calls of G
-    tried: int = 0  # the requests they made (G may retry too)
-
-    def __post_init__(self) -> None:
-        self.start = self.rules.clock()
-
-    def settle(self, result: Result[Reply, ModelError]) -> Result[Reply, ModelError] | float:
-        """The call's result, or the seconds to wait before the next attempt."""
-        self.attempt += 1
+async def _retried(
+    rules: RetryInvoke,
+    call: Callable[[], Awaitable[Result[Reply, ModelError]]],
+    wait: Callable[[float], Awaitable[None]],
+) -> Result[Reply, ModelError]:
+    """One call under ``rules``, written once: ``call`` and ``wait`` are plain or awaited."""
+    start, billed, tried, attempt = rules.clock(), NO_USAGE, 0, 0  # billed: failed attempts
+    while True:
+        attempt += 1
+        result = await call()
         if isinstance(result, Success):
-            if self.billed.calls == 0:
-                return result
-            return Success(add_usage(result.unwrap(), self.billed))
+            return add_usage(result, billed) if billed.calls else result
         error = result.failure()
-        self.billed = self.billed + (error.usage or NO_USAGE)
-        self.tried += error.attempts
-        rules = self.rules
-        done = not error.kind.transient or self.attempt >= rules.max_attempts
-        wait = 0.0 if done else rules.delay(self.attempt, error)
-        if rules.max_elapsed is not None and rules.clock() - self.start + wait > rules.max_elapsed:
-            done = True
-        if done:
-            usage: Usage | None = self.billed if self.billed.calls else error.usage
-            return Failure(replace(error, attempts=self.tried, usage=usage))
-        return float(wait)  # an int Retry-After would read as a result
+        billed, tried = billed + (error.usage or NO_USAGE), tried + error.attempts
+        done = not error.kind.transient or attempt >= rules.max_attempts
+        pause = 0.0 if done else rules.delay(attempt, error)
+        if done or (
+            rules.max_elapsed is not None and rules.clock() - start + pause > rules.max_elapsed
+        ):
+            usage = billed if billed.calls else error.usage
+            return Failure(replace(error, attempts=tried, usage=usage))
+        await wait(pause)
 
 
 def retry_invoke(

@@ -49,11 +49,8 @@ class ScriptedInvoke(Checked):
 
 
 def scripted_invoke(replies: Sequence[Scripted]) -> ScriptedInvoke:
-    """A deterministic G: each call returns the next reply of the script.
-
-    An item is a text, a whole ``Assistant`` (with tool calls), a ``ModelError`` to
-    return as Err, or a function of the history (to react to feedback). After the
-    last item every call is Err ("exhausted").
+    """A deterministic G: each call returns the next reply of the script (a text, an
+    ``Assistant``, a ``ModelError`` or a function of the history), then Err ("exhausted").
 
     >>> G = scripted_invoke(["```bash\\nls\\n```"])
     >>> G([]).unwrap().content

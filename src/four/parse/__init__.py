@@ -1,13 +1,9 @@
-"""V1 parsers: a reply to the actions it asks for, a submission, or a format error.
+"""V1 parsers: a reply to the actions it asks for, a submission, or a format error
+(docs/components.md has the rules).
 
     regex_parse()      shell commands in fenced blocks of a text reply
     toolcall_parse()   calls of the ``bash`` tool (chat completions or Responses API)
     edit_parse()       file edits (whole files, SEARCH/REPLACE blocks) and shell commands
-
-Both share one completion rule (see ``four.parse._finish``): a reply with no action is a
-submission only when a line of it is the exit signal (or, with
-``finish_on_plain_text=True``, when it is plain text with no fence). An empty or
-unreadable reply is a ``FormatError`` whose feedback names the format to use.
 """
 
 from four.parse._edits import (

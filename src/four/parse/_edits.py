@@ -20,10 +20,19 @@ from returns.result import Failure, Result, Success
 
 from four._checked import check_fields, checked
 from four._grammar import WHITESPACE, Chars, Expr, Grammar, Lit, Ref, Rep, grammar_of
-from four._types import Action, Checked, FormatError, Rejected, Reply, Submitted
+from four._types import Action, Checked, FormatError, Rejected, Reply
 from four.execute._output import EXIT_SIGNAL
-from four.parse._finish import finish_rule, no_action, text_only, unapplied
-from four.parse._regex import DEFAULT_TAGS, Block, _console, _lowered, fenced_blocks
+from four.parse._regex import (
+    DEFAULT_TAGS,
+    Block,
+    Parsed,
+    _command,
+    _lowered,
+    fenced_blocks,
+    finish_rule,
+    no_action,
+    text_only,
+)
 from four.parse._shapes import (
     INDENT,
     NEWLINE,
@@ -169,12 +178,9 @@ class EditParse(Checked):
         return FormatError(f"{problem}\n\n{self.expected()}")
 
     def grammar(self) -> Grammar:
-        """The replies the built-in model is held to (see ``Constrained``): a short
-        thought (up to three sentences, each ending in a full stop, so none is taken for a
-        path), then up to four files, each its path alone on a line and a block of its
-        whole content or of SEARCH/REPLACE blocks, and after them at most one ```bash
-        block; or the exit signal alone on the last line. No line of a file's block
-        starts with a backtick or ``<``, ``=`` or ``>`` (but a doctest's ``>>>``).
+        """The replies the built-in model is held to (see ``Constrained``; docs/search.md):
+        sentences that end in a full stop (never taken for a path), up to four files, a
+        ```bash block; or the exit signal.
 
         >>> [name for name, _ in edit_parse().grammar().rules][:5]
         ['root', 'file', 'path', 'code-line', 'sentence']
@@ -212,9 +218,7 @@ class EditParse(Checked):
         return grammar_of(*rules)
 
     @checked
-    def __call__(
-        self, reply: Reply, /
-    ) -> Result[Sequence[Action | Rejected], FormatError | Submitted]:
+    def __call__(self, reply: Reply, /) -> Parsed:
         return text_only(
             self._read(reply),
             reply,
@@ -222,14 +226,13 @@ class EditParse(Checked):
             "of your reply.",
         )
 
-    def _read(self, reply: Reply) -> Result[Sequence[Action | Rejected], FormatError | Submitted]:
+    def _read(self, reply: Reply) -> Parsed:
         content = reply.content
         tags = _lowered(tuple(self.tags))
         blocks = fenced_blocks(content, tags)
         lines = content.replace("\r\n", "\n").split("\n")
         edits: list[FileEdit] = []
         commands: list[str] = []
-        others: list[Block] = []
         previous_end = 0  # the last reply line used by an earlier block
         for block in blocks:
             path = _heading(lines, block, previous_end)
@@ -251,32 +254,26 @@ class EditParse(Checked):
                 newline = "\n" if block.body and not block.body.endswith("\n") else ""
                 edits.append(WholeFile(path, block.body + newline, block.line))
             elif block.tag in tags and block.body.strip():
-                body = _console(block.body) if block.tag == "console" else block.body
-                commands.append(body.strip("\n"))
+                commands.append(_command(block))
             elif block.tag in tags:
                 return Failure(
                     self._error(f"The ```{block.tag} block on line {block.line} is empty.")
                 )
-            elif block.body.strip():
-                others.append(block)
         actions: list[Action | Rejected] = [EditAction(edits=tuple(edits))] if edits else []
         actions.extend(Action(command) for command in commands)
         if actions:
             return Success(actions)
-        if others:
-            first = others[0]
+        problem = "Your reply has no file edit and no ```bash block, so nothing was done."
+        if first := next((b for b in blocks if b.body.strip()), None):  # a block left unused
             problem = f"The ```{first.tag or ''} block on line {first.line} {_NO_FILE}."
-        else:
-            problem = "Your reply has no file edit and no ```bash block, so nothing was done."
-        kept = others[0] if others else None
         return no_action(
             content,
             self.exit_signal,
             self.finish_on_plain_text and not reply.tool_calls,  # a tool call is no answer
-            bool(blocks),
+            blocks,
             problem,
             self.expected(),
-            None if kept is None else unapplied(kept.tag, kept.line, _NO_FILE),
+            _NO_FILE,
         )
 
 

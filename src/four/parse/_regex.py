@@ -1,10 +1,5 @@
-"""V1 for text replies: shell commands in fenced code blocks.
-
-A line scanner, not one regex over the whole reply: an opening fence is a line of three
-or more backticks (or tildes) with an info string; its closing fence is a later line
-holding only the same character, at least as many times. Inside a shell block,
-here-documents are followed, so a fence line inside ``cat <<'EOF' ... EOF`` does not
-close the block. Text outside fences is prose and never runs.
+"""V1 for text replies: shell commands in fenced code blocks, found by a line scanner (not
+one regex) that follows a shell block's here-documents (the rules: docs/components.md).
 """
 
 from __future__ import annotations
@@ -14,6 +9,7 @@ import html
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeAlias
 
 from returns.result import Failure, Result, Success
 
@@ -22,7 +18,6 @@ from four._checked import checked
 from four._grammar import Alt, Expr, Grammar, Lit, Ref, Seq, grammar_of
 from four._types import Action, Checked, FormatError, Rejected, Reply, Submitted
 from four.execute._output import EXIT_SIGNAL
-from four.parse._finish import finish_rule, no_action, text_only, unapplied
 from four.parse._shapes import THOUGHT_LINES, command, prose, shell_tag, thought
 
 DEFAULT_TAGS: tuple[str, ...] = ("mswea_bash_command", "bash", "sh", "shell", "console", "zsh")
@@ -35,6 +30,8 @@ _HEREDOC = re.compile(
     r"(?:'(?P<single>[^'\n]+)'|\"(?P<double>[^\"\n]+)\"|\\?(?P<bare>[A-Za-z_][A-Za-z0-9_]*))"
 )
 _CODE = re.compile(r"<code>(.*?)</code>", re.DOTALL | re.IGNORECASE)
+Parsed: TypeAlias = Result[Sequence[Action | Rejected], FormatError | Submitted]
+"""What a parser makes of a reply (``four.types.Parse``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,10 +124,72 @@ def _unindent(line: str, indent: int) -> str:
     return line[min(indent, len(line) - len(line.lstrip(" "))) :]
 
 
-def _console(body: str) -> str:
-    """A ``console`` block shows a session: run only its ``$ `` prompt lines, if it has any."""
-    prompts = [line.lstrip()[2:] for line in body.splitlines() if line.lstrip().startswith("$ ")]
-    return "\n".join(prompts) if prompts else body
+def _command(block: Block) -> str:
+    """A shell block's commands; a ``console`` block shows a session: only its ``$ ``
+    prompt lines run, if it has any."""
+    lines = block.body.splitlines() if block.tag == "console" else []
+    prompts = [line.lstrip()[2:] for line in lines if line.lstrip().startswith("$ ")]
+    return ("\n".join(prompts) if prompts else block.body).strip("\n")
+
+
+def finish_rule(exit_signal: str, finish_on_plain_text: bool) -> str:
+    """How to finish, in the words the model is given."""
+    text = (
+        f"To finish, run a command whose output starts with the line {exit_signal} "
+        f"followed by your final output (echo {exit_signal} && cat result.txt), "
+        f"or reply with {exit_signal} alone on a line"
+    )
+    if finish_on_plain_text:
+        return text + ", or reply with your final answer as plain text and no code block."
+    return text + "."
+
+
+def no_action(
+    content: str,
+    exit_signal: str,
+    finish_on_plain_text: bool,
+    blocks: Sequence[Block],
+    problem: str,
+    expected: str,
+    why: str,
+) -> Parsed:
+    """Apply the completion rule to a reply with no action.
+
+    The feedback is ``problem`` (or "empty" for a blank reply), then ``expected``. The
+    first of ``blocks`` that holds something was not applied (``why`` says why): a reply
+    that submits beside it is a format error, or the model would believe its work done.
+    """
+    lines = content.splitlines()  # a line that is the exit signal submits the others
+    at = [i for i, line in enumerate(lines) if line.strip().strip("`").strip() == exit_signal]
+    submitted = (
+        "\n".join(lines[: at[0]] + lines[at[0] + 1 :]).strip() if exit_signal and at else None
+    )
+    kept = next((b for b in blocks if b.body.strip()), None)
+    if submitted is not None and kept is not None:
+        return Failure(
+            FormatError(
+                f"Your reply submits (the line {exit_signal}) but also holds a ```{kept.tag} "
+                f"block on line {kept.line}, which {why}: nothing was submitted. If that "
+                "block is work still to do, send it in a form that is applied and look at "
+                "the result; finish in a reply of its own, with no code block.\n\n"
+                f"{expected}"
+            )
+        )
+    if submitted is not None:
+        return Failure(Submitted(submitted))
+    if finish_on_plain_text and content.strip() and not blocks:
+        return Failure(Submitted(content.strip()))
+    if not content.strip():
+        problem = "Your reply was empty, so nothing was run."
+    return Failure(FormatError(f"{problem}\n\n{expected}"))
+
+
+def text_only(read: Parsed, reply: Reply, why: str) -> Parsed:
+    """``read`` of a parser of text, each tool call of ``reply`` rejected with ``why``: a
+    format error answers every call, a submission ends the turn."""
+    if not reply.tool_calls or not isinstance(read, Success):
+        return read
+    return Success([*read.unwrap(), *(Rejected(c.id, why) for c in reply.tool_calls)])
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,9 +218,7 @@ class RegexParse(Checked):
         )
 
     def grammar(self) -> Grammar:
-        """The replies the built-in model is held to (see ``Constrained``): a short
-        thought (up to three lines of prose), then one block tagged as ``expected`` says
-        or the exit signal alone on the last line.
+        """The replies the built-in model is held to (see ``Constrained``; docs/search.md).
 
         >>> print(regex_parse().grammar().gbnf().splitlines()[0])
         root ::= prose{0,3} (command | "COMPLETE\\x5FTASK\\x5FAND\\x5FSUBMIT\\x5FFINAL\\x5FOUTPUT")
@@ -174,22 +231,30 @@ class RegexParse(Checked):
         commands = [] if tag is None else command(tag, self.exit_signal)
         return grammar_of(("root", root), *prose(), *commands)
 
-    def _bare_signal(self, block: Block, command: str) -> str | None:
+    def _misused_signal(self, block: Block, command: str, alone: bool) -> str | None:
         """Feedback for a block that cannot finish the way it means to, or None: one that
         runs the exit signal itself as a command (bash: "command not found", exit 127),
         or that echoes it after other commands (so it is not the output's first line and
-        is not a submission: small models then believe they are done). Nothing of it runs.
-        Here-documents may hold the signal."""
+        is not a submission: small models then believe they are done), or that finishes
+        beside other blocks (before the model has seen what they print). Nothing of it
+        runs. Here-documents may hold the signal."""
         signal = self.exit_signal
-        if not signal or signal not in command or "<<" in command:
+        if not signal or signal not in command:
             return None
         lines = [line.strip() for line in command.splitlines() if line.strip()]
         echoes = {f"echo {signal}", f'echo "{signal}"', f"echo '{signal}'"}
         late = [i for i, line in enumerate(lines) if line in echoes and i > 0]
-        if signal not in lines and not late:
-            return None
         where = f"Your ```{block.tag} block on line {block.line}"
         finish = f"```{self._tag()}\necho {signal}\n```"
+        if "<<" in command or (signal not in lines and not late):
+            if alone or lines[0].removeprefix("echo ").strip("'\" ") != signal:
+                return None
+            return (
+                f"{where} finishes the task in the same reply as other commands, before you "
+                "have seen their output, so nothing was run. Send the other commands without "
+                f"it and look at their output; finish in a reply of its own, holding only "
+                f"this block\n\n{finish}"
+            )
         if lines == [signal]:
             return (
                 f"{where} runs {signal} as a command; bash has no such command (exit 127), "
@@ -214,7 +279,7 @@ class RegexParse(Checked):
         exit signal (``COMPLETE_TASK_AND_SUBMIT_FINALOUTPUT``, ``echo ... FINAL Output``:
         the built-in model sampling above temperature 0 writes such lines, which bash
         runs as "command not found" or echoes as a line that is not the signal). The
-        exact signal alone is left to ``_bare_signal``.
+        exact signal alone is left to ``_misused_signal``.
 
         >>> regex_parse()._meant("COMPLETE_TASK_AND_SUBMIT_FINAL Output")
         'echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT'
@@ -230,27 +295,11 @@ class RegexParse(Checked):
             return f"echo {signal}"
         return command
 
-    def _early_finish(self, block: Block, command: str) -> str | None:
-        """Feedback for a finishing block sent beside other blocks, or None: it would
-        submit before the model has seen what the others print."""
-        first = command.strip().splitlines()[0].strip()
-        if not self.exit_signal or first.removeprefix("echo ").strip("'\" ") != self.exit_signal:
-            return None
-        return (
-            f"Your ```{block.tag} block on line {block.line} finishes the task in the same "
-            "reply as other commands, before you have seen their output, so nothing was run. "
-            "Send the other commands without it and look at their output; finish in a reply "
-            f"of its own, holding only this block\n\n```{self._tag()}\necho "
-            f"{self.exit_signal}\n```"
-        )
-
     def _error(self, problem: str) -> FormatError:
         return FormatError(f"{problem}\n\n{self.expected()}")
 
     @checked
-    def __call__(
-        self, reply: Reply, /
-    ) -> Result[Sequence[Action | Rejected], FormatError | Submitted]:
+    def __call__(self, reply: Reply, /) -> Parsed:
         return text_only(
             self._read(reply),
             reply,
@@ -258,7 +307,7 @@ class RegexParse(Checked):
             "in the text of your reply.",
         )
 
-    def _read(self, reply: Reply) -> Result[Sequence[Action | Rejected], FormatError | Submitted]:
+    def _read(self, reply: Reply) -> Parsed:
         content = reply.content
         tags = _lowered(tuple(self.tags))
         blocks = fenced_blocks(content, tags)
@@ -273,10 +322,7 @@ class RegexParse(Checked):
                 )
         shell = [b for b in blocks if b.tag in tags]
         if shell:
-            commands = [
-                self._meant((_console(b.body) if b.tag == "console" else b.body).strip("\n"))
-                for b in shell
-            ]
+            commands = [self._meant(_command(b)) for b in shell]
             for block, command in zip(shell, commands, strict=True):
                 if not command.strip():
                     return Failure(
@@ -286,11 +332,8 @@ class RegexParse(Checked):
                         )
                     )
             for block, command in zip(shell, commands, strict=True):
-                bare = self._bare_signal(block, command)
-                if bare is None and len(commands) > 1:
-                    bare = self._early_finish(block, command)
-                if bare is not None:
-                    return Failure(FormatError(bare))
+                if (misused := self._misused_signal(block, command, len(shell) == 1)) is not None:
+                    return Failure(FormatError(misused))
             if self.one_action and len(commands) > 1:
                 return Failure(
                     self._error(
@@ -314,17 +357,14 @@ class RegexParse(Checked):
             )
         else:
             problem = f"Your reply has no fenced ```{tag} block, so nothing was run."
-        kept = next((b for b in blocks if b.body.strip()), None)  # no shell block: never run
         return no_action(
             content,
             self.exit_signal,
             self.finish_on_plain_text and not reply.tool_calls,  # a tool call is no answer
-            bool(blocks),
+            blocks,
             problem,
             self.expected(),
-            None
-            if kept is None
-            else unapplied(kept.tag, kept.line, f"is not a ```{tag} block, so it is never run"),
+            f"is not a ```{tag} block, so it is never run",
         )
 
 

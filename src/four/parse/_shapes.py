@@ -92,14 +92,12 @@ def command(tag: str, exit_signal: str) -> Rules:
     """``command``: one fenced block of shell commands tagged ``tag``. No line of it holds
     ``exit_signal`` (a line that is the signal, or echoes it after other commands, is a
     format error), but the first may be ``echo SIGNAL``: the way to finish."""
+    block = ("command", fenced(tag, "command-body"))
     if not exit_signal:
-        return [("command", fenced(tag, "command-body")), *body("command-body", plain_line())]
+        return [block, *body("command-body", plain_line())]
     finish = Lit(f"echo {exit_signal}\n")
-    return [
-        ("command", fenced(tag, "command-body")),
-        *body("command-body", Ref("no-signal"), finish),
-        *without("no-signal", exit_signal, WHITESPACE + "`"),
-    ]
+    signal_free = without("no-signal", exit_signal, WHITESPACE + "`")
+    return [block, *body("command-body", Ref("no-signal"), finish), *signal_free]
 
 
 def plain_line() -> Expr:

@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import cast
 
-from returns.result import Result, Success
+from returns.result import Success
 
 from four import _arguments as check
 from four._checked import checked
-from four._types import Action, Checked, FormatError, Rejected, Reply, Submitted, ToolCall
+from four._types import Action, Checked, Rejected, Reply, ToolCall
 from four.execute._output import EXIT_SIGNAL
-from four.parse._finish import finish_rule, no_action, unapplied
-from four.parse._regex import fenced_blocks
-
-_IN_TEXT = "is text, not a tool call, so it was never run"
+from four.parse._regex import Parsed, fenced_blocks, finish_rule, no_action
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,25 +32,17 @@ class ToolcallParse(Checked):
         )
 
     @checked
-    def __call__(
-        self, reply: Reply, /
-    ) -> Result[Sequence[Action | Rejected], FormatError | Submitted]:
+    def __call__(self, reply: Reply, /) -> Parsed:
         if reply.tool_calls:
             return Success([self._read(call) for call in reply.tool_calls])
-        has_fence = "```" in reply.content or "~~~" in reply.content
-        kept = (
-            next((b for b in fenced_blocks(reply.content) if b.body.strip()), None)
-            if has_fence
-            else None
-        )
         return no_action(
             reply.content,
             self.exit_signal,
             self.finish_on_plain_text,
-            has_fence,
+            fenced_blocks(reply.content),
             "Your reply has no tool call, so nothing was run.",
             self.usage() + " " + finish_rule(self.exit_signal, self.finish_on_plain_text),
-            None if kept is None else unapplied(kept.tag, kept.line, _IN_TEXT),
+            "is text, not a tool call, so it was never run",
         )
 
     def _read(self, call: ToolCall) -> Action | Rejected:

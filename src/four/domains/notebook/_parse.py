@@ -11,7 +11,7 @@ from four._grammar import Alt, Expr, Grammar, Lit, Ref, Rep, Seq, grammar_of
 from four.domains.notebook._kernel import MARKDOWN
 from four.execute import EXIT_SIGNAL
 from four.parse import fenced_blocks
-from four.parse._finish import no_action, unapplied
+from four.parse._regex import no_action
 from four.parse._shapes import NEWLINE, THOUGHT_LINES, body, fenced, plain_line, prose, thought
 from four.types import Action, FormatError, Rejected, Reply, Submitted
 
@@ -71,16 +71,9 @@ class CellParse:
                 problem = f"Your reply has code blocks tagged {tags}, but no ```python block."
             else:
                 problem = "Your reply has no ```python block, so no cell was run."
-            kept = next((b for b in blocks if b.body.strip()), None)
             why = "is not a ```python block, so no cell was run"
             return no_action(
-                text,
-                self.exit_signal,
-                False,
-                bool(blocks),
-                problem,
-                _expected(self.exit_signal),
-                None if kept is None else unapplied(kept.tag, kept.line, why),
+                text, self.exit_signal, False, blocks, problem, _expected(self.exit_signal), why
             )
         if any(not b.closed for b in code):
             return Failure(
