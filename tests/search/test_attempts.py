@@ -16,15 +16,7 @@ from four._outcomes import Accepted, Interrupted
 from four.checks import command_check, verify
 from four.execute import local_env, note_repeats
 from four.invoke import scripted_invoke
-from four.search import (
-    DEFAULT_TEMPERATURE,
-    Attempt,
-    AttemptLink,
-    Budget,
-    Search,
-    attempts,
-    audit_group,
-)
+from four.search import Attempt, AttemptLink, Budget, Search, attempts, audit_group
 from four.search._group import write_record
 from four.search._link import link_of
 
@@ -82,7 +74,7 @@ def test_a_held_attempt_is_followed_by_one_from_a_pristine_copy(tmp_path: Path) 
              for m in search.members if m.path]  # fmt: skip
     assert [(x.index, x.of, x.seed, x.temperature) for x in links] == [
         (1, 4, 0, 0.0),
-        (2, 4, 1, DEFAULT_TEMPERATURE),
+        (2, 4, 1, 0.7),
     ]
     assert links[1].after == first.outcome.text
     assert links[0].group == links[1].group == search.group

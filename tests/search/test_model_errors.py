@@ -14,7 +14,7 @@ from four._outcomes import Accepted
 from four.checks import command_check, verify
 from four.execute import local_env
 from four.invoke import litellm_invoke, retry_invoke
-from four.search import DEFAULT_TEMPERATURE, Attempt, attempts, audit_group
+from four.search import Attempt, attempts, audit_group
 from tests._server import Answer, LoopbackServer, chat, error, hang
 
 JUNK = "```bash\necho junk > junk.txt && echo 5 > answer.txt\n```"
@@ -64,7 +64,7 @@ def second_attempt(server: LoopbackServer, tmp_path: Path, *failures: Answer) ->
     assert found.valid, found.errors
     assert (found.members, found.result, found.accepted) == (2, 2, True)
     temperatures = [b.get("temperature") for b in server.bodies("/v1/chat/completions")]
-    assert temperatures[-2:] == [DEFAULT_TEMPERATURE] * 2  # attempt 2 samples as its link says
+    assert temperatures[-2:] == [0.7, 0.7]  # attempt 2 samples as its link says
 
 
 def test_a_request_that_times_out_ends_the_attempt_and_the_next_one_starts(

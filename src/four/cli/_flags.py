@@ -220,7 +220,7 @@ def judge_flags(p: argparse.ArgumentParser) -> None:
         type=number,
         default=None,
         metavar="T",
-        help="the temperature of every attempt after the first [FOUR_ATTEMPT_TEMPERATURE, 1.0]",
+        help="the temperature of every attempt after the first [FOUR_ATTEMPT_TEMPERATURE, 0.7]",
     )
     p.add_argument(
         "--last-judgement",

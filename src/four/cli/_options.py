@@ -89,7 +89,7 @@ class RunOptions:
     """With ``--check``: attempts at the task, each from a fresh copy (``four.search``)."""
     attempts_by_default: bool = False  # not asked for: a workspace too large to copy runs once
     seed: int = 0
-    attempt_temperature: float = 1.0
+    attempt_temperature: float = 0.7
     workers: int = 1
     otel: bool = False
     """Each run sent as OpenTelemetry traces (four run --otel)."""
