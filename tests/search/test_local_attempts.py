@@ -8,7 +8,6 @@ with FOUR_REQUIRE_SERVICES=1) where they are missing. Slow under load, never tim
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -20,19 +19,18 @@ from tests.invoke.test_local_model import SRC, model
 
 __all__ = ["model"]  # the fixture
 
-GREET = 'name = "World"\nprint(f"Hello, {name}!")\n'
+STATS = "def last(xs):\n    return xs[len(xs)]\n\n\nprint(last([3, 1, 4, 1, 5, 9]))\n"
 TASK = (
-    "Change greet.py so that `python3 greet.py Ann` prints `Hello, Ann!` (the name comes "
-    "from the first command-line argument)."
+    "`python3 stats.py` crashes with an IndexError. Fix the function last() in stats.py "
+    "so that it returns the last element of the list."
 )
-# The output for another name compared by its SHA-256 (the bench's output_check). (Earlier
-# tasks here, a word count and then fix-index, were solved at temperature 0 once a NO showed
-# the named files, or failed at every seed once later attempts sampled at 1.0; greedy
-# decoding runs `ls -la` in circles on this one.)
+# The output compared by its SHA-256 (the bench's output_check), and the function itself.
+# (A word count was the task here until a NO showed the files the task names: shown
+# "23 story.txt" in words.txt, greedy decoding fixes it in attempt 1.)
 CHECK = (
-    'test "$(python3 greet.py Zed 2>/dev/null | awk \'{sub(/[ \\t\\r]+$/, "")} NF\' '
-    "| sha256sum | cut -c1-64)\" = "
-    + hashlib.sha256(b"Hello, Zed!\n").hexdigest()
+    'test "$(python3 stats.py 2>/dev/null | sha256sum | cut -c1-64)" = '
+    "2e6d31a5983a91251bfae5aefa1c0a19d8ba3cf601d0e8a706b4cfa9661a6b8a"
+    " && python3 -c 'import stats; assert stats.last([7, 8]) == 8' >/dev/null"
 )
 
 
@@ -41,7 +39,7 @@ def test_a_task_failed_at_temperature_0_is_solved_within_4_attempts(
 ) -> None:
     work = tmp_path / "work"
     work.mkdir()
-    (work / "greet.py").write_text(GREET)
+    (work / "stats.py").write_text(STATS)
     env = {
         **os.environ,
         "PYTHONPATH": SRC,
