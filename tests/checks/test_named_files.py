@@ -18,6 +18,7 @@ from four.checks import FeedbackLevel, command_check, verify
 from four.checks._named_files import LINES, files_now, named_files
 from four.execute import alocal_env, local_env
 from four.parse import regex_parse
+from four.quaternary import no, yes
 from tests._doubles import FakeEnv
 
 SUBMIT = "```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"
@@ -177,3 +178,18 @@ def test_a_file_the_agent_deleted_is_said_to_have_existed(tmp_path: Path) -> Non
         check=verify(command_check(CHECK)),
     )  # fmt: skip
     assert "stats.py: does not exist (it did when the task began)." in model.feedback()[0]
+
+
+def test_an_environment_the_check_runs_no_shell_in_is_sent_nothing_by_the_judge() -> None:
+    """A check of the judge's own (a function, the plan domain's) does not say the run's
+    environment takes shell commands: the judge sends it none, at the start or after a NO."""
+    env = FakeEnv()
+    verdicts = iter([no("not yet"), yes()])
+    model = Seen(["```bash\necho one\n```", "```bash\nsubmit a\n```", "```bash\nsubmit b\n```"])
+    _, outcome = run(
+        model, regex_parse(), env, lambda messages, outcome: (messages, outcome),
+        "You write files.", TASK, max_steps=4, check=verify(lambda claim: next(verdicts)),
+    )  # fmt: skip
+    assert outcome == Accepted("b")
+    assert env.seen == ["echo one", "submit a", "submit b"]
+    assert "The files the task names" not in model.feedback()[0]

@@ -7,6 +7,7 @@ import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import ClassVar
 
 from returns.result import Success
 
@@ -68,6 +69,7 @@ class CommandCheck(_Judged, Checked):
     timeout: float = 600.0
     feedback: FeedbackLevel = DEFAULT_FEEDBACK
     files: HeldOutFiles | None = field(default=None, repr=False)
+    runs_shell: ClassVar[bool] = True  # so the judge may read the run's files too
 
     @property
     def need(self) -> str:
@@ -148,6 +150,7 @@ class FileCheck(_Judged, Checked):
     contains: str | None = None
     pattern: str | None = None
     feedback: FeedbackLevel = DEFAULT_FEEDBACK
+    runs_shell: ClassVar[bool] = True
 
     @checked
     def __call__(self, claim: Claim, /) -> CheckResult:
@@ -195,6 +198,10 @@ class AllOf(_Judged, Checked):
 
     checks: tuple[Check, ...]
     feedback: FeedbackLevel | None = None
+
+    @property
+    def runs_shell(self) -> bool:
+        return any(getattr(check, "runs_shell", False) for check in self.checks)
 
     @property
     def evidence(self) -> Mapping[str, Gatherer | str]:

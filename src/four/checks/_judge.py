@@ -145,11 +145,15 @@ class Judgement:
         self._log: list[JSON] = []
         self._at_end: str | None = None
         self._before: dict[str, FileState] = {}
+        # The judge runs its own shell command only where its check runs one (command_check,
+        # file_check): another environment (the plan domain's) takes an action as its own.
+        self._shell: bool = getattr(verifier.check, "runs_shell", False)
 
     def at_start(self, history: Sequence[Message], /) -> None:
         """The run's start: the files its task names are read as they are, so a NO can
         say which the agent changed and how. Called by the loop before the first step."""
-        self._before = read_files(self._env, task_of(history))
+        if self._shell:
+            self._before = read_files(self._env, task_of(history))
 
     def __call__(self, history: Sequence[Message], claim: Finished, /) -> Outcome | Feedback:
         """Judge a submission: the run's end, or feedback and more steps."""
@@ -181,12 +185,10 @@ class Judgement:
                     return Accepted(current.output)
                 case ControllerAction.EXCLUDE_RETRY:
                     level = level_of(result, self._verifier.feedback)
-                    at_end = self._at_end is not None  # the run is over: nothing to fix
-                    files = (
-                        ""
-                        if at_end
-                        else files_now(self._env, task_of(current.messages), self._before)
-                    )
+                    # the run over, nothing to fix; files read only through a check's shell
+                    shown = self._shell and self._at_end is None
+                    task = task_of(current.messages)
+                    files = files_now(self._env, task, self._before) if shown else ""
                     return Feedback(told(result, level, number, current.messages, files))
                 case ControllerAction.ADMIT_NEXT:
                     level = level_of(result, self._verifier.feedback)
