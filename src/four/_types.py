@@ -433,7 +433,7 @@ class Recorder(Protocol[T_co]):
 
 class Judge(Protocol):
     """One run's judge of the agent's submissions, made by a ``Verify``; it may also
-    have ``at_end`` (docs/loop.md)."""
+    have ``at_start`` and ``at_end`` (docs/loop.md)."""
 
     def __call__(self, history: Sequence[Message], claim: Finished, /) -> Outcome | Feedback: ...
 
