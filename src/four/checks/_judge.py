@@ -186,9 +186,9 @@ class Judgement:
                 case ControllerAction.EXCLUDE_RETRY:
                     level = level_of(result, self._verifier.feedback)
                     # the run over, nothing to fix; files read only through a check's shell
-                    shown = self._shell and self._at_end is None
-                    task = task_of(current.messages)
-                    files = files_now(self._env, task, self._before) if shown else ""
+                    files = ""
+                    if self._shell and self._at_end is None:
+                        files = files_now(self._env, task_of(current.messages), self._before)
                     return Feedback(told(result, level, number, current.messages, files))
                 case ControllerAction.ADMIT_NEXT:
                     level = level_of(result, self._verifier.feedback)
