@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import functools
 import json
 import os
+import signal
 import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -271,6 +273,14 @@ def alive(token: str) -> list[int]:
         except OSError:
             continue
     return found
+
+
+def kill_all(token: str) -> None:
+    """SIGKILL every process whose command line holds ``token``; one that ended since it
+    was listed is already what this wants."""
+    for pid in alive(token):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def commands_running(token: str) -> list[int]:

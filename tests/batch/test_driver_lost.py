@@ -13,7 +13,7 @@ from pathlib import Path
 
 from four.batch import Item, RunContext, run_many
 from four.checks import audit
-from tests.batch._agents import alive, bash, manifest_lines, scripted_run
+from tests.batch._agents import alive, bash, kill_all, manifest_lines, scripted_run
 from tests.batch.conftest import ROOT, WORKER_PATH
 
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
@@ -46,8 +46,7 @@ def test_a_killed_drivers_attempts_are_counted_once_when_the_batch_runs_again(
             time.sleep(0.05)
         os.killpg(proc.pid, signal.SIGKILL)  # the driver (its commands, in sessions
         proc.wait(timeout=30)  # of their own, are orphaned: what `four watch` finds)
-    for pid in alive(token):
-        os.kill(pid, signal.SIGKILL)
+    kill_all(token)
     assert not (out / "manifest.jsonl").exists() or manifest_lines(out) == []
     # Each lost attempt made two model calls (0.25 each) that its stream records.
     again = run_many(scripted_run([bash(SUBMIT)], cost=0.1), [Item(f"i{n}") for n in range(3)], out)

@@ -27,6 +27,7 @@ from tests.batch._agents import (
     StepModel,
     alive,
     bash,
+    kill_all,
     manifest_lines,
     scripted_run,
     serve_many,
@@ -91,8 +92,7 @@ def test_a_second_driver_on_a_folder_refuses_naming_the_first_and_takes_over_onc
         finally:
             os.killpg(first.pid, signal.SIGKILL)  # the driver dies holding the lock
             first.wait(timeout=30)
-            for pid in alive(token):
-                os.kill(pid, signal.SIGKILL)
+            kill_all(token)
     # Its lock went with it: the next driver runs the batch (the lost attempt recorded).
     (again,) = run_many(scripted_run([bash(SUBMIT)]), [Item("t0")], out)
     assert again.submitted and len(again.lost_streams) == 1
