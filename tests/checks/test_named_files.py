@@ -69,6 +69,35 @@ def test_a_short_file_is_shown_whole_and_a_missing_one_said_missing(tmp_path: Pa
     ]
 
 
+def test_a_python_or_json_file_that_does_not_parse_says_where(tmp_path: Path) -> None:
+    """An edit's indentation slip is invisible in a diff to a small model, and a check that
+    hides its errors prints nothing: the parser's own words name the line."""
+    (tmp_path / "calc.py").write_text("def add(a, b):\n    return a + b\n  def mul(a, b):\n")
+    (tmp_path / "report.ipynb").write_text('{"cells": [1,]}')
+    (tmp_path / "ok.py").write_text("print('\\d')\n")  # a warning, not an error
+    text = files_now(local_env(cwd=str(tmp_path)), "Fix calc.py, report.ipynb and ok.py.")
+    assert text.splitlines()[1:] == [
+        "calc.py (49 bytes, 3 lines):",
+        "  def add(a, b):",
+        "      return a + b",
+        "    def mul(a, b):",
+        "  calc.py does not parse as Python: IndentationError: "
+        "unindent does not match any outer indentation level (line 3).",
+        "report.ipynb (15 bytes, 0 lines):",
+        '  {"cells": [1,]}',
+        "  report.ipynb is not valid JSON: Expecting value: line 1 column 14 (char 13).",
+        "ok.py (12 bytes, 1 line):",
+        "  print('\\d')",
+    ]
+
+
+def test_a_file_read_only_in_part_is_not_judged_by_its_part(tmp_path: Path) -> None:
+    (tmp_path / "big.py").write_text("x = 1\n" * 2000)  # 12,000 bytes: more than is read
+    text = files_now(local_env(cwd=str(tmp_path)), "Fix big.py.")
+    assert text.splitlines()[1] == "big.py (12000 bytes, 2000 lines) (its first lines):"
+    assert "parse" not in text
+
+
 def test_nothing_is_added_without_names_or_without_a_shell(tmp_path: Path) -> None:
     assert files_now(local_env(cwd=str(tmp_path)), "Count the files here.") == ""
     assert files_now(FakeEnv(), TASK) == ""  # it echoes: no marker comes back

@@ -6,14 +6,18 @@ told the check failed; it never reads the file and runs the same command again. 
 what the file holds (nothing, ``20 story.txt``, a JSON dump), it fixes it. Shown that a
 file it meant to edit is unchanged (its ``cat file <<EOF`` lacked the ``>``), or the lines
 its rewrite dropped, it edits again. This is the agent's own work, not the check's: it is
-shown at every feedback level.
+shown at every feedback level. A Python or JSON file that does not parse says where (an
+edit's indentation slip is otherwise invisible when the check prints nothing).
 """
 
 from __future__ import annotations
 
+import ast
 import difflib
+import json
 import re
 import shlex
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -24,7 +28,7 @@ from four.checks._shell import run_command
 NAMES = 4  # files shown at most
 LINES = 6  # lines of each
 WIDTH = 160  # characters of a line
-READ = 2000  # bytes read of each file
+READ = 8000  # bytes read of the files, shared among them (an output holds 10,000)
 CHANGES = 12  # lines of a change shown
 
 _NAME = re.compile(r"(?<![\w@/.:~-])((?:[\w-]+/)*[\w-][\w.-]*\.[A-Za-z]\w{0,7})(?![\w/-])")
@@ -35,13 +39,15 @@ _HEAD = re.compile(r"^(missing|folder|file (\d+) (\d+) (\d+)) (.+)$")
 @dataclass(frozen=True, slots=True)
 class FileState:
     """A named file as read in the run's environment: its kind; for a file, its checksum
-    (``cksum``), size, line count and first ``READ`` bytes."""
+    (``cksum``), size, line count, first bytes (its share of ``READ``) and whether they
+    are all of it."""
 
     kind: Literal["missing", "folder", "file"]
     checksum: int = 0
     size: int = 0
     lines: int = 0
     head: str = ""
+    whole: bool = True
 
 
 def named_files(task: str) -> tuple[str, ...]:
@@ -65,7 +71,7 @@ def named_files(task: str) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _script(names: tuple[str, ...]) -> str:
+def _script(names: tuple[str, ...], share: int) -> str:
     """One shell command: per name a marker line (its kind; a file's checksum, size and
     line count), then the first bytes of a file."""
     quoted = " ".join(shlex.quote(n) for n in names)
@@ -74,7 +80,8 @@ def _script(names: tuple[str, ...]) -> str:
         f"for f in {quoted}; do "
         f'if [ -d "$f" ]; then {say} "folder $f"; '
         f'elif [ ! -e "$f" ]; then {say} "missing $f"; '
-        f'else {say} "file $(cksum < "$f") $(wc -l < "$f") $f"; head -c {READ} "$f"; echo; '
+        f'else {say} "file $(cksum < "$f") $(wc -l < "$f") $f"; '
+        f'head -c {share} "$f"; echo; '
         "fi; done"
     )
 
@@ -85,7 +92,8 @@ def read_files(env: Execute, task: str) -> dict[str, FileState]:
     names = named_files(task)[:NAMES]
     if not names:
         return {}
-    ran = run_command(env, _script(names), 30)
+    share = READ // len(names)
+    ran = run_command(env, _script(names, share), 30)
     if ran.returncode != 0:
         return {}
     found: dict[str, FileState] = {}
@@ -96,7 +104,8 @@ def read_files(env: Execute, task: str) -> dict[str, FileState]:
             continue
         kind, crc, size, lines, name = match.groups()
         if kind.startswith("file"):
-            found[name] = FileState("file", int(crc), int(size), int(lines), body[:-1])
+            whole = int(size) <= share
+            found[name] = FileState("file", int(crc), int(size), int(lines), body[:-1], whole)
         else:
             found[name] = FileState("missing" if kind == "missing" else "folder")
     return found
@@ -110,7 +119,35 @@ def _changes(before: FileState, now: FileState) -> str:
     return "\n".join([*(f"  {row}" for row in rows[:CHANGES]), *more])
 
 
+def _unparsable(name: str, now: FileState) -> str:
+    """Why a whole (read to its end) ``.py``, ``.json`` or ``.ipynb`` file does not parse
+    (as this Python reads it; parsing runs none of it), or ``""``."""
+    if now.kind != "file" or not now.whole or "\x00" in now.head:
+        return ""
+    try:
+        if name.endswith(".py"):
+            with warnings.catch_warnings():  # e.g. an invalid escape: it still runs
+                warnings.simplefilter("ignore")
+                ast.parse(now.head, name)
+        elif name.endswith((".json", ".ipynb")):
+            json.loads(now.head)
+    except SyntaxError as error:
+        kind = type(error).__name__
+        return f"{name} does not parse as Python: {kind}: {error.msg} (line {error.lineno})."
+    except json.JSONDecodeError as error:
+        return f"{name} is not valid JSON: {error}."
+    except (RecursionError, MemoryError):
+        return f"{name} is too deeply nested to parse."
+    return ""
+
+
 def _described(name: str, now: FileState, before: FileState | None) -> str:
+    said = _said(name, now, before)
+    why = _unparsable(name, now)
+    return f"{said}\n  {why}" if why else said
+
+
+def _said(name: str, now: FileState, before: FileState | None) -> str:
     if now.kind == "missing":
         gone = before is not None and before.kind != "missing"
         return f"{name}: does not exist{' (it did when the task began)' if gone else ''}."
@@ -128,7 +165,7 @@ def _described(name: str, now: FileState, before: FileState | None) -> str:
         return f"{name}: {now.size} bytes of binary data."
     shown = now.head.splitlines()[:LINES]
     text = "\n".join(f"  {line[:WIDTH]}" for line in shown)
-    more = " (its first lines)" if now.lines > len(shown) or now.size > READ else ""
+    more = " (its first lines)" if now.lines > len(shown) or not now.whole else ""
     return f"{name} ({now.size} bytes, {count}){more}:\n{text}"
 
 
