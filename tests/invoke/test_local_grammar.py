@@ -73,7 +73,7 @@ def test_the_local_server_is_sent_the_grammar_and_a_hosted_model_is_not() -> Non
 
 
 def _local_of(G: Invoke) -> LocalInvoke:
-    """The ``LocalInvoke`` inside the wrappers ``build`` puts around it."""
+    """The ``LocalInvoke`` inside the wrappers ``prepare`` puts around it."""
     while isinstance(G, BudgetInvoke | RetryInvoke | CycleBreakingInvoke):
         G = G.G
     assert isinstance(G, LocalInvoke)
@@ -85,9 +85,11 @@ def test_four_run_local_decodes_under_its_domains_grammar(domain: str, tmp_path:
     args = build_parser().parse_args(["run", "task", "--local", "--domain", domain])
     opts = options(args)
     chosen = domain_of(domain)
-    G, V1, _ = _build.build(opts, opts.local or "", None, chosen, _build.setup(opts))
-    assert isinstance(V1, Constrained)
-    assert _local_of(G).grammar == V1.grammar().gbnf()
+    made = _build.prepare(
+        opts, opts.local or "", None, chosen, "", _build.setup(opts), {}, check_program=False
+    )
+    assert isinstance(made.V1, Constrained)
+    assert _local_of(made.G).grammar == made.V1.grammar().gbnf()
 
 
 CASES: dict[str, tuple[RegexParse | EditParse | CellParse, str, str]] = {

@@ -71,7 +71,6 @@ def _replay_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--toolcalls",
         action=argparse.BooleanOptionalAction,
-        default=None,
         help="parse the turns as tool calls (default: as recorded)",
     )
     output_flags(p, "the comparison", "the final line")

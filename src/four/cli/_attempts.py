@@ -6,7 +6,7 @@ and heartbeat), tried again from a fresh copy of the workspace until the check a
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,9 +32,46 @@ def run_attempts(
     """Run the attempts; the exit status of ``four run`` (0 accepted). None: the
     attempts were the default and the workspace is too large to copy, so ``four run``
     makes one run instead (said on standard error)."""
+    from contextlib import nullcontext
+
+    from four import run
+    from four.cli._build import Deadline, Saving, ended, prepare, setup, traced, watched
     from four.cli._options import local_settings, workspace
+    from four.cli._resume import heartbeat
     from four.search import Budget, Search
     from four.search._workspace import WorkspaceTooLarge
+
+    def say(line: str) -> None:
+        if opts.mode != "quiet" and not opts.json:
+            print(line, file=sys.stderr, flush=True)
+
+    def started(a: Attempt) -> None:
+        after = f" · after {a.link.after}" if a.link.after else ""
+        after = after if len(after) <= 100 else after[:97] + "..."
+        say(f"attempt {a.link.index} of {a.link.of} · temperature {a.link.temperature:g} · "
+            f"seed {a.link.seed}{after}")  # fmt: skip
+
+    def finished(m: Member[object]) -> None:
+        outcome = m.outcome.text if len(m.outcome.text) <= 100 else m.outcome.text[:97] + "..."
+        say(
+            f"attempt {m.link.index} of {m.link.of}: {outcome} · {m.steps} steps · "
+            f"{tokens(m.usage.total_tokens)} tokens · {seconds(m.seconds)}"
+        )
+
+    def attempt(a: Attempt) -> Path:
+        """``four run``'s run in the attempt's copy of the workspace."""
+        mine = replace(opts, cwd=a.cwd or opts.cwd, cost_limit=None, timeout=None)
+        r = prepare(mine, model, key, domain, system, setup(mine, signing), opts.record(),
+                    sampling=a.sampling, check_program=a.index == 1)  # fmt: skip
+        r, display = watched(r, mine, model, f" · attempt {a.index}/{a.link.of}")
+        display.start()
+        try:
+            with heartbeat(lambda: r.recording.sink):
+                return run(a.invoke(r.G), r.V1, a.env(r.V2), a.emit(r.recording), r.system,
+                           a.prompt(opts.task), a.limit(opts.max_steps), opts.max_format_errors,
+                           check=r.check, watch=traced(opts, a.watching(Saving(r.recording))))  # fmt: skip
+        finally:
+            display.stop("done")
 
     first = opts.local is not None and local_settings().get("temperature")
     where = workspace(opts)  # what the attempts copy
@@ -51,8 +88,8 @@ def run_attempts(
             workers=opts.workers,
             record_dir=opts.output_dir,
             signing_key=signing,
-            on_start=lambda a: _started(a, opts),
-            on_end=lambda m: _ended(m, opts),
+            on_start=started,
+            on_end=finished,
         )
         if where is not None:  # copied now: a folder too large to copy is refused here
             search.prepare()
@@ -63,77 +100,16 @@ def run_attempts(
         raise UsageError(f"--attempts {opts.attempts}: {exc}, or --attempts 1") from None
     except (NotADirectoryError, ValueError) as exc:
         raise UsageError(f"--attempts {opts.attempts}: {exc}") from None
-    from contextlib import nullcontext
-
-    from four.cli._build import Deadline
-
     # --timeout's one clock: what runs when it is spent (a check, a build...) is killed.
     armed = Deadline(opts.timeout).armed() if opts.timeout else nullcontext()
     try:
         with armed:
-            search.run(_Attempts(opts, model, key, domain, system, signing))
+            search.run(attempt)
     except UsageError:
         raise
     except (KeyboardInterrupt, Exception) as exc:  # as a plain run, the search's record the path
-        from four.cli._build import ended
-
         return ended(opts, exc, search.record, "a run began", _json(search))
     return _report(search, opts)
-
-
-@dataclass(frozen=True, slots=True)
-class _Attempts:
-    """What every attempt of ``four run`` is made of; called, one attempt."""
-
-    opts: RunOptions
-    model: str
-    key: str | None
-    domain: Domain
-    system: str
-    signing: SigningKey | None
-
-    def __call__(self, a: Attempt) -> Path:
-        """``four run``'s run in the attempt's copy of the workspace."""
-        from four import run
-        from four.cli._build import Saving, prepare, setup, traced, watched
-        from four.cli._resume import heartbeat
-
-        opts = self.opts
-        mine = replace(opts, cwd=a.cwd or opts.cwd, cost_limit=None, timeout=None)
-        where = setup(mine, self.signing)
-        r = prepare(mine, self.model, self.key, self.domain, self.system, where, opts.record(),
-                    sampling=a.sampling, check_program=a.index == 1)  # fmt: skip
-        r, display = watched(r, mine, self.model, f" · attempt {a.index}/{a.link.of}")
-        display.start()
-        try:
-            with heartbeat(lambda: r.recording.sink):
-                return run(a.invoke(r.G), r.V1, a.env(r.V2), a.emit(r.recording), r.system,
-                           a.prompt(opts.task), a.limit(opts.max_steps), opts.max_format_errors,
-                           check=r.check, watch=traced(opts, a.watching(Saving(r.recording))))  # fmt: skip
-        finally:
-            display.stop("done")
-
-
-def _say(opts: RunOptions, line: str) -> None:
-    if opts.mode != "quiet" and not opts.json:
-        print(line, file=sys.stderr, flush=True)
-
-
-def _started(a: Attempt, opts: RunOptions) -> None:
-    after = f" · after {a.link.after}" if a.link.after else ""
-    after = after if len(after) <= 100 else after[:97] + "..."
-    link = a.link
-    _say(opts, f"attempt {link.index} of {link.of} · temperature {link.temperature:g} · "
-               f"seed {link.seed}{after}")  # fmt: skip
-
-
-def _ended(m: Member[object], opts: RunOptions) -> None:
-    outcome = m.outcome.text if len(m.outcome.text) <= 100 else m.outcome.text[:97] + "..."
-    _say(
-        opts,
-        f"attempt {m.link.index} of {m.link.of}: {outcome} · {m.steps} steps · "
-        f"{tokens(m.usage.total_tokens)} tokens · {seconds(m.seconds)}",
-    )
 
 
 def _report(search: Search[Path], opts: RunOptions) -> int:

@@ -44,7 +44,7 @@ def batch_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("tasks", metavar="TASKS", help="JSON Lines file: {id, task, ...} per line")
     agent_flags(p)
     p.add_argument(
-        "-w", "--workers", type=positive_int, default=None,
+        "-w", "--workers", type=positive_int,
         help=f"runs at once [FOUR_WORKERS, {DEFAULT_WORKERS}]",
     )  # fmt: skip
     p.add_argument(

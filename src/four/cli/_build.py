@@ -15,8 +15,6 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, cast
 
-from returns.result import Failure
-
 from four._files import Unreadable, read_given
 from four._grammar import Constrained
 from four._outcomes import Outcome
@@ -156,62 +154,6 @@ def setup(opts: RunOptions, signing_key: SigningKey | None = None) -> DomainSetu
     )
 
 
-def build(
-    opts: RunOptions,
-    model: str,
-    key: str | None,
-    domain: Domain,
-    where: DomainSetup,
-    sampling: SamplingArgs | None = None,
-) -> tuple[Invoke, Parse, Execute]:
-    """G (cycles broken, retried, budgeted), and the domain's V1 and V2 for the options.
-    ``sampling`` (an attempt's temperature and seed) goes with every request; a hosted
-    model that takes no seed has it dropped."""
-    from four.invoke import (
-        budget_invoke,
-        cycle_breaking_invoke,
-        litellm_invoke,
-        litellm_toolcall_invoke,
-        retry_invoke,
-    )
-    from four.parse import toolcall_parse
-
-    try:
-        V2 = domain.environment(where)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    V1: Parse = toolcall_parse() if opts.toolcalls else domain.parse()
-    if opts.mcp:  # the servers' tools beside the shell
-        from four.domains.mcp import mcp_parse
-
-        V2 = _mcp.start(opts.mcp, opts.mcp_env, V2)
-        V1 = mcp_parse(V2, V1)
-    model_G: Invoke
-    if opts.local is not None:
-        from four.invoke import local_invoke
-
-        settings = local_settings()
-        if sampling is not None:
-            settings["temperature"] = sampling["temperature"]
-        seed = 0 if sampling is None else sampling["seed"]
-        # Decoded under V1's grammar, every reply parses (a V1 with none: free text).
-        grammar = V1.grammar() if isinstance(V1, Constrained) else None
-        model_G = local_invoke(opts.local, **settings, seed=seed, grammar=grammar)
-    else:
-        extra: dict[str, object] = {}
-        if sampling is not None:
-            extra = {**sampling, "drop_params": True}
-        make = cast(Callable[..., Invoke], litellm_invoke)
-        if opts.toolcalls:
-            make = cast(Callable[..., Invoke], litellm_toolcall_invoke)
-            extra["tools"] = _mcp.definitions(V2) if opts.mcp else []
-        model_G = make(model, api_base=opts.api_base, api_key=key, prices=opts.prices, **extra)
-    G: Invoke = retry_invoke(cycle_breaking_invoke(model_G))
-    if opts.cost_limit:
-        G = budget_invoke(G, cost_limit=opts.cost_limit)
-    return G, V1, V2
-
-
 @dataclass(frozen=True, slots=True)
 class Prepared:
     """A run of ``four run`` made (or an attempt of it, or a batch's item's run)."""
@@ -238,17 +180,59 @@ def prepare(
     hold: bool = False,
     check_program: bool = True,
 ) -> Prepared:
-    """``build``'s parts; the system prompt with the ``--mcp`` tools, the ``--check``
-    program found first (else the run could not be judged), ``cli`` recorded by ``emit``
-    (the domain's, unless given)."""
+    """G (cycles broken, retried, budgeted), the domain's V1 and V2 for the options, the
+    system prompt with the ``--mcp`` tools, the ``--check`` program found first (else the
+    run could not be judged), ``cli`` recorded by ``emit`` (the domain's, unless given).
+    ``sampling`` (an attempt's temperature and seed) goes with every request; a hosted
+    model that takes no seed has it dropped."""
     from four.cli._preflight import check_program as find_program
+    from four.invoke import (
+        budget_invoke,
+        cycle_breaking_invoke,
+        litellm_invoke,
+        litellm_toolcall_invoke,
+        retry_invoke,
+    )
+    from four.parse import toolcall_parse
 
-    G, V1, V2 = build(opts, model, key, domain, where, sampling)
-    if opts.mcp:
+    try:
+        V2 = domain.environment(where)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    V1: Parse = toolcall_parse() if opts.toolcalls else domain.parse()
+    if opts.mcp:  # the servers' tools beside the shell
+        from four.domains.mcp import mcp_parse
+
+        V2 = _mcp.start(opts.mcp, opts.mcp_env, V2)
+        V1 = mcp_parse(V2, V1)
         system = _mcp.system(system, V2, opts.toolcalls)
+    model_G: Invoke
+    if opts.local is not None:
+        from four.invoke import local_invoke
+
+        settings = local_settings()
+        if sampling is not None:
+            settings["temperature"] = sampling["temperature"]
+        seed = 0 if sampling is None else sampling["seed"]
+        # Decoded under V1's grammar, every reply parses (a V1 with none: free text).
+        grammar = V1.grammar() if isinstance(V1, Constrained) else None
+        model_G = local_invoke(opts.local, **settings, seed=seed, grammar=grammar)
+    else:
+        extra: dict[str, object] = {}
+        if sampling is not None:
+            extra = {**sampling, "drop_params": True}
+        make = cast(Callable[..., Invoke], litellm_invoke)
+        if opts.toolcalls:
+            make = cast(Callable[..., Invoke], litellm_toolcall_invoke)
+            extra["tools"] = _mcp.definitions(V2) if opts.mcp else []
+        model_G = make(model, api_base=opts.api_base, api_key=key, prices=opts.prices, **extra)
+    G: Invoke = retry_invoke(cycle_breaking_invoke(model_G))
+    if opts.cost_limit:
+        G = budget_invoke(G, cost_limit=opts.cost_limit)
     if check_program:
         find_program(opts.check, V2, domain.name, opts.check_files)
-    check = domain_check(opts, domain, where, V2)
+    # --check for bash: a command, judged with the feedback level, held-out files and settings
+    check = make_check(opts) if domain.name == "bash" else domain.check(where, V2, opts.check)
     emit = domain.emit(where, V2) if emit is None else emit
     return Prepared(G, V1, V2, Recording(emit, components(G, V2, cli), hold=hold), system, check)
 
@@ -260,16 +244,6 @@ def watched(
     place = opts.env if opts.domain == "bash" else opts.domain
     display = Display(opts.mode, title=f"{model} · {place}{title_end}", max_steps=opts.max_steps)
     return replace(r, G=Watched(r.G, display), V2=WatchedEnv(r.V2, display)), display
-
-
-def domain_check(
-    opts: RunOptions, domain: Domain, where: DomainSetup, V2: Execute
-) -> Verify | None:
-    """What ``--check`` means for the domain: for bash, a command judged with the
-    feedback level, held-out files and settings (``make_check``); else the domain's."""
-    if domain.name == "bash":
-        return make_check(opts)
-    return domain.check(where, V2, opts.check)
 
 
 def make_check(opts: RunOptions) -> Verify | None:
@@ -306,21 +280,6 @@ def sigterm_interrupts() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-def start_local(opts: RunOptions) -> bool:
-    """Start the local model's server before the first step (so step 1's time is the
-    model's); False, with the reason printed, if it cannot start."""
-    from four.invoke import local_invoke
-
-    assert opts.local is not None
-    if opts.mode != "quiet" and not opts.json:
-        print(f"starting the local model {opts.local} ...", file=sys.stderr, flush=True)
-    started = local_invoke(opts.local, **local_settings()).server()
-    if isinstance(started, Failure):
-        print(f"four run: error: {started.failure()}", file=sys.stderr)
-        return False
-    return True
 
 
 def ended(

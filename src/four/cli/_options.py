@@ -254,32 +254,25 @@ def workspace(opts: RunOptions) -> Path | None:
     return Path(opts.cwd) if opts.cwd else Path.cwd()
 
 
-def exposed_workspace(opts: RunOptions) -> Path | None:
-    """The agent's workspace when the output folder is inside it and the agent's commands
-    would see it there; None when it is outside, or hidden: the bash domain's sandbox
-    mounts an empty folder over it (not over the whole workspace)."""
+def guard_output(opts: RunOptions) -> None:
+    """Refuse an output folder the agent's commands could read, unless
+    ``--output-in-workspace``: one line naming the flag and the fix. The bash domain's
+    sandbox mounts an empty folder over it (not over the whole workspace)."""
     from four.domains._host import inside
 
     where = workspace(opts)
-    if where is None:
-        return None
-    if opts.domain == "bash" and opts.env == "sandbox":
-        same = where.resolve() == Path(opts.output_dir).expanduser().resolve()
-        return where if same else None  # a folder inside it is hidden
-    return where if inside(Path(opts.output_dir), where) else None
-
-
-def guard_output(opts: RunOptions) -> None:
-    """Refuse an output folder the agent's commands could read (``exposed_workspace``),
-    unless ``--output-in-workspace``: one line naming the flag and the fix."""
-    exposed = exposed_workspace(opts)
-    if exposed is None or opts.output_in_workspace:
+    if where is None or opts.output_in_workspace:
         return
-    raise UsageError(
-        f"-o {opts.output_dir} is inside the agent's workspace {exposed}, where its "
-        "commands can read the runs saved there (a check's command often holds the "
-        "answer): give -o a folder outside it, or --output-in-workspace to allow it"
-    )
+    if opts.domain == "bash" and opts.env == "sandbox":  # a folder inside it is hidden
+        exposed = where.resolve() == Path(opts.output_dir).expanduser().resolve()
+    else:
+        exposed = inside(Path(opts.output_dir), where)
+    if exposed:
+        raise UsageError(
+            f"-o {opts.output_dir} is inside the agent's workspace {where}, where its "
+            "commands can read the runs saved there (a check's command often holds the "
+            "answer): give -o a folder outside it, or --output-in-workspace to allow it"
+        )
 
 
 PROVIDER_KEYS = (
