@@ -158,22 +158,18 @@ class _Command:
             record_dir=ctx.output_dir,
         )
 
-    def ran(
-        self,
-        ctx: RunContext,
-        attempt: Attempt | None,
-        loop: Callable[..., T],
-        awaited: bool = False,
-    ) -> T:
-        """``loop`` (``run``, or ``arun`` with G and V2 ``awaited``) over ``ctx``'s item's
+    def ran(self, ctx: RunContext, attempt: Attempt | None, loop: Callable[..., T]) -> T:
+        """``loop`` (``run``, or ``arun`` with G and V2 awaited) over ``ctx``'s item's
         agent; for an ``attempt``, within the search's budget and linked to it."""
+        import inspect
+
         from four.cli._awaited import awaited_env, awaited_invoke
         from four.cli._build import traced
 
         a = self.agent(ctx, attempt)
         G: Invoke | AsyncInvoke = a.G
         V2: Execute | AsyncExecute = a.V2
-        if awaited:
+        if inspect.iscoroutinefunction(loop):
             G, V2 = awaited_invoke(a.G) or a.G, awaited_env(a.V2) or a.V2
         G = ctx.meter(G)
         emit: Recorder[Path] = a.recording
@@ -213,10 +209,8 @@ class AsyncCommandRun(_Command):
 
         if self.opts.attempts > 1:
             search = self.search(ctx)
-            return _result(
-                await search.arun(lambda a: self.ran(ctx, a, arun, awaited=True)), ctx.id
-            )
-        path: Path = await self.ran(ctx, None, arun, awaited=True)
+            return _result(await search.arun(lambda a: self.ran(ctx, a, arun)), ctx.id)
+        path: Path = await self.ran(ctx, None, arun)
         return path
 
 

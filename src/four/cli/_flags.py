@@ -166,11 +166,6 @@ def budget_flags(p: argparse.ArgumentParser) -> None:
         help="a submission counts only once CMD exits 0 in the environment (--domain "
         "notebook: Python run after the notebook)",
     )
-    judge_flags(p)
-
-
-def judge_flags(p: argparse.ArgumentParser) -> None:
-    """How ``--check`` judges."""
     p.add_argument(
         "--feedback",
         choices=("full", "output", "verdict"),
