@@ -185,7 +185,7 @@ def prepare(
     run could not be judged), ``cli`` recorded by ``emit`` (the domain's, unless given).
     ``sampling`` (an attempt's temperature and seed) goes with every request; a hosted
     model that takes no seed has it dropped."""
-    from four.cli._preflight import check_program as find_program
+    from four.cli._preflight import held_out, refuse
     from four.invoke import (
         budget_invoke,
         cycle_breaking_invoke,
@@ -193,6 +193,7 @@ def prepare(
         litellm_toolcall_invoke,
         retry_invoke,
     )
+    from four.observe._doctor import check_program as find_program
     from four.parse import toolcall_parse
 
     try:
@@ -229,8 +230,8 @@ def prepare(
     G: Invoke = retry_invoke(cycle_breaking_invoke(model_G))
     if opts.cost_limit:
         G = budget_invoke(G, cost_limit=opts.cost_limit)
-    if check_program:
-        find_program(opts.check, V2, domain.name, opts.check_files)
+    if check_program and opts.check and domain.name == "bash":
+        refuse(find_program(opts.check, V2, tuple(held_out(opts.check_files))))
     # --check for bash: a command, judged with the feedback level, held-out files and settings
     check = make_check(opts) if domain.name == "bash" else domain.check(where, V2, opts.check)
     emit = domain.emit(where, V2) if emit is None else emit

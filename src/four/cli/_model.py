@@ -33,9 +33,20 @@ def flags(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from four.models import MODELS, models_dir, pulled
+
     if args.action == "pull":
         return _pull(args)
-    return _list()
+    folder = models_dir()
+    have = dict(pulled(folder))
+    print(f"models folder: {folder} (FOUR_MODELS)")
+    for name, spec in MODELS.items():
+        state = "pulled" if name in have else "not pulled"
+        print(f"  {name:<22} {spec.size / 1e9:4.1f} GB  {state:<10}  {spec.summary}")
+    for name, path in have.items():
+        if name not in MODELS:
+            print(f"  {name:<22} {path.stat().st_size / 1e9:4.1f} GB  file")
+    return 0
 
 
 def _pull(args: argparse.Namespace) -> int:
@@ -76,18 +87,3 @@ def _pull(args: argparse.Namespace) -> int:
         return 0
     print(f"four model pull: error: {result.failure().message}", file=sys.stderr)
     return 1
-
-
-def _list() -> int:
-    from four.models import MODELS, models_dir, pulled
-
-    folder = models_dir()
-    have = dict(pulled(folder))
-    print(f"models folder: {folder} (FOUR_MODELS)")
-    for name, spec in MODELS.items():
-        state = "pulled" if name in have else "not pulled"
-        print(f"  {name:<22} {spec.size / 1e9:4.1f} GB  {state:<10}  {spec.summary}")
-    for name, path in have.items():
-        if name not in MODELS:
-            print(f"  {name:<22} {path.stat().st_size / 1e9:4.1f} GB  file")
-    return 0

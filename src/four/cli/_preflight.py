@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 from four.cli._errors import UsageError
 
 if TYPE_CHECKING:
-    from four._types import Execute
     from four.observe._check import Check
     from four.observe._endpoint import Server
 
@@ -71,17 +70,6 @@ def output_folder(text: str) -> None:
     from four.observe._doctor import output_folder as check
 
     refuse(check(text, make=True, flag="-o"))
-
-
-def check_program(
-    command: str | None, env: Execute | None, domain: str, check_files: Sequence[str] = ()
-) -> None:
-    """The ``--check`` command's program is there (asked of the run's environment), or a
-    ``UsageError``: a run that cannot be judged should not start."""
-    if command and domain == "bash" and env is not None:
-        from four.observe._doctor import check_program as check
-
-        refuse(check(command, env, tuple(held_out(check_files))))
 
 
 def held_out(check_files: Sequence[str]) -> dict[str, str]:
