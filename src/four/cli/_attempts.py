@@ -35,7 +35,7 @@ def run_attempts(
     from contextlib import nullcontext
 
     from four import run
-    from four.cli._build import Deadline, Saving, ended, prepare, setup, traced, watched
+    from four.cli._build import Deadline, Saving, ended, prepare, traced, watched
     from four.cli._options import local_settings, workspace
     from four.cli._resume import heartbeat
     from four.search import Budget, Search
@@ -61,7 +61,7 @@ def run_attempts(
     def attempt(a: Attempt) -> Path:
         """``four run``'s run in the attempt's copy of the workspace."""
         mine = replace(opts, cwd=a.cwd or opts.cwd, cost_limit=None, timeout=None)
-        r = prepare(mine, model, key, domain, system, setup(mine, signing), opts.record(),
+        r = prepare(mine, model, key, domain, system, opts.record(), signing_key=signing,
                     sampling=a.sampling, check_program=a.index == 1)  # fmt: skip
         r, display = watched(r, mine, model, f" · attempt {a.index}/{a.link.of}")
         display.start()

@@ -117,7 +117,7 @@ class _Command:
         """``four run``'s agent for ``ctx``'s item (plain G and V2), its trajectory going
         to ``ctx.output_dir``; for an ``attempt`` of a search, in the attempt's copy of
         the workspace, sampling as the attempt says."""
-        from four.cli._build import load_domain, prepare, setup, system_prompt, with_preview
+        from four.cli._build import load_domain, prepare, system_prompt, with_preview
         from four.trajectory import save_trajectory
 
         opts = self.options(ctx)
@@ -133,7 +133,6 @@ class _Command:
             self.key,
             domain,
             system,
-            setup(opts),
             record,
             emit=save_trajectory(ctx.output_dir),
             sampling=attempt.sampling if attempt is not None else None,

@@ -142,18 +142,6 @@ def load_domain(name: str) -> Domain:
         raise UsageError(str(exc)) from None
 
 
-def setup(opts: RunOptions, signing_key: SigningKey | None = None) -> DomainSetup:
-    """What the domain is given for this run."""
-    return DomainSetup(
-        workspace=Path(opts.cwd) if opts.cwd else None,
-        output_dir=Path(opts.output_dir),
-        command_timeout=opts.command_timeout,
-        env=opts.env,
-        image=opts.image,
-        signing_key=signing_key,
-    )
-
-
 @dataclass(frozen=True, slots=True)
 class Prepared:
     """A run of ``four run`` made (or an attempt of it, or a batch's item's run)."""
@@ -172,9 +160,9 @@ def prepare(
     key: str | None,
     domain: Domain,
     system: str,
-    where: DomainSetup,
     cli: Mapping[str, JSON],
     *,
+    signing_key: SigningKey | None = None,
     emit: Recorder[Path] | None = None,
     sampling: SamplingArgs | None = None,
     hold: bool = False,
@@ -196,6 +184,14 @@ def prepare(
     from four.observe._doctor import check_program as find_program
     from four.parse import toolcall_parse
 
+    where = DomainSetup(  # what the domain is given for this run
+        workspace=Path(opts.cwd) if opts.cwd else None,
+        output_dir=Path(opts.output_dir),
+        command_timeout=opts.command_timeout,
+        env=opts.env,
+        image=opts.image,
+        signing_key=signing_key,
+    )
     try:
         V2 = domain.environment(where)
     except ValueError as exc:

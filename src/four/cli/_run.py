@@ -19,7 +19,6 @@ from four.cli._build import (
     load_domain,
     prepare,
     report,
-    setup,
     sigterm_interrupts,
     system_prompt,
     traced,
@@ -72,7 +71,7 @@ def main(args: argparse.Namespace) -> int:
         if status is not None:
             return status  # else: one run, as without --attempts
     cli = {**opts.record(), **extra}
-    r = prepare(opts, model, key, domain, system, setup(opts, signing), cli, hold=True)
+    r = prepare(opts, model, key, domain, system, cli, signing_key=signing, hold=True)
     r, display = watched(r, opts, model)
     recording = r.recording  # hold: Saving says when the loop began
     display.start()
