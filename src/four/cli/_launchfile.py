@@ -39,7 +39,15 @@ def apply_settings(
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise UsageError(f"{path}: {getattr(exc, 'strerror', None) or exc}") from None
-    actions = _actions(flags)
+    parser = argparse.ArgumentParser()
+    flags(parser)
+    actions = {  # by long flag, those a launch may set
+        spelling[2:]: action
+        for action in parser._actions
+        if action.dest not in _FIXED and action.default is None
+        for spelling in action.option_strings
+        if spelling.startswith("--")
+    }
     for key, value in data.items():
         action = actions.get(key)
         if action is None:
@@ -50,19 +58,6 @@ def apply_settings(
             continue  # given on the command line
         setattr(args, action.dest, _value(action, key, value, path))
     return path
-
-
-def _actions(flags: Callable[[argparse.ArgumentParser], None]) -> dict[str, argparse.Action]:
-    parser = argparse.ArgumentParser()
-    flags(parser)
-    found: dict[str, argparse.Action] = {}
-    for action in parser._actions:
-        if action.dest in _FIXED or action.default is not None:
-            continue
-        for spelling in action.option_strings:
-            if spelling.startswith("--"):
-                found[spelling[2:]] = action
-    return found
 
 
 def _value(action: argparse.Action, key: str, value: object, path: Path) -> object:

@@ -78,10 +78,8 @@ class RunOptions:
     json: bool
     sign: str | None = None
     output_in_workspace: bool = False
-    local: str | None = None
-    """The model run on this machine (a registry name or a .gguf path), or None."""
+    local: str | None = None  # the model run on this machine: a registry name or a .gguf
     mcp: tuple[str, ...] = ()
-    """MCP servers whose tools the agent gets (commands or URLs: four run --mcp)."""
     mcp_env: tuple[str, ...] = ()
     resumes: str | None = None  # the trajectory this attempt continues (four run --resume)
     attempt: int = 1
@@ -92,9 +90,7 @@ class RunOptions:
     attempt_temperature: float = 0.7
     workers: int = 1
     otel: bool = False
-    """Each run sent as OpenTelemetry traces (four run --otel)."""
     preview: bool = False
-    """The workspace's files shown in the system prompt (four run --preview)."""
 
     def record(self) -> dict[str, JSON]:
         """The settings stored in the trajectory (``info.components.cli``), task aside."""
@@ -134,7 +130,6 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
     image = args.image or env.get("FOUR_IMAGE")
     if kind == "docker" and not image:
         raise UsageError("--env docker needs an image: --image NAME or FOUR_IMAGE")
-    cost_limit = env.over(args.cost_limit, "FOUR_COST_LIMIT", DEFAULT_COST_LIMIT)
     prices = args.prices or env.get("FOUR_PRICES")
     toolcalls = env.over(args.toolcalls, "FOUR_TOOLCALLS", False)
     if args.check is not None and not args.check.strip():  # it would accept anything
@@ -171,12 +166,12 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
         command_timeout=env.over(args.command_timeout, "FOUR_COMMAND_TIMEOUT", None),
         timeout=env.over(args.timeout, "FOUR_TIMEOUT", None) or None,
         max_steps=env.over(args.max_steps, "FOUR_MAX_STEPS", DEFAULT_MAX_STEPS),
-        cost_limit=cost_limit if cost_limit else None,
+        cost_limit=env.over(args.cost_limit, "FOUR_COST_LIMIT", DEFAULT_COST_LIMIT) or None,
         prices=env.parse_prices(prices) if prices else None,
         max_format_errors=int(args.max_format_errors),
         check=args.check,
         feedback=feedback,
-        check_files=tuple(args.check_files),
+        check_files=check_files,
         retries_per_reason=int(retries),
         last_judgement=bool(args.last_judgement),
         output_dir=args.output_dir or env.get("FOUR_OUTPUT_DIR") or str(default_output_dir()),
