@@ -50,20 +50,10 @@ def main(args: argparse.Namespace) -> int:
     key = api_key(opts.api_base)
     model, server = resolve(opts, key)
     prompt_fits(model, server, system, opts.task)
-    if opts.local is not None:  # its server started before V2 holds anything
-        from returns.result import Failure
-
-        from four.cli._options import local_settings
-        from four.invoke import local_invoke
-
-        if opts.workers > 1:  # a slot for each attempt at once
-            os.environ.setdefault("FOUR_LOCAL_PARALLEL", str(opts.workers))
-        if opts.mode != "quiet" and not opts.json:  # (so that step 1's time is the model's)
-            print(f"starting the local model {opts.local} ...", file=sys.stderr, flush=True)
-        started = local_invoke(opts.local, **local_settings()).server()
-        if isinstance(started, Failure):
-            print(f"four run: error: {started.failure()}", file=sys.stderr)
-            return 1
+    if opts.local is not None and opts.workers > 1:  # a slot for each attempt at once
+        os.environ.setdefault("FOUR_LOCAL_PARALLEL", str(opts.workers))
+    if opts.local is not None and not start_local(opts):  # before V2 holds anything
+        return 1
     if opts.attempts > 1 and not history:
         from four.cli._attempts import run_attempts
 
@@ -134,3 +124,21 @@ def _resumed(
         opts = dataclasses.replace(opts, sign=sign)
     item = earlier.settings.get("batch_item")  # what it recorded beyond its options
     return opts, earlier.history, {"batch_item": item} if isinstance(item, str) else {}
+
+
+def start_local(opts: RunOptions) -> bool:
+    """Start the local model's server before the first step (so step 1's time is the
+    model's); False, with the reason printed, if it cannot start."""
+    from returns.result import Failure
+
+    from four.cli._options import local_settings
+    from four.invoke import local_invoke
+
+    assert opts.local is not None
+    if opts.mode != "quiet" and not opts.json:
+        print(f"starting the local model {opts.local} ...", file=sys.stderr, flush=True)
+    started = local_invoke(opts.local, **local_settings()).server()
+    if isinstance(started, Failure):
+        print(f"four run: error: {started.failure()}", file=sys.stderr)
+        return False
+    return True
