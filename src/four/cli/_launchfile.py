@@ -110,9 +110,7 @@ def item_options(opts: RunOptions, task: str, fields: Mapping[str, JSON]) -> Run
         return value if isinstance(value, str) else None
 
     steps = fields.get("max_steps", opts.max_steps)
-    if "max_steps" in fields and (
-        isinstance(steps, bool) or not isinstance(steps, int) or steps < 1
-    ):
+    if "max_steps" in fields and (type(steps) is not int or steps < 1):  # (a bool is no int)
         raise UsageError("max_steps must be a whole number of at least 1")
     files = fields.get("check_files", list(opts.check_files))
     if not (isinstance(files, list) and all(isinstance(f, str) for f in files)):
