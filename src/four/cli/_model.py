@@ -55,28 +55,20 @@ def _pull(args: argparse.Namespace) -> int:
     name = args.name or DEFAULT_MODEL
     if name not in MODELS:
         raise UsageError(f"unknown model {name!r}: use one of {', '.join(MODELS)}")
-    spec = MODELS[name]
     if args.quiet or not sys.stderr.isatty():
         result = pull(name, sources=args.source, force=args.force)
     else:
-        from rich.progress import (
-            BarColumn,
-            DownloadColumn,
-            Progress,
-            TextColumn,
-            TimeRemainingColumn,
-            TransferSpeedColumn,
-        )
+        from rich import progress as rp
 
-        columns = (
-            TextColumn("{task.description}"),
-            BarColumn(),
-            DownloadColumn(),
-            TransferSpeedColumn(),
-            TimeRemainingColumn(),
-        )
-        with Progress(*columns, transient=True) as bar:
-            task = bar.add_task(f"{name}", total=spec.size)
+        with rp.Progress(
+            rp.TextColumn("{task.description}"),
+            rp.BarColumn(),
+            rp.DownloadColumn(),
+            rp.TransferSpeedColumn(),
+            rp.TimeRemainingColumn(),
+            transient=True,
+        ) as bar:
+            task = bar.add_task(name, total=MODELS[name].size)
 
             def progress(done: int, total: int, stage: str, /) -> None:
                 bar.update(task, completed=done, description=f"{name} · {stage}")
