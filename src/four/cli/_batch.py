@@ -247,12 +247,28 @@ class BatchOptions:
 def batch_options(args: argparse.Namespace) -> BatchOptions:
     """Flags over ``FOUR_*`` variables over defaults."""
     from four.cli import _settings as env
+    from four.cli._errors import UsageError
     from four.trajectory._destination import Remote, is_url
 
     workers = env.over(args.workers, "FOUR_WORKERS", 0)
     stall = env.over(args.stall_timeout, "FOUR_STALL_TIMEOUT", DEFAULT_STALL)
     folder = args.output_dir or env.get("FOUR_BATCH_DIR")
-    ray, processes = _where(args)
+    # Ray's address or the async pool's processes (or neither: threads): a flag overrides
+    # the other's variable; both asked for is a usage error.
+    if args.ray and args.processes is not None:
+        raise UsageError("--processes runs here, --ray on a cluster: give one of them")
+    ray = args.ray or (None if args.processes is not None else env.get("FOUR_RAY"))
+    processes = args.processes
+    given = env.get("FOUR_PROCESSES")
+    if processes is None and not args.ray and given is not None:
+        processes = env.over(None, "FOUR_PROCESSES", 0)
+        if processes < 1:
+            raise UsageError(f"FOUR_PROCESSES={given!r} must be at least 1")
+    if processes == 0:
+        raise UsageError("--processes must be at least 1 (1: one event loop here)")
+    if ray and processes is not None:
+        raise UsageError("FOUR_RAY and FOUR_PROCESSES are both set: unset one, or give --ray "
+                         "or --processes")  # fmt: skip
     url = folder if folder and is_url(folder) else None
     if url is not None:
         output_dir = Remote(url).local
@@ -270,29 +286,6 @@ def batch_options(args: argparse.Namespace) -> BatchOptions:
         bool(args.redo),
         url,
     )
-
-
-def _where(args: argparse.Namespace) -> tuple[str | None, int | None]:
-    """Ray's address or the async pool's processes (or neither: threads). A flag
-    overrides the other's variable; both asked for is a usage error."""
-    from four.cli import _settings as env
-    from four.cli._errors import UsageError
-
-    if args.ray and args.processes is not None:
-        raise UsageError("--processes runs here, --ray on a cluster: give one of them")
-    ray = args.ray or (None if args.processes is not None else env.get("FOUR_RAY"))
-    processes = args.processes
-    given = env.get("FOUR_PROCESSES")
-    if processes is None and not args.ray and given is not None:
-        processes = env.over(None, "FOUR_PROCESSES", 0)
-        if processes < 1:
-            raise UsageError(f"FOUR_PROCESSES={given!r} must be at least 1")
-    if processes == 0:
-        raise UsageError("--processes must be at least 1 (1: one event loop here)")
-    if ray and processes is not None:
-        raise UsageError("FOUR_RAY and FOUR_PROCESSES are both set: unset one, or give --ray "
-                         "or --processes")  # fmt: skip
-    return ray, processes
 
 
 def default_batch_dir(tasks: Path) -> Path:

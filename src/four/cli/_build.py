@@ -314,21 +314,17 @@ def report(path: Path, opts: RunOptions, extra: Mapping[str, JSON] | None = None
     usage, wall = stats.usage.usage(), stats.wall_time
     code = 0 if succeeded(outcome) else 1
     if opts.json:
-        print(
-            json.dumps(
-                {
-                    "outcome": outcome,
-                    "success": code == 0,
-                    "path": str(path),
-                    "steps": stats.steps,
-                    "usage": usage_json(usage),
-                    "wall_time": wall,
-                    "submission": output,
-                    **(extra or {}),
-                },
-                indent=2,
-            )
-        )
+        answer: dict[str, JSON] = {
+            "outcome": outcome,
+            "success": code == 0,
+            "path": str(path),
+            "steps": stats.steps,
+            "usage": usage_json(usage),
+            "wall_time": wall,
+            "submission": output,
+            **(extra or {}),
+        }
+        print(json.dumps(answer, indent=2))
         return code
     if opts.mode != "quiet" and output and output.strip():
         shown, _ = fold(visible(output), 20)  # before splitting: a CR is shown, not a break
