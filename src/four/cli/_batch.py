@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, TypeVar
 
 from four._types import JSON
+from four.cli._errors import UsageError
 
 if TYPE_CHECKING:  # only argparse is needed to define the flags (four --help)
     from collections.abc import Callable
@@ -247,7 +248,6 @@ class BatchOptions:
 def batch_options(args: argparse.Namespace) -> BatchOptions:
     """Flags over ``FOUR_*`` variables over defaults."""
     from four.cli import _settings as env
-    from four.cli._errors import UsageError
     from four.trajectory._destination import Remote, is_url
 
     workers = env.over(args.workers, "FOUR_WORKERS", 0)
@@ -313,7 +313,6 @@ def batch_command(args: argparse.Namespace) -> int:
     from four.batch._manifest import read_results
     from four.batch._pool import AsyncPool, RayPool, ThreadPool
     from four.cli._build import load_domain, make_check, sigterm_interrupts, system_prompt
-    from four.cli._errors import UsageError
     from four.cli._launchfile import apply_settings, check_items, resolve_items
     from four.cli._options import api_key, guard_output, options, resolve
     from four.cli._preflight import output_folder, prompt_fits
@@ -399,7 +398,6 @@ def batch_command(args: argparse.Namespace) -> int:
 def read_tasks(tasks: Path) -> list[Item]:
     """The items of TASKS, or a ``UsageError`` saying why they cannot be read."""
     from four.batch._items import read_items
-    from four.cli._errors import UsageError
 
     try:
         return read_items(tasks)

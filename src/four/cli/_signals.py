@@ -93,17 +93,13 @@ class Interrupts:
                 # (pending calls of the handler run here first: they only note)
                 signal.signal(signal.SIGINT, signal.SIG_IGN if exiting else self.previous)
         if self.received:
-            _handled()
+            # Tell CPython the Ctrl-C was handled. A KeyboardInterrupt that leaves an `exec`
+            # or `eval` of a string (dataclasses write methods so, in litellm's imports on the
+            # first model call), even one caught after, sets a flag for the whole process,
+            # and `python -m` then ends it by SIGINT at exit (-2), whatever status it
+            # returned. Each such `exec` clears the flag as it starts: one of nothing does.
+            exec("None")
         return INTERRUPTED if self.received else status
-
-
-def _handled() -> None:
-    """Tell CPython the Ctrl-C was handled. A KeyboardInterrupt that leaves an ``exec``
-    or ``eval`` of a string (dataclasses write methods so, in litellm's imports on the
-    first model call), even one caught after, sets a flag for the whole process, and
-    ``python -m`` then ends it by SIGINT at exit (-2), whatever status it returned.
-    Each such ``exec`` clears the flag as it starts: one of nothing clears it."""
-    exec("None")
 
 
 _current: Interrupts | None = None
