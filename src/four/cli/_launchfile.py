@@ -20,7 +20,6 @@ from four.cli._errors import UsageError
 if TYPE_CHECKING:
     from four.cli._options import RunOptions
 
-NAME = "four.toml"
 _PATHS = frozenset({"system", "output_dir", "cwd", "sign"})
 _FIXED = frozenset({"tasks", "help", "redo", "quiet", "json", "check_files", "output_in_workspace"})
 
@@ -32,7 +31,7 @@ def apply_settings(
     (``flags`` defines ``four batch``'s);
     the file read (None: there is none). A key that is no flag of ``four batch``, or a
     value it does not take, is a ``UsageError`` naming the file."""
-    path = tasks.parent / NAME
+    path = tasks.parent / "four.toml"
     if not path.is_file():
         return None
     try:
@@ -134,7 +133,6 @@ def check_items(opts: RunOptions, items: list[Item], tasks: Path) -> None:
     from four.cli._build import load_domain, make_check
 
     for item in items:
-        where = f"{tasks}: item {item.id!r}"
         try:
             mine = item_options(opts, item.task, item.fields)
             if mine.feedback not in ("full", "output", "verdict"):
@@ -144,4 +142,4 @@ def check_items(opts: RunOptions, items: list[Item], tasks: Path) -> None:
             load_domain(mine.domain)  # an unknown one: the known ones named
             make_check(mine)
         except UsageError as exc:
-            raise UsageError(f"{where}: {exc}") from None
+            raise UsageError(f"{tasks}: item {item.id!r}: {exc}") from None

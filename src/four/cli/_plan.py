@@ -110,6 +110,7 @@ def _launch(args: argparse.Namespace) -> tuple[Launch, Invoke]:
     from four.cli._preflight import output_folder, refuse
     from four.cli._preflight import resolve as resolve_hosted
     from four.domains._bash import environment as make_env
+    from four.domains._host import inside
     from four.domains.plan import Launch, plan_parse
     from four.invoke import litellm_invoke, local_invoke, retry_invoke
     from four.invoke._local import DEFAULT_CTX
@@ -124,8 +125,6 @@ def _launch(args: argparse.Namespace) -> tuple[Launch, Invoke]:
     workspace = Path(args.cwd or ".").expanduser().absolute()
     if not workspace.is_dir():
         raise UsageError(f"--cwd {workspace}: not a folder")
-    from four.domains._host import inside
-
     if inside(folder, workspace):
         raise UsageError(f"-o {folder} is inside the agents' workspace {workspace}, where "
                          "their commands could read and change the launch: give a folder "
