@@ -166,10 +166,8 @@ def record_in_batch(path: Path, item: str, attempt: int) -> str | None:
         item, saved.outcome, saved.path, saved.steps, saved.prompt_tokens,
         saved.completion_tokens, saved.cost, saved.wall_time, attempts=attempt,
     )  # fmt: skip
-    try:
+    with contextlib.closing(writer):
         writer.write(result)
-    finally:
-        writer.close()
     return None
 
 
