@@ -482,26 +482,24 @@ class _Display:
             done = self.last.done + self.last.skipped + 1 if self.last else 1
             print(f"[{done}/{self.total}] {_result_line(result)}", file=self.stream, flush=True)
 
-    def status(self) -> str:
-        """The one-line status: done, running, failed, cost, ETA."""
+    def _frame(self) -> str:
+        """The last results, and a status line: done, running, failed, cost, ETA."""
         from four.cli._format import seconds
 
+        lines = [_result_line(r) for r in self.recent]
         p = self.last
         if p is None:
-            return f"{self.title} · starting"
+            return "\n".join([*lines, f"{self.title} · starting"])
         eta = f"ETA {seconds(p.eta)}"
         stopping = f" · stopping: {p.stopping}" if p.stopping else ""
         # (over several nodes: how many runs each has)
         nodes = " ".join(f"{n}:{k}" for n, k in sorted(p.nodes.items()))
         running = f"running {p.running}" + (f" ({nodes})" if len(p.nodes) > 1 else "")
-        return (
+        lines.append(
             f"{self.title} · done {p.done + p.skipped}/{self.total} · {running} · "
             f"failed {p.failed} · ${p.cost:.4f} · {seconds(p.elapsed)} · {eta}{stopping}"
         )
-
-    def _frame(self) -> str:
-        lines = [_result_line(r) for r in self.recent]
-        return "\n".join([*lines, self.status()])
+        return "\n".join(lines)
 
 
 def _result_line(r: RunResult) -> str:
