@@ -314,8 +314,8 @@ def batch_command(args: argparse.Namespace) -> int:
     from four.batch._pool import AsyncPool, RayPool, ThreadPool
     from four.cli._build import load_domain, make_check, sigterm_interrupts, system_prompt
     from four.cli._launchfile import apply_settings, check_items, resolve_items
-    from four.cli._options import api_key, guard_output, options, resolve
-    from four.cli._preflight import output_folder, prompt_fits
+    from four.cli._options import api_key, guard_output, options
+    from four.cli._preflight import output_folder, prompt_fits, resolve
     from four.cli._remote import reachable
 
     settings = apply_settings(args, Path(args.tasks), batch_flags)  # the launch's four.toml, if any
@@ -342,7 +342,7 @@ def batch_command(args: argparse.Namespace) -> int:
     except Unreadable as exc:
         raise UsageError(f"the batch's manifest: {exc}") from None
     key = api_key(opts.api_base)
-    model, server = resolve(opts, key)
+    model, server = resolve(opts.model, opts.api_base, key, opts.local)
     if opts.local is not None:  # one server slot per worker, unless told otherwise
         os.environ.setdefault("FOUR_LOCAL_PARALLEL", str(batch.workers))
     system = system_prompt(opts, load_domain(opts.domain))

@@ -10,15 +10,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict, cast
 
-from returns.result import Failure
-
 from four._types import JSON
 from four.cli import _settings as env
 from four.cli._errors import UsageError
 from four.domains import domain_names
 
 if TYPE_CHECKING:
-    from four.observe._endpoint import Server
     from four.trajectory._sign import SigningKey
 
 DEFAULT_MAX_STEPS = 100
@@ -301,30 +298,6 @@ def local_model(args: argparse.Namespace) -> str | None:
             )
         chosen = ""
     return chosen or env.get("FOUR_LOCAL_MODEL") or DEFAULT_MODEL
-
-
-def resolve(opts: RunOptions, key: str | None) -> tuple[str, Server | None]:
-    """The model to run and what its server said of itself, checked before the first
-    step (``UsageError`` if it cannot run)."""
-    if opts.local is None:
-        from four.cli._preflight import resolve as resolve_hosted
-
-        return resolve_hosted(opts.model, opts.api_base, key)
-    local_ready(opts.local)
-    return opts.local, None
-
-
-def local_ready(name: str) -> None:
-    """The local model is pulled and its extra installed, or a ``UsageError``."""
-    import importlib.util
-
-    from four.models import find_model
-
-    found = find_model(name)
-    if isinstance(found, Failure):
-        raise UsageError(f"{found.failure()}; or give --model NAME for a hosted model")
-    if importlib.util.find_spec("xllamacpp") is None:
-        raise UsageError("--local needs the local extra: pip install 'four-loop[local]'")
 
 
 class LocalSettings(TypedDict, total=False):

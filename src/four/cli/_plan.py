@@ -106,9 +106,8 @@ def _mission(given: str | None) -> str:
 def _launch(args: argparse.Namespace) -> tuple[Launch, Invoke]:
     """The launch's settings and the planning model, checked before the first call."""
     from four.cli import _settings as env
-    from four.cli._options import api_key, local_model, local_ready, local_settings
-    from four.cli._preflight import output_folder, refuse
-    from four.cli._preflight import resolve as resolve_hosted
+    from four.cli._options import api_key, local_model, local_settings
+    from four.cli._preflight import local_ready, output_folder, refuse, resolve
     from four.domains._bash import environment as make_env
     from four.domains._host import inside
     from four.domains.plan import Launch, plan_parse
@@ -150,7 +149,7 @@ def _launch(args: argparse.Namespace) -> tuple[Launch, Invoke]:
         G = retry_invoke(local_invoke(local, **local_settings(), grammar=grammar))
         window: int | None = local_settings().get("ctx", DEFAULT_CTX)
     else:
-        model, server = resolve_hosted(str(model), api_base, key)
+        model, server = resolve(str(model), api_base, key)
         G = retry_invoke(litellm_invoke(model, api_base=api_base, api_key=key))
         window = model_facts(model).context_window or (server.context_window if server else None)
     try:

@@ -31,13 +31,17 @@ def hosted_name(model: str, api_base: str | None) -> str:
 
 
 def resolve(
-    model: str, api_base: str | None, api_key: str | None = None
+    model: str, api_base: str | None, api_key: str | None = None, local: str | None = None
 ) -> tuple[str, Server | None]:
     """The model name to use and what its server said of itself, or a ``UsageError``:
-    ``four doctor``'s checks of the provider's key, or of the server at ``api_base``."""
+    for the ``local`` model, ``local_ready``; else ``four doctor``'s checks of the
+    provider's key, or of the server at ``api_base``."""
     from four.observe._doctor import provider_key
     from four.observe._endpoint import endpoint, read_server
 
+    if local is not None:
+        local_ready(local)
+        return local, None
     model = hosted_name(model, api_base)
     if api_base:
         server = read_server(api_base, api_key)
@@ -45,6 +49,21 @@ def resolve(
         return model, server
     refuse(provider_key(model, None))
     return model, None
+
+
+def local_ready(name: str) -> None:
+    """The local model is pulled and its extra installed, or a ``UsageError``."""
+    import importlib.util
+
+    from returns.result import Failure
+
+    from four.models import find_model
+
+    found = find_model(name)
+    if isinstance(found, Failure):
+        raise UsageError(f"{found.failure()}; or give --model NAME for a hosted model")
+    if importlib.util.find_spec("xllamacpp") is None:
+        raise UsageError("--local needs the local extra: pip install 'four-loop[local]'")
 
 
 def prompt_fits(model: str, server: Server | None, system: str, task: str) -> None:

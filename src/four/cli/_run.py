@@ -31,7 +31,7 @@ from four.cli._build import (
 )
 from four.cli._errors import UsageError
 from four.cli._format import seconds, tokens
-from four.cli._options import RunOptions, api_key, guard_output, options, resolve, signing_key
+from four.cli._options import RunOptions, api_key, guard_output, options, signing_key
 from four.cli._resume import heartbeat
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 def main(args: argparse.Namespace) -> int:
     """Run the agent; exit 0 finished or accepted, 1 any other end, 2 usage, 130 Ctrl-C."""
     from four import run
-    from four.cli._preflight import output_folder, prompt_fits
+    from four.cli._preflight import output_folder, prompt_fits, resolve
     from four.trajectory import TrajectoryNotSaved
 
     history: tuple[Message, ...] = ()
@@ -58,7 +58,7 @@ def main(args: argparse.Namespace) -> int:
     domain = load_domain(opts.domain)
     system = with_preview(system_prompt(opts, domain), opts)
     key = api_key(opts.api_base)
-    model, server = resolve(opts, key)
+    model, server = resolve(opts.model, opts.api_base, key, opts.local)
     prompt_fits(model, server, system, opts.task)
     if opts.local is not None and opts.workers > 1:  # a slot for each attempt at once
         os.environ.setdefault("FOUR_LOCAL_PARALLEL", str(opts.workers))
