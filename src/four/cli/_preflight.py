@@ -36,12 +36,12 @@ def resolve(
     """The model name to use and what its server said of itself, or a ``UsageError``:
     for the ``local`` model, ``local_ready``; else ``four doctor``'s checks of the
     provider's key, or of the server at ``api_base``."""
-    from four.observe._doctor import provider_key
-    from four.observe._endpoint import endpoint, read_server
-
     if local is not None:
         local_ready(local)
         return local, None
+    from four.observe._doctor import provider_key
+    from four.observe._endpoint import endpoint, read_server
+
     model = hosted_name(model, api_base)
     if api_base:
         server = read_server(api_base, api_key)
