@@ -118,7 +118,7 @@ def arm(phase: str) -> None:
             "server-start": (_local, "start_server", _before),
             "server-load": (_local, "_ready_line", _before),
             "server-ready": (_run, "start_local", _after),
-            "setup": (_run, "setup", _before),
+            "setup": (_run, "prepare", _before),
             "record-open": (_live.Recording, "open", _after),
             "swallowed": (_chat.LitellmInvoke, "__call__", _swallowed),
             "in-exec": (_chat.LitellmInvoke, "__call__", _in_exec),

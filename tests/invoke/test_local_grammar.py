@@ -16,7 +16,7 @@ from returns.result import Success
 
 from four import Assistant, System, User
 from four._grammar import Grammar, Lit
-from four.cli import _build, build_parser  # (not `setup`: older pytest calls it as a fixture)
+from four.cli import _build, build_parser
 from four.cli._options import options
 from four.domains import Domain, get_domain
 from four.domains.notebook._parse import CellParse, cell_parse
@@ -73,7 +73,7 @@ def test_the_local_server_is_sent_the_grammar_and_a_hosted_model_is_not() -> Non
 
 
 def _local_of(G: Invoke) -> LocalInvoke:
-    """The ``LocalInvoke`` inside the wrappers ``build`` puts around it."""
+    """The ``LocalInvoke`` inside the wrappers ``prepare`` puts around it."""
     while isinstance(G, BudgetInvoke | RetryInvoke | CycleBreakingInvoke):
         G = G.G
     assert isinstance(G, LocalInvoke)
@@ -85,9 +85,9 @@ def test_four_run_local_decodes_under_its_domains_grammar(domain: str, tmp_path:
     args = build_parser().parse_args(["run", "task", "--local", "--domain", domain])
     opts = options(args)
     chosen = domain_of(domain)
-    G, V1, _ = _build.build(opts, opts.local or "", None, chosen, _build.setup(opts))
-    assert isinstance(V1, Constrained)
-    assert _local_of(G).grammar == V1.grammar().gbnf()
+    made = _build.prepare(opts, opts.local or "", None, chosen, "", {}, check_program=False)
+    assert isinstance(made.V1, Constrained)
+    assert _local_of(made.G).grammar == made.V1.grammar().gbnf()
 
 
 CASES: dict[str, tuple[RegexParse | EditParse | CellParse, str, str]] = {

@@ -21,9 +21,6 @@ from four.cli._signals import INTERRUPTED, install
 
 __all__ = ["UsageError", "build_parser", "main"]
 
-_PROG = "four"
-_DESCRIPTION = "An LLM agent as a loop of four typed functions, from the terminal."
-
 
 @checked
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -34,8 +31,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     'show'
     """
     parser = argparse.ArgumentParser(
-        prog=_PROG,
-        description=_DESCRIPTION,
+        prog="four",
+        description="An LLM agent as a loop of four typed functions, from the terminal.",
         epilog=env.epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -71,7 +68,6 @@ def _replay_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--toolcalls",
         action=argparse.BooleanOptionalAction,
-        default=None,
         help="parse the turns as tool calls (default: as recorded)",
     )
     output_flags(p, "the comparison", "the final line")
@@ -286,7 +282,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         interrupts.ending()  # inside the try: one now is noted, never raised past it
     except KeyboardInterrupt:  # between the commands' own handlers (parsing the words)
         interrupts.ending()
-        print(f"{_PROG}: interrupted", file=sys.stderr)
+        print("four: interrupted", file=sys.stderr)
         status = INTERRUPTED
     # The `four` program (no argv) ends now: a Ctrl-C from here on is ignored; called with
     # argv, in a process that goes on, the handler before it is put back.
@@ -301,7 +297,7 @@ def _main(words: list[str]) -> int:
     if args.version:
         from four import __version__
 
-        print(f"{_PROG} {__version__}")
+        print(f"four {__version__}")
         return 0
     command: str | None = args.command
     if command is None:
@@ -311,16 +307,16 @@ def _main(words: list[str]) -> int:
     try:
         status: int = module.main(args)
     except UsageError as exc:
-        print(f"{_PROG} {command}: error: {exc}", file=sys.stderr)
+        print(f"four {command}: error: {exc}", file=sys.stderr)
         return 2
     except (RecursionError, MemoryError) as exc:  # the last net: one line, never a traceback
         what = "nested too deeply" if isinstance(exc, RecursionError) else "too large for memory"
-        print(f"{_PROG} {command}: error: the input is {what} to handle", file=sys.stderr)
+        print(f"four {command}: error: the input is {what} to handle", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `four show x | head`
         sys.stderr.close()
         return 0
     except KeyboardInterrupt:  # before a run began (a run handles its own)
-        print(f"{_PROG} {command}: interrupted", file=sys.stderr)
+        print(f"four {command}: interrupted", file=sys.stderr)
         return 130
     return status

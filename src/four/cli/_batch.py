@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, TypeVar
 
 from four._types import JSON
+from four.cli._errors import UsageError
 
 if TYPE_CHECKING:  # only argparse is needed to define the flags (four --help)
     from collections.abc import Callable
@@ -44,7 +45,7 @@ def batch_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("tasks", metavar="TASKS", help="JSON Lines file: {id, task, ...} per line")
     agent_flags(p)
     p.add_argument(
-        "-w", "--workers", type=positive_int, default=None,
+        "-w", "--workers", type=positive_int,
         help=f"runs at once [FOUR_WORKERS, {DEFAULT_WORKERS}]",
     )  # fmt: skip
     p.add_argument(
@@ -117,7 +118,7 @@ class _Command:
         """``four run``'s agent for ``ctx``'s item (plain G and V2), its trajectory going
         to ``ctx.output_dir``; for an ``attempt`` of a search, in the attempt's copy of
         the workspace, sampling as the attempt says."""
-        from four.cli._build import load_domain, prepare, setup, system_prompt, with_preview
+        from four.cli._build import load_domain, prepare, system_prompt, with_preview
         from four.trajectory import save_trajectory
 
         opts = self.options(ctx)
@@ -133,7 +134,6 @@ class _Command:
             self.key,
             domain,
             system,
-            setup(opts),
             record,
             emit=save_trajectory(ctx.output_dir),
             sampling=attempt.sampling if attempt is not None else None,
@@ -158,22 +158,18 @@ class _Command:
             record_dir=ctx.output_dir,
         )
 
-    def ran(
-        self,
-        ctx: RunContext,
-        attempt: Attempt | None,
-        loop: Callable[..., T],
-        awaited: bool = False,
-    ) -> T:
-        """``loop`` (``run``, or ``arun`` with G and V2 ``awaited``) over ``ctx``'s item's
+    def ran(self, ctx: RunContext, attempt: Attempt | None, loop: Callable[..., T]) -> T:
+        """``loop`` (``run``, or ``arun`` with G and V2 awaited) over ``ctx``'s item's
         agent; for an ``attempt``, within the search's budget and linked to it."""
+        import inspect
+
         from four.cli._awaited import awaited_env, awaited_invoke
         from four.cli._build import traced
 
         a = self.agent(ctx, attempt)
         G: Invoke | AsyncInvoke = a.G
         V2: Execute | AsyncExecute = a.V2
-        if awaited:
+        if inspect.iscoroutinefunction(loop):
             G, V2 = awaited_invoke(a.G) or a.G, awaited_env(a.V2) or a.V2
         G = ctx.meter(G)
         emit: Recorder[Path] = a.recording
@@ -213,10 +209,8 @@ class AsyncCommandRun(_Command):
 
         if self.opts.attempts > 1:
             search = self.search(ctx)
-            return _result(
-                await search.arun(lambda a: self.ran(ctx, a, arun, awaited=True)), ctx.id
-            )
-        path: Path = await self.ran(ctx, None, arun, awaited=True)
+            return _result(await search.arun(lambda a: self.ran(ctx, a, arun)), ctx.id)
+        path: Path = await self.ran(ctx, None, arun)
         return path
 
 
@@ -259,7 +253,22 @@ def batch_options(args: argparse.Namespace) -> BatchOptions:
     workers = env.over(args.workers, "FOUR_WORKERS", 0)
     stall = env.over(args.stall_timeout, "FOUR_STALL_TIMEOUT", DEFAULT_STALL)
     folder = args.output_dir or env.get("FOUR_BATCH_DIR")
-    ray, processes = _where(args)
+    # Ray's address or the async pool's processes (or neither: threads): a flag overrides
+    # the other's variable; both asked for is a usage error.
+    if args.ray and args.processes is not None:
+        raise UsageError("--processes runs here, --ray on a cluster: give one of them")
+    ray = args.ray or (None if args.processes is not None else env.get("FOUR_RAY"))
+    processes = args.processes
+    given = env.get("FOUR_PROCESSES")
+    if processes is None and not args.ray and given is not None:
+        processes = env.over(None, "FOUR_PROCESSES", 0)
+        if processes < 1:
+            raise UsageError(f"FOUR_PROCESSES={given!r} must be at least 1")
+    if processes == 0:
+        raise UsageError("--processes must be at least 1 (1: one event loop here)")
+    if ray and processes is not None:
+        raise UsageError("FOUR_RAY and FOUR_PROCESSES are both set: unset one, or give --ray "
+                         "or --processes")  # fmt: skip
     url = folder if folder and is_url(folder) else None
     if url is not None:
         output_dir = Remote(url).local
@@ -277,29 +286,6 @@ def batch_options(args: argparse.Namespace) -> BatchOptions:
         bool(args.redo),
         url,
     )
-
-
-def _where(args: argparse.Namespace) -> tuple[str | None, int | None]:
-    """Ray's address or the async pool's processes (or neither: threads). A flag
-    overrides the other's variable; both asked for is a usage error."""
-    from four.cli import _settings as env
-    from four.cli._errors import UsageError
-
-    if args.ray and args.processes is not None:
-        raise UsageError("--processes runs here, --ray on a cluster: give one of them")
-    ray = args.ray or (None if args.processes is not None else env.get("FOUR_RAY"))
-    processes = args.processes
-    given = env.get("FOUR_PROCESSES")
-    if processes is None and not args.ray and given is not None:
-        processes = env.over(None, "FOUR_PROCESSES", 0)
-        if processes < 1:
-            raise UsageError(f"FOUR_PROCESSES={given!r} must be at least 1")
-    if processes == 0:
-        raise UsageError("--processes must be at least 1 (1: one event loop here)")
-    if ray and processes is not None:
-        raise UsageError("FOUR_RAY and FOUR_PROCESSES are both set: unset one, or give --ray "
-                         "or --processes")  # fmt: skip
-    return ray, processes
 
 
 def default_batch_dir(tasks: Path) -> Path:
@@ -327,10 +313,9 @@ def batch_command(args: argparse.Namespace) -> int:
     from four.batch._manifest import read_results
     from four.batch._pool import AsyncPool, RayPool, ThreadPool
     from four.cli._build import load_domain, make_check, sigterm_interrupts, system_prompt
-    from four.cli._errors import UsageError
     from four.cli._launchfile import apply_settings, check_items, resolve_items
-    from four.cli._options import api_key, guard_output, options, resolve
-    from four.cli._preflight import output_folder, prompt_fits
+    from four.cli._options import api_key, guard_output, options
+    from four.cli._preflight import output_folder, prompt_fits, resolve
     from four.cli._remote import reachable
 
     settings = apply_settings(args, Path(args.tasks), batch_flags)  # the launch's four.toml, if any
@@ -357,7 +342,7 @@ def batch_command(args: argparse.Namespace) -> int:
     except Unreadable as exc:
         raise UsageError(f"the batch's manifest: {exc}") from None
     key = api_key(opts.api_base)
-    model, server = resolve(opts, key)
+    model, server = resolve(opts.model, opts.api_base, key, opts.local)
     if opts.local is not None:  # one server slot per worker, unless told otherwise
         os.environ.setdefault("FOUR_LOCAL_PARALLEL", str(batch.workers))
     system = system_prompt(opts, load_domain(opts.domain))
@@ -413,7 +398,6 @@ def batch_command(args: argparse.Namespace) -> int:
 def read_tasks(tasks: Path) -> list[Item]:
     """The items of TASKS, or a ``UsageError`` saying why they cannot be read."""
     from four.batch._items import read_items
-    from four.cli._errors import UsageError
 
     try:
         return read_items(tasks)
@@ -498,26 +482,24 @@ class _Display:
             done = self.last.done + self.last.skipped + 1 if self.last else 1
             print(f"[{done}/{self.total}] {_result_line(result)}", file=self.stream, flush=True)
 
-    def status(self) -> str:
-        """The one-line status: done, running, failed, cost, ETA."""
+    def _frame(self) -> str:
+        """The last results, and a status line: done, running, failed, cost, ETA."""
         from four.cli._format import seconds
 
+        lines = [_result_line(r) for r in self.recent]
         p = self.last
         if p is None:
-            return f"{self.title} · starting"
+            return "\n".join([*lines, f"{self.title} · starting"])
         eta = f"ETA {seconds(p.eta)}"
         stopping = f" · stopping: {p.stopping}" if p.stopping else ""
         # (over several nodes: how many runs each has)
         nodes = " ".join(f"{n}:{k}" for n, k in sorted(p.nodes.items()))
         running = f"running {p.running}" + (f" ({nodes})" if len(p.nodes) > 1 else "")
-        return (
+        lines.append(
             f"{self.title} · done {p.done + p.skipped}/{self.total} · {running} · "
             f"failed {p.failed} · ${p.cost:.4f} · {seconds(p.elapsed)} · {eta}{stopping}"
         )
-
-    def _frame(self) -> str:
-        lines = [_result_line(r) for r in self.recent]
-        return "\n".join([*lines, self.status()])
+        return "\n".join(lines)
 
 
 def _result_line(r: RunResult) -> str:

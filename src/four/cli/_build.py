@@ -15,8 +15,6 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, cast
 
-from returns.result import Failure
-
 from four._files import Unreadable, read_given
 from four._grammar import Constrained
 from four._outcomes import Outcome
@@ -144,29 +142,38 @@ def load_domain(name: str) -> Domain:
         raise UsageError(str(exc)) from None
 
 
-def setup(opts: RunOptions, signing_key: SigningKey | None = None) -> DomainSetup:
-    """What the domain is given for this run."""
-    return DomainSetup(
-        workspace=Path(opts.cwd) if opts.cwd else None,
-        output_dir=Path(opts.output_dir),
-        command_timeout=opts.command_timeout,
-        env=opts.env,
-        image=opts.image,
-        signing_key=signing_key,
-    )
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A run of ``four run`` made (or an attempt of it, or a batch's item's run)."""
+
+    G: Invoke
+    V1: Parse
+    V2: Execute
+    recording: Recording
+    system: str
+    check: Verify | None
 
 
-def build(
+def prepare(
     opts: RunOptions,
     model: str,
     key: str | None,
     domain: Domain,
-    where: DomainSetup,
+    system: str,
+    cli: Mapping[str, JSON],
+    *,
+    signing_key: SigningKey | None = None,
+    emit: Recorder[Path] | None = None,
     sampling: SamplingArgs | None = None,
-) -> tuple[Invoke, Parse, Execute]:
-    """G (cycles broken, retried, budgeted), and the domain's V1 and V2 for the options.
+    hold: bool = False,
+    check_program: bool = True,
+) -> Prepared:
+    """G (cycles broken, retried, budgeted), the domain's V1 and V2 for the options, the
+    system prompt with the ``--mcp`` tools, the ``--check`` program found first (else the
+    run could not be judged), ``cli`` recorded by ``emit`` (the domain's, unless given).
     ``sampling`` (an attempt's temperature and seed) goes with every request; a hosted
     model that takes no seed has it dropped."""
+    from four.cli._preflight import held_out, refuse
     from four.invoke import (
         budget_invoke,
         cycle_breaking_invoke,
@@ -174,8 +181,17 @@ def build(
         litellm_toolcall_invoke,
         retry_invoke,
     )
+    from four.observe._doctor import check_program as find_program
     from four.parse import toolcall_parse
 
+    where = DomainSetup(  # what the domain is given for this run
+        workspace=Path(opts.cwd) if opts.cwd else None,
+        output_dir=Path(opts.output_dir),
+        command_timeout=opts.command_timeout,
+        env=opts.env,
+        image=opts.image,
+        signing_key=signing_key,
+    )
     try:
         V2 = domain.environment(where)
     except ValueError as exc:
@@ -186,6 +202,7 @@ def build(
 
         V2 = _mcp.start(opts.mcp, opts.mcp_env, V2)
         V1 = mcp_parse(V2, V1)
+        system = _mcp.system(system, V2, opts.toolcalls)
     model_G: Invoke
     if opts.local is not None:
         from four.invoke import local_invoke
@@ -209,46 +226,10 @@ def build(
     G: Invoke = retry_invoke(cycle_breaking_invoke(model_G))
     if opts.cost_limit:
         G = budget_invoke(G, cost_limit=opts.cost_limit)
-    return G, V1, V2
-
-
-@dataclass(frozen=True, slots=True)
-class Prepared:
-    """A run of ``four run`` made (or an attempt of it, or a batch's item's run)."""
-
-    G: Invoke
-    V1: Parse
-    V2: Execute
-    recording: Recording
-    system: str
-    check: Verify | None
-
-
-def prepare(
-    opts: RunOptions,
-    model: str,
-    key: str | None,
-    domain: Domain,
-    system: str,
-    where: DomainSetup,
-    cli: Mapping[str, JSON],
-    *,
-    emit: Recorder[Path] | None = None,
-    sampling: SamplingArgs | None = None,
-    hold: bool = False,
-    check_program: bool = True,
-) -> Prepared:
-    """``build``'s parts; the system prompt with the ``--mcp`` tools, the ``--check``
-    program found first (else the run could not be judged), ``cli`` recorded by ``emit``
-    (the domain's, unless given)."""
-    from four.cli._preflight import check_program as find_program
-
-    G, V1, V2 = build(opts, model, key, domain, where, sampling)
-    if opts.mcp:
-        system = _mcp.system(system, V2, opts.toolcalls)
-    if check_program:
-        find_program(opts.check, V2, domain.name, opts.check_files)
-    check = domain_check(opts, domain, where, V2)
+    if check_program and opts.check and domain.name == "bash":
+        refuse(find_program(opts.check, V2, tuple(held_out(opts.check_files))))
+    # --check for bash: a command, judged with the feedback level, held-out files and settings
+    check = make_check(opts) if domain.name == "bash" else domain.check(where, V2, opts.check)
     emit = domain.emit(where, V2) if emit is None else emit
     return Prepared(G, V1, V2, Recording(emit, components(G, V2, cli), hold=hold), system, check)
 
@@ -260,16 +241,6 @@ def watched(
     place = opts.env if opts.domain == "bash" else opts.domain
     display = Display(opts.mode, title=f"{model} · {place}{title_end}", max_steps=opts.max_steps)
     return replace(r, G=Watched(r.G, display), V2=WatchedEnv(r.V2, display)), display
-
-
-def domain_check(
-    opts: RunOptions, domain: Domain, where: DomainSetup, V2: Execute
-) -> Verify | None:
-    """What ``--check`` means for the domain: for bash, a command judged with the
-    feedback level, held-out files and settings (``make_check``); else the domain's."""
-    if domain.name == "bash":
-        return make_check(opts)
-    return domain.check(where, V2, opts.check)
 
 
 def make_check(opts: RunOptions) -> Verify | None:
@@ -308,21 +279,6 @@ def sigterm_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def start_local(opts: RunOptions) -> bool:
-    """Start the local model's server before the first step (so step 1's time is the
-    model's); False, with the reason printed, if it cannot start."""
-    from four.invoke import local_invoke
-
-    assert opts.local is not None
-    if opts.mode != "quiet" and not opts.json:
-        print(f"starting the local model {opts.local} ...", file=sys.stderr, flush=True)
-    started = local_invoke(opts.local, **local_settings()).server()
-    if isinstance(started, Failure):
-        print(f"four run: error: {started.failure()}", file=sys.stderr)
-        return False
-    return True
-
-
 def ended(
     opts: RunOptions,
     exc: BaseException,
@@ -358,21 +314,17 @@ def report(path: Path, opts: RunOptions, extra: Mapping[str, JSON] | None = None
     usage, wall = stats.usage.usage(), stats.wall_time
     code = 0 if succeeded(outcome) else 1
     if opts.json:
-        print(
-            json.dumps(
-                {
-                    "outcome": outcome,
-                    "success": code == 0,
-                    "path": str(path),
-                    "steps": stats.steps,
-                    "usage": usage_json(usage),
-                    "wall_time": wall,
-                    "submission": output,
-                    **(extra or {}),
-                },
-                indent=2,
-            )
-        )
+        answer: dict[str, JSON] = {
+            "outcome": outcome,
+            "success": code == 0,
+            "path": str(path),
+            "steps": stats.steps,
+            "usage": usage_json(usage),
+            "wall_time": wall,
+            "submission": output,
+            **(extra or {}),
+        }
+        print(json.dumps(answer, indent=2))
         return code
     if opts.mode != "quiet" and output and output.strip():
         shown, _ = fold(visible(output), 20)  # before splitting: a CR is shown, not a break

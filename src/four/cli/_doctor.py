@@ -59,7 +59,9 @@ def main(args: argparse.Namespace) -> int:
             checks += cluster_checks(ray, plan.api_base)
     code = exit_code(checks)
     if args.json:
-        print(json.dumps(_json(checks, code), indent=2))
+        worst = "NO-GO" if code == 1 else ("WARN" if code == 3 else "GO")
+        checked = [c.to_json() for c in checks]
+        print(json.dumps({"status": worst, "exit": code, "checks": checked}, indent=2))
         return code
     if not args.quiet:
         print(visible(title))
@@ -79,11 +81,6 @@ def _verdict(checks: Sequence[Check], code: int) -> str:
     if warned:
         return f"GO with warnings: {', '.join(warned)} (exit 3)"
     return f"GO: {len(checks)} checks (exit {code})"
-
-
-def _json(checks: Sequence[Check], code: int) -> dict[str, object]:
-    worst = "NO-GO" if code == 1 else ("WARN" if code == 3 else "GO")
-    return {"status": worst, "exit": code, "checks": [c.to_json() for c in checks]}
 
 
 def _plan(args: argparse.Namespace) -> tuple[Plan, Invoke | None, str, str | None]:
@@ -113,14 +110,6 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, Invoke | None, str, str | Non
     system = system_prompt(opts, load_domain(opts.domain))
     key = api_key(opts.api_base)
     model = opts.local or hosted_name(opts.model, opts.api_base)
-
-    budget = Budget(
-        opts.max_steps,
-        opts.timeout,
-        tasks=len(tasks) or 1,
-        workers=batch.workers if batch else 1,
-        batch_timeout=batch.max_wall_time if batch else None,
-    )
     plan = Plan(
         model=model,
         api_base=opts.api_base,
@@ -135,7 +124,13 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, Invoke | None, str, str | Non
         image=opts.image,
         prices=opts.prices,
         workers=batch.workers if batch else None,
-        budget=budget,
+        budget=Budget(
+            opts.max_steps,
+            opts.timeout,
+            tasks=len(tasks) or 1,
+            workers=batch.workers if batch else 1,
+            batch_timeout=batch.max_wall_time if batch else None,
+        ),
         local_window=local_settings().get("ctx", DEFAULT_CTX) if opts.local else None,
         workspace=opts.cwd,
         sign=opts.sign,

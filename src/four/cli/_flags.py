@@ -28,7 +28,6 @@ def env_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--env",
         choices=env.ENVIRONMENTS,
-        default=None,
         help="where commands and a domain's tools run: a process each (local), one shell "
         "(persistent), bubblewrap (sandbox) or a container (docker) [FOUR_ENV, local]",
     )
@@ -40,7 +39,6 @@ def env_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--command-timeout",
         type=number,
-        default=None,
         metavar="SECONDS",
         help="seconds one command may run (then exit 124) [FOUR_COMMAND_TIMEOUT, 120]",
     )
@@ -63,20 +61,17 @@ def agent_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--toolcalls",
         action=argparse.BooleanOptionalAction,
-        default=None,
         help="actions as tool calls instead of ```bash blocks [FOUR_TOOLCALLS]",
     )
     p.add_argument(
         "--preview",
         action=argparse.BooleanOptionalAction,
-        default=None,
         help="show the model the workspace's files in the system prompt (docs/search.md) "
         "[FOUR_PREVIEW; on with --local: nothing leaves the machine]",
     )
     p.add_argument(
         "--otel",
         action=argparse.BooleanOptionalAction,
-        default=None,
         help="send each run as OpenTelemetry traces (docs/otel.md) [on when "
         "OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set]",
     )
@@ -99,7 +94,6 @@ def run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--domain",
         choices=names,
-        default=None,
         help=f"what the agent writes and how it is run and saved ({kinds}) [FOUR_DOMAIN, bash]",
     )
     agent_flags(p)
@@ -111,7 +105,6 @@ def run_flags(p: argparse.ArgumentParser) -> None:
         "--workers",
         dest="attempt_workers",
         type=positive_int,
-        default=None,
         metavar="N",
         help="attempts run side by side; the first accepted stops the others [1]",
     )
@@ -173,11 +166,6 @@ def budget_flags(p: argparse.ArgumentParser) -> None:
         help="a submission counts only once CMD exits 0 in the environment (--domain "
         "notebook: Python run after the notebook)",
     )
-    judge_flags(p)
-
-
-def judge_flags(p: argparse.ArgumentParser) -> None:
-    """How ``--check`` judges."""
     p.add_argument(
         "--feedback",
         choices=("full", "output", "verdict"),
@@ -195,7 +183,6 @@ def judge_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--retries-per-reason",
         type=positive_int,
-        default=None,
         metavar="N",
         help="times one failure is told before the attempt ends held [FOUR_RETRIES_PER_REASON, "
         "2: told once, the built-in model was held with its budget unused]",
@@ -203,7 +190,6 @@ def judge_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--attempts",
         type=positive_int,
-        default=None,
         metavar="K",
         help="with --check: up to K attempts, each from a fresh copy of the workspace "
         "(docs/search.md) [FOUR_ATTEMPTS, 4 with --check (4 solved the most on the bench, "
@@ -212,13 +198,11 @@ def judge_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--seed",
         type=positive_int,
-        default=None,
         help="attempt i samples with seed + i - 1 [FOUR_SEED, 0]",
     )
     p.add_argument(
         "--attempt-temperature",
         type=number,
-        default=None,
         metavar="T",
         help="the temperature of every attempt after the first [FOUR_ATTEMPT_TEMPERATURE, 0.7]",
     )

@@ -20,7 +20,6 @@ from four.cli._errors import UsageError
 if TYPE_CHECKING:
     from four.cli._options import RunOptions
 
-NAME = "four.toml"
 _PATHS = frozenset({"system", "output_dir", "cwd", "sign"})
 _FIXED = frozenset({"tasks", "help", "redo", "quiet", "json", "check_files", "output_in_workspace"})
 
@@ -32,14 +31,22 @@ def apply_settings(
     (``flags`` defines ``four batch``'s);
     the file read (None: there is none). A key that is no flag of ``four batch``, or a
     value it does not take, is a ``UsageError`` naming the file."""
-    path = tasks.parent / NAME
+    path = tasks.parent / "four.toml"
     if not path.is_file():
         return None
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise UsageError(f"{path}: {getattr(exc, 'strerror', None) or exc}") from None
-    actions = _actions(flags)
+    parser = argparse.ArgumentParser()
+    flags(parser)
+    actions = {  # by long flag, those a launch may set
+        spelling[2:]: action
+        for action in parser._actions
+        if action.dest not in _FIXED and action.default is None
+        for spelling in action.option_strings
+        if spelling.startswith("--")
+    }
     for key, value in data.items():
         action = actions.get(key)
         if action is None:
@@ -50,19 +57,6 @@ def apply_settings(
             continue  # given on the command line
         setattr(args, action.dest, _value(action, key, value, path))
     return path
-
-
-def _actions(flags: Callable[[argparse.ArgumentParser], None]) -> dict[str, argparse.Action]:
-    parser = argparse.ArgumentParser()
-    flags(parser)
-    found: dict[str, argparse.Action] = {}
-    for action in parser._actions:
-        if action.dest in _FIXED or action.default is not None:
-            continue
-        for spelling in action.option_strings:
-            if spelling.startswith("--"):
-                found[spelling[2:]] = action
-    return found
 
 
 def _value(action: argparse.Action, key: str, value: object, path: Path) -> object:
@@ -115,9 +109,7 @@ def item_options(opts: RunOptions, task: str, fields: Mapping[str, JSON]) -> Run
         return value if isinstance(value, str) else None
 
     steps = fields.get("max_steps", opts.max_steps)
-    if "max_steps" in fields and (
-        isinstance(steps, bool) or not isinstance(steps, int) or steps < 1
-    ):
+    if "max_steps" in fields and (type(steps) is not int or steps < 1):  # (a bool is no int)
         raise UsageError("max_steps must be a whole number of at least 1")
     files = fields.get("check_files", list(opts.check_files))
     if not (isinstance(files, list) and all(isinstance(f, str) for f in files)):
@@ -141,7 +133,6 @@ def check_items(opts: RunOptions, items: list[Item], tasks: Path) -> None:
     from four.cli._build import load_domain, make_check
 
     for item in items:
-        where = f"{tasks}: item {item.id!r}"
         try:
             mine = item_options(opts, item.task, item.fields)
             if mine.feedback not in ("full", "output", "verdict"):
@@ -151,4 +142,4 @@ def check_items(opts: RunOptions, items: list[Item], tasks: Path) -> None:
             load_domain(mine.domain)  # an unknown one: the known ones named
             make_check(mine)
         except UsageError as exc:
-            raise UsageError(f"{where}: {exc}") from None
+            raise UsageError(f"{tasks}: item {item.id!r}: {exc}") from None

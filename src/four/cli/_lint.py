@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 from four.cli._errors import UsageError
 
 if TYPE_CHECKING:
-    from four.observe._interface import Toolbox
     from four.observe._lint import Finding
 
 
@@ -51,9 +50,10 @@ def flags(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     """Lint each prompt; print a line per finding (or JSON); the exit status."""
     from four.cli import _settings as env
+    from four.cli._build import load_domain
     from four.cli._terminal import visible
     from four.observe._interface import toolbox
-    from four.observe._lint import PromptError
+    from four.observe._lint import PromptError, decode_prompt, lint_prompt, lint_text
 
     if not args.prompts and not args.domain:
         raise UsageError("give a PROMPT file (or -, or --domain NAME) to lint")
@@ -66,8 +66,16 @@ def main(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     found: list[Finding] = []
-    try:
-        found = _lint_all(args, tools)
+    try:  # every prompt asked for, in order
+        for name in args.domain:
+            system = load_domain(name).system
+            found += lint_text(system, f"<{name} domain>", tools, only=args.tool)
+        for prompt in args.prompts:
+            if prompt == "-":
+                text = decode_prompt(sys.stdin.buffer.read(), "<stdin>")
+                found += lint_text(text, "<stdin>", tools, only=args.tool)
+            else:
+                found += lint_prompt(prompt, tools, only=args.tool)
     except PromptError as exc:
         raise UsageError(str(exc)) from None
     finally:
@@ -83,20 +91,3 @@ def main(args: argparse.Namespace) -> int:
         print(visible(str(finding) if finding.problem else f"note: {finding}"))
     print(f"{len(problems)} problems" if problems else "clean: every command matches its tool")
     return 1 if problems else 0
-
-
-def _lint_all(args: argparse.Namespace, tools: Toolbox) -> list[Finding]:
-    """The findings of every prompt asked for, in order."""
-    from four.cli._build import load_domain
-    from four.observe._lint import decode_prompt, lint_prompt, lint_text
-
-    found: list[Finding] = []
-    for name in args.domain:
-        found += lint_text(load_domain(name).system, f"<{name} domain>", tools, only=args.tool)
-    for prompt in args.prompts:
-        if prompt == "-":
-            text = decode_prompt(sys.stdin.buffer.read(), "<stdin>")
-            found += lint_text(text, "<stdin>", tools, only=args.tool)
-        else:
-            found += lint_prompt(prompt, tools, only=args.tool)
-    return found

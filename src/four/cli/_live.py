@@ -77,8 +77,6 @@ class Display:
         self._lock = threading.Lock()
         self._live: Live | None = None
 
-    # --- lifecycle -----------------------------------------------------------------
-
     def start(self) -> None:
         """Begin showing (a no-op for ``lines`` and ``quiet``)."""
         self.started = time.monotonic()
@@ -104,8 +102,6 @@ class Display:
                 self._live.refresh()
             self._live.stop()
             self._live = None
-
-    # --- events ----------------------------------------------------------------------
 
     def model_started(self) -> None:
         with self._lock:
@@ -168,8 +164,6 @@ class Display:
     def _line(self, text: str) -> None:
         if self.mode == "lines":
             print(text, file=self.stream, flush=True)
-
-    # --- the live frame ------------------------------------------------------------
 
     def frame(self) -> RenderableType:
         """What the live display draws now."""

@@ -102,13 +102,6 @@ def flags(p: argparse.ArgumentParser) -> None:
     serve.add_argument("run_flags", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
 
 
-def _address(text: str) -> tuple[str, int]:
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or int(port) > 65535:
-        raise UsageError(f"--http {text}: give HOST:PORT, e.g. 127.0.0.1:8765 (port 0: any)")
-    return host.strip("[]") or "127.0.0.1", int(port)
-
-
 def main(args: argparse.Namespace) -> int:
     """``four mcp serve``: serve until Ctrl-C (exit 0), 2 for a usage error."""
     if args.mcp_command != "serve":
@@ -130,12 +123,16 @@ def main(args: argparse.Namespace) -> int:
         if args.http is None:
             serve(settings)
         else:
-            host, port = _address(args.http)
+            host, sep, port = args.http.rpartition(":")
+            if not sep or not port.isdigit() or int(port) > 65535:
+                raise UsageError(
+                    f"--http {args.http}: give HOST:PORT, e.g. 127.0.0.1:8765 (port 0: any)"
+                )
 
             def listening(url: str) -> None:
                 print(f"four mcp serve: listening on {url}", file=sys.__stderr__, flush=True)
 
-            serve(settings, "http", host, port, listening)
+            serve(settings, "http", host.strip("[]") or "127.0.0.1", int(port), listening)
     except KeyboardInterrupt:
         return 0
     except OSError as exc:

@@ -33,54 +33,10 @@ def flags(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    if args.action == "pull":
-        return _pull(args)
-    return _list()
-
-
-def _pull(args: argparse.Namespace) -> int:
-    from four.models import DEFAULT_MODEL, MODELS, pull
-
-    name = args.name or DEFAULT_MODEL
-    if name not in MODELS:
-        raise UsageError(f"unknown model {name!r}: use one of {', '.join(MODELS)}")
-    spec = MODELS[name]
-    if args.quiet or not sys.stderr.isatty():
-        result = pull(name, sources=args.source, force=args.force)
-    else:
-        from rich.progress import (
-            BarColumn,
-            DownloadColumn,
-            Progress,
-            TextColumn,
-            TimeRemainingColumn,
-            TransferSpeedColumn,
-        )
-
-        columns = (
-            TextColumn("{task.description}"),
-            BarColumn(),
-            DownloadColumn(),
-            TransferSpeedColumn(),
-            TimeRemainingColumn(),
-        )
-        with Progress(*columns, transient=True) as bar:
-            task = bar.add_task(f"{name}", total=spec.size)
-
-            def progress(done: int, total: int, stage: str, /) -> None:
-                bar.update(task, completed=done, description=f"{name} · {stage}")
-
-            result = pull(name, sources=args.source, force=args.force, progress=progress)
-    if isinstance(result, Success):
-        print(result.unwrap())
-        return 0
-    print(f"four model pull: error: {result.failure().message}", file=sys.stderr)
-    return 1
-
-
-def _list() -> int:
     from four.models import MODELS, models_dir, pulled
 
+    if args.action == "pull":
+        return _pull(args)
     folder = models_dir()
     have = dict(pulled(folder))
     print(f"models folder: {folder} (FOUR_MODELS)")
@@ -91,3 +47,35 @@ def _list() -> int:
         if name not in MODELS:
             print(f"  {name:<22} {path.stat().st_size / 1e9:4.1f} GB  file")
     return 0
+
+
+def _pull(args: argparse.Namespace) -> int:
+    from four.models import DEFAULT_MODEL, MODELS, pull
+
+    name = args.name or DEFAULT_MODEL
+    if name not in MODELS:
+        raise UsageError(f"unknown model {name!r}: use one of {', '.join(MODELS)}")
+    if args.quiet or not sys.stderr.isatty():
+        result = pull(name, sources=args.source, force=args.force)
+    else:
+        from rich import progress as rp
+
+        with rp.Progress(
+            rp.TextColumn("{task.description}"),
+            rp.BarColumn(),
+            rp.DownloadColumn(),
+            rp.TransferSpeedColumn(),
+            rp.TimeRemainingColumn(),
+            transient=True,
+        ) as bar:
+            task = bar.add_task(name, total=MODELS[name].size)
+
+            def progress(done: int, total: int, stage: str, /) -> None:
+                bar.update(task, completed=done, description=f"{name} · {stage}")
+
+            result = pull(name, sources=args.source, force=args.force, progress=progress)
+    if isinstance(result, Success):
+        print(result.unwrap())
+        return 0
+    print(f"four model pull: error: {result.failure().message}", file=sys.stderr)
+    return 1

@@ -10,15 +10,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict, cast
 
-from returns.result import Failure
-
 from four._types import JSON
 from four.cli import _settings as env
 from four.cli._errors import UsageError
 from four.domains import domain_names
 
 if TYPE_CHECKING:
-    from four.observe._endpoint import Server
     from four.trajectory._sign import SigningKey
 
 DEFAULT_MAX_STEPS = 100
@@ -78,10 +75,8 @@ class RunOptions:
     json: bool
     sign: str | None = None
     output_in_workspace: bool = False
-    local: str | None = None
-    """The model run on this machine (a registry name or a .gguf path), or None."""
+    local: str | None = None  # the model run on this machine: a registry name or a .gguf
     mcp: tuple[str, ...] = ()
-    """MCP servers whose tools the agent gets (commands or URLs: four run --mcp)."""
     mcp_env: tuple[str, ...] = ()
     resumes: str | None = None  # the trajectory this attempt continues (four run --resume)
     attempt: int = 1
@@ -92,9 +87,7 @@ class RunOptions:
     attempt_temperature: float = 0.7
     workers: int = 1
     otel: bool = False
-    """Each run sent as OpenTelemetry traces (four run --otel)."""
     preview: bool = False
-    """The workspace's files shown in the system prompt (four run --preview)."""
 
     def record(self) -> dict[str, JSON]:
         """The settings stored in the trajectory (``info.components.cli``), task aside."""
@@ -134,7 +127,6 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
     image = args.image or env.get("FOUR_IMAGE")
     if kind == "docker" and not image:
         raise UsageError("--env docker needs an image: --image NAME or FOUR_IMAGE")
-    cost_limit = env.over(args.cost_limit, "FOUR_COST_LIMIT", DEFAULT_COST_LIMIT)
     prices = args.prices or env.get("FOUR_PRICES")
     toolcalls = env.over(args.toolcalls, "FOUR_TOOLCALLS", False)
     if args.check is not None and not args.check.strip():  # it would accept anything
@@ -171,12 +163,12 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
         command_timeout=env.over(args.command_timeout, "FOUR_COMMAND_TIMEOUT", None),
         timeout=env.over(args.timeout, "FOUR_TIMEOUT", None) or None,
         max_steps=env.over(args.max_steps, "FOUR_MAX_STEPS", DEFAULT_MAX_STEPS),
-        cost_limit=cost_limit if cost_limit else None,
+        cost_limit=env.over(args.cost_limit, "FOUR_COST_LIMIT", DEFAULT_COST_LIMIT) or None,
         prices=env.parse_prices(prices) if prices else None,
         max_format_errors=int(args.max_format_errors),
         check=args.check,
         feedback=feedback,
-        check_files=tuple(args.check_files),
+        check_files=check_files,
         retries_per_reason=int(retries),
         last_judgement=bool(args.last_judgement),
         output_dir=args.output_dir or env.get("FOUR_OUTPUT_DIR") or str(default_output_dir()),
@@ -254,32 +246,25 @@ def workspace(opts: RunOptions) -> Path | None:
     return Path(opts.cwd) if opts.cwd else Path.cwd()
 
 
-def exposed_workspace(opts: RunOptions) -> Path | None:
-    """The agent's workspace when the output folder is inside it and the agent's commands
-    would see it there; None when it is outside, or hidden: the bash domain's sandbox
-    mounts an empty folder over it (not over the whole workspace)."""
+def guard_output(opts: RunOptions) -> None:
+    """Refuse an output folder the agent's commands could read, unless
+    ``--output-in-workspace``: one line naming the flag and the fix. The bash domain's
+    sandbox mounts an empty folder over it (not over the whole workspace)."""
     from four.domains._host import inside
 
     where = workspace(opts)
-    if where is None:
-        return None
-    if opts.domain == "bash" and opts.env == "sandbox":
-        same = where.resolve() == Path(opts.output_dir).expanduser().resolve()
-        return where if same else None  # a folder inside it is hidden
-    return where if inside(Path(opts.output_dir), where) else None
-
-
-def guard_output(opts: RunOptions) -> None:
-    """Refuse an output folder the agent's commands could read (``exposed_workspace``),
-    unless ``--output-in-workspace``: one line naming the flag and the fix."""
-    exposed = exposed_workspace(opts)
-    if exposed is None or opts.output_in_workspace:
+    if where is None or opts.output_in_workspace:
         return
-    raise UsageError(
-        f"-o {opts.output_dir} is inside the agent's workspace {exposed}, where its "
-        "commands can read the runs saved there (a check's command often holds the "
-        "answer): give -o a folder outside it, or --output-in-workspace to allow it"
-    )
+    if opts.domain == "bash" and opts.env == "sandbox":  # a folder inside it is hidden
+        exposed = where.resolve() == Path(opts.output_dir).expanduser().resolve()
+    else:
+        exposed = inside(Path(opts.output_dir), where)
+    if exposed:
+        raise UsageError(
+            f"-o {opts.output_dir} is inside the agent's workspace {where}, where its "
+            "commands can read the runs saved there (a check's command often holds the "
+            "answer): give -o a folder outside it, or --output-in-workspace to allow it"
+        )
 
 
 PROVIDER_KEYS = (
@@ -313,30 +298,6 @@ def local_model(args: argparse.Namespace) -> str | None:
             )
         chosen = ""
     return chosen or env.get("FOUR_LOCAL_MODEL") or DEFAULT_MODEL
-
-
-def resolve(opts: RunOptions, key: str | None) -> tuple[str, Server | None]:
-    """The model to run and what its server said of itself, checked before the first
-    step (``UsageError`` if it cannot run)."""
-    if opts.local is None:
-        from four.cli._preflight import resolve as resolve_hosted
-
-        return resolve_hosted(opts.model, opts.api_base, key)
-    local_ready(opts.local)
-    return opts.local, None
-
-
-def local_ready(name: str) -> None:
-    """The local model is pulled and its extra installed, or a ``UsageError``."""
-    import importlib.util
-
-    from four.models import find_model
-
-    found = find_model(name)
-    if isinstance(found, Failure):
-        raise UsageError(f"{found.failure()}; or give --model NAME for a hosted model")
-    if importlib.util.find_spec("xllamacpp") is None:
-        raise UsageError("--local needs the local extra: pip install 'four-loop[local]'")
 
 
 class LocalSettings(TypedDict, total=False):

@@ -106,10 +106,10 @@ def _mission(given: str | None) -> str:
 def _launch(args: argparse.Namespace) -> tuple[Launch, Invoke]:
     """The launch's settings and the planning model, checked before the first call."""
     from four.cli import _settings as env
-    from four.cli._options import api_key, local_model, local_ready, local_settings
-    from four.cli._preflight import output_folder, refuse
-    from four.cli._preflight import resolve as resolve_hosted
+    from four.cli._options import api_key, local_model, local_settings
+    from four.cli._preflight import local_ready, output_folder, refuse, resolve
     from four.domains._bash import environment as make_env
+    from four.domains._host import inside
     from four.domains.plan import Launch, plan_parse
     from four.invoke import litellm_invoke, local_invoke, retry_invoke
     from four.invoke._local import DEFAULT_CTX
@@ -124,8 +124,6 @@ def _launch(args: argparse.Namespace) -> tuple[Launch, Invoke]:
     workspace = Path(args.cwd or ".").expanduser().absolute()
     if not workspace.is_dir():
         raise UsageError(f"--cwd {workspace}: not a folder")
-    from four.domains._host import inside
-
     if inside(folder, workspace):
         raise UsageError(f"-o {folder} is inside the agents' workspace {workspace}, where "
                          "their commands could read and change the launch: give a folder "
@@ -151,7 +149,7 @@ def _launch(args: argparse.Namespace) -> tuple[Launch, Invoke]:
         G = retry_invoke(local_invoke(local, **local_settings(), grammar=grammar))
         window: int | None = local_settings().get("ctx", DEFAULT_CTX)
     else:
-        model, server = resolve_hosted(str(model), api_base, key)
+        model, server = resolve(str(model), api_base, key)
         G = retry_invoke(litellm_invoke(model, api_base=api_base, api_key=key))
         window = model_facts(model).context_window or (server.context_window if server else None)
     try:

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 from four.cli._errors import UsageError
 
 if TYPE_CHECKING:
-    from four._types import Execute
     from four.observe._check import Check
     from four.observe._endpoint import Server
 
@@ -32,10 +31,14 @@ def hosted_name(model: str, api_base: str | None) -> str:
 
 
 def resolve(
-    model: str, api_base: str | None, api_key: str | None = None
+    model: str, api_base: str | None, api_key: str | None = None, local: str | None = None
 ) -> tuple[str, Server | None]:
     """The model name to use and what its server said of itself, or a ``UsageError``:
-    ``four doctor``'s checks of the provider's key, or of the server at ``api_base``."""
+    for the ``local`` model, ``local_ready``; else ``four doctor``'s checks of the
+    provider's key, or of the server at ``api_base``."""
+    if local is not None:
+        local_ready(local)
+        return local, None
     from four.observe._doctor import provider_key
     from four.observe._endpoint import endpoint, read_server
 
@@ -46,6 +49,21 @@ def resolve(
         return model, server
     refuse(provider_key(model, None))
     return model, None
+
+
+def local_ready(name: str) -> None:
+    """The local model is pulled and its extra installed, or a ``UsageError``."""
+    import importlib.util
+
+    from returns.result import Failure
+
+    from four.models import find_model
+
+    found = find_model(name)
+    if isinstance(found, Failure):
+        raise UsageError(f"{found.failure()}; or give --model NAME for a hosted model")
+    if importlib.util.find_spec("xllamacpp") is None:
+        raise UsageError("--local needs the local extra: pip install 'four-loop[local]'")
 
 
 def prompt_fits(model: str, server: Server | None, system: str, task: str) -> None:
@@ -71,17 +89,6 @@ def output_folder(text: str) -> None:
     from four.observe._doctor import output_folder as check
 
     refuse(check(text, make=True, flag="-o"))
-
-
-def check_program(
-    command: str | None, env: Execute | None, domain: str, check_files: Sequence[str] = ()
-) -> None:
-    """The ``--check`` command's program is there (asked of the run's environment), or a
-    ``UsageError``: a run that cannot be judged should not start."""
-    if command and domain == "bash" and env is not None:
-        from four.observe._doctor import check_program as check
-
-        refuse(check(command, env, tuple(held_out(check_files))))
 
 
 def held_out(check_files: Sequence[str]) -> dict[str, str]:

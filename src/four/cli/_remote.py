@@ -32,16 +32,14 @@ def reachable(url: str) -> None:
 
 
 def _pull(url: str) -> Path:
-    remote = Remote(url)
     try:
-        found = remote.pull()
+        found = Remote(url).pull()
         if any(p.is_file() for p in found.rglob("*") if not p.name.startswith(".")):
             return found
         # Nothing under it as a folder: a URL of one file, pulled into its folder's copy.
         parent, _, name = url.rstrip("/").rpartition("/")
         if name and is_url(parent):
-            one = Remote(parent)
-            copy = one.pull([name]) / name
+            copy = Remote(parent).pull([name]) / name
             if copy.is_file():
                 return copy
         raise UsageError(f"{url}: nothing there")

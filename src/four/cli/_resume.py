@@ -166,21 +166,18 @@ def record_in_batch(path: Path, item: str, attempt: int) -> str | None:
         item, saved.outcome, saved.path, saved.steps, saved.prompt_tokens,
         saved.completion_tokens, saved.cost, saved.wall_time, attempts=attempt,
     )  # fmt: skip
-    try:
+    with contextlib.closing(writer):
         writer.write(result)
-    finally:
-        writer.close()
     return None
 
 
 @contextlib.contextmanager
-def heartbeat(sink: Callable[[], object], every: float | None = None) -> Iterator[None]:
+def heartbeat(sink: Callable[[], object]) -> Iterator[None]:
     """While inside, a daemon thread calls ``beat()`` on the sink ``sink()`` gives (the
-    run's, once it is open) every ``every`` seconds (``FOUR_HEARTBEAT``); 0: none."""
-    if every is None:
-        from four.cli import _settings as env
+    run's, once it is open) every ``FOUR_HEARTBEAT`` seconds; 0: none."""
+    from four.cli import _settings as env
 
-        every = env.over(None, "FOUR_HEARTBEAT", HEARTBEAT) or 0.0
+    every = env.over(None, "FOUR_HEARTBEAT", HEARTBEAT) or 0.0
     if every <= 0:
         yield
         return

@@ -1,5 +1,7 @@
 """``four run TASK``: an agent on a task, shown live, saved as it goes; what can be
-checked before the first step is (docs/cli.md)."""
+checked before the first step is (docs/cli.md). With ``--check CMD --attempts K``, the
+same run tried again from a fresh copy of the workspace until the check accepts it
+(``four.search``); the search's record links them."""
 
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ import dataclasses
 import os
 import sys
 from contextlib import nullcontext
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from four._types import JSON, Message
 from four.cli import _settings as env
@@ -19,23 +23,27 @@ from four.cli._build import (
     load_domain,
     prepare,
     report,
-    setup,
     sigterm_interrupts,
-    start_local,
     system_prompt,
     traced,
     watched,
     with_preview,
 )
 from four.cli._errors import UsageError
-from four.cli._options import RunOptions, api_key, guard_output, options, resolve, signing_key
+from four.cli._format import seconds, tokens
+from four.cli._options import RunOptions, api_key, guard_output, options, signing_key
 from four.cli._resume import heartbeat
+
+if TYPE_CHECKING:
+    from four.domains import Domain
+    from four.search import Attempt, Member, Search
+    from four.trajectory._sign import SigningKey
 
 
 def main(args: argparse.Namespace) -> int:
     """Run the agent; exit 0 finished or accepted, 1 any other end, 2 usage, 130 Ctrl-C."""
     from four import run
-    from four.cli._preflight import output_folder, prompt_fits
+    from four.cli._preflight import output_folder, prompt_fits, resolve
     from four.trajectory import TrajectoryNotSaved
 
     history: tuple[Message, ...] = ()
@@ -50,20 +58,18 @@ def main(args: argparse.Namespace) -> int:
     domain = load_domain(opts.domain)
     system = with_preview(system_prompt(opts, domain), opts)
     key = api_key(opts.api_base)
-    model, server = resolve(opts, key)
+    model, server = resolve(opts.model, opts.api_base, key, opts.local)
     prompt_fits(model, server, system, opts.task)
     if opts.local is not None and opts.workers > 1:  # a slot for each attempt at once
         os.environ.setdefault("FOUR_LOCAL_PARALLEL", str(opts.workers))
     if opts.local is not None and not start_local(opts):  # before V2 holds anything
         return 1
     if opts.attempts > 1 and not history:
-        from four.cli._attempts import run_attempts
-
         status = run_attempts(opts, model, key, domain, system, signing)
         if status is not None:
             return status  # else: one run, as without --attempts
     cli = {**opts.record(), **extra}
-    r = prepare(opts, model, key, domain, system, setup(opts, signing), cli, hold=True)
+    r = prepare(opts, model, key, domain, system, cli, signing_key=signing, hold=True)
     r, display = watched(r, opts, model)
     recording = r.recording  # hold: Saving says when the loop began
     display.start()
@@ -126,3 +132,149 @@ def _resumed(
         opts = dataclasses.replace(opts, sign=sign)
     item = earlier.settings.get("batch_item")  # what it recorded beyond its options
     return opts, earlier.history, {"batch_item": item} if isinstance(item, str) else {}
+
+
+def start_local(opts: RunOptions) -> bool:
+    """Start the local model's server before the first step (so step 1's time is the
+    model's); False, with the reason printed, if it cannot start."""
+    from returns.result import Failure
+
+    from four.cli._options import local_settings
+    from four.invoke import local_invoke
+
+    assert opts.local is not None
+    if opts.mode != "quiet" and not opts.json:
+        print(f"starting the local model {opts.local} ...", file=sys.stderr, flush=True)
+    started = local_invoke(opts.local, **local_settings()).server()
+    if isinstance(started, Failure):
+        print(f"four run: error: {started.failure()}", file=sys.stderr)
+        return False
+    return True
+
+
+def run_attempts(
+    opts: RunOptions,
+    model: str,
+    key: str | None,
+    domain: Domain,
+    system: str,
+    signing: SigningKey | None,
+) -> int | None:
+    """Run the attempts; the exit status of ``four run`` (0 accepted). None: the
+    attempts were the default and the workspace is too large to copy, so ``four run``
+    makes one run instead (said on standard error)."""
+    from four import run
+    from four.cli._options import local_settings, workspace
+    from four.search import Budget, Search
+    from four.search._workspace import WorkspaceTooLarge
+
+    def say(line: str) -> None:
+        if opts.mode != "quiet" and not opts.json:
+            print(line, file=sys.stderr, flush=True)
+
+    def started(a: Attempt) -> None:
+        after = f" · after {a.link.after}" if a.link.after else ""
+        after = after if len(after) <= 100 else after[:97] + "..."
+        say(f"attempt {a.link.index} of {a.link.of} · temperature {a.link.temperature:g} · "
+            f"seed {a.link.seed}{after}")  # fmt: skip
+
+    def finished(m: Member[object]) -> None:
+        outcome = m.outcome.text if len(m.outcome.text) <= 100 else m.outcome.text[:97] + "..."
+        say(
+            f"attempt {m.link.index} of {m.link.of}: {outcome} · {m.steps} steps · "
+            f"{tokens(m.usage.total_tokens)} tokens · {seconds(m.seconds)}"
+        )
+
+    def attempt(a: Attempt) -> Path:
+        """``four run``'s run in the attempt's copy of the workspace."""
+        mine = dataclasses.replace(opts, cwd=a.cwd or opts.cwd, cost_limit=None, timeout=None)
+        r = prepare(mine, model, key, domain, system, opts.record(), signing_key=signing,
+                    sampling=a.sampling, check_program=a.index == 1)  # fmt: skip
+        r, display = watched(r, mine, model, f" · attempt {a.index}/{a.link.of}")
+        display.start()
+        try:
+            with heartbeat(lambda: r.recording.sink):
+                return run(a.invoke(r.G), r.V1, a.env(r.V2), a.emit(r.recording), r.system,
+                           a.prompt(opts.task), a.limit(opts.max_steps), opts.max_format_errors,
+                           check=r.check, watch=traced(opts, a.watching(Saving(r.recording))))  # fmt: skip
+        finally:
+            display.stop("done")
+
+    first = opts.local is not None and local_settings().get("temperature")
+    where = workspace(opts)  # what the attempts copy
+    try:
+        search: Search[Path] = Search(
+            opts.attempts,
+            opts.task,
+            workspace=where,
+            keep=(opts.output_dir,),
+            seed=opts.seed,
+            temperature=opts.attempt_temperature,
+            first_temperature=first or 0.0,
+            budget=Budget(cost=opts.cost_limit, seconds=opts.timeout),
+            workers=opts.workers,
+            record_dir=opts.output_dir,
+            signing_key=signing,
+            on_start=started,
+            on_end=finished,
+        )
+        if where is not None:  # copied now: a folder too large to copy is refused here
+            search.prepare()
+    except WorkspaceTooLarge as exc:
+        if opts.attempts_by_default:
+            print(f"four run: one attempt, not {opts.attempts}: {exc}", file=sys.stderr)
+            return None
+        raise UsageError(f"--attempts {opts.attempts}: {exc}, or --attempts 1") from None
+    except (NotADirectoryError, ValueError) as exc:
+        raise UsageError(f"--attempts {opts.attempts}: {exc}") from None
+    # --timeout's one clock: what runs when it is spent (a check, a build...) is killed.
+    armed = Deadline(opts.timeout).armed() if opts.timeout else nullcontext()
+    try:
+        with armed:
+            search.run(attempt)
+    except UsageError:
+        raise
+    except (KeyboardInterrupt, Exception) as exc:  # as a plain run, the search's record the path
+        return ended(opts, exc, search.record, "a run began", _json(search))
+    return _report(search, opts)
+
+
+def _report(search: Search[Path], opts: RunOptions) -> int:
+    result = search.result
+    if result is None or result.path is None:
+        print(f"four run: no attempt ran: {search.ended}", file=sys.stderr)
+        return 1
+    if search.lost:
+        print(f"four run: {search.lost}", file=sys.stderr)
+    code = report(result.path, opts, extra=_json(search) if opts.json else None)
+    if not opts.json:
+        verdict = "accepted" if search.accepted else "not accepted"
+        print(
+            f"attempt {result.link.index} of {search.k} {verdict} ({search.ended}) · "
+            f"{len(search.members)} attempts · {tokens(search.usage.total_tokens)} tokens · "
+            f"{search.record}"
+        )
+    return code
+
+
+def _json(search: Search[Path]) -> dict[str, JSON]:
+    return {
+        "attempts": {
+            "record": str(search.record) if search.record else None,
+            "ended": search.ended,
+            "accepted": search.accepted,
+            "result": search.result.link.index if search.result else None,
+            "members": [
+                {
+                    "index": m.link.index,
+                    "outcome": m.outcome.text,
+                    "path": str(m.path) if m.path else None,
+                    "steps": m.steps,
+                    "tokens": m.usage.total_tokens,
+                    "seed": m.link.seed,
+                    "temperature": m.link.temperature,
+                }
+                for m in search.members
+            ],
+        }
+    }

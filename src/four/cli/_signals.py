@@ -15,12 +15,14 @@ import contextlib
 import signal
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from types import FrameType
 
 INTERRUPTED = 130
 """The exit status of a command ended by Ctrl-C (128 + SIGINT)."""
 
 
+@dataclass(eq=False, slots=True)  # (eq=False: one is never another with the same counts)
 class Interrupts:
     """The ``four`` command's SIGINT handler and what it heard (main thread only).
 
@@ -32,18 +34,12 @@ class Interrupts:
     130
     """
 
-    __slots__ = ("_depth", "_done", "_pending", "_raised", "previous", "received")
-
-    def __init__(self) -> None:
-        self.received = 0
-        """How many SIGINTs came since ``install``."""
-        self._depth = 0  # held() blocks entered and not left
-        self._pending = False  # one came while held: raised at the block's end
-        self._raised = 0  # KeyboardInterrupts raised
-        self._done = False  # the command returned: noted only
-        self.previous: Callable[[int, FrameType | None], object] | int | None
-        self.previous = signal.default_int_handler
-        """The handler ``install`` replaced."""
+    received: int = 0  # SIGINTs since install
+    previous: Callable[[int, FrameType | None], object] | int | None = signal.default_int_handler
+    _depth: int = 0  # held() blocks entered and not left
+    _pending: bool = False  # one came while held: raised at the block's end
+    _raised: int = 0  # KeyboardInterrupts raised
+    _done: bool = False  # the command returned: noted only
 
     def handle(self, signum: int, frame: FrameType | None) -> None:
         """The signal handler: raise the first (the third...), never inside ``held()``,
@@ -97,17 +93,13 @@ class Interrupts:
                 # (pending calls of the handler run here first: they only note)
                 signal.signal(signal.SIGINT, signal.SIG_IGN if exiting else self.previous)
         if self.received:
-            _handled()
+            # Tell CPython the Ctrl-C was handled. A KeyboardInterrupt that leaves an `exec`
+            # or `eval` of a string (dataclasses write methods so, in litellm's imports on the
+            # first model call), even one caught after, sets a flag for the whole process,
+            # and `python -m` then ends it by SIGINT at exit (-2), whatever status it
+            # returned. Each such `exec` clears the flag as it starts: one of nothing does.
+            exec("None")
         return INTERRUPTED if self.received else status
-
-
-def _handled() -> None:
-    """Tell CPython the Ctrl-C was handled. A KeyboardInterrupt that leaves an ``exec``
-    or ``eval`` of a string (dataclasses write methods so, in litellm's imports on the
-    first model call), even one caught after, sets a flag for the whole process, and
-    ``python -m`` then ends it by SIGINT at exit (-2), whatever status it returned.
-    Each such ``exec`` clears the flag as it starts: one of nothing clears it."""
-    exec("None")
 
 
 _current: Interrupts | None = None

@@ -39,7 +39,9 @@ def main(args: argparse.Namespace) -> int:
     from four.cli._build import load_domain
     from four.cli._options import api_key, default_output_dir
     from four.cli._preflight import resolve
-    from four.spokes import name_problem
+    from four.invoke import budget_invoke, litellm_invoke, retry_invoke
+    from four.spokes import name_problem, new_spoke
+    from four.types import Invoke
 
     problem = name_problem(args.name)
     if problem is not None:
@@ -51,10 +53,6 @@ def main(args: argparse.Namespace) -> int:
     api_base = args.api_base or env.get("FOUR_API_BASE")
     key = api_key(api_base)
     model = resolve(model, api_base, key)[0]
-    from four.invoke import budget_invoke, litellm_invoke, retry_invoke
-    from four.spokes import new_spoke
-    from four.types import Invoke
-
     G: Invoke = retry_invoke(litellm_invoke(model, api_base=api_base, api_key=key))
     if args.cost_limit:
         G = budget_invoke(G, cost_limit=args.cost_limit)

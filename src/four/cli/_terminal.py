@@ -64,11 +64,6 @@ class VisibleStream:
         return getattr(self.raw, name)
 
 
-def raw(stream: IO[str]) -> IO[str]:
-    """The stream under a ``VisibleStream`` (``stream`` itself when it is not one)."""
-    return stream.raw if isinstance(stream, VisibleStream) else stream
-
-
 @contextlib.contextmanager
 def guarded() -> Iterator[None]:
     """Within: ``sys.stdout`` and ``sys.stderr`` sanitise whatever is written to them."""
@@ -89,7 +84,9 @@ def console(stream: IO[str] | None = None, **options: Any) -> Console:
     Every text segment it renders passes ``visible``; its own styles and cursor moves
     (control segments) are the only escapes it writes.
     """
-    return _visible_console()(file=raw(stream if stream is not None else sys.stdout), **options)
+    stream = stream if stream is not None else sys.stdout
+    raw = stream.raw if isinstance(stream, VisibleStream) else stream  # (its own styles pass)
+    return _visible_console()(file=raw, **options)
 
 
 @cache
