@@ -9,7 +9,7 @@ import platform
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeAlias, cast, overload
 
@@ -18,7 +18,15 @@ from four._loop import is_async
 from four._outcomes import Crashed, Outcome
 from four._types import AsyncInvoke, Checked, Invoke, Watch
 from four.batch._items import Item, folder_name
-from four.batch._result import RunResult, Saved, just_sealed, read_saved, read_stream
+from four.batch._result import (
+    RunResult,
+    Saved,
+    just_sealed,
+    read_saved,
+    read_stream,
+    taken,
+    unfinished,
+)
 from four.batch._supervisor import AsyncMetered, Metered, RunWatch, Supervisor
 from four.execute._interrupt import interruptible
 
@@ -120,20 +128,47 @@ async def _attempted(
     call: Callable[[MakeRun, RunContext], Awaitable[object]],
 ) -> RunResult:
     """One attempt, written once: ``call`` runs ``make_run`` plainly or awaited."""
-    begun = _Attempt.begin(item, root, attempt, node, key)
-    if isinstance(begun, RunResult):
-        return begun
-    watch = supervisor.open(begun.key)
+    folder = root.joinpath("runs", folder_name(item.id))  # one Path made, not two
+    key = key or attempt_key(item, attempt)  # (see item_of)
+    start = time.monotonic()
+    try:
+        before = _new_folder(folder)
+    except OSError as exc:
+        why = Crashed("batch", f"cannot make {folder}: {exc}").text
+        return RunResult(
+            item.id, why, error=str(exc), attempts=attempt, final=False, node=node,
+            fields=item.fields,
+        )  # fmt: skip
+    watch = supervisor.open(key)
     returned: object = None
     error: str | None = None
     try:
-        with interruptible(begun.key):  # (in a task: a context variable, the task's own)
-            returned = await call(make_run, RunContext(item, begun.folder, watch, attempt))
+        with interruptible(key):  # (in a task: a context variable, the task's own)
+            returned = await call(make_run, RunContext(item, folder, watch, attempt))
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"
     finally:
         supervisor.done(watch)
-    return begun.result(returned, error, watch)
+    # What the attempt left: read from its trajectory, else from what make_run said.
+    wall = round(time.monotonic() - start, 6)
+    saved = _saved(returned, folder, before)
+    stop = watch.stop
+    if saved is not None and saved.outcome is not None:
+        outcome = saved.outcome
+    elif isinstance(returned, Outcome):
+        outcome = returned.text
+    elif error is not None:
+        outcome = Crashed("make_run", error).text
+    elif stop is not None:
+        outcome = stop.text
+    else:
+        outcome = Crashed("batch", f"make_run saved no trajectory in {folder}").text
+    final = not (watch.by_batch and stop is not None and outcome.startswith(stop.tag))
+    if saved is None:
+        result = unfinished(item, outcome, watch.usage, error, attempt, final)
+    else:
+        result = taken(item, saved, attempt, node, error)
+    return replace(result, outcome=outcome, wall_time=wall, final=final, node=node)
 
 
 async def _called(make_run: MakeRun, context: RunContext) -> object:
@@ -159,13 +194,7 @@ def recovered(item: Item, streams: list[Path], attempt: int, node: str) -> RunRe
     while sealing), whose stats count that run's whole usage; None when none was."""
     newest_first = map(read_stream, sorted(streams, key=_mtime, reverse=True))
     done = next((s for s in newest_first if s is not None and s.outcome is not None), None)
-    if done is None:
-        return None
-    return RunResult(
-        item.id, str(done.outcome), done.path, done.steps, done.prompt_tokens,
-        done.completion_tokens, done.cost, done.wall_time, None, attempt, True,
-        node, item.fields,
-    )  # fmt: skip
+    return None if done is None else taken(item, done, attempt, node)
 
 
 def attempt_key(item: Item, attempt: int) -> str:
@@ -177,68 +206,6 @@ def item_of(key: str) -> str:
     """The item id of an attempt's key (``<id>#<attempt>#<random>``, as the supervisor
     knows the run)."""
     return key.rsplit("#", 2)[0]
-
-
-@dataclass(frozen=True, slots=True)
-class _Attempt:
-    """One attempt, begun: its item, folder, key, and the streams there before it."""
-
-    item: Item
-    folder: Path
-    key: str
-    attempt: int
-    node: str
-    before: set[str]
-    start: float
-
-    @staticmethod
-    def begin(
-        item: Item, root: Path, attempt: int, node: str, key: str | None = None
-    ) -> _Attempt | RunResult:
-        """The attempt ready to run, or its result already (no folder)."""
-        folder = root.joinpath("runs", folder_name(item.id))  # one Path made, not two
-        key = key or attempt_key(item, attempt)  # (see item_of)
-        start = time.monotonic()
-        try:
-            before = _new_folder(folder)
-        except OSError as exc:
-            return RunResult(
-                item.id, Crashed("batch", f"cannot make {folder}: {exc}").text, error=str(exc),
-                attempts=attempt, final=False, node=node, fields=item.fields,
-            )  # fmt: skip
-        return _Attempt(item, folder, key, attempt, node, before, start)
-
-    def result(self, returned: object, error: str | None, watch: RunWatch) -> RunResult:
-        """What the attempt left: read from its trajectory, else from what make_run said."""
-        wall = round(time.monotonic() - self.start, 6)
-        saved = _saved(returned, self.folder, self.before)
-        if saved is not None and saved.outcome is not None:
-            outcome = saved.outcome
-        elif isinstance(returned, Outcome):
-            outcome = returned.text
-        elif error is not None:
-            outcome = Crashed("make_run", error).text
-        elif watch.stop is not None:
-            outcome = watch.stop.text
-        else:
-            outcome = Crashed("batch", f"make_run saved no trajectory in {self.folder}").text
-        stop = watch.stop
-        final = not (watch.by_batch and stop is not None and outcome.startswith(stop.tag))
-        return RunResult(
-            self.item.id,
-            outcome,
-            saved.path if saved is not None else None,
-            saved.steps if saved is not None else 0,
-            saved.prompt_tokens if saved is not None else watch.usage.prompt_tokens,
-            saved.completion_tokens if saved is not None else watch.usage.completion_tokens,
-            saved.cost if saved is not None else watch.usage.known_cost,
-            wall,
-            error,
-            self.attempt,
-            final,
-            self.node,
-            self.item.fields,
-        )
 
 
 def _new_folder(folder: Path) -> set[str]:

@@ -14,6 +14,7 @@ import shutil
 import stat
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from four._files import ANY_SIZE, Unreadable, read_regular, regular_fd
@@ -29,7 +30,7 @@ class Journal:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fd = -1
-        self._undo: object = None
+        self._undo: Callable[[], None] | None = None
 
     def open(self) -> list[str]:
         """Kill what the previous owner left running; start this process's journal.
@@ -43,7 +44,7 @@ class Journal:
     def close(self) -> None:
         """Stop recording and remove the journal (nothing of ours is left to clean)."""
         undo, self._undo = self._undo, None
-        if callable(undo):
+        if undo is not None:
             undo()
         if self._fd >= 0:
             with contextlib.suppress(OSError):
@@ -95,7 +96,10 @@ def sweep(own: Path, quiet: float = QUIET) -> list[str]:
         if path == own:
             continue
         try:
-            if time.time() - path.stat().st_mtime < quiet or _running(_read(path)[0]):
+            if time.time() - path.stat().st_mtime < quiet:
+                continue
+            pid = _read(path)[0]
+            if pid is not None and pid_alive(pid):  # (a reused pid too: the journal is kept)
                 continue
         except (OSError, Unreadable):  # gone meanwhile, another user's, or no journal
             continue
@@ -141,8 +145,3 @@ def _remove_containers(pid: str) -> list[str]:
     if listed:
         run_docker(docker, "rm", "-f", "-v", *listed)
     return listed
-
-
-def _running(pid: int | None) -> bool:
-    """Whether the journal's process runs (a reused pid counts: the journal is kept)."""
-    return pid is not None and pid_alive(pid)

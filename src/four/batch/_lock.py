@@ -133,12 +133,9 @@ class FolderLock:
         closed, self._closed = self._closed, None
         if closed is None:
             return
-        try:
+        with contextlib.suppress(OSError):
             os.ftruncate(fd, 0)  # (the file stays: another may have it open to lock)
-        except OSError:
-            pass
-        finally:
-            closed()
+        closed()
 
 
 def _read_holder(data: bytes) -> Holder | None:

@@ -5,27 +5,15 @@ creation), a ``Supervisor`` (one watchdog thread for its runs) and ``max_concurr
 threads for runs, plus one control thread (a concurrency group of its own) that takes
 stop requests, lease renewals and status polls while every run thread is busy.
 
-Records travel: each attempt runs in a scratch folder of its actor's node, and what it
-writes comes back to this process (``_ship``, ``_land``): in each status reply (every
-0.5 s, so a node lost mid-run leaves its partial stream here) and whole in the run's
-reply. A status reply counts only once acknowledged (the next poll says which it got):
-one lost on the way is sent again, usage and records alike.
-
-Exactly one result per item. Each attempt has a key (its lease token). Ray's own
-retries are off; an attempt lost here is tried once more, on a live actor: at once when
-its process is known dead (its actor restarted, or died on a live node), else only once
-its lease has run out (``Supervisor.renew``: an actor that hears nothing from this
-process for ``lease`` seconds stops its runs), so two attempts at one item never run at
-once. A call that failed only for a while (``ActorUnavailableError``) is not lost: its
-result comes with the actor's next status. A lost attempt whose run had ended (its
-stream landed whole) is taken, not run again. What a lost attempt had spent on metered
-model calls (as the actor's last status said) goes with the item: into its lost result,
-or added to its retry's result.
+How records travel back (``_ship``, ``_land``) and how each item gets exactly one
+result, whatever is lost on the way: docs/batch.md ("Past one machine", "Exactly one
+result per task").
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import shutil
@@ -45,7 +33,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from four._outcomes import Crashed, Outcome
 from four._types import NO_USAGE, Usage
-from four.batch._attempt import MakeRun, attempt_key, recovered, run_attempt
+from four.batch._attempt import attempt_key, recovered, run_attempt
 from four.batch._items import Item, folder_name
 from four.batch._journal import Journal, actor_journal, sweep
 from four.batch._land import Landing
@@ -85,19 +73,13 @@ class Report(NamedTuple):
 
 
 class _Actor:
-    """The actor class (made remote in ``_remote_actor``)."""
+    """The actor class (made remote in ``actor_class``)."""
 
-    def __init__(
-        self,
-        make_run: MakeRun,
-        scratch: str | None,
-        time_limit: float | None,
-        stall_timeout: float | None,
-        max_cost: float | None,
-        lease: float,
-    ) -> None:
-        self.make_run = make_run
-        self.supervisor = Supervisor(time_limit, stall_timeout, max_cost=max_cost, lease=lease)
+    def __init__(self, spec: Spec, scratch: str | None, lease: float) -> None:
+        self.make_run = spec.make_run
+        self.supervisor = Supervisor(
+            spec.time_limit, spec.stall_timeout, max_cost=spec.max_cost, lease=lease
+        )
         self.node = _node_address()
         self.incarnation = uuid.uuid4().hex
         self.lock = threading.Lock()
@@ -225,23 +207,14 @@ class _Handle(Protocol):
     finish: _Method
 
 
-def _remote_actor() -> object:
+@functools.cache
+def actor_class() -> object:
+    """The remote actor class (made once per process)."""
     control = ray.method(concurrency_group="control")
     for name in ("stop", "renew", "status", "where", "finish"):
         setattr(_Actor, name, control(getattr(_Actor, name)))
     remote = cast(Callable[..., Callable[[type], object]], ray.remote)  # its overloads omit it
     return remote(concurrency_groups={"control": 1})(_Actor)
-
-
-_ACTOR: object | None = None
-
-
-def actor_class() -> object:
-    """The remote actor class (made once per process)."""
-    global _ACTOR
-    if _ACTOR is None:
-        _ACTOR = _remote_actor()
-    return _ACTOR
 
 
 @dataclass
@@ -337,19 +310,8 @@ class RaySession:
             }
             if node_id is not None:  # one per node, pinned (soft placement may stack them)
                 options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node_id, soft=False)
-            handle = cast(
-                _Handle,
-                cast(_Remote, actor_class())
-                .options(**options)
-                .remote(
-                    spec.make_run,
-                    scratch,
-                    spec.time_limit,
-                    spec.stall_timeout,
-                    spec.max_cost,
-                    lease,
-                ),
-            )
+            actor = cast(_Remote, actor_class()).options(**options)
+            handle = cast(_Handle, actor.remote(spec, scratch, lease))
             # Runs go to an actor once it answers (each takes at most its share, so
             # runs still spread over all of them): no waiting for the slowest to start.
             self._slots.append(_Slot(handle, per_actor, node_id, probe=handle.where.remote()))
@@ -413,12 +375,8 @@ class RaySession:
     def live_usage(self) -> Usage:
         """The runs in flight (as their actors last said), and what lost attempts of
         items not ended yet spent: each counted until a result carries it."""
-        total = self._lost_usage()
-        for slot in self._slots:
-            for usage in slot.spending.values():
-                if usage is not NO_USAGE:
-                    total += usage
-        return total
+        spending = [u for slot in self._slots for u in slot.spending.values()]
+        return sum((u for u in spending if u is not NO_USAGE), self._lost_usage())
 
     def running_by_node(self) -> dict[str, int]:
         """The attempts in flight on each node, as its actor said where it is."""
@@ -711,11 +669,8 @@ class RaySession:
 
     def _lost_usage(self) -> Usage:
         """What lost attempts spent, of the items in flight or queued again."""
-        total = NO_USAGE
-        for lost in [*(c.lost for c in self._keys.values()), *(q.lost for q in self._queue)]:
-            if lost is not NO_USAGE:
-                total += lost
-        return total
+        lost = [*(c.lost for c in self._keys.values()), *(q.lost for q in self._queue)]
+        return sum((u for u in lost if u is not NO_USAGE), NO_USAGE)  # (an add makes a Usage)
 
 
 class _Remote(Protocol):

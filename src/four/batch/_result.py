@@ -131,6 +131,17 @@ def unfinished(
     )  # fmt: skip
 
 
+def taken(
+    item: Item, saved: Saved, attempts: int = 1, node: str = "", error: str | None = None
+) -> RunResult:
+    """The item's result as its saved trajectory ``saved`` tells it."""
+    return RunResult(
+        item.id, str(saved.outcome), saved.path, saved.steps, saved.prompt_tokens,
+        saved.completion_tokens, saved.cost, saved.wall_time, error, attempts, True, node,
+        item.fields,
+    )  # fmt: skip
+
+
 def plus(result: RunResult, usage: Usage) -> RunResult:
     """``result`` with ``usage`` added (what its lost earlier attempts spent)."""
     if usage is NO_USAGE:

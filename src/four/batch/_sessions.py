@@ -18,7 +18,7 @@ from four._outcomes import Crashed, Outcome
 from four._types import Usage
 from four.batch._attempt import NODE, arun_attempt, item_of, run_attempt
 from four.batch._items import Item
-from four.batch._result import RunResult
+from four.batch._result import RunResult, unfinished
 from four.batch._session import Spec
 from four.batch._supervisor import Supervisor
 
@@ -71,7 +71,7 @@ class _InProcess:
             except BaseException as exc:  # an attempt catches Exception: this is rarer
                 text = f"{type(exc).__name__}: {exc}"
                 results.append(
-                    RunResult(item.id, Crashed("batch", text).text, error=text, fields=item.fields)
+                    unfinished(item, Crashed("batch", text).text, error=text, final=True)
                 )
         return results
 

@@ -36,8 +36,10 @@ from four.execute._contain import (
     KILLED,
     Limits,
     Placed,
-    launch,
+    contained,
+    launcher_env,
     launcher_exit,
+    place,
     private_folder,
 )
 from four.execute._interrupt import running
@@ -124,15 +126,16 @@ class ShellEnv(ClosedOnExit, Checked):
         # them all, even those that left the process group.
         mark = new_mark()
         env = {**command_env(self.inherit, self.deny, self.env), MARK: mark}
-        launched = launch([self.shell, "--noprofile", "--norc"], env, self.limits)
+        # In its own PID namespace, tethered to this process, under ``limits``.
+        argv = contained([self.shell, "--noprofile", "--norc"], env)
+        placed = place(self.limits)
+        env = launcher_env({**env, **placed.env})
         try:
-            proc = popen(
-                launched.argv, self.cwd, launched.env, subprocess.PIPE, stdin=subprocess.PIPE
-            )
+            proc = popen(argv, self.cwd, env, subprocess.PIPE, stdin=subprocess.PIPE)
         except BaseException:
-            launched.placed.release()
+            placed.release()
             raise
-        self._placed = launched.placed
+        self._placed = placed
         assert proc.stdout is not None
         os.set_blocking(proc.stdout.fileno(), False)
         self._proc, self._pidfd, self._mark = proc, os.pidfd_open(proc.pid), mark

@@ -62,12 +62,9 @@ def read_request(conn: socket.socket) -> Any:
 
 
 def read_exactly(conn: socket.socket, size: int) -> bytes:
-    data = b""
-    while len(data) < size:
-        more = conn.recv(size - len(data))
-        if not more:
-            raise EOFError("the request ended early")
-        data += more
+    data = conn.recv(size, socket.MSG_WAITALL)  # short only at the stream's end
+    if len(data) < size:
+        raise EOFError("the request ended early")
     return data
 
 
