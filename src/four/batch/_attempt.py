@@ -86,6 +86,23 @@ run's failure: the result says ``crashed: ...``, with the trajectory ``four.run`
 NODE = platform.node()
 
 
+async def _called(make_run: MakeRun, context: RunContext) -> object:
+    returned = make_run(context)
+    return asyncio.run(_value(returned)) if inspect.isawaitable(returned) else returned
+
+
+async def _awaited(make_run: MakeRun, context: RunContext) -> object:
+    if inspect.iscoroutinefunction(make_run):
+        returned = await make_run(context)
+    else:
+        returned = await asyncio.to_thread(make_run, context)
+    return await returned if inspect.isawaitable(returned) else returned
+
+
+async def _value(value: Awaitable[object]) -> object:
+    return await value
+
+
 def run_attempt(
     make_run: MakeRun,
     item: Item,
@@ -100,7 +117,7 @@ def run_attempt(
     An async ``make_run`` is run to its end on an event loop of this thread. ``key`` is
     how the supervisor knows the run (``attempt_key``; a new one when None).
     """
-    plain = _attempted(make_run, item, root, supervisor, attempt, node, key, _called)
+    plain = arun_attempt(make_run, item, root, supervisor, attempt, node, key, _called)
     return to_end(plain, "a plain attempt waited")
 
 
@@ -111,23 +128,11 @@ async def arun_attempt(
     supervisor: Supervisor,
     attempt: int = 1,
     node: str = NODE,
+    key: str | None = None,
+    call: Callable[[MakeRun, RunContext], Awaitable[object]] = _awaited,
 ) -> RunResult:
     """``run_attempt`` as a task of an event loop: an async ``make_run`` is awaited (a
-    plain one runs in a worker thread)."""
-    return await _attempted(make_run, item, root, supervisor, attempt, node, None, _awaited)
-
-
-async def _attempted(
-    make_run: MakeRun,
-    item: Item,
-    root: Path,
-    supervisor: Supervisor,
-    attempt: int,
-    node: str,
-    key: str | None,
-    call: Callable[[MakeRun, RunContext], Awaitable[object]],
-) -> RunResult:
-    """One attempt, written once: ``call`` runs ``make_run`` plainly or awaited."""
+    plain one runs in a worker thread); ``run_attempt`` is this with ``call`` its own."""
     folder = root.joinpath("runs", folder_name(item.id))  # one Path made, not two
     key = key or attempt_key(item, attempt)  # (see item_of)
     start = time.monotonic()
@@ -169,23 +174,6 @@ async def _attempted(
     else:
         result = taken(item, saved, attempt, node, error)
     return replace(result, outcome=outcome, wall_time=wall, final=final, node=node)
-
-
-async def _called(make_run: MakeRun, context: RunContext) -> object:
-    returned = make_run(context)
-    return asyncio.run(_value(returned)) if inspect.isawaitable(returned) else returned
-
-
-async def _awaited(make_run: MakeRun, context: RunContext) -> object:
-    if inspect.iscoroutinefunction(make_run):
-        returned = await make_run(context)
-    else:
-        returned = await asyncio.to_thread(make_run, context)
-    return await returned if inspect.isawaitable(returned) else returned
-
-
-async def _value(value: Awaitable[object]) -> object:
-    return await value
 
 
 def recovered(item: Item, streams: list[Path], attempt: int, node: str) -> RunResult | None:

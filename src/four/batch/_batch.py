@@ -106,12 +106,11 @@ def iter_runs(
     arguments.flag(where, "resume", resume)
     remote = Remote(os.fspath(output_dir)) if is_url(output_dir) else None
     folder = remote.local if remote is not None else Path(output_dir).expanduser().absolute()
-    spec = Spec(
-        make_run, folder, max_concurrency, time_limit, stall_timeout, max_cost,
-    )  # fmt: skip
+    if pool is None:  # tasks on an event loop for an async make_run, threads for a plain one
+        pool = AsyncPool() if inspect.iscoroutinefunction(make_run) else ThreadPool()
     batch = _Batch(
-        spec,
-        pool if pool is not None else _default_pool(make_run),
+        Spec(make_run, folder, max_concurrency, time_limit, stall_timeout, max_cost),
+        pool,
         resume,
         len(items) if isinstance(items, Sized) else None,
         max_wall_time,
@@ -139,11 +138,6 @@ def _collected(iterate: Callable[P, Iterable[RunResult]]) -> Callable[P, list[Ru
 
 
 run_many = _collected(iter_runs)
-
-
-def _default_pool(make_run: MakeRun) -> Pool:
-    """Tasks on an event loop for an async ``make_run``, threads for a plain one."""
-    return AsyncPool() if inspect.iscoroutinefunction(make_run) else ThreadPool()
 
 
 @dataclass(eq=False)

@@ -20,12 +20,6 @@ MAX_BYTES = 1 << 30
 """The largest manifest read (a line is a few hundred bytes: millions of items fit)."""
 
 
-def manifest_path(path: str | os.PathLike[str]) -> Path:
-    """The manifest of a batch folder (or the file itself when given)."""
-    p = Path(path)
-    return p if p.suffix == ".jsonl" else p / MANIFEST
-
-
 @checked
 def read_results(path: str | os.PathLike[str]) -> list[RunResult]:
     """Every line of a manifest, in order (a line cut short at its end is skipped); none
@@ -40,7 +34,8 @@ def read_results(path: str | os.PathLike[str]) -> list[RunResult]:
     ...     print(str(exc).endswith("manifest.jsonl is a FIFO (named pipe), not a regular file"))
     True
     """
-    p = manifest_path(path)
+    p = Path(path)
+    p = p if p.suffix == ".jsonl" else p / MANIFEST  # a batch folder, or its manifest
     try:
         text = read_regular(p, max_bytes=MAX_BYTES).decode("utf-8", "replace")
     except Unreadable as exc:

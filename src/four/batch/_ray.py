@@ -101,12 +101,9 @@ class _Actor:
         # Then, beside the runs (the actor is up meanwhile), what actors killed for good
         # left on this node: a `docker ps` per dead journal is not worth a later start.
         self.sweeping = threading.Thread(
-            target=self._sweep, args=(path,), name="four-sweep", daemon=True
+            target=lambda: self.cleaned.extend(sweep(path)), name="four-sweep", daemon=True
         )
         self.sweeping.start()
-
-    def _sweep(self, own: Path) -> None:
-        self.cleaned.extend(sweep(own))
 
     def run(self, item: Item, attempt: int, key: str) -> tuple[RunResult, tuple[Piece, ...]]:
         """The attempt's result (its trajectory's path relative to the batch folder),
@@ -350,7 +347,7 @@ class RaySession:
         self._reprobe()
         self._overdue()
         if not self._ready:
-            refs = [*self._calls, *self._probes()]
+            refs = [*self._calls, *(s.probe for s in self._slots if s.probe is not None)]
             if refs:
                 ready, _ = ray.wait(refs, num_returns=1, timeout=timeout)
                 if ready:  # and whatever else is done by now
@@ -543,9 +540,6 @@ class RaySession:
         wait = 0.0 if sure else time.monotonic() + self._lease + GRACE
         retry = _Queued(call.item, call.attempt + 1, errors, lost, lost_streams, wait)
         self._queue.appendleft(retry)
-
-    def _probes(self) -> list[ray.ObjectRef[object]]:
-        return [s.probe for s in self._slots if s.probe is not None]
 
     def _probed(self, ref: ray.ObjectRef[object]) -> None:
         for slot in self._slots:

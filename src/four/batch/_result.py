@@ -165,7 +165,6 @@ class Saved:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float = 0.0
-    started_at: float = 0.0
     wall_time: float = 0.0
 
 
@@ -208,7 +207,7 @@ def _with_stats(path: Path, outcome: str | None, stats: Stats) -> Saved:
     u = stats.usage
     return Saved(
         path, outcome, stats.steps, u.prompt_tokens, u.completion_tokens, _float(u.cost),
-        _float(stats.started_at), _float(stats.wall_time),
+        _float(stats.wall_time),
     )  # fmt: skip
 
 

@@ -95,13 +95,11 @@ class Shipper:
         with self._lock:
             tokens = list(self._folders.items())
             had = {t: dict(self._had[t]) for t, _ in tokens}
-        pieces: list[tuple[str, Piece]] = []
-        for token, folder in tokens:
-            final = token in ended
-            while more := self._pieces(folder, had[token], final=final):
-                pieces += [(token, p) for p in more]
-                if not final:
-                    break
+        pieces = [
+            (token, piece)
+            for token, folder in tokens
+            for piece in self._pieces(folder, had[token], token in ended)
+        ]
         with self._lock:
             self._sent = {t: f for t, f in had.items() if t in self._folders}
         return pieces
@@ -120,13 +118,11 @@ class Shipper:
         with self._lock:
             folder = self._folders.get(token)
             had = dict(self._had.get(token, {}))
-        pieces: list[Piece] = []
-        while folder is not None and (more := self._pieces(folder, had, final=True)):
-            pieces += more
-        return pieces
+        return [] if folder is None else self._pieces(folder, had, final=True)
 
-    def _pieces(self, where: tuple[Path, str], had: _Folder, *, final: bool = False) -> list[Piece]:
-        """The pieces of a folder the driver lacks, given ``had`` (updated)."""
+    def _pieces(self, where: tuple[Path, str], had: _Folder, final: bool) -> list[Piece]:
+        """The pieces of a folder the driver lacks, given ``had`` (updated): with
+        ``final`` all of them, else one report's worth."""
         base, folder = where
         pieces = []
         for path, st in _files(base / folder):
@@ -151,6 +147,8 @@ class Shipper:
                     continue
                 pieces.append(Piece(name, 0, data, whole=True, version=version))
                 had[name] = _Had(st.st_size, version)
+        if final and pieces:  # (CHUNK bytes a file each time: the rest follows)
+            pieces += self._pieces(where, had, final)
         return pieces
 
 

@@ -51,7 +51,8 @@ async def blocking(fds: Sequence[int], timeout: float) -> list[int]:
     poller = select.poll()
     for fd in fds:
         poller.register(fd, select.POLLIN)
-    return [fd for fd, _ in poller.poll(_ms(timeout))]
+    # In milliseconds, rounded up: never 0 for time left, never negative.
+    return [fd for fd, _ in poller.poll(max(0, math.ceil(timeout * 1000)))]
 
 
 async def awaited(fds: Sequence[int], timeout: float) -> list[int]:
@@ -255,11 +256,6 @@ def _spawn(argv: Sequence[str], env: Mapping[str, str] | None, stdout: int) -> P
         kill_group(proc.pid)
         proc.wait()
         raise
-
-
-def _ms(seconds: float) -> int:
-    """A poll timeout in milliseconds, rounded up (never 0 for time left, never negative)."""
-    return max(0, math.ceil(seconds * 1000))
 
 
 def _killer(child: Child, on_timeout: Callable[[], None] | None) -> Callable[[], None]:
