@@ -6,8 +6,10 @@ it (``commit``); pieces are idempotent (see ``_land`` and docs/batch.md).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import stat
 import threading
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -155,23 +157,14 @@ class Shipper:
 def _files(folder: Path) -> list[tuple[str, os.stat_result]]:
     """Every regular file under ``folder`` (relative ``/`` paths), dot files left out."""
     found: list[tuple[str, os.stat_result]] = []
-    stack = [("", folder)]
-    while stack:
-        prefix, here = stack.pop()
-        try:
-            entries = list(os.scandir(here))
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.name.startswith("."):
-                continue
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append((f"{prefix}{entry.name}/", Path(entry.path)))
-                elif entry.is_file(follow_symlinks=False):
-                    found.append((f"{prefix}{entry.name}", entry.stat()))
-            except OSError:
-                continue
+    for here, dirs, names in os.walk(folder):  # (not into a link to a folder)
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        prefix = Path(here).relative_to(folder).as_posix()
+        for name in names:
+            with contextlib.suppress(OSError):  # gone meanwhile
+                st = os.lstat(os.path.join(here, name))
+                if not name.startswith(".") and stat.S_ISREG(st.st_mode):
+                    found.append((name if prefix == "." else f"{prefix}/{name}", st))
     return found
 
 

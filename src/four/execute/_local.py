@@ -149,9 +149,7 @@ def local_env(
     if not isinstance(limits, Limits):
         raise TypeError(f"limits must be a four.execute.Limits, not {type(limits).__name__}")
     settings = (timeout, max_output, exit_signal, cwd, dict(env or {}), tuple(inherit))
-    if persistent:
-        return ShellEnv(*settings, tuple(deny), limits=limits)
-    return LocalEnv(*settings, tuple(deny), limits=limits)
+    return (ShellEnv if persistent else LocalEnv)(*settings, tuple(deny), limits=limits)
 
 
 def shell_env(
