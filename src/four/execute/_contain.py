@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import dataclasses
 import errno
 import functools
 import itertools
@@ -28,7 +27,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 from four._types import Checked
-from four.execute._output import Ran
 from four.execute._tether import KILL_MARKED, Tether
 
 DRIVER = "FOUR_DRIVER"
@@ -147,13 +145,6 @@ def launcher_exit(code: int | None, last: bytes) -> tuple[int | None, bytes]:
     if code == 1 and last.endswith(_UNSHARE_KILLED):
         return -signal.SIGKILL, last[: -len(_UNSHARE_KILLED)]
     return code, last
-
-
-def read_exit(ran: Ran) -> Ran:
-    """``ran`` with a note when the command's shell was killed by SIGKILL (-9)."""
-    if ran.returncode == -signal.SIGKILL:
-        return dataclasses.replace(ran, notes=(*ran.notes, KILLED))
-    return ran
 
 
 @dataclass(frozen=True, slots=True)

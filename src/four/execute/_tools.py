@@ -28,8 +28,7 @@ from typing import IO, Literal
 from four._checked import check_fields, checked
 from four._secrets import SECRET_PATTERNS
 from four._types import Action, Checked
-from four.execute._closing import ClosedOnExit
-from four.execute._command import Executed
+from four.execute._command import ClosedOnExit, Executed
 from four.execute._contain import DEFAULT_LIMITS, Contained, Limits
 from four.execute._docker import DockerEnv, docker_env
 from four.execute._interrupt import running, stopped
