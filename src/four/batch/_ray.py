@@ -266,10 +266,11 @@ class _Queued(NamedTuple):
     lost_streams: tuple[str, ...] = ()
     not_before: float = 0.0  # (monotonic) a lost attempt's lease runs out
 
-    def given_up(self, outcome: str) -> RunResult:
+    def given_up(self, outcome: str, final: bool = False) -> RunResult:
+        """The item's result, no attempt of it having come back."""
         errors = "; ".join(self.errors) or None
         return unfinished(
-            self.item, outcome, self.lost, errors, self.attempt, False, self.lost_streams
+            self.item, outcome, self.lost, errors, self.attempt, final, self.lost_streams
         )
 
 
@@ -452,13 +453,11 @@ class RaySession:
         try:
             result, pieces = cast(tuple[RunResult, tuple[Piece, ...]], ray.get(ref))
         except ray.exceptions.RayTaskError as exc:  # raised in the actor (run_attempt does not)
-            spent = self._settle(call)
-            text = Crashed("batch", _first_line(exc.cause or exc)).text
-            errors = "; ".join(call.errors) or None
+            lost = call.lost + self._settle(call)
             streams = (*call.lost_streams, *sorted(call.streams))
-            lost = call.lost + spent
+            had = _Queued(call.item, call.attempt, call.errors, lost, streams)
             self._ready.append(
-                unfinished(call.item, text, lost, errors, call.attempt, True, streams)
+                had.given_up(Crashed("batch", _first_line(exc.cause or exc)).text, True)
             )
             return
         except ray.exceptions.ActorUnavailableError as exc:
@@ -529,17 +528,14 @@ class RaySession:
             taken = replace(done, node=node, error=error, lost_streams=call.lost_streams)
             self._ready.append(plus(taken, call.lost))
             return
+        wait = 0.0 if sure else time.monotonic() + self._lease + GRACE
+        had = _Queued(call.item, call.attempt, errors, lost, lost_streams, wait)
         if call.attempt >= 2 or self._stop is not None:
             reason = self._stop.text if self._stop is not None else None
             text = reason or Crashed("batch", f"its Ray actor died twice: {errors[-1]}").text
-            joined = "; ".join(errors)
-            self._ready.append(
-                unfinished(call.item, text, lost, joined, call.attempt, False, lost_streams)
-            )
+            self._ready.append(had.given_up(text))
             return
-        wait = 0.0 if sure else time.monotonic() + self._lease + GRACE
-        retry = _Queued(call.item, call.attempt + 1, errors, lost, lost_streams, wait)
-        self._queue.appendleft(retry)
+        self._queue.appendleft(had._replace(attempt=call.attempt + 1))  # its retry
 
     def _probed(self, ref: ray.ObjectRef[object]) -> None:
         for slot in self._slots:

@@ -190,14 +190,12 @@ class _RaisedCollector:
 
     def __init__(self, threshold: int | None) -> None:
         self._threshold = threshold
-        if threshold is None:
-            return
-        cls = type(self)
-        with cls._lock:
-            if not cls._open:
-                cls._saved = gc.get_threshold()
-            cls._open.append(threshold)
-            cls._apply()
+        if threshold is not None:
+            with self._lock:
+                if not self._open:
+                    type(self)._saved = gc.get_threshold()
+                self._open.append(threshold)
+                self._apply()
 
     @classmethod
     def _apply(cls) -> None:
@@ -206,12 +204,10 @@ class _RaisedCollector:
 
     def close(self) -> None:
         threshold, self._threshold = self._threshold, None
-        if threshold is None:
-            return
-        cls = type(self)
-        with cls._lock:
-            cls._open.remove(threshold)
-            if cls._open:
-                cls._apply()
-            elif gc.get_threshold() == cls._set:
-                gc.set_threshold(*cls._saved)
+        if threshold is not None:
+            with self._lock:
+                self._open.remove(threshold)
+                if self._open:
+                    self._apply()
+                elif gc.get_threshold() == self._set:
+                    gc.set_threshold(*self._saved)
