@@ -216,10 +216,7 @@ def _saved(returned: object, folder: Path, before: set[str]) -> Saved | None:
     that appeared in its folder (the sealed ``.json``, or the ``.jsonl`` of a run cut short)."""
     if isinstance(returned, str | os.PathLike):
         path = returned if isinstance(returned, Path) else Path(returned)  # no re-parse
-        saved = (
-            (just_sealed(path) or read_saved(path)) if path.suffix in (".json", ".jsonl") else None
-        )
-        if saved is not None:
+        if path.suffix in (".json", ".jsonl") and (saved := just_sealed(path) or read_saved(path)):
             return saved
     try:
         new = [folder / n for n in _streams(folder) - before]

@@ -345,8 +345,7 @@ class _Batch:
             reason = "batch closed"
         else:
             reason = f"batch stopped by {type(exc).__name__}"
-        self.stopping = Interrupted(reason)
-        self.session.stop(self.stopping, kill=True)
+        self._stop(Interrupted(reason), kill=True)
         try:
             while self.session.running:
                 for result in self.session.wait(TICK):

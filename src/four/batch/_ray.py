@@ -245,25 +245,14 @@ class _Slot:
         return self.probe is not None or self.reprobe_at is not None
 
 
-@dataclass
-class _Call:
-    slot: _Slot
-    item: Item
-    attempt: int
-    key: str
-    errors: list[str] = field(default_factory=list)
-    lost: Usage = NO_USAGE  # what earlier attempts spent before they were lost
-    lost_streams: tuple[str, ...] = ()  # ... and their streams (relative paths)
-    streams: set[str] = field(default_factory=set)  # its streams landed (relative paths)
-    doubt: str | None = None  # its call failed for a while: the actor's status settles it
-
-
 class _Queued(NamedTuple):
+    """An attempt to make at an item, with what its earlier ones (lost) left."""
+
     item: Item
     attempt: int
     errors: list[str]
-    lost: Usage
-    lost_streams: tuple[str, ...] = ()
+    lost: Usage  # what earlier attempts spent before they were lost
+    lost_streams: tuple[str, ...] = ()  # ... and their streams (relative paths)
     not_before: float = 0.0  # (monotonic) a lost attempt's lease runs out
 
     def given_up(self, outcome: str, final: bool = False) -> RunResult:
@@ -272,6 +261,15 @@ class _Queued(NamedTuple):
         return unfinished(
             self.item, outcome, self.lost, errors, self.attempt, final, self.lost_streams
         )
+
+
+@dataclass
+class _Call:
+    slot: _Slot
+    asked: _Queued  # the attempt it makes
+    key: str
+    streams: set[str] = field(default_factory=set)  # its streams landed (relative paths)
+    doubt: str | None = None  # its call failed for a while: the actor's status settles it
 
 
 class RaySession:
@@ -437,9 +435,7 @@ class RaySession:
             key = attempt_key(ready.item, ready.attempt)
             ref = slot.handle.run.remote(ready.item, ready.attempt, key)
             slot.spending[key] = NO_USAGE
-            call = _Call(
-                slot, ready.item, ready.attempt, key, ready.errors, ready.lost, ready.lost_streams
-            )
+            call = _Call(slot, ready, key)
             self._calls[ref] = call
             self._keys[key] = call
 
@@ -453,9 +449,9 @@ class RaySession:
         try:
             result, pieces = cast(tuple[RunResult, tuple[Piece, ...]], ray.get(ref))
         except ray.exceptions.RayTaskError as exc:  # raised in the actor (run_attempt does not)
-            lost = call.lost + self._settle(call)
-            streams = (*call.lost_streams, *sorted(call.streams))
-            had = _Queued(call.item, call.attempt, call.errors, lost, streams)
+            lost = call.asked.lost + self._settle(call)
+            streams = (*call.asked.lost_streams, *sorted(call.streams))
+            had = call.asked._replace(lost=lost, lost_streams=streams)
             self._ready.append(
                 had.given_up(Crashed("batch", _first_line(exc.cause or exc)).text, True)
             )
@@ -478,12 +474,13 @@ class RaySession:
         call.slot.done.append(call.key)
         if result.trajectory is not None and not result.trajectory.is_absolute():
             result = replace(result, trajectory=self._spec.output_dir / result.trajectory)
-        if call.errors:  # a retry
-            error = "; ".join([*call.errors, *([result.error] if result.error else [])])
+        asked = call.asked
+        if asked.errors:  # a retry
+            error = "; ".join([*asked.errors, *([result.error] if result.error else [])])
             result = replace(result, error=error)
-        if call.lost_streams:
-            result = replace(result, lost_streams=call.lost_streams)
-        self._ready.append(plus(result, call.lost))  # earlier attempts were paid for too
+        if asked.lost_streams:
+            result = replace(result, lost_streams=asked.lost_streams)
+        self._ready.append(plus(result, asked.lost))  # earlier attempts were paid for too
 
     def _settle(self, call: _Call) -> Usage:
         """The attempt is over: what it had spent, as its actor last said."""
@@ -517,25 +514,26 @@ class RaySession:
         (at once when ``sure`` its process is dead, else once its lease is over)."""
         spent = self._settle(call)
         self._revoked.append(call.key)
-        errors = [*call.errors, f"attempt {call.attempt}: {why}"]
-        lost = call.lost + spent if spent is not NO_USAGE else call.lost
-        lost_streams = (*call.lost_streams, *sorted(call.streams))
+        asked = call.asked
+        errors = [*asked.errors, f"attempt {asked.attempt}: {why}"]
+        lost = asked.lost + spent if spent is not NO_USAGE else asked.lost
+        lost_streams = (*asked.lost_streams, *sorted(call.streams))
         out = self._spec.output_dir
-        done = recovered(call.item, [out / p for p in call.streams], call.attempt, "")
+        done = recovered(asked.item, [out / p for p in call.streams], asked.attempt, "")
         if done is not None:  # it had ended: its stats count it whole
             node = call.slot.where[0] if call.slot.where is not None else ""
             error = "; ".join([*errors, "its run had ended: its trajectory is taken"])
-            taken = replace(done, node=node, error=error, lost_streams=call.lost_streams)
-            self._ready.append(plus(taken, call.lost))
+            taken = replace(done, node=node, error=error, lost_streams=asked.lost_streams)
+            self._ready.append(plus(taken, asked.lost))
             return
         wait = 0.0 if sure else time.monotonic() + self._lease + GRACE
-        had = _Queued(call.item, call.attempt, errors, lost, lost_streams, wait)
-        if call.attempt >= 2 or self._stop is not None:
+        had = _Queued(asked.item, asked.attempt, errors, lost, lost_streams, wait)
+        if asked.attempt >= 2 or self._stop is not None:
             reason = self._stop.text if self._stop is not None else None
             text = reason or Crashed("batch", f"its Ray actor died twice: {errors[-1]}").text
             self._ready.append(had.given_up(text))
             return
-        self._queue.appendleft(had._replace(attempt=call.attempt + 1))  # its retry
+        self._queue.appendleft(had._replace(attempt=asked.attempt + 1))  # its retry
 
     def _probed(self, ref: ray.ObjectRef[object]) -> None:
         for slot in self._slots:
@@ -659,7 +657,7 @@ class RaySession:
 
     def _lost_usage(self) -> Usage:
         """What lost attempts spent, of the items in flight or queued again."""
-        lost = [*(c.lost for c in self._keys.values()), *(q.lost for q in self._queue)]
+        lost = [*(c.asked.lost for c in self._keys.values()), *(q.lost for q in self._queue)]
         return sum((u for u in lost if u is not NO_USAGE), NO_USAGE)  # (an add makes a Usage)
 
 
