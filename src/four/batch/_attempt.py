@@ -140,10 +140,7 @@ async def arun_attempt(
         before = _new_folder(folder)
     except OSError as exc:
         why = Crashed("batch", f"cannot make {folder}: {exc}").text
-        return RunResult(
-            item.id, why, error=str(exc), attempts=attempt, final=False, node=node,
-            fields=item.fields,
-        )  # fmt: skip
+        return replace(unfinished(item, why, error=str(exc), attempts=attempt), node=node)
     watch = supervisor.open(key)
     returned: object = None
     error: str | None = None
