@@ -22,7 +22,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Protocol, cast
@@ -42,6 +42,7 @@ from four.batch._ship import STREAM, Piece, Shipper
 from four.batch._supervisor import Supervisor
 
 if TYPE_CHECKING:
+    from four.batch._pool import RayPool
     from four.batch._session import Spec
 
 READY_WITHIN = 120.0
@@ -275,24 +276,16 @@ class _Call:
 class RaySession:
     """A batch on Ray (see ``RayPool``, whose settings it is given)."""
 
-    def __init__(
-        self,
-        address: str | None,
-        actors: int | None,
-        max_restarts: int,
-        init: Mapping[str, object],
-        spec: Spec,
-        scratch: str | None = None,
-        lease: float = 30.0,
-    ) -> None:
+    def __init__(self, pool: RayPool, spec: Spec) -> None:
         self._spec = spec
-        self._lease = lease
+        self._lease = pool.lease
         self._landing = Landing(spec.output_dir)
         self._started_ray = False
         if not ray.is_initialized():
-            cast(Callable[..., object], ray.init)(address=address, **dict(init))
+            cast(Callable[..., object], ray.init)(address=pool.address, **dict(pool.init))
             self._started_ray = True
         nodes = [n for n in _nodes() if n.get("Alive")]
+        actors = pool.actors
         count = actors if actors is not None else max(1, len(nodes))
         per_actor = max(1, math.ceil(spec.max_concurrency / count))
         self._slots: list[_Slot] = []
@@ -301,13 +294,13 @@ class RaySession:
             options: dict[str, object] = {
                 "num_cpus": 0,
                 "max_concurrency": per_actor,
-                "max_restarts": max_restarts,
+                "max_restarts": pool.max_restarts,
                 "max_task_retries": 0,
             }
             if node_id is not None:  # one per node, pinned (soft placement may stack them)
                 options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node_id, soft=False)
             actor = cast(_Remote, actor_class()).options(**options)
-            handle = cast(_Handle, actor.remote(spec, scratch, lease))
+            handle = cast(_Handle, actor.remote(spec, pool.scratch, pool.lease))
             # Runs go to an actor once it answers (each takes at most its share, so
             # runs still spread over all of them): no waiting for the slowest to start.
             self._slots.append(_Slot(handle, per_actor, node_id, probe=handle.where.remote()))

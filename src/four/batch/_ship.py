@@ -26,8 +26,8 @@ class Piece:
     ``data`` at ``offset`` (a stream's new lines), or is replaced by it when ``whole``
     (``version``: the file's change time in ns, newest wins).
 
-    >>> Piece("runs/a/x.jsonl", 0, b"{}\\n").end
-    3
+    >>> Piece("runs/a/x.jsonl", 0, b"{}\\n").whole
+    False
     """
 
     path: str
@@ -35,10 +35,6 @@ class Piece:
     data: bytes
     whole: bool = False
     version: int = 0
-
-    @property
-    def end(self) -> int:
-        return self.offset + len(self.data)
 
 
 @dataclass(frozen=True, slots=True)

@@ -174,7 +174,12 @@ async def watching(
     timed_out = False
     notes: list[str] = []
     completed = False
-    kill = _killer(child, on_timeout)
+
+    def kill() -> None:  # at the timeout, or a supervisor's (four.batch)
+        if on_timeout is not None:
+            on_timeout()
+        child.kill()
+
     # Under a supervisor (four.batch), another thread may kill this command.
     command = running(child.pgid, None, kill)
     try:
@@ -256,18 +261,6 @@ def _spawn(argv: Sequence[str], env: Mapping[str, str] | None, stdout: int) -> P
         kill_group(proc.pid)
         proc.wait()
         raise
-
-
-def _killer(child: Child, on_timeout: Callable[[], None] | None) -> Callable[[], None]:
-    """What a supervisor's kill does besides killing the process group (``running``)."""
-    if on_timeout is None:
-        return child.kill
-
-    def both() -> None:
-        on_timeout()
-        child.kill()
-
-    return both
 
 
 def stop_holders(child: Child, fd: int) -> None:
