@@ -218,9 +218,7 @@ class Lease:
                 self.fs.rm_file(self.path)
 
     def _live(self, holder: Holder) -> bool:
-        if holder.gone():
-            return False
-        return holder.expires is None or holder.expires > time.time()
+        return not holder.gone() and (holder.expires is None or holder.expires > time.time())
 
     def _read(self) -> tuple[Holder | None, str | None] | None:
         """The lease there and its version (ETag), or None when there is none."""

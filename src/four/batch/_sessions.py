@@ -11,7 +11,6 @@ import gc
 import queue
 import sys
 import threading
-from collections.abc import Coroutine
 from typing import ClassVar
 
 from four._outcomes import Crashed, Outcome
@@ -139,9 +138,7 @@ class AsyncSession(_InProcess):
 
     def submit(self, item: Item) -> None:
         spec = self._spec
-        attempt: Coroutine[object, object, RunResult] = arun_attempt(
-            spec.make_run, item, spec.output_dir, self._supervisor
-        )
+        attempt = arun_attempt(spec.make_run, item, spec.output_dir, self._supervisor)
         self._started(asyncio.run_coroutine_threadsafe(attempt, self._loop), item)
 
     def close(self, wait: bool = True) -> None:

@@ -49,9 +49,7 @@ class Limits:
     def __post_init__(self) -> None:
         for name in ("processes", "file_size", "memory"):
             value = getattr(self, name)
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or value < 1
-            ):
+            if value is not None and (type(value) is not int or value < 1):
                 raise ValueError(
                     f"Limits({name}=...) must be a positive int or None, not {value!r}"
                 )
@@ -207,16 +205,12 @@ def _private_parent() -> str:
     return shm if usable else tempfile.gettempdir()
 
 
-def launcher_env(env: dict[str, str]) -> dict[str, str]:
-    """``env`` plus the mark this process's tether kills by (starting the tether once)."""
-    return {**env, DRIVER: _driver()}
-
-
 _lock = threading.Lock()
 _tether: tuple[Tether, str] | None = None
 
 
-def _driver() -> str:
+def launcher_env(env: dict[str, str]) -> dict[str, str]:
+    """``env`` plus the mark this process's tether kills by (starting the tether once)."""
     global _tether
     with _lock:
         if _tether is None or not _tether[0].alive():
@@ -232,7 +226,7 @@ def _driver() -> str:
                 f'sleep 0.5; for d in "${{@:3}}"; do rmdir "$d"/four-{pid}-*; done'
             )
             _tether = (Tether(script, [f"{DRIVER}={mark}", _private_parent(), *parents]), mark)
-        return _tether[1]
+        return {**env, DRIVER: _tether[1]}
 
 
 @functools.cache
