@@ -146,6 +146,27 @@ def launcher_exit(code: int | None, last: bytes) -> tuple[int | None, bytes]:
 
 
 @dataclass(frozen=True, slots=True)
+class Launch:
+    """How to start one command (or one shell) here: what ``launch`` decided."""
+
+    argv: list[str]
+    env: dict[str, str]
+    placed: Placed
+    """Its cgroups: ``placed.release()`` once it is over."""
+
+
+def launch(argv: Sequence[str], env: dict[str, str], limits: Limits) -> Launch:
+    """The one rule for starting ``argv`` with the environment ``env`` here, for the sync
+    and the async environments alike: in its own PID namespace, tethered to this process,
+    under ``limits``. Raises FileNotFoundError when the program is not on ``env``'s PATH.
+    """
+    contained_argv = contained(argv, env)
+    placed = place(limits)
+    return Launch(contained_argv, launcher_env({**env, **placed.env}), placed)
+
+
+@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Contained(Checked):
     """How to start one tool (a kernel, a type checker, a compiler) in a run's environment,
     as that environment's commands are started: what ``Popen`` is given (``argv``, ``env``

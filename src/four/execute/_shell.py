@@ -35,10 +35,8 @@ from four.execute._contain import (
     KILLED,
     Limits,
     Placed,
-    contained,
-    launcher_env,
+    launch,
     launcher_exit,
-    place,
     private_folder,
 )
 from four.execute._interrupt import running
@@ -125,16 +123,15 @@ class ShellEnv(ClosedOnExit, Checked):
         # them all, even those that left the process group.
         mark = new_mark()
         env = {**command_env(self.inherit, self.deny, self.env), MARK: mark}
-        # In its own PID namespace, tethered to this process, under ``limits``.
-        argv = contained([self.shell, "--noprofile", "--norc"], env)
-        placed = place(self.limits)
-        env = launcher_env({**env, **placed.env})
+        launched = launch([self.shell, "--noprofile", "--norc"], env, self.limits)
         try:
-            proc = popen(argv, self.cwd, env, subprocess.PIPE, stdin=subprocess.PIPE)
+            proc = popen(
+                launched.argv, self.cwd, launched.env, subprocess.PIPE, stdin=subprocess.PIPE
+            )
         except BaseException:
-            placed.release()
+            launched.placed.release()
             raise
-        self._placed = placed
+        self._placed = launched.placed
         assert proc.stdout is not None
         os.set_blocking(proc.stdout.fileno(), False)
         self._proc, self._pidfd, self._mark = proc, os.pidfd_open(proc.pid), mark
