@@ -36,7 +36,13 @@ class Journal:
         """Kill what the previous owner left running; start this process's journal.
         Returns what was cleaned up (for the log)."""
         cleaned = clean_up(self.path)
-        self._fd = _create(self.path)
+        # A new, empty journal; what is in its place and is no regular file (a FIFO, whose
+        # open would wait for a reader; a link) is removed first.
+        with contextlib.suppress(OSError):
+            if not stat.S_ISREG(os.lstat(self.path).st_mode):
+                self.path.unlink()
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_NOFOLLOW
+        self._fd = regular_fd(self.path, flags, max_bytes=ANY_SIZE, mode=0o600)
         os.write(self._fd, f"pid {os.getpid()}\n".encode())
         self._undo = observe(self._note)
         return cleaned
@@ -124,16 +130,6 @@ def _read(path: Path) -> tuple[int | None, list[str]]:
         elif kind == "-":
             marks.pop(value.strip(), None)
     return pid, list(marks)
-
-
-def _create(path: Path) -> int:
-    """A new, empty journal at ``path``, open for appending. What is in its place and is
-    no regular file (a FIFO, whose open would wait for a reader; a link) is removed first."""
-    with contextlib.suppress(OSError):
-        if not stat.S_ISREG(os.lstat(path).st_mode):
-            path.unlink()
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_NOFOLLOW
-    return regular_fd(path, flags, max_bytes=ANY_SIZE, mode=0o600)
 
 
 def _remove_containers(pid: str) -> list[str]:

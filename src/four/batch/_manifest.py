@@ -78,7 +78,11 @@ class ManifestWriter:
         self.relative = relative
         folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / MANIFEST
-        self._file: IO[str] = _append(self.path)
+        # Refused with one line (Unreadable) if a FIFO, a device or a link is in its place,
+        # or it is over MAX_BYTES: never written into (a FIFO's writer would wait).
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
+        fd = regular_fd(self.path, flags, max_bytes=MAX_BYTES)
+        self._file: IO[str] = os.fdopen(fd, "a+", encoding="utf-8")
         try:
             fcntl.flock(self._file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -101,11 +105,3 @@ class ManifestWriter:
     def close(self) -> None:
         with contextlib.suppress(OSError):
             self._file.close()
-
-
-def _append(path: Path) -> IO[str]:
-    """``path`` opened to append to, if it is a regular file of at most ``MAX_BYTES`` or
-    is not there yet; a FIFO, a device or a link in its place is refused with one line
-    (``Unreadable``), never written into (a FIFO's writer would wait once it is full)."""
-    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
-    return open(regular_fd(path, flags, max_bytes=MAX_BYTES), "a+", encoding="utf-8")

@@ -166,7 +166,6 @@ def launch(argv: Sequence[str], env: dict[str, str], limits: Limits) -> Launch:
 
 
 @dataclass(frozen=True, slots=True)
-@dataclass(frozen=True, slots=True)
 class Contained(Checked):
     """How to start one tool (a kernel, a type checker, a compiler) in a run's environment,
     as that environment's commands are started: what ``Popen`` is given (``argv``, ``env``
@@ -379,10 +378,12 @@ def place(limits: Limits, *, bash_env: bool = True) -> Placed:
         if value is None or parent is None:
             continue
         folder = os.path.join(parent, name)
+        files = [os.path.join(folder, f) for f in _LIMIT_FILES[controller]]
         try:
             os.mkdir(folder)
-            _write_limit(folder, controller, value)
-        except OSError:
+            with open(next(f for f in files if os.path.exists(f)), "w") as limit:
+                limit.write(str(value))
+        except (OSError, StopIteration):  # (StopIteration: no limit file in it)
             with contextlib.suppress(OSError):
                 os.rmdir(folder)
             continue
@@ -415,16 +416,6 @@ def _place_file() -> str:
             atexit.register(shutil.rmtree, folder, True)
             _placer = path
         return _placer
-
-
-def _write_limit(folder: str, controller: str, value: int) -> None:
-    for name in _LIMIT_FILES[controller]:
-        path = os.path.join(folder, name)
-        if os.path.exists(path):
-            with open(path, "w") as f:
-                f.write(str(value))
-            return
-    raise OSError(f"no limit file in {folder}")
 
 
 def _kill_all(folder: str) -> None:
