@@ -75,8 +75,12 @@ def clean_up(path: Path) -> list[str]:
     for mark in marks:
         kill_marked(mark)
         cleaned.append(f"command {mark}")
-    if pid is not None and pid != os.getpid():
-        cleaned += [f"container {c}" for c in _remove_containers(str(pid))]
+    if pid is not None and pid != os.getpid() and (docker := shutil.which("docker")):
+        ok, said = run_docker(docker, "ps", "-aq", "--filter", f"label={LABEL}={pid}", timeout=30)
+        listed = said.split() if ok else []
+        if listed:  # its writer's containers
+            run_docker(docker, "rm", "-f", "-v", *listed)
+        cleaned += [f"container {c}" for c in listed]
     return cleaned
 
 
@@ -130,14 +134,3 @@ def _read(path: Path) -> tuple[int | None, list[str]]:
         elif kind == "-":
             marks.pop(value.strip(), None)
     return pid, list(marks)
-
-
-def _remove_containers(pid: str) -> list[str]:
-    docker = shutil.which("docker")
-    if docker is None:
-        return []
-    ok, said = run_docker(docker, "ps", "-aq", "--filter", f"label={LABEL}={pid}", timeout=30)
-    listed = said.split() if ok else []
-    if listed:
-        run_docker(docker, "rm", "-f", "-v", *listed)
-    return listed
