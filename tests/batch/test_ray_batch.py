@@ -334,13 +334,14 @@ def test_a_status_reply_lost_is_sent_again_until_acknowledged(
     lost on the way (the actor alive) is sent again, usage and records alike. A revoked
     attempt stops, its commands killed."""
     from four.batch._ray import Report, actor_class
+    from four.batch._session import Spec
 
     token = f"raystatus-{time.monotonic_ns()}"
     make_run = scripted_run([bash(f"sleep 60; echo {token}")], cost=0.25)
     actor = (
         cast(Any, actor_class())
         .options(max_concurrency=2)
-        .remote(make_run, str(tmp_path / "scratch"), None, None, None, 60.0)
+        .remote(Spec(make_run, tmp_path, 2), str(tmp_path / "scratch"), 60.0)
     )
     key = "p#1#abcd"
     ran = actor.run.remote(Item("p"), 1, key)

@@ -9,7 +9,7 @@ import platform
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeAlias, cast, overload
 
@@ -18,7 +18,15 @@ from four._loop import is_async
 from four._outcomes import Crashed, Outcome
 from four._types import AsyncInvoke, Checked, Invoke, Watch
 from four.batch._items import Item, folder_name
-from four.batch._result import RunResult, Saved, just_sealed, read_saved, read_stream
+from four.batch._result import (
+    RunResult,
+    Saved,
+    just_sealed,
+    read_saved,
+    read_stream,
+    taken,
+    unfinished,
+)
 from four.batch._supervisor import AsyncMetered, Metered, RunWatch, Supervisor
 from four.execute._interrupt import interruptible
 
@@ -78,64 +86,6 @@ run's failure: the result says ``crashed: ...``, with the trajectory ``four.run`
 NODE = platform.node()
 
 
-def run_attempt(
-    make_run: MakeRun,
-    item: Item,
-    root: Path,
-    supervisor: Supervisor,
-    attempt: int = 1,
-    node: str = NODE,
-    key: str | None = None,
-) -> RunResult:
-    """Run one item under ``supervisor`` and read what it left; never raises an Exception.
-
-    An async ``make_run`` is run to its end on an event loop of this thread. ``key`` is
-    how the supervisor knows the run (``attempt_key``; a new one when None).
-    """
-    plain = _attempted(make_run, item, root, supervisor, attempt, node, key, _called)
-    return to_end(plain, "a plain attempt waited")
-
-
-async def arun_attempt(
-    make_run: MakeRun,
-    item: Item,
-    root: Path,
-    supervisor: Supervisor,
-    attempt: int = 1,
-    node: str = NODE,
-) -> RunResult:
-    """``run_attempt`` as a task of an event loop: an async ``make_run`` is awaited (a
-    plain one runs in a worker thread)."""
-    return await _attempted(make_run, item, root, supervisor, attempt, node, None, _awaited)
-
-
-async def _attempted(
-    make_run: MakeRun,
-    item: Item,
-    root: Path,
-    supervisor: Supervisor,
-    attempt: int,
-    node: str,
-    key: str | None,
-    call: Callable[[MakeRun, RunContext], Awaitable[object]],
-) -> RunResult:
-    """One attempt, written once: ``call`` runs ``make_run`` plainly or awaited."""
-    begun = _Attempt.begin(item, root, attempt, node, key)
-    if isinstance(begun, RunResult):
-        return begun
-    watch = supervisor.open(begun.key)
-    returned: object = None
-    error: str | None = None
-    try:
-        with interruptible(begun.key):  # (in a task: a context variable, the task's own)
-            returned = await call(make_run, RunContext(item, begun.folder, watch, attempt))
-    except Exception as exc:
-        error = f"{type(exc).__name__}: {exc}"
-    finally:
-        supervisor.done(watch)
-    return begun.result(returned, error, watch)
-
-
 async def _called(make_run: MakeRun, context: RunContext) -> object:
     returned = make_run(context)
     return asyncio.run(_value(returned)) if inspect.isawaitable(returned) else returned
@@ -153,19 +103,83 @@ async def _value(value: Awaitable[object]) -> object:
     return await value
 
 
+def run_attempt(
+    make_run: MakeRun,
+    item: Item,
+    root: Path,
+    supervisor: Supervisor,
+    attempt: int = 1,
+    node: str = NODE,
+    key: str | None = None,
+) -> RunResult:
+    """Run one item under ``supervisor`` and read what it left; never raises an Exception.
+
+    An async ``make_run`` is run to its end on an event loop of this thread. ``key`` is
+    how the supervisor knows the run (``attempt_key``; a new one when None).
+    """
+    plain = arun_attempt(make_run, item, root, supervisor, attempt, node, key, _called)
+    return to_end(plain, "a plain attempt waited")
+
+
+async def arun_attempt(
+    make_run: MakeRun,
+    item: Item,
+    root: Path,
+    supervisor: Supervisor,
+    attempt: int = 1,
+    node: str = NODE,
+    key: str | None = None,
+    call: Callable[[MakeRun, RunContext], Awaitable[object]] = _awaited,
+) -> RunResult:
+    """``run_attempt`` as a task of an event loop: an async ``make_run`` is awaited (a
+    plain one runs in a worker thread); ``run_attempt`` is this with ``call`` its own."""
+    folder = root.joinpath("runs", folder_name(item.id))  # one Path made, not two
+    key = key or attempt_key(item, attempt)  # (see item_of)
+    start = time.monotonic()
+    try:
+        before = _new_folder(folder)
+    except OSError as exc:
+        why = Crashed("batch", f"cannot make {folder}: {exc}").text
+        return replace(unfinished(item, why, error=str(exc), attempts=attempt), node=node)
+    watch = supervisor.open(key)
+    returned: object = None
+    error: str | None = None
+    try:
+        with interruptible(key):  # (in a task: a context variable, the task's own)
+            returned = await call(make_run, RunContext(item, folder, watch, attempt))
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    finally:
+        supervisor.done(watch)
+    # What the attempt left: read from its trajectory, else from what make_run said.
+    wall = round(time.monotonic() - start, 6)
+    saved = _saved(returned, folder, before)
+    stop = watch.stop
+    if saved is not None and saved.outcome is not None:
+        outcome = saved.outcome
+    elif isinstance(returned, Outcome):
+        outcome = returned.text
+    elif error is not None:
+        outcome = Crashed("make_run", error).text
+    elif stop is not None:
+        outcome = stop.text
+    else:
+        outcome = Crashed("batch", f"make_run saved no trajectory in {folder}").text
+    final = not (watch.by_batch and stop is not None and outcome.startswith(stop.tag))
+    if saved is None:
+        result = unfinished(item, outcome, watch.usage, error, attempt, final)
+    else:
+        result = taken(item, saved, attempt, node, error)
+    return replace(result, outcome=outcome, wall_time=wall, final=final, node=node)
+
+
 def recovered(item: Item, streams: list[Path], attempt: int, node: str) -> RunResult | None:
     """The result of a lost attempt whose run had ended: read from whichever of its
     ``streams`` was saved complete (sealed, or with its end record: the worker was lost
     while sealing), whose stats count that run's whole usage; None when none was."""
     newest_first = map(read_stream, sorted(streams, key=_mtime, reverse=True))
     done = next((s for s in newest_first if s is not None and s.outcome is not None), None)
-    if done is None:
-        return None
-    return RunResult(
-        item.id, str(done.outcome), done.path, done.steps, done.prompt_tokens,
-        done.completion_tokens, done.cost, done.wall_time, None, attempt, True,
-        node, item.fields,
-    )  # fmt: skip
+    return None if done is None else taken(item, done, attempt, node)
 
 
 def attempt_key(item: Item, attempt: int) -> str:
@@ -177,68 +191,6 @@ def item_of(key: str) -> str:
     """The item id of an attempt's key (``<id>#<attempt>#<random>``, as the supervisor
     knows the run)."""
     return key.rsplit("#", 2)[0]
-
-
-@dataclass(frozen=True, slots=True)
-class _Attempt:
-    """One attempt, begun: its item, folder, key, and the streams there before it."""
-
-    item: Item
-    folder: Path
-    key: str
-    attempt: int
-    node: str
-    before: set[str]
-    start: float
-
-    @staticmethod
-    def begin(
-        item: Item, root: Path, attempt: int, node: str, key: str | None = None
-    ) -> _Attempt | RunResult:
-        """The attempt ready to run, or its result already (no folder)."""
-        folder = root.joinpath("runs", folder_name(item.id))  # one Path made, not two
-        key = key or attempt_key(item, attempt)  # (see item_of)
-        start = time.monotonic()
-        try:
-            before = _new_folder(folder)
-        except OSError as exc:
-            return RunResult(
-                item.id, Crashed("batch", f"cannot make {folder}: {exc}").text, error=str(exc),
-                attempts=attempt, final=False, node=node, fields=item.fields,
-            )  # fmt: skip
-        return _Attempt(item, folder, key, attempt, node, before, start)
-
-    def result(self, returned: object, error: str | None, watch: RunWatch) -> RunResult:
-        """What the attempt left: read from its trajectory, else from what make_run said."""
-        wall = round(time.monotonic() - self.start, 6)
-        saved = _saved(returned, self.folder, self.before)
-        if saved is not None and saved.outcome is not None:
-            outcome = saved.outcome
-        elif isinstance(returned, Outcome):
-            outcome = returned.text
-        elif error is not None:
-            outcome = Crashed("make_run", error).text
-        elif watch.stop is not None:
-            outcome = watch.stop.text
-        else:
-            outcome = Crashed("batch", f"make_run saved no trajectory in {self.folder}").text
-        stop = watch.stop
-        final = not (watch.by_batch and stop is not None and outcome.startswith(stop.tag))
-        return RunResult(
-            self.item.id,
-            outcome,
-            saved.path if saved is not None else None,
-            saved.steps if saved is not None else 0,
-            saved.prompt_tokens if saved is not None else watch.usage.prompt_tokens,
-            saved.completion_tokens if saved is not None else watch.usage.completion_tokens,
-            saved.cost if saved is not None else watch.usage.known_cost,
-            wall,
-            error,
-            self.attempt,
-            final,
-            self.node,
-            self.item.fields,
-        )
 
 
 def _new_folder(folder: Path) -> set[str]:
@@ -261,10 +213,7 @@ def _saved(returned: object, folder: Path, before: set[str]) -> Saved | None:
     that appeared in its folder (the sealed ``.json``, or the ``.jsonl`` of a run cut short)."""
     if isinstance(returned, str | os.PathLike):
         path = returned if isinstance(returned, Path) else Path(returned)  # no re-parse
-        saved = (
-            (just_sealed(path) or read_saved(path)) if path.suffix in (".json", ".jsonl") else None
-        )
-        if saved is not None:
+        if path.suffix in (".json", ".jsonl") and (saved := just_sealed(path) or read_saved(path)):
             return saved
     try:
         new = [folder / n for n in _streams(folder) - before]

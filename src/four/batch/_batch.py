@@ -21,7 +21,7 @@ from four.batch._lock import FolderLock, Lease
 from four.batch._manifest import ManifestWriter, read_results
 from four.batch._pool import AsyncPool, ThreadPool
 from four.batch._publish import Publisher
-from four.batch._result import RunResult, Saved, plus, read_stream
+from four.batch._result import RunResult, Saved, plus, read_stream, taken
 from four.batch._session import Pool, Session, Spec
 from four.batch._supervisor import cost_limit_reached
 from four.trajectory._destination import Remote, is_url
@@ -106,12 +106,11 @@ def iter_runs(
     arguments.flag(where, "resume", resume)
     remote = Remote(os.fspath(output_dir)) if is_url(output_dir) else None
     folder = remote.local if remote is not None else Path(output_dir).expanduser().absolute()
-    spec = Spec(
-        make_run, folder, max_concurrency, time_limit, stall_timeout, max_cost,
-    )  # fmt: skip
+    if pool is None:  # tasks on an event loop for an async make_run, threads for a plain one
+        pool = AsyncPool() if inspect.iscoroutinefunction(make_run) else ThreadPool()
     batch = _Batch(
-        spec,
-        pool if pool is not None else _default_pool(make_run),
+        Spec(make_run, folder, max_concurrency, time_limit, stall_timeout, max_cost),
+        pool,
         resume,
         len(items) if isinstance(items, Sized) else None,
         max_wall_time,
@@ -141,11 +140,6 @@ def _collected(iterate: Callable[P, Iterable[RunResult]]) -> Callable[P, list[Ru
 run_many = _collected(iter_runs)
 
 
-def _default_pool(make_run: MakeRun) -> Pool:
-    """Tasks on an event loop for an async ``make_run``, threads for a plain one."""
-    return AsyncPool() if inspect.iscoroutinefunction(make_run) else ThreadPool()
-
-
 @dataclass(eq=False)
 class _Batch:
     """The scheduling loop of one invocation (the generator behind ``iter_runs``)."""
@@ -169,7 +163,6 @@ class _Batch:
     accounted: set[str] = field(default_factory=set)  # streams whose spend a line carries
     carried: dict[str, tuple[Usage, tuple[str, ...]]] = field(default_factory=dict)  # by id
     lease: Lease | None = None
-    folder_lock: FolderLock | None = None
     writer: ManifestWriter = field(init=False)
     session: Session = field(init=False)
 
@@ -177,9 +170,19 @@ class _Batch:
         self, source: Iterator[Item | Mapping[str, JSON]]
     ) -> Generator[RunResult, None, None]:
         with contextlib.ExitStack() as held:  # each let go, whatever one before raised
-            held.callback(self._unlock)
+            # One driver per destination (a second refuses: BatchLocked): the URL's lease,
+            # and the folder's lock (for a URL, its local copy's: two drivers of one
+            # machine share it).
+            # Each let go even if its acquire was cut short (a release before one is none).
+            url = self.remote.url if self.remote is not None else None
+            if url is not None:
+                self.lease = Lease(url)
+                held.callback(self.lease.release)
+                self.lease.acquire()
+            folder = FolderLock(self.spec.output_dir, url)
+            held.callback(folder.release)
+            folder.acquire()
             held.callback(self._publish)  # (after the session's close: the manifest last)
-            self._lock()  # one driver per destination (a second refuses: BatchLocked)
             if self.remote is not None:  # what the URL has (its manifest says what is done)
                 self.remote.pull()
             with deferred():  # opened and sure to be closed, or not opened
@@ -202,29 +205,6 @@ class _Batch:
     def _publish(self) -> None:
         if self.publisher is not None:
             self.publisher.close()
-
-    def _lock(self) -> None:
-        """Hold the destination: the URL's lease, and the folder's lock (for a URL, its
-        local copy's: two drivers of one machine share it)."""
-        if self.remote is not None:
-            lease = Lease(self.remote.url)
-            lease.acquire()
-            self.lease = lease
-        folder = FolderLock(self.spec.output_dir, self.remote.url if self.remote else None)
-        try:
-            folder.acquire()
-        except BaseException:
-            self._unlock()
-            raise
-        self.folder_lock = folder
-
-    def _unlock(self) -> None:
-        folder, self.folder_lock = self.folder_lock, None
-        if folder is not None:
-            folder.release()
-        lease, self.lease = self.lease, None
-        if lease is not None:
-            lease.release()
 
     def _loop(self, source: Iterator[Item | Mapping[str, JSON]]) -> Iterator[RunResult]:
         session = self.session
@@ -299,13 +279,8 @@ class _Batch:
         if ended is None:
             self.carried[item.id] = (usage, names)
             return None
-        s = ended[1]
-        return RunResult(
-            item.id, str(s.outcome), s.path, s.steps, s.prompt_tokens + usage.prompt_tokens,
-            s.completion_tokens + usage.completion_tokens, s.cost + usage.known_cost,
-            s.wall_time, "its result was not recorded (the batch's driver was lost): taken",
-            fields=item.fields, lost_streams=names,
-        )  # fmt: skip
+        why = "its result was not recorded (the batch's driver was lost): taken"
+        return replace(plus(taken(item, ended[1], error=why), usage), lost_streams=names)
 
     def _record(self, result: RunResult) -> RunResult:
         """Write the result's manifest line (with what it carries); the result."""
@@ -370,8 +345,7 @@ class _Batch:
             reason = "batch closed"
         else:
             reason = f"batch stopped by {type(exc).__name__}"
-        self.stopping = Interrupted(reason)
-        self.session.stop(self.stopping, kill=True)
+        self._stop(Interrupted(reason), kill=True)
         try:
             while self.session.running:
                 for result in self.session.wait(TICK):

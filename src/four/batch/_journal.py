@@ -14,6 +14,7 @@ import shutil
 import stat
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from four._files import ANY_SIZE, Unreadable, read_regular, regular_fd
@@ -29,13 +30,19 @@ class Journal:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fd = -1
-        self._undo: object = None
+        self._undo: Callable[[], None] | None = None
 
     def open(self) -> list[str]:
         """Kill what the previous owner left running; start this process's journal.
         Returns what was cleaned up (for the log)."""
         cleaned = clean_up(self.path)
-        self._fd = _create(self.path)
+        # A new, empty journal; what is in its place and is no regular file (a FIFO, whose
+        # open would wait for a reader; a link) is removed first.
+        with contextlib.suppress(OSError):
+            if not stat.S_ISREG(os.lstat(self.path).st_mode):
+                self.path.unlink()
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_NOFOLLOW
+        self._fd = regular_fd(self.path, flags, max_bytes=ANY_SIZE, mode=0o600)
         os.write(self._fd, f"pid {os.getpid()}\n".encode())
         self._undo = observe(self._note)
         return cleaned
@@ -43,7 +50,7 @@ class Journal:
     def close(self) -> None:
         """Stop recording and remove the journal (nothing of ours is left to clean)."""
         undo, self._undo = self._undo, None
-        if callable(undo):
+        if undo is not None:
             undo()
         if self._fd >= 0:
             with contextlib.suppress(OSError):
@@ -68,8 +75,12 @@ def clean_up(path: Path) -> list[str]:
     for mark in marks:
         kill_marked(mark)
         cleaned.append(f"command {mark}")
-    if pid is not None and pid != os.getpid():
-        cleaned += [f"container {c}" for c in _remove_containers(str(pid))]
+    if pid is not None and pid != os.getpid() and (docker := shutil.which("docker")):
+        ok, said = run_docker(docker, "ps", "-aq", "--filter", f"label={LABEL}={pid}", timeout=30)
+        listed = said.split() if ok else []
+        if listed:  # its writer's containers
+            run_docker(docker, "rm", "-f", "-v", *listed)
+        cleaned += [f"container {c}" for c in listed]
     return cleaned
 
 
@@ -95,7 +106,10 @@ def sweep(own: Path, quiet: float = QUIET) -> list[str]:
         if path == own:
             continue
         try:
-            if time.time() - path.stat().st_mtime < quiet or _running(_read(path)[0]):
+            if time.time() - path.stat().st_mtime < quiet:
+                continue
+            pid = _read(path)[0]
+            if pid is not None and pid_alive(pid):  # (a reused pid too: the journal is kept)
                 continue
         except (OSError, Unreadable):  # gone meanwhile, another user's, or no journal
             continue
@@ -120,29 +134,3 @@ def _read(path: Path) -> tuple[int | None, list[str]]:
         elif kind == "-":
             marks.pop(value.strip(), None)
     return pid, list(marks)
-
-
-def _create(path: Path) -> int:
-    """A new, empty journal at ``path``, open for appending. What is in its place and is
-    no regular file (a FIFO, whose open would wait for a reader; a link) is removed first."""
-    with contextlib.suppress(OSError):
-        if not stat.S_ISREG(os.lstat(path).st_mode):
-            path.unlink()
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_NOFOLLOW
-    return regular_fd(path, flags, max_bytes=ANY_SIZE, mode=0o600)
-
-
-def _remove_containers(pid: str) -> list[str]:
-    docker = shutil.which("docker")
-    if docker is None:
-        return []
-    ok, said = run_docker(docker, "ps", "-aq", "--filter", f"label={LABEL}={pid}", timeout=30)
-    listed = said.split() if ok else []
-    if listed:
-        run_docker(docker, "rm", "-f", "-v", *listed)
-    return listed
-
-
-def _running(pid: int | None) -> bool:
-    """Whether the journal's process runs (a reused pid counts: the journal is kept)."""
-    return pid is not None and pid_alive(pid)

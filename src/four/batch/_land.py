@@ -41,14 +41,13 @@ class Landing:
             if relative.is_absolute() or ".." in relative.parts or not relative.parts:
                 continue
             target = self.root.joinpath(*relative.parts)
+            if piece.whole and self._versions.get(piece.path, -1) > piece.version:
+                continue  # an older version, late
+            target.parent.mkdir(parents=True, exist_ok=True)
             if piece.whole:
-                if self._versions.get(piece.path, -1) > piece.version:
-                    continue  # an older version, late
-                target.parent.mkdir(parents=True, exist_ok=True)
                 write_atomic(target.parent, target.name, piece.data)
                 self._versions[piece.path] = piece.version
             else:
-                target.parent.mkdir(parents=True, exist_ok=True)
                 fd = os.open(target, WRITE_FLAGS | os.O_CREAT, 0o644)
                 try:
                     view = memoryview(piece.data)

@@ -40,16 +40,13 @@ class Holder:
     expires: float | None  # a lease's expiry (time.time()); None for a folder's lock
     token: str  # this holding's own id
 
-    def to_json(self) -> dict[str, JSON]:
-        return {
-            **self.driver.to_json(),
-            "started": self.started,
-            "expires": self.expires,
-            "token": self.token,
-        }
-
     @staticmethod
-    def from_json(data: JSON) -> Holder | None:
+    def read(text: bytes) -> Holder | None:
+        """The holder a lock's text names (None: no holder of ours)."""
+        try:
+            data: JSON = json.loads(text)
+        except ValueError:
+            return None
         driver = Driver.from_json(data)
         if driver is None or not isinstance(data, dict):
             return None
@@ -82,9 +79,12 @@ class Holder:
         return started is None or (d.start is not None and started != d.start)
 
 
-def _holder(token: str, ttl: float | None) -> Holder:
+def _claim(token: str, ttl: float | None) -> bytes:
+    """A lock's text naming this driver as its holder from now (``ttl``: a lease's)."""
     now = time.time()
-    return Holder(this_driver(), now, None if ttl is None else now + ttl, token)
+    expires = None if ttl is None else now + ttl
+    holder = {**this_driver().to_json(), "started": now, "expires": expires, "token": token}
+    return json.dumps(holder).encode()
 
 
 class FolderLock:
@@ -116,14 +116,14 @@ class FolderLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            other = _read_holder(os.pread(fd, 4096, 0))
+            other = Holder.read(os.pread(fd, 4096, 0))
             closed()
             who = other.describe() if other is not None else "another driver (starting)"
             raise BatchLocked(f"{self.name} is being run by {who}") from None
         except BaseException:
             closed()
             raise
-        data = json.dumps(_holder(uuid.uuid4().hex, None).to_json()).encode()
+        data = _claim(uuid.uuid4().hex, None)
         os.ftruncate(fd, 0)
         os.pwrite(fd, data, 0)
         self._fd, self._closed = fd, closed
@@ -133,19 +133,9 @@ class FolderLock:
         closed, self._closed = self._closed, None
         if closed is None:
             return
-        try:
+        with contextlib.suppress(OSError):
             os.ftruncate(fd, 0)  # (the file stays: another may have it open to lock)
-        except OSError:
-            pass
-        finally:
-            closed()
-
-
-def _read_holder(data: bytes) -> Holder | None:
-    try:
-        return Holder.from_json(json.loads(data))
-    except ValueError:
-        return None
+        closed()
 
 
 class _Store(Protocol):
@@ -228,9 +218,7 @@ class Lease:
                 self.fs.rm_file(self.path)
 
     def _live(self, holder: Holder) -> bool:
-        if holder.gone():
-            return False
-        return holder.expires is None or holder.expires > time.time()
+        return not holder.gone() and (holder.expires is None or holder.expires > time.time())
 
     def _read(self) -> tuple[Holder | None, str | None] | None:
         """The lease there and its version (ETag), or None when there is none."""
@@ -239,7 +227,7 @@ class Lease:
                 before = self._tag()
                 data = self.fs.cat_file(self.path)
                 if before == self._tag():  # (not replaced between the two looks)
-                    return _read_holder(data), before
+                    return Holder.read(data), before
             except FileNotFoundError:
                 return None
         raise OSError(f"{self.url}: the lock keeps changing while read")
@@ -254,7 +242,7 @@ class Lease:
     def _write(self, replacing: str | None) -> None:
         """Write this lease: only where there is none (``replacing`` None), or only over
         the version ``replacing`` (conditional stores); ``_Conflict`` when another is there."""
-        data = json.dumps(_holder(self._token, self.ttl).to_json()).encode()
+        data = _claim(self._token, self.ttl)
         if not self.conditional:
             self.fs.pipe_file(self.path, data)
             return

@@ -20,12 +20,6 @@ MAX_BYTES = 1 << 30
 """The largest manifest read (a line is a few hundred bytes: millions of items fit)."""
 
 
-def manifest_path(path: str | os.PathLike[str]) -> Path:
-    """The manifest of a batch folder (or the file itself when given)."""
-    p = Path(path)
-    return p if p.suffix == ".jsonl" else p / MANIFEST
-
-
 @checked
 def read_results(path: str | os.PathLike[str]) -> list[RunResult]:
     """Every line of a manifest, in order (a line cut short at its end is skipped); none
@@ -40,7 +34,8 @@ def read_results(path: str | os.PathLike[str]) -> list[RunResult]:
     ...     print(str(exc).endswith("manifest.jsonl is a FIFO (named pipe), not a regular file"))
     True
     """
-    p = manifest_path(path)
+    p = Path(path)
+    p = p if p.suffix == ".jsonl" else p / MANIFEST  # a batch folder, or its manifest
     try:
         text = read_regular(p, max_bytes=MAX_BYTES).decode("utf-8", "replace")
     except Unreadable as exc:
@@ -83,7 +78,11 @@ class ManifestWriter:
         self.relative = relative
         folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / MANIFEST
-        self._file: IO[str] = _append(self.path)
+        # Refused with one line (Unreadable) if a FIFO, a device or a link is in its place,
+        # or it is over MAX_BYTES: never written into (a FIFO's writer would wait).
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
+        fd = regular_fd(self.path, flags, max_bytes=MAX_BYTES)
+        self._file: IO[str] = os.fdopen(fd, "a+", encoding="utf-8")
         try:
             fcntl.flock(self._file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -106,11 +105,3 @@ class ManifestWriter:
     def close(self) -> None:
         with contextlib.suppress(OSError):
             self._file.close()
-
-
-def _append(path: Path) -> IO[str]:
-    """``path`` opened to append to, if it is a regular file of at most ``MAX_BYTES`` or
-    is not there yet; a FIFO, a device or a link in its place is refused with one line
-    (``Unreadable``), never written into (a FIFO's writer would wait once it is full)."""
-    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
-    return open(regular_fd(path, flags, max_bytes=MAX_BYTES), "a+", encoding="utf-8")

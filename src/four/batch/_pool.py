@@ -94,7 +94,4 @@ class RayPool:
             if exc.name != "ray":
                 raise
             raise ImportError("RayPool needs Ray: pip install 'four-loop[ray]'") from exc
-        return RaySession(
-            self.address, self.actors, self.max_restarts, self.init, spec, self.scratch,
-            self.lease,
-        )  # fmt: skip
+        return RaySession(self, spec)

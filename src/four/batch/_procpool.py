@@ -382,7 +382,7 @@ def _worker_main(
     comes pickled, so a ``make_run`` it cannot load is a message, not a dead process."""
     # Ctrl-C is the batch's to handle: it stops us. A handler, not SIG_IGN, so the
     # commands the runs start get the default back at their exec.
-    signal.signal(signal.SIGINT, _ignore)
+    signal.signal(signal.SIGINT, lambda signum, frame: None)
     try:
         spec: Spec = pickle.loads(blob)
     except Exception as exc:
@@ -396,10 +396,6 @@ def _worker_main(
         _relay(session, commands, reports)
     finally:
         journal.close()
-
-
-def _ignore(signum: int, frame: object) -> None:
-    """A SIGINT reached a worker: the batch's process decides (see ``_worker_main``)."""
 
 
 def _relay(session: AsyncSession, commands: mpc.Connection, reports: mpc.Connection) -> None:

@@ -5,27 +5,15 @@ creation), a ``Supervisor`` (one watchdog thread for its runs) and ``max_concurr
 threads for runs, plus one control thread (a concurrency group of its own) that takes
 stop requests, lease renewals and status polls while every run thread is busy.
 
-Records travel: each attempt runs in a scratch folder of its actor's node, and what it
-writes comes back to this process (``_ship``, ``_land``): in each status reply (every
-0.5 s, so a node lost mid-run leaves its partial stream here) and whole in the run's
-reply. A status reply counts only once acknowledged (the next poll says which it got):
-one lost on the way is sent again, usage and records alike.
-
-Exactly one result per item. Each attempt has a key (its lease token). Ray's own
-retries are off; an attempt lost here is tried once more, on a live actor: at once when
-its process is known dead (its actor restarted, or died on a live node), else only once
-its lease has run out (``Supervisor.renew``: an actor that hears nothing from this
-process for ``lease`` seconds stops its runs), so two attempts at one item never run at
-once. A call that failed only for a while (``ActorUnavailableError``) is not lost: its
-result comes with the actor's next status. A lost attempt whose run had ended (its
-stream landed whole) is taken, not run again. What a lost attempt had spent on metered
-model calls (as the actor's last status said) goes with the item: into its lost result,
-or added to its retry's result.
+How records travel back (``_ship``, ``_land``) and how each item gets exactly one
+result, whatever is lost on the way: docs/batch.md ("Past one machine", "Exactly one
+result per task").
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import shutil
@@ -34,7 +22,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Protocol, cast
@@ -45,7 +33,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from four._outcomes import Crashed, Outcome
 from four._types import NO_USAGE, Usage
-from four.batch._attempt import MakeRun, attempt_key, recovered, run_attempt
+from four.batch._attempt import attempt_key, recovered, run_attempt
 from four.batch._items import Item, folder_name
 from four.batch._journal import Journal, actor_journal, sweep
 from four.batch._land import Landing
@@ -54,6 +42,7 @@ from four.batch._ship import STREAM, Piece, Shipper
 from four.batch._supervisor import Supervisor
 
 if TYPE_CHECKING:
+    from four.batch._pool import RayPool
     from four.batch._session import Spec
 
 READY_WITHIN = 120.0
@@ -85,19 +74,13 @@ class Report(NamedTuple):
 
 
 class _Actor:
-    """The actor class (made remote in ``_remote_actor``)."""
+    """The actor class (made remote in ``actor_class``)."""
 
-    def __init__(
-        self,
-        make_run: MakeRun,
-        scratch: str | None,
-        time_limit: float | None,
-        stall_timeout: float | None,
-        max_cost: float | None,
-        lease: float,
-    ) -> None:
-        self.make_run = make_run
-        self.supervisor = Supervisor(time_limit, stall_timeout, max_cost=max_cost, lease=lease)
+    def __init__(self, spec: Spec, scratch: str | None, lease: float) -> None:
+        self.make_run = spec.make_run
+        self.supervisor = Supervisor(
+            spec.time_limit, spec.stall_timeout, max_cost=spec.max_cost, lease=lease
+        )
         self.node = _node_address()
         self.incarnation = uuid.uuid4().hex
         self.lock = threading.Lock()
@@ -119,12 +102,9 @@ class _Actor:
         # Then, beside the runs (the actor is up meanwhile), what actors killed for good
         # left on this node: a `docker ps` per dead journal is not worth a later start.
         self.sweeping = threading.Thread(
-            target=self._sweep, args=(path,), name="four-sweep", daemon=True
+            target=lambda: self.cleaned.extend(sweep(path)), name="four-sweep", daemon=True
         )
         self.sweeping.start()
-
-    def _sweep(self, own: Path) -> None:
-        self.cleaned.extend(sweep(own))
 
     def run(self, item: Item, attempt: int, key: str) -> tuple[RunResult, tuple[Piece, ...]]:
         """The attempt's result (its trajectory's path relative to the batch folder),
@@ -225,23 +205,14 @@ class _Handle(Protocol):
     finish: _Method
 
 
-def _remote_actor() -> object:
+@functools.cache
+def actor_class() -> object:
+    """The remote actor class (made once per process)."""
     control = ray.method(concurrency_group="control")
     for name in ("stop", "renew", "status", "where", "finish"):
         setattr(_Actor, name, control(getattr(_Actor, name)))
     remote = cast(Callable[..., Callable[[type], object]], ray.remote)  # its overloads omit it
     return remote(concurrency_groups={"control": 1})(_Actor)
-
-
-_ACTOR: object | None = None
-
-
-def actor_class() -> object:
-    """The remote actor class (made once per process)."""
-    global _ACTOR
-    if _ACTOR is None:
-        _ACTOR = _remote_actor()
-    return _ACTOR
 
 
 @dataclass
@@ -275,55 +246,46 @@ class _Slot:
         return self.probe is not None or self.reprobe_at is not None
 
 
-@dataclass
-class _Call:
-    slot: _Slot
-    item: Item
-    attempt: int
-    key: str
-    errors: list[str] = field(default_factory=list)
-    lost: Usage = NO_USAGE  # what earlier attempts spent before they were lost
-    lost_streams: tuple[str, ...] = ()  # ... and their streams (relative paths)
-    streams: set[str] = field(default_factory=set)  # its streams landed (relative paths)
-    doubt: str | None = None  # its call failed for a while: the actor's status settles it
-
-
 class _Queued(NamedTuple):
+    """An attempt to make at an item, with what its earlier ones (lost) left."""
+
     item: Item
     attempt: int
     errors: list[str]
-    lost: Usage
-    lost_streams: tuple[str, ...] = ()
+    lost: Usage  # what earlier attempts spent before they were lost
+    lost_streams: tuple[str, ...] = ()  # ... and their streams (relative paths)
     not_before: float = 0.0  # (monotonic) a lost attempt's lease runs out
 
-    def given_up(self, outcome: str) -> RunResult:
+    def given_up(self, outcome: str, final: bool = False) -> RunResult:
+        """The item's result, no attempt of it having come back."""
         errors = "; ".join(self.errors) or None
         return unfinished(
-            self.item, outcome, self.lost, errors, self.attempt, False, self.lost_streams
+            self.item, outcome, self.lost, errors, self.attempt, final, self.lost_streams
         )
+
+
+@dataclass
+class _Call:
+    slot: _Slot
+    asked: _Queued  # the attempt it makes
+    key: str
+    streams: set[str] = field(default_factory=set)  # its streams landed (relative paths)
+    doubt: str | None = None  # its call failed for a while: the actor's status settles it
 
 
 class RaySession:
     """A batch on Ray (see ``RayPool``, whose settings it is given)."""
 
-    def __init__(
-        self,
-        address: str | None,
-        actors: int | None,
-        max_restarts: int,
-        init: Mapping[str, object],
-        spec: Spec,
-        scratch: str | None = None,
-        lease: float = 30.0,
-    ) -> None:
+    def __init__(self, pool: RayPool, spec: Spec) -> None:
         self._spec = spec
-        self._lease = lease
+        self._lease = pool.lease
         self._landing = Landing(spec.output_dir)
         self._started_ray = False
         if not ray.is_initialized():
-            cast(Callable[..., object], ray.init)(address=address, **dict(init))
+            cast(Callable[..., object], ray.init)(address=pool.address, **dict(pool.init))
             self._started_ray = True
         nodes = [n for n in _nodes() if n.get("Alive")]
+        actors = pool.actors
         count = actors if actors is not None else max(1, len(nodes))
         per_actor = max(1, math.ceil(spec.max_concurrency / count))
         self._slots: list[_Slot] = []
@@ -332,24 +294,13 @@ class RaySession:
             options: dict[str, object] = {
                 "num_cpus": 0,
                 "max_concurrency": per_actor,
-                "max_restarts": max_restarts,
+                "max_restarts": pool.max_restarts,
                 "max_task_retries": 0,
             }
             if node_id is not None:  # one per node, pinned (soft placement may stack them)
                 options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node_id, soft=False)
-            handle = cast(
-                _Handle,
-                cast(_Remote, actor_class())
-                .options(**options)
-                .remote(
-                    spec.make_run,
-                    scratch,
-                    spec.time_limit,
-                    spec.stall_timeout,
-                    spec.max_cost,
-                    lease,
-                ),
-            )
+            actor = cast(_Remote, actor_class()).options(**options)
+            handle = cast(_Handle, actor.remote(spec, pool.scratch, pool.lease))
             # Runs go to an actor once it answers (each takes at most its share, so
             # runs still spread over all of them): no waiting for the slowest to start.
             self._slots.append(_Slot(handle, per_actor, node_id, probe=handle.where.remote()))
@@ -388,7 +339,7 @@ class RaySession:
         self._reprobe()
         self._overdue()
         if not self._ready:
-            refs = [*self._calls, *self._probes()]
+            refs = [*self._calls, *(s.probe for s in self._slots if s.probe is not None)]
             if refs:
                 ready, _ = ray.wait(refs, num_returns=1, timeout=timeout)
                 if ready:  # and whatever else is done by now
@@ -413,12 +364,8 @@ class RaySession:
     def live_usage(self) -> Usage:
         """The runs in flight (as their actors last said), and what lost attempts of
         items not ended yet spent: each counted until a result carries it."""
-        total = self._lost_usage()
-        for slot in self._slots:
-            for usage in slot.spending.values():
-                if usage is not NO_USAGE:
-                    total += usage
-        return total
+        spending = [u for slot in self._slots for u in slot.spending.values()]
+        return sum((u for u in spending if u is not NO_USAGE), self._lost_usage())
 
     def running_by_node(self) -> dict[str, int]:
         """The attempts in flight on each node, as its actor said where it is."""
@@ -481,9 +428,7 @@ class RaySession:
             key = attempt_key(ready.item, ready.attempt)
             ref = slot.handle.run.remote(ready.item, ready.attempt, key)
             slot.spending[key] = NO_USAGE
-            call = _Call(
-                slot, ready.item, ready.attempt, key, ready.errors, ready.lost, ready.lost_streams
-            )
+            call = _Call(slot, ready, key)
             self._calls[ref] = call
             self._keys[key] = call
 
@@ -497,13 +442,11 @@ class RaySession:
         try:
             result, pieces = cast(tuple[RunResult, tuple[Piece, ...]], ray.get(ref))
         except ray.exceptions.RayTaskError as exc:  # raised in the actor (run_attempt does not)
-            spent = self._settle(call)
-            text = Crashed("batch", _first_line(exc.cause or exc)).text
-            errors = "; ".join(call.errors) or None
-            streams = (*call.lost_streams, *sorted(call.streams))
-            lost = call.lost + spent
+            lost = call.asked.lost + self._settle(call)
+            streams = (*call.asked.lost_streams, *sorted(call.streams))
+            had = call.asked._replace(lost=lost, lost_streams=streams)
             self._ready.append(
-                unfinished(call.item, text, lost, errors, call.attempt, True, streams)
+                had.given_up(Crashed("batch", _first_line(exc.cause or exc)).text, True)
             )
             return
         except ray.exceptions.ActorUnavailableError as exc:
@@ -524,12 +467,13 @@ class RaySession:
         call.slot.done.append(call.key)
         if result.trajectory is not None and not result.trajectory.is_absolute():
             result = replace(result, trajectory=self._spec.output_dir / result.trajectory)
-        if call.errors:  # a retry
-            error = "; ".join([*call.errors, *([result.error] if result.error else [])])
+        asked = call.asked
+        if asked.errors:  # a retry
+            error = "; ".join([*asked.errors, *([result.error] if result.error else [])])
             result = replace(result, error=error)
-        if call.lost_streams:
-            result = replace(result, lost_streams=call.lost_streams)
-        self._ready.append(plus(result, call.lost))  # earlier attempts were paid for too
+        if asked.lost_streams:
+            result = replace(result, lost_streams=asked.lost_streams)
+        self._ready.append(plus(result, asked.lost))  # earlier attempts were paid for too
 
     def _settle(self, call: _Call) -> Usage:
         """The attempt is over: what it had spent, as its actor last said."""
@@ -563,31 +507,26 @@ class RaySession:
         (at once when ``sure`` its process is dead, else once its lease is over)."""
         spent = self._settle(call)
         self._revoked.append(call.key)
-        errors = [*call.errors, f"attempt {call.attempt}: {why}"]
-        lost = call.lost + spent if spent is not NO_USAGE else call.lost
-        lost_streams = (*call.lost_streams, *sorted(call.streams))
+        asked = call.asked
+        errors = [*asked.errors, f"attempt {asked.attempt}: {why}"]
+        lost = asked.lost + spent if spent is not NO_USAGE else asked.lost
+        lost_streams = (*asked.lost_streams, *sorted(call.streams))
         out = self._spec.output_dir
-        done = recovered(call.item, [out / p for p in call.streams], call.attempt, "")
+        done = recovered(asked.item, [out / p for p in call.streams], asked.attempt, "")
         if done is not None:  # it had ended: its stats count it whole
             node = call.slot.where[0] if call.slot.where is not None else ""
             error = "; ".join([*errors, "its run had ended: its trajectory is taken"])
-            taken = replace(done, node=node, error=error, lost_streams=call.lost_streams)
-            self._ready.append(plus(taken, call.lost))
-            return
-        if call.attempt >= 2 or self._stop is not None:
-            reason = self._stop.text if self._stop is not None else None
-            text = reason or Crashed("batch", f"its Ray actor died twice: {errors[-1]}").text
-            joined = "; ".join(errors)
-            self._ready.append(
-                unfinished(call.item, text, lost, joined, call.attempt, False, lost_streams)
-            )
+            taken = replace(done, node=node, error=error, lost_streams=asked.lost_streams)
+            self._ready.append(plus(taken, asked.lost))
             return
         wait = 0.0 if sure else time.monotonic() + self._lease + GRACE
-        retry = _Queued(call.item, call.attempt + 1, errors, lost, lost_streams, wait)
-        self._queue.appendleft(retry)
-
-    def _probes(self) -> list[ray.ObjectRef[object]]:
-        return [s.probe for s in self._slots if s.probe is not None]
+        had = _Queued(asked.item, asked.attempt, errors, lost, lost_streams, wait)
+        if asked.attempt >= 2 or self._stop is not None:
+            reason = self._stop.text if self._stop is not None else None
+            text = reason or Crashed("batch", f"its Ray actor died twice: {errors[-1]}").text
+            self._ready.append(had.given_up(text))
+            return
+        self._queue.appendleft(had._replace(attempt=asked.attempt + 1))  # its retry
 
     def _probed(self, ref: ray.ObjectRef[object]) -> None:
         for slot in self._slots:
@@ -711,11 +650,8 @@ class RaySession:
 
     def _lost_usage(self) -> Usage:
         """What lost attempts spent, of the items in flight or queued again."""
-        total = NO_USAGE
-        for lost in [*(c.lost for c in self._keys.values()), *(q.lost for q in self._queue)]:
-            if lost is not NO_USAGE:
-                total += lost
-        return total
+        lost = [*(c.asked.lost for c in self._keys.values()), *(q.lost for q in self._queue)]
+        return sum((u for u in lost if u is not NO_USAGE), NO_USAGE)  # (an add makes a Usage)
 
 
 class _Remote(Protocol):

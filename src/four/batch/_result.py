@@ -131,6 +131,17 @@ def unfinished(
     )  # fmt: skip
 
 
+def taken(
+    item: Item, saved: Saved, attempts: int = 1, node: str = "", error: str | None = None
+) -> RunResult:
+    """The item's result as its saved trajectory ``saved`` tells it."""
+    return RunResult(
+        item.id, str(saved.outcome), saved.path, saved.steps, saved.prompt_tokens,
+        saved.completion_tokens, saved.cost, saved.wall_time, error, attempts, True, node,
+        item.fields,
+    )  # fmt: skip
+
+
 def plus(result: RunResult, usage: Usage) -> RunResult:
     """``result`` with ``usage`` added (what its lost earlier attempts spent)."""
     if usage is NO_USAGE:
@@ -154,7 +165,6 @@ class Saved:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float = 0.0
-    started_at: float = 0.0
     wall_time: float = 0.0
 
 
@@ -197,7 +207,7 @@ def _with_stats(path: Path, outcome: str | None, stats: Stats) -> Saved:
     u = stats.usage
     return Saved(
         path, outcome, stats.steps, u.prompt_tokens, u.completion_tokens, _float(u.cost),
-        _float(stats.started_at), _float(stats.wall_time),
+        _float(stats.wall_time),
     )  # fmt: skip
 
 

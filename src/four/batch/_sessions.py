@@ -11,14 +11,13 @@ import gc
 import queue
 import sys
 import threading
-from collections.abc import Coroutine
 from typing import ClassVar
 
 from four._outcomes import Crashed, Outcome
 from four._types import Usage
 from four.batch._attempt import NODE, arun_attempt, item_of, run_attempt
 from four.batch._items import Item
-from four.batch._result import RunResult
+from four.batch._result import RunResult, unfinished
 from four.batch._session import Spec
 from four.batch._supervisor import Supervisor
 
@@ -71,7 +70,7 @@ class _InProcess:
             except BaseException as exc:  # an attempt catches Exception: this is rarer
                 text = f"{type(exc).__name__}: {exc}"
                 results.append(
-                    RunResult(item.id, Crashed("batch", text).text, error=text, fields=item.fields)
+                    unfinished(item, Crashed("batch", text).text, error=text, final=True)
                 )
         return results
 
@@ -139,9 +138,7 @@ class AsyncSession(_InProcess):
 
     def submit(self, item: Item) -> None:
         spec = self._spec
-        attempt: Coroutine[object, object, RunResult] = arun_attempt(
-            spec.make_run, item, spec.output_dir, self._supervisor
-        )
+        attempt = arun_attempt(spec.make_run, item, spec.output_dir, self._supervisor)
         self._started(asyncio.run_coroutine_threadsafe(attempt, self._loop), item)
 
     def close(self, wait: bool = True) -> None:
@@ -190,14 +187,12 @@ class _RaisedCollector:
 
     def __init__(self, threshold: int | None) -> None:
         self._threshold = threshold
-        if threshold is None:
-            return
-        cls = type(self)
-        with cls._lock:
-            if not cls._open:
-                cls._saved = gc.get_threshold()
-            cls._open.append(threshold)
-            cls._apply()
+        if threshold is not None:
+            with self._lock:
+                if not self._open:
+                    type(self)._saved = gc.get_threshold()
+                self._open.append(threshold)
+                self._apply()
 
     @classmethod
     def _apply(cls) -> None:
@@ -206,12 +201,10 @@ class _RaisedCollector:
 
     def close(self) -> None:
         threshold, self._threshold = self._threshold, None
-        if threshold is None:
-            return
-        cls = type(self)
-        with cls._lock:
-            cls._open.remove(threshold)
-            if cls._open:
-                cls._apply()
-            elif gc.get_threshold() == cls._set:
-                gc.set_threshold(*cls._saved)
+        if threshold is not None:
+            with self._lock:
+                self._open.remove(threshold)
+                if self._open:
+                    self._apply()
+                elif gc.get_threshold() == self._set:
+                    gc.set_threshold(*self._saved)

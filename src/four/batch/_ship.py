@@ -6,8 +6,10 @@ it (``commit``); pieces are idempotent (see ``_land`` and docs/batch.md).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import stat
 import threading
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -24,8 +26,8 @@ class Piece:
     ``data`` at ``offset`` (a stream's new lines), or is replaced by it when ``whole``
     (``version``: the file's change time in ns, newest wins).
 
-    >>> Piece("runs/a/x.jsonl", 0, b"{}\\n").end
-    3
+    >>> Piece("runs/a/x.jsonl", 0, b"{}\\n").whole
+    False
     """
 
     path: str
@@ -33,10 +35,6 @@ class Piece:
     data: bytes
     whole: bool = False
     version: int = 0
-
-    @property
-    def end(self) -> int:
-        return self.offset + len(self.data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,13 +93,11 @@ class Shipper:
         with self._lock:
             tokens = list(self._folders.items())
             had = {t: dict(self._had[t]) for t, _ in tokens}
-        pieces: list[tuple[str, Piece]] = []
-        for token, folder in tokens:
-            final = token in ended
-            while more := self._pieces(folder, had[token], final=final):
-                pieces += [(token, p) for p in more]
-                if not final:
-                    break
+        pieces = [
+            (token, piece)
+            for token, folder in tokens
+            for piece in self._pieces(folder, had[token], token in ended)
+        ]
         with self._lock:
             self._sent = {t: f for t, f in had.items() if t in self._folders}
         return pieces
@@ -120,13 +116,11 @@ class Shipper:
         with self._lock:
             folder = self._folders.get(token)
             had = dict(self._had.get(token, {}))
-        pieces: list[Piece] = []
-        while folder is not None and (more := self._pieces(folder, had, final=True)):
-            pieces += more
-        return pieces
+        return [] if folder is None else self._pieces(folder, had, final=True)
 
-    def _pieces(self, where: tuple[Path, str], had: _Folder, *, final: bool = False) -> list[Piece]:
-        """The pieces of a folder the driver lacks, given ``had`` (updated)."""
+    def _pieces(self, where: tuple[Path, str], had: _Folder, final: bool) -> list[Piece]:
+        """The pieces of a folder the driver lacks, given ``had`` (updated): with
+        ``final`` all of them, else one report's worth."""
         base, folder = where
         pieces = []
         for path, st in _files(base / folder):
@@ -151,29 +145,22 @@ class Shipper:
                     continue
                 pieces.append(Piece(name, 0, data, whole=True, version=version))
                 had[name] = _Had(st.st_size, version)
+        if final and pieces:  # (CHUNK bytes a file each time: the rest follows)
+            pieces += self._pieces(where, had, final)
         return pieces
 
 
 def _files(folder: Path) -> list[tuple[str, os.stat_result]]:
     """Every regular file under ``folder`` (relative ``/`` paths), dot files left out."""
     found: list[tuple[str, os.stat_result]] = []
-    stack = [("", folder)]
-    while stack:
-        prefix, here = stack.pop()
-        try:
-            entries = list(os.scandir(here))
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.name.startswith("."):
-                continue
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append((f"{prefix}{entry.name}/", Path(entry.path)))
-                elif entry.is_file(follow_symlinks=False):
-                    found.append((f"{prefix}{entry.name}", entry.stat()))
-            except OSError:
-                continue
+    for here, dirs, names in os.walk(folder):  # (not into a link to a folder)
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        prefix = Path(here).relative_to(folder).as_posix()
+        for name in names:
+            with contextlib.suppress(OSError):  # gone meanwhile
+                st = os.lstat(os.path.join(here, name))
+                if not name.startswith(".") and stat.S_ISREG(st.st_mode):
+                    found.append((name if prefix == "." else f"{prefix}/{name}", st))
     return found
 
 

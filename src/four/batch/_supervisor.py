@@ -24,6 +24,7 @@ def cost_limit_reached(max_cost: float) -> CostLimitReached:
     return CostLimitReached(f"the batch's cost limit of {max_cost:g} USD")
 
 
+@dataclass(eq=False, slots=True)
 class RunWatch:
     """One run's view of the supervisor: implements ``four``'s ``Watch`` protocol.
 
@@ -32,16 +33,13 @@ class RunWatch:
     what the run's metered model calls have used so far (see ``RunContext.meter``).
     """
 
-    __slots__ = ("by_batch", "key", "last", "started", "stop", "supervisor", "usage")
-
-    def __init__(self, key: str, now: float, supervisor: Supervisor | None = None) -> None:
-        self.key = key
-        self.supervisor = supervisor
-        self.started = now
-        self.last = now
-        self.stop: Outcome | None = None
-        self.by_batch = False
-        self.usage: Usage = NO_USAGE
+    key: str
+    supervisor: Supervisor
+    started: float
+    last: float  # when a model call or a command last finished
+    stop: Outcome | None = None
+    by_batch: bool = False
+    usage: Usage = NO_USAGE
 
     def beat(self) -> None:
         """A model call or a command finished."""
@@ -49,15 +47,14 @@ class RunWatch:
 
     def stopped(self) -> Outcome | None:
         """The outcome to end with now, or None to go on."""
-        if self.stop is None and self.supervisor is not None:
+        if self.stop is None:
             self.supervisor.check_lease()  # (before a step: a process resumed after a pause)
         return self.stop
 
     def charge(self, used: Usage) -> None:
         """A model call of the run used ``used`` (the batch's cost budget hears of it)."""
         self.usage += used
-        if self.supervisor is not None:
-            self.supervisor.charged()
+        self.supervisor.charged()
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +131,8 @@ class Supervisor:
 
     def open(self, key: str) -> RunWatch:
         """Start watching a run; ``key`` is unique among the runs being watched."""
-        watch = RunWatch(key, time.monotonic(), self)
+        now = time.monotonic()
+        watch = RunWatch(key, self, now, now)
         with self._lock:
             if key in self._watches:
                 raise ValueError(f"the run {key!r} is already watched")

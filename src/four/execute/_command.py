@@ -1,6 +1,8 @@
-"""What every environment does with a command before it runs it."""
+"""What every environment shares: the check of a command before it runs, and ``with``."""
 
 from __future__ import annotations
+
+from typing import Self
 
 from returns.result import Result
 
@@ -24,3 +26,19 @@ def refused(env: object, action: object) -> Observation | None:
     else:
         return None
     return Observation(f"<returncode>126</returncode>\n<output>\n{reason}\n</output>", 126)
+
+
+class ClosedOnExit:
+    """``with env:`` gives the environment and calls its ``close()`` at the block's end
+    (the environments that hold something: a shell, a container)."""
+
+    __slots__ = ()
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import dataclasses
 import errno
 import functools
 import itertools
@@ -28,7 +27,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 from four._types import Checked
-from four.execute._output import Ran
 from four.execute._tether import KILL_MARKED, Tether
 
 DRIVER = "FOUR_DRIVER"
@@ -51,9 +49,7 @@ class Limits:
     def __post_init__(self) -> None:
         for name in ("processes", "file_size", "memory"):
             value = getattr(self, name)
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or value < 1
-            ):
+            if value is not None and (type(value) is not int or value < 1):
                 raise ValueError(
                     f"Limits({name}=...) must be a positive int or None, not {value!r}"
                 )
@@ -149,13 +145,6 @@ def launcher_exit(code: int | None, last: bytes) -> tuple[int | None, bytes]:
     return code, last
 
 
-def read_exit(ran: Ran) -> Ran:
-    """``ran`` with a note when the command's shell was killed by SIGKILL (-9)."""
-    if ran.returncode == -signal.SIGKILL:
-        return dataclasses.replace(ran, notes=(*ran.notes, KILLED))
-    return ran
-
-
 @dataclass(frozen=True, slots=True)
 class Launch:
     """How to start one command (or one shell) here: what ``launch`` decided."""
@@ -236,16 +225,12 @@ def _private_parent() -> str:
     return shm if usable else tempfile.gettempdir()
 
 
-def launcher_env(env: dict[str, str]) -> dict[str, str]:
-    """``env`` plus the mark this process's tether kills by (starting the tether once)."""
-    return {**env, DRIVER: _driver()}
-
-
 _lock = threading.Lock()
 _tether: tuple[Tether, str] | None = None
 
 
-def _driver() -> str:
+def launcher_env(env: dict[str, str]) -> dict[str, str]:
+    """``env`` plus the mark this process's tether kills by (starting the tether once)."""
     global _tether
     with _lock:
         if _tether is None or not _tether[0].alive():
@@ -261,7 +246,7 @@ def _driver() -> str:
                 f'sleep 0.5; for d in "${{@:3}}"; do rmdir "$d"/four-{pid}-*; done'
             )
             _tether = (Tether(script, [f"{DRIVER}={mark}", _private_parent(), *parents]), mark)
-        return _tether[1]
+        return {**env, DRIVER: _tether[1]}
 
 
 @functools.cache
@@ -393,10 +378,12 @@ def place(limits: Limits, *, bash_env: bool = True) -> Placed:
         if value is None or parent is None:
             continue
         folder = os.path.join(parent, name)
+        files = [os.path.join(folder, f) for f in _LIMIT_FILES[controller]]
         try:
             os.mkdir(folder)
-            _write_limit(folder, controller, value)
-        except OSError:
+            with open(next(f for f in files if os.path.exists(f)), "w") as limit:
+                limit.write(str(value))
+        except (OSError, StopIteration):  # (StopIteration: no limit file in it)
             with contextlib.suppress(OSError):
                 os.rmdir(folder)
             continue
@@ -429,16 +416,6 @@ def _place_file() -> str:
             atexit.register(shutil.rmtree, folder, True)
             _placer = path
         return _placer
-
-
-def _write_limit(folder: str, controller: str, value: int) -> None:
-    for name in _LIMIT_FILES[controller]:
-        path = os.path.join(folder, name)
-        if os.path.exists(path):
-            with open(path, "w") as f:
-                f.write(str(value))
-            return
-    raise OSError(f"no limit file in {folder}")
 
 
 def _kill_all(folder: str) -> None:

@@ -23,8 +23,7 @@ from returns.result import Failure, Result, Success
 from four import _arguments as arguments
 from four._secrets import SECRET_PATTERNS, is_secret
 from four._types import Action, Checked, ExecutionError
-from four.execute._closing import ClosedOnExit
-from four.execute._command import Executed, refused
+from four.execute._command import ClosedOnExit, Executed, refused
 from four.execute._contain import DEFAULT_LIMITS, Contained, Limits, nothing
 from four.execute._interrupt import stopped
 from four.execute._kill import MARK, new_mark

@@ -28,6 +28,7 @@ import contextlib
 import contextvars
 import threading
 from collections.abc import Callable, Hashable, Iterator
+from dataclasses import dataclass, field
 
 from four.execute._kill import kill_group, kill_marked
 
@@ -54,24 +55,16 @@ def _tell(started: bool, command: Command) -> None:
             callback(started, command)
 
 
+@dataclass(eq=False, slots=True)  # (by identity: a registry holds it in a set)
 class Command:
     """One running command as the registry knows it (see ``running``)."""
 
-    __slots__ = ("_done", "_lock", "key", "mark", "on_kill", "pgid")
-
-    def __init__(
-        self,
-        key: Hashable,
-        pgid: int | None,
-        mark: str | None,
-        on_kill: Callable[[], None] | None,
-    ) -> None:
-        self.key = key
-        self.pgid = pgid
-        self.mark = mark
-        self.on_kill = on_kill
-        self._lock = threading.Lock()
-        self._done = False
+    key: Hashable
+    pgid: int | None
+    mark: str | None
+    on_kill: Callable[[], None] | None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _done: bool = False
 
     def kill(self) -> None:
         """Kill the command (not once it is done: its process group id may be reused)."""

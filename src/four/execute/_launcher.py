@@ -127,10 +127,6 @@ class Launcher:
             return state.control
 
 
-def _limit(value: int | None) -> str:
-    return "-" if value is None else str(value)
-
-
 class _State:
     __slots__ = ("control", "owner", "placed", "proc")
 
@@ -145,7 +141,8 @@ class _State:
         try:
             env = {"PATH": os.environ.get("PATH", os.defpath)}  # no secret to show
             argv = [sys.executable, "-I", "-S", "-B", SPAWNER, str(theirs.fileno())]
-            argv += [_limit(limits.file_size), _limit(processes), *placed.folders]
+            argv += ["-" if v is None else str(v) for v in (limits.file_size, processes)]
+            argv += placed.folders
             proc = subprocess.Popen(
                 contained(argv, env),
                 stdin=subprocess.DEVNULL,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, overload
@@ -16,12 +18,12 @@ from four._types import Action, Checked, ExecutionError
 from four.execute._command import Executed, refused
 from four.execute._contain import (
     DEFAULT_LIMITS,
+    KILLED,
     Contained,
     Limits,
     contained,
     find_program,
     launcher_env,
-    read_exit,
     under_limits,
 )
 from four.execute._kill import MARK, new_mark
@@ -74,7 +76,9 @@ class LocalEnv(Checked):
             )
         except OSError as exc:
             return Failure(ExecutionError(f"cannot start {self.shell}: {exc}"))
-        return conclude(read_exit(ran))
+        if ran.returncode == -signal.SIGKILL:  # its shell killed: most likely its memory limit
+            ran = dataclasses.replace(ran, notes=(*ran.notes, KILLED))
+        return conclude(ran)
 
     def close(self) -> None:
         """End the launcher, if one runs (and any command still running with it)."""
@@ -149,9 +153,7 @@ def local_env(
     if not isinstance(limits, Limits):
         raise TypeError(f"limits must be a four.execute.Limits, not {type(limits).__name__}")
     settings = (timeout, max_output, exit_signal, cwd, dict(env or {}), tuple(inherit))
-    if persistent:
-        return ShellEnv(*settings, tuple(deny), limits=limits)
-    return LocalEnv(*settings, tuple(deny), limits=limits)
+    return (ShellEnv if persistent else LocalEnv)(*settings, tuple(deny), limits=limits)
 
 
 def shell_env(

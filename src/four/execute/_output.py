@@ -254,16 +254,13 @@ def observe(ran: Ran) -> Observation:
             "with every process it started. The output below is what it printed until then.</warning>"
         )
     if elided:
-        if shown:
-            lines.append(
-                f"<warning>The output had {ran.output.total} characters; {elided} in the middle "
-                "are not shown. Use head, tail or grep, or redirect the output to a file.</warning>"
-            )
-        else:
-            lines.append(
-                f"<warning>The output had {ran.output.total} characters; "
-                "none are shown (max_output=0).</warning>"
-            )
+        said = (
+            f"{elided} in the middle are not shown. Use head, tail or grep, or redirect the "
+            "output to a file."
+            if shown
+            else "none are shown (max_output=0)."
+        )
+        lines.append(f"<warning>The output had {ran.output.total} characters; {said}</warning>")
     if ran.notes:  # seldom: no generator made for none
         lines.extend(f"<warning>{note}</warning>" for note in ran.notes)
     body = shown if not shown or shown.endswith("\n") else shown + "\n"

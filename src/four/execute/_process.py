@@ -51,7 +51,8 @@ async def blocking(fds: Sequence[int], timeout: float) -> list[int]:
     poller = select.poll()
     for fd in fds:
         poller.register(fd, select.POLLIN)
-    return [fd for fd, _ in poller.poll(_ms(timeout))]
+    # In milliseconds, rounded up: never 0 for time left, never negative.
+    return [fd for fd, _ in poller.poll(max(0, math.ceil(timeout * 1000)))]
 
 
 async def awaited(fds: Sequence[int], timeout: float) -> list[int]:
@@ -173,7 +174,12 @@ async def watching(
     timed_out = False
     notes: list[str] = []
     completed = False
-    kill = _killer(child, on_timeout)
+
+    def kill() -> None:  # at the timeout, or a supervisor's (four.batch)
+        if on_timeout is not None:
+            on_timeout()
+        child.kill()
+
     # Under a supervisor (four.batch), another thread may kill this command.
     command = running(child.pgid, None, kill)
     try:
@@ -255,23 +261,6 @@ def _spawn(argv: Sequence[str], env: Mapping[str, str] | None, stdout: int) -> P
         kill_group(proc.pid)
         proc.wait()
         raise
-
-
-def _ms(seconds: float) -> int:
-    """A poll timeout in milliseconds, rounded up (never 0 for time left, never negative)."""
-    return max(0, math.ceil(seconds * 1000))
-
-
-def _killer(child: Child, on_timeout: Callable[[], None] | None) -> Callable[[], None]:
-    """What a supervisor's kill does besides killing the process group (``running``)."""
-    if on_timeout is None:
-        return child.kill
-
-    def both() -> None:
-        on_timeout()
-        child.kill()
-
-    return both
 
 
 def stop_holders(child: Child, fd: int) -> None:

@@ -98,11 +98,9 @@ class NoteRepeats(Checked):
                 f"{_WARNING}{self._times} times in a row: running it again changes nothing. "
                 f"Take the next step of the task, or finish if it is done.{_END}{content}"
             )
-        return (
-            result
-            if content is observation.content
-            else Success(replace(observation, content=content))
-        )
+        if content is observation.content:
+            return result
+        return Success(replace(observation, content=content))
 
     def close(self) -> None:
         if isinstance(self.inner, Closeable):

@@ -29,8 +29,7 @@ from returns.result import Failure, Success
 from four._coroutine import to_end
 from four._secrets import SECRET_PATTERNS
 from four._types import Action, Checked, ExecutionError
-from four.execute._closing import ClosedOnExit
-from four.execute._command import Executed, refused
+from four.execute._command import ClosedOnExit, Executed, refused
 from four.execute._contain import (
     DEFAULT_LIMITS,
     KILLED,

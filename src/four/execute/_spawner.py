@@ -43,12 +43,6 @@ PR_SET_CHILD_SUBREAPER = 36
 libc = ctypes.CDLL(None, use_errno=True)
 
 
-def check(result: int, what: str) -> None:
-    if result != 0:
-        number = ctypes.get_errno()
-        raise OSError(number, os.strerror(number), what)
-
-
 def failure(exc: BaseException) -> dict[str, Any]:
     """What the driver raises for a command that could not start, as Popen would."""
     if isinstance(exc, OSError) and exc.errno:
@@ -56,18 +50,10 @@ def failure(exc: BaseException) -> dict[str, Any]:
     return {"errno": 0, "what": str(exc) or type(exc).__name__, "filename": None}
 
 
-def read_request(conn: socket.socket) -> Any:
-    size = struct.unpack("!I", read_exactly(conn, 4))[0]
-    return json.loads(read_exactly(conn, size))
-
-
 def read_exactly(conn: socket.socket, size: int) -> bytes:
-    data = b""
-    while len(data) < size:
-        more = conn.recv(size - len(data))
-        if not more:
-            raise EOFError("the request ended early")
-        data += more
+    data = conn.recv(size, socket.MSG_WAITALL)  # short only at the stream's end
+    if len(data) < size:
+        raise EOFError("the request ended early")
     return data
 
 
@@ -121,7 +107,8 @@ def start(conn: socket.socket, output: int, devnull: int) -> Running:
     """Start the command of ``conn``'s request in a new session (closing ``output`` here
     at once: the driver's end of it is to end when the command's does)."""
     try:
-        request = read_request(conn)
+        size = struct.unpack("!I", read_exactly(conn, 4))[0]
+        request = json.loads(read_exactly(conn, size))
         argv = [os.fsencode(a) for a in request["argv"]]
         env = {os.fsencode(k): os.fsencode(v) for k, v in request["env"].items()}
         # posix_spawn (vfork): nothing of this process is copied, the command runs at once.
@@ -160,7 +147,8 @@ def main() -> None:
         if value != "-":
             resource.setrlimit(limit, (int(value),) * 2)
     # Without a namespace of its own (not its first process), it is their subreaper still.
-    check(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "prctl")
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()), "prctl")
     devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
     poller = select.poll()
     poller.register(control, select.POLLIN)

@@ -28,8 +28,7 @@ from typing import IO, Literal
 from four._checked import check_fields, checked
 from four._secrets import SECRET_PATTERNS
 from four._types import Action, Checked
-from four.execute._closing import ClosedOnExit
-from four.execute._command import Executed
+from four.execute._command import ClosedOnExit, Executed
 from four.execute._contain import DEFAULT_LIMITS, Contained, Limits
 from four.execute._docker import DockerEnv, docker_env
 from four.execute._interrupt import running, stopped
@@ -96,7 +95,6 @@ class ToolHost(ClosedOnExit):
     python: str = sys.executable
     """The interpreter of the tools written in Python (this one; in a container, its
     ``python3`` unless told otherwise)."""
-    _closed: bool = field(default=False, repr=False)
     _remove: weakref.finalize[[str, bool], ToolHost] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -186,10 +184,7 @@ class ToolHost(ClosedOnExit):
         return ToolRun(None if timed_out else code, out, err, timed_out)
 
     def close(self) -> None:
-        """End the environment (its commands, its container) and remove ``folder``."""
-        if self._closed:
-            return
-        self._closed = True
+        """End the environment (its commands, its container) and remove ``folder``; idempotent."""
         try:
             self.env.close()
         finally:

@@ -280,7 +280,6 @@ def _parts(path: str) -> tuple[str, ...]:
 
 
 def _why(path: str, exc: OSError) -> str:
-
     if exc.errno in (errno.ELOOP, errno.ENOTDIR):
         return f"{path}: the path goes through a symlink or a file, which edits may not follow"
     return f"{path}: {exc.strerror or exc}"
