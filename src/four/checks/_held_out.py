@@ -23,7 +23,7 @@ from four._sparse import Allowance, CopyTooLarge, copy_sparse
 from four._types import Action, Checked, Execute
 
 if TYPE_CHECKING:  # imported when a held-out check first runs
-    from four.execute import DockerEnv, LocalEnv, SandboxEnv, ShellEnv
+    from four.execute import DockerEnv
 
 Source: TypeAlias = "str | os.PathLike[str] | bytes"
 """A file or folder on this machine, or (bytes) a file's content."""
@@ -134,12 +134,24 @@ def isolated(env: Execute, files: HeldOutFiles, timeout: float) -> Iterator[Resu
     from four.execute import DockerEnv, LocalEnv, SandboxEnv, ShellEnv
 
     base = _unwrapped(env)
+    made: Result[Execute, str]
     with contextlib.ExitStack() as stack:
         try:
             if isinstance(base, LocalEnv | ShellEnv):
-                made = _local_copy(stack, base, files, timeout)
+                work = _copy(base.cwd or os.getcwd(), stack, files)
+                local = LocalEnv(
+                    timeout, base.max_output, base.exit_signal, str(work), base.env,
+                    base.inherit, base.deny,
+                )  # fmt: skip
+                made = Success(stack.enter_context(contextlib.closing(local)))  # its launcher
             elif isinstance(base, SandboxEnv):
-                made = _sandbox_copy(stack, base, files, timeout)
+                work = _copy(base.folder, stack, files, base.hide)
+                # Built anew: dataclasses.replace would share the agent's folder finaliser.
+                sandbox = SandboxEnv(
+                    timeout, base.max_output, base.exit_signal, str(work), base.network,
+                    base.env, base.inherit, base.deny, base.ro_binds, base.bwrap,
+                )  # fmt: skip
+                made = Success(stack.enter_context(contextlib.closing(sandbox)))
             elif isinstance(base, DockerEnv):
                 made = _docker_copy(stack, base, files, timeout)
             else:
@@ -190,34 +202,6 @@ def _special(folder: str, names: list[str]) -> list[str]:
     return [
         n for n in names if stat.S_IFMT(os.lstat(os.path.join(folder, n)).st_mode) not in copied
     ]
-
-
-def _local_copy(
-    stack: contextlib.ExitStack, base: LocalEnv | ShellEnv, files: HeldOutFiles, timeout: float
-) -> Result[Execute, str]:
-    from four.execute import LocalEnv
-
-    work = _copy(base.cwd or os.getcwd(), stack, files)
-    copy = LocalEnv(
-        timeout, base.max_output, base.exit_signal, str(work), base.env, base.inherit, base.deny
-    )
-    stack.callback(copy.close)  # its launcher
-    return Success(copy)
-
-
-def _sandbox_copy(
-    stack: contextlib.ExitStack, base: SandboxEnv, files: HeldOutFiles, timeout: float
-) -> Result[Execute, str]:
-    from four.execute import SandboxEnv
-
-    work = _copy(base.folder, stack, files, base.hide)
-    # Built anew, not dataclasses.replace: that would share the agent's folder finaliser.
-    copy = SandboxEnv(
-        timeout, base.max_output, base.exit_signal, str(work), base.network, base.env,
-        base.inherit, base.deny, base.ro_binds, base.bwrap,
-    )  # fmt: skip
-    stack.callback(copy.close)
-    return Success(copy)
 
 
 def _docker_copy(
