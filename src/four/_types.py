@@ -301,18 +301,7 @@ class ModelErrorKind(enum.StrEnum):
     @property
     def transient(self) -> bool:
         """Worth another attempt after a wait."""
-        return self in _TRANSIENT
-
-
-_TRANSIENT = frozenset(
-    {
-        ModelErrorKind.RATE_LIMIT,
-        ModelErrorKind.TIMEOUT,
-        ModelErrorKind.CONNECTION,
-        ModelErrorKind.SERVER,
-        ModelErrorKind.OVERLOADED,
-    }
-)
+        return self in ("rate_limit", "timeout", "connection", "server", "overloaded")
 
 
 @dataclass(frozen=True, slots=True)
