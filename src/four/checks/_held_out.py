@@ -44,7 +44,12 @@ class HeldOutFiles(Checked):
         agent left there, a conftest.py say, stays beside them). A symlink the agent
         left on the way is replaced by a folder, so nothing is written outside ``folder``."""
         for place in self.places:
-            _real_parents(folder, place)
+            parts = PurePosixPath(place).parts
+            for depth in range(1, len(parts)):
+                parent = folder.joinpath(*parts[:depth])
+                if parent.is_symlink() or (parent.exists() and not parent.is_dir()):
+                    parent.unlink()
+                parent.mkdir(exist_ok=True)
             target = folder / place
             if target.is_dir() and not target.is_symlink():
                 shutil.rmtree(target)
@@ -55,15 +60,6 @@ class HeldOutFiles(Checked):
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(content)
             path.chmod(mode)
-
-
-def _real_parents(folder: Path, place: str) -> None:
-    parts = PurePosixPath(place).parts
-    for depth in range(1, len(parts)):
-        parent = folder.joinpath(*parts[:depth])
-        if parent.is_symlink() or (parent.exists() and not parent.is_dir()):
-            parent.unlink()
-        parent.mkdir(exist_ok=True)
 
 
 @checked
@@ -77,7 +73,13 @@ def held_out_files(files: Mapping[str, Source]) -> HeldOutFiles:
     entries: list[tuple[str, bytes, int]] = []
     places: list[str] = []
     for destination, source in files.items():
-        place = _place(destination)
+        path = PurePosixPath(destination)
+        if not destination.strip("/") or path.is_absolute() or ".." in path.parts:
+            raise ValueError(
+                f"files: {destination!r} must be a path inside the workspace "
+                "(relative, without '..'), e.g. 'tests_hidden/'"
+            )
+        place = str(path)
         places.append(place)
         try:
             entries += _read(place, destination.endswith("/"), source)
@@ -86,16 +88,6 @@ def held_out_files(files: Mapping[str, Source]) -> HeldOutFiles:
     if sum(len(content) for _, content, _ in entries) > MAX_BYTES:
         raise ValueError(f"files: more than {MAX_BYTES >> 20} MiB of held-out files")
     return HeldOutFiles(tuple(entries), tuple(places))
-
-
-def _place(destination: str) -> str:
-    path = PurePosixPath(destination)
-    if not destination.strip("/") or path.is_absolute() or ".." in path.parts:
-        raise ValueError(
-            f"files: {destination!r} must be a path inside the workspace "
-            "(relative, without '..'), e.g. 'tests_hidden/'"
-        )
-    return str(path)
 
 
 def _read(place: str, folder: bool, source: Source) -> list[tuple[str, bytes, int]]:
