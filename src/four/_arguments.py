@@ -72,17 +72,16 @@ def amount(where: str, name: str, value: object, *, optional: bool = False) -> N
         raise ValueError(f"{where}: {name}={shown(value)}: give a finite number of at least 0")
 
 
-def text(where: str, name: str, value: object, *, empty: bool = False) -> None:
-    """A str, which must say something unless ``empty``."""
+def text(
+    where: str, name: str, value: object, *, empty: bool = False, optional: bool = False
+) -> None:
+    """A str, which must say something unless ``empty`` (or None, when ``optional``)."""
+    if value is None and optional:
+        return
     if not isinstance(value, str):
         raise TypeError(f"{where}: {name}={shown(value)}: give a str")
     if not empty and not value.strip():
         raise ValueError(f"{where}: {name} is empty: give the {name.replace('_', ' ')} itself")
-
-
-def optional_text(where: str, name: str, value: object, *, empty: bool = False) -> None:
-    if value is not None:
-        text(where, name, value, empty=empty)
 
 
 def path(where: str, name: str, value: object, *, optional: bool = False) -> None:
@@ -151,8 +150,8 @@ def model_options(
 ) -> None:
     """What every G that calls a model takes."""
     text(where, "model", model)
-    optional_text(where, "api_base", api_base)
-    optional_text(where, "api_key", api_key, empty=True)
+    text(where, "api_base", api_base, optional=True)
+    text(where, "api_key", api_key, empty=True, optional=True)
     seconds(where, "timeout", timeout)
     prices(where, "prices", price)
 

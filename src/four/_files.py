@@ -79,7 +79,8 @@ def regular_fd(
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            what = f"{kind(info.st_mode)}{_link(name, dir_fd)}"
+            target = _target(name, dir_fd)
+            what = kind(info.st_mode) + (f" (a symbolic link to {target})" if target else "")
             raise Unreadable(f"{name} is {what}, not a regular file", mode=info.st_mode)
         if info.st_size > max_bytes:
             raise TooLarge(name, info.st_size, max_bytes)
@@ -213,7 +214,7 @@ def walk(root: str | os.PathLike[str]) -> Iterator[Listing]:
                 files.append(entry.name)
             elif stat.S_ISLNK(mode):
                 broken = "" if os.path.exists(entry.path) else "broken "
-                what = f"a {broken}symbolic link (to {_target(entry.path)})"
+                what = f"a {broken}symbolic link (to {_target(entry.path) or '?'})"
                 others.append((entry.name, f"{entry.path} is {what}, not followed in a folder"))
             else:
                 others.append((entry.name, f"{entry.path} is {kind(mode)}, not a regular file"))
@@ -280,16 +281,9 @@ def _refusal(name: str, exc: OSError, dir_fd: int | None) -> str:
     return f"cannot read {name}: {exc.strerror or exc}"
 
 
-def _target(name: str) -> str:
+def _target(name: str, dir_fd: int | None = None) -> str | None:
+    """Where the link ``name`` points; None when it is no link (or gone since listed)."""
     try:
-        return os.readlink(name)
-    except OSError:  # gone since listed
-        return "?"
-
-
-def _link(name: str, dir_fd: int | None) -> str:
-    """`` (a symbolic link to X)`` when ``name`` is a link, else nothing."""
-    try:
-        return f" (a symbolic link to {os.readlink(name, dir_fd=dir_fd)})"
+        return os.readlink(name, dir_fd=dir_fd)
     except OSError:
-        return ""
+        return None

@@ -18,6 +18,11 @@ class _Ending(Checked):
     tag: ClassVar[str]
     bare: ClassVar[bool] = False
 
+    def __init_subclass__(cls, tag: str = "", bare: bool = False) -> None:
+        # Guarded: dataclass(slots=True) makes each class again, without the keywords.
+        if tag:
+            cls.tag, cls.bare = tag, bare
+
     @property
     def text(self) -> str:
         if self.bare:
@@ -26,75 +31,64 @@ class _Ending(Checked):
 
 
 @dataclass(frozen=True, slots=True)
-class Finished(_Ending):
+class Finished(_Ending, tag="exit:task_complete", bare=True):
     """The agent submitted; ``output`` is its final submission."""
 
     output: str = ""
-    tag: ClassVar[str] = "exit:task_complete"
-    bare: ClassVar[bool] = True
 
 
 @dataclass(frozen=True, slots=True)
-class ModelFailed(_Ending):
+class ModelFailed(_Ending, tag="model_error"):
     """G returned an error that retries (if any) did not cure."""
 
     error: str
-    tag: ClassVar[str] = "model_error"
 
 
 @dataclass(frozen=True, slots=True)
-class RepeatedFormatError(_Ending):
+class RepeatedFormatError(_Ending, tag="repeated_format_error"):
     """``max_format_errors`` replies in a row could not be read."""
 
     error: str
-    tag: ClassVar[str] = "repeated_format_error"
 
 
 @dataclass(frozen=True, slots=True)
-class StepsExhausted(_Ending):
+class StepsExhausted(_Ending, tag="max_steps_reached"):
     """G was called ``max_steps`` times without the run ending."""
 
-    tag: ClassVar[str] = "max_steps_reached"
-
 
 @dataclass(frozen=True, slots=True)
-class ExecutionFailed(_Ending):
+class ExecutionFailed(_Ending, tag="execution_error"):
     """V2 could not go on (its environment broke)."""
 
     error: str
-    tag: ClassVar[str] = "execution_error"
 
 
 @dataclass(frozen=True, slots=True)
-class CostLimitReached(_Ending):
+class CostLimitReached(_Ending, tag="cost_limit_reached"):
     """A cost or token budget was spent."""
 
     detail: str
-    tag: ClassVar[str] = "cost_limit_reached"
 
 
 @dataclass(frozen=True, slots=True)
-class Stalled(_Ending):
+class Stalled(_Ending, tag="stalled"):
     """A supervisor saw no model call or command finish for too long."""
 
     detail: str
-    tag: ClassVar[str] = "stalled"
 
 
 @dataclass(frozen=True, slots=True)
-class TimeLimitReached(_Ending):
+class TimeLimitReached(_Ending, tag="time_limit_reached"):
     """A wall-clock limit (of the run, or of its batch) was reached."""
 
     detail: str
-    tag: ClassVar[str] = "time_limit_reached"
 
 
 @dataclass(frozen=True, slots=True)
-class Interrupted(_Ending):
+class Interrupted(_Ending, tag="interrupted"):
     """Ctrl-C, or a signal, stopped the run."""
 
     reason: str = "KeyboardInterrupt"
-    tag: ClassVar[str] = "interrupted"
 
 
 Component: TypeAlias = Literal["G", "V1", "V2", "check", "emit", "loop", "batch", "make_run"]
@@ -103,55 +97,48 @@ a batch) the batch or the user's ``make_run``."""
 
 
 @dataclass(frozen=True, slots=True)
-class Crashed(_Ending):
+class Crashed(_Ending, tag="crashed"):
     """A component raised. The exception still propagates after the trajectory is saved."""
 
     component: Component
     error: str
-    tag: ClassVar[str] = "crashed"
 
 
 @dataclass(frozen=True, slots=True)
-class Accepted(_Ending):
+class Accepted(_Ending, tag="accepted", bare=True):
     """A check judged the agent's submission and said YES."""
 
     output: str = ""
-    tag: ClassVar[str] = "accepted"
-    bare: ClassVar[bool] = True
 
 
 @dataclass(frozen=True, slots=True)
-class Held(_Ending):
+class Held(_Ending, tag="held"):
     """The verdicts could not go on: a repeated or inadmissible reason, a spent budget."""
 
     reason: str
-    tag: ClassVar[str] = "held"
 
 
 @dataclass(frozen=True, slots=True)
-class Blocked(_Ending):
+class Blocked(_Ending, tag="blocked"):
     """The submission is correct only if a dependency holds, and nothing resolved it."""
 
     dependency: str
-    tag: ClassVar[str] = "blocked"
 
 
 @dataclass(frozen=True, slots=True)
-class SaveFailed(_Ending):
+class SaveFailed(_Ending, tag="save_failed"):
     """The trajectory could not be written (a full disk, its folder deleted), so the
     run stopped rather than go on unrecorded."""
 
     reason: str
-    tag: ClassVar[str] = "save_failed"
 
 
 @dataclass(frozen=True, slots=True)
-class Stopped(_Ending):
+class Stopped(_Ending, tag="stopped"):
     """A supervisor (``four watch --rescue``) ended the run from outside: it was looping,
     over its wall budget, or stalled; its driver was killed and the record sealed."""
 
     reason: str
-    tag: ClassVar[str] = "stopped"
 
 
 Outcome: TypeAlias = (

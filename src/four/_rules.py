@@ -14,7 +14,6 @@ from returns.result import Failure, Success
 from four import _arguments as arguments
 from four._describe import describe
 from four._events import ActionRan, Event, Judged, ModelCalled, RunBegan, RunEnded
-from four._history import unanswered
 from four._outcomes import (
     Component,
     CostLimitReached,
@@ -55,6 +54,7 @@ from four._types import (
     User,
     Verify,
     Watch,
+    unanswered,
 )
 
 T = TypeVar("T")

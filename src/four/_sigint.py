@@ -18,10 +18,8 @@ def deferred() -> Iterator[None]:
     >>> with deferred():
     ...     pass
     """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.getsignal(signal.SIGINT)
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGINT) if main else None
     if not callable(previous):
         yield
         return

@@ -89,15 +89,10 @@ def _copy_range(src: int, dst: int, start: int, end: int) -> None:
         except OSError as exc:
             if exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
                 raise
-            n = _pread_write(src, dst, at, min(end - at, 1 << 20))
+            data = os.pread(src, min(end - at, 1 << 20), at)
+            n = 0
+            while n < len(data):
+                n += os.pwrite(dst, data[n:], at + n)
         if n == 0:  # the file shrank while copied
             return
         at += n
-
-
-def _pread_write(src: int, dst: int, at: int, n: int) -> int:
-    data = os.pread(src, n, at)
-    written = 0
-    while written < len(data):
-        written += os.pwrite(dst, data[written:], at + written)
-    return len(data)

@@ -200,6 +200,23 @@ Message: TypeAlias = System | User | Assistant | ToolResult
 Reply: TypeAlias = Assistant
 """What G returns: the assistant message, with its usage."""
 
+
+def unanswered(history: Sequence[Message]) -> list[ToolCall]:
+    """Tool calls of the last assistant turn that have no result yet: only the last turn
+    can be open, as the loop answers every call before the next G call.
+
+    >>> unanswered([User("hi")])
+    []
+    """
+    answered: set[str] = set()
+    for message in reversed(history):
+        if isinstance(message, ToolResult):
+            answered.add(message.tool_call_id)
+        elif isinstance(message, Assistant):
+            return [call for call in message.tool_calls if call.id not in answered]
+    return []
+
+
 # --- actions and observations --------------------------------------------------
 
 
@@ -284,18 +301,7 @@ class ModelErrorKind(enum.StrEnum):
     @property
     def transient(self) -> bool:
         """Worth another attempt after a wait."""
-        return self in _TRANSIENT
-
-
-_TRANSIENT = frozenset(
-    {
-        ModelErrorKind.RATE_LIMIT,
-        ModelErrorKind.TIMEOUT,
-        ModelErrorKind.CONNECTION,
-        ModelErrorKind.SERVER,
-        ModelErrorKind.OVERLOADED,
-    }
-)
+        return self in ("rate_limit", "timeout", "connection", "server", "overloaded")
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ from four import (
     run,
     scripted_invoke,
 )
-from four._history import unanswered
+from four._types import unanswered
 from four.invoke import (
     LitellmCounter,
     context_aware_invoke,

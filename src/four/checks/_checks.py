@@ -187,8 +187,8 @@ def file_check(
     '42'
     """
     arguments.text("file_check", "path", path)
-    arguments.optional_text("file_check", "contains", contains, empty=True)
-    arguments.optional_text("file_check", "pattern", pattern)
+    arguments.text("file_check", "contains", contains, empty=True, optional=True)
+    arguments.text("file_check", "pattern", pattern, optional=True)
     return FileCheck(path, contains, pattern, feedback_level(feedback))
 
 

@@ -23,7 +23,7 @@ from four._sparse import Allowance, CopyTooLarge, copy_sparse
 from four._types import Action, Checked, Execute
 
 if TYPE_CHECKING:  # imported when a held-out check first runs
-    from four.execute import DockerEnv, LocalEnv, SandboxEnv, ShellEnv
+    from four.execute import DockerEnv
 
 Source: TypeAlias = "str | os.PathLike[str] | bytes"
 """A file or folder on this machine, or (bytes) a file's content."""
@@ -44,7 +44,12 @@ class HeldOutFiles(Checked):
         agent left there, a conftest.py say, stays beside them). A symlink the agent
         left on the way is replaced by a folder, so nothing is written outside ``folder``."""
         for place in self.places:
-            _real_parents(folder, place)
+            parts = PurePosixPath(place).parts
+            for depth in range(1, len(parts)):
+                parent = folder.joinpath(*parts[:depth])
+                if parent.is_symlink() or (parent.exists() and not parent.is_dir()):
+                    parent.unlink()
+                parent.mkdir(exist_ok=True)
             target = folder / place
             if target.is_dir() and not target.is_symlink():
                 shutil.rmtree(target)
@@ -55,15 +60,6 @@ class HeldOutFiles(Checked):
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(content)
             path.chmod(mode)
-
-
-def _real_parents(folder: Path, place: str) -> None:
-    parts = PurePosixPath(place).parts
-    for depth in range(1, len(parts)):
-        parent = folder.joinpath(*parts[:depth])
-        if parent.is_symlink() or (parent.exists() and not parent.is_dir()):
-            parent.unlink()
-        parent.mkdir(exist_ok=True)
 
 
 @checked
@@ -77,7 +73,13 @@ def held_out_files(files: Mapping[str, Source]) -> HeldOutFiles:
     entries: list[tuple[str, bytes, int]] = []
     places: list[str] = []
     for destination, source in files.items():
-        place = _place(destination)
+        path = PurePosixPath(destination)
+        if not destination.strip("/") or path.is_absolute() or ".." in path.parts:
+            raise ValueError(
+                f"files: {destination!r} must be a path inside the workspace "
+                "(relative, without '..'), e.g. 'tests_hidden/'"
+            )
+        place = str(path)
         places.append(place)
         try:
             entries += _read(place, destination.endswith("/"), source)
@@ -86,16 +88,6 @@ def held_out_files(files: Mapping[str, Source]) -> HeldOutFiles:
     if sum(len(content) for _, content, _ in entries) > MAX_BYTES:
         raise ValueError(f"files: more than {MAX_BYTES >> 20} MiB of held-out files")
     return HeldOutFiles(tuple(entries), tuple(places))
-
-
-def _place(destination: str) -> str:
-    path = PurePosixPath(destination)
-    if not destination.strip("/") or path.is_absolute() or ".." in path.parts:
-        raise ValueError(
-            f"files: {destination!r} must be a path inside the workspace "
-            "(relative, without '..'), e.g. 'tests_hidden/'"
-        )
-    return str(path)
 
 
 def _read(place: str, folder: bool, source: Source) -> list[tuple[str, bytes, int]]:
@@ -134,12 +126,24 @@ def isolated(env: Execute, files: HeldOutFiles, timeout: float) -> Iterator[Resu
     from four.execute import DockerEnv, LocalEnv, SandboxEnv, ShellEnv
 
     base = _unwrapped(env)
+    made: Result[Execute, str]
     with contextlib.ExitStack() as stack:
         try:
             if isinstance(base, LocalEnv | ShellEnv):
-                made = _local_copy(stack, base, files, timeout)
+                work = _copy(base.cwd or os.getcwd(), stack, files)
+                local = LocalEnv(
+                    timeout, base.max_output, base.exit_signal, str(work), base.env,
+                    base.inherit, base.deny,
+                )  # fmt: skip
+                made = Success(stack.enter_context(contextlib.closing(local)))  # its launcher
             elif isinstance(base, SandboxEnv):
-                made = _sandbox_copy(stack, base, files, timeout)
+                work = _copy(base.folder, stack, files, base.hide)
+                # Built anew: dataclasses.replace would share the agent's folder finaliser.
+                sandbox = SandboxEnv(
+                    timeout, base.max_output, base.exit_signal, str(work), base.network,
+                    base.env, base.inherit, base.deny, base.ro_binds, base.bwrap,
+                )  # fmt: skip
+                made = Success(stack.enter_context(contextlib.closing(sandbox)))
             elif isinstance(base, DockerEnv):
                 made = _docker_copy(stack, base, files, timeout)
             else:
@@ -190,34 +194,6 @@ def _special(folder: str, names: list[str]) -> list[str]:
     return [
         n for n in names if stat.S_IFMT(os.lstat(os.path.join(folder, n)).st_mode) not in copied
     ]
-
-
-def _local_copy(
-    stack: contextlib.ExitStack, base: LocalEnv | ShellEnv, files: HeldOutFiles, timeout: float
-) -> Result[Execute, str]:
-    from four.execute import LocalEnv
-
-    work = _copy(base.cwd or os.getcwd(), stack, files)
-    copy = LocalEnv(
-        timeout, base.max_output, base.exit_signal, str(work), base.env, base.inherit, base.deny
-    )
-    stack.callback(copy.close)  # its launcher
-    return Success(copy)
-
-
-def _sandbox_copy(
-    stack: contextlib.ExitStack, base: SandboxEnv, files: HeldOutFiles, timeout: float
-) -> Result[Execute, str]:
-    from four.execute import SandboxEnv
-
-    work = _copy(base.folder, stack, files, base.hide)
-    # Built anew, not dataclasses.replace: that would share the agent's folder finaliser.
-    copy = SandboxEnv(
-        timeout, base.max_output, base.exit_signal, str(work), base.network, base.env,
-        base.inherit, base.deny, base.ro_binds, base.bwrap,
-    )  # fmt: skip
-    stack.callback(copy.close)
-    return Success(copy)
 
 
 def _docker_copy(

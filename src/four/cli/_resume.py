@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from four._history import unanswered
-from four._types import JSON, Assistant, Message, ToolResult, User
+from four._types import JSON, Assistant, Message, ToolResult, User, unanswered
 from four.cli._errors import UsageError
 
 if TYPE_CHECKING:

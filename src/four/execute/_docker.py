@@ -246,7 +246,7 @@ def docker_env(
     arguments.environment_options(where, timeout, max_output, exit_signal, cwd, env)
     arguments.names(where, "run_args", run_args)
     arguments.text(where, "docker", docker)
-    arguments.optional_text(where, "container", container)
+    arguments.text(where, "container", container, optional=True)
     arguments.names(where, "mounts", mounts)
     return DockerEnv(
         image,

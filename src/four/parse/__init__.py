@@ -6,33 +6,25 @@
     edit_parse()       file edits (whole files, SEARCH/REPLACE blocks) and shell commands
 """
 
-from four.parse._edits import (
-    EditAction,
-    EditParse,
-    FileEdit,
-    SearchReplace,
-    WholeFile,
-    apply_edits,
-    describe_edit,
-    edit_parse,
-)
-from four.parse._regex import DEFAULT_TAGS, Block, RegexParse, fenced_blocks, regex_parse
-from four.parse._toolcall import ToolcallParse, toolcall_parse
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "DEFAULT_TAGS",
-    "Block",
-    "EditAction",
-    "EditParse",
-    "FileEdit",
-    "RegexParse",
-    "SearchReplace",
-    "ToolcallParse",
-    "WholeFile",
-    "apply_edits",
-    "describe_edit",
-    "edit_parse",
-    "fenced_blocks",
-    "regex_parse",
-    "toolcall_parse",
-]
+from four._lazy import lazy
+
+if TYPE_CHECKING:  # the names, each once (loaded on first use)
+    from four.parse._edits import EditAction as EditAction
+    from four.parse._edits import EditParse as EditParse
+    from four.parse._edits import FileEdit as FileEdit
+    from four.parse._edits import SearchReplace as SearchReplace
+    from four.parse._edits import WholeFile as WholeFile
+    from four.parse._edits import apply_edits as apply_edits
+    from four.parse._edits import describe_edit as describe_edit
+    from four.parse._edits import edit_parse as edit_parse
+    from four.parse._regex import DEFAULT_TAGS as DEFAULT_TAGS
+    from four.parse._regex import Block as Block
+    from four.parse._regex import RegexParse as RegexParse
+    from four.parse._regex import fenced_blocks as fenced_blocks
+    from four.parse._regex import regex_parse as regex_parse
+    from four.parse._toolcall import ToolcallParse as ToolcallParse
+    from four.parse._toolcall import toolcall_parse as toolcall_parse
+
+__getattr__, __dir__, __all__ = lazy(__name__, __file__)

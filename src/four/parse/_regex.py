@@ -76,7 +76,9 @@ def fenced_blocks(text: str, shell_tags: Sequence[str] = DEFAULT_TAGS) -> list[B
             close = _closing(lines, start, fence, heredocs=False)
         end = len(lines) if close is None else close
         inside = lines[start:end]
-        body = "\n".join([_unindent(line, indent) for line in inside] if indent else inside)
+        if indent:  # an indented fence indents its body: up to ``indent`` spaces go
+            inside = [line[min(indent, len(line) - len(line.lstrip(" "))) :] for line in inside]
+        body = "\n".join(inside)
         blocks.append(Block(tag, body, index + 1, min(end + 1, len(lines)), close is not None))
         index = end + 1
     return blocks
@@ -117,11 +119,6 @@ def _without_comment(line: str) -> str:
         elif ch == "#" and (i == 0 or line[i - 1] in " \t;"):
             return line[:i]
     return line
-
-
-def _unindent(line: str, indent: int) -> str:
-    """Remove up to ``indent`` leading spaces (an indented fence indents its body)."""
-    return line[min(indent, len(line) - len(line.lstrip(" "))) :]
 
 
 def _command(block: Block) -> str:
@@ -343,7 +340,8 @@ class RegexParse(Checked):
                 )
             return Success([Action(command) for command in commands])
         if self.code_tags:
-            prose = _prose(content, blocks)
+            inside = {i for b in blocks for i in range(b.line - 1, b.last)}  # <code> outside
+            prose = "\n".join(line for i, line in enumerate(content.split("\n")) if i not in inside)
             snippets = [html.unescape(m).strip() for m in _CODE.findall(prose)]
             snippets = [s for s in snippets if s]
             if snippets and not (self.one_action and len(snippets) > 1):
@@ -376,15 +374,6 @@ def _squashed(text: str) -> str:
 @functools.lru_cache(maxsize=64)  # every reply is parsed with the same few sets
 def _lowered(tags: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(t.lower() for t in tags)
-
-
-def _prose(content: str, blocks: Sequence[Block]) -> str:
-    """The content outside fenced blocks (for ``<code>`` tags)."""
-    if not blocks:
-        return content
-    lines = content.split("\n")
-    inside = {i for b in blocks for i in range(b.line - 1, b.last)}
-    return "\n".join(line for i, line in enumerate(lines) if i not in inside)
 
 
 def regex_parse(

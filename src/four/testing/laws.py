@@ -36,7 +36,6 @@ from returns.result import Failure, Result, Success
 
 from four._checked import checked
 from four._grammar import Constrained
-from four._history import unanswered
 from four._outcomes import Finished, Outcome
 from four._types import (
     EXIT_SIGNAL,
@@ -63,6 +62,7 @@ from four._types import (
     ToolResult,
     User,
     Verify,
+    unanswered,
 )
 from four.testing import strategies as fs
 

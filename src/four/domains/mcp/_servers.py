@@ -40,7 +40,7 @@ class StdioServer:
                 "e.g. ('python', 'server.py')"
             )
         check.names("StdioServer", "argv", self.argv)
-        check.optional_text("StdioServer", "name", self.name)
+        check.text("StdioServer", "name", self.name, optional=True)
         check.variables("StdioServer", "env", self.env)
         check.names("StdioServer", "inherit", self.inherit)
         check.path("StdioServer", "cwd", self.cwd, optional=True)
@@ -80,7 +80,7 @@ class HttpServer:
                 f"HttpServer: url={self.url!r}: give an http:// or https:// URL, e.g. "
                 "http://127.0.0.1:8000/mcp"
             )
-        check.optional_text("HttpServer", "name", self.name)
+        check.text("HttpServer", "name", self.name, optional=True)
         check.variables("HttpServer", "headers", self.headers)
 
     @property
