@@ -104,11 +104,6 @@ class QICTController:
                 return last.digest
         return acc.genesis(self.config, self.state)
 
-    def _record(self, receipt: TransitionReceipt) -> TransitionReceipt:
-        self.state = receipt.after
-        self._receipts.append(receipt)
-        return receipt
-
     def process(
         self, result: CheckResult, *, dependency_arcs: Iterable[tuple[str, str]] = ()
     ) -> EvaluationReceipt:
@@ -117,12 +112,14 @@ class QICTController:
         receipt = acc.evaluate(
             self.config, self.state, result.verdict, _payload(result), arcs, self.head
         )
-        self._record(receipt)
+        self.state = receipt.after
+        self._receipts.append(receipt)
         return receipt
 
     def _event(self, event: ControllerEvent) -> EventReceipt:
         receipt = acc.handle(self.config, self.state, event, self.head)
-        self._record(receipt)
+        self.state = receipt.after
+        self._receipts.append(receipt)
         return receipt
 
     def evidence_returned(self, lease_id: str) -> EventReceipt:

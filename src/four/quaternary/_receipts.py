@@ -56,9 +56,7 @@ _E = TypeVar("_E", bound=Enum)
 
 
 def _unvalue(data: Any) -> Any:
-    if data is None or isinstance(data, bool | int | str):
-        return data
-    if isinstance(data, float):
+    if data is None or isinstance(data, bool | int | str | float):
         return data
     if isinstance(data, dict) and len(data) == 1:
         ((tag, inner),) = data.items()

@@ -87,17 +87,15 @@ class ControllerEventKind(str, Enum):  # noqa: UP042 - str() and format() as in 
 # --------------------------------------------------------------------------- logs
 
 
+@dataclass(slots=True)
 class _Count:
     """Which of a log's first `checked` keys belong to one alphabet: all but the
     positions listed in `misses` (usually none, so a long trace costs O(1) here)."""
 
-    __slots__ = ("alphabet", "base", "checked", "misses")
-
-    def __init__(self, alphabet: AbstractSet[Any], base: int) -> None:
-        self.alphabet = alphabet
-        self.base = base  # members of the log's base that belong to the alphabet
-        self.checked = 0
-        self.misses: list[int] = []
+    alphabet: AbstractSet[Any]
+    base: int  # members of the log's base that belong to the alphabet
+    checked: int = 0
+    misses: list[int] = field(default_factory=list)
 
 
 class _Log:
@@ -546,27 +544,19 @@ class AuditResult(Checked):
     head: bytes = b""
 
 
+@dataclass(slots=True, eq=False)
 class AuditCursor:
     """The running position of an (incremental) audit over one trace, whose digests
     follow the receipts' chain ``version`` (2; 1 for documents written before it)."""
 
-    __slots__ = (
-        "errors",
-        "evaluations",
-        "initial_rank",
-        "initial_state",
-        "position",
-        "prev",
-        "state",
-        "version",
-    )
+    initial_state: ControllerState
+    initial_rank: int
+    version: int = 2
+    state: object = None  # the last after-state (the initial state until one is fed)
+    prev: bytes | None = None
+    errors: list[str] = field(default_factory=list)
+    evaluations: int = 0
+    position: int = 0
 
-    def __init__(self, initial_state: ControllerState, initial_rank: int, version: int = 2) -> None:
-        self.initial_state = initial_state
-        self.initial_rank = initial_rank
-        self.version = version
-        self.state: object = initial_state
-        self.prev: bytes | None = None
-        self.errors: list[str] = []
-        self.evaluations = 0
-        self.position = 0
+    def __post_init__(self) -> None:
+        self.state = self.initial_state
