@@ -56,14 +56,10 @@ def json_values(items: Iterable[object]) -> list[Any]:
     return sorted((json_value(v) for v in items), key=canonical_text)
 
 
-def json_lease(lease: Lease | None) -> Any:
-    if lease is None:
-        return None
-    return {name: json_value(getattr(lease, name)) for name in Lease.__slots__}
-
-
 def json_scalar(name: str, value: object) -> Any:
-    return json_lease(value) if name == "pending_lease" else json_value(value)  # type: ignore[arg-type]
+    if name == "pending_lease" and value is not None:  # a Lease
+        return {field: json_value(getattr(value, field)) for field in Lease.__slots__}
+    return json_value(value)
 
 
 def json_pairs(pairs: Iterable[tuple[Any, Any]]) -> list[Any]:

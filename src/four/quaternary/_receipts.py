@@ -84,20 +84,14 @@ def _member(enum: type[_E], data: Any) -> _E | Any:
 # --------------------------------------------------------------------------- states
 
 
-def _unlease(data: Any) -> Lease | None:
-    if data is None:
-        return None
-    return Lease(
-        _unvalue(data["lease_id"]),
-        _member(LeaseKind, data["kind"]),
-        _unvalue(data["obligation"]),
-        _unvalue(data["deadline"]),
-    )
-
-
 def _unscalar(name: str, data: Any) -> Any:
-    if name == "pending_lease":
-        return _unlease(data)
+    if name == "pending_lease" and data is not None:
+        return Lease(
+            _unvalue(data["lease_id"]),
+            _member(LeaseKind, data["kind"]),
+            _unvalue(data["obligation"]),
+            _unvalue(data["deadline"]),
+        )
     if name == "status":
         return _member(ControllerStatus, data)
     if name == "candidate_disposition":

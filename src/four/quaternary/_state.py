@@ -114,17 +114,13 @@ class _Log:
         self.index: dict[Any, int] = {}
         self.counts: dict[int, _Count] = {}
 
-    def count_entry(self, alphabet: AbstractSet[Any]) -> _Count:
-        """The membership record of `alphabet` (keyed by identity: alphabets are frozen)."""
+    def count_in(self, alphabet: AbstractSet[Any], n: int) -> int:
+        """How many members of the prefix of length n belong to `alphabet` (amortised O(1);
+        its record is keyed by identity: alphabets are frozen)."""
         entry = self.counts.get(id(alphabet))
         if entry is None or entry.alphabet is not alphabet:
             entry = _Count(alphabet, sum(1 for k in self.base if k in alphabet))
             self.counts[id(alphabet)] = entry
-        return entry
-
-    def count_in(self, alphabet: AbstractSet[Any], n: int) -> int:
-        """How many members of the prefix of length n belong to `alphabet` (amortised O(1))."""
-        entry = self.count_entry(alphabet)
         misses = entry.misses
         keys = self.keys
         for i in range(entry.checked, n):
