@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -235,10 +236,8 @@ def head_digest(
     >>> head_digest(controller.config, controller.receipts) == controller.head
     True
     """
-    last: object = None
-    for last in receipts:  # noqa: B007
-        pass
-    if isinstance(last, EvaluationReceipt | EventReceipt):
-        return last.digest
+    last = deque(receipts, maxlen=1)  # the last receipt, if any
+    if last and isinstance(last[0], EvaluationReceipt | EventReceipt):
+        return last[0].digest
     start = config.initial_state() if initial_state is None else initial_state
     return acc.genesis(config, start)

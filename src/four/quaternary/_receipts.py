@@ -178,30 +178,21 @@ def _apply_outcomes(outcomes: Any, delta: dict[str, Any] | None) -> Any:
 
 
 def _delta(before: ControllerState, after: ControllerState) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name, old, new in zip(
-        ("exclusions", "used_evidence", "used_compute"),
-        raw_state(before),
-        raw_state(after),
-        strict=True,
-    ):
-        change = _set_delta(old, new)
-        if change is not None:
-            out[name] = change
+    names = ("exclusions", "used_evidence", "used_compute")
+    changes = zip(names, raw_state(before), raw_state(after), strict=True)
+    out: dict[str, Any] = {n: c for n, old, new in changes if (c := _set_delta(old, new))}
     old_deps, new_deps = before.dependencies, after.dependencies
     if old_deps is not new_deps:
-        deps: dict[str, Any] = {}
-        for name, old, new in (
-            ("used", raw_used(old_deps), raw_used(new_deps)),
-            ("unresolved", old_deps.unresolved, new_deps.unresolved),
-            ("relation", old_deps.relation, new_deps.relation),
-        ):
-            change = _set_delta(old, new)
-            if change is not None:
-                deps[name] = change
-        change = _outcome_delta(old_deps.outcomes, new_deps.outcomes)
-        if change is not None:
-            deps["outcomes"] = change
+        deps = {
+            name: change
+            for name, change in (
+                ("used", _set_delta(raw_used(old_deps), raw_used(new_deps))),
+                ("unresolved", _set_delta(old_deps.unresolved, new_deps.unresolved)),
+                ("relation", _set_delta(old_deps.relation, new_deps.relation)),
+                ("outcomes", _outcome_delta(old_deps.outcomes, new_deps.outcomes)),
+            )
+            if change
+        }
         if deps:
             out["dependencies"] = deps
     for name in SCALARS:
