@@ -65,12 +65,16 @@ def _unvalue(data: Any) -> Any:
         if tag == "tuple":
             return tuple(_unvalue(v) for v in inner)
         if tag == "set":
-            return frozenset(_unvalue(v) for v in inner)
+            return _unset(inner)
         if tag == "evidence":
             return EvidenceNeed(_unvalue(inner))
         if tag == "compute":
             return ComputeNeed(_unvalue(inner))
     raise ValueError(f"not a receipt value: {data!r}")
+
+
+def _unset(data: Any) -> frozenset[Any]:
+    return frozenset(_unvalue(v) for v in data)
 
 
 def _member(enum: type[_E], data: Any) -> _E | Any:
@@ -105,19 +109,10 @@ def _unpairs(data: Any) -> tuple[tuple[Any, Any], ...]:
 
 def _read_state(data: dict[str, Any]) -> ControllerState:
     deps = data["dependencies"]
-    record = DependencyRecord(
-        frozenset(_unvalue(v) for v in deps["used"]),
-        frozenset(_unvalue(v) for v in deps["unresolved"]),
-        frozenset(_unvalue(v) for v in deps["relation"]),
-        _unpairs(deps["outcomes"]),
-    )
-    return ControllerState(
-        frozenset(_unvalue(v) for v in data["exclusions"]),
-        frozenset(_unvalue(v) for v in data["used_evidence"]),
-        frozenset(_unvalue(v) for v in data["used_compute"]),
-        record,
-        **{name: _unscalar(name, data[name]) for name in SCALARS},
-    )
+    used, unresolved, relation = (_unset(deps[n]) for n in ("used", "unresolved", "relation"))
+    record = DependencyRecord(used, unresolved, relation, _unpairs(deps["outcomes"]))
+    excl, evid, comp = (_unset(data[n]) for n in ("exclusions", "used_evidence", "used_compute"))
+    return ControllerState(excl, evid, comp, record, **{n: _unscalar(n, data[n]) for n in SCALARS})
 
 
 def _set_delta(old: Any, new: Any) -> dict[str, Any] | None:
@@ -145,7 +140,7 @@ def _apply_set(raw: Any, delta: dict[str, Any] | None, *, logged: bool = True) -
     added = [_unvalue(v) for v in delta.get("add", ())]
     if "remove" in delta or not logged:
         current = raw.as_set() if type(raw) is _Prefix else raw
-        removed = frozenset(_unvalue(v) for v in delta.get("remove", ()))
+        removed = _unset(delta.get("remove", ()))
         return (current - removed) | frozenset(added)
     prefix = set_prefix(raw)
     for item in added:
@@ -320,7 +315,7 @@ def receipts_from_json(document: object) -> list[TransitionReceipt]:
                         before,
                         _member(Verdict, entry["verdict"]),
                         _unvalue(entry["payload"]),
-                        frozenset(_unvalue(v) for v in entry["arcs"]),
+                        _unset(entry["arcs"]),
                         action,
                         after,
                         _unvalue(entry["index"]),
