@@ -225,7 +225,11 @@ def read_chat(
     response: object, model: str, prices: Prices | None, *, keep_tool_calls: bool = True
 ) -> Result[Reply, ModelError]:
     """A litellm ``ModelResponse`` as our ``Assistant``, or an error if it has no choice."""
-    usage = _usage(response, prices)
+    raw = getattr(response, "usage", None)
+    hidden = getattr(response, "_hidden_params", None)
+    known = hidden.get("response_cost") if isinstance(hidden, dict) else None
+    tokens = getattr(raw, "prompt_tokens", None), getattr(raw, "completion_tokens", None)
+    usage = Usage(0, 0, None) if raw is None else usage_of(*tokens, prices, known)
     choices = getattr(response, "choices", None)
     if not isinstance(choices, list) or not choices:
         return Failure(ModelError(ModelErrorKind.SERVER, "the reply has no choices", usage=usage))
@@ -256,16 +260,6 @@ def usage_of(prompt: object, completion: object, prices: Prices | None, cost: ob
     """
     p, c = whole(prompt), whole(completion)
     return Usage(p, c, _float(cost) if prices is None else p * prices[0] + c * prices[1])
-
-
-def _usage(response: object, prices: Prices | None) -> Usage:
-    raw = getattr(response, "usage", None)
-    if raw is None:
-        return Usage(0, 0, None)
-    hidden = getattr(response, "_hidden_params", None)
-    known = hidden.get("response_cost") if isinstance(hidden, dict) else None
-    tokens = getattr(raw, "prompt_tokens", None), getattr(raw, "completion_tokens", None)
-    return usage_of(*tokens, prices, known)
 
 
 def _tool_call(raw: object) -> ToolCall:

@@ -62,9 +62,7 @@ def to_chat(
 
 
 def _assistant(message: Assistant, thinking: bool) -> JSONDict:
-    content: str | None = message.content
-    if not content and message.tool_calls:
-        content = None
+    content = message.content or (None if message.tool_calls else "")  # null beside calls
     out: JSONDict = {"role": "assistant", "content": content}
     if message.tool_calls:
         out["tool_calls"] = [

@@ -47,7 +47,7 @@ class _Turn:
     start: int
     end: int
     reply: _Key  # the text and the tool calls (names and arguments: ids differ every time)
-    answers: _Key  # what answered it (observations without the repetition warning)
+    answers: tuple[tuple[str, str], ...]  # (kind, text) of each answer, the warning left out
     ran: _Key  # (command, output, status) of each command it ran; () if none ran
 
 
@@ -142,10 +142,6 @@ def plan(history: Sequence[Message]) -> Plan | None:
     return Plan(sent, dropped, len(tail), last.reply, f"{what} {len(tail)} times in a row", seed)
 
 
-def _rejected(turn: _Turn) -> bool:
-    return any(isinstance(a, tuple) and a[0] == "feedback" for a in turn.answers)
-
-
 def replayed(history: Sequence[Message]) -> tuple[tuple[_Key, int], ...]:
     """The replies that would go on replaying work the check rejected, each with the
     number of its turn (0 is the first reply); () if the history replays none.
@@ -165,7 +161,7 @@ def replayed(history: Sequence[Message]) -> tuple[tuple[_Key, int], ...]:
     [1]
     """
     turns = _turns(history)
-    ends = [i for i, turn in enumerate(turns) if _rejected(turn)]
+    ends = [i for i, turn in enumerate(turns) if any(a[0] == "feedback" for a in turn.answers)]
     if not ends:
         return ()
     since = turns[ends[-1] + 1 :]
@@ -294,14 +290,11 @@ async def _broken(
         if billed.calls:  # what the draws thrown away cost
             drawn = add_usage(drawn, billed)
         if not chosen.first_as_is(draw):
-            return _noted(drawn, chosen.record(_sampling_of(drawn_by), draw))
+            sampling = getattr(drawn_by, "sampling", None)
+            used = sampling if isinstance(sampling, Sampling) else None
+            return _noted(drawn, chosen.record(used, draw))
         # the model's own first reply replays nothing: noted only if turns were left out
         return _noted(drawn, chosen.record(None, 0)) if chosen.dropped else drawn
-
-
-def _sampling_of(G: object) -> Sampling | None:
-    sampling = getattr(G, "sampling", None)
-    return sampling if isinstance(sampling, Sampling) else None
 
 
 def _noted(drawn: Drawn, change: CycleBreak) -> Drawn:

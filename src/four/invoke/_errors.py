@@ -101,7 +101,9 @@ def classify_litellm(exc: Exception, now: Callable[[], float] = time.time) -> Mo
     generic type: a refused connection as ``InternalServerError``, a 403 or 529 as
     ``APIError``; for those the cause chain (a network error) or the status decides.
     """
-    status = _status(exc)
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, bool) or not isinstance(status, int):
+        status = None
     kind = _kind_in(_litellm_table(), exc)
     if kind is None or kind is K.SERVER:
         kind = kind_of_transport(exc) or kind or kind_of_status(status) or K.OTHER
@@ -112,11 +114,6 @@ def classify_litellm(exc: Exception, now: Callable[[], float] = time.time) -> Mo
     return ModelError(
         kind, f"{type(exc).__name__}: {exc}", status, retry_after(headers_of(exc), now)
     )
-
-
-def _status(exc: BaseException) -> int | None:
-    status = getattr(exc, "status_code", None)
-    return status if isinstance(status, int) and not isinstance(status, bool) else None
 
 
 def headers_of(exc: BaseException) -> Mapping[str, str]:

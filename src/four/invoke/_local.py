@@ -1,12 +1,10 @@
 """G on a model served on this machine: an embedded llama.cpp server, started on first use.
 
-The server is a child process (``_llama_child.py``: ``xllamacpp``'s server on a port of
-127.0.0.1 the kernel picks), not a server inside this process, because a child can be
-stopped and its 2 GB given back at any time, a crash in llama.cpp cannot take the run
-down with it, and it ends when this process ends, however it ends: it serves only while
-the pipe on its standard input is open, and only this process holds the other end (the
-kernel closes it on exit, SIGKILL included). PR_SET_PDEATHSIG would tie the server to
-the *thread* that started it, and a batch starts it from a worker thread.
+The server is a child process (``_llama_child.py``, which says how it ends when this
+process ends, however it ends), not a server inside this process: a child can be stopped
+and its 2 GB given back at any time, and a crash in llama.cpp cannot take the run down
+with it. PR_SET_PDEATHSIG would tie the server to the *thread* that started it, and a
+batch starts it from a worker thread.
 
 One server per process and settings, shared by every run that asks for it (``parallel``
 slots for runs at once); it is talked to through litellm like any OpenAI-compatible
@@ -107,9 +105,12 @@ def start_server(
     """Start a server child and wait until it answers (at most ``timeout`` seconds)."""
     fd, name = tempfile.mkstemp(prefix="four-llama-", suffix=".log")
     log = Path(name)
+    # the thread count is chosen now, so runs started while the server works share it
+    # rather than each asking for a server of its own
+    child = {**asdict(settings), "threads": settings.threads or default_threads()}
     try:
         process = subprocess.Popen(
-            [sys.executable, str(_CHILD), json.dumps(_resolved(settings))],
+            [sys.executable, str(_CHILD), json.dumps(child)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=fd,
@@ -136,12 +137,6 @@ def start_server(
     return Failure(
         ModelError(kind, f"the local server for {settings.alias} did not start: {reason}")
     )
-
-
-def _resolved(settings: ServerSettings) -> dict[str, object]:
-    """The child's settings, its thread count chosen now (so runs started while the
-    server works share it rather than each asking for a server of its own)."""
-    return {**asdict(settings), "threads": settings.threads or default_threads()}
 
 
 def _ready_line(process: subprocess.Popen[bytes], timeout: float) -> dict[str, object]:

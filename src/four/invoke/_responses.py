@@ -167,7 +167,14 @@ def read_response(
         data = None
     body = data if isinstance(data, dict) else {}
     if status >= 400:
-        return Failure(_http_error(status, body, content, headers))
+        error = body.get("error")
+        detail = error if isinstance(error, dict) else {}
+        message = detail.get("message")
+        failed = kind_of_status(status) or K.OTHER
+        if detail.get("code") in _CONTEXT_CODES:
+            failed = K.CONTEXT_WINDOW
+        said = message if isinstance(message, str) else content[:500].decode("utf-8", "replace")
+        return Failure(ModelError(failed, f"HTTP {status}: {said}", status, retry_after(headers)))
     if not isinstance(data, dict):
         return Failure(ModelError(K.SERVER, f"the reply is not a JSON object: {content[:200]!r}"))
     raw = body.get("usage")
@@ -207,19 +214,6 @@ def read_response(
             served if isinstance(served, str) and served else model,
         )
     )
-
-
-def _http_error(
-    status: int, body: Mapping[str, JSON], content: bytes, headers: Mapping[str, str]
-) -> ModelError:
-    error = body.get("error")
-    detail = error if isinstance(error, dict) else {}
-    message = detail.get("message")
-    kind = kind_of_status(status) or K.OTHER
-    if detail.get("code") in _CONTEXT_CODES:
-        kind = K.CONTEXT_WINDOW
-    text = message if isinstance(message, str) else content[:500].decode("utf-8", "replace")
-    return ModelError(kind, f"HTTP {status}: {text}", status, retry_after(headers))
 
 
 def _finish(body: Mapping[str, JSON], has_calls: bool) -> FinishReason:

@@ -411,19 +411,15 @@ def handle(
 
 
 def _replay_payload(verdict: object, payload: object) -> tuple[Verdict, Payload]:
-    if verdict == Verdict.NO:
-        if not isinstance(payload, str):
-            raise TypeError("receipt payload must be a string")
-        return Verdict.NO, payload
     if verdict == Verdict.YES:
         return Verdict.YES, None
     if verdict == Verdict.MAYBE:
         if not isinstance(payload, str | EvidenceNeed | ComputeNeed):
             raise TypeError("MAYBE receipt payload has the wrong type")
         return Verdict.MAYBE, payload
-    if not isinstance(payload, str):
+    if not isinstance(payload, str):  # NO's reason, or (any other verdict) IFF's dependency
         raise TypeError("receipt payload must be a string")
-    return Verdict.IFF, payload
+    return (Verdict.NO if verdict == Verdict.NO else Verdict.IFF), payload
 
 
 def _audit_one(config: QICTConfig, cursor: AuditCursor, receipt: object, n: int) -> None:

@@ -56,14 +56,10 @@ def json_values(items: Iterable[object]) -> list[Any]:
     return sorted((json_value(v) for v in items), key=canonical_text)
 
 
-def json_lease(lease: Lease | None) -> Any:
-    if lease is None:
-        return None
-    return {name: json_value(getattr(lease, name)) for name in Lease.__slots__}
-
-
 def json_scalar(name: str, value: object) -> Any:
-    return json_lease(value) if name == "pending_lease" else json_value(value)  # type: ignore[arg-type]
+    if name == "pending_lease" and value is not None:  # a Lease
+        return {field: json_value(getattr(value, field)) for field in Lease.__slots__}
+    return json_value(value)
 
 
 def json_pairs(pairs: Iterable[tuple[Any, Any]]) -> list[Any]:
@@ -72,7 +68,7 @@ def json_pairs(pairs: Iterable[tuple[Any, Any]]) -> list[Any]:
 
 def json_state(state: ControllerState) -> dict[str, Any]:
     deps = state.dependencies
-    out: dict[str, Any] = {
+    return {
         "exclusions": json_values(state.exclusions),
         "used_evidence": json_values(state.used_evidence),
         "used_compute": json_values(state.used_compute),
@@ -82,10 +78,8 @@ def json_state(state: ControllerState) -> dict[str, Any]:
             "relation": json_values(deps.relation),
             "outcomes": json_pairs(deps.outcomes),
         },
+        **{name: json_scalar(name, getattr(state, name)) for name in SCALARS},
     }
-    for name in SCALARS:
-        out[name] = json_scalar(name, getattr(state, name))
-    return out
 
 
 CONFIG_SETS: Final = (
@@ -105,10 +99,8 @@ def config_json(config: QICTConfig) -> dict[str, Any]:
     >>> config_json(QICTConfig(failure_alphabet={"b", "a"}))["failure_alphabet"]
     ['a', 'b']
     """
-    out: dict[str, Any] = {name: json_values(getattr(config, name) or ()) for name in CONFIG_SETS}
-    for name in CONFIG_COUNTS:
-        out[name] = json_value(getattr(config, name))
-    return out
+    sets = {name: json_values(getattr(config, name) or ()) for name in CONFIG_SETS}
+    return sets | {name: json_value(getattr(config, name)) for name in CONFIG_COUNTS}
 
 
 def fingerprint(config: QICTConfig) -> bytes:

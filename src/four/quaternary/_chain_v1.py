@@ -67,31 +67,6 @@ def _enc(value: object, out: list[bytes]) -> None:
         raise TypeError(f"{type(value).__name__} values cannot be encoded in a receipt")
 
 
-def _enc_state(state: ControllerState, out: list[bytes]) -> None:
-    deps = state.dependencies
-    lease = state.pending_lease
-    _enc(
-        (
-            state.exclusions,
-            state.used_evidence,
-            state.used_compute,
-            (deps.used, deps.unresolved, deps.relation, deps.outcomes),
-            state.evidence_budget,
-            state.compute_budget,
-            state.dependency_budget,
-            state.status,
-            state.candidate_disposition,
-            state.evaluation_count,
-            state.clock,
-            None
-            if lease is None
-            else (lease.lease_id, lease.kind, lease.obligation, lease.deadline),
-            state.held_reason,
-        ),
-        out,
-    )
-
-
 def fingerprint(config: QICTConfig) -> bytes:
     out = [b"C"]
     _enc(
@@ -116,7 +91,28 @@ def genesis_after(fingerprinted: bytes, state: ControllerState) -> bytes:
     """The digest a trace starting at ``state`` chains from, after its config's
     ``fingerprint``."""
     out = [b"G", b"four.quaternary/1", fingerprinted]
-    _enc_state(state, out)
+    deps = state.dependencies
+    lease = state.pending_lease
+    _enc(
+        (
+            state.exclusions,
+            state.used_evidence,
+            state.used_compute,
+            (deps.used, deps.unresolved, deps.relation, deps.outcomes),
+            state.evidence_budget,
+            state.compute_budget,
+            state.dependency_budget,
+            state.status,
+            state.candidate_disposition,
+            state.evaluation_count,
+            state.clock,
+            None
+            if lease is None
+            else (lease.lease_id, lease.kind, lease.obligation, lease.deadline),
+            state.held_reason,
+        ),
+        out,
+    )
     return blake2b(b"".join(out), digest_size=32).digest()
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -104,11 +105,6 @@ class QICTController:
                 return last.digest
         return acc.genesis(self.config, self.state)
 
-    def _record(self, receipt: TransitionReceipt) -> TransitionReceipt:
-        self.state = receipt.after
-        self._receipts.append(receipt)
-        return receipt
-
     def process(
         self, result: CheckResult, *, dependency_arcs: Iterable[tuple[str, str]] = ()
     ) -> EvaluationReceipt:
@@ -117,12 +113,14 @@ class QICTController:
         receipt = acc.evaluate(
             self.config, self.state, result.verdict, _payload(result), arcs, self.head
         )
-        self._record(receipt)
+        self.state = receipt.after
+        self._receipts.append(receipt)
         return receipt
 
     def _event(self, event: ControllerEvent) -> EventReceipt:
         receipt = acc.handle(self.config, self.state, event, self.head)
-        self._record(receipt)
+        self.state = receipt.after
+        self._receipts.append(receipt)
         return receipt
 
     def evidence_returned(self, lease_id: str) -> EventReceipt:
@@ -238,10 +236,8 @@ def head_digest(
     >>> head_digest(controller.config, controller.receipts) == controller.head
     True
     """
-    last: object = None
-    for last in receipts:  # noqa: B007
-        pass
-    if isinstance(last, EvaluationReceipt | EventReceipt):
-        return last.digest
+    last = deque(receipts, maxlen=1)  # the last receipt, if any
+    if last and isinstance(last[0], EvaluationReceipt | EventReceipt):
+        return last[0].digest
     start = config.initial_state() if initial_state is None else initial_state
     return acc.genesis(config, start)

@@ -65,17 +65,6 @@ class ComputeNeed:
 Needed: TypeAlias = EvidenceNeed | ComputeNeed
 
 
-def _coerce_verdict(value: object) -> Verdict:
-    if type(value) is Verdict:
-        return value
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"verdict must be a Verdict, not {type(value).__name__}")
-    try:
-        return Verdict(value)
-    except ValueError:
-        raise ValueError(f"unknown verdict: {value!r}") from None
-
-
 @dataclass(frozen=True, slots=True)
 class CheckResult:
     """What a check function returns: a verdict plus the field that verdict requires
@@ -92,8 +81,14 @@ class CheckResult:
     meta: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        verdict = _coerce_verdict(self.verdict)
-        if verdict is not self.verdict:
+        verdict: object = self.verdict
+        if type(verdict) is not Verdict:
+            if isinstance(verdict, bool) or not isinstance(verdict, int):
+                raise TypeError(f"verdict must be a Verdict, not {type(verdict).__name__}")
+            try:
+                verdict = Verdict(verdict)
+            except ValueError:
+                raise ValueError(f"unknown verdict: {verdict!r}") from None
             object.__setattr__(self, "verdict", verdict)
         if verdict == Verdict.NO and self.reason is None:
             raise ValueError("NO verdict requires a reason. Failure must not be anonymous.")

@@ -56,9 +56,7 @@ _E = TypeVar("_E", bound=Enum)
 
 
 def _unvalue(data: Any) -> Any:
-    if data is None or isinstance(data, bool | int | str):
-        return data
-    if isinstance(data, float):
+    if data is None or isinstance(data, bool | int | str | float):
         return data
     if isinstance(data, dict) and len(data) == 1:
         ((tag, inner),) = data.items()
@@ -67,12 +65,16 @@ def _unvalue(data: Any) -> Any:
         if tag == "tuple":
             return tuple(_unvalue(v) for v in inner)
         if tag == "set":
-            return frozenset(_unvalue(v) for v in inner)
+            return _unset(inner)
         if tag == "evidence":
             return EvidenceNeed(_unvalue(inner))
         if tag == "compute":
             return ComputeNeed(_unvalue(inner))
     raise ValueError(f"not a receipt value: {data!r}")
+
+
+def _unset(data: Any) -> frozenset[Any]:
+    return frozenset(_unvalue(v) for v in data)
 
 
 def _member(enum: type[_E], data: Any) -> _E | Any:
@@ -86,20 +88,14 @@ def _member(enum: type[_E], data: Any) -> _E | Any:
 # --------------------------------------------------------------------------- states
 
 
-def _unlease(data: Any) -> Lease | None:
-    if data is None:
-        return None
-    return Lease(
-        _unvalue(data["lease_id"]),
-        _member(LeaseKind, data["kind"]),
-        _unvalue(data["obligation"]),
-        _unvalue(data["deadline"]),
-    )
-
-
 def _unscalar(name: str, data: Any) -> Any:
-    if name == "pending_lease":
-        return _unlease(data)
+    if name == "pending_lease" and data is not None:
+        return Lease(
+            _unvalue(data["lease_id"]),
+            _member(LeaseKind, data["kind"]),
+            _unvalue(data["obligation"]),
+            _unvalue(data["deadline"]),
+        )
     if name == "status":
         return _member(ControllerStatus, data)
     if name == "candidate_disposition":
@@ -113,19 +109,10 @@ def _unpairs(data: Any) -> tuple[tuple[Any, Any], ...]:
 
 def _read_state(data: dict[str, Any]) -> ControllerState:
     deps = data["dependencies"]
-    record = DependencyRecord(
-        frozenset(_unvalue(v) for v in deps["used"]),
-        frozenset(_unvalue(v) for v in deps["unresolved"]),
-        frozenset(_unvalue(v) for v in deps["relation"]),
-        _unpairs(deps["outcomes"]),
-    )
-    return ControllerState(
-        frozenset(_unvalue(v) for v in data["exclusions"]),
-        frozenset(_unvalue(v) for v in data["used_evidence"]),
-        frozenset(_unvalue(v) for v in data["used_compute"]),
-        record,
-        **{name: _unscalar(name, data[name]) for name in SCALARS},
-    )
+    used, unresolved, relation = (_unset(deps[n]) for n in ("used", "unresolved", "relation"))
+    record = DependencyRecord(used, unresolved, relation, _unpairs(deps["outcomes"]))
+    excl, evid, comp = (_unset(data[n]) for n in ("exclusions", "used_evidence", "used_compute"))
+    return ControllerState(excl, evid, comp, record, **{n: _unscalar(n, data[n]) for n in SCALARS})
 
 
 def _set_delta(old: Any, new: Any) -> dict[str, Any] | None:
@@ -153,7 +140,7 @@ def _apply_set(raw: Any, delta: dict[str, Any] | None, *, logged: bool = True) -
     added = [_unvalue(v) for v in delta.get("add", ())]
     if "remove" in delta or not logged:
         current = raw.as_set() if type(raw) is _Prefix else raw
-        removed = frozenset(_unvalue(v) for v in delta.get("remove", ()))
+        removed = _unset(delta.get("remove", ()))
         return (current - removed) | frozenset(added)
     prefix = set_prefix(raw)
     for item in added:
@@ -186,30 +173,21 @@ def _apply_outcomes(outcomes: Any, delta: dict[str, Any] | None) -> Any:
 
 
 def _delta(before: ControllerState, after: ControllerState) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name, old, new in zip(
-        ("exclusions", "used_evidence", "used_compute"),
-        raw_state(before),
-        raw_state(after),
-        strict=True,
-    ):
-        change = _set_delta(old, new)
-        if change is not None:
-            out[name] = change
+    names = ("exclusions", "used_evidence", "used_compute")
+    changes = zip(names, raw_state(before), raw_state(after), strict=True)
+    out: dict[str, Any] = {n: c for n, old, new in changes if (c := _set_delta(old, new))}
     old_deps, new_deps = before.dependencies, after.dependencies
     if old_deps is not new_deps:
-        deps: dict[str, Any] = {}
-        for name, old, new in (
-            ("used", raw_used(old_deps), raw_used(new_deps)),
-            ("unresolved", old_deps.unresolved, new_deps.unresolved),
-            ("relation", old_deps.relation, new_deps.relation),
-        ):
-            change = _set_delta(old, new)
-            if change is not None:
-                deps[name] = change
-        change = _outcome_delta(old_deps.outcomes, new_deps.outcomes)
-        if change is not None:
-            deps["outcomes"] = change
+        deps = {
+            name: change
+            for name, change in (
+                ("used", _set_delta(raw_used(old_deps), raw_used(new_deps))),
+                ("unresolved", _set_delta(old_deps.unresolved, new_deps.unresolved)),
+                ("relation", _set_delta(old_deps.relation, new_deps.relation)),
+                ("outcomes", _outcome_delta(old_deps.outcomes, new_deps.outcomes)),
+            )
+            if change
+        }
         if deps:
             out["dependencies"] = deps
     for name in SCALARS:
@@ -337,7 +315,7 @@ def receipts_from_json(document: object) -> list[TransitionReceipt]:
                         before,
                         _member(Verdict, entry["verdict"]),
                         _unvalue(entry["payload"]),
-                        frozenset(_unvalue(v) for v in entry["arcs"]),
+                        _unset(entry["arcs"]),
                         action,
                         after,
                         _unvalue(entry["index"]),

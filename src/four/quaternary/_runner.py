@@ -105,6 +105,11 @@ def run(
             **extra,
         )
 
+    def hold(output: Any, rounds: int, reason: str | None, note: str) -> LoopOutcome:
+        if on_hold is not None:
+            on_hold(output, note)
+        return finish(LoopStatus.HELD, output, rounds, held_reason=reason)
+
     for round_num in range(1, max_rounds + 1):
         output = generate(task, exclusions=list(exclusions))
         result = check(output)
@@ -118,15 +123,10 @@ def run(
             needed = result.needed
             if not isinstance(needed, str):
                 reason = "typed MAYBE need requires QICTController"
-                if on_hold is not None:
-                    on_hold(output, reason)
-                return finish(LoopStatus.HELD, output, round_num, held_reason=reason)
+                return hold(output, round_num, reason, reason)
             if gather is None or recheck is None:
-                if on_hold is not None:
-                    on_hold(output, needed)
-                return finish(LoopStatus.HELD, output, round_num, held_reason=needed)
-            evidence = gather(needed)
-            second = recheck(output, evidence)
+                return hold(output, round_num, needed, needed)
+            second = recheck(output, gather(needed))
             if second.verdict == Verdict.YES:
                 return finish(LoopStatus.ACCEPTED, output, round_num)
             if second.verdict == Verdict.NO:
@@ -134,30 +134,21 @@ def run(
                 continue
             held = second.needed if isinstance(second.needed, str) and second.needed else None
             held = held or second.dependency or None
-            if on_hold is not None:
-                on_hold(output, held or "unresolvable")
-            return finish(LoopStatus.HELD, output, round_num, held_reason=held)
-        if verdict == Verdict.IFF:
-            dep = result.dependency
-            assert dep is not None  # CheckResult guarantees it for IFF
-            retry = False
-            for probe in (is_resolved, is_failed):
-                if probe is not None and probe(dep) and recheck is not None:
-                    again = recheck(output)
-                    if again.verdict == Verdict.YES:
-                        return finish(LoopStatus.ACCEPTED, output, round_num)
-                    if again.verdict == Verdict.NO:
-                        exclusions.append(_reason(again))
-                        retry = True
-                        break
-            if retry:
-                continue
+            return hold(output, round_num, held, held or "unresolvable")
+        dep = result.dependency  # IFF: CheckResult allows no other verdict
+        assert dep is not None  # CheckResult guarantees it for IFF
+        for probe in (is_resolved, is_failed):
+            if probe is not None and probe(dep) and recheck is not None:
+                again = recheck(output)
+                if again.verdict == Verdict.YES:
+                    return finish(LoopStatus.ACCEPTED, output, round_num)
+                if again.verdict == Verdict.NO:
+                    exclusions.append(_reason(again))
+                    break
+        else:
             if on_blocked is not None:
                 on_blocked(output, dep)
             return finish(LoopStatus.BLOCKED, output, round_num, blocked_by=dep)
-        raise ValueError(
-            f"unknown verdict: {verdict!r}"
-        )  # pragma: no cover - CheckResult validates
     return finish(LoopStatus.EXHAUSTED, None, max_rounds)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Hashable, Iterable
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import Enum
 from operator import attrgetter, itemgetter
 from typing import Any, Final, TypeAlias
@@ -87,17 +87,15 @@ class ControllerEventKind(str, Enum):  # noqa: UP042 - str() and format() as in 
 # --------------------------------------------------------------------------- logs
 
 
+@dataclass(slots=True)
 class _Count:
     """Which of a log's first `checked` keys belong to one alphabet: all but the
     positions listed in `misses` (usually none, so a long trace costs O(1) here)."""
 
-    __slots__ = ("alphabet", "base", "checked", "misses")
-
-    def __init__(self, alphabet: AbstractSet[Any], base: int) -> None:
-        self.alphabet = alphabet
-        self.base = base  # members of the log's base that belong to the alphabet
-        self.checked = 0
-        self.misses: list[int] = []
+    alphabet: AbstractSet[Any]
+    base: int  # members of the log's base that belong to the alphabet
+    checked: int = 0
+    misses: list[int] = field(default_factory=list)
 
 
 class _Log:
@@ -116,17 +114,13 @@ class _Log:
         self.index: dict[Any, int] = {}
         self.counts: dict[int, _Count] = {}
 
-    def count_entry(self, alphabet: AbstractSet[Any]) -> _Count:
-        """The membership record of `alphabet` (keyed by identity: alphabets are frozen)."""
+    def count_in(self, alphabet: AbstractSet[Any], n: int) -> int:
+        """How many members of the prefix of length n belong to `alphabet` (amortised O(1);
+        its record is keyed by identity: alphabets are frozen)."""
         entry = self.counts.get(id(alphabet))
         if entry is None or entry.alphabet is not alphabet:
             entry = _Count(alphabet, sum(1 for k in self.base if k in alphabet))
             self.counts[id(alphabet)] = entry
-        return entry
-
-    def count_in(self, alphabet: AbstractSet[Any], n: int) -> int:
-        """How many members of the prefix of length n belong to `alphabet` (amortised O(1))."""
-        entry = self.count_entry(alphabet)
         misses = entry.misses
         keys = self.keys
         for i in range(entry.checked, n):
@@ -433,12 +427,7 @@ class QICTConfig:
 
     def __post_init__(self) -> None:
         put = object.__setattr__
-        for name in (
-            "failure_alphabet",
-            "evidence_alphabet",
-            "compute_alphabet",
-            "dependency_alphabet",
-        ):
+        for name in (f.name for f in fields(self)[:4]):  # the four alphabets
             put(self, name, _frozen_alphabet(name, getattr(self, name)))
         for name, alphabet in (
             ("admissible_failures", self.failure_alphabet),
@@ -546,27 +535,19 @@ class AuditResult(Checked):
     head: bytes = b""
 
 
+@dataclass(slots=True, eq=False)
 class AuditCursor:
     """The running position of an (incremental) audit over one trace, whose digests
     follow the receipts' chain ``version`` (2; 1 for documents written before it)."""
 
-    __slots__ = (
-        "errors",
-        "evaluations",
-        "initial_rank",
-        "initial_state",
-        "position",
-        "prev",
-        "state",
-        "version",
-    )
+    initial_state: ControllerState
+    initial_rank: int
+    version: int = 2
+    state: object = None  # the last after-state (the initial state until one is fed)
+    prev: bytes | None = None
+    errors: list[str] = field(default_factory=list)
+    evaluations: int = 0
+    position: int = 0
 
-    def __init__(self, initial_state: ControllerState, initial_rank: int, version: int = 2) -> None:
-        self.initial_state = initial_state
-        self.initial_rank = initial_rank
-        self.version = version
-        self.state: object = initial_state
-        self.prev: bytes | None = None
-        self.errors: list[str] = []
-        self.evaluations = 0
-        self.position = 0
+    def __post_init__(self) -> None:
+        self.state = self.initial_state
