@@ -13,7 +13,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Hashable, Iterable
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from enum import Enum
 from operator import attrgetter, itemgetter
 from typing import Any, Final, TypeAlias
@@ -427,7 +427,12 @@ class QICTConfig:
 
     def __post_init__(self) -> None:
         put = object.__setattr__
-        for name in (f.name for f in fields(self)[:4]):  # the four alphabets
+        for name in (
+            "failure_alphabet",
+            "evidence_alphabet",
+            "compute_alphabet",
+            "dependency_alphabet",
+        ):
             put(self, name, _frozen_alphabet(name, getattr(self, name)))
         for name, alphabet in (
             ("admissible_failures", self.failure_alphabet),
