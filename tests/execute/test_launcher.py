@@ -14,7 +14,7 @@ import time
 from returns.result import Success
 
 from four import Action
-from four.execute import alocal_env, local_env
+from four.execute import Limits, alocal_env, local_env
 from tests.execute.conftest import alive
 from tests.execute.test_containment import escapes, gone, observe
 
@@ -72,6 +72,23 @@ def test_the_launcher_killed_ends_every_command_it_runs_and_a_new_one_starts() -
         assert observe(env, "echo again").content.splitlines()[2] == "again"
     finally:
         env.close()
+
+
+def test_a_command_after_one_killed_past_its_memory_limit_always_starts() -> None:
+    """Past the memory limit the kernel now and then kills the launcher with the command's
+    shell, before the process that started it ends: the next command starts on a new
+    launcher, never sent to the dead one ("Connection reset by peer"). It happens in about
+    one command in ten here, so forty are tried."""
+    fill = "head -c 40000000 /dev/zero | tr '\\0' x"
+    for _ in range(40):
+        env = local_env(timeout=10, limits=Limits(processes=40, memory=16 << 20))
+        try:
+            for command in (f"{fill} | (v=$(cat); echo ${{#v}})", f"a=$({fill}); echo ${{#a}}"):
+                killed = observe(env, command)
+                assert killed.returncode in (-9, 137), killed.content
+            assert observe(env, "echo after").content.splitlines()[2] == "after"
+        finally:
+            env.close()
 
 
 def test_close_ends_the_launcher_and_the_environment_still_works_after() -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import signal
 import socket
 import struct
@@ -54,7 +55,10 @@ class Launched:
         A launcher gone first (its commands die with it) reads as SIGKILL; a command that
         could not start raises OSError, as Popen would have."""
         while b"\n" not in self._pending:
-            more = self._conn.recv(4096)
+            try:
+                more = self._conn.recv(4096)
+            except ConnectionResetError:  # killed before it read all it was sent
+                more = b""
             if not more:
                 return -signal.SIGKILL
             self._pending += more
@@ -118,7 +122,7 @@ class Launcher:
     def _control(self, limits: Limits) -> socket.socket:
         with self._lock:
             state = self._state
-            if state is None or state.owner != os.getpid() or state.proc.poll() is not None:
+            if state is None or state.owner != os.getpid() or not state.alive():
                 if state is not None and self._finalizer is not None:
                     self._finalizer()  # a dead launcher's cgroups go too
                 state = _State.start(limits)
@@ -132,6 +136,16 @@ class _State:
 
     def __init__(self, control: socket.socket, proc: subprocess.Popen[bytes], placed: Placed):
         self.control, self.proc, self.placed, self.owner = control, proc, placed, os.getpid()
+
+    def alive(self) -> bool:
+        """Whether the launcher still takes commands: its process has not ended, nor closed
+        its end of the control socket (killed past a memory limit with a command, it is
+        dead before the process that started it is)."""
+        if self.proc.poll() is not None:
+            return False
+        poller = select.poll()
+        poller.register(self.control, select.POLLIN | select.POLLHUP)
+        return not poller.poll(0)  # it sends nothing unasked: any event is its end
 
     @staticmethod
     def start(limits: Limits) -> _State:
