@@ -47,6 +47,7 @@ cdef extern from "Python.h":
 
 
 FORMAT_VERSION = _py.FORMAT_VERSION
+__all__ = _py.__all__
 
 include "_c_fields.pxi"
 include "_c_transitions.pxi"
