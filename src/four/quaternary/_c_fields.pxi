@@ -80,10 +80,14 @@ cdef Py_ssize_t R_ACTION = _offset(T_EVAL, "action")
 cdef Py_ssize_t R_AFTER = _offset(T_EVAL, "after")
 cdef Py_ssize_t R_INDEX = _offset(T_EVAL, "evaluation_index")
 cdef Py_ssize_t R_DIGEST = _offset(T_EVAL, "digest")
+cdef Py_ssize_t R_ALL[8]
+R_ALL[:] = [R_BEFORE, R_VERDICT, R_PAYLOAD, R_ARCS, R_ACTION, R_AFTER, R_INDEX, R_DIGEST]
 
 cdef Py_ssize_t P_LOG_SLOT = _offset(T_PREFIX, "log")
 cdef Py_ssize_t P_N = _offset(T_PREFIX, "n")
 cdef Py_ssize_t P_FROZEN = _offset(T_PREFIX, "frozen")
+cdef Py_ssize_t P_ALL[3]
+P_ALL[:] = [P_LOG_SLOT, P_N, P_FROZEN]
 cdef Py_ssize_t G_BASE = _offset(T_LOG, "base")
 cdef Py_ssize_t G_KEYS = _offset(T_LOG, "keys")
 cdef Py_ssize_t G_INDEX = _offset(T_LOG, "index")
@@ -136,7 +140,7 @@ cdef bint _complete(object state) noexcept:
     cdef Py_ssize_t i
     if FOUR_TYPE(s) != P_STATE:
         return False
-    for i in range(4, 7):
+    for i in range(4, 7):  # the budgets
         if not _is(_raw(s, S_ALL[i]), P_INT):
             return False
     if not (_is(_raw(s, S_COUNT), P_INT) and _is(_raw(s, S_CLOCK), P_INT)):
