@@ -18,13 +18,13 @@ cdef bint _evaluation_replays(object config, object receipt, object state,
     cdef PyObject *claimed = _raw(r, R_DIGEST)
     if _raw(r, R_BEFORE) != <PyObject *>state or verdict is NULL or payload is NULL:
         return False
-    if not _is(claimed, P_BYTES) or not _is(<PyObject *>prev, P_BYTES):
+    if not _is(claimed, bytes) or not _is(<PyObject *>prev, bytes):
         return False
     for offset in (R_ARCS, R_ACTION, R_AFTER, R_INDEX):
         if _raw(r, offset) is NULL:
             return False
     # the shapes `_replay_payload` leaves unchanged, of the two verdicts translated
-    if not ((verdict == O_NO and _is(payload, P_STR))
+    if not ((verdict == O_NO and _is(payload, str))
             or (verdict == <PyObject *>V_YES and payload == O_NONE)):
         return False
     action = <object>_raw(r, R_ACTION)

@@ -40,18 +40,8 @@ def _enc(value: object, out: list[bytes]) -> None:
             _enc(item, out)
         out.append(b")")
     elif type(value) is frozenset or type(value) is set:
-        if not value:
-            out.append(b"{0:}")
-            return
-        encoded = []
-        for item in value:
-            part: list[bytes] = []
-            _enc(item, part)
-            encoded.append(b"".join(part))
-        encoded.sort()
-        out.append(b"{%d:" % len(encoded))
-        out.extend(encoded)
-        out.append(b"}")
+        encoded = sorted(_encoded(item) for item in value)
+        out.append(b"{%d:%b}" % (len(encoded), b"".join(encoded)))
     elif type(value) is EvidenceNeed:
         out.append(b"E")
         _enc(value.evidence, out)
@@ -68,15 +58,20 @@ def _enc(value: object, out: list[bytes]) -> None:
         raise TypeError(f"{type(value).__name__} values cannot be encoded in a receipt")
 
 
-def _hash(out: list[bytes], *values: object) -> bytes:
+def _encoded(*values: object) -> bytes:
+    out: list[bytes] = []
     for value in values:
         _enc(value, out)
-    return blake2b(b"".join(out), digest_size=32).digest()
+    return b"".join(out)
+
+
+def _hash(head: bytes, *values: object) -> bytes:
+    return blake2b(head + _encoded(*values), digest_size=32).digest()
 
 
 def fingerprint(config: QICTConfig) -> bytes:
     return _hash(
-        [b"C"],
+        b"C",
         (
             frozenset(config.failure_alphabet),
             frozenset(config.evidence_alphabet),
@@ -99,14 +94,14 @@ def genesis_after(fingerprinted: bytes, state: ControllerState) -> bytes:
     deps, lease = state.dependencies, state.pending_lease
     fields[3] = (deps.used, deps.unresolved, deps.relation, deps.outcomes)
     fields[-2] = None if lease is None else tuple(getattr(lease, f) for f in Lease.__slots__)
-    return _hash([b"G", b"four.quaternary/1", fingerprinted], tuple(fields))
+    return _hash(b"Gfour.quaternary/1" + fingerprinted, tuple(fields))
 
 
 def evaluation_digest(
     prev: bytes, verdict: object, payload: object, arcs: object, action: object, index: object
 ) -> bytes:
-    return _hash([b"R", prev, b"V"], verdict, payload, arcs, action, index)
+    return _hash(b"R" + prev + b"V", verdict, payload, arcs, action, index)
 
 
 def event_digest(prev: bytes, event: ControllerEvent, action: object) -> bytes:
-    return _hash([b"R", prev, b"W"], *(getattr(event, n) for n in EVENT_FIELDS), action)
+    return _hash(b"R" + prev + b"W", *(getattr(event, n) for n in EVENT_FIELDS), action)

@@ -179,16 +179,17 @@ def set_prefix(value: frozenset[Any] | _Prefix) -> _Prefix:
     return _Prefix(_Log(value), 0)
 
 
-def _materialise(value: object) -> object:
-    return value.as_set() if type(value) is _Prefix else value
-
-
 def _same(a: object, b: object) -> bool:
     if a is b:
         return True
     if type(a) is _Prefix and type(b) is _Prefix and a.log is b.log:
         return a.n == b.n
-    return bool(_materialise(a) == _materialise(b))
+    return bool(as_set(a) == as_set(b))
+
+
+def as_set(raw: Any) -> Any:
+    """A set field's value from its raw slot: a prefix materialised (once), a frozenset."""
+    return raw.as_set() if type(raw) is _Prefix else raw
 
 
 class _LazySet:
@@ -200,10 +201,7 @@ class _LazySet:
         self.slot = slot
 
     def __get__(self, obj: object, owner: type | None = None) -> Any:
-        if obj is None:
-            return self
-        raw = self.slot.__get__(obj, owner)
-        return raw.as_set() if type(raw) is _Prefix else raw
+        return self if obj is None else as_set(self.slot.__get__(obj, owner))
 
     def __set__(self, obj: object, value: object) -> None:
         self.slot.__set__(obj, value)
