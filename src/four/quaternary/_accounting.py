@@ -1,6 +1,7 @@
 """Selects the accounting core: the compiled `_accounting_c` unless it is missing or
 `FOUR_NO_EXTENSIONS` is set (to any non-empty value), or the interpreter is not
-CPython. Type checkers always read the typed pure module."""
+CPython. Type checkers always read the typed pure module. (The standard library's
+accelerated modules are chosen the same way: `heapq`'s `from _heapq import *`.)"""
 
 from __future__ import annotations
 
@@ -8,38 +9,16 @@ from typing import TYPE_CHECKING
 
 from four._chain import NO_EXTENSIONS
 
+from . import _accounting_py
+
 if TYPE_CHECKING or NO_EXTENSIONS:
-    from . import _accounting_py as _impl
+    from ._accounting_py import *  # noqa: F403
 else:
     try:
-        from . import _accounting_c as _impl
+        from ._accounting_c import *  # noqa: F403
     except ImportError:  # pragma: no cover - depends on the build
-        from . import _accounting_py as _impl
+        from ._accounting_py import *  # noqa: F403
 
-USE_EXTENSIONS: bool = _impl.__name__.endswith("_accounting_c")
+USE_EXTENSIONS: bool = rank.__module__.endswith("_accounting_c")  # noqa: F405
 
-FORMAT_VERSION = _impl.FORMAT_VERSION
-admissible_rank = _impl.admissible_rank
-audit_feed = _impl.audit_feed
-audit_result = _impl.audit_result
-evaluate = _impl.evaluate
-fingerprint = _impl.fingerprint
-genesis = _impl.genesis
-handle = _impl.handle
-rank = _impl.rank
-receipt_digest = _impl.receipt_digest
-
-__all__ = [
-    "FORMAT_VERSION",
-    "NO_EXTENSIONS",
-    "USE_EXTENSIONS",
-    "admissible_rank",
-    "audit_feed",
-    "audit_result",
-    "evaluate",
-    "fingerprint",
-    "genesis",
-    "handle",
-    "rank",
-    "receipt_digest",
-]
+__all__ = ["NO_EXTENSIONS", "USE_EXTENSIONS", *_accounting_py.__all__]

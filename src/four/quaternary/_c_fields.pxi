@@ -37,16 +37,6 @@ cdef type T_EVAL = EvaluationReceipt
 cdef type T_PREFIX = _st._Prefix
 cdef type T_LOG = _st._Log
 
-cdef void *P_STATE = <void *>T_STATE
-cdef void *P_RECORD = <void *>T_RECORD
-cdef void *P_PREFIX = <void *>T_PREFIX
-cdef void *P_LOG = <void *>T_LOG
-cdef void *P_STR = <void *>str
-cdef void *P_INT = <void *>int
-cdef void *P_BYTES = <void *>bytes
-cdef void *P_FROZENSET = <void *>frozenset
-cdef void *P_TUPLE = <void *>tuple
-
 cdef Py_ssize_t S_EXCL = _offset(T_STATE, "exclusions")
 cdef Py_ssize_t S_EVID = _offset(T_STATE, "used_evidence")
 cdef Py_ssize_t S_COMP = _offset(T_STATE, "used_compute")
@@ -80,10 +70,14 @@ cdef Py_ssize_t R_ACTION = _offset(T_EVAL, "action")
 cdef Py_ssize_t R_AFTER = _offset(T_EVAL, "after")
 cdef Py_ssize_t R_INDEX = _offset(T_EVAL, "evaluation_index")
 cdef Py_ssize_t R_DIGEST = _offset(T_EVAL, "digest")
+cdef Py_ssize_t R_ALL[8]
+R_ALL[:] = [R_BEFORE, R_VERDICT, R_PAYLOAD, R_ARCS, R_ACTION, R_AFTER, R_INDEX, R_DIGEST]
 
 cdef Py_ssize_t P_LOG_SLOT = _offset(T_PREFIX, "log")
 cdef Py_ssize_t P_N = _offset(T_PREFIX, "n")
 cdef Py_ssize_t P_FROZEN = _offset(T_PREFIX, "frozen")
+cdef Py_ssize_t P_ALL[3]
+P_ALL[:] = [P_LOG_SLOT, P_N, P_FROZEN]
 cdef Py_ssize_t G_BASE = _offset(T_LOG, "base")
 cdef Py_ssize_t G_KEYS = _offset(T_LOG, "keys")
 cdef Py_ssize_t G_INDEX = _offset(T_LOG, "index")
@@ -106,25 +100,25 @@ cdef PyObject *O_NO = <PyObject *>V_NO
 # ------------------------------------------------------------------ field shapes
 
 
-cdef inline bint _is(PyObject *value, void *kind) noexcept:
-    return value is not NULL and FOUR_TYPE(value) == kind
+cdef inline bint _is(PyObject *value, type kind) noexcept:
+    return value is not NULL and FOUR_TYPE(value) == <void *>kind
 
 
 cdef inline bint _prefix(PyObject *value) noexcept:
     """A `_Prefix` over a `_Log` (so its slots can be read as such)."""
-    return (_is(value, P_PREFIX) and _is(_raw(value, P_LOG_SLOT), P_LOG)
-            and _is(_raw(value, P_N), P_INT))
+    return (_is(value, T_PREFIX) and _is(_raw(value, P_LOG_SLOT), T_LOG)
+            and _is(_raw(value, P_N), int))
 
 
 cdef inline bint _set_field(PyObject *value) noexcept:
-    return _prefix(value) or _is(value, P_FROZENSET)
+    return _prefix(value) or _is(value, frozenset)
 
 
 cdef bint _complete_record(PyObject *record) noexcept:
-    return (_is(record, P_RECORD) and _set_field(_raw(record, D_USED))
-            and _is(_raw(record, D_UNRESOLVED), P_FROZENSET)
-            and _is(_raw(record, D_RELATION), P_FROZENSET)
-            and _is(_raw(record, D_OUTCOMES), P_TUPLE))
+    return (_is(record, T_RECORD) and _set_field(_raw(record, D_USED))
+            and _is(_raw(record, D_UNRESOLVED), frozenset)
+            and _is(_raw(record, D_RELATION), frozenset)
+            and _is(_raw(record, D_OUTCOMES), tuple))
 
 
 cdef bint _complete(object state) noexcept:
@@ -134,12 +128,12 @@ cdef bint _complete(object state) noexcept:
     cdef PyObject *s = <PyObject *>state
     cdef PyObject *value
     cdef Py_ssize_t i
-    if FOUR_TYPE(s) != P_STATE:
+    if not _is(s, T_STATE):
         return False
-    for i in range(4, 7):
-        if not _is(_raw(s, S_ALL[i]), P_INT):
+    for i in range(4, 7):  # the budgets
+        if not _is(_raw(s, S_ALL[i]), int):
             return False
-    if not (_is(_raw(s, S_COUNT), P_INT) and _is(_raw(s, S_CLOCK), P_INT)):
+    if not (_is(_raw(s, S_COUNT), int) and _is(_raw(s, S_CLOCK), int)):
         return False
     if not (_set_field(_raw(s, S_EXCL)) and _set_field(_raw(s, S_EVID))
             and _set_field(_raw(s, S_COMP))):
@@ -152,7 +146,7 @@ cdef bint _complete(object state) noexcept:
             or value == <PyObject *>TERMINALLY_ACCEPTED):
         return False
     value = _raw(s, S_HELD)
-    if not (value == O_NONE or _is(value, P_STR)):
+    if not (value == O_NONE or _is(value, str)):
         return False
     if _raw(s, S_LEASE) != O_NONE:
         return False

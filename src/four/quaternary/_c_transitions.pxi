@@ -4,30 +4,14 @@
 # are the reference module's.
 
 
-cdef object _new_state(object excl, object evid, object comp, object deps, object eb,
-                       object cb, object db, object status, object disposition, object count,
-                       object clock, object lease, object held):
-    """`_state.evolve` in C, every field given: a ControllerState without re-running validation."""
-    state = PyType_GenericAlloc(T_STATE, 0)
-    _put(state, S_EXCL, excl)
-    _put(state, S_EVID, evid)
-    _put(state, S_COMP, comp)
-    _put(state, S_DEPS, deps)
-    _put(state, S_EB, eb)
-    _put(state, S_CB, cb)
-    _put(state, S_DB, db)
-    _put(state, S_STATUS, status)
-    _put(state, S_DISP, disposition)
-    _put(state, S_COUNT, count)
-    _put(state, S_CLOCK, clock)
-    _put(state, S_LEASE, lease)
-    _put(state, S_HELD, held)
-    return state
-
-
-cdef object _prefix_of(object raw):
-    """`_state.set_prefix` for the two shapes `_complete` admits."""
-    return raw if type(raw) is T_PREFIX else _st.set_prefix(raw)
+cdef object _new(type cls, Py_ssize_t *offsets, tuple values):
+    """A `cls` record with `values` in the slots at `offsets`, without running its
+    validation (`_state.evolve` in C, every field given)."""
+    cdef Py_ssize_t i
+    record = PyType_GenericAlloc(cls, 0)
+    for i in range(len(values)):
+        _put(record, offsets[i], values[i])
+    return record
 
 
 cdef object _added(object prefix, object key):
@@ -43,11 +27,7 @@ cdef object _added(object prefix, object key):
         (<dict?>_get(log, G_INDEX))[key] = n
     elif not (i < len(keys) and PyObject_RichCompareBool(keys[i], key, Py_EQ)):
         return prefix.added(key)
-    out = PyType_GenericAlloc(T_PREFIX, 0)
-    _put(out, P_LOG_SLOT, log)
-    _put(out, P_N, n + 1)
-    _put(out, P_FROZEN, None)
-    return out
+    return _new(T_PREFIX, P_ALL, (log, n + 1, None))
 
 
 cdef bint _prefix_contains(object prefix, object key) except -1:
@@ -58,13 +38,6 @@ cdef bint _prefix_contains(object prefix, object key) except -1:
         return True
     position = PyDict_GetItem(_get(log, G_INDEX), key)
     return position is not NULL and <object>position < _get(prefix, P_N)
-
-
-cdef object _hold(object state, object index, str reason):
-    """`_accounting_py._hold` of an evaluation."""
-    return _new_state(_get(state, S_EXCL), _get(state, S_EVID), _get(state, S_COMP),
-                      _get(state, S_DEPS), _get(state, S_EB), _get(state, S_CB),
-                      _get(state, S_DB), HELD, None, index, _get(state, S_CLOCK), None, reason)
 
 
 cdef object _evaluation_transition(object config, object state, object verdict,
@@ -78,22 +51,19 @@ cdef object _evaluation_transition(object config, object state, object verdict,
     if _get(state, S_STATUS) is not RUNNING:
         raise ValueError("A terminal controller cannot evaluate another candidate.")
     index = _get(state, S_COUNT) + 1
-    evid = _get(state, S_EVID)
-    comp = _get(state, S_COMP)
-    deps = _get(state, S_DEPS)
-    eb = _get(state, S_EB)
-    cb = _get(state, S_CB)
-    db = _get(state, S_DB)
     clock = _get(state, S_CLOCK)
+    excl = _get(state, S_EXCL)
+    kept = tuple([_get(state, S_ALL[i]) for i in range(1, 7)])  # used sets, record, budgets
     if verdict is V_YES:
-        return A_ACCEPT, _new_state(_get(state, S_EXCL), evid, comp, deps, eb, cb, db, ACCEPTED,
-                                    TERMINALLY_ACCEPTED, index, clock, None, None)
+        return A_ACCEPT, _new(T_STATE, S_ALL, (excl, *kept, ACCEPTED, TERMINALLY_ACCEPTED, index,
+                                               clock, None, None))
     admissible = _get(config, Q_ADMISSIBLE)
     if verdict is not V_NO or type(payload) is not str or admissible is None:
         return None
-    prefix = _prefix_of(_get(state, S_EXCL))
+    prefix = excl if type(excl) is T_PREFIX else _st.set_prefix(excl)
     if (payload in _get(config, Q_FAILURES) and not _prefix_contains(prefix, payload)
             and payload in admissible):
-        return A_EXCLUDE, _new_state(_added(prefix, payload), evid, comp, deps, eb, cb, db,
-                                     RUNNING, None, index, clock, None, None)
-    return A_HOLD, _hold(state, index, f"inadmissible or repeated failure: {payload}")
+        return A_EXCLUDE, _new(T_STATE, S_ALL, (_added(prefix, payload), *kept, RUNNING, None,
+                                                index, clock, None, None))
+    return A_HOLD, _new(T_STATE, S_ALL, (excl, *kept, HELD, None, index, clock, None,
+                                         f"inadmissible or repeated failure: {payload}"))

@@ -11,8 +11,9 @@ from __future__ import annotations
 from enum import Enum
 from hashlib import blake2b
 
+from ._canonical import EVENT_FIELDS, STATE_FIELDS
 from ._core import ComputeNeed, EvidenceNeed
-from ._state import ControllerEvent, ControllerState, QICTConfig
+from ._state import ControllerEvent, ControllerState, Lease, QICTConfig
 
 
 def _enc(value: object, out: list[bytes]) -> None:
@@ -39,18 +40,8 @@ def _enc(value: object, out: list[bytes]) -> None:
             _enc(item, out)
         out.append(b")")
     elif type(value) is frozenset or type(value) is set:
-        if not value:
-            out.append(b"{0:}")
-            return
-        encoded = []
-        for item in value:
-            part: list[bytes] = []
-            _enc(item, part)
-            encoded.append(b"".join(part))
-        encoded.sort()
-        out.append(b"{%d:" % len(encoded))
-        out.extend(encoded)
-        out.append(b"}")
+        encoded = sorted(_encoded(item) for item in value)
+        out.append(b"{%d:%b}" % (len(encoded), b"".join(encoded)))
     elif type(value) is EvidenceNeed:
         out.append(b"E")
         _enc(value.evidence, out)
@@ -67,9 +58,20 @@ def _enc(value: object, out: list[bytes]) -> None:
         raise TypeError(f"{type(value).__name__} values cannot be encoded in a receipt")
 
 
+def _encoded(*values: object) -> bytes:
+    out: list[bytes] = []
+    for value in values:
+        _enc(value, out)
+    return b"".join(out)
+
+
+def _hash(head: bytes, *values: object) -> bytes:
+    return blake2b(head + _encoded(*values), digest_size=32).digest()
+
+
 def fingerprint(config: QICTConfig) -> bytes:
-    out = [b"C"]
-    _enc(
+    return _hash(
+        b"C",
         (
             frozenset(config.failure_alphabet),
             frozenset(config.evidence_alphabet),
@@ -82,51 +84,24 @@ def fingerprint(config: QICTConfig) -> bytes:
             frozenset(config.admissible_dependencies or ()),
             config.lease_ticks,
         ),
-        out,
     )
-    return blake2b(b"".join(out), digest_size=32).digest()
 
 
 def genesis_after(fingerprinted: bytes, state: ControllerState) -> bytes:
     """The digest a trace starting at ``state`` chains from, after its config's
-    ``fingerprint``."""
-    out = [b"G", b"four.quaternary/1", fingerprinted]
-    deps = state.dependencies
-    lease = state.pending_lease
-    _enc(
-        (
-            state.exclusions,
-            state.used_evidence,
-            state.used_compute,
-            (deps.used, deps.unresolved, deps.relation, deps.outcomes),
-            state.evidence_budget,
-            state.compute_budget,
-            state.dependency_budget,
-            state.status,
-            state.candidate_disposition,
-            state.evaluation_count,
-            state.clock,
-            None
-            if lease is None
-            else (lease.lease_id, lease.kind, lease.obligation, lease.deadline),
-            state.held_reason,
-        ),
-        out,
-    )
-    return blake2b(b"".join(out), digest_size=32).digest()
+    ``fingerprint``: the state's fields in order, its record and lease as tuples."""
+    fields = [getattr(state, name) for name in STATE_FIELDS]
+    deps, lease = state.dependencies, state.pending_lease
+    fields[3] = (deps.used, deps.unresolved, deps.relation, deps.outcomes)
+    fields[-2] = None if lease is None else tuple(getattr(lease, f) for f in Lease.__slots__)
+    return _hash(b"Gfour.quaternary/1" + fingerprinted, tuple(fields))
 
 
 def evaluation_digest(
     prev: bytes, verdict: object, payload: object, arcs: object, action: object, index: object
 ) -> bytes:
-    out = [b"R", prev, b"V"]
-    for value in (verdict, payload, arcs, action, index):
-        _enc(value, out)
-    return blake2b(b"".join(out), digest_size=32).digest()
+    return _hash(b"R" + prev + b"V", verdict, payload, arcs, action, index)
 
 
 def event_digest(prev: bytes, event: ControllerEvent, action: object) -> bytes:
-    out = [b"R", prev, b"W"]
-    for value in (event.kind, event.lease_id, event.outcome, event.dependency, event.clock, action):
-        _enc(value, out)
-    return blake2b(b"".join(out), digest_size=32).digest()
+    return _hash(b"R" + prev + b"W", *(getattr(event, n) for n in EVENT_FIELDS), action)

@@ -31,11 +31,7 @@ class _ReceiptLog(list[TransitionReceipt]):
     """The controller's receipt list. Appending is free; any other mutation marks the
     log so that the next incremental audit starts over."""
 
-    __slots__ = ("stable",)
-
-    def __init__(self, items: Iterable[TransitionReceipt] = ()) -> None:
-        super().__init__(items)
-        self.stable = 0
+    stable = 0  # how many receipts were audited and not touched since (-1: touched)
 
 
 def _touching(method: Callable[..., Any]) -> Callable[..., Any]:

@@ -38,6 +38,7 @@ from ._state import (
     ResolutionOutcome,
     TransitionReceipt,
     _Prefix,
+    as_set,
     evolve,
     make_record,
     merge_outcomes,
@@ -122,8 +123,7 @@ def _set_delta(old: Any, new: Any) -> dict[str, Any] | None:
         if old.n == new.n:
             return None
         return {"add": [json_value(v) for v in new.log.keys[old.n : new.n]]}
-    before = old.as_set() if type(old) is _Prefix else old
-    after = new.as_set() if type(new) is _Prefix else new
+    before, after = as_set(old), as_set(new)
     if before == after:
         return None
     delta: dict[str, Any] = {"add": json_values(after - before)}
@@ -139,9 +139,7 @@ def _apply_set(raw: Any, delta: dict[str, Any] | None, *, logged: bool = True) -
         return raw
     added = [_unvalue(v) for v in delta.get("add", ())]
     if "remove" in delta or not logged:
-        current = raw.as_set() if type(raw) is _Prefix else raw
-        removed = _unset(delta.get("remove", ()))
-        return (current - removed) | frozenset(added)
+        return (as_set(raw) - _unset(delta.get("remove", ()))) | frozenset(added)
     prefix = set_prefix(raw)
     for item in added:
         if prefix.contains(item):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from itertools import combinations
 from typing import Any, Protocol
 
 from four._types import Checked
@@ -48,21 +49,10 @@ _NEGATIONS = ("not ", "no ", "don't ", "do not ", "never ", "avoid ")
 
 
 def _negates(a: str, b: str) -> bool:
-    low_a, low_b = a.lower(), b.lower()
-    return any(
-        (low_a.startswith(p) and low_a[len(p) :].strip() == low_b)
-        or (low_b.startswith(p) and low_b[len(p) :].strip() == low_a)
-        for p in _NEGATIONS
-    )
-
-
-def _detect_contradictions(exclusions: list[str]) -> list[tuple[str, str]] | None:
-    """Flag (a, b) pairs where one exclusion is an English negation of the other (as
-    verdict4 0.2.0 does it: docs/seal.md)."""
-    pairs = [
-        (a, b) for i, a in enumerate(exclusions) for b in exclusions[i + 1 :] if _negates(a, b)
-    ]
-    return pairs or None
+    """Whether one exclusion is an English negation of the other (as verdict4 0.2.0
+    tells contradictions: docs/seal.md)."""
+    pairs = ((a.lower(), b.lower()), (b.lower(), a.lower()))
+    return any(x.startswith(p) and x[len(p) :].strip() == y for x, y in pairs for p in _NEGATIONS)
 
 
 def run(
@@ -101,7 +91,7 @@ def run(
             output,
             exclusions,
             rounds=rounds,
-            contradiction=_detect_contradictions(exclusions),
+            contradiction=[pair for pair in combinations(exclusions, 2) if _negates(*pair)] or None,
             **extra,
         )
 
@@ -113,45 +103,32 @@ def run(
     for round_num in range(1, max_rounds + 1):
         output = generate(task, exclusions=list(exclusions))
         result = check(output)
-        verdict = result.verdict
-        if verdict == Verdict.YES:
-            return finish(LoopStatus.ACCEPTED, output, round_num)
-        if verdict == Verdict.NO:
-            exclusions.append(_reason(result))
-            continue
-        if verdict == Verdict.MAYBE:
+        if result.verdict == Verdict.MAYBE:
             needed = result.needed
             if not isinstance(needed, str):
                 reason = "typed MAYBE need requires QICTController"
                 return hold(output, round_num, reason, reason)
             if gather is None or recheck is None:
                 return hold(output, round_num, needed, needed)
-            second = recheck(output, gather(needed))
-            if second.verdict == Verdict.YES:
-                return finish(LoopStatus.ACCEPTED, output, round_num)
-            if second.verdict == Verdict.NO:
-                exclusions.append(_reason(second))
-                continue
-            held = second.needed if isinstance(second.needed, str) and second.needed else None
-            held = held or second.dependency or None
-            return hold(output, round_num, held, held or "unresolvable")
-        dep = result.dependency  # IFF: CheckResult allows no other verdict
-        assert dep is not None  # CheckResult guarantees it for IFF
-        for probe in (is_resolved, is_failed):
-            if probe is not None and probe(dep) and recheck is not None:
-                again = recheck(output)
-                if again.verdict == Verdict.YES:
-                    return finish(LoopStatus.ACCEPTED, output, round_num)
-                if again.verdict == Verdict.NO:
-                    exclusions.append(_reason(again))
-                    break
-        else:
-            if on_blocked is not None:
-                on_blocked(output, dep)
-            return finish(LoopStatus.BLOCKED, output, round_num, blocked_by=dep)
+            result = recheck(output, gather(needed))
+            if result.verdict not in (Verdict.YES, Verdict.NO):
+                held = result.needed if isinstance(result.needed, str) and result.needed else None
+                held = held or result.dependency or None
+                return hold(output, round_num, held, held or "unresolvable")
+        elif result.verdict == Verdict.IFF:
+            dep = result.dependency
+            assert dep is not None  # CheckResult guarantees it for IFF
+            for probe in (is_resolved, is_failed):
+                if probe is not None and probe(dep) and recheck is not None:
+                    result = recheck(output)
+                    if result.verdict in (Verdict.YES, Verdict.NO):
+                        break
+            else:
+                if on_blocked is not None:
+                    on_blocked(output, dep)
+                return finish(LoopStatus.BLOCKED, output, round_num, blocked_by=dep)
+        if result.verdict == Verdict.YES:
+            return finish(LoopStatus.ACCEPTED, output, round_num)
+        assert result.reason is not None  # CheckResult guarantees it for NO
+        exclusions.append(result.reason)
     return finish(LoopStatus.EXHAUSTED, None, max_rounds)
-
-
-def _reason(result: CheckResult) -> str:
-    assert result.reason is not None  # CheckResult guarantees it for NO
-    return result.reason

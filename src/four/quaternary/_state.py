@@ -15,6 +15,7 @@ from collections.abc import Hashable, Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from enum import Enum
+from graphlib import CycleError, TopologicalSorter
 from operator import attrgetter, itemgetter
 from typing import Any, Final, TypeAlias
 
@@ -178,16 +179,17 @@ def set_prefix(value: frozenset[Any] | _Prefix) -> _Prefix:
     return _Prefix(_Log(value), 0)
 
 
-def _materialise(value: object) -> object:
-    return value.as_set() if type(value) is _Prefix else value
-
-
 def _same(a: object, b: object) -> bool:
     if a is b:
         return True
     if type(a) is _Prefix and type(b) is _Prefix and a.log is b.log:
         return a.n == b.n
-    return bool(_materialise(a) == _materialise(b))
+    return bool(as_set(a) == as_set(b))
+
+
+def as_set(raw: Any) -> Any:
+    """A set field's value from its raw slot: a prefix materialised (once), a frozenset."""
+    return raw.as_set() if type(raw) is _Prefix else raw
 
 
 class _LazySet:
@@ -199,10 +201,7 @@ class _LazySet:
         self.slot = slot
 
     def __get__(self, obj: object, owner: type | None = None) -> Any:
-        if obj is None:
-            return self
-        raw = self.slot.__get__(obj, owner)
-        return raw.as_set() if type(raw) is _Prefix else raw
+        return self if obj is None else as_set(self.slot.__get__(obj, owner))
 
     def __set__(self, obj: object, value: object) -> None:
         self.slot.__set__(obj, value)
@@ -253,48 +252,25 @@ def check_record(
     """The DependencyRecord invariants, in verdict4's order, with its messages."""
     if not unresolved <= used:
         raise ValueError("Unresolved dependencies must have been bound.")
+    arcs = TopologicalSorter[Any]()
     for a, b in relation:
         if a not in unresolved or b not in unresolved:
             raise ValueError("Dependency arcs must join unresolved vertices.")
+        arcs.add(b, a)
     names = [name for name, _ in outcomes]
     if len(set(names)) != len(names):
         raise ValueError("A dependency may have only one recorded outcome.")
     if any(name not in used or name in unresolved for name in names):
         raise ValueError("Outcomes belong only to resolved dependencies.")
-    if not acyclic(relation):
-        raise ValueError("The unresolved dependency relation must be acyclic.")
+    try:
+        arcs.prepare()  # finds any cycle, self-loops included
+    except CycleError:
+        raise ValueError("The unresolved dependency relation must be acyclic.") from None
 
 
 def merge_outcomes(pairs: Iterable[tuple[Any, Any]]) -> tuple[tuple[Any, Any], ...]:
     """Outcome pairs in a record's order: by name (a stable sort)."""
     return tuple(sorted(pairs, key=itemgetter(0)))
-
-
-def acyclic(relation: Iterable[tuple[Any, Any]]) -> bool:
-    """Whether the arcs form no cycle (self-loops count); iterative, O(V + E)."""
-    successors: dict[Any, list[Any]] = {}
-    for a, b in relation:
-        successors.setdefault(a, []).append(b)
-        successors.setdefault(b, [])
-    colour: dict[Any, int] = dict.fromkeys(successors, 0)  # 0 new, 1 on stack, 2 done
-    for root in successors:
-        if colour[root]:
-            continue
-        colour[root] = 1
-        stack = [(root, iter(successors[root]))]
-        while stack:
-            node, children = stack[-1]
-            for child in children:
-                if colour[child] == 1:
-                    return False
-                if colour[child] == 0:
-                    colour[child] = 1
-                    stack.append((child, iter(successors[child])))
-                    break
-            else:
-                colour[node] = 2
-                stack.pop()
-    return True
 
 
 @dataclass(frozen=True, slots=True)

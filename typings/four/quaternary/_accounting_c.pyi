@@ -18,6 +18,19 @@ from four.quaternary._state import (
     QICTConfig,
 )
 
+__all__ = [
+    "FORMAT_VERSION",
+    "admissible_rank",
+    "audit_feed",
+    "audit_result",
+    "evaluate",
+    "fingerprint",
+    "genesis",
+    "handle",
+    "rank",
+    "receipt_digest",
+]
+
 FORMAT_VERSION: Final[int]
 
 def rank(config: QICTConfig, state: ControllerState) -> int: ...
