@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from returns.result import Success
@@ -199,7 +199,7 @@ class Judgement:
                     need = lease.obligation
                     text = self._gather(need, current)
                     controller.evidence_returned(lease.lease_id)
-                    current = current.with_evidence(need, text)
+                    current = replace(current, evidence={**current.evidence, need: text})
                 case ControllerAction.BIND if lease is not None:
                     holds = self._verifier.dependencies[lease.obligation](current)
                     if holds is None:
@@ -207,7 +207,8 @@ class Judgement:
                         return Blocked(lease.obligation)
                     outcome = ResolutionOutcome.HOLDS if holds else ResolutionOutcome.FAILS
                     controller.resolve_dependency(lease.lease_id, outcome)
-                    current = current.with_resolution(lease.obligation, holds)
+                    resolved = {**current.resolved, lease.obligation: holds}
+                    current = replace(current, resolved=resolved)
                 case _:
                     return Held(self._explain(result, controller.state.held_reason or "held"))
 
