@@ -231,23 +231,23 @@ def is_group_record(path: str | os.PathLike[str]) -> bool:
     return os.fspath(path).endswith(GROUP_SUFFIX)
 
 
+_KINDS = {
+    stat.S_IFDIR: "a folder",
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFLNK: "a symbolic link",
+}
+
+
 def kind(mode: int) -> str:
     """What a file that is not a regular one is, in words.
 
     >>> kind(stat.S_IFIFO)
     'a FIFO (named pipe)'
     """
-    for test, what in (
-        (stat.S_ISDIR, "a folder"),
-        (stat.S_ISFIFO, "a FIFO (named pipe)"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISLNK, "a symbolic link"),
-    ):
-        if test(mode):
-            return what
-    return "not a file"
+    return _KINDS.get(stat.S_IFMT(mode), "not a file")
 
 
 def size_text(n: int) -> str:

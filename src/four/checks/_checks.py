@@ -40,19 +40,6 @@ class _Judged:
         return verify(self).open(env)  # type: ignore[arg-type]
 
 
-def _run_check(
-    claim: Claim, command: str, timeout: float, files: HeldOutFiles | None
-) -> Observation:
-    """Run ``command`` in the claim's environment, or, with held-out ``files``, in a copy
-    of it that holds them and is gone when this returns."""
-    if files is None:
-        return run_command(claim.env, command, timeout)
-    with isolated(claim.env, files, timeout + 30) as made:
-        if not isinstance(made, Success):
-            return Observation(made.failure())
-        return run_command(made.unwrap(), command, timeout)
-
-
 def _summary(output: str) -> str:
     """A short reason that stays the same when the same failure happens again."""
     picked = [m.group(0) for m in _SUMMARY.finditer(output)][:3]
@@ -81,15 +68,25 @@ class CommandCheck(_Judged, Checked):
     def evidence(self) -> Mapping[str, Gatherer]:
         return {self.need: self._rerun}
 
+    def _ran(self, claim: Claim, timeout: float) -> Observation:
+        """``command`` run in the claim's environment, or, with held-out ``files``, in a
+        copy of it that holds them and is gone when this returns."""
+        if self.files is None:
+            return run_command(claim.env, self.command, timeout)
+        with isolated(claim.env, self.files, timeout + 30) as made:
+            if not isinstance(made, Success):
+                return Observation(made.failure())
+            return run_command(made.unwrap(), self.command, timeout)
+
     def _rerun(self, claim: Claim) -> str:
-        ran = _run_check(claim, self.command, self.timeout * 4, self.files)
+        ran = self._ran(claim, self.timeout * 4)
         return json.dumps([ran.content, ran.returncode, ran.timed_out])
 
     @checked
     def __call__(self, claim: Claim, /) -> CheckResult:
         gathered = claim.evidence.get(self.need)
         if gathered is None:
-            ran = _run_check(claim, self.command, self.timeout, self.files)
+            ran = self._ran(claim, self.timeout)
             if ran.timed_out:
                 return maybe(EvidenceNeed(self.need))
         else:
