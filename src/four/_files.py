@@ -69,11 +69,8 @@ def regular_fd(
     dir_fd: int | None = None,
     mode: int = 0o644,
 ) -> int:
-    """``path`` opened with ``flags`` (reading, appending, creating: the caller's), a
-    blocking descriptor, if it is a regular file of at most ``max_bytes``; else
-    ``Unreadable`` with one line. Opened non-blocking first, so a FIFO is refused
-    instead of waited on.
-    """
+    """``open_regular``'s blocking descriptor, opened with the caller's ``flags`` (reading,
+    appending, creating)."""
     name = os.fspath(path)
     fd = _open(name, flags, mode, dir_fd)
     try:

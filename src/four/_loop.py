@@ -124,7 +124,7 @@ def run(
     ...            local_env(), save_trajectory("/tmp/four-doc"), prompt="say hi")
     """
     driver = Plain(G, V1, V2)
-    state: RunState[T] = start(driver.components(emit), system, prompt, max_steps,
+    state: RunState[T] = start(dict(G=G, V1=V1, V2=V2, emit=emit), system, prompt, max_steps,
                                max_format_errors, resume, check, watch, clock, V2)  # fmt: skip
     return to_end(
         evaluate(state, driver), "run: a component was awaited; use arun for async components"
@@ -159,18 +159,16 @@ async def arun(
 
     with keyed() as key:  # a cancellation kills them
         driver = Awaited(G, V1, V2, key)
-        state: RunState[T] = start(driver.components(emit), system, prompt, max_steps,
-                                   max_format_errors, resume, check, watch, clock,
-                                   driver.blocking_env())  # fmt: skip
+        state: RunState[T] = start(dict(G=G, V1=V1, V2=V2, emit=emit), system, prompt,
+                                   max_steps, max_format_errors, resume, check, watch,
+                                   clock, driver.blocking_env())  # fmt: skip
         return await evaluate(state, driver)
 
 
 async def evaluate(run: RunState[T], call: Plain) -> T:
-    """``(G -> V1 -> V2*)*`` until the agent submits, something fails, or the budget of
-    G calls is spent (a judge with ``at_start`` is shown the start first); then a judge
-    with ``at_end`` (``four.checks``'s) may judge the final state once; then the
-    environment is closed and the run emitted. ``call`` makes each call (plainly or
-    awaited); ``run`` keeps the history and decides (``RunState``)."""
+    """``(G -> V1 -> V2*)*`` until the run ends (a judge's ``at_start`` shown its start
+    first, its ``at_end`` the final state once), then the environment closed and the run
+    emitted. ``call`` makes each call (plainly or awaited); ``run`` keeps and decides."""
     crash: BaseException | None = None
     run.began()
     try:
@@ -237,9 +235,6 @@ class Plain:
 
     def __init__(self, G: Callable[..., object], V1: Parse, V2: Callable[..., object]) -> None:
         self._G, self._V1, self._V2 = G, V1, V2
-
-    def components(self, emit: object) -> dict[str, object]:
-        return {"G": self._G, "V1": self._V1, "V2": self._V2, "emit": emit}
 
     # Each answer typed (a submission is the run's end); anything else ends it crashed.
 
