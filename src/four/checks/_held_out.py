@@ -108,11 +108,8 @@ def _read(place: str, folder: bool, source: Source) -> list[tuple[str, bytes, in
 
 
 def _file(relative: str, path: Path) -> tuple[str, bytes, int]:
-    return (
-        relative,
-        read_regular(path, max_bytes=MAX_BYTES),
-        stat.S_IMODE(path.stat().st_mode) | 0o600,
-    )
+    data = read_regular(path, max_bytes=MAX_BYTES)
+    return relative, data, stat.S_IMODE(path.stat().st_mode) | 0o600
 
 
 @contextlib.contextmanager
