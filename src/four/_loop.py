@@ -589,7 +589,7 @@ def start(
     info = RunInfo(described, max_steps, max_format_errors, clock(), resumed_from=len(resume))
     emit = cast(Emit[T], components["emit"])
     opener = getattr(emit, "open", None)  # a Recorder (not isinstance: a Protocol check is slow)
-    sink: Sink[T] = opener(info) if callable(opener) else _Plain(emit)
+    sink: Sink[T] = opener(info) if callable(opener) else _PlainSink(emit)
     judge = check.open(checked_env) if check is not None else None
     for message in history:
         sink.append(message)  # before the run: a failure here is raised as it is
@@ -603,7 +603,7 @@ def start(
 
 
 @dataclass(frozen=True, slots=True)
-class _Plain(Sink[T]):
+class _PlainSink(Sink[T]):
     """A plain ``(messages, outcome) -> T`` emit: nothing to record until the end."""
 
     emit: Emit[T]
