@@ -115,7 +115,7 @@ def _fields_check(kind: type, skip: tuple[str, ...]) -> Callable[[object], None]
     for i, (name, accepts, _) in enumerate(checks):  # a name is an identifier: a field's
         space[f"_t{i}"] = accepts[0] if len(accepts) == 1 else accepts
         space[f"_c{i}"] = checks[i]
-        exact = frozenset(t for t in accepts if not isinstance(t, abc.ABCMeta | _Shape | _OneOf))
+        exact = frozenset(t for t in accepts if not isinstance(t, abc.ABCMeta | _Test))
         if len(exact) < len(accepts):  # an ABC's isinstance is slow: its classes first
             space[f"_e{i}"] = exact  # (None, a dict: what the record holds, nearly always)
             lines.append(f"    if type(record.{name}) not in _e{i} and not isinstance(")
@@ -211,13 +211,14 @@ mistakes named are the others (``None``, a number, an object of another kind). T
 annotated class comes first: ``isinstance`` stops at it, the ABCs cost only the others."""
 
 
-class _Shape(type):
-    """The class of ``_shaped`` stand-ins: an instance is what has every member."""
+class _Test(type):
+    """The class of the stand-ins below: an instance is a value that passes ``test``."""
 
-    members: tuple[str, ...]
+    test: Callable[[object], bool]
+    kinds: tuple[type, ...] = ()  # a Literal's: the types of its values
 
     def __instancecheck__(cls, value: object) -> bool:
-        return all(hasattr(value, m) for m in cls.members)
+        return cls.test(value)
 
 
 @functools.cache
@@ -231,19 +232,12 @@ def _shaped(protocol: type) -> type:
             continue
         names |= {n for n in vars(base) if n == "__call__" or not n.startswith("_")}
         names |= set(getattr(base, "__annotations__", {}))
-    if "__call__" in names:  # a function's Protocol: what can be called
-        names = {"__call__"}
-    return _Shape(protocol.__name__, (), {"members": tuple(sorted(names))})
+    members = ("__call__",) if "__call__" in names else tuple(sorted(names))  # a function's
 
+    def test(value: object) -> bool:
+        return all(hasattr(value, m) for m in members)
 
-class _OneOf(type):
-    """The class of ``_one_of`` stand-ins: an instance is one of the allowed values."""
-
-    kinds: tuple[type, ...]
-    values: frozenset[object]
-
-    def __instancecheck__(cls, value: object) -> bool:
-        return isinstance(value, cls.kinds) and value in cls.values
+    return _Test(protocol.__name__, (), {"test": staticmethod(test)})
 
 
 @functools.cache
@@ -252,12 +246,16 @@ def _one_of(values: tuple[object, ...]) -> type:
     types that equals one of them (a str of the right type but no allowed value is
     refused, as a type checker would)."""
     kinds = tuple({type(v): None for v in values})
-    return _OneOf("Literal", (), {"kinds": kinds, "values": frozenset(values)})
+
+    def test(value: object) -> bool:
+        return isinstance(value, kinds) and value in values
+
+    return _Test("Literal", (), {"test": staticmethod(test), "kinds": kinds})
 
 
 def _said(where: str, check: _Check, value: object) -> str:
     kind = _a(type(value).__name__)
-    if any(isinstance(t, _OneOf) and isinstance(value, t.kinds) for t in check[1]):
+    if any(isinstance(t, _Test) and isinstance(value, t.kinds) for t in check[1]):
         kind = f"another {type(value).__name__}"  # of the right type: the value is wrong
     return f"{where}: {check[0]}={shown(value)}: give {check[2]} (not {kind})"
 

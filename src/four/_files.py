@@ -69,11 +69,8 @@ def regular_fd(
     dir_fd: int | None = None,
     mode: int = 0o644,
 ) -> int:
-    """``path`` opened with ``flags`` (reading, appending, creating: the caller's), a
-    blocking descriptor, if it is a regular file of at most ``max_bytes``; else
-    ``Unreadable`` with one line. Opened non-blocking first, so a FIFO is refused
-    instead of waited on.
-    """
+    """``open_regular``'s blocking descriptor, opened with the caller's ``flags`` (reading,
+    appending, creating)."""
     name = os.fspath(path)
     fd = _open(name, flags, mode, dir_fd)
     try:
@@ -231,23 +228,23 @@ def is_group_record(path: str | os.PathLike[str]) -> bool:
     return os.fspath(path).endswith(GROUP_SUFFIX)
 
 
+_KINDS = {
+    stat.S_IFDIR: "a folder",
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFLNK: "a symbolic link",
+}
+
+
 def kind(mode: int) -> str:
     """What a file that is not a regular one is, in words.
 
     >>> kind(stat.S_IFIFO)
     'a FIFO (named pipe)'
     """
-    for test, what in (
-        (stat.S_ISDIR, "a folder"),
-        (stat.S_ISFIFO, "a FIFO (named pipe)"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISLNK, "a symbolic link"),
-    ):
-        if test(mode):
-            return what
-    return "not a file"
+    return _KINDS.get(stat.S_IFMT(mode), "not a file")
 
 
 def size_text(n: int) -> str:

@@ -101,10 +101,6 @@ class Grammar:
                 if ref not in known:
                     raise ValueError(f"Grammar: rule {name} refers to {ref}, which is not a rule")
 
-    def rule(self, name: str) -> Expr:
-        """The rule called ``name``."""
-        return dict(self.rules)[name]
-
     def gbnf(self) -> str:
         """The grammar in llama.cpp's GBNF (its ``grammar`` request field)."""
         return "".join(f"{name} ::= {_gbnf(expr, top=True)}\n" for name, expr in self.rules)

@@ -6,7 +6,8 @@ is, so the coroutine never waits and runs to its end in one step; ``arun``'s
 (``Awaited``) is the same with ``await``: it awaits an async G or V2 and runs a plain
 one in a worker thread. Every ending (the agent submits, a component fails, the budget
 is spent, a crash, Ctrl-C, a cancelled task) leaves the loop the same way, and the
-trajectory is sealed in one place.
+trajectory is sealed in one place. What the loop keeps and decides between the calls
+(the history, when format errors count, what answers every tool call) is ``RunState``.
 """
 
 from __future__ import annotations
@@ -14,49 +15,89 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import Awaitable, Callable, Hashable, Sequence
-from typing import TypeVar
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Generic, Literal, TypeAlias, TypeVar, cast
 
+from returns.result import Failure, Success
+
+from four import _arguments as arguments
 from four._coroutine import to_end
-from four._outcomes import Finished, Outcome
-from four._rules import (
-    Actions,
-    AllRejected,
-    Clock,
-    ComponentRaised,
-    Halt,
-    RunState,
-    actions_of,
-    ending,
-    judgement_of,
-    last_judgement_of,
-    observation_of,
-    reply_of,
-    start,
+from four._describe import describe
+from four._events import ActionRan, Event, Judged, ModelCalled, RunBegan, RunEnded
+from four._outcomes import (
+    Component,
+    CostLimitReached,
+    Crashed,
+    ExecutionFailed,
+    Finished,
+    Interrupted,
+    ModelFailed,
+    Outcome,
+    RepeatedFormatError,
+    StepsExhausted,
 )
 from four._types import (
+    JSON,
+    NO_USAGE,
     Action,
+    Assistant,
     AsyncExecute,
     AsyncInvoke,
     Emit,
     Execute,
     ExecutionError,
+    Feedback,
     FormatError,
     Invoke,
+    Judge,
     Message,
     ModelError,
+    ModelErrorKind,
     Observation,
     Parse,
     Rejected,
     Reply,
+    RunInfo,
     RunStats,
     Sink,
     Submitted,
+    System,
+    ToolResult,
+    ToolResultKind,
+    Usage,
+    User,
     Verify,
     Watch,
+    unanswered,
 )
 
 T = TypeVar("T")
+J = TypeVar("J", Outcome, Outcome | Feedback)
+
+Clock: TypeAlias = Callable[[], float]
+"""The time of day in seconds, as ``time.time`` gives it: when a run starts and ends."""
+
+Actions: TypeAlias = Sequence[Action | Rejected]
+
+CUT_OFF = FormatError(
+    "Your reply was cut off at the token limit, so nothing in it was executed. "
+    "Reply again, shorter."
+)
+SKIPPED = "Not executed: the run ended at an earlier call of this turn."
+
+
+@dataclass(frozen=True, slots=True)
+class AllRejected:
+    """Every tool call of the turn was rejected by V1 (each is answered with its error):
+    no progress, so it counts as a format error."""
+
+    feedback: str
+
+
+Halt: TypeAlias = Outcome | FormatError | Feedback | AllRejected | None
+"""How a step ended: None once its actions ran; else the run ends (an ``Outcome``), the
+model is told its reply could not be read, or the check's verdict goes back to it."""
 
 
 def run(
@@ -83,7 +124,7 @@ def run(
     ...            local_env(), save_trajectory("/tmp/four-doc"), prompt="say hi")
     """
     driver = Plain(G, V1, V2)
-    state: RunState[T] = start(driver.components(emit), system, prompt, max_steps,
+    state: RunState[T] = start(dict(G=G, V1=V1, V2=V2, emit=emit), system, prompt, max_steps,
                                max_format_errors, resume, check, watch, clock, V2)  # fmt: skip
     return to_end(
         evaluate(state, driver), "run: a component was awaited; use arun for async components"
@@ -118,18 +159,16 @@ async def arun(
 
     with keyed() as key:  # a cancellation kills them
         driver = Awaited(G, V1, V2, key)
-        state: RunState[T] = start(driver.components(emit), system, prompt, max_steps,
-                                   max_format_errors, resume, check, watch, clock,
-                                   driver.blocking_env())  # fmt: skip
+        state: RunState[T] = start(dict(G=G, V1=V1, V2=V2, emit=emit), system, prompt,
+                                   max_steps, max_format_errors, resume, check, watch,
+                                   clock, driver.blocking_env())  # fmt: skip
         return await evaluate(state, driver)
 
 
 async def evaluate(run: RunState[T], call: Plain) -> T:
-    """``(G -> V1 -> V2*)*`` until the agent submits, something fails, or the budget of
-    G calls is spent (a judge with ``at_start`` is shown the start first); then a judge
-    with ``at_end`` (``four.checks``'s) may judge the final state once; then the
-    environment is closed and the run emitted. ``call`` makes each call (plainly or
-    awaited); ``run`` keeps the history and decides (``_rules``)."""
+    """``(G -> V1 -> V2*)*`` until the run ends (a judge's ``at_start`` shown its start
+    first, its ``at_end`` the final state once), then the environment closed and the run
+    emitted. ``call`` makes each call (plainly or awaited); ``run`` keeps and decides."""
     crash: BaseException | None = None
     run.began()
     try:
@@ -190,24 +229,50 @@ async def evaluate(run: RunState[T], call: Plain) -> T:
 
 
 class Plain:
-    """``run``'s driver: each component called as it is, its answer typed (``_rules``)."""
+    """``run``'s driver: each component called as it is, its answer typed."""
 
     __slots__ = ("_G", "_V1", "_V2")
 
     def __init__(self, G: Callable[..., object], V1: Parse, V2: Callable[..., object]) -> None:
         self._G, self._V1, self._V2 = G, V1, V2
 
-    def components(self, emit: object) -> dict[str, object]:
-        return {"G": self._G, "V1": self._V1, "V2": self._V2, "emit": emit}
+    # Each answer typed (a submission is the run's end); anything else ends it crashed.
 
     async def G(self, history: Sequence[Message]) -> Reply | ModelError:
-        return reply_of(await self._call("G", self._G, history))
+        value = await self._call("G", self._G, history)
+        if isinstance(value, Success):
+            if isinstance(reply := value.unwrap(), Assistant):
+                return reply
+        elif isinstance(value, Failure) and isinstance(error := value.failure(), ModelError):
+            return error
+        raise WrongReturn("G", value, "a Result[Reply, ModelError]")
 
     def V1(self, reply: Reply) -> Actions | FormatError | Finished:
-        return actions_of(_call("V1", self._V1, reply))
+        value = _call("V1", self._V1, reply)
+        if isinstance(value, Success):
+            actions = value.unwrap()
+            if isinstance(actions, list | tuple) and all(
+                isinstance(a, Action | Rejected) for a in actions
+            ):
+                return cast(Actions, actions)
+        elif isinstance(value, Failure) and isinstance(
+            error := value.failure(), FormatError | Submitted
+        ):
+            return Finished(error.output) if isinstance(error, Submitted) else error
+        raise WrongReturn(
+            "V1", value, "a Result[Sequence[Action | Rejected], FormatError | Submitted]"
+        )
 
     async def V2(self, action: Action) -> Observation | Submitted | ExecutionError:
-        return observation_of(await self._call("V2", self._V2, action))
+        value = await self._call("V2", self._V2, action)
+        if isinstance(value, Success):
+            if isinstance(seen := value.unwrap(), Observation):
+                return seen
+        elif isinstance(value, Failure) and isinstance(
+            error := value.failure(), Submitted | ExecutionError
+        ):
+            return error
+        raise WrongReturn("V2", value, "a Result[Observation, Submitted | ExecutionError]")
 
     async def check(self, judge: Callable[..., object], *args: object) -> object:
         return await self._call("check", judge, *args)
@@ -303,3 +368,297 @@ def is_async(fn: object) -> bool:
 def _close(V2: object) -> None:
     if callable(close := getattr(V2, "close", None)):  # see Closeable
         close()
+
+
+# --- one run's state -------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class RunState(Generic[T]):
+    """Everything one run knows as it goes; the evaluator reads and updates it."""
+
+    history: list[Message]
+    sink: Sink[T]
+    info: RunInfo
+    judge: Judge | None
+    watch: Watch | None
+    budget: int  # G calls allowed: max_steps, and what feedback admitted
+    clock: Clock
+    steps: int = 0
+    format_errors: int = 0
+    usage: Usage = NO_USAGE
+    tools: Mapping[str, str] = field(default_factory=dict)  # the last reply's, by call id
+    hears: Callable[[Event], object] | None = None  # the watch's ``hear``, if it listens
+    # its ``model_called`` and ``action_ran``, if it has them: no event made (see Watch)
+    on_call: Callable[[Reply | ModelError, Sequence[Message], float, float], object] | None = None
+    on_action: Callable[[Action, Observation | Submitted | ExecutionError, float, float, int],
+                        object] | None = None  # fmt: skip
+
+    # --- what a listening watch is told (nothing is made for one that does not) ---
+
+    def now(self) -> float:
+        return self.clock() if self.hears is not None else 0.0
+
+    def began(self) -> None:
+        if self.hears is not None:
+            self.hears(RunBegan(self.info))
+
+    def called(self, reply: Reply | ModelError, started: float) -> None:
+        if self.hears is not None:
+            if self.on_call is not None:
+                self.on_call(reply, self.history, started, self.clock())
+            else:
+                self.hears(ModelCalled(reply, self.history, started, self.clock()))
+
+    def ran(
+        self, action: Action, seen: Observation | Submitted | ExecutionError, started: float
+    ) -> None:
+        if self.hears is not None:
+            ended = self.clock()
+            if self.on_action is not None:
+                self.on_action(action, seen, started, ended, len(self.history))
+            else:
+                self.hears(ActionRan(action, seen, started, ended, len(self.history)))
+
+    def judged(self, judgement: J, started: float) -> J:
+        if self.hears is not None and self.judge is not None:
+            self.hears(Judged(judgement, self.judge.record(), started, self.clock()))
+        return judgement
+
+    def ended(self, outcome: Outcome, stats: RunStats) -> None:
+        if self.hears is not None:
+            self.hears(RunEnded(outcome, stats))
+
+    def add(self, message: Message) -> None:
+        self.history.append(message)
+        try:
+            self.sink.append(message)
+        except Exception as exc:  # saving is emit's part of the run
+            raise ComponentRaised("emit", exc) from exc
+
+    def take(self, reply: Reply) -> FormatError | None:
+        """The model's reply joins the history (its usage counted, its tools noted); one
+        cut off at the token limit is not read (``CUT_OFF``)."""
+        if reply.usage is not None:
+            self.usage += reply.usage
+        self.tools = {c.id: c.name for c in reply.tool_calls}
+        self.add(reply)
+        self.beat()
+        return CUT_OFF if reply.truncated else None
+
+    def model_failed(self, error: ModelError) -> Outcome:
+        self.usage += error.usage or NO_USAGE  # what a failed call billed still counts
+        if error.kind is ModelErrorKind.BUDGET:
+            return CostLimitReached(error.message)
+        return ModelFailed(str(error))
+
+    def answer(
+        self, action: Action, seen: Observation | Submitted | ExecutionError
+    ) -> Outcome | None:
+        """What goes back to the model for one action (a tool call is always answered);
+        the outcome if the action ended the run."""
+        self.beat()
+        command, call_id = action.command, action.call_id  # recorded: readers never re-parse
+        if isinstance(seen, Observation):
+            if call_id:
+                self.reply_to(call_id, seen.content, "observation", seen.returncode, command)
+            else:
+                self.add(User(seen.content, "observation", seen.returncode, command))
+            return None
+        if isinstance(seen, Submitted):
+            if call_id:
+                self.reply_to(call_id, seen.output, "submission", None, command)
+            return Finished(seen.output)
+        failed = ExecutionFailed(seen.message)
+        if call_id:
+            self.reply_to(call_id, failed.text, "error", None, command)
+        return self.stopped() or failed  # it failed as the run was being stopped: stopped
+
+    def reply_to(
+        self,
+        call_id: str,
+        text: str,
+        kind: ToolResultKind,
+        returncode: int | None = None,
+        command: str | None = None,
+    ) -> None:
+        self.add(
+            ToolResult(call_id, text, self.tools.get(call_id, "bash"), kind, returncode, command)
+        )
+
+    def tell(self, text: str, kind: Literal["feedback", "format_error"]) -> None:
+        """Feedback for the model: as each open tool call's result, else as a user turn."""
+        pending = unanswered(self.history)
+        for call in pending:
+            self.add(ToolResult(call.id, text, call.name, kind))
+        if not pending:
+            self.add(User(text, kind))
+
+    def next_step(self, halt: Halt) -> Outcome | None:
+        """After a step: the run's outcome if it ends here, else None (and the model told
+        what it needs to hear: the check's feedback, or why its reply was not read)."""
+        if halt is None or isinstance(halt, Feedback):
+            self.format_errors = 0
+            if halt is not None:  # the check said: not yet, go on
+                self.budget += halt.steps
+                self.tell(halt.text, "feedback")
+            return None
+        if not isinstance(halt, FormatError | AllRejected):
+            return halt
+        self.format_errors += 1
+        if 0 < self.info.max_format_errors <= self.format_errors:
+            return RepeatedFormatError(halt.feedback)
+        if isinstance(halt, FormatError):  # rejected calls have their answers already
+            self.tell(halt.feedback, "format_error")
+        return None
+
+    def close_calls(self) -> None:
+        """Leave a valid history: every tool call of the last turn answered."""
+        for call in unanswered(self.history):
+            self.add(ToolResult(call.id, SKIPPED, call.name, "skipped"))
+
+    def beat(self) -> None:
+        if self.watch is not None:
+            self.watch.beat()
+
+    def over(self) -> Outcome | None:
+        """Before a step: the budget of G calls spent, or a watch's stop."""
+        return StepsExhausted() if self.steps >= self.budget else self.stopped()
+
+    def stopped(self) -> Outcome | None:
+        return self.watch.stopped() if self.watch is not None else None
+
+    def stats(self) -> RunStats:
+        extra: dict[str, JSON] = {}
+        if self.judge is not None:
+            extra["verdicts"] = dict(self.judge.record())
+        if callable(noted := getattr(self.watch, "record", None)):  # its own (see Watch)
+            extra.update(noted())
+        started, ended = self.info.started_at, self.clock()
+        return RunStats(self.steps, self.usage, started, ended, self.format_errors, extra)
+
+
+# --- starting a run -----------------------------------------------------------------------
+
+
+def start(
+    components: Mapping[str, object],
+    system: str,
+    prompt: str,
+    max_steps: int,
+    max_format_errors: int,
+    resume: Sequence[Message],
+    check: Verify | None,
+    watch: Watch | None,
+    clock: Clock,
+    checked_env: Execute,
+) -> RunState[T]:
+    """A new run's state (``run``'s arguments, with the env its check sees): every argument
+    checked first, so a mistake is one clear error before anything runs; then its
+    history begun, its record opened (``emit``), its judge made."""
+    for name, component in components.items():
+        arguments.component("run", name, component, "a function (four.types has its Protocol)")
+    arguments.text("run", "system", system, empty=True)
+    arguments.text("run", "prompt", prompt, empty=True)
+    arguments.count("run", "max_steps", max_steps, minimum=1)
+    arguments.count("run", "max_format_errors", max_format_errors)  # 0: no limit
+    if isinstance(resume, str | bytes) or not isinstance(resume, Sequence):
+        raise TypeError(
+            f"run: resume must be a sequence of messages, e.g. "
+            f"load_trajectory(path).messages; got {resume!r:.80}"
+        )
+    for message in resume:
+        if not isinstance(message, System | User | Assistant | ToolResult):
+            raise TypeError(f"run: resume holds {message!r:.80}, which is not a Message")
+    if check is not None and not callable(getattr(check, "open", None)):
+        raise TypeError(
+            f"run: check must be a Verify, e.g. verify(command_check('pytest -q')); got {check!r}"
+        )
+    if watch is not None and not (
+        callable(getattr(watch, "beat", None)) and callable(getattr(watch, "stopped", None))
+    ):
+        raise TypeError(f"run: watch must have beat() and stopped(); got {watch!r}")
+    arguments.component("run", "clock", clock, "a function like time.time")
+
+    history: list[Message] = list(resume)
+    if not resume:
+        history.append(System(system))
+    if prompt or not resume:
+        history.append(User(prompt, "task"))
+    described = {name: describe(c) for name, c in components.items()}
+    info = RunInfo(described, max_steps, max_format_errors, clock(), resumed_from=len(resume))
+    emit = cast(Emit[T], components["emit"])
+    opener = getattr(emit, "open", None)  # a Recorder (not isinstance: a Protocol check is slow)
+    sink: Sink[T] = opener(info) if callable(opener) else _PlainSink(emit)
+    judge = check.open(checked_env) if check is not None else None
+    for message in history:
+        sink.append(message)  # before the run: a failure here is raised as it is
+    hear = getattr(watch, "hear", None)
+    hears = hear if callable(hear) else None
+    on_call = getattr(watch, "model_called", None) if hears is not None else None
+    on_action = getattr(watch, "action_ran", None) if hears is not None else None
+    return RunState(history, sink, info, judge, watch, max_steps, clock,
+                    hears=hears, on_call=on_call if callable(on_call) else None,
+                    on_action=on_action if callable(on_action) else None)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class _PlainSink(Sink[T]):
+    """A plain ``(messages, outcome) -> T`` emit: nothing to record until the end."""
+
+    emit: Emit[T]
+
+    def append(self, message: Message, /) -> None:
+        pass
+
+    def close(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> T:
+        return self.emit(messages, outcome)
+
+
+# --- failures of the components themselves ---------------------------------------------
+
+
+class ComponentRaised(Exception):
+    """A component raised ``error``; the run ends ``crashed``, then ``error`` propagates."""
+
+    def __init__(self, component: Component, error: Exception) -> None:
+        super().__init__(component, error)
+        self.component, self.error = component, error
+
+
+class WrongReturn(TypeError):
+    """A component returned something its arrow does not allow."""
+
+    def __init__(self, component: Component, value: object, expected: str) -> None:
+        super().__init__(
+            f"{component} returned {type(value).__name__} {arguments.shown(value, 80)}, "
+            f"not {expected}: wrap the value in returns.result.Success or Failure"
+        )
+        self.component = component
+
+
+def ending(exc: BaseException) -> tuple[Outcome, BaseException]:
+    """The outcome of a run that an exception ended, and the exception to raise after it
+    is saved: a component's own error, ``crashed``; Ctrl-C, a cancelled task or another
+    ``BaseException`` that is no error, ``interrupted``."""
+    if isinstance(exc, ComponentRaised):
+        return Crashed(exc.component, f"{type(exc.error).__name__}: {exc.error}"), exc.error
+    if isinstance(exc, WrongReturn):
+        return Crashed(exc.component, f"TypeError: {exc}"), exc
+    if not isinstance(exc, Exception):
+        return Interrupted(type(exc).__name__), exc
+    return Crashed("loop", f"{type(exc).__name__}: {exc}"), exc
+
+
+def judgement_of(value: object) -> Outcome | Feedback:
+    """The check's answer, typed."""
+    if isinstance(value, Feedback | Outcome):
+        return value
+    raise WrongReturn("check", value, "an Outcome or Feedback")
+
+
+def last_judgement_of(value: object) -> Outcome:
+    """The check's ``at_end`` answer, typed: the run is over, so no feedback."""
+    if isinstance(value, Outcome):
+        return value
+    raise WrongReturn("check", value, "an Outcome")

@@ -1,13 +1,6 @@
-"""The values that flow through the loop: messages, actions, observations, errors.
-
-Everything here is a frozen, slotted record. The four arrows are Protocols over
-``returns.result.Result``:
-
-    invoke   G   : history   -> Result[Reply, ModelError]
-    parse    V1  : Reply     -> Result[Sequence[Action | Rejected], FormatError | Submitted]
-    execute  V2  : Action    -> Result[Observation, Submitted | ExecutionError]
-    emit         : (history, Outcome) -> T
-"""
+"""The values that flow through the loop (messages, actions, observations, errors), each a
+frozen, slotted record, and the four arrows over them (``four``'s docstring), Protocols
+over ``returns.result.Result``."""
 
 from __future__ import annotations
 

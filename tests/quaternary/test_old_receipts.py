@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from four.checks._config import config_from_json
+from four.checks import config_from_json
 from four.quaternary import audit_trace, load_receipts
 
 DOCUMENT = json.loads((Path(__file__).parent / "fixtures" / "receipts_v1.json").read_text())

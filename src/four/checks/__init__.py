@@ -20,8 +20,6 @@ if TYPE_CHECKING:  # the names, each once (loaded on first use)
     from four.checks._claim import Claim as Claim
     from four.checks._claim import Gatherer as Gatherer
     from four.checks._claim import Resolver as Resolver
-    from four.checks._config import config_from_json as config_from_json
-    from four.checks._config import config_to_json as config_to_json
     from four.checks._feedback import DEFAULT_FEEDBACK as DEFAULT_FEEDBACK
     from four.checks._feedback import FEEDBACK_LEVELS as FEEDBACK_LEVELS
     from four.checks._feedback import FeedbackLevel as FeedbackLevel
@@ -30,6 +28,8 @@ if TYPE_CHECKING:  # the names, each once (loaded on first use)
     from four.checks._held_out import held_out_files as held_out_files
     from four.checks._judge import Judgement as Judgement
     from four.checks._judge import Verifier as Verifier
+    from four.checks._judge import config_from_json as config_from_json
+    from four.checks._judge import config_to_json as config_to_json
     from four.checks._judge import verify as verify
 
 __getattr__, __dir__, __all__ = lazy(__name__, __file__)

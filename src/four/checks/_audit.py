@@ -18,7 +18,7 @@ from four._chain import decode
 from four._checked import checked
 from four._files import walk
 from four._types import JSON, Checked
-from four.checks._config import config_from_json
+from four.checks._judge import config_from_json
 from four.quaternary import (
     AuditResult,
     ComputeNeed,

@@ -13,7 +13,7 @@ from returns.result import Success
 
 from four import _arguments as arguments
 from four._checked import checked
-from four._types import Checked, Execute
+from four._types import Checked, Execute, Observation
 from four.checks._claim import Check, Claim, Gatherer
 from four.checks._feedback import (
     DEFAULT_FEEDBACK,
@@ -23,7 +23,7 @@ from four.checks._feedback import (
 )
 from four.checks._held_out import HeldOutFiles, Source, held_out_files, isolated
 from four.checks._judge import Judgement, verify
-from four.checks._shell import Ran, run_command
+from four.checks._shell import run_command
 from four.quaternary import CheckResult, EvidenceNeed, Verdict, maybe, yes
 
 _NOISE = re.compile(r"\b\d+(\.\d+)?(s|ms|sec|seconds)\b|\(\d+(\.\d+)?s\)|\bin \d+(\.\d+)?s\b")
@@ -38,17 +38,6 @@ class _Judged:
 
     def open(self, env: Execute, /) -> Judgement:
         return verify(self).open(env)  # type: ignore[arg-type]
-
-
-def _run_check(claim: Claim, command: str, timeout: float, files: HeldOutFiles | None) -> Ran:
-    """Run ``command`` in the claim's environment, or, with held-out ``files``, in a copy
-    of it that holds them and is gone when this returns."""
-    if files is None:
-        return run_command(claim.env, command, timeout)
-    with isolated(claim.env, files, timeout + 30) as made:
-        if not isinstance(made, Success):
-            return Ran(None, False, made.failure())
-        return run_command(made.unwrap(), command, timeout)
 
 
 def _summary(output: str) -> str:
@@ -79,27 +68,37 @@ class CommandCheck(_Judged, Checked):
     def evidence(self) -> Mapping[str, Gatherer]:
         return {self.need: self._rerun}
 
+    def _ran(self, claim: Claim, timeout: float) -> Observation:
+        """``command`` run in the claim's environment, or, with held-out ``files``, in a
+        copy of it that holds them and is gone when this returns."""
+        if self.files is None:
+            return run_command(claim.env, self.command, timeout)
+        with isolated(claim.env, self.files, timeout + 30) as made:
+            if not isinstance(made, Success):
+                return Observation(made.failure())
+            return run_command(made.unwrap(), self.command, timeout)
+
     def _rerun(self, claim: Claim) -> str:
-        ran = _run_check(claim, self.command, self.timeout * 4, self.files)
-        return json.dumps([ran.returncode, ran.timed_out, ran.output])
+        ran = self._ran(claim, self.timeout * 4)
+        return json.dumps([ran.content, ran.returncode, ran.timed_out])
 
     @checked
     def __call__(self, claim: Claim, /) -> CheckResult:
         gathered = claim.evidence.get(self.need)
         if gathered is None:
-            ran = _run_check(claim, self.command, self.timeout, self.files)
+            ran = self._ran(claim, self.timeout)
             if ran.timed_out:
                 return maybe(EvidenceNeed(self.need))
         else:
-            ran = Ran(*json.loads(gathered))  # as _rerun wrote it
+            ran = Observation(*json.loads(gathered))  # as _rerun wrote it
             if ran.timed_out:
                 late = f"did not finish within {self.timeout * 4:g}s"
                 return rejection(f"`{self.command}` {late}", f"the check {late}", self.feedback)
         if ran.returncode == 0:
             return yes()
         if ran.returncode is None:
-            return maybe(EvidenceNeed(ran.output))  # outside the alphabet: the run is held
-        summary = _summary(ran.output)
+            return maybe(EvidenceNeed(ran.content))  # outside the alphabet: the run is held
+        summary = _summary(ran.content)
         failed = f"(exit {ran.returncode}): {summary}"
         # "no output" alone was read by a small model as its own command's output.
         said = failed if summary != _SILENT else f"(exit {ran.returncode}) and printed nothing"
@@ -170,7 +169,7 @@ class FileCheck(_Judged, Checked):
             wanted = self.contains if self.contains is not None else f"/{self.pattern}/"
             full = f"{self.path} does not contain {wanted!r}"
             return rejection(full, f"{self.path} does not hold the expected text", self.feedback)
-        return maybe(EvidenceNeed(f"cannot read {self.path}: {_summary(ran.output)}"))
+        return maybe(EvidenceNeed(f"cannot read {self.path}: {_summary(ran.content)}"))
 
 
 def file_check(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Protocol, TypeAlias
 
 from four._types import Checked, Execute, Message
@@ -22,12 +22,6 @@ class Claim(Checked):
     env: Execute
     evidence: Mapping[str, str] = field(default_factory=dict)
     resolved: Mapping[str, bool] = field(default_factory=dict)
-
-    def with_evidence(self, need: str, text: str) -> Claim:
-        return replace(self, evidence={**self.evidence, need: text})
-
-    def with_resolution(self, dependency: str, holds: bool) -> Claim:
-        return replace(self, resolved={**self.resolved, dependency: holds})
 
 
 class Check(Protocol):

@@ -28,6 +28,8 @@ if TYPE_CHECKING:  # imported when a held-out check first runs
 Source: TypeAlias = "str | os.PathLike[str] | bytes"
 """A file or folder on this machine, or (bytes) a file's content."""
 
+_COPIED = (stat.S_IFREG, stat.S_IFDIR, stat.S_IFLNK)
+
 MAX_BYTES = 64 << 20
 """Held-out files are kept in memory: at most this many bytes in all."""
 
@@ -83,7 +85,7 @@ def held_out_files(files: Mapping[str, Source]) -> HeldOutFiles:
         places.append(place)
         try:
             entries += _read(place, destination.endswith("/"), source)
-        except OSError as exc:
+        except (OSError, Unreadable) as exc:  # never a FIFO waited on, nor a device read
             raise ValueError(f"files[{destination!r}]: cannot read {source!r}: {exc}") from None
     if sum(len(content) for _, content, _ in entries) > MAX_BYTES:
         raise ValueError(f"files: more than {MAX_BYTES >> 20} MiB of held-out files")
@@ -100,22 +102,14 @@ def _read(place: str, folder: bool, source: Source) -> list[tuple[str, bytes, in
         if not folder:
             raise ValueError(f"files: {source!r} is a folder: end the destination with '/'")
         found = sorted(p for p in root.rglob("*") if p.is_file())
-        return [(f"{place}/{p.relative_to(root)}", _bytes(p), _mode(p)) for p in found]
+        return [_file(f"{place}/{p.relative_to(root)}", p) for p in found]
     relative = f"{place}/{root.name}" if folder else place
-    return [(relative, _bytes(root), _mode(root))]
+    return [_file(relative, root)]
 
 
-def _bytes(path: Path) -> bytes:
-    """A held-out file's bytes: never a FIFO waited on, a device read without end, nor
-    more than the held-out files may hold in all."""
-    try:
-        return read_regular(path, max_bytes=MAX_BYTES)
-    except Unreadable as exc:
-        raise OSError(str(exc)) from None
-
-
-def _mode(path: Path) -> int:
-    return stat.S_IMODE(path.stat().st_mode) | 0o600
+def _file(relative: str, path: Path) -> tuple[str, bytes, int]:
+    data = read_regular(path, max_bytes=MAX_BYTES)
+    return relative, data, stat.S_IMODE(path.stat().st_mode) | 0o600
 
 
 @contextlib.contextmanager
@@ -125,7 +119,11 @@ def isolated(env: Execute, files: HeldOutFiles, timeout: float) -> Iterator[Resu
     copy that failed)."""
     from four.execute import DockerEnv, LocalEnv, SandboxEnv, ShellEnv
 
-    base = _unwrapped(env)
+    base = env  # under the wrappers (a display's, a supervisor's) that keep it as ``inner``
+    for _ in range(8):
+        if not callable(inner := getattr(base, "inner", None)):
+            break
+        base = inner
     made: Result[Execute, str]
     with contextlib.ExitStack() as stack:
         try:
@@ -156,14 +154,6 @@ def isolated(env: Execute, files: HeldOutFiles, timeout: float) -> Iterator[Resu
         yield made
 
 
-def _unwrapped(env: Execute) -> Execute:
-    """Look through wrappers (a display's, a supervisor's) that keep the env as ``inner``."""
-    seen = 0
-    while (inner := getattr(env, "inner", None)) is not None and callable(inner) and seen < 8:
-        env, seen = inner, seen + 1
-    return env
-
-
 def _scratch(stack: contextlib.ExitStack) -> Path:
     folder = Path(tempfile.mkdtemp(prefix="four-check-"))  # mode 0700
     stack.callback(shutil.rmtree, folder, ignore_errors=True)
@@ -178,22 +168,18 @@ def _copy(
     work = _scratch(stack) / "work"
 
     def ignore(folder: str, names: list[str]) -> list[str]:
-        return _special(folder, names) + [n for n in names if os.path.join(folder, n) in hidden]
+        # FIFOs, sockets, devices are not copied: copying one fails (a FIFO the agent made
+        # would deny every judgement)
+        paths = ((n, os.path.join(folder, n)) for n in names)
+        return [
+            n for n, p in paths if p in hidden or stat.S_IFMT(os.lstat(p).st_mode) not in _COPIED
+        ]
 
     # Holes stay holes, and the data copied is bounded.
     copy = functools.partial(copy_sparse, allowance=Allowance())
     shutil.copytree(source, work, symlinks=True, ignore=ignore, copy_function=copy)
     files.write(work)
     return work
-
-
-def _special(folder: str, names: list[str]) -> list[str]:
-    """Entries not to copy: FIFOs, sockets, devices (copying one fails, so a FIFO the
-    agent made would otherwise deny every judgement)."""
-    copied = (stat.S_IFREG, stat.S_IFDIR, stat.S_IFLNK)
-    return [
-        n for n in names if stat.S_IFMT(os.lstat(os.path.join(folder, n)).st_mode) not in copied
-    ]
 
 
 def _docker_copy(

@@ -1,11 +1,12 @@
 """The verified loop's judge: checks decide when a run is done, the QICT controller
-bounds how often they are asked (at most initial_rank + 1 evaluations per run)."""
+bounds how often they are asked (at most initial_rank + 1 evaluations per run); its
+config as JSON, so a stored trace can be replayed under its own config."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from returns.result import Success
@@ -26,7 +27,6 @@ from four._outcomes import (
 )
 from four._types import JSON, Action, Checked, Execute, Feedback, Message
 from four.checks._claim import Check, Claim, Gatherer, Resolver
-from four.checks._config import config_to_json
 from four.checks._feedback import (
     MORE_WORK,
     FeedbackLevel,
@@ -51,6 +51,7 @@ from four.quaternary import (
     no,
     rank,
 )
+from four.quaternary._canonical import CONFIG_COUNTS, CONFIG_SETS
 
 LAST_JUDGED = (StepsExhausted, RepeatedFormatError, CostLimitReached, Stopped, ModelFailed)
 """The ends after which the final state is judged once: the budget ran out, the model
@@ -199,7 +200,7 @@ class Judgement:
                     need = lease.obligation
                     text = self._gather(need, current)
                     controller.evidence_returned(lease.lease_id)
-                    current = current.with_evidence(need, text)
+                    current = replace(current, evidence={**current.evidence, need: text})
                 case ControllerAction.BIND if lease is not None:
                     holds = self._verifier.dependencies[lease.obligation](current)
                     if holds is None:
@@ -207,7 +208,8 @@ class Judgement:
                         return Blocked(lease.obligation)
                     outcome = ResolutionOutcome.HOLDS if holds else ResolutionOutcome.FAILS
                     controller.resolve_dependency(lease.lease_id, outcome)
-                    current = current.with_resolution(lease.obligation, holds)
+                    resolved = {**current.resolved, lease.obligation: holds}
+                    current = replace(current, resolved=resolved)
                 case _:
                     return Held(self._explain(result, controller.state.held_reason or "held"))
 
@@ -317,3 +319,25 @@ def _need_text(needed: str | EvidenceNeed | ComputeNeed | None) -> str:
     if isinstance(needed, ComputeNeed):
         return needed.step
     return str(needed)
+
+
+@checked
+def config_to_json(config: QICTConfig) -> dict[str, JSON]:
+    """A config as JSON (sets sorted, so equal configs give equal text)."""
+    out: dict[str, JSON] = {name: sorted(getattr(config, name)) for name in CONFIG_SETS}
+    return out | {name: getattr(config, name) for name in CONFIG_COUNTS}
+
+
+@checked
+def config_from_json(data: Mapping[str, JSON]) -> QICTConfig:
+    """Read back what ``config_to_json`` wrote; raises ValueError on a malformed config
+    (``QICTConfig`` checks the counts)."""
+    try:
+        for name in CONFIG_SETS:
+            value = data[name]
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise TypeError(f"{name} must be a list of strings")
+        sets = {name: frozenset(data[name]) for name in CONFIG_SETS}  # type: ignore[arg-type]
+        return QICTConfig(**sets, **{name: data[name] for name in CONFIG_COUNTS})  # type: ignore[arg-type]
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"malformed QICT config: {exc}") from None

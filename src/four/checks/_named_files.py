@@ -97,7 +97,7 @@ def read_files(env: Execute, task: str) -> dict[str, FileState]:
     if ran.returncode != 0:
         return {}
     found: dict[str, FileState] = {}
-    for part in ran.output.split(_MARK)[1:]:
+    for part in ran.content.split(_MARK)[1:]:
         head, _, body = part.partition("\n")
         match = _HEAD.match(head)
         if match is None:

@@ -3,32 +3,22 @@
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
 
 from returns.result import Success
 
-from four._types import Action, Execute, output_of
+from four._types import Action, Execute, Observation, output_of
 
 _TIMED_OUT = (124, 137)  # coreutils `timeout`: TERM sent, or KILL after the grace period
 
 
-@dataclass(frozen=True, slots=True)
-class Ran:
-    """What a command did: its exit status (None: the environment failed), whether it
-    timed out, and its output."""
-
-    returncode: int | None
-    timed_out: bool
-    output: str
-
-
-def run_command(env: Execute, command: str, timeout: float) -> Ran:
+def run_command(env: Execute, command: str, timeout: float) -> Observation:
+    """What ``command`` did in ``env``: its output alone (``output_of``), its exit status
+    (None: the environment failed, its error the content) and whether it timed out."""
     # `timeout` bounds the check's own command whatever the environment's limit is.
     wrapped = f"timeout -k 5 {timeout:g} bash -c {shlex.quote(command)}"
     result = env(Action(wrapped))
     if not isinstance(result, Success):
-        return Ran(None, False, f"environment error: {result.failure()}")
-    observation = result.unwrap()
-    output = output_of(observation.content)
-    timed_out = observation.timed_out or observation.returncode in _TIMED_OUT
-    return Ran(observation.returncode, timed_out, output)
+        return Observation(f"environment error: {result.failure()}")
+    seen = result.unwrap()
+    timed_out = seen.timed_out or seen.returncode in _TIMED_OUT
+    return Observation(output_of(seen.content), seen.returncode, timed_out)
