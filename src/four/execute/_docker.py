@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from returns.result import Failure, Result, Success
 
 from four import _arguments as arguments
-from four._secrets import SECRET_PATTERNS, is_secret
+from four._secrets import SECRET_PATTERNS
 from four._types import Action, Checked, ExecutionError
 from four.execute._command import ClosedOnExit, Executed, refused
 from four.execute._contain import DEFAULT_LIMITS, Contained, Limits, nothing
@@ -278,11 +278,7 @@ def _limit_args(limits: Limits) -> list[str]:
 
 def _docker_env() -> dict[str, str]:
     """What the docker client needs of our environment to reach the daemon (no secret)."""
-    return {
-        name: value
-        for name, value in os.environ.items()
-        if (name in ("PATH", "HOME") or name.startswith("DOCKER_")) and not is_secret(name)
-    }
+    return command_env(("PATH", "HOME", "DOCKER_*"))
 
 
 def _remove(docker: str, name: str, tether: Tether) -> None:

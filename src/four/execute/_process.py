@@ -1,12 +1,8 @@
-"""Run one process to completion with a deadline, reading its output into a bounded buffer.
+"""Run one command to its end or its deadline, its output read into a bounded buffer.
 
-The process starts in a new session (so its process group holds everything it starts),
-with stdin closed and stderr merged into stdout. Its exit is watched through a pidfd,
-so a background child that keeps the output pipe open cannot stall the read.
-
-The waiting is written once, as coroutines that wait through a ``Wait``: ``blocking``
-(poll(2): the coroutine never suspends, ``to_end`` runs it in one step) for the plain
-environments, ``awaited`` (the event loop's readers) for ``arun``'s.
+Its exit is watched through a pidfd, so a background child holding the output pipe
+cannot stall the read. The waiting is written once, through a ``Wait``: ``blocking``
+(poll(2): ``to_end`` runs the coroutine in one step) or ``awaited`` (for ``arun``).
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """V2 that tells the model when a command gave exactly what it gave before.
 
-A small model that is stuck runs the same command again and again (``ls -la`` nine
-times) and reads the same output each time; nothing in the output says so. This
-wrapper puts a warning before an observation that repeats the one just before it (the
-same command, the same output, nothing run in between), so the model can see that it
-repeats itself. The same command again after another one may be a check of what that
-one changed, and is not pointed out. A small model also types Python into a shell block
-(a function's new body, ``rate = 0.1``) and reads bash's syntax error as its code's: a
-block whose first line is Python and that bash refused gets a note after its output
+A stuck small model runs ``ls -la`` nine times and reads the same output each time: an
+observation that repeats the one just before it (nothing run in between: else it may be
+a check) gets a warning. A block of Python that bash refused (``rate = 0.1``) gets a note
 saying how to write or run Python from the shell. The run itself is not changed.
 """
 

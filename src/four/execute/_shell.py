@@ -210,46 +210,31 @@ class ShellEnv(ClosedOnExit, Checked):
         fd = self._proc.stdout.fileno()
         scanner = Scanner(self._marker, output)
         deadline = start + self.timeout
-        while (left := deadline - time.monotonic()) > 0:
+        died = False  # the shell ended during the command (``exit 3``, ``exec``, the kernel)
+        while not died and (left := deadline - time.monotonic()) > 0:
             ready = await wait([fd, self._pidfd], left)
             data = read_some(fd) if fd in ready else None
             if data:
                 code = scanner.feed(data)
                 if code is not None:
                     return Ran(code, output, time.monotonic() - start, notes=notes)
-            if self._pidfd in ready or data == b"":
-                # The shell ended during the command (``exit 3``, ``exec``, a crash, the kernel).
-                proc = self._proc
-                last = scanner.pending + await self._drain_and_stop(wait)
-                code, last = launcher_exit(proc.returncode, last)  # without unshare's words
-                why = RESTARTED.format(why=f" because it exited with code {code}")
-                output.feed(last)
-                output.finish()
-                notes += (KILLED, why) if code == -signal.SIGKILL else (why,)
-                return Ran(code, output, time.monotonic() - start, notes=notes)
-        # Timeout: the command, the shell and all they started go; a new shell comes later.
-        output.feed(scanner.pending + await self._drain_and_stop(wait))
-        output.finish()
-        return Ran(
-            None,
-            output,
-            time.monotonic() - start,
-            timed_out=True,
-            timeout=self.timeout,
-            notes=(*notes, RESTARTED.format(why="")),
-        )
-
-    async def _drain_and_stop(self, wait: Wait) -> bytes:
-        """Kill the shell and all it started; what it still printed. A new shell comes
-        with the next command."""
-        assert self._proc is not None and self._proc.stdout is not None
-        kill_group(self._proc.pid)
+            died = self._pidfd in ready or data == b""
+        # It died, or the timeout came: the command, the shell and all they started go (a
+        # new shell comes with the next command), what it still printed is read.
+        proc = self._proc
+        kill_group(proc.pid)
         kill_marked(self._mark)
-        drained: list[bytes] = []
-        await drain(self._proc.stdout.fileno(), drained.append, DRAIN, wait)
+        drained = [scanner.pending]
+        await drain(fd, drained.append, DRAIN, wait)
         self._stop()
         self.restarts += 1
-        return b"".join(drained)
+        last = b"".join(drained)
+        code, last = launcher_exit(proc.returncode, last) if died else (None, last)
+        output.feed(last)  # (launcher_exit: without unshare's words)
+        output.finish()
+        why = RESTARTED.format(why=f" because it exited with code {code}" if died else "")
+        notes += (KILLED, why) if code == -signal.SIGKILL else (why,)
+        return Ran(code, output, time.monotonic() - start, not died, self.timeout, notes)
 
 
 class Scanner:

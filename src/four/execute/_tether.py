@@ -14,6 +14,7 @@ import os
 import select
 import shutil
 import signal
+import subprocess
 from collections.abc import Mapping, Sequence
 
 KILL_MARKED = r"""for d in /proc/[0-9]*; do
@@ -27,7 +28,9 @@ done 2>/dev/null; true"""
 
 # Started by a short-lived bash that leaves it running and says its pid: the tether is no
 # descendant of ours (a check for processes a component left behind does not count it).
-_DETACH = 'exec </dev/null >&- 2>&-; "$BASH" -c "$0" four-tether "$@" <&3 3<&- 4>&- >/dev/null 2>&1 & echo $! >&4'
+_DETACH = (
+    'exec 3<&0 </dev/null; "$BASH" -c "$0" four-tether "$@" <&3 3<&- >/dev/null 2>&1 & echo $!'
+)
 
 
 class Tether:
@@ -40,32 +43,23 @@ class Tether:
     ) -> None:
         bash = shutil.which("bash") or "/bin/bash"
         read_fd, self._fd = os.pipe()  # the write end is not inherited by what we start
-        said, told = os.pipe()
         try:
-            starter = os.posix_spawn(
-                bash,
+            said = subprocess.run(
                 [bash, "-c", _DETACH, f"read -r _; {script}", *args],
-                env or {"PATH": os.environ.get("PATH", os.defpath)},  # no secret to show
-                file_actions=[
-                    (os.POSIX_SPAWN_DUP2, read_fd, 3),
-                    (os.POSIX_SPAWN_DUP2, told, 4),
-                ],
-                setsid=True,  # a Ctrl-C of our terminal must not fire it early
+                stdin=read_fd,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=env or {"PATH": os.environ.get("PATH", os.defpath)},  # no secret to show
+                start_new_session=True,  # a Ctrl-C of our terminal must not fire it early
+                check=True,
             )
-            os.close(told)
-            told = -1
-            with os.fdopen(said, "rb", closefd=False) as answer:
-                self.pid = int(answer.readline())
-            os.waitpid(starter, 0)
+            self.pid = int(said.stdout)
             self._pidfd = os.pidfd_open(self.pid)  # a kill that cannot hit a reused pid
         except BaseException:
             os.close(self._fd)
             raise
         finally:
             os.close(read_fd)
-            os.close(said)
-            if told >= 0:
-                os.close(told)
         self._owner = os.getpid()
 
     def alive(self) -> bool:

@@ -36,7 +36,7 @@ from four.execute._kill import kill_group
 from four.execute._local import LocalEnv, local_env
 from four.execute._output import DEFAULT_INHERIT, command_env
 from four.execute._process import popen
-from four.execute._sandbox import SANDBOX_INHERIT, SandboxEnv, sandbox_env
+from four.execute._sandbox import SANDBOX_INHERIT, SYSTEM, SandboxEnv, sandbox_env
 
 HostKind = Literal["local", "sandbox", "docker"]
 HOST_KINDS: tuple[HostKind, ...] = ("local", "sandbox", "docker")
@@ -333,16 +333,13 @@ def tool_host(
     return ToolHost(env, root, folder, chosen)
 
 
-_SYSTEM_PARENTS = ("/usr/", "/bin/", "/lib/", "/lib64/", "/opt/")
-
-
 def python_prefixes() -> list[str]:
     """This interpreter's folders a sandbox must show for it to run there (its virtual
     environment and its base installation), unless the system folders hold them."""
     found = []
     for prefix in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix):
         real = os.path.realpath(prefix)
-        if not (real + "/").startswith(_SYSTEM_PARENTS):
+        if not (real + "/").startswith(tuple(f"{path}/" for path in SYSTEM)):
             found.append(prefix)
             if real != prefix:
                 found.append(real)

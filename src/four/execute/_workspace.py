@@ -256,17 +256,17 @@ def special_kind(mode: int) -> str:
     >>> special_kind(stat.S_IFIFO)
     'a FIFO'
     """
-    for test, name in (
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISDIR, "a folder"),
-        (stat.S_ISLNK, "a symlink"),
-    ):
-        if test(mode):
-            return name
-    return "not a regular file"
+    return _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+
+
+_KINDS = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFDIR: "a folder",
+    stat.S_IFLNK: "a symlink",
+}
 
 
 def _parts(path: str) -> tuple[str, ...]:
