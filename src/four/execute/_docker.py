@@ -1,11 +1,8 @@
 """V2 in a Docker container: one container per env, one ``docker exec`` per command.
 
-The container's first process is a small bash loop that reaps orphans, so killed
-commands leave no zombies. At a command's timeout every process in the container but
-that loop is killed from inside (the client's death alone would leave them running),
-however it detached, then the client is killed; in a container given by name (shared,
-perhaps), only the processes that still carry the command's ``FOUR_RUN`` variable are.
-A tether removes the container when this process dies, SIGKILL included.
+The container's first process is a bash loop that reaps orphans. At a timeout the
+command's processes are killed from inside (the client's death would leave them
+running: docs/components.md), then the client.
 """
 
 from __future__ import annotations
@@ -64,10 +61,7 @@ done 2>/dev/null; true"""
 
 @dataclass(eq=False, slots=True, weakref_slot=True)
 class DockerEnv(ClosedOnExit, Checked):
-    """V2: commands in one Docker container, removed at ``close()``. A context manager.
-
-    See ``docker_env``.
-    """
+    """V2: commands in one Docker container, removed at ``close()`` (see ``docker_env``)."""
 
     image: str
     timeout: float = 120.0
@@ -186,11 +180,9 @@ class DockerEnv(ClosedOnExit, Checked):
         return conclude(ran)
 
     def contain(self, argv: Sequence[str], *, cwd: str, env: Mapping[str, str]) -> Contained:
-        """How to start the tool ``argv`` in this environment's container (``docker exec
-        -i``, started first if need be), as its commands run: with ``env`` (secrets
-        filtered) and the image's own variables, working in ``cwd`` (inside the
-        container). ``end()`` kills, inside, every process that still carries the tool's
-        mark. Raises OSError when the container cannot start."""
+        """How to start the tool ``argv`` in the container as its commands run (``docker
+        exec -i``; ``end()`` kills inside what carries its mark). Raises OSError when the
+        container cannot start."""
         started = self.start()
         if isinstance(started, Failure):
             raise OSError(started.failure().message)

@@ -143,7 +143,7 @@ class _State:
 
     @staticmethod
     def start(limits: Limits) -> _State:
-        placed = place(limits, bash_env=False)
+        placed = place(limits)
         processes = limits.processes if containment().processes == "rlimit" else None
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:

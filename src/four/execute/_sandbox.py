@@ -71,10 +71,7 @@ ETC = (
 
 @dataclass(eq=False, slots=True, weakref_slot=True)
 class SandboxEnv(ClosedOnExit, Checked):
-    """V2: each command in a fresh bubblewrap sandbox. A context manager.
-
-    See ``sandbox_env``. ``close()`` deletes the work folder if the env made it.
-    """
+    """V2: each command in a fresh bubblewrap sandbox (see ``sandbox_env``)."""
 
     timeout: float = 120.0
     max_output: int = 10_000
@@ -178,9 +175,8 @@ class SandboxEnv(ClosedOnExit, Checked):
         return None
 
     def contain(self, argv: Sequence[str], *, cwd: str, env: Mapping[str, str]) -> Contained:
-        """How to start the tool ``argv`` in this sandbox, as its commands run (the same
-        binds, namespaces and limits): with ``env`` as its whole environment, working in
-        ``cwd`` (a folder the sandbox shows). Raises OSError when bwrap cannot start."""
+        """How to start the tool ``argv`` in this sandbox as its commands run, with ``env``
+        as its whole environment. Raises OSError when bwrap cannot start."""
         problem = self.usable()
         if problem is not None:
             raise OSError(problem)
