@@ -1,7 +1,7 @@
 """Containment of a command's processes, one rule for every environment that runs them here
 (docs/security.md): a PID namespace of its own (util-linux ``unshare``), so it sees no
 other process's ``/proc`` and nothing outlives the namespace's first process; every
-launcher marked ``FOUR_DRIVER=<id>`` and killed by a tether (``_tether``) when this
+launcher marked ``FOUR_DRIVER=<id>`` and killed by a tether (``_kill``) when this
 process dies; ``Limits`` by a cgroup where one can be made, the file size by an rlimit,
 entered by the first process itself. Where user namespaces are not allowed, commands
 run without one, with a warning (``containment()``).
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from four._types import Checked
-from four.execute._tether import KILL_MARKED, Tether
+from four.execute._kill import KILL_MARKED, Tether
 
 DRIVER = "FOUR_DRIVER"
 """The variable every launcher of this process carries (its tether kills them)."""

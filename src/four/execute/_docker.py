@@ -23,7 +23,7 @@ from four._types import Action, Checked, ExecutionError
 from four.execute._command import ClosedOnExit, Executed, refused
 from four.execute._contain import DEFAULT_LIMITS, Contained, Limits, nothing
 from four.execute._interrupt import stopped
-from four.execute._kill import MARK, new_mark
+from four.execute._kill import KILL_MARKED, MARK, Tether, new_mark
 from four.execute._output import (
     EXIT_SIGNAL,
     OutputBuffer,
@@ -31,7 +31,6 @@ from four.execute._output import (
     conclude,
 )
 from four.execute._process import run_captured
-from four.execute._tether import KILL_MARKED, Tether
 
 LABEL = "four.env"
 """Every container made by ``docker_env`` has this label (value: the creating pid)."""
