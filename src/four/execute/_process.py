@@ -93,21 +93,23 @@ async def drain(fd: int, into: Callable[[bytes], object], seconds: float, wait: 
 
 
 class Popened:
-    """A started ``Popen``: killed by process group, watched by pidfd (readable once it
-    has exited)."""
+    """``argv`` started by ``popen``: killed by process group, watched by pidfd (readable
+    once it has exited)."""
 
-    __slots__ = ("exit_fd", "proc")
+    __slots__ = ("exit_fd", "pgid", "proc")
 
-    def __init__(self, proc: Process) -> None:
-        self.proc = proc
-        self.exit_fd = os.pidfd_open(proc.pid)
-
-    @property
-    def pgid(self) -> int:
-        return self.proc.pid
+    def __init__(self, argv: Sequence[str], env: Mapping[str, str] | None, stdout: int) -> None:
+        self.proc = popen(argv, None, env, stdout)
+        self.pgid = self.proc.pid
+        try:
+            self.exit_fd = os.pidfd_open(self.pgid)
+        except BaseException:  # out of descriptors: nothing may run unwatched, or unreaped
+            self.kill()
+            self.proc.wait()
+            raise
 
     def kill(self) -> None:
-        kill_group(self.proc.pid)
+        kill_group(self.pgid)
 
     def wait(self) -> int:
         return self.proc.wait()
@@ -132,7 +134,7 @@ def run_captured(
     its output into ``output`` until it ends or ``timeout`` passes (``watching``, its
     waits blocking). Raises OSError when the process cannot start (no such program).
     """
-    start = functools.partial(_spawn, argv, env)
+    start = functools.partial(Popened, argv, env)
     return to_end(watching(start, output, timeout, on_timeout, blocking), BLOCKED)
 
 
@@ -247,16 +249,6 @@ def popen(
         list(argv), stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd, env=env,
         start_new_session=True, close_fds=True,
     )  # fmt: skip
-
-
-def _spawn(argv: Sequence[str], env: Mapping[str, str] | None, stdout: int) -> Popened:
-    proc = popen(argv, None, env, stdout)
-    try:
-        return Popened(proc)
-    except BaseException:  # out of descriptors: nothing may run unwatched, or unreaped
-        kill_group(proc.pid)
-        proc.wait()
-        raise
 
 
 def stop_holders(child: Child, fd: int) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from returns.result import Result, Success
+from returns.result import Success
 
 from four._checked import checked
 from four._types import (
@@ -21,10 +21,9 @@ from four._types import (
     Checked,
     Closeable,
     Execute,
-    ExecutionError,
     Observation,
-    Submitted,
 )
+from four.execute._command import Executed
 
 _WARNING = "<warning>The same command gave the same output "
 _END = "</warning>\n"
@@ -72,12 +71,10 @@ class NoteRepeats(Checked):
     _last: tuple[str, str] | None = field(default=None, repr=False)
     _times: int = field(default=0, repr=False)
 
-    def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]:
+    def __call__(self, action: Action, /) -> Executed:
         return self.noted(action, self.inner(action))
 
-    def noted(
-        self, action: Action, result: Result[Observation, Submitted | ExecutionError]
-    ) -> Result[Observation, Submitted | ExecutionError]:
+    def noted(self, action: Action, result: Executed) -> Executed:
         """``result`` of ``action``, with the warning if it repeats the one before."""
         if not isinstance(result, Success):
             return result
@@ -129,7 +126,7 @@ class AsyncNoteRepeats:
     notes: NoteRepeats
     inner: AsyncExecute
 
-    async def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]:
+    async def __call__(self, action: Action, /) -> Executed:
         return self.notes.noted(action, await self.inner(action))
 
     async def aclose(self) -> None:

@@ -177,8 +177,7 @@ class SandboxEnv(ClosedOnExit, Checked):
     def contain(self, argv: Sequence[str], *, cwd: str, env: Mapping[str, str]) -> Contained:
         """How to start the tool ``argv`` in this sandbox as its commands run, with ``env``
         as its whole environment. Raises OSError when bwrap cannot start."""
-        problem = self.usable()
-        if problem is not None:
+        if (problem := self.usable()) is not None:
             raise OSError(problem)
         mark = new_mark()
         return under_limits(self._policy(cwd, {**env, MARK: mark}, argv), self.limits, None, mark)
@@ -188,8 +187,7 @@ class SandboxEnv(ClosedOnExit, Checked):
             return Success(refusal)
         output = OutputBuffer(self.max_output, self.exit_signal)
         try:
-            problem = self.usable()
-            if problem is not None:
+            if (problem := self.usable()) is not None:
                 return Failure(ExecutionError(problem))
             # bwrap itself starts with no variable but the tether's mark: it is PID 1 in
             # the sandbox, and its /proc/1/environ is readable there.

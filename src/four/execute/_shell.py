@@ -221,7 +221,7 @@ class ShellEnv(ClosedOnExit, Checked):
                 if end >= 0:  # the sentinel line, whole: the command's end and return code
                     output.feed(pending[:found])
                     output.finish()
-                    code = int(pending[found + len(self._marker) : end])
+                    code: int | None = int(pending[found + len(self._marker) : end])
                     return Ran(code, output, time.monotonic() - start, notes=notes)
                 keep = found if found >= 0 else max(len(pending) - _TAIL, 0)
                 output.feed(pending[:keep])
