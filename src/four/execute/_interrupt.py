@@ -138,11 +138,8 @@ def stopped() -> bool:
 def running(
     pgid: int | None, mark: str | None = None, on_kill: Callable[[], None] | None = None
 ) -> Command | None:
-    """Register a command just started by this thread (None outside ``interruptible``).
-
-    Call ``release()`` on what it returns when the command is over, before reaping it.
-    A command started under an interrupted key is killed at once.
-    """
+    """Register a command just started by this thread (None outside ``interruptible``);
+    ``release()`` it once over, before reaping it. Under an interrupted key, it is killed."""
     key = _key.get()
     if key is None:
         return None

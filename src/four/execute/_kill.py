@@ -33,12 +33,8 @@ def kill_group(pgid: int) -> None:
 
 
 def kill_marked(mark: str) -> None:
-    """SIGKILL every process whose environment has ``FOUR_RUN=mark``.
-
-    This reaches what a process group does not: children that called setsid or
-    daemonised (not those that also dropped the mark: ``env -i``). Linux only (it reads
-    /proc/*/environ); elsewhere it does nothing.
-    """
+    """SIGKILL every process whose environment has ``FOUR_RUN=mark``: what left the
+    process group (setsid, a daemon) but kept the mark. Linux only (/proc/*/environ)."""
     entry = f"{MARK}={mark}".encode()
     for _ in range(2):  # a second pass for children forked during the first
         for pid in other_pids():

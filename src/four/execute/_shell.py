@@ -72,11 +72,8 @@ RESTARTED = (
 
 @dataclass(eq=False, slots=True, weakref_slot=True)
 class ShellEnv(ClosedOnExit, Checked):
-    """V2: one persistent bash. A context manager; ``close()`` ends the shell.
-
-    See ``shell_env`` for the guarantees. ``restarts`` counts shells replaced after a
-    timeout or an exit. Thread-safe: commands run one at a time.
-    """
+    """V2: one persistent bash (see ``shell_env``), ended by ``close()``. ``restarts``
+    counts shells replaced after a timeout or an exit. Commands run one at a time."""
 
     timeout: float = 120.0
     max_output: int = 10_000
