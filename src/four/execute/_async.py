@@ -1,9 +1,6 @@
-"""V2 for ``arun``: ``local_env`` and ``shell_env`` awaited.
-
-Each holds the sync environment it mirrors and runs its commands with the same code
-(``LocalEnv.execute``, ``ShellEnv.execute``), waiting on the event loop's readers instead
-of blocking, so the rules exist once. Cancelling the task that awaits a command kills
-the command with every process it started.
+"""V2 for ``arun``: ``local_env`` and ``shell_env`` awaited, by the same code
+(``LocalEnv.execute``, ``ShellEnv.execute``) waiting on the event loop's readers.
+Cancelling the task that awaits a command kills it with every process it started.
 """
 
 from __future__ import annotations

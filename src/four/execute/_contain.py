@@ -1,7 +1,7 @@
 """Containment of a command's processes, one rule for every environment that runs them here
 (docs/security.md): a PID namespace of its own (util-linux ``unshare``), so it sees no
 other process's ``/proc`` and nothing outlives the namespace's first process; every
-launcher marked ``FOUR_DRIVER=<id>`` and killed by a tether (``_tether``) when this
+launcher marked ``FOUR_DRIVER=<id>`` and killed by a tether (``_kill``) when this
 process dies; ``Limits`` by a cgroup where one can be made, the file size by an rlimit,
 entered by the first process itself. Where user namespaces are not allowed, commands
 run without one, with a warning (``containment()``).
@@ -9,7 +9,6 @@ run without one, with a warning (``containment()``).
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import errno
 import functools
@@ -27,7 +26,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from four._types import Checked
-from four.execute._tether import KILL_MARKED, Tether
+from four.execute._kill import KILL_MARKED, Tether
 
 DRIVER = "FOUR_DRIVER"
 """The variable every launcher of this process carries (its tether kills them)."""
@@ -72,7 +71,7 @@ class Containment(Checked):
 
 @functools.cache
 def containment() -> Containment:
-    """Probe once what this machine allows (a namespace, cgroups) and warn about what not.
+    """Probe once what this machine allows (a namespace, cgroups); warn about what not.
 
     >>> containment().namespace in (True, False)
     True
@@ -104,10 +103,7 @@ def containment() -> Containment:
 
 def contained(argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
     """``argv`` run as the first process of a PID namespace of its own (as is, without).
-
-    Its program is looked up on ``env``'s PATH first: one that is missing raises
-    FileNotFoundError here, as Popen would, not later as a launcher's exit code.
-    """
+    A program missing from ``env``'s PATH raises FileNotFoundError here, as Popen would."""
     program = find_program(argv[0], env.get("PATH", os.defpath))
     flags = _namespace_flags() if containment().namespace else None
     if flags is None:
@@ -156,27 +152,23 @@ class Launch:
 
 
 def launch(argv: Sequence[str], env: dict[str, str], limits: Limits) -> Launch:
-    """The one rule for starting ``argv`` with the environment ``env`` here, for the sync
-    and the async environments alike: in its own PID namespace, tethered to this process,
-    under ``limits``. Raises FileNotFoundError when the program is not on ``env``'s PATH.
-    """
-    contained_argv = contained(argv, env)
+    """How to start ``argv`` with the environment ``env`` here: in its own PID namespace,
+    tethered, under ``limits`` (its first process, a bash, enters them, then becomes
+    ``argv``). Raises FileNotFoundError when ``env``'s PATH lacks it."""
+    program = find_program(argv[0], env.get("PATH", os.defpath))
+    wrapped = contained(["bash", *_PLACING, program, *argv[1:]], env)
     placed = place(limits)
-    return Launch(contained_argv, launcher_env({**env, **placed.env}), placed)
+    variables = {**env, **placed.env}
+    variables.pop("BASH_ENV", None)  # a bash would run it before it enters the limits
+    return Launch(wrapped, launcher_env(variables), placed)
 
 
 @dataclass(frozen=True, slots=True)
 class Contained(Checked):
-    """How to start one tool (a kernel, a type checker, a compiler) in a run's environment,
-    as that environment's commands are started: what ``Popen`` is given (``argv``, ``env``
-    and ``cwd``; the tool's own environment is set inside, never inherited from this
-    process), the ``FOUR_RUN`` mark its processes carry, and what ends it all.
-
-    The process ``Popen`` starts is a launcher (``unshare``, ``bwrap`` or ``docker exec``):
-    start it in a new session, kill its process group to end the tool, then call
-    ``end()``, which kills what the tool left where the group cannot reach (inside a
-    container) and removes its cgroups.
-    """
+    """How to start one tool (a kernel, a compiler) in a run's environment as its commands
+    are: what ``Popen`` is given (a launcher: ``unshare``, ``bwrap`` or ``docker exec``,
+    which sets the tool's own environment), the ``FOUR_RUN`` mark its processes carry, and
+    what ends it (kill the launcher's process group, then ``end()``)."""
 
     argv: list[str]
     env: dict[str, str]
@@ -202,9 +194,8 @@ def nothing() -> None:
 def under_limits(launcher: Sequence[str], limits: Limits, cwd: str | None, mark: str) -> Contained:
     """``launcher`` started by a bash that first puts itself under ``limits`` (``PLACE``),
     with nothing in its environment but what says them and the tether's mark."""
-    bash = find_program("bash")
-    placed = place(limits, bash_env=False)
-    wrapped = [bash, "-c", f'{PLACE}exec "$@"', "four-limits", *launcher]
+    placed = place(limits)
+    wrapped = [find_program("bash"), *_PLACING, *launcher]
     return Contained(wrapped, launcher_env(placed.env), cwd, mark, nothing, placed.release)
 
 
@@ -336,9 +327,9 @@ PLACE = """for __four_d in $FOUR_CGROUPS; do builtin echo $$ >"$__four_d/cgroup.
 [ -n "$FOUR_ULIMIT" ] && builtin ulimit $FOUR_ULIMIT 2>/dev/null
 builtin unset BASH_ENV FOUR_CGROUPS FOUR_ULIMIT __four_d
 """
-"""Bash that puts itself under the limits its environment names, before anything else runs:
-sourced by a command's bash (``BASH_ENV``), or run before the sandbox's launcher. Done
-by the process itself, nothing it starts can escape them, however quick."""
+"""Bash that puts itself under the limits its environment names, then runs its arguments
+(``_PLACING``). Done by the process itself, nothing it starts can escape them."""
+_PLACING = ("-c", f'{PLACE}exec "$@"', "four-limits")
 
 
 @dataclass(slots=True)
@@ -364,12 +355,8 @@ class Placed:
         self.folders = []
 
 
-def place(limits: Limits, *, bash_env: bool = True) -> Placed:
-    """Make the cgroups for ``limits`` and the variables that put a bash under them.
-
-    With ``bash_env``, the variables include ``BASH_ENV``, so the command's own bash
-    enters them; else the caller runs ``PLACE`` itself before its launcher.
-    """
+def place(limits: Limits) -> Placed:
+    """Make the cgroups for ``limits`` and the variables that put a bash under them."""
     groups = _cgroup_parents() if limits.processes or limits.memory else {}
     folders = []
     name = f"four-{os.getpid()}-{next(_count)}"
@@ -393,29 +380,7 @@ def place(limits: Limits, *, bash_env: bool = True) -> Placed:
         ulimit += ["-f", str(max(1, limits.file_size // 1024))]  # bash counts KiB
     if limits.processes is not None and containment().processes == "rlimit":
         ulimit += ["-u", str(limits.processes)]
-    env = {"FOUR_CGROUPS": " ".join(folders), "FOUR_ULIMIT": " ".join(ulimit)}
-    if bash_env:
-        env["BASH_ENV"] = _place_file()
-    return Placed(folders, env)
-
-
-_place_lock = threading.Lock()
-_placer: str | None = None
-
-
-def _place_file() -> str:
-    """A file holding ``PLACE`` (written once per process; again if it was deleted)."""
-    global _placer
-    with _place_lock:
-        if _placer is None or not os.path.exists(_placer):
-            folder = tempfile.mkdtemp(prefix="four-limits-")
-            path = os.path.join(folder, "place.sh")
-            with open(path, "w") as f:
-                f.write(PLACE)
-            os.chmod(folder, 0o755)  # a command may run as another user (sandbox, sudo)
-            atexit.register(shutil.rmtree, folder, True)
-            _placer = path
-        return _placer
+    return Placed(folders, {"FOUR_CGROUPS": " ".join(folders), "FOUR_ULIMIT": " ".join(ulimit)})
 
 
 def _kill_all(folder: str) -> None:

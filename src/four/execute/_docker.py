@@ -1,11 +1,8 @@
 """V2 in a Docker container: one container per env, one ``docker exec`` per command.
 
-The container's first process is a small bash loop that reaps orphans, so killed
-commands leave no zombies. At a command's timeout every process in the container but
-that loop is killed from inside (the client's death alone would leave them running),
-however it detached, then the client is killed; in a container given by name (shared,
-perhaps), only the processes that still carry the command's ``FOUR_RUN`` variable are.
-A tether removes the container when this process dies, SIGKILL included.
+The container's first process is a bash loop that reaps orphans. At a timeout the
+command's processes are killed from inside (the client's death would leave them
+running: docs/components.md), then the client.
 """
 
 from __future__ import annotations
@@ -21,12 +18,12 @@ from dataclasses import dataclass, field
 from returns.result import Failure, Result, Success
 
 from four import _arguments as arguments
-from four._secrets import SECRET_PATTERNS, is_secret
+from four._secrets import SECRET_PATTERNS
 from four._types import Action, Checked, ExecutionError
 from four.execute._command import ClosedOnExit, Executed, refused
 from four.execute._contain import DEFAULT_LIMITS, Contained, Limits, nothing
 from four.execute._interrupt import stopped
-from four.execute._kill import MARK, new_mark
+from four.execute._kill import KILL_MARKED, MARK, Tether, new_mark
 from four.execute._output import (
     EXIT_SIGNAL,
     OutputBuffer,
@@ -34,7 +31,6 @@ from four.execute._output import (
     conclude,
 )
 from four.execute._process import run_captured
-from four.execute._tether import KILL_MARKED, Tether
 
 LABEL = "four.env"
 """Every container made by ``docker_env`` has this label (value: the creating pid)."""
@@ -64,10 +60,7 @@ done 2>/dev/null; true"""
 
 @dataclass(eq=False, slots=True, weakref_slot=True)
 class DockerEnv(ClosedOnExit, Checked):
-    """V2: commands in one Docker container, removed at ``close()``. A context manager.
-
-    See ``docker_env``.
-    """
+    """V2: commands in one Docker container, removed at ``close()`` (see ``docker_env``)."""
 
     image: str
     timeout: float = 120.0
@@ -186,11 +179,9 @@ class DockerEnv(ClosedOnExit, Checked):
         return conclude(ran)
 
     def contain(self, argv: Sequence[str], *, cwd: str, env: Mapping[str, str]) -> Contained:
-        """How to start the tool ``argv`` in this environment's container (``docker exec
-        -i``, started first if need be), as its commands run: with ``env`` (secrets
-        filtered) and the image's own variables, working in ``cwd`` (inside the
-        container). ``end()`` kills, inside, every process that still carries the tool's
-        mark. Raises OSError when the container cannot start."""
+        """How to start the tool ``argv`` in the container as its commands run (``docker
+        exec -i``; ``end()`` kills inside what carries its mark). Raises OSError when the
+        container cannot start."""
         started = self.start()
         if isinstance(started, Failure):
             raise OSError(started.failure().message)
@@ -278,11 +269,7 @@ def _limit_args(limits: Limits) -> list[str]:
 
 def _docker_env() -> dict[str, str]:
     """What the docker client needs of our environment to reach the daemon (no secret)."""
-    return {
-        name: value
-        for name, value in os.environ.items()
-        if (name in ("PATH", "HOME") or name.startswith("DOCKER_")) and not is_secret(name)
-    }
+    return command_env(("PATH", "HOME", "DOCKER_*"))
 
 
 def _remove(docker: str, name: str, tether: Tether) -> None:

@@ -1,13 +1,10 @@
 """Killing a run's running command from another thread: a supervisor's switch.
 
-A supervisor (``four.batch``) runs each run in a thread of its own, inside
-``interruptible(key)``. Every command an environment of this package starts in that
-thread is registered under ``key`` while it runs: its process group, its ``FOUR_RUN``
-mark, and what the environment does at a timeout (Docker kills inside the container).
-``interrupt(key)`` from any thread kills them all, so a blocked V2 returns (the model
-sees the kill as the command's end), and kills at once any command the run starts
-later (a process-based environment does not even start it: it ends as killed, -9).
-Outside ``interruptible`` nothing is registered and nothing changes.
+A supervisor (``four.batch``) runs each run inside ``interruptible(key)``: every command
+an environment starts there is registered under ``key`` while it runs (its process group,
+its ``FOUR_RUN`` mark, what its environment does at a timeout). ``interrupt(key)`` from
+any thread kills them all, so a blocked V2 returns, and each command the run starts later
+(one not yet started is not: it ends as killed, -9).
 
     >>> import threading
     >>> from four import Action, local_env
@@ -141,11 +138,8 @@ def stopped() -> bool:
 def running(
     pgid: int | None, mark: str | None = None, on_kill: Callable[[], None] | None = None
 ) -> Command | None:
-    """Register a command just started by this thread (None outside ``interruptible``).
-
-    Call ``release()`` on what it returns when the command is over, before reaping it.
-    A command started under an interrupted key is killed at once.
-    """
+    """Register a command just started by this thread (None outside ``interruptible``);
+    ``release()`` it once over, before reaping it. Under an interrupted key, it is killed."""
     key = _key.get()
     if key is None:
         return None

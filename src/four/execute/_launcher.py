@@ -1,16 +1,11 @@
-"""One launcher process per environment, started on its first command (see ``_spawner``).
+"""One launcher process per environment (``_spawner``), started on its first command.
 
-What a command costs to contain is paid once per environment, not per command: the
-launcher is the first process of the environment's PID namespace (with its own
-``/proc``), has entered its cgroups and taken its limits, and starts each command with
-``posix_spawn`` (no ``unshare`` program, no namespace made or ended, no move between
-cgroups per command: on cgroup v1 a move waits for an RCU grace period, 10-20 ms). The
-processes and memory limits are then those of the environment's commands together (one
-at a time in a run: the same as per command).
-
-The launcher ends when its environment is closed or collected, and when this process
-dies, however (its socket reaches its end; the tether kills it too, and every command,
-by their ``FOUR_DRIVER`` mark); its namespace ends with it, and every process in it.
+What containing a command costs is paid once per environment: the launcher is the first
+process of the environment's PID namespace, has entered its cgroups and limits, and
+starts each command with ``posix_spawn`` (no ``unshare`` per command, no move between
+cgroups: on cgroup v1 that waits 10-20 ms). It ends with its environment (``close()``,
+or collected) and with this process, however it dies (its socket ends; the tether kills
+it too, by its ``FOUR_DRIVER`` mark), and its namespace with every process in it.
 """
 
 from __future__ import annotations
@@ -38,12 +33,12 @@ class Launched:
     """A command a launcher started: ``exit_fd`` is readable once it and all it started
     have ended; ``kill()``; ``wait()`` for its exit code; ``close()`` once reaped."""
 
-    __slots__ = ("_conn", "_pending", "exit_fd")
+    __slots__ = ("_conn", "exit_fd")
 
     pgid = None  # the launcher kills it, and all it started
 
     def __init__(self, conn: socket.socket) -> None:
-        self._conn, self._pending, self.exit_fd = conn, b"", conn.fileno()
+        self._conn, self.exit_fd = conn, conn.fileno()
 
     def kill(self) -> None:
         """Ask the launcher to SIGKILL the command (then it kills all it started)."""
@@ -54,15 +49,14 @@ class Launched:
         """The exit code (negative: the signal that killed it), once the launcher says it.
         A launcher gone first (its commands die with it) reads as SIGKILL; a command that
         could not start raises OSError, as Popen would have."""
-        while b"\n" not in self._pending:
-            try:
-                more = self._conn.recv(4096)
-            except ConnectionResetError:  # killed before it read all it was sent
-                more = b""
-            if not more:
-                return -signal.SIGKILL
-            self._pending += more
-        said = json.loads(self._pending.split(b"\n", 1)[0])
+        try:
+            with self._conn.makefile("rb") as answer:
+                line = answer.readline()
+        except ConnectionResetError:  # killed before it read all it was sent
+            line = b""
+        if not line.endswith(b"\n"):
+            return -signal.SIGKILL
+        said = json.loads(line)
         if "errno" in said:  # it could not start: no such folder, no such program
             raise OSError(said["errno"] or None, said["what"], said["filename"])
         code: int = said["exit"]
@@ -149,7 +143,7 @@ class _State:
 
     @staticmethod
     def start(limits: Limits) -> _State:
-        placed = place(limits, bash_env=False)
+        placed = place(limits)
         processes = limits.processes if containment().processes == "rlimit" else None
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:

@@ -41,9 +41,7 @@ from four.execute._shell import ShellEnv
 
 @dataclass(frozen=True, slots=True)
 class LocalEnv(Checked):
-    """V2: every command in a fresh ``bash -c`` on this machine (see ``local_env``),
-    started by a launcher process that ``close()`` ends.
-    """
+    """V2: every command in a fresh ``bash -c`` on this machine (see ``local_env``)."""
 
     timeout: float = 120.0
     max_output: int = 10_000
@@ -85,11 +83,9 @@ class LocalEnv(Checked):
         self._launcher.close()
 
     def contain(self, argv: Sequence[str], *, cwd: str, env: Mapping[str, str]) -> Contained:
-        """How to start the tool ``argv`` here as this environment's commands run: with
-        ``env`` as its whole environment (nothing of this process's), in a PID namespace
-        of its own under ``limits``, killed with its namespace when this process dies
-        (see ``Contained``). Raises FileNotFoundError when the program is not on
-        ``env``'s PATH."""
+        """How to start the tool ``argv`` here as this environment's commands run, with
+        ``env`` as its whole environment. Raises FileNotFoundError when the program is not
+        on ``env``'s PATH."""
         mark = new_mark()
         variables = {**env, MARK: mark}
         program = find_program(argv[0], variables.get("PATH", os.defpath))

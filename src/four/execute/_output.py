@@ -1,9 +1,5 @@
-"""Bounded output capture, the exit-signal rule and the observation text, shared by all envs.
-
-Output is decoded as it arrives (UTF-8, bad bytes replaced) and kept as a head and a
-tail of at most ``max_output`` characters in all, so memory stays bounded however much
-a command prints. The middle is counted, not kept.
-"""
+"""Bounded output capture, the exit-signal rule and the observation text, shared by all envs
+(the rules: docs/components.md)."""
 
 from __future__ import annotations
 
@@ -59,11 +55,8 @@ def command_env(
     env: Mapping[str, str] | None = None,
     host: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """The environment a command gets.
-
-    The rule: a host variable is passed when its name matches a pattern of ``inherit``
-    and no pattern of ``deny`` (the deny match ignores case); then ``QUIET_ENV`` is added;
-    then ``env`` is applied as given (explicit values always pass, secrets included).
+    """The environment a command gets: the host variables named in ``inherit`` but not
+    ``deny`` (ignoring case), then ``QUIET_ENV``, then ``env`` as given.
 
     >>> command_env(host={"PATH": "/bin", "OPENAI_API_KEY": "sk", "HOME": "/h"}, env={"X": "1"})["X"]
     '1'
@@ -82,10 +75,9 @@ def command_env(
 
 
 class OutputBuffer:
-    """Decoded command output, bounded while it is read: a head, a counted middle, a tail.
-
-    While the first line may still be the exit signal, the head may grow to the signal
-    plus ``MAX_SUBMISSION`` characters so a submission is not cut at ``max_output``.
+    """Decoded command output (UTF-8, bad bytes replaced), bounded while it is read: a
+    head, a counted middle, a tail. While the first line may be the exit signal, the head
+    may grow by ``MAX_SUBMISSION`` characters: a submission is not cut at ``max_output``.
 
     >>> b = OutputBuffer(10)
     >>> b.feed(b"0123456789abcdefghij")
@@ -148,8 +140,7 @@ class OutputBuffer:
             self._tail_len += len(text)
             self._trim()
 
-    def _trim(self) -> None:
-        """Drop whole chunks that lie wholly before the tail window."""
+    def _trim(self) -> None:  # drop the chunks wholly before the tail's window
         while self._tail and self._tail_len - len(self._tail[0]) >= self._tail_cap:
             self._tail_len -= len(self._tail.popleft())
 
@@ -231,11 +222,7 @@ class Ran:
 
 
 def conclude(ran: Ran) -> Result[Observation, Submitted]:
-    """The exit-signal rule, then the observation text the model sees.
-
-    The run is submitted when the first non-blank line of the output, stripped, equals
-    the exit signal and the command returned 0; the rest of the output is the submission.
-    """
+    """The exit-signal rule (docs/components.md), else the observation the model sees."""
     if ran.returncode == 0 and not ran.timed_out:
         submitted = ran.output.submission()
         if submitted is not None:

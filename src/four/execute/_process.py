@@ -1,12 +1,8 @@
-"""Run one process to completion with a deadline, reading its output into a bounded buffer.
+"""Run one command to its end or its deadline, its output read into a bounded buffer.
 
-The process starts in a new session (so its process group holds everything it starts),
-with stdin closed and stderr merged into stdout. Its exit is watched through a pidfd,
-so a background child that keeps the output pipe open cannot stall the read.
-
-The waiting is written once, as coroutines that wait through a ``Wait``: ``blocking``
-(poll(2): the coroutine never suspends, ``to_end`` runs it in one step) for the plain
-environments, ``awaited`` (the event loop's readers) for ``arun``'s.
+Its exit is watched through a pidfd, so a background child holding the output pipe
+cannot stall the read. The waiting is written once, through a ``Wait``: ``blocking``
+(poll(2): ``to_end`` runs the coroutine in one step) or ``awaited`` (for ``arun``).
 """
 
 from __future__ import annotations
@@ -97,21 +93,23 @@ async def drain(fd: int, into: Callable[[bytes], object], seconds: float, wait: 
 
 
 class Popened:
-    """A started ``Popen``: killed by process group, watched by pidfd (readable once it
-    has exited)."""
+    """``argv`` started by ``popen``: killed by process group, watched by pidfd (readable
+    once it has exited)."""
 
-    __slots__ = ("exit_fd", "proc")
+    __slots__ = ("exit_fd", "pgid", "proc")
 
-    def __init__(self, proc: Process) -> None:
-        self.proc = proc
-        self.exit_fd = os.pidfd_open(proc.pid)
-
-    @property
-    def pgid(self) -> int:
-        return self.proc.pid
+    def __init__(self, argv: Sequence[str], env: Mapping[str, str] | None, stdout: int) -> None:
+        self.proc = popen(argv, None, env, stdout)
+        self.pgid = self.proc.pid
+        try:
+            self.exit_fd = os.pidfd_open(self.pgid)
+        except BaseException:  # out of descriptors: nothing may run unwatched, or unreaped
+            self.kill()
+            self.proc.wait()
+            raise
 
     def kill(self) -> None:
-        kill_group(self.proc.pid)
+        kill_group(self.pgid)
 
     def wait(self) -> int:
         return self.proc.wait()
@@ -136,7 +134,7 @@ def run_captured(
     its output into ``output`` until it ends or ``timeout`` passes (``watching``, its
     waits blocking). Raises OSError when the process cannot start (no such program).
     """
-    start = functools.partial(_spawn, argv, env)
+    start = functools.partial(Popened, argv, env)
     return to_end(watching(start, output, timeout, on_timeout, blocking), BLOCKED)
 
 
@@ -251,16 +249,6 @@ def popen(
         list(argv), stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd, env=env,
         start_new_session=True, close_fds=True,
     )  # fmt: skip
-
-
-def _spawn(argv: Sequence[str], env: Mapping[str, str] | None, stdout: int) -> Popened:
-    proc = popen(argv, None, env, stdout)
-    try:
-        return Popened(proc)
-    except BaseException:  # out of descriptors: nothing may run unwatched, or unreaped
-        kill_group(proc.pid)
-        proc.wait()
-        raise
 
 
 def stop_holders(child: Child, fd: int) -> None:

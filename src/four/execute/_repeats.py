@@ -1,13 +1,8 @@
 """V2 that tells the model when a command gave exactly what it gave before.
 
-A small model that is stuck runs the same command again and again (``ls -la`` nine
-times) and reads the same output each time; nothing in the output says so. This
-wrapper puts a warning before an observation that repeats the one just before it (the
-same command, the same output, nothing run in between), so the model can see that it
-repeats itself. The same command again after another one may be a check of what that
-one changed, and is not pointed out. A small model also types Python into a shell block
-(a function's new body, ``rate = 0.1``) and reads bash's syntax error as its code's: a
-block whose first line is Python and that bash refused gets a note after its output
+A stuck small model runs ``ls -la`` nine times and reads the same output each time: an
+observation that repeats the one just before it (nothing run in between: else it may be
+a check) gets a warning. A block of Python that bash refused (``rate = 0.1``) gets a note
 saying how to write or run Python from the shell. The run itself is not changed.
 """
 
@@ -16,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from returns.result import Result, Success
+from returns.result import Success
 
 from four._checked import checked
 from four._types import (
@@ -26,10 +21,9 @@ from four._types import (
     Checked,
     Closeable,
     Execute,
-    ExecutionError,
     Observation,
-    Submitted,
 )
+from four.execute._command import Executed
 
 _WARNING = "<warning>The same command gave the same output "
 _END = "</warning>\n"
@@ -77,12 +71,10 @@ class NoteRepeats(Checked):
     _last: tuple[str, str] | None = field(default=None, repr=False)
     _times: int = field(default=0, repr=False)
 
-    def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]:
+    def __call__(self, action: Action, /) -> Executed:
         return self.noted(action, self.inner(action))
 
-    def noted(
-        self, action: Action, result: Result[Observation, Submitted | ExecutionError]
-    ) -> Result[Observation, Submitted | ExecutionError]:
+    def noted(self, action: Action, result: Executed) -> Executed:
         """``result`` of ``action``, with the warning if it repeats the one before."""
         if not isinstance(result, Success):
             return result
@@ -134,7 +126,7 @@ class AsyncNoteRepeats:
     notes: NoteRepeats
     inner: AsyncExecute
 
-    async def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]:
+    async def __call__(self, action: Action, /) -> Executed:
         return self.notes.noted(action, await self.inner(action))
 
     async def aclose(self) -> None:

@@ -71,10 +71,7 @@ ETC = (
 
 @dataclass(eq=False, slots=True, weakref_slot=True)
 class SandboxEnv(ClosedOnExit, Checked):
-    """V2: each command in a fresh bubblewrap sandbox. A context manager.
-
-    See ``sandbox_env``. ``close()`` deletes the work folder if the env made it.
-    """
+    """V2: each command in a fresh bubblewrap sandbox (see ``sandbox_env``)."""
 
     timeout: float = 120.0
     max_output: int = 10_000
@@ -178,11 +175,9 @@ class SandboxEnv(ClosedOnExit, Checked):
         return None
 
     def contain(self, argv: Sequence[str], *, cwd: str, env: Mapping[str, str]) -> Contained:
-        """How to start the tool ``argv`` in this sandbox, as its commands run (the same
-        binds, namespaces and limits): with ``env`` as its whole environment, working in
-        ``cwd`` (a folder the sandbox shows). Raises OSError when bwrap cannot start."""
-        problem = self.usable()
-        if problem is not None:
+        """How to start the tool ``argv`` in this sandbox as its commands run, with ``env``
+        as its whole environment. Raises OSError when bwrap cannot start."""
+        if (problem := self.usable()) is not None:
             raise OSError(problem)
         mark = new_mark()
         return under_limits(self._policy(cwd, {**env, MARK: mark}, argv), self.limits, None, mark)
@@ -192,8 +187,7 @@ class SandboxEnv(ClosedOnExit, Checked):
             return Success(refusal)
         output = OutputBuffer(self.max_output, self.exit_signal)
         try:
-            problem = self.usable()
-            if problem is not None:
+            if (problem := self.usable()) is not None:
                 return Failure(ExecutionError(problem))
             # bwrap itself starts with no variable but the tether's mark: it is PID 1 in
             # the sandbox, and its /proc/1/environ is readable there.

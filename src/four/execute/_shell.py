@@ -72,11 +72,8 @@ RESTARTED = (
 
 @dataclass(eq=False, slots=True, weakref_slot=True)
 class ShellEnv(ClosedOnExit, Checked):
-    """V2: one persistent bash. A context manager; ``close()`` ends the shell.
-
-    See ``shell_env`` for the guarantees. ``restarts`` counts shells replaced after a
-    timeout or an exit. Thread-safe: commands run one at a time.
-    """
+    """V2: one persistent bash (see ``shell_env``), ended by ``close()``. ``restarts``
+    counts shells replaced after a timeout or an exit. Commands run one at a time."""
 
     timeout: float = 120.0
     max_output: int = 10_000
@@ -143,7 +140,7 @@ class ShellEnv(ClosedOnExit, Checked):
         token = "__FOUR_" + os.urandom(12).hex()
         with open(os.path.join(self._dir, "run"), "w") as f:
             f.write(_PROTOCOL.format(folder=shlex.quote(self._dir), token=token))
-        self._marker = f"{token} ".encode()
+        self._marker = f"\n{token} ".encode()
         state = os.path.join(self._dir, "state")
         if os.path.exists(state):
             self._send(f"source {shlex.quote(state)} >/dev/null 2>&1; export {MARK}={mark}\n")
@@ -208,81 +205,41 @@ class ShellEnv(ClosedOnExit, Checked):
         self._send(f". {shlex.quote(self._dir)}/run\n")
         output = OutputBuffer(self.max_output, self.exit_signal)
         fd = self._proc.stdout.fileno()
-        scanner = Scanner(self._marker, output)
+        pending = b""  # not yet fed to ``output``: it may hold the start of the sentinel
         deadline = start + self.timeout
-        while (left := deadline - time.monotonic()) > 0:
+        died = False  # the shell ended during the command (``exit 3``, ``exec``, the kernel)
+        while not died and (left := deadline - time.monotonic()) > 0:
             ready = await wait([fd, self._pidfd], left)
             data = read_some(fd) if fd in ready else None
             if data:
-                code = scanner.feed(data)
-                if code is not None:
+                pending += data
+                found = pending.find(self._marker)
+                end = pending.find(b"\n", found + len(self._marker)) if found >= 0 else -1
+                if end >= 0:  # the sentinel line, whole: the command's end and return code
+                    output.feed(pending[:found])
+                    output.finish()
+                    code: int | None = int(pending[found + len(self._marker) : end])
                     return Ran(code, output, time.monotonic() - start, notes=notes)
-            if self._pidfd in ready or data == b"":
-                # The shell ended during the command (``exit 3``, ``exec``, a crash, the kernel).
-                proc = self._proc
-                last = scanner.pending + await self._drain_and_stop(wait)
-                code, last = launcher_exit(proc.returncode, last)  # without unshare's words
-                why = RESTARTED.format(why=f" because it exited with code {code}")
-                output.feed(last)
-                output.finish()
-                notes += (KILLED, why) if code == -signal.SIGKILL else (why,)
-                return Ran(code, output, time.monotonic() - start, notes=notes)
-        # Timeout: the command, the shell and all they started go; a new shell comes later.
-        output.feed(scanner.pending + await self._drain_and_stop(wait))
-        output.finish()
-        return Ran(
-            None,
-            output,
-            time.monotonic() - start,
-            timed_out=True,
-            timeout=self.timeout,
-            notes=(*notes, RESTARTED.format(why="")),
-        )
-
-    async def _drain_and_stop(self, wait: Wait) -> bytes:
-        """Kill the shell and all it started; what it still printed. A new shell comes
-        with the next command."""
-        assert self._proc is not None and self._proc.stdout is not None
-        kill_group(self._proc.pid)
+                keep = found if found >= 0 else max(len(pending) - _TAIL, 0)
+                output.feed(pending[:keep])
+                pending = pending[keep:]
+            died = self._pidfd in ready or data == b""
+        # It died, or the timeout came: the command, the shell and all they started go (a
+        # new shell comes with the next command), what it still printed is read.
+        proc = self._proc
+        kill_group(proc.pid)
         kill_marked(self._mark)
-        drained: list[bytes] = []
-        await drain(self._proc.stdout.fileno(), drained.append, DRAIN, wait)
+        drained = [pending]
+        await drain(fd, drained.append, DRAIN, wait)
         self._stop()
         self.restarts += 1
-        return b"".join(drained)
-
-
-class Scanner:
-    """The shell's output as it comes: fed to ``output`` up to the sentinel line, whose
-    return code ``feed`` gives back once the line is whole."""
-
-    __slots__ = ("marker", "output", "pending")
-
-    def __init__(self, marker: bytes, output: OutputBuffer) -> None:
-        self.marker = marker
-        self.output = output
-        self.pending = b""  # not yet fed: it may hold the start of the sentinel
-
-    def feed(self, data: bytes) -> int | None:
-        pending = self.pending + data
-        marker = self.marker
-        # Look for the rare token, not "\n" + token: "\n" is everywhere.
-        found = pending.find(marker, 1) - 1
-        if found >= 0 and pending[found] != 0x0A:
-            found = -1  # the token, not at a line start: no sentinel
-        if found >= 0:
-            end = pending.find(b"\n", found + 1 + len(marker))
-            if end >= 0:
-                self.output.feed(pending[:found])
-                self.output.finish()
-                self.pending = b""
-                return int(pending[found + 1 + len(marker) : end])
-            self.pending = pending
-            return None
-        keep = max(len(pending) - _TAIL, 0)
-        self.output.feed(pending[:keep])
-        self.pending = pending[keep:]
-        return None
+        last = b"".join(drained)
+        code, last = launcher_exit(proc.returncode, last) if died else (None, last)
+        output.feed(last)  # (launcher_exit: without unshare's words)
+        output.finish()
+        why = RESTARTED.format(why=f" because it exited with code {code}" if died else "")
+        notes += (KILLED, why) if code == -signal.SIGKILL else (why,)
+        return Ran(code, output, time.monotonic() - start, not died, self.timeout, notes)
 
 
 def _end(proc: subprocess.Popen[bytes], mark: str) -> None:

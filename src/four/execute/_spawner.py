@@ -1,29 +1,19 @@
-"""The launcher program: one small process per environment that starts its commands.
+"""The launcher program (why one per environment: ``_launcher``).
 
-Run by ``_launcher`` (why one per environment: its docstring) as ``python -I -S
-_spawner.py`` (the standard library only, no import of four) with a clean environment,
-as the first process of the environment's PID namespace; it enters the environment's
-cgroups and limits before anything else, so every command it forks inherits them.
-
-Each command is started with ``posix_spawn`` (a vfork: nothing of this process is
-copied) in a new session. Whatever it starts and however that detaches (``setsid``,
-double fork, ``env -i``) comes back to the launcher, the namespace's init (or its
-subreaper where there is no namespace), once its parent has ended; when no command of
-the environment runs any more, the launcher kills all that came back (``sweep``), then
-says the command has ended. (Commands of one environment run at once from several
-threads: what one left lives until the last of them ends.) What a command can see in
-``/proc`` is this launcher (its environment holds no secret) and the environment's own
-commands.
+Run as ``python -I -S _spawner.py`` (the standard library only) with a clean environment,
+as the first process of the environment's PID namespace, it enters the environment's
+cgroups and limits, then starts each command with ``posix_spawn`` in a new session.
+Whatever a command leaves, however it detached (``setsid``, double fork, ``env -i``),
+comes back to it (the namespace's init, or its subreaper) and is killed once no command
+of the environment runs (``sweep``).
 
 Protocol, over the SOCK_SEQPACKET socket whose fd is its first argument: each message is
-one byte carrying two descriptors, a stream socket for this command and its output
-pipe. On the stream socket the driver writes the request (a 4-byte length, then JSON:
-argv, env, cwd), and later, to kill the command, one byte (or it closes the socket: the
-same). The launcher answers one line of JSON once the command and all it started have
-ended: ``{"exit": CODE}`` (negative: killed by that signal), with ``errno``, ``what``
-and ``filename`` when it could not start (no such folder, say). When the SEQPACKET
-socket reaches its end (the driver closed it or died, SIGKILL included), the launcher
-kills every command and exits (and the kernel ends its namespace).
+one byte carrying a stream socket for one command and its output pipe. On the stream
+socket the driver writes the request (a 4-byte length, then JSON: argv, env, cwd), and
+later one byte, or its end, to kill the command. The launcher answers one JSON line once
+the command and all it started have ended: ``{"exit": CODE}`` (negative: a signal), or
+``errno``, ``what`` and ``filename`` when it could not start. At the SEQPACKET socket's
+end (the driver closed it, or died) it kills every command and exits.
 """
 
 import contextlib

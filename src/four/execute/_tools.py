@@ -36,7 +36,7 @@ from four.execute._kill import kill_group
 from four.execute._local import LocalEnv, local_env
 from four.execute._output import DEFAULT_INHERIT, command_env
 from four.execute._process import popen
-from four.execute._sandbox import SANDBOX_INHERIT, SandboxEnv, sandbox_env
+from four.execute._sandbox import SANDBOX_INHERIT, SYSTEM, SandboxEnv, sandbox_env
 
 HostKind = Literal["local", "sandbox", "docker"]
 HOST_KINDS: tuple[HostKind, ...] = ("local", "sandbox", "docker")
@@ -112,9 +112,8 @@ class ToolHost(ClosedOnExit):
         return self.env(action)
 
     def environment(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-        """The whole environment of a tool here: the host variables a command of this
-        environment gets (none of the driver's secrets), ``HOME`` and ``TMPDIR`` in
-        ``folder`` outside the local host, and ``extra``."""
+        """The whole environment of a tool here: what a command of this environment gets,
+        ``TMPDIR`` (and ``HOME`` outside the local host) in ``folder``, and ``extra``."""
         own = {"TMPDIR": os.path.join(self.folder, "tmp")}
         if self.kind == "local":
             return command_env(DEFAULT_INHERIT, SECRET_PATTERNS, {**own, **(extra or {})})
@@ -193,19 +192,17 @@ class ToolHost(ClosedOnExit):
 
 
 class Tail:
-    """A pipe for a long-lived tool's own stdout and stderr (``fd``: give it as the tool's
-    output), read by a thread of ours that keeps only the last few kilobytes (what a tool
-    that failed to start said). Nothing the tool writes reaches this process's own
-    output, nor the user's terminal, nor a disk."""
+    """A pipe for a long-lived tool's stdout and stderr (``fd``), read by a thread that
+    keeps the last few kilobytes (what a tool that failed to start said), never shown on
+    the user's terminal nor written to a disk."""
 
-    __slots__ = ("_kept", "_lock", "_read", "_thread", "fd")
+    __slots__ = ("_kept", "_read", "_thread", "fd")
 
     KEEP = 4096
 
     def __init__(self) -> None:
         self._read, self.fd = os.pipe()
-        self._kept = b""
-        self._lock = threading.Lock()
+        self._kept = b""  # replaced whole by the one thread that reads: no lock
         self._thread = threading.Thread(target=self._drain, name="four-tool-output", daemon=True)
         self._thread.start()
 
@@ -218,12 +215,10 @@ class Tail:
     def _drain(self) -> None:
         with contextlib.suppress(OSError):
             while data := os.read(self._read, 65536):
-                with self._lock:
-                    self._kept = (self._kept + data)[-self.KEEP :]
+                self._kept = (self._kept + data)[-self.KEEP :]
 
     def text(self) -> str:
-        with self._lock:
-            return self._kept.decode("utf-8", "replace").strip()[-1000:]
+        return self._kept.decode("utf-8", "replace").strip()[-1000:]
 
     def close(self) -> None:
         self.started()
@@ -333,16 +328,13 @@ def tool_host(
     return ToolHost(env, root, folder, chosen)
 
 
-_SYSTEM_PARENTS = ("/usr/", "/bin/", "/lib/", "/lib64/", "/opt/")
-
-
 def python_prefixes() -> list[str]:
     """This interpreter's folders a sandbox must show for it to run there (its virtual
     environment and its base installation), unless the system folders hold them."""
     found = []
     for prefix in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix):
         real = os.path.realpath(prefix)
-        if not (real + "/").startswith(_SYSTEM_PARENTS):
+        if not (real + "/").startswith(tuple(f"{path}/" for path in SYSTEM)):
             found.append(prefix)
             if real != prefix:
                 found.append(real)

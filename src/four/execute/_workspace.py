@@ -96,14 +96,11 @@ class Workspace:
 
     def read_bytes(self, path: str) -> bytes | None:
         """The bytes of ``path``, or None if it does not exist. Raises ``Refused``."""
-        parts = _parts(path)
         try:
-            with self._folder(parts[:-1], create=False) as folder:
+            with self._parent(path) as (folder, name):
                 # the shared opener: never a FIFO's open that waits for a writer, never
                 # through a symlink, never a device's endless read, never over LARGEST
-                opened = files.open_regular(
-                    parts[-1], max_bytes=LARGEST, follow=False, dir_fd=folder
-                )
+                opened = files.open_regular(name, max_bytes=LARGEST, follow=False, dir_fd=folder)
                 with opened:
                     return opened.read(LARGEST)
         except files.Unreadable as exc:
@@ -145,16 +142,13 @@ class Workspace:
         for path, data in written.before.items():
             with contextlib.suppress(OSError, Refused):
                 if data is None:
-                    parts = _parts(path)
-                    with self._folder(parts[:-1], create=False) as fd:
-                        os.unlink(parts[-1], dir_fd=fd)
+                    with self._parent(path) as (fd, name):
+                        os.unlink(name, dir_fd=fd)
                 else:
                     self._put(path, data, [])
         for made in reversed(written.folders):  # created by the write: gone if empty
-            with contextlib.suppress(OSError, Refused):
-                parts = _parts(made)
-                with self._folder(parts[:-1], create=False) as fd:
-                    os.rmdir(parts[-1], dir_fd=fd)
+            with contextlib.suppress(OSError, Refused), self._parent(made) as (fd, name):
+                os.rmdir(name, dir_fd=fd)
 
     def snapshot(self, suffixes: tuple[str, ...]) -> dict[str, bytes]:
         """The bytes of every file under the root whose name ends with one of ``suffixes``
@@ -201,11 +195,10 @@ class Workspace:
                 yield full.relative_to(self.root).as_posix(), found
 
     def _put(self, path: str, data: bytes, created: list[str]) -> None:
-        parts = _parts(path)
-        with self._folder(parts[:-1], create=True, created=created) as folder:
+        with self._parent(path, created) as (folder, name):
             mode = 0o644
             with contextlib.suppress(FileNotFoundError):
-                old = os.stat(parts[-1], dir_fd=folder, follow_symlinks=False)
+                old = os.stat(name, dir_fd=folder, follow_symlinks=False)
                 if not stat.S_ISREG(old.st_mode):
                     raise Refused(f"{path}: not a regular file")
                 mode = stat.S_IMODE(old.st_mode)
@@ -219,33 +212,32 @@ class Workspace:
                     # A fine-grained mtime: checkers that watch (size, mtime) see every write.
                     now = time.time_ns()
                     os.utime(file.fileno(), ns=(now, now))
-                os.replace(temporary, parts[-1], src_dir_fd=folder, dst_dir_fd=folder)
+                os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
             except BaseException:
                 with contextlib.suppress(OSError):
                     os.unlink(temporary, dir_fd=folder)
                 raise
 
     @contextlib.contextmanager
-    def _folder(
-        self, parts: tuple[str, ...], create: bool, created: list[str] | None = None
-    ) -> Iterator[int]:
-        """A descriptor of the folder ``parts`` under the root, walked without symlinks;
-        the folders made on the way are added to ``created``."""
+    def _parent(self, path: str, created: list[str] | None = None) -> Iterator[tuple[int, str]]:
+        """A descriptor of the folder holding ``path``, walked from the root without
+        symlinks, and its name there. With ``created``, missing folders are made and
+        added to it. Raises ``Refused`` for a path that may not be edited."""
+        *parts, name = _parts(path)
         fd = os.open(self.root, _DIR)
         try:
             for depth, part in enumerate(parts):
                 try:
                     child = os.open(part, _DIR, dir_fd=fd)
                 except FileNotFoundError:
-                    if not create:
+                    if created is None:
                         raise
                     os.mkdir(part, 0o777, dir_fd=fd)
-                    if created is not None:
-                        created.append("/".join(parts[: depth + 1]))
+                    created.append("/".join(parts[: depth + 1]))
                     child = os.open(part, _DIR, dir_fd=fd)
                 os.close(fd)
                 fd = child
-            yield fd
+            yield fd, name
         finally:
             os.close(fd)
 
@@ -256,17 +248,17 @@ def special_kind(mode: int) -> str:
     >>> special_kind(stat.S_IFIFO)
     'a FIFO'
     """
-    for test, name in (
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISDIR, "a folder"),
-        (stat.S_ISLNK, "a symlink"),
-    ):
-        if test(mode):
-            return name
-    return "not a regular file"
+    return _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+
+
+_KINDS = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFDIR: "a folder",
+    stat.S_IFLNK: "a symlink",
+}
 
 
 def _parts(path: str) -> tuple[str, ...]:
