@@ -96,7 +96,7 @@ def test_four_run_with_a_server_that_cannot_start_is_a_usage_error(
     err = capsys.readouterr().err
     assert status == 2
     assert err.startswith("four run: error: --mcp: the MCP server no-such-program-four-mcp")
-    assert len(err.strip().splitlines()) == 1 and "not found" in err
+    assert len(err.strip().splitlines()) == 1 and "no such program" in err
     assert server.bodies(CHAT) == []  # the model was never asked
 
 

@@ -176,8 +176,7 @@ def _stdio(spec: StdioServer, inherit: Sequence[str], limits: Limits, link: _Lin
     """The SDK transport that starts ``spec`` contained (see the module's docstring)."""
     named = {n: os.environ[n] for n in (*inherit, *spec.inherit) if n in os.environ}
     env = command_env(env={**named, **spec.env})
-    # bash first, so that it enters the limits (BASH_ENV) before it becomes the server.
-    started = launch(["bash", "-c", 'exec "$@"', "four-mcp", *spec.argv], env, limits)
+    started = launch(list(spec.argv), env, limits)
     link.placed = started.placed
     link.stderr = _Tail()
     params = StdioServerParameters(
