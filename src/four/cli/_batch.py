@@ -40,7 +40,7 @@ DEFAULT_STALL = 900.0
 
 def batch_flags(p: argparse.ArgumentParser) -> None:
     """Define the flags of ``four batch`` on ``p`` (the subcommand's parser)."""
-    from four.cli._flags import agent_flags, budget_flags, number, output_flags, positive_int
+    from four.cli._flags import agent_flags, budget_flags, count, number, output_flags, positive_int
 
     p.add_argument("tasks", metavar="TASKS", help="JSON Lines file: {id, task, ...} per line")
     agent_flags(p)
@@ -50,7 +50,7 @@ def batch_flags(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     p.add_argument(
         "--processes",
-        type=positive_int,
+        type=count,  # 0: refused by batch_options in one line, as FOUR_PROCESSES=0
         metavar="N",
         help="run the tasks as async tasks over N processes (1: this one), for thousands "
         "at once [FOUR_PROCESSES, threads]",

@@ -9,10 +9,18 @@ import argparse
 from four.cli import _settings as env
 
 
-def positive_int(text: str) -> int:
+def count(text: str) -> int:
+    """A whole number, 0 included (``--seed``; ``--max-format-errors``, where 0 is no cap)."""
     value = int(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text} is negative")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """A whole number of at least 1 (steps, lines, rows, workers, attempts)."""
+    if (value := count(text)) == 0:
+        raise argparse.ArgumentTypeError("must be at least 1, not 0")
     return value
 
 
@@ -151,7 +159,7 @@ def budget_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--max-format-errors",
-        type=positive_int,
+        type=count,
         default=3,
         help="unreadable replies in a row before a run stops; 0 = no cap [3]",
     )
@@ -182,7 +190,7 @@ def budget_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--retries-per-reason",
-        type=positive_int,
+        type=count,  # 0: refused by options() in one line, as FOUR_RETRIES_PER_REASON=0
         metavar="N",
         help="times one failure is told before the attempt ends held [FOUR_RETRIES_PER_REASON, "
         "2: told once, the built-in model was held with its budget unused]",
@@ -197,7 +205,7 @@ def budget_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--seed",
-        type=positive_int,
+        type=count,
         help="attempt i samples with seed + i - 1 [FOUR_SEED, 0]",
     )
     p.add_argument(
