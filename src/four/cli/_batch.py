@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, TypeVar
 
-from four._types import JSON
+from four._types import JSON, AsyncExecute, AsyncInvoke, Execute, Invoke
 from four.cli._errors import UsageError
 
 if TYPE_CHECKING:  # only argparse is needed to define the flags (four --help)
@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # only argparse is needed to define the flags (four --help)
 
     from rich.live import Live
 
-    from four._types import AsyncExecute, AsyncInvoke, Execute, Invoke, Recorder
+    from four._types import Recorder
     from four.batch._attempt import MakeRun, RunContext
     from four.batch._batch import Progress
     from four.batch._items import Item
@@ -38,7 +38,7 @@ DEFAULT_WORKERS = 8
 DEFAULT_STALL = 900.0
 
 
-def batch_flags(p: argparse.ArgumentParser) -> None:
+def flags(p: argparse.ArgumentParser) -> None:
     """Define the flags of ``four batch`` on ``p`` (the subcommand's parser)."""
     from four.cli._flags import agent_flags, budget_flags, count, number, output_flags, positive_int
 
@@ -163,7 +163,6 @@ class _Command:
         agent; for an ``attempt``, within the search's budget and linked to it."""
         import inspect
 
-        from four.cli._awaited import awaited_env, awaited_invoke
         from four.cli._build import traced
 
         a = self.agent(ctx, attempt)
@@ -201,7 +200,7 @@ class CommandRun(_Command):
 @dataclass(frozen=True, slots=True)
 class AsyncCommandRun(_Command):
     """The ``make_run`` of ``four batch --processes``: the same agent under ``four.arun``,
-    its model call and ``--env local``/``persistent`` awaited (see ``four.cli._awaited``);
+    its model call and ``--env local``/``persistent`` awaited (``awaited_invoke``, ``awaited_env``);
     the rest runs in worker threads."""
 
     async def __call__(self, ctx: RunContext) -> Path:
@@ -212,6 +211,62 @@ class AsyncCommandRun(_Command):
             return _result(await search.arun(lambda a: self.ran(ctx, a, arun)), ctx.id)
         path: Path = await self.ran(ctx, None, arun)
         return path
+
+
+def awaited_invoke(G: Invoke) -> AsyncInvoke | None:
+    """G awaited, with the same wrappers and settings, or None.
+
+    >>> from four.invoke import budget_invoke, litellm_invoke, retry_invoke
+    >>> awaited_invoke(budget_invoke(retry_invoke(litellm_invoke("m")), cost_limit=1.0))
+    ... # doctest: +ELLIPSIS
+    AsyncBudgetInvoke(budget=BudgetInvoke(...), G=AsyncRetryInvoke(...))
+    """
+    from four.invoke import (
+        AsyncLitellmInvoke,
+        BudgetInvoke,
+        CycleBreakingInvoke,
+        LitellmInvoke,
+        RetryInvoke,
+    )
+    from four.invoke._budget import AsyncBudgetInvoke
+    from four.invoke._cycles import AsyncCycleBreakingInvoke
+    from four.invoke._retry import AsyncRetryInvoke
+
+    if type(G) is LitellmInvoke:
+        return AsyncLitellmInvoke(G)
+    if isinstance(G, BudgetInvoke | RetryInvoke | CycleBreakingInvoke):
+        inner = awaited_invoke(G.G)
+        if inner is None:
+            return None
+        if isinstance(G, BudgetInvoke):
+            return AsyncBudgetInvoke(G, inner)
+        if isinstance(G, CycleBreakingInvoke):
+            return AsyncCycleBreakingInvoke(G, inner)
+        return AsyncRetryInvoke(G, inner)
+    return None
+
+
+def awaited_env(V2: Execute) -> AsyncExecute | None:
+    """V2 awaited, with the same settings (not started yet), or None.
+
+    >>> from four.execute import local_env, note_repeats
+    >>> type(awaited_env(note_repeats(local_env()))).__name__
+    'AsyncNoteRepeats'
+    """
+    from four.execute import NoteRepeats
+    from four.execute._async import AsyncLocalEnv, AsyncShellEnv
+    from four.execute._local import LocalEnv
+    from four.execute._repeats import AsyncNoteRepeats
+    from four.execute._shell import ShellEnv
+
+    if type(V2) is LocalEnv:
+        return AsyncLocalEnv(V2)
+    if type(V2) is ShellEnv:  # its shell, read on the event loop
+        return AsyncShellEnv(V2)
+    if isinstance(V2, NoteRepeats):
+        inner = awaited_env(V2.inner)
+        return None if inner is None else AsyncNoteRepeats(V2, inner)
+    return None
 
 
 def _result(search: Search[Path], item: str) -> Path:
@@ -314,11 +369,17 @@ def batch_command(args: argparse.Namespace) -> int:
     from four.batch._pool import AsyncPool, RayPool, ThreadPool
     from four.cli._build import load_domain, make_check, sigterm_interrupts, system_prompt
     from four.cli._launchfile import apply_settings, check_items, resolve_items
-    from four.cli._options import api_key, guard_output, options
-    from four.cli._preflight import output_folder, prompt_fits, resolve
+    from four.cli._options import (
+        api_key,
+        guard_output,
+        options,
+        output_folder,
+        prompt_fits,
+        resolve,
+    )
     from four.cli._remote import reachable
 
-    settings = apply_settings(args, Path(args.tasks), batch_flags)  # the launch's four.toml, if any
+    settings = apply_settings(args, Path(args.tasks), flags)  # the launch's four.toml, if any
     batch = batch_options(args)
     items = resolve_items(read_tasks(batch.tasks), batch.tasks)
     if not items:

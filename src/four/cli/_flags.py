@@ -226,3 +226,12 @@ def output_flags(p: argparse.ArgumentParser, what: str, quiet: str) -> None:
     group = p.add_mutually_exclusive_group()
     group.add_argument("-q", "--quiet", action="store_true", help=f"print only {quiet}")
     group.add_argument("--json", action="store_true", help=f"print {what} as JSON")
+
+
+def read_flags(p: argparse.ArgumentParser) -> None:
+    """What every reader of trajectory files takes."""
+    p.add_argument(
+        "--max-size",
+        metavar="SIZE",
+        help="refuse trajectory files larger than SIZE, e.g. 1G [FOUR_MAX_SIZE, 256M]",
+    )

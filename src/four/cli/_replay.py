@@ -186,6 +186,26 @@ def _replay_workspace(
     return replace(where, workspace=copy)
 
 
+def flags(p: argparse.ArgumentParser) -> None:
+    from four.cli._flags import env_flags, output_flags, read_flags
+
+    p.add_argument("trajectory", metavar="TRAJ")
+    read_flags(p)
+    env_flags(p)
+    p.add_argument("-o", "--output-dir", help="keep the replayed trajectory in this folder")
+    p.add_argument(
+        "--check",
+        metavar="CMD",
+        help="judge submissions with CMD, as `four run --check` (default: as recorded)",
+    )
+    p.add_argument(
+        "--toolcalls",
+        action=argparse.BooleanOptionalAction,
+        help="parse the turns as tool calls (default: as recorded)",
+    )
+    output_flags(p, "the comparison", "the final line")
+
+
 def main(args: argparse.Namespace) -> int:
     """Replay ``args.trajectory``; 0 when every observation matches, 1 when one differs."""
     from four import run
@@ -208,7 +228,7 @@ def main(args: argparse.Namespace) -> int:
     display = Display(mode, title="replay", model_lines=False)
     keep = args.output_dir
     if keep:
-        from four.cli._preflight import output_folder
+        from four.cli._options import output_folder
 
         output_folder(keep)  # before anything runs
     with tempfile.TemporaryDirectory(prefix="four-replay-") as scratch:

@@ -30,8 +30,20 @@ from four.cli._build import (
     with_preview,
 )
 from four.cli._errors import UsageError
+from four.cli._flags import run_flags
 from four.cli._format import seconds, tokens
-from four.cli._options import RunOptions, api_key, guard_output, options, signing_key
+from four.cli._options import (
+    RunOptions,
+    api_key,
+    guard_output,
+    local_settings,
+    options,
+    output_folder,
+    prompt_fits,
+    resolve,
+    signing_key,
+    workspace,
+)
 from four.cli._resume import heartbeat
 
 if TYPE_CHECKING:
@@ -39,11 +51,12 @@ if TYPE_CHECKING:
     from four.search import Attempt, Member, Search
     from four.trajectory._sign import SigningKey
 
+flags = run_flags  # shared with four doctor run
+
 
 def main(args: argparse.Namespace) -> int:
     """Run the agent; exit 0 finished or accepted, 1 any other end, 2 usage, 130 Ctrl-C."""
     from four import run
-    from four.cli._preflight import output_folder, prompt_fits, resolve
     from four.trajectory import TrajectoryNotSaved
 
     history: tuple[Message, ...] = ()
@@ -139,7 +152,6 @@ def start_local(opts: RunOptions) -> bool:
     model's); False, with the reason printed, if it cannot start."""
     from returns.result import Failure
 
-    from four.cli._options import local_settings
     from four.invoke import local_invoke
 
     assert opts.local is not None
@@ -164,7 +176,6 @@ def run_attempts(
     attempts were the default and the workspace is too large to copy, so ``four run``
     makes one run instead (said on standard error)."""
     from four import run
-    from four.cli._options import local_settings, workspace
     from four.search import Budget, Search
     from four.search._workspace import WorkspaceTooLarge
 
