@@ -1,9 +1,9 @@
 """The ``four`` command: run an agent, replay, audit, show, view and summarise runs.
 
 Importing this package costs no more than ``import four``: argparse only. Each
-subcommand (its ``flags`` and ``main``) lives in its own module, ``four.cli._NAME``,
-imported when it is chosen, so ``four --help`` never loads rich or litellm. Every error is
-one line on standard error, starting ``four COMMAND:``; the exit codes are in docs/cli.md.
+subcommand lives in its own module, imported when it is chosen, so ``four --help``
+never loads rich or litellm. Every error is one line on standard error, starting
+``four COMMAND:``; the exit codes are in docs/cli.md.
 """
 
 from __future__ import annotations
@@ -11,11 +11,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from four._checked import checked
 from four.cli import _settings as env
 from four.cli._errors import UsageError
+from four.cli._settings import env_flags, number, output_flags, positive_int, run_flags
 from four.cli._signals import INTERRUPTED, install
 
 __all__ = ["UsageError", "build_parser", "main"]
@@ -37,95 +38,229 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, (summary, description) in _COMMANDS.items():
+    for name, (summary, description, define) in _COMMANDS.items():
         if only is None or only == name:
-            define = importlib.import_module(f"four.cli._{name}").flags
             define(sub.add_parser(name, help=summary, description=description))
         else:
             sub.add_parser(name, help=summary, add_help=False)
     return parser
 
 
-_COMMANDS: dict[str, tuple[str, str]] = {  # the summary and description of each
+def _add_read_flags(p: argparse.ArgumentParser) -> None:
+    """What every reader of trajectory files takes."""
+    p.add_argument(
+        "--max-size",
+        metavar="SIZE",
+        help="refuse trajectory files larger than SIZE, e.g. 1G [FOUR_MAX_SIZE, 256M]",
+    )
+
+
+def _replay_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("trajectory", metavar="TRAJ")
+    _add_read_flags(p)
+    env_flags(p)
+    p.add_argument("-o", "--output-dir", help="keep the replayed trajectory in this folder")
+    p.add_argument(
+        "--check",
+        metavar="CMD",
+        help="judge submissions with CMD, as `four run --check` (default: as recorded)",
+    )
+    p.add_argument(
+        "--toolcalls",
+        action=argparse.BooleanOptionalAction,
+        help="parse the turns as tool calls (default: as recorded)",
+    )
+    output_flags(p, "the comparison", "the final line")
+
+
+def _export_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("format", choices=["otel"], help="otel: OpenTelemetry traces over OTLP/HTTP")
+    p.add_argument("runs", metavar="RUN", nargs="+", help="trajectory files or folders of runs")
+    p.add_argument(
+        "--endpoint",
+        metavar="URL",
+        help="the OTLP/HTTP receiver, e.g. http://127.0.0.1:4318 [OTEL_EXPORTER_OTLP_ENDPOINT]",
+    )
+    p.add_argument(
+        "--content",
+        action="store_true",
+        help="message contents in the spans, as the trajectory holds them "
+        "[OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT]",
+    )
+    p.add_argument(
+        "--timeout",
+        type=number,
+        default=60.0,
+        metavar="SECONDS",
+        help="how long to wait at most for the receiver to take the spans [60]",
+    )
+    _add_read_flags(p)
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def _audit_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("trajectory", metavar="TRAJ|DIR")
+    p.add_argument(
+        "--public-key",
+        metavar="PUB",
+        help="require a signature by this key: four keygen's .pub file, or its 64 hex digits",
+    )
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    _add_read_flags(p)
+
+
+def _keygen_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("key", metavar="KEY", help="where to write the private key (KEY.pub: public)")
+
+
+def _show_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("trajectory", metavar="TRAJ")
+    p.add_argument("--full", action="store_true", help="fold nothing")
+    p.add_argument(
+        "--lines", type=positive_int, default=16, help="fold outputs longer than this [16]"
+    )
+    p.add_argument("--step", type=positive_int, help="only this step (1-based)")
+    p.add_argument("--system", action="store_true", help="also print the system prompt")
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help="print every step of a long run (by default, a run of more than 100 steps "
+        "shows its first and last 50)",
+    )
+    _add_read_flags(p)
+
+
+def _view_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("trajectory", metavar="TRAJ")
+    p.add_argument("-o", "--output", help="the page to write (default: TRAJ with .html)")
+    _add_read_flags(p)
+
+
+def _stats_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", metavar="DIR", nargs="+")
+    p.add_argument("--top", type=positive_int, default=5, help="rows in each top list [5]")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    _add_read_flags(p)
+
+
+def _fleet_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", metavar="DIR", nargs="+")
+    p.add_argument(
+        "--stall",
+        type=number,
+        default=900.0,
+        metavar="SECONDS",
+        help="an unsealed run with nothing recorded for this long counts as stalled [900]",
+    )
+    p.add_argument("--json", action="store_true", help="print the folders as JSON")
+
+
+def _flags(module: str) -> Callable[[argparse.ArgumentParser], None]:
+    """The flags ``four.cli.MODULE`` defines, imported only when its command is chosen."""
+
+    def define(p: argparse.ArgumentParser) -> None:
+        importlib.import_module(f"four.cli.{module}").flags(p)
+
+    return define
+
+
+_COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]] = {
     "run": (
         "run an agent on a task",
         "Run an agent on TASK until it submits, and save its trajectory (docs/cli.md).",
+        run_flags,
     ),
     "replay": (
         "run a trajectory's model turns again and compare observations",
         "Replay the model turns of TRAJ (ours or mini-swe-agent's) in a fresh environment "
         "and report the steps whose observations differ.",
+        _replay_flags,
     ),
     "audit": (
         "check a run's seal, signature and receipts",
         "Check that TRAJ (or every run under DIR) is the record its seal was made over, "
         "and replay a verified run's receipts (docs/seal.md).",
+        _audit_flags,
     ),
     "export": (
         "send saved runs to a tracing backend",
         "Send the runs in RUN to an OTLP/HTTP receiver as OpenTelemetry traces (docs/otel.md).",
+        _export_flags,
     ),
     "keygen": (
         "make an Ed25519 key pair for signing runs",
         "Write a private key to KEY (mode 0600) and its public key to KEY.pub; needs "
         "four-loop[sign].",
+        _keygen_flags,
     ),
     "show": (
         "print a run in the terminal",
         "Print the run in TRAJ step by step; long outputs are folded.",
+        _show_flags,
     ),
     "view": (
         "write a run as one self-contained HTML page",
         "Write TRAJ as one HTML file with no outside references.",
+        _view_flags,
     ),
     "stats": (
         "summarise many runs",
         "Outcomes, steps, cost and frequent errors over the trajectories in the folders "
         "(searched recursively) or files given.",
+        _stats_flags,
     ),
     "model": (
         "pull and list the models that run on this machine",
         "`four model pull NAME` fetches a model once into FOUR_MODELS; `four model list` "
         "shows what is there.",
+        _flags("_model"),
     ),
     "fleet": (
         "one page over many folders of runs",
         "Per folder: runs by state and outcome, cost, tokens and the oldest stalled run, "
         "the folders that need attention first (docs/cli.md).",
+        _fleet_flags,
     ),
     "batch": (
         "run an agent on every task of a JSON Lines file, many at once",
         "Run `four run`'s agent on each task of TASKS, --workers at a time, a line per "
         "finished task in DIR/manifest.jsonl, skipped when run again (docs/batch.md).",
+        _flags("_batch"),
     ),
     "doctor": (
         "check a run or a batch before it starts: GO, WARN or NO-GO",
         "four doctor run TASK [flags of four run] | four doctor batch TASKS [flags of four "
         "batch]: a row per check, with the fix (docs/cli.md).",
+        _flags("_doctor"),
     ),
     "lint": (
         "check a prompt's commands against the tools' real interfaces",
         "Check every command PROMPT tells the model to run against the real tool, where "
         "the run's commands run (docs/plan.md).",
+        _flags("_lint"),
     ),
     "plan": (
         "compile a free-text mission into a validated launch folder",
         "four plan MISSION -o LAUNCH: the model writes tasks and checks, validated until "
         "they pass, into a sealed launch folder (docs/plan.md).",
+        _flags("_plan"),
     ),
     "watch": (
         "classify runs, and rescue the dead, stalled and looping ones",
         "Say of every run under DIR whether it is finished, running, stalled, over budget, "
         "looping or dead; with --rescue, resume or stop it (docs/cli.md).",
+        _flags("_watch"),
     ),
     "mcp": (
         "four as an MCP server: verified runs for other agents",
         "four mcp serve [--http HOST:PORT] [-- FLAGS OF four run] (docs/mcp.md).",
+        _flags("_mcp"),
     ),
     "spoke": (
         "write a new, type-checked component of four with the model",
         "four spoke new NAME PURPOSE: the module NAME.py, accepted once mypy --strict, "
         "its import and a dry run pass (docs/domains.md).",
+        _flags("_spoke"),
     ),
 }
 

@@ -18,19 +18,6 @@ if TYPE_CHECKING:
     from four.search import GroupAudit
 
 
-def flags(p: argparse.ArgumentParser) -> None:
-    from four.cli._flags import read_flags
-
-    p.add_argument("trajectory", metavar="TRAJ|DIR")
-    p.add_argument(
-        "--public-key",
-        metavar="PUB",
-        help="require a signature by this key: four keygen's .pub file, or its 64 hex digits",
-    )
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
-    read_flags(p)
-
-
 def main(args: argparse.Namespace) -> int:
     """Audit ``args.trajectory``; print the result as text or, with ``--json``, JSON."""
     from four.checks._audit import runs_under

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, TypeVar
 
 from four._types import JSON, AsyncExecute, AsyncInvoke, Execute, Invoke
+from four.cli import _settings as env
 from four.cli._errors import UsageError
 
 if TYPE_CHECKING:  # only argparse is needed to define the flags (four --help)
@@ -40,17 +41,15 @@ DEFAULT_STALL = 900.0
 
 def flags(p: argparse.ArgumentParser) -> None:
     """Define the flags of ``four batch`` on ``p`` (the subcommand's parser)."""
-    from four.cli._flags import agent_flags, budget_flags, count, number, output_flags, positive_int
-
     p.add_argument("tasks", metavar="TASKS", help="JSON Lines file: {id, task, ...} per line")
-    agent_flags(p)
+    env.agent_flags(p)
     p.add_argument(
-        "-w", "--workers", type=positive_int,
+        "-w", "--workers", type=env.positive_int,
         help=f"runs at once [FOUR_WORKERS, {DEFAULT_WORKERS}]",
     )  # fmt: skip
     p.add_argument(
         "--processes",
-        type=count,  # 0: refused by batch_options in one line, as FOUR_PROCESSES=0
+        type=env.count,  # 0: refused by batch_options in one line, as FOUR_PROCESSES=0
         metavar="N",
         help="run the tasks as async tasks over N processes (1: this one), for thousands "
         "at once [FOUR_PROCESSES, threads]",
@@ -71,30 +70,30 @@ def flags(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="allow -o inside the workspace, where the agents' commands can read it",
     )
-    budget_flags(p)
+    env.budget_flags(p)
     p.add_argument(
         "--stall-timeout",
-        type=number,
+        type=env.number,
         metavar="SECONDS",
         help=f"end a run stalled after this long with no step; 0 = never "
         f"[FOUR_STALL_TIMEOUT, {DEFAULT_STALL:g}]",
     )
     p.add_argument(
         "--batch-cost-limit",
-        type=number,
+        type=env.number,
         metavar="USD",
         help="USD for the whole batch, earlier invocations included [none]",
     )
     p.add_argument(
         "--batch-timeout",
-        type=number,
+        type=env.number,
         metavar="SECONDS",
         help="wall-clock limit of this invocation [none]",
     )
     p.add_argument(
         "--redo", action="store_true", help="run every task again, finished ones included"
     )
-    output_flags(p, "the summary", "the summary line")
+    env.output_flags(p, "the summary", "the summary line")
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,7 +301,6 @@ class BatchOptions:
 
 def batch_options(args: argparse.Namespace) -> BatchOptions:
     """Flags over ``FOUR_*`` variables over defaults."""
-    from four.cli import _settings as env
     from four.trajectory._destination import Remote, is_url
 
     workers = env.over(args.workers, "FOUR_WORKERS", 0)

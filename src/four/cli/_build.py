@@ -42,6 +42,9 @@ class Deadline:
     seconds: float
     started: float = field(default_factory=time.monotonic)
 
+    def beat(self) -> None:
+        pass
+
     def left(self) -> float:
         """Seconds left (0 once spent)."""
         return max(0.0, self.started + self.seconds - time.monotonic())

@@ -20,7 +20,7 @@ def flags(p: argparse.ArgumentParser) -> None:
     """``four doctor``'s flags: those of ``four run`` or ``four batch``, and ``--probe``."""
     from four.cli import _COMMANDS
     from four.cli._batch import flags as batch_flags
-    from four.cli._flags import run_flags
+    from four.cli._settings import run_flags
 
     target = p.add_subparsers(dest="target", metavar="run|batch", required=True)
     for name, define, about in (

@@ -12,33 +12,6 @@ from four.cli._errors import UsageError
 SAID_SKIPPED = 5
 
 
-def flags(p: argparse.ArgumentParser) -> None:
-    from four.cli._flags import number, read_flags
-
-    p.add_argument("format", choices=["otel"], help="otel: OpenTelemetry traces over OTLP/HTTP")
-    p.add_argument("runs", metavar="RUN", nargs="+", help="trajectory files or folders of runs")
-    p.add_argument(
-        "--endpoint",
-        metavar="URL",
-        help="the OTLP/HTTP receiver, e.g. http://127.0.0.1:4318 [OTEL_EXPORTER_OTLP_ENDPOINT]",
-    )
-    p.add_argument(
-        "--content",
-        action="store_true",
-        help="message contents in the spans, as the trajectory holds them "
-        "[OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT]",
-    )
-    p.add_argument(
-        "--timeout",
-        type=number,
-        default=60.0,
-        metavar="SECONDS",
-        help="how long to wait at most for the receiver to take the spans [60]",
-    )
-    read_flags(p)
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
-
-
 def main(args: argparse.Namespace) -> int:
     """Send the runs; 0 when the receiver took every span, 1 otherwise (or no run)."""
     import importlib.util

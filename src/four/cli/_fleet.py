@@ -11,20 +11,6 @@ from four.cli._errors import UsageError
 from four.cli._remote import local_paths
 
 
-def flags(p: argparse.ArgumentParser) -> None:
-    from four.cli._flags import number
-
-    p.add_argument("paths", metavar="DIR", nargs="+")
-    p.add_argument(
-        "--stall",
-        type=number,
-        default=900.0,
-        metavar="SECONDS",
-        help="an unsealed run with nothing recorded for this long counts as stalled [900]",
-    )
-    p.add_argument("--json", action="store_true", help="print the folders as JSON")
-
-
 def main(args: argparse.Namespace) -> int:
     """Print the page (or JSON); 0, or 2 for a path that is not a folder."""
     from four.cli._terminal import visible

@@ -8,10 +8,6 @@ import argparse
 from four.cli._errors import UsageError
 
 
-def flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("key", metavar="KEY", help="where to write the private key (KEY.pub: public)")
-
-
 def main(args: argparse.Namespace) -> int:
     """Write KEY (private, mode 0600) and KEY.pub; never over an existing file."""
     from four.trajectory._sign import SigningError, SigningKey, write_key_pair

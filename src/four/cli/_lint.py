@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 def flags(p: argparse.ArgumentParser) -> None:
     """``four lint``'s flags."""
-    from four.cli._flags import env_flags
+    from four.cli._settings import env_flags
     from four.domains import domain_names
 
     p.add_argument(

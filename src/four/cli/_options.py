@@ -110,8 +110,7 @@ class RunOptions:
 
 
 def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
-    """Combine flags, ``FOUR_*`` variables and defaults; a missing or bad value is a
-    ``UsageError``."""
+    """Flags over ``FOUR_*`` variables over defaults; a missing or bad value: ``UsageError``."""
     if args.task is None:
         raise UsageError("give TASK (or --resume TRAJ to continue a run)")
     task = str(args.task)

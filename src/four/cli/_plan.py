@@ -21,7 +21,7 @@ MAX_MISSION = 64 << 10
 
 def flags(p: argparse.ArgumentParser) -> None:
     """``four plan``'s flags."""
-    from four.cli._flags import agent_flags, number, output_flags, positive_int
+    from four.cli._settings import agent_flags, number, output_flags, positive_int
 
     p.add_argument(
         "mission", metavar="MISSION", nargs="?", help="what the launch is for; '-' reads stdin"

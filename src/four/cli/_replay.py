@@ -186,26 +186,6 @@ def _replay_workspace(
     return replace(where, workspace=copy)
 
 
-def flags(p: argparse.ArgumentParser) -> None:
-    from four.cli._flags import env_flags, output_flags, read_flags
-
-    p.add_argument("trajectory", metavar="TRAJ")
-    read_flags(p)
-    env_flags(p)
-    p.add_argument("-o", "--output-dir", help="keep the replayed trajectory in this folder")
-    p.add_argument(
-        "--check",
-        metavar="CMD",
-        help="judge submissions with CMD, as `four run --check` (default: as recorded)",
-    )
-    p.add_argument(
-        "--toolcalls",
-        action=argparse.BooleanOptionalAction,
-        help="parse the turns as tool calls (default: as recorded)",
-    )
-    output_flags(p, "the comparison", "the final line")
-
-
 def main(args: argparse.Namespace) -> int:
     """Replay ``args.trajectory``; 0 when every observation matches, 1 when one differs."""
     from four import run

@@ -35,7 +35,6 @@ from four.cli._build import (
     with_preview,
 )
 from four.cli._errors import UsageError
-from four.cli._flags import run_flags
 from four.cli._format import seconds, tokens
 from four.cli._options import (
     RunOptions,
@@ -49,13 +48,11 @@ from four.cli._options import (
     signing_key,
     workspace,
 )
+from four.domains import Domain
 
 if TYPE_CHECKING:
-    from four.domains import Domain
     from four.search import Attempt, Member, Search
     from four.trajectory._sign import SigningKey
-
-flags = run_flags  # shared with four doctor run
 
 
 def main(args: argparse.Namespace) -> int:
@@ -132,8 +129,7 @@ def main(args: argparse.Namespace) -> int:
 def _resumed(
     args: argparse.Namespace,
 ) -> tuple[RunOptions, tuple[Message, ...], dict[str, JSON]]:
-    """The options, history and extra record of a new attempt at the run ``--resume``
-    names."""
+    """The options, history and extra record of a new attempt at the run ``--resume`` names."""
     if args.task is not None:
         raise UsageError("--resume takes the task from the trajectory: give no TASK")
     sign = getattr(args, "sign", None) or env.get("FOUR_SIGNING_KEY")

@@ -21,25 +21,6 @@ SHOWN_STEPS = 100
 any length is shown in time and memory that follow what is printed."""
 
 
-def flags(p: argparse.ArgumentParser) -> None:
-    from four.cli._flags import positive_int, read_flags
-
-    p.add_argument("trajectory", metavar="TRAJ")
-    p.add_argument("--full", action="store_true", help="fold nothing")
-    p.add_argument(
-        "--lines", type=positive_int, default=16, help="fold outputs longer than this [16]"
-    )
-    p.add_argument("--step", type=positive_int, help="only this step (1-based)")
-    p.add_argument("--system", action="store_true", help="also print the system prompt")
-    p.add_argument(
-        "--all",
-        action="store_true",
-        help="print every step of a long run (by default, a run of more than 100 steps "
-        "shows its first and last 50)",
-    )
-    read_flags(p)
-
-
 def main(args: argparse.Namespace) -> int:
     """Print the run in ``args.trajectory``; 0 when it was read, 2 when it was not."""
 

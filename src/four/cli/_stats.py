@@ -132,15 +132,6 @@ SAID_SKIPPED = 10
 """Skipped files named on standard error, at most (then how many more)."""
 
 
-def flags(p: argparse.ArgumentParser) -> None:
-    from four.cli._flags import positive_int, read_flags
-
-    p.add_argument("paths", metavar="DIR", nargs="+")
-    p.add_argument("--top", type=positive_int, default=5, help="rows in each top list [5]")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
-    read_flags(p)
-
-
 def main(args: argparse.Namespace) -> int:
     """Print the summary of the runs under ``args.paths``; 1 when there were none. Each
     file skipped is named, with why, on standard error."""

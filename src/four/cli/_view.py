@@ -34,14 +34,6 @@ OPEN_LINES = 20
 OPEN_CHARS = 2500
 
 
-def flags(p: argparse.ArgumentParser) -> None:
-    from four.cli._flags import read_flags
-
-    p.add_argument("trajectory", metavar="TRAJ")
-    p.add_argument("-o", "--output", help="the page to write (default: TRAJ with .html)")
-    read_flags(p)
-
-
 def main(args: argparse.Namespace) -> int:
     """Write the page for ``args.trajectory`` and print its path."""
     source = Path(str(args.trajectory))
