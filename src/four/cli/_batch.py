@@ -199,8 +199,8 @@ class CommandRun(_Command):
 @dataclass(frozen=True, slots=True)
 class AsyncCommandRun(_Command):
     """The ``make_run`` of ``four batch --processes``: the same agent under ``four.arun``,
-    its model call and ``--env local``/``persistent`` awaited (``awaited_invoke``, ``awaited_env``);
-    the rest runs in worker threads."""
+    its model call and ``--env local``/``persistent`` awaited (``awaited_invoke``,
+    ``awaited_env``); the rest runs in worker threads."""
 
     async def __call__(self, ctx: RunContext) -> Path:
         from four import arun
