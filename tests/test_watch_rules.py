@@ -292,7 +292,7 @@ def test_signed_heartbeats_and_sealing_a_signed_stream_needs_its_key(tmp_path: P
 def test_a_new_attempt_gets_the_steps_and_time_its_predecessor_left(tmp_path: Path) -> None:
     from four.cli import build_parser
     from four.cli._options import RunOptions, options
-    from four.cli._resume import INTERRUPTED, options_of, resumed
+    from four.cli._run import INTERRUPTED, options_of, resumed
 
     argv = ["run", "t", "-m", "m", "--max-steps", "10", "--timeout", "100", "--cwd", str(tmp_path)]
     settings = {**options(build_parser().parse_args(argv), tty=False).record(), "attempt": 2}
@@ -326,7 +326,7 @@ def test_a_run_of_a_program_of_ones_own_is_never_acted_on(tmp_path: Path) -> Non
 
 def test_a_resumed_history_answers_each_call_the_stopped_run_left_open() -> None:
     from four._types import ToolCall, ToolResult
-    from four.cli._resume import INTERRUPTED, closed
+    from four.cli._run import INTERRUPTED, closed
 
     calls = (ToolCall("c1", "bash", '{"command": "ls"}'), ToolCall("c2", "bash", "{}"))
     turn = Assistant("", tool_calls=calls)

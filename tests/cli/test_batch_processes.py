@@ -69,7 +69,7 @@ def test_the_async_make_run_awaits_the_model_and_the_environment(tmp_path: Path)
     import asyncio
 
     from four.batch import Item, RunContext
-    from four.cli._awaited import awaited_env, awaited_invoke
+    from four.cli._batch import awaited_env, awaited_invoke
 
     make_run = pickle.loads(pickle.dumps(_command(tmp_path)))
     assert isinstance(make_run, AsyncCommandRun)

@@ -61,6 +61,33 @@ def test_bad_flag_exits_2() -> None:
     assert "negative" in done.stderr
 
 
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["show", "--lines", "0", "x.json"],
+        ["show", "--step", "0", "x.json"],
+        ["stats", "--top", "0", "runs"],
+        ["run", "--max-steps", "0", "task"],
+        ["run", "--attempts", "0", "task"],
+        ["batch", "-w", "0", "tasks.jsonl"],
+    ],
+)
+def test_a_count_of_zero_is_refused_in_one_line(
+    words: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        build_parser(words[0]).parse_args(words)
+    assert exited.value.code == 2
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last.startswith(f"four {words[0]}: error: argument ") and words[1] in last
+    assert last.endswith(": must be at least 1, not 0")
+
+
+def test_zero_is_a_count_where_it_means_something() -> None:
+    args = build_parser("run").parse_args(["run", "--max-format-errors", "0", "--seed", "0", "t"])
+    assert (args.max_format_errors, args.seed) == (0, 0)
+
+
 def test_unreadable_trajectory_is_a_usage_error() -> None:
     done = cli("show", "no/such/file.json")
     assert done.returncode == 2

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from four.cli._resume import INTERRUPTED
+from four.cli._run import INTERRUPTED
 from four.trajectory._driver import process_start
 from tests._server import CHAT, LoopbackServer, chat
 from tests.cli._runs import SUBMIT, cli, cli_env

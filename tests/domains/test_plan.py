@@ -345,7 +345,7 @@ def test_v1_never_takes_the_models_word_for_a_plan() -> None:
 def test_four_toml_fills_only_the_flags_not_given(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from four.cli._batch import batch_flags
+    from four.cli._batch import flags as batch_flags
     from four.cli._launchfile import apply_settings
     from tests.batch._agents import batch_args
 

@@ -247,7 +247,7 @@ def test_anthropic_is_sent_a_temperature_but_no_seed(server: LoopbackServer) -> 
 
 
 def test_awaited_under_arun(server: LoopbackServer, tmp_path: Path) -> None:
-    from four.cli._awaited import awaited_invoke
+    from four.cli._batch import awaited_invoke
 
     server.push(chat(LS), chat(LS), chat(CAT), chat(DONE))
     plain = cycle_breaking_invoke(model(server, temperature=0))

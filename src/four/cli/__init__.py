@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from four._checked import checked
 from four.cli import _settings as env
 from four.cli._errors import UsageError
-from four.cli._flags import env_flags, number, output_flags, positive_int, run_flags
+from four.cli._settings import env_flags, number, output_flags, positive_int, run_flags
 from four.cli._signals import INTERRUPTED, install
 
 __all__ = ["UsageError", "build_parser", "main"]
@@ -155,11 +155,11 @@ def _fleet_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the folders as JSON")
 
 
-def _flags(module: str, name: str = "flags") -> Callable[[argparse.ArgumentParser], None]:
+def _flags(module: str) -> Callable[[argparse.ArgumentParser], None]:
     """The flags ``four.cli.MODULE`` defines, imported only when its command is chosen."""
 
     def define(p: argparse.ArgumentParser) -> None:
-        getattr(importlib.import_module(f"four.cli.{module}"), name)(p)
+        importlib.import_module(f"four.cli.{module}").flags(p)
 
     return define
 
@@ -225,7 +225,7 @@ _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]]
         "run an agent on every task of a JSON Lines file, many at once",
         "Run `four run`'s agent on each task of TASKS, --workers at a time, a line per "
         "finished task in DIR/manifest.jsonl, skipped when run again (docs/batch.md).",
-        _flags("_batch", "batch_flags"),
+        _flags("_batch"),
     ),
     "doctor": (
         "check a run or a batch before it starts: GO, WARN or NO-GO",

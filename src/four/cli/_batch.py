@@ -15,7 +15,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, TypeVar
 
-from four._types import JSON
+from four._types import JSON, AsyncExecute, AsyncInvoke, Execute, Invoke
+from four.cli import _settings as env
 from four.cli._errors import UsageError
 
 if TYPE_CHECKING:  # only argparse is needed to define the flags (four --help)
@@ -23,7 +24,7 @@ if TYPE_CHECKING:  # only argparse is needed to define the flags (four --help)
 
     from rich.live import Live
 
-    from four._types import AsyncExecute, AsyncInvoke, Execute, Invoke, Recorder
+    from four._types import Recorder
     from four.batch._attempt import MakeRun, RunContext
     from four.batch._batch import Progress
     from four.batch._items import Item
@@ -38,19 +39,17 @@ DEFAULT_WORKERS = 8
 DEFAULT_STALL = 900.0
 
 
-def batch_flags(p: argparse.ArgumentParser) -> None:
+def flags(p: argparse.ArgumentParser) -> None:
     """Define the flags of ``four batch`` on ``p`` (the subcommand's parser)."""
-    from four.cli._flags import agent_flags, budget_flags, number, output_flags, positive_int
-
     p.add_argument("tasks", metavar="TASKS", help="JSON Lines file: {id, task, ...} per line")
-    agent_flags(p)
+    env.agent_flags(p)
     p.add_argument(
-        "-w", "--workers", type=positive_int,
+        "-w", "--workers", type=env.positive_int,
         help=f"runs at once [FOUR_WORKERS, {DEFAULT_WORKERS}]",
     )  # fmt: skip
     p.add_argument(
         "--processes",
-        type=positive_int,
+        type=env.count,  # 0: refused by batch_options in one line, as FOUR_PROCESSES=0
         metavar="N",
         help="run the tasks as async tasks over N processes (1: this one), for thousands "
         "at once [FOUR_PROCESSES, threads]",
@@ -71,30 +70,30 @@ def batch_flags(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="allow -o inside the workspace, where the agents' commands can read it",
     )
-    budget_flags(p)
+    env.budget_flags(p)
     p.add_argument(
         "--stall-timeout",
-        type=number,
+        type=env.number,
         metavar="SECONDS",
         help=f"end a run stalled after this long with no step; 0 = never "
         f"[FOUR_STALL_TIMEOUT, {DEFAULT_STALL:g}]",
     )
     p.add_argument(
         "--batch-cost-limit",
-        type=number,
+        type=env.number,
         metavar="USD",
         help="USD for the whole batch, earlier invocations included [none]",
     )
     p.add_argument(
         "--batch-timeout",
-        type=number,
+        type=env.number,
         metavar="SECONDS",
         help="wall-clock limit of this invocation [none]",
     )
     p.add_argument(
         "--redo", action="store_true", help="run every task again, finished ones included"
     )
-    output_flags(p, "the summary", "the summary line")
+    env.output_flags(p, "the summary", "the summary line")
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +162,6 @@ class _Command:
         agent; for an ``attempt``, within the search's budget and linked to it."""
         import inspect
 
-        from four.cli._awaited import awaited_env, awaited_invoke
         from four.cli._build import traced
 
         a = self.agent(ctx, attempt)
@@ -201,8 +199,8 @@ class CommandRun(_Command):
 @dataclass(frozen=True, slots=True)
 class AsyncCommandRun(_Command):
     """The ``make_run`` of ``four batch --processes``: the same agent under ``four.arun``,
-    its model call and ``--env local``/``persistent`` awaited (see ``four.cli._awaited``);
-    the rest runs in worker threads."""
+    its model call and ``--env local``/``persistent`` awaited (``awaited_invoke``,
+    ``awaited_env``); the rest runs in worker threads."""
 
     async def __call__(self, ctx: RunContext) -> Path:
         from four import arun
@@ -212,6 +210,62 @@ class AsyncCommandRun(_Command):
             return _result(await search.arun(lambda a: self.ran(ctx, a, arun)), ctx.id)
         path: Path = await self.ran(ctx, None, arun)
         return path
+
+
+def awaited_invoke(G: Invoke) -> AsyncInvoke | None:
+    """G awaited, with the same wrappers and settings, or None.
+
+    >>> from four.invoke import budget_invoke, litellm_invoke, retry_invoke
+    >>> awaited_invoke(budget_invoke(retry_invoke(litellm_invoke("m")), cost_limit=1.0))
+    ... # doctest: +ELLIPSIS
+    AsyncBudgetInvoke(budget=BudgetInvoke(...), G=AsyncRetryInvoke(...))
+    """
+    from four.invoke import (
+        AsyncLitellmInvoke,
+        BudgetInvoke,
+        CycleBreakingInvoke,
+        LitellmInvoke,
+        RetryInvoke,
+    )
+    from four.invoke._budget import AsyncBudgetInvoke
+    from four.invoke._cycles import AsyncCycleBreakingInvoke
+    from four.invoke._retry import AsyncRetryInvoke
+
+    if type(G) is LitellmInvoke:
+        return AsyncLitellmInvoke(G)
+    if isinstance(G, BudgetInvoke | RetryInvoke | CycleBreakingInvoke):
+        inner = awaited_invoke(G.G)
+        if inner is None:
+            return None
+        if isinstance(G, BudgetInvoke):
+            return AsyncBudgetInvoke(G, inner)
+        if isinstance(G, CycleBreakingInvoke):
+            return AsyncCycleBreakingInvoke(G, inner)
+        return AsyncRetryInvoke(G, inner)
+    return None
+
+
+def awaited_env(V2: Execute) -> AsyncExecute | None:
+    """V2 awaited, with the same settings (not started yet), or None.
+
+    >>> from four.execute import local_env, note_repeats
+    >>> type(awaited_env(note_repeats(local_env()))).__name__
+    'AsyncNoteRepeats'
+    """
+    from four.execute import NoteRepeats
+    from four.execute._async import AsyncLocalEnv, AsyncShellEnv
+    from four.execute._local import LocalEnv
+    from four.execute._repeats import AsyncNoteRepeats
+    from four.execute._shell import ShellEnv
+
+    if type(V2) is LocalEnv:
+        return AsyncLocalEnv(V2)
+    if type(V2) is ShellEnv:  # its shell, read on the event loop
+        return AsyncShellEnv(V2)
+    if isinstance(V2, NoteRepeats):
+        inner = awaited_env(V2.inner)
+        return None if inner is None else AsyncNoteRepeats(V2, inner)
+    return None
 
 
 def _result(search: Search[Path], item: str) -> Path:
@@ -247,7 +301,6 @@ class BatchOptions:
 
 def batch_options(args: argparse.Namespace) -> BatchOptions:
     """Flags over ``FOUR_*`` variables over defaults."""
-    from four.cli import _settings as env
     from four.trajectory._destination import Remote, is_url
 
     workers = env.over(args.workers, "FOUR_WORKERS", 0)
@@ -314,11 +367,17 @@ def batch_command(args: argparse.Namespace) -> int:
     from four.batch._pool import AsyncPool, RayPool, ThreadPool
     from four.cli._build import load_domain, make_check, sigterm_interrupts, system_prompt
     from four.cli._launchfile import apply_settings, check_items, resolve_items
-    from four.cli._options import api_key, guard_output, options
-    from four.cli._preflight import output_folder, prompt_fits, resolve
+    from four.cli._options import (
+        api_key,
+        guard_output,
+        options,
+        output_folder,
+        prompt_fits,
+        resolve,
+    )
     from four.cli._remote import reachable
 
-    settings = apply_settings(args, Path(args.tasks), batch_flags)  # the launch's four.toml, if any
+    settings = apply_settings(args, Path(args.tasks), flags)  # the launch's four.toml, if any
     batch = batch_options(args)
     items = resolve_items(read_tasks(batch.tasks), batch.tasks)
     if not items:

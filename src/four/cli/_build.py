@@ -23,7 +23,7 @@ from four.cli import _mcp
 from four.cli._errors import UsageError
 from four.cli._format import cost, fold, seconds, succeeded, tokens
 from four.cli._live import Display, Recording, Watched, WatchedEnv, components
-from four.cli._options import RunOptions, local_settings, workspace
+from four.cli._options import RunOptions, held_out, local_settings, refuse, workspace
 from four.cli._terminal import visible
 from four.domains import Domain, DomainError, DomainSetup, get_domain
 from four.trajectory._load import load_head
@@ -173,7 +173,6 @@ def prepare(
     run could not be judged), ``cli`` recorded by ``emit`` (the domain's, unless given).
     ``sampling`` (an attempt's temperature and seed) goes with every request; a hosted
     model that takes no seed has it dropped."""
-    from four.cli._preflight import held_out, refuse
     from four.invoke import (
         budget_invoke,
         cycle_breaking_invoke,
@@ -249,7 +248,6 @@ def make_check(opts: RunOptions) -> Verify | None:
         return None
     from four.checks import command_check, verify
     from four.checks._feedback import feedback_level
-    from four.cli._preflight import held_out
 
     files = {f"{place}/": folder for place, folder in held_out(opts.check_files).items()}
     try:

@@ -19,8 +19,8 @@ from four.observe._doctor import Budget, Plan, examine
 def flags(p: argparse.ArgumentParser) -> None:
     """``four doctor``'s flags: those of ``four run`` or ``four batch``, and ``--probe``."""
     from four.cli import _COMMANDS
-    from four.cli._batch import batch_flags
-    from four.cli._flags import run_flags
+    from four.cli._batch import flags as batch_flags
+    from four.cli._settings import run_flags
 
     target = p.add_subparsers(dest="target", metavar="run|batch", required=True)
     for name, define, about in (
@@ -87,8 +87,7 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, Invoke | None, str, str | Non
     """What the command line would run, read by ``four run``'s and ``four batch``'s own
     code; the model call for ``--probe``; the table's title; a batch's Ray address."""
     from four.cli._build import load_domain, system_prompt
-    from four.cli._options import api_key, local_settings, options
-    from four.cli._preflight import held_out, hosted_name
+    from four.cli._options import api_key, held_out, hosted_name, local_settings, options
     from four.domains._bash import environment
     from four.invoke._local import DEFAULT_CTX
 
@@ -97,7 +96,8 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, Invoke | None, str, str | Non
     if args.target == "batch":
         from pathlib import Path
 
-        from four.cli._batch import batch_flags, batch_options, read_tasks
+        from four.cli._batch import batch_options, read_tasks
+        from four.cli._batch import flags as batch_flags
         from four.cli._launchfile import apply_settings
 
         apply_settings(args, Path(args.tasks), batch_flags)  # the launch's four.toml, as four batch

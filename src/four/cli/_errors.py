@@ -4,7 +4,5 @@ from __future__ import annotations
 
 
 class UsageError(Exception):
-    """A mistake in how ``four`` was called: bad flags, a missing key, an unknown model.
-
-    ``four`` prints the message and exits with status 2.
-    """
+    """A mistake in how ``four`` was called (bad flags, a missing key, an unknown model):
+    ``four`` prints the message and exits with status 2."""

@@ -27,10 +27,9 @@ _FIXED = frozenset({"tasks", "help", "redo", "quiet", "json", "check_files", "ou
 def apply_settings(
     args: argparse.Namespace, tasks: Path, flags: Callable[[argparse.ArgumentParser], None]
 ) -> Path | None:
-    """Fill the flags not given on the command line from ``four.toml`` beside ``tasks``
-    (``flags`` defines ``four batch``'s);
-    the file read (None: there is none). A key that is no flag of ``four batch``, or a
-    value it does not take, is a ``UsageError`` naming the file."""
+    """Fill the flags not given on the command line (``flags`` defines ``four batch``'s)
+    from ``four.toml`` beside ``tasks``; the file read (None: there is none). A key that is
+    no flag of ``four batch``, or a value it does not take, is a ``UsageError`` naming it."""
     path = tasks.parent / "four.toml"
     if not path.is_file():
         return None

@@ -4,6 +4,7 @@ run, against the real interfaces of the tools (``four.observe._lint``)."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from typing import TYPE_CHECKING
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 
 def flags(p: argparse.ArgumentParser) -> None:
     """``four lint``'s flags."""
-    from four.cli._flags import env_flags
+    from four.cli._settings import env_flags
     from four.domains import domain_names
 
     p.add_argument(
@@ -82,9 +83,7 @@ def main(args: argparse.Namespace) -> int:
         tools.close()
     problems = [f for f in found if f.problem]
     if args.json:
-        rows = [{"source": f.source, "line": f.line, "kind": f.kind, "command": f.command,
-                 "word": f.word, "nearest": list(f.nearest), "detail": f.detail,
-                 "text": str(f)} for f in found]  # fmt: skip
+        rows = [{**dataclasses.asdict(f), "text": str(f)} for f in found]
         print(json.dumps({"findings": rows, "problems": len(problems)}, indent=2))
         return 1 if problems else 0
     for finding in found:

@@ -214,10 +214,8 @@ class Watched:
 
 @dataclass(frozen=True, slots=True)
 class WatchedEnv:
-    """V2 that tells a display each command, its return code and its duration.
-
-    It closes the environment it wraps, so ``run`` still releases shells and containers.
-    """
+    """V2 that tells a display each command, its return code and its duration; it closes
+    the environment it wraps, so ``run`` still releases shells and containers."""
 
     inner: Execute
     display: Display = field(repr=False)

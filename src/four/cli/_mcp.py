@@ -21,26 +21,6 @@ if TYPE_CHECKING:
 EXTRA = "the MCP extra is not installed: pip install 'four-loop[mcp]'"
 
 
-def run_flags(p: argparse.ArgumentParser) -> None:
-    """``four run``'s MCP flags."""
-    p.add_argument(
-        "--mcp",
-        metavar="CMD|URL",
-        action="append",
-        default=[],
-        help="an MCP server whose tools the agent gets beside the shell: a command or an "
-        "http(s) URL (repeatable; docs/mcp.md)",
-    )
-    p.add_argument(
-        "--mcp-env",
-        metavar="NAME",
-        action="append",
-        default=[],
-        help="a variable passed to the --mcp servers even if it looks secret, e.g. "
-        "GITHUB_TOKEN (repeatable)",
-    )
-
-
 def start(servers: Sequence[str], inherit: Sequence[str], shell: Execute) -> McpEnv:
     """The run's MCP servers started, with ``shell`` for every other action; a server
     that cannot start is a usage error (the shell is closed then)."""

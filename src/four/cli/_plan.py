@@ -21,7 +21,7 @@ MAX_MISSION = 64 << 10
 
 def flags(p: argparse.ArgumentParser) -> None:
     """``four plan``'s flags."""
-    from four.cli._flags import agent_flags, number, output_flags, positive_int
+    from four.cli._settings import agent_flags, number, output_flags, positive_int
 
     p.add_argument(
         "mission", metavar="MISSION", nargs="?", help="what the launch is for; '-' reads stdin"
@@ -106,8 +106,15 @@ def _mission(given: str | None) -> str:
 def _launch(args: argparse.Namespace) -> tuple[Launch, Invoke]:
     """The launch's settings and the planning model, checked before the first call."""
     from four.cli import _settings as env
-    from four.cli._options import api_key, local_model, local_settings
-    from four.cli._preflight import local_ready, output_folder, refuse, resolve
+    from four.cli._options import (
+        api_key,
+        local_model,
+        local_ready,
+        local_settings,
+        output_folder,
+        refuse,
+        resolve,
+    )
     from four.domains._bash import environment as make_env
     from four.domains._host import inside
     from four.domains.plan import Launch, plan_parse

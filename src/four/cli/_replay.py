@@ -208,7 +208,7 @@ def main(args: argparse.Namespace) -> int:
     display = Display(mode, title="replay", model_lines=False)
     keep = args.output_dir
     if keep:
-        from four.cli._preflight import output_folder
+        from four.cli._options import output_folder
 
         output_folder(keep)  # before anything runs
     with tempfile.TemporaryDirectory(prefix="four-replay-") as scratch:

@@ -141,8 +141,7 @@ def held() -> Iterator[None]:
 def kept() -> Iterator[None]:
     """Within (a model call, a command): a Ctrl-C that a library swallowed is raised again
     as the block ends. pydantic turned one into a ``SchemaError`` as litellm built its
-    models on the first call, and the run ended ``model_error`` instead of ``interrupted``.
-    """
+    models on the first call, and the run ended ``model_error`` instead of ``interrupted``."""
     current = installed()
     before = current.received if current is not None else 0
     yield

@@ -37,8 +37,7 @@ def flags(p: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from four.cli._build import load_domain
-    from four.cli._options import api_key, default_output_dir
-    from four.cli._preflight import resolve
+    from four.cli._options import api_key, default_output_dir, resolve
     from four.invoke import budget_invoke, litellm_invoke, retry_invoke
     from four.spokes import name_problem, new_spoke
     from four.types import Invoke

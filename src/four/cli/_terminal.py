@@ -79,11 +79,9 @@ def guarded() -> Iterator[None]:
 
 
 def console(stream: IO[str] | None = None, **options: Any) -> Console:
-    """A rich console on ``stream`` (stdout by default) that shows control characters.
-
-    Every text segment it renders passes ``visible``; its own styles and cursor moves
-    (control segments) are the only escapes it writes.
-    """
+    """A rich console on ``stream`` (stdout by default) that shows control characters: every
+    text segment it renders passes ``visible``; its own styles and cursor moves (control
+    segments) are the only escapes it writes."""
     stream = stream if stream is not None else sys.stdout
     raw = stream.raw if isinstance(stream, VisibleStream) else stream  # (its own styles pass)
     return _visible_console()(file=raw, **options)
