@@ -240,18 +240,11 @@ class CycleBreakingInvoke(Checked):
         sampled = G if isinstance(G, Sampled) else None
         return to_end(_broken(self, G, sampled, messages, _called), "a plain G waited")
 
-
-@dataclass(frozen=True, slots=True)
-class AsyncCycleBreakingInvoke:
-    """``breaker``'s rules over an async G (``alitellm_invoke``), for ``arun``;
-    ``breaker.G`` is not called."""
-
-    breaker: CycleBreakingInvoke
-    G: AsyncInvoke
-
-    async def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
-        sampled = self.G if isinstance(self.G, _Resampled) else None
-        return await _broken(self.breaker, self.G, sampled, messages, _awaited)
+    async def around(
+        self, G: AsyncInvoke, messages: Sequence[Message], /
+    ) -> Result[Reply, ModelError]:
+        sampled = G if isinstance(G, _Resampled) else None
+        return await _broken(self, G, sampled, messages, _awaited)
 
 
 async def _called(G: Invoke, messages: Sequence[Message]) -> Drawn:
