@@ -26,11 +26,11 @@ from four.parse._regex import (
     DEFAULT_TAGS,
     Block,
     Parsed,
+    Rules,
     _command,
     _lowered,
     fenced_blocks,
     finish_rule,
-    no_action,
     text_only,
 )
 from four.parse._shapes import (
@@ -151,7 +151,7 @@ def path_of(line: str) -> str | None:
 
 
 @dataclass(frozen=True, slots=True)
-class EditParse(Checked):
+class EditParse(Rules):
     """V1 for file edits and shell commands. See ``edit_parse``."""
 
     tags: tuple[str, ...] = DEFAULT_TAGS
@@ -159,7 +159,6 @@ class EditParse(Checked):
     exit_signal: str = EXIT_SIGNAL
 
     def expected(self) -> str:
-        """The reply formats, as the model is told them after a format error."""
         return (
             "To write a whole file, put its path alone on a line, then a fenced block with "
             "the file's full content:\n\n"
@@ -173,9 +172,6 @@ class EditParse(Checked):
             "none) before its commands run. "
             + finish_rule(self.exit_signal, self.finish_on_plain_text)
         )
-
-    def _error(self, problem: str) -> FormatError:
-        return FormatError(f"{problem}\n\n{self.expected()}")
 
     def grammar(self) -> Grammar:
         """The replies the built-in model is held to (see ``Constrained``; docs/search.md):
@@ -238,17 +234,15 @@ class EditParse(Checked):
             path = _heading(lines, block, previous_end)
             previous_end = block.last
             if not block.closed:
-                return Failure(
-                    self._error(
-                        f"The block that opens on line {block.line} is never closed "
-                        "(no line with only ``` after it), so nothing was done."
-                    )
+                return self.error(
+                    f"The block that opens on line {block.line} is never closed "
+                    "(no line with only ``` after it), so nothing was done."
                 )
             body_lines = block.body.split("\n")
             if any(_SEARCH.match(line) for line in body_lines):
                 parsed = _search_replace(body_lines, path, block.line)
                 if isinstance(parsed, str):
-                    return Failure(self._error(parsed))
+                    return self.error(parsed)
                 edits.extend(parsed)
             elif path is not None:
                 newline = "\n" if block.body and not block.body.endswith("\n") else ""
@@ -256,9 +250,7 @@ class EditParse(Checked):
             elif block.tag in tags and block.body.strip():
                 commands.append(_command(block))
             elif block.tag in tags:
-                return Failure(
-                    self._error(f"The ```{block.tag} block on line {block.line} is empty.")
-                )
+                return self.error(f"The ```{block.tag} block on line {block.line} is empty.")
         actions: list[Action | Rejected] = [EditAction(edits=tuple(edits))] if edits else []
         actions.extend(Action(command) for command in commands)
         if actions:
@@ -266,15 +258,7 @@ class EditParse(Checked):
         problem = "Your reply has no file edit and no ```bash block, so nothing was done."
         if first := next((b for b in blocks if b.body.strip()), None):  # a block left unused
             problem = f"The ```{first.tag or ''} block on line {first.line} {_NO_FILE}."
-        return no_action(
-            content,
-            self.exit_signal,
-            self.finish_on_plain_text and not reply.tool_calls,  # a tool call is no answer
-            blocks,
-            problem,
-            self.expected(),
-            _NO_FILE,
-        )
+        return self.no_action(reply, blocks, problem, _NO_FILE)
 
 
 def _heading(lines: Sequence[str], block: Block, previous_end: int) -> str | None:

@@ -181,6 +181,28 @@ def no_action(
     return Failure(FormatError(f"{problem}\n\n{expected}"))
 
 
+class Rules(Checked):
+    """What the parsers share: a format error's feedback ends with the reply format
+    (``expected``), and a reply with no action follows the completion rule."""
+
+    __slots__ = ()
+    exit_signal: str
+    finish_on_plain_text: bool
+
+    def expected(self) -> str:
+        """The reply format, as the model is told it after a format error."""
+        raise NotImplementedError
+
+    def error(self, problem: str) -> Failure[FormatError]:
+        return Failure(FormatError(f"{problem}\n\n{self.expected()}"))
+
+    def no_action(self, reply: Reply, blocks: Sequence[Block], problem: str, why: str) -> Parsed:
+        """``no_action`` for ``reply`` (with a tool call, plain text is no answer)."""
+        plain = self.finish_on_plain_text and not reply.tool_calls
+        expected = self.expected()
+        return no_action(reply.content, self.exit_signal, plain, blocks, problem, expected, why)
+
+
 def text_only(read: Parsed, reply: Reply, why: str) -> Parsed:
     """``read`` of a parser of text, each tool call of ``reply`` rejected with ``why``: a
     format error answers every call, a submission ends the turn."""
@@ -190,7 +212,7 @@ def text_only(read: Parsed, reply: Reply, why: str) -> Parsed:
 
 
 @dataclass(frozen=True, slots=True)
-class RegexParse(Checked):
+class RegexParse(Rules):
     """V1 for text replies. See ``regex_parse``."""
 
     tags: tuple[str, ...] = DEFAULT_TAGS
@@ -204,7 +226,6 @@ class RegexParse(Checked):
         return "bash" if "bash" in self.tags or not self.tags else self.tags[0]
 
     def expected(self) -> str:
-        """The reply format, as the model is told it after a format error."""
         tag = self._tag()
         count = "exactly one fenced block" if self.one_action else "one or more fenced blocks"
         return (
@@ -292,9 +313,6 @@ class RegexParse(Checked):
             return f"echo {signal}"
         return command
 
-    def _error(self, problem: str) -> FormatError:
-        return FormatError(f"{problem}\n\n{self.expected()}")
-
     @checked
     def __call__(self, reply: Reply, /) -> Parsed:
         return text_only(
@@ -311,32 +329,26 @@ class RegexParse(Checked):
         for block in blocks:
             if not block.closed and (block.tag in tags or block.body.strip()):
                 what = f"```{block.tag} block" if block.tag else "``` block"
-                return Failure(
-                    self._error(
-                        f"Your {what} that opens on line {block.line} is never closed "
-                        "(no line with only ``` after it), so nothing was run."
-                    )
+                return self.error(
+                    f"Your {what} that opens on line {block.line} is never closed "
+                    "(no line with only ``` after it), so nothing was run."
                 )
         shell = [b for b in blocks if b.tag in tags]
         if shell:
             commands = [self._meant(_command(b)) for b in shell]
             for block, command in zip(shell, commands, strict=True):
                 if not command.strip():
-                    return Failure(
-                        self._error(
-                            f"The ```{block.tag} block on line {block.line} is empty, "
-                            "so nothing was run."
-                        )
+                    return self.error(
+                        f"The ```{block.tag} block on line {block.line} is empty, "
+                        "so nothing was run."
                     )
             for block, command in zip(shell, commands, strict=True):
                 if (misused := self._misused_signal(block, command, len(shell) == 1)) is not None:
                     return Failure(FormatError(misused))
             if self.one_action and len(commands) > 1:
-                return Failure(
-                    self._error(
-                        f"Your reply has {len(commands)} shell blocks (on lines "
-                        f"{', '.join(str(b.line) for b in shell)}); nothing was run."
-                    )
+                return self.error(
+                    f"Your reply has {len(commands)} shell blocks (on lines "
+                    f"{', '.join(str(b.line) for b in shell)}); nothing was run."
                 )
             return Success([Action(command) for command in commands])
         if self.code_tags:
@@ -355,14 +367,8 @@ class RegexParse(Checked):
             )
         else:
             problem = f"Your reply has no fenced ```{tag} block, so nothing was run."
-        return no_action(
-            content,
-            self.exit_signal,
-            self.finish_on_plain_text and not reply.tool_calls,  # a tool call is no answer
-            blocks,
-            problem,
-            self.expected(),
-            f"is not a ```{tag} block, so it is never run",
+        return self.no_action(
+            reply, blocks, problem, f"is not a ```{tag} block, so it is never run"
         )
 
 
