@@ -37,15 +37,14 @@ from four.parse._shapes import (
     INDENT,
     NEWLINE,
     REST,
-    THOUGHT_LINES,
     alt,
     command,
     opt,
     prose,
+    root,
     seq,
     shell_tag,
     spaced,
-    thought,
 )
 
 _SEARCH = re.compile(r"^\s*<{5,9} ?SEARCH\s*$")
@@ -185,9 +184,7 @@ class EditParse(Rules):
         shell = shell_tag(self.tags)
         runs = () if shell is None else (opt(seq(NEWLINE, Ref("command"))),)
         files = seq(Ref("file"), Rep(seq(NEWLINE, Ref("file")), 0, MAX_EDITS - 1), *runs)
-        ends: list[Expr] = [alt(files, Ref("command")) if runs else files]
-        if self.exit_signal:
-            ends.append(Lit(self.exit_signal))
+        end = alt(files, Ref("command")) if runs else files
         tag = opt(alt(*(Lit(t) for t in FILE_TAGS if t not in tags)))
         segment = seq(Chars(_WORD), Rep(Chars(_WORD + "-")))
         folders = Rep(seq(segment, Lit("/")))
@@ -198,7 +195,7 @@ class EditParse(Rules):
             Lit("<<<<<<< SEARCH\n"), lines, Lit("=======\n"), lines, Lit(">>>>>>> REPLACE\n")
         )
         rules: list[tuple[str, Expr]] = [
-            ("root", seq(thought(THOUGHT_LINES, "sentence"), alt(*ends))),
+            root(self.exit_signal, end, line="sentence"),
             ("file", seq(
                 Ref("path"), Lit("\n```"), tag, NEWLINE, alt(Rep(edit, 1), lines), Lit("```")
             )),

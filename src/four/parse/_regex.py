@@ -15,10 +15,10 @@ from returns.result import Failure, Result, Success
 
 from four import _arguments as check
 from four._checked import checked
-from four._grammar import Alt, Expr, Grammar, Lit, Ref, Seq, grammar_of
+from four._grammar import Grammar, Ref, grammar_of
 from four._types import Action, Checked, FormatError, Rejected, Reply, Submitted
 from four.execute._output import EXIT_SIGNAL
-from four.parse._shapes import THOUGHT_LINES, command, prose, shell_tag, thought
+from four.parse._shapes import command, prose, root, shell_tag
 
 DEFAULT_TAGS: tuple[str, ...] = ("mswea_bash_command", "bash", "sh", "shell", "console", "zsh")
 """Info-string tags whose blocks are run (compared in lower case)."""
@@ -242,12 +242,10 @@ class RegexParse(Rules):
         root ::= prose{0,3} (command | "COMPLETE\\x5FTASK\\x5FAND\\x5FSUBMIT\\x5FFINAL\\x5FOUTPUT")
         """
         tag = shell_tag(self.tags)
-        ends: list[Expr] = [] if tag is None else [Ref("command")]
-        if self.exit_signal:
-            ends.append(Lit(self.exit_signal))
-        root = Seq((thought(THOUGHT_LINES), Alt(tuple(ends))))
-        commands = [] if tag is None else command(tag, self.exit_signal)
-        return grammar_of(("root", root), *prose(), *commands)
+        if tag is None:
+            return grammar_of(root(self.exit_signal), *prose())
+        commands = command(tag, self.exit_signal)
+        return grammar_of(root(self.exit_signal, Ref("command")), *prose(), *commands)
 
     def _misused_signal(self, block: Block, command: str, alone: bool) -> str | None:
         """Feedback for a block that cannot finish the way it means to, or None: one that

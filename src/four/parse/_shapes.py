@@ -70,6 +70,13 @@ def thought(lines: int, line: str = "prose") -> Expr:
     return Rep(Ref(line), 0, lines)
 
 
+def root(exit_signal: str, *ends: Expr, line: str = "prose") -> tuple[str, Expr]:
+    """``root``: a short thought (lines of the rule ``line``), then one of ``ends`` or
+    the exit signal alone."""
+    signal = [Lit(exit_signal)] if exit_signal else []
+    return ("root", Seq((thought(THOUGHT_LINES, line), Alt((*ends, *signal)))))
+
+
 def fenced(tag: str, body: str) -> Expr:
     """A fenced block tagged ``tag`` holding the rule ``body`` (lines ending in newlines)."""
     return Seq((Lit(f"```{tag}\n"), Ref(body), Lit("```")))

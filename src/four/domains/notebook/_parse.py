@@ -7,12 +7,12 @@ from dataclasses import dataclass
 
 from returns.result import Failure, Result, Success
 
-from four._grammar import Alt, Expr, Grammar, Lit, Ref, Rep, Seq, grammar_of
+from four._grammar import Grammar, Ref, Rep, Seq, grammar_of
 from four.domains.notebook._kernel import MARKDOWN
 from four.execute import EXIT_SIGNAL
 from four.parse import fenced_blocks
 from four.parse._regex import no_action
-from four.parse._shapes import NEWLINE, THOUGHT_LINES, body, fenced, plain_line, prose, thought
+from four.parse._shapes import NEWLINE, body, fenced, plain_line, prose, root
 from four.types import Action, FormatError, Rejected, Reply, Submitted
 
 PYTHON_TAGS = ("python", "py", "python3", "ipython", "ipython3")
@@ -45,12 +45,9 @@ class CellParse:
         >>> print(cell_parse().grammar().gbnf().splitlines()[0])
         root ::= prose{0,3} (cells | "COMPLETE\\x5FTASK\\x5FAND\\x5FSUBMIT\\x5FFINAL\\x5FOUTPUT")
         """
-        ends: list[Expr] = [Ref("cells")]
-        if self.exit_signal:
-            ends.append(Lit(self.exit_signal))
         cells = Seq((Ref("cell"), Rep(Seq((NEWLINE, Ref("cell"))), 0, MAX_CELLS - 1)))
         return grammar_of(
-            ("root", Seq((thought(THOUGHT_LINES), Alt(tuple(ends))))),
+            root(self.exit_signal, Ref("cells")),
             ("cells", cells),
             ("cell", fenced("python", "cell-body")),
             *body("cell-body", plain_line()),
