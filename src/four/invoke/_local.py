@@ -61,10 +61,6 @@ class LocalServer(Checked):
     def pid(self) -> int:
         return self.process.pid
 
-    @property
-    def running(self) -> bool:
-        return self.process.poll() is None
-
     def stop(self, timeout: float = 5.0) -> None:
         """End the server: close its lifeline, then kill it if it lingers."""
         for pipe in (self.process.stdin, self.process.stdout):
@@ -168,7 +164,7 @@ def shared_server(
     """The process's server for ``settings``: started on first use, again if it died."""
     with _lock:
         server = _servers.get(settings)
-        if server is not None and server.running:
+        if server is not None and server.process.poll() is None:  # running
             return Success(server)
         if server is not None:
             server.stop()
