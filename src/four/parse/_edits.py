@@ -150,7 +150,7 @@ def path_of(line: str) -> str | None:
 
 
 @dataclass(frozen=True, slots=True)
-class EditParse(Rules):
+class EditParse(Checked, Rules):
     """V1 for file edits and shell commands. See ``edit_parse``."""
 
     tags: tuple[str, ...] = DEFAULT_TAGS

@@ -141,53 +141,13 @@ def finish_rule(exit_signal: str, finish_on_plain_text: bool) -> str:
     return text + "."
 
 
-def no_action(
-    content: str,
-    exit_signal: str,
-    finish_on_plain_text: bool,
-    blocks: Sequence[Block],
-    problem: str,
-    expected: str,
-    why: str,
-) -> Parsed:
-    """Apply the completion rule to a reply with no action.
-
-    The feedback is ``problem`` (or "empty" for a blank reply), then ``expected``. The
-    first of ``blocks`` that holds something was not applied (``why`` says why): a reply
-    that submits beside it is a format error, or the model would believe its work done.
-    """
-    lines = content.splitlines()  # a line that is the exit signal submits the others
-    at = [i for i, line in enumerate(lines) if line.strip().strip("`").strip() == exit_signal]
-    submitted = (
-        "\n".join(lines[: at[0]] + lines[at[0] + 1 :]).strip() if exit_signal and at else None
-    )
-    kept = next((b for b in blocks if b.body.strip()), None)
-    if submitted is not None and kept is not None:
-        return Failure(
-            FormatError(
-                f"Your reply submits (the line {exit_signal}) but also holds a ```{kept.tag} "
-                f"block on line {kept.line}, which {why}: nothing was submitted. If that "
-                "block is work still to do, send it in a form that is applied and look at "
-                "the result; finish in a reply of its own, with no code block.\n\n"
-                f"{expected}"
-            )
-        )
-    if submitted is not None:
-        return Failure(Submitted(submitted))
-    if finish_on_plain_text and content.strip() and not blocks:
-        return Failure(Submitted(content.strip()))
-    if not content.strip():
-        problem = "Your reply was empty, so nothing was run."
-    return Failure(FormatError(f"{problem}\n\n{expected}"))
-
-
-class Rules(Checked):
+class Rules:
     """What the parsers share: a format error's feedback ends with the reply format
     (``expected``), and a reply with no action follows the completion rule."""
 
     __slots__ = ()
     exit_signal: str
-    finish_on_plain_text: bool
+    finish_on_plain_text: bool = False
 
     def expected(self) -> str:
         """The reply format, as the model is told it after a format error."""
@@ -197,10 +157,32 @@ class Rules(Checked):
         return Failure(FormatError(f"{problem}\n\n{self.expected()}"))
 
     def no_action(self, reply: Reply, blocks: Sequence[Block], problem: str, why: str) -> Parsed:
-        """``no_action`` for ``reply`` (with a tool call, plain text is no answer)."""
-        plain = self.finish_on_plain_text and not reply.tool_calls
-        expected = self.expected()
-        return no_action(reply.content, self.exit_signal, plain, blocks, problem, expected, why)
+        """The completion rule for a reply with no action: the feedback is ``problem`` (or
+        "empty" for a blank reply). The first of ``blocks`` that holds something was not
+        applied (``why`` says why): a reply that submits beside it is a format error, or
+        the model would believe its work done."""
+        content, signal = reply.content, self.exit_signal
+        lines = content.splitlines()  # a line that is the exit signal submits the others
+        at = [i for i, line in enumerate(lines) if line.strip().strip("`").strip() == signal]
+        submitted = (
+            "\n".join(lines[: at[0]] + lines[at[0] + 1 :]).strip() if signal and at else None
+        )
+        kept = next((b for b in blocks if b.body.strip()), None)
+        if submitted is not None and kept is not None:
+            return self.error(
+                f"Your reply submits (the line {signal}) but also holds a ```{kept.tag} "
+                f"block on line {kept.line}, which {why}: nothing was submitted. If that "
+                "block is work still to do, send it in a form that is applied and look at "
+                "the result; finish in a reply of its own, with no code block."
+            )
+        if submitted is not None:
+            return Failure(Submitted(submitted))
+        plain = self.finish_on_plain_text and not reply.tool_calls  # a tool call is no answer
+        if plain and content.strip() and not blocks:
+            return Failure(Submitted(content.strip()))
+        if not content.strip():
+            problem = "Your reply was empty, so nothing was run."
+        return self.error(problem)
 
 
 def text_only(read: Parsed, reply: Reply, why: str) -> Parsed:
@@ -212,7 +194,7 @@ def text_only(read: Parsed, reply: Reply, why: str) -> Parsed:
 
 
 @dataclass(frozen=True, slots=True)
-class RegexParse(Rules):
+class RegexParse(Checked, Rules):
     """V1 for text replies. See ``regex_parse``."""
 
     tags: tuple[str, ...] = DEFAULT_TAGS

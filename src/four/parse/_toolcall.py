@@ -11,13 +11,13 @@ from returns.result import Success
 
 from four import _arguments as check
 from four._checked import checked
-from four._types import Action, Rejected, Reply, ToolCall
+from four._types import Action, Checked, Rejected, Reply, ToolCall
 from four.execute._output import EXIT_SIGNAL
 from four.parse._regex import Parsed, Rules, fenced_blocks, finish_rule
 
 
 @dataclass(frozen=True, slots=True)
-class ToolcallParse(Rules):
+class ToolcallParse(Checked, Rules):
     """V1 for tool calls. See ``toolcall_parse``."""
 
     tool: str = "bash"
