@@ -230,12 +230,9 @@ class RegexParse(Checked, Rules):
         return grammar_of(root(self.exit_signal, Ref("command")), *prose(), *commands)
 
     def _misused_signal(self, block: Block, command: str, alone: bool) -> str | None:
-        """Feedback for a block that cannot finish the way it means to, or None: one that
-        runs the exit signal itself as a command (bash: "command not found", exit 127),
-        or that echoes it after other commands (so it is not the output's first line and
-        is not a submission: small models then believe they are done), or that finishes
-        beside other blocks (before the model has seen what they print). Nothing of it
-        runs. Here-documents may hold the signal."""
+        """Feedback for a block that runs the exit signal as a command, echoes it after
+        other commands (no submission: small models then believe they are done) or finishes
+        beside other blocks, before their output is seen; None for any other block."""
         signal = self.exit_signal
         if not signal or signal not in command:
             return None
@@ -274,10 +271,7 @@ class RegexParse(Checked, Rules):
 
     def _meant(self, command: str) -> str:
         """``command``, or ``echo SIGNAL`` when it is one line that only misspells the
-        exit signal (``COMPLETE_TASK_AND_SUBMIT_FINALOUTPUT``, ``echo ... FINAL Output``:
-        the built-in model sampling above temperature 0 writes such lines, which bash
-        runs as "command not found" or echoes as a line that is not the signal). The
-        exact signal alone is left to ``_misused_signal``.
+        exit signal (as the built-in model does above temperature 0).
 
         >>> regex_parse()._meant("COMPLETE_TASK_AND_SUBMIT_FINAL Output")
         'echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT'

@@ -15,8 +15,7 @@ Rules = list[tuple[str, Expr]]
 NEWLINE = Lit("\n")
 REST = Rep(Chars("\n", negated=True))  # the rest of a line
 INDENT = Rep(Chars(" \t"), 0, 48)
-BLANK_LINE = Seq((INDENT, NEWLINE))
-BLANKS = Rep(BLANK_LINE, 0, 2)
+BLANKS = Rep(Seq((INDENT, NEWLINE)), 0, 2)
 """Blank lines in a row inside a block, at most: the built-in model at temperature 0 once
 filled a block with blank lines up to the token limit, and its reply was cut off."""
 
