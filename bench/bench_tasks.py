@@ -656,7 +656,7 @@ def _mini(mini: str, task: Task, folder: Path, out: Path) -> tuple[str, int, int
     extra.write_text(
         MINI_CONFIG.format(
             steps=STEPS,
-            alias=server.settings.alias,
+            alias=server.settings.model,
             base=server.url + "/v1",
             tokens=REPLY_TOKENS,
             cwd=folder,

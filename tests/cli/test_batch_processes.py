@@ -70,12 +70,14 @@ def test_the_async_make_run_awaits_the_model_and_the_environment(tmp_path: Path)
 
     from four.batch import Item, RunContext
     from four.cli._batch import awaited_env, awaited_invoke
+    from four.invoke._budget import AsyncWrapped
 
     make_run = pickle.loads(pickle.dumps(_command(tmp_path)))
     assert isinstance(make_run, AsyncCommandRun)
     assert asyncio.iscoroutinefunction(type(make_run).__call__)
     agent = make_run.agent(RunContext(Item("a", "task a"), tmp_path, _Unwatched()))
-    assert type(awaited_invoke(agent.G)).__name__ == "AsyncBudgetInvoke"
+    G = awaited_invoke(agent.G)
+    assert isinstance(G, AsyncWrapped) and type(G.wrapper).__name__ == "BudgetInvoke"
     assert type(awaited_env(agent.V2)).__name__ == "AsyncNoteRepeats"
 
 

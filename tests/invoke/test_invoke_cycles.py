@@ -32,14 +32,16 @@ from four import (
 )
 from four.execute import EXIT_SIGNAL, local_env, note_repeats
 from four.invoke import (
+    CycleBreakingInvoke,
     LitellmInvoke,
     alitellm_invoke,
     cycle_breaking_invoke,
     litellm_invoke,
     litellm_toolcall_invoke,
 )
+from four.invoke._budget import AsyncWrapped
 from four.invoke._convert import to_chat
-from four.invoke._cycles import AsyncCycleBreakingInvoke, plan, replayed
+from four.invoke._cycles import plan, replayed
 from four.parse import regex_parse
 from four.types import Sampling
 from tests._server import CHAT, JSON, LoopbackServer, anthropic, call, chat, openai_history_problems
@@ -252,7 +254,7 @@ def test_awaited_under_arun(server: LoopbackServer, tmp_path: Path) -> None:
     server.push(chat(LS), chat(LS), chat(CAT), chat(DONE))
     plain = cycle_breaking_invoke(model(server, temperature=0))
     G = awaited_invoke(plain)
-    assert isinstance(G, AsyncCycleBreakingInvoke)
+    assert isinstance(G, AsyncWrapped) and isinstance(G.wrapper, CycleBreakingInvoke)
     V2 = note_repeats(local_env(cwd=str(workspace(tmp_path))))
     path = asyncio.run(arun(G, regex_parse(), V2, save_trajectory(tmp_path / "runs"), "s", "t"))
     third = server.bodies(CHAT)[2]

@@ -23,7 +23,7 @@ from four.domains.notebook._parse import CellParse, cell_parse
 from four.invoke import LocalInvoke, local_invoke
 from four.invoke._budget import BudgetInvoke
 from four.invoke._cycles import CycleBreakingInvoke
-from four.invoke._local import LocalServer, ServerSettings
+from four.invoke._local import LocalServer
 from four.invoke._retry import RetryInvoke
 from four.parse import edit_parse, regex_parse
 from four.parse._edits import EditParse
@@ -49,7 +49,7 @@ def loopback_local(server: LoopbackServer) -> LocalServer:
     """A ``LocalServer`` record for the loopback server (its process: a finished one)."""
     process = subprocess.Popen(["true"])
     process.wait()
-    settings = ServerSettings("m.gguf", "m", 512, 1, 1, 64)
+    settings = LocalInvoke("m", "m.gguf", 512, 1, 1, max_tokens=64)
     return LocalServer(settings, process, server.url.removesuffix("/v1"), Path("/nonexistent"))
 
 

@@ -218,7 +218,7 @@ def awaited_invoke(G: Invoke) -> AsyncInvoke | None:
     >>> from four.invoke import budget_invoke, litellm_invoke, retry_invoke
     >>> awaited_invoke(budget_invoke(retry_invoke(litellm_invoke("m")), cost_limit=1.0))
     ... # doctest: +ELLIPSIS
-    AsyncBudgetInvoke(budget=BudgetInvoke(...), G=AsyncRetryInvoke(...))
+    AsyncWrapped(wrapper=BudgetInvoke(...), G=AsyncWrapped(wrapper=RetryInvoke(...), G=...))
     """
     from four.invoke import (
         AsyncLitellmInvoke,
@@ -227,21 +227,13 @@ def awaited_invoke(G: Invoke) -> AsyncInvoke | None:
         LitellmInvoke,
         RetryInvoke,
     )
-    from four.invoke._budget import AsyncBudgetInvoke
-    from four.invoke._cycles import AsyncCycleBreakingInvoke
-    from four.invoke._retry import AsyncRetryInvoke
+    from four.invoke._budget import AsyncWrapped
 
     if type(G) is LitellmInvoke:
         return AsyncLitellmInvoke(G)
     if isinstance(G, BudgetInvoke | RetryInvoke | CycleBreakingInvoke):
         inner = awaited_invoke(G.G)
-        if inner is None:
-            return None
-        if isinstance(G, BudgetInvoke):
-            return AsyncBudgetInvoke(G, inner)
-        if isinstance(G, CycleBreakingInvoke):
-            return AsyncCycleBreakingInvoke(G, inner)
-        return AsyncRetryInvoke(G, inner)
+        return None if inner is None else AsyncWrapped(G, inner)
     return None
 
 

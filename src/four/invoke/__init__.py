@@ -1,16 +1,6 @@
 """G: invokes that turn a history into the model's reply: models (``litellm_invoke``,
-``http_response_invoke``, ``local_invoke``...) and wrappers, each a G of a G; a typical
-stack, outermost first (why this order, and each G's settings: docs/components.md)::
-
-    G = budget_invoke(
-        retry_invoke(
-            summarizing_invoke(
-                cycle_breaking_invoke(litellm_toolcall_invoke(model)), threshold=80_000
-            )
-        ),
-        cost_limit=3.0,
-    )
-"""
+``http_response_invoke``, ``local_invoke``...) and wrappers, each a G of a G (the typical
+stack, outermost first, and each G's settings: docs/components.md)."""
 
 from four.invoke._budget import BudgetInvoke, budget_invoke, spent
 from four.invoke._chat import (

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from returns.result import Failure, Result, Success
 
@@ -75,17 +76,31 @@ class BudgetInvoke(Checked):
         refused = self.refusal(messages)
         return self.G(messages) if refused is None else refused
 
+    async def around(
+        self, G: AsyncInvoke, messages: Sequence[Message], /
+    ) -> Result[Reply, ModelError]:
+        refused = self.refusal(messages)
+        return await G(messages) if refused is None else refused
+
+
+class Wrapper(Protocol):
+    """A G over a G whose rules also hold over an async G."""
+
+    async def around(
+        self, G: AsyncInvoke, messages: Sequence[Message], /
+    ) -> Result[Reply, ModelError]: ...
+
 
 @dataclass(frozen=True, slots=True)
-class AsyncBudgetInvoke:
-    """``budget``'s limits over an async G (``alitellm_invoke``); ``budget.G`` is not called."""
+class AsyncWrapped:
+    """``wrapper``'s rules over an async G (``alitellm_invoke``), for ``arun``;
+    ``wrapper.G`` is not called."""
 
-    budget: BudgetInvoke
+    wrapper: Wrapper
     G: AsyncInvoke
 
     async def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
-        refused = self.budget.refusal(messages)
-        return await self.G(messages) if refused is None else refused
+        return await self.wrapper.around(self.G, messages)
 
 
 def budget_invoke(

@@ -76,10 +76,15 @@ class LitellmInvoke(Checked):
     def sampled(self, sampling: Sampling, /) -> LitellmInvoke:
         """This G sending ``sampling``'s temperature and seed, each where the provider
         takes it (litellm's list of its parameters: Anthropic takes no seed)."""
-        takes = _sampling_params(self.model)
+        litellm = litellm_module()
+        try:
+            name, provider, _, _ = litellm.get_llm_provider(self.model)
+            takes = litellm.get_supported_openai_params(model=name, custom_llm_provider=provider)
+        except Exception:  # a model litellm cannot place: send neither
+            takes = ()
         kwargs = dict(self.kwargs)
         for name, value in (("temperature", sampling.temperature), ("seed", sampling.seed)):
-            if value is not None and name in takes:
+            if value is not None and name in (takes or ()):
                 kwargs[name] = value
         return replace(self, kwargs=kwargs)
 
@@ -115,17 +120,6 @@ class LitellmInvoke(Checked):
         """The reply in ``response`` (tool calls kept only when tools were offered)."""
         offered = bool(self.tools) or "tools" in self.kwargs
         return read_chat(response, self.model, self.prices, keep_tool_calls=offered)
-
-
-def _sampling_params(model: str) -> frozenset[str]:
-    """Which of temperature and seed the provider of ``model`` takes (by litellm's list)."""
-    litellm = litellm_module()
-    try:
-        name, provider, _, _ = litellm.get_llm_provider(model)
-        known = litellm.get_supported_openai_params(model=name, custom_llm_provider=provider)
-    except Exception:  # a model litellm cannot place: send neither
-        return frozenset()
-    return frozenset(p for p in ("temperature", "seed") if p in (known or ()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,7 +253,10 @@ def usage_of(prompt: object, completion: object, prices: Prices | None, cost: ob
     0.0045
     """
     p, c = whole(prompt), whole(completion)
-    return Usage(p, c, _float(cost) if prices is None else p * prices[0] + c * prices[1])
+    if prices is not None:
+        return Usage(p, c, p * prices[0] + c * prices[1])
+    known = float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None
+    return Usage(p, c, known)
 
 
 def _tool_call(raw: object) -> ToolCall:
@@ -314,12 +311,6 @@ def _text(value: object) -> str:
 def whole(value: object) -> int:
     """A count a provider reported (0 when it is none)."""
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def _float(value: object) -> float | None:
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    return None
 
 
 P = ParamSpec("P")

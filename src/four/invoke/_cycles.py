@@ -23,7 +23,6 @@ from four._types import (
     Message,
     ModelError,
     Reply,
-    Sampled,
     Sampling,
     ToolResult,
     User,
@@ -137,9 +136,14 @@ def plan(history: Sequence[Message]) -> Plan | None:
         what = "the same reply, answered alike, came"
     else:
         what = "the same command gave the same output"
-    digest = hashlib.sha256(repr((last.reply, len(tail), len(history))).encode()).digest()
-    seed = int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+    seed = _seed((last.reply, len(tail), len(history)))
     return Plan(sent, dropped, len(tail), last.reply, f"{what} {len(tail)} times in a row", seed)
+
+
+def _seed(value: object) -> int:
+    """A seed drawn from ``value``'s text: the same history, the same seed."""
+    digest = hashlib.sha256(repr(value).encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
 def replayed(history: Sequence[Message]) -> tuple[tuple[_Key, int], ...]:
@@ -186,8 +190,7 @@ def _replay_plan(history: Sequence[Message], chosen: Plan | None) -> Plan | None
     keys = frozenset(key for key, _ in found)
     numbers = ", ".join(str(turn + 1) for _, turn in found)
     why = f"the reply replayed work the check rejected (turn{'s' if len(found) > 1 else ''} {numbers})"
-    digest = hashlib.sha256(repr((sorted(map(repr, keys)), len(history))).encode()).digest()
-    seed = int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+    seed = _seed((sorted(map(repr, keys)), len(history)))
     first = found[0][0]
     if chosen is None:
         return Plan(history, (), 1, first, "", seed, why, keys)
@@ -236,22 +239,12 @@ class CycleBreakingInvoke(Checked):
 
     @checked
     def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
-        G = self.G
-        sampled = G if isinstance(G, Sampled) else None
-        return to_end(_broken(self, G, sampled, messages, _called), "a plain G waited")
+        return to_end(_broken(self, self.G, messages, _called), "a plain G waited")
 
-
-@dataclass(frozen=True, slots=True)
-class AsyncCycleBreakingInvoke:
-    """``breaker``'s rules over an async G (``alitellm_invoke``), for ``arun``;
-    ``breaker.G`` is not called."""
-
-    breaker: CycleBreakingInvoke
-    G: AsyncInvoke
-
-    async def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
-        sampled = self.G if isinstance(self.G, _Resampled) else None
-        return await _broken(self.breaker, self.G, sampled, messages, _awaited)
+    async def around(
+        self, G: AsyncInvoke, messages: Sequence[Message], /
+    ) -> Result[Reply, ModelError]:
+        return await _broken(self, G, messages, _awaited)
 
 
 async def _called(G: Invoke, messages: Sequence[Message]) -> Drawn:
@@ -265,12 +258,12 @@ async def _awaited(G: AsyncInvoke, messages: Sequence[Message]) -> Drawn:
 async def _broken(
     breaker: CycleBreakingInvoke,
     G: G_,
-    sampled: _Resampled[G_] | None,
     messages: Sequence[Message],
     call: Callable[[G_, Sequence[Message]], Awaitable[Drawn]],
 ) -> Drawn:
     """One call under ``breaker``'s rules, written once: ``call`` calls a G plainly or
-    awaited; ``sampled`` is ``G`` when it can be resampled."""
+    awaited."""
+    sampled: _Resampled[G_] | None = G if isinstance(G, _Resampled) else None
     chosen = breaker.choose(messages, sampled is not None)
     if chosen is None:
         return await call(G, messages)

@@ -20,8 +20,8 @@ def main(argv: list[str]) -> int:
     import xllamacpp
 
     params = xllamacpp.CommonParams()
-    params.model.path = settings["model"]
-    params.model_alias = {settings["alias"]}  # a set: a plain string is a set of letters
+    params.model.path = settings["path"]
+    params.model_alias = {settings["model"]}  # a set: a plain string is a set of letters
     params.hostnames = ["127.0.0.1"]
     params.port = 0  # the kernel's choice: no race for a port with other processes
     params.n_parallel = settings["parallel"]

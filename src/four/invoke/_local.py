@@ -49,24 +49,10 @@ _INSTALL_HINT = "pip install 'four-loop[local]'"
 
 
 @dataclass(frozen=True, slots=True)
-class ServerSettings:
-    """What one server is started with; runs with equal settings share a server. The
-    sampling (temperature, seed) is not among them: every request sends its own, so
-    attempts that sample differently share one server (one copy of the model)."""
-
-    model: str
-    alias: str
-    ctx: int
-    threads: int | None  # None: as many as are free when the server starts
-    parallel: int
-    max_tokens: int
-
-
-@dataclass(frozen=True, slots=True)
 class LocalServer(Checked):
     """A running llama.cpp server child: its settings, process, address and log file."""
 
-    settings: ServerSettings
+    settings: LocalInvoke  # see ``LocalInvoke.settings``
     process: subprocess.Popen[bytes]
     url: str
     log: Path
@@ -75,32 +61,24 @@ class LocalServer(Checked):
     def pid(self) -> int:
         return self.process.pid
 
-    @property
-    def running(self) -> bool:
-        return self.process.poll() is None
-
     def stop(self, timeout: float = 5.0) -> None:
         """End the server: close its lifeline, then kill it if it lingers."""
-        _end(self.process, timeout)
+        for pipe in (self.process.stdin, self.process.stdout):
+            if pipe is not None:
+                pipe.close()
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
         self.log.unlink(missing_ok=True)
 
     def __repr__(self) -> str:
-        return f"LocalServer({self.url}, pid={self.pid}, model={self.settings.alias})"
-
-
-def _end(process: subprocess.Popen[bytes], timeout: float) -> None:
-    for pipe in (process.stdin, process.stdout):
-        if pipe is not None:
-            pipe.close()
-    try:
-        process.wait(timeout)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+        return f"LocalServer({self.url}, pid={self.pid}, model={self.settings.model})"
 
 
 def start_server(
-    settings: ServerSettings, timeout: float = DEFAULT_START_TIMEOUT
+    settings: LocalInvoke, timeout: float = DEFAULT_START_TIMEOUT
 ) -> Result[LocalServer, ModelError]:
     """Start a server child and wait until it answers (at most ``timeout`` seconds)."""
     fd, name = tempfile.mkstemp(prefix="four-llama-", suffix=".log")
@@ -121,21 +99,20 @@ def start_server(
         return Failure(ModelError(ModelErrorKind.OTHER, f"cannot start the local server: {exc}"))
     finally:
         os.close(fd)
+    server = LocalServer(settings, process, "", log)
     try:
         answer = _ready_line(process, timeout)
     except BaseException:  # Ctrl-C while the model loads: no server is left loading
-        _end(process, 5.0)
-        log.unlink(missing_ok=True)
+        server.stop()
         raise
     address = answer.get("address")
     if isinstance(address, str) and _healthy(address):
-        return Success(LocalServer(settings, process, address, log))
-    _end(process, 5.0)
+        return Success(replace(server, url=address))
     reason = answer.get("error") or _tail(log) or "it exited"
-    log.unlink(missing_ok=True)
+    server.stop()
     kind = ModelErrorKind.TIMEOUT if answer.get("timeout") else ModelErrorKind.OTHER
     return Failure(
-        ModelError(kind, f"the local server for {settings.alias} did not start: {reason}")
+        ModelError(kind, f"the local server for {settings.model} did not start: {reason}")
     )
 
 
@@ -178,16 +155,16 @@ def _tail(log: Path) -> str:
 
 
 _lock = threading.Lock()
-_servers: dict[ServerSettings, LocalServer] = {}
+_servers: dict[LocalInvoke, LocalServer] = {}
 
 
 def shared_server(
-    settings: ServerSettings, timeout: float = DEFAULT_START_TIMEOUT
+    settings: LocalInvoke, timeout: float = DEFAULT_START_TIMEOUT
 ) -> Result[LocalServer, ModelError]:
     """The process's server for ``settings``: started on first use, again if it died."""
     with _lock:
         server = _servers.get(settings)
-        if server is not None and server.running:
+        if server is not None and server.process.poll() is None:  # running
             return Success(server)
         if server is not None:
             server.stop()
@@ -226,15 +203,13 @@ class LocalInvoke(Checked):
     grammar: str | None = None  # GBNF every reply is decoded under
 
     @property
-    def settings(self) -> ServerSettings:
+    def settings(self) -> LocalInvoke:
+        """What its server is started with (runs with equal settings share a server): this
+        G less what each request sends for itself (sampling, grammar, timeouts), named by
+        the model's alias."""
         alias = Path(self.model).stem if self.model.endswith(".gguf") else self.model
-        return ServerSettings(
-            self.path,
-            alias,
-            self.ctx,
-            self.threads,
-            self.parallel,
-            self.max_tokens,
+        return LocalInvoke(
+            alias, self.path, self.ctx, self.threads, self.parallel, max_tokens=self.max_tokens
         )
 
     @property
@@ -260,7 +235,7 @@ class LocalInvoke(Checked):
         if not cache:
             body["cache_prompt"] = False
         return LitellmInvoke(
-            f"openai/{server.settings.alias}",
+            f"openai/{server.settings.model}",
             api_base=server.url + "/v1",
             api_key="none",
             timeout=self.timeout,

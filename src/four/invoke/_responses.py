@@ -202,6 +202,11 @@ def read_response(
             thinking.append(item)
             reasoning.extend(_texts(item.get("summary"), "summary_text"))
             reasoning.extend(_texts(item.get("content"), "reasoning_text"))
+    finish: FinishReason = "tool_calls" if calls else "stop"
+    if body.get("status") == "incomplete":
+        details = body.get("incomplete_details")
+        reason = details.get("reason") if isinstance(details, dict) else None
+        finish = "length" if reason in (None, "max_output_tokens") else "other"
     served = body.get("model")
     return Success(
         Assistant(
@@ -209,19 +214,11 @@ def read_response(
             tuple(calls),
             "\n".join(reasoning),
             tuple(thinking),
-            _finish(body, bool(calls)),
+            finish,
             usage,
             served if isinstance(served, str) and served else model,
         )
     )
-
-
-def _finish(body: Mapping[str, JSON], has_calls: bool) -> FinishReason:
-    if body.get("status") == "incomplete":
-        details = body.get("incomplete_details")
-        reason = details.get("reason") if isinstance(details, dict) else None
-        return "length" if reason in (None, "max_output_tokens") else "other"
-    return "tool_calls" if has_calls else "stop"
 
 
 def _texts(parts: JSON, kind: str) -> list[str]:

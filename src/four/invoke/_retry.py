@@ -51,20 +51,14 @@ class RetryInvoke(Checked):
 
         return to_end(_retried(self, call, wait), "a plain G waited")
 
-
-@dataclass(frozen=True, slots=True)
-class AsyncRetryInvoke:
-    """``retry``'s rules for an async G (``alitellm_invoke``): the same attempts and
-    waits, awaited (``asyncio.sleep``: ``retry.sleep`` would block the event loop);
-    ``retry.G`` is not called."""
-
-    retry: RetryInvoke
-    G: AsyncInvoke
-
-    async def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
+    async def around(
+        self, G: AsyncInvoke, messages: Sequence[Message], /
+    ) -> Result[Reply, ModelError]:
+        """These rules over an async G, its waits awaited (``asyncio.sleep``: ``sleep``
+        would block the event loop)."""
         import asyncio  # here: four.invoke's import does not load asyncio
 
-        return await _retried(self.retry, lambda: self.G(messages), asyncio.sleep)
+        return await _retried(self, lambda: G(messages), asyncio.sleep)
 
 
 async def _retried(

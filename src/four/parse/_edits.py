@@ -26,26 +26,25 @@ from four.parse._regex import (
     DEFAULT_TAGS,
     Block,
     Parsed,
+    Rules,
     _command,
     _lowered,
     fenced_blocks,
     finish_rule,
-    no_action,
     text_only,
 )
 from four.parse._shapes import (
     INDENT,
     NEWLINE,
     REST,
-    THOUGHT_LINES,
     alt,
     command,
     opt,
     prose,
+    root,
     seq,
     shell_tag,
     spaced,
-    thought,
 )
 
 _SEARCH = re.compile(r"^\s*<{5,9} ?SEARCH\s*$")
@@ -151,7 +150,7 @@ def path_of(line: str) -> str | None:
 
 
 @dataclass(frozen=True, slots=True)
-class EditParse(Checked):
+class EditParse(Checked, Rules):
     """V1 for file edits and shell commands. See ``edit_parse``."""
 
     tags: tuple[str, ...] = DEFAULT_TAGS
@@ -159,7 +158,6 @@ class EditParse(Checked):
     exit_signal: str = EXIT_SIGNAL
 
     def expected(self) -> str:
-        """The reply formats, as the model is told them after a format error."""
         return (
             "To write a whole file, put its path alone on a line, then a fenced block with "
             "the file's full content:\n\n"
@@ -174,9 +172,6 @@ class EditParse(Checked):
             + finish_rule(self.exit_signal, self.finish_on_plain_text)
         )
 
-    def _error(self, problem: str) -> FormatError:
-        return FormatError(f"{problem}\n\n{self.expected()}")
-
     def grammar(self) -> Grammar:
         """The replies the built-in model is held to (see ``Constrained``; docs/search.md):
         sentences that end in a full stop (never taken for a path), up to four files, a
@@ -189,9 +184,7 @@ class EditParse(Checked):
         shell = shell_tag(self.tags)
         runs = () if shell is None else (opt(seq(NEWLINE, Ref("command"))),)
         files = seq(Ref("file"), Rep(seq(NEWLINE, Ref("file")), 0, MAX_EDITS - 1), *runs)
-        ends: list[Expr] = [alt(files, Ref("command")) if runs else files]
-        if self.exit_signal:
-            ends.append(Lit(self.exit_signal))
+        end = alt(files, Ref("command")) if runs else files
         tag = opt(alt(*(Lit(t) for t in FILE_TAGS if t not in tags)))
         segment = seq(Chars(_WORD), Rep(Chars(_WORD + "-")))
         folders = Rep(seq(segment, Lit("/")))
@@ -202,7 +195,7 @@ class EditParse(Checked):
             Lit("<<<<<<< SEARCH\n"), lines, Lit("=======\n"), lines, Lit(">>>>>>> REPLACE\n")
         )
         rules: list[tuple[str, Expr]] = [
-            ("root", seq(thought(THOUGHT_LINES, "sentence"), alt(*ends))),
+            root(self.exit_signal, end, line="sentence"),
             ("file", seq(
                 Ref("path"), Lit("\n```"), tag, NEWLINE, alt(Rep(edit, 1), lines), Lit("```")
             )),
@@ -238,17 +231,15 @@ class EditParse(Checked):
             path = _heading(lines, block, previous_end)
             previous_end = block.last
             if not block.closed:
-                return Failure(
-                    self._error(
-                        f"The block that opens on line {block.line} is never closed "
-                        "(no line with only ``` after it), so nothing was done."
-                    )
+                return self.error(
+                    f"The block that opens on line {block.line} is never closed "
+                    "(no line with only ``` after it), so nothing was done."
                 )
             body_lines = block.body.split("\n")
             if any(_SEARCH.match(line) for line in body_lines):
                 parsed = _search_replace(body_lines, path, block.line)
                 if isinstance(parsed, str):
-                    return Failure(self._error(parsed))
+                    return self.error(parsed)
                 edits.extend(parsed)
             elif path is not None:
                 newline = "\n" if block.body and not block.body.endswith("\n") else ""
@@ -256,9 +247,7 @@ class EditParse(Checked):
             elif block.tag in tags and block.body.strip():
                 commands.append(_command(block))
             elif block.tag in tags:
-                return Failure(
-                    self._error(f"The ```{block.tag} block on line {block.line} is empty.")
-                )
+                return self.error(f"The ```{block.tag} block on line {block.line} is empty.")
         actions: list[Action | Rejected] = [EditAction(edits=tuple(edits))] if edits else []
         actions.extend(Action(command) for command in commands)
         if actions:
@@ -266,15 +255,7 @@ class EditParse(Checked):
         problem = "Your reply has no file edit and no ```bash block, so nothing was done."
         if first := next((b for b in blocks if b.body.strip()), None):  # a block left unused
             problem = f"The ```{first.tag or ''} block on line {first.line} {_NO_FILE}."
-        return no_action(
-            content,
-            self.exit_signal,
-            self.finish_on_plain_text and not reply.tool_calls,  # a tool call is no answer
-            blocks,
-            problem,
-            self.expected(),
-            _NO_FILE,
-        )
+        return self.no_action(reply, blocks, problem, _NO_FILE)
 
 
 def _heading(lines: Sequence[str], block: Block, previous_end: int) -> str | None:

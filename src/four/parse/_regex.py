@@ -15,10 +15,10 @@ from returns.result import Failure, Result, Success
 
 from four import _arguments as check
 from four._checked import checked
-from four._grammar import Alt, Expr, Grammar, Lit, Ref, Seq, grammar_of
+from four._grammar import Grammar, Ref, grammar_of
 from four._types import Action, Checked, FormatError, Rejected, Reply, Submitted
 from four.execute._output import EXIT_SIGNAL
-from four.parse._shapes import THOUGHT_LINES, command, prose, shell_tag, thought
+from four.parse._shapes import command, prose, root, shell_tag
 
 DEFAULT_TAGS: tuple[str, ...] = ("mswea_bash_command", "bash", "sh", "shell", "console", "zsh")
 """Info-string tags whose blocks are run (compared in lower case)."""
@@ -141,44 +141,48 @@ def finish_rule(exit_signal: str, finish_on_plain_text: bool) -> str:
     return text + "."
 
 
-def no_action(
-    content: str,
-    exit_signal: str,
-    finish_on_plain_text: bool,
-    blocks: Sequence[Block],
-    problem: str,
-    expected: str,
-    why: str,
-) -> Parsed:
-    """Apply the completion rule to a reply with no action.
+class Rules:
+    """What the parsers share: a format error's feedback ends with the reply format
+    (``expected``), and a reply with no action follows the completion rule."""
 
-    The feedback is ``problem`` (or "empty" for a blank reply), then ``expected``. The
-    first of ``blocks`` that holds something was not applied (``why`` says why): a reply
-    that submits beside it is a format error, or the model would believe its work done.
-    """
-    lines = content.splitlines()  # a line that is the exit signal submits the others
-    at = [i for i, line in enumerate(lines) if line.strip().strip("`").strip() == exit_signal]
-    submitted = (
-        "\n".join(lines[: at[0]] + lines[at[0] + 1 :]).strip() if exit_signal and at else None
-    )
-    kept = next((b for b in blocks if b.body.strip()), None)
-    if submitted is not None and kept is not None:
-        return Failure(
-            FormatError(
-                f"Your reply submits (the line {exit_signal}) but also holds a ```{kept.tag} "
+    __slots__ = ()
+    exit_signal: str
+    finish_on_plain_text: bool = False
+
+    def expected(self) -> str:
+        """The reply format, as the model is told it after a format error."""
+        raise NotImplementedError
+
+    def error(self, problem: str) -> Failure[FormatError]:
+        return Failure(FormatError(f"{problem}\n\n{self.expected()}"))
+
+    def no_action(self, reply: Reply, blocks: Sequence[Block], problem: str, why: str) -> Parsed:
+        """The completion rule for a reply with no action: the feedback is ``problem`` (or
+        "empty" for a blank reply). The first of ``blocks`` that holds something was not
+        applied (``why`` says why): a reply that submits beside it is a format error, or
+        the model would believe its work done."""
+        content, signal = reply.content, self.exit_signal
+        lines = content.splitlines()  # a line that is the exit signal submits the others
+        at = [i for i, line in enumerate(lines) if line.strip().strip("`").strip() == signal]
+        submitted = (
+            "\n".join(lines[: at[0]] + lines[at[0] + 1 :]).strip() if signal and at else None
+        )
+        kept = next((b for b in blocks if b.body.strip()), None)
+        if submitted is not None and kept is not None:
+            return self.error(
+                f"Your reply submits (the line {signal}) but also holds a ```{kept.tag} "
                 f"block on line {kept.line}, which {why}: nothing was submitted. If that "
                 "block is work still to do, send it in a form that is applied and look at "
-                "the result; finish in a reply of its own, with no code block.\n\n"
-                f"{expected}"
+                "the result; finish in a reply of its own, with no code block."
             )
-        )
-    if submitted is not None:
-        return Failure(Submitted(submitted))
-    if finish_on_plain_text and content.strip() and not blocks:
-        return Failure(Submitted(content.strip()))
-    if not content.strip():
-        problem = "Your reply was empty, so nothing was run."
-    return Failure(FormatError(f"{problem}\n\n{expected}"))
+        if submitted is not None:
+            return Failure(Submitted(submitted))
+        plain = self.finish_on_plain_text and not reply.tool_calls  # a tool call is no answer
+        if plain and content.strip() and not blocks:
+            return Failure(Submitted(content.strip()))
+        if not content.strip():
+            problem = "Your reply was empty, so nothing was run."
+        return self.error(problem)
 
 
 def text_only(read: Parsed, reply: Reply, why: str) -> Parsed:
@@ -190,7 +194,7 @@ def text_only(read: Parsed, reply: Reply, why: str) -> Parsed:
 
 
 @dataclass(frozen=True, slots=True)
-class RegexParse(Checked):
+class RegexParse(Checked, Rules):
     """V1 for text replies. See ``regex_parse``."""
 
     tags: tuple[str, ...] = DEFAULT_TAGS
@@ -204,7 +208,6 @@ class RegexParse(Checked):
         return "bash" if "bash" in self.tags or not self.tags else self.tags[0]
 
     def expected(self) -> str:
-        """The reply format, as the model is told it after a format error."""
         tag = self._tag()
         count = "exactly one fenced block" if self.one_action else "one or more fenced blocks"
         return (
@@ -221,20 +224,15 @@ class RegexParse(Checked):
         root ::= prose{0,3} (command | "COMPLETE\\x5FTASK\\x5FAND\\x5FSUBMIT\\x5FFINAL\\x5FOUTPUT")
         """
         tag = shell_tag(self.tags)
-        ends: list[Expr] = [] if tag is None else [Ref("command")]
-        if self.exit_signal:
-            ends.append(Lit(self.exit_signal))
-        root = Seq((thought(THOUGHT_LINES), Alt(tuple(ends))))
-        commands = [] if tag is None else command(tag, self.exit_signal)
-        return grammar_of(("root", root), *prose(), *commands)
+        if tag is None:
+            return grammar_of(root(self.exit_signal), *prose())
+        commands = command(tag, self.exit_signal)
+        return grammar_of(root(self.exit_signal, Ref("command")), *prose(), *commands)
 
     def _misused_signal(self, block: Block, command: str, alone: bool) -> str | None:
-        """Feedback for a block that cannot finish the way it means to, or None: one that
-        runs the exit signal itself as a command (bash: "command not found", exit 127),
-        or that echoes it after other commands (so it is not the output's first line and
-        is not a submission: small models then believe they are done), or that finishes
-        beside other blocks (before the model has seen what they print). Nothing of it
-        runs. Here-documents may hold the signal."""
+        """Feedback for a block that runs the exit signal as a command, echoes it after
+        other commands (no submission: small models then believe they are done) or finishes
+        beside other blocks, before their output is seen; None for any other block."""
         signal = self.exit_signal
         if not signal or signal not in command:
             return None
@@ -273,10 +271,7 @@ class RegexParse(Checked):
 
     def _meant(self, command: str) -> str:
         """``command``, or ``echo SIGNAL`` when it is one line that only misspells the
-        exit signal (``COMPLETE_TASK_AND_SUBMIT_FINALOUTPUT``, ``echo ... FINAL Output``:
-        the built-in model sampling above temperature 0 writes such lines, which bash
-        runs as "command not found" or echoes as a line that is not the signal). The
-        exact signal alone is left to ``_misused_signal``.
+        exit signal (as the built-in model does above temperature 0).
 
         >>> regex_parse()._meant("COMPLETE_TASK_AND_SUBMIT_FINAL Output")
         'echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT'
@@ -291,9 +286,6 @@ class RegexParse(Checked):
         if said != signal and _squashed(said) == _squashed(signal):
             return f"echo {signal}"
         return command
-
-    def _error(self, problem: str) -> FormatError:
-        return FormatError(f"{problem}\n\n{self.expected()}")
 
     @checked
     def __call__(self, reply: Reply, /) -> Parsed:
@@ -311,32 +303,26 @@ class RegexParse(Checked):
         for block in blocks:
             if not block.closed and (block.tag in tags or block.body.strip()):
                 what = f"```{block.tag} block" if block.tag else "``` block"
-                return Failure(
-                    self._error(
-                        f"Your {what} that opens on line {block.line} is never closed "
-                        "(no line with only ``` after it), so nothing was run."
-                    )
+                return self.error(
+                    f"Your {what} that opens on line {block.line} is never closed "
+                    "(no line with only ``` after it), so nothing was run."
                 )
         shell = [b for b in blocks if b.tag in tags]
         if shell:
             commands = [self._meant(_command(b)) for b in shell]
             for block, command in zip(shell, commands, strict=True):
                 if not command.strip():
-                    return Failure(
-                        self._error(
-                            f"The ```{block.tag} block on line {block.line} is empty, "
-                            "so nothing was run."
-                        )
+                    return self.error(
+                        f"The ```{block.tag} block on line {block.line} is empty, "
+                        "so nothing was run."
                     )
             for block, command in zip(shell, commands, strict=True):
                 if (misused := self._misused_signal(block, command, len(shell) == 1)) is not None:
                     return Failure(FormatError(misused))
             if self.one_action and len(commands) > 1:
-                return Failure(
-                    self._error(
-                        f"Your reply has {len(commands)} shell blocks (on lines "
-                        f"{', '.join(str(b.line) for b in shell)}); nothing was run."
-                    )
+                return self.error(
+                    f"Your reply has {len(commands)} shell blocks (on lines "
+                    f"{', '.join(str(b.line) for b in shell)}); nothing was run."
                 )
             return Success([Action(command) for command in commands])
         if self.code_tags:
@@ -355,14 +341,8 @@ class RegexParse(Checked):
             )
         else:
             problem = f"Your reply has no fenced ```{tag} block, so nothing was run."
-        return no_action(
-            content,
-            self.exit_signal,
-            self.finish_on_plain_text and not reply.tool_calls,  # a tool call is no answer
-            blocks,
-            problem,
-            self.expected(),
-            f"is not a ```{tag} block, so it is never run",
+        return self.no_action(
+            reply, blocks, problem, f"is not a ```{tag} block, so it is never run"
         )
 
 

@@ -15,8 +15,7 @@ Rules = list[tuple[str, Expr]]
 NEWLINE = Lit("\n")
 REST = Rep(Chars("\n", negated=True))  # the rest of a line
 INDENT = Rep(Chars(" \t"), 0, 48)
-BLANK_LINE = Seq((INDENT, NEWLINE))
-BLANKS = Rep(BLANK_LINE, 0, 2)
+BLANKS = Rep(Seq((INDENT, NEWLINE)), 0, 2)
 """Blank lines in a row inside a block, at most: the built-in model at temperature 0 once
 filled a block with blank lines up to the token limit, and its reply was cut off."""
 
@@ -68,6 +67,13 @@ def prose(name: str = "prose", end: str = "") -> Rules:
 def thought(lines: int, line: str = "prose") -> Expr:
     """Up to ``lines`` lines of the rule ``line``."""
     return Rep(Ref(line), 0, lines)
+
+
+def root(exit_signal: str, *ends: Expr, line: str = "prose") -> tuple[str, Expr]:
+    """``root``: a short thought (lines of the rule ``line``), then one of ``ends`` or
+    the exit signal alone."""
+    signal = [Lit(exit_signal)] if exit_signal else []
+    return ("root", Seq((thought(THOUGHT_LINES, line), Alt((*ends, *signal)))))
 
 
 def fenced(tag: str, body: str) -> Expr:

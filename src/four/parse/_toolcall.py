@@ -13,11 +13,11 @@ from four import _arguments as check
 from four._checked import checked
 from four._types import Action, Checked, Rejected, Reply, ToolCall
 from four.execute._output import EXIT_SIGNAL
-from four.parse._regex import Parsed, fenced_blocks, finish_rule, no_action
+from four.parse._regex import Parsed, Rules, fenced_blocks, finish_rule
 
 
 @dataclass(frozen=True, slots=True)
-class ToolcallParse(Checked):
+class ToolcallParse(Checked, Rules):
     """V1 for tool calls. See ``toolcall_parse``."""
 
     tool: str = "bash"
@@ -35,15 +35,15 @@ class ToolcallParse(Checked):
     def __call__(self, reply: Reply, /) -> Parsed:
         if reply.tool_calls:
             return Success([self._read(call) for call in reply.tool_calls])
-        return no_action(
-            reply.content,
-            self.exit_signal,
-            self.finish_on_plain_text,
+        return self.no_action(
+            reply,
             fenced_blocks(reply.content),
             "Your reply has no tool call, so nothing was run.",
-            self.usage() + " " + finish_rule(self.exit_signal, self.finish_on_plain_text),
             "is text, not a tool call, so it was never run",
         )
+
+    def expected(self) -> str:
+        return self.usage() + " " + finish_rule(self.exit_signal, self.finish_on_plain_text)
 
     def _read(self, call: ToolCall) -> Action | Rejected:
         """The action a call asks for, or why it cannot run (never an exception)."""

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 
 from returns.result import Failure, Result, Success
 
-from four._grammar import Alt, Expr, Grammar, Lit, Ref, Rep, Seq, grammar_of
+from four._grammar import Grammar, Ref, Rep, Seq, grammar_of
 from four.domains.notebook._kernel import MARKDOWN
 from four.execute import EXIT_SIGNAL
 from four.parse import fenced_blocks
-from four.parse._regex import no_action
-from four.parse._shapes import NEWLINE, THOUGHT_LINES, body, fenced, plain_line, prose, thought
+from four.parse._regex import Rules
+from four.parse._shapes import NEWLINE, body, fenced, plain_line, prose, root
 from four.types import Action, FormatError, Rejected, Reply, Submitted
 
 PYTHON_TAGS = ("python", "py", "python3", "ipython", "ipython3")
@@ -20,22 +20,21 @@ MAX_CELLS = 4
 """Cells a reply of the grammar holds at most."""
 
 
-def _expected(exit_signal: str) -> str:
-    return (
-        "Write each cell of the notebook as a fenced Python block:\n\n"
-        "```python\nimport pandas as pd\ndf = pd.read_csv('data.csv')\ndf.head()\n```\n\n"
-        "Text outside the blocks becomes markdown cells. When the notebook is done, "
-        f"reply with {exit_signal} alone on a line (and a short summary)."
-    )
-
-
 @dataclass(frozen=True, slots=True)
-class CellParse:
+class CellParse(Rules):
     """V1: code cells from ```python blocks, markdown cells from the prose between them
     (with ``markdown``); see ``cell_parse``."""
 
     markdown: bool = True
     exit_signal: str = EXIT_SIGNAL
+
+    def expected(self) -> str:
+        return (
+            "Write each cell of the notebook as a fenced Python block:\n\n"
+            "```python\nimport pandas as pd\ndf = pd.read_csv('data.csv')\ndf.head()\n```\n\n"
+            "Text outside the blocks becomes markdown cells. When the notebook is done, "
+            f"reply with {self.exit_signal} alone on a line (and a short summary)."
+        )
 
     def grammar(self) -> Grammar:
         """The replies the built-in model is held to (see ``Constrained``): a short
@@ -45,12 +44,9 @@ class CellParse:
         >>> print(cell_parse().grammar().gbnf().splitlines()[0])
         root ::= prose{0,3} (cells | "COMPLETE\\x5FTASK\\x5FAND\\x5FSUBMIT\\x5FFINAL\\x5FOUTPUT")
         """
-        ends: list[Expr] = [Ref("cells")]
-        if self.exit_signal:
-            ends.append(Lit(self.exit_signal))
         cells = Seq((Ref("cell"), Rep(Seq((NEWLINE, Ref("cell"))), 0, MAX_CELLS - 1)))
         return grammar_of(
-            ("root", Seq((thought(THOUGHT_LINES), Alt(tuple(ends))))),
+            root(self.exit_signal, Ref("cells")),
             ("cells", cells),
             ("cell", fenced("python", "cell-body")),
             *body("cell-body", plain_line()),
@@ -72,9 +68,7 @@ class CellParse:
             else:
                 problem = "Your reply has no ```python block, so no cell was run."
             why = "is not a ```python block, so no cell was run"
-            return no_action(
-                text, self.exit_signal, False, blocks, problem, _expected(self.exit_signal), why
-            )
+            return self.no_action(reply, blocks, problem, why)
         if any(not b.closed for b in code):
             return Failure(
                 FormatError(
@@ -83,8 +77,7 @@ class CellParse:
                 )
             )
         if not any(b.body.strip() for b in code):
-            expected = _expected(self.exit_signal)
-            return Failure(FormatError(f"Your ```python blocks are empty.\n\n{expected}"))
+            return self.error("Your ```python blocks are empty.")
         lines = text.split("\n")
         actions: list[Action | Rejected] = []
         start = 0  # the first line (0-based) not yet taken
