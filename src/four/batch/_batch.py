@@ -18,11 +18,18 @@ from four._types import JSON, NO_USAGE, Checked, Usage
 from four.batch._attempt import MakeRun
 from four.batch._items import Item, folder_name, item_from_json
 from four.batch._lock import FolderLock, Lease
-from four.batch._manifest import ManifestWriter, read_results
 from four.batch._pool import AsyncPool, ThreadPool
 from four.batch._publish import Publisher
-from four.batch._result import RunResult, Saved, plus, read_stream, taken
-from four.batch._session import Pool, Session, Spec
+from four.batch._result import (
+    ManifestWriter,
+    RunResult,
+    Saved,
+    plus,
+    read_results,
+    read_stream,
+    taken,
+)
+from four.batch._sessions import Pool, Session, Spec
 from four.batch._supervisor import cost_limit_reached
 from four.trajectory._destination import Remote, is_url
 

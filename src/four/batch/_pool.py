@@ -11,8 +11,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from four._checked import check_fields
-from four.batch._session import Session, Spec
-from four.batch._sessions import DEFAULT_MAX_THREADS, YOUNG_OBJECTS, AsyncSession, ThreadSession
+from four.batch._sessions import (
+    DEFAULT_MAX_THREADS,
+    YOUNG_OBJECTS,
+    AsyncSession,
+    Session,
+    Spec,
+    ThreadSession,
+)
 
 
 def _whole(what: str, value: object, other: str = "") -> None:

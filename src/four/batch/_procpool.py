@@ -30,8 +30,7 @@ from four.batch._attempt import NODE
 from four.batch._items import Item
 from four.batch._journal import Journal, clean_up
 from four.batch._result import RunResult, unfinished
-from four.batch._session import Spec
-from four.batch._sessions import AsyncSession
+from four.batch._sessions import AsyncSession, Spec
 
 READY_WITHIN = 120.0
 """Seconds a worker has to start and load ``make_run`` before the batch gives up."""

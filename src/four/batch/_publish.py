@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 
-from four.batch._manifest import MANIFEST
+from four.batch._result import MANIFEST
 from four.trajectory._destination import Remote
 
 FLUSH_EVERY = 5.0

@@ -5,7 +5,7 @@ creation), a ``Supervisor`` (one watchdog thread for its runs) and ``max_concurr
 threads for runs, plus one control thread (a concurrency group of its own) that takes
 stop requests, lease renewals and status polls while every run thread is busy.
 
-How records travel back (``_ship``, ``_land``) and how each item gets exactly one
+How records travel back (``_ship``) and how each item gets exactly one
 result, whatever is lost on the way: docs/batch.md ("Past one machine", "Exactly one
 result per task").
 """
@@ -33,17 +33,16 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from four._outcomes import Crashed, Outcome
 from four._types import NO_USAGE, Usage
-from four.batch._attempt import attempt_key, recovered, run_attempt
+from four.batch._attempt import attempt_key, newest, run_attempt
 from four.batch._items import Item, folder_name
 from four.batch._journal import Journal, actor_journal, sweep
-from four.batch._land import Landing
-from four.batch._result import RunResult, plus, unfinished
-from four.batch._ship import STREAM, Piece, Shipper
+from four.batch._result import RunResult, plus, taken, unfinished
+from four.batch._ship import STREAM, Landing, Piece, Shipper
 from four.batch._supervisor import Supervisor
 
 if TYPE_CHECKING:
     from four.batch._pool import RayPool
-    from four.batch._session import Spec
+    from four.batch._sessions import Spec
 
 READY_WITHIN = 120.0
 """Seconds an actor has to start (answer its first ``where``) before runs go to it anyway."""
@@ -512,12 +511,12 @@ class RaySession:
         lost = asked.lost + spent if spent is not NO_USAGE else asked.lost
         lost_streams = (*asked.lost_streams, *sorted(call.streams))
         out = self._spec.output_dir
-        done = recovered(asked.item, [out / p for p in call.streams], asked.attempt, "")
+        done = newest([out / p for p in call.streams], ended=True)
         if done is not None:  # it had ended: its stats count it whole
             node = call.slot.where[0] if call.slot.where is not None else ""
             error = "; ".join([*errors, "its run had ended: its trajectory is taken"])
-            taken = replace(done, node=node, error=error, lost_streams=asked.lost_streams)
-            self._ready.append(plus(taken, asked.lost))
+            result = taken(asked.item, done, asked.attempt, node, error)
+            self._ready.append(plus(replace(result, lost_streams=asked.lost_streams), asked.lost))
             return
         wait = 0.0 if sure else time.monotonic() + self._lease + GRACE
         had = _Queued(asked.item, asked.attempt, errors, lost, lost_streams, wait)

@@ -148,8 +148,7 @@ def record_in_batch(path: Path, item: str, attempt: int) -> str | None:
     """Add the new attempt's result to its batch's manifest (``DIR/manifest.jsonl``, the
     run being in ``DIR/runs/<id>/``), so a later ``four batch`` counts it; None when
     done, else why not (no manifest there; a batch is writing it)."""
-    from four.batch._manifest import MANIFEST, ManifestWriter
-    from four.batch._result import RunResult, read_saved
+    from four.batch._result import MANIFEST, ManifestWriter, RunResult, read_saved
 
     root = path.parent.parent.parent
     if path.parent.parent.name != "runs" or not (root / MANIFEST).is_file():
