@@ -7,7 +7,7 @@ import inspect
 import os
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sized
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ParamSpec
 
@@ -287,14 +287,14 @@ class _Batch:
             self.carried[item.id] = (usage, names)
             return None
         why = "its result was not recorded (the batch's driver was lost): taken"
-        return replace(plus(taken(item, ended[1], error=why), usage), lost_streams=names)
+        return plus(taken(item, ended[1], error=why), usage, names)
 
     def _record(self, result: RunResult) -> RunResult:
         """Write the result's manifest line (with what it carries); the result."""
         carried = self.carried.pop(result.id, None)
         if carried is not None:  # what attempts lost with an earlier driver spent
             usage, names = carried
-            result = replace(plus(result, usage), lost_streams=(*names, *result.lost_streams))
+            result = plus(result, usage, names)
         self.writer.write(result)
         if self.publisher is not None:
             self.publisher.ended(f"runs/{folder_name(result.id)}")

@@ -1,10 +1,6 @@
-"""``AsyncPool(processes=N)``: an async batch spread over N worker processes.
-
-Imported only by ``AsyncPool.open``. Each worker is a fresh interpreter (``spawn``: safe
-beside threads) hosting an ``AsyncSession``; this process keeps the scheduling and the
-manifest. Two pipes per worker: commands in (the items, stop, the budget, close),
-reports out (results, live usage, its own cost stop). See docs/batch.md.
-"""
+"""``AsyncPool(processes=N)`` (docs/batch.md): N fresh interpreters (``spawn``: safe beside
+threads), each hosting an ``AsyncSession``, with two pipes: commands in (the items, stop,
+the budget, close), reports out (results, live usage, its own cost stop)."""
 
 from __future__ import annotations
 
@@ -69,13 +65,8 @@ _Command = Item | _Stop | _Spent | _Close
 
 
 @dataclass(frozen=True, slots=True)
-class _Ready:
-    pid: int
-
-
-@dataclass(frozen=True, slots=True)
-class _Failed:
-    error: str  # make_run did not load in the worker
+class _Started:
+    error: str | None = None  # why make_run did not load in the worker
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +77,7 @@ class _Report:
     runs: tuple[tuple[str, Usage], ...] = ()  # live runs whose usage changed, by item id
 
 
-_Said = _Ready | _Failed | _Report
+_Said = _Started | _Report
 """What a worker sends the batch."""
 
 
@@ -232,7 +223,7 @@ class ProcessSession:
                 with contextlib.suppress(EOFError, OSError):
                     if worker.reports.poll():
                         said = worker.reports.recv()
-                if isinstance(said, _Failed):
+                if isinstance(said, _Started) and said.error is not None:
                     raise TypeError(
                         f"{self._where}: worker process {worker.number} cannot load make_run "
                         f"({said.error}): define it in a module the workers import (a "
@@ -385,13 +376,13 @@ def _worker_main(
     try:
         spec: Spec = pickle.loads(blob)
     except Exception as exc:
-        reports.send(_Failed(f"{type(exc).__name__}: {exc}"))
+        reports.send(_Started(f"{type(exc).__name__}: {exc}"))
         return
     journal = Journal(journal_path)  # what a SIGKILL leaves running, for the batch to kill
     journal.open()
     session = AsyncSession(spec, gc_threshold)
     try:
-        reports.send(_Ready(os.getpid()))
+        reports.send(_Started())
         _relay(session, commands, reports)
     finally:
         journal.close()

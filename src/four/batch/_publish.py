@@ -1,11 +1,6 @@
-"""A batch written to an object store URL: its local copy pushed up as it changes.
-
-The batch writes its folder as anywhere (``Remote.local``); ``Publisher``'s thread
-uploads each ended run's folder as soon as its result is in (before the manifest line
-that names it goes up), the streams of running runs every ``every`` seconds (so a
-driver lost mid-batch leaves them there, at most that old), and the manifest last.
-The batch's thread never waits on the store, except at ``close``.
-"""
+"""A batch written to an object store URL: its local copy (``Remote.local``) pushed up as it
+changes, from a thread of its own (the order: docs/batch.md); the batch's thread never
+waits on the store, except at ``close``."""
 
 from __future__ import annotations
 

@@ -178,14 +178,14 @@ def _node_address() -> str:
     return str(address) if address else cast(Callable[[], str], ray.util.get_node_ip_address)()
 
 
-def _nodes() -> list[dict[str, object]]:
+def cluster_nodes() -> list[dict[str, object]]:
     return cast(Callable[[], list[dict[str, object]]], ray.nodes)()
 
 
 def _node(node_id: str | None) -> dict[str, object]:
     """What Ray says of the node ``node_id`` ({} when it cannot say)."""
     with contextlib.suppress(Exception):
-        return next((n for n in _nodes() if n.get("NodeID") == node_id), {})
+        return next((n for n in cluster_nodes() if n.get("NodeID") == node_id), {})
     return {}
 
 
@@ -283,7 +283,7 @@ class RaySession:
         if not ray.is_initialized():
             cast(Callable[..., object], ray.init)(address=pool.address, **dict(pool.init))
             self._started_ray = True
-        nodes = [n for n in _nodes() if n.get("Alive")]
+        nodes = [n for n in cluster_nodes() if n.get("Alive")]
         actors = pool.actors
         count = actors if actors is not None else max(1, len(nodes))
         per_actor = max(1, math.ceil(spec.max_concurrency / count))
@@ -445,13 +445,13 @@ class RaySession:
             streams = (*call.asked.lost_streams, *sorted(call.streams))
             had = call.asked._replace(lost=lost, lost_streams=streams)
             self._ready.append(
-                had.given_up(Crashed("batch", _first_line(exc.cause or exc)).text, True)
+                had.given_up(Crashed("batch", first_line(exc.cause or exc)).text, True)
             )
             return
         except ray.exceptions.ActorUnavailableError as exc:
             # For a while only (a restart, a network blip): the attempt may still run.
             # The actor's next status says how it went (or that it is another actor).
-            call.doubt = _first_line(exc)
+            call.doubt = first_line(exc)
             self._unhealthy(call.slot)
             return
         except ray.exceptions.RayError as exc:  # the actor died, or cannot be placed again
@@ -470,9 +470,7 @@ class RaySession:
         if asked.errors:  # a retry
             error = "; ".join([*asked.errors, *([result.error] if result.error else [])])
             result = replace(result, error=error)
-        if asked.lost_streams:
-            result = replace(result, lost_streams=asked.lost_streams)
-        self._ready.append(plus(result, asked.lost))  # earlier attempts were paid for too
+        self._ready.append(plus(result, asked.lost, asked.lost_streams))  # paid for too
 
     def _settle(self, call: _Call) -> Usage:
         """The attempt is over: what it had spent, as its actor last said."""
@@ -499,7 +497,7 @@ class RaySession:
         # on a lost node it may live on (cut off, or paused) until its lease ends.
         node_id = slot.where[3] if slot.where is not None else slot.node_id
         alive = node_id is not None and _node(node_id).get("Alive") is True
-        self._lose(call, _first_line(exc), sure=alive)
+        self._lose(call, first_line(exc), sure=alive)
 
     def _lose(self, call: _Call, why: str, *, sure: bool) -> None:
         """The attempt is lost (``why``): take its run if it had ended, else try again
@@ -516,7 +514,7 @@ class RaySession:
             node = call.slot.where[0] if call.slot.where is not None else ""
             error = "; ".join([*errors, "its run had ended: its trajectory is taken"])
             result = taken(asked.item, done, asked.attempt, node, error)
-            self._ready.append(plus(replace(result, lost_streams=asked.lost_streams), asked.lost))
+            self._ready.append(plus(result, asked.lost, asked.lost_streams))
             return
         wait = 0.0 if sure else time.monotonic() + self._lease + GRACE
         had = _Queued(asked.item, asked.attempt, errors, lost, lost_streams, wait)
@@ -537,7 +535,7 @@ class RaySession:
                     if slot.probes < MAX_PROBES:
                         slot.reprobe_at = time.monotonic() + PROBE_EVERY
                     else:  # not back within about a minute: gone
-                        slot.starting, slot.gone = False, _first_line(exc)
+                        slot.starting, slot.gone = False, first_line(exc)
                         self._doubts_lost(slot, slot.gone)
                     return
                 except ray.exceptions.RayError as exc:
@@ -659,7 +657,7 @@ class _Remote(Protocol):
     def remote(self, *args: object) -> object: ...
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"
 
@@ -670,4 +668,4 @@ def _why_gone(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     if len(text) > 1 and "creation task" in text[0]:
         return f"its actor could not start: {text[-1].strip()}"
-    return _first_line(exc)
+    return first_line(exc)

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from four.batch._ray import cluster_nodes, first_line
 from four.observe._check import Check
 
 
@@ -56,8 +57,7 @@ def cluster_checks(address: str, api_base: str | None, scratch: str | None = Non
     try:
         cast(Callable[..., object], ray.init)(address=address, log_to_driver=False)
     except Exception as exc:  # ConnectionError, a timeout, a version mismatch...
-        text = str(exc).strip().splitlines()
-        why = f"{type(exc).__name__}: {text[0] if text else ''}"
+        why = first_line(exc)
         return [Check("ray", "NO-GO", f"{address}: {why}", "start the cluster, or fix --ray")]
     try:
         return _checks(address, api_base, scratch)
@@ -66,8 +66,7 @@ def cluster_checks(address: str, api_base: str | None, scratch: str | None = Non
 
 
 def _checks(address: str, api_base: str | None, scratch: str | None) -> list[Check]:
-    listed = cast(Callable[[], list[dict[str, object]]], ray.nodes)()
-    nodes = [n for n in listed if n.get("Alive")]
+    nodes = [n for n in cluster_nodes() if n.get("Alive")]
     checks = [Check("ray", "GO", f"{address}: joined (Ray {ray.__version__})")]
     if not nodes:
         return [*checks, Check("nodes", "NO-GO", "no node is alive", "start the workers")]

@@ -149,15 +149,17 @@ def taken(
     )  # fmt: skip
 
 
-def plus(result: RunResult, usage: Usage) -> RunResult:
-    """``result`` with ``usage`` added (what its lost earlier attempts spent)."""
-    if usage is NO_USAGE:
+def plus(result: RunResult, usage: Usage, streams: tuple[str, ...] = ()) -> RunResult:
+    """``result`` with what its lost earlier attempts spent (``usage``, read from their
+    ``streams``, named first in its ``lost_streams``)."""
+    if usage is NO_USAGE and not streams:
         return result
     return replace(
         result,
         prompt_tokens=result.prompt_tokens + usage.prompt_tokens,
         completion_tokens=result.completion_tokens + usage.completion_tokens,
         cost=result.cost + usage.known_cost,
+        lost_streams=(*streams, *result.lost_streams),
     )
 
 

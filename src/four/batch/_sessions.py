@@ -251,29 +251,30 @@ class _RaisedCollector:
 
     _lock = threading.Lock()
     _open: ClassVar[list[int]] = []  # the thresholds of the sessions open
-    _saved: ClassVar[tuple[int, int, int]] = (0, 0, 0)
-    _set: ClassVar[tuple[int, int, int]] = (0, 0, 0)
+    _saved: ClassVar[tuple[int, int, int]] = (0, 0, 0)  # the thresholds before them
+    _set: ClassVar[tuple[int, int, int]] = (0, 0, 0)  # ... and while they are open
 
     def __init__(self, threshold: int | None) -> None:
         self._threshold = threshold
-        if threshold is not None:
-            with self._lock:
-                if not self._open:
-                    type(self)._saved = gc.get_threshold()
-                self._open.append(threshold)
-                self._apply()
-
-    @classmethod
-    def _apply(cls) -> None:
-        cls._set = (max(cls._saved[0], *cls._open), *cls._saved[1:])
-        gc.set_threshold(*cls._set)
+        self._change(threshold, opened=True)
 
     def close(self) -> None:
         threshold, self._threshold = self._threshold, None
-        if threshold is not None:
-            with self._lock:
-                self._open.remove(threshold)
-                if self._open:
-                    self._apply()
-                elif gc.get_threshold() == self._set:
-                    gc.set_threshold(*self._saved)
+        self._change(threshold, opened=False)
+
+    @classmethod
+    def _change(cls, threshold: int | None, *, opened: bool) -> None:
+        if threshold is None:
+            return
+        with cls._lock:
+            if opened:
+                if not cls._open:
+                    cls._saved = gc.get_threshold()
+                cls._open.append(threshold)
+            else:
+                cls._open.remove(threshold)
+            if cls._open:
+                cls._set = (max(cls._saved[0], *cls._open), *cls._saved[1:])
+                gc.set_threshold(*cls._set)
+            elif gc.get_threshold() == cls._set:
+                gc.set_threshold(*cls._saved)
