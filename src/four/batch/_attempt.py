@@ -112,11 +112,8 @@ def run_attempt(
     node: str = NODE,
     key: str | None = None,
 ) -> RunResult:
-    """Run one item under ``supervisor`` and read what it left; never raises an Exception.
-
-    An async ``make_run`` is run to its end on an event loop of this thread. ``key`` is
-    how the supervisor knows the run (``attempt_key``; a new one when None).
-    """
+    """Run one item under ``supervisor`` (an async ``make_run`` on an event loop of this
+    thread) and read what it left; never raises an Exception. ``key``: ``attempt_key``'s."""
     plain = arun_attempt(make_run, item, root, supervisor, attempt, node, key, _called)
     return to_end(plain, "a plain attempt waited")
 

@@ -269,32 +269,28 @@ class _Batch:
         folder = root / "runs" / folder_name(item.id)
         if not self.resume or not folder.is_dir():  # (not resumed: every item anew)
             return None
-        lost: list[tuple[str, Saved]] = []
-        for stream in sorted(folder.glob("*.jsonl"), reverse=True):  # (named by start time)
+        lost: dict[str, Saved] = {}  # newest first (streams are named by start time)
+        for stream in sorted(folder.glob("*.jsonl"), reverse=True):
             name = stream.relative_to(root).as_posix()
             if name not in self.accounted and (saved := read_stream(stream)) is not None:
-                lost.append((name, saved))
-        if not lost:
-            return None
-        ended = next(((n, s) for n, s in lost if s.outcome is not None), None)
-        others = [(n, s) for n, s in lost if (n, s) != ended]
-        usage = sum(
-            (Usage(s.prompt_tokens, s.completion_tokens, s.cost) for _, s in others), NO_USAGE
-        )
-        names = tuple(n for n, _ in others)
-        self.accounted.update(n for n, _ in lost)
+                lost[name] = saved
+        self.accounted.update(lost)
+        ended = next((n for n, s in lost.items() if s.outcome is not None), None)
+        others = {n: s for n, s in lost.items() if n != ended}
+        spent = [Usage(s.prompt_tokens, s.completion_tokens, s.cost) for s in others.values()]
+        usage = sum(spent, NO_USAGE)
         if ended is None:
-            self.carried[item.id] = (usage, names)
+            if lost:
+                self.carried[item.id] = (usage, tuple(others))
             return None
         why = "its result was not recorded (the batch's driver was lost): taken"
-        return plus(taken(item, ended[1], error=why), usage, names)
+        return plus(taken(item, lost[ended], error=why), usage, tuple(others))
 
     def _record(self, result: RunResult) -> RunResult:
         """Write the result's manifest line (with what it carries); the result."""
         carried = self.carried.pop(result.id, None)
         if carried is not None:  # what attempts lost with an earlier driver spent
-            usage, names = carried
-            result = plus(result, usage, names)
+            result = plus(result, *carried)
         self.writer.write(result)
         if self.publisher is not None:
             self.publisher.ended(f"runs/{folder_name(result.id)}")

@@ -72,7 +72,6 @@ class _Started:
 @dataclass(frozen=True, slots=True)
 class _Report:
     results: tuple[RunResult, ...]
-    usage: Usage
     stopping: Outcome | None
     runs: tuple[tuple[str, Usage], ...] = ()  # live runs whose usage changed, by item id
 
@@ -96,9 +95,12 @@ class _Worker:
     running: dict[str, Item] = field(default_factory=dict)
     spending: dict[str, Usage] = field(default_factory=dict)  # its live runs' usage
     outbox: list[_Command] = field(default_factory=list)
-    usage: Usage = NO_USAGE
     told_spent: float | None = None
     alive: bool = True
+
+    @property
+    def usage(self) -> Usage:  # its live runs', by its last report
+        return sum(self.spending.values(), NO_USAGE)
 
 
 class ProcessSession:
@@ -282,7 +284,6 @@ class ProcessSession:
             worker.running.pop(result.id, None)
             worker.spending.pop(result.id, None)
             self._ready.append(result)
-        worker.usage = said.usage
         if said.stopping is not None and self._stop is None and self._stopping is None:
             self._stopping = said.stopping  # one worker's cost check stops them all
             self.stop(said.stopping, kill=False)
@@ -300,7 +301,6 @@ class ProcessSession:
             self._ready.append(unfinished(item, text, spent, why))
         worker.running.clear()
         worker.spending.clear()
-        worker.usage = NO_USAGE
         self._release(worker)
 
     def _kill_all(self) -> None:
@@ -402,7 +402,7 @@ def _relay(session: AsyncSession, commands: mpc.Connection, reports: mpc.Connect
 
     sender = threading.Thread(target=send, name="four-worker-reports", daemon=True)
     sender.start()
-    told: tuple[Usage, Outcome | None] = (NO_USAGE, None)
+    told: Outcome | None = None
     told_runs: dict[str, Usage] = {}
     told_at = 0.0
     closing: _Close | None = None
@@ -417,12 +417,11 @@ def _relay(session: AsyncSession, commands: mpc.Connection, reports: mpc.Connect
         done = session.wait(TICK) if session.running else []
         now = time.monotonic()
         if done or now - told_at >= STATUS_EVERY:
-            state = (session.live_usage(), session.stopping())
-            if done or state != told:
-                runs = session.live_usages()
-                changed = tuple((i, u) for i, u in runs.items() if told_runs.get(i) != u)
-                outbox.put(_Report(tuple(done), *state, changed))
-                told, told_runs = state, runs
+            stopping, runs = session.stopping(), session.live_usages()
+            changed = tuple((i, u) for i, u in runs.items() if told_runs.get(i) != u)
+            if done or changed or stopping != told:
+                outbox.put(_Report(tuple(done), stopping, changed))
+                told, told_runs = stopping, runs
             told_at = now
     if orphaned:
         session.stop(Interrupted("the batch's process died"), kill=True)

@@ -20,8 +20,6 @@ class Publisher:
     def __init__(self, remote: Remote, every: float = FLUSH_EVERY) -> None:
         self.remote = remote
         self.every = every
-        self.failure: str | None = None
-        """Why the last upload failed (one line), until one succeeds."""
         self._lock = threading.Lock()
         self._due: dict[str, None] = {}  # folders of ended runs, in order
         self._wake = threading.Event()
@@ -66,8 +64,6 @@ class Publisher:
                     self.remote.push(["runs"])
                     self.remote.push([MANIFEST])
                     self.remote.save()
-                self.failure = None
-            except Exception as exc:  # the store is down, a credential expired: next time
-                self.failure = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            except Exception:  # the store is down, a credential expired: next time
                 with self._lock:
                     self._due = {**dict.fromkeys(due), **self._due}

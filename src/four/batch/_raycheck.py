@@ -1,10 +1,6 @@
-"""``four doctor batch --ray ADDRESS``: the cluster, as the batch would use it.
-
-Joins the cluster (the address reachable), lists its alive nodes, and on each node runs
-one small task pinned there: its scratch folder writable (where its runs write before
-their records travel to the driver), and the model's endpoint reachable from it (a TCP
-connection). Imported only by ``four doctor`` (it imports Ray).
-"""
+"""``four doctor batch --ray ADDRESS``: the cluster joined, its alive nodes, and on each a
+small task pinned there: its scratch folder writable, the model's endpoint reachable (a
+TCP connection). Imported only by ``four doctor`` (it imports Ray)."""
 
 from __future__ import annotations
 

@@ -211,12 +211,10 @@ class AsyncSession(_InProcess):
         self._started(asyncio.run_coroutine_threadsafe(attempt, self._loop), item)
 
     def close(self, wait: bool = True) -> None:
-        if wait:
-            cf.wait(list(self._futures))
-        else:  # the runs left are cancelled: each ends interrupted, its trajectory sealed
-            for future in list(self._futures):
+        if not wait:  # the runs left are cancelled: each ends interrupted, its trajectory sealed
+            for future in self._futures:
                 future.cancel()
-            cf.wait(list(self._futures), timeout=10)
+        cf.wait(list(self._futures), timeout=None if wait else 10)
         if "litellm" in sys.modules:  # close the model clients litellm opened on this loop
             from four.invoke._lazy import close_async_clients
 

@@ -16,7 +16,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from four.trajectory._durable import WRITE_FLAGS, write_atomic
+from four.trajectory._durable import WRITE_FLAGS, write_all, write_atomic
 
 STREAM = ".jsonl"
 CHUNK = 8 << 20
@@ -189,11 +189,8 @@ class Landing:
             else:
                 fd = os.open(target, WRITE_FLAGS | os.O_CREAT, 0o644)
                 try:
-                    view = memoryview(piece.data)
-                    offset = piece.offset
-                    while view:
-                        written = os.pwrite(fd, view, offset)
-                        view, offset = view[written:], offset + written
+                    os.lseek(fd, piece.offset, os.SEEK_SET)
+                    write_all(fd, piece.data)
                 finally:
                     os.close(fd)
             landed[piece.path] = None

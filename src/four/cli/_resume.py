@@ -148,7 +148,8 @@ def record_in_batch(path: Path, item: str, attempt: int) -> str | None:
     """Add the new attempt's result to its batch's manifest (``DIR/manifest.jsonl``, the
     run being in ``DIR/runs/<id>/``), so a later ``four batch`` counts it; None when
     done, else why not (no manifest there; a batch is writing it)."""
-    from four.batch._result import MANIFEST, ManifestWriter, RunResult, read_saved
+    from four.batch._items import Item
+    from four.batch._result import MANIFEST, ManifestWriter, read_saved, taken
 
     root = path.parent.parent.parent
     if path.parent.parent.name != "runs" or not (root / MANIFEST).is_file():
@@ -160,12 +161,8 @@ def record_in_batch(path: Path, item: str, attempt: int) -> str | None:
         writer = ManifestWriter(root)
     except (RuntimeError, OSError) as exc:
         return str(exc)
-    result = RunResult(
-        item, saved.outcome, saved.path, saved.steps, saved.prompt_tokens,
-        saved.completion_tokens, saved.cost, saved.wall_time, attempts=attempt,
-    )  # fmt: skip
     with contextlib.closing(writer):
-        writer.write(result)
+        writer.write(taken(Item(item), saved, attempt))
     return None
 
 
