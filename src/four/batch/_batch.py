@@ -342,12 +342,8 @@ class _Batch:
 
     def _wind_down(self, exc: BaseException) -> None:
         """End the running runs cooperatively, kill their commands, and record them."""
-        if isinstance(exc, KeyboardInterrupt):
-            reason = "batch interrupted"
-        elif isinstance(exc, GeneratorExit):
-            reason = "batch closed"
-        else:
-            reason = f"batch stopped by {type(exc).__name__}"
+        reasons = {KeyboardInterrupt: "batch interrupted", GeneratorExit: "batch closed"}
+        reason = reasons.get(type(exc), f"batch stopped by {type(exc).__name__}")
         self._stop(Interrupted(reason), kill=True)
         try:
             while self.session.running:
