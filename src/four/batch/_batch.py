@@ -277,8 +277,7 @@ class _Batch:
         self.accounted.update(lost)
         ended = next((n for n, s in lost.items() if s.outcome is not None), None)
         others = {n: s for n, s in lost.items() if n != ended}
-        spent = [Usage(s.prompt_tokens, s.completion_tokens, s.cost) for s in others.values()]
-        usage = sum(spent, NO_USAGE)
+        usage = sum((s.usage for s in others.values()), NO_USAGE)
         if ended is None:
             if lost:
                 self.carried[item.id] = (usage, tuple(others))

@@ -142,9 +142,10 @@ def taken(
     item: Item, saved: Saved, attempts: int = 1, node: str = "", error: str | None = None
 ) -> RunResult:
     """The item's result as its saved trajectory ``saved`` tells it."""
+    u = saved.usage
     return RunResult(
-        item.id, str(saved.outcome), saved.path, saved.steps, saved.prompt_tokens,
-        saved.completion_tokens, saved.cost, saved.wall_time, error, attempts, True, node,
+        item.id, str(saved.outcome), saved.path, saved.steps, u.prompt_tokens,
+        u.completion_tokens, u.known_cost, saved.wall_time, error, attempts, True, node,
         item.fields,
     )  # fmt: skip
 
@@ -263,9 +264,7 @@ class Saved:
     path: Path
     outcome: str | None
     steps: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float = 0.0
+    usage: Usage = NO_USAGE
     wall_time: float = 0.0
 
 
@@ -306,16 +305,12 @@ def just_sealed(path: Path) -> Saved | None:
 
 def _with_stats(path: Path, outcome: str | None, stats: Stats) -> Saved:
     u = stats.usage
-    return Saved(
-        path, outcome, stats.steps, u.prompt_tokens, u.completion_tokens, _float(u.cost),
-        _float(stats.wall_time),
-    )  # fmt: skip
+    usage = Usage(u.prompt_tokens, u.completion_tokens, _float(u.cost), u.calls)
+    return Saved(path, outcome, stats.steps, usage, _float(stats.wall_time))
 
 
 def _from_stream(path: Path, text: str) -> Saved | None:
-    started = False
-    steps = prompt = completion = 0
-    cost = 0.0
+    started, steps, usage = False, 0, NO_USAGE
     for record in stream_lines(text):
         if isinstance(record, Start):
             started = True
@@ -326,11 +321,9 @@ def _from_stream(path: Path, text: str) -> Saved | None:
                 return None
         elif isinstance(record, Line) and isinstance(m := record.message, AssistantRecord):
             steps += 1
-            if m.usage is not None:
-                prompt += m.usage.prompt_tokens
-                completion += m.usage.completion_tokens
-                cost += _float(m.usage.cost)
-    return Saved(path, None, steps, prompt, completion, cost) if started else None
+            if (u := m.usage) is not None:
+                usage += Usage(u.prompt_tokens, u.completion_tokens, _float(u.cost))
+    return Saved(path, None, steps, usage) if started else None
 
 
 def _int(value: JSON) -> int:
