@@ -334,7 +334,7 @@ def test_a_status_reply_lost_is_sent_again_until_acknowledged(
     lost on the way (the actor alive) is sent again, usage and records alike. A revoked
     attempt stops, its commands killed."""
     from four.batch._ray import Report, actor_class
-    from four.batch._session import Spec
+    from four.batch._sessions import Spec
 
     token = f"raystatus-{time.monotonic_ns()}"
     make_run = scripted_run([bash(f"sleep 60; echo {token}")], cost=0.25)

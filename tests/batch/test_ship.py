@@ -6,8 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from four.batch._land import Landing
-from four.batch._ship import Shipper
+from four.batch._ship import Landing, Shipper
 from four.checks import audit
 from four.trajectory import load_trajectory, save_trajectory
 

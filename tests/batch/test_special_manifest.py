@@ -24,8 +24,8 @@ from four._files import Unreadable
 from four.batch import Item, RunContext, iter_runs, read_manifest, read_results
 from four.batch._journal import MAX_BYTES as JOURNAL_MAX
 from four.batch._journal import NAME, Journal, clean_up, sweep
-from four.batch._manifest import MANIFEST
-from four.batch._manifest import MAX_BYTES as MANIFEST_MAX
+from four.batch._result import MANIFEST
+from four.batch._result import MAX_BYTES as MANIFEST_MAX
 from tests.cli._runs import cli
 
 SECONDS = 10.0

@@ -149,7 +149,7 @@ def test_read_saved_reads_a_sealed_trajectory_up_to_its_messages(tmp_path: Path)
     path = run(G, line_parse, FakeEnv(), save_trajectory(tmp_path), prompt=big)
     saved = read_saved(path)
     assert saved is not None and saved.path == path
-    assert (saved.outcome, saved.steps, saved.prompt_tokens, saved.cost) == (
+    assert (saved.outcome, saved.steps, saved.usage.prompt_tokens, saved.usage.cost) == (
         "exit:task_complete",
         2,
         3,
@@ -210,6 +210,6 @@ def test_a_result_is_what_its_sealed_document_says_without_reading_it_back(
         assert (r.outcome, r.steps) == (saved.outcome, saved.steps) == ("exit:task_complete", 2)
         assert (
             (r.prompt_tokens, r.completion_tokens, r.cost)
-            == ((saved.prompt_tokens, saved.completion_tokens, saved.cost))
+            == ((saved.usage.prompt_tokens, saved.usage.completion_tokens, saved.usage.cost))
             == (n, 2 * n, n / 8)
         )

@@ -391,7 +391,7 @@ def test_four_batch_makes_attempts_for_each_item(
     monkeypatch: pytest.MonkeyPatch,
     pool: list[str],
 ) -> None:
-    from four.batch._manifest import read_manifest
+    from four.batch._result import read_manifest
     from four.cli._batch import batch_command
     from tests._server import Answer, LoopbackServer, Request, chat
     from tests.batch._agents import batch_args

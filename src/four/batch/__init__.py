@@ -28,15 +28,15 @@ if TYPE_CHECKING:  # names load on first use: `four batch --help` imports none o
     from four.batch._items import item_from_json as item_from_json
     from four.batch._items import read_items as read_items
     from four.batch._lock import BatchLocked as BatchLocked
-    from four.batch._manifest import MANIFEST as MANIFEST
-    from four.batch._manifest import read_manifest as read_manifest
-    from four.batch._manifest import read_results as read_results
     from four.batch._pool import AsyncPool as AsyncPool
     from four.batch._pool import RayPool as RayPool
     from four.batch._pool import ThreadPool as ThreadPool
+    from four.batch._result import MANIFEST as MANIFEST
     from four.batch._result import RunResult as RunResult
-    from four.batch._session import Pool as Pool
-    from four.batch._session import Session as Session
-    from four.batch._session import Spec as Spec
+    from four.batch._result import read_manifest as read_manifest
+    from four.batch._result import read_results as read_results
+    from four.batch._sessions import Pool as Pool
+    from four.batch._sessions import Session as Session
+    from four.batch._sessions import Spec as Spec
 
 __getattr__, __dir__, __all__ = lazy(__name__, __file__)

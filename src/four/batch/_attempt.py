@@ -112,11 +112,8 @@ def run_attempt(
     node: str = NODE,
     key: str | None = None,
 ) -> RunResult:
-    """Run one item under ``supervisor`` and read what it left; never raises an Exception.
-
-    An async ``make_run`` is run to its end on an event loop of this thread. ``key`` is
-    how the supervisor knows the run (``attempt_key``; a new one when None).
-    """
+    """Run one item under ``supervisor`` (an async ``make_run`` on an event loop of this
+    thread) and read what it left; never raises an Exception. ``key``: ``attempt_key``'s."""
     plain = arun_attempt(make_run, item, root, supervisor, attempt, node, key, _called)
     return to_end(plain, "a plain attempt waited")
 
@@ -137,7 +134,8 @@ async def arun_attempt(
     key = key or attempt_key(item, attempt)  # (see item_of)
     start = time.monotonic()
     try:
-        before = _new_folder(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        before = _streams(folder)  # (an earlier attempt's are not this one's)
     except OSError as exc:
         why = Crashed("batch", f"cannot make {folder}: {exc}").text
         return replace(unfinished(item, why, error=str(exc), attempts=attempt), node=node)
@@ -173,15 +171,6 @@ async def arun_attempt(
     return replace(result, outcome=outcome, wall_time=wall, final=final, node=node)
 
 
-def recovered(item: Item, streams: list[Path], attempt: int, node: str) -> RunResult | None:
-    """The result of a lost attempt whose run had ended: read from whichever of its
-    ``streams`` was saved complete (sealed, or with its end record: the worker was lost
-    while sealing), whose stats count that run's whole usage; None when none was."""
-    newest_first = map(read_stream, sorted(streams, key=_mtime, reverse=True))
-    done = next((s for s in newest_first if s is not None and s.outcome is not None), None)
-    return None if done is None else taken(item, done, attempt, node)
-
-
 def attempt_key(item: Item, attempt: int) -> str:
     """A new key for an attempt at ``item`` (unique among the batch's attempts)."""
     return f"{item.id}#{attempt}#{uuid.uuid4().hex[:8]}"
@@ -191,17 +180,6 @@ def item_of(key: str) -> str:
     """The item id of an attempt's key (``<id>#<attempt>#<random>``, as the supervisor
     knows the run)."""
     return key.rsplit("#", 2)[0]
-
-
-def _new_folder(folder: Path) -> set[str]:
-    """Make the item's folder if it is not there: the streams already in it."""
-    try:
-        folder.mkdir(parents=True)
-    except FileExistsError:
-        if not folder.is_dir():
-            raise
-        return _streams(folder)
-    return set()  # made just now: nothing in it (and no need to list it)
 
 
 def _streams(folder: Path) -> set[str]:
@@ -216,11 +194,19 @@ def _saved(returned: object, folder: Path, before: set[str]) -> Saved | None:
         if path.suffix in (".json", ".jsonl") and (saved := just_sealed(path) or read_saved(path)):
             return saved
     try:
-        new = [folder / n for n in _streams(folder) - before]
+        return newest([folder / n for n in _streams(folder) - before])
     except OSError:
         return None
-    newest_first = sorted(new, key=_mtime, reverse=True)
-    return next((s for s in map(read_stream, newest_first) if s is not None), None)
+
+
+def newest(streams: list[Path], *, ended: bool = False) -> Saved | None:
+    """The newest of ``streams`` saved (sealed, or read from its lines); with ``ended``,
+    the newest saved complete (sealed, or with its end record: its worker was lost while
+    sealing), whose stats count that run's whole usage."""
+    for saved in map(read_stream, sorted(streams, key=_mtime, reverse=True)):
+        if saved is not None and (saved.outcome is not None or not ended):
+            return saved
+    return None
 
 
 def _mtime(path: Path) -> float:

@@ -7,7 +7,7 @@ import inspect
 import os
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sized
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ParamSpec
 
@@ -18,11 +18,18 @@ from four._types import JSON, NO_USAGE, Checked, Usage
 from four.batch._attempt import MakeRun
 from four.batch._items import Item, folder_name, item_from_json
 from four.batch._lock import FolderLock, Lease
-from four.batch._manifest import ManifestWriter, read_results
 from four.batch._pool import AsyncPool, ThreadPool
 from four.batch._publish import Publisher
-from four.batch._result import RunResult, Saved, plus, read_stream, taken
-from four.batch._session import Pool, Session, Spec
+from four.batch._result import (
+    ManifestWriter,
+    RunResult,
+    Saved,
+    plus,
+    read_results,
+    read_stream,
+    taken,
+)
+from four.batch._sessions import Pool, Session, Spec
 from four.batch._supervisor import cost_limit_reached
 from four.trajectory._destination import Remote, is_url
 
@@ -262,32 +269,27 @@ class _Batch:
         folder = root / "runs" / folder_name(item.id)
         if not self.resume or not folder.is_dir():  # (not resumed: every item anew)
             return None
-        lost: list[tuple[str, Saved]] = []
-        for stream in sorted(folder.glob("*.jsonl"), reverse=True):  # (named by start time)
+        lost: dict[str, Saved] = {}  # newest first (streams are named by start time)
+        for stream in sorted(folder.glob("*.jsonl"), reverse=True):
             name = stream.relative_to(root).as_posix()
             if name not in self.accounted and (saved := read_stream(stream)) is not None:
-                lost.append((name, saved))
-        if not lost:
-            return None
-        ended = next(((n, s) for n, s in lost if s.outcome is not None), None)
-        others = [(n, s) for n, s in lost if (n, s) != ended]
-        usage = sum(
-            (Usage(s.prompt_tokens, s.completion_tokens, s.cost) for _, s in others), NO_USAGE
-        )
-        names = tuple(n for n, _ in others)
-        self.accounted.update(n for n, _ in lost)
+                lost[name] = saved
+        self.accounted.update(lost)
+        ended = next((n for n, s in lost.items() if s.outcome is not None), None)
+        others = {n: s for n, s in lost.items() if n != ended}
+        usage = sum((s.usage for s in others.values()), NO_USAGE)
         if ended is None:
-            self.carried[item.id] = (usage, names)
+            if lost:
+                self.carried[item.id] = (usage, tuple(others))
             return None
         why = "its result was not recorded (the batch's driver was lost): taken"
-        return replace(plus(taken(item, ended[1], error=why), usage), lost_streams=names)
+        return plus(taken(item, lost[ended], error=why), usage, tuple(others))
 
     def _record(self, result: RunResult) -> RunResult:
         """Write the result's manifest line (with what it carries); the result."""
         carried = self.carried.pop(result.id, None)
         if carried is not None:  # what attempts lost with an earlier driver spent
-            usage, names = carried
-            result = replace(plus(result, usage), lost_streams=(*names, *result.lost_streams))
+            result = plus(result, *carried)
         self.writer.write(result)
         if self.publisher is not None:
             self.publisher.ended(f"runs/{folder_name(result.id)}")
@@ -339,12 +341,8 @@ class _Batch:
 
     def _wind_down(self, exc: BaseException) -> None:
         """End the running runs cooperatively, kill their commands, and record them."""
-        if isinstance(exc, KeyboardInterrupt):
-            reason = "batch interrupted"
-        elif isinstance(exc, GeneratorExit):
-            reason = "batch closed"
-        else:
-            reason = f"batch stopped by {type(exc).__name__}"
+        reasons = {KeyboardInterrupt: "batch interrupted", GeneratorExit: "batch closed"}
+        reason = reasons.get(type(exc), f"batch stopped by {type(exc).__name__}")
         self._stop(Interrupted(reason), kill=True)
         try:
             while self.session.running:

@@ -1,9 +1,5 @@
-"""The pools that run a batch: threads or tasks on one event loop here, or a Ray cluster.
-
-``ThreadPool`` is bounded (``max_threads``): CPython's thread bookkeeping grows with the
-number of live threads at every thread start and stop, so thousands of threads cost
-quadratic CPU; past the bound runs wait and the batch's time grows linearly.
-"""
+"""The pools that run a batch: threads or tasks on one event loop here, or a Ray cluster
+(``ThreadPool``'s bound: thousands of threads cost CPython quadratic bookkeeping)."""
 
 from __future__ import annotations
 
@@ -11,8 +7,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from four._checked import check_fields
-from four.batch._session import Session, Spec
-from four.batch._sessions import DEFAULT_MAX_THREADS, YOUNG_OBJECTS, AsyncSession, ThreadSession
+from four.batch._sessions import (
+    DEFAULT_MAX_THREADS,
+    YOUNG_OBJECTS,
+    AsyncSession,
+    Session,
+    Spec,
+    ThreadSession,
+)
 
 
 def _whole(what: str, value: object, other: str = "") -> None:

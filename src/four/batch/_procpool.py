@@ -1,10 +1,6 @@
-"""``AsyncPool(processes=N)``: an async batch spread over N worker processes.
-
-Imported only by ``AsyncPool.open``. Each worker is a fresh interpreter (``spawn``: safe
-beside threads) hosting an ``AsyncSession``; this process keeps the scheduling and the
-manifest. Two pipes per worker: commands in (the items, stop, the budget, close),
-reports out (results, live usage, its own cost stop). See docs/batch.md.
-"""
+"""``AsyncPool(processes=N)`` (docs/batch.md): N fresh interpreters (``spawn``: safe beside
+threads), each hosting an ``AsyncSession``, with two pipes: commands in (the items, stop,
+the budget, close), reports out (results, live usage, its own cost stop)."""
 
 from __future__ import annotations
 
@@ -30,8 +26,7 @@ from four.batch._attempt import NODE
 from four.batch._items import Item
 from four.batch._journal import Journal, clean_up
 from four.batch._result import RunResult, unfinished
-from four.batch._session import Spec
-from four.batch._sessions import AsyncSession
+from four.batch._sessions import AsyncSession, Spec
 
 READY_WITHIN = 120.0
 """Seconds a worker has to start and load ``make_run`` before the batch gives up."""
@@ -70,24 +65,18 @@ _Command = Item | _Stop | _Spent | _Close
 
 
 @dataclass(frozen=True, slots=True)
-class _Ready:
-    pid: int
-
-
-@dataclass(frozen=True, slots=True)
-class _Failed:
-    error: str  # make_run did not load in the worker
+class _Started:
+    error: str | None = None  # why make_run did not load in the worker
 
 
 @dataclass(frozen=True, slots=True)
 class _Report:
     results: tuple[RunResult, ...]
-    usage: Usage
     stopping: Outcome | None
     runs: tuple[tuple[str, Usage], ...] = ()  # live runs whose usage changed, by item id
 
 
-_Said = _Ready | _Failed | _Report
+_Said = _Started | _Report
 """What a worker sends the batch."""
 
 
@@ -106,9 +95,12 @@ class _Worker:
     running: dict[str, Item] = field(default_factory=dict)
     spending: dict[str, Usage] = field(default_factory=dict)  # its live runs' usage
     outbox: list[_Command] = field(default_factory=list)
-    usage: Usage = NO_USAGE
     told_spent: float | None = None
     alive: bool = True
+
+    @property
+    def usage(self) -> Usage:  # its live runs', by its last report
+        return sum(self.spending.values(), NO_USAGE)
 
 
 class ProcessSession:
@@ -233,7 +225,7 @@ class ProcessSession:
                 with contextlib.suppress(EOFError, OSError):
                     if worker.reports.poll():
                         said = worker.reports.recv()
-                if isinstance(said, _Failed):
+                if isinstance(said, _Started) and said.error is not None:
                     raise TypeError(
                         f"{self._where}: worker process {worker.number} cannot load make_run "
                         f"({said.error}): define it in a module the workers import (a "
@@ -292,7 +284,6 @@ class ProcessSession:
             worker.running.pop(result.id, None)
             worker.spending.pop(result.id, None)
             self._ready.append(result)
-        worker.usage = said.usage
         if said.stopping is not None and self._stop is None and self._stopping is None:
             self._stopping = said.stopping  # one worker's cost check stops them all
             self.stop(said.stopping, kill=False)
@@ -310,7 +301,6 @@ class ProcessSession:
             self._ready.append(unfinished(item, text, spent, why))
         worker.running.clear()
         worker.spending.clear()
-        worker.usage = NO_USAGE
         self._release(worker)
 
     def _kill_all(self) -> None:
@@ -386,13 +376,13 @@ def _worker_main(
     try:
         spec: Spec = pickle.loads(blob)
     except Exception as exc:
-        reports.send(_Failed(f"{type(exc).__name__}: {exc}"))
+        reports.send(_Started(f"{type(exc).__name__}: {exc}"))
         return
     journal = Journal(journal_path)  # what a SIGKILL leaves running, for the batch to kill
     journal.open()
     session = AsyncSession(spec, gc_threshold)
     try:
-        reports.send(_Ready(os.getpid()))
+        reports.send(_Started())
         _relay(session, commands, reports)
     finally:
         journal.close()
@@ -412,7 +402,7 @@ def _relay(session: AsyncSession, commands: mpc.Connection, reports: mpc.Connect
 
     sender = threading.Thread(target=send, name="four-worker-reports", daemon=True)
     sender.start()
-    told: tuple[Usage, Outcome | None] = (NO_USAGE, None)
+    told: Outcome | None = None
     told_runs: dict[str, Usage] = {}
     told_at = 0.0
     closing: _Close | None = None
@@ -427,12 +417,11 @@ def _relay(session: AsyncSession, commands: mpc.Connection, reports: mpc.Connect
         done = session.wait(TICK) if session.running else []
         now = time.monotonic()
         if done or now - told_at >= STATUS_EVERY:
-            state = (session.live_usage(), session.stopping())
-            if done or state != told:
-                runs = session.live_usages()
-                changed = tuple((i, u) for i, u in runs.items() if told_runs.get(i) != u)
-                outbox.put(_Report(tuple(done), *state, changed))
-                told, told_runs = state, runs
+            stopping, runs = session.stopping(), session.live_usages()
+            changed = tuple((i, u) for i, u in runs.items() if told_runs.get(i) != u)
+            if done or changed or stopping != told:
+                outbox.put(_Report(tuple(done), stopping, changed))
+                told, told_runs = stopping, runs
             told_at = now
     if orphaned:
         session.stop(Interrupted("the batch's process died"), kill=True)

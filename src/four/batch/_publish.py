@@ -1,18 +1,13 @@
-"""A batch written to an object store URL: its local copy pushed up as it changes.
-
-The batch writes its folder as anywhere (``Remote.local``); ``Publisher``'s thread
-uploads each ended run's folder as soon as its result is in (before the manifest line
-that names it goes up), the streams of running runs every ``every`` seconds (so a
-driver lost mid-batch leaves them there, at most that old), and the manifest last.
-The batch's thread never waits on the store, except at ``close``.
-"""
+"""A batch written to an object store URL: its local copy (``Remote.local``) pushed up as it
+changes, from a thread of its own (the order: docs/batch.md); the batch's thread never
+waits on the store, except at ``close``."""
 
 from __future__ import annotations
 
 import threading
 import time
 
-from four.batch._manifest import MANIFEST
+from four.batch._result import MANIFEST
 from four.trajectory._destination import Remote
 
 FLUSH_EVERY = 5.0
@@ -25,8 +20,6 @@ class Publisher:
     def __init__(self, remote: Remote, every: float = FLUSH_EVERY) -> None:
         self.remote = remote
         self.every = every
-        self.failure: str | None = None
-        """Why the last upload failed (one line), until one succeeds."""
         self._lock = threading.Lock()
         self._due: dict[str, None] = {}  # folders of ended runs, in order
         self._wake = threading.Event()
@@ -71,8 +64,6 @@ class Publisher:
                     self.remote.push(["runs"])
                     self.remote.push([MANIFEST])
                     self.remote.save()
-                self.failure = None
-            except Exception as exc:  # the store is down, a credential expired: next time
-                self.failure = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            except Exception:  # the store is down, a credential expired: next time
                 with self._lock:
                     self._due = {**dict.fromkeys(due), **self._due}

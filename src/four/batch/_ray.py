@@ -5,7 +5,7 @@ creation), a ``Supervisor`` (one watchdog thread for its runs) and ``max_concurr
 threads for runs, plus one control thread (a concurrency group of its own) that takes
 stop requests, lease renewals and status polls while every run thread is busy.
 
-How records travel back (``_ship``, ``_land``) and how each item gets exactly one
+How records travel back (``_ship``) and how each item gets exactly one
 result, whatever is lost on the way: docs/batch.md ("Past one machine", "Exactly one
 result per task").
 """
@@ -33,17 +33,16 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from four._outcomes import Crashed, Outcome
 from four._types import NO_USAGE, Usage
-from four.batch._attempt import attempt_key, recovered, run_attempt
+from four.batch._attempt import attempt_key, newest, run_attempt
 from four.batch._items import Item, folder_name
 from four.batch._journal import Journal, actor_journal, sweep
-from four.batch._land import Landing
-from four.batch._result import RunResult, plus, unfinished
-from four.batch._ship import STREAM, Piece, Shipper
+from four.batch._result import RunResult, plus, taken, unfinished
+from four.batch._ship import STREAM, Landing, Piece, Shipper
 from four.batch._supervisor import Supervisor
 
 if TYPE_CHECKING:
     from four.batch._pool import RayPool
-    from four.batch._session import Spec
+    from four.batch._sessions import Spec
 
 READY_WITHIN = 120.0
 """Seconds an actor has to start (answer its first ``where``) before runs go to it anyway."""
@@ -179,14 +178,14 @@ def _node_address() -> str:
     return str(address) if address else cast(Callable[[], str], ray.util.get_node_ip_address)()
 
 
-def _nodes() -> list[dict[str, object]]:
+def cluster_nodes() -> list[dict[str, object]]:
     return cast(Callable[[], list[dict[str, object]]], ray.nodes)()
 
 
 def _node(node_id: str | None) -> dict[str, object]:
     """What Ray says of the node ``node_id`` ({} when it cannot say)."""
     with contextlib.suppress(Exception):
-        return next((n for n in _nodes() if n.get("NodeID") == node_id), {})
+        return next((n for n in cluster_nodes() if n.get("NodeID") == node_id), {})
     return {}
 
 
@@ -284,7 +283,7 @@ class RaySession:
         if not ray.is_initialized():
             cast(Callable[..., object], ray.init)(address=pool.address, **dict(pool.init))
             self._started_ray = True
-        nodes = [n for n in _nodes() if n.get("Alive")]
+        nodes = [n for n in cluster_nodes() if n.get("Alive")]
         actors = pool.actors
         count = actors if actors is not None else max(1, len(nodes))
         per_actor = max(1, math.ceil(spec.max_concurrency / count))
@@ -446,13 +445,13 @@ class RaySession:
             streams = (*call.asked.lost_streams, *sorted(call.streams))
             had = call.asked._replace(lost=lost, lost_streams=streams)
             self._ready.append(
-                had.given_up(Crashed("batch", _first_line(exc.cause or exc)).text, True)
+                had.given_up(Crashed("batch", first_line(exc.cause or exc)).text, True)
             )
             return
         except ray.exceptions.ActorUnavailableError as exc:
             # For a while only (a restart, a network blip): the attempt may still run.
             # The actor's next status says how it went (or that it is another actor).
-            call.doubt = _first_line(exc)
+            call.doubt = first_line(exc)
             self._unhealthy(call.slot)
             return
         except ray.exceptions.RayError as exc:  # the actor died, or cannot be placed again
@@ -471,9 +470,7 @@ class RaySession:
         if asked.errors:  # a retry
             error = "; ".join([*asked.errors, *([result.error] if result.error else [])])
             result = replace(result, error=error)
-        if asked.lost_streams:
-            result = replace(result, lost_streams=asked.lost_streams)
-        self._ready.append(plus(result, asked.lost))  # earlier attempts were paid for too
+        self._ready.append(plus(result, asked.lost, asked.lost_streams))  # paid for too
 
     def _settle(self, call: _Call) -> Usage:
         """The attempt is over: what it had spent, as its actor last said."""
@@ -500,7 +497,7 @@ class RaySession:
         # on a lost node it may live on (cut off, or paused) until its lease ends.
         node_id = slot.where[3] if slot.where is not None else slot.node_id
         alive = node_id is not None and _node(node_id).get("Alive") is True
-        self._lose(call, _first_line(exc), sure=alive)
+        self._lose(call, first_line(exc), sure=alive)
 
     def _lose(self, call: _Call, why: str, *, sure: bool) -> None:
         """The attempt is lost (``why``): take its run if it had ended, else try again
@@ -512,12 +509,12 @@ class RaySession:
         lost = asked.lost + spent if spent is not NO_USAGE else asked.lost
         lost_streams = (*asked.lost_streams, *sorted(call.streams))
         out = self._spec.output_dir
-        done = recovered(asked.item, [out / p for p in call.streams], asked.attempt, "")
+        done = newest([out / p for p in call.streams], ended=True)
         if done is not None:  # it had ended: its stats count it whole
             node = call.slot.where[0] if call.slot.where is not None else ""
             error = "; ".join([*errors, "its run had ended: its trajectory is taken"])
-            taken = replace(done, node=node, error=error, lost_streams=asked.lost_streams)
-            self._ready.append(plus(taken, asked.lost))
+            result = taken(asked.item, done, asked.attempt, node, error)
+            self._ready.append(plus(result, asked.lost, asked.lost_streams))
             return
         wait = 0.0 if sure else time.monotonic() + self._lease + GRACE
         had = _Queued(asked.item, asked.attempt, errors, lost, lost_streams, wait)
@@ -538,7 +535,7 @@ class RaySession:
                     if slot.probes < MAX_PROBES:
                         slot.reprobe_at = time.monotonic() + PROBE_EVERY
                     else:  # not back within about a minute: gone
-                        slot.starting, slot.gone = False, _first_line(exc)
+                        slot.starting, slot.gone = False, first_line(exc)
                         self._doubts_lost(slot, slot.gone)
                     return
                 except ray.exceptions.RayError as exc:
@@ -660,7 +657,7 @@ class _Remote(Protocol):
     def remote(self, *args: object) -> object: ...
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"
 
@@ -671,4 +668,4 @@ def _why_gone(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     if len(text) > 1 and "creation task" in text[0]:
         return f"its actor could not start: {text[-1].strip()}"
-    return _first_line(exc)
+    return first_line(exc)

@@ -1,10 +1,6 @@
-"""``four doctor batch --ray ADDRESS``: the cluster, as the batch would use it.
-
-Joins the cluster (the address reachable), lists its alive nodes, and on each node runs
-one small task pinned there: its scratch folder writable (where its runs write before
-their records travel to the driver), and the model's endpoint reachable from it (a TCP
-connection). Imported only by ``four doctor`` (it imports Ray).
-"""
+"""``four doctor batch --ray ADDRESS``: the cluster joined, its alive nodes, and on each a
+small task pinned there: its scratch folder writable, the model's endpoint reachable (a
+TCP connection). Imported only by ``four doctor`` (it imports Ray)."""
 
 from __future__ import annotations
 
@@ -18,6 +14,7 @@ from urllib.parse import urlsplit
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from four.batch._ray import cluster_nodes, first_line
 from four.observe._check import Check
 
 
@@ -56,55 +53,49 @@ def cluster_checks(address: str, api_base: str | None, scratch: str | None = Non
     try:
         cast(Callable[..., object], ray.init)(address=address, log_to_driver=False)
     except Exception as exc:  # ConnectionError, a timeout, a version mismatch...
-        text = str(exc).strip().splitlines()
-        why = f"{type(exc).__name__}: {text[0] if text else ''}"
+        why = first_line(exc)
         return [Check("ray", "NO-GO", f"{address}: {why}", "start the cluster, or fix --ray")]
     try:
-        return _checks(address, api_base, scratch)
+        nodes = [n for n in cluster_nodes() if n.get("Alive")]
+        checks = [Check("ray", "GO", f"{address}: joined (Ray {ray.__version__})")]
+        if not nodes:
+            return [*checks, Check("nodes", "NO-GO", "no node is alive", "start the workers")]
+        names = ", ".join(sorted(str(n.get("NodeManagerAddress")) for n in nodes))
+        checks.append(Check("nodes", "GO", f"{len(nodes)} alive: {names}"))
+        parts = urlsplit(api_base) if api_base else None
+        endpoint = None
+        if parts is not None and parts.hostname:
+            endpoint = (parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
+        remote = cast(Callable[..., Callable[[object], _Task]], ray.remote)  # (overloads omit it)
+        task = remote(num_cpus=0, max_retries=0)(_on_node)
+        refs = {
+            str(n.get("NodeManagerAddress")): task.options(
+                scheduling_strategy=NodeAffinitySchedulingStrategy(str(n["NodeID"]), soft=False)
+            ).remote(scratch, endpoint)
+            for n in nodes
+        }
+        for name, ref in refs.items():
+            try:
+                wrote, reached = ray.get(ref, timeout=WITHIN)
+            except Exception as exc:  # the node could not run it: four not importable there...
+                line = (str(exc).strip().splitlines() or [""])[-1]
+                checks.append(Check(f"node {name}", "NO-GO", f"a task did not run: {line}",
+                                    "install four on every node (or a runtime_env)"))  # fmt: skip
+                continue
+            checks.append(
+                _verdict(f"node {name}", wrote and f"scratch not writable: {wrote}",
+                         "scratch writable; records travel to the driver",
+                         "give its runs a writable folder (RayPool(scratch=...))")
+            )  # fmt: skip
+            if endpoint is not None:
+                checks.append(
+                    _verdict(f"model from {name}", reached and f"cannot reach {reached}",
+                             f"{endpoint[0]}:{endpoint[1]} reachable",
+                             "open the network from the workers to the model server")
+                )  # fmt: skip
+        return checks
     finally:
         ray.shutdown()
-
-
-def _checks(address: str, api_base: str | None, scratch: str | None) -> list[Check]:
-    listed = cast(Callable[[], list[dict[str, object]]], ray.nodes)()
-    nodes = [n for n in listed if n.get("Alive")]
-    checks = [Check("ray", "GO", f"{address}: joined (Ray {ray.__version__})")]
-    if not nodes:
-        return [*checks, Check("nodes", "NO-GO", "no node is alive", "start the workers")]
-    names = ", ".join(sorted(str(n.get("NodeManagerAddress")) for n in nodes))
-    checks.append(Check("nodes", "GO", f"{len(nodes)} alive: {names}"))
-    parts = urlsplit(api_base) if api_base else None
-    endpoint = None
-    if parts is not None and parts.hostname:
-        endpoint = (parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
-    remote = cast(Callable[..., Callable[[object], _Task]], ray.remote)  # (overloads omit it)
-    task = remote(num_cpus=0, max_retries=0)(_on_node)
-    refs = {
-        str(n.get("NodeManagerAddress")): task.options(
-            scheduling_strategy=NodeAffinitySchedulingStrategy(str(n["NodeID"]), soft=False)
-        ).remote(scratch, endpoint)
-        for n in nodes
-    }
-    for name, ref in refs.items():
-        try:
-            wrote, reached = ray.get(ref, timeout=WITHIN)
-        except Exception as exc:  # the node could not run it: four not importable there...
-            line = (str(exc).strip().splitlines() or [""])[-1]
-            checks.append(Check(f"node {name}", "NO-GO", f"a task did not run: {line}",
-                                "install four on every node (or a runtime_env)"))  # fmt: skip
-            continue
-        checks.append(
-            _verdict(f"node {name}", wrote and f"scratch not writable: {wrote}",
-                     "scratch writable; records travel to the driver",
-                     "give its runs a writable folder (RayPool(scratch=...))")
-        )  # fmt: skip
-        if endpoint is not None:
-            checks.append(
-                _verdict(f"model from {name}", reached and f"cannot reach {reached}",
-                         f"{endpoint[0]}:{endpoint[1]} reachable",
-                         "open the network from the workers to the model server")
-            )  # fmt: skip
-    return checks
 
 
 def _verdict(name: str, problem: str, fine: str, fix: str) -> Check:

@@ -1,6 +1,7 @@
-"""The sessions that run a batch in this process: threads, or tasks on one event loop
-(``_pool``'s ``ThreadPool`` and ``AsyncPool`` open them; each worker process of
-``AsyncPool(processes=N)`` hosts an ``AsyncSession``)."""
+"""Where a batch's runs go: a pool (``_pool``) opens a session that runs items and hands
+back results. Here the protocol, and the sessions of this process: threads, or tasks on
+one event loop (each worker process of ``AsyncPool(processes=N)`` hosts an
+``AsyncSession``; ``RayPool``'s session is ``_ray``'s)."""
 
 from __future__ import annotations
 
@@ -11,15 +12,83 @@ import gc
 import queue
 import sys
 import threading
-from typing import ClassVar
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, Protocol
 
 from four._outcomes import Crashed, Outcome
-from four._types import Usage
-from four.batch._attempt import NODE, arun_attempt, item_of, run_attempt
+from four._types import Checked, Usage
+from four.batch._attempt import NODE, MakeRun, arun_attempt, item_of, run_attempt
 from four.batch._items import Item
 from four.batch._result import RunResult, unfinished
-from four.batch._session import Spec
 from four.batch._supervisor import Supervisor
+
+
+@dataclass(frozen=True, slots=True)
+class Spec(Checked):
+    """What a session needs to run a batch's items."""
+
+    make_run: MakeRun
+    output_dir: Path
+    max_concurrency: int
+    time_limit: float | None = None
+    stall_timeout: float | None = None
+    max_cost: float | None = None
+
+
+class Session(Protocol):
+    """A pool at work on one batch. Used from one thread (the batch's)."""
+
+    @property
+    def capacity(self) -> int:
+        """How many runs it takes at once."""
+        ...
+
+    @property
+    def running(self) -> int:
+        """Runs submitted whose result has not been handed back yet."""
+        ...
+
+    def submit(self, item: Item) -> None:
+        """Start a run of ``item`` (only while ``running < capacity``)."""
+        ...
+
+    def wait(self, timeout: float) -> list[RunResult]:
+        """Results of runs that ended, waiting up to ``timeout`` s for at least one."""
+        ...
+
+    def stop(self, outcome: Outcome, *, kill: bool) -> None:
+        """End every run (and any started later) with ``outcome`` at its next step; with
+        ``kill``, kill their running commands now."""
+        ...
+
+    def live_usage(self) -> Usage:
+        """What the running runs' metered model calls have used so far."""
+        ...
+
+    def running_by_node(self) -> dict[str, int]:
+        """Runs running on each node (by its address or host name)."""
+        ...
+
+    def spent(self, cost: float) -> None:
+        """What the batch's ended runs spent (earlier invocations included): with
+        ``spec.max_cost``, runs stop once that plus their live cost reaches it."""
+        ...
+
+    def stopping(self) -> Outcome | None:
+        """The outcome its own cost check ended every run with, or None."""
+        ...
+
+    def close(self, wait: bool = True) -> None:
+        """Release the workers (with ``wait``, after the running runs end)."""
+        ...
+
+
+class Pool(Protocol):
+    """Makes sessions: ``ThreadPool()`` or ``RayPool(...)``."""
+
+    def open(self, spec: Spec) -> Session: ...
+
 
 DEFAULT_MAX_THREADS = 1024
 """Threads a thread session runs at once by default (see ``_pool``)."""
@@ -142,12 +211,10 @@ class AsyncSession(_InProcess):
         self._started(asyncio.run_coroutine_threadsafe(attempt, self._loop), item)
 
     def close(self, wait: bool = True) -> None:
-        if wait:
-            cf.wait(list(self._futures))
-        else:  # the runs left are cancelled: each ends interrupted, its trajectory sealed
-            for future in list(self._futures):
+        if not wait:  # the runs left are cancelled: each ends interrupted, its trajectory sealed
+            for future in self._futures:
                 future.cancel()
-            cf.wait(list(self._futures), timeout=10)
+        cf.wait(list(self._futures), timeout=None if wait else 10)
         if "litellm" in sys.modules:  # close the model clients litellm opened on this loop
             from four.invoke._lazy import close_async_clients
 
@@ -182,29 +249,30 @@ class _RaisedCollector:
 
     _lock = threading.Lock()
     _open: ClassVar[list[int]] = []  # the thresholds of the sessions open
-    _saved: ClassVar[tuple[int, int, int]] = (0, 0, 0)
-    _set: ClassVar[tuple[int, int, int]] = (0, 0, 0)
+    _saved: ClassVar[tuple[int, int, int]] = (0, 0, 0)  # the thresholds before them
+    _set: ClassVar[tuple[int, int, int]] = (0, 0, 0)  # ... and while they are open
 
     def __init__(self, threshold: int | None) -> None:
         self._threshold = threshold
-        if threshold is not None:
-            with self._lock:
-                if not self._open:
-                    type(self)._saved = gc.get_threshold()
-                self._open.append(threshold)
-                self._apply()
-
-    @classmethod
-    def _apply(cls) -> None:
-        cls._set = (max(cls._saved[0], *cls._open), *cls._saved[1:])
-        gc.set_threshold(*cls._set)
+        self._change(threshold, opened=True)
 
     def close(self) -> None:
         threshold, self._threshold = self._threshold, None
-        if threshold is not None:
-            with self._lock:
-                self._open.remove(threshold)
-                if self._open:
-                    self._apply()
-                elif gc.get_threshold() == self._set:
-                    gc.set_threshold(*self._saved)
+        self._change(threshold, opened=False)
+
+    @classmethod
+    def _change(cls, threshold: int | None, *, opened: bool) -> None:
+        if threshold is None:
+            return
+        with cls._lock:
+            if opened:
+                if not cls._open:
+                    cls._saved = gc.get_threshold()
+                cls._open.append(threshold)
+            else:
+                cls._open.remove(threshold)
+            if cls._open:
+                cls._set = (max(cls._saved[0], *cls._open), *cls._saved[1:])
+                gc.set_threshold(*cls._set)
+            elif gc.get_threshold() == cls._set:
+                gc.set_threshold(*cls._saved)

@@ -1,7 +1,8 @@
 """Records that travel: what a worker's runs wrote, sent on to the batch's driver as
 ``Piece``s (a stream's new whole lines; any other file whole when it changed; dot files,
-``write_atomic``'s, left alone). What was sent counts only once the driver acknowledges
-it (``commit``); pieces are idempotent (see ``_land`` and docs/batch.md).
+``write_atomic``'s, left alone), and written where the driver is. What was sent counts
+only once the driver acknowledges it (``commit``); a piece landing twice changes nothing
+(see ``Landing`` and docs/batch.md).
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ import os
 import shutil
 import stat
 import threading
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+
+from four.trajectory._durable import WRITE_FLAGS, write_all, write_atomic
 
 STREAM = ".jsonl"
 CHUNK = 8 << 20
@@ -148,6 +151,50 @@ class Shipper:
         if final and pieces:  # (CHUNK bytes a file each time: the rest follows)
             pieces += self._pieces(where, had, final)
         return pieces
+
+
+class Landing:
+    """Pieces written into the batch folder ``root`` (on the driver's machine): a stream's
+    bytes at their offset (a reader sees whole lines), any other file replaced whole
+    (written beside it, then renamed), unless the version there is newer.
+
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> land = Landing(root)
+    >>> land.put([Piece("runs/a/s.jsonl", 0, b"one\\n"), Piece("runs/a/s.jsonl", 4, b"two\\n")])
+    ['runs/a/s.jsonl']
+    >>> (root / "runs/a/s.jsonl").read_text()
+    'one\\ntwo\\n'
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._versions: dict[str, int] = {}  # whole files landed: their version
+
+    def put(self, pieces: Iterable[Piece]) -> list[str]:
+        """Write the pieces; the paths written (each once). A piece whose path would
+        leave the folder is dropped: a worker names files of its own folder only."""
+        landed: dict[str, None] = {}
+        for piece in pieces:
+            relative = PurePosixPath(piece.path)
+            if relative.is_absolute() or ".." in relative.parts or not relative.parts:
+                continue
+            target = self.root.joinpath(*relative.parts)
+            if piece.whole and self._versions.get(piece.path, -1) > piece.version:
+                continue  # an older version, late
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if piece.whole:
+                write_atomic(target.parent, target.name, piece.data)
+                self._versions[piece.path] = piece.version
+            else:
+                fd = os.open(target, WRITE_FLAGS | os.O_CREAT, 0o644)
+                try:
+                    os.lseek(fd, piece.offset, os.SEEK_SET)
+                    write_all(fd, piece.data)
+                finally:
+                    os.close(fd)
+            landed[piece.path] = None
+        return list(landed)
 
 
 def _files(folder: Path) -> list[tuple[str, os.stat_result]]:

@@ -41,8 +41,7 @@ class RunWatch:
     by_batch: bool = False
     usage: Usage = NO_USAGE
 
-    def beat(self) -> None:
-        """A model call or a command finished."""
+    def beat(self) -> None:  # a model call or a command finished
         self.last = time.monotonic()
 
     def stopped(self) -> Outcome | None:
@@ -142,8 +141,7 @@ class Supervisor:
             self._start()
         return watch
 
-    def done(self, watch: RunWatch) -> None:
-        """Stop watching a run (it ended)."""
+    def done(self, watch: RunWatch) -> None:  # the run ended
         with self._lock:
             self._watches.pop(watch.key, None)
 
@@ -208,14 +206,12 @@ class Supervisor:
         """What the metered model calls of the runs being watched have used so far."""
         return sum(self.live_usages().values(), NO_USAGE)
 
-    def live_usages(self) -> dict[str, Usage]:
-        """``live_usage`` run by run: each metered run's usage so far, by its key."""
+    def live_usages(self) -> dict[str, Usage]:  # each metered run's, by its key
         with self._lock:
             watches = list(self._watches.values())
         return {w.key: w.usage for w in watches if w.usage is not NO_USAGE}
 
-    def close(self) -> None:
-        """End the watchdog thread (runs still watched are left as they are)."""
+    def close(self) -> None:  # the watchdog ends (runs still watched are left as they are)
         self._closed.set()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
@@ -260,8 +256,7 @@ class Supervisor:
         return None
 
     def _kill_all(self, keys: list[str]) -> None:
-        """Kill the runs' commands in a thread of its own: a container's kill can take a
-        while, and the watchdog must not wait for it."""
+        """In a thread of its own: a container's kill can take a while."""
         if not keys:
             return
 

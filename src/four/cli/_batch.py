@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # only argparse is needed to define the flags (four --help)
     from four.batch._batch import Progress
     from four.batch._items import Item
     from four.batch._result import RunResult
-    from four.batch._session import Pool
+    from four.batch._sessions import Pool
     from four.cli._build import Prepared
     from four.cli._options import RunOptions
     from four.search import Attempt, Search
@@ -355,8 +355,8 @@ def batch_command(args: argparse.Namespace) -> int:
     from four._files import Unreadable
     from four.batch._batch import iter_runs
     from four.batch._lock import BatchLocked
-    from four.batch._manifest import read_results
     from four.batch._pool import AsyncPool, RayPool, ThreadPool
+    from four.batch._result import read_results
     from four.cli._build import load_domain, make_check, sigterm_interrupts, system_prompt
     from four.cli._launchfile import apply_settings, check_items, resolve_items
     from four.cli._options import (
@@ -462,7 +462,7 @@ def _report(
     batch: BatchOptions, as_json: bool, results: list[RunResult], wall: float, status: int
 ) -> int:
     from four.batch._items import read_items
-    from four.batch._manifest import read_manifest
+    from four.batch._result import read_manifest
 
     latest = read_manifest(batch.output_dir)
     items = [item.id for item in read_items(batch.tasks)]

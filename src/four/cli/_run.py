@@ -271,8 +271,7 @@ def record_in_batch(path: Path, item: str, attempt: int) -> str | None:
     run being in ``DIR/runs/<id>/``), so a later ``four batch`` counts it; None when
     done, else why not (no manifest there; a batch is writing it)."""
     from four.batch._items import Item
-    from four.batch._manifest import MANIFEST, ManifestWriter
-    from four.batch._result import read_saved, taken
+    from four.batch._result import MANIFEST, ManifestWriter, read_saved, taken
 
     root = path.parent.parent.parent
     if path.parent.parent.name != "runs" or not (root / MANIFEST).is_file():
