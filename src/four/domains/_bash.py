@@ -39,32 +39,6 @@ Rules:
   followed by nothing else in that command (or `&& cat` a file with your final answer).
 """
 
-# A small model imitates a whole worked task better than it follows rules: read, write
-# the file whole, run it, then submit (the built-in model re-ran a failing script instead).
-_EXAMPLE = f"""
-A whole task, one reply a step (the outputs left out). Task: `python3 shop.py` must
-print 12 but prints 7; fix shop.py.
-Read it first.
-```bash
-cat shop.py
-```
-It sums only two of the three prices: write the whole file again, fixed.
-```bash
-cat > shop.py <<'EOF'
-prices = [2, 5, 5]
-print(sum(prices))
-EOF
-```
-Run it to check.
-```bash
-python3 shop.py
-```
-It prints 12, so the task is done.
-```bash
-echo {EXIT_SIGNAL}
-```
-"""
-
 TEXT = (
     _COMMON
     + """
@@ -74,7 +48,6 @@ Format: reply with a short thought, then exactly one command in a fenced block:
 ls -la
 ```
 """
-    + _EXAMPLE
 )
 
 TOOLCALLS = (
