@@ -106,6 +106,17 @@ class Launcher:
             raise
         return Launched(ours)
 
+    def settle(self, seconds: float = 1.0) -> None:
+        """After a command was killed (SIGKILL): the kernel may kill the launcher too, a
+        moment later (past a memory limit it is in the cgroup); wait up to ``seconds`` for
+        that, so the next command goes to a new launcher, not to the dying one."""
+        with self._lock:
+            state = self._state
+        if state is not None:
+            poller = select.poll()
+            poller.register(state.control, select.POLLIN | select.POLLHUP)
+            poller.poll(int(seconds * 1000))
+
     def close(self) -> None:
         """End the launcher (and any command still running) and remove its cgroups."""
         with self._lock:

@@ -76,6 +76,7 @@ class LocalEnv(Checked):
             return Failure(ExecutionError(f"cannot start {self.shell}: {exc}"))
         if ran.returncode == -signal.SIGKILL:  # its shell killed: most likely its memory limit
             ran = dataclasses.replace(ran, notes=(*ran.notes, KILLED))
+            self._launcher.settle()
         return conclude(ran)
 
     def close(self) -> None:
