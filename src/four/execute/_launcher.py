@@ -113,9 +113,7 @@ class Launcher:
         with self._lock:
             state = self._state
         if state is not None:
-            poller = select.poll()
-            poller.register(state.control, select.POLLIN | select.POLLHUP)
-            poller.poll(int(seconds * 1000))
+            state.alive(seconds)
 
     def close(self) -> None:
         """End the launcher (and any command still running) and remove its cgroups."""
@@ -142,15 +140,15 @@ class _State:
     def __init__(self, control: socket.socket, proc: subprocess.Popen[bytes], placed: Placed):
         self.control, self.proc, self.placed, self.owner = control, proc, placed, os.getpid()
 
-    def alive(self) -> bool:
+    def alive(self, wait: float = 0.0) -> bool:
         """Whether the launcher still takes commands: its process has not ended, nor closed
-        its end of the control socket (killed past a memory limit with a command, it is
-        dead before the process that started it is)."""
+        its end of the control socket within ``wait`` seconds (killed past a memory limit
+        with a command, it is dead before the process that started it is)."""
         if self.proc.poll() is not None:
             return False
         poller = select.poll()
         poller.register(self.control, select.POLLIN | select.POLLHUP)
-        return not poller.poll(0)  # it sends nothing unasked: any event is its end
+        return not poller.poll(int(wait * 1000))  # it sends nothing unasked: any event is its end
 
     @staticmethod
     def start(limits: Limits) -> _State:
