@@ -21,7 +21,7 @@ import subprocess
 import threading
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from returns.result import Failure, Success
@@ -34,7 +34,6 @@ from four.execute._contain import (
     DEFAULT_LIMITS,
     KILLED,
     Limits,
-    Placed,
     launch,
     launcher_exit,
     private_folder,
@@ -85,7 +84,7 @@ class ShellEnv(ClosedOnExit, Checked):
     shell: str = "bash"
     limits: Limits = DEFAULT_LIMITS
     restarts: int = field(default=0, repr=False)
-    _placed: Placed | None = field(default=None, repr=False)
+    _release: Callable[[], None] | None = field(default=None, repr=False)
     _proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     _dir: str | None = field(default=None, repr=False)
     _pidfd: int = field(default=-1, repr=False)
@@ -126,9 +125,9 @@ class ShellEnv(ClosedOnExit, Checked):
                 launched.argv, self.cwd, launched.env, subprocess.PIPE, stdin=subprocess.PIPE
             )
         except BaseException:
-            launched.placed.release()
+            launched.release()
             raise
-        self._placed = launched.placed
+        self._release = launched.release
         assert proc.stdout is not None
         os.set_blocking(proc.stdout.fileno(), False)
         self._proc, self._pidfd, self._mark = proc, os.pidfd_open(proc.pid), mark
@@ -151,9 +150,9 @@ class ShellEnv(ClosedOnExit, Checked):
             return
         self._procs.remove((proc, self._mark))
         _end(proc, self._mark)
-        if self._placed is not None:
-            self._placed.release()
-            self._placed = None
+        if self._release is not None:
+            self._release()
+            self._release = None
         os.close(self._pidfd)
         self._pidfd = -1
 

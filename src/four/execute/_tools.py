@@ -115,10 +115,9 @@ class ToolHost(ClosedOnExit):
         """The whole environment of a tool here: what a command of this environment gets,
         ``TMPDIR`` (and ``HOME`` outside the local host) in ``folder``, and ``extra``."""
         own = {"TMPDIR": os.path.join(self.folder, "tmp")}
-        if self.kind == "local":
-            return command_env(DEFAULT_INHERIT, SECRET_PATTERNS, {**own, **(extra or {})})
-        own["HOME"] = os.path.join(self.folder, "home")
-        inherit = SANDBOX_INHERIT if self.kind == "sandbox" else ()
+        if self.kind != "local":
+            own["HOME"] = os.path.join(self.folder, "home")
+        inherit = {"local": DEFAULT_INHERIT, "sandbox": SANDBOX_INHERIT}.get(self.kind, ())
         return command_env(inherit, SECRET_PATTERNS, {**own, **(extra or {})})
 
     def contain(
@@ -247,32 +246,25 @@ def _collect(
     """Read ``proc``'s stdout and stderr until both end or ``timeout`` passes: their
     heads, and whether the time ran out."""
     deadline = time.monotonic() + timeout
-    kept = {"out": bytearray(), "err": bytearray()}
+    out, err = bytearray(), bytearray()
     with selectors.DefaultSelector() as selector:
-        for name, stream in (("out", proc.stdout), ("err", proc.stderr)):
+        for stream, kept in ((proc.stdout, out), (proc.stderr, err)):
             assert stream is not None
-            os.set_blocking(stream.fileno(), False)
-            selector.register(stream.fileno(), selectors.EVENT_READ, name)
+            selector.register(stream, selectors.EVENT_READ, kept)
         while selector.get_map():
             left = deadline - time.monotonic()
             if left <= 0:
-                return bytes(kept["out"]), bytes(kept["err"]), True
+                return bytes(out), bytes(err), True
             for key, _ in selector.select(left):
-                try:
-                    data = os.read(key.fd, 1 << 16)
-                except BlockingIOError:
-                    continue
-                if not data:
-                    selector.unregister(key.fd)
-                    continue
-                buffer = kept[key.data]
-                if len(buffer) < limit:
-                    buffer += data[: limit - len(buffer)]
+                if data := os.read(key.fd, 1 << 16):  # readable: this read does not wait
+                    key.data.extend(data[: max(0, limit - len(key.data))])
+                else:
+                    selector.unregister(key.fileobj)
     try:
         proc.wait(max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
-        return bytes(kept["out"]), bytes(kept["err"]), True
-    return bytes(kept["out"]), bytes(kept["err"]), False
+        return bytes(out), bytes(err), True
+    return bytes(out), bytes(err), False
 
 
 @checked
