@@ -15,7 +15,6 @@ from four import _arguments as arguments
 from four._coroutine import to_end
 from four._secrets import SECRET_PATTERNS
 from four._types import Action, Checked, ExecutionError
-from four.execute._command import Executed, refused
 from four.execute._contain import (
     DEFAULT_LIMITS,
     KILLED,
@@ -31,9 +30,11 @@ from four.execute._launcher import Launcher
 from four.execute._output import (
     DEFAULT_INHERIT,
     EXIT_SIGNAL,
+    Executed,
     OutputBuffer,
     command_env,
     conclude,
+    refused,
 )
 from four.execute._process import BLOCKED, Wait, blocking, watching
 from four.execute._shell import ShellEnv

@@ -1,5 +1,5 @@
-"""Bounded output capture, the exit-signal rule and the observation text, shared by all envs
-(the rules: docs/components.md)."""
+"""What every environment shares: the check of a command before it runs, bounded output
+capture, the exit-signal rule, the observation text (the rules: docs/components.md), ``with``."""
 
 from __future__ import annotations
 
@@ -8,13 +8,15 @@ import os
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Self
 
 from returns.result import Failure, Result, Success
 
+from four import _arguments as arguments
 from four._checked import checked
 from four._secrets import SECRET_PATTERNS, name_matcher
 from four._types import EXIT_SIGNAL as EXIT_SIGNAL  # the environments' default
-from four._types import Observation, Submitted
+from four._types import Action, ExecutionError, Observation, Submitted
 
 TIMEOUT_RETURNCODE = 124
 """The return code reported for a command killed at its timeout (as GNU ``timeout`` does)."""
@@ -46,6 +48,40 @@ QUIET_ENV: Mapping[str, str] = {
     "TQDM_DISABLE": "1",
 }
 """Variables set for every command unless ``env`` overrides them."""
+
+Executed = Result[Observation, Submitted | ExecutionError]
+"""What an environment returns for one action."""
+
+
+def refused(env: object, action: object) -> Observation | None:
+    """The observation for a command no process can be handed (the model's fault, not
+    ours: return code 126), or None. Raises TypeError when ``action`` is no ``Action``
+    (``V2("echo hi")``: say so, not 'no attribute command')."""
+    if not isinstance(action, Action):
+        raise arguments.not_an_action(type(env).__name__, action)
+    if "\0" in action.command:
+        reason = "The command contains a NUL character, which no shell command can hold."
+    elif not action.command.strip():
+        reason = "The command is empty."
+    else:
+        return None
+    return Observation(f"<returncode>126</returncode>\n<output>\n{reason}\n</output>", 126)
+
+
+class ClosedOnExit:
+    """``with env:`` gives the environment and calls its ``close()`` at the block's end
+    (the environments that hold something: a shell, a container)."""
+
+    __slots__ = ()
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
 
 
 @checked

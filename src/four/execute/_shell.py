@@ -29,7 +29,6 @@ from returns.result import Failure, Success
 from four._coroutine import to_end
 from four._secrets import SECRET_PATTERNS
 from four._types import Action, Checked, ExecutionError
-from four.execute._command import ClosedOnExit, Executed, refused
 from four.execute._contain import (
     DEFAULT_LIMITS,
     KILLED,
@@ -43,10 +42,13 @@ from four.execute._kill import MARK, kill_group, kill_marked, new_mark
 from four.execute._output import (
     DEFAULT_INHERIT,
     EXIT_SIGNAL,
+    ClosedOnExit,
+    Executed,
     OutputBuffer,
     Ran,
     command_env,
     conclude,
+    refused,
 )
 from four.execute._process import BLOCKED, DRAIN, Wait, blocking, drain, popen, read_some
 

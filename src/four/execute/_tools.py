@@ -28,13 +28,12 @@ from typing import IO, Literal
 from four._checked import check_fields, checked
 from four._secrets import SECRET_PATTERNS
 from four._types import Action, Checked
-from four.execute._command import ClosedOnExit, Executed
 from four.execute._contain import DEFAULT_LIMITS, Contained, Limits
 from four.execute._docker import DockerEnv, docker_env
 from four.execute._interrupt import running, stopped
 from four.execute._kill import kill_group
 from four.execute._local import LocalEnv, local_env
-from four.execute._output import DEFAULT_INHERIT, command_env
+from four.execute._output import DEFAULT_INHERIT, ClosedOnExit, Executed, command_env
 from four.execute._process import popen
 from four.execute._sandbox import SANDBOX_INHERIT, SYSTEM, SandboxEnv, sandbox_env
 
