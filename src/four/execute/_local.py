@@ -148,8 +148,6 @@ def local_env(
     arguments.environment_options(where, timeout, max_output, exit_signal, cwd, env)
     arguments.names(where, "inherit", inherit)
     arguments.names(where, "deny", deny)
-    if not isinstance(limits, Limits):
-        raise TypeError(f"limits must be a four.execute.Limits, not {type(limits).__name__}")
     settings = (timeout, max_output, exit_signal, cwd, dict(env or {}), tuple(inherit))
     return (ShellEnv if persistent else LocalEnv)(*settings, tuple(deny), limits=limits)
 

@@ -124,7 +124,6 @@ class OutputBuffer:
     __slots__ = (
         "_head",
         "_head_cap",
-        "_head_len",
         "_max_output",
         "_pending",
         "_signal",
@@ -145,8 +144,7 @@ class OutputBuffer:
         if self._signal is not None:
             self._head_cap = max(self._head_cap, len(self._signal) + 64 + MAX_SUBMISSION)
         self._tail_cap = self._max_output // 2
-        self._head: list[str] = []
-        self._head_len = 0
+        self._head = ""
         self._tail: deque[str] = deque()
         self._tail_len = 0
         self.total = 0
@@ -164,10 +162,9 @@ class OutputBuffer:
         if not text:
             return
         self.total += len(text)
-        room = self._head_cap - self._head_len
+        room = self._head_cap - len(self._head)
         if room > 0:
-            self._head.append(text[:room])
-            self._head_len += min(room, len(text))
+            self._head += text[:room]
             text = text[room:]
             if self._signal_open:
                 self._check_signal()
@@ -182,8 +179,7 @@ class OutputBuffer:
 
     def _check_signal(self) -> None:
         """Once the first line is known not to be the signal, shrink the head to its share."""
-        head = "".join(self._head)
-        stripped = head.lstrip()
+        stripped = self._head.lstrip()
         newline = stripped.find("\n")
         if newline < 0 and len(stripped) <= len(self._signal or ""):
             return  # the first line is not complete yet
@@ -192,24 +188,20 @@ class OutputBuffer:
         if first.strip() == self._signal:
             return  # keep the extended head: it holds the submission
         cap = self._max_output - self._max_output // 2
-        if len(head) > cap:
-            spill = head[cap:]
-            head = head[:cap]
+        if spill := self._head[cap:]:
             # What the head gives back joins the stream just after it (it precedes the tail).
             self._tail.appendleft(spill)
             self._tail_len += len(spill)
             self._trim()
-        self._head, self._head_len, self._head_cap = [head], len(head), cap
+        self._head, self._head_cap = self._head[:cap], cap
 
     def finish(self) -> None:
         """Flush a trailing partial UTF-8 sequence (as a replacement character)."""
         self.feed(b"", True)
 
     def _parts(self) -> tuple[str, str, int]:
-        head = "".join(self._head)
         tail = "".join(self._tail)
-        kept = len(head) + len(tail)
-        return head, tail, self.total - kept
+        return self._head, tail, self.total - len(self._head) - len(tail)
 
     def text(self) -> str:
         """Everything kept (head and tail, with a marker where the middle was dropped)."""
