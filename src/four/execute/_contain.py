@@ -169,7 +169,9 @@ def nothing() -> None:
     """Nothing to do (a ``Contained`` whose launcher's death ends every process)."""
 
 
-def launch(argv: Sequence[str], env: dict[str, str], limits: Limits) -> Contained:
+def launch(
+    argv: Sequence[str], env: dict[str, str], limits: Limits, cwd: str | None = None
+) -> Contained:
     """How to start ``argv`` with the environment ``env`` here: in its own PID namespace,
     tethered, under ``limits`` (its first process, a bash, enters them, then becomes
     ``argv``). Raises FileNotFoundError when ``env``'s PATH lacks it."""
@@ -178,7 +180,7 @@ def launch(argv: Sequence[str], env: dict[str, str], limits: Limits) -> Containe
     placed = place(limits)
     variables = {**env, **placed.env}
     variables.pop("BASH_ENV", None)  # a bash would run it before it enters the limits
-    return Contained(wrapped, launcher_env(variables), None, "", nothing, placed.release)
+    return Contained(wrapped, launcher_env(variables), cwd, "", nothing, placed.release)
 
 
 def under_limits(launcher: Sequence[str], limits: Limits, cwd: str | None, mark: str) -> Contained:

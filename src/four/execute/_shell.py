@@ -50,7 +50,7 @@ from four.execute._output import (
     conclude,
     refused,
 )
-from four.execute._process import BLOCKED, DRAIN, Wait, blocking, drain, popen, read_some
+from four.execute._process import BLOCKED, DRAIN, Wait, blocking, drain, read_some, spawn
 
 _TAIL = 64  # bytes kept back while scanning: a sentinel line may straddle two reads
 
@@ -121,14 +121,8 @@ class ShellEnv(ClosedOnExit, Checked):
         # them all, even those that left the process group.
         mark = new_mark()
         env = {**command_env(self.inherit, self.deny, self.env), MARK: mark}
-        launched = launch([self.shell, "--noprofile", "--norc"], env, self.limits)
-        try:
-            proc = popen(
-                launched.argv, self.cwd, launched.env, subprocess.PIPE, stdin=subprocess.PIPE
-            )
-        except BaseException:
-            launched.release()
-            raise
+        launched = launch([self.shell, "--noprofile", "--norc"], env, self.limits, self.cwd)
+        proc = spawn(launched, subprocess.PIPE, subprocess.PIPE, subprocess.STDOUT)
         self._release = launched.release
         assert proc.stdout is not None
         os.set_blocking(proc.stdout.fileno(), False)

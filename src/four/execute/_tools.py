@@ -34,7 +34,7 @@ from four.execute._interrupt import running, stopped
 from four.execute._kill import kill_group
 from four.execute._local import LocalEnv, local_env
 from four.execute._output import DEFAULT_INHERIT, ClosedOnExit, Executed, command_env
-from four.execute._process import popen
+from four.execute._process import spawn
 from four.execute._sandbox import SANDBOX_INHERIT, SYSTEM, SandboxEnv, sandbox_env
 
 HostKind = Literal["local", "sandbox", "docker"]
@@ -140,7 +140,7 @@ class ToolHost(ClosedOnExit):
         """Start a long-lived tool: stdin a pipe from us, stdout and stderr to ``output``
         (never this process's own: a tool never writes to the user's terminal)."""
         contained = self.contain(argv, cwd=cwd, env=env)
-        proc = _spawn(contained, subprocess.PIPE, output, subprocess.STDOUT)
+        proc = spawn(contained, subprocess.PIPE, output, subprocess.STDOUT)
         return Started(proc, contained)
 
     def run(
@@ -159,7 +159,7 @@ class ToolHost(ClosedOnExit):
         if stopped():
             return ToolRun(None, b"", b"", stopped=True)
         contained = self.contain(argv, cwd=cwd, env=env)
-        proc = _spawn(contained, subprocess.DEVNULL, subprocess.PIPE, subprocess.PIPE)
+        proc = spawn(contained, subprocess.DEVNULL, subprocess.PIPE, subprocess.PIPE)
         command = running(proc.pid, contained.mark, contained.kill_inside)
         timed_out = True  # until it has ended: an exception (Ctrl-C) kills it too
         try:
@@ -224,19 +224,6 @@ class Tail:
         if not self._thread.is_alive():
             with contextlib.suppress(OSError):
                 os.close(self._read)
-
-
-def _spawn(
-    contained: Contained, stdin: int, stdout: IO[bytes] | int, stderr: int
-) -> subprocess.Popen[bytes]:
-    """Start a contained tool's launcher; if it cannot start, what was made for it goes."""
-    try:
-        return popen(
-            contained.argv, contained.cwd, contained.env, stdout, stdin=stdin, stderr=stderr
-        )
-    except BaseException:
-        contained.end()
-        raise
 
 
 def _collect(
