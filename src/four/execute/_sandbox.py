@@ -111,8 +111,7 @@ class SandboxEnv(ClosedOnExit, Checked):
         with self._lock:
             if self._finalizer is not None:
                 self._finalizer()
-                self._finalizer = None
-            self._folder = None
+            self._finalizer = self._folder = None
 
     def argv(self, command: str) -> list[str]:
         """The bwrap command line that runs ``command``."""

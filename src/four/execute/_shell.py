@@ -104,8 +104,7 @@ class ShellEnv(ClosedOnExit, Checked):
             self._stop()
             if self._finalizer is not None:
                 self._finalizer()  # removes the folder
-                self._finalizer = None
-            self._dir = None
+            self._finalizer = self._dir = None
 
     @property
     def pid(self) -> int | None:
