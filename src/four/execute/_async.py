@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any, ParamSpec, TypeVar
 
 from four._types import Action, Checked
-from four.execute._command import Executed
 from four.execute._local import LocalEnv, local_env, shell_env
+from four.execute._output import Executed
 from four.execute._process import awaited
 from four.execute._shell import ShellEnv
 

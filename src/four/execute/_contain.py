@@ -142,28 +142,6 @@ def launcher_exit(code: int | None, last: bytes) -> tuple[int | None, bytes]:
 
 
 @dataclass(frozen=True, slots=True)
-class Launch:
-    """How to start one command (or one shell) here: what ``launch`` decided."""
-
-    argv: list[str]
-    env: dict[str, str]
-    placed: Placed
-    """Its cgroups: ``placed.release()`` once it is over."""
-
-
-def launch(argv: Sequence[str], env: dict[str, str], limits: Limits) -> Launch:
-    """How to start ``argv`` with the environment ``env`` here: in its own PID namespace,
-    tethered, under ``limits`` (its first process, a bash, enters them, then becomes
-    ``argv``). Raises FileNotFoundError when ``env``'s PATH lacks it."""
-    program = find_program(argv[0], env.get("PATH", os.defpath))
-    wrapped = contained(["bash", *_PLACING, program, *argv[1:]], env)
-    placed = place(limits)
-    variables = {**env, **placed.env}
-    variables.pop("BASH_ENV", None)  # a bash would run it before it enters the limits
-    return Launch(wrapped, launcher_env(variables), placed)
-
-
-@dataclass(frozen=True, slots=True)
 class Contained(Checked):
     """How to start one tool (a kernel, a compiler) in a run's environment as its commands
     are: what ``Popen`` is given (a launcher: ``unshare``, ``bwrap`` or ``docker exec``,
@@ -189,6 +167,20 @@ class Contained(Checked):
 
 def nothing() -> None:
     """Nothing to do (a ``Contained`` whose launcher's death ends every process)."""
+
+
+def launch(
+    argv: Sequence[str], env: dict[str, str], limits: Limits, cwd: str | None = None
+) -> Contained:
+    """How to start ``argv`` with the environment ``env`` here: in its own PID namespace,
+    tethered, under ``limits`` (its first process, a bash, enters them, then becomes
+    ``argv``). Raises FileNotFoundError when ``env``'s PATH lacks it."""
+    program = find_program(argv[0], env.get("PATH", os.defpath))
+    wrapped = contained(["bash", *_PLACING, program, *argv[1:]], env)
+    placed = place(limits)
+    variables = {**env, **placed.env}
+    variables.pop("BASH_ENV", None)  # a bash would run it before it enters the limits
+    return Contained(wrapped, launcher_env(variables), cwd, "", nothing, placed.release)
 
 
 def under_limits(launcher: Sequence[str], limits: Limits, cwd: str | None, mark: str) -> Contained:

@@ -20,15 +20,17 @@ from returns.result import Failure, Result, Success
 from four import _arguments as arguments
 from four._secrets import SECRET_PATTERNS
 from four._types import Action, Checked, ExecutionError
-from four.execute._command import ClosedOnExit, Executed, refused
 from four.execute._contain import DEFAULT_LIMITS, Contained, Limits, nothing
 from four.execute._interrupt import stopped
 from four.execute._kill import KILL_MARKED, MARK, Tether, new_mark
 from four.execute._output import (
     EXIT_SIGNAL,
+    ClosedOnExit,
+    Executed,
     OutputBuffer,
     command_env,
     conclude,
+    refused,
 )
 from four.execute._process import run_captured
 

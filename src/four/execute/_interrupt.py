@@ -81,11 +81,8 @@ class Command:
         with self._lock:
             self._done = True
         with _lock:
-            group = _running.get(self.key)
-            if group is not None:
-                group.discard(self)
-        if _observers:
-            _tell(False, self)
+            _running.get(self.key, set()).discard(self)
+        _tell(False, self)
 
 
 @contextlib.contextmanager
@@ -147,8 +144,7 @@ def running(
     with _lock:
         _running.setdefault(key, set()).add(command)
         stopped = key in _stopped
-    if _observers:
-        _tell(True, command)
+    _tell(True, command)
     if stopped:
         command.kill()
     return command

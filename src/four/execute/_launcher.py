@@ -24,7 +24,7 @@ import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from four.execute._contain import Limits, Placed, contained, containment, launcher_env, place
+from four.execute._contain import Limits, contained, containment, launcher_env, place
 
 SPAWNER = str(Path(__file__).with_name("_spawner.py"))
 
@@ -128,17 +128,41 @@ class Launcher:
             if state is None or state.owner != os.getpid() or not state.alive():
                 if state is not None and self._finalizer is not None:
                     self._finalizer()  # a dead launcher's cgroups go too
-                state = _State.start(limits)
+                state = _State(limits)
                 self._state = state
                 self._finalizer = weakref.finalize(self, _State.stop, state)
             return state.control
 
 
 class _State:
+    """A launcher process started under ``limits``: its control socket, process, cgroups."""
+
     __slots__ = ("control", "owner", "placed", "proc")
 
-    def __init__(self, control: socket.socket, proc: subprocess.Popen[bytes], placed: Placed):
-        self.control, self.proc, self.placed, self.owner = control, proc, placed, os.getpid()
+    def __init__(self, limits: Limits) -> None:
+        self.placed, self.owner = place(limits), os.getpid()
+        processes = limits.processes if containment().processes == "rlimit" else None
+        self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            env = {"PATH": os.environ.get("PATH", os.defpath)}  # no secret to show
+            argv = [sys.executable, "-I", "-S", "-B", SPAWNER, str(theirs.fileno())]
+            argv += ["-" if v is None else str(v) for v in (limits.file_size, processes)]
+            argv += self.placed.folders
+            self.proc = subprocess.Popen(
+                contained(argv, env),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,  # not the driver's: a pipe read to its end
+                stderr=subprocess.DEVNULL,
+                env=launcher_env(env),
+                pass_fds=(theirs.fileno(),),
+                start_new_session=True,  # a Ctrl-C of our terminal is ours to handle
+            )
+        except BaseException:
+            self.control.close()
+            self.placed.release()
+            raise
+        finally:
+            theirs.close()
 
     def alive(self, wait: float = 0.0) -> bool:
         """Whether the launcher still takes commands: its process has not ended, nor closed
@@ -149,33 +173,6 @@ class _State:
         poller = select.poll()
         poller.register(self.control, select.POLLIN | select.POLLHUP)
         return not poller.poll(int(wait * 1000))  # it sends nothing unasked: any event is its end
-
-    @staticmethod
-    def start(limits: Limits) -> _State:
-        placed = place(limits)
-        processes = limits.processes if containment().processes == "rlimit" else None
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        try:
-            env = {"PATH": os.environ.get("PATH", os.defpath)}  # no secret to show
-            argv = [sys.executable, "-I", "-S", "-B", SPAWNER, str(theirs.fileno())]
-            argv += ["-" if v is None else str(v) for v in (limits.file_size, processes)]
-            argv += placed.folders
-            proc = subprocess.Popen(
-                contained(argv, env),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,  # not the driver's: a pipe read to its end
-                stderr=subprocess.DEVNULL,
-                env=launcher_env(env),
-                pass_fds=(theirs.fileno(),),
-                start_new_session=True,  # a Ctrl-C of our terminal is ours to handle
-            )
-        except BaseException:
-            ours.close()
-            placed.release()
-            raise
-        finally:
-            theirs.close()
-        return _State(ours, proc, placed)
 
     def stop(self) -> None:
         if self.owner != os.getpid():

@@ -15,7 +15,6 @@ from four import _arguments as arguments
 from four._coroutine import to_end
 from four._secrets import SECRET_PATTERNS
 from four._types import Action, Checked, ExecutionError
-from four.execute._command import Executed, refused
 from four.execute._contain import (
     DEFAULT_LIMITS,
     KILLED,
@@ -31,9 +30,11 @@ from four.execute._launcher import Launcher
 from four.execute._output import (
     DEFAULT_INHERIT,
     EXIT_SIGNAL,
+    Executed,
     OutputBuffer,
     command_env,
     conclude,
+    refused,
 )
 from four.execute._process import BLOCKED, Wait, blocking, watching
 from four.execute._shell import ShellEnv
@@ -147,8 +148,6 @@ def local_env(
     arguments.environment_options(where, timeout, max_output, exit_signal, cwd, env)
     arguments.names(where, "inherit", inherit)
     arguments.names(where, "deny", deny)
-    if not isinstance(limits, Limits):
-        raise TypeError(f"limits must be a four.execute.Limits, not {type(limits).__name__}")
     settings = (timeout, max_output, exit_signal, cwd, dict(env or {}), tuple(inherit))
     return (ShellEnv if persistent else LocalEnv)(*settings, tuple(deny), limits=limits)
 

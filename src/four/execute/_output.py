@@ -1,5 +1,5 @@
-"""Bounded output capture, the exit-signal rule and the observation text, shared by all envs
-(the rules: docs/components.md)."""
+"""What every environment shares: the check of a command before it runs, bounded output
+capture, the exit-signal rule, the observation text (the rules: docs/components.md), ``with``."""
 
 from __future__ import annotations
 
@@ -8,13 +8,15 @@ import os
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Self
 
 from returns.result import Failure, Result, Success
 
+from four import _arguments as arguments
 from four._checked import checked
 from four._secrets import SECRET_PATTERNS, name_matcher
 from four._types import EXIT_SIGNAL as EXIT_SIGNAL  # the environments' default
-from four._types import Observation, Submitted
+from four._types import Action, ExecutionError, Observation, Submitted
 
 TIMEOUT_RETURNCODE = 124
 """The return code reported for a command killed at its timeout (as GNU ``timeout`` does)."""
@@ -46,6 +48,40 @@ QUIET_ENV: Mapping[str, str] = {
     "TQDM_DISABLE": "1",
 }
 """Variables set for every command unless ``env`` overrides them."""
+
+Executed = Result[Observation, Submitted | ExecutionError]
+"""What an environment returns for one action."""
+
+
+def refused(env: object, action: object) -> Observation | None:
+    """The observation for a command no process can be handed (the model's fault, not
+    ours: return code 126), or None. Raises TypeError when ``action`` is no ``Action``
+    (``V2("echo hi")``: say so, not 'no attribute command')."""
+    if not isinstance(action, Action):
+        raise arguments.not_an_action(type(env).__name__, action)
+    if "\0" in action.command:
+        reason = "The command contains a NUL character, which no shell command can hold."
+    elif not action.command.strip():
+        reason = "The command is empty."
+    else:
+        return None
+    return Observation(f"<returncode>126</returncode>\n<output>\n{reason}\n</output>", 126)
+
+
+class ClosedOnExit:
+    """``with env:`` gives the environment and calls its ``close()`` at the block's end
+    (the environments that hold something: a shell, a container)."""
+
+    __slots__ = ()
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
 
 
 @checked
@@ -88,7 +124,6 @@ class OutputBuffer:
     __slots__ = (
         "_head",
         "_head_cap",
-        "_head_len",
         "_max_output",
         "_pending",
         "_signal",
@@ -109,8 +144,7 @@ class OutputBuffer:
         if self._signal is not None:
             self._head_cap = max(self._head_cap, len(self._signal) + 64 + MAX_SUBMISSION)
         self._tail_cap = self._max_output // 2
-        self._head: list[str] = []
-        self._head_len = 0
+        self._head = ""
         self._tail: deque[str] = deque()
         self._tail_len = 0
         self.total = 0
@@ -128,10 +162,9 @@ class OutputBuffer:
         if not text:
             return
         self.total += len(text)
-        room = self._head_cap - self._head_len
+        room = self._head_cap - len(self._head)
         if room > 0:
-            self._head.append(text[:room])
-            self._head_len += min(room, len(text))
+            self._head += text[:room]
             text = text[room:]
             if self._signal_open:
                 self._check_signal()
@@ -146,8 +179,7 @@ class OutputBuffer:
 
     def _check_signal(self) -> None:
         """Once the first line is known not to be the signal, shrink the head to its share."""
-        head = "".join(self._head)
-        stripped = head.lstrip()
+        stripped = self._head.lstrip()
         newline = stripped.find("\n")
         if newline < 0 and len(stripped) <= len(self._signal or ""):
             return  # the first line is not complete yet
@@ -156,24 +188,20 @@ class OutputBuffer:
         if first.strip() == self._signal:
             return  # keep the extended head: it holds the submission
         cap = self._max_output - self._max_output // 2
-        if len(head) > cap:
-            spill = head[cap:]
-            head = head[:cap]
+        if spill := self._head[cap:]:
             # What the head gives back joins the stream just after it (it precedes the tail).
             self._tail.appendleft(spill)
             self._tail_len += len(spill)
             self._trim()
-        self._head, self._head_len, self._head_cap = [head], len(head), cap
+        self._head, self._head_cap = self._head[:cap], cap
 
     def finish(self) -> None:
         """Flush a trailing partial UTF-8 sequence (as a replacement character)."""
         self.feed(b"", True)
 
     def _parts(self) -> tuple[str, str, int]:
-        head = "".join(self._head)
         tail = "".join(self._tail)
-        kept = len(head) + len(tail)
-        return head, tail, self.total - kept
+        return self._head, tail, self.total - len(self._head) - len(tail)
 
     def text(self) -> str:
         """Everything kept (head and tail, with a marker where the middle was dropped)."""

@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import IO
 
 from four._coroutine import to_end
+from four.execute._contain import Contained
 from four.execute._interrupt import running, stopped
 from four.execute._kill import kill_group, other_pids
 from four.execute._launcher import Launched
@@ -249,6 +250,17 @@ def popen(
         list(argv), stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd, env=env,
         start_new_session=True, close_fds=True,
     )  # fmt: skip
+
+
+def spawn(contained: Contained, stdin: int, stdout: IO[bytes] | int, stderr: int) -> Process:
+    """Start a contained launcher (``popen``); if it cannot start, what was made for it goes."""
+    try:
+        return popen(
+            contained.argv, contained.cwd, contained.env, stdout, stdin=stdin, stderr=stderr
+        )
+    except BaseException:
+        contained.end()
+        raise
 
 
 def stop_holders(child: Child, fd: int) -> None:

@@ -23,7 +23,7 @@ from four._types import (
     Execute,
     Observation,
 )
-from four.execute._command import Executed
+from four.execute._output import Executed
 
 _WARNING = "<warning>The same command gave the same output "
 _END = "</warning>\n"

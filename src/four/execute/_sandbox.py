@@ -15,7 +15,6 @@ from returns.result import Failure, Success
 from four import _arguments as arguments
 from four._secrets import SECRET_PATTERNS
 from four._types import Action, Checked, ExecutionError
-from four.execute._command import ClosedOnExit, Executed, refused
 from four.execute._contain import (
     DEFAULT_LIMITS,
     Contained,
@@ -27,9 +26,12 @@ from four.execute._contain import (
 from four.execute._kill import MARK, new_mark
 from four.execute._output import (
     EXIT_SIGNAL,
+    ClosedOnExit,
+    Executed,
     OutputBuffer,
     command_env,
     conclude,
+    refused,
 )
 from four.execute._process import run_captured
 
@@ -109,8 +111,7 @@ class SandboxEnv(ClosedOnExit, Checked):
         with self._lock:
             if self._finalizer is not None:
                 self._finalizer()
-                self._finalizer = None
-            self._folder = None
+            self._finalizer = self._folder = None
 
     def argv(self, command: str) -> list[str]:
         """The bwrap command line that runs ``command``."""

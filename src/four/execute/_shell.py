@@ -21,7 +21,7 @@ import subprocess
 import threading
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from returns.result import Failure, Success
@@ -29,12 +29,10 @@ from returns.result import Failure, Success
 from four._coroutine import to_end
 from four._secrets import SECRET_PATTERNS
 from four._types import Action, Checked, ExecutionError
-from four.execute._command import ClosedOnExit, Executed, refused
 from four.execute._contain import (
     DEFAULT_LIMITS,
     KILLED,
     Limits,
-    Placed,
     launch,
     launcher_exit,
     private_folder,
@@ -44,12 +42,15 @@ from four.execute._kill import MARK, kill_group, kill_marked, new_mark
 from four.execute._output import (
     DEFAULT_INHERIT,
     EXIT_SIGNAL,
+    ClosedOnExit,
+    Executed,
     OutputBuffer,
     Ran,
     command_env,
     conclude,
+    refused,
 )
-from four.execute._process import BLOCKED, DRAIN, Wait, blocking, drain, popen, read_some
+from four.execute._process import BLOCKED, DRAIN, Wait, blocking, drain, read_some, spawn
 
 _TAIL = 64  # bytes kept back while scanning: a sentinel line may straddle two reads
 
@@ -85,7 +86,7 @@ class ShellEnv(ClosedOnExit, Checked):
     shell: str = "bash"
     limits: Limits = DEFAULT_LIMITS
     restarts: int = field(default=0, repr=False)
-    _placed: Placed | None = field(default=None, repr=False)
+    _release: Callable[[], None] | None = field(default=None, repr=False)
     _proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     _dir: str | None = field(default=None, repr=False)
     _pidfd: int = field(default=-1, repr=False)
@@ -103,8 +104,7 @@ class ShellEnv(ClosedOnExit, Checked):
             self._stop()
             if self._finalizer is not None:
                 self._finalizer()  # removes the folder
-                self._finalizer = None
-            self._dir = None
+            self._finalizer = self._dir = None
 
     @property
     def pid(self) -> int | None:
@@ -120,15 +120,9 @@ class ShellEnv(ClosedOnExit, Checked):
         # them all, even those that left the process group.
         mark = new_mark()
         env = {**command_env(self.inherit, self.deny, self.env), MARK: mark}
-        launched = launch([self.shell, "--noprofile", "--norc"], env, self.limits)
-        try:
-            proc = popen(
-                launched.argv, self.cwd, launched.env, subprocess.PIPE, stdin=subprocess.PIPE
-            )
-        except BaseException:
-            launched.placed.release()
-            raise
-        self._placed = launched.placed
+        launched = launch([self.shell, "--noprofile", "--norc"], env, self.limits, self.cwd)
+        proc = spawn(launched, subprocess.PIPE, subprocess.PIPE, subprocess.STDOUT)
+        self._release = launched.release
         assert proc.stdout is not None
         os.set_blocking(proc.stdout.fileno(), False)
         self._proc, self._pidfd, self._mark = proc, os.pidfd_open(proc.pid), mark
@@ -151,9 +145,9 @@ class ShellEnv(ClosedOnExit, Checked):
             return
         self._procs.remove((proc, self._mark))
         _end(proc, self._mark)
-        if self._placed is not None:
-            self._placed.release()
-            self._placed = None
+        if self._release is not None:
+            self._release()
+            self._release = None
         os.close(self._pidfd)
         self._pidfd = -1
 

@@ -156,40 +156,29 @@ def main() -> None:
                 command = kills.pop(fd)
                 poller.unregister(fd)
                 command.kill()
-            elif fd == control.fileno():
-                serve(control, devnull, poller, exits, kills)
+            elif fd == control.fileno():  # a command to start, or the end: the driver's
+                try:
+                    _, fds, _, _ = socket.recv_fds(control, 1, 2)
+                except OSError:
+                    fds = []
+                for received in fds:  # inheritable: no command may hold another's
+                    os.set_inheritable(received, False)
+                if len(fds) != 2:  # the end: the driver closed us, or died
+                    for command in exits.values():
+                        command.kill()
+                    sweep()
+                    sys.exit(0)
+                conn = socket.socket(fileno=fds[0])
+                try:
+                    command = start(conn, fds[1], devnull)
+                except (OSError, EOFError, ValueError) as exc:
+                    answer(conn, failure(exc))
+                    continue
+                exits[command.pidfd] = command
+                kills[conn.fileno()] = command
+                poller.register(command.pidfd, select.POLLIN)
+                poller.register(conn, select.POLLIN)
             # else: the socket of a command that ended earlier in this round
-
-
-def serve(
-    control: socket.socket,
-    devnull: int,
-    poller: select.poll,
-    exits: dict[int, Running],
-    kills: dict[int, Running],
-) -> None:
-    """Start the command the driver sent, or end it all when the driver is gone."""
-    try:
-        _, fds, _, _ = socket.recv_fds(control, 1, 2)
-    except OSError:
-        fds = []
-    for fd in fds:  # received inheritable: no command may hold another's
-        os.set_inheritable(fd, False)
-    if len(fds) != 2:  # the end: the driver closed us, or died
-        for command in exits.values():
-            command.kill()
-        sweep()
-        sys.exit(0)
-    conn = socket.socket(fileno=fds[0])
-    try:
-        command = start(conn, fds[1], devnull)
-    except (OSError, EOFError, ValueError) as exc:
-        answer(conn, failure(exc))
-        return
-    exits[command.pidfd] = command
-    kills[conn.fileno()] = command
-    poller.register(command.pidfd, select.POLLIN)
-    poller.register(conn, select.POLLIN)
 
 
 if __name__ == "__main__":

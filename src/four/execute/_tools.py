@@ -28,14 +28,13 @@ from typing import IO, Literal
 from four._checked import check_fields, checked
 from four._secrets import SECRET_PATTERNS
 from four._types import Action, Checked
-from four.execute._command import ClosedOnExit, Executed
 from four.execute._contain import DEFAULT_LIMITS, Contained, Limits
 from four.execute._docker import DockerEnv, docker_env
 from four.execute._interrupt import running, stopped
 from four.execute._kill import kill_group
 from four.execute._local import LocalEnv, local_env
-from four.execute._output import DEFAULT_INHERIT, command_env
-from four.execute._process import popen
+from four.execute._output import DEFAULT_INHERIT, ClosedOnExit, Executed, command_env
+from four.execute._process import spawn
 from four.execute._sandbox import SANDBOX_INHERIT, SYSTEM, SandboxEnv, sandbox_env
 
 HostKind = Literal["local", "sandbox", "docker"]
@@ -115,10 +114,9 @@ class ToolHost(ClosedOnExit):
         """The whole environment of a tool here: what a command of this environment gets,
         ``TMPDIR`` (and ``HOME`` outside the local host) in ``folder``, and ``extra``."""
         own = {"TMPDIR": os.path.join(self.folder, "tmp")}
-        if self.kind == "local":
-            return command_env(DEFAULT_INHERIT, SECRET_PATTERNS, {**own, **(extra or {})})
-        own["HOME"] = os.path.join(self.folder, "home")
-        inherit = SANDBOX_INHERIT if self.kind == "sandbox" else ()
+        if self.kind != "local":
+            own["HOME"] = os.path.join(self.folder, "home")
+        inherit = {"local": DEFAULT_INHERIT, "sandbox": SANDBOX_INHERIT}.get(self.kind, ())
         return command_env(inherit, SECRET_PATTERNS, {**own, **(extra or {})})
 
     def contain(
@@ -142,7 +140,7 @@ class ToolHost(ClosedOnExit):
         """Start a long-lived tool: stdin a pipe from us, stdout and stderr to ``output``
         (never this process's own: a tool never writes to the user's terminal)."""
         contained = self.contain(argv, cwd=cwd, env=env)
-        proc = _spawn(contained, subprocess.PIPE, output, subprocess.STDOUT)
+        proc = spawn(contained, subprocess.PIPE, output, subprocess.STDOUT)
         return Started(proc, contained)
 
     def run(
@@ -161,7 +159,7 @@ class ToolHost(ClosedOnExit):
         if stopped():
             return ToolRun(None, b"", b"", stopped=True)
         contained = self.contain(argv, cwd=cwd, env=env)
-        proc = _spawn(contained, subprocess.DEVNULL, subprocess.PIPE, subprocess.PIPE)
+        proc = spawn(contained, subprocess.DEVNULL, subprocess.PIPE, subprocess.PIPE)
         command = running(proc.pid, contained.mark, contained.kill_inside)
         timed_out = True  # until it has ended: an exception (Ctrl-C) kills it too
         try:
@@ -228,51 +226,31 @@ class Tail:
                 os.close(self._read)
 
 
-def _spawn(
-    contained: Contained, stdin: int, stdout: IO[bytes] | int, stderr: int
-) -> subprocess.Popen[bytes]:
-    """Start a contained tool's launcher; if it cannot start, what was made for it goes."""
-    try:
-        return popen(
-            contained.argv, contained.cwd, contained.env, stdout, stdin=stdin, stderr=stderr
-        )
-    except BaseException:
-        contained.end()
-        raise
-
-
 def _collect(
     proc: subprocess.Popen[bytes], timeout: float, limit: int
 ) -> tuple[bytes, bytes, bool]:
     """Read ``proc``'s stdout and stderr until both end or ``timeout`` passes: their
     heads, and whether the time ran out."""
     deadline = time.monotonic() + timeout
-    kept = {"out": bytearray(), "err": bytearray()}
+    out, err = bytearray(), bytearray()
     with selectors.DefaultSelector() as selector:
-        for name, stream in (("out", proc.stdout), ("err", proc.stderr)):
+        for stream, kept in ((proc.stdout, out), (proc.stderr, err)):
             assert stream is not None
-            os.set_blocking(stream.fileno(), False)
-            selector.register(stream.fileno(), selectors.EVENT_READ, name)
+            selector.register(stream, selectors.EVENT_READ, kept)
         while selector.get_map():
             left = deadline - time.monotonic()
             if left <= 0:
-                return bytes(kept["out"]), bytes(kept["err"]), True
+                return bytes(out), bytes(err), True
             for key, _ in selector.select(left):
-                try:
-                    data = os.read(key.fd, 1 << 16)
-                except BlockingIOError:
-                    continue
-                if not data:
-                    selector.unregister(key.fd)
-                    continue
-                buffer = kept[key.data]
-                if len(buffer) < limit:
-                    buffer += data[: limit - len(buffer)]
+                if data := os.read(key.fd, 1 << 16):  # readable: this read does not wait
+                    key.data.extend(data[: max(0, limit - len(key.data))])
+                else:
+                    selector.unregister(key.fileobj)
     try:
         proc.wait(max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
-        return bytes(kept["out"]), bytes(kept["err"]), True
-    return bytes(kept["out"]), bytes(kept["err"]), False
+        return bytes(out), bytes(err), True
+    return bytes(out), bytes(err), False
 
 
 @checked

@@ -38,7 +38,7 @@ from pydantic import ValidationError
 
 from four._types import JSON
 from four.domains.mcp._servers import HttpServer, Server, StdioServer
-from four.execute._contain import Limits, Placed, launch
+from four.execute._contain import Limits, launch
 from four.execute._output import command_env
 
 if TYPE_CHECKING:
@@ -161,7 +161,7 @@ class _Link:
     stop: anyio.Event | None = None
     keeper: concurrent.futures.Future[None] | None = None
     stderr: _Tail | None = None
-    placed: Placed | None = None
+    release: Callable[[], None] | None = None
 
     def said(self) -> str:
         """The server's last words on standard error, for a message ("" if none)."""
@@ -177,7 +177,7 @@ def _stdio(spec: StdioServer, inherit: Sequence[str], limits: Limits, link: _Lin
     named = {n: os.environ[n] for n in (*inherit, *spec.inherit) if n in os.environ}
     env = command_env(env={**named, **spec.env})
     started = launch(list(spec.argv), env, limits)
-    link.placed = started.placed
+    link.release = started.release
     link.stderr = _Tail()
     params = StdioServerParameters(
         command=started.argv[0], args=started.argv[1:], env=started.env, cwd=spec.cwd
@@ -222,8 +222,8 @@ async def _keep(link: _Link, inherit: Sequence[str], limits: Limits) -> None:
         link.started.set()
         if link.stderr is not None:
             link.stderr.close_writer()
-        if link.placed is not None:
-            link.placed.release()
+        if link.release is not None:
+            link.release()
 
 
 def _http(spec: HttpServer) -> httpx2.AsyncClient:

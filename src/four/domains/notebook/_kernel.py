@@ -35,10 +35,10 @@ from returns.result import Failure, Result, Success
 from four.domains.notebook._nb import code_cell, error_output, markdown_cell, notebook
 from four.domains.notebook._outputs import describe_outputs, error_of, figures, streams
 from four.execute import DEFAULT_INHERIT, EXIT_SIGNAL, SECRET_PATTERNS, command_env
-from four.execute._command import ClosedOnExit
 from four.execute._contain import Contained
 from four.execute._interrupt import running, stopped
 from four.execute._kill import kill_group, kill_marked
+from four.execute._output import ClosedOnExit
 from four.execute._tools import Tail, ToolHost, tool_host
 from four.types import Action, ExecutionError, Observation, Submitted
 
