@@ -60,12 +60,7 @@ def main(args: argparse.Namespace) -> int:
     from four import run
     from four.trajectory import TrajectoryNotSaved
 
-    history: tuple[Message, ...] = ()
-    extra: dict[str, JSON] = {}
-    if getattr(args, "resume", None):
-        opts, history, extra = _resumed(args)
-    else:
-        opts = options(args)
+    opts, history, extra = _asked(args)
     guard_output(opts)
     output_folder(opts.output_dir)  # before any model call: a run that cannot be saved
     signing = signing_key(opts.sign)
@@ -126,10 +121,11 @@ def main(args: argparse.Namespace) -> int:
     return report(path, opts)
 
 
-def _resumed(
-    args: argparse.Namespace,
-) -> tuple[RunOptions, tuple[Message, ...], dict[str, JSON]]:
-    """The options, history and extra record of a new attempt at the run ``--resume`` names."""
+def _asked(args: argparse.Namespace) -> tuple[RunOptions, tuple[Message, ...], dict[str, JSON]]:
+    """The options, history and extra record: of the flags, or of a new attempt at the run
+    ``--resume`` names."""
+    if not args.resume:
+        return options(args), (), {}
     if args.task is not None:
         raise UsageError("--resume takes the task from the trajectory: give no TASK")
     sign = getattr(args, "sign", None) or env.get("FOUR_SIGNING_KEY")
