@@ -216,13 +216,12 @@ def prepare(
         grammar = V1.grammar() if isinstance(V1, Constrained) else None
         model_G = local_invoke(opts.local, **settings, seed=seed, grammar=grammar)
     else:
-        extra: dict[str, object] = {}
-        if sampling is not None:
-            extra = {**sampling, "drop_params": True}
-        make = cast(Callable[..., Invoke], litellm_invoke)
+        extra: dict[str, object] = {} if sampling is None else {**sampling, "drop_params": True}
         if opts.toolcalls:
-            make = cast(Callable[..., Invoke], litellm_toolcall_invoke)
             extra["tools"] = tools
+        make = cast(
+            Callable[..., Invoke], litellm_toolcall_invoke if opts.toolcalls else litellm_invoke
+        )
         model_G = make(model, api_base=opts.api_base, api_key=key, prices=opts.prices, **extra)
     G: Invoke = retry_invoke(cycle_breaking_invoke(model_G))
     if opts.cost_limit:

@@ -393,10 +393,6 @@ def run_attempts(
         raise
     except (KeyboardInterrupt, Exception) as exc:  # as a plain run, the search's record the path
         return ended(opts, exc, search.record, "a run began", _json(search))
-    return _report(search, opts)
-
-
-def _report(search: Search[Path], opts: RunOptions) -> int:
     result = search.result
     if result is None or result.path is None:
         print(f"four run: no attempt ran: {search.ended}", file=sys.stderr)
