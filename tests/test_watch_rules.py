@@ -292,7 +292,7 @@ def test_signed_heartbeats_and_sealing_a_signed_stream_needs_its_key(tmp_path: P
 def test_a_new_attempt_gets_the_steps_and_time_its_predecessor_left(tmp_path: Path) -> None:
     from four.cli import build_parser
     from four.cli._options import RunOptions, options
-    from four.cli._run import INTERRUPTED, options_of, resumed
+    from four.cli._run import INTERRUPTED, resumed
 
     argv = ["run", "t", "-m", "m", "--max-steps", "10", "--timeout", "100", "--cwd", str(tmp_path)]
     settings = {**options(build_parser().parse_args(argv), tty=False).record(), "attempt": 2}
@@ -301,11 +301,10 @@ def test_a_new_attempt_gets_the_steps_and_time_its_predecessor_left(tmp_path: Pa
     earlier = [System("s"), User("count the files", "task"), *TURN]  # attempt 1's
     for m in [*earlier, *TURN, Assistant("```bash\nsleep 9\n```")]:
         sink.append(m)
-    before = resumed(str(sink.jsonl))
-    assert before.steps_done == 2 and before.attempt == 3 and before.task == "count the files"
-    assert before.history[-1] == User(INTERRUPTED, "observation")
-    opts = options_of(before, str(sink.jsonl), mode="quiet", json=False)
-    assert isinstance(opts, RunOptions)
+    opts, history, extra = resumed(str(sink.jsonl), mode="quiet", json=False)
+    assert isinstance(opts, RunOptions) and extra == {}
+    assert opts.task == "count the files"
+    assert history[-1] == User(INTERRUPTED, "observation")
     assert opts.max_steps == 8 and opts.timeout is not None and 99 < opts.timeout <= 100
     assert opts.output_dir == str(tmp_path.resolve()) and opts.attempt == 3
     assert opts.resumes == str(sink.jsonl.resolve())

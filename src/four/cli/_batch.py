@@ -510,14 +510,13 @@ class _Display:
 
         from four.cli._terminal import console
 
-        live = Live(
+        self._live = Live(
             get_renderable=self._frame,
             console=console(self.stream),  # shows control characters in task text
             refresh_per_second=4,
             transient=True,
         )
-        live.start()
-        self._live = live
+        self._live.start()
 
     def stop(self) -> None:
         live, self._live = self._live, None

@@ -196,12 +196,14 @@ def prepare(
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     V1: Parse = toolcall_parse() if opts.toolcalls else domain.parse()
+    tools: list[Mapping[str, JSON]] = []  # in tool-call mode, the definitions sent
     if opts.mcp:  # the servers' tools beside the shell
         from four.domains.mcp import mcp_parse
 
-        V2 = _mcp.start(opts.mcp, opts.mcp_env, V2)
-        V1 = mcp_parse(V2, V1)
-        system = _mcp.system(system, V2, opts.toolcalls)
+        V2 = servers = _mcp.start(opts.mcp, opts.mcp_env, V2)
+        V1 = mcp_parse(servers, V1)
+        system = _mcp.system(system, servers, opts.toolcalls)
+        tools = list(servers.definitions())
     model_G: Invoke
     if opts.local is not None:
         from four.invoke import local_invoke
@@ -214,13 +216,12 @@ def prepare(
         grammar = V1.grammar() if isinstance(V1, Constrained) else None
         model_G = local_invoke(opts.local, **settings, seed=seed, grammar=grammar)
     else:
-        extra: dict[str, object] = {}
-        if sampling is not None:
-            extra = {**sampling, "drop_params": True}
-        make = cast(Callable[..., Invoke], litellm_invoke)
+        extra: dict[str, object] = {} if sampling is None else {**sampling, "drop_params": True}
         if opts.toolcalls:
-            make = cast(Callable[..., Invoke], litellm_toolcall_invoke)
-            extra["tools"] = _mcp.definitions(V2) if opts.mcp else []
+            extra["tools"] = tools
+        make = cast(
+            Callable[..., Invoke], litellm_toolcall_invoke if opts.toolcalls else litellm_invoke
+        )
         model_G = make(model, api_base=opts.api_base, api_key=key, prices=opts.prices, **extra)
     G: Invoke = retry_invoke(cycle_breaking_invoke(model_G))
     if opts.cost_limit:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-from collections.abc import Sequence
 from dataclasses import replace
 
 from four._types import Invoke
@@ -69,18 +68,14 @@ def main(args: argparse.Namespace) -> int:
         for c in checks:
             fix = f"  → {c.fix}" if c.fix and c.status != "GO" else ""
             print(visible(f"{c.status:<6} {c.name:<{width}}  {c.detail}{fix}"))
-    print(_verdict(checks, code))
-    return code
-
-
-def _verdict(checks: Sequence[Check], code: int) -> str:
-    bad = [c.name for c in checks if c.status == "NO-GO"]
-    warned = [c.name for c in checks if c.status == "WARN"]
+    bad, warned = (", ".join(c.name for c in checks if c.status == s) for s in ("NO-GO", "WARN"))
     if bad:
-        return f"NO-GO: {', '.join(bad)} (exit 1)"
-    if warned:
-        return f"GO with warnings: {', '.join(warned)} (exit 3)"
-    return f"GO: {len(checks)} checks (exit {code})"
+        print(f"NO-GO: {bad} (exit 1)")
+    elif warned:
+        print(f"GO with warnings: {warned} (exit 3)")
+    else:
+        print(f"GO: {len(checks)} checks (exit {code})")
+    return code
 
 
 def _plan(args: argparse.Namespace) -> tuple[Plan, Invoke | None, str, str | None]:

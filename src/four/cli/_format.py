@@ -13,19 +13,16 @@ def fold(text: str, limit: int, *, width: int = 400) -> tuple[str, int]:
     >>> fold("\\n".join(str(i) for i in range(10)), 4)
     ('0\\n1\\n… 6 more lines …\\n8\\n9', 6)
     """
-    lines = [_cut(line, width) if limit else line for line in text.splitlines()]
+    lines = [
+        f"{line[:width]}… (+{len(line) - width} chars)" if limit and len(line) > width else line
+        for line in text.splitlines()
+    ]
     if not limit or len(lines) <= limit:
         return "\n".join(lines), 0
     head = max(1, (limit + 1) // 2)
     tail = max(1, limit - head)
     hidden = len(lines) - head - tail
     return "\n".join([*lines[:head], f"… {hidden} more lines …", *lines[-tail:]]), hidden
-
-
-def _cut(line: str, width: int) -> str:
-    if len(line) <= width:
-        return line
-    return f"{line[:width]}… (+{len(line) - width} chars)"
 
 
 def seconds(value: float | None) -> str:

@@ -83,18 +83,17 @@ def resolve_items(items: list[Item], tasks: Path) -> list[Item]:
     """The items with each ``check_files`` source made relative to ``tasks``'s folder
     (as the item was written, for a launch folder that moves)."""
     base = tasks.parent.absolute()
-    out = []
-    for item in items:
-        files = item.fields.get("check_files")
-        if isinstance(files, list):
-            fixed: list[JSON] = []
-            for given in files:
-                dest, sep, source = str(given).rpartition("=")
-                where = source if os.path.isabs(source) else str(base / source)
-                fixed.append(f"{dest}{sep}{where}")
-            item = replace(item, fields={**item.fields, "check_files": fixed})
-        out.append(item)
-    return out
+
+    def placed(given: JSON) -> JSON:
+        dest, sep, source = str(given).rpartition("=")
+        return f"{dest}{sep}{source if os.path.isabs(source) else base / source}"
+
+    return [
+        replace(item, fields={**item.fields, "check_files": [placed(f) for f in files]})
+        if isinstance(files := item.fields.get("check_files"), list)
+        else item
+        for item in items
+    ]
 
 
 def item_options(opts: RunOptions, task: str, fields: Mapping[str, JSON]) -> RunOptions:

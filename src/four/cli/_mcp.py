@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from four.cli._errors import UsageError
-from four.types import JSON, Closeable, Execute
+from four.types import Closeable, Execute
 
 if TYPE_CHECKING:
     from four.domains.mcp import McpEnv
@@ -37,23 +37,15 @@ def start(servers: Sequence[str], inherit: Sequence[str], shell: Execute) -> Mcp
     raise UsageError(problem)
 
 
-def definitions(V2: Execute) -> list[Mapping[str, JSON]]:
-    """The tool definitions of an MCP environment (none for another)."""
-    describe = getattr(V2, "definitions", None)
-    return list(describe()) if callable(describe) else []
-
-
-def system(text: str, V2: Execute, toolcalls: bool) -> str:
+def system(text: str, servers: McpEnv, toolcalls: bool) -> str:
     """The system prompt with the servers' tools: described in text mode; named in
     tool-call mode, where their definitions go with every request."""
-    tools = getattr(V2, "tools", ())
-    if not tools:
+    if not servers.tools:
         return text
     if toolcalls:
-        names = ", ".join(t.name for t in tools)
+        names = ", ".join(t.name for t in servers.tools)
         return f"{text}\nYou can also call these tools (from MCP servers): {names}.\n"
-    describe = getattr(V2, "describe", None)
-    return f"{text}\n{describe()}\n" if callable(describe) else text
+    return f"{text}\n{servers.describe()}\n"
 
 
 # --- four mcp serve ------------------------------------------------------------------

@@ -146,7 +146,23 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
     retries = env.over(given, "FOUR_RETRIES_PER_REASON", DEFAULT_RETRIES_PER_REASON)
     if retries < 1:
         raise UsageError("--retries-per-reason must be at least 1")
-    attempts, by_default, seed, temperature, workers = search_options(args)
+    from four.search import DEFAULT_TEMPERATURE
+
+    asked = getattr(args, "attempts", None)  # else with --check: DEFAULT_ATTEMPTS; without, 1
+    if asked is None and env.get("FOUR_ATTEMPTS") is not None:
+        asked = env.over(None, "FOUR_ATTEMPTS", 1)
+    if asked is not None and asked < 1:
+        raise UsageError("--attempts must be at least 1")
+    if asked is not None and asked > 1 and not args.check:
+        raise UsageError(
+            "--attempts needs --check CMD: without a judge, the first submission is the end"
+        )
+    attempts = asked if asked is not None else (DEFAULT_ATTEMPTS if args.check else 1)
+    seed = env.over(getattr(args, "seed", None), "FOUR_SEED", 0)
+    given_t = getattr(args, "attempt_temperature", None)
+    temperature = env.over(given_t, "FOUR_ATTEMPT_TEMPERATURE", DEFAULT_TEMPERATURE)
+    if seed < 0 or temperature is None or temperature < 0:
+        raise UsageError("--seed and --attempt-temperature must not be negative")
     if local and toolcalls:
         raise UsageError("--local runs in text mode: drop --toolcalls (FOUR_TOOLCALLS)")
     tty = sys.stderr.isatty() if tty is None else tty
@@ -188,10 +204,10 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
         mcp=tuple(getattr(args, "mcp", None) or ()),
         mcp_env=tuple(getattr(args, "mcp_env", None) or ()),
         attempts=attempts,
-        attempts_by_default=attempts > 1 and by_default,
+        attempts_by_default=attempts > 1 and asked is None,
         seed=seed,
-        attempt_temperature=temperature,
-        workers=workers,
+        attempt_temperature=float(temperature),
+        workers=min(getattr(args, "attempt_workers", None) or 1, attempts),
     )
 
 
@@ -214,32 +230,6 @@ def otel_wanted(flag: bool | None) -> bool:
         if importlib.util.find_spec("opentelemetry.sdk") is None:
             raise UsageError(f"{why}: traces need four-loop[otel] (pip install 'four-loop[otel]')")
     return flag
-
-
-def search_options(args: argparse.Namespace) -> tuple[int, bool, int, float, int]:
-    """``--attempts`` (with ``--check``: ``DEFAULT_ATTEMPTS``; without, 1), whether that
-    was the default, ``--seed``, ``--attempt-temperature`` and ``--workers``, over their
-    variables."""
-    given = getattr(args, "attempts", None)
-    if given is None and env.get("FOUR_ATTEMPTS") is not None:
-        given = env.over(None, "FOUR_ATTEMPTS", 1)
-    if given is not None and given < 1:
-        raise UsageError("--attempts must be at least 1")
-    check = getattr(args, "check", None)
-    if given is not None and given > 1 and not check:
-        raise UsageError(
-            "--attempts needs --check CMD: without a judge, the first submission is the end"
-        )
-    attempts = given if given is not None else (DEFAULT_ATTEMPTS if check else 1)
-    from four.search import DEFAULT_TEMPERATURE
-
-    seed = env.over(getattr(args, "seed", None), "FOUR_SEED", 0)
-    given_t = getattr(args, "attempt_temperature", None)
-    temperature = env.over(given_t, "FOUR_ATTEMPT_TEMPERATURE", DEFAULT_TEMPERATURE)
-    if seed < 0 or temperature is None or temperature < 0:
-        raise UsageError("--seed and --attempt-temperature must not be negative")
-    workers = min(getattr(args, "attempt_workers", None) or 1, attempts)
-    return attempts, given is None, seed, float(temperature), workers
 
 
 def workspace(opts: RunOptions) -> Path | None:

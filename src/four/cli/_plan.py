@@ -109,7 +109,6 @@ def _launch(args: argparse.Namespace) -> tuple[Launch, Invoke]:
     from four.cli._options import (
         api_key,
         local_model,
-        local_ready,
         local_settings,
         output_folder,
         refuse,
@@ -149,14 +148,13 @@ def _launch(args: argparse.Namespace) -> tuple[Launch, Invoke]:
     )
     for check in ran:
         refuse(check)
+    model, server = resolve(str(model), api_base, key, local)
     G: Invoke
     if local is not None:
-        local_ready(local)
         grammar = plan_parse().grammar()  # every plan it writes reads (V2 judges it)
         G = retry_invoke(local_invoke(local, **local_settings(), grammar=grammar))
         window: int | None = local_settings().get("ctx", DEFAULT_CTX)
     else:
-        model, server = resolve(str(model), api_base, key)
         G = retry_invoke(litellm_invoke(model, api_base=api_base, api_key=key))
         window = model_facts(model).context_window or (server.context_window if server else None)
     try:

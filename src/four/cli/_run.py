@@ -14,7 +14,6 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -60,12 +59,7 @@ def main(args: argparse.Namespace) -> int:
     from four import run
     from four.trajectory import TrajectoryNotSaved
 
-    history: tuple[Message, ...] = ()
-    extra: dict[str, JSON] = {}
-    if getattr(args, "resume", None):
-        opts, history, extra = _resumed(args)
-    else:
-        opts = options(args)
+    opts, history, extra = _asked(args)
     guard_output(opts)
     output_folder(opts.output_dir)  # before any model call: a run that cannot be saved
     signing = signing_key(opts.sign)
@@ -126,21 +120,17 @@ def main(args: argparse.Namespace) -> int:
     return report(path, opts)
 
 
-def _resumed(
-    args: argparse.Namespace,
-) -> tuple[RunOptions, tuple[Message, ...], dict[str, JSON]]:
-    """The options, history and extra record of a new attempt at the run ``--resume`` names."""
+def _asked(args: argparse.Namespace) -> tuple[RunOptions, tuple[Message, ...], dict[str, JSON]]:
+    """The options, history and extra record: of the flags, or of a new attempt at the run
+    ``--resume`` names."""
+    if not args.resume:
+        return options(args), (), {}
     if args.task is not None:
         raise UsageError("--resume takes the task from the trajectory: give no TASK")
     sign = getattr(args, "sign", None) or env.get("FOUR_SIGNING_KEY")
     verified(args.resume, sign)  # its settings are acted on: only a sealed record's
-    earlier = resumed(args.resume)
     mode = "quiet" if args.quiet else ("live" if sys.stderr.isatty() else "lines")
-    opts = options_of(earlier, args.resume, mode=mode, json=bool(args.json))
-    if sign:  # the new attempt is signed by the key its record was verified with
-        opts = dataclasses.replace(opts, sign=sign)
-    item = earlier.settings.get("batch_item")  # what it recorded beyond its options
-    return opts, earlier.history, {"batch_item": item} if isinstance(item, str) and item else {}
+    return resumed(args.resume, mode=mode, json=bool(args.json), sign=sign)
 
 
 HEARTBEAT = 5.0
@@ -151,19 +141,6 @@ INTERRUPTED = (
     "it may not have finished, or may have done part of its work)"
 )
 """The observation given for an action whose result the stopped run never recorded."""
-
-
-@dataclass(frozen=True, slots=True)
-class Resumed:
-    """What a new attempt starts from: the earlier run's messages (closed, so every
-    action has its answer), its recorded settings, and how much budget is left."""
-
-    history: tuple[Message, ...]
-    settings: dict[str, JSON]
-    task: str
-    steps_done: int  # by the earlier attempt itself (its max_steps counts only those)
-    elapsed: float  # of the earlier attempt itself
-    attempt: int
 
 
 def verified(path: str, sign: str | None = None) -> None:
@@ -195,8 +172,13 @@ def verified(path: str, sign: str | None = None) -> None:
             raise UsageError(f"--resume: {record} does not verify ({problem}): not resumed")
 
 
-def resumed(path: str) -> Resumed:
-    """Read a trajectory to resume; a file that is no run of ``four run`` is a usage error."""
+def resumed(
+    path: str, *, mode: str, json: bool, sign: str | None = None
+) -> tuple[RunOptions, tuple[Message, ...], dict[str, JSON]]:
+    """A new attempt at the run ``path`` names: its recorded options, with the steps and
+    wall time it left, the link to it and ``sign`` (the key it was verified with); its
+    messages, closed (every action answered); and what it recorded beyond its options (a
+    batch item's id). A file that is no run of ``four run`` is a usage error."""
     from four.trajectory import TrajectoryError, load_trajectory
 
     try:
@@ -209,15 +191,45 @@ def resumed(path: str) -> Resumed:
     task = next((m.content for m in old.messages if isinstance(m, User) and m.kind == "task"), "")
     if not task:
         raise UsageError(f"--resume: {path} holds no task")
-    attempt = cli.get("attempt")
+    names = {f.name for f in dataclasses.fields(RunOptions)}
+    given: dict[str, object] = {k: v for k, v in cli.items() if k in names}
+    prices = given.get("prices")
+    given["prices"] = tuple(prices) if isinstance(prices, list) and len(prices) == 2 else None
+    files = given.get("check_files")
+    given["check_files"] = tuple(files) if isinstance(files, list) else ()
     own = old.messages[old.info.resumed_from :]  # its own steps and time: its own settings
-    return Resumed(
+    steps = given.get("max_steps")
+    done = sum(1 for m in own if isinstance(m, Assistant))
+    given["max_steps"] = max(1, (steps if type(steps) is int else 100) - done)
+    timeout = given.get("timeout")
+    if isinstance(timeout, int | float) and timeout:
+        elapsed = max(0.0, old.timestamps[-1]) if old.timestamps else 0.0
+        given["timeout"] = max(0.001, float(timeout) - elapsed)
+    attempt = cli.get("attempt")
+    given.update(
+        output_dir=str(Path(path).resolve().parent),  # beside the earlier attempt
+        task=task,
+        mode=mode,
+        json=json,
+        resumes=str(Path(path).resolve()),
+        attempt=(attempt if type(attempt) is int else 1) + 1,
+        attempts=1,  # the run goes on as it was: no new search from its middle
+        attempts_by_default=False,
+        workers=1,
+    )
+    if sign:  # the new attempt is signed by the key its record was verified with
+        given["sign"] = sign
+    try:
+        opts = RunOptions(**given)  # type: ignore[arg-type]  # read from JSON: checked by use
+    except TypeError as exc:
+        raise UsageError(
+            f"--resume: {path} records settings this version cannot use: {exc}"
+        ) from None
+    item = cli.get("batch_item")
+    return (
+        opts,
         closed(old.messages),
-        dict(cli),
-        task,
-        sum(1 for m in own if isinstance(m, Assistant)),
-        max(0.0, old.timestamps[-1]) if old.timestamps else 0.0,
-        (attempt if type(attempt) is int else 1) + 1,
+        {"batch_item": item} if isinstance(item, str) and item else {},
     )
 
 
@@ -231,39 +243,6 @@ def closed(messages: tuple[Message, ...]) -> tuple[Message, ...]:
     if messages and isinstance(messages[-1], Assistant) and not messages[-1].tool_calls:
         return (*messages, User(INTERRUPTED, "observation"))
     return messages + tuple(ToolResult(c.id, INTERRUPTED, c.name) for c in unanswered(messages))
-
-
-def options_of(earlier: Resumed, path: str, *, mode: str, json: bool) -> RunOptions:
-    """The ``RunOptions`` of the new attempt: the recorded ones, with the steps and
-    wall time left, and the link to the earlier run."""
-    names = {f.name for f in dataclasses.fields(RunOptions)}
-    given: dict[str, object] = {k: v for k, v in earlier.settings.items() if k in names}
-    prices = given.get("prices")
-    given["prices"] = tuple(prices) if isinstance(prices, list) and len(prices) == 2 else None
-    files = given.get("check_files")
-    given["check_files"] = tuple(files) if isinstance(files, list) else ()
-    steps = given.get("max_steps")
-    given["max_steps"] = max(1, (steps if type(steps) is int else 100) - earlier.steps_done)
-    timeout = given.get("timeout")
-    if isinstance(timeout, int | float) and timeout:
-        given["timeout"] = max(0.001, float(timeout) - earlier.elapsed)
-    given.update(
-        output_dir=str(Path(path).resolve().parent),  # beside the earlier attempt
-        task=earlier.task,
-        mode=mode,
-        json=json,
-        resumes=str(Path(path).resolve()),
-        attempt=earlier.attempt,
-        attempts=1,  # the run goes on as it was: no new search from its middle
-        attempts_by_default=False,
-        workers=1,
-    )
-    try:
-        return RunOptions(**given)  # type: ignore[arg-type]  # read from JSON: checked by use
-    except TypeError as exc:
-        raise UsageError(
-            f"--resume: {path} records settings this version cannot use: {exc}"
-        ) from None
 
 
 def record_in_batch(path: Path, item: str, attempt: int) -> str | None:
@@ -414,10 +393,6 @@ def run_attempts(
         raise
     except (KeyboardInterrupt, Exception) as exc:  # as a plain run, the search's record the path
         return ended(opts, exc, search.record, "a run began", _json(search))
-    return _report(search, opts)
-
-
-def _report(search: Search[Path], opts: RunOptions) -> int:
     result = search.result
     if result is None or result.path is None:
         print(f"four run: no attempt ran: {search.ended}", file=sys.stderr)
