@@ -1,13 +1,8 @@
-"""run() and arun(): the evaluator, ``(G -> V1 -> V2*)* -> emit``, written once.
-
-``evaluate`` is the loop: one coroutine that calls G, V1, V2, the check and emit, in
-that order, through a driver. ``run``'s driver (``Plain``) calls each component as it
-is, so the coroutine never waits and runs to its end in one step; ``arun``'s
-(``Awaited``) is the same with ``await``: it awaits an async G or V2 and runs a plain
-one in a worker thread. Every ending (the agent submits, a component fails, the budget
-is spent, a crash, Ctrl-C, a cancelled task) leaves the loop the same way, and the
-trajectory is sealed in one place. What the loop keeps and decides between the calls
-(the history, when format errors count, what answers every tool call) is ``RunState``.
+"""run() and arun(): the evaluator, ``(G -> V1 -> V2*)* -> emit``, written once
+(docs/loop.md). ``evaluate`` calls G, V1, V2, the check and emit, in that order, through a
+driver: ``run``'s (``Plain``) calls each as it is, so the coroutine never waits;
+``arun``'s (``Awaited``) is the same with ``await``. Every ending leaves the loop the same
+way, and the trajectory is sealed in one place; ``RunState`` keeps what the loop knows.
 """
 
 from __future__ import annotations
@@ -15,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Literal, TypeAlias, TypeVar, cast
 
@@ -88,14 +83,11 @@ SKIPPED = "Not executed: the run ended at an earlier call of this turn."
 
 
 @dataclass(frozen=True, slots=True)
-class AllRejected:
-    """Every tool call of the turn was rejected by V1 (each is answered with its error):
-    no progress, so it counts as a format error."""
-
-    feedback: str
+class AllRejected(FormatError):
+    """Every tool call of the turn was rejected by V1 (each answered with its error)."""
 
 
-Halt: TypeAlias = Outcome | FormatError | Feedback | AllRejected | None
+Halt: TypeAlias = Outcome | FormatError | Feedback | None
 """How a step ended: None once its actions ran; else the run ends (an ``Outcome``), the
 model is told its reply could not be read, or the check's verdict goes back to it."""
 
@@ -229,70 +221,64 @@ async def evaluate(run: RunState[T], call: Plain) -> T:
 
 
 class Plain:
-    """``run``'s driver: each component called as it is, its answer typed."""
+    """``run``'s driver: each component called as it is, its answer typed (anything else
+    ends the run crashed; a submission is the run's end)."""
 
     __slots__ = ("_G", "_V1", "_V2")
 
     def __init__(self, G: Callable[..., object], V1: Parse, V2: Callable[..., object]) -> None:
         self._G, self._V1, self._V2 = G, V1, V2
 
-    # Each answer typed (a submission is the run's end); anything else ends it crashed.
-
     async def G(self, history: Sequence[Message]) -> Reply | ModelError:
-        value = await self._call("G", self._G, history)
-        if isinstance(value, Success):
-            if isinstance(reply := value.unwrap(), Assistant):
+        match value := await self._call("G", self._G, history):
+            case Success(Assistant() as reply) | Failure(ModelError() as reply):
                 return reply
-        elif isinstance(value, Failure) and isinstance(error := value.failure(), ModelError):
-            return error
         raise WrongReturn("G", value, "a Result[Reply, ModelError]")
 
     def V1(self, reply: Reply) -> Actions | FormatError | Finished:
-        value = _call("V1", self._V1, reply)
-        if isinstance(value, Success):
-            actions = value.unwrap()
-            if isinstance(actions, list | tuple) and all(
+        match value := _call("V1", self._V1, reply):
+            case Success(list() | tuple() as actions) if all(
                 isinstance(a, Action | Rejected) for a in actions
             ):
-                return cast(Actions, actions)
-        elif isinstance(value, Failure) and isinstance(
-            error := value.failure(), FormatError | Submitted
-        ):
-            return Finished(error.output) if isinstance(error, Submitted) else error
+                return actions
+            case Failure(Submitted(output)):
+                return Finished(output)
+            case Failure(FormatError() as error):
+                return error
         raise WrongReturn(
             "V1", value, "a Result[Sequence[Action | Rejected], FormatError | Submitted]"
         )
 
     async def V2(self, action: Action) -> Observation | Submitted | ExecutionError:
-        value = await self._call("V2", self._V2, action)
-        if isinstance(value, Success):
-            if isinstance(seen := value.unwrap(), Observation):
+        match value := await self._call("V2", self._V2, action):
+            case Success(Observation() as seen) | Failure(Submitted() | ExecutionError() as seen):
                 return seen
-        elif isinstance(value, Failure) and isinstance(
-            error := value.failure(), Submitted | ExecutionError
-        ):
-            return error
         raise WrongReturn("V2", value, "a Result[Observation, Submitted | ExecutionError]")
 
     async def check(self, judge: Callable[..., object], *args: object) -> object:
         return await self._call("check", judge, *args)
 
-    async def _call(self, component: str, fn: Callable[..., object], *args: object) -> object:
-        return _call(component, fn, *args)
-
     async def close(self) -> None:
-        _close(self._V2)
+        await self._either(self._V2, "close")  # see Closeable and AsyncCloseable
 
     async def emit(
         self, sink: Sink[T], history: list[Message], outcome: Outcome, stats: RunStats
     ) -> T:
-        return sink.close(history, outcome, stats)
+        return await self._either(sink, "close", history, outcome, stats)  # type: ignore[return-value]
+
+    async def _call(self, component: str, fn: Callable[..., object], *args: object) -> object:
+        return _call(component, fn, *args)
+
+    async def _either(self, owner: object, name: str, *args: object) -> object:
+        """``owner``'s method ``name`` called, if it has one; its error raised as it is."""
+        return method(*args) if callable(method := getattr(owner, name, None)) else None
 
 
 class Awaited(Plain):
-    """``arun``'s driver: ``Plain`` with ``await``. An async G or V2 is awaited; a plain
-    one, the check and the seal's waits on a disk run in a worker thread (which has the
-    run's ``key``, so its commands are killed if the run is cancelled meanwhile)."""
+    """``arun``'s driver: ``Plain`` with ``await``. An async G or V2 is awaited, and so is
+    an ``aclose`` of V2 or the sink (see ``AsyncSink``); a plain one, the check and a
+    plain ``close`` run in a worker thread (with the run's ``key``, so its commands are
+    killed if the run is cancelled meanwhile)."""
 
     __slots__ = ("_awaited", "_key")
 
@@ -303,31 +289,11 @@ class Awaited(Plain):
         self._awaited = frozenset(c for c, fn in (("G", G), ("V2", V2)) if is_async(fn))
         self._key = key
 
-    async def close(self) -> None:
-        if callable(aclose := getattr(self._V2, "aclose", None)):  # see AsyncCloseable
-            await aclose()
-        elif callable(getattr(self._V2, "close", None)):
-            await asyncio.to_thread(_close, self._V2)
-
-    async def emit(
-        self, sink: Sink[T], history: list[Message], outcome: Outcome, stats: RunStats
-    ) -> T:
-        """The sink's ``aclose`` awaited (see ``AsyncSink``), else its ``close`` in a
-        worker thread; its error is raised as it is, as ``run`` raises it."""
-        if callable(aclose := getattr(sink, "aclose", None)):
-            sealed: Awaitable[T] = aclose(history, outcome, stats)
-            return await sealed
-        saved: object = await asyncio.to_thread(sink.close, history, outcome, stats)
-        if inspect.isawaitable(saved):
-            saved = await saved
-        return saved  # type: ignore[return-value]
-
     async def _call(self, component: str, fn: Callable[..., object], *args: object) -> object:
         try:
             if component in self._awaited:
                 return await fn(*args)  # type: ignore[misc]
-            result = await asyncio.to_thread(fn, *args)
-            return await result if inspect.isawaitable(result) else result
+            return await _threaded(fn, *args)
         except asyncio.CancelledError:
             from four.execute._interrupt import interrupt  # only arun's threads need it
 
@@ -335,6 +301,12 @@ class Awaited(Plain):
             raise
         except Exception as exc:  # which component failed is part of the outcome
             raise ComponentRaised(component, exc) from exc  # type: ignore[arg-type]
+
+    async def _either(self, owner: object, name: str, *args: object) -> object:
+        if callable(method := getattr(owner, f"a{name}", None)):
+            return await method(*args)
+        method = getattr(owner, name, None)
+        return await _threaded(method, *args) if callable(method) else None
 
     def blocking_env(self) -> Execute:
         """V2 as the check sees it: a plain function (the check runs in a worker thread,
@@ -357,17 +329,18 @@ def _call(component: str, fn: Callable[..., object], *args: object) -> object:
         raise ComponentRaised(component, exc) from exc  # type: ignore[arg-type]
 
 
+async def _threaded(fn: Callable[..., object], *args: object) -> object:
+    """``fn`` called in a worker thread; what it returns awaited if it is awaitable."""
+    result = await asyncio.to_thread(fn, *args)
+    return await result if inspect.isawaitable(result) else result
+
+
 def is_async(fn: object) -> bool:
     """Whether calling ``fn`` makes a coroutine: an ``async def``, or an object whose
     ``__call__`` is one."""
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
         getattr(fn, "__call__", None)  # noqa: B004  (an object with an async __call__)
     )
-
-
-def _close(V2: object) -> None:
-    if callable(close := getattr(V2, "close", None)):  # see Closeable
-        close()
 
 
 # --- one run's state -------------------------------------------------------------------
@@ -503,12 +476,12 @@ class RunState(Generic[T]):
                 self.budget += halt.steps
                 self.tell(halt.text, "feedback")
             return None
-        if not isinstance(halt, FormatError | AllRejected):
+        if not isinstance(halt, FormatError):
             return halt
         self.format_errors += 1
         if 0 < self.info.max_format_errors <= self.format_errors:
             return RepeatedFormatError(halt.feedback)
-        if isinstance(halt, FormatError):  # rejected calls have their answers already
+        if not isinstance(halt, AllRejected):  # rejected calls have their answers already
             self.tell(halt.feedback, "format_error")
         return None
 
