@@ -233,7 +233,7 @@ class Plain:
         match value := await self._call("G", self._G, history):
             case Success(Assistant() as reply) | Failure(ModelError() as reply):
                 return reply
-        raise WrongReturn("G", value, "a Result[Reply, ModelError]")
+        raise wrong_return("G", value, "a Result[Reply, ModelError]")
 
     def V1(self, reply: Reply) -> Actions | FormatError | Finished:
         match value := _call("V1", self._V1, reply):
@@ -245,7 +245,7 @@ class Plain:
                 return Finished(output)
             case Failure(FormatError() as error):
                 return error
-        raise WrongReturn(
+        raise wrong_return(
             "V1", value, "a Result[Sequence[Action | Rejected], FormatError | Submitted]"
         )
 
@@ -253,7 +253,7 @@ class Plain:
         match value := await self._call("V2", self._V2, action):
             case Success(Observation() as seen) | Failure(Submitted() | ExecutionError() as seen):
                 return seen
-        raise WrongReturn("V2", value, "a Result[Observation, Submitted | ExecutionError]")
+        raise wrong_return("V2", value, "a Result[Observation, Submitted | ExecutionError]")
 
     async def check(self, judge: Callable[..., object], *args: object) -> object:
         return await self._call("check", judge, *args)
@@ -266,7 +266,7 @@ class Plain:
     ) -> T:
         return await self._either(sink, "close", history, outcome, stats)  # type: ignore[return-value]
 
-    async def _call(self, component: str, fn: Callable[..., object], *args: object) -> object:
+    async def _call(self, component: Component, fn: Callable[..., object], *args: object) -> object:
         return _call(component, fn, *args)
 
     async def _either(self, owner: object, name: str, *args: object) -> object:
@@ -289,7 +289,7 @@ class Awaited(Plain):
         self._awaited = frozenset(c for c, fn in (("G", G), ("V2", V2)) if is_async(fn))
         self._key = key
 
-    async def _call(self, component: str, fn: Callable[..., object], *args: object) -> object:
+    async def _call(self, component: Component, fn: Callable[..., object], *args: object) -> object:
         try:
             if component in self._awaited:
                 return await fn(*args)  # type: ignore[misc]
@@ -300,7 +300,7 @@ class Awaited(Plain):
             interrupt(self._key)  # a plain V2's command would run on in its thread
             raise
         except Exception as exc:  # which component failed is part of the outcome
-            raise ComponentRaised(component, exc) from exc  # type: ignore[arg-type]
+            raise ComponentRaised(component, exc) from exc
 
     async def _either(self, owner: object, name: str, *args: object) -> object:
         if callable(method := getattr(owner, f"a{name}", None)):
@@ -322,11 +322,11 @@ class Awaited(Plain):
         return execute  # type: ignore[return-value]
 
 
-def _call(component: str, fn: Callable[..., object], *args: object) -> object:
+def _call(component: Component, fn: Callable[..., object], *args: object) -> object:
     try:
         return fn(*args)
     except Exception as exc:  # which component failed is part of the outcome
-        raise ComponentRaised(component, exc) from exc  # type: ignore[arg-type]
+        raise ComponentRaised(component, exc) from exc
 
 
 async def _threaded(fn: Callable[..., object], *args: object) -> object:
@@ -362,10 +362,8 @@ class RunState(Generic[T]):
     usage: Usage = NO_USAGE
     tools: Mapping[str, str] = field(default_factory=dict)  # the last reply's, by call id
     hears: Callable[[Event], object] | None = None  # the watch's ``hear``, if it listens
-    # its ``model_called`` and ``action_ran``, if it has them: no event made (see Watch)
-    on_call: Callable[[Reply | ModelError, Sequence[Message], float, float], object] | None = None
-    on_action: Callable[[Action, Observation | Submitted | ExecutionError, float, float, int],
-                        object] | None = None  # fmt: skip
+    on_call: Callable[..., object] | None = None  # given a ModelCalled's fields (see _told)
+    on_action: Callable[..., object] | None = None  # given an ActionRan's fields
 
     # --- what a listening watch is told (nothing is made for one that does not) ---
 
@@ -377,21 +375,14 @@ class RunState(Generic[T]):
             self.hears(RunBegan(self.info))
 
     def called(self, reply: Reply | ModelError, started: float) -> None:
-        if self.hears is not None:
-            if self.on_call is not None:
-                self.on_call(reply, self.history, started, self.clock())
-            else:
-                self.hears(ModelCalled(reply, self.history, started, self.clock()))
+        if self.on_call is not None:
+            self.on_call(reply, self.history, started, self.clock())
 
     def ran(
         self, action: Action, seen: Observation | Submitted | ExecutionError, started: float
     ) -> None:
-        if self.hears is not None:
-            ended = self.clock()
-            if self.on_action is not None:
-                self.on_action(action, seen, started, ended, len(self.history))
-            else:
-                self.hears(ActionRan(action, seen, started, ended, len(self.history)))
+        if self.on_action is not None:
+            self.on_action(action, seen, started, self.clock(), len(self.history))
 
     def judged(self, judgement: J, started: float) -> J:
         if self.hears is not None and self.judge is not None:
@@ -566,13 +557,21 @@ def start(
     judge = check.open(checked_env) if check is not None else None
     for message in history:
         sink.append(message)  # before the run: a failure here is raised as it is
-    hear = getattr(watch, "hear", None)
-    hears = hear if callable(hear) else None
-    on_call = getattr(watch, "model_called", None) if hears is not None else None
-    on_action = getattr(watch, "action_ran", None) if hears is not None else None
-    return RunState(history, sink, info, judge, watch, max_steps, clock,
-                    hears=hears, on_call=on_call if callable(on_call) else None,
-                    on_action=on_action if callable(on_action) else None)  # fmt: skip
+    state = RunState(history, sink, info, judge, watch, max_steps, clock)
+    if callable(hears := getattr(watch, "hear", None)):
+        state.hears = hears
+        state.on_call = _told(watch, "model_called", hears, ModelCalled)
+        state.on_action = _told(watch, "action_ran", hears, ActionRan)
+    return state
+
+
+def _told(
+    watch: object, name: str, hears: Callable[[Event], object], event: Callable[..., Event]
+) -> Callable[..., object]:
+    """The watch's own ``name`` (given the event's fields, no event made: a step's two most
+    frequent), else the event made and heard."""
+    own = getattr(watch, name, None)
+    return own if callable(own) else lambda *fields: hears(event(*fields))
 
 
 @dataclass(frozen=True, slots=True)
@@ -599,15 +598,11 @@ class ComponentRaised(Exception):
         self.component, self.error = component, error
 
 
-class WrongReturn(TypeError):
-    """A component returned something its arrow does not allow."""
-
-    def __init__(self, component: Component, value: object, expected: str) -> None:
-        super().__init__(
-            f"{component} returned {type(value).__name__} {arguments.shown(value, 80)}, "
-            f"not {expected}: wrap the value in returns.result.Success or Failure"
-        )
-        self.component = component
+def wrong_return(component: Component, value: object, expected: str) -> ComponentRaised:
+    """A component returned something its arrow does not allow: a ``TypeError`` it raised."""
+    said = f"{component} returned {type(value).__name__} {arguments.shown(value, 80)}"
+    wrap = "wrap the value in returns.result.Success or Failure"
+    return ComponentRaised(component, TypeError(f"{said}, not {expected}: {wrap}"))
 
 
 def ending(exc: BaseException) -> tuple[Outcome, BaseException]:
@@ -616,8 +611,6 @@ def ending(exc: BaseException) -> tuple[Outcome, BaseException]:
     ``BaseException`` that is no error, ``interrupted``."""
     if isinstance(exc, ComponentRaised):
         return Crashed(exc.component, f"{type(exc.error).__name__}: {exc.error}"), exc.error
-    if isinstance(exc, WrongReturn):
-        return Crashed(exc.component, f"TypeError: {exc}"), exc
     if not isinstance(exc, Exception):
         return Interrupted(type(exc).__name__), exc
     return Crashed("loop", f"{type(exc).__name__}: {exc}"), exc
@@ -627,11 +620,11 @@ def judgement_of(value: object) -> Outcome | Feedback:
     """The check's answer, typed."""
     if isinstance(value, Feedback | Outcome):
         return value
-    raise WrongReturn("check", value, "an Outcome or Feedback")
+    raise wrong_return("check", value, "an Outcome or Feedback")
 
 
 def last_judgement_of(value: object) -> Outcome:
     """The check's ``at_end`` answer, typed: the run is over, so no feedback."""
     if isinstance(value, Outcome):
         return value
-    raise WrongReturn("check", value, "an Outcome")
+    raise wrong_return("check", value, "an Outcome")
