@@ -19,7 +19,6 @@ from returns.result import Failure, Success
 from four import _arguments as arguments
 from four._coroutine import to_end
 from four._describe import describe
-from four._events import ActionRan, Event, Judged, ModelCalled, RunBegan, RunEnded
 from four._outcomes import (
     Component,
     CostLimitReached,
@@ -36,23 +35,29 @@ from four._types import (
     JSON,
     NO_USAGE,
     Action,
+    ActionRan,
     Assistant,
     AsyncExecute,
     AsyncInvoke,
     Emit,
+    Event,
     Execute,
     ExecutionError,
     Feedback,
     FormatError,
     Invoke,
     Judge,
+    Judged,
     Message,
+    ModelCalled,
     ModelError,
     ModelErrorKind,
     Observation,
     Parse,
     Rejected,
     Reply,
+    RunBegan,
+    RunEnded,
     RunInfo,
     RunStats,
     Sink,
