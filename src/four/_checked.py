@@ -1,12 +1,7 @@
-"""Wrong arguments named in one line, by a checker derived from the annotations.
-
-``checked`` wraps a public function (or a component's ``__call__``): a value that is not
-of its parameter's annotated type raises ``TypeError`` naming the function, the
-parameter, the value and what to give, instead of an ``AttributeError`` from deep inside.
-``check_fields`` does the same for a record's fields (its ``__post_init__``). What an
-annotation cannot say at run time (a Protocol that is not ``runtime_checkable``, a type
-variable, ``Any``) is not checked. The annotations are read once, at the first call, so
-a call costs a loop of ``isinstance`` (bench: ``python bench/run.py checked``).
+"""Wrong arguments named in one line, by checks derived from the annotations (read once):
+``checked`` for a function's (or a component's ``__call__``), ``check_fields`` for a
+record's fields. What an annotation cannot say at run time (a Protocol that is not
+``runtime_checkable``, a type variable, ``Any``) is not checked.
 
 >>> @checked
 ... def greet(name: str, times: int = 1) -> str:

@@ -167,7 +167,7 @@ async def evaluate(run: RunState[T], call: Plain) -> T:
     first, its ``at_end`` the final state once), then the environment closed and the run
     emitted. ``call`` makes each call (plainly or awaited); ``run`` keeps and decides."""
     crash: BaseException | None = None
-    run.began()
+    run.hear(RunBegan(run.info))
     try:
         if callable(at_start := getattr(run.judge, "at_start", None)):
             await call.check(at_start, run.history)  # the start its NOs compare with
@@ -219,7 +219,7 @@ async def evaluate(run: RunState[T], call: Plain) -> T:
         try:
             saved = await call.emit(run.sink, run.history, outcome, stats)  # emit
         finally:
-            run.ended(outcome, stats)
+            run.hear(RunEnded(outcome, stats))
     if crash is not None:
         raise crash
     return saved
@@ -375,9 +375,9 @@ class RunState(Generic[T]):
     def now(self) -> float:
         return self.clock() if self.hears is not None else 0.0
 
-    def began(self) -> None:
+    def hear(self, event: Event) -> None:
         if self.hears is not None:
-            self.hears(RunBegan(self.info))
+            self.hears(event)
 
     def called(self, reply: Reply | ModelError, started: float) -> None:
         if self.on_call is not None:
@@ -393,10 +393,6 @@ class RunState(Generic[T]):
         if self.hears is not None and self.judge is not None:
             self.hears(Judged(judgement, self.judge.record(), started, self.clock()))
         return judgement
-
-    def ended(self, outcome: Outcome, stats: RunStats) -> None:
-        if self.hears is not None:
-            self.hears(RunEnded(outcome, stats))
 
     def add(self, message: Message) -> None:
         self.history.append(message)

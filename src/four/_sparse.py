@@ -82,17 +82,6 @@ def _extents(fd: int, size: int) -> list[tuple[int, int]]:
 
 
 def _copy_range(src: int, dst: int, start: int, end: int) -> None:
-    at = start
-    while at < end:
-        try:
-            n = os.copy_file_range(src, dst, min(end - at, 1 << 30), at, at)
-        except OSError as exc:
-            if exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
-                raise
-            data = os.pread(src, min(end - at, 1 << 20), at)
-            n = 0
-            while n < len(data):
-                n += os.pwrite(dst, data[n:], at + n)
-        if n == 0:  # the file shrank while copied
-            return
-        at += n
+    os.lseek(dst, start, os.SEEK_SET)
+    while start < end and (n := os.sendfile(dst, src, start, end - start)):  # 0: it shrank
+        start += n

@@ -1,19 +1,5 @@
-"""The extension API: every type a user needs to write, or type, a component of ``four``.
-
-A component is a plain function (or an object with ``__call__``) of the right shape;
-nothing needs to inherit from anything. These are the shapes, as Protocols that
-``mypy --strict`` checks (the returns plugin is not needed)::
-
-    from returns.result import Failure, Result, Success
-    from four.types import Action, Execute, ExecutionError, Observation, Submitted
-
-    def echo_env(action: Action) -> Result[Observation, Submitted | ExecutionError]:
-        return Success(Observation(action.command, returncode=0))
-
-    V2: Execute = echo_env          # checked by mypy
-
-The Protocols and records: docs/loop.md.
-"""
+"""The extension API: every type a user needs to write, or type, a component of ``four``
+(a plain function of the right shape: the Protocols and records, docs/loop.md)."""
 
 from typing import TYPE_CHECKING
 
