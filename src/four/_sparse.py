@@ -68,16 +68,14 @@ def _extents(fd: int, size: int) -> list[tuple[int, int]]:
     system cannot say where its holes are."""
     found: list[tuple[int, int]] = []
     at = 0
-    while at < size:
-        try:
+    try:
+        while at < size:
             start = os.lseek(fd, at, os.SEEK_DATA)
-        except OSError as exc:
-            if exc.errno == errno.ENXIO:  # nothing but a hole from here
-                break
+            at = min(os.lseek(fd, start, os.SEEK_HOLE), size)
+            found.append((start, at))
+    except OSError as exc:  # ENXIO: nothing but a hole from here
+        if exc.errno != errno.ENXIO:
             return [(0, size)]  # SEEK_DATA unsupported: copy it whole
-        end = min(os.lseek(fd, start, os.SEEK_HOLE), size)
-        found.append((start, end))
-        at = end
     return found
 
 

@@ -78,8 +78,10 @@ class Verifier(Checked):
         return {**declared, **self.evidence}
 
     def config(self) -> QICTConfig:
+        slots = _alphabet(self.failures, "no")  # and one more slot per retry of each
+        retried = {f"{s}#{k}" for s in slots for k in range(2, self.retries_per_reason + 1)}
         return QICTConfig(
-            failure_alphabet=_retried(_alphabet(self.failures, "no"), self.retries_per_reason),
+            failure_alphabet=slots | retried,
             evidence_alphabet=frozenset(self.gatherers()),
             compute_alphabet=_alphabet(self.compute, "compute"),
             dependency_alphabet=frozenset(self.dependencies),
@@ -300,11 +302,6 @@ class Judgement:
                 f"then ends the run; retries_per_reason={retries + 1} allows one more attempt)"
             )
         return held
-
-
-def _retried(alphabet: frozenset[str], retries: int) -> frozenset[str]:
-    """Each failure slot, and one more slot per allowed retry of it."""
-    return alphabet | {f"{slot}#{k}" for slot in alphabet for k in range(2, retries + 1)}
 
 
 def _alphabet(spec: int | frozenset[str], kind: str) -> frozenset[str]:
