@@ -38,13 +38,10 @@ _Check = tuple[str, tuple[type, ...], str]
 def checked(fn: F) -> F:
     """``fn``, checking each argument given against its parameter's annotation first."""
     where = _where(fn)
-    specs: list[tuple[tuple[_Check | None, ...], dict[str, _Check]]] = []
 
     @functools.wraps(fn)
     def call(*args: object, **kwargs: object) -> object:
-        if not specs:
-            specs.append(_spec(fn))
-        positional, named = specs[0]
+        positional, named = _spec(fn)  # read at the first call
         for value, check in zip(args, positional, strict=False):
             if check is not None and not isinstance(value, check[1]):
                 raise TypeError(_said(where, check, value))
@@ -146,6 +143,7 @@ def _hints(owner: object) -> dict[str, object]:
     return found
 
 
+@functools.cache
 def _spec(fn: Callable[..., Any]) -> tuple[tuple[_Check | None, ...], dict[str, _Check]]:
     hints = _hints(fn)
     positional: list[_Check | None] = []

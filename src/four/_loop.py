@@ -78,8 +78,6 @@ J = TypeVar("J", Outcome, Outcome | Feedback)
 Clock: TypeAlias = Callable[[], float]
 """The time of day in seconds, as ``time.time`` gives it: when a run starts and ends."""
 
-Actions: TypeAlias = Sequence[Action | Rejected]
-
 CUT_OFF = FormatError(
     "Your reply was cut off at the token limit, so nothing in it was executed. "
     "Reply again, shorter."
@@ -240,7 +238,7 @@ class Plain:
                 return reply
         raise wrong_return("G", value, "a Result[Reply, ModelError]")
 
-    def V1(self, reply: Reply) -> Actions | FormatError | Finished:
+    def V1(self, reply: Reply) -> Sequence[Action | Rejected] | FormatError | Finished:
         match value := _call("V1", self._V1, reply):
             case Success(list() | tuple() as actions) if all(
                 isinstance(a, Action | Rejected) for a in actions
