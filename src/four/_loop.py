@@ -346,9 +346,6 @@ def is_async(fn: object) -> bool:
     )
 
 
-# --- one run's state -------------------------------------------------------------------
-
-
 @dataclass(slots=True)
 class RunState(Generic[T]):
     """Everything one run knows as it goes; the evaluator reads and updates it."""
@@ -501,9 +498,6 @@ class RunState(Generic[T]):
         return RunStats(self.steps, self.usage, started, ended, self.format_errors, extra)
 
 
-# --- starting a run -----------------------------------------------------------------------
-
-
 def start(
     components: Mapping[str, object],
     system: str,
@@ -584,9 +578,6 @@ class _PlainSink(Sink[T]):
 
     def close(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> T:
         return self.emit(messages, outcome)
-
-
-# --- failures of the components themselves ---------------------------------------------
 
 
 class ComponentRaised(Exception):
