@@ -100,10 +100,7 @@ def audit(
     four.trajectory._load.TrajectoryError: cannot read missing.json: No such file or directory
     """
     path = trajectory.path if isinstance(trajectory, Trajectory) else Path(trajectory)
-    try:
-        wanted = None if public_key is None else load_public_key(public_key)
-    except SigningError as exc:
-        raise SigningError(f"public_key: {exc}") from None
+    wanted = _public_key(public_key)
     text = read_text(path)  # a regular file within the size limit, or TrajectoryError
     if path.suffix == ".jsonl":
         first = text.split("\n", 1)[0]
@@ -158,6 +155,15 @@ def runs_under(folder: str | os.PathLike[str]) -> Iterator[Path]:
 def _verify(public: str, digest: bytes, signature: str) -> bool | None:
     """A signature checked, importing ``cryptography`` only for a record that is signed."""
     return verify_signature(public, digest, signature) if have_cryptography() else None
+
+
+def _public_key(source: str | os.PathLike[str] | None) -> str | None:
+    if source is None:
+        return None
+    try:
+        return load_public_key(source)
+    except SigningError as exc:
+        raise SigningError(f"public_key: {exc}") from None
 
 
 def _loads(text: str) -> JSON:
