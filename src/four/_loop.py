@@ -1,9 +1,5 @@
-"""run() and arun(): the evaluator, ``(G -> V1 -> V2*)* -> emit``, written once
-(docs/loop.md). ``evaluate`` calls G, V1, V2, the check and emit, in that order, through a
-driver: ``run``'s (``Plain``) calls each as it is, so the coroutine never waits;
-``arun``'s (``Awaited``) is the same with ``await``. Every ending leaves the loop the same
-way, and the trajectory is sealed in one place; ``RunState`` keeps what the loop knows.
-"""
+"""run() and arun(): one evaluator, ``(G -> V1 -> V2*)* -> emit`` (docs/loop.md), through
+two drivers, ``Plain`` and ``Awaited`` (the same with ``await``); ``RunState`` keeps the run."""
 
 from __future__ import annotations
 

@@ -478,10 +478,8 @@ class AsyncSink(Sink[T_co], Protocol[T_co]):
 
 
 @runtime_checkable
-class Recorder(Protocol[T_co]):
+class Recorder(Emit[T_co], Protocol[T_co]):
     """An emit that can also record each message the moment it joins the history."""
-
-    def __call__(self, messages: Sequence[Message], outcome: Outcome, /) -> T_co: ...
 
     def open(self, info: RunInfo, /) -> Sink[T_co]: ...
 

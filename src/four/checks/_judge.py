@@ -216,10 +216,8 @@ class Judgement:
                     return Held(self._explain(result, controller.state.held_reason or "held"))
 
     def record(self) -> Mapping[str, JSON]:
-        """Config, receipts and their head digest (for ``four.audit``), the verdict log
-        (every reason in full, whatever the model was shown), the text of each slot
-        (``no:1`` ...) a free-text reason was mapped to. ``judged_at_end`` names the end a
-        last judgement looked at."""
+        """For the trajectory (``four.audit`` replays it): config, receipts, their head, the
+        verdict log (every reason in full), each slot's text and ``judged_at_end``."""
         controller = self.controller
         receipts: JSON = json.loads(dump_receipts(controller.receipts))
         record: dict[str, JSON] = {
