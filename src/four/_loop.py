@@ -358,7 +358,7 @@ class RunState(Generic[T]):
     usage: Usage = NO_USAGE
     tools: Mapping[str, str] = field(default_factory=dict)  # the last reply's, by call id
     hears: Callable[[Event], object] | None = None  # the watch's ``hear``, if it listens
-    on_call: Callable[..., object] | None = None  # given a ModelCalled's fields (see _told)
+    on_call: Callable[..., object] | None = None  # given a ModelCalled's fields
     on_action: Callable[..., object] | None = None  # given an ActionRan's fields
 
     # --- what a listening watch is told (nothing is made for one that does not) ---
@@ -547,20 +547,12 @@ def start(
     for message in history:
         sink.append(message)  # before the run: a failure here is raised as it is
     state = RunState(history, sink, info, judge, watch, max_steps, clock)
-    if callable(hears := getattr(watch, "hear", None)):
+    if callable(hears := getattr(watch, "hear", None)):  # its own two, else events (see Watch)
+        called, ran = getattr(watch, "model_called", None), getattr(watch, "action_ran", None)
         state.hears = hears
-        state.on_call = _told(watch, "model_called", hears, ModelCalled)
-        state.on_action = _told(watch, "action_ran", hears, ActionRan)
+        state.on_call = called if callable(called) else lambda *f: hears(ModelCalled(*f))
+        state.on_action = ran if callable(ran) else lambda *f: hears(ActionRan(*f))
     return state
-
-
-def _told(
-    watch: object, name: str, hears: Callable[[Event], object], event: Callable[..., Event]
-) -> Callable[..., object]:
-    """The watch's own ``name`` (given the event's fields, no event made: a step's two most
-    frequent), else the event made and heard."""
-    own = getattr(watch, name, None)
-    return own if callable(own) else lambda *fields: hears(event(*fields))
 
 
 @dataclass(frozen=True, slots=True)
