@@ -87,8 +87,7 @@ class AllRejected(FormatError):
 
 
 Halt: TypeAlias = Outcome | FormatError | Feedback | None
-"""How a step ended: None once its actions ran; else the run ends (an ``Outcome``), the
-model is told its reply could not be read, or the check's verdict goes back to it."""
+"""How a step ended: None once its actions ran, else the run's end or what the model is told."""
 
 
 def run(
@@ -274,10 +273,9 @@ class Plain:
 
 
 class Awaited(Plain):
-    """``arun``'s driver: ``Plain`` with ``await``. An async G or V2 is awaited, and so is
-    an ``aclose`` of V2 or the sink (see ``AsyncSink``); a plain one, the check and a
-    plain ``close`` run in a worker thread (with the run's ``key``, so its commands are
-    killed if the run is cancelled meanwhile)."""
+    """``arun``'s driver: ``Plain`` with ``await``. An async G or V2, an ``aclose`` of V2
+    or the sink, is awaited; a plain one, the check and a plain ``close`` run in a worker
+    thread (with the run's ``key``: its commands are killed if the run is cancelled)."""
 
     __slots__ = ("_awaited", "_key")
 
@@ -506,9 +504,8 @@ def start(
     clock: Clock,
     checked_env: Execute,
 ) -> RunState[T]:
-    """A new run's state (``run``'s arguments, with the env its check sees): every argument
-    checked first, so a mistake is one clear error before anything runs; then its
-    history begun, its record opened (``emit``), its judge made."""
+    """A new run's state: every argument checked first (one clear error before anything
+    runs), then its history begun, its record opened (``emit``), its judge made."""
     for name, component in components.items():
         arguments.component("run", name, component, "a function (four.types has its Protocol)")
     arguments.text("run", "system", system, empty=True)

@@ -153,8 +153,7 @@ class Judgement:
         self._shell: bool = getattr(verifier.check, "runs_shell", False)
 
     def at_start(self, history: Sequence[Message], /) -> None:
-        """The run's start: the files its task names are read as they are, so a NO can
-        say which the agent changed and how. Called by the loop before the first step."""
+        """Before the first step: the files the task names read, so a NO can say how they changed."""
         if self._shell:
             self._before = read_files(self._env, task_of(history))
 
