@@ -219,8 +219,7 @@ async def evaluate(run: RunState[T], call: Plain) -> T:
 
 
 class Plain:
-    """``run``'s driver: each component called as it is, its answer typed (anything else
-    ends the run crashed; a submission is the run's end)."""
+    """``run``'s driver: each component called as it is, its answer typed (or it crashed)."""
 
     __slots__ = ("_G", "_V1", "_V2")
 
