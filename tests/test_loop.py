@@ -33,9 +33,18 @@ from four import (
     save_trajectory,
     scripted_invoke,
 )
-from four._events import ActionRan, Event, ModelCalled
 from four._outcomes import CostLimitReached
-from four._types import Action, ExecutionError, Observation, Reply, Submitted, Usage
+from four._types import (
+    Action,
+    ActionRan,
+    Event,
+    ExecutionError,
+    ModelCalled,
+    Observation,
+    Reply,
+    Submitted,
+    Usage,
+)
 from four.trajectory import UsageRecord
 from tests._doubles import FakeEnv, line_parse
 

@@ -1,9 +1,4 @@
-"""four: an LLM agent as a loop of four typed functions.
-
-    G (invoke)  : history -> Result[Reply, ModelError]
-    V1 (parse)  : Reply   -> Result[actions, FormatError | Submitted]
-    V2 (execute): Action  -> Result[Observation, Submitted | ExecutionError]
-    emit        : (history, Outcome) -> T
+"""four: an LLM agent as a loop of four typed functions (README.md, docs/loop.md).
 
 Every public name is imported below for type checkers only, and loaded on first use
 (``_lazy``): ``import four`` loads none of them, and never litellm. The types a user needs

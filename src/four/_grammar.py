@@ -6,10 +6,6 @@ model decodes under (``local_invoke(grammar=...)``), so a reply it samples parse
 construction. A grammar may be narrower than its parser (one good way to reply), never
 wider: ``four.testing.check_grammar`` parses strings drawn from one (``grammar_texts``).
 
-Nodes: ``Lit`` (a literal text), ``Chars`` (one character of a set, or of its
-complement), ``Seq``, ``Alt``, ``Rep`` (``low`` to ``high`` times) and ``Ref`` (a rule
-by name). A grammar is its rules, ``root`` first.
-
 >>> Grammar((("root", Seq((Lit("a"), Rep(Chars("\\n", negated=True), 1)))),)).gbnf()
 'root ::= "a" [^\\\\x0A]+\\n'
 """

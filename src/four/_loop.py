@@ -1,21 +1,12 @@
-"""run() and arun(): the evaluator, ``(G -> V1 -> V2*)* -> emit``, written once.
-
-``evaluate`` is the loop: one coroutine that calls G, V1, V2, the check and emit, in
-that order, through a driver. ``run``'s driver (``Plain``) calls each component as it
-is, so the coroutine never waits and runs to its end in one step; ``arun``'s
-(``Awaited``) is the same with ``await``: it awaits an async G or V2 and runs a plain
-one in a worker thread. Every ending (the agent submits, a component fails, the budget
-is spent, a crash, Ctrl-C, a cancelled task) leaves the loop the same way, and the
-trajectory is sealed in one place. What the loop keeps and decides between the calls
-(the history, when format errors count, what answers every tool call) is ``RunState``.
-"""
+"""run() and arun(): one evaluator, ``(G -> V1 -> V2*)* -> emit`` (docs/loop.md), through
+two drivers, ``Plain`` and ``Awaited`` (the same with ``await``); ``RunState`` keeps the run."""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
 import time
-from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Literal, TypeAlias, TypeVar, cast
 
@@ -24,7 +15,6 @@ from returns.result import Failure, Success
 from four import _arguments as arguments
 from four._coroutine import to_end
 from four._describe import describe
-from four._events import ActionRan, Event, Judged, ModelCalled, RunBegan, RunEnded
 from four._outcomes import (
     Component,
     CostLimitReached,
@@ -41,23 +31,29 @@ from four._types import (
     JSON,
     NO_USAGE,
     Action,
+    ActionRan,
     Assistant,
     AsyncExecute,
     AsyncInvoke,
     Emit,
+    Event,
     Execute,
     ExecutionError,
     Feedback,
     FormatError,
     Invoke,
     Judge,
+    Judged,
     Message,
+    ModelCalled,
     ModelError,
     ModelErrorKind,
     Observation,
     Parse,
     Rejected,
     Reply,
+    RunBegan,
+    RunEnded,
     RunInfo,
     RunStats,
     Sink,
@@ -78,8 +74,6 @@ J = TypeVar("J", Outcome, Outcome | Feedback)
 Clock: TypeAlias = Callable[[], float]
 """The time of day in seconds, as ``time.time`` gives it: when a run starts and ends."""
 
-Actions: TypeAlias = Sequence[Action | Rejected]
-
 CUT_OFF = FormatError(
     "Your reply was cut off at the token limit, so nothing in it was executed. "
     "Reply again, shorter."
@@ -88,16 +82,12 @@ SKIPPED = "Not executed: the run ended at an earlier call of this turn."
 
 
 @dataclass(frozen=True, slots=True)
-class AllRejected:
-    """Every tool call of the turn was rejected by V1 (each is answered with its error):
-    no progress, so it counts as a format error."""
-
-    feedback: str
+class AllRejected(FormatError):
+    """Every tool call of the turn was rejected by V1 (each answered with its error)."""
 
 
-Halt: TypeAlias = Outcome | FormatError | Feedback | AllRejected | None
-"""How a step ended: None once its actions ran; else the run ends (an ``Outcome``), the
-model is told its reply could not be read, or the check's verdict goes back to it."""
+Halt: TypeAlias = Outcome | FormatError | Feedback | None
+"""How a step ended: None once its actions ran, else the run's end or what the model is told."""
 
 
 def run(
@@ -170,7 +160,7 @@ async def evaluate(run: RunState[T], call: Plain) -> T:
     first, its ``at_end`` the final state once), then the environment closed and the run
     emitted. ``call`` makes each call (plainly or awaited); ``run`` keeps and decides."""
     crash: BaseException | None = None
-    run.began()
+    run.hear(RunBegan(run.info))
     try:
         if callable(at_start := getattr(run.judge, "at_start", None)):
             await call.check(at_start, run.history)  # the start its NOs compare with
@@ -222,77 +212,69 @@ async def evaluate(run: RunState[T], call: Plain) -> T:
         try:
             saved = await call.emit(run.sink, run.history, outcome, stats)  # emit
         finally:
-            run.ended(outcome, stats)
+            run.hear(RunEnded(outcome, stats))
     if crash is not None:
         raise crash
     return saved
 
 
 class Plain:
-    """``run``'s driver: each component called as it is, its answer typed."""
+    """``run``'s driver: each component called as it is, its answer typed (or it crashed)."""
 
     __slots__ = ("_G", "_V1", "_V2")
 
     def __init__(self, G: Callable[..., object], V1: Parse, V2: Callable[..., object]) -> None:
         self._G, self._V1, self._V2 = G, V1, V2
 
-    # Each answer typed (a submission is the run's end); anything else ends it crashed.
-
     async def G(self, history: Sequence[Message]) -> Reply | ModelError:
-        value = await self._call("G", self._G, history)
-        if isinstance(value, Success):
-            if isinstance(reply := value.unwrap(), Assistant):
+        match value := await self._call("G", self._G, history):
+            case Success(Assistant() as reply) | Failure(ModelError() as reply):
                 return reply
-        elif isinstance(value, Failure) and isinstance(error := value.failure(), ModelError):
-            return error
-        raise WrongReturn("G", value, "a Result[Reply, ModelError]")
+        raise wrong_return("G", value, "a Result[Reply, ModelError]")
 
-    def V1(self, reply: Reply) -> Actions | FormatError | Finished:
-        value = _call("V1", self._V1, reply)
-        if isinstance(value, Success):
-            actions = value.unwrap()
-            if isinstance(actions, list | tuple) and all(
+    def V1(self, reply: Reply) -> Sequence[Action | Rejected] | FormatError | Finished:
+        match value := _call("V1", self._V1, reply):
+            case Success(list() | tuple() as actions) if all(
                 isinstance(a, Action | Rejected) for a in actions
             ):
-                return cast(Actions, actions)
-        elif isinstance(value, Failure) and isinstance(
-            error := value.failure(), FormatError | Submitted
-        ):
-            return Finished(error.output) if isinstance(error, Submitted) else error
-        raise WrongReturn(
+                return actions
+            case Failure(Submitted(output)):
+                return Finished(output)
+            case Failure(FormatError() as error):
+                return error
+        raise wrong_return(
             "V1", value, "a Result[Sequence[Action | Rejected], FormatError | Submitted]"
         )
 
     async def V2(self, action: Action) -> Observation | Submitted | ExecutionError:
-        value = await self._call("V2", self._V2, action)
-        if isinstance(value, Success):
-            if isinstance(seen := value.unwrap(), Observation):
+        match value := await self._call("V2", self._V2, action):
+            case Success(Observation() as seen) | Failure(Submitted() | ExecutionError() as seen):
                 return seen
-        elif isinstance(value, Failure) and isinstance(
-            error := value.failure(), Submitted | ExecutionError
-        ):
-            return error
-        raise WrongReturn("V2", value, "a Result[Observation, Submitted | ExecutionError]")
+        raise wrong_return("V2", value, "a Result[Observation, Submitted | ExecutionError]")
 
     async def check(self, judge: Callable[..., object], *args: object) -> object:
         return await self._call("check", judge, *args)
 
-    async def _call(self, component: str, fn: Callable[..., object], *args: object) -> object:
-        return _call(component, fn, *args)
-
     async def close(self) -> None:
-        _close(self._V2)
+        await self._either(self._V2, "close")  # see Closeable and AsyncCloseable
 
     async def emit(
         self, sink: Sink[T], history: list[Message], outcome: Outcome, stats: RunStats
     ) -> T:
-        return sink.close(history, outcome, stats)
+        return await self._either(sink, "close", history, outcome, stats)  # type: ignore[return-value]
+
+    async def _call(self, component: Component, fn: Callable[..., object], *args: object) -> object:
+        return _call(component, fn, *args)
+
+    async def _either(self, owner: object, name: str, *args: object) -> object:
+        """``owner``'s method ``name`` called, if it has one; its error raised as it is."""
+        return method(*args) if callable(method := getattr(owner, name, None)) else None
 
 
 class Awaited(Plain):
-    """``arun``'s driver: ``Plain`` with ``await``. An async G or V2 is awaited; a plain
-    one, the check and the seal's waits on a disk run in a worker thread (which has the
-    run's ``key``, so its commands are killed if the run is cancelled meanwhile)."""
+    """``arun``'s driver: ``Plain`` with ``await``. An async G or V2, an ``aclose`` of V2
+    or the sink, is awaited; a plain one, the check and a plain ``close`` run in a worker
+    thread (with the run's ``key``: its commands are killed if the run is cancelled)."""
 
     __slots__ = ("_awaited", "_key")
 
@@ -303,38 +285,24 @@ class Awaited(Plain):
         self._awaited = frozenset(c for c, fn in (("G", G), ("V2", V2)) if is_async(fn))
         self._key = key
 
-    async def close(self) -> None:
-        if callable(aclose := getattr(self._V2, "aclose", None)):  # see AsyncCloseable
-            await aclose()
-        elif callable(getattr(self._V2, "close", None)):
-            await asyncio.to_thread(_close, self._V2)
-
-    async def emit(
-        self, sink: Sink[T], history: list[Message], outcome: Outcome, stats: RunStats
-    ) -> T:
-        """The sink's ``aclose`` awaited (see ``AsyncSink``), else its ``close`` in a
-        worker thread; its error is raised as it is, as ``run`` raises it."""
-        if callable(aclose := getattr(sink, "aclose", None)):
-            sealed: Awaitable[T] = aclose(history, outcome, stats)
-            return await sealed
-        saved: object = await asyncio.to_thread(sink.close, history, outcome, stats)
-        if inspect.isawaitable(saved):
-            saved = await saved
-        return saved  # type: ignore[return-value]
-
-    async def _call(self, component: str, fn: Callable[..., object], *args: object) -> object:
+    async def _call(self, component: Component, fn: Callable[..., object], *args: object) -> object:
         try:
             if component in self._awaited:
                 return await fn(*args)  # type: ignore[misc]
-            result = await asyncio.to_thread(fn, *args)
-            return await result if inspect.isawaitable(result) else result
+            return await _threaded(fn, *args)
         except asyncio.CancelledError:
             from four.execute._interrupt import interrupt  # only arun's threads need it
 
             interrupt(self._key)  # a plain V2's command would run on in its thread
             raise
         except Exception as exc:  # which component failed is part of the outcome
-            raise ComponentRaised(component, exc) from exc  # type: ignore[arg-type]
+            raise ComponentRaised(component, exc) from exc
+
+    async def _either(self, owner: object, name: str, *args: object) -> object:
+        if callable(method := getattr(owner, f"a{name}", None)):
+            return await method(*args)
+        method = getattr(owner, name, None)
+        return await _threaded(method, *args) if callable(method) else None
 
     def blocking_env(self) -> Execute:
         """V2 as the check sees it: a plain function (the check runs in a worker thread,
@@ -350,11 +318,17 @@ class Awaited(Plain):
         return execute  # type: ignore[return-value]
 
 
-def _call(component: str, fn: Callable[..., object], *args: object) -> object:
+def _call(component: Component, fn: Callable[..., object], *args: object) -> object:
     try:
         return fn(*args)
     except Exception as exc:  # which component failed is part of the outcome
-        raise ComponentRaised(component, exc) from exc  # type: ignore[arg-type]
+        raise ComponentRaised(component, exc) from exc
+
+
+async def _threaded(fn: Callable[..., object], *args: object) -> object:
+    """``fn`` called in a worker thread; what it returns awaited if it is awaitable."""
+    result = await asyncio.to_thread(fn, *args)
+    return await result if inspect.isawaitable(result) else result
 
 
 def is_async(fn: object) -> bool:
@@ -363,14 +337,6 @@ def is_async(fn: object) -> bool:
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
         getattr(fn, "__call__", None)  # noqa: B004  (an object with an async __call__)
     )
-
-
-def _close(V2: object) -> None:
-    if callable(close := getattr(V2, "close", None)):  # see Closeable
-        close()
-
-
-# --- one run's state -------------------------------------------------------------------
 
 
 @dataclass(slots=True)
@@ -389,45 +355,32 @@ class RunState(Generic[T]):
     usage: Usage = NO_USAGE
     tools: Mapping[str, str] = field(default_factory=dict)  # the last reply's, by call id
     hears: Callable[[Event], object] | None = None  # the watch's ``hear``, if it listens
-    # its ``model_called`` and ``action_ran``, if it has them: no event made (see Watch)
-    on_call: Callable[[Reply | ModelError, Sequence[Message], float, float], object] | None = None
-    on_action: Callable[[Action, Observation | Submitted | ExecutionError, float, float, int],
-                        object] | None = None  # fmt: skip
+    on_call: Callable[..., object] | None = None  # given a ModelCalled's fields
+    on_action: Callable[..., object] | None = None  # given an ActionRan's fields
 
     # --- what a listening watch is told (nothing is made for one that does not) ---
 
     def now(self) -> float:
         return self.clock() if self.hears is not None else 0.0
 
-    def began(self) -> None:
+    def hear(self, event: Event) -> None:
         if self.hears is not None:
-            self.hears(RunBegan(self.info))
+            self.hears(event)
 
     def called(self, reply: Reply | ModelError, started: float) -> None:
-        if self.hears is not None:
-            if self.on_call is not None:
-                self.on_call(reply, self.history, started, self.clock())
-            else:
-                self.hears(ModelCalled(reply, self.history, started, self.clock()))
+        if self.on_call is not None:
+            self.on_call(reply, self.history, started, self.clock())
 
     def ran(
         self, action: Action, seen: Observation | Submitted | ExecutionError, started: float
     ) -> None:
-        if self.hears is not None:
-            ended = self.clock()
-            if self.on_action is not None:
-                self.on_action(action, seen, started, ended, len(self.history))
-            else:
-                self.hears(ActionRan(action, seen, started, ended, len(self.history)))
+        if self.on_action is not None:
+            self.on_action(action, seen, started, self.clock(), len(self.history))
 
     def judged(self, judgement: J, started: float) -> J:
         if self.hears is not None and self.judge is not None:
             self.hears(Judged(judgement, self.judge.record(), started, self.clock()))
         return judgement
-
-    def ended(self, outcome: Outcome, stats: RunStats) -> None:
-        if self.hears is not None:
-            self.hears(RunEnded(outcome, stats))
 
     def add(self, message: Message) -> None:
         self.history.append(message)
@@ -503,12 +456,12 @@ class RunState(Generic[T]):
                 self.budget += halt.steps
                 self.tell(halt.text, "feedback")
             return None
-        if not isinstance(halt, FormatError | AllRejected):
+        if not isinstance(halt, FormatError):
             return halt
         self.format_errors += 1
         if 0 < self.info.max_format_errors <= self.format_errors:
             return RepeatedFormatError(halt.feedback)
-        if isinstance(halt, FormatError):  # rejected calls have their answers already
+        if not isinstance(halt, AllRejected):  # rejected calls have their answers already
             self.tell(halt.feedback, "format_error")
         return None
 
@@ -538,9 +491,6 @@ class RunState(Generic[T]):
         return RunStats(self.steps, self.usage, started, ended, self.format_errors, extra)
 
 
-# --- starting a run -----------------------------------------------------------------------
-
-
 def start(
     components: Mapping[str, object],
     system: str,
@@ -553,9 +503,8 @@ def start(
     clock: Clock,
     checked_env: Execute,
 ) -> RunState[T]:
-    """A new run's state (``run``'s arguments, with the env its check sees): every argument
-    checked first, so a mistake is one clear error before anything runs; then its
-    history begun, its record opened (``emit``), its judge made."""
+    """A new run's state: every argument checked first (one clear error before anything
+    runs), then its history begun, its record opened (``emit``), its judge made."""
     for name, component in components.items():
         arguments.component("run", name, component, "a function (four.types has its Protocol)")
     arguments.text("run", "system", system, empty=True)
@@ -593,13 +542,13 @@ def start(
     judge = check.open(checked_env) if check is not None else None
     for message in history:
         sink.append(message)  # before the run: a failure here is raised as it is
-    hear = getattr(watch, "hear", None)
-    hears = hear if callable(hear) else None
-    on_call = getattr(watch, "model_called", None) if hears is not None else None
-    on_action = getattr(watch, "action_ran", None) if hears is not None else None
-    return RunState(history, sink, info, judge, watch, max_steps, clock,
-                    hears=hears, on_call=on_call if callable(on_call) else None,
-                    on_action=on_action if callable(on_action) else None)  # fmt: skip
+    state = RunState(history, sink, info, judge, watch, max_steps, clock)
+    if callable(hears := getattr(watch, "hear", None)):  # its own two, else events (see Watch)
+        called, ran = getattr(watch, "model_called", None), getattr(watch, "action_ran", None)
+        state.hears = hears
+        state.on_call = called if callable(called) else lambda *f: hears(ModelCalled(*f))
+        state.on_action = ran if callable(ran) else lambda *f: hears(ActionRan(*f))
+    return state
 
 
 @dataclass(frozen=True, slots=True)
@@ -615,9 +564,6 @@ class _PlainSink(Sink[T]):
         return self.emit(messages, outcome)
 
 
-# --- failures of the components themselves ---------------------------------------------
-
-
 class ComponentRaised(Exception):
     """A component raised ``error``; the run ends ``crashed``, then ``error`` propagates."""
 
@@ -626,15 +572,11 @@ class ComponentRaised(Exception):
         self.component, self.error = component, error
 
 
-class WrongReturn(TypeError):
-    """A component returned something its arrow does not allow."""
-
-    def __init__(self, component: Component, value: object, expected: str) -> None:
-        super().__init__(
-            f"{component} returned {type(value).__name__} {arguments.shown(value, 80)}, "
-            f"not {expected}: wrap the value in returns.result.Success or Failure"
-        )
-        self.component = component
+def wrong_return(component: Component, value: object, expected: str) -> ComponentRaised:
+    """A component returned something its arrow does not allow: a ``TypeError`` it raised."""
+    said = f"{component} returned {type(value).__name__} {arguments.shown(value, 80)}"
+    wrap = "wrap the value in returns.result.Success or Failure"
+    return ComponentRaised(component, TypeError(f"{said}, not {expected}: {wrap}"))
 
 
 def ending(exc: BaseException) -> tuple[Outcome, BaseException]:
@@ -643,8 +585,6 @@ def ending(exc: BaseException) -> tuple[Outcome, BaseException]:
     ``BaseException`` that is no error, ``interrupted``."""
     if isinstance(exc, ComponentRaised):
         return Crashed(exc.component, f"{type(exc.error).__name__}: {exc.error}"), exc.error
-    if isinstance(exc, WrongReturn):
-        return Crashed(exc.component, f"TypeError: {exc}"), exc
     if not isinstance(exc, Exception):
         return Interrupted(type(exc).__name__), exc
     return Crashed("loop", f"{type(exc).__name__}: {exc}"), exc
@@ -654,11 +594,11 @@ def judgement_of(value: object) -> Outcome | Feedback:
     """The check's answer, typed."""
     if isinstance(value, Feedback | Outcome):
         return value
-    raise WrongReturn("check", value, "an Outcome or Feedback")
+    raise wrong_return("check", value, "an Outcome or Feedback")
 
 
 def last_judgement_of(value: object) -> Outcome:
     """The check's ``at_end`` answer, typed: the run is over, so no feedback."""
     if isinstance(value, Outcome):
         return value
-    raise WrongReturn("check", value, "an Outcome")
+    raise wrong_return("check", value, "an Outcome")

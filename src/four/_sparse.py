@@ -68,31 +68,18 @@ def _extents(fd: int, size: int) -> list[tuple[int, int]]:
     system cannot say where its holes are."""
     found: list[tuple[int, int]] = []
     at = 0
-    while at < size:
-        try:
+    try:
+        while at < size:
             start = os.lseek(fd, at, os.SEEK_DATA)
-        except OSError as exc:
-            if exc.errno == errno.ENXIO:  # nothing but a hole from here
-                break
+            at = min(os.lseek(fd, start, os.SEEK_HOLE), size)
+            found.append((start, at))
+    except OSError as exc:  # ENXIO: nothing but a hole from here
+        if exc.errno != errno.ENXIO:
             return [(0, size)]  # SEEK_DATA unsupported: copy it whole
-        end = min(os.lseek(fd, start, os.SEEK_HOLE), size)
-        found.append((start, end))
-        at = end
     return found
 
 
 def _copy_range(src: int, dst: int, start: int, end: int) -> None:
-    at = start
-    while at < end:
-        try:
-            n = os.copy_file_range(src, dst, min(end - at, 1 << 30), at, at)
-        except OSError as exc:
-            if exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
-                raise
-            data = os.pread(src, min(end - at, 1 << 20), at)
-            n = 0
-            while n < len(data):
-                n += os.pwrite(dst, data[n:], at + n)
-        if n == 0:  # the file shrank while copied
-            return
-        at += n
+    os.lseek(dst, start, os.SEEK_SET)
+    while start < end and (n := os.sendfile(dst, src, start, end - start)):  # 0: it shrank
+        start += n

@@ -404,6 +404,62 @@ class RunStats(Checked):
         return self.ended_at - self.started_at
 
 
+# --- what the loop tells a watch that listens (``Watch.hear``; its clock's times) --------
+
+
+@dataclass(frozen=True, slots=True)
+class RunBegan(Checked):
+    """The run starts: what it was started with (its ``started_at`` included)."""
+
+    info: RunInfo
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCalled(Checked):
+    """G answered (a reply, or an error). ``history`` is what it was sent (the run's own
+    list: read it before ``hear`` returns, never keep it)."""
+
+    reply: Reply | ModelError
+    history: Sequence[Message]
+    started: float
+    ended: float
+
+
+@dataclass(frozen=True, slots=True)
+class ActionRan(Checked):
+    """V2 ran one action; its answer goes to ``position`` of the history (if it has one)."""
+
+    action: Action
+    result: Observation | Submitted | ExecutionError
+    started: float
+    ended: float
+    position: int
+
+
+@dataclass(frozen=True, slots=True)
+class Judged(Checked):
+    """The check judged a claim (or, at the end, the final state): its judgement, and the
+    judge's record after it (``Judge.record``: the verdict log, with what was new)."""
+
+    judgement: Outcome | Feedback
+    record: Mapping[str, JSON]
+    started: float
+    ended: float
+
+
+@dataclass(frozen=True, slots=True)
+class RunEnded(Checked):
+    """The run ended (``stats.ended_at``), told once its record was emitted, or failed
+    to be."""
+
+    outcome: Outcome
+    stats: RunStats
+
+
+Event: TypeAlias = RunBegan | ModelCalled | ActionRan | Judged | RunEnded
+"""Everything a listening watch hears, in the order it happens."""
+
+
 class Sink(Protocol[T_co]):
     """One run's record, written as the run goes (see ``Recorder``)."""
 
@@ -422,10 +478,8 @@ class AsyncSink(Sink[T_co], Protocol[T_co]):
 
 
 @runtime_checkable
-class Recorder(Protocol[T_co]):
+class Recorder(Emit[T_co], Protocol[T_co]):
     """An emit that can also record each message the moment it joins the history."""
-
-    def __call__(self, messages: Sequence[Message], outcome: Outcome, /) -> T_co: ...
 
     def open(self, info: RunInfo, /) -> Sink[T_co]: ...
 

@@ -1,31 +1,11 @@
-"""The extension API: every type a user needs to write, or type, a component of ``four``.
-
-A component is a plain function (or an object with ``__call__``) of the right shape;
-nothing needs to inherit from anything. These are the shapes, as Protocols that
-``mypy --strict`` checks (the returns plugin is not needed)::
-
-    from returns.result import Failure, Result, Success
-    from four.types import Action, Execute, ExecutionError, Observation, Submitted
-
-    def echo_env(action: Action) -> Result[Observation, Submitted | ExecutionError]:
-        return Success(Observation(action.command, returncode=0))
-
-    V2: Execute = echo_env          # checked by mypy
-
-The Protocols and records: docs/loop.md.
-"""
+"""The extension API: every type a user needs to write, or type, a component of ``four``
+(a plain function of the right shape: the Protocols and records, docs/loop.md)."""
 
 from typing import TYPE_CHECKING
 
 from four._lazy import lazy
 
 if TYPE_CHECKING:  # the names, each once (loaded on first use)
-    from four._events import ActionRan as ActionRan
-    from four._events import Event as Event
-    from four._events import Judged as Judged
-    from four._events import ModelCalled as ModelCalled
-    from four._events import RunBegan as RunBegan
-    from four._events import RunEnded as RunEnded
     from four._grammar import Alt as Alt
     from four._grammar import Chars as Chars
     from four._grammar import Constrained as Constrained
@@ -39,6 +19,7 @@ if TYPE_CHECKING:  # the names, each once (loaded on first use)
     from four._types import EXIT_SIGNAL as EXIT_SIGNAL
     from four._types import JSON as JSON
     from four._types import Action as Action
+    from four._types import ActionRan as ActionRan
     from four._types import Assistant as Assistant
     from four._types import AsyncCloseable as AsyncCloseable
     from four._types import AsyncExecute as AsyncExecute
@@ -47,6 +28,7 @@ if TYPE_CHECKING:  # the names, each once (loaded on first use)
     from four._types import Closeable as Closeable
     from four._types import CycleBreak as CycleBreak
     from four._types import Emit as Emit
+    from four._types import Event as Event
     from four._types import Execute as Execute
     from four._types import ExecutionError as ExecutionError
     from four._types import Feedback as Feedback
@@ -54,7 +36,9 @@ if TYPE_CHECKING:  # the names, each once (loaded on first use)
     from four._types import FormatError as FormatError
     from four._types import Invoke as Invoke
     from four._types import Judge as Judge
+    from four._types import Judged as Judged
     from four._types import Message as Message
+    from four._types import ModelCalled as ModelCalled
     from four._types import ModelError as ModelError
     from four._types import ModelErrorKind as ModelErrorKind
     from four._types import Observation as Observation
@@ -62,6 +46,8 @@ if TYPE_CHECKING:  # the names, each once (loaded on first use)
     from four._types import Recorder as Recorder
     from four._types import Rejected as Rejected
     from four._types import Reply as Reply
+    from four._types import RunBegan as RunBegan
+    from four._types import RunEnded as RunEnded
     from four._types import RunInfo as RunInfo
     from four._types import RunStats as RunStats
     from four._types import Sampled as Sampled

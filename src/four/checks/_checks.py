@@ -14,7 +14,7 @@ from returns.result import Success
 from four import _arguments as arguments
 from four._checked import checked
 from four._types import Checked, Execute, Observation
-from four.checks._claim import Check, Claim, Gatherer
+from four.checks._claim import Check, Claim, Gatherer, run_command
 from four.checks._feedback import (
     DEFAULT_FEEDBACK,
     FeedbackLevel,
@@ -23,7 +23,6 @@ from four.checks._feedback import (
 )
 from four.checks._held_out import HeldOutFiles, Source, held_out_files, isolated
 from four.checks._judge import Judgement, verify
-from four.checks._shell import run_command
 from four.quaternary import CheckResult, EvidenceNeed, Verdict, maybe, yes
 
 _NOISE = re.compile(r"\b\d+(\.\d+)?(s|ms|sec|seconds)\b|\(\d+(\.\d+)?s\)|\bin \d+(\.\d+)?s\b")

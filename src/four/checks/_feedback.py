@@ -1,8 +1,6 @@
-"""What the model is told of a verdict: the check's whole text, its output, or only the verdict.
-
-A NO's reason is the full text (the verdict log keeps it, for the human). A ready check
-also says, in the result's ``meta``, its level (``feedback``) and what the ``output``
-level shows (``output``); the judge picks the text for the model from these.
+"""What the model is told of a verdict: the check's whole text, its output, or only the verdict
+(docs/verified.md). A NO's reason is the full text; a ready check's result also holds, in
+its ``meta``, its level (``feedback``) and what the ``output`` level shows (``output``).
 """
 
 from __future__ import annotations
@@ -15,16 +13,12 @@ from four._types import Message, User
 from four.quaternary import CheckResult, ComputeNeed, Verdict, no
 
 FeedbackLevel: TypeAlias = Literal["full", "output", "verdict"]
-"""``full``: the check's command and its output; ``output``: the output only, trimmed
-to the failing lines; ``verdict``: only that the submission was not accepted, and the
-number of its reason (the same failure gives the same number)."""
+"""What a NO shows the model: the check's command and output, its failing lines, or a number."""
 
 FEEDBACK_LEVELS: tuple[FeedbackLevel, ...] = ("full", "output", "verdict")
 
 DEFAULT_FEEDBACK: FeedbackLevel = "verdict"
-"""A check's command often holds the answer (``test "$(cat r.txt)" = 42``) and its output
-the hidden test's assertions; a judge the agent can read is no judge. So by default the
-model learns only that it failed, and whether it failed the same way as before."""
+"""A judge the agent can read is no judge: by default it learns only the failure's number."""
 
 LOOK = "Look at what your work wrote (read the files the task names), fix it, then submit again."
 """After a NO: a small model resubmitted the same unseen file, or wrote it again with the

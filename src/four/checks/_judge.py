@@ -78,8 +78,10 @@ class Verifier(Checked):
         return {**declared, **self.evidence}
 
     def config(self) -> QICTConfig:
+        slots = _alphabet(self.failures, "no")  # and one more slot per retry of each
+        retried = {f"{s}#{k}" for s in slots for k in range(2, self.retries_per_reason + 1)}
         return QICTConfig(
-            failure_alphabet=_retried(_alphabet(self.failures, "no"), self.retries_per_reason),
+            failure_alphabet=slots | retried,
             evidence_alphabet=frozenset(self.gatherers()),
             compute_alphabet=_alphabet(self.compute, "compute"),
             dependency_alphabet=frozenset(self.dependencies),
@@ -151,8 +153,7 @@ class Judgement:
         self._shell: bool = getattr(verifier.check, "runs_shell", False)
 
     def at_start(self, history: Sequence[Message], /) -> None:
-        """The run's start: the files its task names are read as they are, so a NO can
-        say which the agent changed and how. Called by the loop before the first step."""
+        """Before the first step: the files the task names read, so a NO can say how they changed."""
         if self._shell:
             self._before = read_files(self._env, task_of(history))
 
@@ -214,10 +215,8 @@ class Judgement:
                     return Held(self._explain(result, controller.state.held_reason or "held"))
 
     def record(self) -> Mapping[str, JSON]:
-        """Config, receipts and their head digest (for ``four.audit``), the verdict log
-        (every reason in full, whatever the model was shown), the text of each slot
-        (``no:1`` ...) a free-text reason was mapped to. ``judged_at_end`` names the end a
-        last judgement looked at."""
+        """For the trajectory (``four.audit`` replays it): config, receipts, their head, the
+        verdict log (every reason in full), each slot's text and ``judged_at_end``."""
         controller = self.controller
         receipts: JSON = json.loads(dump_receipts(controller.receipts))
         record: dict[str, JSON] = {
@@ -300,11 +299,6 @@ class Judgement:
                 f"then ends the run; retries_per_reason={retries + 1} allows one more attempt)"
             )
         return held
-
-
-def _retried(alphabet: frozenset[str], retries: int) -> frozenset[str]:
-    """Each failure slot, and one more slot per allowed retry of it."""
-    return alphabet | {f"{slot}#{k}" for slot in alphabet for k in range(2, retries + 1)}
 
 
 def _alphabet(spec: int | frozenset[str], kind: str) -> frozenset[str]:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from four._types import Execute
-from four.checks._shell import run_command
+from four.checks._claim import run_command
 
 NAMES = 4  # files shown at most
 LINES = 6  # lines of each

@@ -11,16 +11,21 @@ import random
 from collections.abc import Mapping, Sequence
 
 from four._checked import checked
-from four._events import ActionRan, Event, Judged, ModelCalled, RunBegan, RunEnded
 from four._outcomes import Outcome
 from four._types import (
     JSON,
     Action,
+    ActionRan,
+    Event,
     ExecutionError,
+    Judged,
     Message,
+    ModelCalled,
     ModelError,
     Observation,
     Reply,
+    RunBegan,
+    RunEnded,
     RunInfo,
     Submitted,
     Watch,
