@@ -15,7 +15,6 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from multiprocessing.process import BaseProcess
 from pathlib import Path
@@ -65,19 +64,15 @@ _Command = Item | _Stop | _Spent | _Close
 
 
 @dataclass(frozen=True, slots=True)
-class _Started:
-    error: str | None = None  # why make_run did not load in the worker
-
-
-@dataclass(frozen=True, slots=True)
 class _Report:
     results: tuple[RunResult, ...]
     stopping: Outcome | None
     runs: tuple[tuple[str, Usage], ...] = ()  # live runs whose usage changed, by item id
 
 
-_Said = _Started | _Report
-"""What a worker sends the batch."""
+_Said = _Report | str
+"""What a worker sends the batch: first an empty report (ready) or why make_run did not
+load, then reports."""
 
 
 # --- the batch's side -------------------------------------------------------------------
@@ -136,8 +131,13 @@ class ProcessSession:
                     name=f"four-batch-worker-{number}",
                     daemon=True,  # ended at this interpreter's exit, should close be skipped
                 )
-                with _deaf_to_ctrl_c():  # a few ms
+                # SIGINT blocked while it starts (the mask carries over exec), until it
+                # sets its own handler; a Ctrl-C meanwhile waits here for the unblock.
+                blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+                try:
                     process.start()
+                finally:
+                    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
                 commands_in.close()  # ours closed: the worker sees EOF if we die...
                 reports_out.close()  # ... and we see EOF if it dies
                 self._workers.append(_Worker(number, process, commands, reports, journal))
@@ -225,10 +225,10 @@ class ProcessSession:
                 with contextlib.suppress(EOFError, OSError):
                     if worker.reports.poll():
                         said = worker.reports.recv()
-                if isinstance(said, _Started) and said.error is not None:
+                if isinstance(said, str):
                     raise TypeError(
                         f"{self._where}: worker process {worker.number} cannot load make_run "
-                        f"({said.error}): define it in a module the workers import (a "
+                        f"({said}): define it in a module the workers import (a "
                         'script\'s own functions need its `if __name__ == "__main__":` guard)'
                     )
                 if said is None:
@@ -263,22 +263,16 @@ class ProcessSession:
     def _receive(self, timeout: float) -> None:
         live = [w for w in self._workers if w.alive]
         for worker in _heard(live, timeout) if live else ():
-            if worker.alive:
-                self._drain(worker)
+            try:
+                while worker.reports.poll():
+                    self._take(worker, worker.reports.recv())
+            except (EOFError, OSError):
+                self._died(worker)
+                continue
+            if not worker.process.is_alive():
+                self._died(worker)
 
-    def _drain(self, worker: _Worker) -> None:
-        try:
-            while worker.reports.poll():
-                self._take(worker, worker.reports.recv())
-        except (EOFError, OSError):
-            self._died(worker)
-            return
-        if not worker.process.is_alive():
-            self._died(worker)
-
-    def _take(self, worker: _Worker, said: _Said) -> None:
-        if not isinstance(said, _Report):
-            return
+    def _take(self, worker: _Worker, said: _Report) -> None:
         worker.spending.update(said.runs)
         for result in said.results:
             worker.running.pop(result.id, None)
@@ -342,22 +336,6 @@ def _ended(process: BaseProcess) -> str:
     return f"exit code {code}"
 
 
-@contextlib.contextmanager
-def _deaf_to_ctrl_c() -> Iterator[None]:
-    """SIGINT ignored while a worker starts, so it begins ignoring it (a disposition
-    carried over exec), until it sets its own no-op handler. Only the main thread sets
-    handlers; elsewhere the worker is deaf from that handler on."""
-    old = signal.getsignal(signal.SIGINT)
-    if threading.current_thread() is not threading.main_thread() or old is None:
-        yield  # (None: a handler set outside Python, which could not be put back)
-        return
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, old)
-
-
 # --- the worker's side ------------------------------------------------------------------
 
 
@@ -373,16 +351,17 @@ def _worker_main(
     # Ctrl-C is the batch's to handle: it stops us. A handler, not SIG_IGN, so the
     # commands the runs start get the default back at their exec.
     signal.signal(signal.SIGINT, lambda signum, frame: None)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     try:
         spec: Spec = pickle.loads(blob)
     except Exception as exc:
-        reports.send(_Started(f"{type(exc).__name__}: {exc}"))
+        reports.send(f"{type(exc).__name__}: {exc}")
         return
     journal = Journal(journal_path)  # what a SIGKILL leaves running, for the batch to kill
     journal.open()
     session = AsyncSession(spec, gc_threshold)
     try:
-        reports.send(_Started())
+        reports.send(_Report((), None))
         _relay(session, commands, reports)
     finally:
         journal.close()
