@@ -358,7 +358,6 @@ def _worker_main(
         reports.send(f"{type(exc).__name__}: {exc}")
         return
     journal = Journal(journal_path)  # what a SIGKILL leaves running, for the batch to kill
-    journal.open()
     session = AsyncSession(spec, gc_threshold)
     try:
         reports.send(_Report((), None))

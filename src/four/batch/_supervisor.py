@@ -119,14 +119,17 @@ class Supervisor:
         self._kill = killer
         self._lock = threading.Lock()
         self._watches: dict[str, RunWatch] = {}
-        self._all: tuple[Outcome, bool] | None = None  # a stop for runs opened later too
+        self.stopping: Outcome | None = None
+        """The outcome every run is to end with (a batch-wide stop: runs opened later too)."""
         self._closed = threading.Event()
         self._thread: threading.Thread | None = None
         self.lease = lease
         self._lease_until = time.monotonic() + lease if lease is not None else None
         limits = [v for v in (time_limit, stall_timeout, lease) if v is not None]
-        # Check ten times per limit, within [10 ms, 1 s].
-        self._tick = min(1.0, max(0.01, min(limits) / 10)) if limits else 1.0
+        if limits:  # the watchdog looks ten times per limit, within [10 ms, 1 s]
+            tick = min(1.0, max(0.01, min(limits) / 10))
+            self._thread = threading.Thread(target=self._watchdog, args=(tick,), daemon=True)
+            self._thread.start()
 
     def open(self, key: str) -> RunWatch:
         """Start watching a run; ``key`` is unique among the runs being watched."""
@@ -136,9 +139,8 @@ class Supervisor:
             if key in self._watches:
                 raise ValueError(f"the run {key!r} is already watched")
             self._watches[key] = watch
-            if self._all is not None:
-                watch.stop, watch.by_batch = self._all
-            self._start()
+            if self.stopping is not None:
+                watch.stop, watch.by_batch = self.stopping, True
         return watch
 
     def done(self, watch: RunWatch) -> None:  # the run ended
@@ -153,7 +155,7 @@ class Supervisor:
         """
         with self._lock:
             if keys is None:
-                self._all = (outcome, True)
+                self.stopping = outcome
                 targets = list(self._watches.values())
             else:
                 targets = [w for k in keys if (w := self._watches.get(k)) is not None]
@@ -188,16 +190,10 @@ class Supervisor:
             reason = f"no word from the batch's driver for {self.lease:g} s"
             self.stop(Interrupted(reason), kill=True, keys=going)
 
-    @property
-    def stopping(self) -> Outcome | None:
-        """The outcome every run is to end with (a batch-wide stop), or None."""
-        stop = self._all
-        return stop[0] if stop is not None else None
-
     def charged(self) -> None:
         """A metered call finished: stop every run once the batch's cost budget is spent
         (each run can so go over by at most the call it was making)."""
-        if self.max_cost is None or self._all is not None:
+        if self.max_cost is None or self.stopping is not None:
             return
         if self.spent + self.live_usage().known_cost >= self.max_cost:
             self.stop(cost_limit_reached(self.max_cost), kill=False)
@@ -219,16 +215,8 @@ class Supervisor:
 
     # --- the watchdog --------------------------------------------------------------
 
-    def _start(self) -> None:
-        if self._thread is not None or self._closed.is_set():
-            return
-        if self.time_limit is None and self.stall_timeout is None and self.lease is None:
-            return
-        self._thread = threading.Thread(target=self._watchdog, name="four-supervisor", daemon=True)
-        self._thread.start()
-
-    def _watchdog(self) -> None:
-        while not self._closed.wait(self._tick):
+    def _watchdog(self, tick: float) -> None:
+        while not self._closed.wait(tick):
             self.check(time.monotonic())
 
     def check(self, now: float) -> list[str]:
