@@ -165,9 +165,7 @@ class Lease:
         fs, root = fsspec.core.url_to_fs(self.url)
         self.fs = cast(_Store, fs)
         self.path = f"{str(root).rstrip('/')}/{LOCK}"
-        protocol = cast(object, getattr(fs, "protocol", ""))
-        names = protocol if isinstance(protocol, tuple | list) else (protocol,)
-        self.conditional = any(n in ("s3", "s3a") for n in names)
+        self.conditional = self.url.startswith(("s3://", "s3a://"))
         self.ttl = ttl if ttl is not None else TTL
         self.settle = settle if settle is not None else SETTLE
         self.lost: str | None = None
@@ -249,7 +247,9 @@ class Lease:
                 raise
             raise _Conflict from None
         except OSError as exc:
-            if _precondition_failed(exc):
+            text = f"{exc} {exc.__cause__ or ''} {exc.__context__ or ''}"
+            signs = ("PreconditionFailed", "pre-conditions", "ConditionalRequestConflict")
+            if any(sign in text for sign in signs):
                 raise _Conflict from None
             raise
 
@@ -277,11 +277,3 @@ class Lease:
                 return
             except OSError:
                 continue  # the store is down for now: try again at the next renewal
-
-
-def _precondition_failed(exc: OSError) -> bool:
-    text = f"{exc} {exc.__cause__ or ''} {exc.__context__ or ''}"
-    return any(
-        sign in text
-        for sign in ("PreconditionFailed", "pre-conditions", "ConditionalRequestConflict")
-    )

@@ -211,34 +211,28 @@ class ProcessSession:
 
     def _await_ready(self) -> None:
         """Wait until every worker has loaded make_run; raise if one cannot."""
-        waiting = list(self._workers)
         deadline = time.monotonic() + READY_WITHIN
-        while waiting:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                numbers = ", ".join(str(w.number) for w in waiting)
-                raise RuntimeError(
-                    f"{self._where}: worker process {numbers} not ready within {READY_WITHIN:g} s"
-                )
-            for worker in _heard(waiting, left):
-                said: _Said | None = None
-                with contextlib.suppress(EOFError, OSError):
-                    if worker.reports.poll():
-                        said = worker.reports.recv()
-                if isinstance(said, str):
-                    raise TypeError(
-                        f"{self._where}: worker process {worker.number} cannot load make_run "
-                        f"({said}): define it in a module the workers import (a "
-                        'script\'s own functions need its `if __name__ == "__main__":` guard)'
-                    )
-                if said is None:
-                    worker.process.join(5)
+        for worker in self._workers:
+            try:  # (a worker that died closed its end of the pipe: EOF)
+                if not worker.reports.poll(max(0.0, deadline - time.monotonic())):
                     raise RuntimeError(
-                        f"{self._where}: worker process {worker.number} "
-                        f"{_ended(worker.process)} before it was ready (its error is above; a "
-                        'script starting worker processes needs `if __name__ == "__main__":`)'
+                        f"{self._where}: worker process {worker.number} not ready within "
+                        f"{READY_WITHIN:g} s"
                     )
-                waiting.remove(worker)
+                said: _Said = worker.reports.recv()
+            except (EOFError, OSError):
+                worker.process.join(5)
+                raise RuntimeError(
+                    f"{self._where}: worker process {worker.number} "
+                    f"{_ended(worker.process)} before it was ready (its error is above; a "
+                    'script starting worker processes needs `if __name__ == "__main__":`)'
+                ) from None
+            if isinstance(said, str):
+                raise TypeError(
+                    f"{self._where}: worker process {worker.number} cannot load make_run "
+                    f"({said}): define it in a module the workers import (a "
+                    'script\'s own functions need its `if __name__ == "__main__":` guard)'
+                )
 
     def _flush(self) -> None:
         for worker in self._workers:
@@ -386,9 +380,20 @@ def _relay(session: AsyncSession, commands: mpc.Connection, reports: mpc.Connect
     closing: _Close | None = None
     orphaned = False
     while closing is None:
-        try:
-            if commands.poll(0 if session.running else STATUS_EVERY):
-                closing = _obey(session, commands)
+        try:  # every command that has arrived
+            heard = commands.poll(0 if session.running else STATUS_EVERY)
+            while heard:
+                message: list[_Command] = commands.recv()
+                for command in message:
+                    if isinstance(command, Item):
+                        session.submit(command)
+                    elif isinstance(command, _Stop):
+                        session.stop(command.outcome, kill=command.kill)
+                    elif isinstance(command, _Spent):
+                        session.spent(command.cost)
+                    else:
+                        closing = command
+                heard = commands.poll(0)
         except (EOFError, OSError):  # the batch's process is gone
             orphaned = True
             break
@@ -411,21 +416,3 @@ def _relay(session: AsyncSession, commands: mpc.Connection, reports: mpc.Connect
         session.close(wait=closing is not None and closing.wait)
     outbox.put(None)
     sender.join(timeout=5)
-
-
-def _obey(session: AsyncSession, commands: mpc.Connection) -> _Close | None:
-    """Do every command that has arrived; the close among them, if any."""
-    closing = None
-    while True:
-        message: list[_Command] = commands.recv()
-        for command in message:
-            if isinstance(command, Item):
-                session.submit(command)
-            elif isinstance(command, _Stop):
-                session.stop(command.outcome, kill=command.kill)
-            elif isinstance(command, _Spent):
-                session.spent(command.cost)
-            else:
-                closing = command
-        if not commands.poll(0):
-            return closing

@@ -50,10 +50,17 @@ class RunWatch:
             self.supervisor.check_lease()  # (before a step: a process resumed after a pause)
         return self.stop
 
-    def charge(self, used: Usage) -> None:
-        """A model call of the run used ``used`` (the batch's cost budget hears of it)."""
-        self.usage += used
-        self.supervisor.charged()
+    def charge(self, result: Result[Reply, ModelError]) -> Result[Reply, ModelError]:
+        """``result`` of a model call of the run, its usage counted: once the batch's cost
+        budget is spent, every run stops (each over by at most the call it was making)."""
+        used = result.unwrap().usage if isinstance(result, Success) else result.failure().usage
+        if used is not None:
+            self.usage += used
+            s = self.supervisor
+            budget = s.max_cost if s.stopping is None else None
+            if budget is not None and s.spent + s.live_usage().known_cost >= budget:
+                s.stop(cost_limit_reached(budget), kill=False)
+        return result
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +71,7 @@ class Metered:
     watch: RunWatch
 
     def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
-        return _charged(self.G(messages), self.watch)
+        return self.watch.charge(self.G(messages))
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,14 +82,7 @@ class AsyncMetered:
     watch: RunWatch
 
     async def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
-        return _charged(await self.G(messages), self.watch)
-
-
-def _charged(result: Result[Reply, ModelError], watch: RunWatch) -> Result[Reply, ModelError]:
-    used = result.unwrap().usage if isinstance(result, Success) else result.failure().usage
-    if used is not None:
-        watch.charge(used)
-    return result
+        return self.watch.charge(await self.G(messages))
 
 
 class Supervisor:
@@ -189,14 +189,6 @@ class Supervisor:
         if going:
             reason = f"no word from the batch's driver for {self.lease:g} s"
             self.stop(Interrupted(reason), kill=True, keys=going)
-
-    def charged(self) -> None:
-        """A metered call finished: stop every run once the batch's cost budget is spent
-        (each run can so go over by at most the call it was making)."""
-        if self.max_cost is None or self.stopping is not None:
-            return
-        if self.spent + self.live_usage().known_cost >= self.max_cost:
-            self.stop(cost_limit_reached(self.max_cost), kill=False)
 
     def live_usage(self) -> Usage:
         """What the metered model calls of the runs being watched have used so far."""
