@@ -40,15 +40,8 @@ class Piece:
     version: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class _Had:
-    """A file as the driver has it: bytes of a stream, or a whole file's version."""
-
-    size: int
-    version: int
-
-
-_Folder = dict[str, _Had]
+_Folder = dict[str, tuple[int, int]]
+"""Each file as the driver has it: (its size, its version); of a stream, the bytes sent."""
 
 
 class Shipper:
@@ -128,10 +121,9 @@ class Shipper:
         pieces = []
         for path, st in _files(base / folder):
             name = f"{folder}/{path}"
-            before = had.get(name)
             version = st.st_mtime_ns
             if path.endswith(STREAM):
-                start = before.size if before is not None else 0
+                start = had.get(name, (0, 0))[0]
                 if st.st_size <= start:
                     continue
                 data = _read(base / name, start, min(st.st_size - start, CHUNK))
@@ -141,13 +133,13 @@ class Shipper:
                     data = data[: data.rfind(b"\n") + 1]
                 if data:
                     pieces.append(Piece(name, start, data))
-                    had[name] = _Had(start + len(data), version)
-            elif before is None or before.version != version or before.size != st.st_size:
+                    had[name] = (start + len(data), version)
+            elif had.get(name) != (st.st_size, version):
                 data = _read(base / name, 0, st.st_size)
                 if data is None:  # gone meanwhile (replaced): the next report has it
                     continue
                 pieces.append(Piece(name, 0, data, whole=True, version=version))
-                had[name] = _Had(st.st_size, version)
+                had[name] = (st.st_size, version)
         if final and pieces:  # (CHUNK bytes a file each time: the rest follows)
             pieces += self._pieces(where, had, final)
         return pieces
