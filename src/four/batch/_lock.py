@@ -63,15 +63,17 @@ class Holder(msgspec.Struct, frozen=True):
         since = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(self.started))
         return f"pid {self.pid} on {self.host} since {since}"
 
-    def gone(self) -> bool:
-        """Whether the holder ran on this host and its process is gone (a reused pid
-        has another start time; a restarted host another boot id)."""
-        if self.host != this_driver().host:
+    def live(self) -> bool:
+        """Whether it may still hold it: its lease not over, and its process not gone (one
+        of this host: a reused pid has another start time; a restarted host another boot)."""
+        if self.expires is not None and self.expires <= time.time():
             return False
-        if self.boot is not None and self.boot != boot_id():
+        if self.host != this_driver().host:
             return True
+        if self.boot is not None and self.boot != boot_id():
+            return False
         started = process_start(self.pid)
-        return started is None or (self.start is not None and started != self.start)
+        return started is not None and (self.start is None or started == self.start)
 
 
 def _claim(token: str, ttl: float | None) -> bytes:
@@ -178,7 +180,7 @@ class Lease:
     def acquire(self) -> None:
         for _ in range(5):  # (each round: another driver changed it meanwhile)
             holder, version = self._read()
-            if holder is not None and holder.token != self._token and self._live(holder):
+            if holder is not None and holder.token != self._token and holder.live():
                 raise BatchLocked(f"{self.url} is being run by {holder.describe()}")
             self.took_over = holder
             try:
@@ -201,9 +203,6 @@ class Lease:
         with contextlib.suppress(OSError):
             if self._ours(self._read()[0]):
                 self.fs.rm_file(self.path)
-
-    def _live(self, holder: Holder) -> bool:
-        return not holder.gone() and (holder.expires is None or holder.expires > time.time())
 
     def _ours(self, holder: Holder | None) -> bool:
         return holder is not None and holder.token == self._token

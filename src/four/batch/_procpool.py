@@ -167,7 +167,6 @@ class ProcessSession:
         worker.outbox.append(item)  # sent with the next wait, stop or close: one message
 
     def wait(self, timeout: float) -> list[RunResult]:
-        self._tell_spent()
         self._flush()
         if not self._ready and self.running:
             self._receive(timeout)
@@ -235,24 +234,19 @@ class ProcessSession:
                 )
 
     def _flush(self) -> None:
+        """Send each live worker its commands; with a cost budget, first what the rest of
+        the batch spent (the runs that ended, and the other workers' live runs)."""
+        live = self.live_usage().known_cost
         for worker in self._workers:
+            others = self._spent + live - worker.usage.known_cost
+            if self._spec.max_cost is not None and worker.told_spent != others:
+                worker.told_spent = others
+                worker.outbox.append(_Spent(others))
             if worker.outbox and worker.alive:
                 message, worker.outbox = worker.outbox, []
                 with contextlib.suppress(OSError):  # dead: the next wait hears of it
                     worker.commands.send(message)
             worker.outbox.clear()
-
-    def _tell_spent(self) -> None:
-        """With a cost budget, tell each worker what the rest of the batch spent: the
-        runs that ended, and the other workers' live runs."""
-        if self._spec.max_cost is None:
-            return
-        live = self.live_usage().known_cost
-        for worker in self._workers:
-            others = self._spent + live - worker.usage.known_cost
-            if worker.alive and worker.told_spent != others:
-                worker.told_spent = others
-                worker.outbox.append(_Spent(others))
 
     def _receive(self, timeout: float) -> None:
         live = [w for w in self._workers if w.alive]

@@ -99,24 +99,21 @@ class RunResult(Checked):
         >>> RunResult.from_json(r.to_json()) == r
         True
         """
-        trajectory = data.get("trajectory")
-        error = data.get("error")
-        fields = data.get("fields")
         lost = data.get("lost_streams")
         return RunResult(
             str(data.get("id", "")),
             str(data.get("outcome", "")),
-            Path(trajectory) if isinstance(trajectory, str) else None,
+            Path(path) if isinstance(path := data.get("trajectory"), str) else None,
             _int(data.get("steps")),
             _int(data.get("prompt_tokens")),
             _int(data.get("completion_tokens")),
             _float(data.get("cost")),
             _float(data.get("wall_time")),
-            error if isinstance(error, str) else None,
+            error if isinstance(error := data.get("error"), str) else None,
             max(1, _int(data.get("attempts", 1))),
             data.get("final", True) is not False,
             str(data.get("node") or ""),
-            fields if isinstance(fields, dict) else {},
+            fields if isinstance(fields := data.get("fields"), dict) else {},
             tuple(s for s in lost if isinstance(s, str)) if isinstance(lost, list) else (),
         )
 
