@@ -271,7 +271,7 @@ class ProcessSession:
             self.stop(said.stopping, kill=False)
 
     def _died(self, worker: _Worker) -> None:
-        """The worker died: its runs in flight come back crashed, with what each spent by
+        """The worker ended: its runs in flight come back crashed, with what each spent by
         the worker's last report (so the budget counts it); what it left running is
         killed."""
         worker.alive = False
@@ -283,26 +283,19 @@ class ProcessSession:
             self._ready.append(unfinished(item, text, spent, why))
         worker.running.clear()
         worker.spending.clear()
-        self._release(worker)
-
-    def _kill_all(self) -> None:
-        """End every worker still up (after close's grace, or a failed start)."""
-        for worker in self._workers:
-            if not worker.alive:
-                continue  # released already
-            worker.alive = False
-            if worker.process.is_alive():
-                worker.process.kill()
-            worker.process.join(5)
-            self._release(worker)
-
-    def _release(self, worker: _Worker) -> None:
         clean_up(worker.journal)  # a worker that ended well removed it: nothing to do
         worker.journal.unlink(missing_ok=True)
         worker.commands.close()
         worker.reports.close()
         with contextlib.suppress(ValueError):  # still running (a kill it ignored)
             worker.process.close()
+
+    def _kill_all(self) -> None:
+        """End every worker still up (after close's grace, or a failed start)."""
+        for worker in self._workers:
+            if worker.alive:  # (else released already)
+                worker.process.kill()
+                self._died(worker)
 
 
 def _heard(workers: list[_Worker], timeout: float) -> list[_Worker]:
