@@ -159,9 +159,9 @@ class Supervisor:
                 targets = list(self._watches.values())
             else:
                 targets = [w for k in keys if (w := self._watches.get(k)) is not None]
-            stopped = [w for w in targets if w.stop is None]
-            for watch in stopped:
-                watch.stop, watch.by_batch = outcome, True
+            for watch in targets:
+                if watch.stop is None:
+                    watch.stop, watch.by_batch = outcome, True
         if kill:
             self._kill_all([w.key for w in targets])
 
@@ -218,10 +218,7 @@ class Supervisor:
         over: list[RunWatch] = []
         with self._lock:
             for watch in self._watches.values():
-                if watch.stop is not None:
-                    continue
-                reason = self._over(watch, now)
-                if reason is not None:
+                if watch.stop is None and (reason := self._over(watch, now)) is not None:
                     watch.stop = reason
                     over.append(watch)
         if over:
