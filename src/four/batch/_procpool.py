@@ -234,8 +234,8 @@ class ProcessSession:
                 )
 
     def _flush(self) -> None:
-        """Send each live worker its commands; with a cost budget, first what the rest of
-        the batch spent (the runs that ended, and the other workers' live runs)."""
+        """Send each live worker its commands; with a cost budget, with what the rest of
+        the batch spent when it changed (the runs that ended, the other workers' live runs)."""
         live = self.live_usage().known_cost
         for worker in self._workers:
             others = self._spent + live - worker.usage.known_cost
