@@ -131,8 +131,8 @@ def test_a_journal_that_is_no_regular_file_cleans_up_nothing(journal: Path, kind
 @pytest.mark.parametrize("kind", ["fifo", "zero"])
 def test_a_new_journal_replaces_what_was_planted_in_its_place(journal: Path, kind: str) -> None:
     plant(journal, kind, JOURNAL_MAX)
-    keeper = Journal(journal)
-    assert soon(keeper.open) == []
+    keeper = soon(lambda: Journal(journal))
+    assert keeper.cleaned == []
     try:
         assert journal.is_file() and not journal.is_symlink()
         assert journal.read_text() == f"pid {os.getpid()}\n"

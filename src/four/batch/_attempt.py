@@ -92,10 +92,8 @@ async def _called(make_run: MakeRun, context: RunContext) -> object:
 
 
 async def _awaited(make_run: MakeRun, context: RunContext) -> object:
-    if inspect.iscoroutinefunction(make_run):
-        returned = await make_run(context)
-    else:
-        returned = await asyncio.to_thread(make_run, context)
+    coroutine = inspect.iscoroutinefunction(make_run)  # (else in a thread of the loop's)
+    returned = make_run(context) if coroutine else await asyncio.to_thread(make_run, context)
     return await returned if inspect.isawaitable(returned) else returned
 
 

@@ -124,7 +124,17 @@ def iter_runs(
         on_progress,
         remote,
     )
-    return batch.results(iter(items))
+    return batch.results(_checked(items))
+
+
+def _checked(items: Iterable[Item | Mapping[str, JSON]]) -> Iterator[Item]:
+    seen = set()
+    for raw in items:
+        item = raw if isinstance(raw, Item) else item_from_json(raw)
+        if item.id in seen:
+            raise ValueError(f"the item id {item.id!r} appears twice in the batch")
+        seen.add(item.id)
+        yield item
 
 
 def _collected(iterate: Callable[P, Iterable[RunResult]]) -> Callable[P, list[RunResult]]:
@@ -165,7 +175,6 @@ class _Batch:
     done: int = 0
     failed: int = 0
     spent: float = 0.0
-    seen: set[str] = field(default_factory=set)
     finished: set[str] = field(default_factory=set)
     accounted: set[str] = field(default_factory=set)  # streams whose spend a line carries
     carried: dict[str, tuple[Usage, tuple[str, ...]]] = field(default_factory=dict)  # by id
@@ -173,9 +182,7 @@ class _Batch:
     writer: ManifestWriter = field(init=False)
     session: Session = field(init=False)
 
-    def results(
-        self, source: Iterator[Item | Mapping[str, JSON]]
-    ) -> Generator[RunResult, None, None]:
+    def results(self, source: Iterator[Item]) -> Generator[RunResult, None, None]:
         with contextlib.ExitStack() as held:  # each let go, whatever one before raised
             # One driver per destination (a second refuses: BatchLocked): the URL's lease,
             # and the folder's lock (for a URL, its local copy's: two drivers of one
@@ -197,7 +204,11 @@ class _Batch:
                 held.callback(self.writer.close)
             earlier = read_results(self.writer.path)
             self.spent = sum(r.cost for r in earlier)
-            self.accounted = {s for r in earlier for s in self._streams_of(r)}
+            root = self.spec.output_dir
+            for r in earlier:
+                self.accounted.update(r.lost_streams)
+                if (t := r.trajectory) is not None and t.is_relative_to(root):
+                    self.accounted.add(t.relative_to(root).with_suffix(".jsonl").as_posix())
             if self.resume:
                 latest = {r.id: r for r in earlier}
                 self.finished = {i for i, r in latest.items() if r.final}
@@ -213,7 +224,7 @@ class _Batch:
         if self.publisher is not None:
             self.publisher.close()
 
-    def _loop(self, source: Iterator[Item | Mapping[str, JSON]]) -> Iterator[RunResult]:
+    def _loop(self, source: Iterator[Item]) -> Iterator[RunResult]:
         session = self.session
         exhausted = False
         try:
@@ -222,7 +233,7 @@ class _Batch:
                 while (
                     self.stopping is None and not exhausted and session.running < session.capacity
                 ):
-                    item = self._next(source)
+                    item = next(source, None)
                     if item is None:
                         exhausted = True
                     elif item.id in self.finished:
@@ -242,24 +253,6 @@ class _Batch:
         except BaseException as exc:
             self._wind_down(exc)
             raise
-
-    def _next(self, source: Iterator[Item | Mapping[str, JSON]]) -> Item | None:
-        raw = next(source, None)
-        if raw is None:
-            return None
-        item = raw if isinstance(raw, Item) else item_from_json(raw)
-        if item.id in self.seen:
-            raise ValueError(f"the item id {item.id!r} appears twice in the batch")
-        self.seen.add(item.id)
-        return item
-
-    def _streams_of(self, result: RunResult) -> list[str]:
-        """The streams (relative to the batch folder) whose spend a result carries."""
-        names = list(result.lost_streams)
-        path = result.trajectory
-        if path is not None and path.is_relative_to(self.spec.output_dir):
-            names.append(path.relative_to(self.spec.output_dir).with_suffix(".jsonl").as_posix())
-        return names
 
     def _earlier(self, item: Item) -> RunResult | None:
         """What attempts at ``item`` whose results never reached the manifest left (a

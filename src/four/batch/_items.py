@@ -64,8 +64,7 @@ def read_items(path: str | os.PathLike[str]) -> list[Item]:
     >>> [item.id for item in read_items(p)]
     ['a', 'b']
     """
-    items: list[Item] = []
-    seen: set[str] = set()
+    items: dict[str, Item] = {}
     for number, line in enumerate(Path(path).read_text("utf-8").split("\n"), 1):
         if not line.strip():
             continue
@@ -77,11 +76,10 @@ def read_items(path: str | os.PathLike[str]) -> list[Item]:
         if not isinstance(data, dict):
             raise ValueError(f"{where}: not a JSON object")
         item = item_from_json(data, where)
-        if item.id in seen:
+        if item.id in items:
             raise ValueError(f"{where}: the id {item.id!r} appears twice")
-        seen.add(item.id)
-        items.append(item)
-    return items
+        items[item.id] = item
+    return list(items.values())
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")

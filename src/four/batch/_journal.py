@@ -14,7 +14,6 @@ import shutil
 import stat
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from four._files import ANY_SIZE, Unreadable, read_regular, regular_fd
@@ -25,37 +24,28 @@ from four.execute._kill import kill_marked
 
 
 class Journal:
-    """The journal at ``path``: ``open()`` cleans up after the last owner, then records."""
+    """This process's journal at ``path``, once what its previous owner left running is
+    killed (``cleaned``: what was, for the log); ``close`` removes it."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._fd = -1
-        self._undo: Callable[[], None] | None = None
-
-    def open(self) -> list[str]:
-        """Kill what the previous owner left running; start this process's journal.
-        Returns what was cleaned up (for the log)."""
-        cleaned = clean_up(self.path)
+        self.cleaned = clean_up(path)
         # A new, empty journal; what is in its place and is no regular file (a FIFO, whose
         # open would wait for a reader; a link) is removed first.
         with contextlib.suppress(OSError):
-            if not stat.S_ISREG(os.lstat(self.path).st_mode):
-                self.path.unlink()
+            if not stat.S_ISREG(os.lstat(path).st_mode):
+                path.unlink()
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_NOFOLLOW
-        self._fd = regular_fd(self.path, flags, max_bytes=ANY_SIZE, mode=0o600)
+        self._fd = regular_fd(path, flags, max_bytes=ANY_SIZE, mode=0o600)
         os.write(self._fd, f"pid {os.getpid()}\n".encode())
         self._undo = observe(self._note)
-        return cleaned
 
     def close(self) -> None:
         """Stop recording and remove the journal (nothing of ours is left to clean)."""
-        undo, self._undo = self._undo, None
-        if undo is not None:
-            undo()
-        if self._fd >= 0:
-            with contextlib.suppress(OSError):
-                os.close(self._fd)
-            self._fd = -1
+        self._undo()
+        fd, self._fd = self._fd, -1
+        with contextlib.suppress(OSError):
+            os.close(fd)
         self.path.unlink(missing_ok=True)
 
     def _note(self, started: bool, command: Command) -> None:

@@ -7,17 +7,16 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import threading
 import time
 import uuid
 import weakref
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, cast
 
-from four._types import JSON
+import msgspec
+
 from four.trajectory._driver import Driver, boot_id, process_start, this_driver
 
 LOCK = ".four-batch.lock"
@@ -31,60 +30,57 @@ class BatchLocked(RuntimeError):
     """Another driver runs the batch at this destination; the message names it."""
 
 
-@dataclass(frozen=True, slots=True)
-class Holder:
-    """Who holds a destination: a driver process, since when, until when (a lease)."""
+class Holder(msgspec.Struct, frozen=True):
+    """Who holds a destination: a driver process (``Driver``'s fields), since when
+    (``time.time()``), its holding's own id, and until when (a lease's expiry)."""
 
-    driver: Driver
-    started: float  # time.time() when it took the lock
-    expires: float | None  # a lease's expiry (time.time()); None for a folder's lock
-    token: str  # this holding's own id
+    host: str
+    pid: int
+    started: float
+    token: str
+    start: int | None = None
+    boot: str | None = None
+    expires: float | None = None  # None for a folder's lock
 
     @staticmethod
     def read(text: bytes) -> Holder | None:
         """The holder a lock's text names (None: no holder of ours)."""
         try:
-            data: JSON = json.loads(text)
-        except ValueError:
+            return msgspec.json.decode(text, type=Holder)
+        except msgspec.DecodeError:
             return None
-        driver = Driver.from_json(data)
-        if driver is None or not isinstance(data, dict):
-            return None
-        started, expires, token = data.get("started"), data.get("expires"), data.get("token")
-        if not isinstance(started, int | float) or not isinstance(token, str):
-            return None
-        return Holder(
-            driver, float(started), float(expires) if isinstance(expires, int | float) else None,
-            token,
-        )  # fmt: skip
+
+    @property
+    def driver(self) -> Driver:
+        return Driver(self.host, self.pid, self.start, self.boot)
 
     def describe(self) -> str:
         """The holder in a few words.
 
-        >>> Holder(Driver("ci-7", 4242, None, None), 0.0, None, "t").describe()
+        >>> Holder("ci-7", 4242, 0.0, "t").describe()
         'pid 4242 on ci-7 since 1970-01-01 00:00:00 UTC'
         """
         since = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(self.started))
-        return f"pid {self.driver.pid} on {self.driver.host} since {since}"
+        return f"pid {self.pid} on {self.host} since {since}"
 
-    def gone(self) -> bool:
-        """Whether the holder ran on this host and its process is gone (a reused pid
-        has another start time; a restarted host another boot id)."""
-        d = self.driver
-        if d.host != this_driver().host:
+    def live(self) -> bool:
+        """Whether it may still hold it: its lease not over, and its process not gone (one
+        of this host: a reused pid has another start time; a restarted host another boot)."""
+        if self.expires is not None and self.expires <= time.time():
             return False
-        if d.boot is not None and d.boot != boot_id():
+        if self.host != this_driver().host:
             return True
-        started = process_start(d.pid)
-        return started is None or (d.start is not None and started != d.start)
+        if self.boot is not None and self.boot != boot_id():
+            return False
+        started = process_start(self.pid)
+        return started is not None and (self.start is None or started == self.start)
 
 
 def _claim(token: str, ttl: float | None) -> bytes:
     """A lock's text naming this driver as its holder from now (``ttl``: a lease's)."""
-    now = time.time()
+    d, now = this_driver(), time.time()
     expires = None if ttl is None else now + ttl
-    holder = {**this_driver().to_json(), "started": now, "expires": expires, "token": token}
-    return json.dumps(holder).encode()
+    return msgspec.json.encode(Holder(d.host, d.pid, now, token, d.start, d.boot, expires))
 
 
 class FolderLock:
@@ -105,8 +101,7 @@ class FolderLock:
         self.folder = folder
         self.name = name or str(folder)
         self.path = folder / LOCK
-        self._fd = -1
-        self._closed: weakref.finalize[[int], FolderLock] | None = None
+        self._held: tuple[int, weakref.finalize[[int], FolderLock]] | None = None
 
     def acquire(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -126,16 +121,15 @@ class FolderLock:
         data = _claim(uuid.uuid4().hex, None)
         os.ftruncate(fd, 0)
         os.pwrite(fd, data, 0)
-        self._fd, self._closed = fd, closed
+        self._held = fd, closed
 
     def release(self) -> None:
-        fd, self._fd = self._fd, -1
-        closed, self._closed = self._closed, None
-        if closed is None:
+        held, self._held = self._held, None
+        if held is None:
             return
         with contextlib.suppress(OSError):
-            os.ftruncate(fd, 0)  # (the file stays: another may have it open to lock)
-        closed()
+            os.ftruncate(held[0], 0)  # (the file stays: another may have it open to lock)
+        held[1]()
 
 
 class _Store(Protocol):
@@ -173,30 +167,24 @@ class Lease:
         fs, root = fsspec.core.url_to_fs(self.url)
         self.fs = cast(_Store, fs)
         self.path = f"{str(root).rstrip('/')}/{LOCK}"
-        protocol = cast(object, getattr(fs, "protocol", ""))
-        names = protocol if isinstance(protocol, tuple | list) else (protocol,)
-        self.conditional = any(n in ("s3", "s3a") for n in names)
+        self.conditional = self.url.startswith(("s3://", "s3a://"))
         self.ttl = ttl if ttl is not None else TTL
         self.settle = settle if settle is not None else SETTLE
         self.lost: str | None = None
         self.took_over: Holder | None = None
         """The stale holder this lease replaced, if any."""
         self._token = uuid.uuid4().hex
-        self._etag: str | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def acquire(self) -> None:
         for _ in range(5):  # (each round: another driver changed it meanwhile)
-            current = self._read()
-            replacing: str | None = None  # (None: create it, there is none)
-            if current is not None:
-                holder, replacing = current[0], current[1] or ""
-                if holder is not None and holder.token != self._token and self._live(holder):
-                    raise BatchLocked(f"{self.url} is being run by {holder.describe()}")
-                self.took_over = holder
+            holder, version = self._read()
+            if holder is not None and holder.token != self._token and holder.live():
+                raise BatchLocked(f"{self.url} is being run by {holder.describe()}")
+            self.took_over = holder
             try:
-                self._write(replacing)
+                self._write(version)
             except _Conflict:
                 continue
             if self._held():
@@ -213,23 +201,23 @@ class Lease:
         if self.lost is not None:
             return
         with contextlib.suppress(OSError):
-            current = self._read()
-            if current is not None and current[0] is not None and current[0].token == self._token:
+            if self._ours(self._read()[0]):
                 self.fs.rm_file(self.path)
 
-    def _live(self, holder: Holder) -> bool:
-        return not holder.gone() and (holder.expires is None or holder.expires > time.time())
+    def _ours(self, holder: Holder | None) -> bool:
+        return holder is not None and holder.token == self._token
 
-    def _read(self) -> tuple[Holder | None, str | None] | None:
-        """The lease there and its version (ETag), or None when there is none."""
+    def _read(self) -> tuple[Holder | None, str | None]:
+        """The lease there and its version (its ETag, "" where none is known); (None,
+        None) when there is none."""
         for _ in range(5):
             try:
                 before = self._tag()
                 data = self.fs.cat_file(self.path)
                 if before == self._tag():  # (not replaced between the two looks)
-                    return Holder.read(data), before
+                    return Holder.read(data), before or ""
             except FileNotFoundError:
-                return None
+                return None, None
         raise OSError(f"{self.url}: the lock keeps changing while read")
 
     def _tag(self) -> str | None:
@@ -250,7 +238,7 @@ class Lease:
             {"mode": "create"} if replacing is None else {"IfMatch": replacing}
         )
         try:
-            reply = self.fs.pipe_file(self.path, data, **condition)
+            self.fs.pipe_file(self.path, data, **condition)
         except FileExistsError:  # created meanwhile
             raise _Conflict from None
         except FileNotFoundError:  # deleted meanwhile; or, creating, no such bucket
@@ -258,45 +246,33 @@ class Lease:
                 raise
             raise _Conflict from None
         except OSError as exc:
-            if _precondition_failed(exc):
+            text = f"{exc} {exc.__cause__ or ''} {exc.__context__ or ''}"
+            signs = ("PreconditionFailed", "pre-conditions", "ConditionalRequestConflict")
+            if any(sign in text for sign in signs):
                 raise _Conflict from None
             raise
-        etag = reply.get("ETag") if isinstance(reply, dict) else None
-        self._etag = str(etag) if etag else None
 
     def _held(self) -> bool:
-        """Whether the lease there is this one (after ``settle`` seconds where writes
-        are not conditional)."""
+        """Whether the lease there is this one: a conditional write says so; elsewhere,
+        read back after ``settle`` seconds."""
         if self.conditional:
-            if self._etag is None:
-                current = self._read()
-                self._etag = current[1] if current is not None else None
             return True
         time.sleep(self.settle)
-        current = self._read()
-        return current is not None and current[0] is not None and current[0].token == self._token
+        return self._ours(self._read()[0])
 
     def _renew(self) -> None:
         while not self._stop.wait(self.ttl / 3):
             try:
-                current = self._read()
-                if current is None or current[0] is None:
+                holder, version = self._read()
+                if holder is None:
                     self.lost = f"{self.url}: the batch's lock was removed"
                     return
-                if current[0].token != self._token:
-                    self.lost = f"{self.url}: the lock was taken by {current[0].describe()}"
+                if holder.token != self._token:
+                    self.lost = f"{self.url}: the lock was taken by {holder.describe()}"
                     return
-                self._write(current[1] if self.conditional else None)
+                self._write(version)
             except _Conflict:
                 self.lost = f"{self.url}: the lock was taken by another driver"
                 return
             except OSError:
                 continue  # the store is down for now: try again at the next renewal
-
-
-def _precondition_failed(exc: OSError) -> bool:
-    text = f"{exc} {exc.__cause__ or ''} {exc.__context__ or ''}"
-    return any(
-        sign in text
-        for sign in ("PreconditionFailed", "pre-conditions", "ConditionalRequestConflict")
-    )

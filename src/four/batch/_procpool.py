@@ -15,7 +15,6 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from multiprocessing.process import BaseProcess
 from pathlib import Path
@@ -65,19 +64,15 @@ _Command = Item | _Stop | _Spent | _Close
 
 
 @dataclass(frozen=True, slots=True)
-class _Started:
-    error: str | None = None  # why make_run did not load in the worker
-
-
-@dataclass(frozen=True, slots=True)
 class _Report:
     results: tuple[RunResult, ...]
     stopping: Outcome | None
     runs: tuple[tuple[str, Usage], ...] = ()  # live runs whose usage changed, by item id
 
 
-_Said = _Started | _Report
-"""What a worker sends the batch."""
+_Said = _Report | str
+"""What a worker sends the batch: first an empty report (ready) or why make_run did not
+load, then reports."""
 
 
 # --- the batch's side -------------------------------------------------------------------
@@ -136,8 +131,13 @@ class ProcessSession:
                     name=f"four-batch-worker-{number}",
                     daemon=True,  # ended at this interpreter's exit, should close be skipped
                 )
-                with _deaf_to_ctrl_c():  # a few ms
+                # SIGINT blocked while it starts (the mask carries over exec), until it
+                # sets its own handler; a Ctrl-C meanwhile waits here for the unblock.
+                blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+                try:
                     process.start()
+                finally:
+                    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
                 commands_in.close()  # ours closed: the worker sees EOF if we die...
                 reports_out.close()  # ... and we see EOF if it dies
                 self._workers.append(_Worker(number, process, commands, reports, journal))
@@ -167,7 +167,6 @@ class ProcessSession:
         worker.outbox.append(item)  # sent with the next wait, stop or close: one message
 
     def wait(self, timeout: float) -> list[RunResult]:
-        self._tell_spent()
         self._flush()
         if not self._ready and self.running:
             self._receive(timeout)
@@ -211,74 +210,57 @@ class ProcessSession:
 
     def _await_ready(self) -> None:
         """Wait until every worker has loaded make_run; raise if one cannot."""
-        waiting = list(self._workers)
         deadline = time.monotonic() + READY_WITHIN
-        while waiting:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                numbers = ", ".join(str(w.number) for w in waiting)
-                raise RuntimeError(
-                    f"{self._where}: worker process {numbers} not ready within {READY_WITHIN:g} s"
-                )
-            for worker in _heard(waiting, left):
-                said: _Said | None = None
-                with contextlib.suppress(EOFError, OSError):
-                    if worker.reports.poll():
-                        said = worker.reports.recv()
-                if isinstance(said, _Started) and said.error is not None:
-                    raise TypeError(
-                        f"{self._where}: worker process {worker.number} cannot load make_run "
-                        f"({said.error}): define it in a module the workers import (a "
-                        'script\'s own functions need its `if __name__ == "__main__":` guard)'
-                    )
-                if said is None:
-                    worker.process.join(5)
+        for worker in self._workers:
+            try:  # (a worker that died closed its end of the pipe: EOF)
+                if not worker.reports.poll(max(0.0, deadline - time.monotonic())):
                     raise RuntimeError(
-                        f"{self._where}: worker process {worker.number} "
-                        f"{_ended(worker.process)} before it was ready (its error is above; a "
-                        'script starting worker processes needs `if __name__ == "__main__":`)'
+                        f"{self._where}: worker process {worker.number} not ready within "
+                        f"{READY_WITHIN:g} s"
                     )
-                waiting.remove(worker)
+                said: _Said = worker.reports.recv()
+            except (EOFError, OSError):
+                worker.process.join(5)
+                raise RuntimeError(
+                    f"{self._where}: worker process {worker.number} "
+                    f"{_ended(worker.process)} before it was ready (its error is above; a "
+                    'script starting worker processes needs `if __name__ == "__main__":`)'
+                ) from None
+            if isinstance(said, str):
+                raise TypeError(
+                    f"{self._where}: worker process {worker.number} cannot load make_run "
+                    f"({said}): define it in a module the workers import (a "
+                    'script\'s own functions need its `if __name__ == "__main__":` guard)'
+                )
 
     def _flush(self) -> None:
+        """Send each live worker its commands; with a cost budget, with what the rest of
+        the batch spent when it changed (the runs that ended, the other workers' live runs)."""
+        live = self.live_usage().known_cost
         for worker in self._workers:
+            others = self._spent + live - worker.usage.known_cost
+            if self._spec.max_cost is not None and worker.told_spent != others:
+                worker.told_spent = others
+                worker.outbox.append(_Spent(others))
             if worker.outbox and worker.alive:
                 message, worker.outbox = worker.outbox, []
                 with contextlib.suppress(OSError):  # dead: the next wait hears of it
                     worker.commands.send(message)
             worker.outbox.clear()
 
-    def _tell_spent(self) -> None:
-        """With a cost budget, tell each worker what the rest of the batch spent: the
-        runs that ended, and the other workers' live runs."""
-        if self._spec.max_cost is None:
-            return
-        live = self.live_usage().known_cost
-        for worker in self._workers:
-            others = self._spent + live - worker.usage.known_cost
-            if worker.alive and worker.told_spent != others:
-                worker.told_spent = others
-                worker.outbox.append(_Spent(others))
-
     def _receive(self, timeout: float) -> None:
         live = [w for w in self._workers if w.alive]
         for worker in _heard(live, timeout) if live else ():
-            if worker.alive:
-                self._drain(worker)
+            try:
+                while worker.reports.poll():
+                    self._take(worker, worker.reports.recv())
+            except (EOFError, OSError):
+                self._died(worker)
+                continue
+            if not worker.process.is_alive():
+                self._died(worker)
 
-    def _drain(self, worker: _Worker) -> None:
-        try:
-            while worker.reports.poll():
-                self._take(worker, worker.reports.recv())
-        except (EOFError, OSError):
-            self._died(worker)
-            return
-        if not worker.process.is_alive():
-            self._died(worker)
-
-    def _take(self, worker: _Worker, said: _Said) -> None:
-        if not isinstance(said, _Report):
-            return
+    def _take(self, worker: _Worker, said: _Report) -> None:
         worker.spending.update(said.runs)
         for result in said.results:
             worker.running.pop(result.id, None)
@@ -289,7 +271,7 @@ class ProcessSession:
             self.stop(said.stopping, kill=False)
 
     def _died(self, worker: _Worker) -> None:
-        """The worker died: its runs in flight come back crashed, with what each spent by
+        """The worker ended: its runs in flight come back crashed, with what each spent by
         the worker's last report (so the budget counts it); what it left running is
         killed."""
         worker.alive = False
@@ -301,26 +283,19 @@ class ProcessSession:
             self._ready.append(unfinished(item, text, spent, why))
         worker.running.clear()
         worker.spending.clear()
-        self._release(worker)
-
-    def _kill_all(self) -> None:
-        """End every worker still up (after close's grace, or a failed start)."""
-        for worker in self._workers:
-            if not worker.alive:
-                continue  # released already
-            worker.alive = False
-            if worker.process.is_alive():
-                worker.process.kill()
-            worker.process.join(5)
-            self._release(worker)
-
-    def _release(self, worker: _Worker) -> None:
         clean_up(worker.journal)  # a worker that ended well removed it: nothing to do
         worker.journal.unlink(missing_ok=True)
         worker.commands.close()
         worker.reports.close()
         with contextlib.suppress(ValueError):  # still running (a kill it ignored)
             worker.process.close()
+
+    def _kill_all(self) -> None:
+        """End every worker still up (after close's grace, or a failed start)."""
+        for worker in self._workers:
+            if worker.alive:  # (else released already)
+                worker.process.kill()
+                self._died(worker)
 
 
 def _heard(workers: list[_Worker], timeout: float) -> list[_Worker]:
@@ -342,22 +317,6 @@ def _ended(process: BaseProcess) -> str:
     return f"exit code {code}"
 
 
-@contextlib.contextmanager
-def _deaf_to_ctrl_c() -> Iterator[None]:
-    """SIGINT ignored while a worker starts, so it begins ignoring it (a disposition
-    carried over exec), until it sets its own no-op handler. Only the main thread sets
-    handlers; elsewhere the worker is deaf from that handler on."""
-    old = signal.getsignal(signal.SIGINT)
-    if threading.current_thread() is not threading.main_thread() or old is None:
-        yield  # (None: a handler set outside Python, which could not be put back)
-        return
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, old)
-
-
 # --- the worker's side ------------------------------------------------------------------
 
 
@@ -373,16 +332,16 @@ def _worker_main(
     # Ctrl-C is the batch's to handle: it stops us. A handler, not SIG_IGN, so the
     # commands the runs start get the default back at their exec.
     signal.signal(signal.SIGINT, lambda signum, frame: None)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     try:
         spec: Spec = pickle.loads(blob)
     except Exception as exc:
-        reports.send(_Started(f"{type(exc).__name__}: {exc}"))
+        reports.send(f"{type(exc).__name__}: {exc}")
         return
     journal = Journal(journal_path)  # what a SIGKILL leaves running, for the batch to kill
-    journal.open()
     session = AsyncSession(spec, gc_threshold)
     try:
-        reports.send(_Started())
+        reports.send(_Report((), None))
         _relay(session, commands, reports)
     finally:
         journal.close()
@@ -408,9 +367,20 @@ def _relay(session: AsyncSession, commands: mpc.Connection, reports: mpc.Connect
     closing: _Close | None = None
     orphaned = False
     while closing is None:
-        try:
-            if commands.poll(0 if session.running else STATUS_EVERY):
-                closing = _obey(session, commands)
+        try:  # every command that has arrived
+            heard = commands.poll(0 if session.running else STATUS_EVERY)
+            while heard:
+                message: list[_Command] = commands.recv()
+                for command in message:
+                    if isinstance(command, Item):
+                        session.submit(command)
+                    elif isinstance(command, _Stop):
+                        session.stop(command.outcome, kill=command.kill)
+                    elif isinstance(command, _Spent):
+                        session.spent(command.cost)
+                    else:
+                        closing = command
+                heard = commands.poll(0)
         except (EOFError, OSError):  # the batch's process is gone
             orphaned = True
             break
@@ -433,21 +403,3 @@ def _relay(session: AsyncSession, commands: mpc.Connection, reports: mpc.Connect
         session.close(wait=closing is not None and closing.wait)
     outbox.put(None)
     sender.join(timeout=5)
-
-
-def _obey(session: AsyncSession, commands: mpc.Connection) -> _Close | None:
-    """Do every command that has arrived; the close among them, if any."""
-    closing = None
-    while True:
-        message: list[_Command] = commands.recv()
-        for command in message:
-            if isinstance(command, Item):
-                session.submit(command)
-            elif isinstance(command, _Stop):
-                session.stop(command.outcome, kill=command.kill)
-            elif isinstance(command, _Spent):
-                session.spent(command.cost)
-            else:
-                closing = command
-        if not commands.poll(0):
-            return closing

@@ -4,6 +4,8 @@ waits on the store, except at ``close``."""
 
 from __future__ import annotations
 
+import contextlib
+import queue
 import threading
 import time
 
@@ -20,24 +22,17 @@ class Publisher:
     def __init__(self, remote: Remote, every: float = FLUSH_EVERY) -> None:
         self.remote = remote
         self.every = every
-        self._lock = threading.Lock()
-        self._due: dict[str, None] = {}  # folders of ended runs, in order
-        self._wake = threading.Event()
-        self._closed = False
+        self._ended: queue.SimpleQueue[str | None] = queue.SimpleQueue()  # None: closing
         self._thread = threading.Thread(target=self._work, name="four-publish", daemon=True)
         self._thread.start()
 
     def ended(self, folder: str) -> None:
         """A run's result is in: its folder (relative) goes up now."""
-        with self._lock:
-            self._due[folder] = None
-        self._wake.set()
+        self._ended.put(folder)
 
     def close(self) -> None:
         """Upload everything that changed, the manifest last; raises when that fails."""
-        with self._lock:
-            self._closed = True
-        self._wake.set()
+        self._ended.put(None)
         self._thread.join()
         try:
             self.remote.push(["runs"])
@@ -48,22 +43,20 @@ class Publisher:
 
     def _work(self) -> None:
         flushed = time.monotonic()
+        due: dict[str, None] = {}  # folders of ended runs not up yet, in order
         while True:
-            self._wake.wait(max(0.0, flushed + self.every - time.monotonic()))
-            self._wake.clear()
-            with self._lock:
-                due, self._due = list(self._due), {}
-                closed = self._closed
-            if closed:
-                return
-            try:
+            with contextlib.suppress(queue.Empty):  # (all taken: upload)
+                ended = self._ended.get(timeout=max(0.0, flushed + self.every - time.monotonic()))
+                while ended is not None:
+                    due[ended] = None
+                    ended = self._ended.get_nowait()
+                return  # closing: close uploads the rest
+            with contextlib.suppress(Exception):  # the store is down, a credential expired...
                 if due:
-                    self.remote.push(due)
+                    self.remote.push(list(due))
+                    due.clear()
                 if time.monotonic() >= flushed + self.every:  # the streams, the manifest
                     flushed = time.monotonic()
                     self.remote.push(["runs"])
                     self.remote.push([MANIFEST])
                     self.remote.save()
-            except Exception:  # the store is down, a credential expired: next time
-                with self._lock:
-                    self._due = {**dict.fromkeys(due), **self._due}

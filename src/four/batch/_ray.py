@@ -97,7 +97,7 @@ class _Actor:
         self.scratch = Path(scratch or tempfile.gettempdir()) / f"four-ray-{actor_id}.scratch"
         shutil.rmtree(self.scratch, ignore_errors=True)
         self.journal = Journal(path)
-        self.cleaned = self.journal.open()
+        self.cleaned = self.journal.cleaned
         # Then, beside the runs (the actor is up meanwhile), what actors killed for good
         # left on this node: a `docker ps` per dead journal is not worth a later start.
         self.sweeping = threading.Thread(

@@ -4,7 +4,6 @@ TCP connection). Imported only by ``four doctor`` (it imports Ray)."""
 
 from __future__ import annotations
 
-import os
 import socket
 import tempfile
 from collections.abc import Callable
@@ -32,10 +31,8 @@ def _on_node(scratch: str | None, endpoint: tuple[str, int] | None) -> tuple[str
     ("" when fine)."""
     folder = scratch or tempfile.gettempdir()
     try:
-        fd, probe = tempfile.mkstemp(prefix=".four-doctor-", dir=folder)
-        os.close(fd)
-        os.unlink(probe)
-        wrote = ""
+        with tempfile.TemporaryFile(dir=folder):  # made and gone
+            wrote = ""
     except OSError as exc:
         wrote = f"{folder}: {exc.strerror or exc}"
     reached = ""

@@ -99,24 +99,21 @@ class RunResult(Checked):
         >>> RunResult.from_json(r.to_json()) == r
         True
         """
-        trajectory = data.get("trajectory")
-        error = data.get("error")
-        fields = data.get("fields")
         lost = data.get("lost_streams")
         return RunResult(
             str(data.get("id", "")),
             str(data.get("outcome", "")),
-            Path(trajectory) if isinstance(trajectory, str) else None,
+            Path(path) if isinstance(path := data.get("trajectory"), str) else None,
             _int(data.get("steps")),
             _int(data.get("prompt_tokens")),
             _int(data.get("completion_tokens")),
             _float(data.get("cost")),
             _float(data.get("wall_time")),
-            error if isinstance(error, str) else None,
+            error if isinstance(error := data.get("error"), str) else None,
             max(1, _int(data.get("attempts", 1))),
             data.get("final", True) is not False,
             str(data.get("node") or ""),
-            fields if isinstance(fields, dict) else {},
+            fields if isinstance(fields := data.get("fields"), dict) else {},
             tuple(s for s in lost if isinstance(s, str)) if isinstance(lost, list) else (),
         )
 
@@ -274,17 +271,30 @@ def read_saved(path: str | os.PathLike[str]) -> Saved | None:
     of a sealed ``.json`` as ``save_trajectory`` writes it, only the part before the
     messages is read and parsed."""
     p = path if isinstance(path, Path) else Path(path)  # a Path is not parsed again
-    if p.suffix == ".jsonl":
+    if p.suffix != ".jsonl":
         try:
-            text = read_regular(p).decode("utf-8", errors="replace")
-        except (OSError, ValueError):  # Unreadable: a FIFO, a device, too large
+            head = load_head(p)
+        except TrajectoryError:
             return None
-        return _from_stream(p, text)
+        return _with_stats(p, head.outcome, head.stats)
     try:
-        head = load_head(p)
-    except TrajectoryError:
+        text = read_regular(p).decode("utf-8", errors="replace")
+    except (OSError, ValueError):  # Unreadable: a FIFO, a device, too large
         return None
-    return _with_stats(p, head.outcome, head.stats)
+    started, steps, usage = False, 0, NO_USAGE
+    for record in stream_lines(text):
+        if isinstance(record, Start):
+            started = True
+        elif isinstance(record, End):
+            try:
+                return _with_stats(p, record.outcome, stats_of(record.stats))
+            except msgspec.ValidationError:
+                return None
+        elif isinstance(record, Line) and isinstance(m := record.message, AssistantRecord):
+            steps += 1
+            if (u := m.usage) is not None:
+                usage += Usage(u.prompt_tokens, u.completion_tokens, _float(u.cost))
+    return Saved(p, None, steps, usage) if started else None
 
 
 def read_stream(stream: Path) -> Saved | None:
@@ -307,23 +317,6 @@ def _with_stats(path: Path, outcome: str | None, stats: Stats) -> Saved:
     u = stats.usage
     usage = Usage(u.prompt_tokens, u.completion_tokens, _float(u.cost), u.calls)
     return Saved(path, outcome, stats.steps, usage, _float(stats.wall_time))
-
-
-def _from_stream(path: Path, text: str) -> Saved | None:
-    started, steps, usage = False, 0, NO_USAGE
-    for record in stream_lines(text):
-        if isinstance(record, Start):
-            started = True
-        elif isinstance(record, End):
-            try:
-                return _with_stats(path, record.outcome, stats_of(record.stats))
-            except msgspec.ValidationError:
-                return None
-        elif isinstance(record, Line) and isinstance(m := record.message, AssistantRecord):
-            steps += 1
-            if (u := m.usage) is not None:
-                usage += Usage(u.prompt_tokens, u.completion_tokens, _float(u.cost))
-    return Saved(path, None, steps, usage) if started else None
 
 
 def _int(value: JSON) -> int:

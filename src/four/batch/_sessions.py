@@ -42,46 +42,36 @@ class Session(Protocol):
     @property
     def capacity(self) -> int:
         """How many runs it takes at once."""
-        ...
 
     @property
     def running(self) -> int:
         """Runs submitted whose result has not been handed back yet."""
-        ...
 
     def submit(self, item: Item) -> None:
         """Start a run of ``item`` (only while ``running < capacity``)."""
-        ...
 
     def wait(self, timeout: float) -> list[RunResult]:
         """Results of runs that ended, waiting up to ``timeout`` s for at least one."""
-        ...
 
     def stop(self, outcome: Outcome, *, kill: bool) -> None:
         """End every run (and any started later) with ``outcome`` at its next step; with
         ``kill``, kill their running commands now."""
-        ...
 
     def live_usage(self) -> Usage:
         """What the running runs' metered model calls have used so far."""
-        ...
 
     def running_by_node(self) -> dict[str, int]:
         """Runs running on each node (by its address or host name)."""
-        ...
 
     def spent(self, cost: float) -> None:
         """What the batch's ended runs spent (earlier invocations included): with
         ``spec.max_cost``, runs stop once that plus their live cost reaches it."""
-        ...
 
     def stopping(self) -> Outcome | None:
         """The outcome its own cost check ended every run with, or None."""
-        ...
 
     def close(self, wait: bool = True) -> None:
         """Release the workers (with ``wait``, after the running runs end)."""
-        ...
 
 
 class Pool(Protocol):
@@ -215,13 +205,8 @@ class AsyncSession(_InProcess):
             for future in self._futures:
                 future.cancel()
         cf.wait(list(self._futures), timeout=None if wait else 10)
-        if "litellm" in sys.modules:  # close the model clients litellm opened on this loop
-            from four.invoke._lazy import close_async_clients
-
-            with contextlib.suppress(Exception):
-                asyncio.run_coroutine_threadsafe(close_async_clients(), self._loop).result(10)
         with contextlib.suppress(Exception):
-            asyncio.run_coroutine_threadsafe(_cancel_the_rest(), self._loop).result(10)
+            asyncio.run_coroutine_threadsafe(_closing(), self._loop).result(15)
         with contextlib.suppress(RuntimeError):  # the loop is closed already
             self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
@@ -231,9 +216,15 @@ class AsyncSession(_InProcess):
         self._collector.close()
 
 
-async def _cancel_the_rest() -> None:
-    """As ``asyncio.run`` does at its end: the tasks a library left on the loop (litellm's
-    logging worker) cancelled and awaited, not destroyed pending when the loop goes."""
+async def _closing() -> None:
+    """The model clients litellm opened on the loop closed; then, as ``asyncio.run`` does at
+    its end, the tasks a library left (litellm's logging worker) cancelled and awaited,
+    not destroyed pending when the loop goes."""
+    if "litellm" in sys.modules:
+        from four.invoke._lazy import close_async_clients
+
+        with contextlib.suppress(Exception):
+            await close_async_clients()
     current = asyncio.current_task()
     rest = [task for task in asyncio.all_tasks() if task is not current]
     for task in rest:

@@ -40,15 +40,8 @@ class Piece:
     version: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class _Had:
-    """A file as the driver has it: bytes of a stream, or a whole file's version."""
-
-    size: int
-    version: int
-
-
-_Folder = dict[str, _Had]
+_Folder = dict[str, tuple[int, int]]
+"""Each file as the driver has it: (its size, its version); of a stream, the bytes sent."""
 
 
 class Shipper:
@@ -70,23 +63,20 @@ class Shipper:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._folders: dict[str, tuple[Path, str]] = {}  # token -> (base, folder)
-        self._had: dict[str, _Folder] = {}  # token -> what the driver has of it
+        self._folders: dict[str, tuple[Path, str, _Folder]] = {}  # (base, folder, had)
         self._sent: dict[str, _Folder] = {}  # what the last report sent, unacknowledged
 
     def track(self, token: str, base: Path, folder: str) -> None:
         with self._lock:
-            self._folders[token] = (base, folder)
-            self._had[token] = {}
+            self._folders[token] = (base, folder, {})
 
     def drop(self, token: str) -> None:
         """The driver has all of the attempt: forget it and delete its folder."""
         with self._lock:
-            folder = self._folders.pop(token, None)
-            self._had.pop(token, None)
+            tracked = self._folders.pop(token, None)
             self._sent.pop(token, None)
-        if folder is not None:
-            shutil.rmtree(folder[0], ignore_errors=True)
+        if tracked is not None:
+            shutil.rmtree(tracked[0], ignore_errors=True)
 
     def report(self, ended: Collection[str] = ()) -> list[tuple[str, Piece]]:
         """What the driver lacks of every folder, by token (of the attempts ``ended``,
@@ -94,44 +84,37 @@ class Shipper:
         What the driver then has is remembered until ``commit`` (it got the report) or
         the next ``report`` (it did not)."""
         with self._lock:
-            tokens = list(self._folders.items())
-            had = {t: dict(self._had[t]) for t, _ in tokens}
-        pieces = [
-            (token, piece)
-            for token, folder in tokens
-            for piece in self._pieces(folder, had[token], token in ended)
-        ]
+            copies = {t: (base, name, dict(had)) for t, (base, name, had) in self._folders.items()}
+        pieces = [(t, p) for t, where in copies.items() for p in self._pieces(*where, t in ended)]
         with self._lock:
-            self._sent = {t: f for t, f in had.items() if t in self._folders}
+            self._sent = {t: where[2] for t, where in copies.items() if t in self._folders}
         return pieces
 
     def commit(self) -> None:
         """The driver got the last report."""
         with self._lock:
-            for token, folder in self._sent.items():
-                if token in self._had:
-                    self._had[token] = folder
+            for token, sent in self._sent.items():
+                if token in self._folders:
+                    self._folders[token][2].update(sent)  # (what it had, and more)
             self._sent = {}
 
     def final(self, token: str) -> list[Piece]:
         """All the driver lacks of one attempt's folder (its run ended): every byte,
         not one report's worth."""
         with self._lock:
-            folder = self._folders.get(token)
-            had = dict(self._had.get(token, {}))
-        return [] if folder is None else self._pieces(folder, had, final=True)
+            tracked = self._folders.get(token)
+            had = dict(tracked[2]) if tracked is not None else {}
+        return [] if tracked is None else self._pieces(tracked[0], tracked[1], had, final=True)
 
-    def _pieces(self, where: tuple[Path, str], had: _Folder, final: bool) -> list[Piece]:
+    def _pieces(self, base: Path, folder: str, had: _Folder, final: bool) -> list[Piece]:
         """The pieces of a folder the driver lacks, given ``had`` (updated): with
         ``final`` all of them, else one report's worth."""
-        base, folder = where
         pieces = []
         for path, st in _files(base / folder):
             name = f"{folder}/{path}"
-            before = had.get(name)
             version = st.st_mtime_ns
             if path.endswith(STREAM):
-                start = before.size if before is not None else 0
+                start = had.get(name, (0, 0))[0]
                 if st.st_size <= start:
                     continue
                 data = _read(base / name, start, min(st.st_size - start, CHUNK))
@@ -141,15 +124,15 @@ class Shipper:
                     data = data[: data.rfind(b"\n") + 1]
                 if data:
                     pieces.append(Piece(name, start, data))
-                    had[name] = _Had(start + len(data), version)
-            elif before is None or before.version != version or before.size != st.st_size:
+                    had[name] = (start + len(data), version)
+            elif had.get(name) != (st.st_size, version):
                 data = _read(base / name, 0, st.st_size)
                 if data is None:  # gone meanwhile (replaced): the next report has it
                     continue
                 pieces.append(Piece(name, 0, data, whole=True, version=version))
-                had[name] = _Had(st.st_size, version)
+                had[name] = (st.st_size, version)
         if final and pieces:  # (CHUNK bytes a file each time: the rest follows)
-            pieces += self._pieces(where, had, final)
+            pieces += self._pieces(base, folder, had, final)
         return pieces
 
 

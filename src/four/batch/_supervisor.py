@@ -50,10 +50,17 @@ class RunWatch:
             self.supervisor.check_lease()  # (before a step: a process resumed after a pause)
         return self.stop
 
-    def charge(self, used: Usage) -> None:
-        """A model call of the run used ``used`` (the batch's cost budget hears of it)."""
-        self.usage += used
-        self.supervisor.charged()
+    def charge(self, result: Result[Reply, ModelError]) -> Result[Reply, ModelError]:
+        """``result`` of a model call of the run, its usage counted: once the batch's cost
+        budget is spent, every run stops (each over by at most the call it was making)."""
+        used = result.unwrap().usage if isinstance(result, Success) else result.failure().usage
+        if used is not None:
+            self.usage += used
+            s = self.supervisor
+            budget = s.max_cost if s.stopping is None else None
+            if budget is not None and s.spent + s.live_usage().known_cost >= budget:
+                s.stop(cost_limit_reached(budget), kill=False)
+        return result
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +71,7 @@ class Metered:
     watch: RunWatch
 
     def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
-        return _charged(self.G(messages), self.watch)
+        return self.watch.charge(self.G(messages))
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,14 +82,7 @@ class AsyncMetered:
     watch: RunWatch
 
     async def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
-        return _charged(await self.G(messages), self.watch)
-
-
-def _charged(result: Result[Reply, ModelError], watch: RunWatch) -> Result[Reply, ModelError]:
-    used = result.unwrap().usage if isinstance(result, Success) else result.failure().usage
-    if used is not None:
-        watch.charge(used)
-    return result
+        return self.watch.charge(await self.G(messages))
 
 
 class Supervisor:
@@ -119,14 +119,17 @@ class Supervisor:
         self._kill = killer
         self._lock = threading.Lock()
         self._watches: dict[str, RunWatch] = {}
-        self._all: tuple[Outcome, bool] | None = None  # a stop for runs opened later too
+        self.stopping: Outcome | None = None
+        """The outcome every run is to end with (a batch-wide stop: runs opened later too)."""
         self._closed = threading.Event()
         self._thread: threading.Thread | None = None
         self.lease = lease
         self._lease_until = time.monotonic() + lease if lease is not None else None
         limits = [v for v in (time_limit, stall_timeout, lease) if v is not None]
-        # Check ten times per limit, within [10 ms, 1 s].
-        self._tick = min(1.0, max(0.01, min(limits) / 10)) if limits else 1.0
+        if limits:  # the watchdog looks ten times per limit, within [10 ms, 1 s]
+            tick = min(1.0, max(0.01, min(limits) / 10))
+            self._thread = threading.Thread(target=self._watchdog, args=(tick,), daemon=True)
+            self._thread.start()
 
     def open(self, key: str) -> RunWatch:
         """Start watching a run; ``key`` is unique among the runs being watched."""
@@ -136,9 +139,8 @@ class Supervisor:
             if key in self._watches:
                 raise ValueError(f"the run {key!r} is already watched")
             self._watches[key] = watch
-            if self._all is not None:
-                watch.stop, watch.by_batch = self._all
-            self._start()
+            if self.stopping is not None:
+                watch.stop, watch.by_batch = self.stopping, True
         return watch
 
     def done(self, watch: RunWatch) -> None:  # the run ended
@@ -153,13 +155,13 @@ class Supervisor:
         """
         with self._lock:
             if keys is None:
-                self._all = (outcome, True)
+                self.stopping = outcome
                 targets = list(self._watches.values())
             else:
                 targets = [w for k in keys if (w := self._watches.get(k)) is not None]
-            stopped = [w for w in targets if w.stop is None]
-            for watch in stopped:
-                watch.stop, watch.by_batch = outcome, True
+            for watch in targets:
+                if watch.stop is None:
+                    watch.stop, watch.by_batch = outcome, True
         if kill:
             self._kill_all([w.key for w in targets])
 
@@ -188,20 +190,6 @@ class Supervisor:
             reason = f"no word from the batch's driver for {self.lease:g} s"
             self.stop(Interrupted(reason), kill=True, keys=going)
 
-    @property
-    def stopping(self) -> Outcome | None:
-        """The outcome every run is to end with (a batch-wide stop), or None."""
-        stop = self._all
-        return stop[0] if stop is not None else None
-
-    def charged(self) -> None:
-        """A metered call finished: stop every run once the batch's cost budget is spent
-        (each run can so go over by at most the call it was making)."""
-        if self.max_cost is None or self._all is not None:
-            return
-        if self.spent + self.live_usage().known_cost >= self.max_cost:
-            self.stop(cost_limit_reached(self.max_cost), kill=False)
-
     def live_usage(self) -> Usage:
         """What the metered model calls of the runs being watched have used so far."""
         return sum(self.live_usages().values(), NO_USAGE)
@@ -219,16 +207,8 @@ class Supervisor:
 
     # --- the watchdog --------------------------------------------------------------
 
-    def _start(self) -> None:
-        if self._thread is not None or self._closed.is_set():
-            return
-        if self.time_limit is None and self.stall_timeout is None and self.lease is None:
-            return
-        self._thread = threading.Thread(target=self._watchdog, name="four-supervisor", daemon=True)
-        self._thread.start()
-
-    def _watchdog(self) -> None:
-        while not self._closed.wait(self._tick):
+    def _watchdog(self, tick: float) -> None:
+        while not self._closed.wait(tick):
             self.check(time.monotonic())
 
     def check(self, now: float) -> list[str]:
@@ -238,10 +218,7 @@ class Supervisor:
         over: list[RunWatch] = []
         with self._lock:
             for watch in self._watches.values():
-                if watch.stop is not None:
-                    continue
-                reason = self._over(watch, now)
-                if reason is not None:
+                if watch.stop is None and (reason := self._over(watch, now)) is not None:
                     watch.stop = reason
                     over.append(watch)
         if over:
