@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
+from functools import lru_cache
 from typing import Any, Final, Protocol
 
 from . import _canonical, _chain_v1
@@ -40,7 +41,6 @@ from ._state import (
     make_record,
     merge_outcomes,
     raw_state,
-    raw_used,
     set_prefix,
 )
 
@@ -101,7 +101,7 @@ def admissible_rank(config: QICTConfig, state: ControllerState) -> int:
     assert deps_ok is not None
     evidence = config.evidence_alphabet
     compute = config.compute_alphabet
-    used = raw_used(state.dependencies)
+    used = state.dependencies.used
     return (
         len(admissible)
         - _count(excl, admissible)
@@ -203,10 +203,9 @@ def _evaluation_transition(
     db = state.dependency_budget
     admissible_deps = config.admissible_dependencies
     assert admissible_deps is not None
-    used = set_prefix(raw_used(deps))
     if (
         dependency in config.dependency_alphabet
-        and not used.contains(dependency)
+        and dependency not in deps.used
         and dependency in admissible_deps
         and db > 0
     ):
@@ -218,7 +217,7 @@ def _evaluation_transition(
                 check_record(unresolved, unresolved, relation, ())
             except ValueError as exc:
                 return hold(str(exc))
-        record = make_record(used.added(dependency), unresolved, relation, deps.outcomes)
+        record = make_record(deps.used | {dependency}, unresolved, relation, deps.outcomes)
         deadline = clock + config.lease_ticks
         lease = Lease(
             f"dependency:{dependency}:{index}", LeaseKind.DEPENDENCY, dependency, deadline
@@ -275,8 +274,7 @@ def _event_transition(
 def _resolved(record: DependencyRecord, name: str, outcome: object) -> DependencyRecord:
     if any(recorded == name for recorded, _ in record.outcomes):
         raise ValueError("A dependency may have only one recorded outcome.")
-    used = raw_used(record)
-    if not (used.contains(name) if type(used) is _Prefix else name in used):
+    if name not in record.used:
         raise ValueError("Outcomes belong only to resolved dependencies.")
     unresolved = record.unresolved
     if name in unresolved:
@@ -285,7 +283,7 @@ def _resolved(record: DependencyRecord, name: str, outcome: object) -> Dependenc
     if relation:
         relation = frozenset(arc for arc in relation if name not in arc)
     return make_record(
-        used, unresolved, relation, merge_outcomes((*record.outcomes, (name, outcome)))
+        record.used, unresolved, relation, merge_outcomes((*record.outcomes, (name, outcome)))
     )
 
 
@@ -310,28 +308,17 @@ class _Chain(Protocol):
 
 
 _CHAINS: Final[dict[int, _Chain]] = {1: _chain_v1, FORMAT_VERSION: _canonical}
-_FINGERPRINTS: dict[tuple[int, int], tuple[QICTConfig, bytes, ControllerState, bytes]] = {}
-_FINGERPRINT_CACHE_SIZE: Final = 16
 
 
-def _fingerprinted(
-    config: QICTConfig, version: int
-) -> tuple[QICTConfig, bytes, ControllerState, bytes]:
+@lru_cache(maxsize=16)
+def _fingerprinted(config: QICTConfig, version: int) -> tuple[bytes, ControllerState, bytes]:
     """The config's fingerprint, and its initial state's genesis, under chain ``version``:
-    the last few configs (immutable) are cached by identity, so a fleet of runs under one
-    config computes them once."""
-    key = (id(config), version)
-    cached = _FINGERPRINTS.get(key)
-    if cached is not None and cached[0] is config:
-        return cached
+    the last few configs (immutable) are cached, so a fleet of runs under one config
+    computes them once."""
     chain = _CHAINS[version]
     fingerprinted = chain.fingerprint(config)
     initial = config.initial_state()
-    cached = (config, fingerprinted, initial, chain.genesis_after(fingerprinted, initial))
-    if len(_FINGERPRINTS) >= _FINGERPRINT_CACHE_SIZE:
-        _FINGERPRINTS.pop(next(iter(_FINGERPRINTS)))
-    _FINGERPRINTS[key] = cached
-    return cached
+    return fingerprinted, initial, chain.genesis_after(fingerprinted, initial)
 
 
 def fingerprint(config: QICTConfig) -> bytes:
@@ -340,12 +327,12 @@ def fingerprint(config: QICTConfig) -> bytes:
     >>> len(fingerprint(QICTConfig()))
     32
     """
-    return _fingerprinted(config, FORMAT_VERSION)[1]
+    return _fingerprinted(config, FORMAT_VERSION)[0]
 
 
 def genesis(config: QICTConfig, state: ControllerState, version: int = FORMAT_VERSION) -> bytes:
     """The digest a trace starting at `state` under `config` chains from."""
-    _, fingerprinted, initial, start = _fingerprinted(config, version)
+    fingerprinted, initial, start = _fingerprinted(config, version)
     if state is initial or state == initial:
         return start
     return _CHAINS[version].genesis_after(fingerprinted, state)

@@ -115,7 +115,7 @@ cdef inline bint _set_field(PyObject *value) noexcept:
 
 
 cdef bint _complete_record(PyObject *record) noexcept:
-    return (_is(record, T_RECORD) and _set_field(_raw(record, D_USED))
+    return (_is(record, T_RECORD) and _is(_raw(record, D_USED), frozenset)
             and _is(_raw(record, D_UNRESOLVED), frozenset)
             and _is(_raw(record, D_RELATION), frozenset)
             and _is(_raw(record, D_OUTCOMES), tuple))

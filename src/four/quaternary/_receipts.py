@@ -43,7 +43,6 @@ from ._state import (
     make_record,
     merge_outcomes,
     raw_state,
-    raw_used,
     set_prefix,
 )
 
@@ -179,7 +178,7 @@ def _delta(before: ControllerState, after: ControllerState) -> dict[str, Any]:
         deps = {
             name: change
             for name, change in (
-                ("used", _set_delta(raw_used(old_deps), raw_used(new_deps))),
+                ("used", _set_delta(old_deps.used, new_deps.used)),
                 ("unresolved", _set_delta(old_deps.unresolved, new_deps.unresolved)),
                 ("relation", _set_delta(old_deps.relation, new_deps.relation)),
                 ("outcomes", _outcome_delta(old_deps.outcomes, new_deps.outcomes)),
@@ -210,7 +209,7 @@ def _apply(before: ControllerState, delta: dict[str, Any]) -> ControllerState:
     deps = delta.get("dependencies")
     if deps:
         record = make_record(
-            _apply_set(raw_used(record), deps.get("used")),
+            _apply_set(record.used, deps.get("used"), logged=False),
             _apply_set(record.unresolved, deps.get("unresolved"), logged=False),
             _apply_set(record.relation, deps.get("relation"), logged=False),
             _apply_outcomes(record.outcomes, deps.get("outcomes")),

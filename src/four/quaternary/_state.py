@@ -1,8 +1,8 @@
 """Controller data types (verdict4 0.2.0 compatible) and the shared logs behind their sets.
 
 Receipts keep every before- and after-state, as in verdict4, but a state does not own
-copies of its growing sets. A set field that the controller grows holds a `_Prefix`:
-a shared append-only `_Log` plus a length. Reading the field materialises a
+copies of its growing sets. Its three set fields hold a `_Prefix` when the controller
+grows them: a shared append-only `_Log` plus a length. Reading the field materialises a
 `frozenset` once and caches it; membership, extension, rank counting and equality of
 two prefixes of the same log are O(1). States built by hand hold plain frozensets and
 behave exactly like verdict4's.
@@ -10,7 +10,6 @@ behave exactly like verdict4's.
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Hashable, Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -88,17 +87,6 @@ class ControllerEventKind(str, Enum):  # noqa: UP042 - str() and format() as in 
 # --------------------------------------------------------------------------- logs
 
 
-@dataclass(slots=True)
-class _Count:
-    """Which of a log's first `checked` keys belong to one alphabet: all but the
-    positions listed in `misses` (usually none, so a long trace costs O(1) here)."""
-
-    alphabet: AbstractSet[Any]
-    base: int  # members of the log's base that belong to the alphabet
-    checked: int = 0
-    misses: list[int] = field(default_factory=list)
-
-
 class _Log:
     """An append-only history shared by every state derived from one starting set.
 
@@ -113,23 +101,17 @@ class _Log:
         self.base = base
         self.keys: list[Any] = []
         self.index: dict[Any, int] = {}
-        self.counts: dict[int, _Count] = {}
+        self.counts: dict[AbstractSet[Any], list[int]] = {}
 
     def count_in(self, alphabet: AbstractSet[Any], n: int) -> int:
-        """How many members of the prefix of length n belong to `alphabet` (amortised O(1);
-        its record is keyed by identity: alphabets are frozen)."""
-        entry = self.counts.get(id(alphabet))
-        if entry is None or entry.alphabet is not alphabet:
-            entry = _Count(alphabet, sum(1 for k in self.base if k in alphabet))
-            self.counts[id(alphabet)] = entry
-        misses = entry.misses
-        keys = self.keys
-        for i in range(entry.checked, n):
-            if keys[i] not in alphabet:
-                misses.append(i)
-        if n > entry.checked:
-            entry.checked = n
-        return entry.base + n - (bisect_left(misses, n) if misses else 0)
+        """How many members of the prefix of length n belong to `alphabet` (amortised O(1):
+        the counts of each longer prefix, kept per alphabet, are extended as needed)."""
+        counts = self.counts.get(alphabet)
+        if counts is None:
+            counts = self.counts[alphabet] = [sum(k in alphabet for k in self.base)]
+        for key in self.keys[len(counts) - 1 : n]:
+            counts.append(counts[-1] + (key in alphabet))
+        return counts[n]
 
 
 class _Prefix:
@@ -223,14 +205,6 @@ class DependencyRecord:
         check_fields(self)  # a wrong value named here, not deep inside a run
         check_record(self.used, self.unresolved, self.relation, self.outcomes)
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        assert isinstance(other, DependencyRecord)
-        return self is other or (
-            _RECORD_REST(self) == _RECORD_REST(other) and _same(raw_used(self), raw_used(other))
-        )
-
     def outcome_for(self, dependency: str) -> ResolutionOutcome | None:
         """The recorded outcome of `dependency`, or None.
 
@@ -322,23 +296,14 @@ class ControllerState:
         )
 
 
-def _raw_slots(cls: type[ControllerState | DependencyRecord], lazy: tuple[str, ...]) -> Any:
-    """Each field's name and raw slot, in order, once the ``lazy`` set fields read through
-    a ``_LazySet``."""
-    for name in lazy:
-        setattr(cls, name, _LazySet(cls.__dict__[name]))
-    return tuple(
-        (name, getattr(cls.__dict__[name], "slot", cls.__dict__[name])) for name in cls.__slots__
-    )
-
-
-_STATE_SLOTS: Final = _raw_slots(ControllerState, ("exclusions", "used_evidence", "used_compute"))
-_RECORD_SLOTS: Final = _raw_slots(DependencyRecord, ("used",))
+for _name in ("exclusions", "used_evidence", "used_compute"):  # their slots read lazily
+    setattr(ControllerState, _name, _LazySet(ControllerState.__dict__[_name]))
+_STATE_SLOTS: Final = tuple(  # each field's name and raw slot, in order
+    (name, getattr(ControllerState.__dict__[name], "slot", ControllerState.__dict__[name]))
+    for name in ControllerState.__slots__
+)
 _RAW_EXCLUSIONS, _RAW_EVIDENCE, _RAW_COMPUTE = (slot.__get__ for _, slot in _STATE_SLOTS[:3])
-raw_used: Final = _RECORD_SLOTS[0][1].__get__
-"""The raw (possibly lazy) used dependencies of a record."""
 _STATE_REST: Final = attrgetter(*(name for name, _ in _STATE_SLOTS[4:]), "dependencies")
-_RECORD_REST: Final = attrgetter("unresolved", "relation", "outcomes")
 
 
 def raw_state(state: ControllerState) -> tuple[Any, Any, Any]:
@@ -358,8 +323,8 @@ def evolve(state: ControllerState, **changes: Any) -> ControllerState:
 def make_record(used: Any, unresolved: Any, relation: Any, outcomes: Any) -> DependencyRecord:
     """Build a DependencyRecord without re-running validation."""
     record: DependencyRecord = object.__new__(DependencyRecord)
-    for (_, slot), value in zip(_RECORD_SLOTS, (used, unresolved, relation, outcomes), strict=True):
-        slot.__set__(record, value)
+    for name, value in zip(record.__slots__, (used, unresolved, relation, outcomes), strict=True):
+        object.__setattr__(record, name, value)
     return record
 
 
