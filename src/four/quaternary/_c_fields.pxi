@@ -78,7 +78,6 @@ cdef Py_ssize_t P_N = _offset(T_PREFIX, "n")
 cdef Py_ssize_t P_FROZEN = _offset(T_PREFIX, "frozen")
 cdef Py_ssize_t P_ALL[3]
 P_ALL[:] = [P_LOG_SLOT, P_N, P_FROZEN]
-cdef Py_ssize_t G_BASE = _offset(T_LOG, "base")
 cdef Py_ssize_t G_KEYS = _offset(T_LOG, "keys")
 cdef Py_ssize_t G_INDEX = _offset(T_LOG, "index")
 

@@ -88,47 +88,38 @@ class ControllerEventKind(str, Enum):  # noqa: UP042 - str() and format() as in 
 
 
 class _Log:
-    """An append-only history shared by every state derived from one starting set.
+    """An append-only history of distinct keys, shared by every state derived from one
+    starting set: `keys[i]` is the i-th key (the starting set's first) and `index` maps
+    each key to its position, so a prefix of length n has n members."""
 
-    `base` is the starting frozenset, `keys[i]` the i-th added element and `index` maps
-    each added key to its position. Keys are never in the base and never repeat, so a
-    prefix of length n has len(base) + n members.
-    """
+    __slots__ = ("counts", "index", "keys")
 
-    __slots__ = ("base", "counts", "index", "keys")
-
-    def __init__(self, base: frozenset[Any]) -> None:
-        self.base = base
-        self.keys: list[Any] = []
-        self.index: dict[Any, int] = {}
+    def __init__(self, keys: list[Any]) -> None:
+        self.keys = keys
+        self.index = {key: i for i, key in enumerate(keys)}
         self.counts: dict[AbstractSet[Any], list[int]] = {}
 
     def count_in(self, alphabet: AbstractSet[Any], n: int) -> int:
         """How many members of the prefix of length n belong to `alphabet` (amortised O(1):
         the counts of each longer prefix, kept per alphabet, are extended as needed)."""
-        counts = self.counts.get(alphabet)
-        if counts is None:
-            counts = self.counts[alphabet] = [sum(k in alphabet for k in self.base)]
+        counts = self.counts.setdefault(alphabet, [0])
         for key in self.keys[len(counts) - 1 : n]:
             counts.append(counts[-1] + (key in alphabet))
         return counts[n]
 
 
 class _Prefix:
-    """The first `n` additions of a `_Log` on top of its base; immutable once built."""
+    """The first `n` keys of a `_Log`; immutable once built."""
 
     __slots__ = ("frozen", "log", "n")
 
-    def __init__(self, log: _Log, n: int) -> None:
+    def __init__(self, log: _Log, n: int, frozen: frozenset[Any] | None = None) -> None:
         self.log = log
         self.n = n
-        self.frozen: frozenset[Any] | None = None
+        self.frozen = frozen
 
     def contains(self, key: object) -> bool:
-        log = self.log
-        if key in log.base:
-            return True
-        pos = log.index.get(key)
+        pos = self.log.index.get(key)
         return pos is not None and pos < self.n
 
     def added(self, key: Hashable) -> _Prefix:
@@ -138,27 +129,22 @@ class _Prefix:
         if n == len(keys):
             keys.append(key)
             log.index[key] = n
-            return _Prefix(log, n + 1)
-        if keys[n] == key:
-            return _Prefix(log, n + 1)  # replaying a step already recorded in this log
-        fork = _Log(log.base)
-        fork.keys = keys[:n]
-        fork.index = {k: i for i, k in enumerate(fork.keys)}
-        return _Prefix(fork, n).added(key)
+        elif keys[n] != key:  # (equal: replaying a step already recorded in this log)
+            return _Prefix(_Log(keys[:n]), n).added(key)
+        return _Prefix(log, n + 1)
 
     def as_set(self) -> frozenset[Any]:
         if self.frozen is None:
-            log = self.log
-            self.frozen = log.base.union(log.keys[: self.n]) if self.n else log.base
+            self.frozen = frozenset(self.log.keys[: self.n])
         return self.frozen
 
 
 def set_prefix(value: frozenset[Any] | _Prefix) -> _Prefix:
-    """A prefix view of a set field: itself, or a fresh log whose base is the frozenset."""
+    """A prefix view of a set field: itself, or a fresh log of the frozenset's members."""
     if type(value) is _Prefix:
         return value
     assert isinstance(value, frozenset)
-    return _Prefix(_Log(value), 0)
+    return _Prefix(_Log(list(value)), len(value), value)
 
 
 def _same(a: object, b: object) -> bool:
