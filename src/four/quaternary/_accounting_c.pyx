@@ -7,9 +7,9 @@ states whose fields have the shapes the controller produces (exact ints, strs an
 members, set logs, no pending lease); every other step, event and state is handed to
 the pure reference module, so results, exceptions and messages are identical by
 construction (checked by the differential tests). The digests are the reference
-module's, over `hashlib`. The audit replays in C each receipt that follows the running
-state; everything else, including every receipt that would report an error, goes
-through the reference `_audit_one`, which writes the messages.
+module's, over `hashlib`. The audit replays in C each evaluation that follows the
+running state (compared by the states' own equality); every other receipt, and every one
+that would report an error, goes through the reference `_audit_one`, which writes them.
 """
 
 from cpython.object cimport PyObject

@@ -1,11 +1,4 @@
 # ------------------------------------------------------------------ audit
-#
-# Receipts are replayed in order against a running state and digest (`audit_feed`):
-# each evaluation that follows the running state is replayed by the C transition
-# (`_evaluation_replays`) and compared by the states' own equality; any other receipt,
-# and every one that would report an error, goes to the reference `_audit_one`, which
-# writes the messages (the running state, digest and count are written to the cursor
-# around it).
 
 
 cdef bint _evaluation_replays(object config, object receipt, object state,

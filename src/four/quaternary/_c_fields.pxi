@@ -103,21 +103,10 @@ cdef inline bint _is(PyObject *value, type kind) noexcept:
     return value is not NULL and FOUR_TYPE(value) == <void *>kind
 
 
-cdef inline bint _prefix(PyObject *value) noexcept:
-    """A `_Prefix` over a `_Log` (so its slots can be read as such)."""
-    return (_is(value, T_PREFIX) and _is(_raw(value, P_LOG_SLOT), T_LOG)
-            and _is(_raw(value, P_N), int))
-
-
 cdef inline bint _set_field(PyObject *value) noexcept:
-    return _prefix(value) or _is(value, frozenset)
-
-
-cdef bint _complete_record(PyObject *record) noexcept:
-    return (_is(record, T_RECORD) and _is(_raw(record, D_USED), frozenset)
-            and _is(_raw(record, D_UNRESOLVED), frozenset)
-            and _is(_raw(record, D_RELATION), frozenset)
-            and _is(_raw(record, D_OUTCOMES), tuple))
+    """A frozenset, or a `_Prefix` over a `_Log` (so its slots can be read as such)."""
+    return _is(value, frozenset) or (_is(value, T_PREFIX) and _is(_raw(value, P_LOG_SLOT), T_LOG)
+                                     and _is(_raw(value, P_N), int))
 
 
 cdef bint _complete(object state) noexcept:
@@ -127,7 +116,7 @@ cdef bint _complete(object state) noexcept:
     cdef PyObject *s = <PyObject *>state
     cdef PyObject *value
     cdef Py_ssize_t i
-    if not _is(s, T_STATE):
+    if not _is(s, T_STATE) or _raw(s, S_LEASE) != O_NONE:
         return False
     for i in range(4, 7):  # the budgets
         if not _is(_raw(s, S_ALL[i]), int):
@@ -147,6 +136,7 @@ cdef bint _complete(object state) noexcept:
     value = _raw(s, S_HELD)
     if not (value == O_NONE or _is(value, str)):
         return False
-    if _raw(s, S_LEASE) != O_NONE:
-        return False
-    return _complete_record(_raw(s, S_DEPS))
+    value = _raw(s, S_DEPS)
+    return (_is(value, T_RECORD) and _is(_raw(value, D_USED), frozenset)
+            and _is(_raw(value, D_UNRESOLVED), frozenset)
+            and _is(_raw(value, D_RELATION), frozenset) and _is(_raw(value, D_OUTCOMES), tuple))

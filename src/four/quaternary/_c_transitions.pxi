@@ -1,7 +1,4 @@
 # ------------------------------------------------------------------ transitions
-#
-# The two verdicts of a realistic run, a NO then a YES; other verdicts and every event
-# are the reference module's.
 
 
 cdef object _new(type cls, Py_ssize_t *offsets, tuple values):
