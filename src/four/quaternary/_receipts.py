@@ -14,7 +14,9 @@ from four._checked import checked
 
 from ._canonical import (
     FORMAT_VERSION,
+    RECORD_SETS,
     SCALARS,
+    SETS,
     json_event,
     json_pairs,
     json_scalar,
@@ -109,9 +111,9 @@ def _unpairs(data: Any) -> tuple[tuple[Any, Any], ...]:
 
 def _read_state(data: dict[str, Any]) -> ControllerState:
     deps = data["dependencies"]
-    used, unresolved, relation = (_unset(deps[n]) for n in ("used", "unresolved", "relation"))
+    used, unresolved, relation = (_unset(deps[n]) for n in RECORD_SETS)
     record = DependencyRecord(used, unresolved, relation, _unpairs(deps["outcomes"]))
-    excl, evid, comp = (_unset(data[n]) for n in ("exclusions", "used_evidence", "used_compute"))
+    excl, evid, comp = (_unset(data[n]) for n in SETS)
     return ControllerState(excl, evid, comp, record, **{n: _unscalar(n, data[n]) for n in SCALARS})
 
 
@@ -170,23 +172,14 @@ def _apply_outcomes(outcomes: Any, delta: dict[str, Any] | None) -> Any:
 
 
 def _delta(before: ControllerState, after: ControllerState) -> dict[str, Any]:
-    names = ("exclusions", "used_evidence", "used_compute")
-    changes = zip(names, raw_state(before), raw_state(after), strict=True)
+    changes = zip(SETS, raw_state(before), raw_state(after), strict=True)
     out: dict[str, Any] = {n: c for n, old, new in changes if (c := _set_delta(old, new))}
     old_deps, new_deps = before.dependencies, after.dependencies
     if old_deps is not new_deps:
-        deps = {
-            name: change
-            for name, change in (
-                ("used", _set_delta(old_deps.used, new_deps.used)),
-                ("unresolved", _set_delta(old_deps.unresolved, new_deps.unresolved)),
-                ("relation", _set_delta(old_deps.relation, new_deps.relation)),
-                ("outcomes", _outcome_delta(old_deps.outcomes, new_deps.outcomes)),
-            )
-            if change
-        }
-        if deps:
-            out["dependencies"] = deps
+        deps = {n: _set_delta(getattr(old_deps, n), getattr(new_deps, n)) for n in RECORD_SETS}
+        deps["outcomes"] = _outcome_delta(old_deps.outcomes, new_deps.outcomes)
+        if any(deps.values()):
+            out["dependencies"] = {n: change for n, change in deps.items() if change}
     for name in SCALARS:
         old_value, new_value = getattr(before, name), getattr(after, name)
         if old_value is not new_value and (
@@ -204,7 +197,6 @@ def _apply(before: ControllerState, delta: dict[str, Any]) -> ControllerState:
     """
     if not delta:
         return before
-    excl, evid, comp = raw_state(before)
     record = before.dependencies
     deps = delta.get("dependencies")
     if deps:
@@ -214,11 +206,10 @@ def _apply(before: ControllerState, delta: dict[str, Any]) -> ControllerState:
             _apply_set(record.relation, deps.get("relation"), logged=False),
             _apply_outcomes(record.outcomes, deps.get("outcomes")),
         )
+    sets = zip(SETS, raw_state(before), strict=True)
     state = evolve(
         before,
-        exclusions=_apply_set(excl, delta.get("exclusions")),
-        used_evidence=_apply_set(evid, delta.get("used_evidence")),
-        used_compute=_apply_set(comp, delta.get("used_compute")),
+        **{name: _apply_set(raw, delta.get(name)) for name, raw in sets},
         dependencies=record,
         **{name: _unscalar(name, delta[name]) for name in SCALARS if name in delta},
     )
