@@ -131,7 +131,6 @@ def _evaluation_transition(
         raise ValueError("A pending lease must return or expire before re-evaluation.")
     index = state.evaluation_count + 1
     excl, evid, comp = raw_state(state)
-    clock = state.clock
 
     def step(
         action: ControllerAction,
@@ -150,6 +149,10 @@ def _evaluation_transition(
             **changes,
         )
         return action, after
+
+    def lease(kind: LeaseKind, obligation: str) -> Lease:
+        deadline = state.clock + config.lease_ticks
+        return Lease(f"{kind.value}:{obligation}:{index}", kind, obligation, deadline)
 
     def hold(reason: str) -> tuple[ControllerAction, ControllerState]:
         return ControllerAction.HOLD, _hold(
@@ -176,11 +179,9 @@ def _evaluation_transition(
             prefix = set_prefix(evid)
             eb = state.evidence_budget
             if need in config.evidence_alphabet and not prefix.contains(need) and eb > 0:
-                deadline = clock + config.lease_ticks
-                lease = Lease(f"evidence:{need}:{index}", LeaseKind.EVIDENCE, need, deadline)
                 return step(
                     ControllerAction.GATHER,
-                    lease=lease,
+                    lease=lease(LeaseKind.EVIDENCE, need),
                     used_evidence=prefix.added(need),
                     evidence_budget=eb - 1,
                 )
@@ -218,12 +219,11 @@ def _evaluation_transition(
             except ValueError as exc:
                 return hold(str(exc))
         record = make_record(deps.used | {dependency}, unresolved, relation, deps.outcomes)
-        deadline = clock + config.lease_ticks
-        lease = Lease(
-            f"dependency:{dependency}:{index}", LeaseKind.DEPENDENCY, dependency, deadline
-        )
         return step(
-            ControllerAction.BIND, lease=lease, dependencies=record, dependency_budget=db - 1
+            ControllerAction.BIND,
+            lease=lease(LeaseKind.DEPENDENCY, dependency),
+            dependencies=record,
+            dependency_budget=db - 1,
         )
     return hold(f"inadmissible or repeated dependency: {dependency}")
 
@@ -407,11 +407,9 @@ def _replay_payload(verdict: object, payload: object) -> tuple[Verdict, Payload]
 
 def _audit_one(config: QICTConfig, cursor: AuditCursor, receipt: object, n: int) -> None:
     errors = cursor.errors
-    is_evaluation = isinstance(receipt, EvaluationReceipt)
-    if not is_evaluation and not isinstance(receipt, EventReceipt):
+    if not isinstance(receipt, EvaluationReceipt | EventReceipt):
         errors.append(f"receipt {n}: not a transition receipt ({type(receipt).__name__})")
         return
-    assert isinstance(receipt, EvaluationReceipt | EventReceipt)
     before = receipt.before
     after = receipt.after
     prev = cursor.prev
@@ -430,8 +428,7 @@ def _audit_one(config: QICTConfig, cursor: AuditCursor, receipt: object, n: int)
         cursor.state = after
         return
     try:
-        if is_evaluation:
-            assert isinstance(receipt, EvaluationReceipt)
+        if isinstance(receipt, EvaluationReceipt):
             verdict, payload = _replay_payload(receipt.verdict, receipt.payload)
             arcs = receipt.dependency_arcs
             action, replayed = _evaluation_transition(config, before, verdict, payload, arcs)
@@ -452,7 +449,6 @@ def _audit_one(config: QICTConfig, cursor: AuditCursor, receipt: object, n: int)
             elif after.status == _RUNNING:
                 errors.append(f"receipt {n}: evaluation neither terminated nor reduced rho")
         else:
-            assert isinstance(receipt, EventReceipt)
             action, replayed = _event_transition(before, receipt.event)
             if not (receipt.action == action and after == replayed):
                 errors.append(f"receipt {n}: controller event does not replay")
