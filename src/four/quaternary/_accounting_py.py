@@ -82,14 +82,8 @@ def rank(config: QICTConfig, state: ControllerState) -> int:
     """`four.quaternary.rank`: O(1) amortised for states the controller produced,
     O(min(|E|, |F|)) for a state built by hand."""
     failures = config.failure_alphabet
-    excluded = _count(raw_state(state)[0], failures)
-    return (
-        len(failures)
-        - excluded
-        + state.evidence_budget
-        + state.compute_budget
-        + state.dependency_budget
-    )
+    budgets = state.evidence_budget + state.compute_budget + state.dependency_budget
+    return len(failures) - _count(raw_state(state)[0], failures) + budgets
 
 
 def admissible_rank(config: QICTConfig, state: ControllerState) -> int:
