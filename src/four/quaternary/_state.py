@@ -10,6 +10,7 @@ behave exactly like verdict4's.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Hashable, Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -97,12 +98,12 @@ class _Log:
     def __init__(self, keys: list[Any]) -> None:
         self.keys = keys
         self.index = {key: i for i, key in enumerate(keys)}
-        self.counts: dict[AbstractSet[Any], list[int]] = {}
+        self.counts: dict[AbstractSet[Any], array[int]] = {}
 
     def count_in(self, alphabet: AbstractSet[Any], n: int) -> int:
         """How many members of the prefix of length n belong to `alphabet` (amortised O(1):
         the counts of each longer prefix, kept per alphabet, are extended as needed)."""
-        counts = self.counts.setdefault(alphabet, [0])
+        counts = self.counts.setdefault(alphabet, array("q", (0,)))
         for key in self.keys[len(counts) - 1 : n]:
             counts.append(counts[-1] + (key in alphabet))
         return counts[n]
