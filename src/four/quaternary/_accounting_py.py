@@ -1,8 +1,7 @@
 """The typed pure-Python accounting core: rank, transitions, digests and audit replay.
 
 This module is the reference implementation; `_accounting_c.pyx` mirrors it name for
-name and `_accounting.py` selects one of them. Every function here is exact: no
-floats, no implicit coercions, Python ints throughout.
+name and `_accounting.py` selects one of them.
 
 The digests are the receipts' hash chain of `_canonical` (documents of format 1 audit
 under `_chain_v1`, the chain an `AuditCursor` names).
@@ -41,6 +40,7 @@ from ._state import (
     make_record,
     merge_outcomes,
     raw_state,
+    raw_used,
     set_prefix,
 )
 
@@ -95,7 +95,7 @@ def admissible_rank(config: QICTConfig, state: ControllerState) -> int:
     assert deps_ok is not None
     evidence = config.evidence_alphabet
     compute = config.compute_alphabet
-    used = state.dependencies.used
+    used = raw_used(state.dependencies)
     return (
         len(admissible)
         - _count(excl, admissible)
@@ -198,9 +198,10 @@ def _evaluation_transition(
     db = state.dependency_budget
     admissible_deps = config.admissible_dependencies
     assert admissible_deps is not None
+    used = set_prefix(raw_used(deps))
     if (
         dependency in config.dependency_alphabet
-        and dependency not in deps.used
+        and not used.contains(dependency)
         and dependency in admissible_deps
         and db > 0
     ):
@@ -212,7 +213,7 @@ def _evaluation_transition(
                 check_record(unresolved, unresolved, relation, ())
             except ValueError as exc:
                 return hold(str(exc))
-        record = make_record(deps.used | {dependency}, unresolved, relation, deps.outcomes)
+        record = make_record(used.added(dependency), unresolved, relation, deps.outcomes)
         return step(
             ControllerAction.BIND,
             lease=lease(LeaseKind.DEPENDENCY, dependency),
@@ -268,7 +269,8 @@ def _event_transition(
 def _resolved(record: DependencyRecord, name: str, outcome: object) -> DependencyRecord:
     if any(recorded == name for recorded, _ in record.outcomes):
         raise ValueError("A dependency may have only one recorded outcome.")
-    if name not in record.used:
+    used = raw_used(record)
+    if not (used.contains(name) if type(used) is _Prefix else name in used):
         raise ValueError("Outcomes belong only to resolved dependencies.")
     unresolved = record.unresolved
     if name in unresolved:
@@ -277,7 +279,7 @@ def _resolved(record: DependencyRecord, name: str, outcome: object) -> Dependenc
     if relation:
         relation = frozenset(arc for arc in relation if name not in arc)
     return make_record(
-        record.used, unresolved, relation, merge_outcomes((*record.outcomes, (name, outcome)))
+        used, unresolved, relation, merge_outcomes((*record.outcomes, (name, outcome)))
     )
 
 

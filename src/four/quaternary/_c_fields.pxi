@@ -51,8 +51,7 @@ cdef Py_ssize_t S_CLOCK = _offset(T_STATE, "clock")
 cdef Py_ssize_t S_LEASE = _offset(T_STATE, "pending_lease")
 cdef Py_ssize_t S_HELD = _offset(T_STATE, "held_reason")
 cdef Py_ssize_t S_ALL[13]
-S_ALL[:] = [S_EXCL, S_EVID, S_COMP, S_DEPS, S_EB, S_CB, S_DB, S_STATUS, S_DISP, S_COUNT,
-            S_CLOCK, S_LEASE, S_HELD]
+S_ALL[:] = [_offset(T_STATE, name) for name in T_STATE.__slots__]  # in field order
 
 cdef Py_ssize_t D_USED = _offset(T_RECORD, "used")
 cdef Py_ssize_t D_UNRESOLVED = _offset(T_RECORD, "unresolved")
@@ -137,6 +136,6 @@ cdef bint _complete(object state) noexcept:
     if not (value == O_NONE or _is(value, str)):
         return False
     value = _raw(s, S_DEPS)
-    return (_is(value, T_RECORD) and _is(_raw(value, D_USED), frozenset)
+    return (_is(value, T_RECORD) and _set_field(_raw(value, D_USED))
             and _is(_raw(value, D_UNRESOLVED), frozenset)
             and _is(_raw(value, D_RELATION), frozenset) and _is(_raw(value, D_OUTCOMES), tuple))

@@ -45,6 +45,7 @@ from ._state import (
     make_record,
     merge_outcomes,
     raw_state,
+    raw_used,
     set_prefix,
 )
 
@@ -121,9 +122,8 @@ def _set_delta(old: Any, new: Any) -> dict[str, Any] | None:
     if old is new:
         return None
     if type(old) is _Prefix and type(new) is _Prefix and old.log is new.log and old.n <= new.n:
-        if old.n == new.n:
-            return None
-        return {"add": [json_value(v) for v in new.log.keys[old.n : new.n]]}
+        added = new.log.keys[old.n : new.n]
+        return {"add": [json_value(v) for v in added]} if added else None
     before, after = as_set(old), as_set(new)
     if before == after:
         return None
@@ -176,10 +176,14 @@ def _delta(before: ControllerState, after: ControllerState) -> dict[str, Any]:
     out: dict[str, Any] = {n: c for n, old, new in changes if (c := _set_delta(old, new))}
     old_deps, new_deps = before.dependencies, after.dependencies
     if old_deps is not new_deps:
-        deps = {n: _set_delta(getattr(old_deps, n), getattr(new_deps, n)) for n in RECORD_SETS}
-        deps["outcomes"] = _outcome_delta(old_deps.outcomes, new_deps.outcomes)
+        deps = {
+            "used": _set_delta(raw_used(old_deps), raw_used(new_deps)),
+            "unresolved": _set_delta(old_deps.unresolved, new_deps.unresolved),
+            "relation": _set_delta(old_deps.relation, new_deps.relation),
+            "outcomes": _outcome_delta(old_deps.outcomes, new_deps.outcomes),
+        }
         if any(deps.values()):
-            out["dependencies"] = {n: change for n, change in deps.items() if change}
+            out["dependencies"] = {name: change for name, change in deps.items() if change}
     for name in SCALARS:
         old_value, new_value = getattr(before, name), getattr(after, name)
         if old_value is not new_value and (
@@ -201,7 +205,7 @@ def _apply(before: ControllerState, delta: dict[str, Any]) -> ControllerState:
     deps = delta.get("dependencies")
     if deps:
         record = make_record(
-            _apply_set(record.used, deps.get("used"), logged=False),
+            _apply_set(raw_used(record), deps.get("used")),
             _apply_set(record.unresolved, deps.get("unresolved"), logged=False),
             _apply_set(record.relation, deps.get("relation"), logged=False),
             _apply_outcomes(record.outcomes, deps.get("outcomes")),

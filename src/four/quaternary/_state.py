@@ -1,8 +1,8 @@
 """Controller data types (verdict4 0.2.0 compatible) and the shared logs behind their sets.
 
 Receipts keep every before- and after-state, as in verdict4, but a state does not own
-copies of its growing sets. Its three set fields hold a `_Prefix` when the controller
-grows them: a shared append-only `_Log` plus a length. Reading the field materialises a
+copies of its growing sets. A set field that the controller grows holds a `_Prefix`:
+a shared append-only `_Log` plus a length. Reading the field materialises a
 `frozenset` once and caches it; membership, extension, rank counting and equality of
 two prefixes of the same log are O(1). States built by hand hold plain frozensets and
 behave exactly like verdict4's.
@@ -192,6 +192,14 @@ class DependencyRecord:
         check_fields(self)  # a wrong value named here, not deep inside a run
         check_record(self.used, self.unresolved, self.relation, self.outcomes)
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, DependencyRecord)
+        return self is other or (
+            _RECORD_REST(self) == _RECORD_REST(other) and _same(raw_used(self), raw_used(other))
+        )
+
     def outcome_for(self, dependency: str) -> ResolutionOutcome | None:
         """The recorded outcome of `dependency`, or None.
 
@@ -283,14 +291,23 @@ class ControllerState:
         )
 
 
-for _name in ("exclusions", "used_evidence", "used_compute"):  # their slots read lazily
-    setattr(ControllerState, _name, _LazySet(ControllerState.__dict__[_name]))
-_STATE_SLOTS: Final = tuple(  # each field's name and raw slot, in order
-    (name, getattr(ControllerState.__dict__[name], "slot", ControllerState.__dict__[name]))
-    for name in ControllerState.__slots__
-)
+def _raw_slots(cls: type[ControllerState | DependencyRecord], lazy: tuple[str, ...]) -> Any:
+    """Each field's name and raw slot, in order, once the ``lazy`` set fields read through
+    a ``_LazySet``."""
+    for name in lazy:
+        setattr(cls, name, _LazySet(cls.__dict__[name]))
+    return tuple(
+        (name, getattr(cls.__dict__[name], "slot", cls.__dict__[name])) for name in cls.__slots__
+    )
+
+
+_STATE_SLOTS: Final = _raw_slots(ControllerState, ("exclusions", "used_evidence", "used_compute"))
+_RECORD_SLOTS: Final = _raw_slots(DependencyRecord, ("used",))
 _RAW_EXCLUSIONS, _RAW_EVIDENCE, _RAW_COMPUTE = (slot.__get__ for _, slot in _STATE_SLOTS[:3])
+raw_used: Final = _RECORD_SLOTS[0][1].__get__
+"""The raw (possibly lazy) used dependencies of a record."""
 _STATE_REST: Final = attrgetter(*(name for name, _ in _STATE_SLOTS[4:]), "dependencies")
+_RECORD_REST: Final = attrgetter("unresolved", "relation", "outcomes")
 
 
 def raw_state(state: ControllerState) -> tuple[Any, Any, Any]:
@@ -310,8 +327,8 @@ def evolve(state: ControllerState, **changes: Any) -> ControllerState:
 def make_record(used: Any, unresolved: Any, relation: Any, outcomes: Any) -> DependencyRecord:
     """Build a DependencyRecord without re-running validation."""
     record: DependencyRecord = object.__new__(DependencyRecord)
-    for name, value in zip(record.__slots__, (used, unresolved, relation, outcomes), strict=True):
-        object.__setattr__(record, name, value)
+    for (_, slot), value in zip(_RECORD_SLOTS, (used, unresolved, relation, outcomes), strict=True):
+        slot.__set__(record, value)
     return record
 
 
