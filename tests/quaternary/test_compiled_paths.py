@@ -285,7 +285,7 @@ def test_fingerprint_is_cached_and_tells_configs_apart(accounting: ModuleType, n
     """Surrogates and ints beyond 64 bits have a fingerprint; equal configs share it,
     the one config object computes it once, and different configs differ."""
     config = FINGERPRINTED[name]
-    _accounting_py._FINGERPRINTS.clear()
+    _accounting_py._fingerprinted.cache_clear()
     digest = accounting.fingerprint(config)
     assert accounting.fingerprint(config) is digest
     assert accounting.fingerprint(dataclasses.replace(config)) == digest

@@ -5,43 +5,12 @@ values, messages, lease ids and receipt structure), without its quadratic costs,
 receipts chained by digests, JSON (de)serialisation of traces, and a tighter rank.
 """
 
-from ._controller import (
-    QICTController,
-    admissible_rank,
-    audit_trace,
-    head_digest,
-    rank,
-)
-from ._core import (
-    CheckResult,
-    ComputeNeed,
-    EvidenceNeed,
-    Needed,
-    Verdict,
-    iff,
-    maybe,
-    no,
-    yes,
-)
+# ruff: noqa: F403, F405 - the public names are the private modules' own (as httpx's)
+from ._controller import *
+from ._core import *
 from ._receipts import dump_receipts, load_receipts
-from ._runner import LoopOutcome, LoopStatus, run
-from ._state import (
-    AuditResult,
-    CandidateDisposition,
-    ControllerAction,
-    ControllerEvent,
-    ControllerEventKind,
-    ControllerState,
-    ControllerStatus,
-    DependencyRecord,
-    EvaluationReceipt,
-    EventReceipt,
-    Lease,
-    LeaseKind,
-    QICTConfig,
-    ResolutionOutcome,
-    TransitionReceipt,
-)
+from ._runner import *
+from ._state import *
 
 __version__ = "0.2.0"
 

@@ -7,9 +7,9 @@ states whose fields have the shapes the controller produces (exact ints, strs an
 members, set logs, no pending lease); every other step, event and state is handed to
 the pure reference module, so results, exceptions and messages are identical by
 construction (checked by the differential tests). The digests are the reference
-module's, over `hashlib`. The audit replays in C each receipt that follows the running
-state; everything else, including every receipt that would report an error, goes
-through the reference `_audit_one`, which writes the messages.
+module's, over `hashlib`. The audit replays in C each evaluation that follows the
+running state (compared by the states' own equality); every other receipt, and every one
+that would report an error, goes through the reference `_audit_one`, which writes them.
 """
 
 from cpython.object cimport PyObject
@@ -54,13 +54,14 @@ include "_c_audit.pxi"
 # ------------------------------------------------------------------ public functions
 
 
-# the reference functions: the digests, the admissible rank and events (no bench row
-# on a realistic run justifies them in C)
+# the reference functions: the digests, the admissible rank, events and the audit's
+# result (no bench row on a realistic run justifies them in C)
 fingerprint = _py.fingerprint
 genesis = _py.genesis
 receipt_digest = _py.receipt_digest
 admissible_rank = _py.admissible_rank
 handle = _py.handle
+audit_result = _py.audit_result
 
 
 def rank(config, state):
@@ -119,8 +120,3 @@ def audit_feed(config, cursor, receipts, Py_ssize_t start):
             evaluations, state, digest = cursor.evaluations, cursor.state, cursor.prev
     cursor.evaluations, cursor.state, cursor.prev = evaluations, state, digest
     cursor.position = max(cursor.position, len(receipts))
-
-
-def audit_result(config, cursor, head):
-    """The AuditResult for everything fed to `cursor` so far (the cursor is unchanged)."""
-    return _py.audit_result(config, cursor, head)

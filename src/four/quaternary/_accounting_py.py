@@ -1,8 +1,7 @@
 """The typed pure-Python accounting core: rank, transitions, digests and audit replay.
 
 This module is the reference implementation; `_accounting_c.pyx` mirrors it name for
-name and `_accounting.py` selects one of them. Every function here is exact: no
-floats, no implicit coercions, Python ints throughout.
+name and `_accounting.py` selects one of them.
 
 The digests are the receipts' hash chain of `_canonical` (documents of format 1 audit
 under `_chain_v1`, the chain an `AuditCursor` names).
@@ -12,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
+from functools import lru_cache
 from typing import Any, Final, Protocol
 
 from . import _canonical, _chain_v1
@@ -82,14 +82,8 @@ def rank(config: QICTConfig, state: ControllerState) -> int:
     """`four.quaternary.rank`: O(1) amortised for states the controller produced,
     O(min(|E|, |F|)) for a state built by hand."""
     failures = config.failure_alphabet
-    excluded = _count(raw_state(state)[0], failures)
-    return (
-        len(failures)
-        - excluded
-        + state.evidence_budget
-        + state.compute_budget
-        + state.dependency_budget
-    )
+    budgets = state.evidence_budget + state.compute_budget + state.dependency_budget
+    return len(failures) - _count(raw_state(state)[0], failures) + budgets
 
 
 def admissible_rank(config: QICTConfig, state: ControllerState) -> int:
@@ -131,7 +125,6 @@ def _evaluation_transition(
         raise ValueError("A pending lease must return or expire before re-evaluation.")
     index = state.evaluation_count + 1
     excl, evid, comp = raw_state(state)
-    clock = state.clock
 
     def step(
         action: ControllerAction,
@@ -150,6 +143,10 @@ def _evaluation_transition(
             **changes,
         )
         return action, after
+
+    def lease(kind: LeaseKind, obligation: str) -> Lease:
+        deadline = state.clock + config.lease_ticks
+        return Lease(f"{kind.value}:{obligation}:{index}", kind, obligation, deadline)
 
     def hold(reason: str) -> tuple[ControllerAction, ControllerState]:
         return ControllerAction.HOLD, _hold(
@@ -176,11 +173,9 @@ def _evaluation_transition(
             prefix = set_prefix(evid)
             eb = state.evidence_budget
             if need in config.evidence_alphabet and not prefix.contains(need) and eb > 0:
-                deadline = clock + config.lease_ticks
-                lease = Lease(f"evidence:{need}:{index}", LeaseKind.EVIDENCE, need, deadline)
                 return step(
                     ControllerAction.GATHER,
-                    lease=lease,
+                    lease=lease(LeaseKind.EVIDENCE, need),
                     used_evidence=prefix.added(need),
                     evidence_budget=eb - 1,
                 )
@@ -219,12 +214,11 @@ def _evaluation_transition(
             except ValueError as exc:
                 return hold(str(exc))
         record = make_record(used.added(dependency), unresolved, relation, deps.outcomes)
-        deadline = clock + config.lease_ticks
-        lease = Lease(
-            f"dependency:{dependency}:{index}", LeaseKind.DEPENDENCY, dependency, deadline
-        )
         return step(
-            ControllerAction.BIND, lease=lease, dependencies=record, dependency_budget=db - 1
+            ControllerAction.BIND,
+            lease=lease(LeaseKind.DEPENDENCY, dependency),
+            dependencies=record,
+            dependency_budget=db - 1,
         )
     return hold(f"inadmissible or repeated dependency: {dependency}")
 
@@ -310,28 +304,17 @@ class _Chain(Protocol):
 
 
 _CHAINS: Final[dict[int, _Chain]] = {1: _chain_v1, FORMAT_VERSION: _canonical}
-_FINGERPRINTS: dict[tuple[int, int], tuple[QICTConfig, bytes, ControllerState, bytes]] = {}
-_FINGERPRINT_CACHE_SIZE: Final = 16
 
 
-def _fingerprinted(
-    config: QICTConfig, version: int
-) -> tuple[QICTConfig, bytes, ControllerState, bytes]:
+@lru_cache(maxsize=16)
+def _fingerprinted(config: QICTConfig, version: int) -> tuple[bytes, ControllerState, bytes]:
     """The config's fingerprint, and its initial state's genesis, under chain ``version``:
-    the last few configs (immutable) are cached by identity, so a fleet of runs under one
-    config computes them once."""
-    key = (id(config), version)
-    cached = _FINGERPRINTS.get(key)
-    if cached is not None and cached[0] is config:
-        return cached
+    the last few configs (immutable) are cached, so a fleet of runs under one config
+    computes them once."""
     chain = _CHAINS[version]
     fingerprinted = chain.fingerprint(config)
     initial = config.initial_state()
-    cached = (config, fingerprinted, initial, chain.genesis_after(fingerprinted, initial))
-    if len(_FINGERPRINTS) >= _FINGERPRINT_CACHE_SIZE:
-        _FINGERPRINTS.pop(next(iter(_FINGERPRINTS)))
-    _FINGERPRINTS[key] = cached
-    return cached
+    return fingerprinted, initial, chain.genesis_after(fingerprinted, initial)
 
 
 def fingerprint(config: QICTConfig) -> bytes:
@@ -340,12 +323,12 @@ def fingerprint(config: QICTConfig) -> bytes:
     >>> len(fingerprint(QICTConfig()))
     32
     """
-    return _fingerprinted(config, FORMAT_VERSION)[1]
+    return _fingerprinted(config, FORMAT_VERSION)[0]
 
 
 def genesis(config: QICTConfig, state: ControllerState, version: int = FORMAT_VERSION) -> bytes:
     """The digest a trace starting at `state` under `config` chains from."""
-    _, fingerprinted, initial, start = _fingerprinted(config, version)
+    fingerprinted, initial, start = _fingerprinted(config, version)
     if state is initial or state == initial:
         return start
     return _CHAINS[version].genesis_after(fingerprinted, state)
@@ -420,11 +403,9 @@ def _replay_payload(verdict: object, payload: object) -> tuple[Verdict, Payload]
 
 def _audit_one(config: QICTConfig, cursor: AuditCursor, receipt: object, n: int) -> None:
     errors = cursor.errors
-    is_evaluation = isinstance(receipt, EvaluationReceipt)
-    if not is_evaluation and not isinstance(receipt, EventReceipt):
+    if not isinstance(receipt, EvaluationReceipt | EventReceipt):
         errors.append(f"receipt {n}: not a transition receipt ({type(receipt).__name__})")
         return
-    assert isinstance(receipt, EvaluationReceipt | EventReceipt)
     before = receipt.before
     after = receipt.after
     prev = cursor.prev
@@ -443,8 +424,7 @@ def _audit_one(config: QICTConfig, cursor: AuditCursor, receipt: object, n: int)
         cursor.state = after
         return
     try:
-        if is_evaluation:
-            assert isinstance(receipt, EvaluationReceipt)
+        if isinstance(receipt, EvaluationReceipt):
             verdict, payload = _replay_payload(receipt.verdict, receipt.payload)
             arcs = receipt.dependency_arcs
             action, replayed = _evaluation_transition(config, before, verdict, payload, arcs)
@@ -465,7 +445,6 @@ def _audit_one(config: QICTConfig, cursor: AuditCursor, receipt: object, n: int)
             elif after.status == _RUNNING:
                 errors.append(f"receipt {n}: evaluation neither terminated nor reduced rho")
         else:
-            assert isinstance(receipt, EventReceipt)
             action, replayed = _event_transition(before, receipt.event)
             if not (receipt.action == action and after == replayed):
                 errors.append(f"receipt {n}: controller event does not replay")

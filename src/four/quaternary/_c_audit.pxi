@@ -1,11 +1,4 @@
 # ------------------------------------------------------------------ audit
-#
-# Receipts are replayed in order against a running state and digest (`audit_feed`):
-# each evaluation that follows the running state is replayed by the C transition
-# (`_evaluation_replays`) and compared by the states' own equality; any other receipt,
-# and every one that would report an error, goes to the reference `_audit_one`, which
-# writes the messages (the running state, digest and count are written to the cursor
-# around it).
 
 
 cdef bint _evaluation_replays(object config, object receipt, object state,
@@ -16,13 +9,13 @@ cdef bint _evaluation_replays(object config, object receipt, object state,
     cdef PyObject *verdict = _raw(r, R_VERDICT)
     cdef PyObject *payload = _raw(r, R_PAYLOAD)
     cdef PyObject *claimed = _raw(r, R_DIGEST)
-    if _raw(r, R_BEFORE) != <PyObject *>state or verdict is NULL or payload is NULL:
-        return False
-    if not _is(claimed, bytes) or not _is(<PyObject *>prev, bytes):
-        return False
-    for offset in (R_ARCS, R_ACTION, R_AFTER, R_INDEX):
-        if _raw(r, offset) is NULL:
+    cdef Py_ssize_t i
+    for i in range(8):  # every slot set
+        if _raw(r, R_ALL[i]) is NULL:
             return False
+    if (_raw(r, R_BEFORE) != <PyObject *>state or not _is(claimed, bytes)
+            or not _is(<PyObject *>prev, bytes)):
+        return False
     # the shapes `_replay_payload` leaves unchanged, of the two verdicts translated
     if not ((verdict == O_NO and _is(payload, str))
             or (verdict == <PyObject *>V_YES and payload == O_NONE)):

@@ -51,8 +51,7 @@ cdef Py_ssize_t S_CLOCK = _offset(T_STATE, "clock")
 cdef Py_ssize_t S_LEASE = _offset(T_STATE, "pending_lease")
 cdef Py_ssize_t S_HELD = _offset(T_STATE, "held_reason")
 cdef Py_ssize_t S_ALL[13]
-S_ALL[:] = [S_EXCL, S_EVID, S_COMP, S_DEPS, S_EB, S_CB, S_DB, S_STATUS, S_DISP, S_COUNT,
-            S_CLOCK, S_LEASE, S_HELD]
+S_ALL[:] = [_offset(T_STATE, name) for name in T_STATE.__slots__]  # in field order
 
 cdef Py_ssize_t D_USED = _offset(T_RECORD, "used")
 cdef Py_ssize_t D_UNRESOLVED = _offset(T_RECORD, "unresolved")
@@ -78,7 +77,6 @@ cdef Py_ssize_t P_N = _offset(T_PREFIX, "n")
 cdef Py_ssize_t P_FROZEN = _offset(T_PREFIX, "frozen")
 cdef Py_ssize_t P_ALL[3]
 P_ALL[:] = [P_LOG_SLOT, P_N, P_FROZEN]
-cdef Py_ssize_t G_BASE = _offset(T_LOG, "base")
 cdef Py_ssize_t G_KEYS = _offset(T_LOG, "keys")
 cdef Py_ssize_t G_INDEX = _offset(T_LOG, "index")
 
@@ -104,21 +102,10 @@ cdef inline bint _is(PyObject *value, type kind) noexcept:
     return value is not NULL and FOUR_TYPE(value) == <void *>kind
 
 
-cdef inline bint _prefix(PyObject *value) noexcept:
-    """A `_Prefix` over a `_Log` (so its slots can be read as such)."""
-    return (_is(value, T_PREFIX) and _is(_raw(value, P_LOG_SLOT), T_LOG)
-            and _is(_raw(value, P_N), int))
-
-
 cdef inline bint _set_field(PyObject *value) noexcept:
-    return _prefix(value) or _is(value, frozenset)
-
-
-cdef bint _complete_record(PyObject *record) noexcept:
-    return (_is(record, T_RECORD) and _set_field(_raw(record, D_USED))
-            and _is(_raw(record, D_UNRESOLVED), frozenset)
-            and _is(_raw(record, D_RELATION), frozenset)
-            and _is(_raw(record, D_OUTCOMES), tuple))
+    """A frozenset, or a `_Prefix` over a `_Log` (so its slots can be read as such)."""
+    return _is(value, frozenset) or (_is(value, T_PREFIX) and _is(_raw(value, P_LOG_SLOT), T_LOG)
+                                     and _is(_raw(value, P_N), int))
 
 
 cdef bint _complete(object state) noexcept:
@@ -128,7 +115,7 @@ cdef bint _complete(object state) noexcept:
     cdef PyObject *s = <PyObject *>state
     cdef PyObject *value
     cdef Py_ssize_t i
-    if not _is(s, T_STATE):
+    if not _is(s, T_STATE) or _raw(s, S_LEASE) != O_NONE:
         return False
     for i in range(4, 7):  # the budgets
         if not _is(_raw(s, S_ALL[i]), int):
@@ -148,6 +135,7 @@ cdef bint _complete(object state) noexcept:
     value = _raw(s, S_HELD)
     if not (value == O_NONE or _is(value, str)):
         return False
-    if _raw(s, S_LEASE) != O_NONE:
-        return False
-    return _complete_record(_raw(s, S_DEPS))
+    value = _raw(s, S_DEPS)
+    return (_is(value, T_RECORD) and _set_field(_raw(value, D_USED))
+            and _is(_raw(value, D_UNRESOLVED), frozenset)
+            and _is(_raw(value, D_RELATION), frozenset) and _is(_raw(value, D_OUTCOMES), tuple))

@@ -1,7 +1,4 @@
 # ------------------------------------------------------------------ transitions
-#
-# The two verdicts of a realistic run, a NO then a YES; other verdicts and every event
-# are the reference module's.
 
 
 cdef object _new(type cls, Py_ssize_t *offsets, tuple values):
@@ -32,11 +29,7 @@ cdef object _added(object prefix, object key):
 
 cdef bint _prefix_contains(object prefix, object key) except -1:
     """`_Prefix.contains` in C."""
-    cdef object log = _get(prefix, P_LOG_SLOT)
-    cdef PyObject *position
-    if key in _get(log, G_BASE):
-        return True
-    position = PyDict_GetItem(_get(log, G_INDEX), key)
+    cdef PyObject *position = PyDict_GetItem(_get(_get(prefix, P_LOG_SLOT), G_INDEX), key)
     return position is not NULL and <object>position < _get(prefix, P_N)
 
 

@@ -30,7 +30,9 @@ SCALARS: Final = (
     "pending_lease",
     "held_reason",
 )
-STATE_FIELDS: Final = ("exclusions", "used_evidence", "used_compute", "dependencies", *SCALARS)
+SETS: Final = ("exclusions", "used_evidence", "used_compute")
+RECORD_SETS: Final = ("used", "unresolved", "relation")
+STATE_FIELDS: Final = (*SETS, "dependencies", *SCALARS)
 """The fields of a receipt's full controller state (``before`` of the first receipt)."""
 
 
@@ -69,15 +71,9 @@ def json_pairs(pairs: Iterable[tuple[Any, Any]]) -> list[Any]:
 def json_state(state: ControllerState) -> dict[str, Any]:
     deps = state.dependencies
     return {
-        "exclusions": json_values(state.exclusions),
-        "used_evidence": json_values(state.used_evidence),
-        "used_compute": json_values(state.used_compute),
-        "dependencies": {
-            "used": json_values(deps.used),
-            "unresolved": json_values(deps.unresolved),
-            "relation": json_values(deps.relation),
-            "outcomes": json_pairs(deps.outcomes),
-        },
+        **{name: json_values(getattr(state, name)) for name in SETS},
+        "dependencies": {name: json_values(getattr(deps, name)) for name in RECORD_SETS}
+        | {"outcomes": json_pairs(deps.outcomes)},
         **{name: json_scalar(name, getattr(state, name)) for name in SCALARS},
     }
 

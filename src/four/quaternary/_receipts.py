@@ -14,7 +14,9 @@ from four._checked import checked
 
 from ._canonical import (
     FORMAT_VERSION,
+    RECORD_SETS,
     SCALARS,
+    SETS,
     json_event,
     json_pairs,
     json_scalar,
@@ -110,9 +112,9 @@ def _unpairs(data: Any) -> tuple[tuple[Any, Any], ...]:
 
 def _read_state(data: dict[str, Any]) -> ControllerState:
     deps = data["dependencies"]
-    used, unresolved, relation = (_unset(deps[n]) for n in ("used", "unresolved", "relation"))
+    used, unresolved, relation = (_unset(deps[n]) for n in RECORD_SETS)
     record = DependencyRecord(used, unresolved, relation, _unpairs(deps["outcomes"]))
-    excl, evid, comp = (_unset(data[n]) for n in ("exclusions", "used_evidence", "used_compute"))
+    excl, evid, comp = (_unset(data[n]) for n in SETS)
     return ControllerState(excl, evid, comp, record, **{n: _unscalar(n, data[n]) for n in SCALARS})
 
 
@@ -120,9 +122,8 @@ def _set_delta(old: Any, new: Any) -> dict[str, Any] | None:
     if old is new:
         return None
     if type(old) is _Prefix and type(new) is _Prefix and old.log is new.log and old.n <= new.n:
-        if old.n == new.n:
-            return None
-        return {"add": [json_value(v) for v in new.log.keys[old.n : new.n]]}
+        added = new.log.keys[old.n : new.n]
+        return {"add": [json_value(v) for v in added]} if added else None
     before, after = as_set(old), as_set(new)
     if before == after:
         return None
@@ -171,23 +172,18 @@ def _apply_outcomes(outcomes: Any, delta: dict[str, Any] | None) -> Any:
 
 
 def _delta(before: ControllerState, after: ControllerState) -> dict[str, Any]:
-    names = ("exclusions", "used_evidence", "used_compute")
-    changes = zip(names, raw_state(before), raw_state(after), strict=True)
+    changes = zip(SETS, raw_state(before), raw_state(after), strict=True)
     out: dict[str, Any] = {n: c for n, old, new in changes if (c := _set_delta(old, new))}
     old_deps, new_deps = before.dependencies, after.dependencies
     if old_deps is not new_deps:
         deps = {
-            name: change
-            for name, change in (
-                ("used", _set_delta(raw_used(old_deps), raw_used(new_deps))),
-                ("unresolved", _set_delta(old_deps.unresolved, new_deps.unresolved)),
-                ("relation", _set_delta(old_deps.relation, new_deps.relation)),
-                ("outcomes", _outcome_delta(old_deps.outcomes, new_deps.outcomes)),
-            )
-            if change
+            "used": _set_delta(raw_used(old_deps), raw_used(new_deps)),
+            "unresolved": _set_delta(old_deps.unresolved, new_deps.unresolved),
+            "relation": _set_delta(old_deps.relation, new_deps.relation),
+            "outcomes": _outcome_delta(old_deps.outcomes, new_deps.outcomes),
         }
-        if deps:
-            out["dependencies"] = deps
+        if any(deps.values()):
+            out["dependencies"] = {name: change for name, change in deps.items() if change}
     for name in SCALARS:
         old_value, new_value = getattr(before, name), getattr(after, name)
         if old_value is not new_value and (
@@ -205,7 +201,6 @@ def _apply(before: ControllerState, delta: dict[str, Any]) -> ControllerState:
     """
     if not delta:
         return before
-    excl, evid, comp = raw_state(before)
     record = before.dependencies
     deps = delta.get("dependencies")
     if deps:
@@ -215,11 +210,10 @@ def _apply(before: ControllerState, delta: dict[str, Any]) -> ControllerState:
             _apply_set(record.relation, deps.get("relation"), logged=False),
             _apply_outcomes(record.outcomes, deps.get("outcomes")),
         )
+    sets = zip(SETS, raw_state(before), strict=True)
     state = evolve(
         before,
-        exclusions=_apply_set(excl, delta.get("exclusions")),
-        used_evidence=_apply_set(evid, delta.get("used_evidence")),
-        used_compute=_apply_set(comp, delta.get("used_compute")),
+        **{name: _apply_set(raw, delta.get(name)) for name, raw in sets},
         dependencies=record,
         **{name: _unscalar(name, delta[name]) for name in SCALARS if name in delta},
     )

@@ -10,7 +10,7 @@ behave exactly like verdict4's.
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from array import array
 from collections.abc import Hashable, Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -88,65 +88,39 @@ class ControllerEventKind(str, Enum):  # noqa: UP042 - str() and format() as in 
 # --------------------------------------------------------------------------- logs
 
 
-@dataclass(slots=True)
-class _Count:
-    """Which of a log's first `checked` keys belong to one alphabet: all but the
-    positions listed in `misses` (usually none, so a long trace costs O(1) here)."""
-
-    alphabet: AbstractSet[Any]
-    base: int  # members of the log's base that belong to the alphabet
-    checked: int = 0
-    misses: list[int] = field(default_factory=list)
-
-
 class _Log:
-    """An append-only history shared by every state derived from one starting set.
+    """An append-only history of distinct keys, shared by every state derived from one
+    starting set: `keys[i]` is the i-th key (the starting set's first) and `index` maps
+    each key to its position, so a prefix of length n has n members."""
 
-    `base` is the starting frozenset, `keys[i]` the i-th added element and `index` maps
-    each added key to its position. Keys are never in the base and never repeat, so a
-    prefix of length n has len(base) + n members.
-    """
+    __slots__ = ("counts", "index", "keys")
 
-    __slots__ = ("base", "counts", "index", "keys")
-
-    def __init__(self, base: frozenset[Any]) -> None:
-        self.base = base
-        self.keys: list[Any] = []
-        self.index: dict[Any, int] = {}
-        self.counts: dict[int, _Count] = {}
+    def __init__(self, keys: list[Any]) -> None:
+        self.keys = keys
+        self.index = {key: i for i, key in enumerate(keys)}
+        self.counts: dict[AbstractSet[Any], array[int]] = {}
 
     def count_in(self, alphabet: AbstractSet[Any], n: int) -> int:
-        """How many members of the prefix of length n belong to `alphabet` (amortised O(1);
-        its record is keyed by identity: alphabets are frozen)."""
-        entry = self.counts.get(id(alphabet))
-        if entry is None or entry.alphabet is not alphabet:
-            entry = _Count(alphabet, sum(1 for k in self.base if k in alphabet))
-            self.counts[id(alphabet)] = entry
-        misses = entry.misses
-        keys = self.keys
-        for i in range(entry.checked, n):
-            if keys[i] not in alphabet:
-                misses.append(i)
-        if n > entry.checked:
-            entry.checked = n
-        return entry.base + n - (bisect_left(misses, n) if misses else 0)
+        """How many members of the prefix of length n belong to `alphabet` (amortised O(1):
+        the counts of each longer prefix, kept per alphabet, are extended as needed)."""
+        counts = self.counts.setdefault(alphabet, array("q", (0,)))
+        for key in self.keys[len(counts) - 1 : n]:
+            counts.append(counts[-1] + (key in alphabet))
+        return counts[n]
 
 
 class _Prefix:
-    """The first `n` additions of a `_Log` on top of its base; immutable once built."""
+    """The first `n` keys of a `_Log`; immutable once built."""
 
     __slots__ = ("frozen", "log", "n")
 
-    def __init__(self, log: _Log, n: int) -> None:
+    def __init__(self, log: _Log, n: int, frozen: frozenset[Any] | None = None) -> None:
         self.log = log
         self.n = n
-        self.frozen: frozenset[Any] | None = None
+        self.frozen = frozen
 
     def contains(self, key: object) -> bool:
-        log = self.log
-        if key in log.base:
-            return True
-        pos = log.index.get(key)
+        pos = self.log.index.get(key)
         return pos is not None and pos < self.n
 
     def added(self, key: Hashable) -> _Prefix:
@@ -156,27 +130,22 @@ class _Prefix:
         if n == len(keys):
             keys.append(key)
             log.index[key] = n
-            return _Prefix(log, n + 1)
-        if keys[n] == key:
-            return _Prefix(log, n + 1)  # replaying a step already recorded in this log
-        fork = _Log(log.base)
-        fork.keys = keys[:n]
-        fork.index = {k: i for i, k in enumerate(fork.keys)}
-        return _Prefix(fork, n).added(key)
+        elif keys[n] != key:  # (equal: replaying a step already recorded in this log)
+            return _Prefix(_Log(keys[:n]), n).added(key)
+        return _Prefix(log, n + 1)
 
     def as_set(self) -> frozenset[Any]:
         if self.frozen is None:
-            log = self.log
-            self.frozen = log.base.union(log.keys[: self.n]) if self.n else log.base
+            self.frozen = frozenset(self.log.keys[: self.n])
         return self.frozen
 
 
 def set_prefix(value: frozenset[Any] | _Prefix) -> _Prefix:
-    """A prefix view of a set field: itself, or a fresh log whose base is the frozenset."""
+    """A prefix view of a set field: itself, or a fresh log of the frozenset's members."""
     if type(value) is _Prefix:
         return value
     assert isinstance(value, frozenset)
-    return _Prefix(_Log(value), 0)
+    return _Prefix(_Log(list(value)), len(value), value)
 
 
 def _same(a: object, b: object) -> bool:
