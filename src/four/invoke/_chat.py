@@ -252,7 +252,9 @@ def usage_of(prompt: object, completion: object, prices: Prices | None, cost: ob
     >>> round(usage_of(1000, 100, (3e-06, 1.5e-05), None).cost, 6)
     0.0045
     """
-    p, c = whole(prompt), whole(completion)
+    p, c = (
+        n if isinstance(n, int) and not isinstance(n, bool) else 0 for n in (prompt, completion)
+    )
     if prices is not None:
         return Usage(p, c, p * prices[0] + c * prices[1])
     known = float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None
@@ -306,11 +308,6 @@ def _text(value: object) -> str:
         )
         return "".join(t for t in texts if isinstance(t, str))
     return ""
-
-
-def whole(value: object) -> int:
-    """A count a provider reported (0 when it is none)."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 P = ParamSpec("P")

@@ -59,12 +59,9 @@ class LitellmCounter(Checked):
 def model_of(G: object) -> str:
     """The model string of a G, looking through wrappers (``.G``); '' if none is found."""
     for _ in range(8):
-        model = getattr(G, "model", None)
-        if isinstance(model, str):
+        if isinstance(model := getattr(G, "model", None), str):
             return model
         G = getattr(G, "G", None)
-        if G is None:
-            break
     return ""
 
 

@@ -1,10 +1,5 @@
-"""G over the OpenAI Responses API, posted with httpx (no litellm import).
-
-Why httpx and not ``litellm.responses``: the Responses API is one POST with a small
-JSON schema, servers that speak it (OpenAI, vLLM, llama.cpp) differ little, and a
-direct client keeps the 2-3 s litellm import and its conversions out of the way.
-httpx comes with litellm and is imported at the first call.
-"""
+"""G over the OpenAI Responses API, posted with httpx (imported at the first call): one
+POST with a small JSON schema needs neither litellm's 2-3 s import nor its conversions."""
 
 from __future__ import annotations
 
@@ -60,13 +55,11 @@ class _Client:
 
     def close(self) -> None:
         with self._lock:
-            if self._client is not None:
-                self._client.close()
-                self._client = None
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
 
-    def __del__(self) -> None:  # a dropped G leaves no open sockets behind
-        if self._client is not None:
-            self._client.close()
+    __del__ = close  # a dropped G leaves no open sockets behind
 
 
 @dataclass(frozen=True, slots=True)
