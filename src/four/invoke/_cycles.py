@@ -191,10 +191,8 @@ def _replay_plan(history: Sequence[Message], chosen: Plan | None) -> Plan | None
     numbers = ", ".join(str(turn + 1) for _, turn in found)
     why = f"the reply replayed work the check rejected (turn{'s' if len(found) > 1 else ''} {numbers})"
     seed = _seed((sorted(map(repr, keys)), len(history)))
-    first = found[0][0]
-    if chosen is None:
-        return Plan(history, (), 1, first, "", seed, why, keys)
-    return Plan(chosen.sent, chosen.dropped, 1, first, chosen.reason, seed, why, keys)
+    base = chosen or Plan(history, (), 1, None, "", 0)
+    return replace(base, repeats=1, looping=found[0][0], seed=seed, replay=why, replays=keys)
 
 
 @runtime_checkable
@@ -269,14 +267,13 @@ async def _broken(
         return await call(G, messages)
     if chosen.looping is None or sampled is None:
         return _noted(await call(G, chosen.sent), chosen.record(None, 0))
-    billed, draw = NO_USAGE, 0
+    billed, draw, repeated = NO_USAGE, 0, {chosen.looping, *chosen.replays}
     while True:
         drawn_by = G
         if not chosen.first_as_is(draw):
             drawn_by = sampled.sampled(breaker.sampling(sampled.sampling, chosen, draw))
         drawn = await call(drawn_by, chosen.sent)
-        reply = drawn.unwrap() if isinstance(drawn, Success) else None
-        again = reply is not None and _key(reply) in (chosen.looping, *chosen.replays)
+        again = isinstance(drawn, Success) and _key(drawn.unwrap()) in repeated
         if again and draw < breaker.redraws:  # the reply repeats the cycle: draw again
             billed, draw = billed + (drawn.unwrap().usage or NO_USAGE), draw + 1
             continue

@@ -158,23 +158,6 @@ _lock = threading.Lock()
 _servers: dict[LocalInvoke, LocalServer] = {}
 
 
-def shared_server(
-    settings: LocalInvoke, timeout: float = DEFAULT_START_TIMEOUT
-) -> Result[LocalServer, ModelError]:
-    """The process's server for ``settings``: started on first use, again if it died."""
-    with _lock:
-        server = _servers.get(settings)
-        if server is not None and server.process.poll() is None:  # running
-            return Success(server)
-        if server is not None:
-            server.stop()
-            del _servers[settings]
-        started = start_server(settings, timeout)
-        if isinstance(started, Success):
-            _servers[settings] = started.unwrap()
-        return started
-
-
 def stop_local_servers() -> None:
     """Stop every server this process started (also done at exit)."""
     with _lock:
@@ -225,8 +208,18 @@ class LocalInvoke(Checked):
         )
 
     def server(self) -> Result[LocalServer, ModelError]:
-        """The running server (started now if it is not)."""
-        return shared_server(self.settings, self.start_timeout)
+        """The process's server for these settings: started on first use, again if it died."""
+        settings = self.settings
+        with _lock:
+            server = _servers.get(settings)
+            if server is not None and server.process.poll() is None:  # running
+                return Success(server)
+            if server is not None:
+                _servers.pop(settings).stop()
+            started = start_server(settings, self.start_timeout)
+            if isinstance(started, Success):
+                _servers[settings] = started.unwrap()
+            return started
 
     def chat(self, server: LocalServer, cache: bool = True) -> LitellmInvoke:
         """The litellm G that talks to ``server``: any OpenAI-compatible server's path.
