@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from returns.result import Failure, Result, Success
+from returns.result import Failure, Result
 
 from four import _arguments as check
 from four._checked import checked
@@ -42,11 +42,9 @@ def spent(messages: Sequence[Message]) -> Usage:
 
 def add_usage(result: Result[Reply, ModelError], usage: Usage) -> Result[Reply, ModelError]:
     """``result``, reply or error, with ``usage`` added to its own."""
-    if isinstance(result, Success):
-        reply = result.unwrap()
-        return Success(replace(reply, usage=(reply.usage or NO_USAGE) + usage))
-    error = result.failure()
-    return Failure(replace(error, usage=(error.usage or NO_USAGE) + usage))
+    return result.map(lambda r: replace(r, usage=(r.usage or NO_USAGE) + usage)).alt(
+        lambda e: replace(e, usage=(e.usage or NO_USAGE) + usage)
+    )
 
 
 @dataclass(frozen=True, slots=True)

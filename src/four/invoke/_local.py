@@ -1,14 +1,8 @@
-"""G on a model served on this machine: an embedded llama.cpp server, started on first use.
-
-The server is a child process (``_llama_child.py``, which says how it ends when this
-process ends, however it ends), not a server inside this process: a child can be stopped
-and its 2 GB given back at any time, and a crash in llama.cpp cannot take the run down
-with it. PR_SET_PDEATHSIG would tie the server to the *thread* that started it, and a
-batch starts it from a worker thread.
-
-One server per process and settings, shared by every run that asks for it (``parallel``
-slots for runs at once); it is talked to through litellm like any OpenAI-compatible
-server, so nothing about the loop changes. Stopped at exit, or by ``stop_local_servers``.
+"""G on an embedded llama.cpp server (docs/install.md), talked to through litellm like any
+OpenAI-compatible server. The server is a child process (``_llama_child.py``), not a
+server inside this process: a child can be stopped and its 2 GB given back at any time,
+and a crash in llama.cpp cannot take the run down with it. PR_SET_PDEATHSIG would tie it
+to the *thread* that started it, and a batch starts it from a worker thread.
 """
 
 from __future__ import annotations
