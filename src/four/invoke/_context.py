@@ -216,9 +216,7 @@ class _Memory:
 
     def continues(self, messages: Sequence[Message]) -> bool:
         """Whether ``messages`` extends the history the summary was made from."""
-        if not self.seen or len(messages) < len(self.seen):
-            return False
-        return all(a is b or a == b for a, b in zip(self.seen, messages, strict=False))
+        return bool(self.seen) and tuple(messages[: len(self.seen)]) == self.seen
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,13 +55,11 @@ def _key(reply: Assistant) -> _Key:
 
 
 def _turns(history: Sequence[Message]) -> list[_Turn]:
-    starts = [i for i, m in enumerate(history) if isinstance(m, Assistant)]
+    replies = [(i, m) for i, m in enumerate(history) if isinstance(m, Assistant)]
     turns = []
-    for n, start in enumerate(starts):
-        end = starts[n + 1] if n + 1 < len(starts) else len(history)
+    for n, (start, reply) in enumerate(replies):
+        end = replies[n + 1][0] if n + 1 < len(replies) else len(history)
         answers = [m for m in history[start + 1 : end] if isinstance(m, User | ToolResult)]
-        reply = history[start]
-        assert isinstance(reply, Assistant)
         turns.append(
             _Turn(
                 start,
