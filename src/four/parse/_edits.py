@@ -269,9 +269,7 @@ def _heading(lines: Sequence[str], block: Block, previous_end: int) -> str | Non
     index = block.line - 2  # 0-based index of the line before the fence
     if index >= 0 and not lines[index].strip():
         index -= 1
-    if index < previous_end or index < 0:
-        return None
-    return path_of(lines[index])
+    return path_of(lines[index]) if index >= previous_end else None  # previous_end >= 0
 
 
 def _search_replace(
@@ -460,9 +458,7 @@ def _shifted(line: str, add: str, remove: str) -> str:
 def _alike(window: Sequence[str], search: Sequence[str]) -> float:
     """How alike two runs of lines are: the mean likeness of their lines, pair by pair
     (per line, so the cost stays linear in the lines)."""
-    pairs = list(zip(window, search, strict=False))
-    if not pairs:
-        return 0.0
+    pairs = zip(window, search, strict=False)
     return sum(difflib.SequenceMatcher(None, a, b).ratio() for a, b in pairs) / len(search)
 
 
@@ -490,11 +486,8 @@ def _closest(lines: Sequence[str], search: Sequence[str]) -> str:
         offset, first = next(((o, w.strip()) for o, w in enumerate(search) if w.strip()), (0, ""))
         near = difflib.get_close_matches(first, list(at), n=3, cutoff=0.5)
         starts = [min(max(i - offset, 0), last) for key in near for i in at[key][:5]]
-    best, best_start = 0.0, 0
-    for start in starts:
-        ratio = _alike(lines[start : start + size], search)
-        if ratio > best:
-            best, best_start = ratio, start
+    alike = ((_alike(lines[start : start + size], search), start) for start in starts)
+    best, best_start = max(alike, key=lambda pair: pair[0], default=(0.0, 0))
     if best < 0.5:
         return ""
     shown = [

@@ -94,11 +94,7 @@ def _closing(lines: Sequence[str], start: int, fence: str, heredocs: bool) -> in
                 pending.pop(0)
             continue
         stripped = line.strip()
-        if (
-            len(stripped) >= len(fence)
-            and stripped == stripped[0] * len(stripped)
-            and stripped[0] == fence[0]
-        ):
+        if len(stripped) >= len(fence) and stripped == fence[0] * len(stripped):
             return index
         if heredocs and "<<" in line:
             for m in _HEREDOC.finditer(_without_comment(line)):
