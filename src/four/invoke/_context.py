@@ -266,22 +266,20 @@ class SummarizingInvoke(Checked):
     def _summarize(
         self, summary: str, new: Sequence[Message]
     ) -> Result[tuple[str, Usage], ModelError]:
-        previous = summary or "(none yet)"
         prompt = (
-            f"Notes so far:\n{previous}\n\nSteps since:\n{transcript(new)}\n\n"
+            f"Notes so far:\n{summary or '(none yet)'}\n\nSteps since:\n{transcript(new)}\n\n"
             "Write the updated notes."
         )
-        summarizer = self.summarizer or self.G
-        result = summarizer([System(SUMMARIZER_SYSTEM), User(prompt)])
+        result = (self.summarizer or self.G)([System(SUMMARIZER_SYSTEM), User(prompt)])
         if isinstance(result, Failure):
             error = result.failure()
             return Failure(replace(error, message=f"summarizer: {error.message}"))
         reply = result.unwrap()
-        text = reply.content.strip()
-        if not text:
-            return Failure(
-                ModelError(ModelErrorKind.OTHER, "summarizer returned no text", usage=reply.usage)
+        if not (text := reply.content.strip()):
+            failed = ModelError(
+                ModelErrorKind.OTHER, "summarizer returned no text", usage=reply.usage
             )
+            return Failure(failed)
         return Success((text, reply.usage or NO_USAGE))
 
 

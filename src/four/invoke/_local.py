@@ -246,12 +246,9 @@ class LocalInvoke(Checked):
         """``server``'s reply to ``messages``; under a grammar, one cut off at the token limit
         is decoded once more without the prompt cache (why: docs/search.md)."""
         drawn = self.chat(server)(messages)
-        if self.grammar is None or not isinstance(drawn, Success):
+        if self.grammar is None or not isinstance(drawn, Success) or not drawn.unwrap().truncated:
             return drawn
-        cut = drawn.unwrap()
-        if not cut.truncated:
-            return drawn
-        return add_usage(self.chat(server, cache=False)(messages), cut.usage or NO_USAGE)
+        return add_usage(self.chat(server, cache=False)(messages), drawn.unwrap().usage or NO_USAGE)
 
 
 def default_threads() -> int:

@@ -34,11 +34,8 @@ class ScriptedInvoke(Checked):
         with self._lock:
             index, self.position = self.position, self.position + 1
         if index >= len(self.replies):
-            return Failure(
-                ModelError(
-                    ModelErrorKind.OTHER, f"{self.name} exhausted after {len(self.replies)} replies"
-                )
-            )
+            exhausted = f"{self.name} exhausted after {len(self.replies)} replies"
+            return Failure(ModelError(ModelErrorKind.OTHER, exhausted))
         item = self.replies[index]
         if isinstance(item, ModelError):
             return Failure(item)
