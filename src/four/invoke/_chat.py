@@ -101,11 +101,8 @@ class LitellmInvoke(Checked):
         }
         if self.tools:
             request["tools"] = [dict(t) for t in self.tools]
-        if self.api_base is not None:
-            request["api_base"] = self.api_base
-        if self.api_key is not None:
-            request["api_key"] = self.api_key
-        return request
+        optional = {"api_base": self.api_base, "api_key": self.api_key}
+        return request | {name: value for name, value in optional.items() if value is not None}
 
     @checked
     def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:

@@ -398,7 +398,10 @@ def _replace(text: str, edit: SearchReplace) -> tuple[str, None] | tuple[None, s
             )
         if found:
             ((start, (add, remove)),) = found
-            lines[start : start + len(search)] = [_shifted(line, add, remove) for line in replace]
+            shifted = [
+                add + line.removeprefix(remove) if line.strip() else line for line in replace
+            ]
+            lines[start : start + len(search)] = shifted
             return newline.join(lines) + ("" if ends_open else newline), None
     return None, "the SEARCH text is not in the file." + _closest(lines, search)
 
@@ -445,14 +448,6 @@ def _indented(window: Sequence[str], search: Sequence[str]) -> _Shift | None:
 
 
 _MATCHERS = (_exact, _trailing, _indented)
-
-
-def _shifted(line: str, add: str, remove: str) -> str:
-    if not line.strip():
-        return line
-    if remove and line.startswith(remove):
-        line = line[len(remove) :]
-    return add + line
 
 
 def _alike(window: Sequence[str], search: Sequence[str]) -> float:

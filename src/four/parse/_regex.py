@@ -324,8 +324,7 @@ class RegexParse(Checked, Rules):
         if self.code_tags:
             inside = {i for b in blocks for i in range(b.line - 1, b.last)}  # <code> outside
             prose = "\n".join(line for i, line in enumerate(content.split("\n")) if i not in inside)
-            snippets = [html.unescape(m).strip() for m in _CODE.findall(prose)]
-            snippets = [s for s in snippets if s]
+            snippets = [s for m in _CODE.findall(prose) if (s := html.unescape(m).strip())]
             if snippets and not (self.one_action and len(snippets) > 1):
                 return Success([Action(s) for s in snippets])
         others = sorted({b.tag or "untagged" for b in blocks if b.body.strip()})
