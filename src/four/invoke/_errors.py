@@ -78,7 +78,6 @@ def _litellm_table() -> _Table:
 
 
 def _kind_in(table: _Table, exc: BaseException) -> ModelErrorKind | None:
-    """The kind of the first type in ``table`` that ``exc`` is an instance of."""
     return next((kind for cls, kind in table if isinstance(exc, cls)), None)
 
 

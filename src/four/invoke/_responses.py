@@ -174,9 +174,8 @@ def read_response(
     tokens = (raw.get("input_tokens"), raw.get("output_tokens")) if isinstance(raw, dict) else None
     usage = Usage(0, 0, None) if tokens is None else usage_of(*tokens, prices, None)
     if body.get("status") == "failed":
-        return Failure(
-            ModelError(K.SERVER, f"the response failed: {body.get('error')}", usage=usage)
-        )
+        why = f"the response failed: {body.get('error')}"
+        return Failure(ModelError(K.SERVER, why, usage=usage))
     text: list[str] = []
     reasoning: list[str] = []
     thinking: list[Mapping[str, JSON]] = []

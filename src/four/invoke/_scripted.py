@@ -81,7 +81,6 @@ def replay_invoke(trajectory: str | os.PathLike[str] | Sequence[Message]) -> Scr
         from four.trajectory import load_trajectory
 
         check.path("replay_invoke", "trajectory", trajectory)
-
         messages: Sequence[Message] = load_trajectory(trajectory).messages
     elif isinstance(trajectory, Sequence):
         messages = cast("Sequence[Message]", trajectory)

@@ -373,7 +373,6 @@ def apply_edits(
 
 
 def _replace(text: str, edit: SearchReplace) -> tuple[str, None] | tuple[None, str]:
-    """The text with ``edit`` applied, or (None, what went wrong)."""
     newline = "\r\n" if "\r\n" in text else "\n"
     lines = text.split(newline) if text else []
     ends_open = bool(text) and not text.endswith(newline)  # the last line has no newline

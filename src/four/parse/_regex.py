@@ -342,7 +342,6 @@ class RegexParse(Checked, Rules):
 
 
 def _squashed(text: str) -> str:
-    """``text`` without blanks, underscores and hyphens, in capitals."""
     return re.sub(r"[\s_-]", "", text).upper()
 
 
