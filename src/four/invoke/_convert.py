@@ -58,12 +58,8 @@ def _assistant(message: Assistant, thinking: bool) -> JSONDict:
     out: JSONDict = {"role": "assistant", "content": content}
     if message.tool_calls:
         out["tool_calls"] = [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {"name": call.name, "arguments": call.arguments},
-            }
-            for call in message.tool_calls
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in message.tool_calls
         ]
     if thinking and message.thinking:
         out["thinking_blocks"] = [dict(block) for block in message.thinking]

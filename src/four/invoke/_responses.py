@@ -163,9 +163,8 @@ def read_response(
         error = body.get("error")
         detail = error if isinstance(error, dict) else {}
         message = detail.get("message")
-        failed = kind_of_status(status) or K.OTHER
-        if detail.get("code") in _CONTEXT_CODES:
-            failed = K.CONTEXT_WINDOW
+        context = detail.get("code") in _CONTEXT_CODES
+        failed = K.CONTEXT_WINDOW if context else kind_of_status(status) or K.OTHER
         said = message if isinstance(message, str) else content[:500].decode("utf-8", "replace")
         return Failure(ModelError(failed, f"HTTP {status}: {said}", status, retry_after(headers)))
     if not isinstance(data, dict):
