@@ -33,11 +33,7 @@ def spent(messages: Sequence[Message]) -> Usage:
     >>> spent([Assistant("a", usage=Usage(10, 2, 0.5)), Assistant("b", usage=Usage(5, 1, None))])
     Usage(prompt_tokens=15, completion_tokens=3, cost=0.5, calls=2, cost_unknown_calls=1)
     """
-    total = NO_USAGE
-    for message in messages:
-        if isinstance(message, Assistant) and message.usage is not None:
-            total += message.usage
-    return total
+    return sum((m.usage for m in messages if isinstance(m, Assistant) and m.usage), NO_USAGE)
 
 
 def add_usage(result: Result[Reply, ModelError], usage: Usage) -> Result[Reply, ModelError]:

@@ -58,15 +58,12 @@ def scripted_invoke(replies: Sequence[Scripted]) -> ScriptedInvoke:
             f"scripted_invoke: replies={replies!r:.60} is not a list of replies: "
             "write scripted_invoke([...]), one item a model call"
         )
-    bad = next(
-        (r for r in replies if not isinstance(r, str | Assistant | ModelError) and not callable(r)),
-        None,
-    )
-    if bad is not None:
-        raise TypeError(
-            f"scripted_invoke: a reply is {bad!r:.60}: give texts, Assistant turns, "
-            "ModelErrors or functions of the history"
-        )
+    for bad in replies:
+        if not isinstance(bad, str | Assistant | ModelError) and not callable(bad):
+            raise TypeError(
+                f"scripted_invoke: a reply is {bad!r:.60}: give texts, Assistant turns, "
+                "ModelErrors or functions of the history"
+            )
     return ScriptedInvoke(tuple(replies))
 
 
