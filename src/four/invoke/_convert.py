@@ -1,10 +1,6 @@
-"""Our typed messages to provider request bodies, in one place.
-
-What is never sent: an assistant's ``usage``, ``finish_reason`` and ``model``
-(trajectory metadata), and its ``reasoning`` (kept apart, never content). What is
-sent back as it came: thinking blocks (Anthropic) and reasoning items (Responses),
-in their original order, so a provider can check its own signatures.
-"""
+"""Our typed messages to provider request bodies, in one place. An assistant's ``usage``,
+``finish_reason``, ``model`` and ``reasoning`` are never sent; thinking blocks and reasoning
+items go back as they came, in order, so a provider can check its own signatures."""
 
 from __future__ import annotations
 

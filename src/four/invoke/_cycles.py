@@ -122,18 +122,17 @@ def plan(history: Sequence[Message]) -> Plan | None:
         else:
             runs.append([turn])
     dropped = tuple(i for run in runs for turn in run[:-1] for i in range(turn.start, turn.end))
-    tail = runs[-1] if runs else []
     if not dropped:
         return None
-    left_out = set(dropped)
+    left_out, tail = set(dropped), runs[-1]
     sent = [m for i, m in enumerate(history) if i not in left_out]
     if len(tail) < 2:
         return Plan(sent, dropped, 1, None, "earlier repeated turns are sent once", 0)
     last = tail[-1]
-    if all(t.reply == last.reply for t in tail):
-        what = "the same reply, answered alike, came"
-    else:
-        what = "the same command gave the same output"
+    alike = all(t.reply == last.reply for t in tail)
+    what = (
+        "the same reply, answered alike, came" if alike else "the same command gave the same output"
+    )
     seed = _seed((last.reply, len(tail), len(history)))
     return Plan(sent, dropped, len(tail), last.reply, f"{what} {len(tail)} times in a row", seed)
 
