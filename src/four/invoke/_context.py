@@ -1,9 +1,6 @@
-"""Context management: route long histories to a large model, window them, or summarise.
-
-The rules every wrapper here keeps: the system message is sent once, the task prompt
-(the first user message) is always sent verbatim, and a cut never separates a tool
-result from its call: what is left out or summarised is a run of whole turns.
-"""
+"""Context management: route long histories to a large model, window them, or summarise;
+each wrapper sends the system message once and the task prompt (the first user message)
+verbatim, and leaves out or condenses whole turns (no tool result parted from its call)."""
 
 from __future__ import annotations
 
@@ -199,10 +196,8 @@ def transcript(messages: Sequence[Message]) -> str:
             lines.extend(f"[tool call {c.name}] {c.arguments}" for c in message.tool_calls)
         elif isinstance(message, ToolResult):
             lines.append(f"[tool result] {message.content}")
-        elif isinstance(message, User):
-            lines.append(f"[user] {message.content}")
         else:
-            lines.append(f"[system] {message.content}")
+            lines.append(f"[{'user' if isinstance(message, User) else 'system'}] {message.content}")
     return "\n".join(lines)
 
 
