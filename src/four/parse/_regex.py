@@ -279,9 +279,9 @@ class RegexParse(Checked, Rules):
         if not signal or len(lines) != 1 or lines[0] == signal:
             return command
         said = lines[0].removeprefix("echo ").strip("'\" ")
-        return (
-            f"echo {signal}" if said != signal and _squashed(said) == _squashed(signal) else command
-        )
+        if said != signal and _squashed(said) == _squashed(signal):
+            return f"echo {signal}"
+        return command
 
     @checked
     def __call__(self, reply: Reply, /) -> Parsed:
