@@ -142,9 +142,8 @@ class AsyncLitellmInvoke(Checked):
         return self.invoke.read(response)
 
     async def aclose(self) -> None:
-        """Close the HTTP clients litellm made on this event loop: call it before the loop
-        ends (``four.testing``'s async laws and ``AsyncPool`` do), or their sockets are
-        left open."""
+        """Close the HTTP clients litellm made on this event loop: call it before the loop ends
+        (``four.testing``'s async laws and ``AsyncPool`` do), or their sockets stay open."""
         await close_async_clients()
 
 

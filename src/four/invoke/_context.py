@@ -77,11 +77,8 @@ def head_length(messages: Sequence[Message]) -> int:
 
 
 def clean_cuts(messages: Sequence[Message], start: int, stop: int) -> list[int]:
-    """Indices in [start, stop] where a history may be cut: no tool result is split from its call.
-
-    A cut at ``i`` keeps ``messages[i:]``; it is clean when ``messages[i]`` is not a
-    tool result (in a valid history every call before ``i`` is then answered before ``i``).
-    """
+    """Indices ``i`` in [start, stop] where a history may be cut (``messages[i:]`` kept): those
+    where no tool result starts the tail, so in a valid history no call is parted from it."""
     return [
         i
         for i in range(start, min(stop, len(messages)) + 1)

@@ -105,9 +105,8 @@ def start_server(
     reason = answer.get("error") or _tail(log) or "it exited"
     server.stop()
     kind = ModelErrorKind.TIMEOUT if answer.get("timeout") else ModelErrorKind.OTHER
-    return Failure(
-        ModelError(kind, f"the local server for {settings.model} did not start: {reason}")
-    )
+    why = f"the local server for {settings.model} did not start: {reason}"
+    return Failure(ModelError(kind, why))
 
 
 def _ready_line(process: subprocess.Popen[bytes], timeout: float) -> dict[str, object]:

@@ -457,12 +457,9 @@ def _alike(window: Sequence[str], search: Sequence[str]) -> float:
 
 
 def _closest(lines: Sequence[str], search: Sequence[str]) -> str:
-    """The run of lines most like ``search``, with its line numbers, for the model.
-
-    Candidate places are those where lines of ``search`` occur (stripped) at the same
-    offset, else where its first line nearly occurs; only the best few are compared
-    line by line, so a long SEARCH in a long file costs little.
-    """
+    """The run of lines most like ``search``, with its line numbers, for the model: only the
+    few places where lines of ``search`` occur (stripped) at their offset, else where its
+    first line nearly occurs, are compared line by line (a long SEARCH in a long file is cheap)."""
     if not lines:
         return " The file is empty."
     size = min(len(search), len(lines))
