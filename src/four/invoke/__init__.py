@@ -2,58 +2,40 @@
 ``http_response_invoke``, ``local_invoke``...) and wrappers, each a G of a G (the typical
 stack, outermost first, and each G's settings: docs/components.md)."""
 
-from four.invoke._budget import BudgetInvoke, budget_invoke, spent
-from four.invoke._chat import (
-    AsyncLitellmInvoke,
-    LitellmInvoke,
-    alitellm_invoke,
-    alitellm_toolcall_invoke,
-    litellm_invoke,
-    litellm_toolcall_invoke,
-)
-from four.invoke._context import (
-    ContextAwareInvoke,
-    LitellmCounter,
-    SummarizingInvoke,
-    context_aware_invoke,
-    summarizing_invoke,
-)
-from four.invoke._convert import BASH_TOOL, to_chat, to_responses_input
-from four.invoke._cycles import CycleBreakingInvoke, cycle_breaking_invoke
-from four.invoke._local import LocalInvoke, LocalServer, local_invoke, stop_local_servers
-from four.invoke._responses import ResponsesInvoke, http_response_invoke
-from four.invoke._retry import RetryInvoke, retry_invoke
-from four.invoke._scripted import ScriptedInvoke, replay_invoke, scripted_invoke
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "BASH_TOOL",
-    "AsyncLitellmInvoke",
-    "BudgetInvoke",
-    "ContextAwareInvoke",
-    "CycleBreakingInvoke",
-    "LitellmCounter",
-    "LitellmInvoke",
-    "LocalInvoke",
-    "LocalServer",
-    "ResponsesInvoke",
-    "RetryInvoke",
-    "ScriptedInvoke",
-    "SummarizingInvoke",
-    "alitellm_invoke",
-    "alitellm_toolcall_invoke",
-    "budget_invoke",
-    "context_aware_invoke",
-    "cycle_breaking_invoke",
-    "http_response_invoke",
-    "litellm_invoke",
-    "litellm_toolcall_invoke",
-    "local_invoke",
-    "replay_invoke",
-    "retry_invoke",
-    "scripted_invoke",
-    "spent",
-    "stop_local_servers",
-    "summarizing_invoke",
-    "to_chat",
-    "to_responses_input",
-]
+from four._lazy import lazy
+
+if TYPE_CHECKING:  # the names, each once (loaded on first use)
+    from four.invoke._budget import BudgetInvoke as BudgetInvoke
+    from four.invoke._budget import budget_invoke as budget_invoke
+    from four.invoke._budget import spent as spent
+    from four.invoke._chat import AsyncLitellmInvoke as AsyncLitellmInvoke
+    from four.invoke._chat import LitellmInvoke as LitellmInvoke
+    from four.invoke._chat import alitellm_invoke as alitellm_invoke
+    from four.invoke._chat import alitellm_toolcall_invoke as alitellm_toolcall_invoke
+    from four.invoke._chat import litellm_invoke as litellm_invoke
+    from four.invoke._chat import litellm_toolcall_invoke as litellm_toolcall_invoke
+    from four.invoke._context import ContextAwareInvoke as ContextAwareInvoke
+    from four.invoke._context import LitellmCounter as LitellmCounter
+    from four.invoke._context import SummarizingInvoke as SummarizingInvoke
+    from four.invoke._context import context_aware_invoke as context_aware_invoke
+    from four.invoke._context import summarizing_invoke as summarizing_invoke
+    from four.invoke._convert import BASH_TOOL as BASH_TOOL
+    from four.invoke._convert import to_chat as to_chat
+    from four.invoke._convert import to_responses_input as to_responses_input
+    from four.invoke._cycles import CycleBreakingInvoke as CycleBreakingInvoke
+    from four.invoke._cycles import cycle_breaking_invoke as cycle_breaking_invoke
+    from four.invoke._local import LocalInvoke as LocalInvoke
+    from four.invoke._local import LocalServer as LocalServer
+    from four.invoke._local import local_invoke as local_invoke
+    from four.invoke._local import stop_local_servers as stop_local_servers
+    from four.invoke._responses import ResponsesInvoke as ResponsesInvoke
+    from four.invoke._responses import http_response_invoke as http_response_invoke
+    from four.invoke._retry import RetryInvoke as RetryInvoke
+    from four.invoke._retry import retry_invoke as retry_invoke
+    from four.invoke._scripted import ScriptedInvoke as ScriptedInvoke
+    from four.invoke._scripted import replay_invoke as replay_invoke
+    from four.invoke._scripted import scripted_invoke as scripted_invoke
+
+__getattr__, __dir__, __all__ = lazy(__name__, __file__)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from returns.result import Failure, Result, Success
+from returns.result import Failure, Result
 
 from four import _arguments as check
 from four._checked import checked
@@ -33,20 +33,14 @@ def spent(messages: Sequence[Message]) -> Usage:
     >>> spent([Assistant("a", usage=Usage(10, 2, 0.5)), Assistant("b", usage=Usage(5, 1, None))])
     Usage(prompt_tokens=15, completion_tokens=3, cost=0.5, calls=2, cost_unknown_calls=1)
     """
-    total = NO_USAGE
-    for message in messages:
-        if isinstance(message, Assistant) and message.usage is not None:
-            total += message.usage
-    return total
+    return sum((m.usage for m in messages if isinstance(m, Assistant) and m.usage), NO_USAGE)
 
 
 def add_usage(result: Result[Reply, ModelError], usage: Usage) -> Result[Reply, ModelError]:
     """``result``, reply or error, with ``usage`` added to its own."""
-    if isinstance(result, Success):
-        reply = result.unwrap()
-        return Success(replace(reply, usage=(reply.usage or NO_USAGE) + usage))
-    error = result.failure()
-    return Failure(replace(error, usage=(error.usage or NO_USAGE) + usage))
+    return result.map(lambda r: replace(r, usage=(r.usage or NO_USAGE) + usage)).alt(
+        lambda e: replace(e, usage=(e.usage or NO_USAGE) + usage)
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -101,11 +101,8 @@ class LitellmInvoke(Checked):
         }
         if self.tools:
             request["tools"] = [dict(t) for t in self.tools]
-        if self.api_base is not None:
-            request["api_base"] = self.api_base
-        if self.api_key is not None:
-            request["api_key"] = self.api_key
-        return request
+        optional = {"api_base": self.api_base, "api_key": self.api_key}
+        return request | {name: value for name, value in optional.items() if value is not None}
 
     @checked
     def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
@@ -145,9 +142,8 @@ class AsyncLitellmInvoke(Checked):
         return self.invoke.read(response)
 
     async def aclose(self) -> None:
-        """Close the HTTP clients litellm made on this event loop: call it before the loop
-        ends (``four.testing``'s async laws and ``AsyncPool`` do), or their sockets are
-        left open."""
+        """Close the HTTP clients litellm made on this event loop: call it before the loop ends
+        (``four.testing``'s async laws and ``AsyncPool`` do), or their sockets stay open."""
         await close_async_clients()
 
 
@@ -252,7 +248,9 @@ def usage_of(prompt: object, completion: object, prices: Prices | None, cost: ob
     >>> round(usage_of(1000, 100, (3e-06, 1.5e-05), None).cost, 6)
     0.0045
     """
-    p, c = whole(prompt), whole(completion)
+    p, c = (
+        n if isinstance(n, int) and not isinstance(n, bool) else 0 for n in (prompt, completion)
+    )
     if prices is not None:
         return Usage(p, c, p * prices[0] + c * prices[1])
     known = float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None
@@ -306,11 +304,6 @@ def _text(value: object) -> str:
         )
         return "".join(t for t in texts if isinstance(t, str))
     return ""
-
-
-def whole(value: object) -> int:
-    """A count a provider reported (0 when it is none)."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 P = ParamSpec("P")

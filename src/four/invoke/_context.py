@@ -1,9 +1,6 @@
-"""Context management: route long histories to a large model, window them, or summarise.
-
-The rules every wrapper here keeps: the system message is sent once, the task prompt
-(the first user message) is always sent verbatim, and a cut never separates a tool
-result from its call: what is left out or summarised is a run of whole turns.
-"""
+"""Context management: route long histories to a large model, window them, or summarise;
+each wrapper sends the system message once and the task prompt (the first user message)
+verbatim, and leaves out or condenses whole turns (no tool result parted from its call)."""
 
 from __future__ import annotations
 
@@ -59,12 +56,9 @@ class LitellmCounter(Checked):
 def model_of(G: object) -> str:
     """The model string of a G, looking through wrappers (``.G``); '' if none is found."""
     for _ in range(8):
-        model = getattr(G, "model", None)
-        if isinstance(model, str):
+        if isinstance(model := getattr(G, "model", None), str):
             return model
         G = getattr(G, "G", None)
-        if G is None:
-            break
     return ""
 
 
@@ -83,11 +77,8 @@ def head_length(messages: Sequence[Message]) -> int:
 
 
 def clean_cuts(messages: Sequence[Message], start: int, stop: int) -> list[int]:
-    """Indices in [start, stop] where a history may be cut: no tool result is split from its call.
-
-    A cut at ``i`` keeps ``messages[i:]``; it is clean when ``messages[i]`` is not a
-    tool result (in a valid history every call before ``i`` is then answered before ``i``).
-    """
+    """Indices ``i`` in [start, stop] where a history may be cut (``messages[i:]`` kept): those
+    where no tool result starts the tail, so in a valid history no call is parted from it."""
     return [
         i
         for i in range(start, min(stop, len(messages)) + 1)
@@ -202,10 +193,8 @@ def transcript(messages: Sequence[Message]) -> str:
             lines.extend(f"[tool call {c.name}] {c.arguments}" for c in message.tool_calls)
         elif isinstance(message, ToolResult):
             lines.append(f"[tool result] {message.content}")
-        elif isinstance(message, User):
-            lines.append(f"[user] {message.content}")
         else:
-            lines.append(f"[system] {message.content}")
+            lines.append(f"[{'user' if isinstance(message, User) else 'system'}] {message.content}")
     return "\n".join(lines)
 
 
@@ -219,9 +208,7 @@ class _Memory:
 
     def continues(self, messages: Sequence[Message]) -> bool:
         """Whether ``messages`` extends the history the summary was made from."""
-        if not self.seen or len(messages) < len(self.seen):
-            return False
-        return all(a is b or a == b for a, b in zip(self.seen, messages, strict=False))
+        return bool(self.seen) and tuple(messages[: len(self.seen)]) == self.seen
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,22 +258,20 @@ class SummarizingInvoke(Checked):
     def _summarize(
         self, summary: str, new: Sequence[Message]
     ) -> Result[tuple[str, Usage], ModelError]:
-        previous = summary or "(none yet)"
         prompt = (
-            f"Notes so far:\n{previous}\n\nSteps since:\n{transcript(new)}\n\n"
+            f"Notes so far:\n{summary or '(none yet)'}\n\nSteps since:\n{transcript(new)}\n\n"
             "Write the updated notes."
         )
-        summarizer = self.summarizer or self.G
-        result = summarizer([System(SUMMARIZER_SYSTEM), User(prompt)])
+        result = (self.summarizer or self.G)([System(SUMMARIZER_SYSTEM), User(prompt)])
         if isinstance(result, Failure):
             error = result.failure()
             return Failure(replace(error, message=f"summarizer: {error.message}"))
         reply = result.unwrap()
-        text = reply.content.strip()
-        if not text:
-            return Failure(
-                ModelError(ModelErrorKind.OTHER, "summarizer returned no text", usage=reply.usage)
+        if not (text := reply.content.strip()):
+            failed = ModelError(
+                ModelErrorKind.OTHER, "summarizer returned no text", usage=reply.usage
             )
+            return Failure(failed)
         return Success((text, reply.usage or NO_USAGE))
 
 

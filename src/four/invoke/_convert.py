@@ -1,14 +1,10 @@
-"""Our typed messages to provider request bodies, in one place.
-
-What is never sent: an assistant's ``usage``, ``finish_reason`` and ``model``
-(trajectory metadata), and its ``reasoning`` (kept apart, never content). What is
-sent back as it came: thinking blocks (Anthropic) and reasoning items (Responses),
-in their original order, so a provider can check its own signatures.
-"""
+"""Our typed messages to provider request bodies, in one place. An assistant's ``usage``,
+``finish_reason``, ``model`` and ``reasoning`` are never sent; thinking blocks and reasoning
+items go back as they came, in order, so a provider can check its own signatures."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TypeAlias
 
 from four._checked import checked
@@ -43,19 +39,11 @@ def to_chat(
     >>> to_chat([System("be brief"), User("hi")])
     [{'role': 'system', 'content': 'be brief'}, {'role': 'user', 'content': 'hi'}]
     """
-    out: list[JSONDict] = []
-    for message in messages:
-        if isinstance(message, System):
-            if message.content:
-                out.append({"role": "system", "content": message.content})
-        elif isinstance(message, User):
-            out.append({"role": "user", "content": message.content})
-        elif isinstance(message, ToolResult):
-            out.append(
-                {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
-            )
-        else:
-            out.append(_assistant(message, thinking))
+    out = _items(
+        messages,
+        lambda m: [_assistant(m, thinking)],
+        lambda r: {"role": "tool", "tool_call_id": r.tool_call_id, "content": r.content},
+    )
     if cache_control:
         _mark_cache(out)
     return out
@@ -66,12 +54,8 @@ def _assistant(message: Assistant, thinking: bool) -> JSONDict:
     out: JSONDict = {"role": "assistant", "content": content}
     if message.tool_calls:
         out["tool_calls"] = [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {"name": call.name, "arguments": call.arguments},
-            }
-            for call in message.tool_calls
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in message.tool_calls
         ]
     if thinking and message.thinking:
         out["thinking_blocks"] = [dict(block) for block in message.thinking]
@@ -98,37 +82,41 @@ def to_responses_input(messages: Sequence[Message], reasoning_items: bool = True
     ...     [User("hi"), Assistant("", (ToolCall("c1", "bash", "{}"),)), ToolResult("c1", "ok")])]
     ['user', 'function_call', 'function_call_output']
     """
+    return _items(
+        messages,
+        lambda m: _output_items(m, reasoning_items),
+        lambda r: {"type": "function_call_output", "call_id": r.tool_call_id, "output": r.content},
+    )
+
+
+def _output_items(message: Assistant, reasoning_items: bool) -> list[JSONDict]:
+    out = [dict(i) for i in message.thinking if reasoning_items and i.get("type") == "reasoning"]
+    if message.content:
+        out.append({"role": "assistant", "content": message.content})
+    out.extend(
+        {"type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments}
+        for c in message.tool_calls
+    )
+    return out
+
+
+def _items(
+    messages: Sequence[Message],
+    assistant: Callable[[Assistant], list[JSONDict]],
+    result: Callable[[ToolResult], JSONDict],
+) -> list[JSONDict]:
+    """``messages`` as a provider's items: system and user turns as both APIs take them (an
+    empty system prompt left out), assistant turns and tool results as ``assistant`` and
+    ``result`` make them."""
     out: list[JSONDict] = []
     for message in messages:
-        if isinstance(message, System):
-            if message.content:
-                out.append({"role": "system", "content": message.content})
-        elif isinstance(message, User):
-            out.append({"role": "user", "content": message.content})
-        elif isinstance(message, ToolResult):
-            out.append(
-                {
-                    "type": "function_call_output",
-                    "call_id": message.tool_call_id,
-                    "output": message.content,
-                }
-            )
-        else:
-            if reasoning_items:
-                out.extend(
-                    dict(item) for item in message.thinking if item.get("type") == "reasoning"
-                )
-            if message.content:
-                out.append({"role": "assistant", "content": message.content})
-            out.extend(
-                {
-                    "type": "function_call",
-                    "call_id": call.id,
-                    "name": call.name,
-                    "arguments": call.arguments,
-                }
-                for call in message.tool_calls
-            )
+        if isinstance(message, ToolResult):
+            out.append(result(message))
+        elif isinstance(message, Assistant):
+            out.extend(assistant(message))
+        elif isinstance(message, User) or message.content:
+            role = "system" if isinstance(message, System) else "user"
+            out.append({"role": role, "content": message.content})
     return out
 
 

@@ -55,13 +55,11 @@ def _key(reply: Assistant) -> _Key:
 
 
 def _turns(history: Sequence[Message]) -> list[_Turn]:
-    starts = [i for i, m in enumerate(history) if isinstance(m, Assistant)]
+    replies = [(i, m) for i, m in enumerate(history) if isinstance(m, Assistant)]
     turns = []
-    for n, start in enumerate(starts):
-        end = starts[n + 1] if n + 1 < len(starts) else len(history)
+    for n, (start, reply) in enumerate(replies):
+        end = replies[n + 1][0] if n + 1 < len(replies) else len(history)
         answers = [m for m in history[start + 1 : end] if isinstance(m, User | ToolResult)]
-        reply = history[start]
-        assert isinstance(reply, Assistant)
         turns.append(
             _Turn(
                 start,
@@ -124,18 +122,17 @@ def plan(history: Sequence[Message]) -> Plan | None:
         else:
             runs.append([turn])
     dropped = tuple(i for run in runs for turn in run[:-1] for i in range(turn.start, turn.end))
-    tail = runs[-1] if runs else []
     if not dropped:
         return None
-    left_out = set(dropped)
+    left_out, tail = set(dropped), runs[-1]
     sent = [m for i, m in enumerate(history) if i not in left_out]
     if len(tail) < 2:
         return Plan(sent, dropped, 1, None, "earlier repeated turns are sent once", 0)
     last = tail[-1]
-    if all(t.reply == last.reply for t in tail):
-        what = "the same reply, answered alike, came"
-    else:
-        what = "the same command gave the same output"
+    alike = all(t.reply == last.reply for t in tail)
+    what = (
+        "the same reply, answered alike, came" if alike else "the same command gave the same output"
+    )
     seed = _seed((last.reply, len(tail), len(history)))
     return Plan(sent, dropped, len(tail), last.reply, f"{what} {len(tail)} times in a row", seed)
 
@@ -191,10 +188,8 @@ def _replay_plan(history: Sequence[Message], chosen: Plan | None) -> Plan | None
     numbers = ", ".join(str(turn + 1) for _, turn in found)
     why = f"the reply replayed work the check rejected (turn{'s' if len(found) > 1 else ''} {numbers})"
     seed = _seed((sorted(map(repr, keys)), len(history)))
-    first = found[0][0]
-    if chosen is None:
-        return Plan(history, (), 1, first, "", seed, why, keys)
-    return Plan(chosen.sent, chosen.dropped, 1, first, chosen.reason, seed, why, keys)
+    base = chosen or Plan(history, (), 1, None, "", 0)
+    return replace(base, repeats=1, looping=found[0][0], seed=seed, replay=why, replays=keys)
 
 
 @runtime_checkable
@@ -269,14 +264,13 @@ async def _broken(
         return await call(G, messages)
     if chosen.looping is None or sampled is None:
         return _noted(await call(G, chosen.sent), chosen.record(None, 0))
-    billed, draw = NO_USAGE, 0
+    billed, draw, repeated = NO_USAGE, 0, {chosen.looping, *chosen.replays}
     while True:
         drawn_by = G
         if not chosen.first_as_is(draw):
             drawn_by = sampled.sampled(breaker.sampling(sampled.sampling, chosen, draw))
         drawn = await call(drawn_by, chosen.sent)
-        reply = drawn.unwrap() if isinstance(drawn, Success) else None
-        again = reply is not None and _key(reply) in (chosen.looping, *chosen.replays)
+        again = isinstance(drawn, Success) and _key(drawn.unwrap()) in repeated
         if again and draw < breaker.redraws:  # the reply repeats the cycle: draw again
             billed, draw = billed + (drawn.unwrap().usage or NO_USAGE), draw + 1
             continue

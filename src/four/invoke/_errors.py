@@ -66,51 +66,35 @@ def kind_of_transport(exc: BaseException) -> ModelErrorKind | None:
 
 @cache
 def _litellm_table() -> _Table:
-    """litellm's exception types, most specific first (subclasses before their bases)."""
+    """litellm's exception types whose status does not say their kind."""
     e = litellm_module().exceptions
     return (
-        (e.ContextWindowExceededError, K.CONTEXT_WINDOW),
-        (e.ContentPolicyViolationError, K.BAD_REQUEST),
+        (e.ContextWindowExceededError, K.CONTEXT_WINDOW),  # a 400 litellm recognised
         (e.BudgetExceededError, K.BUDGET),
-        (e.AuthenticationError, K.AUTHENTICATION),
-        (e.PermissionDeniedError, K.PERMISSION),
-        (e.NotFoundError, K.NOT_FOUND),
-        (e.RateLimitError, K.RATE_LIMIT),
         (e.Timeout, K.TIMEOUT),
-        (e.APIConnectionError, K.CONNECTION),
-        (e.ServiceUnavailableError, K.OVERLOADED),
-        (e.BadGatewayError, K.SERVER),
-        (e.InternalServerError, K.SERVER),
-        (e.APIResponseValidationError, K.SERVER),
-        (e.UnprocessableEntityError, K.BAD_REQUEST),
-        (e.UnsupportedParamsError, K.BAD_REQUEST),
-        (e.BadRequestError, K.BAD_REQUEST),
-        (e.InvalidRequestError, K.BAD_REQUEST),
+        (e.APIConnectionError, K.CONNECTION),  # a 500
+        (e.APIResponseValidationError, K.SERVER),  # a 200 that is no reply
     )
 
 
 def _kind_in(table: _Table, exc: BaseException) -> ModelErrorKind | None:
-    """The kind of the first type in ``table`` that ``exc`` is an instance of."""
     return next((kind for cls, kind in table if isinstance(exc, cls)), None)
 
 
 def classify_litellm(exc: Exception, now: Callable[[], float] = time.time) -> ModelError:
     """A litellm exception as a typed error: its kind, status and Retry-After.
 
-    The kind comes from the exception's type. litellm reports some failures with a
-    generic type: a refused connection as ``InternalServerError``, a 403 or 529 as
-    ``APIError``; for those the cause chain (a network error) or the status decides.
+    The kind comes from the few exception types that say it, else from the status (litellm
+    raises a 403 or 529 as a generic ``APIError``, and releases before 1.110 a 401 as
+    ``BadRequestError``); a failure without a status or a 5xx one (a refused connection
+    is an ``InternalServerError``) is a network error if its cause chain holds one.
     """
     status = getattr(exc, "status_code", None)
     if isinstance(status, bool) or not isinstance(status, int):
         status = None
-    kind = _kind_in(_litellm_table(), exc)
+    kind = _kind_in(_litellm_table(), exc) or kind_of_status(status)
     if kind is None or kind is K.SERVER:
-        kind = kind_of_transport(exc) or kind or kind_of_status(status) or K.OTHER
-    elif kind is K.BAD_REQUEST and status is not None and 400 < status < 500:
-        # litellm releases before 1.110 raise a 401 with an OpenAI-style body as
-        # BadRequestError; the status says what it is.
-        kind = kind_of_status(status) or kind
+        kind = kind_of_transport(exc) or kind or K.OTHER
     return ModelError(
         kind, f"{type(exc).__name__}: {exc}", status, retry_after(headers_of(exc), now)
     )

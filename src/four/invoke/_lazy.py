@@ -1,9 +1,5 @@
-"""litellm, imported at the first model call and never at ``import four``.
-
-Importing litellm takes 2-3 s and, unless told otherwise, fetches its price map from
-the network. The first call sets ``LITELLM_LOCAL_MODEL_COST_MAP=True`` (unless the
-user set it either way), imports litellm, and silences its "Give Feedback" banner.
-"""
+"""litellm, imported at the first model call and never at ``import four``: the import takes
+2-3 s and, unless told otherwise, fetches litellm's price map from the network."""
 
 from __future__ import annotations
 
@@ -18,7 +14,7 @@ def litellm_module() -> ModuleType:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
 
-    litellm.suppress_debug_info = True
+    litellm.suppress_debug_info = True  # no "Give Feedback" banner
     module: ModuleType = litellm  # untyped: named a module here
     return module
 

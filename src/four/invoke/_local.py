@@ -1,14 +1,8 @@
-"""G on a model served on this machine: an embedded llama.cpp server, started on first use.
-
-The server is a child process (``_llama_child.py``, which says how it ends when this
-process ends, however it ends), not a server inside this process: a child can be stopped
-and its 2 GB given back at any time, and a crash in llama.cpp cannot take the run down
-with it. PR_SET_PDEATHSIG would tie the server to the *thread* that started it, and a
-batch starts it from a worker thread.
-
-One server per process and settings, shared by every run that asks for it (``parallel``
-slots for runs at once); it is talked to through litellm like any OpenAI-compatible
-server, so nothing about the loop changes. Stopped at exit, or by ``stop_local_servers``.
+"""G on an embedded llama.cpp server (docs/install.md), talked to through litellm like any
+OpenAI-compatible server. The server is a child process (``_llama_child.py``), not a
+server inside this process: a child can be stopped and its 2 GB given back at any time,
+and a crash in llama.cpp cannot take the run down with it. PR_SET_PDEATHSIG would tie it
+to the *thread* that started it, and a batch starts it from a worker thread.
 """
 
 from __future__ import annotations
@@ -111,9 +105,8 @@ def start_server(
     reason = answer.get("error") or _tail(log) or "it exited"
     server.stop()
     kind = ModelErrorKind.TIMEOUT if answer.get("timeout") else ModelErrorKind.OTHER
-    return Failure(
-        ModelError(kind, f"the local server for {settings.model} did not start: {reason}")
-    )
+    why = f"the local server for {settings.model} did not start: {reason}"
+    return Failure(ModelError(kind, why))
 
 
 def _ready_line(process: subprocess.Popen[bytes], timeout: float) -> dict[str, object]:
@@ -156,23 +149,6 @@ def _tail(log: Path) -> str:
 
 _lock = threading.Lock()
 _servers: dict[LocalInvoke, LocalServer] = {}
-
-
-def shared_server(
-    settings: LocalInvoke, timeout: float = DEFAULT_START_TIMEOUT
-) -> Result[LocalServer, ModelError]:
-    """The process's server for ``settings``: started on first use, again if it died."""
-    with _lock:
-        server = _servers.get(settings)
-        if server is not None and server.process.poll() is None:  # running
-            return Success(server)
-        if server is not None:
-            server.stop()
-            del _servers[settings]
-        started = start_server(settings, timeout)
-        if isinstance(started, Success):
-            _servers[settings] = started.unwrap()
-        return started
 
 
 def stop_local_servers() -> None:
@@ -225,8 +201,18 @@ class LocalInvoke(Checked):
         )
 
     def server(self) -> Result[LocalServer, ModelError]:
-        """The running server (started now if it is not)."""
-        return shared_server(self.settings, self.start_timeout)
+        """The process's server for these settings: started on first use, again if it died."""
+        settings = self.settings
+        with _lock:
+            server = _servers.get(settings)
+            if server is not None and server.process.poll() is None:  # running
+                return Success(server)
+            if server is not None:
+                _servers.pop(settings).stop()
+            started = start_server(settings, self.start_timeout)
+            if isinstance(started, Success):
+                _servers[settings] = started.unwrap()
+            return started
 
     def chat(self, server: LocalServer, cache: bool = True) -> LitellmInvoke:
         """The litellm G that talks to ``server``: any OpenAI-compatible server's path.
@@ -259,12 +245,9 @@ class LocalInvoke(Checked):
         """``server``'s reply to ``messages``; under a grammar, one cut off at the token limit
         is decoded once more without the prompt cache (why: docs/search.md)."""
         drawn = self.chat(server)(messages)
-        if self.grammar is None or not isinstance(drawn, Success):
+        if self.grammar is None or not isinstance(drawn, Success) or not drawn.unwrap().truncated:
             return drawn
-        cut = drawn.unwrap()
-        if not cut.truncated:
-            return drawn
-        return add_usage(self.chat(server, cache=False)(messages), cut.usage or NO_USAGE)
+        return add_usage(self.chat(server, cache=False)(messages), drawn.unwrap().usage or NO_USAGE)
 
 
 def default_threads() -> int:

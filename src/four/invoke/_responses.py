@@ -1,10 +1,5 @@
-"""G over the OpenAI Responses API, posted with httpx (no litellm import).
-
-Why httpx and not ``litellm.responses``: the Responses API is one POST with a small
-JSON schema, servers that speak it (OpenAI, vLLM, llama.cpp) differ little, and a
-direct client keeps the 2-3 s litellm import and its conversions out of the way.
-httpx comes with litellm and is imported at the first call.
-"""
+"""G over the OpenAI Responses API, posted with httpx (imported at the first call): one
+POST with a small JSON schema needs neither litellm's 2-3 s import nor its conversions."""
 
 from __future__ import annotations
 
@@ -60,13 +55,11 @@ class _Client:
 
     def close(self) -> None:
         with self._lock:
-            if self._client is not None:
-                self._client.close()
-                self._client = None
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
 
-    def __del__(self) -> None:  # a dropped G leaves no open sockets behind
-        if self._client is not None:
-            self._client.close()
+    __del__ = close  # a dropped G leaves no open sockets behind
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,9 +163,8 @@ def read_response(
         error = body.get("error")
         detail = error if isinstance(error, dict) else {}
         message = detail.get("message")
-        failed = kind_of_status(status) or K.OTHER
-        if detail.get("code") in _CONTEXT_CODES:
-            failed = K.CONTEXT_WINDOW
+        context = detail.get("code") in _CONTEXT_CODES
+        failed = K.CONTEXT_WINDOW if context else kind_of_status(status) or K.OTHER
         said = message if isinstance(message, str) else content[:500].decode("utf-8", "replace")
         return Failure(ModelError(failed, f"HTTP {status}: {said}", status, retry_after(headers)))
     if not isinstance(data, dict):
@@ -181,9 +173,8 @@ def read_response(
     tokens = (raw.get("input_tokens"), raw.get("output_tokens")) if isinstance(raw, dict) else None
     usage = Usage(0, 0, None) if tokens is None else usage_of(*tokens, prices, None)
     if body.get("status") == "failed":
-        return Failure(
-            ModelError(K.SERVER, f"the response failed: {body.get('error')}", usage=usage)
-        )
+        why = f"the response failed: {body.get('error')}"
+        return Failure(ModelError(K.SERVER, why, usage=usage))
     text: list[str] = []
     reasoning: list[str] = []
     thinking: list[Mapping[str, JSON]] = []

@@ -30,16 +30,10 @@ class RetryInvoke(Checked):
     rng: Callable[[], float] = field(default=random.random, repr=False)
 
     def delay(self, failures: int, error: ModelError) -> float:
-        """The wait after the ``failures``-th failure: jittered backoff, at least Retry-After.
-
-        Backoff doubles from ``base_delay`` up to ``max_delay``; the jitter draws it
-        from [half, all] of that, so callers that failed together spread out.
-        """
+        """The wait after the ``failures``-th failure: the backoff, jittered down to as little
+        as half (callers that failed together spread out), at least Retry-After."""
         backoff = min(self.max_delay, self.base_delay * 2.0 ** (failures - 1))
-        wait = backoff * (0.5 + 0.5 * self.rng())
-        if error.retry_after is not None:
-            wait = max(wait, error.retry_after)
-        return wait
+        return max(backoff * (0.5 + 0.5 * self.rng()), error.retry_after or 0.0)
 
     @checked
     def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:

@@ -34,11 +34,8 @@ class ScriptedInvoke(Checked):
         with self._lock:
             index, self.position = self.position, self.position + 1
         if index >= len(self.replies):
-            return Failure(
-                ModelError(
-                    ModelErrorKind.OTHER, f"{self.name} exhausted after {len(self.replies)} replies"
-                )
-            )
+            exhausted = f"{self.name} exhausted after {len(self.replies)} replies"
+            return Failure(ModelError(ModelErrorKind.OTHER, exhausted))
         item = self.replies[index]
         if isinstance(item, ModelError):
             return Failure(item)
@@ -61,15 +58,12 @@ def scripted_invoke(replies: Sequence[Scripted]) -> ScriptedInvoke:
             f"scripted_invoke: replies={replies!r:.60} is not a list of replies: "
             "write scripted_invoke([...]), one item a model call"
         )
-    bad = next(
-        (r for r in replies if not isinstance(r, str | Assistant | ModelError) and not callable(r)),
-        None,
-    )
-    if bad is not None:
-        raise TypeError(
-            f"scripted_invoke: a reply is {bad!r:.60}: give texts, Assistant turns, "
-            "ModelErrors or functions of the history"
-        )
+    for bad in replies:
+        if not isinstance(bad, str | Assistant | ModelError) and not callable(bad):
+            raise TypeError(
+                f"scripted_invoke: a reply is {bad!r:.60}: give texts, Assistant turns, "
+                "ModelErrors or functions of the history"
+            )
     return ScriptedInvoke(tuple(replies))
 
 
@@ -84,7 +78,6 @@ def replay_invoke(trajectory: str | os.PathLike[str] | Sequence[Message]) -> Scr
         from four.trajectory import load_trajectory
 
         check.path("replay_invoke", "trajectory", trajectory)
-
         messages: Sequence[Message] = load_trajectory(trajectory).messages
     elif isinstance(trajectory, Sequence):
         messages = cast("Sequence[Message]", trajectory)

@@ -269,9 +269,7 @@ def _heading(lines: Sequence[str], block: Block, previous_end: int) -> str | Non
     index = block.line - 2  # 0-based index of the line before the fence
     if index >= 0 and not lines[index].strip():
         index -= 1
-    if index < previous_end or index < 0:
-        return None
-    return path_of(lines[index])
+    return path_of(lines[index]) if index >= previous_end else None  # previous_end >= 0
 
 
 def _search_replace(
@@ -375,7 +373,6 @@ def apply_edits(
 
 
 def _replace(text: str, edit: SearchReplace) -> tuple[str, None] | tuple[None, str]:
-    """The text with ``edit`` applied, or (None, what went wrong)."""
     newline = "\r\n" if "\r\n" in text else "\n"
     lines = text.split(newline) if text else []
     ends_open = bool(text) and not text.endswith(newline)  # the last line has no newline
@@ -400,7 +397,10 @@ def _replace(text: str, edit: SearchReplace) -> tuple[str, None] | tuple[None, s
             )
         if found:
             ((start, (add, remove)),) = found
-            lines[start : start + len(search)] = [_shifted(line, add, remove) for line in replace]
+            shifted = [
+                add + line.removeprefix(remove) if line.strip() else line for line in replace
+            ]
+            lines[start : start + len(search)] = shifted
             return newline.join(lines) + ("" if ends_open else newline), None
     return None, "the SEARCH text is not in the file." + _closest(lines, search)
 
@@ -449,30 +449,17 @@ def _indented(window: Sequence[str], search: Sequence[str]) -> _Shift | None:
 _MATCHERS = (_exact, _trailing, _indented)
 
 
-def _shifted(line: str, add: str, remove: str) -> str:
-    if not line.strip():
-        return line
-    if remove and line.startswith(remove):
-        line = line[len(remove) :]
-    return add + line
-
-
 def _alike(window: Sequence[str], search: Sequence[str]) -> float:
     """How alike two runs of lines are: the mean likeness of their lines, pair by pair
     (per line, so the cost stays linear in the lines)."""
-    pairs = list(zip(window, search, strict=False))
-    if not pairs:
-        return 0.0
+    pairs = zip(window, search, strict=False)
     return sum(difflib.SequenceMatcher(None, a, b).ratio() for a, b in pairs) / len(search)
 
 
 def _closest(lines: Sequence[str], search: Sequence[str]) -> str:
-    """The run of lines most like ``search``, with its line numbers, for the model.
-
-    Candidate places are those where lines of ``search`` occur (stripped) at the same
-    offset, else where its first line nearly occurs; only the best few are compared
-    line by line, so a long SEARCH in a long file costs little.
-    """
+    """The run of lines most like ``search``, with its line numbers, for the model: only the
+    few places where lines of ``search`` occur (stripped) at their offset, else where its
+    first line nearly occurs, are compared line by line (a long SEARCH in a long file is cheap)."""
     if not lines:
         return " The file is empty."
     size = min(len(search), len(lines))
@@ -490,11 +477,8 @@ def _closest(lines: Sequence[str], search: Sequence[str]) -> str:
         offset, first = next(((o, w.strip()) for o, w in enumerate(search) if w.strip()), (0, ""))
         near = difflib.get_close_matches(first, list(at), n=3, cutoff=0.5)
         starts = [min(max(i - offset, 0), last) for key in near for i in at[key][:5]]
-    best, best_start = 0.0, 0
-    for start in starts:
-        ratio = _alike(lines[start : start + size], search)
-        if ratio > best:
-            best, best_start = ratio, start
+    alike = ((_alike(lines[start : start + size], search), start) for start in starts)
+    best, best_start = max(alike, key=lambda pair: pair[0], default=(0.0, 0))
     if best < 0.5:
         return ""
     shown = [

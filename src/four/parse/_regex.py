@@ -94,11 +94,7 @@ def _closing(lines: Sequence[str], start: int, fence: str, heredocs: bool) -> in
                 pending.pop(0)
             continue
         stripped = line.strip()
-        if (
-            len(stripped) >= len(fence)
-            and stripped == stripped[0] * len(stripped)
-            and stripped[0] == fence[0]
-        ):
+        if len(stripped) >= len(fence) and stripped == fence[0] * len(stripped):
             return index
         if heredocs and "<<" in line:
             for m in _HEREDOC.finditer(_without_comment(line)):
@@ -328,8 +324,7 @@ class RegexParse(Checked, Rules):
         if self.code_tags:
             inside = {i for b in blocks for i in range(b.line - 1, b.last)}  # <code> outside
             prose = "\n".join(line for i, line in enumerate(content.split("\n")) if i not in inside)
-            snippets = [html.unescape(m).strip() for m in _CODE.findall(prose)]
-            snippets = [s for s in snippets if s]
+            snippets = [s for m in _CODE.findall(prose) if (s := html.unescape(m).strip())]
             if snippets and not (self.one_action and len(snippets) > 1):
                 return Success([Action(s) for s in snippets])
         others = sorted({b.tag or "untagged" for b in blocks if b.body.strip()})
@@ -347,7 +342,6 @@ class RegexParse(Checked, Rules):
 
 
 def _squashed(text: str) -> str:
-    """``text`` without blanks, underscores and hyphens, in capitals."""
     return re.sub(r"[\s_-]", "", text).upper()
 
 

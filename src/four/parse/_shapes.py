@@ -27,17 +27,14 @@ def spaced(line: Expr) -> Expr:
 
 
 def seq(*items: Expr) -> Seq:
-    """Each of ``items`` in turn."""
     return Seq(items)
 
 
 def alt(*options: Expr) -> Alt:
-    """One of ``options``."""
     return Alt(options)
 
 
 def opt(expr: Expr) -> Rep:
-    """``expr`` or nothing."""
     return Rep(expr, 0, 1)
 
 
@@ -65,7 +62,6 @@ def prose(name: str = "prose", end: str = "") -> Rules:
 
 
 def thought(lines: int, line: str = "prose") -> Expr:
-    """Up to ``lines`` lines of the rule ``line``."""
     return Rep(Ref(line), 0, lines)
 
 

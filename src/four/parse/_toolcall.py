@@ -91,9 +91,7 @@ def arguments_of(text: str) -> Mapping[str, object] | str:
 
 def _kind(value: object) -> str:
     names = {list: "a list", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
-    if value is None:
-        return "null"
-    return names.get(type(value), type(value).__name__)
+    return names.get(type(value), type(value).__name__) if value is not None else "null"
 
 
 def toolcall_parse(
