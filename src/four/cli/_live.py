@@ -1,5 +1,5 @@
-"""What a person sees while a run goes: ``Watched`` (G) and ``WatchedEnv`` (V2) tell a
-``Display``, the loop unchanged; ``Recording`` wraps the trajectory writer.
+"""What a person sees while a run goes: G and V2, ``Watched``, tell a ``Display``, the loop
+unchanged (its events hold no "started" moments); ``Recording`` wraps the trajectory writer.
 """
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Generic, TypeVar
 
 from returns.result import Result, Success
 
@@ -45,6 +45,9 @@ if TYPE_CHECKING:
     from rich.console import RenderableType
     from rich.live import Live
 
+A = TypeVar("A")
+R = TypeVar("R")
+
 
 @dataclass(slots=True)
 class Row:
@@ -57,25 +60,23 @@ class Row:
     note: str = ""
 
 
+@dataclass(eq=False, slots=True)
 class Display:
     """The run's state, and how it is shown: ``live`` (rich, redrawn in place),
     ``lines`` (one line per event, for logs and pipes) or ``quiet`` (nothing)."""
 
-    def __init__(
-        self, mode: str, *, title: str = "", max_steps: int = 0, model_lines: bool = True
-    ) -> None:
-        self.mode = mode
-        self.model_lines = model_lines
-        self.title = visible(title)
-        self.max_steps = max_steps
-        self.stream = sys.stderr
-        self.step = 0
-        self.usage: Usage = NO_USAGE
-        self.activity = "starting"
-        self.started = time.monotonic()
-        self.rows: deque[Row] = deque(maxlen=8)  # the last commands
-        self._lock = threading.Lock()
-        self._live: Live | None = None
+    mode: str
+    title: str = ""
+    max_steps: int = 0
+    model_lines: bool = True
+    stream: IO[str] = field(default_factory=lambda: sys.stderr)
+    step: int = 0
+    usage: Usage = NO_USAGE
+    activity: str = "starting"
+    started: float = field(default_factory=time.monotonic)
+    rows: deque[Row] = field(default_factory=lambda: deque(maxlen=8))  # the last commands
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _live: Live | None = None
 
     def start(self) -> None:
         """Begin showing (a no-op for ``lines`` and ``quiet``)."""
@@ -103,7 +104,7 @@ class Display:
             self._live.stop()
             self._live = None
 
-    def model_started(self) -> None:
+    def model_started(self, _: Sequence[Message]) -> None:
         with self._lock:
             self.step += 1
             self.activity = "… waiting for the model"
@@ -125,9 +126,9 @@ class Display:
         if self.model_lines:
             self._line(f"step {self.step} · {note} · total {self._totals()}")
 
-    def command_started(self, command: str) -> None:
+    def command_started(self, action: Action) -> None:
         with self._lock:
-            shown = visible(command)  # before rich measures it
+            shown = visible(action.command)  # before rich measures it
             self.rows.append(Row(self.step, shown))
             self.activity = f"… running {first_line(shown, 60)}"
 
@@ -175,7 +176,7 @@ class Display:
             limit = f"/{self.max_steps}" if self.max_steps else ""
             head = Text.assemble(
                 ("four ", "bold"),
-                (self.title, "cyan"),
+                (visible(self.title), "cyan"),
                 f"  step {self.step}{limit} · {self._totals()}",
             )
             table = Table(box=None, pad_edge=False, show_header=True, header_style="dim")
@@ -197,35 +198,21 @@ class Display:
 
 
 @dataclass(frozen=True, slots=True)
-class Watched:
-    """G that tells a display when the model is asked and what it answered."""
+class Watched(Generic[A, R]):
+    """G or V2 telling a display as each call starts and ends; a Ctrl-C a library swallowed
+    meanwhile is raised again (never taken for a model or command error). It closes what
+    it wraps, so ``run`` still releases shells and containers."""
 
-    inner: Invoke
-    display: Display = field(repr=False)
+    inner: Callable[[A], R]
+    started: Callable[[A], None] = field(repr=False)
+    done: Callable[[R, float], None] = field(repr=False)
 
-    def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
-        self.display.model_started()
-        t = time.monotonic()
-        with kept():  # a Ctrl-C is never taken for a model error
-            result = self.inner(messages)
-        self.display.model_done(result, time.monotonic() - t)
-        return result
-
-
-@dataclass(frozen=True, slots=True)
-class WatchedEnv:
-    """V2 that tells a display each command, its return code and its duration; it closes
-    the environment it wraps, so ``run`` still releases shells and containers."""
-
-    inner: Execute
-    display: Display = field(repr=False)
-
-    def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]:
-        self.display.command_started(action.command)
+    def __call__(self, arg: A, /) -> R:
+        self.started(arg)
         t = time.monotonic()
         with kept():
-            result = self.inner(action)
-        self.display.command_done(result, time.monotonic() - t)
+            result = self.inner(arg)
+        self.done(result, time.monotonic() - t)
         return result
 
     def close(self) -> None:
@@ -233,27 +220,12 @@ class WatchedEnv:
             self.inner.close()
 
 
-@dataclass(frozen=True, slots=True)
-class _Held:
-    """The run's sink as the loop sees it: its seal is never cut by a Ctrl-C (one that
-    comes meanwhile is raised once the record is sealed; see ``_signals``)."""
-
-    sink: Sink[Path]
-
-    def append(self, message: Message, /) -> None:
-        self.sink.append(message)
-
-    def close(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> Path:
-        with held():
-            return self.sink.close(messages, outcome, stats)
-
-
 @dataclass(slots=True)
 class Recording:
     """The trajectory writer, remembering the file it writes and adding the CLI's record
-    (the real G and V2, and ``four replay``'s settings). With ``hold``, a Ctrl-C waits
-    from ``open`` until ``began()``, when the run can seal its record, and never cuts
-    the seal."""
+    (the real G and V2, and ``four replay``'s settings). With ``hold``, it is the run's
+    sink: a Ctrl-C waits from ``open`` until ``began()``, when the run can seal its record,
+    and never cuts the seal (one meanwhile is raised once it is sealed)."""
 
     writer: Recorder[Path]
     components: Mapping[str, JSON] = field(repr=False)
@@ -271,7 +243,16 @@ class Recording:
             if self._holding is not None:
                 self._holding.hold()
         self.sink = self.writer.open(info)
-        return _Held(self.sink) if self.hold else self.sink  # (a batch's: its aclose kept)
+        return self if self.hold else self.sink  # (a batch's: its aclose kept)
+
+    def append(self, message: Message, /) -> None:
+        assert self.sink is not None  # (opened)
+        self.sink.append(message)
+
+    def close(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> Path:
+        assert self.sink is not None
+        with held():
+            return self.sink.close(messages, outcome, stats)
 
     def began(self) -> None:
         """The run's loop has begun: a Ctrl-C that waited since ``open`` is raised now."""
