@@ -69,8 +69,7 @@ def main(args: argparse.Namespace) -> int:
     found: list[Finding] = []
     try:  # every prompt asked for, in order
         for name in args.domain:
-            system = load_domain(name).system
-            found += lint_text(system, f"<{name} domain>", tools, only=args.tool)
+            found += lint_text(load_domain(name).system, f"<{name} domain>", tools, only=args.tool)
         for prompt in args.prompts:
             if prompt == "-":
                 text = decode_prompt(sys.stdin.buffer.read(), "<stdin>")

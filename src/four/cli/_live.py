@@ -9,6 +9,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Generic, TypeVar
@@ -37,7 +38,7 @@ from four._types import (
     Usage,
 )
 from four.cli._format import seconds, tokens
-from four.cli._signals import Interrupts, held, installed, kept
+from four.cli._signals import held, kept
 from four.cli._steps import first_line
 from four.cli._terminal import console, visible
 
@@ -111,17 +112,14 @@ class Display:
 
     def model_done(self, result: Result[Reply, ModelError], elapsed: float) -> None:
         with self._lock:
-            if isinstance(result, Success):
-                reply = result.unwrap()
-                self.usage += reply.usage or NO_USAGE
+            reply = result.unwrap() if isinstance(result, Success) else result.failure()
+            self.usage += reply.usage or NO_USAGE
+            if isinstance(reply, ModelError):
+                note = f"model error: {first_line(str(reply), 100)}"
+            else:
                 used = reply.usage.total_tokens if reply.usage else 0
                 note = f"model {seconds(elapsed)}, {tokens(used)} tok"
-                if reply.truncated:
-                    note += ", cut off"
-            else:
-                error = result.failure()
-                self.usage += error.usage or NO_USAGE
-                note = f"model error: {first_line(str(error), 100)}"
+                note += ", cut off" if reply.truncated else ""
             self.activity = "… reading the reply"
         if self.model_lines:
             self._line(f"step {self.step} · {note} · total {self._totals()}")
@@ -138,16 +136,12 @@ class Display:
         with self._lock:
             row = self.rows[-1]
             row.seconds = elapsed
-            if isinstance(result, Success):
-                observation = result.unwrap()
-                row.returncode = observation.returncode
-                if observation.timed_out:
-                    row.note = "timed out"
+            seen = result.unwrap() if isinstance(result, Success) else result.failure()
+            if isinstance(seen, Observation):
+                row.returncode, row.note = seen.returncode, "timed out" if seen.timed_out else ""
             else:
-                end = result.failure()
-                row.note = (
-                    "submitted" if isinstance(end, Submitted) else visible(f"env error: {end}")
-                )
+                row.note = "submitted" if isinstance(seen, Submitted) else f"env error: {seen}"
+                row.note = visible(row.note)
             self.activity = "… waiting for the model"
         code = "" if row.returncode is None else f" · exit {row.returncode}"
         note = f" · {row.note}" if row.note else ""
@@ -231,17 +225,15 @@ class Recording:
     components: Mapping[str, JSON] = field(repr=False)
     sink: Sink[Path] | None = field(default=None, repr=False)
     hold: bool = False
-    _holding: Interrupts | None = field(default=None, repr=False)
+    _holding: ExitStack = field(default_factory=ExitStack, repr=False)
 
     def __call__(self, messages: Sequence[Message], outcome: Outcome, /) -> Path:
         return self.writer(messages, outcome)
 
     def open(self, info: RunInfo, /) -> Sink[Path]:
         info = replace(info, components={**info.components, **self.components})
-        if self.hold and threading.current_thread() is threading.main_thread():
-            self._holding = installed()
-            if self._holding is not None:
-                self._holding.hold()
+        if self.hold:
+            self._holding.enter_context(held())
         self.sink = self.writer.open(info)
         return self if self.hold else self.sink  # (a batch's: its aclose kept)
 
@@ -256,9 +248,7 @@ class Recording:
 
     def began(self) -> None:
         """The run's loop has begun: a Ctrl-C that waited since ``open`` is raised now."""
-        holding, self._holding = self._holding, None
-        if holding is not None:
-            holding.release()
+        self._holding.close()
 
     @property
     def path(self) -> Path | None:

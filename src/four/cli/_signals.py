@@ -102,39 +102,27 @@ class Interrupts:
         return INTERRUPTED if self.received else status
 
 
-_current: Interrupts | None = None
-
-
 def install() -> Interrupts:
     """Handle SIGINT with a new ``Interrupts`` (unless SIGINT is ignored, or this is not
     the main thread: then it is left as it is); the one ``held`` uses from now on."""
-    global _current
     interrupts = Interrupts()
     with contextlib.suppress(ValueError):  # not the main thread
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             interrupts.previous = signal.signal(signal.SIGINT, interrupts.handle)
-            _current = interrupts
     return interrupts
 
 
 def installed() -> Interrupts | None:
     """The ``Interrupts`` handling SIGINT now, if any (what ``held`` uses)."""
-    current = _current
-    with contextlib.suppress(ValueError):  # (getsignal works in any thread)
-        if current is not None and signal.getsignal(signal.SIGINT) == current.handle:
-            return current
-    return None
+    owner = getattr(signal.getsignal(signal.SIGINT), "__self__", None)  # of its bound handle
+    return owner if isinstance(owner, Interrupts) else None
 
 
-@contextlib.contextmanager
-def held() -> Iterator[None]:
-    """``Interrupts.held`` of the installed handler (nothing held when there is none)."""
-    current = installed()
-    if current is None or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    with current.held():
-        yield
+def held() -> contextlib.AbstractContextManager[None]:
+    """``Interrupts.held`` of the installed handler (nothing held when there is none, or
+    outside the main thread, where no Ctrl-C is raised)."""
+    current = installed() if threading.current_thread() is threading.main_thread() else None
+    return current.held() if current is not None else contextlib.nullcontext()
 
 
 @contextlib.contextmanager

@@ -24,12 +24,10 @@ if TYPE_CHECKING:
     from rich.segment import Segment
 
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-"""What a terminal may interpret: C0 but newline and tab, DEL, C1, bidi overrides."""
 
 
 def _escaped(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return f"\\x{code:02x}" if (code := ord(match.group())) < 0x100 else f"\\u{code:04x}"
 
 
 def visible(text: str) -> str:
@@ -50,15 +48,14 @@ class VisibleStream:
     """A text stream that writes ``visible(text)`` to the stream it wraps."""
 
     def __init__(self, raw: IO[str]) -> None:
-        self.raw = raw
+        self.raw: IO[str] = raw.raw if isinstance(raw, VisibleStream) else raw  # (once)
 
     def write(self, text: str) -> int:
         self.raw.write(visible(text))
         return len(text)
 
     def writelines(self, lines: Iterable[str]) -> None:
-        for line in lines:
-            self.write(line)
+        self.raw.writelines(map(visible, lines))
 
     def __getattr__(self, name: str) -> Any:  # flush, isatty, fileno, encoding...
         return getattr(self.raw, name)
@@ -67,15 +64,9 @@ class VisibleStream:
 @contextlib.contextmanager
 def guarded() -> Iterator[None]:
     """Within: ``sys.stdout`` and ``sys.stderr`` sanitise whatever is written to them."""
-    saved = sys.stdout, sys.stderr
-    if not isinstance(sys.stdout, VisibleStream):
-        sys.stdout = cast(TextIO, VisibleStream(sys.stdout))
-    if not isinstance(sys.stderr, VisibleStream):
-        sys.stderr = cast(TextIO, VisibleStream(sys.stderr))
-    try:
+    out, err = cast(TextIO, VisibleStream(sys.stdout)), cast(TextIO, VisibleStream(sys.stderr))
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         yield
-    finally:
-        sys.stdout, sys.stderr = saved
 
 
 def console(stream: IO[str] | None = None, **options: Any) -> Console:
