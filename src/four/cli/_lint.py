@@ -42,9 +42,8 @@ def flags(p: argparse.ArgumentParser) -> None:
         help="also lint this domain's built-in system prompt (repeatable)",
     )
     env_flags(p)
-    for action in p._actions:  # here --command-timeout bounds each --help
-        if action.dest == "command_timeout":
-            action.help = "seconds one tool's --help (or introspection) may take [10]"
+    timeout = p._option_string_actions["--command-timeout"]  # here it bounds each --help
+    timeout.help = "seconds one tool's --help (or introspection) may take [10]"
     p.add_argument("--json", action="store_true", help="print the findings as JSON")
 
 

@@ -86,11 +86,8 @@ class Display:
             return
         from rich.live import Live
 
-        self._live = Live(  # a fresh frame at every refresh, so elapsed time moves
-            get_renderable=self.frame,
-            console=console(self.stream, highlight=False),
-            refresh_per_second=4,
-        )
+        # a fresh frame at every refresh (4 a second), so elapsed time moves
+        self._live = Live(get_renderable=self.frame, console=console(self.stream, highlight=False))
         self._live.start()
 
     def stop(self, final: str = "") -> None:
@@ -152,9 +149,8 @@ class Display:
     def _totals(self) -> str:
         u = self.usage
         money = "cost ?" if u.calls and u.cost_unknown_calls >= u.calls else f"${u.known_cost:.4f}"
-        return (
-            f"{tokens(u.total_tokens)} tok · {money} · {seconds(time.monotonic() - self.started)}"
-        )
+        took = seconds(time.monotonic() - self.started)
+        return f"{tokens(u.total_tokens)} tok · {money} · {took}"
 
     def _line(self, text: str) -> None:
         if self.mode == "lines":

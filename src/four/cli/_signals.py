@@ -1,12 +1,10 @@
 """Ctrl-C for the ``four`` command: exit 130, the run saved, whenever it comes.
 
-Python's own Ctrl-C raises ``KeyboardInterrupt`` wherever the main thread is, again at a
-second press (inside the handler that is saving the run), and, once the command has
-returned, gives SIGINT back its default action before the interpreter's last garbage
-collection (seconds long with litellm loaded, on a busy machine): a Ctrl-C then killed
-the process, exit -2, with no status of its own. ``Interrupts`` replaces it while the
-command runs (see its methods, and ``held`` and ``kept``). A ``four`` started with SIGINT
-ignored (a background job of a script) keeps it ignored.
+Python's own raises ``KeyboardInterrupt`` wherever the main thread is, again inside the
+handler saving the run, and, once the command returned, one during the interpreter's last
+garbage collection (seconds long with litellm loaded) killed the process: exit -2.
+``Interrupts`` replaces it while the command runs. A ``four`` started with SIGINT ignored
+(a background job of a script) keeps it ignored.
 """
 
 from __future__ import annotations
@@ -77,9 +75,8 @@ class Interrupts:
             self.release()
 
     def ending(self) -> None:
-        """The command is returning: from now on a Ctrl-C is only noted (it makes the
-        status 130), so none can escape between the command's last handler and
-        ``status``."""
+        """The command is returning: from now on a Ctrl-C is only noted (the status is 130),
+        so none can escape between the command's last handler and ``status``."""
         self._done = True
 
     def status(self, status: int, *, exiting: bool = True) -> int:

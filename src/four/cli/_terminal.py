@@ -4,10 +4,9 @@ Everything ``four`` prints passes one sanitiser, ``visible``: a control characte
 than newline and tab (the C0 range, DEL, the C1 range) and the bidirectional overrides
 are printed as a visible escape (``\\x1b``, ``\\x9b``, ``\\u202e``), so an OSC 52
 clipboard write, an OSC 8 link, a window title, a screen clear or a cursor move in a
-reply or an output is shown as text and the terminal does nothing. (rich strips only BEL,
-BS, VT, FF and CR; an ESC sequence passes through it.) Two gates apply it: ``guarded()``
-for plain ``print``, ``console()`` for rich; the views pass model text through ``visible``
-first too, so rich measures what is shown.
+reply or an output is shown as text and the terminal does nothing (rich strips only BEL,
+BS, VT, FF and CR). ``guarded()`` applies it to ``print``, ``console()`` to rich; the views
+pass model text through ``visible`` first too, so rich measures what is shown.
 """
 
 from __future__ import annotations
