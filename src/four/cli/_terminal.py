@@ -72,8 +72,7 @@ def console(stream: IO[str] | None = None, **options: Any) -> Console:
     """A rich console on ``stream`` (stdout by default) that shows control characters: every
     text segment it renders passes ``visible``; its own styles and cursor moves (control
     segments) are the only escapes it writes."""
-    stream = stream if stream is not None else sys.stdout
-    raw = stream.raw if isinstance(stream, VisibleStream) else stream  # (its own styles pass)
+    raw = VisibleStream(stream or sys.stdout).raw  # unwrapped: its own styles pass
     return _visible_console()(file=raw, **options)
 
 
