@@ -122,7 +122,7 @@ def arm(phase: str) -> None:
             "record-open": (_live.Recording, "open", _after),
             "swallowed": (_chat.LitellmInvoke, "__call__", _swallowed),
             "in-exec": (_chat.LitellmInvoke, "__call__", _in_exec),
-            "command": (_live.WatchedEnv, "__call__", _before),
+            "command": (_live.Display, "command_started", _before),
             "seal": (_save.TrajectorySink, "close", _before),
             "report": (_run, "report", _before),
             "server-stop": (_local.LocalServer, "stop", _before),

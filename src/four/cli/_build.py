@@ -22,7 +22,7 @@ from four._types import JSON, Execute, Invoke, Parse, Recorder, Verify, Watch
 from four.cli import _mcp
 from four.cli._errors import UsageError
 from four.cli._format import cost, fold, seconds, succeeded, tokens
-from four.cli._live import Display, Recording, Watched, WatchedEnv, components
+from four.cli._live import Display, Recording, Watched, components
 from four.cli._options import RunOptions, held_out, local_settings, refuse, workspace
 from four.cli._terminal import visible
 from four.domains import Domain, DomainError, DomainSetup, get_domain
@@ -240,7 +240,8 @@ def watched(
     """``r`` with its G and V2 telling a new ``Display``, and the display."""
     place = opts.env if opts.domain == "bash" else opts.domain
     display = Display(opts.mode, title=f"{model} · {place}{title_end}", max_steps=opts.max_steps)
-    return replace(r, G=Watched(r.G, display), V2=WatchedEnv(r.V2, display)), display
+    G = Watched(r.G, display.model_started, display.model_done)
+    return replace(r, G=G, V2=Watched(r.V2, display.command_started, display.command_done)), display
 
 
 def make_check(opts: RunOptions) -> Verify | None:

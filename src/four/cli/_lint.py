@@ -42,9 +42,8 @@ def flags(p: argparse.ArgumentParser) -> None:
         help="also lint this domain's built-in system prompt (repeatable)",
     )
     env_flags(p)
-    for action in p._actions:  # here --command-timeout bounds each --help
-        if action.dest == "command_timeout":
-            action.help = "seconds one tool's --help (or introspection) may take [10]"
+    timeout = p._option_string_actions["--command-timeout"]  # here it bounds each --help
+    timeout.help = "seconds one tool's --help (or introspection) may take [10]"
     p.add_argument("--json", action="store_true", help="print the findings as JSON")
 
 
@@ -69,8 +68,7 @@ def main(args: argparse.Namespace) -> int:
     found: list[Finding] = []
     try:  # every prompt asked for, in order
         for name in args.domain:
-            system = load_domain(name).system
-            found += lint_text(system, f"<{name} domain>", tools, only=args.tool)
+            found += lint_text(load_domain(name).system, f"<{name} domain>", tools, only=args.tool)
         for prompt in args.prompts:
             if prompt == "-":
                 text = decode_prompt(sys.stdin.buffer.read(), "<stdin>")

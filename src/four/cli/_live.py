@@ -1,5 +1,5 @@
-"""What a person sees while a run goes: ``Watched`` (G) and ``WatchedEnv`` (V2) tell a
-``Display``, the loop unchanged; ``Recording`` wraps the trajectory writer.
+"""What a person sees while a run goes: G and V2, ``Watched``, tell a ``Display``, the loop
+unchanged (its events hold no "started" moments); ``Recording`` wraps the trajectory writer.
 """
 
 from __future__ import annotations
@@ -8,10 +8,11 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Generic, TypeVar
 
 from returns.result import Result, Success
 
@@ -37,13 +38,16 @@ from four._types import (
     Usage,
 )
 from four.cli._format import seconds, tokens
-from four.cli._signals import Interrupts, held, installed, kept
+from four.cli._signals import held, kept
 from four.cli._steps import first_line
 from four.cli._terminal import console, visible
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
     from rich.live import Live
+
+A = TypeVar("A")
+R = TypeVar("R")
 
 
 @dataclass(slots=True)
@@ -57,25 +61,23 @@ class Row:
     note: str = ""
 
 
+@dataclass(eq=False, slots=True)
 class Display:
     """The run's state, and how it is shown: ``live`` (rich, redrawn in place),
     ``lines`` (one line per event, for logs and pipes) or ``quiet`` (nothing)."""
 
-    def __init__(
-        self, mode: str, *, title: str = "", max_steps: int = 0, model_lines: bool = True
-    ) -> None:
-        self.mode = mode
-        self.model_lines = model_lines
-        self.title = visible(title)
-        self.max_steps = max_steps
-        self.stream = sys.stderr
-        self.step = 0
-        self.usage: Usage = NO_USAGE
-        self.activity = "starting"
-        self.started = time.monotonic()
-        self.rows: deque[Row] = deque(maxlen=8)  # the last commands
-        self._lock = threading.Lock()
-        self._live: Live | None = None
+    mode: str
+    title: str = ""
+    max_steps: int = 0
+    model_lines: bool = True
+    stream: IO[str] = field(default_factory=lambda: sys.stderr)
+    step: int = 0
+    usage: Usage = NO_USAGE
+    activity: str = "starting"
+    started: float = field(default_factory=time.monotonic)
+    rows: deque[Row] = field(default_factory=lambda: deque(maxlen=8))  # the last commands
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _live: Live | None = None
 
     def start(self) -> None:
         """Begin showing (a no-op for ``lines`` and ``quiet``)."""
@@ -84,11 +86,8 @@ class Display:
             return
         from rich.live import Live
 
-        self._live = Live(  # a fresh frame at every refresh, so elapsed time moves
-            get_renderable=self.frame,
-            console=console(self.stream, highlight=False),
-            refresh_per_second=4,
-        )
+        # a fresh frame at every refresh (4 a second), so elapsed time moves
+        self._live = Live(get_renderable=self.frame, console=console(self.stream, highlight=False))
         self._live.start()
 
     def stop(self, final: str = "") -> None:
@@ -103,31 +102,28 @@ class Display:
             self._live.stop()
             self._live = None
 
-    def model_started(self) -> None:
+    def model_started(self, _: Sequence[Message]) -> None:
         with self._lock:
             self.step += 1
             self.activity = "… waiting for the model"
 
     def model_done(self, result: Result[Reply, ModelError], elapsed: float) -> None:
         with self._lock:
-            if isinstance(result, Success):
-                reply = result.unwrap()
-                self.usage += reply.usage or NO_USAGE
+            reply = result.unwrap() if isinstance(result, Success) else result.failure()
+            self.usage += reply.usage or NO_USAGE
+            if isinstance(reply, ModelError):
+                note = f"model error: {first_line(str(reply), 100)}"
+            else:
                 used = reply.usage.total_tokens if reply.usage else 0
                 note = f"model {seconds(elapsed)}, {tokens(used)} tok"
-                if reply.truncated:
-                    note += ", cut off"
-            else:
-                error = result.failure()
-                self.usage += error.usage or NO_USAGE
-                note = f"model error: {first_line(str(error), 100)}"
+                note += ", cut off" if reply.truncated else ""
             self.activity = "… reading the reply"
         if self.model_lines:
             self._line(f"step {self.step} · {note} · total {self._totals()}")
 
-    def command_started(self, command: str) -> None:
+    def command_started(self, action: Action) -> None:
         with self._lock:
-            shown = visible(command)  # before rich measures it
+            shown = visible(action.command)  # before rich measures it
             self.rows.append(Row(self.step, shown))
             self.activity = f"… running {first_line(shown, 60)}"
 
@@ -137,16 +133,12 @@ class Display:
         with self._lock:
             row = self.rows[-1]
             row.seconds = elapsed
-            if isinstance(result, Success):
-                observation = result.unwrap()
-                row.returncode = observation.returncode
-                if observation.timed_out:
-                    row.note = "timed out"
+            seen = result.unwrap() if isinstance(result, Success) else result.failure()
+            if isinstance(seen, Observation):
+                row.returncode, row.note = seen.returncode, "timed out" if seen.timed_out else ""
             else:
-                end = result.failure()
-                row.note = (
-                    "submitted" if isinstance(end, Submitted) else visible(f"env error: {end}")
-                )
+                row.note = "submitted" if isinstance(seen, Submitted) else f"env error: {seen}"
+                row.note = visible(row.note)
             self.activity = "… waiting for the model"
         code = "" if row.returncode is None else f" · exit {row.returncode}"
         note = f" · {row.note}" if row.note else ""
@@ -157,9 +149,8 @@ class Display:
     def _totals(self) -> str:
         u = self.usage
         money = "cost ?" if u.calls and u.cost_unknown_calls >= u.calls else f"${u.known_cost:.4f}"
-        return (
-            f"{tokens(u.total_tokens)} tok · {money} · {seconds(time.monotonic() - self.started)}"
-        )
+        took = seconds(time.monotonic() - self.started)
+        return f"{tokens(u.total_tokens)} tok · {money} · {took}"
 
     def _line(self, text: str) -> None:
         if self.mode == "lines":
@@ -175,7 +166,7 @@ class Display:
             limit = f"/{self.max_steps}" if self.max_steps else ""
             head = Text.assemble(
                 ("four ", "bold"),
-                (self.title, "cyan"),
+                (visible(self.title), "cyan"),
                 f"  step {self.step}{limit} · {self._totals()}",
             )
             table = Table(box=None, pad_edge=False, show_header=True, header_style="dim")
@@ -197,35 +188,21 @@ class Display:
 
 
 @dataclass(frozen=True, slots=True)
-class Watched:
-    """G that tells a display when the model is asked and what it answered."""
+class Watched(Generic[A, R]):
+    """G or V2 telling a display as each call starts and ends; a Ctrl-C a library swallowed
+    meanwhile is raised again (never taken for a model or command error). It closes what
+    it wraps, so ``run`` still releases shells and containers."""
 
-    inner: Invoke
-    display: Display = field(repr=False)
+    inner: Callable[[A], R]
+    started: Callable[[A], None] = field(repr=False)
+    done: Callable[[R, float], None] = field(repr=False)
 
-    def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
-        self.display.model_started()
-        t = time.monotonic()
-        with kept():  # a Ctrl-C is never taken for a model error
-            result = self.inner(messages)
-        self.display.model_done(result, time.monotonic() - t)
-        return result
-
-
-@dataclass(frozen=True, slots=True)
-class WatchedEnv:
-    """V2 that tells a display each command, its return code and its duration; it closes
-    the environment it wraps, so ``run`` still releases shells and containers."""
-
-    inner: Execute
-    display: Display = field(repr=False)
-
-    def __call__(self, action: Action, /) -> Result[Observation, Submitted | ExecutionError]:
-        self.display.command_started(action.command)
+    def __call__(self, arg: A, /) -> R:
+        self.started(arg)
         t = time.monotonic()
         with kept():
-            result = self.inner(action)
-        self.display.command_done(result, time.monotonic() - t)
+            result = self.inner(arg)
+        self.done(result, time.monotonic() - t)
         return result
 
     def close(self) -> None:
@@ -233,51 +210,41 @@ class WatchedEnv:
             self.inner.close()
 
 
-@dataclass(frozen=True, slots=True)
-class _Held:
-    """The run's sink as the loop sees it: its seal is never cut by a Ctrl-C (one that
-    comes meanwhile is raised once the record is sealed; see ``_signals``)."""
-
-    sink: Sink[Path]
-
-    def append(self, message: Message, /) -> None:
-        self.sink.append(message)
-
-    def close(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> Path:
-        with held():
-            return self.sink.close(messages, outcome, stats)
-
-
 @dataclass(slots=True)
 class Recording:
     """The trajectory writer, remembering the file it writes and adding the CLI's record
-    (the real G and V2, and ``four replay``'s settings). With ``hold``, a Ctrl-C waits
-    from ``open`` until ``began()``, when the run can seal its record, and never cuts
-    the seal."""
+    (the real G and V2, and ``four replay``'s settings). With ``hold``, it is the run's
+    sink: a Ctrl-C waits from ``open`` until ``began()``, when the run can seal its record,
+    and never cuts the seal (one meanwhile is raised once it is sealed)."""
 
     writer: Recorder[Path]
     components: Mapping[str, JSON] = field(repr=False)
     sink: Sink[Path] | None = field(default=None, repr=False)
     hold: bool = False
-    _holding: Interrupts | None = field(default=None, repr=False)
+    _holding: ExitStack = field(default_factory=ExitStack, repr=False)
 
     def __call__(self, messages: Sequence[Message], outcome: Outcome, /) -> Path:
         return self.writer(messages, outcome)
 
     def open(self, info: RunInfo, /) -> Sink[Path]:
         info = replace(info, components={**info.components, **self.components})
-        if self.hold and threading.current_thread() is threading.main_thread():
-            self._holding = installed()
-            if self._holding is not None:
-                self._holding.hold()
+        if self.hold:
+            self._holding.enter_context(held())
         self.sink = self.writer.open(info)
-        return _Held(self.sink) if self.hold else self.sink  # (a batch's: its aclose kept)
+        return self if self.hold else self.sink  # (a batch's: its aclose kept)
+
+    def append(self, message: Message, /) -> None:
+        assert self.sink is not None  # (opened)
+        self.sink.append(message)
+
+    def close(self, messages: Sequence[Message], outcome: Outcome, stats: RunStats, /) -> Path:
+        assert self.sink is not None
+        with held():
+            return self.sink.close(messages, outcome, stats)
 
     def began(self) -> None:
         """The run's loop has begun: a Ctrl-C that waited since ``open`` is raised now."""
-        holding, self._holding = self._holding, None
-        if holding is not None:
-            holding.release()
+        self._holding.close()
 
     @property
     def path(self) -> Path | None:

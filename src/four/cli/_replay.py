@@ -190,7 +190,7 @@ def main(args: argparse.Namespace) -> int:
     """Replay ``args.trajectory``; 0 when every observation matches, 1 when one differs."""
     from four import run
     from four.cli._build import Saving
-    from four.cli._live import Display, Recording, Watched, WatchedEnv, components
+    from four.cli._live import Display, Recording, Watched, components
     from four.invoke import replay_invoke
     from four.trajectory import save_trajectory
 
@@ -237,9 +237,9 @@ def main(args: argparse.Namespace) -> int:
         )
         try:
             path = run(
-                Watched(G, display),
+                Watched(G, display.model_started, display.model_done),
                 V1,
-                WatchedEnv(V2, display),
+                Watched(V2, display.command_started, display.command_done),
                 recording,
                 recorded.system,
                 recorded.task,

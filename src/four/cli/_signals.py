@@ -1,12 +1,10 @@
 """Ctrl-C for the ``four`` command: exit 130, the run saved, whenever it comes.
 
-Python's own Ctrl-C raises ``KeyboardInterrupt`` wherever the main thread is, again at a
-second press (inside the handler that is saving the run), and, once the command has
-returned, gives SIGINT back its default action before the interpreter's last garbage
-collection (seconds long with litellm loaded, on a busy machine): a Ctrl-C then killed
-the process, exit -2, with no status of its own. ``Interrupts`` replaces it while the
-command runs (see its methods, and ``held`` and ``kept``). A ``four`` started with SIGINT
-ignored (a background job of a script) keeps it ignored.
+Python's own raises ``KeyboardInterrupt`` wherever the main thread is, again inside the
+handler saving the run, and, once the command returned, one during the interpreter's last
+garbage collection (seconds long with litellm loaded) killed the process: exit -2.
+``Interrupts`` replaces it while the command runs. A ``four`` started with SIGINT ignored
+(a background job of a script) keeps it ignored.
 """
 
 from __future__ import annotations
@@ -77,9 +75,8 @@ class Interrupts:
             self.release()
 
     def ending(self) -> None:
-        """The command is returning: from now on a Ctrl-C is only noted (it makes the
-        status 130), so none can escape between the command's last handler and
-        ``status``."""
+        """The command is returning: from now on a Ctrl-C is only noted (the status is 130),
+        so none can escape between the command's last handler and ``status``."""
         self._done = True
 
     def status(self, status: int, *, exiting: bool = True) -> int:
@@ -102,39 +99,27 @@ class Interrupts:
         return INTERRUPTED if self.received else status
 
 
-_current: Interrupts | None = None
-
-
 def install() -> Interrupts:
     """Handle SIGINT with a new ``Interrupts`` (unless SIGINT is ignored, or this is not
     the main thread: then it is left as it is); the one ``held`` uses from now on."""
-    global _current
     interrupts = Interrupts()
     with contextlib.suppress(ValueError):  # not the main thread
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             interrupts.previous = signal.signal(signal.SIGINT, interrupts.handle)
-            _current = interrupts
     return interrupts
 
 
 def installed() -> Interrupts | None:
     """The ``Interrupts`` handling SIGINT now, if any (what ``held`` uses)."""
-    current = _current
-    with contextlib.suppress(ValueError):  # (getsignal works in any thread)
-        if current is not None and signal.getsignal(signal.SIGINT) == current.handle:
-            return current
-    return None
+    owner = getattr(signal.getsignal(signal.SIGINT), "__self__", None)  # of its bound handle
+    return owner if isinstance(owner, Interrupts) else None
 
 
-@contextlib.contextmanager
-def held() -> Iterator[None]:
-    """``Interrupts.held`` of the installed handler (nothing held when there is none)."""
-    current = installed()
-    if current is None or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    with current.held():
-        yield
+def held() -> contextlib.AbstractContextManager[None]:
+    """``Interrupts.held`` of the installed handler (nothing held when there is none, or
+    outside the main thread, where no Ctrl-C is raised)."""
+    current = installed() if threading.current_thread() is threading.main_thread() else None
+    return current.held() if current is not None else contextlib.nullcontext()
 
 
 @contextlib.contextmanager

@@ -4,10 +4,9 @@ Everything ``four`` prints passes one sanitiser, ``visible``: a control characte
 than newline and tab (the C0 range, DEL, the C1 range) and the bidirectional overrides
 are printed as a visible escape (``\\x1b``, ``\\x9b``, ``\\u202e``), so an OSC 52
 clipboard write, an OSC 8 link, a window title, a screen clear or a cursor move in a
-reply or an output is shown as text and the terminal does nothing. (rich strips only BEL,
-BS, VT, FF and CR; an ESC sequence passes through it.) Two gates apply it: ``guarded()``
-for plain ``print``, ``console()`` for rich; the views pass model text through ``visible``
-first too, so rich measures what is shown.
+reply or an output is shown as text and the terminal does nothing (rich strips only BEL,
+BS, VT, FF and CR). ``guarded()`` applies it to ``print``, ``console()`` to rich; the views
+pass model text through ``visible`` first too, so rich measures what is shown.
 """
 
 from __future__ import annotations
@@ -24,12 +23,10 @@ if TYPE_CHECKING:
     from rich.segment import Segment
 
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-"""What a terminal may interpret: C0 but newline and tab, DEL, C1, bidi overrides."""
 
 
 def _escaped(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return f"\\x{code:02x}" if (code := ord(match.group())) < 0x100 else f"\\u{code:04x}"
 
 
 def visible(text: str) -> str:
@@ -50,15 +47,14 @@ class VisibleStream:
     """A text stream that writes ``visible(text)`` to the stream it wraps."""
 
     def __init__(self, raw: IO[str]) -> None:
-        self.raw = raw
+        self.raw: IO[str] = raw.raw if isinstance(raw, VisibleStream) else raw  # (once)
 
     def write(self, text: str) -> int:
         self.raw.write(visible(text))
         return len(text)
 
     def writelines(self, lines: Iterable[str]) -> None:
-        for line in lines:
-            self.write(line)
+        self.raw.writelines(map(visible, lines))
 
     def __getattr__(self, name: str) -> Any:  # flush, isatty, fileno, encoding...
         return getattr(self.raw, name)
@@ -67,23 +63,16 @@ class VisibleStream:
 @contextlib.contextmanager
 def guarded() -> Iterator[None]:
     """Within: ``sys.stdout`` and ``sys.stderr`` sanitise whatever is written to them."""
-    saved = sys.stdout, sys.stderr
-    if not isinstance(sys.stdout, VisibleStream):
-        sys.stdout = cast(TextIO, VisibleStream(sys.stdout))
-    if not isinstance(sys.stderr, VisibleStream):
-        sys.stderr = cast(TextIO, VisibleStream(sys.stderr))
-    try:
+    out, err = cast(TextIO, VisibleStream(sys.stdout)), cast(TextIO, VisibleStream(sys.stderr))
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         yield
-    finally:
-        sys.stdout, sys.stderr = saved
 
 
 def console(stream: IO[str] | None = None, **options: Any) -> Console:
     """A rich console on ``stream`` (stdout by default) that shows control characters: every
     text segment it renders passes ``visible``; its own styles and cursor moves (control
     segments) are the only escapes it writes."""
-    stream = stream if stream is not None else sys.stdout
-    raw = stream.raw if isinstance(stream, VisibleStream) else stream  # (its own styles pass)
+    raw = VisibleStream(stream or sys.stdout).raw  # unwrapped: its own styles pass
     return _visible_console()(file=raw, **options)
 
 
