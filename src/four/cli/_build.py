@@ -1,5 +1,4 @@
-"""The parts of a run made from its options: the domain's setup, G, V1 and V2, the check,
-the run's one clock (``Deadline``), SIGTERM as an interrupt, and the final report."""
+"""The parts of a run made from its options: G, V1, V2, the check, its clock, the report."""
 
 from __future__ import annotations
 
@@ -76,8 +75,8 @@ class Deadline:
 
 @dataclass(slots=True)
 class Saving:
-    """A watch that ends the run ``save_failed`` once its trajectory cannot be written
-    (a full disk...), rather than let it go on unrecorded; then asks ``then``."""
+    """A watch that ends the run ``save_failed`` once its trajectory cannot be written,
+    rather than let it go on unrecorded; then asks ``then``."""
 
     recording: Recording
     then: Deadline | None = None
@@ -123,9 +122,8 @@ def system_prompt(opts: RunOptions, domain: Domain) -> str:
 
 
 def with_preview(system: str, opts: RunOptions) -> str:
-    """``system`` and, with ``--preview``, what the workspace holds as the run begins
-    (``four.domains._preview``), the run's output folder left out; nothing where the
-    commands get a folder of their own (a container, a fresh sandbox)."""
+    """``system`` and, with ``--preview``, what the workspace holds as the run begins (not
+    the run's output folder; nothing where the commands get a folder of their own)."""
     where = workspace(opts)
     if not opts.preview or where is None:
         return system
@@ -168,11 +166,9 @@ def prepare(
     hold: bool = False,
     check_program: bool = True,
 ) -> Prepared:
-    """G (cycles broken, retried, budgeted), the domain's V1 and V2 for the options, the
-    system prompt with the ``--mcp`` tools, the ``--check`` program found first (else the
-    run could not be judged), ``cli`` recorded by ``emit`` (the domain's, unless given).
-    ``sampling`` (an attempt's temperature and seed) goes with every request; a hosted
-    model that takes no seed has it dropped."""
+    """G (cycles broken, retried, budgeted), the domain's V1 and V2, the system prompt with
+    the ``--mcp`` tools, the check (its program found first), ``cli`` recorded by ``emit``
+    (the domain's, unless given); ``sampling`` goes with every request."""
     from four.invoke import (
         budget_invoke,
         cycle_breaking_invoke,
@@ -285,8 +281,7 @@ def ended(
     before: str,
     extra: Mapping[str, JSON] | None = None,
 ) -> int:
-    """Say that Ctrl-C (or SIGTERM), or a crash with its traceback, ended the run, and
-    where it was saved; the exit status."""
+    """Say what ended the run (Ctrl-C, SIGTERM, a crash), where it was saved; its status."""
     if not isinstance(exc, KeyboardInterrupt):
         traceback.print_exception(exc)
         print(f"crashed · saved {path}" if path else "crashed before saving", file=sys.stderr)
@@ -306,8 +301,7 @@ def failed_json(outcome: str, path: Path | None, extra: Mapping[str, JSON] | Non
 
 
 def report(path: Path, opts: RunOptions, extra: Mapping[str, JSON] | None = None) -> int:
-    """Print the final line (or JSON, with ``extra`` added) for a run saved at ``path``;
-    its exit status."""
+    """Print the final line (or JSON, with ``extra``) of the run saved at ``path``; status."""
     saved = load_head(path)
     outcome, stats, output = str(saved.outcome), saved.stats, saved.detail.output
     usage, wall = stats.usage.usage(), stats.wall_time

@@ -1,8 +1,5 @@
-"""Settings: the flags that several subcommands share, defined once (so ``four batch``,
-``four plan`` and ``four doctor`` take the same flags as ``four run``), their value
-types, and the ``FOUR_*`` variables behind them. Every flag of ``four run`` that a person
-sets again and again has a variable; a flag given on the command line wins over it.
-"""
+"""The flags several subcommands share (``four batch``, ``plan`` and ``doctor`` take
+``four run``'s), their value types, and the ``FOUR_*`` variables behind them (a flag wins)."""
 
 from __future__ import annotations
 
@@ -89,13 +86,6 @@ def over(
 
 
 YES, NO = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
-
-
-def epilog() -> str:
-    """The list of variables, for ``four --help``."""
-    width = max(map(len, VARIABLES))
-    lines = [f"  {name.ljust(width)}  {what}" for name, what in VARIABLES.items()]
-    return "environment variables:\n" + "\n".join(lines)
 
 
 def parse_prices(text: str) -> tuple[float, float]:
