@@ -1,7 +1,5 @@
-"""``four doctor run TASK ...`` / ``four doctor batch TASKS ...``: the same flags and
-``FOUR_*`` variables as ``four run``/``four batch``, read by the same code, and instead of
-running, a table of checks (``four.observe._doctor``), each GO, WARN or NO-GO with its fix.
-"""
+"""``four doctor run|batch ...``: ``four run``'s or ``four batch``'s flags, read by their
+code, and instead of running, a table of checks, each GO, WARN or NO-GO with its fix."""
 
 from __future__ import annotations
 
@@ -79,8 +77,8 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> tuple[Plan, Invoke | None, str, str | None]:
-    """What the command line would run, read by ``four run``'s and ``four batch``'s own
-    code; the model call for ``--probe``; the table's title; a batch's Ray address."""
+    """What the command line would run; the model call for ``--probe``; the table's title;
+    a batch's Ray address."""
     from four.cli._build import load_domain, system_prompt
     from four.cli._options import api_key, held_out, hosted_name, local_settings, options
     from four.domains._bash import environment

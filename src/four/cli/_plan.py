@@ -1,5 +1,4 @@
-"""``four plan MISSION -o LAUNCH``: the loop compiles a mission into a validated launch;
-``four plan --check LAUNCH`` validates an (edited) launch again and seals it anew."""
+"""``four plan MISSION -o LAUNCH`` and ``four plan --check LAUNCH`` (docs/plan.md)."""
 
 from __future__ import annotations
 
