@@ -203,8 +203,7 @@ class AsyncCommandRun(_Command):
         if self.opts.attempts > 1:
             search = self.search(ctx)
             return _result(await search.arun(lambda a: self.ran(ctx, a, arun)), ctx.id)
-        path: Path = await self.ran(ctx, None, arun)
-        return path
+        return await self.ran(ctx, None, arun)
 
 
 def awaited_invoke(G: Invoke) -> AsyncInvoke | None:
@@ -282,7 +281,6 @@ class BatchOptions:
 
     @property
     def destination(self) -> str:
-        """Where the batch is: its URL, or its folder."""
         return self.url if self.url is not None else str(self.output_dir)
 
 

@@ -4,6 +4,7 @@ checks made before the first step: a run that cannot start says why before a bil
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 from collections.abc import Sequence
@@ -204,20 +205,14 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
 def otel_wanted(flag: bool | None) -> bool:
     """``--otel``/``--no-otel``, else on where the standard variables name a receiver (and
     ``OTEL_SDK_DISABLED`` is not ``true``); on without the extra: a usage error."""
+    why = "--otel"
     if flag is None:
-        named = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get(
-            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
-        )
+        named = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
         disabled = os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true"
-        flag = bool(named) and not disabled
+        flag = any(map(os.environ.get, named)) and not disabled
         why = "OTEL_EXPORTER_OTLP_ENDPOINT is set"
-    else:
-        why = "--otel"
-    if flag:
-        import importlib.util
-
-        if importlib.util.find_spec("opentelemetry.sdk") is None:
-            raise UsageError(f"{why}: traces need four-loop[otel] (pip install 'four-loop[otel]')")
+    if flag and importlib.util.find_spec("opentelemetry.sdk") is None:
+        raise UsageError(f"{why}: traces need four-loop[otel] (pip install 'four-loop[otel]')")
     return flag
 
 
@@ -363,8 +358,6 @@ def resolve(
 
 def local_ready(name: str) -> None:
     """The local model is pulled and its extra installed, or a ``UsageError``."""
-    import importlib.util
-
     from returns.result import Failure
 
     from four.models import find_model

@@ -207,9 +207,8 @@ def resumed(
         attempts=1,  # the run goes on as it was: no new search from its middle
         attempts_by_default=False,
         workers=1,
+        sign=sign or given.get("sign"),  # the key its record was verified with
     )
-    if sign:  # the new attempt is signed by the key its record was verified with
-        given["sign"] = sign
     try:
         opts = RunOptions(**given)  # type: ignore[arg-type]  # read from JSON: checked by use
     except TypeError as exc:
@@ -331,7 +330,6 @@ def run_attempts(
         )
 
     def attempt(a: Attempt) -> Path:
-        """``four run``'s run in the attempt's copy of the workspace."""
         mine = dataclasses.replace(opts, cwd=a.cwd or opts.cwd, cost_limit=None, timeout=None)
         r = prepare(mine, model, key, domain, system, opts.record(), signing_key=signing,
                     sampling=a.sampling, check_program=a.index == 1)  # fmt: skip
