@@ -224,7 +224,6 @@ def prepare(
         G = budget_invoke(G, cost_limit=opts.cost_limit)
     if check_program and opts.check and domain.name == "bash":
         refuse(find_program(opts.check, V2, tuple(held_out(opts.check_files))))
-    # --check for bash: a command, judged with the feedback level, held-out files and settings
     check = make_check(opts) if domain.name == "bash" else domain.check(where, V2, opts.check)
     emit = domain.emit(where, V2) if emit is None else emit
     return Prepared(G, V1, V2, Recording(emit, components(G, V2, cli), hold=hold), system, check)

@@ -7,6 +7,7 @@ import argparse
 import contextlib
 import json
 from dataclasses import replace
+from pathlib import Path
 
 from four._types import Invoke
 from four.observe._check import Check, exit_code
@@ -87,8 +88,6 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, Invoke | None, str, str | Non
     batch = None
     tasks: list[str] = []
     if args.target == "batch":
-        from pathlib import Path
-
         from four.cli._batch import batch_options, read_tasks
         from four.cli._batch import flags as batch_flags
         from four.cli._launchfile import apply_settings

@@ -278,8 +278,6 @@ def local_model(args: argparse.Namespace) -> str | None:
 
 
 class LocalSettings(TypedDict, total=False):
-    """The ``local_invoke`` settings a person can set with ``FOUR_LOCAL_*`` variables."""
-
     ctx: int
     threads: int
     parallel: int

@@ -109,7 +109,7 @@ def parse_prices(text: str) -> tuple[float, float]:
 _UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 
 
-def parse_size(text: str, name: str = "--max-size") -> int:
+def parse_size(text: str) -> int:
     """A size in bytes: a number with an optional K, M, G or T (powers of 1024).
 
     >>> parse_size("1.5K")
@@ -120,9 +120,9 @@ def parse_size(text: str, name: str = "--max-size") -> int:
     try:
         size = float(raw[: len(raw) - len(unit)]) * _UNITS[unit]
     except ValueError:
-        raise UsageError(f"{name} {text!r}: give a size such as 300M or 2G") from None
+        raise UsageError(f"--max-size {text!r}: give a size such as 300M or 2G") from None
     if not 0 < size < 2**63:
-        raise UsageError(f"{name} {text!r}: give a size above zero, such as 300M")
+        raise UsageError(f"--max-size {text!r}: give a size above zero, such as 300M")
     return int(size)
 
 
