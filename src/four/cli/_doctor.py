@@ -136,5 +136,4 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, Invoke | None, str, str | Non
         with contextlib.suppress(ValueError):  # not pulled: the model row says so
             G = local_invoke(opts.local, **local_settings())
     what = f"batch of {len(tasks)} tasks, {batch.workers} workers" if batch else "run"
-    ray = batch.ray if batch is not None else None
-    return plan, G, f"four doctor · {what} · {model} · {opts.env}", ray
+    return plan, G, f"four doctor · {what} · {model} · {opts.env}", batch.ray if batch else None

@@ -104,9 +104,7 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
     """Flags over ``FOUR_*`` variables over defaults; a missing or bad value: ``UsageError``."""
     if args.task is None:
         raise UsageError("give TASK (or --resume TRAJ to continue a run)")
-    task = str(args.task)
-    if task == "-":
-        task = sys.stdin.read()
+    task = sys.stdin.read() if args.task == "-" else str(args.task)
     if not task.strip():
         raise UsageError("the task is empty")
     domain = getattr(args, "domain", None) or env.get("FOUR_DOMAIN") or "bash"

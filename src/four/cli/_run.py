@@ -109,10 +109,9 @@ def main(args: argparse.Namespace) -> int:
     finally:
         display.stop()
     item = extra.get("batch_item")
-    if isinstance(item, str):  # a resumed item of a batch: its manifest learns of it
-        problem = record_in_batch(path, item, opts.attempt)
-        if problem:
-            print(f"four run: not in the batch's manifest: {problem}", file=sys.stderr)
+    # A resumed item of a batch: its manifest learns of it.
+    if isinstance(item, str) and (problem := record_in_batch(path, item, opts.attempt)):
+        print(f"four run: not in the batch's manifest: {problem}", file=sys.stderr)
     return report(path, opts)
 
 
