@@ -215,11 +215,8 @@ def resumed(
             f"--resume: {path} records settings this version cannot use: {exc}"
         ) from None
     item = cli.get("batch_item")
-    return (
-        opts,
-        closed(old.messages),
-        {"batch_item": item} if isinstance(item, str) and item else {},
-    )
+    extra: dict[str, JSON] = {"batch_item": item} if isinstance(item, str) and item else {}
+    return opts, closed(old.messages), extra
 
 
 def closed(messages: tuple[Message, ...]) -> tuple[Message, ...]:
