@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
@@ -396,8 +397,6 @@ def batch_command(args: argparse.Namespace) -> int:
         make_run = AsyncCommandRun(opts, model, key, system)
         pool = AsyncPool(processes=batch.processes)
     elif batch.ray:
-        import importlib.util
-
         if importlib.util.find_spec("ray") is None:
             raise UsageError("--ray needs Ray: pip install 'four-loop[ray]'")
         pool = RayPool(address=batch.ray)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -45,8 +46,6 @@ def main(args: argparse.Namespace) -> int:
     plan, G, title, ray = _plan(args)
     checks = examine(plan, send_probe=bool(args.probe), G=G)
     if ray is not None:  # the cluster: its nodes, each one's scratch and model endpoint
-        import importlib.util
-
         if importlib.util.find_spec("ray") is None:
             checks.append(
                 Check("ray", "NO-GO", "Ray is not installed", "pip install 'four-loop[ray]'")
