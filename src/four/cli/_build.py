@@ -57,7 +57,6 @@ class Deadline:
 
     @contextmanager
     def armed(self) -> Iterator[None]:
-        """While inside, what this thread runs is killed when the time is spent."""
         import threading
 
         from four.execute._interrupt import interrupt, interruptible

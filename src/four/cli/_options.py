@@ -76,8 +76,7 @@ class RunOptions:
     mcp_env: tuple[str, ...] = ()
     resumes: str | None = None  # the trajectory this attempt continues (four run --resume)
     attempt: int = 1
-    attempts: int = 1
-    """With ``--check``: attempts at the task, each from a fresh copy (``four.search``)."""
+    attempts: int = 1  # with --check: each from a fresh copy of the workspace (four.search)
     attempts_by_default: bool = False  # not asked for: a workspace too large to copy runs once
     seed: int = 0
     attempt_temperature: float = 0.7

@@ -127,8 +127,7 @@ def _asked(args: argparse.Namespace) -> tuple[RunOptions, tuple[Message, ...], d
     return resumed(args.resume, mode=mode, json=bool(args.json), sign=sign)
 
 
-HEARTBEAT = 5.0
-"""Seconds between heartbeats while nothing else is written (``FOUR_HEARTBEAT``)."""
+HEARTBEAT = 5.0  # seconds, unless FOUR_HEARTBEAT says otherwise
 
 INTERRUPTED = (
     "(no output: the run was stopped while this ran, and resumed by four watch; "
