@@ -30,10 +30,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     >>> build_parser().parse_args(["show", "run.json"]).command
     'show'
     """
+    width = max(map(len, env.VARIABLES))
+    variables = [f"  {name.ljust(width)}  {what}" for name, what in env.VARIABLES.items()]
     parser = argparse.ArgumentParser(
         prog="four",
         description="An LLM agent as a loop of four typed functions, from the terminal.",
-        epilog=env.epilog(),
+        epilog="environment variables:\n" + "\n".join(variables),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
@@ -46,8 +48,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _add_read_flags(p: argparse.ArgumentParser) -> None:
-    """What every reader of trajectory files takes."""
+def _add_read_flags(p: argparse.ArgumentParser) -> None:  # every reader of trajectory files
     p.add_argument(
         "--max-size",
         metavar="SIZE",

@@ -1,11 +1,10 @@
-"""``four batch TASKS.jsonl``: ``four run``'s agent (built from the same flags and
-``FOUR_*`` variables) on every task of a file, on threads, under ``four.arun`` on
-``AsyncPool`` (``--processes``) or on Ray; what it writes: docs/batch.md.
-"""
+"""``four batch TASKS.jsonl``: ``four run``'s agent on every task of a file, on threads,
+``AsyncPool`` (``--processes``) or Ray (docs/batch.md)."""
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
@@ -99,8 +98,7 @@ def flags(p: argparse.ArgumentParser) -> None:
 @dataclass(frozen=True, slots=True)
 class _Command:
     """What both ``make_run`` of ``four batch`` carry, and the agent they build for an
-    item. Picklable, so it can go to Ray actors and worker processes (it carries the
-    API key with it)."""
+    item; picklable for Ray actors and worker processes (the API key goes with it)."""
 
     opts: RunOptions
     model: str
@@ -114,9 +112,8 @@ class _Command:
         return item_options(self.opts, ctx.task, ctx.item.fields)
 
     def agent(self, ctx: RunContext, attempt: Attempt | None = None) -> Prepared:
-        """``four run``'s agent for ``ctx``'s item (plain G and V2), its trajectory going
-        to ``ctx.output_dir``; for an ``attempt`` of a search, in the attempt's copy of
-        the workspace, sampling as the attempt says."""
+        """``four run``'s agent for ``ctx``'s item, saved to ``ctx.output_dir``; for an
+        ``attempt``, in its copy of the workspace, sampling as it says."""
         from four.cli._build import load_domain, prepare, system_prompt, with_preview
         from four.trajectory import save_trajectory
 
@@ -140,8 +137,7 @@ class _Command:
         )
 
     def search(self, ctx: RunContext) -> Search[Path]:
-        """A search for ``ctx``'s item (``--attempts``): its attempts' trajectories and its
-        group record in ``ctx.output_dir``, the item's workspace copied for each."""
+        """A search for ``ctx``'s item (``--attempts``), recorded in ``ctx.output_dir``."""
         from four.cli._options import workspace
         from four.search import Budget, Search
 
@@ -208,8 +204,7 @@ class AsyncCommandRun(_Command):
         if self.opts.attempts > 1:
             search = self.search(ctx)
             return _result(await search.arun(lambda a: self.ran(ctx, a, arun)), ctx.id)
-        path: Path = await self.ran(ctx, None, arun)
-        return path
+        return await self.ran(ctx, None, arun)
 
 
 def awaited_invoke(G: Invoke) -> AsyncInvoke | None:
@@ -287,7 +282,6 @@ class BatchOptions:
 
     @property
     def destination(self) -> str:
-        """Where the batch is: its URL, or its folder."""
         return self.url if self.url is not None else str(self.output_dir)
 
 
@@ -334,9 +328,8 @@ def batch_options(args: argparse.Namespace) -> BatchOptions:
 
 
 def default_batch_dir(tasks: Path) -> Path:
-    """Where ``four batch TASKS`` keeps its batch without ``-o``: beside ``four run``'s
-    runs, never in the agents' workspace, one folder per tasks file (its name and a
-    digest of its absolute path: the same file resumes the same batch).
+    """Where ``four batch TASKS`` keeps its batch without ``-o`` (docs/batch.md): the same
+    tasks file, by its absolute path, resumes the same batch.
 
     >>> default_batch_dir(Path("/data/tasks.jsonl")).name
     'tasks-891ccb84'
@@ -404,8 +397,6 @@ def batch_command(args: argparse.Namespace) -> int:
         make_run = AsyncCommandRun(opts, model, key, system)
         pool = AsyncPool(processes=batch.processes)
     elif batch.ray:
-        import importlib.util
-
         if importlib.util.find_spec("ray") is None:
             raise UsageError("--ray needs Ray: pip install 'four-loop[ray]'")
         pool = RayPool(address=batch.ray)

@@ -1,5 +1,4 @@
-"""The parts of a run made from its options: the domain's setup, G, V1 and V2, the check,
-the run's one clock (``Deadline``), SIGTERM as an interrupt, and the final report."""
+"""The parts of a run made from its options: G, V1, V2, the check, its clock, the report."""
 
 from __future__ import annotations
 
@@ -58,7 +57,6 @@ class Deadline:
 
     @contextmanager
     def armed(self) -> Iterator[None]:
-        """While inside, what this thread runs is killed when the time is spent."""
         import threading
 
         from four.execute._interrupt import interrupt, interruptible
@@ -76,8 +74,8 @@ class Deadline:
 
 @dataclass(slots=True)
 class Saving:
-    """A watch that ends the run ``save_failed`` once its trajectory cannot be written
-    (a full disk...), rather than let it go on unrecorded; then asks ``then``."""
+    """A watch that ends the run ``save_failed`` once its trajectory cannot be written,
+    rather than let it go on unrecorded; then asks ``then``."""
 
     recording: Recording
     then: Deadline | None = None
@@ -123,9 +121,8 @@ def system_prompt(opts: RunOptions, domain: Domain) -> str:
 
 
 def with_preview(system: str, opts: RunOptions) -> str:
-    """``system`` and, with ``--preview``, what the workspace holds as the run begins
-    (``four.domains._preview``), the run's output folder left out; nothing where the
-    commands get a folder of their own (a container, a fresh sandbox)."""
+    """``system`` and, with ``--preview``, what the workspace holds as the run begins (not
+    the run's output folder; nothing where the commands get a folder of their own)."""
     where = workspace(opts)
     if not opts.preview or where is None:
         return system
@@ -168,11 +165,9 @@ def prepare(
     hold: bool = False,
     check_program: bool = True,
 ) -> Prepared:
-    """G (cycles broken, retried, budgeted), the domain's V1 and V2 for the options, the
-    system prompt with the ``--mcp`` tools, the ``--check`` program found first (else the
-    run could not be judged), ``cli`` recorded by ``emit`` (the domain's, unless given).
-    ``sampling`` (an attempt's temperature and seed) goes with every request; a hosted
-    model that takes no seed has it dropped."""
+    """G (cycles broken, retried, budgeted), the domain's V1 and V2, the system prompt with
+    the ``--mcp`` tools, the check (its program found first), ``cli`` recorded by ``emit``
+    (the domain's, unless given); ``sampling`` goes with every request."""
     from four.invoke import (
         budget_invoke,
         cycle_breaking_invoke,
@@ -228,7 +223,6 @@ def prepare(
         G = budget_invoke(G, cost_limit=opts.cost_limit)
     if check_program and opts.check and domain.name == "bash":
         refuse(find_program(opts.check, V2, tuple(held_out(opts.check_files))))
-    # --check for bash: a command, judged with the feedback level, held-out files and settings
     check = make_check(opts) if domain.name == "bash" else domain.check(where, V2, opts.check)
     emit = domain.emit(where, V2) if emit is None else emit
     return Prepared(G, V1, V2, Recording(emit, components(G, V2, cli), hold=hold), system, check)
@@ -286,8 +280,7 @@ def ended(
     before: str,
     extra: Mapping[str, JSON] | None = None,
 ) -> int:
-    """Say that Ctrl-C (or SIGTERM), or a crash with its traceback, ended the run, and
-    where it was saved; the exit status."""
+    """Say what ended the run (Ctrl-C, SIGTERM, a crash), where it was saved; its status."""
     if not isinstance(exc, KeyboardInterrupt):
         traceback.print_exception(exc)
         print(f"crashed · saved {path}" if path else "crashed before saving", file=sys.stderr)
@@ -307,8 +300,7 @@ def failed_json(outcome: str, path: Path | None, extra: Mapping[str, JSON] | Non
 
 
 def report(path: Path, opts: RunOptions, extra: Mapping[str, JSON] | None = None) -> int:
-    """Print the final line (or JSON, with ``extra`` added) for a run saved at ``path``;
-    its exit status."""
+    """Print the final line (or JSON, with ``extra``) of the run saved at ``path``; status."""
     saved = load_head(path)
     outcome, stats, output = str(saved.outcome), saved.stats, saved.detail.output
     usage, wall = stats.usage.usage(), stats.wall_time

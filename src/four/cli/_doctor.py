@@ -1,14 +1,14 @@
-"""``four doctor run TASK ...`` / ``four doctor batch TASKS ...``: the same flags and
-``FOUR_*`` variables as ``four run``/``four batch``, read by the same code, and instead of
-running, a table of checks (``four.observe._doctor``), each GO, WARN or NO-GO with its fix.
-"""
+"""``four doctor run|batch ...``: ``four run``'s or ``four batch``'s flags, read by their
+code, and instead of running, a table of checks, each GO, WARN or NO-GO with its fix."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import json
 from dataclasses import replace
+from pathlib import Path
 
 from four._types import Invoke
 from four.observe._check import Check, exit_code
@@ -46,8 +46,6 @@ def main(args: argparse.Namespace) -> int:
     plan, G, title, ray = _plan(args)
     checks = examine(plan, send_probe=bool(args.probe), G=G)
     if ray is not None:  # the cluster: its nodes, each one's scratch and model endpoint
-        import importlib.util
-
         if importlib.util.find_spec("ray") is None:
             checks.append(
                 Check("ray", "NO-GO", "Ray is not installed", "pip install 'four-loop[ray]'")
@@ -79,8 +77,8 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> tuple[Plan, Invoke | None, str, str | None]:
-    """What the command line would run, read by ``four run``'s and ``four batch``'s own
-    code; the model call for ``--probe``; the table's title; a batch's Ray address."""
+    """What the command line would run; the model call for ``--probe``; the table's title;
+    a batch's Ray address."""
     from four.cli._build import load_domain, system_prompt
     from four.cli._options import api_key, held_out, hosted_name, local_settings, options
     from four.domains._bash import environment
@@ -89,8 +87,6 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, Invoke | None, str, str | Non
     batch = None
     tasks: list[str] = []
     if args.target == "batch":
-        from pathlib import Path
-
         from four.cli._batch import batch_options, read_tasks
         from four.cli._batch import flags as batch_flags
         from four.cli._launchfile import apply_settings
@@ -139,5 +135,4 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, Invoke | None, str, str | Non
         with contextlib.suppress(ValueError):  # not pulled: the model row says so
             G = local_invoke(opts.local, **local_settings())
     what = f"batch of {len(tasks)} tasks, {batch.workers} workers" if batch else "run"
-    ray = batch.ray if batch is not None else None
-    return plan, G, f"four doctor · {what} · {model} · {opts.env}", ray
+    return plan, G, f"four doctor · {what} · {model} · {opts.env}", batch.ray if batch else None

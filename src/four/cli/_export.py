@@ -1,5 +1,4 @@
-"""``four export otel RUN...``: saved runs sent to an OTLP receiver as traces, with
-their recorded times (a batch that ran offline, looked at later)."""
+"""``four export otel RUN...``: saved runs sent to an OTLP receiver as traces."""
 
 from __future__ import annotations
 

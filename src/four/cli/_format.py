@@ -88,6 +88,5 @@ def succeeded(outcome: str | None) -> bool:
     >>> succeeded("exit:task_complete"), succeeded("max_steps_reached")
     (True, False)
     """
-    if outcome is None:
-        return False
-    return outcome in ("exit:task_complete", "Submitted") or outcome.startswith("accepted")
+    done = ("exit:task_complete", "Submitted")
+    return outcome is not None and (outcome in done or outcome.startswith("accepted"))

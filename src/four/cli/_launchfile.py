@@ -27,9 +27,8 @@ _FIXED = frozenset({"tasks", "help", "redo", "quiet", "json", "check_files", "ou
 def apply_settings(
     args: argparse.Namespace, tasks: Path, flags: Callable[[argparse.ArgumentParser], None]
 ) -> Path | None:
-    """Fill the flags not given on the command line (``flags`` defines ``four batch``'s)
-    from ``four.toml`` beside ``tasks``; the file read (None: there is none). A key that is
-    no flag of ``four batch``, or a value it does not take, is a ``UsageError`` naming it."""
+    """Fill the flags not given (``flags`` defines them) from ``four.toml`` beside ``tasks``;
+    the file read, or None. A key or value ``four batch`` does not take: a ``UsageError``."""
     path = tasks.parent / "four.toml"
     if not path.is_file():
         return None
@@ -97,8 +96,7 @@ def resolve_items(items: list[Item], tasks: Path) -> list[Item]:
 
 
 def item_options(opts: RunOptions, task: str, fields: Mapping[str, JSON]) -> RunOptions:
-    """``opts`` for one item: its own settings (see the module's docstring) over the batch's;
-    a setting of the wrong kind is a ``UsageError``."""
+    """``opts`` for one item, its own settings over the batch's; a bad one: ``UsageError``."""
 
     def text(name: str) -> str | None:
         value = fields.get(name)
@@ -126,8 +124,8 @@ def item_options(opts: RunOptions, task: str, fields: Mapping[str, JSON]) -> Run
 
 
 def check_items(opts: RunOptions, items: list[Item], tasks: Path) -> None:
-    """Each item's own settings are ones its run can take, or a ``UsageError`` naming the
-    item: before any model call, not in the middle of the night."""
+    """Each item's own settings are ones its run can take (before any model call), or a
+    ``UsageError`` naming the item."""
     from four.cli._build import load_domain, make_check
 
     for item in items:

@@ -1,8 +1,5 @@
-"""MCP on the command line: ``four run --mcp CMD|URL`` (servers' tools beside the shell)
-and ``four mcp serve`` (``four`` as an MCP server, over stdio or streamable HTTP).
-
-Argument parsing and presentation only: the work is ``four.domains.mcp``'s.
-"""
+"""``four run --mcp CMD|URL`` (servers' tools beside the shell) and ``four mcp serve``
+(``four`` as an MCP server); the work is ``four.domains.mcp``'s."""
 
 from __future__ import annotations
 
@@ -22,8 +19,8 @@ EXTRA = "the MCP extra is not installed: pip install 'four-loop[mcp]'"
 
 
 def start(servers: Sequence[str], inherit: Sequence[str], shell: Execute) -> McpEnv:
-    """The run's MCP servers started, with ``shell`` for every other action; a server
-    that cannot start is a usage error (the shell is closed then)."""
+    """The run's MCP servers started, ``shell`` for every other action; one that cannot
+    start is a usage error."""
     try:
         from four.domains.mcp import StartError, mcp_env
 

@@ -1,11 +1,10 @@
-"""What ``four run`` was asked: flags over ``FOUR_*`` variables over defaults, combined
-into one ``RunOptions``; and the checks made before the first step (is the model known,
-its key there, its server up, can the trajectory be written), so that a run that cannot
-start says why at once, not after the first billed step."""
+"""What ``four run`` was asked (flags over ``FOUR_*`` variables over defaults), and the
+checks made before the first step: a run that cannot start says why before a billed call."""
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 from collections.abc import Sequence
@@ -25,23 +24,15 @@ if TYPE_CHECKING:
 
 DEFAULT_MAX_STEPS = 100
 DEFAULT_COST_LIMIT = 3.0
+# The defaults of --attempts, --retries-per-reason and --feedback, and why: docs/search.md.
 DEFAULT_ATTEMPTS = 4
-"""Attempts at a ``--check`` task unless told otherwise (bench/README.md, tasks: with 4
-attempts the verified runs solved the most; each later attempt is a fresh copy)."""
 DEFAULT_RETRIES_PER_REASON = 2
-"""Times one failure is told to the model before its attempt ends held (bench/README.md,
-tasks: the second telling was worth its steps, a third was not)."""
-VISIBLE_FEEDBACK = "output"
-"""What the model is told of a failing ``--check`` of the user's own: its failing lines
-(the agent can read the check's files anyway; on the bench it solved more than
-``verdict``). The command itself is not shown: it may hold the answer."""
-HELD_OUT_FEEDBACK = "verdict"
-"""With ``--check-files``: only that it failed, so the held-out tests stay held out."""
+VISIBLE_FEEDBACK = "output"  # a failing check of the user's own: its failing lines
+HELD_OUT_FEEDBACK = "verdict"  # with --check-files: only that it failed
 
 
 def default_output_dir() -> Path:
-    """Where ``four run`` saves runs without ``-o``, never the agent's workspace
-    (docs/cli.md, where runs go).
+    """Where ``four run`` saves runs without ``-o`` (docs/cli.md).
 
     >>> default_output_dir().parts[-2:]
     ('four', 'runs')
@@ -85,8 +76,7 @@ class RunOptions:
     mcp_env: tuple[str, ...] = ()
     resumes: str | None = None  # the trajectory this attempt continues (four run --resume)
     attempt: int = 1
-    attempts: int = 1
-    """With ``--check``: attempts at the task, each from a fresh copy (``four.search``)."""
+    attempts: int = 1  # with --check: each from a fresh copy of the workspace (four.search)
     attempts_by_default: bool = False  # not asked for: a workspace too large to copy runs once
     seed: int = 0
     attempt_temperature: float = 0.7
@@ -113,9 +103,7 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
     """Flags over ``FOUR_*`` variables over defaults; a missing or bad value: ``UsageError``."""
     if args.task is None:
         raise UsageError("give TASK (or --resume TRAJ to continue a run)")
-    task = str(args.task)
-    if task == "-":
-        task = sys.stdin.read()
+    task = sys.stdin.read() if args.task == "-" else str(args.task)
     if not task.strip():
         raise UsageError("the task is empty")
     domain = getattr(args, "domain", None) or env.get("FOUR_DOMAIN") or "bash"
@@ -212,23 +200,16 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
 
 
 def otel_wanted(flag: bool | None) -> bool:
-    """``--otel``/``--no-otel``, else on where the standard variables name a receiver
-    (and ``OTEL_SDK_DISABLED`` does not say ``true``); a usage error if it is on without
-    the extra installed."""
+    """``--otel``/``--no-otel``, else on where the standard variables name a receiver (and
+    ``OTEL_SDK_DISABLED`` is not ``true``); on without the extra: a usage error."""
+    why = "--otel"
     if flag is None:
-        named = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get(
-            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
-        )
+        named = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
         disabled = os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true"
-        flag = bool(named) and not disabled
+        flag = any(map(os.environ.get, named)) and not disabled
         why = "OTEL_EXPORTER_OTLP_ENDPOINT is set"
-    else:
-        why = "--otel"
-    if flag:
-        import importlib.util
-
-        if importlib.util.find_spec("opentelemetry.sdk") is None:
-            raise UsageError(f"{why}: traces need four-loop[otel] (pip install 'four-loop[otel]')")
+    if flag and importlib.util.find_spec("opentelemetry.sdk") is None:
+        raise UsageError(f"{why}: traces need four-loop[otel] (pip install 'four-loop[otel]')")
     return flag
 
 
@@ -242,8 +223,7 @@ def workspace(opts: RunOptions) -> Path | None:
 
 def guard_output(opts: RunOptions) -> None:
     """Refuse an output folder the agent's commands could read, unless
-    ``--output-in-workspace``: one line naming the flag and the fix. The bash domain's
-    sandbox mounts an empty folder over it (not over the whole workspace)."""
+    ``--output-in-workspace``."""
     from four.domains._host import inside
 
     where = workspace(opts)
@@ -270,8 +250,8 @@ PROVIDER_KEYS = (
 
 
 def local_model(args: argparse.Namespace) -> str | None:
-    """The local model to run on: ``--local [MODEL]`` or ``FOUR_LOCAL``, or, with no model,
-    server or provider key given, the default one; None for a hosted model."""
+    """``--local [MODEL]`` or ``FOUR_LOCAL``, or with no model, server or provider key
+    given, the default local model; None for a hosted model."""
     from four.models import DEFAULT_MODEL
 
     chosen: str | None = getattr(args, "local", None)
@@ -295,8 +275,6 @@ def local_model(args: argparse.Namespace) -> str | None:
 
 
 class LocalSettings(TypedDict, total=False):
-    """The ``local_invoke`` settings a person can set with ``FOUR_LOCAL_*`` variables."""
-
     ctx: int
     threads: int
     parallel: int
@@ -329,8 +307,7 @@ def api_key(api_base: str | None) -> str | None:
 
 
 def signing_key(path: str | None) -> SigningKey | None:
-    """The ``--sign`` key, loaded before the model is asked anything: a bad key is a
-    ``UsageError``."""
+    """The ``--sign`` key, loaded before any model call: a bad one is a ``UsageError``."""
     if not path:
         return None
     from four.trajectory._sign import SigningError, SigningKey
@@ -357,9 +334,8 @@ def hosted_name(model: str, api_base: str | None) -> str:
 def resolve(
     model: str, api_base: str | None, api_key: str | None = None, local: str | None = None
 ) -> tuple[str, Server | None]:
-    """The model name to use and what its server said of itself, or a ``UsageError``:
-    for the ``local`` model, ``local_ready``; else ``four doctor``'s checks of the
-    provider's key, or of the server at ``api_base``."""
+    """The model name to use and what its server said of itself, or a ``UsageError``
+    (``four doctor``'s checks of the provider's key, or of the server at ``api_base``)."""
     if local is not None:
         local_ready(local)
         return local, None
@@ -377,8 +353,6 @@ def resolve(
 
 def local_ready(name: str) -> None:
     """The local model is pulled and its extra installed, or a ``UsageError``."""
-    import importlib.util
-
     from returns.result import Failure
 
     from four.models import find_model
@@ -391,8 +365,7 @@ def local_ready(name: str) -> None:
 
 
 def prompt_fits(model: str, server: Server | None, system: str, task: str) -> None:
-    """The system prompt and the task fit the model's context window (when it is known),
-    or a ``UsageError``."""
+    """The system prompt and task fit the model's known context window, or a ``UsageError``."""
     from four.observe._doctor import context_fit, model_facts
 
     window = model_facts(model).context_window or (server.context_window if server else None)
@@ -407,9 +380,8 @@ def refuse(check: Check) -> None:
 
 
 def output_folder(text: str) -> None:
-    """The folder trajectories go to made if missing, or a ``UsageError`` saying why it
-    cannot be used: it is a file, it cannot be made or written (a read-only disk), it
-    has (almost) no free space. Checked by writing, not by permission bits."""
+    """The folder trajectories go to, made if missing, or a ``UsageError`` saying why it
+    cannot be used (``four doctor``'s check, by writing)."""
     from four.observe._doctor import output_folder as check
 
     refuse(check(text, make=True, flag="-o"))

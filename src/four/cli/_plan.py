@@ -1,5 +1,4 @@
-"""``four plan MISSION -o LAUNCH``: the loop compiles a mission into a validated launch;
-``four plan --check LAUNCH`` validates an (edited) launch again and seals it anew."""
+"""``four plan MISSION -o LAUNCH`` and ``four plan --check LAUNCH`` (docs/plan.md)."""
 
 from __future__ import annotations
 
@@ -60,7 +59,7 @@ def flags(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     """Plan (or check) a launch; print what was validated and rejected."""
     from four.cli._options import signing_key
-    from four.domains.plan import check_launch
+    from four.domains.plan import check_launch, compile_launch
 
     signing = signing_key(args.sign)
     if args.check_launch:
@@ -74,8 +73,6 @@ def main(args: argparse.Namespace) -> int:
     mission = _mission(args.mission)
     if not args.output_dir:
         raise UsageError("give the launch folder: -o LAUNCH")
-    from four.domains.plan import compile_launch
-
     launch, G = _launch(args)
     made = compile_launch(mission, G, launch, max_steps=args.attempts, signing_key=signing)
     return _report(made, args)

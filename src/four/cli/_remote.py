@@ -1,5 +1,4 @@
-"""Run records at a URL, for the commands that read them (audit, stats, watch, fleet):
-each URL is pulled into its local copy (what changed since the last pull) and read there."""
+"""Run records at a URL, pulled into a local copy for the commands that read them."""
 
 from __future__ import annotations
 
@@ -20,8 +19,8 @@ def local_paths(paths: list[str]) -> list[str]:
 
 
 def reachable(url: str) -> None:
-    """A ``UsageError`` when ``url``'s store cannot be used here (its package is not
-    installed, the URL is malformed); writing is checked by writing (a batch's lease).
+    """A ``UsageError`` when ``url``'s store cannot be used here (its package is missing,
+    the URL is malformed).
 
     >>> reachable("memory://bucket/evals")  # fsspec's own in-memory store: nothing to install
     """

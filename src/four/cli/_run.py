@@ -1,9 +1,5 @@
-"""``four run TASK``: an agent on a task, shown live, saved as it goes; what can be
-checked before the first step is (docs/cli.md). With ``--check CMD --attempts K``, the
-same run tried again from a fresh copy of the workspace until the check accepts it
-(``four.search``); the search's record links them. ``four run --resume TRAJ``: a new
-attempt at a run, from its saved messages, with the settings its trajectory recorded
-(``info.components.cli``)."""
+"""``four run TASK``: an agent on a task, shown live, saved as it goes (docs/cli.md); with
+``--attempts K``, a search (``four.search``); with ``--resume TRAJ``, a new attempt at a run."""
 
 from __future__ import annotations
 
@@ -113,16 +109,14 @@ def main(args: argparse.Namespace) -> int:
     finally:
         display.stop()
     item = extra.get("batch_item")
-    if isinstance(item, str):  # a resumed item of a batch: its manifest learns of it
-        problem = record_in_batch(path, item, opts.attempt)
-        if problem:
-            print(f"four run: not in the batch's manifest: {problem}", file=sys.stderr)
+    # A resumed item of a batch: its manifest learns of it.
+    if isinstance(item, str) and (problem := record_in_batch(path, item, opts.attempt)):
+        print(f"four run: not in the batch's manifest: {problem}", file=sys.stderr)
     return report(path, opts)
 
 
 def _asked(args: argparse.Namespace) -> tuple[RunOptions, tuple[Message, ...], dict[str, JSON]]:
-    """The options, history and extra record: of the flags, or of a new attempt at the run
-    ``--resume`` names."""
+    """The options, history and extra record: of the flags, or of ``--resume``'s run."""
     if not args.resume:
         return options(args), (), {}
     if args.task is not None:
@@ -133,8 +127,7 @@ def _asked(args: argparse.Namespace) -> tuple[RunOptions, tuple[Message, ...], d
     return resumed(args.resume, mode=mode, json=bool(args.json), sign=sign)
 
 
-HEARTBEAT = 5.0
-"""Seconds between heartbeats while nothing else is written (``FOUR_HEARTBEAT``)."""
+HEARTBEAT = 5.0  # seconds, unless FOUR_HEARTBEAT says otherwise
 
 INTERRUPTED = (
     "(no output: the run was stopped while this ran, and resumed by four watch; "
@@ -144,10 +137,8 @@ INTERRUPTED = (
 
 
 def verified(path: str, sign: str | None = None) -> None:
-    """Refuse, in one line, to resume a record that does not vouch for what a resume acts
-    on (its settings: the model server, the working folder, the check command): the
-    record ``path`` names, and its stream or sealed document beside it, must each verify
-    against their seal, and with ``sign`` (a private key file) be signed by that key.
+    """Refuse to resume a record that does not vouch for the settings a resume acts on:
+    ``path`` and its stream or document beside it must verify (and be signed by ``sign``).
 
     >>> verified("missing.json")
     Traceback (most recent call last):
@@ -175,10 +166,8 @@ def verified(path: str, sign: str | None = None) -> None:
 def resumed(
     path: str, *, mode: str, json: bool, sign: str | None = None
 ) -> tuple[RunOptions, tuple[Message, ...], dict[str, JSON]]:
-    """A new attempt at the run ``path`` names: its recorded options, with the steps and
-    wall time it left, the link to it and ``sign`` (the key it was verified with); its
-    messages, closed (every action answered); and what it recorded beyond its options (a
-    batch item's id). A file that is no run of ``four run`` is a usage error."""
+    """A new attempt at the run ``path`` names: its recorded options (the steps and time
+    it left, signed by ``sign``), its messages closed, and its batch item's id if any."""
     from four.trajectory import TrajectoryError, load_trajectory
 
     try:
@@ -216,9 +205,8 @@ def resumed(
         attempts=1,  # the run goes on as it was: no new search from its middle
         attempts_by_default=False,
         workers=1,
+        sign=sign or given.get("sign"),  # the key its record was verified with
     )
-    if sign:  # the new attempt is signed by the key its record was verified with
-        given["sign"] = sign
     try:
         opts = RunOptions(**given)  # type: ignore[arg-type]  # read from JSON: checked by use
     except TypeError as exc:
@@ -226,11 +214,8 @@ def resumed(
             f"--resume: {path} records settings this version cannot use: {exc}"
         ) from None
     item = cli.get("batch_item")
-    return (
-        opts,
-        closed(old.messages),
-        {"batch_item": item} if isinstance(item, str) and item else {},
-    )
+    extra: dict[str, JSON] = {"batch_item": item} if isinstance(item, str) and item else {}
+    return opts, closed(old.messages), extra
 
 
 def closed(messages: tuple[Message, ...]) -> tuple[Message, ...]:
@@ -246,9 +231,8 @@ def closed(messages: tuple[Message, ...]) -> tuple[Message, ...]:
 
 
 def record_in_batch(path: Path, item: str, attempt: int) -> str | None:
-    """Add the new attempt's result to its batch's manifest (``DIR/manifest.jsonl``, the
-    run being in ``DIR/runs/<id>/``), so a later ``four batch`` counts it; None when
-    done, else why not (no manifest there; a batch is writing it)."""
+    """Add the new attempt's result to its batch's ``DIR/manifest.jsonl`` (the run being in
+    ``DIR/runs/<id>/``), so a later ``four batch`` counts it; else why not."""
     from four.batch._items import Item
     from four.batch._result import MANIFEST, ManifestWriter, read_saved, taken
 
@@ -269,8 +253,7 @@ def record_in_batch(path: Path, item: str, attempt: int) -> str | None:
 
 @contextlib.contextmanager
 def heartbeat(sink: Callable[[], object]) -> Iterator[None]:
-    """While inside, a daemon thread calls ``beat()`` on the sink ``sink()`` gives (the
-    run's, once it is open) every ``FOUR_HEARTBEAT`` seconds; 0: none."""
+    """While inside, ``sink().beat()`` every ``FOUR_HEARTBEAT`` seconds (0: never)."""
     every = env.over(None, "FOUR_HEARTBEAT", HEARTBEAT) or 0.0
     if every <= 0:
         yield
@@ -318,9 +301,8 @@ def run_attempts(
     system: str,
     signing: SigningKey | None,
 ) -> int | None:
-    """Run the attempts; the exit status of ``four run`` (0 accepted). None: the
-    attempts were the default and the workspace is too large to copy, so ``four run``
-    makes one run instead (said on standard error)."""
+    """Run the attempts; the exit status (0 accepted), or None where the attempts were the
+    default and the workspace is too large to copy: then one run, as without them."""
     from four import run
     from four.search import Budget, Search
     from four.search._workspace import WorkspaceTooLarge
@@ -343,7 +325,6 @@ def run_attempts(
         )
 
     def attempt(a: Attempt) -> Path:
-        """``four run``'s run in the attempt's copy of the workspace."""
         mine = dataclasses.replace(opts, cwd=a.cwd or opts.cwd, cost_limit=None, timeout=None)
         r = prepare(mine, model, key, domain, system, opts.record(), signing_key=signing,
                     sampling=a.sampling, check_program=a.index == 1)  # fmt: skip

@@ -1,8 +1,5 @@
-"""Settings: the flags that several subcommands share, defined once (so ``four batch``,
-``four plan`` and ``four doctor`` take the same flags as ``four run``), their value
-types, and the ``FOUR_*`` variables behind them. Every flag of ``four run`` that a person
-sets again and again has a variable; a flag given on the command line wins over it.
-"""
+"""The flags several subcommands share (``four batch``, ``plan`` and ``doctor`` take
+``four run``'s), their value types, and the ``FOUR_*`` variables behind them (a flag wins)."""
 
 from __future__ import annotations
 
@@ -91,13 +88,6 @@ def over(
 YES, NO = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
 
 
-def epilog() -> str:
-    """The list of variables, for ``four --help``."""
-    width = max(map(len, VARIABLES))
-    lines = [f"  {name.ljust(width)}  {what}" for name, what in VARIABLES.items()]
-    return "environment variables:\n" + "\n".join(lines)
-
-
 def parse_prices(text: str) -> tuple[float, float]:
     """``IN,OUT`` in USD per million tokens, as USD per token (what the invokes take).
 
@@ -119,7 +109,7 @@ def parse_prices(text: str) -> tuple[float, float]:
 _UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 
 
-def parse_size(text: str, name: str = "--max-size") -> int:
+def parse_size(text: str) -> int:
     """A size in bytes: a number with an optional K, M, G or T (powers of 1024).
 
     >>> parse_size("1.5K")
@@ -130,9 +120,9 @@ def parse_size(text: str, name: str = "--max-size") -> int:
     try:
         size = float(raw[: len(raw) - len(unit)]) * _UNITS[unit]
     except ValueError:
-        raise UsageError(f"{name} {text!r}: give a size such as 300M or 2G") from None
+        raise UsageError(f"--max-size {text!r}: give a size such as 300M or 2G") from None
     if not 0 < size < 2**63:
-        raise UsageError(f"{name} {text!r}: give a size above zero, such as 300M")
+        raise UsageError(f"--max-size {text!r}: give a size above zero, such as 300M")
     return int(size)
 
 
