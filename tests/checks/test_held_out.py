@@ -25,7 +25,16 @@ from four import (
 from four._types import Execute
 from four.checks import Claim, command_check, held_out_files
 from four.checks._held_out import isolated
-from four.execute import docker_env, local_env, sandbox_env
+from four.execute import (
+    DockerEnv,
+    Limits,
+    LocalEnv,
+    SandboxEnv,
+    ShellEnv,
+    docker_env,
+    local_env,
+    sandbox_env,
+)
 from four.parse import regex_parse
 from four.quaternary import Verdict
 from tests.checks._verdicts import log_of
@@ -193,6 +202,33 @@ def test_the_agents_own_files_there_are_replaced(tmp_path: Path, hidden: Path) -
         listing = made.unwrap()(Action("ls tests_hidden")).unwrap().content
     assert f"{NAME}.sh" in listing and "conftest.sh" not in listing
     assert (tmp_path / "tests_hidden" / "conftest.sh").exists()  # the agent's stay its own
+
+
+@pytest.mark.parametrize("kind", ["local", "shell", "sandbox", "docker"])
+def test_the_checks_copy_runs_under_the_agents_limits(
+    tmp_path: Path, hidden: Path, kind: str
+) -> None:
+    """The check runs the agent's files (its tests import them): under the limits the
+    user gave the agent's environment, never the defaults."""
+    limits = Limits(processes=64, file_size=1 << 20, memory=1 << 30)
+    env: LocalEnv | ShellEnv | SandboxEnv | DockerEnv
+    if kind == "sandbox":
+        need(bwrap_problem())
+        env = sandbox_env(30, workdir=str(tmp_path), limits=limits)
+    elif kind == "docker":
+        need(docker_problem())
+        env = docker_env(TEST_IMAGE, 60, cwd="/work", limits=limits)
+    elif kind == "shell":
+        env = local_env(cwd=str(tmp_path), limits=limits, persistent=True)
+    else:
+        env = local_env(cwd=str(tmp_path), limits=limits)
+    files = held_out_files({"tests_hidden/": hidden})
+    try:
+        with isolated(env, files, 60) as made:
+            said = made.unwrap()(Action("ulimit -f")).unwrap().content
+    finally:
+        env.close()
+    assert "<output>\n1024\n</output>" in said  # 1 MiB in 1024-byte blocks
 
 
 def test_bad_held_out_files_are_refused_at_construction(tmp_path: Path) -> None:

@@ -131,7 +131,7 @@ def isolated(env: Execute, files: HeldOutFiles, timeout: float) -> Iterator[Resu
                 work = _copy(base.cwd or os.getcwd(), stack, files)
                 local = LocalEnv(
                     timeout, base.max_output, base.exit_signal, str(work), base.env,
-                    base.inherit, base.deny,
+                    base.inherit, base.deny, base.shell, base.limits,
                 )  # fmt: skip
                 made = Success(stack.enter_context(contextlib.closing(local)))  # its launcher
             elif isinstance(base, SandboxEnv):
@@ -139,7 +139,7 @@ def isolated(env: Execute, files: HeldOutFiles, timeout: float) -> Iterator[Resu
                 # Built anew: dataclasses.replace would share the agent's folder finaliser.
                 sandbox = SandboxEnv(
                     timeout, base.max_output, base.exit_signal, str(work), base.network,
-                    base.env, base.inherit, base.deny, base.ro_binds, base.bwrap,
+                    base.env, base.inherit, base.deny, base.ro_binds, base.bwrap, base.limits,
                 )  # fmt: skip
                 made = Success(stack.enter_context(contextlib.closing(sandbox)))
             elif isinstance(base, DockerEnv):
@@ -201,7 +201,7 @@ def _docker_copy(
     # host folder the agent shares can receive the held-out files.
     copy = DockerEnv(
         image, timeout, base.max_output, base.exit_signal, base.cwd, base.env, base.network,
-        docker=base.docker, deny=base.deny,
+        docker=base.docker, deny=base.deny, limits=base.limits,
     )  # fmt: skip
     stack.callback(copy.close)
     running = copy.start()
