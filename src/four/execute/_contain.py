@@ -1,10 +1,7 @@
 """Containment of a command's processes, one rule for every environment that runs them here
-(docs/security.md): a PID namespace of its own (util-linux ``unshare``), so it sees no
-other process's ``/proc`` and nothing outlives the namespace's first process; every
-launcher marked ``FOUR_DRIVER=<id>`` and killed by a tether (``_kill``) when this
-process dies; ``Limits`` by a cgroup where one can be made, the file size by an rlimit,
-entered by the first process itself. Where user namespaces are not allowed, commands
-run without one, with a warning (``containment()``).
+(docs/components.md): a PID namespace of its own (``unshare``), a tether (``_kill``) that
+kills every launcher marked ``FOUR_DRIVER`` when this process dies, however it dies, and
+``Limits`` entered by the first process itself (cgroups, rlimits).
 """
 
 from __future__ import annotations

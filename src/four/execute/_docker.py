@@ -1,8 +1,7 @@
 """V2 in a Docker container: one container per env, one ``docker exec`` per command.
 
 The container's first process is a bash loop that reaps orphans. At a timeout the
-command's processes are killed from inside (the client's death would leave them
-running: docs/components.md), then the client.
+command's processes are killed from inside (the client's death leaves them running).
 """
 
 from __future__ import annotations
@@ -181,9 +180,8 @@ class DockerEnv(ClosedOnExit, Checked):
         return conclude(ran)
 
     def contain(self, argv: Sequence[str], *, cwd: str, env: Mapping[str, str]) -> Contained:
-        """How to start the tool ``argv`` in the container as its commands run (``docker
-        exec -i``; ``end()`` kills inside what carries its mark). Raises OSError when the
-        container cannot start."""
+        """``ToolHost.contain`` here (``docker exec -i``; ``end()`` kills inside what carries
+        its mark). Raises OSError when the container cannot start."""
         started = self.start()
         if isinstance(started, Failure):
             raise OSError(started.failure().message)

@@ -3,9 +3,8 @@
 What containing a command costs is paid once per environment: the launcher is the first
 process of the environment's PID namespace, has entered its cgroups and limits, and
 starts each command with ``posix_spawn`` (no ``unshare`` per command, no move between
-cgroups: on cgroup v1 that waits 10-20 ms). It ends with its environment (``close()``,
-or collected) and with this process, however it dies (its socket ends; the tether kills
-it too, by its ``FOUR_DRIVER`` mark), and its namespace with every process in it.
+cgroups: on cgroup v1 that waits 10-20 ms). Its namespace ends with it: at ``close()``,
+when collected, or when this process dies (its socket ends; the tether kills it too).
 """
 
 from __future__ import annotations

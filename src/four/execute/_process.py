@@ -131,10 +131,8 @@ def run_captured(
     env: Mapping[str, str] | None = None,
     on_timeout: Callable[[], None] | None = None,
 ) -> Ran:
-    """Run ``argv`` in a new session (stdin closed, stderr merged into stdout) and read
-    its output into ``output`` until it ends or ``timeout`` passes (``watching``, its
-    waits blocking). Raises OSError when the process cannot start (no such program).
-    """
+    """``watching`` ``argv`` run in a new session (stdin closed, stderr merged into stdout),
+    waiting by blocking. Raises OSError when the process cannot start (no such program)."""
     start = functools.partial(Popened, argv, env)
     return to_end(watching(start, output, timeout, on_timeout, blocking), BLOCKED)
 

@@ -176,8 +176,7 @@ class SandboxEnv(ClosedOnExit, Checked):
         return None
 
     def contain(self, argv: Sequence[str], *, cwd: str, env: Mapping[str, str]) -> Contained:
-        """How to start the tool ``argv`` in this sandbox as its commands run, with ``env``
-        as its whole environment. Raises OSError when bwrap cannot start."""
+        """``ToolHost.contain`` in this sandbox. Raises OSError when bwrap cannot start."""
         if (problem := self.usable()) is not None:
             raise OSError(problem)
         mark = new_mark()

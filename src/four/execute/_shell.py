@@ -127,10 +127,8 @@ class ShellEnv(ClosedOnExit, Checked):
         os.set_blocking(proc.stdout.fileno(), False)
         self._proc, self._pidfd, self._mark = proc, os.pidfd_open(proc.pid), mark
         self._procs.append((proc, mark))
-        # The protocol, with a sentinel of this shell's own (random: a command cannot print
-        # it by chance, and the shell is replaced after anything that could leave stale
-        # output behind); after a restart, the last state is brought back (with this
-        # shell's mark, not the dead one's).
+        # A new sentinel for each shell (a shell that may have left stale output behind is
+        # replaced); after a restart, the last state comes back, with this shell's mark.
         token = "__FOUR_" + os.urandom(12).hex()
         with open(os.path.join(self._dir, "run"), "w") as f:
             f.write(_PROTOCOL.format(folder=shlex.quote(self._dir), token=token))

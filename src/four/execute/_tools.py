@@ -53,8 +53,7 @@ class ToolRun(Checked):
     stdout: bytes
     stderr: bytes
     timed_out: bool = False
-    stopped: bool = False
-    """The run was being stopped (its time was spent): the tool was killed, or not started."""
+    stopped: bool = False  # the run was being stopped: the tool was killed, or not started
 
 
 @dataclass(eq=False, slots=True)
@@ -91,9 +90,7 @@ class ToolHost(ClosedOnExit):
     env: LocalEnv | SandboxEnv | DockerEnv
     workspace: str
     folder: str
-    python: str = sys.executable
-    """The interpreter of the tools written in Python (this one; in a container, its
-    ``python3`` unless told otherwise)."""
+    python: str = sys.executable  # the interpreter of the tools written in Python
     _remove: weakref.finalize[[str, bool], ToolHost] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:

@@ -3,9 +3,7 @@
 Every path is walked one component at a time from the workspace's root with directory
 descriptors and ``O_NOFOLLOW``: an absolute path, a ``..``, or a symlink anywhere on the
 way (the file itself included) is refused, and no check-then-open race lets a symlink
-swapped in meanwhile lead outside. A set of new texts is written all or none: each file
-goes to a temporary name and is renamed over the old one; if any write fails, those
-already written are put back.
+swapped in meanwhile lead outside.
 """
 
 from __future__ import annotations
@@ -98,8 +96,6 @@ class Workspace:
         """The bytes of ``path``, or None if it does not exist. Raises ``Refused``."""
         try:
             with self._parent(path) as (folder, name):
-                # the shared opener: never a FIFO's open that waits for a writer, never
-                # through a symlink, never a device's endless read, never over LARGEST
                 opened = files.open_regular(name, max_bytes=LARGEST, follow=False, dir_fd=folder)
                 with opened:
                     return opened.read(LARGEST)
@@ -151,9 +147,7 @@ class Workspace:
                 os.rmdir(name, dir_fd=fd)
 
     def snapshot(self, suffixes: tuple[str, ...]) -> dict[str, bytes]:
-        """The bytes of every file under the root whose name ends with one of ``suffixes``
-        (hidden folders, ``SKIPPED_DIRS``, symlinks, special files and files over
-        ``LARGEST`` bytes left out: see ``special``), by relative path."""
+        """The bytes of each file ``files`` names, by relative path."""
         found: dict[str, bytes] = {}
         for path in self.files(suffixes):
             with contextlib.suppress(Refused):
@@ -163,15 +157,15 @@ class Workspace:
         return found
 
     def files(self, suffixes: tuple[str, ...]) -> Iterator[str]:
-        """Relative paths of the regular files ``snapshot`` would read, sorted per folder."""
+        """Relative paths of the regular files named with one of ``suffixes`` (hidden folders,
+        ``SKIPPED_DIRS`` and files over ``LARGEST`` bytes left out), sorted per folder."""
         for path, found in self._named(suffixes):
             if stat.S_ISREG(found.st_mode) and found.st_size <= LARGEST:
                 yield path
 
     def special(self, suffixes: tuple[str, ...]) -> list[str]:
-        """A line for each file named like one of ``suffixes`` that ``snapshot`` left out
-        without opening it: a FIFO, socket or device (``"x.py: a FIFO"``), or a file over
-        ``LARGEST`` bytes."""
+        """A line for each file named like one of ``suffixes`` that ``files`` leaves out but
+        a symlink: a FIFO, socket or device (``"x.py: a FIFO"``), or one over ``LARGEST``."""
         lines = []
         for path, found in self._named(suffixes):
             if stat.S_ISREG(found.st_mode) and found.st_size > LARGEST:
