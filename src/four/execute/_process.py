@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import IO
 
 from four._coroutine import to_end
-from four.execute._contain import Contained
+from four.execute._contain import Contained, nothing
 from four.execute._interrupt import running, stopped
 from four.execute._kill import kill_group, other_pids
 from four.execute._launcher import Launched
@@ -94,13 +94,13 @@ async def drain(fd: int, into: Callable[[bytes], object], seconds: float, wait: 
 
 
 class Popened:
-    """``argv`` started by ``popen``: killed by process group, watched by pidfd (readable
+    """A command started by ``spawn``: killed by process group, watched by pidfd (readable
     once it has exited)."""
 
     __slots__ = ("exit_fd", "pgid", "proc")
 
-    def __init__(self, argv: Sequence[str], env: Mapping[str, str] | None, stdout: int) -> None:
-        self.proc = popen(argv, None, env, stdout)
+    def __init__(self, command: Contained, stdout: int) -> None:
+        self.proc = spawn(command, subprocess.DEVNULL, stdout, subprocess.STDOUT)
         self.pgid = self.proc.pid
         try:
             self.exit_fd = os.pidfd_open(self.pgid)
@@ -133,7 +133,8 @@ def run_captured(
 ) -> Ran:
     """``watching`` ``argv`` run in a new session (stdin closed, stderr merged into stdout),
     waiting by blocking. Raises OSError when the process cannot start (no such program)."""
-    start = functools.partial(Popened, argv, env)
+    given = dict(os.environ if env is None else env)
+    start = functools.partial(Popened, Contained(list(argv), given, None, "", nothing, nothing))
     return to_end(watching(start, output, timeout, on_timeout, blocking), BLOCKED)
 
 
@@ -233,29 +234,15 @@ async def watching(
     )
 
 
-def popen(
-    argv: Sequence[str],
-    cwd: str | None,
-    env: Mapping[str, str] | None,
-    stdout: IO[bytes] | int,
-    *,
-    stdin: int = subprocess.DEVNULL,
-    stderr: int = subprocess.STDOUT,
-) -> Process:
-    """Start ``argv`` in a session of its own (its group holds all it starts; a Ctrl-C at
-    the terminal is ours to handle), with no descriptor of ours but those given."""
-    return subprocess.Popen(
-        list(argv), stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd, env=env,
-        start_new_session=True, close_fds=True,
-    )  # fmt: skip
-
-
 def spawn(contained: Contained, stdin: int, stdout: IO[bytes] | int, stderr: int) -> Process:
-    """Start a contained launcher (``popen``); if it cannot start, what was made for it goes."""
+    """Start a contained launcher in a session of its own (its group holds all it starts; a
+    Ctrl-C at the terminal is ours to handle), with no descriptor of ours but those given;
+    if it cannot start, what was made for it goes."""
     try:
-        return popen(
-            contained.argv, contained.cwd, contained.env, stdout, stdin=stdin, stderr=stderr
-        )
+        return subprocess.Popen(
+            contained.argv, stdin=stdin, stdout=stdout, stderr=stderr, cwd=contained.cwd,
+            env=contained.env, start_new_session=True, close_fds=True,
+        )  # fmt: skip
     except BaseException:
         contained.end()
         raise
