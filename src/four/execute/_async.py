@@ -39,8 +39,7 @@ class AsyncLocalEnv(Checked):
 def _settings_of(
     settings: Callable[P, object],
 ) -> Callable[[Callable[..., R]], Callable[P, R]]:
-    """Give an async factory the parameters of the sync one it wraps (``shell_env``'s:
-    ``local_env``'s but ``persistent``), for mypy and ``help()``: they are written once."""
+    """Give an async factory the parameters of ``settings``, for mypy and ``help()``."""
 
     def share(factory: Callable[..., R]) -> Callable[P, R]:
         returns = inspect.signature(factory).return_annotation

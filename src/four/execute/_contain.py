@@ -103,9 +103,7 @@ def contained(argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
     A program missing from ``env``'s PATH raises FileNotFoundError here, as Popen would."""
     program = find_program(argv[0], env.get("PATH", os.defpath))
     flags = _namespace_flags() if containment().namespace else None
-    if flags is None:
-        return [program, *argv[1:]]
-    return [*flags, "--", program, *argv[1:]]
+    return [*flags, "--", program, *argv[1:]] if flags else [program, *argv[1:]]
 
 
 def find_program(name: str, path: str | None = None) -> str:
@@ -215,10 +213,9 @@ def launcher_env(env: dict[str, str]) -> dict[str, str]:
     with _lock:
         if _tether is None or not _tether[0].alive():
             mark = os.urandom(8).hex()
-            # When we die: kill the launchers (and with each its namespace), then remove
-            # the cgroups our commands were in.
-            # Also remove what is left of this process's private folders (their files
-            # hold a shell's last command and exported variables).
+            # When we die: kill the launchers (and with each its namespace), remove what is
+            # left of our private folders (a shell's last command and exported variables),
+            # then the cgroups our commands were in.
             parents = list(_cgroup_parents().values())
             pid = os.getpid()
             script = (

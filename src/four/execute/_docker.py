@@ -50,8 +50,7 @@ for d in /proc/[0-9]*; do
   done
 done 2>/dev/null
 exit $rc"""
-_TOOL = _WRAP.replace('bash -c "$1"', '"$@"')
-"""``_WRAP`` for a tool: its program and arguments, not a command."""
+_TOOL = _WRAP.replace('bash -c "$1"', '"$@"')  # for a tool: its program and arguments
 # In a container of our own: kill every process but its first (the reaper) and this one,
 # however it detached from the command (setsid, env -i). Commands run one at a time.
 _KILL_ALL = r"""for d in /proc/[0-9]*; do
