@@ -23,8 +23,7 @@ R = TypeVar("R")
 
 @dataclass(frozen=True, slots=True)
 class AsyncLocalEnv(Checked):
-    """``local`` awaited: each command in a fresh ``bash -c``, started by ``local``'s
-    launcher. ``aclose()`` ends the launcher (``arun`` calls it)."""
+    """``local`` awaited; ``aclose()`` (``arun`` calls it) ends its launcher."""
 
     local: LocalEnv
 

@@ -107,8 +107,7 @@ def contained(argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
 
 
 def find_program(name: str, path: str | None = None) -> str:
-    """The absolute path of ``name`` on ``path`` (this process's PATH when None); raises
-    FileNotFoundError as Popen would, for the error a missing program gives."""
+    """``shutil.which``, or the FileNotFoundError Popen raises for a missing program."""
     found = shutil.which(name, path=path)
     if found is None:
         raise FileNotFoundError(errno.ENOENT, "No such file or directory", name)

@@ -1,8 +1,7 @@
 """Run one command to its end or its deadline, its output read into a bounded buffer.
 
 Its exit is watched through a pidfd, so a background child holding the output pipe
-cannot stall the read. The waiting is written once, through a ``Wait``: ``blocking``
-(poll(2): ``to_end`` runs the coroutine in one step) or ``awaited`` (for ``arun``).
+cannot stall the read. The waiting is written once, through a ``Wait``.
 """
 
 from __future__ import annotations

@@ -130,9 +130,8 @@ def main() -> None:
     for folder in sys.argv[4:]:
         with open(os.path.join(folder, "cgroup.procs"), "w") as f:
             f.write(str(os.getpid()))
-    for limit, value in (
-        (resource.RLIMIT_FSIZE, sys.argv[2]),
-        (resource.RLIMIT_NPROC, sys.argv[3]),
+    for limit, value in zip(
+        (resource.RLIMIT_FSIZE, resource.RLIMIT_NPROC), sys.argv[2:4], strict=True
     ):
         if value != "-":
             resource.setrlimit(limit, (int(value),) * 2)

@@ -91,7 +91,7 @@ class ToolHost(ClosedOnExit):
     workspace: str
     folder: str
     python: str = sys.executable  # the interpreter of the tools written in Python
-    _remove: weakref.finalize[[str, bool], ToolHost] | None = field(default=None, repr=False)
+    _remove: weakref.finalize[[str, bool], ToolHost] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         check_fields(self)  # a wrong value named here, not deep inside a run
@@ -182,8 +182,7 @@ class ToolHost(ClosedOnExit):
         try:
             self.env.close()
         finally:
-            if self._remove is not None:
-                self._remove()
+            self._remove()
 
 
 class Tail:

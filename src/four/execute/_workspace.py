@@ -259,7 +259,7 @@ def _parts(path: str) -> tuple[str, ...]:
     refused = Workspace.refusal(path)
     if refused is not None:
         raise Refused(refused)
-    parts = tuple(p for p in PurePosixPath(path).parts if p != ".")
+    parts = PurePosixPath(path).parts  # ("." parts dropped)
     if not parts:
         raise Refused(f"{path!r}: not a file path")
     return parts
