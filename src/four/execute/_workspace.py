@@ -106,19 +106,16 @@ class Workspace:
                 raise Refused(f"{path}: {special_kind(exc.mode)}, not a regular file") from None
             if isinstance(exc, files.TooLarge):
                 raise Refused(f"{path}: over {LARGEST >> 20} MiB, too large to edit") from None
-            code = exc.errno or errno.EIO
-            raise Refused(_why(path, OSError(code, os.strerror(code)))) from None
+            raise Refused(_why(path, exc.errno)) from None
         except FileNotFoundError:
             return None
         except OSError as exc:
-            raise Refused(_why(path, exc)) from None
+            raise Refused(_why(path, exc.errno)) from None
 
     def write(self, texts: Mapping[str, str]) -> Result[Written, str]:
         """Write every text of ``texts`` (path -> new content), all or none."""
-        before: dict[str, bytes | None] = {}
         try:
-            for path in texts:
-                before[path] = self.read_bytes(path)
+            before = {path: self.read_bytes(path) for path in texts}
         except Refused as exc:
             return Failure(f"{exc}; no file was changed")
         done: dict[str, bytes | None] = {}
@@ -129,7 +126,7 @@ class Workspace:
                 done[path] = before[path]
         except (OSError, Refused) as exc:
             self.restore(Written(done, tuple(folders)))
-            reason = str(exc) if isinstance(exc, Refused) else _why(path, exc)
+            reason = str(exc) if isinstance(exc, Refused) else _why(path, exc.errno)
             return Failure(f"{reason}; no file was changed")
         return Success(Written(before, tuple(folders)))
 
@@ -265,7 +262,7 @@ def _parts(path: str) -> tuple[str, ...]:
     return parts
 
 
-def _why(path: str, exc: OSError) -> str:
-    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+def _why(path: str, code: int | None) -> str:
+    if code in (errno.ELOOP, errno.ENOTDIR):
         return f"{path}: the path goes through a symlink or a file, which edits may not follow"
-    return f"{path}: {exc.strerror or exc}"
+    return f"{path}: {os.strerror(code or errno.EIO)}"
