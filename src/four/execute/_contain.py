@@ -286,10 +286,8 @@ def _own_cgroups(controller: str) -> list[str]:
             mounts = f.read().splitlines()
     except OSError:
         return []
-    paths: dict[str, str] = {}  # controller list ("" for v2) -> our path in it
-    for line in lines:
-        _, names, path = line.split(":", 2)
-        paths[names] = path
+    # controller list ("" for v2) -> our path in it
+    paths = dict(line.split(":", 2)[1:] for line in lines)
     folders = []
     for mount in mounts:
         left, _, right = mount.partition(" - ")
