@@ -168,10 +168,9 @@ class DockerEnv(ClosedOnExit, Checked):
             ran = run_captured(argv, output, self.timeout, on_timeout=kill_inside)
         except OSError as exc:
             return Failure(ExecutionError(f"docker exec failed: {exc}"))
-        # It failed and nobody killed it: the container may have gone (removed, its first
-        # process dead). A command we killed (its timeout, a supervisor's interrupt) ended by
-        # our kill, whatever `docker inspect` says while the kill and the client's end race;
-        # a container really gone is found by the next command.
+        # It failed and nobody killed it: the container may be gone (removed, its first
+        # process dead). A command we killed ended by our kill, whatever `docker inspect`
+        # says meanwhile; a container really gone is found by the next command.
         unexplained = ran.returncode not in (0, None) and not killed.is_set() and not stopped()
         if unexplained and not self._running(name):
             text = ran.output.text().strip()[:500]

@@ -1,13 +1,12 @@
 """V2 with one long-lived bash: ``cd`` and exported variables persist between commands.
 
-Protocol: the command is written to a private file (on tmpfs when there is one), and
-the shell is sent one short line, ``. FOLDER/run``. That file, written once per shell,
-sources the command with stdin from /dev/null, saves ``export -p`` and the working
-folder (to restore them in a new shell after a timeout or an exit), and prints a random
-per-shell sentinel with the return code. The reader scans the shell's merged output for
-the sentinel, feeding what precedes it to a bounded buffer. A command never reads the
-protocol, and its text never passes through the shell's input, so an unbalanced quote
-in it is only a syntax error.
+Protocol: the command is written to a private file, and the shell is sent one short
+line, ``. FOLDER/run``. That file, written once per shell, sources the command with stdin
+from /dev/null, saves ``export -p`` and the working folder (for a new shell after a
+timeout or an exit), and prints a random per-shell sentinel with the return code, which
+the reader scans the shell's output for. A command never reads the protocol, and its
+text never passes through the shell's input, so an unbalanced quote in it is only a
+syntax error.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """The launcher program (why one per environment: ``_launcher``).
 
-Run as ``python -I -S _spawner.py`` (the standard library only) with a clean environment,
-as the first process of the environment's PID namespace, it enters the environment's
-cgroups and limits, then starts each command with ``posix_spawn`` in a new session.
+Run as ``python -I -S _spawner.py`` (the standard library only) with a clean environment.
 Whatever a command leaves, however it detached (``setsid``, double fork, ``env -i``),
 comes back to it (the namespace's init, or its subreaper) and is killed once no command
 of the environment runs (``sweep``).

@@ -84,8 +84,7 @@ class Started:
 
 @dataclass(eq=False)
 class ToolHost(ClosedOnExit):
-    """The run's environment, for the model's commands and for the domain's tools; see
-    the module docstring and ``tool_host``. ``close()`` ends it and removes ``folder``."""
+    """The run's environment, for the model's commands and the domain's tools (``tool_host``)."""
 
     env: LocalEnv | SandboxEnv | DockerEnv
     workspace: str
