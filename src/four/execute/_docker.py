@@ -276,8 +276,7 @@ def _remove(docker: str, name: str, tether: Tether) -> None:
 
 
 def run_docker(docker: str, *args: str, timeout: float = 60) -> tuple[bool, str]:
-    """Run ``docker args``: whether it worked, and what it said (its error, or why it
-    could not run)."""
+    """``docker args`` run: whether it worked, and what it said (its error, or why not)."""
     try:
         done = subprocess.run(
             [docker, *args],

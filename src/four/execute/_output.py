@@ -6,7 +6,7 @@ from __future__ import annotations
 import codecs
 import os
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Self
 
@@ -73,9 +73,7 @@ class ClosedOnExit:
     (the environments that hold something: a shell, a container)."""
 
     __slots__ = ()
-
-    def close(self) -> None:
-        raise NotImplementedError
+    close: Callable[[], None]
 
     def __enter__(self) -> Self:
         return self
