@@ -368,11 +368,9 @@ def place(limits: Limits) -> Placed:
 
 def _kill_all(folder: str) -> None:
     """SIGKILL what is left in a cgroup (a command's last processes, after its end)."""
-    try:
-        with open(os.path.join(folder, "cgroup.procs")) as f:
-            pids = [int(p) for p in f.read().split()]
-    except OSError:
-        return
+    pids: list[str] = []
+    with contextlib.suppress(OSError), open(os.path.join(folder, "cgroup.procs")) as f:
+        pids = f.read().split()
     for pid in pids:
         with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
+            os.kill(int(pid), signal.SIGKILL)

@@ -93,8 +93,7 @@ async def drain(fd: int, into: Callable[[bytes], object], seconds: float, wait: 
 
 
 class Popened:
-    """A command started by ``spawn``: killed by process group, watched by pidfd (readable
-    once it has exited)."""
+    """A command ``spawn`` started: killed by process group, watched by pidfd (readable at exit)."""
 
     __slots__ = ("exit_fd", "pgid", "proc")
 
