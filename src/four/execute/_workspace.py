@@ -103,7 +103,7 @@ class Workspace:
             if exc.errno == errno.ENOENT:
                 return None
             if exc.mode is not None:
-                raise Refused(f"{path}: {special_kind(exc.mode)}, not a regular file") from None
+                raise Refused(f"{path}: {_kind(exc.mode)}, not a regular file") from None
             if isinstance(exc, files.TooLarge):
                 raise Refused(f"{path}: over {LARGEST >> 20} MiB, too large to edit") from None
             raise Refused(_why(path, exc.errno)) from None
@@ -168,7 +168,7 @@ class Workspace:
             if stat.S_ISREG(found.st_mode) and found.st_size > LARGEST:
                 lines.append(f"{path}: {found.st_size} bytes, over the {LARGEST} read")
             elif not stat.S_ISREG(found.st_mode) and not stat.S_ISLNK(found.st_mode):
-                lines.append(f"{path}: {special_kind(found.st_mode)}")
+                lines.append(f"{path}: {_kind(found.st_mode)}")
         return lines
 
     def _named(self, suffixes: tuple[str, ...]) -> Iterator[tuple[str, os.stat_result]]:
@@ -233,12 +233,8 @@ class Workspace:
             os.close(fd)
 
 
-def special_kind(mode: int) -> str:
-    """What a file that is not a regular one is, in words.
-
-    >>> special_kind(stat.S_IFIFO)
-    'a FIFO'
-    """
+def _kind(mode: int) -> str:
+    """What a file that is not a regular one is, in words (``"a FIFO"``)."""
     return _KINDS.get(stat.S_IFMT(mode), "not a regular file")
 
 
