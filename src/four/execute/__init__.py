@@ -6,15 +6,12 @@
     sandbox_env()        each command under bubblewrap: read-only system, one writable folder
     docker_env(image)    each command in one Docker container, removed at the end
     Workspace(root)      the files that edits may change: paths outside, and symlinks, refused
-    tool_host(kind, dir) the run's environment for a domain's tools too (a kernel, a type
-                         checker, a compiler): each contained as a command of it is
+    tool_host(kind, dir) the run's environment, a domain's tools contained as its commands
     alocal_env()         ``local_env`` awaited, for ``arun`` (read on the event loop)
     ashell_env()         ``shell_env`` awaited, for ``arun``
-    note_repeats(V2)     any of them, warning the model when a command repeats itself
-                         (and telling it how to run Python it typed into bash)
+    note_repeats(V2)     any of them, warning the model of repeats and of Python typed in bash
 
-Every environment shares one contract (docs/components.md: bash, stdin closed, a timeout
-that kills every process of the command, bounded output, secrets kept out, ``Limits``).
+Every environment shares one contract: docs/components.md.
 """
 
 from typing import TYPE_CHECKING

@@ -23,8 +23,7 @@ R = TypeVar("R")
 
 @dataclass(frozen=True, slots=True)
 class AsyncLocalEnv(Checked):
-    """``local`` awaited: each command in a fresh ``bash -c``, started by ``local``'s
-    launcher. ``aclose()`` ends the launcher (``arun`` calls it)."""
+    """``local`` awaited; ``aclose()`` (``arun`` calls it) ends its launcher."""
 
     local: LocalEnv
 
@@ -39,8 +38,7 @@ class AsyncLocalEnv(Checked):
 def _settings_of(
     settings: Callable[P, object],
 ) -> Callable[[Callable[..., R]], Callable[P, R]]:
-    """Give an async factory the parameters of the sync one it wraps (``shell_env``'s:
-    ``local_env``'s but ``persistent``), for mypy and ``help()``: they are written once."""
+    """Give an async factory the parameters of ``settings``, for mypy and ``help()``."""
 
     def share(factory: Callable[..., R]) -> Callable[P, R]:
         returns = inspect.signature(factory).return_annotation

@@ -1,10 +1,7 @@
 """Containment of a command's processes, one rule for every environment that runs them here
-(docs/security.md): a PID namespace of its own (util-linux ``unshare``), so it sees no
-other process's ``/proc`` and nothing outlives the namespace's first process; every
-launcher marked ``FOUR_DRIVER=<id>`` and killed by a tether (``_kill``) when this
-process dies; ``Limits`` by a cgroup where one can be made, the file size by an rlimit,
-entered by the first process itself. Where user namespaces are not allowed, commands
-run without one, with a warning (``containment()``).
+(docs/components.md): a PID namespace of its own (``unshare``), a tether (``_kill``) that
+kills every launcher marked ``FOUR_DRIVER`` when this process dies, however it dies, and
+``Limits`` entered by the first process itself (cgroups, rlimits).
 """
 
 from __future__ import annotations
@@ -106,14 +103,11 @@ def contained(argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
     A program missing from ``env``'s PATH raises FileNotFoundError here, as Popen would."""
     program = find_program(argv[0], env.get("PATH", os.defpath))
     flags = _namespace_flags() if containment().namespace else None
-    if flags is None:
-        return [program, *argv[1:]]
-    return [*flags, "--", program, *argv[1:]]
+    return [*flags, "--", program, *argv[1:]] if flags else [program, *argv[1:]]
 
 
 def find_program(name: str, path: str | None = None) -> str:
-    """The absolute path of ``name`` on ``path`` (this process's PATH when None); raises
-    FileNotFoundError as Popen would, for the error a missing program gives."""
+    """``shutil.which``, or the FileNotFoundError Popen raises for a missing program."""
     found = shutil.which(name, path=path)
     if found is None:
         raise FileNotFoundError(errno.ENOENT, "No such file or directory", name)
@@ -218,10 +212,9 @@ def launcher_env(env: dict[str, str]) -> dict[str, str]:
     with _lock:
         if _tether is None or not _tether[0].alive():
             mark = os.urandom(8).hex()
-            # When we die: kill the launchers (and with each its namespace), then remove
-            # the cgroups our commands were in.
-            # Also remove what is left of this process's private folders (their files
-            # hold a shell's last command and exported variables).
+            # When we die: kill the launchers (and with each its namespace), remove what is
+            # left of our private folders (a shell's last command and exported variables),
+            # then the cgroups our commands were in.
             parents = list(_cgroup_parents().values())
             pid = os.getpid()
             script = (
@@ -293,10 +286,8 @@ def _own_cgroups(controller: str) -> list[str]:
             mounts = f.read().splitlines()
     except OSError:
         return []
-    paths: dict[str, str] = {}  # controller list ("" for v2) -> our path in it
-    for line in lines:
-        _, names, path = line.split(":", 2)
-        paths[names] = path
+    # controller list ("" for v2) -> our path in it
+    paths = dict(line.split(":", 2)[1:] for line in lines)
     folders = []
     for mount in mounts:
         left, _, right = mount.partition(" - ")
@@ -377,11 +368,9 @@ def place(limits: Limits) -> Placed:
 
 def _kill_all(folder: str) -> None:
     """SIGKILL what is left in a cgroup (a command's last processes, after its end)."""
-    try:
-        with open(os.path.join(folder, "cgroup.procs")) as f:
-            pids = [int(p) for p in f.read().split()]
-    except OSError:
-        return
+    pids: list[str] = []
+    with contextlib.suppress(OSError), open(os.path.join(folder, "cgroup.procs")) as f:
+        pids = f.read().split()
     for pid in pids:
         with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
+            os.kill(int(pid), signal.SIGKILL)

@@ -1,8 +1,7 @@
 """V2 in a Docker container: one container per env, one ``docker exec`` per command.
 
 The container's first process is a bash loop that reaps orphans. At a timeout the
-command's processes are killed from inside (the client's death would leave them
-running: docs/components.md), then the client.
+command's processes are killed from inside (the client's death leaves them running).
 """
 
 from __future__ import annotations
@@ -51,8 +50,7 @@ for d in /proc/[0-9]*; do
   done
 done 2>/dev/null
 exit $rc"""
-_TOOL = _WRAP.replace('bash -c "$1"', '"$@"')
-"""``_WRAP`` for a tool: its program and arguments, not a command."""
+_TOOL = _WRAP.replace('bash -c "$1"', '"$@"')  # for a tool: its program and arguments
 # In a container of our own: kill every process but its first (the reaper) and this one,
 # however it detached from the command (setsid, env -i). Commands run one at a time.
 _KILL_ALL = r"""for d in /proc/[0-9]*; do
@@ -170,10 +168,9 @@ class DockerEnv(ClosedOnExit, Checked):
             ran = run_captured(argv, output, self.timeout, on_timeout=kill_inside)
         except OSError as exc:
             return Failure(ExecutionError(f"docker exec failed: {exc}"))
-        # It failed and nobody killed it: the container may have gone (removed, its first
-        # process dead). A command we killed (its timeout, a supervisor's interrupt) ended by
-        # our kill, whatever `docker inspect` says while the kill and the client's end race;
-        # a container really gone is found by the next command.
+        # It failed and nobody killed it: the container may be gone (removed, its first
+        # process dead). A command we killed ended by our kill, whatever `docker inspect`
+        # says meanwhile; a container really gone is found by the next command.
         unexplained = ran.returncode not in (0, None) and not killed.is_set() and not stopped()
         if unexplained and not self._running(name):
             text = ran.output.text().strip()[:500]
@@ -181,9 +178,8 @@ class DockerEnv(ClosedOnExit, Checked):
         return conclude(ran)
 
     def contain(self, argv: Sequence[str], *, cwd: str, env: Mapping[str, str]) -> Contained:
-        """How to start the tool ``argv`` in the container as its commands run (``docker
-        exec -i``; ``end()`` kills inside what carries its mark). Raises OSError when the
-        container cannot start."""
+        """``ToolHost.contain`` here (``docker exec -i``; ``end()`` kills inside what carries
+        its mark). Raises OSError when the container cannot start."""
         started = self.start()
         if isinstance(started, Failure):
             raise OSError(started.failure().message)
@@ -280,8 +276,7 @@ def _remove(docker: str, name: str, tether: Tether) -> None:
 
 
 def run_docker(docker: str, *args: str, timeout: float = 60) -> tuple[bool, str]:
-    """Run ``docker args``: whether it worked, and what it said (its error, or why it
-    could not run)."""
+    """``docker args`` run: whether it worked, and what it said (its error, or why not)."""
     try:
         done = subprocess.run(
             [docker, *args],

@@ -87,10 +87,8 @@ class Command:
 
 @contextlib.contextmanager
 def interruptible(key: Hashable) -> Iterator[None]:
-    """Register the commands this thread (or asyncio task) starts in the block under ``key``.
-
-    ``key`` must be unique to one run while the block lasts.
-    """
+    """Register the commands this thread (or asyncio task) starts in the block under
+    ``key``, unique to one run while the block lasts."""
     token = _key.set(key)
     try:
         yield

@@ -3,9 +3,8 @@
 What containing a command costs is paid once per environment: the launcher is the first
 process of the environment's PID namespace, has entered its cgroups and limits, and
 starts each command with ``posix_spawn`` (no ``unshare`` per command, no move between
-cgroups: on cgroup v1 that waits 10-20 ms). It ends with its environment (``close()``,
-or collected) and with this process, however it dies (its socket ends; the tether kills
-it too, by its ``FOUR_DRIVER`` mark), and its namespace with every process in it.
+cgroups: on cgroup v1 that waits 10-20 ms). Its namespace ends with it: at ``close()``,
+when collected, or when this process dies (its socket ends; the tether kills it too).
 """
 
 from __future__ import annotations
@@ -30,8 +29,7 @@ SPAWNER = str(Path(__file__).with_name("_spawner.py"))
 
 
 class Launched:
-    """A command a launcher started: ``exit_fd`` is readable once it and all it started
-    have ended; ``kill()``; ``wait()`` for its exit code; ``close()`` once reaped."""
+    """A command a launcher started (``exit_fd``: readable once it and all it started end)."""
 
     __slots__ = ("_conn", "exit_fd")
 
@@ -91,13 +89,19 @@ class Launcher:
     ) -> Launched:
         """Start ``argv`` (its program an absolute path) with ``output`` as its stdout and
         stderr. Raises OSError as Popen would (no such folder, no such program)."""
-        control = self._control(limits)
+        with self._lock:
+            state = self._state
+            if state is None or state.owner != os.getpid() or not state.alive():
+                if state is not None and self._finalizer is not None:
+                    self._finalizer()  # a dead launcher's cgroups go too
+                state = self._state = _State(limits)
+                self._finalizer = weakref.finalize(self, _State.stop, state)
         folder = os.getcwd() if cwd is None else cwd  # where Popen would start it
         request = json.dumps({"argv": list(argv), "env": dict(env), "cwd": folder}).encode()
         ours, theirs = socket.socketpair()
         try:
             try:
-                socket.send_fds(control, [b"c"], [theirs.fileno(), output])
+                socket.send_fds(state.control, [b"c"], [theirs.fileno(), output])
             finally:
                 theirs.close()
             ours.sendall(struct.pack("!I", len(request)) + request)
@@ -121,17 +125,6 @@ class Launcher:
             if self._finalizer is not None:
                 self._finalizer()
             self._state = self._finalizer = None
-
-    def _control(self, limits: Limits) -> socket.socket:
-        with self._lock:
-            state = self._state
-            if state is None or state.owner != os.getpid() or not state.alive():
-                if state is not None and self._finalizer is not None:
-                    self._finalizer()  # a dead launcher's cgroups go too
-                state = _State(limits)
-                self._state = state
-                self._finalizer = weakref.finalize(self, _State.stop, state)
-            return state.control
 
 
 class _State:
@@ -166,8 +159,7 @@ class _State:
 
     def alive(self, wait: float = 0.0) -> bool:
         """Whether the launcher still takes commands: its process has not ended, nor closed
-        its end of the control socket within ``wait`` seconds (killed past a memory limit
-        with a command, it is dead before the process that started it is)."""
+        its end of the control socket within ``wait`` seconds (see ``Launcher.settle``)."""
         if self.proc.poll() is not None:
             return False
         poller = select.poll()

@@ -85,9 +85,7 @@ class LocalEnv(Checked):
         self._launcher.close()
 
     def contain(self, argv: Sequence[str], *, cwd: str, env: Mapping[str, str]) -> Contained:
-        """How to start the tool ``argv`` here as this environment's commands run, with
-        ``env`` as its whole environment. Raises FileNotFoundError when the program is not
-        on ``env``'s PATH."""
+        """``ToolHost.contain`` here. Raises FileNotFoundError when ``env``'s PATH lacks it."""
         mark = new_mark()
         variables = {**env, MARK: mark}
         program = find_program(argv[0], variables.get("PATH", os.defpath))

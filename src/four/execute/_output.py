@@ -6,7 +6,7 @@ from __future__ import annotations
 import codecs
 import os
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Self
 
@@ -73,9 +73,7 @@ class ClosedOnExit:
     (the environments that hold something: a shell, a container)."""
 
     __slots__ = ()
-
-    def close(self) -> None:
-        raise NotImplementedError
+    close: Callable[[], None]
 
     def __enter__(self) -> Self:
         return self
@@ -140,10 +138,10 @@ class OutputBuffer:
         self._pending = b""  # the start of a UTF-8 sequence cut by the end of a read
         self._signal = exit_signal or None
         self._signal_open = self._signal is not None
-        self._head_cap = self._max_output - self._max_output // 2
+        self._tail_cap = self._max_output // 2
+        self._head_cap = self._max_output - self._tail_cap
         if self._signal is not None:
             self._head_cap = max(self._head_cap, len(self._signal) + 64 + MAX_SUBMISSION)
-        self._tail_cap = self._max_output // 2
         self._head = ""
         self._tail: deque[str] = deque()
         self._tail_len = 0
@@ -187,7 +185,7 @@ class OutputBuffer:
         self._signal_open = False
         if first.strip() == self._signal:
             return  # keep the extended head: it holds the submission
-        cap = self._max_output - self._max_output // 2
+        cap = self._max_output - self._tail_cap
         if spill := self._head[cap:]:
             # What the head gives back joins the stream just after it (it precedes the tail).
             self._tail.appendleft(spill)
@@ -213,12 +211,10 @@ class OutputBuffer:
         head, tail, gap = self._parts()
         if not gap and len(head) + len(tail) <= self._max_output:
             return head + tail, 0
-        head_share = self._max_output - self._max_output // 2
-        tail_share = self._max_output // 2
-        # With a gap, the tail holds at least ``tail_share`` characters (see ``_add``).
+        share = self._tail_cap  # with a gap, the tail holds at least that many (``_add``)
         source = head + tail if not gap else tail
-        shown_head = head[:head_share]
-        shown_tail = source[len(source) - tail_share :] if tail_share else ""
+        shown_head = head[: self._max_output - share]
+        shown_tail = source[len(source) - share :] if share else ""
         elided = self.total - len(shown_head) - len(shown_tail)
         if self._max_output == 0:
             return "", elided

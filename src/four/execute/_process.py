@@ -1,8 +1,7 @@
 """Run one command to its end or its deadline, its output read into a bounded buffer.
 
 Its exit is watched through a pidfd, so a background child holding the output pipe
-cannot stall the read. The waiting is written once, through a ``Wait``: ``blocking``
-(poll(2): ``to_end`` runs the coroutine in one step) or ``awaited`` (for ``arun``).
+cannot stall the read. The waiting is written once, through a ``Wait``.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import IO
 
 from four._coroutine import to_end
-from four.execute._contain import Contained
+from four.execute._contain import Contained, nothing
 from four.execute._interrupt import running, stopped
 from four.execute._kill import kill_group, other_pids
 from four.execute._launcher import Launched
@@ -94,13 +93,12 @@ async def drain(fd: int, into: Callable[[bytes], object], seconds: float, wait: 
 
 
 class Popened:
-    """``argv`` started by ``popen``: killed by process group, watched by pidfd (readable
-    once it has exited)."""
+    """A command ``spawn`` started: killed by process group, watched by pidfd (readable at exit)."""
 
     __slots__ = ("exit_fd", "pgid", "proc")
 
-    def __init__(self, argv: Sequence[str], env: Mapping[str, str] | None, stdout: int) -> None:
-        self.proc = popen(argv, None, env, stdout)
+    def __init__(self, command: Contained, stdout: int) -> None:
+        self.proc = spawn(command, subprocess.DEVNULL, stdout, subprocess.STDOUT)
         self.pgid = self.proc.pid
         try:
             self.exit_fd = os.pidfd_open(self.pgid)
@@ -131,11 +129,10 @@ def run_captured(
     env: Mapping[str, str] | None = None,
     on_timeout: Callable[[], None] | None = None,
 ) -> Ran:
-    """Run ``argv`` in a new session (stdin closed, stderr merged into stdout) and read
-    its output into ``output`` until it ends or ``timeout`` passes (``watching``, its
-    waits blocking). Raises OSError when the process cannot start (no such program).
-    """
-    start = functools.partial(Popened, argv, env)
+    """``watching`` ``argv`` run in a new session (stdin closed, stderr merged into stdout),
+    waiting by blocking. Raises OSError when the process cannot start (no such program)."""
+    given = dict(os.environ if env is None else env)
+    start = functools.partial(Popened, Contained(list(argv), given, None, "", nothing, nothing))
     return to_end(watching(start, output, timeout, on_timeout, blocking), BLOCKED)
 
 
@@ -235,29 +232,15 @@ async def watching(
     )
 
 
-def popen(
-    argv: Sequence[str],
-    cwd: str | None,
-    env: Mapping[str, str] | None,
-    stdout: IO[bytes] | int,
-    *,
-    stdin: int = subprocess.DEVNULL,
-    stderr: int = subprocess.STDOUT,
-) -> Process:
-    """Start ``argv`` in a session of its own (its group holds all it starts; a Ctrl-C at
-    the terminal is ours to handle), with no descriptor of ours but those given."""
-    return subprocess.Popen(
-        list(argv), stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd, env=env,
-        start_new_session=True, close_fds=True,
-    )  # fmt: skip
-
-
 def spawn(contained: Contained, stdin: int, stdout: IO[bytes] | int, stderr: int) -> Process:
-    """Start a contained launcher (``popen``); if it cannot start, what was made for it goes."""
+    """Start a contained launcher in a session of its own (its group holds all it starts; a
+    Ctrl-C at the terminal is ours to handle), with no descriptor of ours but those given;
+    if it cannot start, what was made for it goes."""
     try:
-        return popen(
-            contained.argv, contained.cwd, contained.env, stdout, stdin=stdin, stderr=stderr
-        )
+        return subprocess.Popen(
+            contained.argv, stdin=stdin, stdout=stdout, stderr=stderr, cwd=contained.cwd,
+            env=contained.env, start_new_session=True, close_fds=True,
+        )  # fmt: skip
     except BaseException:
         contained.end()
         raise

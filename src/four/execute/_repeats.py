@@ -1,9 +1,6 @@
-"""V2 that tells the model when a command gave exactly what it gave before.
-
-A stuck small model runs ``ls -la`` nine times and reads the same output each time: an
-observation that repeats the one just before it (nothing run in between: else it may be
-a check) gets a warning. A block of Python that bash refused (``rate = 0.1``) gets a note
-saying how to write or run Python from the shell. The run itself is not changed.
+"""V2 that tells the model when a command gave exactly what it gave before: a stuck small
+model runs ``ls -la`` nine times and reads the same output each time. Only a repeat of the
+command just before counts (with another in between, it may be a check).
 """
 
 from __future__ import annotations

@@ -167,17 +167,15 @@ class SandboxEnv(ClosedOnExit, Checked):
     def usable(self) -> str | None:
         """Why bwrap cannot make this sandbox here (user namespaces, the binds), or None.
         Asked once: a failure then is the environment's; later, a command's own."""
-        if self._checked:
-            return None
-        probe = run_captured(self.argv("true"), OutputBuffer(2_000), 60.0, env=launcher_env({}))
-        if probe.returncode != 0:
-            return f"{self.bwrap} cannot run here: {probe.output.text().strip()}"
-        self._checked = True
+        if not self._checked:
+            probe = run_captured(self.argv("true"), OutputBuffer(2_000), 60.0, env=launcher_env({}))
+            if probe.returncode != 0:
+                return f"{self.bwrap} cannot run here: {probe.output.text().strip()}"
+            self._checked = True
         return None
 
     def contain(self, argv: Sequence[str], *, cwd: str, env: Mapping[str, str]) -> Contained:
-        """How to start the tool ``argv`` in this sandbox as its commands run, with ``env``
-        as its whole environment. Raises OSError when bwrap cannot start."""
+        """``ToolHost.contain`` in this sandbox. Raises OSError when bwrap cannot start."""
         if (problem := self.usable()) is not None:
             raise OSError(problem)
         mark = new_mark()

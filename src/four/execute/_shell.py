@@ -1,13 +1,12 @@
 """V2 with one long-lived bash: ``cd`` and exported variables persist between commands.
 
-Protocol: the command is written to a private file (on tmpfs when there is one), and
-the shell is sent one short line, ``. FOLDER/run``. That file, written once per shell,
-sources the command with stdin from /dev/null, saves ``export -p`` and the working
-folder (to restore them in a new shell after a timeout or an exit), and prints a random
-per-shell sentinel with the return code. The reader scans the shell's merged output for
-the sentinel, feeding what precedes it to a bounded buffer. A command never reads the
-protocol, and its text never passes through the shell's input, so an unbalanced quote
-in it is only a syntax error.
+Protocol: the command is written to a private file, and the shell is sent one short
+line, ``. FOLDER/run``. That file, written once per shell, sources the command with stdin
+from /dev/null, saves ``export -p`` and the working folder (for a new shell after a
+timeout or an exit), and prints a random per-shell sentinel with the return code, which
+the reader scans the shell's output for. A command never reads the protocol, and its
+text never passes through the shell's input, so an unbalanced quote in it is only a
+syntax error.
 """
 
 from __future__ import annotations
@@ -64,6 +63,9 @@ _PROTOCOL = (
     "builtin printf '\\n{token} %d\\n' \"$__four_rc\"; }} 2>/dev/null\n"
 )
 
+_Shell = tuple[subprocess.Popen[bytes], str, Callable[[], None]]
+"""A running shell: its process, its mark, and what removes its cgroups once it is over."""
+
 RESTARTED = (
     "The shell was restarted{why}: the working directory and exported variables "
     "of the last finished command were kept; shell functions, aliases and "
@@ -86,17 +88,16 @@ class ShellEnv(ClosedOnExit, Checked):
     shell: str = "bash"
     limits: Limits = DEFAULT_LIMITS
     restarts: int = field(default=0, repr=False)
-    _release: Callable[[], None] | None = field(default=None, repr=False)
     _proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     _dir: str | None = field(default=None, repr=False)
     _pidfd: int = field(default=-1, repr=False)
     _marker: bytes = field(default=b"", repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
-    _procs: list[tuple[subprocess.Popen[bytes], str]] = field(default_factory=list, repr=False)
+    _procs: list[_Shell] = field(default_factory=list, repr=False)  # the one running, if any
     _mark: str = field(default="", repr=False)
-    _finalizer: (
-        weakref.finalize[[str, list[tuple[subprocess.Popen[bytes], str]]], ShellEnv] | None
-    ) = field(default=None, repr=False)
+    _finalizer: weakref.finalize[[str, list[_Shell]], ShellEnv] | None = field(
+        default=None, repr=False
+    )
 
     def close(self) -> None:
         """End the shell and everything it started, and delete its private folder."""
@@ -122,15 +123,12 @@ class ShellEnv(ClosedOnExit, Checked):
         env = {**command_env(self.inherit, self.deny, self.env), MARK: mark}
         launched = launch([self.shell, "--noprofile", "--norc"], env, self.limits, self.cwd)
         proc = spawn(launched, subprocess.PIPE, subprocess.PIPE, subprocess.STDOUT)
-        self._release = launched.release
         assert proc.stdout is not None
         os.set_blocking(proc.stdout.fileno(), False)
         self._proc, self._pidfd, self._mark = proc, os.pidfd_open(proc.pid), mark
-        self._procs.append((proc, mark))
-        # The protocol, with a sentinel of this shell's own (random: a command cannot print
-        # it by chance, and the shell is replaced after anything that could leave stale
-        # output behind); after a restart, the last state is brought back (with this
-        # shell's mark, not the dead one's).
+        self._procs.append((proc, mark, launched.release))
+        # A new sentinel for each shell (a shell that may have left stale output behind is
+        # replaced); after a restart, the last state comes back, with this shell's mark.
         token = "__FOUR_" + os.urandom(12).hex()
         with open(os.path.join(self._dir, "run"), "w") as f:
             f.write(_PROTOCOL.format(folder=shlex.quote(self._dir), token=token))
@@ -143,11 +141,7 @@ class ShellEnv(ClosedOnExit, Checked):
         proc, self._proc = self._proc, None
         if proc is None:
             return
-        self._procs.remove((proc, self._mark))
-        _end(proc, self._mark)
-        if self._release is not None:
-            self._release()
-            self._release = None
+        _end(*self._procs.pop())
         os.close(self._pidfd)
         self._pidfd = -1
 
@@ -236,8 +230,9 @@ class ShellEnv(ClosedOnExit, Checked):
         return Ran(code, output, time.monotonic() - start, not died, self.timeout, notes)
 
 
-def _end(proc: subprocess.Popen[bytes], mark: str) -> None:
-    """Kill a shell and all it started (before reaping it: a reaped pid may be reused)."""
+def _end(proc: subprocess.Popen[bytes], mark: str, release: Callable[[], None]) -> None:
+    """Kill a shell and all it started (before reaping it: a reaped pid may be reused),
+    then remove its cgroups."""
     kill_group(proc.pid)
     kill_marked(mark)
     for stream in (proc.stdin, proc.stdout):
@@ -245,9 +240,10 @@ def _end(proc: subprocess.Popen[bytes], mark: str) -> None:
             if stream is not None:
                 stream.close()
     proc.wait()
+    release()
 
 
-def _cleanup(folder: str, procs: list[tuple[subprocess.Popen[bytes], str]]) -> None:
+def _cleanup(folder: str, procs: list[_Shell]) -> None:
     while procs:
         _end(*procs.pop())
     shutil.rmtree(folder, ignore_errors=True)

@@ -1,8 +1,6 @@
 """The launcher program (why one per environment: ``_launcher``).
 
-Run as ``python -I -S _spawner.py`` (the standard library only) with a clean environment,
-as the first process of the environment's PID namespace, it enters the environment's
-cgroups and limits, then starts each command with ``posix_spawn`` in a new session.
+Run as ``python -I -S _spawner.py`` (the standard library only) with a clean environment.
 Whatever a command leaves, however it detached (``setsid``, double fork, ``env -i``),
 comes back to it (the namespace's init, or its subreaper) and is killed once no command
 of the environment runs (``sweep``).
@@ -130,9 +128,8 @@ def main() -> None:
     for folder in sys.argv[4:]:
         with open(os.path.join(folder, "cgroup.procs"), "w") as f:
             f.write(str(os.getpid()))
-    for limit, value in (
-        (resource.RLIMIT_FSIZE, sys.argv[2]),
-        (resource.RLIMIT_NPROC, sys.argv[3]),
+    for limit, value in zip(
+        (resource.RLIMIT_FSIZE, resource.RLIMIT_NPROC), sys.argv[2:4], strict=True
     ):
         if value != "-":
             resource.setrlimit(limit, (int(value),) * 2)

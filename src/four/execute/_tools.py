@@ -53,8 +53,7 @@ class ToolRun(Checked):
     stdout: bytes
     stderr: bytes
     timed_out: bool = False
-    stopped: bool = False
-    """The run was being stopped (its time was spent): the tool was killed, or not started."""
+    stopped: bool = False  # the run was being stopped: the tool was killed, or not started
 
 
 @dataclass(eq=False, slots=True)
@@ -85,16 +84,13 @@ class Started:
 
 @dataclass(eq=False)
 class ToolHost(ClosedOnExit):
-    """The run's environment, for the model's commands and for the domain's tools; see
-    the module docstring and ``tool_host``. ``close()`` ends it and removes ``folder``."""
+    """The run's environment, for the model's commands and the domain's tools (``tool_host``)."""
 
     env: LocalEnv | SandboxEnv | DockerEnv
     workspace: str
     folder: str
-    python: str = sys.executable
-    """The interpreter of the tools written in Python (this one; in a container, its
-    ``python3`` unless told otherwise)."""
-    _remove: weakref.finalize[[str, bool], ToolHost] | None = field(default=None, repr=False)
+    python: str = sys.executable  # the interpreter of the tools written in Python
+    _remove: weakref.finalize[[str, bool], ToolHost] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         check_fields(self)  # a wrong value named here, not deep inside a run
@@ -185,8 +181,7 @@ class ToolHost(ClosedOnExit):
         try:
             self.env.close()
         finally:
-            if self._remove is not None:
-                self._remove()
+            self._remove()
 
 
 class Tail:

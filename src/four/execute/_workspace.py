@@ -3,9 +3,7 @@
 Every path is walked one component at a time from the workspace's root with directory
 descriptors and ``O_NOFOLLOW``: an absolute path, a ``..``, or a symlink anywhere on the
 way (the file itself included) is refused, and no check-then-open race lets a symlink
-swapped in meanwhile lead outside. A set of new texts is written all or none: each file
-goes to a temporary name and is renamed over the old one; if any write fails, those
-already written are put back.
+swapped in meanwhile lead outside.
 """
 
 from __future__ import annotations
@@ -98,8 +96,6 @@ class Workspace:
         """The bytes of ``path``, or None if it does not exist. Raises ``Refused``."""
         try:
             with self._parent(path) as (folder, name):
-                # the shared opener: never a FIFO's open that waits for a writer, never
-                # through a symlink, never a device's endless read, never over LARGEST
                 opened = files.open_regular(name, max_bytes=LARGEST, follow=False, dir_fd=folder)
                 with opened:
                     return opened.read(LARGEST)
@@ -107,22 +103,19 @@ class Workspace:
             if exc.errno == errno.ENOENT:
                 return None
             if exc.mode is not None:
-                raise Refused(f"{path}: {special_kind(exc.mode)}, not a regular file") from None
+                raise Refused(f"{path}: {_kind(exc.mode)}, not a regular file") from None
             if isinstance(exc, files.TooLarge):
                 raise Refused(f"{path}: over {LARGEST >> 20} MiB, too large to edit") from None
-            code = exc.errno or errno.EIO
-            raise Refused(_why(path, OSError(code, os.strerror(code)))) from None
+            raise Refused(_why(path, exc.errno)) from None
         except FileNotFoundError:
             return None
         except OSError as exc:
-            raise Refused(_why(path, exc)) from None
+            raise Refused(_why(path, exc.errno)) from None
 
     def write(self, texts: Mapping[str, str]) -> Result[Written, str]:
         """Write every text of ``texts`` (path -> new content), all or none."""
-        before: dict[str, bytes | None] = {}
         try:
-            for path in texts:
-                before[path] = self.read_bytes(path)
+            before = {path: self.read_bytes(path) for path in texts}
         except Refused as exc:
             return Failure(f"{exc}; no file was changed")
         done: dict[str, bytes | None] = {}
@@ -133,7 +126,7 @@ class Workspace:
                 done[path] = before[path]
         except (OSError, Refused) as exc:
             self.restore(Written(done, tuple(folders)))
-            reason = str(exc) if isinstance(exc, Refused) else _why(path, exc)
+            reason = str(exc) if isinstance(exc, Refused) else _why(path, exc.errno)
             return Failure(f"{reason}; no file was changed")
         return Success(Written(before, tuple(folders)))
 
@@ -151,9 +144,7 @@ class Workspace:
                 os.rmdir(name, dir_fd=fd)
 
     def snapshot(self, suffixes: tuple[str, ...]) -> dict[str, bytes]:
-        """The bytes of every file under the root whose name ends with one of ``suffixes``
-        (hidden folders, ``SKIPPED_DIRS``, symlinks, special files and files over
-        ``LARGEST`` bytes left out: see ``special``), by relative path."""
+        """The bytes of each file ``files`` names, by relative path."""
         found: dict[str, bytes] = {}
         for path in self.files(suffixes):
             with contextlib.suppress(Refused):
@@ -163,21 +154,21 @@ class Workspace:
         return found
 
     def files(self, suffixes: tuple[str, ...]) -> Iterator[str]:
-        """Relative paths of the regular files ``snapshot`` would read, sorted per folder."""
+        """Relative paths of the regular files named with one of ``suffixes`` (hidden folders,
+        ``SKIPPED_DIRS`` and files over ``LARGEST`` bytes left out), sorted per folder."""
         for path, found in self._named(suffixes):
             if stat.S_ISREG(found.st_mode) and found.st_size <= LARGEST:
                 yield path
 
     def special(self, suffixes: tuple[str, ...]) -> list[str]:
-        """A line for each file named like one of ``suffixes`` that ``snapshot`` left out
-        without opening it: a FIFO, socket or device (``"x.py: a FIFO"``), or a file over
-        ``LARGEST`` bytes."""
+        """A line for each file named like one of ``suffixes`` that ``files`` leaves out but
+        a symlink: a FIFO, socket or device (``"x.py: a FIFO"``), or one over ``LARGEST``."""
         lines = []
         for path, found in self._named(suffixes):
             if stat.S_ISREG(found.st_mode) and found.st_size > LARGEST:
                 lines.append(f"{path}: {found.st_size} bytes, over the {LARGEST} read")
             elif not stat.S_ISREG(found.st_mode) and not stat.S_ISLNK(found.st_mode):
-                lines.append(f"{path}: {special_kind(found.st_mode)}")
+                lines.append(f"{path}: {_kind(found.st_mode)}")
         return lines
 
     def _named(self, suffixes: tuple[str, ...]) -> Iterator[tuple[str, os.stat_result]]:
@@ -242,12 +233,8 @@ class Workspace:
             os.close(fd)
 
 
-def special_kind(mode: int) -> str:
-    """What a file that is not a regular one is, in words.
-
-    >>> special_kind(stat.S_IFIFO)
-    'a FIFO'
-    """
+def _kind(mode: int) -> str:
+    """What a file that is not a regular one is, in words (``"a FIFO"``)."""
     return _KINDS.get(stat.S_IFMT(mode), "not a regular file")
 
 
@@ -265,13 +252,13 @@ def _parts(path: str) -> tuple[str, ...]:
     refused = Workspace.refusal(path)
     if refused is not None:
         raise Refused(refused)
-    parts = tuple(p for p in PurePosixPath(path).parts if p != ".")
+    parts = PurePosixPath(path).parts  # ("." parts dropped)
     if not parts:
         raise Refused(f"{path!r}: not a file path")
     return parts
 
 
-def _why(path: str, exc: OSError) -> str:
-    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+def _why(path: str, code: int | None) -> str:
+    if code in (errno.ELOOP, errno.ENOTDIR):
         return f"{path}: the path goes through a symlink or a file, which edits may not follow"
-    return f"{path}: {exc.strerror or exc}"
+    return f"{path}: {os.strerror(code or errno.EIO)}"
