@@ -94,7 +94,7 @@ def test_the_defaults_of_a_verified_run(
     server: LoopbackServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Your own check: its failing lines shown, a reason told twice, 4 attempts; with
-    held-out files, only the verdict (bench/README.md, tasks, has why)."""
+    held-out files, only the verdict (docs/search.md has why)."""
     from four.cli import build_parser
     from four.cli._options import RunOptions, options
 
