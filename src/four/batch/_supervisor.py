@@ -56,10 +56,7 @@ class RunWatch:
         used = result.unwrap().usage if isinstance(result, Success) else result.failure().usage
         if used is not None:
             self.usage += used
-            s = self.supervisor
-            budget = s.max_cost if s.stopping is None else None
-            if budget is not None and s.spent + s.live_usage().known_cost >= budget:
-                s.stop(cost_limit_reached(budget), kill=False)
+            self.supervisor.charged()
         return result
 
 
@@ -128,7 +125,9 @@ class Supervisor:
         limits = [v for v in (time_limit, stall_timeout, lease) if v is not None]
         if limits:  # the watchdog looks ten times per limit, within [10 ms, 1 s]
             tick = min(1.0, max(0.01, min(limits) / 10))
-            self._thread = threading.Thread(target=self._watchdog, args=(tick,), daemon=True)
+            self._thread = threading.Thread(
+                target=self._watchdog, args=(tick,), name="four-supervisor", daemon=True
+            )
             self._thread.start()
 
     def open(self, key: str) -> RunWatch:
@@ -189,6 +188,12 @@ class Supervisor:
         if going:
             reason = f"no word from the batch's driver for {self.lease:g} s"
             self.stop(Interrupted(reason), kill=True, keys=going)
+
+    def charged(self) -> None:
+        """A metered call ended: once the batch's cost budget is spent, every run stops."""
+        budget = self.max_cost if self.stopping is None else None
+        if budget is not None and self.spent + self.live_usage().known_cost >= budget:
+            self.stop(cost_limit_reached(budget), kill=False)
 
     def live_usage(self) -> Usage:
         """What the metered model calls of the runs being watched have used so far."""
