@@ -99,6 +99,12 @@ class RunOptions:
         return data
 
 
+def display_mode(quiet: bool, tty: bool | None = None) -> str:
+    """``quiet``, or ``live`` on a terminal (stderr's, unless ``tty`` says), else ``lines``."""
+    tty = sys.stderr.isatty() if tty is None else tty
+    return "quiet" if quiet else ("live" if tty else "lines")
+
+
 def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
     """Flags over ``FOUR_*`` variables over defaults; a missing or bad value: ``UsageError``."""
     if args.task is None:
@@ -153,8 +159,7 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
         raise UsageError("--seed and --attempt-temperature must not be negative")
     if local and toolcalls:
         raise UsageError("--local runs in text mode: drop --toolcalls (FOUR_TOOLCALLS)")
-    tty = sys.stderr.isatty() if tty is None else tty
-    mode = "quiet" if args.quiet else ("live" if tty else "lines")
+    mode = display_mode(args.quiet, tty)
     if toolcalls and domain != "bash":
         raise UsageError(f"--toolcalls is for the bash domain, not --domain {domain}")
     if getattr(args, "mcp", None) and domain != "bash":

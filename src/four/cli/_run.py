@@ -34,6 +34,7 @@ from four.cli._format import seconds, tokens
 from four.cli._options import (
     RunOptions,
     api_key,
+    display_mode,
     guard_output,
     local_settings,
     options,
@@ -123,8 +124,7 @@ def _asked(args: argparse.Namespace) -> tuple[RunOptions, tuple[Message, ...], d
         raise UsageError("--resume takes the task from the trajectory: give no TASK")
     sign = getattr(args, "sign", None) or env.get("FOUR_SIGNING_KEY")
     verified(args.resume, sign)  # its settings are acted on: only a sealed record's
-    mode = "quiet" if args.quiet else ("live" if sys.stderr.isatty() else "lines")
-    return resumed(args.resume, mode=mode, json=bool(args.json), sign=sign)
+    return resumed(args.resume, mode=display_mode(args.quiet), json=bool(args.json), sign=sign)
 
 
 HEARTBEAT = 5.0  # seconds, unless FOUR_HEARTBEAT says otherwise
