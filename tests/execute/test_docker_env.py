@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 from returns.result import Failure, Result, Success
@@ -175,6 +177,33 @@ def test_a_given_container_is_used_and_never_removed() -> None:
         guest.close()
         assert containers(name)
     assert containers(name) == []
+
+
+def test_the_docker_client_gets_no_variable_of_the_driver_but_what_it_needs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The real client behind a wrapper that notes the variables of every call four makes.
+    real = shutil.which("docker")
+    assert real is not None
+    noted = tmp_path / "noted"
+    wrapper = tmp_path / "docker"
+    wrapper.write_text(f'#!/bin/sh\nenv >> {noted}\necho ---- >> {noted}\nexec {real} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-four-driver-secret")
+    monkeypatch.setenv("FOUR_DRIVER_NOTE", "the driver's own")
+    monkeypatch.setenv("DOCKER_CLI_HINTS", "false")  # DOCKER_* reach it: its settings
+    env = docker_env(TEST_IMAGE, timeout=5.0, docker=str(wrapper))
+    try:
+        assert env(Action("echo hi")).unwrap().content.endswith("hi\n</output>")
+        assert env(Action("sleep 30")).unwrap().timed_out  # exec, then kill and inspect
+    finally:
+        env.close()
+    calls = [c for c in noted.read_text().split("----\n") if c.strip()]
+    assert len(calls) >= 4  # run, exec twice, the kill inside, rm
+    for call in calls:
+        names = {line.split("=", 1)[0] for line in call.splitlines() if "=" in line}
+        assert "DOCKER_CLI_HINTS" in names and "PATH" in names, names
+        assert not names & {"OPENAI_API_KEY", "FOUR_DRIVER_NOTE"}, names
 
 
 def test_zz_no_container_is_left(shared_container: str) -> None:

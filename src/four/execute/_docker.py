@@ -165,7 +165,9 @@ class DockerEnv(ClosedOnExit, Checked):
 
         output = OutputBuffer(self.max_output, self.exit_signal)
         try:
-            ran = run_captured(argv, output, self.timeout, on_timeout=kill_inside)
+            ran = run_captured(
+                argv, output, self.timeout, env=_docker_env(), on_timeout=kill_inside
+            )
         except OSError as exc:
             return Failure(ExecutionError(f"docker exec failed: {exc}"))
         # It failed and nobody killed it: the container may be gone (removed, its first
@@ -280,6 +282,7 @@ def run_docker(docker: str, *args: str, timeout: float = 60) -> tuple[bool, str]
     try:
         done = subprocess.run(
             [docker, *args],
+            env=_docker_env(),
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
