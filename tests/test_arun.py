@@ -193,6 +193,7 @@ _GOOD = {"G": scripted_invoke(["DONE"]), "V1": line_parse, "V2": FakeEnv(), "emi
         ({"resume": [1]}, "resume holds 1, which is not a Message"),
         ({"check": object()}, "check must be a Verify"),
         ({"watch": object()}, "watch must have beat"),
+        ({"max_step": 5}, "unexpected keyword argument 'max_step'"),
     ],
 )
 def test_wrong_arguments_are_refused_before_anything_runs(

@@ -8,7 +8,7 @@ import inspect
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, Literal, TypeAlias, TypeVar, cast
+from typing import Generic, Literal, TypeAlias, TypedDict, TypeVar, Unpack, cast
 
 from returns.result import Failure, Success
 
@@ -74,6 +74,22 @@ J = TypeVar("J", Outcome, Outcome | Feedback)
 Clock: TypeAlias = Callable[[], float]
 """The time of day in seconds, as ``time.time`` gives it: when a run starts and ends."""
 
+
+class LoopOptions(TypedDict, total=False):
+    """The keyword options of ``run`` and ``arun`` (and ``Attempt.run``), each optional:
+    ``resume`` (``()``) an earlier history to go on from, e.g.
+    ``load_trajectory(path).messages`` (then ``prompt``, if given, is a new user turn);
+    ``check`` (None) the ``Verify`` that judges a submission (docs/verified.md);
+    ``watch`` (None) a supervisor told of progress and asked whether to stop (``Watch``);
+    ``clock`` (``time.time``) the time of day in seconds, read as the run starts and ends.
+    """
+
+    resume: Sequence[Message]
+    check: Verify | None
+    watch: Watch | None
+    clock: Clock
+
+
 CUT_OFF = FormatError(
     "Your reply was cut off at the token limit, so nothing in it was executed. "
     "Reply again, shorter."
@@ -99,14 +115,12 @@ def run(
     prompt: str = "",
     max_steps: int = 100,
     max_format_errors: int = 3,
-    *,
-    resume: Sequence[Message] = (),
-    check: Verify | None = None,
-    watch: Watch | None = None,
-    clock: Clock = time.time,
+    **options: Unpack[LoopOptions],
 ) -> T:
     """Run the loop until the agent submits, a component fails, or ``max_steps`` G calls;
-    return what ``emit`` returns (the arguments: docs/loop.md).
+    return what ``emit`` returns (the arguments: docs/loop.md). The keyword options, each
+    optional, are ``LoopOptions``: ``resume=()``, ``check=None``, ``watch=None``,
+    ``clock=time.time``.
 
     >>> from four import scripted_invoke, regex_parse, local_env, save_trajectory
     >>> path = run(scripted_invoke(["```bash\\necho hi\\n```", "done"]),
@@ -115,7 +129,7 @@ def run(
     """
     driver = Plain(G, V1, V2)
     state: RunState[T] = start(dict(G=G, V1=V1, V2=V2, emit=emit), system, prompt, max_steps,
-                               max_format_errors, resume, check, watch, clock, V2)  # fmt: skip
+                               max_format_errors, options, V2)  # fmt: skip
     return to_end(
         evaluate(state, driver), "run: a component was awaited; use arun for async components"
     )
@@ -130,11 +144,7 @@ async def arun(
     prompt: str = "",
     max_steps: int = 100,
     max_format_errors: int = 3,
-    *,
-    resume: Sequence[Message] = (),
-    check: Verify | None = None,
-    watch: Watch | None = None,
-    clock: Clock = time.time,
+    **options: Unpack[LoopOptions],
 ) -> T:
     """``run``, awaited, for async components (a plain G or V2 runs in a worker thread);
     a cancelled task ends the run ``interrupted``, sealed, and the cancellation goes on.
@@ -150,8 +160,8 @@ async def arun(
     with keyed() as key:  # a cancellation kills them
         driver = Awaited(G, V1, V2, key)
         state: RunState[T] = start(dict(G=G, V1=V1, V2=V2, emit=emit), system, prompt,
-                                   max_steps, max_format_errors, resume, check, watch,
-                                   clock, driver.blocking_env())  # fmt: skip
+                                   max_steps, max_format_errors, options,
+                                   driver.blocking_env())  # fmt: skip
         return await evaluate(state, driver)
 
 
@@ -497,14 +507,19 @@ def start(
     prompt: str,
     max_steps: int,
     max_format_errors: int,
-    resume: Sequence[Message],
-    check: Verify | None,
-    watch: Watch | None,
-    clock: Clock,
+    options: LoopOptions,
     checked_env: Execute,
 ) -> RunState[T]:
     """A new run's state: every argument checked first (one clear error before anything
-    runs), then its history begun, its record opened (``emit``), its judge made."""
+    runs), then its history begun, its record opened (``emit``), its judge made. The
+    keyword options' defaults are set here, and said in ``LoopOptions``."""
+    resume, check = options.get("resume", ()), options.get("check")
+    watch, clock = options.get("watch"), options.get("clock", time.time)
+    if unknown := options.keys() - LoopOptions.__optional_keys__:  # untyped callers' typos
+        raise TypeError(
+            f"run: unexpected keyword argument {min(unknown)!r} (the keyword options: "
+            f"{', '.join(LoopOptions.__annotations__)})"
+        )
     for name, component in components.items():
         arguments.component("run", name, component, "a function (four.types has its Protocol)")
     arguments.text("run", "system", system, empty=True)

@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # the names, each once (loaded on first use)
     from four._grammar import Ref as Ref
     from four._grammar import Rep as Rep
     from four._grammar import Seq as Seq
+    from four._loop import LoopOptions as LoopOptions
     from four._outcomes import Component as Component
     from four._outcomes import Outcome as Outcome
     from four._types import EXIT_SIGNAL as EXIT_SIGNAL

@@ -11,8 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from four import Assistant, Message, Usage, User, load_trajectory, regex_parse, save_trajectory
-from four._outcomes import Accepted, Interrupted
+from four import (
+    Assistant,
+    Message,
+    System,
+    Usage,
+    User,
+    load_trajectory,
+    regex_parse,
+    save_trajectory,
+)
+from four._outcomes import Accepted, Interrupted, Outcome, Stopped
 from four.checks import command_check, verify
 from four.execute import local_env, note_repeats
 from four.invoke import scripted_invoke
@@ -382,6 +391,30 @@ def test_awaited_attempts(tmp_path: Path) -> None:
     assert [m.outcome.text.split(":")[0] for m in search.members] == ["held", "accepted"]
     assert (work / "answer.txt").read_text() == "4\n" and not (work / "junk.txt").exists()
     assert audit_group(search.record or "").valid
+
+
+def test_an_attempt_s_run_takes_run_s_keyword_options(tmp_path: Path) -> None:
+    """``a.run`` passes on ``run``'s keyword options (``LoopOptions``): an earlier history
+    to resume, a clock, a watch of the caller's own, asked before the search's."""
+    work, runs = workspace(tmp_path), tmp_path / "runs"
+    earlier: list[Message] = [System("s"), User("earlier", "task")]
+
+    class Mine:
+        def beat(self) -> None:
+            pass
+
+        def stopped(self) -> Outcome | None:
+            return Stopped("mine")
+
+    def make(a: Attempt) -> Path:
+        return a.run(scripted_invoke([SUBMIT]), regex_parse(), local_env(cwd=a.cwd),
+                     save_trajectory(runs), resume=earlier, watch=Mine(), clock=lambda: 1e6)  # fmt: skip
+
+    (member,) = attempts(make, 1, task="t", workspace=work).members
+    assert member.outcome == Stopped("mine") and member.path is not None
+    trajectory = load_trajectory(member.path)
+    assert list(trajectory.messages[:3]) == [*earlier, User("t", "task")]
+    assert trajectory.stats.started_at == 1e6
 
 
 @pytest.mark.parametrize("pool", [[], ["--processes", "1"]], ids=["threads", "async"])

@@ -3,11 +3,13 @@ line (tests/test_types.py checks it). Excluded from the project's own mypy run."
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 from returns.result import Result, Success
 
 from four import arun, run
+from four.search import Attempt
 from four.types import (
     Action,
     Assistant,
@@ -16,11 +18,14 @@ from four.types import (
     Emit,
     Execute,
     ExecutionError,
+    FormatError,
     Invoke,
     Message,
+    ModelError,
     Observation,
     Outcome,
     Parse,
+    Rejected,
     Reply,
     RunStats,
     Submitted,
@@ -80,3 +85,52 @@ def runs_with_an_async_env() -> object:
 
 async def aruns_with_wrong_parser() -> object:
     return await arun(wrong_error, parses_text, async_env, emit)  # E
+
+
+# Right components, a wrong call: the loop's settings are typed as well as its arrows.
+def model(messages: Sequence[Message]) -> Result[Reply, ModelError]:
+    return Success(Assistant("ls"))
+
+
+async def async_model(messages: Sequence[Message]) -> Result[Reply, ModelError]:
+    return Success(Assistant("ls"))
+
+
+def parse(reply: Reply) -> Result[Sequence[Action | Rejected], FormatError | Submitted]:
+    return Success([Action(reply.content)])
+
+
+def env(action: Action) -> Result[Observation, Submitted | ExecutionError]:
+    return Success(Observation(action.command))
+
+
+def runs_an_async_model() -> object:
+    return run(async_model, parse, env, emit)  # E
+
+
+def runs_with_an_unknown_keyword() -> object:
+    return run(model, parse, env, emit, max_step=10)  # E
+
+
+def runs_with_a_wrong_keyword() -> object:
+    return run(model, parse, env, emit, watch="stop")  # E
+
+
+def runs_with_a_wrong_positional_setting() -> object:
+    return run(model, parse, env, emit, "system", "task", "10")  # E
+
+
+def runs_with_a_wrong_clock() -> object:
+    return run(model, parse, env, emit, clock=time.ctime)  # E
+
+
+async def aruns_with_an_unknown_keyword() -> object:
+    return await arun(async_model, parse, env, emit, clocks=time.time)  # E
+
+
+def attempt_runs_with_an_unknown_keyword(a: Attempt) -> object:
+    return a.run(model, parse, env, emit, max_step=3)  # E
+
+
+def attempt_runs_an_async_model(a: Attempt) -> object:
+    return a.run(async_model, parse, env, emit)  # E

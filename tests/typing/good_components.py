@@ -3,8 +3,10 @@ them with no returns plugin (tests/test_types.py checks it)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Unpack
 
 from returns.result import Failure, Result, Success
 
@@ -20,6 +22,7 @@ from four.types import (
     ExecutionError,
     FormatError,
     Invoke,
+    LoopOptions,
     Message,
     ModelError,
     Observation,
@@ -105,6 +108,20 @@ counted: Recorder[int] = CountingRecorder()
 
 def runs() -> Path:
     return run(G, V1, V2, emit, prompt="count", max_steps=3)
+
+
+def runs_positionally() -> tuple[Path, Path]:
+    return run(G, V1, V2, emit, "system", "task"), run(G, V1, V2, emit, "system", "task", 10, 0)
+
+
+def runs_with_every_keyword(history: Sequence[Message]) -> Path:
+    return run(G, V1, V2, emit, max_steps=3, resume=history, check=None, watch=None,
+               clock=time.time)  # fmt: skip
+
+
+def my_run(prompt: str, **options: Unpack[LoopOptions]) -> Path:
+    """A wrapper of ``run`` that passes its keyword options on, typed."""
+    return run(G, V1, V2, emit, "", prompt, **options)
 
 
 async def aruns() -> tuple[Path, Path, int]:

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypedDict, TypeVar, cast, overload
+from typing import TYPE_CHECKING, TypedDict, TypeVar, Unpack, cast, overload
 
 from returns.result import Result, Success
 
@@ -29,12 +29,14 @@ from four._types import (
     Parse,
     Recorder,
     Submitted,
-    Verify,
     Watch,
 )
 from four.execute._repeats import unwarned
 from four.search._budget import AsyncMetered, Metered, Spend
 from four.search._link import AttemptLink, Linked
+
+if TYPE_CHECKING:
+    from four._loop import LoopOptions
 
 T = TypeVar("T")
 
@@ -166,18 +168,16 @@ class Attempt(Checked):
         prompt: str | None = None,
         max_steps: int = 100,
         max_format_errors: int = 3,
-        *,
-        check: Verify | None = None,
-        watch: Watch | None = None,
+        **options: Unpack[LoopOptions],
     ) -> T:
         """``four.run`` for this attempt: ``prompt(prompt)`` as the prompt (the task, or
-        ``prompt`` if given, and the recap), the budget, the link, the loop stop and the
-        search's watch in place."""
+        ``prompt`` if given, and the recap), ``limit(max_steps)`` steps, the budget, the
+        link, the loop stop and the search's watch (asked after ``watch``) in place."""
         from four._loop import run
 
-        settings = self._settings(system, prompt, max_steps, max_format_errors)
-        return run(self.invoke(G), V1, self.env(V2), self.emit(emit), *settings,
-                   check=check, watch=self.watching(watch))  # fmt: skip
+        return run(self.invoke(G), V1, self.env(V2), self.emit(emit), system,
+                   self.prompt(prompt), self.limit(max_steps), max_format_errors,
+                   **self._options(options))  # fmt: skip
 
     async def arun(
         self,
@@ -189,26 +189,17 @@ class Attempt(Checked):
         prompt: str | None = None,
         max_steps: int = 100,
         max_format_errors: int = 3,
-        *,
-        check: Verify | None = None,
-        watch: Watch | None = None,
+        **options: Unpack[LoopOptions],
     ) -> T:
         """``four.arun`` for this attempt, as ``run``."""
         from four._loop import arun
 
-        settings = self._settings(system, prompt, max_steps, max_format_errors)
-        return await arun(self.invoke(G), V1, self.env(V2), self.emit(emit), *settings,
-                          check=check, watch=self.watching(watch))  # fmt: skip
+        return await arun(self.invoke(G), V1, self.env(V2), self.emit(emit), system,
+                          self.prompt(prompt), self.limit(max_steps), max_format_errors,
+                          **self._options(options))  # fmt: skip
 
-    def _settings(
-        self, system: str, prompt: str | None, max_steps: int, max_format_errors: int
-    ) -> tuple[str, str, int, int]:
-        return (
-            system,
-            self.prompt(prompt),
-            self.limit(max_steps),
-            max_format_errors,
-        )
+    def _options(self, options: LoopOptions) -> LoopOptions:
+        return options | {"watch": self.watching(options.get("watch"))}
 
     # --- what the wrappers tell it ------------------------------------------------------
 
