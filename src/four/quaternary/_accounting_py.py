@@ -53,6 +53,7 @@ __all__ = [
     "fingerprint",
     "genesis",
     "handle",
+    "initial_state",
     "rank",
     "receipt_digest",
 ]
@@ -307,13 +308,20 @@ _CHAINS: Final[dict[int, _Chain]] = {1: _chain_v1, FORMAT_VERSION: _canonical}
 
 
 @lru_cache(maxsize=16)
+def initial_state(config: QICTConfig) -> ControllerState:
+    """``config.initial_state()`` of the last few configs (immutable), made once: an
+    audit of a fleet of runs under one config starts each replay from it."""
+    return config.initial_state()
+
+
+@lru_cache(maxsize=16)
 def _fingerprinted(config: QICTConfig, version: int) -> tuple[bytes, ControllerState, bytes]:
     """The config's fingerprint, and its initial state's genesis, under chain ``version``:
     the last few configs (immutable) are cached, so a fleet of runs under one config
     computes them once."""
     chain = _CHAINS[version]
     fingerprinted = chain.fingerprint(config)
-    initial = config.initial_state()
+    initial = initial_state(config)
     return fingerprinted, initial, chain.genesis_after(fingerprinted, initial)
 
 
