@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from enum import Enum
 from typing import Any, Final, TypeVar
 
+from four._chain import canonical_text
 from four._checked import checked
 
 from ._canonical import (
@@ -116,6 +117,23 @@ def _read_state(data: dict[str, Any]) -> ControllerState:
     record = DependencyRecord(used, unresolved, relation, _unpairs(deps["outcomes"]))
     excl, evid, comp = (_unset(data[n]) for n in SETS)
     return ControllerState(excl, evid, comp, record, **{n: _unscalar(n, data[n]) for n in SCALARS})
+
+
+_READ: dict[str, ControllerState] = {}
+"""The full states read lately, by their canonical text: a fleet's traces each open with
+one (their config's initial state), the same few over and over. States are immutable."""
+
+
+def _full_state(data: Any) -> ControllerState:
+    """``_read_state``, made once a text."""
+    text = canonical_text(data)
+    state = _READ.get(text)
+    if state is None:
+        state = _read_state(data)
+        if len(_READ) >= 64:
+            _READ.clear()
+        _READ[text] = state
+    return state
 
 
 def _set_delta(old: Any, new: Any) -> dict[str, Any] | None:
@@ -293,7 +311,7 @@ def receipts_from_json(document: object) -> list[TransitionReceipt]:
     try:
         for entry in entries:
             if "before" in entry:
-                before = _read_state(entry["before"])
+                before = _full_state(entry["before"])
             elif previous is None:
                 raise ValueError("the first receipt has no before-state")
             else:
