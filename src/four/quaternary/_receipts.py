@@ -24,6 +24,7 @@ from ._canonical import (
     json_state,
     json_value,
     json_values,
+    one_state,
 )
 from ._core import ComputeNeed, EvidenceNeed, Verdict
 from ._state import (
@@ -119,21 +120,10 @@ def _read_state(data: dict[str, Any]) -> ControllerState:
     return ControllerState(excl, evid, comp, record, **{n: _unscalar(n, data[n]) for n in SCALARS})
 
 
-_READ: dict[str, ControllerState] = {}
-"""The full states read lately, by their canonical text: a fleet's traces each open with
-one (their config's initial state), the same few over and over. States are immutable."""
-
-
 def _full_state(data: Any) -> ControllerState:
-    """``_read_state``, made once a text."""
-    text = canonical_text(data)
-    state = _READ.get(text)
-    if state is None:
-        state = _read_state(data)
-        if len(_READ) >= 64:
-            _READ.clear()
-        _READ[text] = state
-    return state
+    """``_read_state``, once a text (``one_state``): keyed by the canonical text, which
+    tells 0, false and 0.0 apart, so a tampered state is read (and refused) as before."""
+    return one_state(canonical_text(data), lambda: _read_state(data))
 
 
 def _set_delta(old: Any, new: Any) -> dict[str, Any] | None:
