@@ -100,7 +100,12 @@ def audit(
     four.trajectory._load.TrajectoryError: cannot read missing.json: No such file or directory
     """
     path = trajectory.path if isinstance(trajectory, Trajectory) else Path(trajectory)
-    wanted = _public_key(public_key)
+    return _audit_path(path, _public_key(public_key))
+
+
+def _audit_path(path: Path, wanted: str | None) -> Audit:
+    """``audit`` of a path, with the key already read (``audit_all``'s arguments need no
+    checking a file)."""
     text = read_text(path)  # a regular file within the size limit, or TrajectoryError
     if path.suffix == ".jsonl":
         first = text.split("\n", 1)[0]
@@ -134,7 +139,7 @@ def audit_all(
 
 def _audit_one(path: Path, public_key: str | None) -> Audit:
     try:
-        return audit(path, public_key=public_key)
+        return _audit_path(path, _public_key(public_key))
     except (OSError, ValueError) as exc:  # unreadable: TrajectoryError is a ValueError
         return Audit(path, False, (str(exc),))
 

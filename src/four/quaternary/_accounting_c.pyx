@@ -62,6 +62,7 @@ receipt_digest = _py.receipt_digest
 admissible_rank = _py.admissible_rank
 handle = _py.handle
 audit_result = _py.audit_result
+initial_state = _py.initial_state
 
 
 def rank(config, state):

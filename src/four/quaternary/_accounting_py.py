@@ -14,6 +14,8 @@ from collections.abc import Set as AbstractSet
 from functools import lru_cache
 from typing import Any, Final, Protocol
 
+from four._chain import canonical_text
+
 from . import _canonical, _chain_v1
 from ._canonical import FORMAT_VERSION
 from ._core import ComputeNeed, EvidenceNeed, Verdict
@@ -53,6 +55,7 @@ __all__ = [
     "fingerprint",
     "genesis",
     "handle",
+    "initial_state",
     "rank",
     "receipt_digest",
 ]
@@ -307,13 +310,22 @@ _CHAINS: Final[dict[int, _Chain]] = {1: _chain_v1, FORMAT_VERSION: _canonical}
 
 
 @lru_cache(maxsize=16)
+def initial_state(config: QICTConfig) -> ControllerState:
+    """``config.initial_state()`` of the last few configs (immutable), made once: an
+    audit of a fleet of runs under one config starts each replay from it (the very
+    object its traces' first receipts are read with: ``one_state``)."""
+    state = config.initial_state()
+    return _canonical.one_state(canonical_text(_canonical.json_state(state)), lambda: state)
+
+
+@lru_cache(maxsize=16)
 def _fingerprinted(config: QICTConfig, version: int) -> tuple[bytes, ControllerState, bytes]:
     """The config's fingerprint, and its initial state's genesis, under chain ``version``:
     the last few configs (immutable) are cached, so a fleet of runs under one config
     computes them once."""
     chain = _CHAINS[version]
     fingerprinted = chain.fingerprint(config)
-    initial = config.initial_state()
+    initial = initial_state(config)
     return fingerprinted, initial, chain.genesis_after(fingerprinted, initial)
 
 

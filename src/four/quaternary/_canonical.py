@@ -6,7 +6,7 @@ each transition, so the chain of inputs plus the genesis state commits to every 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from enum import Enum
 from typing import Any, Final
 
@@ -76,6 +76,25 @@ def json_state(state: ControllerState) -> dict[str, Any]:
         | {"outcomes": json_pairs(deps.outcomes)},
         **{name: json_scalar(name, getattr(state, name)) for name in SCALARS},
     }
+
+
+_STATES: dict[str, ControllerState] = {}
+"""Full states by their canonical text: those read lately from receipts documents, and
+the configs' initial states. A fleet's traces open with the same few (their configs'
+initial states): each is read once, and is the very object the replay starts from, so
+it is compared by identity. States are immutable."""
+
+
+def one_state(text: str, make: Callable[[], ControllerState]) -> ControllerState:
+    """The state whose ``json_state`` has the canonical ``text``: the one met before, or
+    ``make()`` (whose errors propagate)."""
+    state = _STATES.get(text)
+    if state is None:
+        state = make()
+        if len(_STATES) >= 64:
+            _STATES.clear()
+        _STATES[text] = state
+    return state
 
 
 CONFIG_SETS: Final = (

@@ -208,7 +208,7 @@ def audit_trace(
     >>> audit_trace(controller.config, [], head=controller.head).valid
     False
     """
-    start = config.initial_state() if initial_state is None else initial_state
+    start = acc.initial_state(config) if initial_state is None else initial_state
     if version not in (1, acc.FORMAT_VERSION):
         raise ValueError(f"unsupported receipts version: {version!r}")
     cursor = AuditCursor(start, acc.rank(config, start), version)

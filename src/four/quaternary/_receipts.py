@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from enum import Enum
 from typing import Any, Final, TypeVar
 
+from four._chain import canonical_text
 from four._checked import checked
 
 from ._canonical import (
@@ -23,6 +24,7 @@ from ._canonical import (
     json_state,
     json_value,
     json_values,
+    one_state,
 )
 from ._core import ComputeNeed, EvidenceNeed, Verdict
 from ._state import (
@@ -116,6 +118,12 @@ def _read_state(data: dict[str, Any]) -> ControllerState:
     record = DependencyRecord(used, unresolved, relation, _unpairs(deps["outcomes"]))
     excl, evid, comp = (_unset(data[n]) for n in SETS)
     return ControllerState(excl, evid, comp, record, **{n: _unscalar(n, data[n]) for n in SCALARS})
+
+
+def _full_state(data: Any) -> ControllerState:
+    """``_read_state``, once a text (``one_state``): keyed by the canonical text, which
+    tells 0, false and 0.0 apart, so a tampered state is read (and refused) as before."""
+    return one_state(canonical_text(data), lambda: _read_state(data))
 
 
 def _set_delta(old: Any, new: Any) -> dict[str, Any] | None:
@@ -293,7 +301,7 @@ def receipts_from_json(document: object) -> list[TransitionReceipt]:
     try:
         for entry in entries:
             if "before" in entry:
-                before = _read_state(entry["before"])
+                before = _full_state(entry["before"])
             elif previous is None:
                 raise ValueError("the first receipt has no before-state")
             else:
