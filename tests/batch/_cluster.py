@@ -137,16 +137,18 @@ class Cluster:
         """The alive nodes' addresses, as the head says."""
         ask = (
             f"import json, ray; ray.init(address={self.address!r}, log_to_driver=False); "
-            "print(json.dumps(sorted(n['NodeManagerAddress'] for n in ray.nodes() "
+            "print('NODES', json.dumps(sorted(n['NodeManagerAddress'] for n in ray.nodes() "
             "if n['Alive'])))"
         )
         done = subprocess.run(
             [sys.executable, "-c", ask], env=self._env(self.root), capture_output=True,
             text=True, timeout=60,
         )  # fmt: skip
-        if done.returncode != 0:
+        # Ray's own log lines may come to stdout too, before or after ours (at shutdown)
+        said = [line for line in done.stdout.splitlines() if line.startswith("NODES ")]
+        if done.returncode != 0 or not said:
             return []
-        return list(json.loads(done.stdout.strip().splitlines()[-1]))
+        return list(json.loads(said[-1].removeprefix("NODES ")))
 
     def _wait_nodes(self, n: int) -> None:
         deadline = time.monotonic() + 90

@@ -68,7 +68,7 @@ def main() -> None:
         {"id": r.id, "outcome": r.outcome, "node": r.node, "attempts": r.attempts, "error": r.error}
         for r in results
     ]
-    print(json.dumps(out))
+    print("OUT", json.dumps(out))  # Ray may print its own lines to stdout too
 
 
 if __name__ == "__main__":

@@ -25,7 +25,9 @@ def test_two_nodes_share_the_batch_and_one_takes_over_when_the_other_dies(
         timeout=180,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+    said = [line for line in done.stdout.splitlines() if line.startswith("OUT ")]
+    assert said, done.stdout[-3000:]
+    out = json.loads(said[-1].removeprefix("OUT "))
     assert out["nodes"] == ["127.0.0.2", "127.0.0.3"]
     assert out.get("before") == ["127.0.0.2", "127.0.0.3"]  # both nodes took runs
     results = out["results"]
