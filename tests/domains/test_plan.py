@@ -350,6 +350,9 @@ def test_four_plan_reads_the_model_and_environment_as_four_run_does(
     assert capsys.readouterr().err == f"four plan: error: {said}\n"
     run = ["run", "x", "-o", str(tmp_path / "runs"), *model, *words]
     assert main(run) == 2 and capsys.readouterr().err == f"four run: error: {said}\n"
+    if not said.startswith("no model"):  # four lint reads the environment the same way
+        assert main(["lint", "--domain", "bash", *words]) == 2
+        assert capsys.readouterr().err == f"four lint: error: {said}\n"
 
 
 def feedback(reply: str) -> str:
