@@ -327,6 +327,34 @@ def test_a_bad_mission_is_one_line(
     assert not (tmp_path / "l").exists()
 
 
+@pytest.mark.parametrize(
+    ("words", "variables", "said"),
+    [
+        (["--env", "docker"], {}, "--env docker needs an image: --image NAME or FOUR_IMAGE"),
+        (
+            [],
+            {"FOUR_ENV": "moon"},
+            "FOUR_ENV='moon': use one of local, persistent, sandbox, docker",
+        ),
+        (["--api-base", "http://127.0.0.1:9"], {}, "no model: give --model NAME or set FOUR_MODEL"),
+    ],
+)
+def test_four_plan_reads_the_model_and_environment_as_four_run_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    words: list[str], variables: dict[str, str], said: str,
+) -> None:  # fmt: skip
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    model = [] if "--api-base" in words else ["-m", "m"]
+    assert main(["plan", "x", "-o", str(tmp_path / "l"), *model, *words]) == 2
+    assert capsys.readouterr().err == f"four plan: error: {said}\n"
+    run = ["run", "x", "-o", str(tmp_path / "runs"), *model, *words]
+    assert main(run) == 2 and capsys.readouterr().err == f"four run: error: {said}\n"
+    if not said.startswith("no model"):  # four lint reads the environment the same way
+        assert main(["lint", "--domain", "bash", *words]) == 2
+        assert capsys.readouterr().err == f"four lint: error: {said}\n"
+
+
 def feedback(reply: str) -> str:
     """What V1 tells the model of ``reply`` (it must be a format error)."""
     said = plan_parse()(Assistant(reply)).failure()

@@ -27,8 +27,9 @@ from four.batch._result import (
     taken,
     unfinished,
 )
-from four.batch._supervisor import AsyncMetered, Metered, RunWatch, Supervisor
+from four.batch._supervisor import RunWatch, Supervisor
 from four.execute._interrupt import interruptible
+from four.invoke._budget import AsyncMetered, Metered
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,10 +12,8 @@ import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
-from returns.result import Result, Success
-
 from four._outcomes import CostLimitReached, Interrupted, Outcome, Stalled, TimeLimitReached
-from four._types import NO_USAGE, AsyncInvoke, Invoke, Message, ModelError, Reply, Usage
+from four._types import NO_USAGE, Usage
 from four.execute._interrupt import interrupt
 
 
@@ -50,36 +48,16 @@ class RunWatch:
             self.supervisor.check_lease()  # (before a step: a process resumed after a pause)
         return self.stop
 
-    def charge(self, result: Result[Reply, ModelError]) -> Result[Reply, ModelError]:
-        """``result`` of a model call of the run, its usage counted: once the batch's cost
-        budget is spent, every run stops (each over by at most the call it was making)."""
-        used = result.unwrap().usage if isinstance(result, Success) else result.failure().usage
+    def charge(self, used: Usage | None, /) -> None:
+        """What a model call of the run used, counted: once the batch's cost budget is
+        spent, every run stops (each over by at most the call it was making)."""
         if used is not None:
             self.usage += used
             self.supervisor.charged()
-        return result
 
-
-@dataclass(frozen=True, slots=True)
-class Metered:
-    """A G that adds what each call used to its run's live usage (see ``RunContext.meter``)."""
-
-    G: Invoke
-    watch: RunWatch
-
-    def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
-        return self.watch.charge(self.G(messages))
-
-
-@dataclass(frozen=True, slots=True)
-class AsyncMetered:
-    """``Metered`` for an async G (``four.arun``)."""
-
-    G: AsyncInvoke
-    watch: RunWatch
-
-    async def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
-        return self.watch.charge(await self.G(messages))
+    def refusal(self) -> None:
+        """No call is refused here: a run the batch stops ends at its next step (``stopped``)."""
+        return None
 
 
 class Supervisor:

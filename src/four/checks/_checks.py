@@ -13,7 +13,7 @@ from returns.result import Success
 
 from four import _arguments as arguments
 from four._checked import checked
-from four._types import Checked, Execute, Observation
+from four._types import Checked, Observation
 from four.checks._claim import Check, Claim, Gatherer, run_command
 from four.checks._feedback import (
     DEFAULT_FEEDBACK,
@@ -22,21 +22,12 @@ from four.checks._feedback import (
     rejection,
 )
 from four.checks._held_out import HeldOutFiles, Source, held_out_files, isolated
-from four.checks._judge import Judgement, verify
+from four.checks._judge import Verifiable
 from four.quaternary import CheckResult, EvidenceNeed, Verdict, maybe, yes
 
 _NOISE = re.compile(r"\b\d+(\.\d+)?(s|ms|sec|seconds)\b|\(\d+(\.\d+)?s\)|\bin \d+(\.\d+)?s\b")
 _SILENT = "no output"
 _SUMMARY = re.compile(r"^(FAILED|ERROR|E   |error|Error|FAIL)\b.*$", re.M)
-
-
-class _Judged:
-    """A ready check is also a ``check=`` for ``run``, judged with ``verify``'s defaults."""
-
-    __slots__ = ()
-
-    def open(self, env: Execute, /) -> Judgement:
-        return verify(self).open(env)  # type: ignore[arg-type]
 
 
 def _summary(output: str) -> str:
@@ -50,7 +41,7 @@ def _summary(output: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class CommandCheck(_Judged, Checked):
+class CommandCheck(Verifiable, Checked):
     """YES when ``command`` exits 0 in the run's environment; see ``command_check``."""
 
     command: str
@@ -141,7 +132,7 @@ def command_check(
 
 
 @dataclass(frozen=True, slots=True)
-class FileCheck(_Judged, Checked):
+class FileCheck(Verifiable, Checked):
     """YES when ``path`` exists (and holds ``contains`` / matches ``pattern``)."""
 
     path: str
@@ -191,7 +182,7 @@ def file_check(
 
 
 @dataclass(frozen=True, slots=True)
-class AllOf(_Judged, Checked):
+class AllOf(Verifiable, Checked):
     """YES when every check says YES; otherwise the first other verdict, in order."""
 
     checks: tuple[Check, ...]

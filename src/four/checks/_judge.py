@@ -132,6 +132,16 @@ def verify(
     )
 
 
+class Verifiable:
+    """A mixin: the check is also a ``check=`` for ``run``, judged with ``verify``'s
+    defaults (the ready checks and the domains' own)."""
+
+    __slots__ = ()
+
+    def open(self: Check, env: Execute, /) -> Judgement:
+        return verify(self).open(env)
+
+
 class Judgement:
     """One run's judge: its controller, receipts and verdict log."""
 

@@ -49,20 +49,17 @@ def flags(p: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Lint each prompt; print a line per finding (or JSON); the exit status."""
-    from four.cli import _settings as env
     from four.cli._build import load_domain
+    from four.cli._options import env_choice
     from four.cli._terminal import visible
     from four.observe._interface import toolbox
     from four.observe._lint import PromptError, decode_prompt, lint_prompt, lint_text
 
     if not args.prompts and not args.domain:
         raise UsageError("give a PROMPT file (or -, or --domain NAME) to lint")
-    kind = args.env or env.get("FOUR_ENV") or "local"
+    kind, image = env_choice(args)
     try:
-        tools = toolbox(
-            kind, args.cwd, image=args.image or env.get("FOUR_IMAGE"),
-            timeout=args.command_timeout or 10.0,
-        )  # fmt: skip
+        tools = toolbox(kind, args.cwd, image=image, timeout=args.command_timeout or 10.0)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     found: list[Finding] = []

@@ -115,16 +115,8 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
     domain = getattr(args, "domain", None) or env.get("FOUR_DOMAIN") or "bash"
     if domain not in domain_names():
         raise UsageError(f"FOUR_DOMAIN={domain!r}: use one of {', '.join(domain_names())}")
-    local = local_model(args)
-    model = local or args.model or env.get("FOUR_MODEL")
-    if not model:
-        raise UsageError("no model: give --model NAME or set FOUR_MODEL")
-    kind = args.env or env.get("FOUR_ENV") or "local"
-    if kind not in env.ENVIRONMENTS:
-        raise UsageError(f"FOUR_ENV={kind!r}: use one of {', '.join(env.ENVIRONMENTS)}")
-    image = args.image or env.get("FOUR_IMAGE")
-    if kind == "docker" and not image:
-        raise UsageError("--env docker needs an image: --image NAME or FOUR_IMAGE")
+    model, local = model_choice(args)
+    kind, image = env_choice(args)
     prices = args.prices or env.get("FOUR_PRICES")
     toolcalls = env.over(args.toolcalls, "FOUR_TOOLCALLS", False)
     if args.check is not None and not args.check.strip():  # it would accept anything
@@ -167,7 +159,7 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
     return RunOptions(
         task=task,
         domain=domain,
-        model=str(model),
+        model=model,
         api_base=args.api_base or env.get("FOUR_API_BASE"),
         toolcalls=bool(toolcalls),
         env=kind,
@@ -202,6 +194,28 @@ def options(args: argparse.Namespace, tty: bool | None = None) -> RunOptions:
         attempt_temperature=float(temperature),
         workers=min(getattr(args, "attempt_workers", None) or 1, attempts),
     )
+
+
+def model_choice(args: argparse.Namespace) -> tuple[str, str | None]:
+    """The model (``--model``, ``FOUR_MODEL`` or the local one) and, for a model run on
+    this machine, its name (see ``local_model``); none given: ``UsageError``."""
+    local = local_model(args)
+    model = local or args.model or env.get("FOUR_MODEL")
+    if not model:
+        raise UsageError("no model: give --model NAME or set FOUR_MODEL")
+    return str(model), local
+
+
+def env_choice(args: argparse.Namespace) -> tuple[str, str | None]:
+    """Where commands run (``--env``, ``FOUR_ENV``, else local) and the container image
+    (``--image``, ``FOUR_IMAGE``); an unknown place, or docker with no image: ``UsageError``."""
+    kind = args.env or env.get("FOUR_ENV") or "local"
+    if kind not in env.ENVIRONMENTS:
+        raise UsageError(f"FOUR_ENV={kind!r}: use one of {', '.join(env.ENVIRONMENTS)}")
+    image = args.image or env.get("FOUR_IMAGE")
+    if kind == "docker" and not image:
+        raise UsageError("--env docker needs an image: --image NAME or FOUR_IMAGE")
+    return kind, image
 
 
 def otel_wanted(flag: bool | None) -> bool:

@@ -105,8 +105,9 @@ def _launch(args: argparse.Namespace) -> tuple[Launch, Invoke]:
     from four.cli import _settings as env
     from four.cli._options import (
         api_key,
-        local_model,
+        env_choice,
         local_settings,
+        model_choice,
         output_folder,
         refuse,
         resolve,
@@ -131,12 +132,8 @@ def _launch(args: argparse.Namespace) -> tuple[Launch, Invoke]:
         raise UsageError(f"-o {folder} is inside the agents' workspace {workspace}, where "
                          "their commands could read and change the launch: give a folder "
                          "outside it")  # fmt: skip
-    kind = args.env or env.get("FOUR_ENV") or "local"
-    image = args.image or env.get("FOUR_IMAGE")
-    local = local_model(args)
-    model = local or args.model or env.get("FOUR_MODEL")
-    if not model:
-        raise UsageError("no model: give --model NAME or --local")
+    model, local = model_choice(args)
+    kind, image = env_choice(args)
     api_base = args.api_base or env.get("FOUR_API_BASE")
     key = api_key(api_base)
     output_folder(str(folder))
@@ -145,7 +142,7 @@ def _launch(args: argparse.Namespace) -> tuple[Launch, Invoke]:
     )
     for check in ran:
         refuse(check)
-    model, server = resolve(str(model), api_base, key, local)
+    model, server = resolve(model, api_base, key, local)
     G: Invoke
     if local is not None:
         grammar = plan_parse().grammar()  # every plan it writes reads (V2 judges it)
@@ -157,7 +154,7 @@ def _launch(args: argparse.Namespace) -> tuple[Launch, Invoke]:
     try:
         launch = Launch(
             folder, workspace, env=kind, image=image,
-            model=None if local else str(model), local=local, api_base=api_base,
+            model=None if local else model, local=local, api_base=api_base,
             workers=args.workers, max_steps=args.max_steps, timeout=args.timeout,
             cost_limit=args.cost_limit or None,
             command_timeout=args.command_timeout or 120.0, check_timeout=args.check_timeout,

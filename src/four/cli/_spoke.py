@@ -48,7 +48,7 @@ def main(args: argparse.Namespace) -> int:
     load_domain("python")  # its extra (mypy, ruff) is needed: say so before any call
     model = args.model or env.get("FOUR_MODEL")
     if not model:
-        raise UsageError("no model: --model NAME or FOUR_MODEL")
+        raise UsageError("no model: give --model NAME or set FOUR_MODEL")
     api_base = args.api_base or env.get("FOUR_API_BASE")
     key = api_key(api_base)
     model = resolve(model, api_base, key)[0]

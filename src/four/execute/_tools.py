@@ -185,7 +185,8 @@ class ToolHost(ClosedOnExit):
 
 
 class Tail:
-    """A pipe for a long-lived tool's stdout and stderr (``fd``), read by a thread that
+    """A pipe for a long-lived tool's stdout and stderr, or an MCP server's stderr (``fd``),
+    read by a thread that
     keeps the last few kilobytes (what a tool that failed to start said), never shown on
     the user's terminal nor written to a disk."""
 
@@ -207,18 +208,21 @@ class Tail:
 
     def _drain(self) -> None:
         with contextlib.suppress(OSError):
-            while data := os.read(self._read, 65536):
-                self._kept = (self._kept + data)[-self.KEEP :]
+            try:
+                while data := os.read(self._read, 65536):
+                    self._kept = (self._kept + data)[-self.KEEP :]
+            finally:  # the pipe ends with the tool's processes: its read end with it
+                os.close(self._read)
 
-    def text(self) -> str:
+    def text(self, wait: float = 0.0) -> str:
+        """The last of what was written, after waiting up to ``wait`` s for the pipe to end."""
+        if wait:
+            self._thread.join(wait)
         return self._kept.decode("utf-8", "replace").strip()[-1000:]
 
     def close(self) -> None:
         self.started()
-        self._thread.join(timeout=2)  # the pipe ends with the tool's processes
-        if not self._thread.is_alive():
-            with contextlib.suppress(OSError):
-                os.close(self._read)
+        self._thread.join(timeout=2)
 
 
 def _collect(

@@ -1,6 +1,7 @@
 """What a run spends: the usage of its history, of a reply with the billed calls that led
 to it (retries, summaries), and budget_invoke, a G that refuses to call the model once a
-run's cost or tokens are spent."""
+run's cost or tokens are spent; and Metered, a G whose calls are charged to a meter kept
+outside the history (a search's budget, a batch run's live usage)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from returns.result import Failure, Result
+from returns.result import Failure, Result, Success
 
 from four import _arguments as check
 from four._checked import checked
@@ -95,6 +96,52 @@ class AsyncWrapped:
 
     async def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
         return await self.wrapper.around(self.G, messages)
+
+
+class Meter(Protocol):
+    """What a metered G answers to: why the next call may not be made (None: it may), and
+    what each call used (None: not known)."""
+
+    def refusal(self) -> str | None: ...
+
+    def charge(self, used: Usage | None, /) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Metered:
+    """G whose calls are charged to ``meter``, each refused with a BUDGET error (the run
+    ends ``cost_limit_reached``) while the meter gives a reason."""
+
+    G: Invoke
+    meter: Meter
+
+    def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
+        reason = self.meter.refusal()
+        if reason is not None:
+            return Failure(ModelError(ModelErrorKind.BUDGET, reason))
+        result = self.G(messages)
+        self.meter.charge(_used(result))
+        return result
+
+
+@dataclass(frozen=True, slots=True)
+class AsyncMetered:
+    """``Metered`` for an async G (``four.arun``)."""
+
+    G: AsyncInvoke
+    meter: Meter
+
+    async def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
+        reason = self.meter.refusal()
+        if reason is not None:
+            return Failure(ModelError(ModelErrorKind.BUDGET, reason))
+        result = await self.G(messages)
+        self.meter.charge(_used(result))
+        return result
+
+
+def _used(result: Result[Reply, ModelError]) -> Usage | None:
+    return result.unwrap().usage if isinstance(result, Success) else result.failure().usage
 
 
 def budget_invoke(

@@ -466,25 +466,30 @@ def wall_budget(budget: Budget, latency: float | None) -> Check:
         )
     per_step = latency + budget.command_seconds
     run_time = budget.max_steps * per_step
-    lines = [f"{budget.max_steps} steps x {per_step:.2f} s ≈ {_span(run_time)} a run"]
+    lines = [f"{budget.max_steps} steps x {per_step:.2f} s ≈ {span(run_time)} a run"]
     status: Status = "GO"
     fix = ""
     if budget.timeout is not None and run_time > budget.timeout:
         steps = int(budget.timeout / per_step)
-        lines.append(f"--timeout {_span(budget.timeout)} allows ≈{steps} steps")
+        lines.append(f"--timeout {span(budget.timeout)} allows ≈{steps} steps")
         status, fix = "WARN", f"--timeout {math.ceil(run_time)} or --max-steps {max(steps, 1)}"
     if budget.batch_timeout is not None:
         at_once = min(budget.workers, budget.slots or budget.workers)
         rounds = math.ceil(budget.tasks / max(at_once, 1))
         batch_time = rounds * (min(run_time, budget.timeout or run_time))
-        lines.append(f"{budget.tasks} tasks, {at_once} at once ≈ {_span(batch_time)}")
+        lines.append(f"{budget.tasks} tasks, {at_once} at once ≈ {span(batch_time)}")
         if batch_time > budget.batch_timeout:
             status = "WARN"
             fix = fix or f"--batch-timeout {math.ceil(batch_time)}, or fewer tasks per batch"
     return Check("budget", status, "; ".join(lines), fix)
 
 
-def _span(seconds: float) -> str:
+def span(seconds: float) -> str:
+    """A duration as people say it (the doctor's budget check, a launch's cost).
+
+    >>> span(90), span(600), span(9000)
+    ('90 s', '10 min', '2.5 h')
+    """
     if seconds < 120:
         return f"{seconds:.0f} s"
     if seconds < 7200:

@@ -1,27 +1,17 @@
 """What all the attempts of a search may spend together: model calls, tokens, cost and
-wall time, metered as the attempts go (side by side too), and G that refuses to call the
-model once any of it is spent."""
+wall time, metered as the attempts go (side by side too) by ``four.invoke``'s ``Metered``,
+a G that refuses to call the model once any of it is spent."""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from returns.result import Failure, Result, Success
-
 from four import _arguments as arguments
-from four._types import (
-    NO_USAGE,
-    AsyncInvoke,
-    Invoke,
-    Message,
-    ModelError,
-    ModelErrorKind,
-    Reply,
-    Usage,
-)
+from four._types import NO_USAGE, Usage
+from four.invoke._budget import AsyncMetered as AsyncMetered  # where the attempts import it
+from four.invoke._budget import Metered as Metered
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,10 +46,15 @@ class Spend:
     started: float = field(default_factory=time.monotonic)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def add(self, usage: Usage | None) -> None:
+    def charge(self, usage: Usage | None, /) -> None:
+        """One more model call, and what it used (``Meter``: a metered G tells it)."""
         with self._lock:
             self.steps += 1
             self.usage += usage or NO_USAGE
+
+    def refusal(self) -> str | None:
+        """``spent()``, asked by a metered G before each call (``Meter``)."""
+        return self.spent()
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started
@@ -85,43 +80,3 @@ class Spend:
                 f"the attempts took {self.elapsed():.0f} s, the budget's {self.budget.seconds:g} s"
             )
         return None
-
-
-@dataclass(frozen=True, slots=True)
-class Metered:
-    """G whose calls count for the search's budget, refused once it is spent (the run
-    ends ``cost_limit_reached``, and its final state is judged once)."""
-
-    G: Invoke
-    spend: Spend
-
-    def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
-        reason = self.spend.spent()
-        if reason is not None:
-            return Failure(ModelError(ModelErrorKind.BUDGET, reason))
-        result = self.G(messages)
-        _count(self.spend, result)
-        return result
-
-
-@dataclass(frozen=True, slots=True)
-class AsyncMetered:
-    """``Metered`` for an async G."""
-
-    G: AsyncInvoke
-    spend: Spend
-
-    async def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
-        reason = self.spend.spent()
-        if reason is not None:
-            return Failure(ModelError(ModelErrorKind.BUDGET, reason))
-        result = await self.G(messages)
-        _count(self.spend, result)
-        return result
-
-
-def _count(spend: Spend, result: Result[Reply, ModelError]) -> None:
-    if isinstance(result, Success):
-        spend.add(result.unwrap().usage)
-    else:
-        spend.add(result.failure().usage)

@@ -6,23 +6,20 @@ from dataclasses import dataclass, field
 
 from returns.result import Failure
 
-from four.checks import Claim, Judgement, verify
+from four.checks import Claim
+from four.checks._judge import Verifiable
 from four.domains.cli._env import ToolEnv
 from four.quaternary import CheckResult, EvidenceNeed, maybe, no, yes
-from four.types import Execute
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCheck:
+class ToolCheck(Verifiable):
     """YES when the tool builds without a warning, ``--help`` and ``--version`` exit 0
     on stdout, its man page lints clean, and the acceptance command passes; see
     ``tool_check``."""
 
     acceptance: str | None = None
     env: ToolEnv | None = field(default=None, repr=False, compare=False)
-
-    def open(self, env: Execute, /) -> Judgement:
-        return verify(self).open(env)
 
     def __call__(self, claim: Claim, /) -> CheckResult:
         tool = self.env if self.env is not None else claim.env

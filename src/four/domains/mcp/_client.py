@@ -22,10 +22,9 @@ import logging
 import os
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import anyio
 import mcp_types
@@ -40,6 +39,8 @@ from four._types import JSON
 from four.domains.mcp._servers import HttpServer, Server, StdioServer
 from four.execute._contain import Limits, launch
 from four.execute._output import command_env
+from four.execute._tools import Tail
+from four.invoke._chat import to_json
 
 if TYPE_CHECKING:
     import httpx2
@@ -51,10 +52,6 @@ logging.getLogger("mcp").addHandler(logging.NullHandler())
 GRACE = 5.0
 """Seconds past a call's timeout before a server that has not answered, not even with
 its own timeout error, counts as lost."""
-
-STDERR_TAIL = 4096
-"""Characters of a stdio server's standard error kept (its last ones)."""
-
 
 # --- what a call gave ---------------------------------------------------------------
 
@@ -110,43 +107,6 @@ class Listed:
     input_schema: Mapping[str, JSON]
 
 
-class _Tail:
-    """The last characters a server wrote to its standard error (read by a thread)."""
-
-    def __init__(self) -> None:
-        read_fd, write_fd = os.pipe()
-        self.writer: IO[str] | None = os.fdopen(write_fd, "w")
-        self._chunks: deque[str] = deque()
-        self._size = 0
-        self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._read, args=(read_fd,), daemon=True)
-        self._thread.start()
-
-    def _read(self, fd: int) -> None:
-        with os.fdopen(fd, "rb") as pipe:
-            while chunk := pipe.read1(1 << 14):
-                text = chunk.decode("utf-8", "replace")
-                with self._lock:
-                    self._chunks.append(text)
-                    self._size += len(text)
-                    while self._size - len(self._chunks[0]) >= STDERR_TAIL:
-                        self._size -= len(self._chunks.popleft())
-
-    def close_writer(self) -> None:
-        """Our copy of the write end (the server holds its own until it exits)."""
-        if self.writer is not None:
-            with contextlib.suppress(OSError):
-                self.writer.close()
-            self.writer = None
-
-    def text(self, wait: float = 0.0) -> str:
-        """What was kept, after waiting up to ``wait`` s for the server to close it."""
-        if wait:
-            self._thread.join(wait)
-        with self._lock:
-            return "".join(self._chunks)[-STDERR_TAIL:].strip()
-
-
 @dataclass(slots=True)
 class _Link:
     """One server's connection, held by its task on the portal's loop."""
@@ -160,7 +120,7 @@ class _Link:
     error: BaseException | None = None
     stop: anyio.Event | None = None
     keeper: concurrent.futures.Future[None] | None = None
-    stderr: _Tail | None = None
+    stderr: Tail | None = None
     release: Callable[[], None] | None = None
 
     def said(self) -> str:
@@ -178,11 +138,12 @@ def _stdio(spec: StdioServer, inherit: Sequence[str], limits: Limits, link: _Lin
     env = command_env(env={**named, **spec.env})
     started = launch(list(spec.argv), env, limits)
     link.release = started.release
-    link.stderr = _Tail()
+    link.stderr = Tail()
     params = StdioServerParameters(
         command=started.argv[0], args=started.argv[1:], env=started.env, cwd=spec.cwd
     )
-    return stdio_client(params, errlog=link.stderr.writer)  # type: ignore[arg-type]
+    # the SDK hands errlog to the process as its stderr: a file descriptor serves
+    return stdio_client(params, errlog=link.stderr.fd)  # type: ignore[arg-type]
 
 
 async def _keep(link: _Link, inherit: Sequence[str], limits: Limits) -> None:
@@ -206,7 +167,7 @@ async def _keep(link: _Link, inherit: Sequence[str], limits: Limits) -> None:
             )
             await stack.enter_async_context(client)
             if link.stderr is not None:
-                link.stderr.close_writer()
+                link.stderr.started()
             link.tools = await _list(client)
             info = client.server_info
             link.given_name = info.name if info is not None else None
@@ -221,7 +182,7 @@ async def _keep(link: _Link, inherit: Sequence[str], limits: Limits) -> None:
         link.client = None
         link.started.set()
         if link.stderr is not None:
-            link.stderr.close_writer()
+            link.stderr.started()
         if link.release is not None:
             link.release()
 
@@ -240,7 +201,7 @@ async def _list(client: Client) -> tuple[Listed, ...]:
         page = await client.list_tools(cursor=cursor)
         for tool in page.tools:
             schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
-            found.append(Listed(tool.name, tool.description or "", _json(schema)))  # type: ignore[arg-type]
+            found.append(Listed(tool.name, tool.description or "", to_json(schema)))  # type: ignore[arg-type]
         cursor = page.next_cursor
         if not cursor:
             break
@@ -360,7 +321,7 @@ async def _call(link: _Link, tool: str, arguments: dict[str, Any], timeout: floa
     structured = result.structured_content
     return Answered(
         tuple(_part(part) for part in result.content),
-        _json(structured) if structured is not None else None,
+        to_json(structured) if structured is not None else None,
         bool(result.is_error),
     )
 
@@ -390,16 +351,6 @@ def _size(data: str) -> int:
         return len(base64.b64decode(data, validate=False))
     except ValueError:
         return len(data) * 3 // 4
-
-
-def _json(value: object) -> JSON:
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if isinstance(value, Mapping):
-        return {str(k): _json(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json(v) for v in value]
-    return str(value)
 
 
 def _first(exc: ValidationError) -> str:

@@ -30,6 +30,7 @@ from four._types import (
     ToolCall,
 )
 from four.domains.mcp._tools import McpTool, ToolAction, usage
+from four.invoke._chat import to_json
 from four.parse import fenced_blocks
 from four.parse._toolcall import arguments_of
 
@@ -106,7 +107,7 @@ class McpParse:
         arguments = arguments_of(call.arguments)
         if isinstance(arguments, str):
             return [Rejected(call.id, f"{arguments} Nothing was sent.")]
-        data: Mapping[str, JSON] = {k: _plain(v) for k, v in arguments.items()}
+        data: Mapping[str, JSON] = {k: to_json(v) for k, v in arguments.items()}
         problem = self.catalog.problem(call.name, data)
         if problem is not None:
             return [Rejected(call.id, problem)]
@@ -136,7 +137,7 @@ class McpParse:
             return f"In the call of {name}: {arguments} Nothing was run."
         if self.catalog.tool(name) is None:
             return self._unknown(name)
-        data: Mapping[str, JSON] = {k: _plain(v) for k, v in arguments.items()}
+        data: Mapping[str, JSON] = {k: to_json(v) for k, v in arguments.items()}
         problem = self.catalog.problem(name, data)
         if problem is not None:
             return problem
@@ -174,16 +175,6 @@ def _text_calls(content: str) -> list[tuple[str, str | None]] | str:
         return []
     pieces.append((content[at:], None))
     return pieces
-
-
-def _plain(value: object) -> JSON:
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return str(value)
 
 
 def mcp_parse(catalog: Catalog, base: Parse) -> McpParse:

@@ -7,28 +7,26 @@ from typing import TYPE_CHECKING
 
 from returns.result import Success
 
-from four.checks import Claim, Judgement, verify
+from four.checks import Claim
+from four.checks._judge import Verifiable
 from four.domains.notebook._kernel import KernelEnv
 from four.domains.notebook._outputs import error_of, figures
 from four.domains.notebook._save import notebook_cells
 from four.quaternary import CheckResult, EvidenceNeed, maybe, no, yes
-from four.types import Action, Execute
+from four.types import Action
 
 if TYPE_CHECKING:
     from nbformat import NotebookNode
 
 
 @dataclass(frozen=True, slots=True)
-class NotebookCheck:
+class NotebookCheck(Verifiable):
     """YES when the run's notebook reproduces; see ``notebook_check``."""
 
     env: KernelEnv = field(repr=False)  # described once, as the run's V2
     min_figures: int = 0
     assertion: str | None = None
     timeout: float | None = None
-
-    def open(self, env: Execute, /) -> Judgement:
-        return verify(self).open(env)
 
     def __call__(self, claim: Claim, /) -> CheckResult:
         code = [c for c in notebook_cells(self.env) if c.cell_type == "code"]

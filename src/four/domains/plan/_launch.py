@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from four._types import JSON
+from four.observe._doctor import span
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +93,7 @@ class Cost:
             f"- model calls: at most {self.steps:,} (each task's max_steps, summed)",
             f"- tokens: {tokens}",
             f"- cost: {usd}",
-            f"- wall time: at most {_span(self.wall)} (rounds of {self.workers} runs at once, "
+            f"- wall time: at most {span(self.wall)} (rounds of {self.workers} runs at once, "
             "each stopped at its --timeout)",
         ]
 
@@ -109,11 +110,3 @@ def cost(launch: Launch, steps: list[int]) -> Cost:
         usd = capped if usd is None else min(usd, capped)
     rounds = math.ceil(len(steps) / launch.workers)
     return Cost(total, tokens, usd, rounds * launch.timeout, launch.workers)
-
-
-def _span(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"

@@ -6,23 +6,20 @@ from dataclasses import dataclass, field
 
 from returns.result import Failure
 
-from four.checks import Claim, Judgement, command_check, verify
+from four.checks import Claim, command_check
+from four.checks._judge import Verifiable
 from four.domains.python._env import PythonEnv
 from four.quaternary import CheckResult, EvidenceNeed, maybe, no, yes
-from four.types import Execute
 
 
 @dataclass(frozen=True, slots=True)
-class TypedCheck:
+class TypedCheck(Verifiable):
     """YES when ruff and mypy are clean on the changed files and the tests pass; see
     ``typed_check``."""
 
     tests: str | None = None
     timeout: float = 600.0
     env: PythonEnv | None = field(default=None, repr=False, compare=False)
-
-    def open(self, env: Execute, /) -> Judgement:
-        return verify(self).open(env)
 
     def __call__(self, claim: Claim, /) -> CheckResult:
         python = self.env if self.env is not None else claim.env
