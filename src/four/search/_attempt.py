@@ -32,7 +32,8 @@ from four._types import (
     Watch,
 )
 from four.execute._repeats import unwarned
-from four.search._budget import AsyncMetered, Metered, Spend
+from four.invoke._budget import AsyncMetered, Metered
+from four.search._budget import Spend
 from four.search._link import AttemptLink, Linked
 
 if TYPE_CHECKING:

@@ -10,8 +10,6 @@ from dataclasses import dataclass, field
 
 from four import _arguments as arguments
 from four._types import NO_USAGE, Usage
-from four.invoke._budget import AsyncMetered as AsyncMetered  # where the attempts import it
-from four.invoke._budget import Metered as Metered
 
 
 @dataclass(frozen=True, slots=True)
