@@ -84,11 +84,13 @@ def _public() -> Iterator[tuple[str, object]]:
 
 def _callable(value: object) -> bool:
     """A function or a class a user calls; not an exception, an enum, a Protocol, a
-    type alias or a constant."""
+    TypedDict (keyword options: the function taking them checks them), a type alias or a
+    constant."""
     if inspect.isclass(value):
         return not (
             issubclass(value, (BaseException, enum.Enum))
             or getattr(value, "_is_protocol", False)
+            or typing.is_typeddict(value)
             or typing.get_origin(value) is not None
         )
     return inspect.isfunction(value) or inspect.ismethod(value)
