@@ -76,13 +76,9 @@ Clock: TypeAlias = Callable[[], float]
 
 
 class LoopOptions(TypedDict, total=False):
-    """The keyword options of ``run`` and ``arun`` (and ``Attempt.run``), each optional:
-    ``resume`` (``()``) an earlier history to go on from, e.g.
-    ``load_trajectory(path).messages`` (then ``prompt``, if given, is a new user turn);
-    ``check`` (None) the ``Verify`` that judges a submission (docs/verified.md);
-    ``watch`` (None) a supervisor told of progress and asked whether to stop (``Watch``);
-    ``clock`` (``time.time``) the time of day in seconds, read as the run starts and ends.
-    """
+    """The keyword options of ``run``, ``arun`` and ``Attempt.run`` (docs/loop.md):
+    ``resume`` an earlier history, ``check`` a ``Verify`` judging a submission, ``watch``
+    a ``Watch`` (a supervisor), ``clock`` the time of day in seconds."""
 
     resume: Sequence[Message]
     check: Verify | None
@@ -118,9 +114,8 @@ def run(
     **options: Unpack[LoopOptions],
 ) -> T:
     """Run the loop until the agent submits, a component fails, or ``max_steps`` G calls;
-    return what ``emit`` returns (the arguments: docs/loop.md). The keyword options, each
-    optional, are ``LoopOptions``: ``resume=()``, ``check=None``, ``watch=None``,
-    ``clock=time.time``.
+    return what ``emit`` returns (docs/loop.md). ``LoopOptions``, each optional:
+    ``resume=()``, ``check=None``, ``watch=None``, ``clock=time.time``.
 
     >>> from four import scripted_invoke, regex_parse, local_env, save_trajectory
     >>> path = run(scripted_invoke(["```bash\\necho hi\\n```", "done"]),

@@ -116,8 +116,7 @@ class Metered:
     meter: Meter
 
     def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
-        reason = self.meter.refusal()
-        if reason is not None:
+        if (reason := self.meter.refusal()) is not None:
             return Failure(ModelError(ModelErrorKind.BUDGET, reason))
         result = self.G(messages)
         self.meter.charge(_used(result))
@@ -132,8 +131,7 @@ class AsyncMetered:
     meter: Meter
 
     async def __call__(self, messages: Sequence[Message], /) -> Result[Reply, ModelError]:
-        reason = self.meter.refusal()
-        if reason is not None:
+        if (reason := self.meter.refusal()) is not None:
             return Failure(ModelError(ModelErrorKind.BUDGET, reason))
         result = await self.G(messages)
         self.meter.charge(_used(result))

@@ -311,18 +311,15 @@ _CHAINS: Final[dict[int, _Chain]] = {1: _chain_v1, FORMAT_VERSION: _canonical}
 
 @lru_cache(maxsize=16)
 def initial_state(config: QICTConfig) -> ControllerState:
-    """``config.initial_state()`` of the last few configs (immutable), made once: an
-    audit of a fleet of runs under one config starts each replay from it (the very
-    object its traces' first receipts are read with: ``one_state``)."""
+    """``config.initial_state()``, made once: a fleet's replays start from it, the very
+    object their first receipts are read as (``one_state``)."""
     state = config.initial_state()
     return _canonical.one_state(canonical_text(_canonical.json_state(state)), lambda: state)
 
 
 @lru_cache(maxsize=16)
 def _fingerprinted(config: QICTConfig, version: int) -> tuple[bytes, ControllerState, bytes]:
-    """The config's fingerprint, and its initial state's genesis, under chain ``version``:
-    the last few configs (immutable) are cached, so a fleet of runs under one config
-    computes them once."""
+    """The config's fingerprint, initial state and its genesis under chain ``version``."""
     chain = _CHAINS[version]
     fingerprinted = chain.fingerprint(config)
     initial = initial_state(config)

@@ -79,17 +79,13 @@ def json_state(state: ControllerState) -> dict[str, Any]:
 
 
 _STATES: dict[str, ControllerState] = {}
-"""Full states by their canonical text: those read lately from receipts documents, and
-the configs' initial states. A fleet's traces open with the same few (their configs'
-initial states): each is read once, and is the very object the replay starts from, so
-it is compared by identity. States are immutable."""
+"""(Immutable) full states by canonical text, lately read or initial: a fleet's traces open
+with their configs' initial states, each then read once and compared by identity."""
 
 
 def one_state(text: str, make: Callable[[], ControllerState]) -> ControllerState:
-    """The state whose ``json_state`` has the canonical ``text``: the one met before, or
-    ``make()`` (whose errors propagate)."""
-    state = _STATES.get(text)
-    if state is None:
+    """The state whose ``json_state`` has the canonical ``text``: the one met before, or ``make()``."""
+    if (state := _STATES.get(text)) is None:
         state = make()
         if len(_STATES) >= 64:
             _STATES.clear()
