@@ -166,8 +166,6 @@ def _gbnf(expr: Expr, top: bool = False) -> str:
 @runtime_checkable
 class Constrained(Protocol):
     """A V1 that can say, as a grammar, replies it accepts: every string ``grammar()``
-    allows parses to actions or a submission, never a ``FormatError``. ``regex_parse``,
-    ``edit_parse`` and the notebook's ``cell_parse`` are; ``four run --local`` decodes
-    the built-in model under the grammar of the domain's V1."""
+    allows parses to actions or a submission, never a ``FormatError`` (docs/search.md)."""
 
     def grammar(self) -> Grammar: ...

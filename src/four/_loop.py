@@ -507,7 +507,7 @@ def start(
 ) -> RunState[T]:
     """A new run's state: every argument checked first (one clear error before anything
     runs), then its history begun, its record opened (``emit``), its judge made. The
-    keyword options' defaults are set here, and said in ``LoopOptions``."""
+    keyword options' defaults are set here, and said in ``run``'s docstring."""
     resume, check = options.get("resume", ()), options.get("check")
     watch, clock = options.get("watch"), options.get("clock", time.time)
     if unknown := options.keys() - LoopOptions.__optional_keys__:  # untyped callers' typos

@@ -34,11 +34,8 @@ from four.invoke._budget import AsyncMetered, Metered
 
 @dataclass(frozen=True, slots=True)
 class RunContext(Checked):
-    """What ``make_run`` gets for one item: the item, a folder for its trajectory, and
-    the supervisor's ``watch`` to pass to ``four.run``.
-
-    ``output_dir`` is ``DIR/runs/<id>/`` (the same for every attempt at the item).
-    ``attempt`` is 1, or 2 when the run is tried again after its worker died.
+    """What ``make_run`` gets for one item: the item, its folder, the supervisor's
+    ``watch`` and the attempt's number (docs/batch.md).
 
     >>> from four import run, save_trajectory
     >>> def make_run(ctx: RunContext):  # doctest: +SKIP

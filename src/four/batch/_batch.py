@@ -40,13 +40,7 @@ TICK = 0.25
 
 @dataclass(frozen=True, slots=True)
 class Progress(Checked):
-    """Where a batch stands, as ``on_progress`` is told.
-
-    ``total`` is the number of items when known; ``skipped`` were finished by an earlier
-    invocation; ``done`` have finished in this one, ``failed`` of them without a
-    submission; ``cost`` is the whole batch's so far (earlier invocations and running
-    runs' metered calls included, lost attempts' too); ``stopping`` says why no new run
-    starts, if so; ``nodes`` says how many runs run on each node (by address or host).
+    """Where a batch stands, as ``on_progress`` is told (the fields: docs/batch.md).
 
     >>> Progress(total=10, skipped=0, done=4, failed=1, running=2, cost=0.5, elapsed=8.0).eta
     12.0

@@ -53,10 +53,8 @@ def item_from_json(data: Mapping[str, JSON], where: str = "item") -> Item:
 
 @checked
 def read_items(path: str | os.PathLike[str]) -> list[Item]:
-    """Read a JSON Lines file of tasks: one object per line with ``id`` and ``task``.
-
-    Blank lines are skipped. A line that is not such an object, or an id seen before,
-    raises ValueError naming the line.
+    """Read a JSON Lines file of tasks: one object per line with ``id`` and ``task``
+    (its errors: docs/batch.md).
 
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "tasks.jsonl"

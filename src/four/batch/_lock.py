@@ -1,7 +1,5 @@
-"""One driver per batch destination: a folder's ``flock``, or a URL's lease object renewed
-every ``TTL / 3`` seconds (conditional writes where the store has them, else written and
-read back after ``SETTLE`` seconds). See docs/batch.md, "One driver per destination".
-"""
+"""One driver per batch destination: a folder's ``flock``, or a URL's lease object
+(docs/batch.md, "One driver per destination")."""
 
 from __future__ import annotations
 

@@ -42,9 +42,8 @@ class ThreadPool:
 
 @dataclass(frozen=True, slots=True)
 class AsyncPool:
-    """Runs an async ``make_run`` as tasks of an event loop, ``max_concurrency`` at once
-    (over ``processes`` worker processes; ``gc_threshold``: the collector's first threshold
-    while the batch runs): the default for an async ``make_run``. See docs/batch.md.
+    """Runs an async ``make_run`` (the default pool for one) as tasks of an event loop,
+    ``max_concurrency`` at once (``processes``, ``gc_threshold``: docs/batch.md).
 
     >>> AsyncPool().gc_threshold
     50000

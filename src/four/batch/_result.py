@@ -168,9 +168,7 @@ MAX_BYTES = 1 << 30
 
 @checked
 def read_results(path: str | os.PathLike[str]) -> list[RunResult]:
-    """Every line of a manifest, in order (a line cut short at its end is skipped); none
-    when there is no manifest. A manifest that is no regular file (a FIFO, a link to
-    ``/dev/zero``), or is over ``MAX_BYTES``, is ``Unreadable``: one line, never a hang.
+    """Every line of a manifest, in order (docs/batch.md); none when there is no manifest.
 
     >>> import os, tempfile
     >>> folder = tempfile.mkdtemp(); os.mkfifo(os.path.join(folder, MANIFEST))

@@ -1,9 +1,5 @@
-"""The supervisor of a batch's runs in one process: one watchdog thread for all of them.
-
-The loop calls a run's ``RunWatch.beat()`` after every model call and command and asks
-``stopped()`` before each step; a run past its limit is marked stopped and its running
-commands killed (``four.execute``'s ``interrupt``). See docs/batch.md.
-"""
+"""The supervisor of a batch's runs in one process: one watchdog thread for all of them,
+killing a stopped run's commands (``four.execute``'s ``interrupt``; docs/batch.md)."""
 
 from __future__ import annotations
 

@@ -104,11 +104,8 @@ def command_check(
     feedback: FeedbackLevel = DEFAULT_FEEDBACK,
     files: Mapping[str, Source] | None = None,
 ) -> CommandCheck:
-    """Judge a submission by running ``command`` (e.g. the tests) in the run's environment:
-    exit 0 is YES, another exit NO, a timeout MAYBE (run again with four times the time).
-
-    ``feedback`` (what the model is told of a NO: ``"verdict"``, ``"output"`` or
-    ``"full"``) and held-out ``files`` (``{"tests_hidden/": path}``): docs/verified.md.
+    """Judge a submission by running ``command`` (e.g. the tests) in the run's environment
+    (exit codes to verdicts, ``feedback`` and held-out ``files``: docs/verified.md).
 
     >>> command_check("pytest -q").feedback
     'verdict'

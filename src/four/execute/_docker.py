@@ -1,8 +1,6 @@
-"""V2 in a Docker container: one container per env, one ``docker exec`` per command.
-
-The container's first process is a bash loop that reaps orphans. At a timeout the
-command's processes are killed from inside (the client's death leaves them running).
-"""
+"""V2 in a Docker container: one container per env, one ``docker exec`` per command
+(docs/components.md); at a timeout the command's processes are killed from inside (the
+client's death leaves them running)."""
 
 from __future__ import annotations
 
