@@ -1,8 +1,6 @@
-"""Checks of the arguments of the public constructors, made once, when they are called.
-
-A wrong argument raises there, not deep inside a run: a ``TypeError`` for a value of
-the wrong kind, a ``ValueError`` for one out of range, each naming the function, the
-parameter, the value given, and what to give instead.
+"""Checks of the arguments of the public constructors, made once, when they are called:
+a wrong argument raises there, not deep inside a run (docs/loop.md), a ``TypeError`` for
+the wrong kind, a ``ValueError`` out of range.
 
 >>> seconds("local_env", "timeout", -1)
 Traceback (most recent call last):

@@ -1,10 +1,5 @@
-"""Grammars of replies: a set of replies a V1 accepts, as a small tree of nodes.
-
-A parser that owns a grammar (``Constrained``) builds it from its own settings (tags,
-exit signal), and ``Grammar.gbnf()`` writes it in llama.cpp's GBNF, which the built-in
-model decodes under (``local_invoke(grammar=...)``), so a reply it samples parses by
-construction. A grammar may be narrower than its parser (one good way to reply), never
-wider: ``four.testing.check_grammar`` parses strings drawn from one (``grammar_texts``).
+"""Grammars of replies: a set of replies a V1 accepts, as a small tree of nodes that
+``Grammar.gbnf()`` writes in llama.cpp's GBNF, for the built-in model (docs/search.md).
 
 >>> Grammar((("root", Seq((Lit("a"), Rep(Chars("\\n", negated=True), 1)))),)).gbnf()
 'root ::= "a" [^\\\\x0A]+\\n'

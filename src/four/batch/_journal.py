@@ -1,10 +1,6 @@
-"""A worker's journal of its running commands, for the process that replaces it.
-
-Commands run in sessions of their own, so they outlive a worker killed with SIGKILL:
-the next worker reads the journal (a line per command's ``FOUR_RUN`` mark, the first
-naming the pid) and kills what still runs, and removes the Docker containers the old
-process made; ``sweep`` does the same for actors not restarted.
-"""
+"""A worker's journal of its running commands (the pid, then a line per ``FOUR_RUN``
+mark), for the process that replaces it: they outlive a worker killed with SIGKILL, so it
+kills what still runs and removes their containers (docs/batch.md, ``RayPool``)."""
 
 from __future__ import annotations
 

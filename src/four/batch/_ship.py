@@ -1,9 +1,5 @@
-"""Records that travel: what a worker's runs wrote, sent on to the batch's driver as
-``Piece``s (a stream's new whole lines; any other file whole when it changed; dot files,
-``write_atomic``'s, left alone), and written where the driver is. What was sent counts
-only once the driver acknowledges it (``commit``); a piece landing twice changes nothing
-(see ``Landing`` and docs/batch.md).
-"""
+"""Records that travel: what a worker's runs wrote (but dot files, ``write_atomic``'s),
+sent on to the batch's driver as ``Piece``s and written where it is (docs/batch.md)."""
 
 from __future__ import annotations
 

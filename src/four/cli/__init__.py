@@ -1,10 +1,7 @@
-"""The ``four`` command: run an agent, replay, audit, show, view and summarise runs.
-
-Importing this package costs no more than ``import four``: argparse only. Each
-subcommand lives in its own module, imported when it is chosen, so ``four --help``
-never loads rich or litellm. Every error is one line on standard error, starting
-``four COMMAND:``; the exit codes are in docs/cli.md.
-"""
+"""The ``four`` command: run an agent, replay, audit, show, view and summarise runs
+(docs/cli.md). Importing it costs no more than ``import four`` (argparse only): each
+subcommand's module is imported when it is chosen, so ``four --help`` never loads rich or
+litellm."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Four-valued checks and a finite-rank controller with tamper-evident receipts.
-
-A drop-in replacement for verdict4 0.2.0's `quaternary` package (same names, enum
-values, messages, lease ids and receipt structure), without its quadratic costs, with
-receipts chained by digests, JSON (de)serialisation of traces, and a tighter rank.
-"""
+"""Four-valued checks and a finite-rank controller with tamper-evident receipts: a
+drop-in replacement for verdict4 0.2.0's `quaternary` package (docs/seal.md)."""
 
 # ruff: noqa: F403, F405 - the public names are the private modules' own (as httpx's)
 from ._controller import *

@@ -1,7 +1,5 @@
-"""Lossless JSON serialisation of receipt traces (schema "four.quaternary.receipts"):
-the layout is in docs/seal.md. An entry stores only what changed since the previous
-after-state, so a trace costs O(total changes), not O(receipts x state size).
-"""
+"""Lossless JSON serialisation of receipt traces (schema "four.quaternary.receipts"): the
+layout, each entry only what changed since the previous after-state, is in docs/seal.md."""
 
 from __future__ import annotations
 
@@ -234,7 +232,7 @@ def _apply(before: ControllerState, delta: dict[str, Any]) -> ControllerState:
 
 @checked
 def dump_receipts(receipts: Iterable[TransitionReceipt]) -> str:
-    """Serialise a trace to a versioned JSON document (see the module docstring).
+    """Serialise a trace to a versioned JSON document (docs/seal.md).
 
     >>> from four.quaternary import QICTConfig, QICTController, no
     >>> controller = QICTController(QICTConfig(failure_alphabet={"a"}))
