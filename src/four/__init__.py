@@ -1,15 +1,14 @@
 """four: an LLM agent as a loop of four typed functions (README.md, docs/loop.md).
 
-Every public name is imported below for type checkers only, and loaded on first use
-(``_lazy``): ``import four`` loads none of them, and never litellm. The types a user needs
-to write a component of their own are in ``four.types``.
+``import four`` loads none of its names (``_lazy``), and never litellm; the types a
+component of your own needs are in ``four.types``.
 """
 
 from typing import TYPE_CHECKING
 
 from four._lazy import lazy
 
-if TYPE_CHECKING:  # the public names, each once
+if TYPE_CHECKING:  # the public names, each once (loaded on first use)
     from four._loop import arun as arun
     from four._loop import run as run
     from four._outcomes import Accepted as Accepted

@@ -1,8 +1,6 @@
 """One hash chain, for a run's seal and for its verdict receipts: SHA-256 over canonical
-JSON (docs/seal.md); SHA-256 rather than BLAKE2b, twice as fast for a long link with SHA
-extensions (bench/README.md, "audit"). ``link_text``, ``link``, ``chain`` and ``unique``
-have a compiled twin (``four._chain_c``), used on CPython unless ``FOUR_NO_EXTENSIONS``.
-"""
+JSON, its links compiled too (docs/seal.md); SHA-256 rather than BLAKE2b, twice as fast for
+a long link with SHA extensions (bench/README.md, "audit")."""
 
 from __future__ import annotations
 

@@ -69,9 +69,8 @@ class Checked:
 
 def check_fields(record: object, skip: tuple[str, ...] = ()) -> None:
     """Each field of the dataclass (or msgspec Struct) ``record`` against its annotation
-    (but those named in ``skip``, the same for every record of its class); a
-    ``TypeError`` naming the record, the field and the value for the first that does not
-    match.
+    (but those named in ``skip``, the same for every record of its class): the first that
+    does not match raises.
 
     >>> from dataclasses import dataclass
     >>> @dataclass

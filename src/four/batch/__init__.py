@@ -9,8 +9,7 @@
     read_items(TASKS.jsonl)           items from a JSON Lines file ({id, task, ...})
     read_manifest(DIR)                the latest RunResult of each item
 
-A run's failure is a value, never an exception that stops the batch; a second driver on
-the same destination raises ``BatchLocked``. The manual: docs/batch.md.
+The manual (a run's failure a value, one driver per destination): docs/batch.md.
 """
 
 from typing import TYPE_CHECKING

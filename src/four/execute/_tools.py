@@ -186,9 +186,8 @@ class ToolHost(ClosedOnExit):
 
 class Tail:
     """A pipe for a long-lived tool's stdout and stderr, or an MCP server's stderr (``fd``),
-    read by a thread that
-    keeps the last few kilobytes (what a tool that failed to start said), never shown on
-    the user's terminal nor written to a disk."""
+    read by a thread that keeps the last few kilobytes (what a tool that failed to start
+    said), never shown on the user's terminal nor written to a disk."""
 
     __slots__ = ("_kept", "_read", "_thread", "fd")
 

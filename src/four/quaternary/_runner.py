@@ -68,12 +68,8 @@ def run(
     on_hold: Callable[[Any, str], None] | None = None,
     on_blocked: Callable[[Any, str], None] | None = None,
 ) -> LoopOutcome:
-    """Run the quaternary loop over user callables (verdict4 0.2.0 compatible; its
-    differences in docs/seal.md).
-
-    Each round generates an output and checks it: YES accepts, NO adds its reason to
-    the exclusions and retries, MAYBE gathers evidence once and rechecks (a second
-    MAYBE holds), IFF rechecks if the dependency is resolved or failed, else blocks.
+    """Run the quaternary loop over user callables (verdict4 0.2.0 compatible; its rounds
+    and differences: docs/seal.md).
 
     >>> from four.quaternary import yes
     >>> run("t", generate=lambda task, *, exclusions: 42, check=lambda out: yes()).status
