@@ -1,10 +1,8 @@
-"""The typed pure-Python accounting core: rank, transitions, digests and audit replay.
+"""The typed pure-Python accounting core: rank, transitions, digests (``_canonical``'s
+chain; format 1's, ``_chain_v1``, where an ``AuditCursor`` names it) and audit replay.
 
 This module is the reference implementation; `_accounting_c.pyx` mirrors it name for
 name and `_accounting.py` selects one of them.
-
-The digests are the receipts' hash chain of `_canonical` (documents of format 1 audit
-under `_chain_v1`, the chain an `AuditCursor` names).
 """
 
 from __future__ import annotations
