@@ -549,7 +549,8 @@ def _single(name: str, task: Task, folder: Path, out: Path, check: Verify | None
 
 def run_search(task: Task, folder: Path, out: Path) -> list[Result]:
     """``four run --local --check CMD --attempts 4`` as the command builds it (its default
-    feedback and retries), every attempt's copy kept; rows for 1, 2 and 4 attempts.
+    feedback, retries and the bash domain's approaches), every attempt's copy kept; rows
+    for 1, 2 and 4 attempts.
 
     Attempt i samples with seed i - 1 (temperature 0 for the first, then
     ``DEFAULT_TEMPERATURE``), whatever K is, so a search of K attempts is exactly the first
@@ -557,7 +558,7 @@ def run_search(task: Task, folder: Path, out: Path) -> list[Result]:
     from four.checks import command_check, verify
     from four.cli._build import Deadline
     from four.cli._options import DEFAULT_RETRIES_PER_REASON, VISIBLE_FEEDBACK
-    from four.domains._bash import TEXT
+    from four.domains._bash import APPROACHES, TEXT
     from four.domains._bash import environment as make_env
     from four.domains._preview import prompt_with_preview
     from four.parse import regex_parse
@@ -585,7 +586,12 @@ def run_search(task: Task, folder: Path, out: Path) -> list[Result]:
         )
 
     search: Search[Path] = Search(
-        max(ATTEMPTS), task.prompt, workspace=folder, record_dir=out, keep_copies=True
+        max(ATTEMPTS),
+        task.prompt,
+        workspace=folder,
+        record_dir=out,
+        keep_copies=True,
+        approaches=APPROACHES,
     )
     search.run(make)
     copies = search.copies
@@ -845,6 +851,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv if argv is not None else [])
     # The tasks' own tools (python3 with nbformat, jupyter) are this interpreter's.
     os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    # A task's `pip install` would go into this interpreter's environment and change the
+    # tools of every task after it (one did: `pip install jupyter`): no index to install from.
+    os.environ["PIP_NO_INDEX"] = "1"
     tasks = [t for t in TASKS if not args.tasks or t.id in args.tasks.split(",")]
     wanted = set(args.runners.split(",")) if args.runners else {"four", "check", "before", "mini"}
     mini = (args.mini or install_mini()) if "mini" in wanted else None

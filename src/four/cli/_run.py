@@ -355,6 +355,7 @@ def run_attempts(
             signing_key=signing,
             on_start=started,
             on_end=finished,
+            approaches=domain.approaches,
         )
         if where is not None:  # copied now: a folder too large to copy is refused here
             search.prepare()
