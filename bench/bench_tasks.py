@@ -851,12 +851,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv if argv is not None else [])
     # The tasks' own tools (python3 with nbformat, jupyter) are this interpreter's.
     os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    # A task's `pip install` would go into this interpreter's environment and change the
-    # tools of every task after it (one did: `pip install jupyter`): no index to install from.
-    os.environ["PIP_NO_INDEX"] = "1"
     tasks = [t for t in TASKS if not args.tasks or t.id in args.tasks.split(",")]
     wanted = set(args.runners.split(",")) if args.runners else {"four", "check", "before", "mini"}
     mini = (args.mini or install_mini()) if "mini" in wanted else None
+    # A task's `pip install` would go into this interpreter's environment and change the
+    # tools of every task after it (one did: `pip install jupyter`): no index to install from.
+    os.environ["PIP_NO_INDEX"] = "1"
     chosen = {k: v for k, v in runners(mini).items() if k in wanted}
     results = bench(tasks, chosen, args.keep, args.rows)
     print(table(results, tasks))
