@@ -625,9 +625,10 @@ def attempts(
 
     Attempt 1 samples at ``first_temperature`` (0), attempt i > 1 at ``temperature`` with
     seed ``seed + i - 1`` (with ``recap=True``, it is also told what the attempts that ended
-    before it did and how they ended; with ``approaches``, a way to go about the task). ``budget`` bounds all attempts together (model calls, tokens,
-    cost, seconds); each run's own ``max_steps`` bounds it alone, so a check is judged
-    at most ``k * (initial_rank + 1)`` times. ``workers`` > 1 runs attempts side by side
+    before it did and how they ended; with ``approaches``, a way to go about the task).
+    ``budget`` bounds all attempts together (model calls, tokens, cost, seconds); each
+    run's own ``max_steps`` bounds it alone, so a check is judged at most
+    ``k * (initial_rank + 1)`` times. ``workers`` > 1 runs attempts side by side
     (for a model that serves several at once); the first accepted stops the others.
     The group record (``<group>.attempts.json``, beside the first trajectory or in
     ``record_dir``) links every attempt; ``four audit`` checks it whole.
