@@ -100,7 +100,9 @@ def test_approaches_must_be_a_tuple_of_trimmed_texts(tmp_path: Path, approaches:
         search(tmp_path, {1: RIGHT}, approaches=approaches)
 
 
-def test_four_run_tells_attempt_3_the_bash_domain_s_python_approach(tmp_path: Path) -> None:
+def test_four_run_tells_attempt_3_the_bash_domain_s_python_approach(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from four.cli import main
     from tests._server import Answer, Request
 
@@ -121,8 +123,12 @@ def test_four_run_tells_attempt_3_the_bash_domain_s_python_approach(tmp_path: Pa
         status = main(["run", TASK, "--cwd", str(work), "--model", "m", "--api-base",
                        server.url, "-o", str(tmp_path / "runs"), "--check",
                        "grep -qx 4 answer.txt", "--retries-per-reason", "1", "--attempts", "4",
-                       "--max-steps", "4", "--quiet"])  # fmt: skip
+                       "--max-steps", "4"])  # fmt: skip
     assert status == 0
+    said = capsys.readouterr().err
+    assert (
+        "attempt 3 of 4 · temperature 0.7 · seed 2 · told: Do the work in Python this time" in said
+    )
     assert (work / "answer.txt").read_text() == "4\n"
     record = sorted((tmp_path / "runs").glob("*.attempts.json"))[0]
     members = json.loads(record.read_text())["members"]

@@ -314,8 +314,10 @@ def run_attempts(
     def started(a: Attempt) -> None:
         after = f" · after {a.link.after}" if a.link.after else ""
         after = after if len(after) <= 100 else after[:97] + "..."
+        # the approach's first clause ("Do the work in Python this time"): the rest is long
+        told = f" · told: {a.link.approach.split(':')[0][:60]}" if a.link.approach else ""
         say(f"attempt {a.link.index} of {a.link.of} · temperature {a.link.temperature:g} · "
-            f"seed {a.link.seed}{after}")  # fmt: skip
+            f"seed {a.link.seed}{told}{after}")  # fmt: skip
 
     def finished(m: Member[object]) -> None:
         outcome = m.outcome.text if len(m.outcome.text) <= 100 else m.outcome.text[:97] + "..."
