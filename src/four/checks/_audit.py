@@ -34,12 +34,7 @@ from four.trajectory import Trajectory
 from four.trajectory._artifacts import artifact_problems
 from four.trajectory._load import read_text
 from four.trajectory._seal import SealCheck, canonical_text, check_document, check_stream
-from four.trajectory._sign import (
-    SigningError,
-    have_cryptography,
-    load_public_key,
-    verify_signature,
-)
+from four.trajectory._sign import have_cryptography, verify_signature, wanted_key
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _RECEIPTS = "four.quaternary.receipts"
@@ -100,7 +95,7 @@ def audit(
     four.trajectory._load.TrajectoryError: cannot read missing.json: No such file or directory
     """
     path = trajectory.path if isinstance(trajectory, Trajectory) else Path(trajectory)
-    return _audit_path(path, _public_key(public_key))
+    return _audit_path(path, wanted_key(public_key))
 
 
 def _audit_path(path: Path, wanted: str | None) -> Audit:
@@ -139,7 +134,7 @@ def audit_all(
 
 def _audit_one(path: Path, public_key: str | None) -> Audit:
     try:
-        return _audit_path(path, _public_key(public_key))
+        return _audit_path(path, wanted_key(public_key))
     except (OSError, ValueError) as exc:  # unreadable: TrajectoryError is a ValueError
         return Audit(path, False, (str(exc),))
 
@@ -160,15 +155,6 @@ def runs_under(folder: str | os.PathLike[str]) -> Iterator[Path]:
 def _verify(public: str, digest: bytes, signature: str) -> bool | None:
     """A signature checked, importing ``cryptography`` only for a record that is signed."""
     return verify_signature(public, digest, signature) if have_cryptography() else None
-
-
-def _public_key(source: str | os.PathLike[str] | None) -> str | None:
-    if source is None:
-        return None
-    try:
-        return load_public_key(source)
-    except SigningError as exc:
-        raise SigningError(f"public_key: {exc}") from None
 
 
 def _loads(text: str) -> JSON:

@@ -76,10 +76,10 @@ def audit_group(
     >>> audit_group("missing.attempts.json").errors
     ('cannot read missing.attempts.json: No such file or directory',)
     """
-    from four.checks._audit import _public_key
+    from four.trajectory._sign import wanted_key
 
     where = Path(path)
-    wanted = _public_key(public_key)
+    wanted = wanted_key(public_key)
     try:
         data = read_regular(where)  # not a FIFO, a device, nor over the limit
     except Unreadable as exc:

@@ -116,6 +116,20 @@ def write_key_pair(path: str | os.PathLike[str]) -> tuple[Path, Path]:
     return private, public
 
 
+def wanted_key(source: str | os.PathLike[str] | None) -> str | None:
+    """An audit's ``public_key`` argument loaded (None: none asked); its error says so.
+
+    >>> wanted_key(None), wanted_key("AB" * 32) == "ab" * 32
+    (None, True)
+    """
+    if source is None:
+        return None
+    try:
+        return load_public_key(source)
+    except SigningError as exc:
+        raise SigningError(f"public_key: {exc}") from None
+
+
 def load_public_key(source: str | os.PathLike[str]) -> str:
     """A public key, in hex: from a PEM file (``four keygen``'s ``.pub``), or a file or
     string holding the 64 hex digits that ``four audit`` prints as the signer."""
