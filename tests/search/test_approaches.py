@@ -117,21 +117,28 @@ def test_four_run_tells_attempt_3_the_bash_domain_s_python_approach(
             return chat(SUBMIT if said else RIGHT[0])
         return chat(SUBMIT if said else "```bash\necho 5 > answer.txt\n```")
 
-    work = tmp_path / "work"
-    work.mkdir()
-    with LoopbackServer(model) as server:
-        status = main(["run", TASK, "--cwd", str(work), "--model", "m", "--api-base",
-                       server.url, "-o", str(tmp_path / "runs"), "--check",
-                       "grep -qx 4 answer.txt", "--retries-per-reason", "1", "--attempts", "4",
-                       "--max-steps", "4"])  # fmt: skip
-    assert status == 0
-    said = capsys.readouterr().err
+    def four_run(*extra: str) -> tuple[Path, str, str]:
+        work = tmp_path / f"work{len(extra)}"
+        work.mkdir()
+        with LoopbackServer(model) as server:
+            status = main(["run", TASK, "--cwd", str(work), "--model", "m", "--api-base",
+                           server.url, "-o", str(tmp_path / f"runs{len(extra)}"), "--check",
+                           "grep -qx 4 answer.txt", "--retries-per-reason", "1",
+                           "--attempts", "4", "--max-steps", "4", *extra])  # fmt: skip
+        assert status == 0
+        assert (work / "answer.txt").read_text() == "4\n"
+        out, err = capsys.readouterr()
+        return tmp_path / f"runs{len(extra)}", out, err
+
+    runs, _, said = four_run()
     assert (
         "attempt 3 of 4 · temperature 0.7 · seed 2 · told: Do the work in Python this time" in said
     )
-    assert (work / "answer.txt").read_text() == "4\n"
-    record = sorted((tmp_path / "runs").glob("*.attempts.json"))[0]
+    record = sorted(runs.glob("*.attempts.json"))[0]
     members = json.loads(record.read_text())["members"]
     assert [m.get("approach") for m in members] == [None, None, python]
     assert members[2]["outcome"] == "accepted"
     assert audit_group(record).valid
+    _, out, _ = four_run("--json")
+    shown = json.loads(out)["attempts"]["members"]
+    assert [m["approach"] for m in shown] == [None, None, python]

@@ -410,6 +410,7 @@ def _json(search: Search[Path]) -> dict[str, JSON]:
                     "tokens": m.usage.total_tokens,
                     "seed": m.link.seed,
                     "temperature": m.link.temperature,
+                    "approach": m.link.approach,
                 }
                 for m in search.members
             ],
