@@ -549,8 +549,7 @@ def _single(name: str, task: Task, folder: Path, out: Path, check: Verify | None
 
 def run_search(task: Task, folder: Path, out: Path) -> list[Result]:
     """``four run --local --check CMD --attempts 4`` as the command builds it (its default
-    feedback, retries and the bash domain's approaches), every attempt's copy kept; rows
-    for 1, 2 and 4 attempts.
+    feedback and retries), every attempt's copy kept; rows for 1, 2 and 4 attempts.
 
     Attempt i samples with seed i - 1 (temperature 0 for the first, then
     ``DEFAULT_TEMPERATURE``), whatever K is, so a search of K attempts is exactly the first
@@ -558,7 +557,7 @@ def run_search(task: Task, folder: Path, out: Path) -> list[Result]:
     from four.checks import command_check, verify
     from four.cli._build import Deadline
     from four.cli._options import DEFAULT_RETRIES_PER_REASON, VISIBLE_FEEDBACK
-    from four.domains._bash import APPROACHES, TEXT
+    from four.domains._bash import TEXT
     from four.domains._bash import environment as make_env
     from four.domains._preview import prompt_with_preview
     from four.parse import regex_parse
@@ -586,12 +585,7 @@ def run_search(task: Task, folder: Path, out: Path) -> list[Result]:
         )
 
     search: Search[Path] = Search(
-        max(ATTEMPTS),
-        task.prompt,
-        workspace=folder,
-        record_dir=out,
-        keep_copies=True,
-        approaches=APPROACHES,
+        max(ATTEMPTS), task.prompt, workspace=folder, record_dir=out, keep_copies=True
     )
     search.run(make)
     copies = search.copies

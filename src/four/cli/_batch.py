@@ -138,7 +138,6 @@ class _Command:
 
     def search(self, ctx: RunContext) -> Search[Path]:
         """A search for ``ctx``'s item (``--attempts``), recorded in ``ctx.output_dir``."""
-        from four.cli._build import load_domain
         from four.cli._options import workspace
         from four.search import Budget, Search
 
@@ -152,7 +151,6 @@ class _Command:
             temperature=opts.attempt_temperature,
             budget=Budget(cost=opts.cost_limit),
             record_dir=ctx.output_dir,
-            approaches=load_domain(opts.domain).approaches,
         )
 
     def ran(self, ctx: RunContext, attempt: Attempt | None, loop: Callable[..., T]) -> T:

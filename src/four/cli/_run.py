@@ -314,10 +314,8 @@ def run_attempts(
     def started(a: Attempt) -> None:
         after = f" · after {a.link.after}" if a.link.after else ""
         after = after if len(after) <= 100 else after[:97] + "..."
-        # the approach's first clause ("Do the work in Python this time"): the rest is long
-        told = f" · told: {a.link.approach.split(':')[0][:60]}" if a.link.approach else ""
         say(f"attempt {a.link.index} of {a.link.of} · temperature {a.link.temperature:g} · "
-            f"seed {a.link.seed}{told}{after}")  # fmt: skip
+            f"seed {a.link.seed}{after}")  # fmt: skip
 
     def finished(m: Member[object]) -> None:
         outcome = m.outcome.text if len(m.outcome.text) <= 100 else m.outcome.text[:97] + "..."
@@ -357,7 +355,6 @@ def run_attempts(
             signing_key=signing,
             on_start=started,
             on_end=finished,
-            approaches=domain.approaches,
         )
         if where is not None:  # copied now: a folder too large to copy is refused here
             search.prepare()
@@ -410,7 +407,6 @@ def _json(search: Search[Path]) -> dict[str, JSON]:
                     "tokens": m.usage.total_tokens,
                     "seed": m.link.seed,
                     "temperature": m.link.temperature,
-                    "approach": m.link.approach,
                 }
                 for m in search.members
             ],

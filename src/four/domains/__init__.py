@@ -58,8 +58,6 @@ class Domain(Checked):
     ``replay_workspace(trajectory, workspace, scratch)``, for a domain that edits its
     workspace in place, makes the folder ``four replay`` runs in: a copy of the recorded
     workspace as it was when the run began (None: it cannot be rebuilt).
-    ``approaches``: ways to go about a task that ``--attempts`` tells the attempts after
-    the first, in turn (see ``four.search``'s ``approaches``).
     """
 
     name: str
@@ -70,7 +68,6 @@ class Domain(Checked):
     emit: Callable[[DomainSetup, Execute], Recorder[Path]]
     check: Callable[[DomainSetup, Execute, str | None], Verify | None]
     replay_workspace: Callable[[Path, Path | None, Path], Path | None] | None = None
-    approaches: tuple[str, ...] = ()
 
 
 class DomainError(ValueError):

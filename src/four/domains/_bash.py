@@ -39,21 +39,6 @@ Rules:
   followed by nothing else in that command (or `&& cat` a file with your final answer).
 """
 
-APPROACHES = (
-    "",
-    "Do the work in Python this time: write a short script that reads the input files "
-    "and writes the result file (cat > solve.py <<'EOF' ... EOF, the > included), then run "
-    "it and show the result in the same command: python3 solve.py && cat RESULT_FILE. To "
-    "change a .py file, cat it first, then write all of it again with the fix (every line, "
-    "not only the changed ones) and run it.",
-    "Go step by step this time: first look at the files the task names (cat them), then "
-    "do the work, then check the result (cat it, or run the program) before you finish.",
-)
-"""What ``--attempts`` tells the attempts after the first, in turn: the second the task
-alone (sampled), the third and fourth another way than the likely one. The built-in
-model reaches for awk, sed and tools that are not installed, and gets them wrong; told
-to use Python, it solved a task it failed in four attempts without (bench/README.md)."""
-
 TEXT = (
     _COMMON
     + """
@@ -142,5 +127,4 @@ DOMAIN = Domain(
     environment=_environment,
     emit=_emit,
     check=_check,
-    approaches=APPROACHES,
 )

@@ -64,8 +64,7 @@ class Attempt(Checked):
     ``litellm_invoke(model, **a.sampling)``);
     ``steps_left`` the model calls the search's budget still allows (None: no limit);
     ``recap`` what the attempts before it did and how they ended (with the search's
-    ``recap=True``; "" for the first), which ``prompt`` appends to the task, and then
-    ``link.approach``, the way to go about it the search's ``approaches`` gave it.
+    ``recap=True``; "" for the first), which ``prompt`` appends to the task.
 
     ``run`` (or ``arun``) calls ``four.run`` with the search's wrappers in place: use it,
     or wrap by hand: ``invoke(G)`` counts G's calls against the budget, ``env(V2)`` ends
@@ -105,9 +104,9 @@ class Attempt(Checked):
 
     def prompt(self, task: str | None = None) -> str:
         """``task`` (the search's by default), then the ``recap`` of the attempts before
-        this one and the attempt's approach, if any: the prompt ``run`` gives the model."""
-        told = [self.task if task is None else task, self.recap, self.link.approach or ""]
-        return "\n\n".join(part for part in told if part)
+        this one, if any: the prompt ``run`` gives the model."""
+        task = self.task if task is None else task
+        return f"{task}\n\n{self.recap}" if self.recap else task
 
     @property
     def steps_left(self) -> int | None:

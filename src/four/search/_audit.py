@@ -122,10 +122,7 @@ def _shape(record: Mapping[str, JSON]) -> list[str]:
             errors.append(f"field {name!r} is missing")
         elif (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
             errors.append(f"field {name!r} is {value!r:.40}")
-    approaches = record.get("approaches", [])
-    if not isinstance(approaches, list) or not all(isinstance(a, str) for a in approaches):
-        errors.append(f"field 'approaches' is {approaches!r:.40}")
-    extra = sorted(set(record) - set(_FIELDS) - {"approaches"})
+    extra = sorted(set(record) - set(_FIELDS))
     if extra:
         errors.append(f"fields the format does not have: {extra}")
     members = record.get("members")
@@ -148,7 +145,7 @@ def _shape(record: Mapping[str, JSON]) -> list[str]:
     return errors
 
 
-_LINK = ("group", "task", "index", "of", "seed", "temperature", "after", "approach")
+_LINK = ("group", "task", "index", "of", "seed", "temperature", "after")
 
 
 def _seal(record: Mapping[str, JSON], wanted: str | None) -> list[str]:
@@ -192,8 +189,6 @@ class _Members:
         listed: set[Path] = set()
         previous: str | None = None
         accepted: list[int] = []
-        approaches = record.get("approaches") or []
-        assert isinstance(approaches, list)
         for position, member in enumerate(members, 1):
             assert isinstance(member, dict)
             index = member["index"]
@@ -203,10 +198,8 @@ class _Members:
                 str(group), str(task), position, of, int(str(record["seed"])) + position - 1,
                 float(str(record["first_temperature"] if position == 1 else record["temperature"])),
                 previous if workers == 1 else None,
-                str(approaches[(position - 2) % len(approaches)]) or None
-                if position > 1 and approaches else None,
             )  # fmt: skip
-            stored = AttemptLink.from_json({k: member[k] for k in _LINK if k in member})
+            stored = AttemptLink.from_json({k: member[k] for k in _LINK})
             if stored != expected:
                 errors.append(f"attempt {position}'s link is {_diff(stored, expected)}")
             if member["outcome"] == "accepted":
@@ -266,11 +259,7 @@ class _Members:
             if stored != link:
                 errors.append(f"attempt {position}: its trajectory's link is {_diff(stored, link)}")
         tasks = [m.content for m in saved.messages if isinstance(m, User) and m.kind == "task"]
-        prompt = tasks[0] if tasks else ""
-        if link.approach is not None:  # told last, after the task and any recap
-            said = prompt.removesuffix(f"\n\n{link.approach}")
-            prompt = said if said != prompt else ""  # the approach missing: not the task
-        task, recapped = told(prompt) if tasks else ("", [])
+        task, recapped = told(tasks[0]) if tasks else ("", [])
         if not tasks or task_digest(task) != link.task:
             errors.append(f"attempt {position}: its task is not the group's")
         elif any(n >= position for n in recapped):  # told of an attempt not yet ended

@@ -3,10 +3,9 @@ trajectory, kept here in one place.
 
 It is stored in the run's head, under ``info.components.attempt``, so it is sealed with
 the rest of the record: the group's id, the task's digest, the attempt's number and the
-group's size, the seed and temperature it sampled with, how the attempt before it
+group's size, the seed and temperature it sampled with, and how the attempt before it
 ended (None for the first, and for attempts run side by side, which start before the
-one before them ends), and the approach it was told after its task (with a search's
-``approaches``; absent otherwise, so a record without it reads as before).
+one before them ends).
 """
 
 from __future__ import annotations
@@ -44,10 +43,9 @@ class AttemptLink(Checked):
     seed: int
     temperature: float
     after: str | None = None
-    approach: str | None = None
 
     def to_json(self) -> dict[str, JSON]:
-        value: dict[str, JSON] = {
+        return {
             "group": self.group,
             "task": self.task,
             "index": self.index,
@@ -56,9 +54,6 @@ class AttemptLink(Checked):
             "temperature": self.temperature,
             "after": self.after,
         }
-        if self.approach is not None:
-            value["approach"] = self.approach
-        return value
 
     @staticmethod
     def from_json(value: JSON) -> AttemptLink:
@@ -69,8 +64,6 @@ class AttemptLink(Checked):
             "group": (str,), "task": (str,), "index": (int,), "of": (int,), "seed": (int,),
             "temperature": (int, float), "after": (str, type(None)),
         }  # fmt: skip
-        if "approach" in value:
-            fields["approach"] = (str,)
         for name, kinds in fields.items():
             if name not in value:
                 raise ValueError(f"the attempt link has no {name!r}")
@@ -91,7 +84,6 @@ class AttemptLink(Checked):
             int(str(value["seed"])),
             float(temperature),
             value["after"] if isinstance(value["after"], str) else None,
-            str(value["approach"]) if "approach" in value else None,
         )
 
 

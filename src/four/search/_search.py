@@ -77,10 +77,7 @@ class SearchOptions(TypedDict, total=False):
     ``on_start``, ``on_end`` told of each attempt as it starts and ends; ``recap`` (False)
     to tell each attempt after the first what the ones that ended before it did (their
     commands, the files they changed, how they ended, the check's last word: see
-    ``Attempt.prompt``; off by default: on the built-in model it did not help);
-    ``approaches`` (none) ways to go about the task, told after the task to the attempts
-    after the first in turn (attempt i gets ``approaches[(i - 2) % len(approaches)]``;
-    "" tells it the task alone), recorded in each link (a domain's: see docs/search.md).
+    ``Attempt.prompt``; off by default: on the built-in model it did not help).
     """
 
     workspace: str | os.PathLike[str] | None
@@ -99,7 +96,6 @@ class SearchOptions(TypedDict, total=False):
     on_start: Callable[[Attempt], None] | None
     on_end: Callable[[Member[object]], None] | None
     recap: bool
-    approaches: tuple[str, ...]
 
 
 ANOTHER_ACCEPTED = "another attempt was accepted"
@@ -208,14 +204,6 @@ class Search(Generic[T]):
         self.on_end: Callable[[Member[T]], None] | None = options.get("on_end")  # type: ignore[assignment]
         self.recap = options.get("recap", False)
         arguments.flag("attempts", "recap", self.recap)
-        self.approaches = options.get("approaches", ())
-        if not isinstance(self.approaches, tuple) or not all(
-            isinstance(a, str) and a == a.strip() for a in self.approaches
-        ):
-            raise TypeError(
-                "attempts: approaches must be a tuple of texts without blanks around them, "
-                f"e.g. ('', 'Do the work in Python.'); got {self.approaches!r:.60}"
-            )
         self._summaries: dict[int, str] = {}
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         self.group = f"{stamp}-{os.urandom(6).hex()}"
@@ -409,9 +397,6 @@ class Search(Generic[T]):
             self.ended = "an attempt's commands deleted the copies: no pristine start is left"
             return None
         first = index == 1
-        approach = None if first or not self.approaches else self.approaches[
-            (index - 2) % len(self.approaches)
-        ] or None  # fmt: skip
         link = AttemptLink(
             self.group,
             self.digest,
@@ -420,7 +405,6 @@ class Search(Generic[T]):
             self.seed + index - 1,
             self.first_temperature if first else self.temperature,
             after,
-            approach,
         )
         folder = self._pristine.fresh(index) if self._pristine is not None else None
         attempt = Attempt(link, self.task, folder, self.spend, self.loop_repeats, self.watch)
@@ -579,9 +563,7 @@ class Search(Generic[T]):
                 }
             )
         b = self.budget
-        told: dict[str, JSON] = {"approaches": list(self.approaches)} if self.approaches else {}
         return {
-            **told,  # only when given: a record without approaches reads as before
             "format": FORMAT,
             "group": self.group,
             "task": self.digest,
@@ -625,10 +607,9 @@ def attempts(
 
     Attempt 1 samples at ``first_temperature`` (0), attempt i > 1 at ``temperature`` with
     seed ``seed + i - 1`` (with ``recap=True``, it is also told what the attempts that ended
-    before it did and how they ended; with ``approaches``, a way to go about the task).
-    ``budget`` bounds all attempts together (model calls, tokens, cost, seconds); each
-    run's own ``max_steps`` bounds it alone, so a check is judged at most
-    ``k * (initial_rank + 1)`` times. ``workers`` > 1 runs attempts side by side
+    before it did and how they ended). ``budget`` bounds all attempts together (model calls, tokens,
+    cost, seconds); each run's own ``max_steps`` bounds it alone, so a check is judged
+    at most ``k * (initial_rank + 1)`` times. ``workers`` > 1 runs attempts side by side
     (for a model that serves several at once); the first accepted stops the others.
     The group record (``<group>.attempts.json``, beside the first trajectory or in
     ``record_dir``) links every attempt; ``four audit`` checks it whole.
