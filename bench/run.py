@@ -25,7 +25,7 @@ def main(argv: list[str]) -> int:
         needed = [
             p.name
             for p in inspect.signature(module.main).parameters.values()
-            if p.default is p.empty and p.kind is not p.VAR_POSITIONAL
+            if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
         ]
         if needed:
             print(f"(needs {', '.join(needed)}: `python bench/bench_{name}.py ...`)\n")
