@@ -22,10 +22,11 @@ them alike):
   dependency: made under the user's cache folder, or ``--mini PATH``), its text-based
   config and ``--model-class litellm_textbased``, on the same server.
 
-Budgets, the same for all: ``STEPS`` model calls a run (an attempt), ``REPLY_TOKENS``
-tokens a reply, ``COMMAND_TIMEOUT`` seconds a command, ``RUN_SECONDS`` seconds a run and
-``REQUEST_SECONDS`` a model request (guards only: a loaded machine must not end a run). The model: ``$FOUR_BENCH_MODEL`` (default the registry's default, pulled
-with ``four model pull``).
+Budgets, the same for all: ``--steps`` model calls a run (an attempt; ``STEPS`` unless
+told), ``REPLY_TOKENS`` tokens a reply, ``COMMAND_TIMEOUT`` seconds a command,
+``RUN_SECONDS`` seconds a run and ``REQUEST_SECONDS`` a model request (guards only: a
+loaded machine must not end a run). The model: ``$FOUR_BENCH_MODEL`` (default the
+registry's default, pulled with ``four model pull``).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -505,21 +507,23 @@ def _saved(path: Path) -> tuple[str, int, int, int]:
     )
 
 
-def run_plain(task: Task, folder: Path, out: Path) -> list[Result]:
+def run_plain(task: Task, folder: Path, out: Path, steps: int = STEPS) -> list[Result]:
     """One run as ``four run --local`` makes it (no check)."""
-    return _single("four", task, folder, out, None)
+    return _single("four", task, folder, out, None, steps)
 
 
-def run_verified_before(task: Task, folder: Path, out: Path) -> list[Result]:
+def run_verified_before(task: Task, folder: Path, out: Path, steps: int = STEPS) -> list[Result]:
     """``four run --check`` as it was before attempts: one run, the model told only that it
     failed (``verdict``), a reason told once."""
     from four.checks import command_check, verify
 
     check = verify(command_check(task.check, timeout=60), retries_per_reason=1)
-    return _single("four --check before (verdict, 1 retry, 1 run)", task, folder, out, check)
+    return _single("four --check before (verdict, 1 retry, 1 run)", task, folder, out, check, steps)
 
 
-def _single(name: str, task: Task, folder: Path, out: Path, check: Verify | None) -> list[Result]:
+def _single(
+    name: str, task: Task, folder: Path, out: Path, check: Verify | None, steps: int
+) -> list[Result]:
     from four import run
     from four.cli._build import Deadline
     from four.domains._bash import TEXT
@@ -537,17 +541,17 @@ def _single(name: str, task: Task, folder: Path, out: Path, check: Verify | None
         save_trajectory(out),
         prompt_with_preview(TEXT, folder),
         task.prompt,
-        STEPS,
+        steps,
         check=check,
         watch=Deadline(RUN_SECONDS),
     )
-    outcome, steps, tokens, errors = _saved(path)
+    outcome, used, tokens, errors = _saved(path)
     seconds = time.monotonic() - start
-    return [Result(name, task.id, solved(task, folder), outcome, steps, tokens, seconds,
-                   errors, steps)]  # fmt: skip
+    return [Result(name, task.id, solved(task, folder), outcome, used, tokens, seconds,
+                   errors, used)]  # fmt: skip
 
 
-def run_search(task: Task, folder: Path, out: Path) -> list[Result]:
+def run_search(task: Task, folder: Path, out: Path, steps: int = STEPS) -> list[Result]:
     """``four run --local --check CMD --attempts 4`` as the command builds it (its default
     feedback and retries), every attempt's copy kept; rows for 1, 2 and 4 attempts.
 
@@ -579,7 +583,7 @@ def run_search(task: Task, folder: Path, out: Path) -> list[Result]:
             make_env("local", cwd=a.cwd, timeout=COMMAND_TIMEOUT),
             save_trajectory(out),
             system,
-            max_steps=STEPS,
+            max_steps=steps,
             check=check,
             watch=Deadline(RUN_SECONDS),
         )
@@ -600,8 +604,8 @@ def run_search(task: Task, folder: Path, out: Path) -> list[Result]:
         errors = replies = 0
         for m in used:
             assert m.path is not None
-            _, steps, _, errs = _saved(m.path)
-            errors, replies = errors + errs, replies + steps
+            _, made, _, errs = _saved(m.path)
+            errors, replies = errors + errs, replies + made
         rows.append(
             Result(
                 f"four --check, {k} attempt{'s' if k > 1 else ''}",
@@ -642,20 +646,20 @@ environment:
 """
 
 
-def run_mini(mini: str, task: Task, folder: Path, out: Path) -> list[Result]:
+def run_mini(mini: str, task: Task, folder: Path, out: Path, steps: int = STEPS) -> list[Result]:
     """One mini-swe-agent run on the same server."""
     start = time.monotonic()
-    status, steps, tokens = _mini(mini, task, folder, out)
+    status, used, tokens = _mini(mini, task, folder, out, steps)
     seconds = time.monotonic() - start
-    return [Result("mini-swe-agent", task.id, solved(task, folder), status, steps, tokens, seconds)]
+    return [Result("mini-swe-agent", task.id, solved(task, folder), status, used, tokens, seconds)]
 
 
-def _mini(mini: str, task: Task, folder: Path, out: Path) -> tuple[str, int, int]:
+def _mini(mini: str, task: Task, folder: Path, out: Path, steps: int) -> tuple[str, int, int]:
     server = local_g().server().unwrap()
     extra = out / f"{task.id}.yaml"
     extra.write_text(
         MINI_CONFIG.format(
-            steps=STEPS,
+            steps=steps,
             alias=server.settings.model,
             base=server.url + "/v1",
             tokens=REPLY_TOKENS,
@@ -717,14 +721,14 @@ Runner = Callable[[Task, Path, Path], list[Result]]
 ATTEMPTS = (1, 2, 4)
 
 
-def runners(mini: str | None) -> dict[str, Runner]:
+def runners(mini: str | None, steps: int = STEPS) -> dict[str, Runner]:
     chosen: dict[str, Runner] = {
-        "four": run_plain,
-        "check": run_search,
-        "before": run_verified_before,
+        "four": partial(run_plain, steps=steps),
+        "check": partial(run_search, steps=steps),
+        "before": partial(run_verified_before, steps=steps),
     }
     if mini:
-        chosen["mini"] = lambda t, f, o: run_mini(mini, t, f, o)
+        chosen["mini"] = partial(run_mini, mini, steps=steps)
     return chosen
 
 
@@ -842,6 +846,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--keep", type=Path, help="copy the workspaces and trajectories here")
     parser.add_argument("--rows", type=Path, help="append each row here; skip the jobs it has")
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=STEPS,
+        help=f"model calls a run (an attempt) may make (default {STEPS}); a --rows file "
+        "holds one budget's rows",
+    )
     args = parser.parse_args(argv if argv is not None else [])
     # The tasks' own tools (python3 with nbformat, jupyter) are this interpreter's.
     os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
@@ -851,11 +862,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     # A task's `pip install` would go into this interpreter's environment and change the
     # tools of every task after it (one did: `pip install jupyter`): no index to install from.
     os.environ["PIP_NO_INDEX"] = "1"
-    chosen = {k: v for k, v in runners(mini).items() if k in wanted}
+    if args.steps < 1:
+        parser.error("--steps must be at least 1")
+    chosen = {k: v for k, v in runners(mini, args.steps).items() if k in wanted}
     results = bench(tasks, chosen, args.keep, args.rows)
     print(table(results, tasks))
     print(
-        f"\n{len(tasks)} tasks; {STEPS} steps a run (an attempt), {REPLY_TOKENS} tokens a "
+        f"\n{len(tasks)} tasks; {args.steps} steps a run (an attempt), {REPLY_TOKENS} tokens a "
         f"reply; plain runs and attempt 1 at temperature 0; tokens are prompt + completion "
         f"as the server counted them."
     )
