@@ -150,6 +150,81 @@ def test_the_same_command_with_the_same_output_is_a_cycle_whatever_the_thought(
     assert reply.cycle_break.reason == "the same command gave the same output 3 times in a row"
 
 
+WC = "```bash\nwc -l notes.txt\n```"
+
+
+def test_a_cycle_of_two_commands_is_broken_seen_in_the_requests_the_server_received(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    """`ls`, `cat`, `ls`, `cat`, each with the same output: no command repeats the one
+    before it, yet the model goes round. The next call leaves the first round out and is
+    resampled; once the cycle is behind, the round stays out and the call is as it was."""
+    server.push(chat(LS), chat(CAT), chat(LS), chat(CAT), chat(WC), chat(DONE))
+    G = cycle_breaking_invoke(model(server, temperature=0))
+    V2 = local_env(cwd=str(workspace(tmp_path)))
+    path = run(G, regex_parse(), V2, save_trajectory(tmp_path / "runs"), "sys", "task")
+
+    bodies = server.bodies(CHAT)
+    assert [(b["temperature"], "seed" in b) for b in bodies] == [
+        (0, False), (0, False), (0, False), (0, False), (0.7, True), (0, False)
+    ]  # fmt: skip
+    assert [count(b) for b in bodies] == [2, 4, 6, 8, 6, 8]  # a round of two turns left out
+    assert sent(bodies[4]) == sent(bodies[2])  # the first left out, the second sent
+    assert all(openai_history_problems(b["messages"]) == [] for b in bodies)  # type: ignore[arg-type]
+
+    trajectory = load_trajectory(path)
+    assert str(trajectory.outcome) == "exit:task_complete"
+    replies = [m for m in trajectory.messages if isinstance(m, Assistant)]
+    assert [r.content for r in replies] == [LS, CAT, LS, CAT, WC, DONE]  # every turn kept
+    assert all(r.cycle_break is None for r in replies[:4])
+    change = replies[4].cycle_break
+    assert change is not None and change.reason == "the same 2 turns came 2 times in a row"
+    assert change.repeats == 2 and change.dropped == (2, 3, 4, 5)
+    assert change.sampling == Sampling(0.7, cast(int, bodies[4]["seed"]))
+    later = replies[5].cycle_break
+    assert later is not None and later.dropped == (2, 3, 4, 5) and later.sampling is None
+
+
+@pytest.mark.parametrize("again", [LS, CAT], ids=["its first reply", "its second reply"])
+def test_a_reply_that_would_go_round_the_cycle_again_is_drawn_again(
+    server: LoopbackServer, again: str
+) -> None:
+    """Either reply of the block would go on with the cycle: each is drawn again."""
+    server.push(chat(again), chat(WC))
+    G = cycle_breaking_invoke(model(server, temperature=0))
+    ls: list[Message] = [Assistant(LS), User("notes.txt", "observation", 0, "ls")]
+    cat: list[Message] = [Assistant(CAT), User("alpha", "observation", 0, "cat notes.txt")]
+    reply = G([System("s"), User("task", "task"), *ls, *cat, *ls, *cat]).unwrap()
+    first, second = server.bodies(CHAT)
+    assert (first["temperature"], second["temperature"]) == (0.7, 1.0)
+    assert reply.content == WC
+    assert reply.cycle_break is not None and reply.cycle_break.discarded == 1
+
+
+def test_commands_that_alternate_with_new_output_are_no_cycle() -> None:
+    """`cat`, then a command, then `cat` again showing something new: the model is
+    working (the command between comes out the same each time)."""
+    step: list[Message] = [Assistant(WC), User("1", "observation", 0, "wc -l notes.txt")]
+    history: list[Message] = [User("task", "task")]
+    for text in ("alpha", "beta", "gamma"):
+        history += [Assistant(CAT), User(text, "observation", 0, "cat notes.txt"), *step]
+    assert plan(history) is None
+
+
+def test_a_cycle_of_up_to_four_turns_is_seen_and_no_longer() -> None:
+    def commands(*names: str) -> list[Message]:
+        out: list[Message] = []
+        for name in names:
+            out += [Assistant(f"```bash\n{name}\n```"), User("same", "observation", 0, name)]
+        return out
+
+    four = commands("a", "b", "c", "d")
+    chosen = plan([User("task", "task"), *four, *four])
+    assert chosen is not None and chosen.reason == "the same 4 turns came 2 times in a row"
+    five = commands("a", "b", "c", "d", "e")
+    assert plan([User("task", "task"), *five, *five]) is None
+
+
 def test_the_changes_are_a_function_of_the_history(tmp_path: Path) -> None:
     """Temperature-0 reproducibility: the same history gives the same changes, in this
     process and in another (the seed is no salted hash)."""

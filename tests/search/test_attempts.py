@@ -134,6 +134,36 @@ def test_a_looping_attempt_is_stopped_and_the_next_one_starts(tmp_path: Path) ->
     assert search.ended == "accepted"
 
 
+@pytest.mark.parametrize("period", [2, 4])
+def test_an_attempt_going_round_a_few_commands_is_stopped_as_looping(
+    tmp_path: Path, period: int
+) -> None:
+    """No command repeats the one before it, but the same few come round with the same
+    outputs: after three rounds the attempt is looping."""
+    work, runs = workspace(tmp_path), tmp_path / "runs"
+    commands = ("cat task.txt", "ls", "pwd", "wc -c task.txt")[:period]
+    block = [f"```bash\n{command}\n```" for command in commands]
+    search = attempts(
+        maker({1: block * 4, 2: [RIGHT, SUBMIT]}, runs, max_steps=4 * period),
+        2,
+        task="t",
+        workspace=work,
+    )
+    first = search.members[0]
+    assert first.outcome.text.startswith(
+        f"stopped: looping: the same {period} commands and outputs 3 times in a row (cat task.txt; "
+    )
+    assert first.steps == 3 * period  # not the 4 rounds the run allowed
+    assert search.ended == "accepted"
+
+
+def test_commands_that_come_round_with_new_outputs_are_no_loop(tmp_path: Path) -> None:
+    work, runs = workspace(tmp_path), tmp_path / "runs"
+    grow = ["```bash\necho x >> log.txt\n```", "```bash\ncat log.txt\n```"] * 3
+    search = attempts(maker({1: grow}, runs, max_steps=6), 1, task="t", workspace=work)
+    assert [m.outcome.text for m in search.members] == ["max_steps_reached"]
+
+
 def test_a_looping_attempt_is_stopped_though_each_output_warns_of_the_repeat(
     tmp_path: Path,
 ) -> None:

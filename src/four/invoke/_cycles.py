@@ -34,6 +34,10 @@ DEFAULT_TEMPERATURES: tuple[float, ...] = (0.7, 1.0, 1.3)
 """The temperature of a resampled call: the first when a turn has repeated once, the next
 for each further repeat or redraw, the last from then on."""
 
+MAX_PERIOD = 4
+"""The longest cycle looked for, in turns: a block of 2 to 4 turns that comes again, each
+turn the same command with the same output as the one a block before it."""
+
 _Key: TypeAlias = tuple[object, ...]
 G_co = TypeVar("G_co", covariant=True)
 G_ = TypeVar("G_")
@@ -88,7 +92,7 @@ class Plan:
 
     sent: Sequence[Message]
     dropped: tuple[int, ...]
-    repeats: int  # turns in the run the history ends with (1: no cycle)
+    repeats: int  # rounds of the cycle the history ends with: turns or blocks (1: none)
     looping: _Key | None  # the reply repeated at the end of the history
     reason: str
     seed: int
@@ -121,11 +125,22 @@ def plan(history: Sequence[Message]) -> Plan | None:
             runs[-1].append(turn)
         else:
             runs.append([turn])
-    dropped = tuple(i for run in runs for turn in run[:-1] for i in range(turn.start, turn.end))
-    if not dropped:
+    tail = runs[-1] if runs else []
+    cycle = _cycle(runs) if len(tail) < 2 else None
+    left_out = {i for run in runs for turn in run[:-1] for i in range(turn.start, turn.end)}
+    left_out |= {i for n in _rounds(runs) for turn in runs[n] for i in range(turn.start, turn.end)}
+    if not left_out:
         return None
-    left_out, tail = set(dropped), runs[-1]
+    dropped = tuple(sorted(left_out))
     sent = [m for i, m in enumerate(history) if i not in left_out]
+    if cycle is not None:
+        period, rounds = cycle
+        block = [run[-1].reply for run in runs[-period:]]
+        seed = _seed((block, rounds, len(history)))
+        why = f"the same {period} turns came {rounds} times in a row"
+        # At temperature 0 the next reply is the block's first again; any of its replies
+        # would go round once more.
+        return Plan(sent, dropped, rounds, block[0], why, seed, replays=frozenset(block[1:]))
     if len(tail) < 2:
         return Plan(sent, dropped, 1, None, "earlier repeated turns are sent once", 0)
     last = tail[-1]
@@ -135,6 +150,44 @@ def plan(history: Sequence[Message]) -> Plan | None:
     )
     seed = _seed((last.reply, len(tail), len(history)))
     return Plan(sent, dropped, len(tail), last.reply, f"{what} {len(tail)} times in a row", seed)
+
+
+def _rounds(runs: Sequence[Sequence[_Turn]]) -> set[int]:
+    """The runs to leave out so that each cycle is sent once: every round of a block of 2
+    to ``MAX_PERIOD`` runs that the same block followed at once (read from the start)."""
+    kept: list[int] = []
+    left: set[int] = set()
+    for n in range(len(runs)):
+        kept.append(n)
+        for period in range(2, MAX_PERIOD + 1):
+            if len(kept) >= 2 * period and all(
+                _same(runs[kept[-1 - i - period]][-1], runs[kept[-1 - i]][-1])
+                for i in range(period)
+            ):
+                left.update(kept[-2 * period : -period])
+                del kept[-2 * period : -period]
+                break
+    return left
+
+
+def _cycle(runs: Sequence[Sequence[_Turn]]) -> tuple[int, int] | None:
+    """The period and rounds of the cycle the history ends with: the shortest block of
+    2 to ``MAX_PERIOD`` runs of turns that comes at least twice in a row, each turn
+    repeating the one a period before it; None if it ends with none.
+
+    >>> a, b = (_Turn(0, 0, (c,), (), ((c, "same", 0),)) for c in ("ls", "cat a"))
+    >>> _cycle([[a], [b], [a], [b], [a], [b]]), _cycle([[b], [a], [b]])
+    ((2, 3), None)
+    """
+    for period in range(2, MAX_PERIOD + 1):
+        rounds = 1
+        while len(runs) >= period * (rounds + 1) and all(
+            _same(runs[-1 - i - period * rounds][-1], runs[-1 - i][-1]) for i in range(period)
+        ):
+            rounds += 1
+        if rounds >= 2:
+            return period, rounds
+    return None
 
 
 def _seed(value: object) -> int:

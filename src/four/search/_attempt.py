@@ -33,6 +33,7 @@ from four._types import (
 )
 from four.execute._repeats import unwarned
 from four.invoke._budget import AsyncMetered, Metered
+from four.invoke._cycles import MAX_PERIOD
 from four.search._budget import Spend
 from four.search._link import AttemptLink, Linked
 
@@ -136,7 +137,8 @@ class Attempt(Checked):
     def env(self, V2: AsyncExecute) -> AsyncExecute: ...
     def env(self, V2: Execute | AsyncExecute) -> Execute | AsyncExecute:
         """V2 that notes when the same command gives the same output ``loop_repeats``
-        times in a row: the attempt is looping, and ``watch`` ends it ``stopped``."""
+        times in a row, or the same block of up to ``MAX_PERIOD`` commands does: the
+        attempt is looping, and ``watch`` ends it ``stopped``."""
         if _awaits(V2):
             return _AsyncLoops(cast(AsyncExecute, V2), self)
         return _Loops(cast(Execute, V2), self)
@@ -240,10 +242,10 @@ class _AttemptWatch:
 
 @dataclass(slots=True)
 class _Repeats:
-    """The (command, output) just seen, and how many times in a row."""
+    """The last (command, output) pairs seen: enough to see a block of up to
+    ``MAX_PERIOD`` of them come round ``loop_repeats`` times in a row."""
 
-    last: tuple[str, str] | None = None
-    times: int = 0
+    seen: list[tuple[str, str]] = field(default_factory=list)
 
     def note(
         self,
@@ -251,17 +253,25 @@ class _Repeats:
         action: Action,
         result: Result[Observation, Submitted | ExecutionError],
     ) -> None:
-        if not isinstance(result, Success) or attempt.loop_repeats < 1:
+        rounds = attempt.loop_repeats
+        if not isinstance(result, Success) or rounds < 1:
             return
         # The output without note_repeats' warning, whose count changes every time.
-        key = (action.command.strip(), unwarned(result.unwrap().content))
-        self.times = self.times + 1 if key == self.last else 1
-        self.last = key
-        if self.times >= attempt.loop_repeats:
-            shown = key[0] if len(key[0]) <= 60 else key[0][:57] + "..."
-            attempt.looping = (
-                f"{LOOPING}: the same command and output {self.times} times in a row ({shown})"
-            )
+        self.seen.append((action.command.strip(), unwarned(result.unwrap().content)))
+        del self.seen[: -MAX_PERIOD * rounds]
+        for period in range(1, MAX_PERIOD + 1):
+            tail = self.seen[-period * rounds :]
+            if len(tail) == period * rounds and tail == tail[:period] * rounds:
+                attempt.looping = f"{LOOPING}: {_went_round(tail[:period], rounds)}"
+                return
+
+
+def _went_round(block: list[tuple[str, str]], rounds: int) -> str:
+    shown = "; ".join(command for command, _ in block)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    if len(block) == 1:
+        return f"the same command and output {rounds} times in a row ({shown})"
+    return f"the same {len(block)} commands and outputs {rounds} times in a row ({shown})"
 
 
 @dataclass(slots=True)
