@@ -71,13 +71,13 @@ class SearchOptions(TypedDict, total=False):
     of attempts after the first, ``first_temperature`` (0) the first's; ``budget`` of all
     attempts together; ``workers`` (1) attempts at once; ``record_dir`` where the group
     record goes (default: beside the first trajectory); ``signing_key`` that signs it;
-    ``loop_repeats`` (3; 0: never) the same command and output in a row (or rounds of
-    the same 2 to 4 commands and outputs) that stop an attempt; ``scratch`` where the copies go (the system's temporary folder);
-    ``keep_copies`` (False) to keep them; ``watch`` asked by every attempt's run;
-    ``on_start``, ``on_end`` told of each attempt as it starts and ends; ``recap`` (False)
-    to tell each attempt after the first what the ones that ended before it did (their
-    commands, the files they changed, how they ended, the check's last word: see
-    ``Attempt.prompt``; off by default: on the built-in model it did not help).
+    ``loop_repeats`` (3; 0: never) the same command and output in a row (or rounds of the
+    same 2 to 4 commands and outputs) that stop an attempt; ``scratch`` where the copies go
+    (the system's temporary folder); ``keep_copies`` (False) to keep them; ``watch`` asked
+    by every attempt's run; ``on_start``, ``on_end`` told of each attempt as it starts and
+    ends; ``recap`` (False) to tell each attempt after the first what the ones that ended
+    before it did (their commands, the files they changed, how they ended, the check's last
+    word: see ``Attempt.prompt``; off by default: on the built-in model it did not help).
     """
 
     workspace: str | os.PathLike[str] | None
