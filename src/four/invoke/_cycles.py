@@ -36,7 +36,8 @@ for each further repeat or redraw, the last from then on."""
 
 MAX_PERIOD = 4
 """The longest cycle looked for, in turns: a block of 2 to 4 turns that comes again, each
-turn the same command with the same output as the one a block before it."""
+turn repeating the one a block before it (the same reply answered alike, or the same
+commands with the same output)."""
 
 _Key: TypeAlias = tuple[object, ...]
 G_co = TypeVar("G_co", covariant=True)
