@@ -156,17 +156,16 @@ def plan(history: Sequence[Message]) -> Plan | None:
 def _rounds(runs: Sequence[Sequence[_Turn]]) -> set[int]:
     """The runs to leave out so that each cycle is sent once: every round of a block of 2
     to ``MAX_PERIOD`` runs that the same block followed at once (read from the start)."""
-    kept: list[int] = []
+    kept: list[int] = []  # numbers of the runs sent
+    lasts: list[_Turn] = []  # their last turns
     left: set[int] = set()
-    for n in range(len(runs)):
+    for n, run in enumerate(runs):
         kept.append(n)
+        lasts.append(run[-1])
         for period in range(2, MAX_PERIOD + 1):
-            if len(kept) >= 2 * period and all(
-                _same(runs[kept[-1 - i - period]][-1], runs[kept[-1 - i]][-1])
-                for i in range(period)
-            ):
+            if _again(lasts, period, 1):
                 left.update(kept[-2 * period : -period])
-                del kept[-2 * period : -period]
+                del kept[-2 * period : -period], lasts[-2 * period : -period]
                 break
     return left
 
@@ -180,15 +179,22 @@ def _cycle(runs: Sequence[Sequence[_Turn]]) -> tuple[int, int] | None:
     >>> _cycle([[a], [b], [a], [b], [a], [b]]), _cycle([[b], [a], [b]])
     ((2, 3), None)
     """
+    lasts = [run[-1] for run in runs]
     for period in range(2, MAX_PERIOD + 1):
         rounds = 1
-        while len(runs) >= period * (rounds + 1) and all(
-            _same(runs[-1 - i - period * rounds][-1], runs[-1 - i][-1]) for i in range(period)
-        ):
+        while _again(lasts, period, rounds):
             rounds += 1
         if rounds >= 2:
             return period, rounds
     return None
+
+
+def _again(turns: Sequence[_Turn], period: int, back: int) -> bool:
+    """Whether the last ``period`` turns repeat, turn for turn, the block ``back`` blocks
+    before them."""
+    return len(turns) >= period * (back + 1) and all(
+        _same(turns[-1 - i - period * back], turns[-1 - i]) for i in range(period)
+    )
 
 
 def _seed(value: object) -> int:
