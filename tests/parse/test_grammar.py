@@ -87,6 +87,23 @@ def test_a_thought_is_short_and_never_writes_a_command_s_output(name: str) -> No
     assert 1 + rest.high + (1 if name == "edits" else 0) == PROSE_CHARS
 
 
+@pytest.mark.parametrize("name", PARSERS)
+def test_a_reply_the_grammar_allows_starts_with_a_line_of_thought(name: str) -> None:
+    """Every prompt asks for a thought before the action; the built-in model, left free,
+    opened its replies with the fence and wrote the first command that came to it."""
+    grammar = PARSERS[name].grammar()  # type: ignore[attr-defined]
+    signal = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+
+    @settings(max_examples=200, database=None)
+    @given(grammar_texts(grammar))
+    def draw(text: str) -> None:
+        first, _, rest = text.partition("\n")
+        assert first.strip() and rest  # a line of prose, then the rest of the reply
+        assert not first.startswith(("```", "<")) and signal not in first
+
+    draw()
+
+
 def test_an_edit_reply_the_grammar_allows_writes_files_then_runs_one_command() -> None:
     V1 = edit_parse()
 

@@ -217,7 +217,7 @@ class RegexParse(Checked, Rules):
         """The replies the built-in model is held to (see ``Constrained``; docs/search.md).
 
         >>> print(regex_parse().grammar().gbnf().splitlines()[0])
-        root ::= prose{0,3} (command | "COMPLETE\\x5FTASK\\x5FAND\\x5FSUBMIT\\x5FFINAL\\x5FOUTPUT")
+        root ::= prose{1,3} (command | "COMPLETE\\x5FTASK\\x5FAND\\x5FSUBMIT\\x5FFINAL\\x5FOUTPUT")
         """
         tag = shell_tag(self.tags)
         if tag is None:

@@ -62,12 +62,13 @@ def prose(name: str = "prose", end: str = "") -> Rules:
 
 
 def thought(lines: int, line: str = "prose") -> Expr:
-    return Rep(Ref(line), 0, lines)
+    """A thought: ``THOUGHT_LEAST`` to ``lines`` lines of the rule ``line``."""
+    return Rep(Ref(line), THOUGHT_LEAST, lines)
 
 
 def root(exit_signal: str, *ends: Expr, line: str = "prose") -> tuple[str, Expr]:
-    """``root``: a short thought (lines of the rule ``line``), then one of ``ends`` or
-    the exit signal alone."""
+    """``root``: a short thought (lines of the rule ``line``, at least one), then one of
+    ``ends`` or the exit signal alone."""
     signal = [Lit(exit_signal)] if exit_signal else []
     return ("root", Seq((thought(THOUGHT_LINES, line), Alt((*ends, *signal)))))
 
@@ -139,6 +140,11 @@ def without(name: str, word: str, first_not: str) -> Rules:
 
 THOUGHT_LINES = 3
 """Lines of prose before the action, at most: a short thought, and room left for it."""
+THOUGHT_LEAST = 1
+"""Lines of prose before the action, at least: every prompt asks for a thought first, and
+the built-in model left it out (its first token a fence) and wrote the first command that
+came to it. Held to one line, it says what it sees and will do, and solves more: see
+docs/search.md for the tasks bench with and without it."""
 
 
 def shell_tag(tags: tuple[str, ...]) -> str | None:

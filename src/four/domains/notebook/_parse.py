@@ -42,7 +42,7 @@ class CellParse(Rules):
         signal alone on the last line.
 
         >>> print(cell_parse().grammar().gbnf().splitlines()[0])
-        root ::= prose{0,3} (cells | "COMPLETE\\x5FTASK\\x5FAND\\x5FSUBMIT\\x5FFINAL\\x5FOUTPUT")
+        root ::= prose{1,3} (cells | "COMPLETE\\x5FTASK\\x5FAND\\x5FSUBMIT\\x5FFINAL\\x5FOUTPUT")
         """
         cells = Seq((Ref("cell"), Rep(Seq((NEWLINE, Ref("cell"))), 0, MAX_CELLS - 1)))
         return grammar_of(
