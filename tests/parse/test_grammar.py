@@ -91,7 +91,9 @@ def test_a_thought_is_short_and_never_writes_a_command_s_output(name: str) -> No
 def test_a_reply_the_grammar_allows_starts_with_a_line_of_thought(name: str) -> None:
     """Every prompt asks for a thought before the action; the built-in model, left free,
     opened its replies with the fence and wrote the first command that came to it."""
-    grammar = PARSERS[name].grammar()  # type: ignore[attr-defined]
+    V1 = PARSERS[name]
+    assert isinstance(V1, Constrained)
+    grammar = V1.grammar()
     signal = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 
     @settings(max_examples=200, database=None)
