@@ -63,3 +63,39 @@ def test_shell_commands_get_no_note_however_they_end(tmp_path: Path, shell: str)
     (tmp_path / "f").write_text("")
     seen = note_repeats(local_env(cwd=str(tmp_path)))(Action(shell)).unwrap()
     assert "<note>" not in seen.content
+
+
+def test_a_line_the_command_before_printed_run_as_a_command_is_pointed_out(
+    tmp_path: Path,
+) -> None:
+    for name, lines in (("a.py", 7), ("b.py", 16)):
+        (tmp_path / name).write_text("x = 1\n" * lines)
+    V2 = note_repeats(local_env(cwd=str(tmp_path)))
+    counted = V2(Action("wc -l a.py b.py")).unwrap()
+    assert " 23 total" in counted.content
+    seen = V2(Action("23 total")).unwrap()
+    assert "command not found" in seen.content
+    assert seen.content.endswith(
+        "<note>bash ran `23 total` as a command, but it is a line your last command printed, "
+        "not a command. To write a value to a file: echo VALUE > NAME.txt; to save what a "
+        "command prints: COMMAND > NAME.txt.</note>"
+    )
+
+
+@pytest.mark.parametrize(
+    ("before", "command"),
+    [
+        ("echo 23 total", "24 total"),  # not a line of the output before
+        ("echo nosuchtool", "nosuchtool"),  # printed, and no command: the note is for this
+        ("echo wc -l a.py", "wc -l a.py"),  # printed, but a command that ran
+        ("true", "23 total"),  # nothing printed before
+    ],
+)
+def test_only_a_refused_line_of_the_output_before_gets_the_note(
+    tmp_path: Path, before: str, command: str
+) -> None:
+    (tmp_path / "a.py").write_text("")
+    V2 = note_repeats(local_env(cwd=str(tmp_path)))
+    V2(Action(before))
+    seen = V2(Action(command)).unwrap()
+    assert ("<note>" in seen.content) is (before == "echo nosuchtool")
