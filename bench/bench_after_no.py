@@ -201,7 +201,9 @@ def main(argv: Sequence[str]) -> None:
     try:
         starts: list[tuple[AtNo, Path]] = []
         for task in TASKS:
-            if wanted is not None and task.id not in wanted:
+            if (wanted is not None and task.id not in wanted) or not any(
+                args.keep.glob(f"{task.id}-*-out")
+            ):
                 continue
             at = first_no(task, args.keep, args.steps)
             start = None if at is None else replayed(at, parent)
@@ -220,8 +222,8 @@ def main(argv: Sequence[str]) -> None:
         shutil.rmtree(parent, ignore_errors=True)
     print(table(rows, skipped, args.steps))
     print(
-        f"\n{args.draws} draws a task from its first NO, at the later attempts' temperature; "
-        f"{args.steps} steps an attempt."
+        f"\nDraws a task from its first NO: {args.draws}, at the later attempts' "
+        f"temperature; {args.steps} steps an attempt."
     )
 
 
