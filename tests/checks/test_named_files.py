@@ -222,3 +222,28 @@ def test_an_environment_the_check_runs_no_shell_in_is_sent_nothing_by_the_judge(
     assert outcome == Accepted("b")
     assert env.seen == ["echo one", "submit a", "submit b"]
     assert "The files the task names" not in model.feedback()[0]
+
+
+def feedback_of(messages: Sequence[Message]) -> list[str]:
+    return [m.content for m in messages if isinstance(m, User) and m.kind == "feedback"]
+
+
+def test_a_resumed_run_shows_the_files_as_they_are_not_as_unchanged(tmp_path: Path) -> None:
+    (tmp_path / "log.txt").write_text("3\n4\n")
+    check = command_check('test "$(cat total.txt)" = 7', feedback="verdict")
+    first, _ = run(
+        scripted_invoke(["```bash\necho 34 > total.txt\n```", SUBMIT]), regex_parse(),
+        local_env(cwd=str(tmp_path)), lambda messages, outcome: (messages, outcome),
+        "You sum numbers.", TASK, max_steps=2, check=verify(check),
+    )  # fmt: skip
+    assert "total.txt (3 bytes, 1 line):\n  34" in feedback_of(first)[0]
+    again, _ = run(
+        scripted_invoke([SUBMIT]), regex_parse(), local_env(cwd=str(tmp_path)),
+        lambda messages, outcome: (messages, outcome), max_steps=1, resume=first,
+        check=verify(check),
+    )  # fmt: skip
+    # total.txt is as the earlier run left it, which is not how the task began
+    assert len(feedback_of(again)) == 2  # the earlier run's NO, and this run's
+    told = feedback_of(again)[-1]
+    assert "total.txt (3 bytes, 1 line):\n  34" in told
+    assert "unchanged since the task began" not in told

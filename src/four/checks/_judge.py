@@ -25,7 +25,7 @@ from four._outcomes import (
     StepsExhausted,
     Stopped,
 )
-from four._types import JSON, Action, Checked, Execute, Feedback, Message
+from four._types import JSON, Action, Assistant, Checked, Execute, Feedback, Message
 from four.checks._claim import Check, Claim, Gatherer, Resolver
 from four.checks._feedback import (
     MORE_WORK,
@@ -163,8 +163,10 @@ class Judgement:
         self._shell: bool = getattr(verifier.check, "runs_shell", False)
 
     def at_start(self, history: Sequence[Message], /) -> None:
-        """Before the first step: the files the task names read, so a NO can say how they changed."""
-        if self._shell:
+        """Before the first step: the files the task names read, so a NO can say how they
+        changed. Not in a resumed run (its history holds the model's turns): the files are
+        then as the earlier steps left them, not as the task began."""
+        if self._shell and not any(isinstance(m, Assistant) for m in history):
             self._before = read_files(self._env, task_of(history))
 
     def __call__(self, history: Sequence[Message], claim: Finished, /) -> Outcome | Feedback:
