@@ -10,8 +10,9 @@ history up to and with the NO's feedback resumed, at the temperature and with th
 wrappers of a search's later attempts (``DEFAULT_TEMPERATURE``, seeds 1..N, the reply
 grammar, the cycle breaker), for the steps the attempt had left, with the same check
 and feedback (each reason told once: the NO's own is told again once, as
-``--retries-per-reason 2`` allows; a new one once, not twice). Each draw ends in one of
-three ways:
+``--retries-per-reason 2`` allows; a new one once, not twice; as in any resumed run, a
+NO shows each named file as it is, not against the task's start). Each draw ends in one
+of three ways:
 
 - accepted: the check said YES;
 - the same work: the folder ends as it was at the NO (the file rewritten as it was, or
