@@ -29,8 +29,6 @@ settings, ``LANES`` draws at once.
 from __future__ import annotations
 
 import argparse
-import hashlib
-import re
 import shutil
 import sys
 import tempfile
@@ -58,18 +56,16 @@ if TYPE_CHECKING:
     from four._types import Message
 
 DRAWS = 8
-_BLOCK = re.compile(r"```bash\n(.*?)```", re.S)
 
 Ending = Literal["accepted", "the same work", "other work"]
 
 
 @dataclass(frozen=True, slots=True)
 class AtNo:
-    """A task's first NO: the attempt's trajectory, the messages up to and with the NO's
-    feedback, and the steps the attempt had left."""
+    """A task's first NO: the attempt's messages up to and with the NO's feedback, and the
+    steps the attempt had left."""
 
     task: Task
-    trajectory: Path
     messages: tuple[Message, ...]
     left: int
 
@@ -89,7 +85,7 @@ def first_no(task: Task, keep: Path, steps: int) -> AtNo | None:
             continue
         made = sum(1 for m in messages[: at + 1] if isinstance(m, Assistant))
         if made < steps:
-            return AtNo(task, path, tuple(messages[: at + 1]), steps - made)
+            return AtNo(task, tuple(messages[: at + 1]), steps - made)
     return None
 
 
@@ -99,28 +95,17 @@ def replayed(at: AtNo, parent: Path) -> Path | None:
     from: a command whose result was not the same again)."""
     from four._types import Action, Assistant
     from four.domains._bash import environment as make_env
-    from four.execute import EXIT_SIGNAL
+    from four.parse import regex_parse
 
     folder = make_workspace(at.task, parent)
     env = make_env("local", cwd=str(folder), timeout=COMMAND_TIMEOUT)
+    V1 = regex_parse()
     for message in at.messages:
-        if not isinstance(message, Assistant):
-            continue
-        block = _BLOCK.search(message.content)
-        if block is not None and EXIT_SIGNAL not in block.group(1):
-            env(Action(block.group(1)))
+        if isinstance(message, Assistant):  # a submission parses to no action
+            for action in V1(message).value_or(()):
+                if isinstance(action, Action):
+                    env(action)
     return None if solved(at.task, folder) else folder
-
-
-def digest(folder: Path) -> str:
-    """The folder's files, names and bytes, as one SHA-256 (hidden ones left out: a run's
-    own records)."""
-    h = hashlib.sha256()
-    for path in sorted(folder.rglob("*")):
-        relative = path.relative_to(folder)
-        if path.is_file() and not any(part.startswith(".") for part in relative.parts):
-            h.update(str(relative).encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()
 
 
 def draw(at: AtNo, start: Path, seed: int, out: Path) -> Ending:
@@ -134,6 +119,7 @@ def draw(at: AtNo, start: Path, seed: int, out: Path) -> Ending:
     from four.search._attempt import SamplingArgs
     from four.search._search import DEFAULT_TEMPERATURE
     from four.trajectory import save_trajectory
+    from four.trajectory._artifacts import _digests
 
     folder = Path(tempfile.mkdtemp(prefix=f"{at.task.id}-{seed}-", dir=start.parent))
     shutil.copytree(start, folder, dirs_exist_ok=True)
@@ -155,7 +141,7 @@ def draw(at: AtNo, start: Path, seed: int, out: Path) -> Ending:
     )
     if solved(at.task, folder):
         return "accepted"
-    return "the same work" if digest(folder) == digest(start) else "other work"
+    return "the same work" if _digests(folder) == _digests(start) else "other work"
 
 
 def table(rows: Sequence[tuple[AtNo, list[Ending]]], skipped: Sequence[str], steps: int) -> str:
