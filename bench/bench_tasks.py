@@ -434,6 +434,68 @@ TASKS: tuple[Task, ...] = (
 )
 
 
+SOLUTIONS: Mapping[str, str] = {
+    "email-domains": "grep -o '@[^ ]*' log.txt | cut -c2- | sort -u > domains.txt",
+    "run-script": "chmod +x hello.sh && ./hello.sh > out.txt",
+    "count-lines": "find src -name '*.py' -exec cat {} + | wc -l > total.txt",
+    "csv-sum": "awk -F, '$1 == \"north\" {s += $2} END {print s}' sales.csv > north.txt",
+    "rename-ext": 'for f in docs/*.txt; do mv "$f" "${f%.txt}.md"; done',
+    "json-version": "python3 -c \"import json; d = json.load(open('config.json')); "
+    "d['version'] = '1.3.0'; json.dump(d, open('config.json', 'w'))\"",
+    "replace-word": "sed -i 's/colour/color/g' notes.txt",
+    "word-count": "wc -w < story.txt > words.txt",
+    "largest-file": "ls -S data | head -n 1 > largest.txt",
+    "unique-names": "sort -u names.txt > unique.txt",
+    "count-errors": "grep -c ERROR app.log > count.txt",
+    "extract-errors": "grep ERROR app.log > errors.txt",
+    "env-port": "grep '^PORT=' config.env | cut -d= -f2 > port.txt",
+    "older-than-30": "awk -F, 'NR > 1 && $2 > 30 {print $1}' people.csv > older.txt",
+    "sort-numbers": "sort -n numbers.txt > sorted.txt",
+    "line-18": "sed -n 18p poem.txt > line.txt",
+    "tar-archive": "tar czf backup.tar.gz notes",
+    "delete-tmp": "find work -type f -name '*.tmp' -delete",
+    "checksum": "sha256sum data.bin | cut -c1-64 > sum.txt",
+    "active-users": "grep -c '\"active\": true' users.json > active.txt",
+    "doctest-prime": "sed -i 's/    raise NotImplementedError/    return n > 1 and "
+    "all(n % k for k in range(2, int(n ** 0.5) + 1))/' primes.py",
+    "fix-bug": "sed -i 's/return a - b/return a + b/' calc.py",
+    "fizzbuzz": "printf '%s\\n' 'for i in range(1, 16):' "
+    '\'    print("FizzBuzz" if i % 15 == 0 else "Fizz" if i % 3 == 0 else '
+    '"Buzz" if i % 5 == 0 else i)\' > fizz.py',
+    "fix-index": "sed -i 's/xs\\[len(xs)\\]/xs[-1]/' stats.py",
+    "greet-arg": "sed -i 's/name = \"World\"/import sys\\nname = sys.argv[1]/' greet.py",
+    "mean-empty": "sed -i 's|return sum(xs) / len(xs)|return sum(xs) / len(xs) if xs else 0|' mean.py",
+    "nb-count-cells": "python3 -c \"import json; nb = json.load(open('report.ipynb')); "
+    "print(sum(c['cell_type'] == 'code' for c in nb['cells']))\" > cells.txt",
+    "nb-to-script": "python3 -c \"import json; nb = json.load(open('report.ipynb')); "
+    "print('\\n'.join(''.join(c['source']) for c in nb['cells'] if c['cell_type'] == 'code'))\""
+    " > report.py",
+    "nb-execute": "jupyter execute --inplace report.ipynb",
+    "nb-fix-cell": "python3 -c \"import json; nb = json.load(open('calc.ipynb')); "
+    "nb['cells'][0]['source'] += '\\nrate = 2'; json.dump(nb, open('calc.ipynb', 'w'))\"",
+}
+"""A command that does each task, written here: the check of every task accepts it, so a
+task no runner solves is one the runner could not do, not one no answer passes (tested)."""
+
+NEAR_MISSES: Mapping[str, Sequence[str]] = {
+    "email-domains": (
+        "grep '@' log.txt | cut -d'@' -f2 | sort -u > domains.txt",
+        "grep -oE '@[a-zA-Z0-9.-]+' log.txt | sort | uniq > domains.txt",
+    ),
+    "largest-file": (
+        "ls -la | tail -n 1 | awk '{print $9}' > largest.txt",
+        'echo "data/c.bin" > largest.txt && cat largest.txt',
+    ),
+    "older-than-30": (
+        "awk -F, '$2 > 30 {print $1}' people.csv > older.txt",
+        "cat people.csv | awk -F',' '$3 > 30 {print $1}' > older.txt",
+    ),
+    "nb-count-cells": ("echo 5 > cells.txt",),
+}
+"""Commands the built-in model ran on tasks it did not solve (read from the bench's
+trajectories): each task's check rejects them (tested), as it should."""
+
+
 def make_workspace(task: Task, parent: Path) -> Path:
     """A fresh folder holding the task's files."""
     folder = Path(tempfile.mkdtemp(prefix=f"{task.id}-", dir=parent))
