@@ -66,6 +66,8 @@ REQUEST_SECONDS = 3600.0
 """Seconds one model request may take (litellm's default is 600): on a loaded machine six
 lanes wait for one CPU thread, and a bench measures the model, not the load."""
 LANES = 6  # jobs at once, one server slot each
+ATTEMPTS = (1, 2, 4)
+"""The searches the ``check`` runner reports (``--attempts`` adds a larger one)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -613,9 +615,17 @@ def _single(
                    errors, used)]  # fmt: skip
 
 
-def run_search(task: Task, folder: Path, out: Path, steps: int = STEPS) -> list[Result]:
+def run_search(
+    task: Task,
+    folder: Path,
+    out: Path,
+    steps: int = STEPS,
+    attempts: Sequence[int] = ATTEMPTS,
+    workers: int = 1,
+) -> list[Result]:
     """``four run --local --check CMD --attempts 4`` as the command builds it (its default
-    feedback and retries), every attempt's copy kept; rows for 1, 2 and 4 attempts.
+    feedback and retries), every attempt's copy kept; a row for each of ``attempts`` (1,
+    2 and 4), ``workers`` attempts at once.
 
     Attempt i samples with seed i - 1 (temperature 0 for the first, then
     ``DEFAULT_TEMPERATURE``), whatever K is, so a search of K attempts is exactly the first
@@ -651,13 +661,18 @@ def run_search(task: Task, folder: Path, out: Path, steps: int = STEPS) -> list[
         )
 
     search: Search[Path] = Search(
-        max(ATTEMPTS), task.prompt, workspace=folder, record_dir=out, keep_copies=True
+        max(attempts),
+        task.prompt,
+        workspace=folder,
+        record_dir=out,
+        keep_copies=True,
+        workers=workers,
     )
     search.run(make)
     copies = search.copies
     assert copies is not None
     rows: list[Result] = []
-    for k in ATTEMPTS:
+    for k in attempts:
         members = search.members[:k]
         first = next((m for m in members if m.accepted), None)
         used = members[: first.link.index] if first else members
@@ -780,13 +795,19 @@ def install_mini() -> str:
 
 
 Runner = Callable[[Task, Path, Path], list[Result]]
-ATTEMPTS = (1, 2, 4)
 
 
-def runners(mini: str | None, steps: int = STEPS) -> dict[str, Runner]:
+def runners(
+    mini: str | None, steps: int = STEPS, attempts: int = 4, workers: int = 1
+) -> dict[str, Runner]:
     chosen: dict[str, Runner] = {
         "four": partial(run_plain, steps=steps),
-        "check": partial(run_search, steps=steps),
+        "check": partial(
+            run_search,
+            steps=steps,
+            attempts=sorted({k for k in ATTEMPTS if k < attempts} | {attempts}),
+            workers=workers,
+        ),
         "before": partial(run_verified_before, steps=steps),
     }
     if mini:
@@ -915,6 +936,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         help=f"model calls a run (an attempt) may make (default {STEPS}); a --rows file "
         "holds one budget's rows",
     )
+    parser.add_argument(
+        "--attempts",
+        type=int,
+        default=max(ATTEMPTS),
+        help="attempts of the check runner's search, its last row (default 4; rows for 1, 2 "
+        "and 4 below it)",
+    )
+    parser.add_argument(
+        "--workers", type=int, default=1, help="attempts of one search at once (default 1)"
+    )
     args = parser.parse_args(argv if argv is not None else [])
     # The tasks' own tools (python3 with nbformat, jupyter) are this interpreter's.
     os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
@@ -924,9 +955,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     # A task's `pip install` would go into this interpreter's environment and change the
     # tools of every task after it (one did: `pip install jupyter`): no index to install from.
     os.environ["PIP_NO_INDEX"] = "1"
-    if args.steps < 1:
-        parser.error("--steps must be at least 1")
-    chosen = {k: v for k, v in runners(mini, args.steps).items() if k in wanted}
+    for name in ("steps", "attempts", "workers"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} must be at least 1")
+    made = runners(mini, args.steps, args.attempts, args.workers)
+    chosen = {k: v for k, v in made.items() if k in wanted}
     results = bench(tasks, chosen, args.keep, args.rows)
     print(table(results, tasks))
     print(
