@@ -67,7 +67,7 @@ REQUEST_SECONDS = 3600.0
 lanes wait for one CPU thread, and a bench measures the model, not the load."""
 LANES = 6  # jobs at once, one server slot each
 ATTEMPTS = (1, 2, 4)
-"""The searches the ``check`` runner reports (``--attempts`` adds a larger one)."""
+"""The searches the ``check`` runner reports: those below ``--attempts N``, and N."""
 
 
 @dataclass(frozen=True, slots=True)
