@@ -798,7 +798,7 @@ Runner = Callable[[Task, Path, Path], list[Result]]
 
 
 def runners(
-    mini: str | None, steps: int = STEPS, attempts: int = 4, workers: int = 1
+    mini: str | None, steps: int = STEPS, attempts: int = max(ATTEMPTS), workers: int = 1
 ) -> dict[str, Runner]:
     chosen: dict[str, Runner] = {
         "four": partial(run_plain, steps=steps),

@@ -14,14 +14,19 @@ import pytest
 from bench.bench_tasks import NEAR_MISSES, SOLUTIONS, TASKS, Task, make_workspace, solved
 
 BY_ID = {task.id: task for task in TASKS}
-# The tasks' tools (python3 with nbformat, jupyter) are this interpreter's, as the bench's.
-TOOLS = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+
+
+@pytest.fixture(autouse=True)
+def tools(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tasks' tools (python3 with nbformat, jupyter) are this interpreter's, as the
+    bench's, for the commands and the checks alike."""
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
 
 
 def _do(task: Task, command: str, parent: Path) -> Path:
     folder = make_workspace(task, parent)
     done = subprocess.run(
-        ["bash", "-c", command], cwd=folder, env=TOOLS, capture_output=True, text=True, timeout=120
+        ["bash", "-c", command], cwd=folder, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr
     return folder
@@ -34,10 +39,7 @@ def test_every_task_has_a_solution_and_ids_are_unique() -> None:
 
 
 @pytest.mark.parametrize("task", TASKS, ids=[t.id for t in TASKS])
-def test_the_check_rejects_the_start_and_accepts_a_solution(
-    task: Task, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("PATH", TOOLS["PATH"])  # the check runs with the same tools
+def test_the_check_rejects_the_start_and_accepts_a_solution(task: Task, tmp_path: Path) -> None:
     assert not solved(task, make_workspace(task, tmp_path))
     assert solved(task, _do(task, SOLUTIONS[task.id], tmp_path))
 
